@@ -1,0 +1,225 @@
+/*
+ * loop.c — cross-thread hand-off and loop-owning threads over libuv.
+ *
+ * A loop_queue is a mutex-protected singly linked list plus a uv_async: the
+ * poster links its item and wakes the loop; the loop takes the whole list
+ * at once and runs it outside the lock, so a poster never waits on a
+ * running item. uv_async coalesces wake-ups, which is what makes a burst of
+ * posts cost one wake.
+ */
+#include "common/loop.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void queue_drain(struct loop_queue *q)
+{
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		struct loop_work *w = q->head;
+		q->head = q->tail = NULL;
+		pthread_mutex_unlock(&q->mu);
+		if (!w)
+			return;
+		while (w) {
+			struct loop_work *next = w->next;
+			w->fn(w); /* may free w */
+			w = next;
+		}
+	}
+}
+
+static void on_async(uv_async_t *a)
+{
+	queue_drain(a->data);
+}
+
+int loop_queue_init(struct loop_queue *q, uv_loop_t *loop)
+{
+	memset(q, 0, sizeof(*q));
+	int rc = pthread_mutex_init(&q->mu, NULL);
+	if (rc)
+		return -rc;
+	rc = uv_async_init(loop, &q->async, on_async);
+	if (rc) {
+		pthread_mutex_destroy(&q->mu);
+		return rc; /* libuv errors are already -errno */
+	}
+	q->async.data = q;
+	return 0;
+}
+
+int loop_queue_post(struct loop_queue *q, struct loop_work *w, loop_work_fn fn)
+{
+	w->fn = fn;
+	w->next = NULL;
+	pthread_mutex_lock(&q->mu);
+	if (q->closed) {
+		pthread_mutex_unlock(&q->mu);
+		return -ESHUTDOWN;
+	}
+	if (q->tail)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+	/* Under the lock, so a concurrent close cannot free the handle first. */
+	uv_async_send(&q->async);
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+void loop_queue_close(struct loop_queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	q->closed = true;
+	pthread_mutex_unlock(&q->mu);
+	queue_drain(q);
+	/* The mutex is left alive: a late poster still locks it to learn that
+	 * the queue is closed. Default mutexes hold no resources. */
+	uv_close((uv_handle_t *)&q->async, NULL);
+}
+
+/* ------------------------------------------------------------ threads */
+
+struct start_sync {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int rc;
+	bool done;
+	struct loop_thread *lt;
+};
+
+static void close_any(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void *thread_main(void *arg)
+{
+	struct start_sync *ss = arg;
+	struct loop_thread *lt = ss->lt;
+	int rc = uv_loop_init(&lt->loop);
+	if (rc == 0) {
+		rc = loop_queue_init(&lt->queue, &lt->loop);
+		if (rc)
+			uv_loop_close(&lt->loop);
+	}
+	pthread_setname_np(pthread_self(), lt->name);
+	pthread_mutex_lock(&ss->mu);
+	ss->rc = rc;
+	ss->done = true;
+	pthread_cond_signal(&ss->cv);
+	pthread_mutex_unlock(&ss->mu);
+	if (rc)
+		return NULL;
+
+	uv_run(&lt->loop, UV_RUN_DEFAULT);
+	/* Stopped: close whatever is still open so the loop can be closed. */
+	uv_walk(&lt->loop, close_any, NULL);
+	uv_run(&lt->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&lt->loop);
+	return NULL;
+}
+
+int loop_thread_start(struct loop_thread *lt, const char *name)
+{
+	memset(lt, 0, sizeof(*lt));
+	strncpy(lt->name, name ? name : "iolake", sizeof(lt->name) - 1);
+	struct start_sync ss = { .lt = lt, .rc = 0, .done = false };
+	pthread_mutex_init(&ss.mu, NULL);
+	pthread_cond_init(&ss.cv, NULL);
+	int rc = pthread_create(&lt->thread, NULL, thread_main, &ss);
+	if (rc) {
+		rc = -rc;
+		goto out_sync;
+	}
+	pthread_mutex_lock(&ss.mu);
+	while (!ss.done)
+		pthread_cond_wait(&ss.cv, &ss.mu);
+	pthread_mutex_unlock(&ss.mu);
+	rc = ss.rc;
+	if (rc)
+		pthread_join(lt->thread, NULL);
+	else
+		lt->running = true;
+out_sync:
+	pthread_cond_destroy(&ss.cv);
+	pthread_mutex_destroy(&ss.mu);
+	return rc;
+}
+
+struct stop_work {
+	struct loop_work work;
+	struct loop_thread *lt;
+};
+
+static void do_stop(struct loop_work *w)
+{
+	struct stop_work *sw = container_of(w, struct stop_work, work);
+	loop_queue_close(&sw->lt->queue);
+	uv_stop(&sw->lt->loop);
+}
+
+void loop_thread_stop(struct loop_thread *lt)
+{
+	if (!lt->running)
+		return;
+	struct stop_work sw = { .lt = lt };
+	if (loop_queue_post(&lt->queue, &sw.work, do_stop) == 0)
+		pthread_join(lt->thread, NULL);
+	lt->running = false;
+}
+
+struct call_work {
+	struct loop_work work;
+	void (*fn)(void *arg);
+	void *arg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void do_call(struct loop_work *w)
+{
+	struct call_work *cw = container_of(w, struct call_work, work);
+	cw->fn(cw->arg);
+	pthread_mutex_lock(&cw->mu);
+	cw->done = true;
+	pthread_cond_signal(&cw->cv);
+	pthread_mutex_unlock(&cw->mu);
+}
+
+int loop_thread_call(struct loop_thread *lt, void (*fn)(void *arg), void *arg)
+{
+	struct call_work cw = { .fn = fn, .arg = arg, .done = false };
+	pthread_mutex_init(&cw.mu, NULL);
+	pthread_cond_init(&cw.cv, NULL);
+	int rc = loop_queue_post(&lt->queue, &cw.work, do_call);
+	if (rc == 0) {
+		pthread_mutex_lock(&cw.mu);
+		while (!cw.done)
+			pthread_cond_wait(&cw.cv, &cw.mu);
+		pthread_mutex_unlock(&cw.mu);
+	}
+	pthread_cond_destroy(&cw.cv);
+	pthread_mutex_destroy(&cw.mu);
+	return rc;
+}
+
+uint64_t loop_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t loop_now_ms(void)
+{
+	return loop_now_ns() / 1000000ull;
+}

@@ -1,0 +1,80 @@
+/*
+ * loop.h — event-loop helpers over libuv: one loop per thread, a bounded-
+ * free hand-off queue to run work on another thread's loop, and a thread
+ * that owns a loop.
+ *
+ * Rules: every libuv handle is touched only on the thread of its loop. Work
+ * for another loop goes through that loop's loop_queue (loop_queue_post is
+ * the one function here that any thread may call). A posted item runs on
+ * the target loop in the order posted by each thread.
+ */
+#ifndef COMMON_LOOP_H
+#define COMMON_LOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct loop_work;
+typedef void (*loop_work_fn)(struct loop_work *w);
+
+/* An item of work, embedded by the caller in its own struct (recover the
+ * outer struct with container_of). Owned by the caller until fn runs. */
+struct loop_work {
+	loop_work_fn fn;
+	struct loop_work *next;
+};
+
+/* A multi-producer queue drained on one loop. */
+struct loop_queue {
+	uv_async_t async;
+	pthread_mutex_t mu;
+	struct loop_work *head, *tail;
+	bool closed;
+};
+
+/* Attach q to loop; call on the loop's thread. Returns 0 or -errno. */
+int loop_queue_init(struct loop_queue *q, uv_loop_t *loop);
+
+/* Run w->fn(w) on q's loop, soon. Any thread. Returns 0, or -ESHUTDOWN
+ * when the queue is closed (w is then not run and stays the caller's). */
+int loop_queue_post(struct loop_queue *q, struct loop_work *w, loop_work_fn fn);
+
+/* Stop accepting work, run what was already posted, and close the async
+ * handle (its close completes on a later loop iteration; keep q alive until
+ * the loop has run once more, or until uv_run returns). Loop thread only. */
+void loop_queue_close(struct loop_queue *q);
+
+/* A thread running its own loop until stopped. */
+struct loop_thread {
+	uv_loop_t loop;
+	struct loop_queue queue;   /* posts run on this thread */
+	pthread_t thread;
+	char name[16];
+	bool running;
+};
+
+/* Start a thread with a fresh loop; returns once the loop accepts work
+ * (lt->queue can be posted to). name is for ps/top (at most 15 chars). */
+int loop_thread_start(struct loop_thread *lt, const char *name);
+
+/* Ask the thread to finish: closes the queue, lets handles that others
+ * closed finish, and joins. Handles still open on the loop are closed by
+ * walking it, so the thread always ends. Any thread but lt's own. */
+void loop_thread_stop(struct loop_thread *lt);
+
+/* Run fn(w) on lt's thread and wait until it has returned. Not from lt's
+ * own thread (that would deadlock). Returns 0 or -ESHUTDOWN. */
+int loop_thread_call(struct loop_thread *lt, void (*fn)(void *arg), void *arg);
+
+/* Milliseconds of a monotonic clock (CLOCK_MONOTONIC), any thread. */
+uint64_t loop_now_ms(void);
+uint64_t loop_now_ns(void);
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * rpc.h — calls between IOLake services: protobuf-c messages with an
+ * optional raw payload, over one of two transports behind one API.
+ *
+ *   "host:port"   HTTP/2 cleartext (nghttp2) with gRPC framing: path
+ *                 "/<package.Service>/<Method>", content-type
+ *                 application/grpc, 5-byte length prefix per message,
+ *                 grpc-status / grpc-message trailers, grpc-timeout.
+ *                 One multiplexed connection per channel, reused by every
+ *                 call; reconnects with exponential backoff.
+ *   "local:NAME"  in-process: the same messages and handlers, no sockets,
+ *                 no framing. The call crosses threads through the server
+ *                 loop's queue; payloads move by reference, not by copy.
+ *
+ * A call is one request message (+ optional payload) and one response
+ * message (+ optional payload). On the wire the payload is a second gRPC
+ * length-prefixed message of raw bytes after the protobuf one, so shard
+ * bytes never pass through protobuf packing and are written from the
+ * caller's buffer straight into DATA frames.
+ *
+ * Services are protoc-c service descriptors; a method is its index in
+ * descriptor->methods. Routing uses descriptor->name ("iolake.osd.Osd")
+ * and the method's name.
+ *
+ * Threads: a channel and everything done with it belong to the loop it was
+ * opened on; a server and its handlers run on the server's loop. The two
+ * may be different threads (the in-process transport hands calls across).
+ */
+#ifndef COMMON_RPC_H
+#define COMMON_RPC_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+
+/* gRPC status codes; these travel in grpc-status. */
+#define RPC_STATUSES(X)              \
+	X(OK, 0)                     \
+	X(CANCELLED, 1)              \
+	X(UNKNOWN, 2)                \
+	X(INVALID_ARGUMENT, 3)       \
+	X(DEADLINE_EXCEEDED, 4)      \
+	X(NOT_FOUND, 5)              \
+	X(ALREADY_EXISTS, 6)         \
+	X(PERMISSION_DENIED, 7)      \
+	X(RESOURCE_EXHAUSTED, 8)     \
+	X(FAILED_PRECONDITION, 9)    \
+	X(ABORTED, 10)               \
+	X(OUT_OF_RANGE, 11)          \
+	X(UNIMPLEMENTED, 12)         \
+	X(INTERNAL, 13)              \
+	X(UNAVAILABLE, 14)           \
+	X(DATA_LOSS, 15)             \
+	X(UNAUTHENTICATED, 16)
+
+enum rpc_status {
+#define RPC_STATUS_ENUM(name, code) RPC_##name = code,
+	RPC_STATUSES(RPC_STATUS_ENUM)
+#undef RPC_STATUS_ENUM
+};
+
+/* "DEADLINE_EXCEEDED" etc.; "UNKNOWN" for codes outside the table. */
+const char *rpc_status_name(int status);
+
+/* ------------------------------------------------------------ client */
+
+struct rpc_channel;
+
+struct rpc_channel_opts {
+	uint32_t connect_timeout_ms;   /* 0: 3000 */
+	uint32_t backoff_min_ms;       /* 0: 50; doubles per failure, jittered */
+	uint32_t backoff_max_ms;       /* 0: 5000 */
+	uint32_t max_message_bytes;    /* 0: 256 MiB; larger responses fail RESOURCE_EXHAUSTED */
+	uint32_t max_pending_calls;    /* 0: 65536; beyond it calls fail RESOURCE_EXHAUSTED */
+};
+
+/* Open a channel to target ("host:port" or "local:NAME") on loop. Does not
+ * connect yet: the first call does. opts may be NULL. Returns NULL only on
+ * out-of-memory or an unparsable target. */
+struct rpc_channel *rpc_channel_open(uv_loop_t *loop, const char *target,
+				     const struct rpc_channel_opts *opts);
+
+/* Fail every pending call with RPC_CANCELLED (their callbacks run before
+ * this returns), close the connection and free the channel once libuv has
+ * released its handles. The channel must not be used afterwards. */
+void rpc_channel_close(struct rpc_channel *ch);
+
+/* The target the channel was opened with. */
+const char *rpc_channel_target(const struct rpc_channel *ch);
+
+/* What a call's callback receives. Everything here is valid only during
+ * the callback; take a buf_ref() on payload.buf to keep the bytes. */
+struct rpc_result {
+	int status;                   /* enum rpc_status */
+	const char *message;          /* grpc-message or a local reason; never NULL */
+	const ProtobufCMessage *resp; /* unpacked response; NULL unless RPC_OK */
+	struct buf_slice payload;     /* response payload; .buf NULL when none */
+};
+
+typedef void (*rpc_call_cb)(void *ud, const struct rpc_result *res);
+
+struct rpc_call_opts {
+	uint32_t timeout_ms;          /* 0: no deadline (avoid: use one) */
+	const char *request_id;       /* sent as x-request-id; may be NULL */
+};
+
+/* Call method number `method` of service svc with req and an optional
+ * payload (NULL or .buf NULL for none).
+ *
+ * The request is packed before this returns, so req may be freed at once;
+ * the transport takes its own reference on payload->buf. cb runs exactly
+ * once, on the channel's loop, and never from inside rpc_call() itself,
+ * whatever the outcome (a bad method or a full queue are reported through
+ * cb too). Failures of the transport come back as RPC_UNAVAILABLE (peer
+ * unreachable or died mid-call: never a hang), RPC_DEADLINE_EXCEEDED,
+ * RPC_RESOURCE_EXHAUSTED or RPC_CANCELLED (channel closed). */
+void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
+	      unsigned method, const ProtobufCMessage *req,
+	      const struct buf_slice *payload, const struct rpc_call_opts *opts,
+	      rpc_call_cb cb, void *ud);
+
+/* ------------------------------------------------------------ server */
+
+struct rpc_server;
+struct rpc_req;   /* one incoming call, owned by the server until answered */
+
+/* A method's handler, run on the server's loop. It must eventually answer
+ * with rpc_respond() or rpc_fail() exactly once, from the server's loop,
+ * now or later. */
+typedef void (*rpc_handler_fn)(struct rpc_req *r, void *ud);
+
+struct rpc_server_opts {
+	uint32_t max_message_bytes;   /* 0: 256 MiB; larger requests fail RESOURCE_EXHAUSTED */
+	uint32_t max_streams;         /* 0: 1024 concurrent calls per connection */
+};
+
+/* A server on loop (opts may be NULL). NULL on out-of-memory. */
+struct rpc_server *rpc_server_new(uv_loop_t *loop, const struct rpc_server_opts *opts);
+
+/* Register a service: handlers[i] serves svc->methods[i] (NULL entries
+ * answer UNIMPLEMENTED). The handlers array is copied. Returns 0, -EEXIST
+ * when the service name is taken, -ENOMEM. */
+int rpc_server_add_service(struct rpc_server *srv, const ProtobufCServiceDescriptor *svc,
+			   const rpc_handler_fn *handlers, void *ud);
+
+/* Start accepting on addr: "host:port" (TCP; port 0 picks one, see
+ * rpc_server_port) or "local:NAME" (in-process, NAME unique per process).
+ * May be called for both kinds on one server. Returns 0 or -errno
+ * (-EADDRINUSE, -EEXIST for a taken local name, -EINVAL). */
+int rpc_server_listen(struct rpc_server *srv, const char *addr);
+
+/* The TCP port bound by rpc_server_listen, or 0. */
+int rpc_server_port(const struct rpc_server *srv);
+
+/* Stop listening and drop every connection (their pending callers get
+ * UNAVAILABLE). Calls still in handlers must still be answered; the server
+ * is freed when the last one is and libuv has released its handles. */
+void rpc_server_close(struct rpc_server *srv);
+
+/* The request message, unpacked; valid until the call is answered. */
+const ProtobufCMessage *rpc_req_msg(const struct rpc_req *r);
+/* The request payload (.buf NULL when none); valid until answered, or
+ * longer with buf_ref(). */
+const struct buf_slice *rpc_req_payload(const struct rpc_req *r);
+/* x-request-id sent by the caller, or "". */
+const char *rpc_req_id(const struct rpc_req *r);
+/* Absolute deadline on loop_now_ms()'s clock, or 0 for none. */
+uint64_t rpc_req_deadline_ms(const struct rpc_req *r);
+/* True once the caller has gone (cancelled, deadline passed, connection
+ * lost): the answer will be dropped, so long work may stop early. */
+int rpc_req_cancelled(const struct rpc_req *r);
+
+/* Answer with resp (packed before this returns: the caller keeps
+ * ownership) and an optional payload (a reference is taken). Frees r. */
+void rpc_respond(struct rpc_req *r, const ProtobufCMessage *resp,
+		 const struct buf_slice *payload);
+
+/* Answer with a non-OK status and a message (printf format). Frees r. */
+void rpc_fail(struct rpc_req *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Run every integration test (tests/integration/test_*.sh, test_*.py) in
+# name order with the build dir in IOLAKE_BUILD. Exit non-zero if any failed.
+#   tests/run-integration.sh BUILD_DIR
+set -u
+export IOLAKE_BUILD="$(cd "$1" && pwd)"
+cd "$(dirname "$0")/integration" || exit 1
+fail=0
+for t in test_*.sh test_*.py; do
+	[ -e "$t" ] || continue
+	start=$(date +%s)
+	if ./"$t" >"$IOLAKE_BUILD/$t.log" 2>&1; then
+		printf '  PASS    %-36s %3ss\n' "integration/$t" $(( $(date +%s) - start ))
+	else
+		printf '  FAIL    integration/%s (log: %s)\n' "$t" "$IOLAKE_BUILD/$t.log"
+		tail -60 "$IOLAKE_BUILD/$t.log" | sed 's/^/    | /'
+		fail=1
+	fi
+done
+exit $fail
