@@ -1,0 +1,163 @@
+/*
+ * test_loop.c — cross-thread hand-off: every post from many threads runs
+ * exactly once on the target loop's thread, in per-producer order;
+ * loop_thread_call waits for its function; a closed queue refuses work.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/loop.h"
+
+#define PRODUCERS 4
+#define PER_PRODUCER 20000
+
+struct item {
+	struct loop_work work;
+	int producer;
+	int seq;
+};
+
+struct state {
+	struct loop_thread lt;
+	pthread_t loop_tid;
+	int next_seq[PRODUCERS];   /* touched only on the loop thread */
+	int ran;
+	int out_of_order;
+	int wrong_thread;
+};
+
+static struct state st;
+
+static void run_item(struct loop_work *w)
+{
+	struct item *it = container_of(w, struct item, work);
+	if (!pthread_equal(pthread_self(), st.loop_tid))
+		st.wrong_thread++;
+	if (it->seq != st.next_seq[it->producer])
+		st.out_of_order++;
+	st.next_seq[it->producer] = it->seq + 1;
+	st.ran++;
+	free(it);
+}
+
+static void *producer(void *arg)
+{
+	int p = (int)(intptr_t)arg;
+	for (int i = 0; i < PER_PRODUCER; i++) {
+		struct item *it = malloc(sizeof(*it));
+		it->producer = p;
+		it->seq = i;
+		if (loop_queue_post(&st.lt.queue, &it->work, run_item) != 0)
+			free(it);
+	}
+	return NULL;
+}
+
+static void get_tid(void *arg)
+{
+	(void)arg;
+	st.loop_tid = pthread_self();
+}
+
+static void read_ran(void *arg)
+{
+	*(int *)arg = st.ran;
+}
+
+START_TEST(test_many_producers)
+{
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(loop_thread_start(&st.lt, "test-loop"), 0);
+	ck_assert_int_eq(loop_thread_call(&st.lt, get_tid, NULL), 0);
+	ck_assert(!pthread_equal(st.loop_tid, pthread_self()));
+
+	pthread_t t[PRODUCERS];
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_create(&t[i], NULL, producer, (void *)(intptr_t)i);
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+
+	/* loop_thread_call is queued behind every item already posted. */
+	int ran = -1;
+	ck_assert_int_eq(loop_thread_call(&st.lt, read_ran, &ran), 0);
+	ck_assert_int_eq(ran, PRODUCERS * PER_PRODUCER);
+	ck_assert_int_eq(st.out_of_order, 0);
+	ck_assert_int_eq(st.wrong_thread, 0);
+	loop_thread_stop(&st.lt);
+}
+END_TEST
+
+static void never(struct loop_work *w)
+{
+	(void)w;
+	ck_abort_msg("work ran after the queue was closed");
+}
+
+START_TEST(test_closed_queue_refuses)
+{
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(loop_thread_start(&st.lt, "test-loop"), 0);
+	loop_thread_stop(&st.lt);
+	struct loop_work w;
+	ck_assert_int_eq(loop_queue_post(&st.lt.queue, &w, never), -ESHUTDOWN);
+}
+END_TEST
+
+static void on_timer(uv_timer_t *t)
+{
+	int *fired = t->data;
+	(*fired)++;
+	uv_close((uv_handle_t *)t, NULL);
+}
+
+START_TEST(test_same_loop_and_timer)
+{
+	/* A queue on the caller's own loop: posts run on the next turn, not
+	 * inside post (so callers never re-enter themselves). */
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct loop_queue q;
+	ck_assert_int_eq(loop_queue_init(&q, &loop), 0);
+	memset(&st, 0, sizeof(st));
+	st.loop_tid = pthread_self();
+	struct item *it = malloc(sizeof(*it));
+	it->producer = 0;
+	it->seq = 0;
+	ck_assert_int_eq(loop_queue_post(&q, &it->work, run_item), 0);
+	ck_assert_int_eq(st.ran, 0);
+
+	int fired = 0;
+	uv_timer_t t;
+	uv_timer_init(&loop, &t);
+	t.data = &fired;
+	uint64_t t0 = loop_now_ms();
+	uv_timer_start(&t, on_timer, 30, 0);
+	uv_run(&loop, UV_RUN_ONCE);
+	ck_assert_int_eq(st.ran, 1);
+	while (!fired)
+		uv_run(&loop, UV_RUN_ONCE);
+	ck_assert_uint_ge(loop_now_ms() - t0, 29);
+	loop_queue_close(&q);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("loop");
+	TCase *tc = tcase_create("loop");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_many_producers);
+	tcase_add_test(tc, test_closed_queue_refuses);
+	tcase_add_test(tc, test_same_loop_and_timer);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
