@@ -841,7 +841,7 @@ static int check_ident(struct store *s, const char *meta_dir, bool formatted, ch
 		if (!formatted) {
 			snprintf(err, errlen,
 				 "meta dir %s holds no index for this device (index lost or "
-				 "wrong dir); refusing (--format --force reinitialises the device)",
+				 "wrong dir); refusing (restore the meta dir, or wipe the device and --format it)",
 				 meta_dir);
 			return IOL_ECONFLICT;
 		}
