@@ -955,6 +955,14 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 	rc = check_ident(s, o->meta_dir, formatted, err, errlen);
 	if (rc)
 		goto out_kv;
+	if (formatted) {
+		/* Meta first (identity above), then the superblock: a crash in
+		 * between leaves a device that is still unformatted, or a
+		 * created file that is not yet at its path. */
+		rc = store_super_commit(fd, o->device_path, &s->sb, err, errlen);
+		if (rc)
+			goto out_kv;
+	}
 	rc = rebuild_alloc(s, err, errlen);
 	if (rc)
 		goto out_alloc;

@@ -129,6 +129,7 @@ static int create_file(const char *path, uint64_t size, char *err, size_t errlen
 		    path);
 		return -ENOENT;
 	}
+	unlink(path); /* a leftover of a creation that crashed */
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int e = -errno;
@@ -148,9 +149,9 @@ static int create_file(const char *path, uint64_t size, char *err, size_t errlen
 	return 0;
 }
 
-static int write_super(int fd, const char *path, const struct store_super_expect *expect,
-		       uint64_t size, struct store_super *sb, struct store_super_disk *blk,
-		       char *err, size_t errlen)
+/* A new superblock for the caller to commit (nothing is written). */
+static int new_super(const struct store_super_expect *expect, uint64_t size,
+		     struct store_super *sb, char *err, size_t errlen)
 {
 	memset(sb, 0, sizeof(*sb));
 	sb->format_level = STORE_SUPER_LEVEL;
@@ -164,14 +165,55 @@ static int write_super(int fd, const char *path, const struct store_super_expect
 	sb->device_size = size;
 	sb->data_off = STORE_DATA_OFF;
 	sb->data_blocks = (size - STORE_DATA_OFF) / STORE_BLOCK_SIZE;
+	return 0;
+}
+
+int store_super_commit(int fd, const char *path, const struct store_super *sb, char *err,
+		       size_t errlen)
+{
+	int rc = 0;
+	struct buf *b = buf_new_aligned(STORE_SUPER_SIZE, STORE_BLOCK_SIZE);
+	if (!b) {
+		msg(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	struct store_super_disk *blk = (struct store_super_disk *)b->data;
 	store_super_encode(sb, blk);
 	ssize_t n = pwrite(fd, blk, STORE_SUPER_SIZE, 0);
 	if (n != (ssize_t)STORE_SUPER_SIZE || fdatasync(fd) < 0) {
-		int e = n < 0 || n == STORE_SUPER_SIZE ? -errno : -EIO;
-		msg(err, errlen, "%s: writing superblock: %s", path, strerror(-e));
-		return e;
+		rc = n < 0 || n == STORE_SUPER_SIZE ? -errno : -EIO;
+		msg(err, errlen, "%s: writing superblock: %s", path, strerror(-rc));
+		goto out;
 	}
-	return 0;
+	if (sb->created) {
+		/* The file appears under its name only once formatted: a crash
+		 * during creation leaves the path missing, so the next start
+		 * creates it again instead of refusing a half-made file. */
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.creating", path);
+		if (rename(tmp, path) < 0) {
+			rc = -errno;
+			msg(err, errlen, "%s: rename from %s: %s", path, tmp, strerror(errno));
+			goto out;
+		}
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s", path);
+		char *slash = strrchr(dir, '/');
+		if (slash == dir)
+			slash[1] = '\0';
+		else if (slash)
+			*slash = '\0';
+		else
+			snprintf(dir, sizeof(dir), ".");
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+out:
+	buf_unref(b);
+	return rc;
 }
 
 int store_super_open(const char *path, const struct store_super_expect *expect,
@@ -180,7 +222,9 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 {
 	int rc;
 	bool created = false;
+	char open_path[4096];
 	*formatted = false;
+	snprintf(open_path, sizeof(open_path), "%s", path);
 	msg(err, errlen, "ok");
 
 	struct stat st;
@@ -197,23 +241,34 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 			    (unsigned long long)flags->create_size);
 			return -EINVAL;
 		}
-		rc = create_file(path, flags->create_size - flags->create_size % STORE_BLOCK_SIZE,
-				 err, errlen);
+		snprintf(open_path, sizeof(open_path), "%s.creating", path);
+		rc = create_file(open_path,
+				 flags->create_size - flags->create_size % STORE_BLOCK_SIZE, err,
+				 errlen);
 		if (rc)
 			return rc;
 		created = true;
 	}
 
-	int fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	int fd = open(open_path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		msg(err, errlen, "%s: open O_DIRECT: %s", path, strerror(errno));
 		goto out_unlink;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		msg(err, errlen, "%s: in use by another process", path);
-		goto out_close;
+	/* A process killed with io_uring requests in flight releases its
+	 * files (and so this lock) asynchronously, shortly after it died:
+	 * give a previous holder up to 5 s before calling the device busy. */
+	for (int tries = 0;; tries++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			break;
+		if (errno != EWOULDBLOCK || tries == 500) {
+			rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			msg(err, errlen, "%s: in use by another process", path);
+			goto out_close;
+		}
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
 	}
 	uint64_t size;
 	rc = device_size(fd, path, &size, err, errlen);
@@ -289,9 +344,10 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 		goto out_buf;
 	}
 
-	rc = write_super(fd, path, expect, size, sb, blk, err, errlen);
+	rc = new_super(expect, size, sb, err, errlen);
 	if (rc)
 		goto out_buf;
+	sb->created = created;
 	*formatted = true;
 ok:
 	buf_unref(b);
@@ -305,6 +361,6 @@ out_close:
 	close(fd);
 out_unlink:
 	if (created)
-		unlink(path);
+		unlink(open_path);
 	return rc;
 }

@@ -55,6 +55,8 @@ struct store_super {
 	uint64_t device_size;
 	uint64_t data_off;
 	uint64_t data_blocks;
+	bool created;   /* not on disk: this open created the file (under
+	                 * path + ".creating" until store_super_commit) */
 };
 
 /* Who the caller expects to find on the device. */
@@ -75,8 +77,12 @@ struct store_super_flags {
  * Open path O_DIRECT|O_RDWR, take an exclusive flock, and check or write
  * its superblock.
  *
- * Returns 0 with *fd_out (caller closes it) and *sb filled, *formatted
- * true when a new superblock was written in this call. On failure returns
+ * Returns 0 with *fd_out (caller closes it) and *sb filled. *formatted
+ * true means a format is due and NOTHING is written yet: sb holds the new
+ * superblock (fresh format uuid); the caller prepares its metadata for it
+ * and then calls store_super_commit(). Until then the device keeps its old
+ * superblock (or none), and a created file is not yet at path, so a crash
+ * in between never leaves a device that refuses to start. On failure returns
  * a negative error, writes a one-line message naming the problem into
  * err[errlen] (always NUL-terminated when errlen > 0), and creates nothing:
  *   -ENOENT            path missing (and create_size == 0, or under /dev/)
@@ -92,6 +98,11 @@ struct store_super_flags {
 int store_super_open(const char *path, const struct store_super_expect *expect,
 		     const struct store_super_flags *flags, int *fd_out,
 		     struct store_super *sb, bool *formatted, char *err, size_t errlen);
+
+/* Write sb (from a store_super_open that returned *formatted) to fd and
+ * flush it; for a created file, rename it into place. 0 or -errno. */
+int store_super_commit(int fd, const char *path, const struct store_super *sb, char *err,
+		       size_t errlen);
 
 /* Encode sb into a 4 KiB block (crc filled). Pure. */
 void store_super_encode(const struct store_super *sb, struct store_super_disk *out);

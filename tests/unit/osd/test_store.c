@@ -503,7 +503,7 @@ START_TEST(enospc_keeps_data)
 	int stored = 0;
 	int rc = 0;
 	for (int i = 0; i < 16; i++) {
-		char oid[16];
+		char oid[32];
 		snprintf(oid, sizeof(oid), "fill-%d", i);
 		k[i] = key_of(1, oid, 0);
 		d[i] = pattern(300000, (uint32_t)i);

@@ -36,6 +36,9 @@ static void setup(void)
 
 static void teardown(void)
 {
+	char tmp[160];
+	snprintf(tmp, sizeof(tmp), "%s.creating", path);
+	unlink(tmp);
 	unlink(path);
 }
 
@@ -55,6 +58,12 @@ static int try_open(const struct store_super_expect *e, bool format, bool force,
 	int rc = store_super_open(path, e, &f, &fd, sb, formatted, err, 256);
 	if (rc == 0) {
 		ck_assert_int_ge(fd, 0);
+		if (*formatted) {
+			/* Nothing is on disk before the commit. */
+			if (sb->created)
+				ck_assert_int_eq(access(path, F_OK), -1);
+			ck_assert_int_eq(store_super_commit(fd, path, sb, err, 256), 0);
+		}
 		close(fd);
 	}
 	return rc;
@@ -79,6 +88,7 @@ START_TEST(round_trip)
 	/* Reopen: same fields, no format. */
 	ck_assert_int_eq(try_open(&me, false, false, 0, &sb2, &fmt, err), 0);
 	ck_assert(!fmt);
+	sb.created = false;
 	ck_assert_mem_eq(&sb, &sb2, sizeof(sb));
 	/* format (without force) on our own device never rewrites it. */
 	ck_assert_int_eq(try_open(&me, true, false, 0, &sb2, &fmt, err), 0);
@@ -103,6 +113,30 @@ START_TEST(missing_path_refuses)
 			 -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, dev));
 	ck_assert_int_eq(access(dev, F_OK), -1);
+}
+END_TEST
+
+/* A creation that crashed before its commit leaves no file at path; the
+ * next open creates it again. */
+START_TEST(interrupted_create_retries)
+{
+	char err[256];
+	struct store_super sb;
+	bool fmt;
+	struct store_super_flags f = { .create_size = SIZE };
+	int fd;
+	ck_assert_int_eq(store_super_open(path, &me, &f, &fd, &sb, &fmt, err, sizeof(err)), 0);
+	ck_assert(fmt && sb.created);
+	close(fd); /* "crash": no commit */
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(try_open(&me, false, false, 0, &sb, &fmt, err), -ENOENT);
+	ck_assert_int_eq(try_open(&me, false, false, SIZE, &sb, &fmt, err), 0);
+	ck_assert(fmt);
+	ck_assert_int_eq(try_open(&me, false, false, 0, &sb, &fmt, err), 0);
+	ck_assert(!fmt);
+	char tmp[160];
+	snprintf(tmp, sizeof(tmp), "%s.creating", path);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
 }
 END_TEST
 
@@ -226,6 +260,7 @@ int main(void)
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, missing_path_refuses);
 	tcase_add_test(tc, unformatted_refuses);
+	tcase_add_test(tc, interrupted_create_retries);
 	tcase_add_test(tc, foreign_refuses);
 	tcase_add_test(tc, newer_level_refuses);
 	tcase_add_test(tc, bad_crc_refuses);
