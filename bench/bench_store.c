@@ -1,0 +1,174 @@
+/*
+ * bench_store.c — shard put throughput of the store engine, next to the
+ * flush rate a single writer gets on the same file system.
+ *
+ *   build/bench-store [DIR] [SECONDS] [SIZE_BYTES]
+ *
+ * Prints: fdatasync'ed 4 KiB pwrites/s by one writer (the drive's flush
+ * rate), then store puts/s with 1 and with 32 in flight, with the group
+ * commit figures (writes per RocksDB flush, device fdatasyncs). DIR
+ * defaults to /dev/shm (measures the software: tmpfs flushes are free);
+ * give a directory on a disk to measure the flush.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include "common/err.h"
+#include "common/loop.h"
+#include "osd/store/store.h"
+
+static double now_s(void)
+{
+	return (double)loop_now_ns() / 1e9;
+}
+
+static double flush_rate(const char *dir, double secs)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/bench-store-flush.%d", dir, (int)getpid());
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return 0;
+	char b[4096];
+	memset(b, 7, sizeof(b));
+	uint64_t n = 0;
+	double t0 = now_s(), t = t0;
+	do {
+		if (pwrite(fd, b, sizeof(b), (off_t)((n % 256) * 4096)) != (ssize_t)sizeof(b))
+			break;
+		fdatasync(fd);
+		n++;
+	} while ((t = now_s()) - t0 < secs);
+	close(fd);
+	unlink(p);
+	return (double)n / (t - t0);
+}
+
+struct bench {
+	uv_loop_t loop;
+	struct store *s;
+	struct buf *data;
+	size_t size;
+	uint64_t started, done;
+	int inflight, depth;
+	double end;
+	int errors;
+};
+
+struct bput {
+	struct store_put_req req;
+	struct bench *b;
+};
+
+static void issue(struct bench *b);
+
+static void on_put(struct store_put_req *req, int status)
+{
+	struct bput *p = req->data;
+	struct bench *b = p->b;
+	if (status)
+		b->errors++;
+	b->done++;
+	b->inflight--;
+	free(p);
+	issue(b);
+}
+
+static void issue(struct bench *b)
+{
+	while (b->inflight < b->depth && now_s() < b->end) {
+		struct bput *p = calloc(1, sizeof(*p));
+		p->b = b;
+		p->req.data = p;
+		char oid[32];
+		int n = snprintf(oid, sizeof(oid), "bench-%llu", (unsigned long long)b->started % 100000);
+		struct store_key k;
+		store_key_make(&k, (uint32_t)(b->started % 64), oid, (size_t)n, 0);
+		b->started++;
+		int rc = store_put(b->s, &p->req, &k, (struct buf_slice){ b->data, 0, b->size }, on_put);
+		if (rc) {
+			fprintf(stderr, "put: %s\n", iol_strerror(rc));
+			free(p);
+			b->errors++;
+			return;
+		}
+		b->inflight++;
+	}
+}
+
+static void on_closed(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "/dev/shm";
+	double secs = argc > 2 ? atof(argv[2]) : 2.0;
+	size_t size = argc > 3 ? strtoul(argv[3], NULL, 0) : 4096;
+	char dev[512], meta[512], err[512];
+	snprintf(dev, sizeof(dev), "%s/bench-store-%d.dev", dir, (int)getpid());
+	snprintf(meta, sizeof(meta), "%s/bench-store-%d.meta", dir, (int)getpid());
+
+	double fr = flush_rate(dir, secs);
+	printf("%s: single-writer 4 KiB pwrite+fdatasync: %.0f flushes/s\n", dir, fr);
+
+	struct bench b = { .size = size };
+	uv_loop_init(&b.loop);
+	struct store_opts o = { .device_path = dev, .meta_dir = meta, .create_size = 4ull << 30,
+				.osd_id = 1 };
+	if (store_open(&b.loop, &o, &b.s, err, sizeof(err))) {
+		fprintf(stderr, "store_open: %s\n", err);
+		return 1;
+	}
+	b.data = buf_new(size);
+	memset(b.data->data, 0x5a, size);
+	b.data->len = size;
+	int depths[2] = { 1, 32 };
+	for (int i = 0; i < 2; i++) {
+		struct store_stats s0, s1;
+		store_stats(b.s, &s0);
+		b.depth = depths[i];
+		b.done = 0;
+		double t0 = now_s();
+		b.end = t0 + secs;
+		issue(&b);
+		while (b.inflight)
+			uv_run(&b.loop, UV_RUN_ONCE);
+		double dt = now_s() - t0;
+		store_stats(b.s, &s1);
+		uint64_t batches = s1.kv.batches - s0.kv.batches;
+		uint64_t commits = s1.kv.commits - s0.kv.commits;
+		printf("%s: %zu-byte puts, %2d in flight: %8.0f puts/s  (%.1f writes per RocksDB "
+		       "flush, mean flush %.0f us, %llu device fdatasyncs)%s\n",
+		       dir, size, b.depth, (double)b.done / dt,
+		       batches ? (double)commits / (double)batches : 0.0,
+		       batches ? (double)(s1.kv.flush_ns_total - s0.kv.flush_ns_total) /
+					 (double)batches / 1e3 : 0.0,
+		       (unsigned long long)(s1.data_flushes - s0.data_flushes),
+		       b.errors ? "  ERRORS" : "");
+	}
+	int closed = 0;
+	store_close(b.s, on_closed, &closed);
+	while (!closed)
+		uv_run(&b.loop, UV_RUN_ONCE);
+	uv_run(&b.loop, UV_RUN_NOWAIT);
+	uv_loop_close(&b.loop);
+	buf_unref(b.data);
+	unlink(dev);
+	nftw(meta, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return b.errors ? 1 : 0;
+}

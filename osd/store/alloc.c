@@ -1,0 +1,213 @@
+/*
+ * alloc.c — bitmap extent allocator with a next-fit cursor.
+ *
+ * Owns: one bit per 4 KiB block (1 = reserved or committed) and the counts
+ * of reserved and committed blocks. The bitmap does not distinguish the two
+ * states; the store knows which extents are reservations (they belong to
+ * requests in flight), so a bit per block suffices and a rebuild is just
+ * "set the bits of every index entry".
+ * Invariant: popcount(bitmap) == reserved + committed; bits past the end
+ * are set, so word scans never run off the device.
+ * Why a bitmap: 32 MiB of bitmap covers 1 TiB, rebuild is linear, and
+ * word-at-a-time scans (ctz) skip full and empty regions 64 blocks at a
+ * time. Next-fit spreads writes and keeps each search short on a device
+ * that is filling up from the front.
+ * Loop thread only. Does not persist anything.
+ */
+#include "osd/store/alloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+/* Always-on: a violated allocator invariant would hand one block to two
+ * shards. Crash loudly instead. */
+#define ALLOC_ASSERT(cond)                                                         \
+	do {                                                                       \
+		if (!(cond)) {                                                     \
+			fprintf(stderr, "store_alloc: assertion failed: %s (%s:%d)\n", \
+				#cond, __FILE__, __LINE__);                        \
+			abort();                                                   \
+		}                                                                  \
+	} while (0)
+
+struct store_alloc {
+	uint64_t *bits;
+	uint64_t nwords;
+	uint64_t total;
+	uint64_t committed;
+	uint64_t reserved;
+	uint64_t cursor;
+};
+
+static inline int test_bit(const struct store_alloc *a, uint64_t b)
+{
+	return (a->bits[b >> 6] >> (b & 63)) & 1;
+}
+
+/* Set (val=1) or clear bits [s, s+n); returns how many bits already had
+ * the target value (0 when the range was entirely in the other state). */
+static uint64_t set_range(struct store_alloc *a, uint64_t s, uint64_t n, int val)
+{
+	uint64_t already = 0;
+	uint64_t e = s + n;
+	while (s < e) {
+		uint64_t w = s >> 6, lo = s & 63;
+		uint64_t cnt = 64 - lo < e - s ? 64 - lo : e - s;
+		uint64_t mask = (cnt == 64 ? ~0ull : ((1ull << cnt) - 1)) << lo;
+		uint64_t cur = a->bits[w] & mask;
+		if (val) {
+			already += (uint64_t)__builtin_popcountll(cur);
+			a->bits[w] |= mask;
+		} else {
+			already += cnt - (uint64_t)__builtin_popcountll(cur);
+			a->bits[w] &= ~mask;
+		}
+		s += cnt;
+	}
+	return already;
+}
+
+/* First block >= i whose bit equals val, or `total` if none. */
+static uint64_t next_with(const struct store_alloc *a, uint64_t i, int val)
+{
+	if (i >= a->total)
+		return a->total;
+	uint64_t w = i >> 6;
+	uint64_t word = val ? a->bits[w] : ~a->bits[w];
+	word &= ~0ull << (i & 63);
+	for (;;) {
+		if (word) {
+			uint64_t b = (w << 6) + (uint64_t)__builtin_ctzll(word);
+			return b < a->total ? b : a->total;
+		}
+		if (++w >= a->nwords)
+			return a->total;
+		word = val ? a->bits[w] : ~a->bits[w];
+	}
+}
+
+/* A run of n free blocks starting in [from, to). */
+static int find_run(const struct store_alloc *a, uint64_t from, uint64_t to, uint64_t n,
+		    uint64_t *start)
+{
+	uint64_t i = from;
+	while (i < to) {
+		i = next_with(a, i, 0);
+		if (i >= to)
+			return 0;
+		uint64_t e = next_with(a, i, 1);
+		if (e - i >= n) {
+			*start = i;
+			return 1;
+		}
+		i = e;
+	}
+	return 0;
+}
+
+int store_alloc_new(uint64_t blocks, struct store_alloc **out)
+{
+	if (blocks == 0)
+		return -EINVAL;
+	struct store_alloc *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->nwords = (blocks + 63) / 64;
+	a->bits = calloc(a->nwords, sizeof(uint64_t));
+	if (!a->bits) {
+		free(a);
+		return -ENOMEM;
+	}
+	a->total = blocks;
+	if (blocks & 63) /* the tail past the device is never free */
+		a->bits[a->nwords - 1] = ~0ull << (blocks & 63);
+	*out = a;
+	return 0;
+}
+
+void store_alloc_destroy(struct store_alloc *a)
+{
+	if (!a)
+		return;
+	free(a->bits);
+	free(a);
+}
+
+int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start)
+{
+	if (n == 0)
+		return -EINVAL;
+	if (n > a->total - a->committed - a->reserved)
+		return IOL_ENO_SPACE;
+	uint64_t s;
+	if (!find_run(a, a->cursor, a->total, n, &s) && !find_run(a, 0, a->cursor, n, &s))
+		return IOL_ENO_SPACE;
+	uint64_t was = set_range(a, s, n, 1);
+	ALLOC_ASSERT(was == 0);
+	a->reserved += n;
+	a->cursor = s + n < a->total ? s + n : 0;
+	*start = s;
+	return 0;
+}
+
+static void check_range(const struct store_alloc *a, uint64_t s, uint64_t n)
+{
+	ALLOC_ASSERT(n > 0 && s < a->total && n <= a->total - s);
+}
+
+void store_alloc_commit(struct store_alloc *a, uint64_t start, uint64_t n)
+{
+	check_range(a, start, n);
+	ALLOC_ASSERT(a->reserved >= n);
+	/* Debug-cheap check that the blocks are in use (the bitmap cannot tell
+	 * reserved from committed). */
+	ALLOC_ASSERT(test_bit(a, start) && test_bit(a, start + n - 1));
+	a->reserved -= n;
+	a->committed += n;
+}
+
+void store_alloc_unreserve(struct store_alloc *a, uint64_t start, uint64_t n)
+{
+	check_range(a, start, n);
+	ALLOC_ASSERT(a->reserved >= n);
+	uint64_t was = set_range(a, start, n, 0);
+	ALLOC_ASSERT(was == 0); /* every bit was set */
+	a->reserved -= n;
+}
+
+void store_alloc_release(struct store_alloc *a, uint64_t start, uint64_t n)
+{
+	check_range(a, start, n);
+	ALLOC_ASSERT(a->committed >= n);
+	uint64_t was = set_range(a, start, n, 0);
+	ALLOC_ASSERT(was == 0);
+	a->committed -= n;
+}
+
+int store_alloc_mark(struct store_alloc *a, uint64_t start, uint64_t n)
+{
+	if (n == 0 || start >= a->total || n > a->total - start)
+		return IOL_ECORRUPT;
+	if (next_with(a, start, 1) < start + n)
+		return IOL_ECORRUPT;
+	set_range(a, start, n, 1);
+	a->committed += n;
+	return 0;
+}
+
+void store_alloc_stats(const struct store_alloc *a, struct store_alloc_stats *out)
+{
+	out->total_blocks = a->total;
+	out->committed_blocks = a->committed;
+	out->reserved_blocks = a->reserved;
+	out->free_blocks = a->total - a->committed - a->reserved;
+}
+
+int store_alloc_is_free(const struct store_alloc *a, uint64_t b)
+{
+	return b < a->total && !test_bit(a, b);
+}

@@ -1,0 +1,96 @@
+/*
+ * kv.h — the store's RocksDB metadata log with group commit.
+ *
+ * Owns: the RocksDB instance under the meta dir and a dedicated commit
+ * thread. Callers on any thread enqueue a write batch with a completion;
+ * the commit thread takes every batch pending at that moment, writes them
+ * as ONE rocksdb_write with sync=1 (one WAL flush for all of them), and
+ * posts each completion to the loop_queue the caller named, in enqueue
+ * order. Batches enqueued by one thread are applied and completed in that
+ * thread's order.
+ *
+ * Reads (get, iterators) go straight to RocksDB on the caller's thread.
+ * Does not: know the record formats, or log.
+ */
+#ifndef OSD_STORE_KV_H
+#define OSD_STORE_KV_H
+
+#include <rocksdb/c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/loop.h"
+
+struct store_kv;
+struct store_kv_req;
+typedef void (*store_kv_cb)(struct store_kv_req *req, int status);
+
+/* Owned by the caller from store_kv_commit until its callback. */
+struct store_kv_req {
+	void *data;                     /* the caller's */
+	/* private */
+	struct loop_work work;
+	rocksdb_writebatch_t *wb;
+	struct loop_queue *done_q;
+	store_kv_cb cb;
+	int status;
+	uint64_t enq_ns;
+	struct store_kv_req *next;
+};
+
+struct store_kv_stats {
+	uint64_t commits;         /* requests completed */
+	uint64_t batches;         /* rocksdb_write calls (= WAL flushes) */
+	uint64_t max_batch;       /* most requests in one write */
+	uint64_t flush_ns_total;  /* summed time inside rocksdb_write */
+	uint64_t flush_ns_max;
+	uint64_t errors;          /* failed writes */
+	uint32_t pending;         /* enqueued, not yet taken */
+};
+
+/*
+ * Open (creating if missing) the RocksDB under dir and start the commit
+ * thread. max_pending bounds enqueued-but-untaken requests (0: 4096).
+ * Returns 0, or -EIO with RocksDB's message in err.
+ */
+int store_kv_open(const char *dir, uint32_t max_pending, struct store_kv **out,
+		  char *err, size_t errlen);
+
+/*
+ * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)
+ * for a synced commit. Any thread. cb(req, 0 or -EIO) runs on done_q's
+ * loop after the write is durable. Returns 0, -EAGAIN when max_pending
+ * requests wait already, -ESHUTDOWN after close began; cb is then not
+ * called.
+ */
+int store_kv_commit(struct store_kv *kv, struct store_kv_req *req, rocksdb_writebatch_t *wb,
+		    struct loop_queue *done_q, store_kv_cb cb);
+
+/* A synced write on the caller's thread, outside the group commit: for
+ * open-time records (identity) before any loop work. 0 or -EIO. */
+int store_kv_write_sync(struct store_kv *kv, rocksdb_writebatch_t *wb);
+
+/* Point read. Returns 0 with *val (free with free()) and *vlen,
+ * IOL_ENOT_FOUND, or -EIO. */
+int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, size_t *vlen);
+
+/* The database and default read options, for iterators and multi-get by
+ * the store (reads only; all writes go through store_kv_commit). */
+rocksdb_t *store_kv_db(struct store_kv *kv);
+const rocksdb_readoptions_t *store_kv_ropts(struct store_kv *kv);
+
+void store_kv_stats(struct store_kv *kv, struct store_kv_stats *out);
+
+/*
+ * Stop accepting commits, let the thread write and complete everything
+ * already enqueued, join it, close RocksDB. Completions are posted to
+ * their loop_queues; those must stay open until they ran. Not from the
+ * commit thread.
+ */
+void store_kv_close(struct store_kv *kv);
+
+/* Delete a whole database directory (used when a device is reformatted,
+ * so its old index cannot outlive it). 0 or -EIO. */
+int store_kv_destroy(const char *dir, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * store.h — the OSD's shard store: the one header of osd/store/ that the
+ * service layer includes.
+ *
+ * A store holds shards keyed by (pg, object id, shard index) on one device
+ * (data extents, io_uring O_DIRECT) and one RocksDB (the index, and small
+ * shards inline). It runs on one libuv loop, the owner's: every call is
+ * made on that loop's thread and every callback runs there, never from
+ * inside the call that started it.
+ *
+ * Durability: a put or delete callback with status 0 means the change is
+ * on stable storage (data fdatasync'ed, then the index record written in a
+ * synced group commit). A crash before that leaves the previous state,
+ * never a half-written shard: a shard is visible only through its index
+ * record, written last.
+ *
+ * Requests follow one rule: store_x() returns 0 and later calls its
+ * callback exactly once, or returns a negative error now and never calls
+ * it. The request struct belongs to the caller until the callback.
+ *
+ * Index reads (get's lookup, stat, stat_many, list) are synchronous
+ * RocksDB reads on the loop thread (memtable / block cache; they can block
+ * on a cache miss). Does not log: errors come back as codes and messages.
+ */
+#ifndef OSD_STORE_STORE_H
+#define OSD_STORE_STORE_H
+
+#include <rocksdb/c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/loop.h"
+#include "osd/store/dev.h"
+#include "osd/store/kv.h"
+#include "osd/store/rec.h"
+
+struct store;
+
+struct store_opts {
+	const char *device_path;    /* block device or file (required) */
+	uint64_t create_size;       /* >0: create device_path as a file this
+	                             * size if missing (and format it) */
+	const char *meta_dir;       /* RocksDB directory (created if missing) */
+	uint8_t cluster_id[16];
+	uint32_t osd_id;
+	bool format;                /* format a device without a superblock */
+	bool force;                 /* with format: overwrite a foreign one */
+	uint32_t inline_max_bytes;  /* shards <= this go inline; 0: 64 KiB */
+	uint64_t max_shard_bytes;   /* larger puts fail IOL_ETOO_LARGE; 0: 64 MiB */
+	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
+	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
+};
+
+/* Metadata of one shard. */
+struct store_stat {
+	uint64_t length;
+	uint32_t crc;          /* crc32c of the whole shard */
+	bool is_inline;
+	uint64_t block;        /* extent: first block of the data area */
+	uint32_t blocks;
+};
+
+struct store_space {
+	uint64_t total_bytes;     /* data area */
+	uint64_t used_bytes;      /* extents named by committed index entries */
+	uint64_t reserved_bytes;  /* extents of writes in flight */
+	uint64_t free_bytes;      /* total - used - reserved */
+	uint64_t inline_bytes;    /* not tracked yet: always 0 (see report) */
+};
+
+struct store_stats {
+	uint64_t puts, puts_inline, gets, deletes;
+	uint64_t put_bytes, get_bytes;
+	uint64_t checksum_errors;
+	uint64_t data_flushes;    /* fdatasyncs of the device */
+	struct store_kv_stats kv;
+	struct store_dev_stats dev;
+};
+
+struct store_put_req;
+struct store_get_req;
+struct store_del_req;
+typedef void (*store_put_cb)(struct store_put_req *req, int status);
+typedef void (*store_get_cb)(struct store_get_req *req, int status);
+typedef void (*store_del_cb)(struct store_del_req *req, int status);
+
+/* Internal bookkeeping shared by the request kinds. */
+struct store_mut;
+
+struct store_put_req {
+	void *data;                   /* the caller's */
+	/* private */
+	struct store *s;
+	struct store_key key;
+	uint8_t kbuf[STORE_KEY_LEN];
+	struct buf *bounce;           /* aligned copy padded to 4 KiB */
+	uint8_t *rec;                 /* extent record (malloc) */
+	uint64_t length;
+	uint64_t block;
+	uint32_t blocks;
+	rocksdb_writebatch_t *wb;
+	struct store_dev_req dreq;
+	struct store_kv_req kreq;
+	struct store_mut *mut;
+	bool old_ext;                 /* the record replaced had an extent */
+	uint64_t old_block;
+	uint32_t old_blocks;
+	int status;
+	store_put_cb cb;
+	struct store_put_req *next;   /* flush group */
+};
+
+struct store_get_req {
+	void *data;                   /* the caller's */
+	/* result, valid in the callback when status == 0: the bytes asked for.
+	 * The callee hands over one reference to out.buf (NULL when empty):
+	 * the caller must buf_unref(out.buf). */
+	struct buf_slice out;
+	char err[400];                /* set on IOL_ECHECKSUM: names the shard */
+	/* private */
+	struct store *s;
+	struct store_key key;
+	char *val;                    /* the index record (RocksDB-owned copy) */
+	size_t vlen;
+	struct store_rec rec;
+	uint64_t off, len;            /* asked range, clamped */
+	uint64_t rd_off;              /* shard offset of the first byte read */
+	struct buf *buf;
+	struct store_dev_req dreq;
+	struct loop_work work;
+	uint64_t start_seq;           /* release epoch when the read began */
+	struct store_get_req *rprev, *rnext; /* active reads */
+	int status;
+	store_get_cb cb;
+};
+
+struct store_del_req {
+	void *data;                   /* the caller's */
+	/* private */
+	struct store *s;
+	struct store_key key;
+	uint8_t kbuf[STORE_KEY_LEN];
+	rocksdb_writebatch_t *wb;
+	struct store_kv_req kreq;
+	struct store_mut *mut;
+	bool old_ext;
+	uint64_t old_block;
+	uint32_t old_blocks;
+	store_del_cb cb;
+};
+
+/*
+ * Open the store on loop (call on its thread): superblock, RocksDB,
+ * identity check (meta must belong to this very device format), allocator
+ * rebuilt from the index, io_uring. Returns 0 with *out, or a negative
+ * error with a one-line message in err (see store_super_open for the
+ * device errors; IOL_ECONFLICT when meta belongs to another device or
+ * OSD, IOL_ECORRUPT when the index cannot be decoded).
+ */
+int store_open(uv_loop_t *loop, const struct store_opts *opts, struct store **out,
+	       char *err, size_t errlen);
+
+/*
+ * Stop: new requests fail with IOL_ESHUTDOWN; requests in flight finish
+ * and their callbacks run; then the commit thread stops, RocksDB and the
+ * ring close, and done_cb(arg) runs on the loop after s is freed.
+ */
+void store_close(struct store *s, void (*done_cb)(void *arg), void *arg);
+
+/*
+ * Store data under key, replacing any shard there. data is copied (the
+ * caller may drop it after the call). Shards of at most inline_max_bytes
+ * go into the index record (one synced commit); larger ones are written to
+ * a new extent, flushed, then indexed; a replaced extent is freed after
+ * the new record committed. Errors now: -EINVAL (bad key),
+ * IOL_ETOO_LARGE, IOL_ENO_SPACE (nothing changed), -EAGAIN (too many in
+ * flight), IOL_ESHUTDOWN, -ENOMEM. Callback: 0, or -errno from the device
+ * or -EIO from RocksDB (the old shard, if any, is then still there).
+ */
+int store_put(struct store *s, struct store_put_req *req, const struct store_key *key,
+	      struct buf_slice data, store_put_cb cb);
+
+/*
+ * Read len bytes at off (len UINT64_MAX: to the end) of the shard; the
+ * range is clamped to the shard. Every crc block touched is verified.
+ * Errors now: IOL_ENOT_FOUND, -EINVAL (off > length), IOL_ECORRUPT /
+ * IOL_EBAD_FORMAT (undecodable index record), -EAGAIN, IOL_ESHUTDOWN.
+ * Callback: 0 with req->out, IOL_ECHECKSUM with req->err naming the shard
+ * and byte range (no data is returned), or -errno.
+ */
+int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
+	      uint64_t off, uint64_t len, store_get_cb cb);
+
+/* Delete the shard. Errors now: IOL_ENOT_FOUND, -EAGAIN, IOL_ESHUTDOWN.
+ * Callback: 0 once the deletion is durable (the extent is then free). */
+int store_delete(struct store *s, struct store_del_req *req, const struct store_key *key,
+		 store_del_cb cb);
+
+/* Committed metadata of one shard: 0, IOL_ENOT_FOUND, IOL_ECORRUPT, -EIO. */
+int store_stat(struct store *s, const struct store_key *key, struct store_stat *out);
+
+/* n shards in one RocksDB multi-get: status[i] is what store_stat would
+ * return for keys[i]; out[i] valid when status[i] == 0. Returns 0 or
+ * -ENOMEM. */
+int store_stat_many(struct store *s, const struct store_key *keys, size_t n,
+		    struct store_stat *out, int *status);
+
+struct store_list_ent {
+	struct store_key key;
+	struct store_stat stat;
+};
+
+/*
+ * Up to max shards of pg in key order, starting after *after (NULL: from
+ * the start). Returns the count (0..max) and sets *more when more shards
+ * of pg follow; or IOL_ECORRUPT / -EIO.
+ */
+int store_list(struct store *s, uint32_t pg, const struct store_key *after,
+	       struct store_list_ent *out, size_t max, bool *more);
+
+void store_space(struct store *s, struct store_space *out);
+void store_stats(struct store *s, struct store_stats *out);
+
+#endif
