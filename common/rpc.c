@@ -411,8 +411,12 @@ void rpc_dl_del(struct rpc_channel *ch, struct rpc_dl *d)
 		dl_down(ch, x->idx);
 	}
 	d->at_ms = 0;
-	/* Re-arming is left to the timer or the next add: a stale early
-	 * wake-up is harmless. */
+	/* An earlier deadline going away leaves the timer early: harmless,
+	 * it re-arms when it fires. An empty heap stops it. */
+	if (ch->dl_len == 0 && ch->dl_armed_ms) {
+		uv_timer_stop(&ch->dl_timer);
+		ch->dl_armed_ms = 0;
+	}
 }
 
 /* ------------------------------------------------------------ servers */
