@@ -347,7 +347,7 @@ static void on_dl_timer(uv_timer_t *t);
 
 /* Keep dl_timer armed for the earliest deadline. uv timers run on the
  * loop's cached clock, which lags loop_now_ms(): arming from uv_now() can
- * only fire late, never early. */
+ * only fire late, never early; refreshing it first keeps "late" small. */
 static void dl_arm(struct rpc_channel *ch)
 {
 	if (ch->closing)
@@ -360,6 +360,7 @@ static void dl_arm(struct rpc_channel *ch)
 	uint64_t at = ch->dl_heap[0]->at_ms;
 	if (ch->dl_armed_ms == at)
 		return;
+	uv_update_time(ch->loop); /* one clock_gettime: do not fire late */
 	uint64_t now = uv_now(ch->loop);
 	uv_timer_start(&ch->dl_timer, on_dl_timer, at > now ? at - now : 0, 0);
 	ch->dl_armed_ms = at;

@@ -158,8 +158,15 @@ static void on_hang_poll(uv_timer_t *t)
 {
 	struct srv_state *st = t->data;
 	for (int i = 0; i < st->nhang;) {
-		if (rpc_req_cancelled(st->hang[i])) {
-			rpc_fail(st->hang[i], RPC_CANCELLED, "caller gone");
+		struct rpc_req *r = st->hang[i];
+		if (rpc_req_cancelled(r)) {
+			/* As a real server would: a passed deadline is reported
+			 * as such (the caller may see it before its own timer). */
+			uint64_t dl = rpc_req_deadline_ms(r);
+			if (dl && loop_now_ms() >= dl)
+				rpc_fail(r, RPC_DEADLINE_EXCEEDED, "deadline passed");
+			else
+				rpc_fail(r, RPC_CANCELLED, "caller gone");
 			st->hang[i] = st->hang[--st->nhang];
 		} else {
 			i++;
