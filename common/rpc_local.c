@@ -1,0 +1,472 @@
+/*
+ * rpc_local.c — the in-process transport, "local:NAME".
+ *
+ * A process-wide registry (one mutex) maps names to servers. A call is one
+ * struct lcall shared by the client's loop and the server's loop: the
+ * client packs the request (one allocation), posts the lcall to the
+ * server's loop_queue; the server unpacks it and runs the handler; the
+ * answer is packed into lcall and posted back to the channel's loop_queue,
+ * where it is unpacked and the callback runs. Payloads cross by reference.
+ *
+ * Ownership: lcall is refcounted (atomic; the loops may be two threads or
+ * one). The client holds one reference until its callback has run (answer,
+ * deadline or channel close: whichever comes first), the server one until
+ * it has answered; a posted answer carries its own. Fields are split by
+ * side: client fields are touched only on the client loop, server fields
+ * only on the server loop; `gone` is the one flag both read.
+ *
+ * The answer queue (struct local_rq) must outlive the channel while a
+ * server may still post to it: it is refcounted by the channel and by each
+ * lcall. Its uv_async is closed by loop_queue_close(); the channel drops
+ * its reference only two close passes later (see chain_close), once libuv
+ * is done with that handle.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/loop.h"
+#include "common/rpc_internal.h"
+
+struct reaper {
+	uv_timer_t t;
+	int hops;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+struct local_rq {
+	atomic_int refs;
+	struct loop_queue q;
+};
+
+struct rpc_local_server {
+	struct rpc_server *srv;
+	struct rpc_local_server *next;  /* registry, under reg_mu */
+	struct loop_queue q;            /* calls arrive here */
+	struct lcall *live;             /* dispatched, unanswered (server loop) */
+	struct reaper reaper;
+	char name[];
+};
+
+struct local_chan {
+	struct rpc_channel base;
+	struct local_rq *rq;
+	struct lcall *calls;  /* pending, client loop */
+	struct reaper reaper;
+};
+
+struct lcall {
+	atomic_int refs;
+	atomic_bool gone;          /* client stopped waiting */
+	struct loop_work to_srv, to_cli;
+	struct local_rq *rq;       /* answer queue; a reference */
+	struct rpc_local_server *ls;
+	/* client side */
+	struct local_chan *ch;
+	struct lcall *prev, *next;
+	rpc_call_cb cb;
+	void *ud;
+	const ProtobufCServiceDescriptor *svc;
+	unsigned method;
+	struct rpc_dl dl;
+	bool done;
+	/* request, handed to the server */
+	struct buf *reqbuf;
+	struct buf_slice payload;
+	/* server side */
+	struct rpc_req req;
+	struct lcall *sprev, *snext;
+	bool early;                /* UNAVAILABLE already posted by close */
+	/* answer */
+	int status;
+	struct buf *resp;
+	struct buf_slice rpayload;
+	char id[RPC_MAX_REQUEST_ID + 1];
+	char message[RPC_MAX_MESSAGE_TEXT];
+};
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rpc_local_server *reg_head;
+
+static void rq_unref(struct local_rq *rq)
+{
+	if (atomic_fetch_sub_explicit(&rq->refs, 1, memory_order_acq_rel) == 1)
+		free(rq);
+}
+
+static void lcall_unref(struct lcall *lc)
+{
+	if (atomic_fetch_sub_explicit(&lc->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	buf_unref(lc->reqbuf);
+	buf_unref(lc->payload.buf);
+	buf_unref(lc->resp);
+	buf_unref(lc->rpayload.buf);
+	rq_unref(lc->rq);
+	free(lc);
+}
+
+/* Close a scratch timer twice in a row, then run done: the second close
+ * completes in a later close pass than anything closed before the first
+ * (the loop_queue's async), so memory holding that handle may go. */
+static void reap_step(uv_handle_t *h)
+{
+	struct reaper *r = container_of((uv_timer_t *)h, struct reaper, t);
+	if (--r->hops > 0) {
+		uv_timer_init(h->loop, &r->t);
+		uv_close((uv_handle_t *)&r->t, reap_step);
+		return;
+	}
+	r->done(r->arg);
+}
+
+static void reap_start(uv_loop_t *loop, struct reaper *r, void (*done)(void *), void *arg)
+{
+	r->hops = 2;
+	r->done = done;
+	r->arg = arg;
+	uv_timer_init(loop, &r->t);
+	uv_close((uv_handle_t *)&r->t, reap_step);
+}
+
+static void srv_arrive(struct loop_work *w);
+
+/* ------------------------------------------------------------ client */
+
+static void call_unlink(struct lcall *lc)
+{
+	struct local_chan *ch = lc->ch;
+	if (lc->prev)
+		lc->prev->next = lc->next;
+	else
+		ch->calls = lc->next;
+	if (lc->next)
+		lc->next->prev = lc->prev;
+	lc->prev = lc->next = NULL;
+	rpc_dl_del(&ch->base, &lc->dl);
+	lc->done = true;
+	atomic_store_explicit(&lc->gone, true, memory_order_release);
+}
+
+/* The client gives up on lc with status (deadline, close). */
+static void call_abort(struct lcall *lc, int status, const char *message)
+{
+	struct local_chan *ch = lc->ch;
+	call_unlink(lc);
+	struct rpc_result res = { .status = status, .message = message };
+	rpc_chan_complete(&ch->base, lc->cb, lc->ud, &res);
+	lcall_unref(lc);
+}
+
+static void on_deadline(struct rpc_dl *d)
+{
+	call_abort(container_of(d, struct lcall, dl), RPC_DEADLINE_EXCEEDED, "deadline exceeded");
+}
+
+/* Client loop: an answer came back. Carries the server's reference. */
+static void cli_answer(struct loop_work *w)
+{
+	struct lcall *lc = container_of(w, struct lcall, to_cli);
+	if (!lc->done) {
+		struct local_chan *ch = lc->ch;
+		call_unlink(lc);
+		const ProtobufCMessageDescriptor *out = lc->svc->methods[lc->method].output;
+		const uint8_t *m = lc->resp ? lc->resp->data + GRPC_PREFIX_BYTES : NULL;
+		size_t mlen = lc->resp ? lc->resp->len - GRPC_PREFIX_BYTES : 0;
+		rpc_chan_deliver(&ch->base, out, lc->cb, lc->ud, lc->status, lc->message, m, mlen,
+				 &lc->rpayload);
+		lcall_unref(lc); /* the client's */
+	}
+	lcall_unref(lc);
+}
+
+static void lc_call(struct rpc_channel *base, struct rpc_call_args *a)
+{
+	struct local_chan *ch = (struct local_chan *)base;
+	const char *why = "out of memory";
+	int status = RPC_RESOURCE_EXHAUSTED;
+	struct lcall *lc = calloc(1, sizeof(*lc));
+	if (!lc)
+		goto fail;
+	atomic_init(&lc->refs, 2);
+	atomic_init(&lc->gone, false);
+	lc->ch = ch;
+	lc->cb = a->cb;
+	lc->ud = a->ud;
+	lc->svc = a->svc;
+	lc->method = a->method;
+	lc->reqbuf = a->req;
+	lc->payload = a->payload;
+	a->req = NULL;
+	a->payload.buf = NULL;
+	lc->rq = ch->rq;
+	atomic_fetch_add_explicit(&ch->rq->refs, 1, memory_order_relaxed);
+	strncpy(lc->id, a->request_id, RPC_MAX_REQUEST_ID);
+	if (a->timeout_ms) {
+		lc->req.deadline_ms = loop_now_ms() + a->timeout_ms;
+		if (rpc_dl_add(base, &lc->dl, a->timeout_ms, on_deadline))
+			goto fail_lc;
+	}
+	int rc = -ENOENT;
+	pthread_mutex_lock(&reg_mu);
+	for (struct rpc_local_server *ls = reg_head; ls; ls = ls->next) {
+		if (strcmp(ls->name, base->target.name) == 0) {
+			lc->ls = ls;
+			/* Under reg_mu: the server unregisters before it
+			 * closes its queue, so ls is alive here. */
+			rc = loop_queue_post(&ls->q, &lc->to_srv, srv_arrive);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_mu);
+	if (rc) {
+		rpc_dl_del(base, &lc->dl);
+		why = rc == -ENOENT ? "no such local server" : "local server closing";
+		status = RPC_UNAVAILABLE;
+		goto fail_lc;
+	}
+	lc->next = ch->calls;
+	if (ch->calls)
+		ch->calls->prev = lc;
+	ch->calls = lc;
+	return;
+
+fail_lc:
+	atomic_store(&lc->refs, 1);
+	lcall_unref(lc);
+fail:
+	buf_unref(a->req);
+	buf_unref(a->payload.buf);
+	base->npending--;
+	rpc_chan_defer_fail(base, a->cb, a->ud, status, why);
+}
+
+static void chan_reaped(void *arg)
+{
+	struct local_chan *ch = arg;
+	rq_unref(ch->rq);
+	rpc_chan_unref(&ch->base);
+}
+
+static void lc_close(struct rpc_channel *base)
+{
+	struct local_chan *ch = (struct local_chan *)base;
+	while (ch->calls)
+		call_abort(ch->calls, RPC_CANCELLED, "channel closed");
+	if (!ch->rq)
+		return; /* failed open */
+	loop_queue_close(&ch->rq->q); /* runs answers already posted */
+	base->refs++;
+	reap_start(base->loop, &ch->reaper, chan_reaped, ch);
+}
+
+static void lc_free(struct rpc_channel *base)
+{
+	free(base);
+}
+
+static const struct rpc_chan_ops local_chan_ops = {
+	.call = lc_call,
+	.close = lc_close,
+	.free = lc_free,
+};
+
+struct rpc_channel *rpc_local_channel_open(uv_loop_t *loop, const char *target,
+					   const struct rpc_target *t,
+					   const struct rpc_channel_opts *opts)
+{
+	struct local_chan *ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return NULL;
+	if (rpc_chan_init(&ch->base, &local_chan_ops, loop, target, t, opts)) {
+		free(ch); /* only the strdup failed: no handle yet */
+		return NULL;
+	}
+	struct local_rq *rq = calloc(1, sizeof(*rq));
+	if (!rq)
+		goto err_close;
+	atomic_init(&rq->refs, 1);
+	if (loop_queue_init(&rq->q, loop))
+		goto err_rq;
+	ch->rq = rq;
+	return &ch->base;
+err_rq:
+	free(rq);
+err_close:
+	rpc_channel_close(&ch->base); /* frees once its timers are closed */
+	return NULL;
+}
+
+/* ------------------------------------------------------------ server */
+
+/* Server loop: post lc's answer (already stored) back to the client,
+ * handing it the reference `ref` stands for. */
+static void post_answer(struct lcall *lc)
+{
+	if (loop_queue_post(&lc->rq->q, &lc->to_cli, cli_answer) != 0)
+		lcall_unref(lc); /* channel closed: nobody to tell */
+}
+
+static void live_unlink(struct lcall *lc)
+{
+	struct rpc_local_server *ls = lc->ls;
+	if (lc->sprev)
+		lc->sprev->snext = lc->snext;
+	else
+		ls->live = lc->snext;
+	if (lc->snext)
+		lc->snext->sprev = lc->sprev;
+	lc->sprev = lc->snext = NULL;
+}
+
+static void lreq_answer(struct rpc_req *r, int status, const char *message, struct buf *resp,
+			const struct buf_slice *payload)
+{
+	struct lcall *lc = container_of(r, struct lcall, req);
+	struct rpc_server *srv = r->srv;
+	/* payload may be r's own (an echo): take it before releasing r. */
+	struct buf_slice pl = { 0 };
+	if (payload) {
+		pl = *payload;
+		buf_ref(pl.buf);
+	}
+	rpc_req_release(r);
+	if (lc->early || atomic_load_explicit(&lc->gone, memory_order_acquire)) {
+		buf_unref(resp);
+		buf_unref(pl.buf);
+		if (!lc->early)
+			live_unlink(lc);
+		lcall_unref(lc);
+		rpc_server_unref(srv);
+		return;
+	}
+	live_unlink(lc);
+	lc->status = status;
+	strncpy(lc->message, message, sizeof(lc->message) - 1);
+	lc->resp = resp;
+	lc->rpayload = pl;
+	post_answer(lc);
+	rpc_server_unref(srv);
+}
+
+static bool lreq_gone(const struct rpc_req *r)
+{
+	const struct lcall *lc = container_of(r, struct lcall, req);
+	return lc->early || atomic_load_explicit(&lc->gone, memory_order_acquire);
+}
+
+static const struct rpc_req_ops local_req_ops = {
+	.answer = lreq_answer,
+	.gone = lreq_gone,
+};
+
+/* Server loop: a call arrives. Carries the server's reference on lc. */
+static void srv_arrive(struct loop_work *w)
+{
+	struct lcall *lc = container_of(w, struct lcall, to_srv);
+	struct rpc_local_server *ls = lc->ls;
+	struct rpc_server *srv = ls->srv;
+	if (srv->closing) {
+		lc->status = RPC_UNAVAILABLE;
+		strcpy(lc->message, "server closing");
+		post_answer(lc);
+		return;
+	}
+	struct buf *rb = lc->reqbuf;
+	lc->reqbuf = NULL;
+	struct rpc_req *r = &lc->req;
+	r->ops = &local_req_ops;
+	r->srv = srv;
+	r->m = rpc_server_find(srv, lc->svc, lc->method);
+	r->id = lc->id;
+	r->payload = lc->payload;
+	lc->payload.buf = NULL;
+	rpc_server_ref(srv);
+	lc->snext = ls->live;
+	if (ls->live)
+		ls->live->sprev = lc;
+	ls->live = lc;
+	size_t len = rb->len - GRPC_PREFIX_BYTES;
+	if (len > srv->opts.max_message_bytes ||
+	    (r->payload.buf && r->payload.len > srv->opts.max_message_bytes))
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "request larger than max_message_bytes");
+	else
+		rpc_req_dispatch(r, rb->data + GRPC_PREFIX_BYTES, len);
+	buf_unref(rb);
+}
+
+int rpc_local_listen(struct rpc_server *srv, const char *name)
+{
+	if (srv->local)
+		return -EALREADY;
+	size_t n = strlen(name);
+	struct rpc_local_server *ls = calloc(1, sizeof(*ls) + n + 1);
+	if (!ls)
+		return -ENOMEM;
+	memcpy(ls->name, name, n + 1);
+	ls->srv = srv;
+	int rc = loop_queue_init(&ls->q, srv->loop);
+	if (rc) {
+		free(ls);
+		return rc;
+	}
+	pthread_mutex_lock(&reg_mu);
+	for (struct rpc_local_server *o = reg_head; o; o = o->next)
+		if (strcmp(o->name, name) == 0)
+			rc = -EEXIST;
+	if (!rc) {
+		ls->next = reg_head;
+		reg_head = ls;
+	}
+	pthread_mutex_unlock(&reg_mu);
+	if (rc) {
+		/* Nobody can have posted: close and free after the passes. */
+		srv->local = ls;
+		rpc_local_server_close(srv);
+		return rc;
+	}
+	srv->local = ls;
+	return 0;
+}
+
+static void server_reaped(void *arg)
+{
+	struct rpc_local_server *ls = arg;
+	struct rpc_server *srv = ls->srv;
+	free(ls);
+	rpc_server_unref(srv);
+}
+
+void rpc_local_server_close(struct rpc_server *srv)
+{
+	struct rpc_local_server *ls = srv->local;
+	if (!ls)
+		return;
+	srv->local = NULL;
+	pthread_mutex_lock(&reg_mu);
+	for (struct rpc_local_server **pp = &reg_head; *pp; pp = &(*pp)->next) {
+		if (*pp == ls) {
+			*pp = ls->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_mu);
+	/* Calls already queued run now and see srv->closing. */
+	loop_queue_close(&ls->q);
+	/* Callers of calls still in handlers learn now; the handler's answer
+	 * later only frees. */
+	while (ls->live) {
+		struct lcall *lc = ls->live;
+		live_unlink(lc);
+		lc->early = true;
+		lc->status = RPC_UNAVAILABLE;
+		strcpy(lc->message, "server closed");
+		atomic_fetch_add_explicit(&lc->refs, 1, memory_order_relaxed);
+		post_answer(lc);
+	}
+	rpc_server_ref(srv);
+	reap_start(srv->loop, &ls->reaper, server_reaped, ls);
+}
