@@ -1,11 +1,11 @@
 /*
  * loop.c — cross-thread hand-off and loop-owning threads over libuv.
  *
- * A loop_queue is a mutex-protected singly linked list plus a uv_async: the
- * poster links its item and wakes the loop; the loop takes the whole list
- * at once and runs it outside the lock, so a poster never waits on a
- * running item. uv_async coalesces wake-ups, which is what makes a burst of
- * posts cost one wake.
+ * A loop_queue is a mutex-protected singly linked list plus an eventfd
+ * watched by uv_poll: the poster links its item and, unless a wake-up is
+ * already pending, writes the eventfd; the loop takes the whole list at
+ * once and runs it outside the lock, so a poster never waits on a running
+ * item and a burst of posts costs one wake.
  */
 #include "common/loop.h"
 
@@ -13,14 +13,21 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
+/* Take the whole list and run it outside the lock. signalled is cleared
+ * in the same critical section that empties the list, so a post that finds
+ * it clear always writes the eventfd again: no wake-up is lost, and a burst
+ * of posts costs one write and one wake. */
 static void queue_drain(struct loop_queue *q)
 {
 	for (;;) {
 		pthread_mutex_lock(&q->mu);
 		struct loop_work *w = q->head;
 		q->head = q->tail = NULL;
+		q->signalled = false;
 		pthread_mutex_unlock(&q->mu);
 		if (!w)
 			return;
@@ -32,24 +39,46 @@ static void queue_drain(struct loop_queue *q)
 	}
 }
 
-static void on_async(uv_async_t *a)
+static void on_poll(uv_poll_t *p, int status, int events)
 {
-	queue_drain(a->data);
+	(void)status;
+	(void)events;
+	struct loop_queue *q = p->data;
+	uint64_t v;
+	/* Reset the counter before taking the list (see queue_drain). */
+	while (read(q->efd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+	queue_drain(q);
 }
 
 int loop_queue_init(struct loop_queue *q, uv_loop_t *loop)
 {
 	memset(q, 0, sizeof(*q));
+	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->efd < 0)
+		return -errno;
 	int rc = pthread_mutex_init(&q->mu, NULL);
-	if (rc)
-		return -rc;
-	rc = uv_async_init(loop, &q->async, on_async);
 	if (rc) {
-		pthread_mutex_destroy(&q->mu);
-		return rc; /* libuv errors are already -errno */
+		rc = -rc;
+		goto err_fd;
 	}
-	q->async.data = q;
+	rc = uv_poll_init(loop, &q->poll, q->efd);
+	if (rc)
+		goto err_mu; /* libuv errors are already -errno */
+	q->poll.data = q;
+	rc = uv_poll_start(&q->poll, UV_READABLE, on_poll);
+	if (rc) {
+		uv_close((uv_handle_t *)&q->poll, NULL);
+		q->closed = true; /* the fd goes with the handle; see below */
+		return rc;
+	}
 	return 0;
+err_mu:
+	pthread_mutex_destroy(&q->mu);
+err_fd:
+	close(q->efd);
+	q->efd = -1;
+	return rc;
 }
 
 int loop_queue_post(struct loop_queue *q, struct loop_work *w, loop_work_fn fn)
@@ -66,21 +95,38 @@ int loop_queue_post(struct loop_queue *q, struct loop_work *w, loop_work_fn fn)
 	else
 		q->head = w;
 	q->tail = w;
-	/* Under the lock, so a concurrent close cannot free the handle first. */
-	uv_async_send(&q->async);
+	bool wake = !q->signalled;
+	q->signalled = true;
+	/* The write stays under the lock: once closed is set nobody writes, so
+	 * close may release the eventfd as soon as it holds the lock. */
+	if (wake) {
+		uint64_t one = 1;
+		while (write(q->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+	}
 	pthread_mutex_unlock(&q->mu);
 	return 0;
 }
 
-void loop_queue_close(struct loop_queue *q)
+static void on_queue_closed(uv_handle_t *h)
+{
+	struct loop_queue *q = h->data;
+	close(q->efd);
+	q->efd = -1;
+	if (q->closed_cb)
+		q->closed_cb(q);
+}
+
+void loop_queue_close(struct loop_queue *q, loop_queue_closed_fn closed_cb)
 {
 	pthread_mutex_lock(&q->mu);
 	q->closed = true;
 	pthread_mutex_unlock(&q->mu);
 	queue_drain(q);
+	q->closed_cb = closed_cb;
 	/* The mutex is left alive: a late poster still locks it to learn that
 	 * the queue is closed. Default mutexes hold no resources. */
-	uv_close((uv_handle_t *)&q->async, NULL);
+	uv_close((uv_handle_t *)&q->poll, on_queue_closed);
 }
 
 /* ------------------------------------------------------------ threads */
@@ -162,7 +208,7 @@ struct stop_work {
 static void do_stop(struct loop_work *w)
 {
 	struct stop_work *sw = container_of(w, struct stop_work, work);
-	loop_queue_close(&sw->lt->queue);
+	loop_queue_close(&sw->lt->queue, NULL);
 	uv_stop(&sw->lt->loop);
 }
 

@@ -17,7 +17,7 @@
  *
  * The answer queue (struct local_rq) must outlive the channel while a
  * server may still post to it: it is refcounted by the channel and by each
- * lcall. Its uv_async is closed by loop_queue_close(); the channel drops
+ * lcall. Its poll handle is closed by loop_queue_close(); the channel drops
  * its reference only two close passes later (see chain_close), once libuv
  * is done with that handle.
  */
@@ -258,7 +258,7 @@ static void lc_close(struct rpc_channel *base)
 		call_abort(ch->calls, RPC_CANCELLED, "channel closed");
 	if (!ch->rq)
 		return; /* failed open */
-	loop_queue_close(&ch->rq->q); /* runs answers already posted */
+	loop_queue_close(&ch->rq->q, NULL); /* runs answers already posted */
 	base->refs++;
 	reap_start(base->loop, &ch->reaper, chan_reaped, ch);
 }
@@ -455,7 +455,7 @@ void rpc_local_server_close(struct rpc_server *srv)
 	}
 	pthread_mutex_unlock(&reg_mu);
 	/* Calls already queued run now and see srv->closing. */
-	loop_queue_close(&ls->q);
+	loop_queue_close(&ls->q, NULL);
 	/* Callers of calls still in handlers learn now; the handler's answer
 	 * later only frees. */
 	while (ls->live) {

@@ -913,6 +913,11 @@ static int rebuild_alloc(struct store *s, char *err, size_t errlen)
 	return rc;
 }
 
+static void free_on_queue_closed(struct loop_queue *q)
+{
+	free(container_of(q, struct store, q));
+}
+
 int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, char *err,
 	       size_t errlen)
 {
@@ -974,9 +979,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 	rc = store_dev_open(loop, fd, o->queue_depth, &s->dev); /* takes fd */
 	if (rc) {
 		snprintf(err, errlen, "%s: io_uring setup: %s", o->device_path, iol_strerror(rc));
-		/* The queue's async handle must close through the loop; leak s
-		 * to it rather than free memory libuv still references. */
-		loop_queue_close(&s->q);
+		/* The queue's handle closes through the loop; s goes with it. */
+		loop_queue_close(&s->q, free_on_queue_closed);
 		store_alloc_destroy(s->alloc);
 		store_kv_close(s->kv);
 		return rc;
@@ -1019,9 +1023,9 @@ static void on_dev_closed(void *arg)
 	part_closed(arg);
 }
 
-static void on_async_closed(uv_handle_t *h)
+static void on_queue_closed(struct loop_queue *q)
 {
-	part_closed(container_of((uv_async_t *)h, struct store, q.async));
+	part_closed(container_of(q, struct store, q));
 }
 
 static void do_close(struct loop_work *w)
@@ -1035,11 +1039,7 @@ static void do_close(struct loop_work *w)
 	s->pending_closes = 2;
 	store_dev_close(s->dev, on_dev_closed, s);
 	s->dev = NULL;
-	loop_queue_close(&s->q);
-	/* loop_queue_close closes its handle without a callback; we need to
-	 * know when libuv is done with it before freeing s, so set the
-	 * (public) close_cb of the closing handle. */
-	s->q.async.close_cb = on_async_closed;
+	loop_queue_close(&s->q, on_queue_closed);
 }
 
 static void maybe_close(struct store *s)

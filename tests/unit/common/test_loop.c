@@ -140,7 +140,7 @@ START_TEST(test_same_loop_and_timer)
 	while (!fired)
 		uv_run(&loop, UV_RUN_ONCE);
 	ck_assert_uint_ge(loop_now_ms() - t0, 29);
-	loop_queue_close(&q);
+	loop_queue_close(&q, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
 }

@@ -184,7 +184,7 @@ START_TEST(group_commit)
 	size_t gl;
 	ck_assert_int_eq(store_kv_get(c.kv, "nope", 4, &got, &gl), IOL_ENOT_FOUND);
 	store_kv_close(c.kv);
-	loop_queue_close(&c.q);
+	loop_queue_close(&c.q, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
