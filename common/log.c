@@ -209,6 +209,7 @@ static void line_ts(struct line *l)
 	line_str(l, ms);
 }
 
+__attribute__((format(printf, 2, 0)))
 static void line_fields(struct line *l, const char *fmt, va_list ap)
 {
 	if (!fmt[0] || (fmt[0] == ' ' && !fmt[1]))

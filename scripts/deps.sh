@@ -9,7 +9,8 @@ set -eu
 PKGS="build-essential pkg-config
 liburing-dev libisal-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
-libexpat1-dev check"
+libexpat1-dev check
+clang libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do
