@@ -706,7 +706,8 @@ static int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op)
 		rc = IOL_ETOO_LARGE;
 	} else {
 		char *ids[USER_KEYS_MAX];
-		memcpy(ids, u->access_keys, u->n_access_keys * sizeof(*ids));
+		if (u->n_access_keys)
+			memcpy(ids, u->access_keys, u->n_access_keys * sizeof(*ids));
 		ids[u->n_access_keys] = a->access_key_id;
 		Iolake__Meta__User nu = *u;
 		nu.access_keys = ids;
