@@ -16,7 +16,7 @@
 
 #include "meta/state.h"
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static inline int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
 	(void)flag;
@@ -24,13 +24,13 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 	return remove(path);
 }
 
-static void rm_rf(const char *dir)
+static inline void rm_rf(const char *dir)
 {
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* A fresh directory under /dev/shm; the caller rm_rf's it. */
-static void tmpdir(char out[64])
+static inline void tmpdir(char out[64])
 {
 	snprintf(out, 64, "/dev/shm/iolake-meta-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(out));
@@ -46,7 +46,7 @@ struct tb {
 	size_t n_alloc;
 };
 
-static void *tb_alloc(struct tb *t, size_t n)
+static inline void *tb_alloc(struct tb *t, size_t n)
 {
 	ck_assert_uint_lt(t->n_alloc, TB_MAX_ALLOC);
 	void *p = calloc(1, n);
@@ -55,14 +55,14 @@ static void *tb_alloc(struct tb *t, size_t n)
 	return p;
 }
 
-static char *tb_str(struct tb *t, const char *s)
+static inline char *tb_str(struct tb *t, const char *s)
 {
 	char *p = tb_alloc(t, strlen(s) + 1);
 	memcpy(p, s, strlen(s));
 	return p;
 }
 
-static struct tb *tb_new(void)
+static inline struct tb *tb_new(void)
 {
 	struct tb *t = calloc(1, sizeof(*t));
 	ck_assert_ptr_nonnull(t);
@@ -71,14 +71,14 @@ static struct tb *tb_new(void)
 	return t;
 }
 
-static void tb_free(struct tb *t)
+static inline void tb_free(struct tb *t)
 {
 	for (size_t i = 0; i < t->n_alloc; i++)
 		free(t->alloc[i]);
 	free(t);
 }
 
-static Iolake__Meta__Op *tb_op(struct tb *t, uint64_t client, uint64_t req)
+static inline Iolake__Meta__Op *tb_op(struct tb *t, uint64_t client, uint64_t req)
 {
 	ck_assert_uint_lt(t->b.n_ops, TB_MAX_OPS);
 	Iolake__Meta__Op *op = tb_alloc(t, sizeof(*op));
@@ -89,7 +89,7 @@ static Iolake__Meta__Op *tb_op(struct tb *t, uint64_t client, uint64_t req)
 	return op;
 }
 
-static void tb_create_bucket(struct tb *t, uint64_t c, uint64_t r, const char *name,
+static inline void tb_create_bucket(struct tb *t, uint64_t c, uint64_t r, const char *name,
 			     const char *owner)
 {
 	Iolake__Meta__Op *op = tb_op(t, c, r);
@@ -105,7 +105,7 @@ static void tb_create_bucket(struct tb *t, uint64_t c, uint64_t r, const char *n
 	op->create_bucket = cb;
 }
 
-static void tb_delete_bucket(struct tb *t, uint64_t c, uint64_t r, const char *name)
+static inline void tb_delete_bucket(struct tb *t, uint64_t c, uint64_t r, const char *name)
 {
 	Iolake__Meta__Op *op = tb_op(t, c, r);
 	Iolake__Meta__DeleteBucket *d = tb_alloc(t, sizeof(*d));
@@ -116,7 +116,7 @@ static void tb_delete_bucket(struct tb *t, uint64_t c, uint64_t r, const char *n
 }
 
 /* An object record; with segments when size > inline (4096). */
-static Iolake__Meta__PutObject *tb_put(struct tb *t, uint64_t c, uint64_t r, const char *bucket,
+static inline Iolake__Meta__PutObject *tb_put(struct tb *t, uint64_t c, uint64_t r, const char *bucket,
 				       const char *key, uint64_t size)
 {
 	Iolake__Meta__Op *op = tb_op(t, c, r);
@@ -149,7 +149,7 @@ static Iolake__Meta__PutObject *tb_put(struct tb *t, uint64_t c, uint64_t r, con
 	return p;
 }
 
-static Iolake__Meta__DeleteObject *tb_delete(struct tb *t, uint64_t c, uint64_t r,
+static inline Iolake__Meta__DeleteObject *tb_delete(struct tb *t, uint64_t c, uint64_t r,
 					     const char *bucket, const char *key)
 {
 	Iolake__Meta__Op *op = tb_op(t, c, r);
@@ -163,7 +163,7 @@ static Iolake__Meta__DeleteObject *tb_delete(struct tb *t, uint64_t c, uint64_t 
 }
 
 /* Frame the batch (malloc'd, caller frees). */
-static uint8_t *tb_encode(struct tb *t, size_t *len)
+static inline uint8_t *tb_encode(struct tb *t, size_t *len)
 {
 	size_t n = meta_state_entry_size(&t->b);
 	uint8_t *e = malloc(n);
@@ -176,7 +176,7 @@ static uint8_t *tb_encode(struct tb *t, size_t *len)
 }
 
 /* Encode, apply at index, free the builder; returns apply's value. */
-static int tb_apply(struct meta_state *s, uint64_t index, struct tb *t, struct meta_op_result *res)
+static inline int tb_apply(struct meta_state *s, uint64_t index, struct tb *t, struct meta_op_result *res)
 {
 	size_t len;
 	uint8_t *e = tb_encode(t, &len);
