@@ -31,6 +31,11 @@
  *
  * Not here: Raft, RPC, heartbeat timers (the leader turns missed beats
  * into SetOsdState ops), linearizable-read barriers, listing (list.c).
+ *
+ * Size: ~1,700 lines, over the 1,500 of STYLE.md, because the ops, the
+ * request table, the reads and the snapshot code share the private key
+ * helpers. The planned split: ops into meta/apply.c behind a small
+ * internal header with the key helpers.
  */
 #include "meta/state.h"
 
