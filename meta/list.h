@@ -1,0 +1,67 @@
+/*
+ * list.h — S3 object listing (ListObjectsV2, and V1 with marker) over the
+ * object table of meta/state.h: prefix, delimiter with common prefixes,
+ * start-after / marker, continuation tokens, max-keys.
+ *
+ * The listing of a request is the ordered sequence of entries e, where an
+ * entry is either a key k (having the prefix, without the delimiter after
+ * the prefix) or a common prefix cp = k up to and including the first
+ * delimiter after the prefix, such that e > marker (byte order), each
+ * common prefix once. The marker is the decoded continuation token when
+ * given, else start-after. A page is the first max-keys entries of that
+ * sequence; each common prefix counts as one. The next token encodes the
+ * last entry of the page, so pages concatenate to the whole sequence.
+ *
+ * Read-only: any thread. A page sees one consistent view of the state;
+ * successive pages may see later writes (as S3 does).
+ */
+#ifndef META_LIST_H
+#define META_LIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "meta/state.h"
+
+#define META_LIST_MAX_KEYS 1000
+/* base64url of a version byte and a key of META_KEY_MAX bytes, + NUL. */
+#define META_LIST_TOKEN_MAX (((1 + META_KEY_MAX + 2) / 3) * 4 + 1)
+
+struct meta_list_req {
+	const char *bucket;
+	const char *prefix;        /* NULL or "": everything */
+	const char *delimiter;     /* NULL or "": no common prefixes */
+	const char *start_after;   /* V2 start-after or V1 marker; NULL: none */
+	const char *token;         /* V2 continuation token; wins over start_after */
+	unsigned max_keys;         /* 0: an empty, untruncated page; above
+	                            * META_LIST_MAX_KEYS: clamped to it */
+	bool want_records;         /* decode each key's record (size, etag, ...) */
+};
+
+struct meta_list_entry {
+	char *name;                /* key or common prefix, NUL-terminated */
+	size_t name_len;
+	bool is_prefix;
+	Iolake__Meta__ObjectRecord *rec;   /* keys, when want_records; else NULL */
+};
+
+struct meta_list_page {
+	struct meta_list_entry *entries;   /* keys and prefixes in listing order */
+	size_t n;
+	bool truncated;
+	/* When truncated: the V2 NextContinuationToken. The V1 NextMarker is
+	 * entries[n - 1].name. */
+	char next_token[META_LIST_TOKEN_MAX];
+};
+
+/*
+ * Fill out with one page. 0; -EINVAL for a bad bucket name, prefix or
+ * marker over META_KEY_MAX bytes, or a token that does not decode (S3
+ * InvalidArgument); -ENOMEM; IOL_ECORRUPT or -EIO from storage. A missing
+ * bucket lists as empty: the caller checks existence (NoSuchBucket).
+ * Free with meta_list_page_free, also after an error.
+ */
+int meta_list(struct meta_state *s, const struct meta_list_req *req, struct meta_list_page *out);
+void meta_list_page_free(struct meta_list_page *p);
+
+#endif

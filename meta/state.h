@@ -1,0 +1,182 @@
+/*
+ * state.h — the meta service's replicated state machine on RocksDB.
+ *
+ * Owns one RocksDB directory holding buckets, object records, multipart
+ * uploads and parts, users and access keys, the cluster map (OSDs, PG
+ * table, epoch), the request table for exactly-once retries and the shard
+ * GC queue. The Raft layer hands each committed entry to
+ * meta_state_apply(); everything else here reads.
+ *
+ * Threads: apply, import and close on one thread (the Raft loop). Reads
+ * (get_*, list, iterators, digest, export, checkpoint) may run on any
+ * thread concurrently with apply: every apply is one atomic RocksDB write,
+ * so a reader sees the state before or after a whole entry, never half.
+ *
+ * Records returned by reads are protobuf-c messages unpacked with the
+ * default allocator; the caller frees them with meta_state_free_msg().
+ */
+#ifndef META_STATE_H
+#define META_STATE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/meta.pb-c.h"
+
+#define META_BATCH_MAX_OPS 4096          /* ops in one entry */
+#define META_ENTRY_MAX_BYTES (1u << 20)  /* one Raft entry, framing included */
+#define META_DEDUPE_WINDOW 1024          /* results kept per client */
+#define META_KEY_MAX 1024                /* S3 object key bytes */
+#define META_LIST_BUCKETS_MAX 10000
+#define META_PARTS_MAX 10000
+
+/* Errors besides common/err.h's: a bucket that is not empty, a request id
+ * the request table no longer remembers, a part that is missing or whose
+ * ETag differs. */
+#define META_ENOTEMPTY (-ENOTEMPTY)
+#define META_ESTALE (-ESTALE)
+#define META_EINVALID_PART (-EBADE)
+
+struct meta_state;
+
+/* The answer to one op of a batch (the C form of proto OpResult). */
+struct meta_op_result {
+	int err;                 /* 0, IOL_E*, -EINVAL or a META_E* above */
+	bool deduped;            /* answered from the request table, not applied */
+	uint64_t generation;     /* put-object / complete: new generation */
+	uint64_t epoch;          /* map ops: epoch after the op */
+	char upload_id[17];      /* create-multipart: the new upload id */
+	char etag[48];           /* complete-multipart: "<md5 hex>-<parts>" */
+};
+
+struct meta_state_opts {
+	bool sync;               /* fsync each apply's write. Off by default:
+	                          * the Raft log is the durable copy and replay
+	                          * from it is idempotent (see apply). */
+};
+
+/* Open or create the state in dir (created if missing, parent must
+ * exist). opts may be NULL. 0 and *out, or -errno / IOL_EBAD_FORMAT (a
+ * newer format) / -EIO (RocksDB error, text on stderr). */
+int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct meta_state **out);
+void meta_state_close(struct meta_state *s);
+
+/* Raft index of the last applied (or skipped-as-malformed) entry; 0 new. */
+uint64_t meta_state_applied_index(const struct meta_state *s);
+
+/* ------------------------------------------------------------ entries
+ * A Raft entry: u32 magic "IOLM" (LE), u32 payload length, an OpBatch in
+ * protobuf, zero padding to a multiple of 8 bytes (canonical/raft misreads
+ * segments otherwise). */
+
+/* Bytes meta_state_entry_encode will write for b. */
+size_t meta_state_entry_size(const Iolake__Meta__OpBatch *b);
+
+/* Frame b into buf (cap bytes; allocate with raft_malloc for raft_apply).
+ * Returns bytes written (a multiple of 8), -ENOBUFS when cap is short,
+ * IOL_ETOO_LARGE over META_ENTRY_MAX_BYTES or META_BATCH_MAX_OPS ops. */
+long meta_state_entry_encode(const Iolake__Meta__OpBatch *b, uint8_t *buf, size_t cap);
+
+/*
+ * Apply the entry committed at raft_index. All its ops go into one RocksDB
+ * write together with the new applied index; ops later in a batch see the
+ * effects of earlier ones. Deterministic: the result depends only on the
+ * state and the entry.
+ *
+ * res must hold at least as many results as the batch has ops
+ * (META_BATCH_MAX_OPS always suffices). Returns:
+ *   n >= 0   the number of ops; res[0..n) answer them in order (an op's
+ *            failure is in res[i].err, not in the return value)
+ *   0        also when raft_index <= applied index: the entry was applied
+ *            before a restart and is skipped; res is untouched
+ *   IOL_EPROTOCOL  the entry does not decode; the index is recorded as
+ *            applied (every member skips it alike) and no op runs
+ *   -ENOBUFS res_cap too small; nothing applied
+ *   -EIO     RocksDB failed: the member must stop applying (fatal)
+ */
+int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *entry,
+		     size_t len, struct meta_op_result *res, size_t res_cap);
+
+/* Map between C errors and the wire status. */
+Iolake__Meta__Status meta_state_err_to_status(int err);
+int meta_state_status_to_err(Iolake__Meta__Status st);
+
+/* -------------------------------------------------------------- reads
+ * Each returns 0 and a record the caller frees with meta_state_free_msg,
+ * IOL_ENOT_FOUND, -EINVAL for a malformed name, IOL_ECORRUPT for a stored
+ * value that does not decode, or -EIO. */
+
+void meta_state_free_msg(void *msg);   /* any record below; NULL ok */
+
+int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__Bucket **out);
+/* Buckets in name order, of owner (NULL: all), at most
+ * META_LIST_BUCKETS_MAX. *out is a malloc'd array; free each with
+ * meta_state_free_msg and the array with free. */
+int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Meta__Bucket ***out,
+			    size_t *n);
+int meta_state_head_object(struct meta_state *s, const char *bucket, const char *key,
+			   Iolake__Meta__ObjectRecord **out);
+int meta_state_get_upload(struct meta_state *s, const char *bucket, const char *key,
+			  const char *upload_id, Iolake__Meta__MultipartUpload **out);
+int meta_state_get_part(struct meta_state *s, const char *upload_id, uint32_t part_number,
+			Iolake__Meta__Part **out);
+int meta_state_get_user(struct meta_state *s, const char *name, Iolake__Meta__User **out);
+/* The key holds the secret: never log it. */
+int meta_state_get_access_key(struct meta_state *s, const char *access_key_id,
+			      Iolake__Meta__AccessKey **out);
+/* IOL_ENOT_FOUND before InitMap. */
+int meta_state_get_map(struct meta_state *s, Iolake__Meta__ClusterMap **out);
+/* Number of shard-GC entries pending (records replaced or deleted). */
+int meta_state_gc_count(struct meta_state *s, uint64_t *n);
+
+/* ------------------------------------------------- object iteration
+ * A cursor over one bucket's object records in key byte order, on a
+ * consistent view (later applies are not seen). For meta/list.c. */
+struct meta_state_objiter;
+int meta_state_objiter_new(struct meta_state *s, const char *bucket,
+			   struct meta_state_objiter **out);
+/* Position on the first key >= key[0..len). */
+void meta_state_objiter_seek(struct meta_state_objiter *it, const char *key, size_t len);
+bool meta_state_objiter_valid(const struct meta_state_objiter *it);
+/* The current key (not NUL-terminated); valid until the next move. */
+const char *meta_state_objiter_key(const struct meta_state_objiter *it, size_t *len);
+int meta_state_objiter_record(const struct meta_state_objiter *it,
+			      Iolake__Meta__ObjectRecord **out);
+void meta_state_objiter_next(struct meta_state_objiter *it);
+/* 0, or -EIO when the iterator stopped on a storage error. */
+int meta_state_objiter_error(const struct meta_state_objiter *it);
+void meta_state_objiter_free(struct meta_state_objiter *it);
+
+/* ------------------------------------------------ digest, snapshots */
+
+/* SHA-256 over every key and value in key order (each as u32 length,
+ * bytes), applied index included: equal on members that applied the same
+ * entries. 0 or -EIO. */
+int meta_state_digest(struct meta_state *s, uint8_t out[32]);
+
+/*
+ * Export the whole state as one buffer for a Raft snapshot:
+ * "IOLMSNP1", u64 pair count, pairs (u32 klen, u32 vlen, key, value),
+ * then SHA-256 of all that. alloc is raft_malloc for Raft (malloc in
+ * tests), release its inverse (used only on failure); the caller owns
+ * *out. Limit: the whole state is in memory once
+ * (and twice during import); fine for millions of records, not for
+ * billions — a chunked or checkpoint-file snapshot is the next step.
+ * 0, -ENOMEM, -EIO.
+ */
+int meta_state_export(struct meta_state *s, void *(*alloc)(size_t), void (*release)(void *),
+		      uint8_t **out, size_t *len);
+
+/* Replace the whole state with an export, atomically (one write deletes
+ * every current key and puts every pair). 0, IOL_ECORRUPT (bad magic,
+ * truncated, digest mismatch: state unchanged), -ENOMEM, -EIO. */
+int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len);
+
+/* A RocksDB checkpoint (hard links where possible) in dir_out, which must
+ * not exist. For backups and seeding a member; meta_state_open(dir_out)
+ * opens it. 0 or -EIO. */
+int meta_state_checkpoint(struct meta_state *s, const char *dir_out);
+
+#endif

@@ -1,0 +1,870 @@
+/*
+ * test_state.c — the meta state machine on real RocksDB under /dev/shm:
+ * batches, restart + replay (no double apply, equal digests), two members
+ * fed the same log, conditional puts, request-id dedupe and its window,
+ * bucket delete when not empty, users and keys, multipart, the cluster map,
+ * snapshots (export/import, checkpoint) and malformed entries.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "common/hash.h"
+#include "meta/place.h"
+#include "meta/state.h"
+#include "meta_test_util.h"
+
+static struct meta_op_result res[META_BATCH_MAX_OPS];
+
+static struct meta_state *open_at(const char *dir)
+{
+	struct meta_state *s = NULL;
+	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
+	return s;
+}
+
+static void digest(struct meta_state *s, uint8_t d[32])
+{
+	ck_assert_int_eq(meta_state_digest(s, d), 0);
+}
+
+START_TEST(test_basic)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	ck_assert_uint_eq(meta_state_applied_index(s), 0);
+
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 1, 1, "alpha", "alice");
+	tb_create_bucket(t, 1, 2, "beta", "bob");
+	tb_put(t, 1, 3, "alpha", "a/b/c", 10);
+	tb_put(t, 1, 4, "nosuch", "k", 1);       /* no bucket */
+	tb_create_bucket(t, 1, 5, "alpha", "x");  /* exists */
+	tb_create_bucket(t, 1, 6, "Bad_Name", "x");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 6);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, 0);
+	ck_assert_uint_eq(res[2].generation, (1ULL << 16) | 2);
+	ck_assert_int_eq(res[3].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[4].err, IOL_EEXISTS);
+	ck_assert_int_eq(res[5].err, -EINVAL);
+	ck_assert_uint_eq(meta_state_applied_index(s), 1);
+
+	Iolake__Meta__ObjectRecord *r = NULL;
+	ck_assert_int_eq(meta_state_head_object(s, "alpha", "a/b/c", &r), 0);
+	ck_assert_uint_eq(r->size, 10);
+	ck_assert_uint_eq(r->inline_data.len, 10);
+	ck_assert_uint_eq(r->generation, res[2].generation);
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_head_object(s, "alpha", "nope", &r), IOL_ENOT_FOUND);
+
+	Iolake__Meta__Bucket **bs;
+	size_t n;
+	ck_assert_int_eq(meta_state_list_buckets(s, NULL, &bs, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(bs[0]->name, "alpha");
+	ck_assert_str_eq(bs[1]->name, "beta");
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(bs[i]);
+	free(bs);
+	ck_assert_int_eq(meta_state_list_buckets(s, "bob", &bs, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(bs[0]->owner, "bob");
+	meta_state_free_msg(bs[0]);
+	free(bs);
+
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+/* A deterministic pseudo-random log of mixed batches. */
+struct log {
+	uint8_t *e[256];
+	size_t len[256];
+	size_t n;
+};
+
+static void make_log(struct log *lg, unsigned seed, size_t batches)
+{
+	srand(seed);
+	lg->n = 0;
+	uint64_t req = 1;
+	char key[64];
+	for (size_t b = 0; b < batches; b++) {
+		struct tb *t = tb_new();
+		if (b == 0) {
+			tb_create_bucket(t, 7, req++, "logb", "alice");
+			tb_create_bucket(t, 7, req++, "logc", "alice");
+		}
+		int ops = 1 + rand() % 64;
+		for (int i = 0; i < ops; i++) {
+			snprintf(key, sizeof(key), "k/%03d", rand() % 200);
+			int what = rand() % 10;
+			if (what < 6) {
+				Iolake__Meta__PutObject *p = tb_put(t, 7, req++, rand() % 2 ? "logb" : "logc",
+								    key, (uint64_t)(rand() % 9000));
+				p->if_none_match = rand() % 4 == 0;
+			} else if (what < 8) {
+				tb_delete(t, 7, req++, "logb", key);
+			} else if (what < 9) {
+				/* A retry of an earlier request id. */
+				tb_put(t, 7, req > 10 ? req - 1 - (uint64_t)(rand() % 10) : 1, "logb",
+				       key, 5);
+			} else {
+				tb_put(t, 0, 0, "logc", key, 100);   /* not deduplicated */
+			}
+		}
+		lg->e[lg->n] = tb_encode(t, &lg->len[lg->n]);
+		lg->n++;
+		tb_free(t);
+	}
+}
+
+static void free_log(struct log *lg)
+{
+	for (size_t i = 0; i < lg->n; i++)
+		free(lg->e[i]);
+}
+
+static unsigned test_seed(const char *name)
+{
+	unsigned seed = (unsigned)time(NULL);
+	const char *env = getenv("IOLAKE_TEST_SEED");
+	if (env)
+		seed = (unsigned)strtoul(env, NULL, 10);
+	printf("%s seed=%u (replay: IOLAKE_TEST_SEED=%u)\n", name, seed, seed);
+	return seed;
+}
+
+START_TEST(test_replay_and_members)
+{
+	unsigned seed = test_seed("test_replay_and_members");
+	struct log lg;
+	make_log(&lg, seed, 120);
+	char d1[64], d2[64];
+	tmpdir(d1);
+	tmpdir(d2);
+
+	/* Member 1 applies everything. */
+	struct meta_state *a = open_at(d1);
+	for (size_t i = 0; i < lg.n; i++)
+		ck_assert_int_ge(meta_state_apply(a, i + 1, lg.e[i], lg.len[i], res, META_BATCH_MAX_OPS), 1);
+	uint8_t da[32], db[32], dc[32];
+	digest(a, da);
+	uint64_t gc_a;
+	ck_assert_int_eq(meta_state_gc_count(a, &gc_a), 0);
+	Iolake__Meta__ObjectRecord *before = NULL;
+	int have = meta_state_head_object(a, "logc", "k/000", &before);
+
+	/* Restart: every entry is at or below the applied index: skipped. */
+	meta_state_close(a);
+	a = open_at(d1);
+	ck_assert_uint_eq(meta_state_applied_index(a), lg.n);
+	for (size_t i = 0; i < lg.n; i++)
+		ck_assert_int_eq(meta_state_apply(a, i + 1, lg.e[i], lg.len[i], res, META_BATCH_MAX_OPS), 0);
+	digest(a, db);
+	ck_assert_mem_eq(da, db, 32);
+	uint64_t gc_b;
+	ck_assert_int_eq(meta_state_gc_count(a, &gc_b), 0);
+	ck_assert_uint_eq(gc_a, gc_b);
+	Iolake__Meta__ObjectRecord *after = NULL;
+	ck_assert_int_eq(meta_state_head_object(a, "logc", "k/000", &after), have);
+	if (have == 0)
+		ck_assert_uint_eq(before->generation, after->generation);
+	meta_state_free_msg(before);
+	meta_state_free_msg(after);
+
+	/* Member 2: applies half, restarts, then is fed the whole log (the
+	 * first half must be skipped, not applied twice). */
+	struct meta_state *b = open_at(d2);
+	for (size_t i = 0; i < lg.n / 2; i++)
+		ck_assert_int_ge(meta_state_apply(b, i + 1, lg.e[i], lg.len[i], res, META_BATCH_MAX_OPS), 1);
+	meta_state_close(b);
+	b = open_at(d2);
+	for (size_t i = 0; i < lg.n; i++)
+		meta_state_apply(b, i + 1, lg.e[i], lg.len[i], res, META_BATCH_MAX_OPS);
+	digest(b, dc);
+	ck_assert_mem_eq(da, dc, 32);
+
+	/* Applying one more entry changes the digest (the oracle can fail). */
+	struct tb *t = tb_new();
+	tb_put(t, 0, 0, "logb", "extra", 1);
+	ck_assert_int_eq(tb_apply(b, lg.n + 1, t, res), 1);
+	digest(b, dc);
+	ck_assert_mem_ne(da, dc, 32);
+
+	meta_state_close(a);
+	meta_state_close(b);
+	free_log(&lg);
+	rm_rf(d1);
+	rm_rf(d2);
+}
+END_TEST
+
+START_TEST(test_conditional_put)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "cond", "alice");
+	tb_put(t, 0, 0, "cond", "obj", 5);
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	uint64_t g1 = res[1].generation;
+
+	t = tb_new();
+	tb_put(t, 0, 0, "cond", "obj", 6)->if_none_match = true;      /* exists */
+	tb_put(t, 0, 0, "cond", "obj", 7)->if_generation = g1 + 1;     /* wrong gen */
+	tb_put(t, 0, 0, "cond", "new", 7)->if_generation = 5;          /* no record */
+	tb_put(t, 0, 0, "cond", "new2", 7)->if_none_match = true;      /* ok */
+	tb_put(t, 0, 0, "cond", "obj", 8)->if_generation = g1;         /* ok */
+	tb_put(t, 0, 0, "cond", "obj", 9)->if_generation = g1;         /* stale now */
+	tb_delete(t, 0, 0, "cond", "new2")->if_generation = 1;         /* wrong gen */
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 7);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[2].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[3].err, 0);
+	ck_assert_int_eq(res[4].err, 0);
+	ck_assert_int_eq(res[5].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[6].err, IOL_ECONFLICT);
+	uint64_t g2 = res[4].generation;
+	ck_assert_uint_gt(g2, g1);
+
+	Iolake__Meta__ObjectRecord *r;
+	ck_assert_int_eq(meta_state_head_object(s, "cond", "obj", &r), 0);
+	ck_assert_uint_eq(r->size, 8);
+	ck_assert_uint_eq(r->generation, g2);
+	meta_state_free_msg(r);
+
+	/* Delete with the right generation; ABA: a re-created key gets a new
+	 * generation, so the old one no longer matches. */
+	t = tb_new();
+	tb_delete(t, 0, 0, "cond", "obj")->if_generation = g2;
+	tb_put(t, 0, 0, "cond", "obj", 1);
+	tb_put(t, 0, 0, "cond", "obj", 2)->if_generation = g2;
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 3);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, IOL_ECONFLICT);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_dedupe)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 9, 1, "ddb", "alice");
+	tb_put(t, 9, 2, "ddb", "k", 100);
+	tb_put(t, 9, 2, "ddb", "k", 200);     /* same id in the same batch */
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 3);
+	ck_assert(!res[1].deduped);
+	ck_assert(res[2].deduped);
+	ck_assert_uint_eq(res[2].generation, res[1].generation);
+	uint64_t g = res[1].generation;
+
+	/* The retry arrives in a later entry: same answer, not applied. */
+	t = tb_new();
+	tb_put(t, 9, 2, "ddb", "k", 300);
+	tb_put(t, 9, 3, "ddb", "k", 400)->if_none_match = true;   /* CONFLICT */
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 2);
+	ck_assert(res[0].deduped);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_uint_eq(res[0].generation, g);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	Iolake__Meta__ObjectRecord *r;
+	ck_assert_int_eq(meta_state_head_object(s, "ddb", "k", &r), 0);
+	ck_assert_uint_eq(r->size, 100);
+	meta_state_free_msg(r);
+
+	/* A failed op's answer is remembered too: after the object is gone
+	 * the retry of request 3 still says CONFLICT (it must not now put). */
+	t = tb_new();
+	tb_delete(t, 9, 4, "ddb", "k");
+	tb_put(t, 9, 3, "ddb", "k", 400)->if_none_match = true;
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 2);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert(res[1].deduped);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(meta_state_head_object(s, "ddb", "k", &r), IOL_ENOT_FOUND);
+
+	/* Another client with the same request id is independent. */
+	t = tb_new();
+	tb_put(t, 10, 3, "ddb", "k", 1);
+	ck_assert_int_eq(tb_apply(s, 4, t, res), 1);
+	ck_assert(!res[0].deduped);
+	ck_assert_int_eq(res[0].err, 0);
+
+	/* Window: after META_DEDUPE_WINDOW more ids, id 5 is forgotten and a
+	 * retry of it is refused as stale, not applied. Ids within the window
+	 * still dedupe. */
+	uint64_t last = 5 + META_DEDUPE_WINDOW + 10;
+	uint64_t idx = 5;
+	for (uint64_t id = 5; id <= last;) {
+		t = tb_new();
+		for (int i = 0; i < 500 && id <= last; i++, id++)
+			tb_put(t, 9, id, "ddb", "w", id);
+		ck_assert_int_ge(tb_apply(s, idx++, t, res), 1);
+	}
+	t = tb_new();
+	tb_put(t, 9, 5, "ddb", "w", 1);
+	tb_put(t, 9, last - 3, "ddb", "w", 1);
+	ck_assert_int_eq(tb_apply(s, idx++, t, res), 2);
+	ck_assert_int_eq(res[0].err, META_ESTALE);
+	ck_assert(!res[0].deduped);
+	ck_assert(res[1].deduped);
+	ck_assert_int_eq(meta_state_head_object(s, "ddb", "w", &r), 0);
+	ck_assert_uint_eq(r->size, last);
+	meta_state_free_msg(r);
+
+	/* acked_below prunes explicitly. */
+	t = tb_new();
+	tb_op(t, 11, 1);
+	t->ops[0]->body_case = IOLAKE__META__OP__BODY_GC_ACK;
+	t->ops[0]->gc_ack = tb_alloc(t, sizeof(Iolake__Meta__GcAck));
+	iolake__meta__gc_ack__init(t->ops[0]->gc_ack);
+	tb_put(t, 11, 2, "ddb", "x", 1);
+	tb_put(t, 11, 3, "ddb", "y", 1)->if_none_match = true;
+	t->ops[2]->acked_below = 3;
+	tb_put(t, 11, 1, "ddb", "x", 1);
+	tb_put(t, 11, 3, "ddb", "y", 1);
+	ck_assert_int_eq(tb_apply(s, idx++, t, res), 5);
+	ck_assert_int_eq(res[3].err, META_ESTALE);
+	ck_assert(res[4].deduped);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_bucket_not_empty)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "full", "alice");
+	tb_create_bucket(t, 0, 0, "full2", "alice");  /* "full" is its prefix */
+	tb_put(t, 0, 0, "full", "a", 1);
+	tb_put(t, 0, 0, "full2", "b", 1);
+	tb_delete_bucket(t, 0, 0, "full");
+	tb_delete_bucket(t, 0, 0, "none");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 6);
+	ck_assert_int_eq(res[4].err, META_ENOTEMPTY);
+	ck_assert_int_eq(res[5].err, IOL_ENOT_FOUND);
+
+	/* Emptied in the same batch: the delete sees the earlier op. */
+	t = tb_new();
+	tb_delete(t, 0, 0, "full", "a");
+	tb_delete_bucket(t, 0, 0, "full");
+	tb_delete_bucket(t, 0, 0, "full2");
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 3);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, META_ENOTEMPTY);
+	Iolake__Meta__Bucket *b;
+	ck_assert_int_eq(meta_state_get_bucket(s, "full", &b), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_bucket(s, "full2", &b), 0);
+	meta_state_free_msg(b);
+
+	/* An unfinished multipart upload also keeps the bucket. */
+	t = tb_new();
+	tb_delete(t, 0, 0, "full2", "b");
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
+	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
+	iolake__meta__create_multipart__init(cm);
+	iolake__meta__multipart_upload__init(u);
+	u->bucket = tb_str(t, "full2");
+	u->key = tb_str(t, "big");
+	cm->upload = u;
+	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
+	op->create_multipart = cm;
+	tb_delete_bucket(t, 0, 0, "full2");
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 3);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, META_ENOTEMPTY);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+static void tb_user(struct tb *t, const char *name)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__PutUser *pu = tb_alloc(t, sizeof(*pu));
+	Iolake__Meta__User *u = tb_alloc(t, sizeof(*u));
+	iolake__meta__put_user__init(pu);
+	iolake__meta__user__init(u);
+	u->name = tb_str(t, name);
+	u->display_name = tb_str(t, name);
+	pu->user = u;
+	op->body_case = IOLAKE__META__OP__BODY_PUT_USER;
+	op->put_user = pu;
+}
+
+static void tb_key(struct tb *t, const char *id, const char *secret, const char *user)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__PutAccessKey *pk = tb_alloc(t, sizeof(*pk));
+	Iolake__Meta__AccessKey *k = tb_alloc(t, sizeof(*k));
+	iolake__meta__put_access_key__init(pk);
+	iolake__meta__access_key__init(k);
+	k->access_key_id = tb_str(t, id);
+	k->secret_key = tb_str(t, secret);
+	k->user = tb_str(t, user);
+	pk->key = k;
+	op->body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
+	op->put_access_key = pk;
+}
+
+START_TEST(test_users_keys)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_user(t, "alice");
+	tb_user(t, "alice");
+	tb_key(t, "AKIAALICE1", "secret-secret-alice-1", "alice");
+	tb_key(t, "AKIAALICE2", "secret-secret-alice-2", "alice");
+	tb_key(t, "AKIABOB", "secret-secret-bob-0000", "bob");
+	tb_key(t, "AKIAALICE1", "secret-secret-again-1", "alice");
+	tb_key(t, "AKIASHORT", "short", "alice");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 7);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, IOL_EEXISTS);
+	ck_assert_int_eq(res[2].err, 0);
+	ck_assert_int_eq(res[3].err, 0);
+	ck_assert_int_eq(res[4].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[5].err, IOL_EEXISTS);
+	ck_assert_int_eq(res[6].err, -EINVAL);
+
+	Iolake__Meta__AccessKey *k;
+	ck_assert_int_eq(meta_state_get_access_key(s, "AKIAALICE2", &k), 0);
+	ck_assert_str_eq(k->secret_key, "secret-secret-alice-2");
+	ck_assert_str_eq(k->user, "alice");
+	meta_state_free_msg(k);
+	Iolake__Meta__User *u;
+	ck_assert_int_eq(meta_state_get_user(s, "alice", &u), 0);
+	ck_assert_uint_eq(u->n_access_keys, 2);
+	meta_state_free_msg(u);
+
+	/* Delete one key, then the user: the other key goes with it. */
+	t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY;
+	op->delete_access_key = tb_alloc(t, sizeof(*op->delete_access_key));
+	iolake__meta__delete_access_key__init(op->delete_access_key);
+	op->delete_access_key->access_key_id = tb_str(t, "AKIAALICE1");
+	op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_DELETE_USER;
+	op->delete_user = tb_alloc(t, sizeof(*op->delete_user));
+	iolake__meta__delete_user__init(op->delete_user);
+	op->delete_user->name = tb_str(t, "alice");
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 2);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(meta_state_get_access_key(s, "AKIAALICE1", &k), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_access_key(s, "AKIAALICE2", &k), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_user(s, "alice", &u), IOL_ENOT_FOUND);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+static void tb_part(struct tb *t, const char *upload_id, uint32_t num, uint64_t size,
+		    const char *etag)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__PutPart *pp = tb_alloc(t, sizeof(*pp));
+	Iolake__Meta__Part *p = tb_alloc(t, sizeof(*p));
+	Iolake__Meta__Segment *seg = tb_alloc(t, sizeof(*seg));
+	iolake__meta__put_part__init(pp);
+	iolake__meta__part__init(p);
+	iolake__meta__segment__init(seg);
+	seg->length = size;
+	seg->shard_id = 1000 + num;
+	p->part_number = num;
+	p->size = size;
+	p->etag = tb_str(t, etag);
+	p->segment = seg;
+	pp->bucket = tb_str(t, "mpb");
+	pp->key = tb_str(t, "big");
+	pp->upload_id = tb_str(t, upload_id);
+	pp->part = p;
+	op->body_case = IOLAKE__META__OP__BODY_PUT_PART;
+	op->put_part = pp;
+}
+
+static void tb_complete(struct tb *t, const char *upload_id, const uint32_t *nums,
+			const char *const *etags, size_t n)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CompleteMultipart *c = tb_alloc(t, sizeof(*c));
+	iolake__meta__complete_multipart__init(c);
+	c->bucket = tb_str(t, "mpb");
+	c->key = tb_str(t, "big");
+	c->upload_id = tb_str(t, upload_id);
+	c->time_ms = 1700000000000ULL;
+	c->n_parts = n;
+	c->parts = tb_alloc(t, n * sizeof(*c->parts));
+	for (size_t i = 0; i < n; i++) {
+		c->parts[i] = tb_alloc(t, sizeof(**c->parts));
+		iolake__meta__part_ref__init(c->parts[i]);
+		c->parts[i]->part_number = nums[i];
+		c->parts[i]->etag = tb_str(t, etags[i]);
+	}
+	op->body_case = IOLAKE__META__OP__BODY_COMPLETE_MULTIPART;
+	op->complete_multipart = c;
+}
+
+START_TEST(test_multipart)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "mpb", "alice");
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
+	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
+	Iolake__Meta__ObjectRecord *m = tb_alloc(t, sizeof(*m));
+	iolake__meta__create_multipart__init(cm);
+	iolake__meta__multipart_upload__init(u);
+	iolake__meta__object_record__init(m);
+	m->content_type = tb_str(t, "video/mp4");
+	m->pg = 17;
+	u->bucket = tb_str(t, "mpb");
+	u->key = tb_str(t, "big");
+	u->meta = m;
+	cm->upload = u;
+	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
+	op->create_multipart = cm;
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	ck_assert_int_eq(res[1].err, 0);
+	char id[17];
+	strcpy(id, res[1].upload_id);
+	ck_assert_uint_eq(strlen(id), 16);
+
+	/* Three parts, part 2 uploaded twice (the first copy goes to GC). */
+	const char *e[4] = { "", "0123456789abcdef0123456789abcdef",
+			     "fedcba9876543210fedcba9876543210", "00112233445566778899aabbccddeeff" };
+	t = tb_new();
+	tb_part(t, id, 1, 5 << 20, e[1]);
+	tb_part(t, id, 2, 5 << 20, e[1]);
+	tb_part(t, id, 2, 5 << 20, e[2]);
+	tb_part(t, id, 3, 1000, e[3]);
+	tb_part(t, "00000000000000ff", 1, 1, e[1]);   /* no such upload */
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 5);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(res[i].err, 0);
+	ck_assert_int_eq(res[4].err, IOL_ENOT_FOUND);
+	uint64_t gc;
+	ck_assert_int_eq(meta_state_gc_count(s, &gc), 0);
+	ck_assert_uint_eq(gc, 1);
+
+	/* Bad completes: wrong etag, wrong order, missing part. */
+	t = tb_new();
+	uint32_t bad_order[2] = { 3, 1 }, missing[2] = { 1, 4 }, ok[2] = { 1, 3 };
+	const char *bad_e[2] = { e[1], e[2] }, *ok_e[2] = { e[1], e[3] };
+	tb_complete(t, id, ok, bad_e, 2);
+	tb_complete(t, id, bad_order, ok_e, 2);
+	tb_complete(t, id, missing, ok_e, 2);
+	tb_complete(t, id, ok, ok_e, 2);
+	tb_complete(t, id, ok, ok_e, 2);   /* upload gone now */
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 5);
+	ck_assert_int_eq(res[0].err, META_EINVALID_PART);
+	ck_assert_int_eq(res[1].err, -EINVAL);
+	ck_assert_int_eq(res[2].err, META_EINVALID_PART);
+	ck_assert_int_eq(res[3].err, 0);
+	ck_assert_int_eq(res[4].err, IOL_ENOT_FOUND);
+
+	/* The ETag: MD5 of the binary part MD5s, "-2", computed here apart. */
+	uint8_t bin[32], d[16];
+	char hex[33], want[48];
+	hash_unhex(e[1], 16, bin);
+	hash_unhex(e[3], 16, bin + 16);
+	hash_md5(bin, 32, d);
+	hash_hex(d, 16, hex);
+	snprintf(want, sizeof(want), "%s-2", hex);
+	ck_assert_str_eq(res[3].etag, want);
+
+	Iolake__Meta__ObjectRecord *r;
+	ck_assert_int_eq(meta_state_head_object(s, "mpb", "big", &r), 0);
+	ck_assert_str_eq(r->etag, want);
+	ck_assert_str_eq(r->content_type, "video/mp4");
+	ck_assert_uint_eq(r->pg, 17);
+	ck_assert_uint_eq(r->size, (5 << 20) + 1000);
+	ck_assert_uint_eq(r->parts_count, 2);
+	ck_assert_uint_eq(r->n_segments, 2);
+	ck_assert_uint_eq(r->segments[0]->offset, 0);
+	ck_assert_uint_eq(r->segments[0]->shard_id, 1001);
+	ck_assert_uint_eq(r->segments[1]->offset, 5 << 20);
+	ck_assert_uint_eq(r->segments[1]->part_number, 3);
+	meta_state_free_msg(r);
+	/* Parts are gone; part 2 (unused) joined the GC queue. */
+	Iolake__Meta__Part *p;
+	ck_assert_int_eq(meta_state_get_part(s, id, 1, &p), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_part(s, id, 2, &p), IOL_ENOT_FOUND);
+	Iolake__Meta__MultipartUpload *gone;
+	ck_assert_int_eq(meta_state_get_upload(s, "mpb", "big", id, &gone), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_gc_count(s, &gc), 0);
+	ck_assert_uint_eq(gc, 2);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+static void tb_osd(struct tb *t, uint32_t id, const char *host)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__RegisterOsd *ro = tb_alloc(t, sizeof(*ro));
+	Iolake__Meta__OsdInfo *o = tb_alloc(t, sizeof(*o));
+	iolake__meta__register_osd__init(ro);
+	iolake__meta__osd_info__init(o);
+	o->id = id;
+	o->host = tb_str(t, host);
+	o->addr = tb_str(t, "127.0.0.1:7000");
+	o->weight = 1000;
+	ro->osd = o;
+	ro->time_ms = 1700000000000ULL;
+	op->body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
+	op->register_osd = ro;
+}
+
+static void tb_osd_state(struct tb *t, uint32_t id, int up, int in)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetOsdState *ss = tb_alloc(t, sizeof(*ss));
+	iolake__meta__set_osd_state__init(ss);
+	ss->id = id;
+	if (up >= 0) {
+		ss->set_up = true;
+		ss->up = up;
+	}
+	if (in >= 0) {
+		ss->set_in = true;
+		ss->in = in;
+	}
+	op->body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
+	op->set_osd_state = ss;
+}
+
+START_TEST(test_cluster_map)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	Iolake__Meta__ClusterMap *m;
+	ck_assert_int_eq(meta_state_get_map(s, &m), IOL_ENOT_FOUND);
+
+	struct tb *t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	op->init_map = tb_alloc(t, sizeof(*op->init_map));
+	iolake__meta__init_map__init(op->init_map);
+	op->init_map->pg_count = 1024;
+	op->init_map->k = 4;
+	op->init_map->m = 2;
+	op->init_map->down_keeps_slot = true;
+	char host[16];
+	for (uint32_t i = 0; i < 12; i++) {
+		snprintf(host, sizeof(host), "h%u", i / 2);
+		tb_osd(t, i, host);
+	}
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 13);
+	for (int i = 0; i < 13; i++) {
+		ck_assert_int_eq(res[i].err, 0);
+		ck_assert_uint_eq(res[i].epoch, (uint64_t)i + 1);
+	}
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->epoch, 13);
+	ck_assert_uint_eq(m->n_osds, 12);
+	ck_assert_uint_eq(m->n_pgs, 1024);
+	for (uint32_t pg = 0; pg < 1024; pg++) {
+		ck_assert_uint_eq(m->pgs[pg]->n_osds, 6);
+		unsigned hosts = 0;
+		for (int j = 0; j < 6; j++)
+			hosts |= 1u << (m->pgs[pg]->osds[j] / 2);
+		ck_assert_uint_eq(__builtin_popcount(hosts), 6);
+	}
+	uint32_t *before = malloc(1024 * 6 * sizeof(uint32_t));
+	for (uint32_t pg = 0; pg < 1024; pg++)
+		memcpy(before + pg * 6, m->pgs[pg]->osds, 6 * sizeof(uint32_t));
+	meta_state_free_msg(m);
+
+	/* Down keeps slots (no table change, epoch bumps); out moves only
+	 * its slots; a repeated state is a no-op without a bump. */
+	t = tb_new();
+	tb_osd_state(t, 3, 0, -1);
+	tb_osd_state(t, 3, -1, 0);
+	tb_osd_state(t, 3, -1, 0);
+	tb_osd_state(t, 99, 0, -1);
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 4);
+	ck_assert_uint_eq(res[0].epoch, 14);
+	ck_assert_uint_eq(res[1].epoch, 15);
+	ck_assert_uint_eq(res[2].epoch, 15);
+	ck_assert_int_eq(res[3].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	unsigned moved = 0, had = 0;
+	for (uint32_t pg = 0; pg < 1024; pg++)
+		for (int j = 0; j < 6; j++) {
+			uint32_t o = before[pg * 6 + j], n = m->pgs[pg]->osds[j];
+			ck_assert_uint_ne(n, 3);
+			had += o == 3;
+			if (o != n) {
+				ck_assert_uint_eq(o, 3);
+				ck_assert_uint_eq(n, 2);   /* the other OSD on host h1 */
+				moved++;
+			}
+		}
+	ck_assert_uint_eq(moved, had);
+	ck_assert_uint_gt(moved, 0);
+	meta_state_free_msg(m);
+	free(before);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+static void *xmalloc(size_t n)
+{
+	return malloc(n);
+}
+
+START_TEST(test_snapshot)
+{
+	unsigned seed = test_seed("test_snapshot");
+	struct log lg;
+	make_log(&lg, seed, 40);
+	char d1[64], d2[64], d3[64];
+	tmpdir(d1);
+	tmpdir(d2);
+	tmpdir(d3);
+	struct meta_state *a = open_at(d1);
+	for (size_t i = 0; i < lg.n; i++)
+		meta_state_apply(a, i + 1, lg.e[i], lg.len[i], res, META_BATCH_MAX_OPS);
+	uint8_t da[32], dbuf[32];
+	digest(a, da);
+	uint8_t *snap;
+	size_t len;
+	ck_assert_int_eq(meta_state_export(a, xmalloc, free, &snap, &len), 0);
+
+	/* Import into a member with other state: replaced wholesale. */
+	struct meta_state *b = open_at(d2);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "stale", "x");
+	ck_assert_int_eq(tb_apply(b, 500, t, res), 1);
+	/* Corrupt copies are refused and change nothing. */
+	uint8_t dpre[32];
+	digest(b, dpre);
+	snap[len / 2] ^= 1;
+	ck_assert_int_eq(meta_state_import(b, snap, len), IOL_ECORRUPT);
+	snap[len / 2] ^= 1;
+	ck_assert_int_eq(meta_state_import(b, snap, len - 1), IOL_ECORRUPT);
+	digest(b, dbuf);
+	ck_assert_mem_eq(dpre, dbuf, 32);
+	ck_assert_int_eq(meta_state_import(b, snap, len), 0);
+	digest(b, dbuf);
+	ck_assert_mem_eq(da, dbuf, 32);
+	ck_assert_uint_eq(meta_state_applied_index(b), lg.n);
+	Iolake__Meta__Bucket *bk;
+	ck_assert_int_eq(meta_state_get_bucket(b, "stale", &bk), IOL_ENOT_FOUND);
+	/* It survives a restart, and later entries apply on top alike. */
+	meta_state_close(b);
+	b = open_at(d2);
+	ck_assert_uint_eq(meta_state_applied_index(b), lg.n);
+	t = tb_new();
+	tb_put(t, 0, 0, "logb", "after", 1);
+	ck_assert_int_eq(tb_apply(b, lg.n + 1, t, res), 1);
+	t = tb_new();
+	tb_put(t, 0, 0, "logb", "after", 1);
+	ck_assert_int_eq(tb_apply(a, lg.n + 1, t, res), 1);
+	digest(a, da);
+	digest(b, dbuf);
+	ck_assert_mem_eq(da, dbuf, 32);
+	free(snap);
+
+	/* A RocksDB checkpoint opens as an equal state. */
+	rm_rf(d3);
+	ck_assert_int_eq(meta_state_checkpoint(a, d3), 0);
+	struct meta_state *c = open_at(d3);
+	digest(c, dbuf);
+	ck_assert_mem_eq(da, dbuf, 32);
+	meta_state_close(c);
+	meta_state_close(b);
+	meta_state_close(a);
+	free_log(&lg);
+	rm_rf(d1);
+	rm_rf(d2);
+	rm_rf(d3);
+}
+END_TEST
+
+START_TEST(test_malformed_entries)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	uint8_t junk[16] = { 'I', 'O', 'L', 'M', 8, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	ck_assert_int_eq(meta_state_apply(s, 1, junk, sizeof(junk), res, 4), IOL_EPROTOCOL);
+	ck_assert_uint_eq(meta_state_applied_index(s), 1);
+	ck_assert_int_eq(meta_state_apply(s, 2, junk, 12, res, 4), IOL_EPROTOCOL);
+	junk[0] = 'X';
+	ck_assert_int_eq(meta_state_apply(s, 3, junk, 16, res, 4), IOL_EPROTOCOL);
+	/* Too small a result array: refused before anything is applied. */
+	struct tb *t = tb_new();
+	for (int i = 0; i < 5; i++)
+		tb_create_bucket(t, 0, 0, "many", "x");
+	size_t len;
+	uint8_t *e = tb_encode(t, &len);
+	tb_free(t);
+	ck_assert_int_eq(meta_state_apply(s, 4, e, len, res, 4), -ENOBUFS);
+	ck_assert_uint_eq(meta_state_applied_index(s), 3);
+	ck_assert_int_eq(meta_state_apply(s, 4, e, len, res, 5), 5);
+	free(e);
+	/* An entry over the limit is refused by the encoder. */
+	t = tb_new();
+	for (int i = 0; i < TB_MAX_OPS; i++)
+		tb_put(t, 0, 0, "many", "0123456789012345678901234567890123456789", 300);
+	uint8_t small[8];
+	ck_assert_int_eq(meta_state_entry_encode(&t->b, small, sizeof(small)), IOL_ETOO_LARGE);
+	tb_free(t);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("state");
+	TCase *tc = tcase_create("state");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_basic);
+	tcase_add_test(tc, test_replay_and_members);
+	tcase_add_test(tc, test_conditional_put);
+	tcase_add_test(tc, test_dedupe);
+	tcase_add_test(tc, test_bucket_not_empty);
+	tcase_add_test(tc, test_users_keys);
+	tcase_add_test(tc, test_multipart);
+	tcase_add_test(tc, test_cluster_map);
+	tcase_add_test(tc, test_snapshot);
+	tcase_add_test(tc, test_malformed_entries);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
