@@ -85,6 +85,11 @@ BIN_SRC     := $(foreach p,$(BIN_PAIRS),$(lastword $(subst :, ,$(p))))
 BINS        := $(foreach p,$(BIN_PAIRS),$(B)/iolake-$(firstword $(subst :, ,$(p))))
 
 BENCH_SRC   := $(wildcard bench/*.c)
+# iolake-s3-bench: the S3 load generator, its own directory of modules.
+S3BENCH_SRC := $(wildcard bench/s3bench/*.c)
+ifneq ($(S3BENCH_SRC),)
+BINS        += $(B)/iolake-s3-bench
+endif
 BENCHES     := $(patsubst bench/%.c,$(B)/%,$(subst _,-,$(BENCH_SRC)))
 
 TEST_LIB_SRC := $(wildcard tests/lib/*.c)
@@ -96,7 +101,7 @@ FUZZERS     := $(patsubst tests/fuzz/%.c,$(B)/%,$(FUZZ_SRC))
 FUZZ_TIME   ?= 60
 
 ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
-               $(BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC)
+               $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common deps fuzz fuzzers fuzz-replay
@@ -140,6 +145,10 @@ $(B)/iolake-$(firstword $(subst :, ,$(1))): $(call obj,$(lastword $(subst :, ,$(
 	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
 $(foreach p,$(BIN_PAIRS),$(eval $(call bin_rule,$(p))))
+
+$(B)/iolake-s3-bench: $(call obj,$(S3BENCH_SRC)) $(LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/bench-%: $(B)/obj/bench/bench_%.o $(LIBS)
 	$(call say,LD,$@)
