@@ -74,7 +74,8 @@ LIB_COMMON  := $(B)/libiolake-common.a
 LIB_META    := $(B)/libiolake-meta.a
 LIB_OSD     := $(B)/libiolake-osd.a
 LIB_GW      := $(B)/libiolake-gw.a
-LIBS        := $(LIB_GW) $(LIB_OSD) $(LIB_META) $(LIB_COMMON)
+LIB_S3BENCH := $(B)/libiolake-s3bench.a
+LIBS        := $(LIB_S3BENCH) $(LIB_GW) $(LIB_OSD) $(LIB_META) $(LIB_COMMON)
 
 # Binaries: name:main-source pairs; each is built once its main exists,
 # linked with every library.
@@ -87,7 +88,8 @@ BINS        := $(foreach p,$(BIN_PAIRS),$(B)/iolake-$(firstword $(subst :, ,$(p)
 BENCH_SRC   := $(wildcard bench/*.c)
 # iolake-s3-bench: the S3 load generator, its own directory of modules.
 S3BENCH_SRC := $(wildcard bench/s3bench/*.c)
-ifneq ($(S3BENCH_SRC),)
+S3BENCH_LIB_SRC := $(filter-out bench/s3bench/main.c,$(S3BENCH_SRC))
+ifneq ($(wildcard bench/s3bench/main.c),)
 BINS        += $(B)/iolake-s3-bench
 endif
 BENCHES     := $(patsubst bench/%.c,$(B)/%,$(subst _,-,$(BENCH_SRC)))
@@ -134,6 +136,7 @@ $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(patsubst $(B)/%.c,$(B)/obj/%.o,$(PROT
 $(LIB_META):   $(call obj,$(META_SRC))
 $(LIB_OSD):    $(call obj,$(OSD_SRC))
 $(LIB_GW):     $(call obj,$(GW_SRC))
+$(LIB_S3BENCH): $(call obj,$(S3BENCH_LIB_SRC))
 $(LIBS):
 	@mkdir -p $(@D)
 	$(call say,AR,$@)
@@ -146,7 +149,7 @@ $(B)/iolake-$(firstword $(subst :, ,$(1))): $(call obj,$(lastword $(subst :, ,$(
 endef
 $(foreach p,$(BIN_PAIRS),$(eval $(call bin_rule,$(p))))
 
-$(B)/iolake-s3-bench: $(call obj,$(S3BENCH_SRC)) $(LIBS)
+$(B)/iolake-s3-bench: $(B)/obj/bench/s3bench/main.o $(LIBS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
