@@ -474,7 +474,11 @@ static enum s3_err route(struct s3_req *r, const struct s3_req_cfg *cfg,
 	enum s3_err e = parse_query(r, r->raw_query, r->raw_query_len, &s, &bits);
 	if (e)
 		return e;
-	r->upload_id = s3_req_query(r, "uploadId");
+	const struct s3_qparam *up = s3_req_query(r, "uploadId");
+	if (up) { /* the value, not the entry: s3_req may be copied */
+		r->upload_id = up->value;
+		r->upload_id_len = up->value_len;
+	}
 
 	const char *path = t + 1; /* after the leading '/' */
 	size_t plen = qpos - 1;
@@ -519,6 +523,7 @@ enum s3_err s3_req_parse(struct s3_req *r, const struct s3_req_cfg *cfg,
 	r->n_q = 0;
 	r->part_number = 0;
 	r->upload_id = NULL;
+	r->upload_id_len = 0;
 	if (scratch_len < S3_REQ_SCRATCH(in->target_len)) {
 		r->err = S3E_InternalError;
 		return r->err;

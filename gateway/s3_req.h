@@ -104,7 +104,8 @@ struct s3_req {
 	struct s3_qparam q[S3_QUERY_MAX];
 	uint32_t n_q;
 	uint32_t part_number;      /* partNumber, 0 if absent (validated 1..10000) */
-	const struct s3_qparam *upload_id; /* uploadId, or NULL */
+	const char *upload_id;     /* uploadId value (in the scratch), or NULL */
+	size_t upload_id_len;
 };
 
 /* Route one request. Writes decoded strings into scratch (scratch_len must

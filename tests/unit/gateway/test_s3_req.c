@@ -266,7 +266,8 @@ START_TEST(test_keys_and_query)
 	ck_assert(!p->has_value);
 	ck_assert_uint_eq(p->value_len, 0);
 	ck_assert_str_eq(s3_req_query(&r, "delimiter")->value, "/");
-	ck_assert_str_eq(r.upload_id->value, "u=1");
+	ck_assert_str_eq(r.upload_id, "u=1");
+	ck_assert_uint_eq(r.upload_id_len, 3);
 	ck_assert_ptr_null(s3_req_query(&r, "marker"));
 	ck_assert_uint_eq(r.raw_path_len, 7);
 	ck_assert_uint_eq(r.raw_query_len, strlen("prefix=a+b%2Fc&&delimiter=%2F&acl&uploadId=u%3D1&prefix=second&"));
