@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/loop.h"
 
@@ -340,8 +341,10 @@ static int submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, 
 	w->bytes = bytes;
 	w->last = last;
 	int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_written);
-	if (rc)
+	if (rc) { /* the socket is gone: the exchange ends with on_finish */
+		close_conn(c, rc);
 		return rc;
+	}
 	w->used = true;
 	c->writes++;
 	c->queued += bytes;
@@ -789,6 +792,7 @@ static void unkick(struct conn *c)
 
 static void server_maybe_done(struct http_server *srv);
 static void accept_one(struct http_server *srv);
+static void on_srv_handle_closed(uv_handle_t *h);
 
 static void on_conn_closed(uv_handle_t *h)
 {
@@ -936,12 +940,12 @@ int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct
 	return 0;
 
 err_listener:
-	/* The handle must be closed through the loop; the server is freed
-	 * from its close callback. */
+	/* The handle must be closed through the loop (we may be inside one of
+	 * its callbacks): the server and pool are freed from the close cb. */
 	srv->closing = true;
 	srv->handles_open = 1;
-	uv_close((uv_handle_t *)&srv->listener, NULL);
-	uv_run(loop, UV_RUN_NOWAIT);
+	uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
+	return rc;
 err_pool:
 	free(srv->pool);
 err_srv:

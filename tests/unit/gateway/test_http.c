@@ -195,6 +195,15 @@ static void do_start(void *arg)
 	S.port = http_server_port(S.srv);
 }
 
+static void do_start_dup(void *arg)
+{
+	struct http_server_cfg cfg = { .port = S.port, .max_conns = 4,
+				       .handler = { h_request, h_body, h_body_end, h_finish, NULL } };
+	struct http_server *srv = NULL;
+	*(int *)arg = http_server_start(&S.lt.loop, &cfg, &srv);
+	ck_assert_ptr_null(srv);
+}
+
 static void on_closed(void *arg)
 {
 	(void)arg;
@@ -486,6 +495,11 @@ START_TEST(test_get_head_keepalive)
 	ck_assert(p.close);
 	ck_assert(peer_closed(&r));
 	close(r.fd);
+
+	/* The port is taken: a second server fails cleanly (LSan: no leak). */
+	int rc = 0;
+	ck_assert_int_eq(loop_thread_call(&S.lt, do_start_dup, &rc), 0);
+	ck_assert_int_eq(rc, -EADDRINUSE);
 
 	struct snap sn = wait_for(all_finished);
 	ck_assert_uint_eq(sn.st.conns_accepted, 1); /* one connection, reused */
