@@ -19,6 +19,7 @@ int chunked_init(struct chunked_dec *d, const uint8_t key[32], const struct sigv
 {
 	memset(d, 0, offsetof(struct chunked_dec, line));
 	d->line_len = d->tbuf_len = d->n_trailers = 0;
+	d->sha = NULL; /* beyond the memset: the buffers are not cleared */
 	d->state = S_SIZE_LINE;
 	d->trailer_allowed = trailer;
 	if (key) {
