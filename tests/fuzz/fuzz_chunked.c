@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const uint8_t key[32] = { 1, 2, 3 };
 	uint8_t mode = data[0];
 	static struct chunked_dec d;
+	memset(&d, 0xAA, sizeof(d)); /* init must not rely on zeroed memory */
 	if (chunked_init(&d, (mode & 1) ? key : NULL, &auth,
 			 "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9", mode & 2))
 		return 0;

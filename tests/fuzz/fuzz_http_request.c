@@ -101,9 +101,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	static struct st s; /* 20 KiB: keep it off the stack */
-	memset(&s, 0, offsetof(struct st, hp) + sizeof(http_parser));
+	memset(&s, 0xAA, sizeof(s)); /* init must not rely on zeroed memory */
 	s.rng = data[0];
 	s.in_msg = false;
+	s.pause_next = false;
+	s.body = 0;
 	s.messages = 0;
 	http_parse_init(&s.hp, &cb, &s);
 	const char *p = (const char *)data + 1;
