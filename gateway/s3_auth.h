@@ -1,0 +1,146 @@
+/*
+ * s3_auth.h — SigV4 verification of S3 requests: the Authorization header
+ * or a presigned query, date and scope checks, credential lookup through an
+ * asynchronous source with a bounded TTL cache (positive and negative), and
+ * per-(access key, day) signing-key caching. Canonicalisation and HMACs are
+ * common/sigv4's; this module decides what a request claims, whether the
+ * claim is timely and well-scoped, and maps every failure to an S3 error.
+ *
+ * Owns: the credential cache (a fixed array of slots sized at creation;
+ * when full, the slot that expires first in a 4-way set is replaced). One
+ * struct s3_auth per event loop: not thread-safe, no locks, no clock of
+ * its own (the caller passes wall time for date checks and a monotonic
+ * millisecond clock for cache expiry, so tests are deterministic).
+ *
+ * Order of checks (cheap and local first, so bogus requests never reach
+ * meta): parse -> scope/date/expiry -> payload-hash mode -> credentials
+ * (cache, else the source) -> signature. Revocation: s3_auth_invalidate
+ * drops a key's entry at once, and a lookup that was in flight when it was
+ * called does not repopulate the cache.
+ *
+ * Does not: verify the body against x-amz-content-sha256 (the caller hashes
+ * the body as it streams and compares to res.payload_sha256), nor decode
+ * aws-chunked bodies (gateway/chunked does, with res.signing_key and
+ * res.claim.signature as the seed).
+ */
+#ifndef GATEWAY_S3_AUTH_H
+#define GATEWAY_S3_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/sigv4.h"
+#include "gateway/s3_err.h"
+
+#define S3_AUTH_SECRET_MAX 128
+#define S3_AUTH_PENDING 1
+
+/* ------------------------------------------------------------ credentials */
+
+/* One credential lookup, embedded in s3_auth_req. The source reads
+ * access_key and, exactly once, calls done(l, rc, secret): rc 0 with the
+ * secret (copied before done returns), -ENOENT for an unknown or revoked
+ * key (negative-cached), any other negative errno for a transient failure
+ * (not cached; the request gets ServiceUnavailable). done may be called
+ * from inside lookup() (synchronous source) or later on the same loop. */
+struct s3_cred_lookup {
+	const char *access_key;
+	void (*done)(struct s3_cred_lookup *l, int rc, const char *secret);
+};
+
+struct s3_cred_source {
+	void (*lookup)(void *ctx, struct s3_cred_lookup *l);
+	void *ctx;
+};
+
+/* ------------------------------------------------------------ verifier */
+
+struct s3_auth_cfg {
+	const char *region;         /* expected scope region; NULL accepts any */
+	uint32_t max_skew_s;        /* 0 -> 900 (15 minutes, as S3) */
+	uint32_t ttl_ms;            /* positive cache TTL; 0 -> 60 s */
+	uint32_t neg_ttl_ms;        /* negative cache TTL; 0 -> 5 s */
+	uint32_t cache_slots;       /* 0 -> 1024; rounded up to a multiple of 4 */
+	struct s3_cred_source source;
+};
+
+struct s3_auth;
+
+/* NULL when out of memory. cfg->region must outlive the verifier. */
+struct s3_auth *s3_auth_new(const struct s3_auth_cfg *cfg);
+
+/* Free. No lookup may be in flight. */
+void s3_auth_free(struct s3_auth *a);
+
+/* Forget access_key (revocation, key rotation) at once, including the
+ * result of any lookup already in flight. */
+void s3_auth_invalidate(struct s3_auth *a, const char *access_key);
+
+/* Forget everything. */
+void s3_auth_invalidate_all(struct s3_auth *a);
+
+struct s3_auth_stats {
+	uint64_t hits, neg_hits, misses, lookups_failed;
+};
+void s3_auth_get_stats(const struct s3_auth *a, struct s3_auth_stats *out);
+
+/* How the body is protected (x-amz-content-sha256). */
+enum s3_payload_mode {
+	S3_PAYLOAD_SHA256,                     /* hex digest: compare after the body */
+	S3_PAYLOAD_UNSIGNED,                   /* UNSIGNED-PAYLOAD (and presigned) */
+	S3_PAYLOAD_STREAMING_SIGNED,           /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
+	S3_PAYLOAD_STREAMING_SIGNED_TRAILER,   /* ...-PAYLOAD-TRAILER */
+	S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+};
+
+struct s3_auth_result {
+	enum s3_err err;             /* S3E_OK when the signature verified */
+	const char *msg;             /* detail for the error body, or NULL */
+	char msg_buf[192];           /* msg may point here */
+	enum s3_payload_mode payload;
+	uint8_t payload_sha256[32];  /* S3_PAYLOAD_SHA256: the digest claimed */
+	struct sigv4_auth claim;     /* access key, scope; signature = chunk seed */
+	uint8_t signing_key[32];     /* valid when err == S3E_OK (for chunks) */
+};
+
+/* A request to verify; caller-owned until the result is delivered. The
+ * spans (path, query, headers) must stay valid as long. */
+struct s3_auth_req {
+	/* in */
+	const char *method;                  /* "GET", NUL-terminated */
+	const char *path;                    /* raw path (before '?') */
+	size_t path_len;
+	const char *query;                   /* raw query (after '?'), may be NULL */
+	size_t query_len;
+	const struct sigv4_header *headers;
+	size_t n_headers;
+	time_t now;                          /* wall clock, seconds */
+	uint64_t now_ms;                     /* monotonic, for the cache */
+	/* out */
+	struct s3_auth_result res;
+	/* private */
+	struct s3_auth *auth_;
+	void (*done_)(struct s3_auth_req *r);
+	const char *payload_hash_;
+	char payload_hash_buf_[72];
+	struct s3_cred_lookup lookup_;
+	uint64_t gen_;
+	bool in_verify_, finished_;
+};
+
+/* Verify r. Returns 0 when the result is already in r->res (done is then
+ * NOT called), or S3_AUTH_PENDING when a credential lookup is in flight and
+ * done(r) will be called, on this loop, with r->res filled in. */
+int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct s3_auth_req *r));
+
+/* Classify an x-amz-content-sha256 value. 0, or -EINVAL when it is none of
+ * the modes (S3: InvalidArgument). digest filled for S3_PAYLOAD_SHA256. */
+int s3_auth_payload_mode(const char *v, size_t n, enum s3_payload_mode *mode,
+			 uint8_t digest[32]);
+
+/* "Fri, 24 May 2013 00:00:00 GMT" (IMF-fixdate) -> seconds; 0 or -EINVAL. */
+int s3_auth_parse_http_date(const char *s, size_t n, time_t *out);
+
+#endif

@@ -1,0 +1,535 @@
+/*
+ * s3_req.c — S3 routing. See s3_req.h for the contract.
+ *
+ * Operation selection is a decision on (method, bucket?, key?, which
+ * subresources are present). Query names are classified once, by a small
+ * table, into a bitmask of subresources; the decision then reads bits.
+ * S3 ignores parameters it does not know when they carry a value
+ * (x-id=GetObject from newer SDKs, response-content-type, ...); a bare
+ * name it does not know ("?cors") is a subresource we do not serve, and is
+ * answered NotImplemented rather than silently treated as a GET.
+ */
+#include "gateway/s3_req.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const char *const op_names[S3_OP__COUNT] = {
+	[S3_OP_NONE] = "None",
+#define S3_OP_NAME(name) [S3_OP_##name] = #name,
+	S3_OPS(S3_OP_NAME)
+#undef S3_OP_NAME
+};
+
+const char *s3_op_name(enum s3_op op)
+{
+	return (unsigned)op < S3_OP__COUNT ? op_names[op] : "None";
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+long s3_pct_decode(char *dst, const char *s, size_t n, bool plus_space)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '%') {
+			if (n - i < 3)
+				return -EINVAL;
+			int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -EINVAL;
+			c = (char)(hi << 4 | lo);
+			i += 2;
+		} else if (c == '+' && plus_space) {
+			c = ' ';
+		}
+		dst[o++] = c;
+	}
+	return (long)o;
+}
+
+/* Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF) without NUL. */
+static bool utf8_valid(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = s[i];
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len;
+		uint32_t cp, min;
+		if ((c & 0xe0) == 0xc0) {
+			len = 2, cp = c & 0x1f, min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			len = 3, cp = c & 0x0f, min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			len = 4, cp = c & 0x07, min = 0x10000;
+		} else {
+			return false;
+		}
+		if (n - i < len)
+			return false;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+static bool span_is(const char *s, size_t n, const char *lit)
+{
+	size_t l = strlen(lit);
+	return n == l && memcmp(s, lit, l) == 0;
+}
+
+static bool ends_with(const char *s, size_t n, const char *lit)
+{
+	size_t l = strlen(lit);
+	return n >= l && memcmp(s + n - l, lit, l) == 0;
+}
+
+bool s3_bucket_name_valid(const char *s, size_t n)
+{
+	if (n < S3_BUCKET_MIN || n > S3_BUCKET_MAX)
+		return false;
+	bool all_ipv4 = true; /* digits and dots only, exactly three dots */
+	int dots = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (!alnum && c != '.' && c != '-')
+			return false;
+		if ((i == 0 || i == n - 1) && !alnum)
+			return false;
+		if (i > 0 && c == '.' && (s[i - 1] == '.' || s[i - 1] == '-'))
+			return false;
+		if (i > 0 && c == '-' && s[i - 1] == '.')
+			return false;
+		if (c == '.')
+			dots++;
+		else if (!(c >= '0' && c <= '9'))
+			all_ipv4 = false;
+	}
+	if (all_ipv4 && dots == 3)
+		return false;
+	if ((n >= 4 && memcmp(s, "xn--", 4) == 0) || (n >= 7 && memcmp(s, "sthree-", 7) == 0))
+		return false;
+	if (ends_with(s, n, "-s3alias") || ends_with(s, n, "--ol-s3"))
+		return false;
+	return true;
+}
+
+/* ------------------------------------------------------------ query */
+
+/* Subresources and parameters that change the operation. */
+enum {
+	SR_LOCATION = 1u << 0,
+	SR_UPLOADS = 1u << 1,
+	SR_UPLOAD_ID = 1u << 2,
+	SR_PART_NUMBER = 1u << 3,
+	SR_DELETE = 1u << 4,
+	SR_TAGGING = 1u << 5,
+	SR_VERSIONING = 1u << 6,
+	SR_VERSIONS = 1u << 7,
+	SR_ACL = 1u << 8,
+	SR_ATTRIBUTES = 1u << 9,
+	SR_LIST_TYPE = 1u << 10,
+	SR_UNSUPPORTED = 1u << 31,
+};
+
+struct qname {
+	const char *name;
+	uint32_t bit;
+};
+
+/* Names S3 defines as subresources that we do not serve: NotImplemented. */
+static const struct qname qnames[] = {
+	{ "location", SR_LOCATION },       { "uploads", SR_UPLOADS },
+	{ "uploadId", SR_UPLOAD_ID },      { "partNumber", SR_PART_NUMBER },
+	{ "delete", SR_DELETE },           { "tagging", SR_TAGGING },
+	{ "versioning", SR_VERSIONING },   { "versions", SR_VERSIONS },
+	{ "acl", SR_ACL },                 { "attributes", SR_ATTRIBUTES },
+	{ "list-type", SR_LIST_TYPE },
+	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
+	{ "cors", SR_UNSUPPORTED },        { "encryption", SR_UNSUPPORTED },
+	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
+	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_UNSUPPORTED },
+	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
+	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_UNSUPPORTED },
+	{ "ownershipControls", SR_UNSUPPORTED }, { "policy", SR_UNSUPPORTED },
+	{ "policyStatus", SR_UNSUPPORTED }, { "publicAccessBlock", SR_UNSUPPORTED },
+	{ "replication", SR_UNSUPPORTED }, { "requestPayment", SR_UNSUPPORTED },
+	{ "restore", SR_UNSUPPORTED },     { "retention", SR_UNSUPPORTED },
+	{ "select", SR_UNSUPPORTED },      { "session", SR_UNSUPPORTED },
+	{ "torrent", SR_UNSUPPORTED },     { "website", SR_UNSUPPORTED },
+};
+
+static uint32_t classify(const struct s3_qparam *p)
+{
+	for (size_t i = 0; i < sizeof(qnames) / sizeof(qnames[0]); i++)
+		if (span_is(p->name, p->name_len, qnames[i].name))
+			return qnames[i].bit;
+	/* An unknown bare name is an unknown subresource. */
+	return p->has_value ? 0 : SR_UNSUPPORTED;
+}
+
+/* Split raw query q into r->q, decoding into *sp. Returns S3E_OK or the
+ * error. */
+static enum s3_err parse_query(struct s3_req *r, const char *q, size_t n, char **sp,
+			       uint32_t *bits)
+{
+	char *s = *sp;
+	for (size_t i = 0; i < n;) {
+		size_t end = i;
+		while (end < n && q[end] != '&')
+			end++;
+		if (end == i) { /* "a&&b", trailing '&' */
+			i = end + 1;
+			continue;
+		}
+		if (r->n_q == S3_QUERY_MAX) {
+			r->err_msg = "Too many query parameters";
+			return S3E_InvalidArgument;
+		}
+		size_t eq = i;
+		while (eq < end && q[eq] != '=')
+			eq++;
+		struct s3_qparam *p = &r->q[r->n_q];
+		long kl = s3_pct_decode(s, q + i, eq - i, true);
+		if (kl < 0)
+			goto bad;
+		p->name = s;
+		p->name_len = (uint32_t)kl;
+		s += kl;
+		*s++ = '\0';
+		p->has_value = eq < end;
+		long vl = p->has_value ? s3_pct_decode(s, q + eq + 1, end - eq - 1, true) : 0;
+		if (vl < 0)
+			goto bad;
+		p->value = s;
+		p->value_len = (uint32_t)vl;
+		s += vl;
+		*s++ = '\0';
+		r->n_q++;
+		*bits |= classify(p);
+		i = end + 1;
+	}
+	*sp = s;
+	return S3E_OK;
+bad:
+	r->err_msg = "Malformed percent-encoding in the query string";
+	return S3E_InvalidArgument;
+}
+
+const struct s3_qparam *s3_req_query(const struct s3_req *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->n_q; i++)
+		if (span_is(r->q[i].name, r->q[i].name_len, name))
+			return &r->q[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------ addressing */
+
+static bool host_eq(const char *a, size_t n, const char *b)
+{
+	if (strlen(b) != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = a[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		char d = b[i];
+		if (d >= 'A' && d <= 'Z')
+			d = (char)(d - 'A' + 'a');
+		if (c != d)
+			return false;
+	}
+	return true;
+}
+
+/* The bucket named by Host ("<bucket>.<domain>[:port]"), as a span into
+ * host; false when Host is a bare domain, an IP or unknown. */
+static bool vhost_bucket(const struct s3_req_cfg *cfg, const char *host, size_t n,
+			 const char **b, size_t *bn)
+{
+	if (!cfg || !host || n == 0 || host[0] == '[')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (host[i] == ':') {
+			n = i;
+			break;
+		}
+	for (size_t d = 0; d < cfg->n_domains; d++) {
+		size_t dl = strlen(cfg->domains[d]);
+		if (n < dl + 2 || host[n - dl - 1] != '.')
+			continue;
+		if (!host_eq(host + n - dl, dl, cfg->domains[d]))
+			continue;
+		*b = host;
+		*bn = n - dl - 1;
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------ ops */
+
+static bool method_is(const char *m, const char *lit)
+{
+	return strcmp(m, lit) == 0;
+}
+
+static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool copy_source)
+{
+	if (bits & SR_UNSUPPORTED) {
+		r->err_msg = "This subresource is not implemented";
+		return S3E_NotImplemented;
+	}
+	bool get = method_is(m, "GET"), head = method_is(m, "HEAD"), put = method_is(m, "PUT"),
+	     post = method_is(m, "POST"), del = method_is(m, "DELETE");
+	if (!r->bucket) {
+		if (get) {
+			r->op = S3_OP_ListBuckets;
+			return S3E_OK;
+		}
+		return S3E_MethodNotAllowed;
+	}
+	if (!r->key) {
+		if (get) {
+			r->op = bits & SR_LOCATION     ? S3_OP_GetBucketLocation
+				: bits & SR_UPLOADS    ? S3_OP_ListMultipartUploads
+				: bits & SR_TAGGING    ? S3_OP_GetBucketTagging
+				: bits & SR_VERSIONING ? S3_OP_GetBucketVersioning
+				: bits & SR_VERSIONS   ? S3_OP_ListObjectVersions
+				: bits & SR_ACL        ? S3_OP_GetBucketAcl
+							 : S3_OP_ListObjects;
+			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
+				const struct s3_qparam *lt = s3_req_query(r, "list-type");
+				if (span_is(lt->value, lt->value_len, "2"))
+					r->op = S3_OP_ListObjectsV2;
+				else if (!span_is(lt->value, lt->value_len, "1")) {
+					r->err_msg = "Invalid list-type";
+					return S3E_InvalidArgument;
+				}
+			}
+		} else if (head) {
+			r->op = S3_OP_HeadBucket;
+		} else if (put) {
+			r->op = bits & SR_TAGGING      ? S3_OP_PutBucketTagging
+				: bits & SR_VERSIONING ? S3_OP_PutBucketVersioning
+				: bits & SR_ACL        ? S3_OP_PutBucketAcl
+						       : S3_OP_CreateBucket;
+		} else if (del) {
+			r->op = bits & SR_TAGGING ? S3_OP_DeleteBucketTagging : S3_OP_DeleteBucket;
+		} else if (post) {
+			if (!(bits & SR_DELETE)) {
+				r->err_msg = "POST object (browser form upload) is not implemented";
+				return S3E_NotImplemented;
+			}
+			r->op = S3_OP_DeleteObjects;
+		} else {
+			return S3E_MethodNotAllowed;
+		}
+		return S3E_OK;
+	}
+	bool upload = bits & SR_UPLOAD_ID;
+	if ((bits & SR_PART_NUMBER) && (put || !upload)) {
+		/* UploadPart, or GET/HEAD of one part of a completed upload. */
+		const struct s3_qparam *pn = s3_req_query(r, "partNumber");
+		uint32_t v = 0;
+		bool ok = pn->value_len > 0 && pn->value_len <= 5;
+		for (uint32_t i = 0; ok && i < pn->value_len; i++) {
+			char c = pn->value[i];
+			ok = c >= '0' && c <= '9';
+			v = v * 10 + (uint32_t)(c - '0');
+		}
+		if (!ok || v < 1 || v > S3_PART_MAX) {
+			r->err_msg = "Part number must be an integer between 1 and 10000, inclusive";
+			return S3E_InvalidArgument;
+		}
+		r->part_number = v;
+	}
+	if (get) {
+		r->op = bits & SR_TAGGING      ? S3_OP_GetObjectTagging
+			: upload               ? S3_OP_ListParts
+			: bits & SR_ATTRIBUTES ? S3_OP_GetObjectAttributes
+			: bits & SR_ACL        ? S3_OP_GetObjectAcl
+					       : S3_OP_GetObject;
+	} else if (head) {
+		r->op = S3_OP_HeadObject;
+	} else if (put) {
+		if (bits & SR_TAGGING)
+			r->op = S3_OP_PutObjectTagging;
+		else if (bits & SR_ACL)
+			r->op = S3_OP_PutObjectAcl;
+		else if (upload || (bits & SR_PART_NUMBER)) {
+			if (!upload || !(bits & SR_PART_NUMBER)) {
+				r->err_msg = "UploadPart needs both uploadId and partNumber";
+				return S3E_InvalidArgument;
+			}
+			r->op = copy_source ? S3_OP_UploadPartCopy : S3_OP_UploadPart;
+		} else {
+			r->op = copy_source ? S3_OP_CopyObject : S3_OP_PutObject;
+		}
+	} else if (del) {
+		r->op = bits & SR_TAGGING ? S3_OP_DeleteObjectTagging
+			: upload          ? S3_OP_AbortMultipartUpload
+					  : S3_OP_DeleteObject;
+	} else if (post) {
+		if (bits & SR_UPLOADS)
+			r->op = S3_OP_CreateMultipartUpload;
+		else if (upload)
+			r->op = S3_OP_CompleteMultipartUpload;
+		else {
+			r->err_msg = "This POST request is not implemented";
+			return S3E_NotImplemented;
+		}
+	} else {
+		return S3E_MethodNotAllowed;
+	}
+	return S3E_OK;
+}
+
+/* ------------------------------------------------------------ parse */
+
+static enum s3_err set_key(struct s3_req *r, const char *raw, size_t n, char **sp)
+{
+	char *s = *sp;
+	long kl = s3_pct_decode(s, raw, n, false);
+	if (kl < 0) {
+		r->err_msg = "Malformed percent-encoding in the key";
+		return S3E_InvalidURI;
+	}
+	r->key = s;
+	r->key_len = (size_t)kl;
+	s[kl] = '\0';
+	*sp = s + kl + 1;
+	if (r->key_len > S3_KEY_MAX)
+		return S3E_KeyTooLongError;
+	if (!utf8_valid((const unsigned char *)r->key, r->key_len)) {
+		r->err_msg = "Object key is not valid UTF-8";
+		return S3E_InvalidArgument;
+	}
+	return S3E_OK;
+}
+
+static enum s3_err set_bucket(struct s3_req *r, const char *raw, size_t n, bool decode,
+			      char **sp)
+{
+	char *s = *sp;
+	long bl = decode ? s3_pct_decode(s, raw, n, false) : (long)n;
+	if (bl < 0)
+		return S3E_InvalidBucketName;
+	if (!decode)
+		memcpy(s, raw, n);
+	r->bucket = s;
+	r->bucket_len = (size_t)bl;
+	s[bl] = '\0';
+	*sp = s + bl + 1;
+	return s3_bucket_name_valid(r->bucket, r->bucket_len) ? S3E_OK : S3E_InvalidBucketName;
+}
+
+static enum s3_err route(struct s3_req *r, const struct s3_req_cfg *cfg,
+			 const struct s3_req_in *in, char *s)
+{
+	const char *t = in->target;
+	size_t n = in->target_len;
+	if (n == 0 || t[0] != '/') {
+		r->err_msg = "The request target must be an absolute path";
+		return S3E_InvalidURI;
+	}
+	size_t qpos = 0;
+	while (qpos < n && t[qpos] != '?')
+		qpos++;
+	r->raw_path = t;
+	r->raw_path_len = qpos;
+	if (qpos < n) {
+		r->raw_query = t + qpos + 1;
+		r->raw_query_len = n - qpos - 1;
+	}
+
+	uint32_t bits = 0;
+	enum s3_err e = parse_query(r, r->raw_query, r->raw_query_len, &s, &bits);
+	if (e)
+		return e;
+	const struct s3_qparam *up = s3_req_query(r, "uploadId");
+	if (up) { /* the value, not the entry: s3_req may be copied */
+		r->upload_id = up->value;
+		r->upload_id_len = up->value_len;
+	}
+
+	const char *path = t + 1; /* after the leading '/' */
+	size_t plen = qpos - 1;
+	const char *vb;
+	size_t vbn;
+	if (vhost_bucket(cfg, in->host, in->host_len, &vb, &vbn)) {
+		r->virtual_host = true;
+		if (vbn > S3_BUCKET_MAX) /* before copying: bounds the scratch */
+			return S3E_InvalidBucketName;
+		/* Host names are case-insensitive; bucket names are lower case. */
+		e = set_bucket(r, vb, vbn, false, &s);
+		for (size_t i = 0; i < r->bucket_len; i++)
+			if (r->bucket[i] >= 'A' && r->bucket[i] <= 'Z')
+				e = S3E_InvalidBucketName;
+		if (e)
+			return e;
+		if (plen > 0 && (e = set_key(r, path, plen, &s)))
+			return e;
+	} else if (plen > 0) {
+		size_t slash = 0;
+		while (slash < plen && path[slash] != '/')
+			slash++;
+		if ((e = set_bucket(r, path, slash, true, &s)))
+			return e;
+		/* "/bucket/" is the bucket itself (minio-go's CreateBucket). */
+		if (slash + 1 < plen && (e = set_key(r, path + slash + 1, plen - slash - 1, &s)))
+			return e;
+	}
+	return pick_op(r, in->method, bits, in->has_copy_source);
+}
+
+enum s3_err s3_req_parse(struct s3_req *r, const struct s3_req_cfg *cfg,
+			 const struct s3_req_in *in, char *scratch, size_t scratch_len)
+{
+	r->op = S3_OP_NONE;
+	r->err_msg = NULL;
+	r->virtual_host = false;
+	r->bucket = r->key = NULL;
+	r->bucket_len = r->key_len = 0;
+	r->raw_path = r->raw_query = NULL;
+	r->raw_path_len = r->raw_query_len = 0;
+	r->n_q = 0;
+	r->part_number = 0;
+	r->upload_id = NULL;
+	r->upload_id_len = 0;
+	if (scratch_len < S3_REQ_SCRATCH(in->target_len)) {
+		r->err = S3E_InternalError;
+		return r->err;
+	}
+	r->err = route(r, cfg, in, scratch);
+	if (r->err)
+		r->op = S3_OP_NONE;
+	return r->err;
+}

@@ -1,0 +1,472 @@
+/*
+ * s3_server.c — the S3 front end. See s3_server.h.
+ *
+ * A call's life: on_request takes a call from the pool, routes, checks the
+ * upload framing rules, and starts SigV4 verification. A cache hit
+ * verifies synchronously; a miss pauses the connection (no body is read
+ * while we do not know who is sending it — and no 100 Continue goes out)
+ * until the credential source answers. Then the op handler runs. The call
+ * goes back to the pool when the exchange finishes, or, if a lookup is
+ * still in flight then, when the lookup returns.
+ */
+#include "gateway/s3_server.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hash.h"
+#include "common/loop.h"
+#include "gateway/chunked.h"
+
+struct s3_call {
+	struct s3_server *srv;
+	struct http_stream *s;        /* NULL once the exchange is over */
+	struct s3_call *next_free;
+	struct s3_req req;
+	struct s3_auth_req auth;
+	bool auth_pending;
+	bool dead;                    /* exchange over while auth pending */
+	void *user;
+	s3_body_fn on_data;
+	s3_body_end_fn on_end;
+	s3_finish_fn on_finish;
+	/* body verification */
+	bool reading_body;
+	bool chunked_mode;
+	bool dec_live;
+	bool want_sha, want_md5, has_decoded_len;
+	enum s3_err body_err;
+	uint64_t decoded, decoded_expected;
+	uint8_t content_md5[16];
+	struct hash_stream *sha, *md5;
+	struct chunked_dec dec;
+	struct xml_w xml;
+	char scratch[S3_REQ_SCRATCH(HTTP_URL_MAX)];
+};
+
+struct s3_server {
+	uv_loop_t *loop;
+	struct s3_server_cfg cfg;
+	struct s3_req_cfg route;
+	struct http_server *http;
+	struct s3_auth *auth;
+	struct s3_call *calls;
+	size_t n_calls;
+	struct s3_call *free_calls;
+	unsigned pending_lookups;
+	bool closing, http_closed;
+	void (*close_cb)(void *);
+	void *close_arg;
+};
+
+/* ------------------------------------------------------------ pool */
+
+static struct s3_call *pool_get(struct s3_server *srv)
+{
+	struct s3_call *c = srv->free_calls;
+	if (!c)
+		return NULL;
+	srv->free_calls = c->next_free;
+	c->s = NULL;
+	c->auth_pending = c->dead = false;
+	c->user = NULL;
+	c->on_data = NULL;
+	c->on_end = NULL;
+	c->on_finish = NULL;
+	c->reading_body = c->chunked_mode = c->dec_live = false;
+	c->want_sha = c->want_md5 = c->has_decoded_len = false;
+	c->body_err = S3E_OK;
+	c->decoded = c->decoded_expected = 0;
+	xml_reset(&c->xml);
+	return c;
+}
+
+static void pool_put(struct s3_call *c)
+{
+	if (c->dec_live) {
+		chunked_free(&c->dec);
+		c->dec_live = false;
+	}
+	explicit_bzero(&c->auth.res.signing_key, sizeof(c->auth.res.signing_key));
+	c->next_free = c->srv->free_calls;
+	c->srv->free_calls = c;
+}
+
+static void free_all(struct s3_server *srv)
+{
+	for (size_t i = 0; i < srv->n_calls; i++) {
+		xml_free(&srv->calls[i].xml);
+		hash_stream_free(srv->calls[i].sha);
+		hash_stream_free(srv->calls[i].md5);
+	}
+	free(srv->calls);
+	s3_auth_free(srv->auth);
+	void (*cb)(void *) = srv->close_cb;
+	void *arg = srv->close_arg;
+	free(srv);
+	if (cb)
+		cb(arg);
+}
+
+static void maybe_done(struct s3_server *srv)
+{
+	if (srv->closing && srv->http_closed && srv->pending_lookups == 0)
+		free_all(srv);
+}
+
+/* ------------------------------------------------------------ responses */
+
+static void noop_written(struct http_stream *s, int status, void *arg)
+{
+	(void)s, (void)status, (void)arg;
+}
+
+void s3_call_error(struct s3_call *c, enum s3_err e, const char *message)
+{
+	const struct http_request *hr = http_stream_request(c->s);
+	char resource[S3_KEY_MAX + 80];
+	snprintf(resource, sizeof(resource), "%.*s", (int)(hr->path_len < sizeof(resource) - 1 ? hr->path_len : sizeof(resource) - 1), hr->path);
+	xml_reset(&c->xml);
+	if (s3_err_render(&c->xml, e, message, resource, http_stream_request_id(c->s)) != 0) {
+		http_respond(c->s, 500, NULL, 0, NULL, NULL);
+		return;
+	}
+	http_add_header(c->s, "Content-Type", "application/xml");
+	/* The document stays in c->xml until the exchange ends. */
+	http_respond(c->s, s3_err_status(e), c->xml.buf, c->xml.len, noop_written, NULL);
+}
+
+struct xml_w *s3_call_xml(struct s3_call *c)
+{
+	xml_reset(&c->xml);
+	return &c->xml;
+}
+
+int s3_call_send_xml(struct s3_call *c, int status)
+{
+	const char *out;
+	size_t len;
+	int rc = xml_finish(&c->xml, &out, &len);
+	if (rc) {
+		s3_call_error(c, S3E_InternalError, NULL);
+		return rc;
+	}
+	http_add_header(c->s, "Content-Type", "application/xml");
+	return http_respond(c->s, status, out, len, noop_written, NULL);
+}
+
+/* ------------------------------------------------------------ accessors */
+
+const struct s3_req *s3_call_req(const struct s3_call *c) { return &c->req; }
+const struct http_request *s3_call_http(const struct s3_call *c) { return http_stream_request(c->s); }
+const struct s3_auth_result *s3_call_auth(const struct s3_call *c) { return &c->auth.res; }
+struct http_stream *s3_call_stream(struct s3_call *c) { return c->s; }
+void *s3_call_ctx(const struct s3_call *c) { return c->srv->cfg.ops_ctx; }
+void s3_call_set_user(struct s3_call *c, void *user) { c->user = user; }
+void *s3_call_user(const struct s3_call *c) { return c->user; }
+void s3_call_on_finish(struct s3_call *c, s3_finish_fn fn) { c->on_finish = fn; }
+struct s3_auth *s3_server_auth(struct s3_server *srv) { return srv->auth; }
+int s3_server_port(const struct s3_server *srv) { return http_server_port(srv->http); }
+
+void s3_server_http_stats(const struct s3_server *srv, struct http_stats *out)
+{
+	http_server_stats(srv->http, out);
+}
+
+/* ------------------------------------------------------------ body */
+
+static bool hdr_has(const struct http_request *hr, const char *name, const char *token)
+{
+	const struct sigv4_header *h = http_request_header(hr, name);
+	if (!h)
+		return false;
+	size_t tl = strlen(token);
+	for (size_t i = 0; i + tl <= h->value_len; i++)
+		if (strncasecmp(h->value + i, token, tl) == 0)
+			return true;
+	return false;
+}
+
+static void deliver(void *ud, const char *data, size_t len)
+{
+	struct s3_call *c = ud;
+	if (c->want_sha)
+		hash_stream_update(c->sha, data, len);
+	if (c->want_md5)
+		hash_stream_update(c->md5, data, len);
+	c->decoded += len;
+	c->on_data(c, data, len);
+}
+
+enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end)
+{
+	const struct http_request *hr = http_stream_request(c->s);
+	const struct s3_auth_result *res = &c->auth.res;
+	bool streaming = res->payload == S3_PAYLOAD_STREAMING_SIGNED ||
+			 res->payload == S3_PAYLOAD_STREAMING_SIGNED_TRAILER ||
+			 res->payload == S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+	if (hdr_has(hr, "content-encoding", "aws-chunked") && !streaming)
+		return S3E_InvalidArgument;
+	const struct sigv4_header *dl = http_request_header(hr, "x-amz-decoded-content-length");
+	if (dl) {
+		char num[24];
+		char *end;
+		snprintf(num, sizeof(num), "%.*s", (int)(dl->value_len < 23 ? dl->value_len : 23), dl->value);
+		c->decoded_expected = strtoull(num, &end, 10);
+		if (!num[0] || *end)
+			return S3E_InvalidArgument;
+		c->has_decoded_len = true;
+	} else if (streaming) {
+		return S3E_MissingContentLength;
+	}
+	const struct sigv4_header *cm = http_request_header(hr, "content-md5");
+	if (cm) {
+		uint8_t out[20];
+		if (cm->value_len != 24 ||
+		    EVP_DecodeBlock(out, (const unsigned char *)cm->value, 24) != 18)
+			return S3E_InvalidDigest;
+		memcpy(c->content_md5, out, 16);
+		c->want_md5 = true;
+	}
+	if (streaming) {
+		bool signed_chunks = res->payload != S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+		bool trailer = res->payload != S3_PAYLOAD_STREAMING_SIGNED;
+		if (chunked_init(&c->dec, signed_chunks ? res->signing_key : NULL, &res->claim,
+				 res->claim.signature, trailer))
+			return S3E_InternalError;
+		c->dec_live = true;
+		c->chunked_mode = true;
+	}
+	c->want_sha = res->payload == S3_PAYLOAD_SHA256;
+	c->on_data = on_data;
+	c->on_end = on_end;
+	c->reading_body = true;
+	return S3E_OK;
+}
+
+static void on_body(struct http_stream *s, const char *data, size_t len)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (!c || !c->reading_body || c->body_err)
+		return; /* discarded */
+	if (!c->chunked_mode) {
+		deliver(c, data, len);
+		return;
+	}
+	ssize_t rc = chunked_feed(&c->dec, data, len, deliver, c);
+	if (rc == CHUNKED_ESIGNATURE)
+		c->body_err = S3E_SignatureDoesNotMatch;
+	else if (rc < 0)
+		c->body_err = S3E_IncompleteBody;
+	else if ((size_t)rc < len)
+		c->body_err = S3E_IncompleteBody; /* bytes after the final chunk */
+}
+
+static void on_body_end(struct http_stream *s)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (!c || !c->reading_body)
+		return;
+	enum s3_err v = c->body_err;
+	if (!v && c->chunked_mode && !chunked_done(&c->dec))
+		v = S3E_IncompleteBody;
+	if (!v && c->has_decoded_len && c->decoded != c->decoded_expected)
+		v = S3E_IncompleteBody;
+	if (c->want_sha) {
+		uint8_t d[32];
+		hash_stream_final(c->sha, d);
+		if (!v && memcmp(d, c->auth.res.payload_sha256, 32) != 0)
+			v = S3E_XAmzContentSHA256Mismatch;
+	}
+	if (c->want_md5) {
+		uint8_t d[16];
+		hash_stream_final(c->md5, d);
+		if (!v && memcmp(d, c->content_md5, 16) != 0)
+			v = S3E_BadDigest;
+	}
+	c->reading_body = false;
+	c->on_end(c, v);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void after_auth(struct s3_call *c)
+{
+	if (c->auth.res.err) {
+		s3_call_error(c, c->auth.res.err, c->auth.res.msg);
+		return;
+	}
+	s3_op_fn fn = c->srv->cfg.ops[c->req.op];
+	if (!fn) {
+		s3_call_error(c, S3E_NotImplemented, NULL);
+		return;
+	}
+	fn(c);
+}
+
+static void on_auth_done(struct s3_auth_req *ar)
+{
+	struct s3_call *c = container_of(ar, struct s3_call, auth);
+	struct s3_server *srv = c->srv;
+	srv->pending_lookups--;
+	c->auth_pending = false;
+	if (c->dead) {
+		pool_put(c);
+		maybe_done(srv);
+		return;
+	}
+	http_resume(c->s);
+	after_auth(c);
+}
+
+static bool path_is(const struct http_request *hr, const char *p)
+{
+	return hr->path_len == strlen(p) && memcmp(hr->path, p, hr->path_len) == 0;
+}
+
+static void on_request(struct http_stream *s, const struct http_request *hr)
+{
+	struct s3_server *srv = http_stream_ctx(s);
+	struct s3_call *c = pool_get(srv);
+	if (!c) {
+		static const char busy[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+					   "<Error><Code>SlowDown</Code><Message>Please reduce your "
+					   "request rate.</Message></Error>";
+		http_stream_set_user(s, NULL);
+		http_add_header(s, "Content-Type", "application/xml");
+		http_respond(s, 503, busy, sizeof(busy) - 1, noop_written, NULL);
+		return;
+	}
+	c->s = s;
+	http_stream_set_user(s, c);
+
+	if (hr->method == HTTP_GET && !http_request_header(hr, "authorization") &&
+	    (path_is(hr, "/health/live") || path_is(hr, "/health/ready"))) {
+		http_add_header(s, "Content-Type", "text/plain");
+		http_respond(s, 200, "ok\n", 3, NULL, NULL);
+		return;
+	}
+
+	struct s3_req_in in = {
+		.method = hr->method_name, .target = hr->target, .target_len = hr->target_len,
+		.host = hr->host, .host_len = hr->host_len,
+		.has_copy_source = http_request_header(hr, "x-amz-copy-source") != NULL,
+	};
+	if (s3_req_parse(&c->req, &srv->route, &in, c->scratch, sizeof(c->scratch))) {
+		s3_call_error(c, c->req.err, c->req.err_msg);
+		return;
+	}
+	bool upload = c->req.op == S3_OP_PutObject || c->req.op == S3_OP_UploadPart;
+	if (upload && !hr->has_content_length && !hr->chunked) {
+		s3_call_error(c, S3E_MissingContentLength, NULL);
+		return;
+	}
+	if (upload && hr->content_length > S3_MAX_PUT_BYTES + (S3_MAX_PUT_BYTES >> 6)) {
+		/* The slack allows aws-chunked framing around 5 GiB of data. */
+		s3_call_error(c, S3E_EntityTooLarge, NULL);
+		return;
+	}
+
+	struct s3_auth_req *ar = &c->auth;
+	ar->method = hr->method_name;
+	ar->path = hr->path;
+	ar->path_len = hr->path_len;
+	ar->query = hr->query;
+	ar->query_len = hr->query_len;
+	ar->headers = hr->headers;
+	ar->n_headers = hr->n_headers;
+	ar->now = srv->cfg.wall_clock ? srv->cfg.wall_clock() : time(NULL);
+	ar->now_ms = uv_now(srv->loop);
+	if (s3_auth_verify(srv->auth, ar, on_auth_done) == S3_AUTH_PENDING) {
+		c->auth_pending = true;
+		srv->pending_lookups++;
+		http_pause(s); /* no body, no 100 Continue, until we know who */
+		return;
+	}
+	after_auth(c);
+}
+
+static void on_finish(struct http_stream *s, int err)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (!c)
+		return;
+	if (c->on_finish)
+		c->on_finish(c, err);
+	c->s = NULL;
+	if (c->auth_pending)
+		c->dead = true; /* returned by on_auth_done */
+	else
+		pool_put(c);
+}
+
+/* ------------------------------------------------------------ server */
+
+int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out)
+{
+	int rc = -ENOMEM;
+	struct s3_server *srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->loop = loop;
+	srv->cfg = *cfg;
+	srv->route.domains = cfg->domains;
+	srv->route.n_domains = cfg->n_domains;
+	struct s3_auth_cfg acfg = { .region = cfg->region, .source = cfg->creds };
+	srv->auth = s3_auth_new(&acfg);
+	if (!srv->auth)
+		goto err_srv;
+	uint32_t conns = cfg->http.max_conns ? cfg->http.max_conns : 1024;
+	srv->n_calls = conns + conns / 4 + 4;
+	srv->calls = calloc(srv->n_calls, sizeof(struct s3_call));
+	if (!srv->calls)
+		goto err_auth;
+	for (size_t i = srv->n_calls; i-- > 0;) {
+		struct s3_call *c = &srv->calls[i];
+		c->srv = srv;
+		xml_init(&c->xml, 0);
+		c->sha = hash_stream_new(HASH_SHA256);
+		c->md5 = hash_stream_new(HASH_MD5);
+		if (!c->sha || !c->md5)
+			goto err_calls;
+		c->next_free = srv->free_calls;
+		srv->free_calls = c;
+	}
+	struct http_server_cfg hc = cfg->http;
+	hc.handler = (struct http_handler){ on_request, on_body, on_body_end, on_finish, srv };
+	rc = http_server_start(loop, &hc, &srv->http);
+	if (rc)
+		goto err_calls;
+	*out = srv;
+	return 0;
+
+err_calls:
+	for (size_t i = 0; i < srv->n_calls; i++) {
+		hash_stream_free(srv->calls[i].sha);
+		hash_stream_free(srv->calls[i].md5);
+	}
+	free(srv->calls);
+err_auth:
+	s3_auth_free(srv->auth);
+err_srv:
+	free(srv);
+	return rc;
+}
+
+static void on_http_closed(void *arg)
+{
+	struct s3_server *srv = arg;
+	srv->http_closed = true;
+	maybe_done(srv);
+}
+
+void s3_server_close(struct s3_server *srv, void (*cb)(void *arg), void *arg)
+{
+	srv->closing = true;
+	srv->close_cb = cb;
+	srv->close_arg = arg;
+	http_server_close(srv->http, on_http_closed, srv);
+}

@@ -1,0 +1,101 @@
+/*
+ * s3_server.h — the S3 front end: an HTTP server (gateway/http) whose
+ * every request is routed (s3_req), authenticated (s3_auth), answered
+ * with S3 XML errors (s3_err) when refused, and otherwise dispatched to
+ * the operation handler the data path registers for its s3_op. Request
+ * bodies reach the handler decoded and verified: aws-chunked framing and
+ * chunk signatures (gateway/chunked), the x-amz-content-sha256 digest,
+ * Content-MD5 — the handler learns the verdict at the end of the body and
+ * must not commit anything before it.
+ *
+ * Owns: the http server, the credential cache, and a pool of calls (one
+ * per connection plus a spare ring for calls whose credential lookup
+ * outlives their connection), each with its routing scratch, XML writer
+ * and hash streams, allocated at start and reused: a request allocates
+ * nothing here. Pool empty -> 503 SlowDown.
+ *
+ * Loop: everything runs on the loop given to s3_server_start.
+ *
+ * Unauthenticated: GET /health/live and /health/ready (200 "ok") when the
+ * request carries no Authorization header; everything else needs SigV4.
+ */
+#ifndef GATEWAY_S3_SERVER_H
+#define GATEWAY_S3_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <uv.h>
+
+#include "gateway/http.h"
+#include "gateway/s3_auth.h"
+#include "gateway/s3_err.h"
+#include "gateway/s3_req.h"
+#include "gateway/xml.h"
+
+#define S3_MAX_PUT_BYTES (5ull << 30) /* single PUT / part: 5 GiB as S3 */
+
+struct s3_server;
+struct s3_call;
+
+/* An operation handler: called once the request is routed and
+ * authenticated. It must eventually respond (s3_call_error,
+ * s3_call_send_xml, or the http_* API on s3_call_stream). */
+typedef void (*s3_op_fn)(struct s3_call *call);
+
+struct s3_server_cfg {
+	struct http_server_cfg http;       /* addr, port, limits (handler is ours) */
+	const char *const *domains;        /* virtual-host domains */
+	size_t n_domains;
+	const char *region;                /* scope region clients must sign for */
+	struct s3_cred_source creds;
+	s3_op_fn ops[S3_OP__COUNT];        /* NULL -> NotImplemented */
+	void *ops_ctx;
+	time_t (*wall_clock)(void);        /* NULL: time(); tests pin the clock */
+};
+
+int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);
+int s3_server_port(const struct s3_server *srv);
+/* cb(arg) once everything is closed and freed. */
+void s3_server_close(struct s3_server *srv, void (*cb)(void *arg), void *arg);
+/* For revocation: s3_auth_invalidate(s3_server_auth(srv), key). */
+struct s3_auth *s3_server_auth(struct s3_server *srv);
+void s3_server_http_stats(const struct s3_server *srv, struct http_stats *out);
+
+/* ------------------------------------------------------------ a call */
+
+const struct s3_req *s3_call_req(const struct s3_call *c);
+const struct http_request *s3_call_http(const struct s3_call *c);
+const struct s3_auth_result *s3_call_auth(const struct s3_call *c);
+struct http_stream *s3_call_stream(struct s3_call *c);
+void *s3_call_ctx(const struct s3_call *c);         /* cfg.ops_ctx */
+void s3_call_set_user(struct s3_call *c, void *user);
+void *s3_call_user(const struct s3_call *c);
+
+/* Payload bytes, decoded (aws-chunked removed); valid during the call. */
+typedef void (*s3_body_fn)(struct s3_call *c, const char *data, size_t len);
+/* End of body: S3E_OK when every check passed, else the error to answer
+ * with (XAmzContentSHA256Mismatch, BadDigest, SignatureDoesNotMatch,
+ * IncompleteBody, InvalidRequest). */
+typedef void (*s3_body_end_fn)(struct s3_call *c, enum s3_err verdict);
+/* The exchange is over (err 0: response delivered); release everything. */
+typedef void (*s3_finish_fn)(struct s3_call *c, int err);
+
+/* Receive the request body. Call from the op handler, at most once;
+ * without it, a body is read and discarded. Returns 0, or an S3 error
+ * when the request's body framing cannot be set up (answer with it). */
+enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end);
+void s3_call_on_finish(struct s3_call *c, s3_finish_fn fn);
+
+/* Respond with the S3 XML error for e (message NULL: the default), the
+ * request path as Resource and the request id. */
+void s3_call_error(struct s3_call *c, enum s3_err e, const char *message);
+
+/* The call's XML writer, reset, for a response document. */
+struct xml_w *s3_call_xml(struct s3_call *c);
+/* Send the writer's document with status (Content-Type application/xml).
+ * 0, or the xml/http error (the call then answers InternalError). */
+int s3_call_send_xml(struct s3_call *c, int status);
+
+#endif

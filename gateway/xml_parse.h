@@ -1,0 +1,59 @@
+/*
+ * xml_parse.h — parsing of S3 request bodies (CompleteMultipartUpload,
+ * Delete) with expat, bounded and hostile-input safe.
+ *
+ * Limits: a body over the caller's max is refused before parsing; element
+ * depth at most XMLP_MAX_DEPTH; one element's text at most XMLP_TEXT_MAX
+ * bytes; any DOCTYPE (and so any entity declaration, internal or
+ * external) is refused outright, so no entity is ever expanded ("billion
+ * laughs", XXE). Unknown elements are ignored, as S3 does; namespaces are
+ * not checked (clients differ on sending the S3 xmlns).
+ *
+ * Every failure is S3's MalformedXML (returned as -EBADMSG), except
+ * limits that S3 names otherwise (see each function). Pure: no I/O; the
+ * outputs live in caller-provided storage.
+ */
+#ifndef GATEWAY_XML_PARSE_H
+#define GATEWAY_XML_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define XMLP_MAX_DEPTH 8
+#define XMLP_TEXT_MAX 2048
+#define XMLP_ETAG_MAX 128
+
+struct xmlp_part {
+	uint32_t part_number;
+	char etag[XMLP_ETAG_MAX + 1];   /* as sent, quotes included */
+};
+
+/* <CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag>
+ * </Part>…</CompleteMultipartUpload>. Fills parts[0..*n). Returns 0,
+ * -EBADMSG (malformed, wrong root, a Part without PartNumber or ETag, a
+ * PartNumber outside 1..10000), -E2BIG (more than max_parts parts, or len
+ * > max_len). Order is NOT checked here (InvalidPartOrder is the
+ * caller's, with the stored parts at hand). */
+int xmlp_complete_mpu(const char *body, size_t len, size_t max_len, struct xmlp_part *parts,
+		      size_t max_parts, size_t *n);
+
+struct xmlp_delete {
+	bool quiet;
+	size_t n_keys;
+	const char **keys;       /* caller's array of max_keys pointers */
+	size_t *key_lens;        /* caller's array of max_keys lengths */
+	size_t max_keys;
+	char *arena;             /* caller's storage for the key bytes */
+	size_t arena_cap;
+	size_t arena_len;
+};
+
+/* <Delete><Quiet>true</Quiet><Object><Key>k</Key>[<VersionId>…]</Object>…
+ * </Delete>. Keys are copied NUL-terminated into d->arena. Returns 0,
+ * -EBADMSG (malformed, wrong root, an Object without Key, no Object at
+ * all, more than max_keys objects — S3 answers MalformedXML to 1,001
+ * keys), -E2BIG (len > max_len or arena full). */
+int xmlp_delete(const char *body, size_t len, size_t max_len, struct xmlp_delete *d);
+
+#endif
