@@ -10,7 +10,8 @@ PKGS="build-essential pkg-config
 liburing-dev libisal-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev
+awscli python3-boto3 s3cmd"
 
 missing=""
 for p in $PKGS; do

@@ -15,7 +15,7 @@ fail=0
 for f in "$build"/fuzz_*; do
 	[ -x "$f" ] || continue
 	name=$(basename "$f")
-	seeds="$top/tests/fuzz/corpus/$name"
+	seeds="$top/tests/fuzz/corpus/${name#fuzz_}"
 	mkdir -p "$seeds" "$build/corpus/$name"
 	log="$build/$name.log"
 	if [ "$secs" -gt 0 ]; then
