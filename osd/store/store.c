@@ -423,7 +423,9 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 
 	if (data.len <= s->inline_max) {
 		uint8_t hdr[STORE_REC_HDR];
-		store_rec_encode_inline_hdr(hdr, data.len, crc32c(0, src, data.len));
+		req->is_inline = true;
+		req->crc = crc32c(0, src, data.len);
+		store_rec_encode_inline_hdr(hdr, data.len, req->crc);
 		const char *keys[1] = { (const char *)req->kbuf };
 		size_t klens[1] = { STORE_KEY_LEN };
 		const char *vals[2] = { (const char *)hdr, (const char *)src };
@@ -454,7 +456,7 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 	req->bounce->len = (size_t)blocks * STORE_BLOCK_SIZE;
 	/* crcs of the copy we write, so a caller scribbling on its buffer
 	 * cannot make us index bytes we did not store. */
-	store_rec_encode_extent(rec, p, data.len, block, blocks);
+	req->crc = store_rec_encode_extent(rec, p, data.len, block, blocks);
 	rocksdb_writebatch_put(req->wb, (const char *)req->kbuf, STORE_KEY_LEN,
 			       (const char *)rec, rec_len);
 	free(rec);
@@ -632,6 +634,9 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 		rc = -EINVAL;
 	if (rc)
 		goto out_val;
+	req->stat = (struct store_stat){ .length = req->rec.length, .crc = req->rec.crc,
+					 .is_inline = req->rec.is_inline,
+					 .block = req->rec.block, .blocks = req->rec.blocks };
 	req->off = off;
 	req->len = len > req->rec.length - off ? req->rec.length - off : len;
 

@@ -104,6 +104,9 @@ struct store_mut;
 
 struct store_put_req {
 	void *data;                   /* the caller's */
+	/* result, set by store_put when it returns 0 */
+	bool is_inline;               /* stored in the index record */
+	uint32_t crc;                 /* crc32c of the whole shard */
 	/* private */
 	struct store *s;
 	struct store_key key;
@@ -132,6 +135,9 @@ struct store_get_req {
 	 * the caller must buf_unref(out.buf). */
 	struct buf_slice out;
 	char err[400];                /* set on IOL_ECHECKSUM: names the shard */
+	/* the shard's committed metadata (whole shard, not the range read);
+	 * valid in the callback whatever its status */
+	struct store_stat stat;
 	/* private */
 	struct store *s;
 	struct store_key key;
