@@ -3,7 +3,9 @@
  *
  * Owns: the RocksDB instance under the meta dir and a dedicated commit
  * thread. Callers on any thread enqueue a write batch with a completion;
- * the commit thread takes every batch pending at that moment, writes them
+ * the commit thread takes every batch pending at that moment (after a
+ * short window for more when the previous write carried several; see
+ * kv.c), writes them
  * as ONE rocksdb_write with sync=1 (one WAL flush for all of them), and
  * posts each completion to the loop_queue the caller named, in enqueue
  * order. Batches enqueued by one thread are applied and completed in that
@@ -80,6 +82,13 @@ rocksdb_t *store_kv_db(struct store_kv *kv);
 const rocksdb_readoptions_t *store_kv_ropts(struct store_kv *kv);
 
 void store_kv_stats(struct store_kv *kv, struct store_kv_stats *out);
+
+/* Called on the commit thread after each synced write with the number of
+ * requests it carried and the time spent in rocksdb_write (for metrics
+ * histograms: it must be cheap, lock-free and must not call back into kv).
+ * Set before the first commit; fn NULL turns it off. */
+typedef void (*store_kv_batch_fn)(void *arg, uint32_t requests, uint64_t flush_ns);
+void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg);
 
 /*
  * Stop accepting commits, let the thread write and complete everything
