@@ -905,6 +905,9 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		goto err_srv;
 	}
 	raft_uv_set_snapshot_compression(&n->io, false);
+	/* Reach a restarted peer soon (default 1 s, above small election
+	 * timeouts: the peer would start pre-votes first). */
+	raft_uv_set_connect_retry_delay(&n->io, 200);
 	n->fsm.version = 1;
 	n->fsm.data = n;
 	n->fsm.apply = fsm_apply;
