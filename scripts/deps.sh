@@ -10,6 +10,7 @@ PKGS="build-essential pkg-config
 liburing-dev libisal-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check
+nginx wrk
 clang libclang-rt-14-dev"
 
 missing=""
