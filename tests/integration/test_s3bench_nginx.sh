@@ -10,68 +10,17 @@
 set -eu
 BUILD=${IOLAKE_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 BENCH=$BUILD/iolake-s3-bench
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "nginx not installed: run scripts/deps.sh"; exit 1; }
 [ -x "$BENCH" ] || { echo "no $BENCH: run make"; exit 1; }
 
+. "$(dirname "$0")/nginx_dav.sh"
 WORK=$(mktemp -d /dev/shm/s3bench-nginx.XXXXXX)
 cleanup() {
-	if [ -s "$WORK/nginx.pid" ]; then
-		pid=$(cat "$WORK/nginx.pid")
-		kill "$pid" 2>/dev/null || true
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	fi
+	nginx_dav_stop "$WORK"
 	[ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
-
-# A free high port: ask the kernel for one, then let nginx take it.
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-PORT=$(free_port)
-mkdir -p "$WORK/root" "$WORK/tmp" "$WORK/logs"
-cat >"$WORK/nginx.conf" <<CONF
-daemon on;
-# workers as us, not www-data, so they can write under our 0700 work dir
-user $(id -un) $(id -gn);
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $WORK/tmp;
-	proxy_temp_path $WORK/tmp;
-	fastcgi_temp_path $WORK/tmp;
-	uwsgi_temp_path $WORK/tmp;
-	scgi_temp_path $WORK/tmp;
-	sendfile on;
-	tcp_nopush on;
-	keepalive_requests 1000000;
-	client_max_body_size 0;
-	server {
-		listen 127.0.0.1:$PORT;
-		root $WORK/root;
-		location /corrupt/ {
-			if (\$request_method = PUT) { return 201; }
-			root $WORK/bad;
-		}
-		location / {
-			dav_methods PUT DELETE;
-			create_full_put_path on;
-			dav_access user:rw;
-		}
-	}
-}
-CONF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log"
-i=0
-until python3 -c "import socket; socket.create_connection(('127.0.0.1',$PORT),1)" 2>/dev/null; do
-	i=$((i + 1)); [ $i -lt 50 ] || { echo "nginx did not start"; cat "$WORK/logs/error.log"; exit 1; }
-	sleep 0.1
-done
+nginx_dav_start "$WORK"
+PORT=$NGINX_PORT
 
 echo "== PUT + GET --verify against nginx on :$PORT"
 "$BENCH" --endpoint "http://127.0.0.1:$PORT" --access-key AKIAIOSFODNN7EXAMPLE \
@@ -105,7 +54,7 @@ left=$(find "$WORK/root" -type f | wc -l)
 echo "== --verify catches bodies that differ from what was PUT"
 # /corrupt/ accepts PUTs and drops them, and serves prepared files: one of
 # the right size with other bytes, one short, two missing.
-B=$WORK/bad/corrupt/s3bench
+B=$WORK/bad/corrupt/s3bench  # served by nginx_dav.sh's /corrupt/
 mkdir -p "$B"
 head -c 4096 /dev/urandom >"$B/00000000"
 head -c 100 /dev/urandom >"$B/00000001"
@@ -129,7 +78,7 @@ print("ok: 2 bad bodies and 2 missing objects reported")
 PY
 
 echo "== a port nobody listens on: connect errors, exit non-zero"
-DEAD=$(free_port)
+DEAD=$(nginx_free_port)
 set +e
 "$BENCH" --endpoint "http://127.0.0.1:$DEAD" --access-key AK --secret-key SK --bucket bench \
 	--no-create-bucket --size 4KiB --objects 50 --concurrency 8 --gets 1 --warmup 0 \
