@@ -194,8 +194,14 @@ static void complete(struct conn *c)
 	int st = c->parser.status_code;
 	enum s3b_err err = S3B_OK;
 	if (st >= 200 && st < 300) {
-		if (c->op.kind == S3B_OP_GET && (c->body_bad || c->body_off != e->cfg.body->size))
+		size_t size = e->cfg.body->size;
+		if (c->op.kind == S3B_OP_GET && (c->body_bad || c->body_off != size)) {
 			err = S3B_ERR_BODY;
+			int n = snprintf(c->errbody, sizeof(c->errbody), "%llu of %zu bytes%s",
+					 (unsigned long long)c->body_off, size,
+					 c->body_off == size ? ", content differs" : "");
+			c->errbody_len = n <= 0 ? 0 : n < (int)sizeof(c->errbody) ? (size_t)n : sizeof(c->errbody) - 1;
+		}
 		if (c->op.kind == S3B_OP_LIST && c->body_bad)
 			err = S3B_ERR_BODY;
 	} else if (st == 409 && c->op.kind == S3B_OP_MKBUCKET &&
