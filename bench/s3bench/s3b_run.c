@@ -254,9 +254,11 @@ static void note_first_error(struct driver *d, const struct s3b_op *op)
 		body[n++] = (c >= 32 && c < 127) ? c : ' ';
 	}
 	body[n] = '\0';
-	snprintf(res->first_error, sizeof(res->first_error), "%s object %llu: %s%s%s%s",
-		 op_method(op->kind), (unsigned long long)op->obj, s3b_err_name(op->err), detail,
-		 n ? " " : "", body);
+	char what[48] = "";
+	if (op->kind == S3B_OP_PUT || op->kind == S3B_OP_GET || op->kind == S3B_OP_DELETE)
+		snprintf(what, sizeof(what), " object %llu", (unsigned long long)op->obj);
+	snprintf(res->first_error, sizeof(res->first_error), "%s%s: %s%s%s%s", op_method(op->kind),
+		 what, s3b_err_name(op->err), detail, n ? " " : "", body);
 }
 
 static void drv_done(void *arg, const struct s3b_op *op)
