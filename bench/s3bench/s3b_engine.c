@@ -188,7 +188,9 @@ static bool has_word(const char *s, size_t n, const char *w)
 	return false;
 }
 
-static void complete(struct conn *c)
+/* The response is complete. out_of_step: bytes followed it, so the
+ * connection is closed rather than reused. */
+static void complete(struct conn *c, bool out_of_step)
 {
 	struct s3b_engine *e = c->e;
 	int st = c->parser.status_code;
@@ -216,11 +218,11 @@ static void complete(struct conn *c)
 	} else {
 		err = S3B_ERR_HTTP_5XX;
 	}
-	bool keep = http_should_keep_alive(&c->parser);
+	bool keep = http_should_keep_alive(&c->parser) && !out_of_step;
 	c->reused = true;
 	finish(c, err, 0);
 	if (!keep) {
-		e->stats.closes_by_peer++;
+		e->stats.closes_by_peer += !out_of_step;
 		close_conn(c);
 		return;
 	}
@@ -299,7 +301,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 			/* a body delimited by EOF ends here; else it is cut short */
 			http_parser_execute(&c->parser, &c->e->settings, NULL, 0);
 			if (c->complete) {
-				complete(c);
+				complete(c, false);
 				return;
 			}
 		}
@@ -310,10 +312,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	size_t n = http_parser_execute(&c->parser, &c->e->settings, buf->base, (size_t)nread);
 	enum http_errno he = HTTP_PARSER_ERRNO(&c->parser);
 	if (c->complete) {
-		bool extra = n < (size_t)nread;
-		complete(c);
-		if (extra) /* pipelined garbage: this connection is out of step */
-			close_conn(c);
+		complete(c, n < (size_t)nread);
 		return;
 	}
 	if (he != HPE_OK) {

@@ -26,6 +26,8 @@ struct out {
 
 static void put(struct out *o, const char *s, size_t n)
 {
+	if (n == 0) /* s may be NULL: memcpy must not see it */
+		return;
 	if (o->over || o->len + n >= o->cap) {
 		o->over = true;
 		return;

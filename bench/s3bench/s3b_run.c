@@ -241,7 +241,7 @@ static void note_first_error(struct driver *d, const struct s3b_op *op)
 	struct s3b_phase_result *res = d->res;
 	if (res->first_error[0])
 		return;
-	char detail[200] = "";
+	char detail[160] = "";
 	if (op->sys_err)
 		snprintf(detail, sizeof(detail), ": %s (%s)", uv_strerror(op->sys_err),
 			 uv_err_name(op->sys_err));

@@ -20,7 +20,7 @@
 #include "bench/s3bench/s3b_req.h"
 
 #define S3B_MAX_PHASES 8
-#define S3B_FIRST_ERROR_MAX 384
+#define S3B_FIRST_ERROR_MAX 512
 
 struct s3b_phase_result {
 	char name[16];          /* "bucket", "warmup", "put", "get", "list", "delete" */
