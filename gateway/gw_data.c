@@ -412,7 +412,8 @@ int gw_data_layout_decode(const uint8_t *in, size_t len, struct gw_data_layout *
 		rc = -ENOMEM;
 		goto out;
 	}
-	memcpy(l->crcs, m->shard_crc32c, m->n_shard_crc32c * sizeof(uint32_t));
+	if (m->n_shard_crc32c)
+		memcpy(l->crcs, m->shard_crc32c, m->n_shard_crc32c * sizeof(uint32_t));
 	uint32_t all = (1u << (l->k + l->m)) - 1;
 	for (size_t s = 0; s < m->n_missing; s++) {
 		if (m->missing[s] & ~all)
