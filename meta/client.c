@@ -15,6 +15,15 @@
  * not be refused as STALE because younger ops pushed the window past it.
  * Submits beyond the span wait, unsent, in the list (from s_held on).
  *
+ * Coalescing: a submit ready to go (first try or retry) joins the pending
+ * list; a uv_idle handle (it keeps the next poll from blocking and runs
+ * at the start of the next loop turn) sends everything pending as one
+ * SubmitRequest per SUBMIT_BATCH_OPS ops. Callers that submit in the same
+ * turn so share one RPC, one leader queue slot and usually one Raft entry.
+ * An answer is split back per op; a failed batch sends each op through
+ * the same retry rules a lone submit follows, so re-sent ops coalesce
+ * again.
+ *
  * Thread: the client's loop.
  */
 #include "meta/client.h"
@@ -33,6 +42,7 @@
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 320
 #define DEDUPE_SPAN (META_DEDUPE_WINDOW / 2)
+#define SUBMIT_BATCH_OPS 256          /* ops per coalesced SubmitRequest */
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */
@@ -51,6 +61,16 @@ struct call {
 	bool single;                   /* call_member: one attempt */
 	bool timer_init;
 	uv_timer_t timer;              /* backoff between attempts */
+	struct call *bnext;            /* pending list (coalescing) */
+};
+
+/* One coalesced SubmitRequest on the wire. */
+struct batch {
+	struct meta_client *c;
+	Iolake__Meta__SubmitRequest req;
+	size_t n;
+	struct call *calls[SUBMIT_BATCH_OPS];
+	Iolake__Meta__Op *ops[SUBMIT_BATCH_OPS];
 };
 
 struct meta_client {
@@ -68,6 +88,8 @@ struct meta_client {
 	bool closing;
 	struct meta_client_stats stats;
 	uint32_t rng;
+	struct call *pend_head, *pend_tail; /* submits to send at turn's end */
+	uv_idle_t flush;               /* sends the pending list */
 };
 
 static int add_member(struct meta_client *c, const char *addr)
@@ -103,6 +125,8 @@ int meta_client_new(uv_loop_t *loop, const struct meta_client_opts *o, struct me
 		;
 	c->rng = (uint32_t)c->client_id | 1;
 	c->next_request_id = 1;
+	uv_idle_init(loop, &c->flush);
+	c->flush.data = c;
 	for (size_t i = 0; i < o->n_members; i++) {
 		int rc = add_member(c, o->members[i]);
 		if (rc < 0) {
@@ -175,16 +199,18 @@ static void release_held(struct meta_client *c)
 	}
 }
 
-static void call_finish(struct call *k, int err, const ProtobufCMessage *resp)
+/* Finish k. For a submit, res/index are its own op's answer (resp is
+ * ignored); for other calls resp is the whole response. */
+static void call_finish_res(struct call *k, int err, const ProtobufCMessage *resp,
+			    const Iolake__Meta__OpResult *res, uint64_t index)
 {
 	struct meta_client *c = k->c;
 	bool was_head = k->op && c->s_head == k;
 	call_unlink(k);
 	if (k->scb) {
-		const Iolake__Meta__SubmitResponse *sr = (const void *)resp;
-		if (!err && (!sr || sr->n_results != 1))
+		if (!err && !res)
 			err = IOL_EPROTOCOL;
-		k->scb(k->ud, err, err ? NULL : sr->results[0], err ? 0 : sr->index);
+		k->scb(k->ud, err, err ? NULL : res, err ? 0 : index);
 	} else {
 		k->cb(k->ud, err, err ? NULL : resp);
 	}
@@ -194,6 +220,11 @@ static void call_finish(struct call *k, int err, const ProtobufCMessage *resp)
 		free_call_mem(k);
 	if (was_head)
 		release_held(c);
+}
+
+static void call_finish(struct call *k, int err, const ProtobufCMessage *resp)
+{
+	call_finish_res(k, err, resp, NULL, 0);
 }
 
 static void on_backoff(uv_timer_t *t)
@@ -251,18 +282,11 @@ static int final_err(int status)
 	}
 }
 
-static void on_result(void *ud, const struct rpc_result *res)
+/* What to do with k after an attempt that did not succeed (status is
+ * not RPC_OK): finish it, redirect it, or retry it after a backoff. */
+static void handle_failure(struct call *k, const struct rpc_result *res)
 {
-	struct call *k = ud;
 	struct meta_client *c = k->c;
-	if (c->closing) {
-		call_finish(k, IOL_ESHUTDOWN, NULL);
-		return;
-	}
-	if (res->status == RPC_OK) {
-		call_finish(k, 0, res->resp);
-		return;
-	}
 	if (k->single) {
 		call_finish(k, final_err(res->status), NULL);
 		return;
@@ -306,6 +330,97 @@ static void on_result(void *ud, const struct rpc_result *res)
 	}
 }
 
+static void on_result(void *ud, const struct rpc_result *res)
+{
+	struct call *k = ud;
+	struct meta_client *c = k->c;
+	if (c->closing) {
+		call_finish(k, IOL_ESHUTDOWN, NULL);
+		return;
+	}
+	if (res->status == RPC_OK) {
+		call_finish(k, 0, res->resp);
+		return;
+	}
+	handle_failure(k, res);
+}
+
+static void on_batch_result(void *ud, const struct rpc_result *res)
+{
+	struct batch *b = ud;
+	struct meta_client *c = b->c;
+	const Iolake__Meta__SubmitResponse *sr = (const void *)res->resp;
+	struct rpc_result bad = *res;
+	if (res->status == RPC_OK && (!sr || sr->n_results != b->n)) {
+		/* An answer that does not match the ops sent: count it as lost,
+		 * the retry is safe (request ids dedupe). */
+		bad.status = RPC_UNAVAILABLE;
+		bad.message = "malformed submit response";
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct call *k = b->calls[i];
+		if (c->closing)
+			call_finish(k, IOL_ESHUTDOWN, NULL);
+		else if (bad.status == RPC_OK)
+			call_finish_res(k, 0, NULL, sr->results[i], sr->index);
+		else if (k->single)
+			call_finish(k, final_err(bad.status), NULL);
+		else
+			handle_failure(k, &bad);
+	}
+	free(b);
+}
+
+/* End of a loop turn: send the pending submits, SUBMIT_BATCH_OPS per call,
+ * each to the member believed to lead. */
+static void on_flush(uv_idle_t *h)
+{
+	struct meta_client *c = h->data;
+	uv_idle_stop(h);
+	while (c->pend_head && !c->closing) {
+		struct batch *b = malloc(sizeof(*b));
+		if (!b)
+			return; /* retried on the next turn */
+		b->c = c;
+		b->n = 0;
+		uint64_t now = loop_now_ms(), left = UINT64_MAX;
+		int target = (int)c->leader;
+		while (c->pend_head && b->n < SUBMIT_BATCH_OPS) {
+			struct call *k = c->pend_head;
+			c->pend_head = k->bnext;
+			k->bnext = NULL;
+			if (now >= k->deadline_ms) {
+				call_finish(k, IOL_ETIMEOUT, NULL);
+				continue;
+			}
+			k->target = target;
+			k->op->acked_below = c->s_head->op->request_id;
+			if (k->deadline_ms - now < left)
+				left = k->deadline_ms - now;
+			b->calls[b->n] = k;
+			b->ops[b->n] = k->op;
+			b->n++;
+		}
+		if (!c->pend_head)
+			c->pend_tail = NULL;
+		if (b->n == 0) {
+			free(b);
+			continue;
+		}
+		iolake__meta__submit_request__init(&b->req);
+		b->req.ops = b->ops;
+		b->req.n_ops = b->n;
+		struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms
+							  ? (uint32_t)left
+							  : c->attempt_timeout_ms };
+		c->stats.batches++;
+		rpc_call(c->ch[target], META_SERVICE, META_M_SUBMIT, &b->req.base, NULL, &co,
+			 on_batch_result, b);
+	}
+	if (c->pend_head)
+		uv_idle_start(h, on_flush);
+}
+
 static void attempt(struct call *k)
 {
 	struct meta_client *c = k->c;
@@ -313,10 +428,19 @@ static void attempt(struct call *k)
 		call_finish(k, IOL_ETIMEOUT, NULL);
 		return;
 	}
+	if (k->op && !k->single) {
+		k->bnext = NULL;
+		if (c->pend_tail)
+			c->pend_tail->bnext = k;
+		else
+			c->pend_head = k;
+		c->pend_tail = k;
+		if (!uv_is_active((uv_handle_t *)&c->flush))
+			uv_idle_start(&c->flush, on_flush);
+		return;
+	}
 	if (!k->single)
 		k->target = (int)c->leader;
-	if (k->op)
-		k->op->acked_below = c->s_head->op->request_id;
 	uint64_t left = k->deadline_ms - loop_now_ms();
 	struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms ? (uint32_t)left
 									: c->attempt_timeout_ms };
@@ -442,9 +566,20 @@ int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 	return 0;
 }
 
+static void on_flush_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
 void meta_client_close(struct meta_client *c)
 {
 	c->closing = true;
+	while (c->pend_head) {
+		struct call *k = c->pend_head;
+		c->pend_head = k->bnext;
+		call_finish(k, IOL_ESHUTDOWN, NULL);
+	}
+	c->pend_tail = NULL;
 	/* Calls waiting for a backoff timer finish here; calls on the wire
 	 * finish from their channel's close (RPC_CANCELLED, synchronously). */
 	while (c->s_held)
@@ -464,7 +599,8 @@ void meta_client_close(struct meta_client *c)
 	/* Anything left (none expected) is failed now. */
 	while (c->calls)
 		call_finish(c->calls, IOL_ESHUTDOWN, NULL);
-	free(c);
+	/* c goes once libuv has released the idle handle. */
+	uv_close((uv_handle_t *)&c->flush, on_flush_closed);
 }
 
 size_t meta_client_member_count(const struct meta_client *c)

@@ -82,6 +82,7 @@ uint64_t meta_client_id(const struct meta_client *c);
  * followed. */
 struct meta_client_stats {
 	uint64_t calls, retries, redirects;
+	uint64_t batches;            /* SubmitRequests sent (submits coalesce) */
 };
 void meta_client_stats(const struct meta_client *c, struct meta_client_stats *out);
 
