@@ -64,7 +64,7 @@ PROTO_C     := $(patsubst common/proto/%.proto,$(B)/gen/proto/%.pb-c.c,$(PROTOS)
 PROTO_H     := $(PROTO_C:.c=.h)
 
 COMMON_SRC  := $(wildcard common/*.c)
-META_SRC    := $(filter-out meta/main.c,$(wildcard meta/*.c))
+META_SRC    := $(filter-out meta/main.c meta/admin_main.c,$(wildcard meta/*.c))
 OSD_SRC     := $(filter-out osd/main.c,$(wildcard osd/*.c osd/store/*.c))
 GW_SRC      := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 

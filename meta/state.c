@@ -1354,6 +1354,50 @@ int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Met
 	return 0;
 }
 
+int meta_state_list_users(struct meta_state *s, Iolake__Meta__User ***out, size_t *n_out)
+{
+	int rc = 0;
+	size_t n = 0, cap = 16;
+	Iolake__Meta__User **v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, "u", 1); rocksdb_iter_valid(it) && n < META_LIST_USERS_MAX;
+	     rocksdb_iter_next(it)) {
+		size_t kn, vn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn < 1 || kb[0] != 'u')
+			break;
+		const char *vb = rocksdb_iter_value(it, &vn);
+		Iolake__Meta__User *u = iolake__meta__user__unpack(NULL, vn, (const uint8_t *)vb);
+		if (!u) {
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if (n == cap) {
+			Iolake__Meta__User **nv = realloc(v, 2 * cap * sizeof(*v));
+			if (!nv) {
+				meta_state_free_msg(u);
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[n++] = u;
+	}
+	rocksdb_iter_destroy(it);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			meta_state_free_msg(v[i]);
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
 int meta_state_head_object(struct meta_state *s, const char *bucket, const char *key,
 			   Iolake__Meta__ObjectRecord **out)
 {

@@ -30,6 +30,7 @@
 #define META_DEDUPE_WINDOW 1024          /* results kept per client */
 #define META_KEY_MAX 1024                /* S3 object key bytes */
 #define META_LIST_BUCKETS_MAX 10000
+#define META_LIST_USERS_MAX 10000
 #define META_PARTS_MAX 10000
 
 /* Errors besides common/err.h's: a bucket that is not empty, a request id
@@ -116,6 +117,9 @@ int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__
  * meta_state_free_msg and the array with free. */
 int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Meta__Bucket ***out,
 			    size_t *n);
+/* Users in name order, at most META_LIST_USERS_MAX; freed like
+ * meta_state_list_buckets' array. */
+int meta_state_list_users(struct meta_state *s, Iolake__Meta__User ***out, size_t *n);
 int meta_state_head_object(struct meta_state *s, const char *bucket, const char *key,
 			   Iolake__Meta__ObjectRecord **out);
 int meta_state_get_upload(struct meta_state *s, const char *bucket, const char *key,

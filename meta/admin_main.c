@@ -1,0 +1,556 @@
+/*
+ * admin_main.c — iolake-admin: operator commands against the meta group
+ * through meta/client.h.
+ *
+ *   iolake-admin --meta ADDR,... [--json] [--timeout DUR] COMMAND
+ *     cluster status        every member's own view (asked directly)
+ *     osd ls | pg ls        the cluster map
+ *     user add NAME | user ls | user rm NAME
+ *     bucket ls
+ *     member add ID@HOST:PORT | member rm ID
+ *
+ * Output is a table for people, or JSON with --json. Exit 0 on success,
+ * 1 when the cluster refused or could not be reached (one line on stderr
+ * says why), 2 on bad usage. Secrets are printed only by `user add`, once.
+ *
+ * Single-threaded: calls are started on the main loop and the loop is run
+ * until each answers (one call at a time, except cluster status).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "meta/client.h"
+
+static uv_loop_t loop;
+static struct meta_client *cli;
+static bool json;
+
+/* ------------------------------------------------------ synchronous calls */
+
+struct wait {
+	bool done;
+	int err;
+	ProtobufCMessage *resp;        /* owned copy */
+	Iolake__Meta__OpResult *res;   /* submits: owned copy */
+};
+
+static ProtobufCMessage *copy_msg(const ProtobufCMessage *m)
+{
+	if (!m)
+		return NULL;
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return NULL;
+	protobuf_c_message_pack(m, buf);
+	ProtobufCMessage *c = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
+	free(buf);
+	return c;
+}
+
+static void on_call(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct wait *w = ud;
+	w->done = true;
+	w->err = err;
+	if (!err)
+		w->resp = copy_msg(resp);
+}
+
+static void on_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
+{
+	(void)index;
+	struct wait *w = ud;
+	w->done = true;
+	w->err = err;
+	if (!err)
+		w->res = (Iolake__Meta__OpResult *)copy_msg(&res->base);
+}
+
+static void run_until(bool *done)
+{
+	while (!*done)
+		uv_run(&loop, UV_RUN_ONCE);
+}
+
+static void die_unreachable(int err)
+{
+	fprintf(stderr, "iolake-admin: error: no meta leader answered (%s); tried:", iol_strerror(err));
+	for (size_t i = 0; i < meta_client_member_count(cli); i++)
+		fprintf(stderr, " %s", meta_client_member(cli, i));
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+static ProtobufCMessage *call(unsigned method, const ProtobufCMessage *req)
+{
+	struct wait w = { 0 };
+	int rc = meta_client_call(cli, method, req, on_call, &w);
+	if (rc) {
+		fprintf(stderr, "iolake-admin: error: %s\n", iol_strerror(rc));
+		exit(1);
+	}
+	run_until(&w.done);
+	if (w.err)
+		die_unreachable(w.err);
+	return w.resp;
+}
+
+static Iolake__Meta__OpResult *submit(const Iolake__Meta__Op *op)
+{
+	struct wait w = { 0 };
+	int rc = meta_client_submit(cli, op, on_submit, &w);
+	if (rc) {
+		fprintf(stderr, "iolake-admin: error: %s\n", iol_strerror(rc));
+		exit(1);
+	}
+	run_until(&w.done);
+	if (w.err)
+		die_unreachable(w.err);
+	return w.res;
+}
+
+static const char *status_name(Iolake__Meta__Status s)
+{
+	const ProtobufCEnumValue *v =
+		protobuf_c_enum_descriptor_get_value(&iolake__meta__status__descriptor, (int)s);
+	return v ? v->name + 7 : "UNKNOWN";   /* drop "STATUS_" */
+}
+
+/* A JSON string (names here are plain; escape the few that matter). */
+static void jstr(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/* ------------------------------------------------------- cluster status */
+
+struct member_status {
+	struct wait w;
+	Iolake__Meta__StatusResponse *st;
+};
+
+static int cmd_cluster_status(void)
+{
+	size_t n = meta_client_member_count(cli);
+	struct member_status *ms = calloc(n, sizeof(*ms));
+	Iolake__Meta__StatusRequest req = IOLAKE__META__STATUS_REQUEST__INIT;
+	for (size_t i = 0; i < n; i++)
+		if (meta_client_call_member(cli, i, META_M_STATUS, &req.base, on_call, &ms[i].w))
+			ms[i].w.done = true, ms[i].w.err = -ENOMEM;
+	size_t answered = 0, leaders = 0;
+	uint64_t epoch = 0;
+	for (size_t i = 0; i < n; i++) {
+		run_until(&ms[i].w.done);
+		ms[i].st = (Iolake__Meta__StatusResponse *)ms[i].w.resp;
+		if (ms[i].st) {
+			answered++;
+			if (!strcmp(ms[i].st->role, "leader")) {
+				leaders++;
+				epoch = ms[i].st->epoch;
+			} else if (!leaders && ms[i].st->epoch > epoch) {
+				epoch = ms[i].st->epoch;
+			}
+		}
+	}
+	if (!answered) {
+		fprintf(stderr, "iolake-admin: error: no meta member answered; tried:");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, " %s", meta_client_member(cli, i));
+		fprintf(stderr, "\n");
+		free(ms);
+		return 1;
+	}
+	if (json) {
+		printf("{\"epoch\":%" PRIu64 ",\"leaders\":%zu,\"members\":[", epoch, leaders);
+		for (size_t i = 0; i < n; i++) {
+			const Iolake__Meta__StatusResponse *s = ms[i].st;
+			printf("%s{\"address\":", i ? "," : "");
+			jstr(meta_client_member(cli, i));
+			if (!s) {
+				printf(",\"role\":\"down\"}");
+				continue;
+			}
+			printf(",\"id\":%" PRIu64 ",\"role\":", s->id);
+			jstr(s->role);
+			printf(",\"term\":%" PRIu64 ",\"commit_index\":%" PRIu64
+			       ",\"applied_index\":%" PRIu64 ",\"leader_id\":%" PRIu64
+			       ",\"epoch\":%" PRIu64 "}",
+			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch);
+		}
+		printf("]}\n");
+	} else {
+		printf("%-4s %-22s %-10s %8s %12s %12s\n", "ID", "ADDRESS", "ROLE", "TERM", "COMMIT",
+		       "APPLIED");
+		for (size_t i = 0; i < n; i++) {
+			const Iolake__Meta__StatusResponse *s = ms[i].st;
+			if (!s) {
+				printf("%-4s %-22s %-10s %8s %12s %12s\n", "-", meta_client_member(cli, i),
+				       "down", "-", "-", "-");
+				continue;
+			}
+			printf("%-4" PRIu64 " %-22s %-10s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+			       s->id, meta_client_member(cli, i), s->role, s->term, s->commit_index,
+			       s->applied_index);
+		}
+		printf("map epoch: %" PRIu64 "   leaders: %zu   members answering: %zu/%zu\n", epoch,
+		       leaders, answered, n);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ms[i].st)
+			protobuf_c_message_free_unpacked(&ms[i].st->base, NULL);
+	free(ms);
+	return 0;
+}
+
+/* ------------------------------------------------------------ map */
+
+static Iolake__Meta__ClusterMap *get_map(Iolake__Meta__GetMapResponse **holder)
+{
+	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	*holder = (Iolake__Meta__GetMapResponse *)call(META_M_GET_MAP, &req.base);
+	if ((*holder)->status != IOLAKE__META__STATUS__STATUS_OK || !(*holder)->map) {
+		fprintf(stderr, "iolake-admin: error: no cluster map yet (%s)\n",
+			status_name((*holder)->status));
+		exit(1);
+	}
+	return (*holder)->map;
+}
+
+static int cmd_osd_ls(void)
+{
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = get_map(&h);
+	if (json) {
+		printf("{\"epoch\":%" PRIu64 ",\"osds\":[", m->epoch);
+		for (size_t i = 0; i < m->n_osds; i++) {
+			const Iolake__Meta__OsdInfo *o = m->osds[i];
+			printf("%s{\"id\":%u,\"addr\":", i ? "," : "", o->id);
+			jstr(o->addr);
+			printf(",\"host\":");
+			jstr(o->host);
+			printf(",\"weight\":%u,\"up\":%s,\"in\":%s,\"capacity_bytes\":%" PRIu64 "}",
+			       o->weight, o->up ? "true" : "false", o->in ? "true" : "false",
+			       o->capacity_bytes);
+		}
+		printf("]}\n");
+	} else {
+		printf("%-6s %-22s %-16s %6s %-5s %-4s\n", "ID", "ADDRESS", "HOST", "WEIGHT", "UP", "IN");
+		for (size_t i = 0; i < m->n_osds; i++) {
+			const Iolake__Meta__OsdInfo *o = m->osds[i];
+			printf("%-6u %-22s %-16s %6u %-5s %-4s\n", o->id, o->addr, o->host, o->weight,
+			       o->up ? "up" : "down", o->in ? "in" : "out");
+		}
+		printf("map epoch: %" PRIu64 "   osds: %zu\n", m->epoch, m->n_osds);
+	}
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	return 0;
+}
+
+static int cmd_pg_ls(void)
+{
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = get_map(&h);
+	if (json)
+		printf("{\"epoch\":%" PRIu64 ",\"k\":%u,\"m\":%u,\"pgs\":[", m->epoch, m->k, m->m);
+	else
+		printf("map epoch: %" PRIu64 "   pgs: %u   ec: %u+%u\n%-6s %s\n", m->epoch,
+		       m->pg_count, m->k, m->m, "PG", "OSDS");
+	for (size_t i = 0; i < m->n_pgs; i++) {
+		const Iolake__Meta__PgEntry *p = m->pgs[i];
+		if (json)
+			printf("%s{\"pg\":%u,\"osds\":[", i ? "," : "", p->pg_id);
+		else
+			printf("%-6u ", p->pg_id);
+		for (size_t j = 0; j < p->n_osds; j++) {
+			if (json)
+				printf(j ? ",%d" : "%d", p->osds[j] == 0xFFFFFFFFu ? -1 : (int)p->osds[j]);
+			else if (p->osds[j] == 0xFFFFFFFFu)
+				printf(j ? ",-" : "-");
+			else
+				printf(j ? ",%u" : "%u", p->osds[j]);
+		}
+		printf(json ? "]}" : "\n");
+	}
+	if (json)
+		printf("]}\n");
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	return 0;
+}
+
+/* ------------------------------------------------------------ users */
+
+static void random_text(char *out, size_t n, const char *alphabet)
+{
+	size_t k = strlen(alphabet);
+	uint8_t r[64];
+	while (getrandom(r, n, 0) != (ssize_t)n)
+		;
+	for (size_t i = 0; i < n; i++)
+		out[i] = alphabet[r[i] % k];   /* 256 % k bias: negligible for ids, see below */
+	out[n] = 0;
+}
+
+static int check_result(const char *what, const Iolake__Meta__OpResult *r)
+{
+	if (r->status == IOLAKE__META__STATUS__STATUS_OK)
+		return 0;
+	fprintf(stderr, "iolake-admin: error: %s: %s\n", what, status_name(r->status));
+	return 1;
+}
+
+static int cmd_user_add(const char *name)
+{
+	Iolake__Meta__User u = IOLAKE__META__USER__INIT;
+	u.name = (char *)name;
+	u.display_name = (char *)name;
+	u.created_ms = (uint64_t)uv_now(&loop);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	u.created_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	Iolake__Meta__PutUser pu = IOLAKE__META__PUT_USER__INIT;
+	pu.user = &u;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_USER;
+	op.put_user = &pu;
+	Iolake__Meta__OpResult *r = submit(&op);
+	int rc = check_result("add user", r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (rc)
+		return rc;
+
+	/* AWS-shaped credentials: a 20-char id, a 40-char secret. The secret
+	 * alphabet has 64 symbols (no modulo bias); the id's 32 neither. */
+	char id[21], secret[41];
+	random_text(id + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+	memcpy(id, "IOL", 3);
+	random_text(secret, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
+	k.access_key_id = id;
+	k.secret_key = secret;
+	k.user = (char *)name;
+	k.created_ms = u.created_ms;
+	Iolake__Meta__PutAccessKey pk = IOLAKE__META__PUT_ACCESS_KEY__INIT;
+	pk.key = &k;
+	Iolake__Meta__Op op2 = IOLAKE__META__OP__INIT;
+	op2.body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
+	op2.put_access_key = &pk;
+	r = submit(&op2);
+	rc = check_result("add access key", r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (rc)
+		return rc;
+	if (json) {
+		printf("{\"user\":");
+		jstr(name);
+		printf(",\"access_key\":\"%s\",\"secret_key\":\"%s\"}\n", id, secret);
+	} else {
+		printf("user:       %s\naccess key: %s\nsecret key: %s\n", name, id, secret);
+	}
+	return 0;
+}
+
+static int cmd_user_rm(const char *name)
+{
+	Iolake__Meta__DeleteUser du = IOLAKE__META__DELETE_USER__INIT;
+	du.name = (char *)name;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_DELETE_USER;
+	op.delete_user = &du;
+	Iolake__Meta__OpResult *r = submit(&op);
+	int rc = check_result("remove user", r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (!rc && !json)
+		printf("removed user %s\n", name);
+	else if (!rc)
+		printf("{\"removed\":true}\n");
+	return rc;
+}
+
+static int cmd_user_ls(void)
+{
+	Iolake__Meta__ListUsersRequest req = IOLAKE__META__LIST_USERS_REQUEST__INIT;
+	Iolake__Meta__ListUsersResponse *resp =
+		(Iolake__Meta__ListUsersResponse *)call(META_M_LIST_USERS, &req.base);
+	if (json)
+		printf("{\"users\":[");
+	else
+		printf("%-24s %-6s %s\n", "NAME", "ADMIN", "ACCESS KEYS");
+	for (size_t i = 0; i < resp->n_users; i++) {
+		const Iolake__Meta__User *u = resp->users[i];
+		if (json) {
+			printf("%s{\"name\":", i ? "," : "");
+			jstr(u->name);
+			printf(",\"admin\":%s,\"access_keys\":[", u->admin ? "true" : "false");
+			for (size_t j = 0; j < u->n_access_keys; j++) {
+				printf(j ? "," : "");
+				jstr(u->access_keys[j]);
+			}
+			printf("]}");
+		} else {
+			printf("%-24s %-6s", u->name, u->admin ? "yes" : "no");
+			for (size_t j = 0; j < u->n_access_keys; j++)
+				printf("%s%s", j ? "," : " ", u->access_keys[j]);
+			printf("\n");
+		}
+	}
+	if (json)
+		printf("]}\n");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return 0;
+}
+
+static int cmd_bucket_ls(void)
+{
+	Iolake__Meta__ListBucketsRequest req = IOLAKE__META__LIST_BUCKETS_REQUEST__INIT;
+	Iolake__Meta__ListBucketsResponse *resp =
+		(Iolake__Meta__ListBucketsResponse *)call(META_M_LIST_BUCKETS, &req.base);
+	if (json)
+		printf("{\"buckets\":[");
+	else
+		printf("%-40s %-20s\n", "NAME", "OWNER");
+	for (size_t i = 0; i < resp->n_buckets; i++) {
+		const Iolake__Meta__Bucket *b = resp->buckets[i];
+		if (json) {
+			printf("%s{\"name\":", i ? "," : "");
+			jstr(b->name);
+			printf(",\"owner\":");
+			jstr(b->owner);
+			printf(",\"created_ms\":%" PRIu64 "}", b->created_ms);
+		} else {
+			printf("%-40s %-20s\n", b->name, b->owner);
+		}
+	}
+	if (json)
+		printf("]}\n");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return 0;
+}
+
+static int cmd_member(bool add, const char *arg)
+{
+	Iolake__Meta__MemberChangeRequest req = IOLAKE__META__MEMBER_CHANGE_REQUEST__INIT;
+	if (add) {
+		struct meta_peer p;
+		if (meta_node_parse_peer(arg, &p)) {
+			fprintf(stderr, "iolake-admin: member add: %s is not ID@HOST:PORT\n", arg);
+			return 2;
+		}
+		req.id = p.id;
+		req.address = (char *)p.addr;
+	} else {
+		char *end;
+		req.id = strtoull(arg, &end, 10);
+		if (*end || !req.id) {
+			fprintf(stderr, "iolake-admin: member rm: %s is not a member id\n", arg);
+			return 2;
+		}
+	}
+	ProtobufCMessage *resp = call(add ? META_M_ADD_MEMBER : META_M_REMOVE_MEMBER, &req.base);
+	protobuf_c_message_free_unpacked(resp, NULL);
+	printf(json ? "{\"ok\":true}\n" : "done\n");
+	return 0;
+}
+
+/* ------------------------------------------------------------ main */
+
+static const char synopsis[] =
+	"COMMAND\n\ncommands:\n"
+	"  cluster status            each member: id, address, role, term, commit index; map epoch\n"
+	"  osd ls | pg ls            the cluster map\n"
+	"  user add NAME             prints the new access key and secret\n"
+	"  user ls | user rm NAME\n"
+	"  bucket ls\n"
+	"  member add ID@HOST:PORT | member rm ID\n";
+
+int main(int argc, char **argv)
+{
+	struct flag_list members = { 0 };
+	uint64_t timeout_ms = 10000;
+	const struct flag_spec specs[] = {
+		{ .name = "meta", .type = FLAG_LIST, .dst = &members, .required = true,
+		  .metavar = "ADDR,...", .help = "meta members (any of them)" },
+		{ .name = "json", .type = FLAG_BOOL, .dst = &json, .help = "JSON output" },
+		{ .name = "timeout", .type = FLAG_DURATION, .dst = &timeout_ms, .min = 100,
+		  .max = 3600000, .help = "give up on a command after this long" },
+		{ 0 }
+	};
+	char err[256];
+	int pos;
+	int rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
+	if (rc == FLAGS_HELP) {
+		flags_usage(stdout, argv[0], synopsis, specs);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", argv[0], err);
+		return 2;
+	}
+	int nargs = argc - pos;
+	char **a = argv + pos;
+	if (nargs < 2) {
+		flags_usage(stderr, argv[0], synopsis, specs);
+		return 2;
+	}
+	log_set_level(LOG_LEVEL_ERROR);
+	uv_loop_init(&loop);
+	struct meta_client_opts o = {
+		.members = members.items,
+		.n_members = members.n,
+		.attempt_timeout_ms = 2000,
+		.retry_for_ms = (uint32_t)timeout_ms,
+	};
+	rc = meta_client_new(&loop, &o, &cli);
+	if (rc) {
+		fprintf(stderr, "%s: flag --meta: %s\n", argv[0], iol_strerror(rc));
+		return 2;
+	}
+	const char *obj = a[0], *verb = a[1];
+	if (!strcmp(obj, "cluster") && !strcmp(verb, "status") && nargs == 2)
+		rc = cmd_cluster_status();
+	else if (!strcmp(obj, "osd") && !strcmp(verb, "ls") && nargs == 2)
+		rc = cmd_osd_ls();
+	else if (!strcmp(obj, "pg") && !strcmp(verb, "ls") && nargs == 2)
+		rc = cmd_pg_ls();
+	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs == 3)
+		rc = cmd_user_add(a[2]);
+	else if (!strcmp(obj, "user") && !strcmp(verb, "rm") && nargs == 3)
+		rc = cmd_user_rm(a[2]);
+	else if (!strcmp(obj, "user") && !strcmp(verb, "ls") && nargs == 2)
+		rc = cmd_user_ls();
+	else if (!strcmp(obj, "bucket") && !strcmp(verb, "ls") && nargs == 2)
+		rc = cmd_bucket_ls();
+	else if (!strcmp(obj, "member") && (!strcmp(verb, "add") || !strcmp(verb, "rm")) && nargs == 3)
+		rc = cmd_member(!strcmp(verb, "add"), a[2]);
+	else {
+		fprintf(stderr, "%s: unknown command:", argv[0]);
+		for (int i = 0; i < nargs; i++)
+			fprintf(stderr, " %s", a[i]);
+		fprintf(stderr, "\n");
+		rc = 2;
+	}
+	meta_client_close(cli);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	flags_free(specs);
+	return rc;
+}

@@ -1,0 +1,457 @@
+/*
+ * client.c — leader-following, retrying client of the Meta service
+ * (contracts in client.h).
+ *
+ * Owns one rpc_channel per known member (members named in a redirect
+ * that were not in the list are added, up to META_CLIENT_MAX_MEMBERS) and
+ * the outstanding calls. Each call keeps an owned copy of its request, so
+ * every attempt sends the same bytes, request ids included.
+ *
+ * Invariant: the submits list holds the outstanding submits in request id
+ * order, so its head is the acked_below every attempt sends.
+ *
+ * Thread: the client's loop.
+ */
+#include "meta/client.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/rpc.h"
+
+#define BACKOFF_MIN_MS 10
+#define BACKOFF_MAX_MS 320
+
+struct call {
+	struct call *prev, *next;      /* every outstanding call */
+	struct call *sprev, *snext;    /* submits, by request id */
+	struct meta_client *c;
+	unsigned method;
+	ProtobufCMessage *req;         /* owned copy (unpacked) */
+	Iolake__Meta__SubmitRequest sreq;
+	Iolake__Meta__Op *op;          /* submit: owned, in sreq */
+	meta_client_cb cb;
+	meta_client_submit_cb scb;
+	void *ud;
+	uint64_t deadline_ms;
+	uint32_t backoff_ms;
+	int target;                    /* member the attempt went to */
+	bool single;                   /* call_member: one attempt */
+	bool timer_init;
+	uv_timer_t timer;              /* backoff between attempts */
+};
+
+struct meta_client {
+	uv_loop_t *loop;
+	struct rpc_channel *ch[META_CLIENT_MAX_MEMBERS];
+	char *addr[META_CLIENT_MAX_MEMBERS];
+	size_t n;
+	size_t leader;                 /* member tried first */
+	struct call *calls;
+	struct call *s_head, *s_tail;
+	size_t n_calls;
+	uint64_t client_id, next_request_id;
+	uint32_t attempt_timeout_ms, retry_for_ms, max_calls;
+	bool closing;
+	struct meta_client_stats stats;
+	uint32_t rng;
+};
+
+static int add_member(struct meta_client *c, const char *addr)
+{
+	if (c->n == META_CLIENT_MAX_MEMBERS)
+		return -ENOSPC;
+	c->addr[c->n] = strdup(addr);
+	if (!c->addr[c->n])
+		return -ENOMEM;
+	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_min_ms = 20,
+				       .backoff_max_ms = 500 };
+	c->ch[c->n] = rpc_channel_open(c->loop, addr, &co);
+	if (!c->ch[c->n]) {
+		free(c->addr[c->n]);
+		return -EINVAL;
+	}
+	return (int)c->n++;
+}
+
+int meta_client_new(uv_loop_t *loop, const struct meta_client_opts *o, struct meta_client **out)
+{
+	if (!o->n_members || o->n_members > META_CLIENT_MAX_MEMBERS)
+		return -EINVAL;
+	struct meta_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->attempt_timeout_ms = o->attempt_timeout_ms ? o->attempt_timeout_ms : 3000;
+	c->retry_for_ms = o->retry_for_ms ? o->retry_for_ms : 30000;
+	c->max_calls = o->max_calls ? o->max_calls : 4096;
+	c->client_id = o->client_id;
+	while (!c->client_id && getrandom(&c->client_id, sizeof(c->client_id), 0) != sizeof(c->client_id))
+		;
+	c->rng = (uint32_t)c->client_id | 1;
+	c->next_request_id = 1;
+	for (size_t i = 0; i < o->n_members; i++) {
+		int rc = add_member(c, o->members[i]);
+		if (rc < 0) {
+			meta_client_close(c);
+			return rc;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+static uint32_t rnd(struct meta_client *c)
+{
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 17;
+	c->rng ^= c->rng << 5;
+	return c->rng;
+}
+
+/* ------------------------------------------------------------ calls */
+
+static void free_call_mem(struct call *k)
+{
+	if (k->op)
+		protobuf_c_message_free_unpacked(&k->op->base, NULL);
+	else if (k->req)
+		protobuf_c_message_free_unpacked(k->req, NULL);
+	free(k);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free_call_mem(h->data);
+}
+
+static void call_unlink(struct call *k)
+{
+	struct meta_client *c = k->c;
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		c->calls = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	if (k->op) {
+		if (k->sprev)
+			k->sprev->snext = k->snext;
+		else
+			c->s_head = k->snext;
+		if (k->snext)
+			k->snext->sprev = k->sprev;
+		else
+			c->s_tail = k->sprev;
+	}
+	c->n_calls--;
+}
+
+static void call_finish(struct call *k, int err, const ProtobufCMessage *resp)
+{
+	call_unlink(k);
+	if (k->scb) {
+		const Iolake__Meta__SubmitResponse *sr = (const void *)resp;
+		if (!err && (!sr || sr->n_results != 1))
+			err = IOL_EPROTOCOL;
+		k->scb(k->ud, err, err ? NULL : sr->results[0], err ? 0 : sr->index);
+	} else {
+		k->cb(k->ud, err, err ? NULL : resp);
+	}
+	if (k->timer_init)
+		uv_close((uv_handle_t *)&k->timer, on_timer_closed);
+	else
+		free_call_mem(k);
+}
+
+static void attempt(struct call *k);
+
+static void on_backoff(uv_timer_t *t)
+{
+	attempt(t->data);
+}
+
+static void retry_later(struct call *k)
+{
+	struct meta_client *c = k->c;
+	if (loop_now_ms() + k->backoff_ms >= k->deadline_ms) {
+		call_finish(k, IOL_ETIMEOUT, NULL);
+		return;
+	}
+	if (!k->timer_init) {
+		uv_timer_init(c->loop, &k->timer);
+		k->timer.data = k;
+		k->timer_init = true;
+	}
+	uint32_t wait = k->backoff_ms / 2 + rnd(c) % (k->backoff_ms / 2 + 1);
+	k->backoff_ms = k->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : k->backoff_ms * 2;
+	c->stats.retries++;
+	uv_timer_start(&k->timer, on_backoff, wait, 0);
+}
+
+/* "not leader; leader=HOST:PORT" -> index of that member (added when
+ * new), or -1 when no leader is named. */
+static int leader_hint(struct meta_client *c, const char *msg)
+{
+	const char *p = strstr(msg, "leader=");
+	if (!p || !p[7])
+		return -1;
+	p += 7;
+	char addr[META_NODE_ADDR_MAX];
+	size_t len = strcspn(p, " ;");
+	if (len == 0 || len >= sizeof(addr))
+		return -1;
+	memcpy(addr, p, len);
+	addr[len] = 0;
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->addr[i], addr))
+			return (int)i;
+	int rc = add_member(c, addr);
+	return rc < 0 ? -1 : rc;
+}
+
+static int final_err(int status)
+{
+	switch (status) {
+	case RPC_INVALID_ARGUMENT: return -EINVAL;
+	case RPC_NOT_FOUND: return IOL_ENOT_FOUND;
+	case RPC_UNAVAILABLE: return IOL_EUNAVAILABLE;
+	case RPC_DEADLINE_EXCEEDED: return IOL_ETIMEOUT;
+	default: return -EIO;
+	}
+}
+
+static void on_result(void *ud, const struct rpc_result *res)
+{
+	struct call *k = ud;
+	struct meta_client *c = k->c;
+	if (c->closing) {
+		call_finish(k, IOL_ESHUTDOWN, NULL);
+		return;
+	}
+	if (res->status == RPC_OK) {
+		call_finish(k, 0, res->resp);
+		return;
+	}
+	if (k->single) {
+		call_finish(k, final_err(res->status), NULL);
+		return;
+	}
+	switch (res->status) {
+	case RPC_FAILED_PRECONDITION:
+		if (!strstr(res->message, "not leader")) {
+			LOG_WARN("meta call failed", "method=%u msg=%s", k->method, LOG_Q(res->message));
+			call_finish(k, -EIO, NULL);
+			return;
+		}
+		{
+			int j = leader_hint(c, res->message);
+			if (j >= 0 && j != k->target) {
+				c->leader = (size_t)j;
+				c->stats.redirects++;
+				attempt(k);
+				return;
+			}
+			if (j < 0 && c->leader == (size_t)k->target)
+				c->leader = (c->leader + 1) % c->n;
+		}
+		retry_later(k);
+		return;
+	case RPC_UNAVAILABLE:
+	case RPC_DEADLINE_EXCEEDED:
+	case RPC_CANCELLED:
+		/* The member is gone or lost leadership: ask the next one. */
+		if (c->leader == (size_t)k->target)
+			c->leader = (c->leader + 1) % c->n;
+		retry_later(k);
+		return;
+	case RPC_RESOURCE_EXHAUSTED:
+		retry_later(k);
+		return;
+	default:
+		LOG_WARN("meta call failed", "method=%u status=%s msg=%s", k->method,
+			 rpc_status_name(res->status), LOG_Q(res->message));
+		call_finish(k, final_err(res->status), NULL);
+		return;
+	}
+}
+
+static void attempt(struct call *k)
+{
+	struct meta_client *c = k->c;
+	if (loop_now_ms() >= k->deadline_ms) {
+		call_finish(k, IOL_ETIMEOUT, NULL);
+		return;
+	}
+	if (!k->single)
+		k->target = (int)c->leader;
+	if (k->op)
+		k->op->acked_below = c->s_head->op->request_id;
+	uint64_t left = k->deadline_ms - loop_now_ms();
+	struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms ? (uint32_t)left
+									: c->attempt_timeout_ms };
+	rpc_call(c->ch[k->target], META_SERVICE, k->method, k->req, NULL, &co, on_result, k);
+}
+
+static struct call *call_new(struct meta_client *c, unsigned method, meta_client_cb cb, void *ud)
+{
+	if (c->closing || method >= META_M_COUNT)
+		return NULL;
+	struct call *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->c = c;
+	k->method = method;
+	k->cb = cb;
+	k->ud = ud;
+	k->backoff_ms = BACKOFF_MIN_MS;
+	k->deadline_ms = loop_now_ms() + c->retry_for_ms;
+	return k;
+}
+
+static void call_link(struct call *k)
+{
+	struct meta_client *c = k->c;
+	k->next = c->calls;
+	if (c->calls)
+		c->calls->prev = k;
+	c->calls = k;
+	c->n_calls++;
+	c->stats.calls++;
+}
+
+/* A deep copy of m through its packed form. */
+static ProtobufCMessage *copy_msg(const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t stackbuf[512];
+	uint8_t *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+	if (!buf)
+		return NULL;
+	protobuf_c_message_pack(m, buf);
+	ProtobufCMessage *copy = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
+	if (buf != stackbuf)
+		free(buf);
+	return copy;
+}
+
+static int start_call(struct meta_client *c, struct call *k, const ProtobufCMessage *req)
+{
+	if (!k)
+		return c->closing ? IOL_ESHUTDOWN : -ENOMEM;
+	if (c->n_calls >= c->max_calls) {
+		free(k);
+		return -EAGAIN;
+	}
+	k->req = copy_msg(req);
+	if (!k->req) {
+		free(k);
+		return -ENOMEM;
+	}
+	call_link(k);
+	attempt(k);
+	return 0;
+}
+
+int meta_client_call(struct meta_client *c, unsigned method, const ProtobufCMessage *req,
+		     meta_client_cb cb, void *ud)
+{
+	if (method >= META_M_COUNT)
+		return -EINVAL;
+	return start_call(c, call_new(c, method, cb, ud), req);
+}
+
+int meta_client_call_member(struct meta_client *c, size_t member, unsigned method,
+			    const ProtobufCMessage *req, meta_client_cb cb, void *ud)
+{
+	if (method >= META_M_COUNT || member >= c->n)
+		return -EINVAL;
+	struct call *k = call_new(c, method, cb, ud);
+	if (k) {
+		k->single = true;
+		k->target = (int)member;
+	}
+	return start_call(c, k, req);
+}
+
+int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
+		       meta_client_submit_cb cb, void *ud)
+{
+	struct call *k = call_new(c, META_M_SUBMIT, NULL, ud);
+	if (!k)
+		return c->closing ? IOL_ESHUTDOWN : -ENOMEM;
+	if (c->n_calls >= c->max_calls) {
+		free(k);
+		return -EAGAIN;
+	}
+	k->scb = cb;
+	k->op = (Iolake__Meta__Op *)copy_msg(&op->base);
+	if (!k->op) {
+		free(k);
+		return -ENOMEM;
+	}
+	k->op->client_id = c->client_id;
+	k->op->request_id = c->next_request_id++;
+	iolake__meta__submit_request__init(&k->sreq);
+	k->sreq.ops = &k->op;
+	k->sreq.n_ops = 1;
+	k->req = &k->sreq.base;
+	k->sprev = c->s_tail;
+	if (c->s_tail)
+		c->s_tail->snext = k;
+	else
+		c->s_head = k;
+	c->s_tail = k;
+	call_link(k);
+	attempt(k);
+	return 0;
+}
+
+void meta_client_close(struct meta_client *c)
+{
+	c->closing = true;
+	/* Calls waiting for a backoff timer finish here; calls on the wire
+	 * finish from their channel's close (RPC_CANCELLED, synchronously). */
+	for (struct call *k = c->calls; k;) {
+		struct call *next = k->next;
+		if (k->timer_init && uv_is_active((uv_handle_t *)&k->timer)) {
+			uv_timer_stop(&k->timer);
+			call_finish(k, IOL_ESHUTDOWN, NULL);
+		}
+		k = next;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		rpc_channel_close(c->ch[i]);
+		free(c->addr[i]);
+	}
+	/* Anything left (none expected) is failed now. */
+	while (c->calls)
+		call_finish(c->calls, IOL_ESHUTDOWN, NULL);
+	free(c);
+}
+
+size_t meta_client_member_count(const struct meta_client *c)
+{
+	return c->n;
+}
+
+const char *meta_client_member(const struct meta_client *c, size_t i)
+{
+	return i < c->n ? c->addr[i] : NULL;
+}
+
+uint64_t meta_client_id(const struct meta_client *c)
+{
+	return c->client_id;
+}
+
+void meta_client_stats(const struct meta_client *c, struct meta_client_stats *out)
+{
+	*out = c->stats;
+}

@@ -1,0 +1,88 @@
+/*
+ * client.h — the library gateways, OSDs and iolake-admin use to talk to
+ * the meta group: given the members' addresses, it finds the leader,
+ * follows "not leader; leader=ADDR" redirects, and retries on leader
+ * change or an unreachable member with backoff, without the caller
+ * noticing, until the call's retry budget runs out.
+ *
+ * Exactly-once writes: every op submitted carries this client's random
+ * client_id and a fresh increasing request_id, kept across retries, and
+ * acked_below = the oldest request id still unanswered. A retry of an op
+ * whose first attempt was applied but whose answer was lost is answered
+ * from the state machine's request table, not applied again.
+ *
+ * Threads: a client belongs to the loop it was made on; callbacks run on
+ * that loop, never from inside the call that started them.
+ */
+#ifndef META_CLIENT_H
+#define META_CLIENT_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "meta/node.h"
+#include "proto/meta.pb-c.h"
+
+#define META_CLIENT_MAX_MEMBERS 16
+
+struct meta_client_opts {
+	const char *const *members;  /* "host:port" or "local:NAME", any member */
+	size_t n_members;            /* 1..META_CLIENT_MAX_MEMBERS */
+	uint32_t attempt_timeout_ms; /* one try; 0: 3000 */
+	uint32_t retry_for_ms;       /* whole call, retries included; 0: 30000 */
+	uint32_t max_calls;          /* outstanding calls; 0: 4096 (beyond: -EAGAIN) */
+	uint64_t client_id;          /* 0: random (nonzero) */
+};
+
+struct meta_client;
+
+/* 0 and *out, -EINVAL (no members, too many), -ENOMEM. Loop thread. */
+int meta_client_new(uv_loop_t *loop, const struct meta_client_opts *opts,
+		    struct meta_client **out);
+
+/* Every outstanding call's callback runs with IOL_ESHUTDOWN before this
+ * returns; the client is freed (its handles a loop turn later). */
+void meta_client_close(struct meta_client *c);
+
+/* err: 0 and resp (valid during the callback only), or a negative error:
+ *   IOL_ETIMEOUT      the retry budget ran out (no leader reachable)
+ *   IOL_ESHUTDOWN     the client was closed
+ *   -EINVAL           the member refused the request (INVALID_ARGUMENT)
+ *   IOL_ENOT_FOUND    NOT_FOUND
+ *   -EIO              any other failure status (the text is logged) */
+typedef void (*meta_client_cb)(void *ud, int err, const ProtobufCMessage *resp);
+
+/* Call `method` (enum meta_method) on the leader with retries. req is
+ * copied before this returns. 0, or -EAGAIN (max_calls outstanding),
+ * -ENOMEM, -EINVAL (method out of range); cb does not run then. */
+int meta_client_call(struct meta_client *c, unsigned method, const ProtobufCMessage *req,
+		     meta_client_cb cb, void *ud);
+
+/* One op through Raft, exactly once. op is copied; its client_id,
+ * request_id and acked_below are set by the client. err as above; on 0,
+ * res is the op's result (res->status may still say NOT_FOUND, CONFLICT,
+ * ...) and index the Raft entry that carried it. */
+typedef void (*meta_client_submit_cb)(void *ud, int err, const Iolake__Meta__OpResult *res,
+				      uint64_t index);
+int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
+		       meta_client_submit_cb cb, void *ud);
+
+/* One attempt at one member, no redirect, no retry (cluster status asks
+ * each member itself). err as above, IOL_EUNAVAILABLE when unreachable. */
+int meta_client_call_member(struct meta_client *c, size_t member, unsigned method,
+			    const ProtobufCMessage *req, meta_client_cb cb, void *ud);
+
+size_t meta_client_member_count(const struct meta_client *c);
+const char *meta_client_member(const struct meta_client *c, size_t i);
+uint64_t meta_client_id(const struct meta_client *c);
+
+/* Counters for tests and benchmarks: attempts beyond the first, redirects
+ * followed. */
+struct meta_client_stats {
+	uint64_t calls, retries, redirects;
+};
+void meta_client_stats(const struct meta_client *c, struct meta_client_stats *out);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * main.c — iolake-meta: one member of the meta Raft group (meta/node.h)
+ * on the main thread's loop, until SIGTERM or SIGINT (clean close: Raft,
+ * RocksDB and the sockets are closed before exit).
+ *
+ *   iolake-meta --id N --data-dir DIR --listen HOST:PORT --peers ID@HOST:PORT,...
+ *
+ * The Raft transport listens on HOST:PORT+1 (docs/architecture.md).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "meta/node.h"
+
+static struct meta_node *node;
+static uv_signal_t sig_term, sig_int;
+
+static void on_closed(void *ud)
+{
+	(void)ud;
+	uv_close((uv_handle_t *)&sig_term, NULL);
+	uv_close((uv_handle_t *)&sig_int, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	(void)s;
+	LOG_INFO("stopping", "signal=%d", signum);
+	uv_signal_stop(&sig_term);
+	uv_signal_stop(&sig_int);
+	if (node) {
+		meta_node_close(node, on_closed, NULL);
+		node = NULL;
+	}
+}
+
+static int parse_ec(const char *s, uint32_t *k, uint32_t *m)
+{
+	unsigned a, b;
+	char tail;
+	if (sscanf(s, "%u+%u%c", &a, &b, &tail) != 2 || a < 1 || b < 1 || a + b > 32)
+		return -EINVAL;
+	*k = a;
+	*m = b;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int64_t id = 0;
+	const char *data_dir = NULL, *listen = NULL, *log_level = "info", *ec = "4+2";
+	struct flag_list peers = { 0 };
+	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
+	uint64_t election_ms = 1000, heartbeat_ms = 100;
+	uint64_t down_after_ms = 10000, out_after_ms = 60000;
+	const struct flag_spec specs[] = {
+		{ .name = "id", .type = FLAG_INT64, .dst = &id, .required = true, .min = 1,
+		  .max = 1000000, .help = "this member's Raft id (one of --peers)" },
+		{ .name = "data-dir", .type = FLAG_STRING, .dst = &data_dir, .required = true,
+		  .help = "directory for the Raft log and the state (created if missing)" },
+		{ .name = "listen", .type = FLAG_STRING, .dst = &listen, .required = true,
+		  .metavar = "HOST:PORT", .help = "RPC address; Raft uses HOST:PORT+1" },
+		{ .name = "peers", .type = FLAG_LIST, .dst = &peers, .required = true,
+		  .metavar = "ID@HOST:PORT,...", .help = "initial voters (RPC addresses), this one included" },
+		{ .name = "log-level", .type = FLAG_STRING, .dst = &log_level,
+		  .help = "debug, info, warn, error" },
+		{ .name = "snapshot-threshold", .type = FLAG_UINT64, .dst = &snap_threshold, .min = 16,
+		  .max = 1 << 24, .help = "entries between snapshots" },
+		{ .name = "snapshot-trailing", .type = FLAG_UINT64, .dst = &snap_trailing, .min = 0,
+		  .max = 1 << 24, .help = "entries kept in the log after a snapshot" },
+		{ .name = "election-timeout", .type = FLAG_DURATION, .dst = &election_ms, .min = 50,
+		  .max = 60000, .help = "Raft election timeout" },
+		{ .name = "heartbeat-timeout", .type = FLAG_DURATION, .dst = &heartbeat_ms, .min = 10,
+		  .max = 10000, .help = "Raft heartbeat interval" },
+		{ .name = "osd-down-after", .type = FLAG_DURATION, .dst = &down_after_ms, .min = 100,
+		  .max = 86400000, .help = "mark an OSD down after this long without a heartbeat" },
+		{ .name = "osd-out-after", .type = FLAG_DURATION, .dst = &out_after_ms, .min = 100,
+		  .max = 86400000 * 30LL, .help = "mark it out (PGs move) after this long" },
+		{ .name = "pg-count", .type = FLAG_UINT64, .dst = &pg_count, .min = 1, .max = 1 << 20,
+		  .help = "PGs of a new cluster map (power of two)" },
+		{ .name = "ec", .type = FLAG_STRING, .dst = &ec, .metavar = "K+M",
+		  .help = "erasure code of a new cluster map" },
+		{ 0 }
+	};
+	char err[256];
+	int pos;
+	int rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
+	if (rc == FLAGS_HELP) {
+		flags_usage(stdout, argv[0], "", specs);
+		flags_free(specs);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", argv[0], err);
+		return 2;
+	}
+	if (pos < argc) {
+		fprintf(stderr, "%s: unexpected argument %s\n", argv[0], argv[pos]);
+		return 2;
+	}
+	int lvl = log_parse_level(log_level);
+	uint32_t k, m;
+	if (lvl < 0) {
+		fprintf(stderr, "%s: flag --log-level: unknown level %s\n", argv[0], log_level);
+		return 2;
+	}
+	if (parse_ec(ec, &k, &m)) {
+		fprintf(stderr, "%s: flag --ec: want K+M, e.g. 4+2, not %s\n", argv[0], ec);
+		return 2;
+	}
+	if (down_after_ms >= out_after_ms) {
+		fprintf(stderr, "%s: flag --osd-out-after must be above --osd-down-after\n", argv[0]);
+		return 2;
+	}
+	log_set_level(lvl);
+	char ctx[64];
+	snprintf(ctx, sizeof(ctx), "svc=meta.%lld", (long long)id);
+	log_set_thread_context(ctx);
+
+	struct meta_peer pv[META_NODE_MAX_PEERS];
+	if (peers.n == 0 || peers.n > META_NODE_MAX_PEERS) {
+		fprintf(stderr, "%s: flag --peers: 1..%d members\n", argv[0], META_NODE_MAX_PEERS);
+		return 2;
+	}
+	for (size_t i = 0; i < peers.n; i++)
+		if (meta_node_parse_peer(peers.items[i], &pv[i])) {
+			fprintf(stderr, "%s: flag --peers: %s is not ID@HOST:PORT\n", argv[0], peers.items[i]);
+			return 2;
+		}
+	if (mkdir(data_dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "%s: flag --data-dir: %s: %s\n", argv[0], data_dir, strerror(errno));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct meta_node_opts o = {
+		.id = (uint64_t)id,
+		.data_dir = data_dir,
+		.listen = listen,
+		.peers = pv,
+		.n_peers = peers.n,
+		.snapshot_threshold = (unsigned)snap_threshold,
+		.snapshot_trailing = (unsigned)snap_trailing,
+		.election_timeout_ms = (unsigned)election_ms,
+		.heartbeat_timeout_ms = (unsigned)heartbeat_ms,
+		.osd_down_after_ms = down_after_ms,
+		.osd_out_after_ms = out_after_ms,
+		.pg_count = (uint32_t)pg_count,
+		.ec_k = k,
+		.ec_m = m,
+	};
+	rc = meta_node_start(&loop, &o, &node);
+	if (rc) {
+		fprintf(stderr, "%s: cannot start member %lld: %s\n", argv[0], (long long)id,
+			iol_strerror(rc));
+		uv_run(&loop, UV_RUN_DEFAULT);   /* let a half-started member close */
+		uv_loop_close(&loop);
+		flags_free(specs);
+		return 1;
+	}
+	uv_signal_init(&loop, &sig_term);
+	uv_signal_init(&loop, &sig_int);
+	uv_signal_start(&sig_term, on_signal, SIGTERM);
+	uv_signal_start(&sig_int, on_signal, SIGINT);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	rc = uv_loop_close(&loop);
+	if (rc)
+		LOG_WARN("loop closed with handles open", "err=%s", uv_strerror(rc));
+	flags_free(specs);
+	LOG_INFO("stopped", "id=%lld", (long long)id);
+	return 0;
+}

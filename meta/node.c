@@ -1,0 +1,1019 @@
+/*
+ * node.c — a meta member: Raft FSM over meta_state, group commit, linear-
+ * izable reads, leadership tracking and OSD liveness (contracts in node.h;
+ * the RPC handlers are in service.c, behind node_internal.h).
+ *
+ * Invariants:
+ *   - Every entry this member proposes is one framed OpBatch (multiple of
+ *     8 bytes, meta_state_entry_encode) holding whole Submit calls: the ops
+ *     of one call are never split over two entries.
+ *   - At most META_NODE_PIPELINE entries are proposed and not yet applied,
+ *     each about META_NODE_ENTRY_BYTES at most (one call may exceed it, up
+ *     to META_ENTRY_MAX_BYTES, alone in its entry): the bytes in flight stay
+ *     bounded (NOTES-deps: libraft stalls beyond ~400 KB in flight).
+ *   - The FSM learns an entry's index as raft_last_applied() + 1 (libraft
+ *     applies strictly in order and advances last_applied after apply);
+ *     meta_state records it in the same write, so a replay is skipped.
+ *   - A storage error in apply is fatal (abort): a member that cannot apply
+ *     must not go on voting with a state that diverged from its log.
+ *
+ * Thread: the node's loop only.
+ * Not here: forwarding writes (followers redirect the client with the
+ * leader's address instead), leases (reads pay one barrier round trip).
+ */
+#include "meta/node_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "common/log.h"
+
+/* ------------------------------------------------------------ helpers */
+
+uint64_t node_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int split_addr(const char *addr, char *host, size_t hostlen, long *port)
+{
+	const char *colon = strrchr(addr, ':');
+	if (!colon || colon == addr || (size_t)(colon - addr) >= hostlen)
+		return -EINVAL;
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || p < 0 || p > 65535)
+		return -EINVAL;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = 0;
+	*port = p;
+	return 0;
+}
+
+static int shift_port(const char *addr, long delta, char out[META_NODE_ADDR_MAX])
+{
+	char host[META_NODE_ADDR_MAX];
+	long port;
+	if (split_addr(addr, host, sizeof(host), &port))
+		return -EINVAL;
+	port += delta;
+	if (port < 1 || port > 65535)
+		return -EINVAL;
+	int k = snprintf(out, META_NODE_ADDR_MAX, "%s:%ld", host, port);
+	return k > 0 && k < META_NODE_ADDR_MAX ? 0 : -EINVAL;
+}
+
+int meta_node_raft_addr(const char *rpc_addr, char out[META_NODE_ADDR_MAX])
+{
+	return shift_port(rpc_addr, 1, out);
+}
+
+int meta_node_rpc_addr(const char *raft_addr, char out[META_NODE_ADDR_MAX])
+{
+	return shift_port(raft_addr, -1, out);
+}
+
+int meta_node_parse_peer(const char *s, struct meta_peer *p)
+{
+	const char *at = strchr(s, '@');
+	if (!at || at == s)
+		return -EINVAL;
+	char *end;
+	unsigned long long id = strtoull(s, &end, 10);
+	if (end != at || id == 0)
+		return -EINVAL;
+	char host[META_NODE_ADDR_MAX];
+	long port;
+	if (split_addr(at + 1, host, sizeof(host), &port) || port == 0 || port == 65535)
+		return -EINVAL;
+	p->id = id;
+	p->addr = at + 1;
+	return 0;
+}
+
+const char *meta_node_role_name(int role)
+{
+	switch (role) {
+	case RAFT_LEADER: return "leader";
+	case RAFT_FOLLOWER: return "follower";
+	case RAFT_CANDIDATE: return "candidate";
+	default: return "unavailable";
+	}
+}
+
+bool node_is_leader(struct meta_node *n)
+{
+	return !n->closing && raft_state(&n->raft) == RAFT_LEADER;
+}
+
+/* The leader's RPC address as this member knows it ("" when none). */
+void node_leader_addr(struct meta_node *n, uint64_t *id, char out[META_NODE_ADDR_MAX])
+{
+	raft_id lid = 0;
+	const char *laddr = NULL;
+	out[0] = 0;
+	if (!n->closing)
+		raft_leader(&n->raft, &lid, &laddr);
+	if (id)
+		*id = lid;
+	if (laddr && meta_node_rpc_addr(laddr, out))
+		out[0] = 0;
+}
+
+void node_fail_not_leader(struct meta_node *n, struct rpc_req *r)
+{
+	char addr[META_NODE_ADDR_MAX];
+	node_leader_addr(n, NULL, addr);
+	rpc_fail(r, RPC_FAILED_PRECONDITION, "not leader; leader=%s", addr);
+}
+
+/* Run flush/reads/watches on the next loop turn: callbacks from inside
+ * libraft (apply, barrier) must not re-enter it. */
+void node_kick(struct meta_node *n)
+{
+	if (n->closing || n->kick_armed)
+		return;
+	n->kick_armed = true;
+	uv_timer_start(&n->kick, node_on_kick, 0, 0);
+}
+
+/* ------------------------------------------------------------ the FSM */
+
+static struct inflight *inflight_at(struct meta_node *n, uint64_t index)
+{
+	for (struct inflight *f = n->inflight; f; f = f->next)
+		if (f->req.index == index)
+			return f;
+	return NULL;
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct meta_node *n = fsm->data;
+	uint64_t index = raft_last_applied(&n->raft) + 1;
+	uint64_t t0 = loop_now_ns();
+	int rc = meta_state_apply(n->state, index, buf->base, buf->len, n->res, META_BATCH_MAX_OPS);
+	if (rc < 0 && rc != IOL_EPROTOCOL) {
+		/* Consensus invariant: the log is committed, the state must
+		 * follow it. Crash loudly rather than vote on a stale state. */
+		LOG_ERROR("apply failed: stopping", "index=%llu err=%s", (unsigned long long)index,
+			  iol_strerror(rc));
+		abort();
+	}
+	*result = NULL;
+	metrics_histogram_observe(n->m_apply_us, (loop_now_ns() - t0) / 1000);
+	if (rc == IOL_EPROTOCOL)
+		LOG_WARN("entry does not decode: skipped", "index=%llu", (unsigned long long)index);
+	int nops = rc > 0 ? rc : 0;
+	metrics_counter_add(n->m_ops, (uint64_t)nops);
+	n->ops_committed += (uint64_t)nops;
+	for (int i = 0; i < nops; i++)
+		if (n->res[i].epoch > n->epoch) {
+			n->epoch = n->res[i].epoch;
+			n->map_dirty = true;
+		}
+	struct inflight *f = inflight_at(n, index);
+	if (f) {
+		/* Ours: keep the answers until raft_apply's callback, which a
+		 * libraft version may fire later than this apply. */
+		if (rc >= 0 && (size_t)nops == f->n_ops) {
+			memcpy(f->res, n->res, (size_t)nops * sizeof(*f->res));
+			f->applied = true;
+		}
+	}
+	if (n->map_dirty)
+		node_kick(n);
+	return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+	struct meta_node *n = fsm->data;
+	uint8_t *data;
+	size_t len;
+	int rc = meta_state_export(n->state, raft_malloc, raft_free, &data, &len);
+	if (rc) {
+		LOG_ERROR("snapshot export failed", "err=%s", iol_strerror(rc));
+		return RAFT_NOMEM;
+	}
+	*bufs = raft_malloc(sizeof(**bufs));
+	if (!*bufs) {
+		raft_free(data);
+		return RAFT_NOMEM;
+	}
+	(*bufs)[0].base = data;
+	(*bufs)[0].len = len;
+	*n_bufs = 1;
+	metrics_counter_inc(n->m_snapshots);
+	LOG_INFO("snapshot taken", "applied=%llu bytes=%zu",
+		 (unsigned long long)meta_state_applied_index(n->state), len);
+	return 0;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct meta_node *n = fsm->data;
+	int rc = meta_state_import(n->state, buf->base, buf->len);
+	if (rc) {
+		LOG_ERROR("snapshot restore failed", "err=%s", iol_strerror(rc));
+		return RAFT_CORRUPT;
+	}
+	raft_free(buf->base);
+	if (n->started) {   /* installed from the leader, not loaded at start */
+		n->restores++;
+		metrics_counter_inc(n->m_restores);
+	}
+	n->epoch = node_read_epoch(n);
+	n->map_dirty = true;
+	node_kick(n);
+	LOG_INFO("snapshot restored", "applied=%llu running=%d",
+		 (unsigned long long)meta_state_applied_index(n->state), n->started);
+	return 0;
+}
+
+uint64_t node_read_epoch(struct meta_node *n)
+{
+	Iolake__Meta__ClusterMap *m = NULL;
+	if (meta_state_get_map(n->state, &m))
+		return 0;
+	uint64_t e = m->epoch;
+	meta_state_free_msg(m);
+	return e;
+}
+
+/* ------------------------------------------------------- group commit */
+
+static void sub_finish(struct meta_node *n, struct sub *s, int status, const char *why,
+		       const struct meta_op_result *res, uint64_t index)
+{
+	if (!s->req) {   /* leader-internal op */
+		s->done(n, s, status == RPC_OK ? (res ? res[0].err : 0) : IOL_EUNAVAILABLE);
+		return;
+	}
+	if (status != RPC_OK) {
+		rpc_fail(s->req, status, "%s", why);
+		free(s);
+		return;
+	}
+	Iolake__Meta__SubmitResponse resp = IOLAKE__META__SUBMIT_RESPONSE__INIT;
+	Iolake__Meta__OpResult *msgs = calloc(s->n_ops, sizeof(*msgs));
+	Iolake__Meta__OpResult **ptrs = calloc(s->n_ops, sizeof(*ptrs));
+	if (!msgs || !ptrs) {
+		free(msgs);
+		free(ptrs);
+		rpc_fail(s->req, RPC_INTERNAL, "out of memory answering a committed call");
+		free(s);
+		return;
+	}
+	for (size_t i = 0; i < s->n_ops; i++) {
+		iolake__meta__op_result__init(&msgs[i]);
+		msgs[i].status = meta_state_err_to_status(res[i].err);
+		msgs[i].generation = res[i].generation;
+		msgs[i].epoch = res[i].epoch;
+		msgs[i].upload_id = (char *)res[i].upload_id;
+		msgs[i].etag = (char *)res[i].etag;
+		ptrs[i] = &msgs[i];
+	}
+	resp.results = ptrs;
+	resp.n_results = s->n_ops;
+	resp.index = index;
+	rpc_respond(s->req, &resp.base, NULL);
+	free(msgs);
+	free(ptrs);
+	free(s);
+}
+
+static void fail_subs(struct meta_node *n, struct sub *s, int status, const char *why)
+{
+	while (s) {
+		struct sub *next = s->next;
+		sub_finish(n, s, status, why, NULL, 0);
+		s = next;
+	}
+}
+
+static void on_applied(struct raft_apply *req, int status, void *result)
+{
+	(void)result;
+	struct inflight *f = req->data;
+	struct meta_node *n = f->n;
+	for (struct inflight **pp = &n->inflight; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	n->n_inflight--;
+	if (status == 0 && f->applied) {
+		size_t off = 0;
+		struct sub *s = f->subs;
+		while (s) {
+			struct sub *next = s->next;
+			size_t k = s->n_ops;
+			sub_finish(n, s, RPC_OK, NULL, f->res + off, f->req.index);
+			off += k;
+			s = next;
+		}
+	} else if (status == 0) {
+		fail_subs(n, f->subs, RPC_INTERNAL, "entry applied without results");
+	} else {
+		/* Lost leadership or closing: the entry may still commit under
+		 * the next leader; the client's retry is deduplicated. */
+		char why[96];
+		snprintf(why, sizeof(why), "not committed here (%s); retry", raft_strerror(status));
+		fail_subs(n, f->subs, RPC_UNAVAILABLE, why);
+	}
+	free(f->res);
+	free(f);
+	node_kick(n);
+}
+
+/* Propose queued calls while the pipeline has room. */
+void node_flush(struct meta_node *n)
+{
+	while (n->q_head && n->n_inflight < META_NODE_PIPELINE) {
+		if (!node_is_leader(n)) {
+			struct sub *all = n->q_head;
+			n->q_head = n->q_tail = NULL;
+			n->q_ops = 0;
+			char addr[META_NODE_ADDR_MAX], why[128];
+			node_leader_addr(n, NULL, addr);
+			snprintf(why, sizeof(why), "not leader; leader=%s", addr);
+			fail_subs(n, all, RPC_FAILED_PRECONDITION, why);
+			return;
+		}
+		/* Take whole calls while they fit. */
+		struct sub *first = n->q_head, *last = first;
+		size_t ops = first->n_ops, bytes = first->bytes;
+		while (last->next && ops + last->next->n_ops <= META_BATCH_MAX_OPS &&
+		       bytes + last->next->bytes <= META_NODE_ENTRY_BYTES) {
+			last = last->next;
+			ops += last->n_ops;
+			bytes += last->bytes;
+		}
+		n->q_head = last->next;
+		if (!n->q_head)
+			n->q_tail = NULL;
+		last->next = NULL;
+		n->q_ops -= ops;
+
+		size_t k = 0;
+		for (struct sub *s = first; s; s = s->next)
+			for (size_t i = 0; i < s->n_ops; i++)
+				n->batch_ops[k++] = s->ops[i];
+		Iolake__Meta__OpBatch batch = IOLAKE__META__OP_BATCH__INIT;
+		batch.ops = n->batch_ops;
+		batch.n_ops = k;
+
+		struct inflight *f = calloc(1, sizeof(*f));
+		struct meta_op_result *res = calloc(k, sizeof(*res));
+		size_t size = meta_state_entry_size(&batch);
+		uint8_t *data = raft_malloc(size);
+		long len = -ENOMEM;
+		if (f && res && data)
+			len = meta_state_entry_encode(&batch, data, size);
+		if (len < 0) {
+			free(f);
+			free(res);
+			raft_free(data);
+			fail_subs(n, first, len == IOL_ETOO_LARGE ? RPC_INVALID_ARGUMENT : RPC_INTERNAL,
+				  len == IOL_ETOO_LARGE ? "batch too large" : "cannot encode entry");
+			continue;
+		}
+		f->n = n;
+		f->subs = first;
+		f->n_ops = k;
+		f->res = res;
+		f->req.data = f;
+		struct raft_buffer rb = { .base = data, .len = (size_t)len };
+		int rc = raft_apply(&n->raft, &f->req, &rb, 1, on_applied);
+		if (rc) {
+			raft_free(data);
+			free(res);
+			free(f);
+			fail_subs(n, first, rc == RAFT_NOTLEADER ? RPC_FAILED_PRECONDITION : RPC_UNAVAILABLE,
+				  rc == RAFT_NOTLEADER ? "not leader; leader=" : "raft_apply failed; retry");
+			continue;
+		}
+		f->next = n->inflight;
+		n->inflight = f;
+		n->n_inflight++;
+		n->entries_proposed++;
+		metrics_counter_inc(n->m_entries);
+		metrics_histogram_observe(n->m_batch_ops, k);
+	}
+}
+
+int node_enqueue(struct meta_node *n, struct sub *s)
+{
+	if (n->q_ops + s->n_ops > META_NODE_QUEUE_OPS)
+		return -EAGAIN;
+	s->next = NULL;
+	if (n->q_tail)
+		n->q_tail->next = s;
+	else
+		n->q_head = s;
+	n->q_tail = s;
+	n->q_ops += s->n_ops;
+	node_flush(n);
+	return 0;
+}
+
+/* ------------------------------------------------------------- reads */
+
+static void on_barrier(struct raft_barrier *req, int status)
+{
+	struct barrier *b = req->data;
+	struct meta_node *n = b->n;
+	n->barrier_inflight = false;
+	struct read_req *r = b->reads;
+	while (r) {
+		struct read_req *next = r->next;
+		if (status == 0)
+			node_serve_read(n, r->req, r->method);
+		else
+			rpc_fail(r->req, RPC_UNAVAILABLE, "read barrier failed (%s); retry",
+				 raft_strerror(status));
+		free(r);
+		r = next;
+	}
+	n->n_reads -= b->count;
+	free(b);
+	node_kick(n);
+}
+
+/* One barrier for every read queued so far. */
+static void start_barrier(struct meta_node *n)
+{
+	if (n->barrier_inflight || !n->r_head)
+		return;
+	struct read_req *reads = n->r_head;
+	n->r_head = n->r_tail = NULL;
+	size_t cnt = 0;
+	for (struct read_req *r = reads; r; r = r->next)
+		cnt++;
+	struct barrier *b = NULL;
+	int rc = RAFT_NOTLEADER;
+	if (node_is_leader(n)) {
+		b = calloc(1, sizeof(*b));
+		rc = RAFT_NOMEM;
+		if (b) {
+			b->n = n;
+			b->reads = reads;
+			b->count = cnt;
+			b->req.data = b;
+			rc = raft_barrier(&n->raft, &b->req, on_barrier);
+		}
+	}
+	if (rc == 0) {
+		n->barrier_inflight = true;
+		return;
+	}
+	free(b);
+	n->n_reads -= cnt;
+	while (reads) {
+		struct read_req *next = reads->next;
+		if (rc == RAFT_NOTLEADER)
+			node_fail_not_leader(n, reads->req);
+		else
+			rpc_fail(reads->req, RPC_UNAVAILABLE, "read barrier: %s", raft_strerror(rc));
+		free(reads);
+		reads = next;
+	}
+}
+
+int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method)
+{
+	if (n->n_reads >= META_NODE_READS_MAX)
+		return -EAGAIN;
+	struct read_req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->req = r;
+	q->method = method;
+	if (n->r_tail)
+		n->r_tail->next = q;
+	else
+		n->r_head = q;
+	n->r_tail = q;
+	n->n_reads++;
+	start_barrier(n);
+	return 0;
+}
+
+/* ---------------------------------------------------- leader-internal ops */
+
+struct own_op {
+	struct sub sub;
+	Iolake__Meta__Op op;
+	Iolake__Meta__Op *opp;
+	Iolake__Meta__InitMap init;
+	Iolake__Meta__SetOsdState set;
+	uint32_t osd_id;
+};
+
+static void own_done(struct meta_node *n, struct sub *s, int err)
+{
+	struct own_op *o = container_of(s, struct own_op, sub);
+	if (o->op.body_case == IOLAKE__META__OP__BODY_INIT_MAP) {
+		n->init_map_pending = false;
+		if (err && err != IOL_EEXISTS)
+			LOG_WARN("InitMap failed", "err=%s", iol_strerror(err));
+	} else {
+		LOG_INFO("osd state proposed", "osd=%u up=%d in=%d err=%s", o->osd_id, o->set.up,
+			 o->set.in, err ? iol_strerror(err) : "ok");
+	}
+	free(o);
+}
+
+static void propose_own(struct meta_node *n, struct own_op *o)
+{
+	o->opp = &o->op;
+	o->sub.ops = &o->opp;
+	o->sub.n_ops = 1;
+	o->sub.bytes = protobuf_c_message_get_packed_size(&o->op.base) + 8;
+	o->sub.done = own_done;
+	if (node_enqueue(n, &o->sub))
+		own_done(n, &o->sub, -EAGAIN);
+}
+
+static void propose_init_map(struct meta_node *n)
+{
+	if (n->init_map_pending || n->epoch)
+		return;
+	Iolake__Meta__ClusterMap *m = NULL;
+	if (meta_state_get_map(n->state, &m) == 0) {
+		meta_state_free_msg(m);
+		return;
+	}
+	struct own_op *o = calloc(1, sizeof(*o));
+	if (!o)
+		return;
+	iolake__meta__op__init(&o->op);
+	iolake__meta__init_map__init(&o->init);
+	o->init.pg_count = n->o.pg_count;
+	o->init.k = n->o.ec_k;
+	o->init.m = n->o.ec_m;
+	o->init.down_keeps_slot = true;
+	o->init.time_ms = node_wall_ms();
+	o->op.body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	o->op.init_map = &o->init;
+	n->init_map_pending = true;
+	propose_own(n, o);
+}
+
+static void propose_osd_state(struct meta_node *n, uint32_t id, bool set_up, bool up, bool set_in,
+			      bool in)
+{
+	struct own_op *o = calloc(1, sizeof(*o));
+	if (!o)
+		return;
+	iolake__meta__op__init(&o->op);
+	iolake__meta__set_osd_state__init(&o->set);
+	o->osd_id = id;
+	o->set.id = id;
+	o->set.set_up = set_up;
+	o->set.up = up;
+	o->set.set_in = set_in;
+	o->set.in = in;
+	o->set.time_ms = node_wall_ms();
+	o->op.body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
+	o->op.set_osd_state = &o->set;
+	propose_own(n, o);
+}
+
+/* ------------------------------------------------------ OSD liveness */
+
+struct beat *node_beat(struct meta_node *n, uint32_t id, bool create)
+{
+	for (size_t i = 0; i < n->n_beats; i++)
+		if (n->beats[i].id == id)
+			return &n->beats[i];
+	if (!create)
+		return NULL;
+	if (n->n_beats == n->cap_beats) {
+		size_t cap = n->cap_beats ? 2 * n->cap_beats : 64;
+		struct beat *nb = realloc(n->beats, cap * sizeof(*nb));
+		if (!nb)
+			return NULL;
+		n->beats = nb;
+		n->cap_beats = cap;
+	}
+	struct beat *b = &n->beats[n->n_beats++];
+	memset(b, 0, sizeof(*b));
+	b->id = id;
+	return b;
+}
+
+/* A beat from osd: bring it back up (and in) when the map says otherwise. */
+void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd)
+{
+	uint64_t now = loop_now_ms();
+	struct beat *b = node_beat(n, osd->id, true);
+	if (!b)
+		return;
+	b->last_ms = now;
+	if ((!osd->up || !osd->in) && now - b->proposed_ms >= 1000) {
+		b->proposed_ms = now;
+		propose_osd_state(n, osd->id, true, true, true, true);
+	}
+}
+
+/* Leader: mark OSDs down, then out, whose beats stopped. A new leader
+ * counts from its election (it has no older beat times). */
+static void sweep_osds(struct meta_node *n)
+{
+	if (!n->map)
+		return;
+	uint64_t now = loop_now_ms();
+	for (size_t i = 0; i < n->map->n_osds; i++) {
+		const Iolake__Meta__OsdInfo *o = n->map->osds[i];
+		struct beat *b = node_beat(n, o->id, true);
+		if (!b)
+			return;
+		uint64_t last = b->last_ms > n->leader_since_ms ? b->last_ms : n->leader_since_ms;
+		uint64_t quiet = now - last;
+		bool down = o->up && quiet >= n->o.osd_down_after_ms;
+		bool out = o->in && quiet >= n->o.osd_out_after_ms;
+		if ((down || out) && now - b->proposed_ms >= 1000) {
+			b->proposed_ms = now;
+			propose_osd_state(n, o->id, down, false, out, false);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ timers */
+
+static void refresh_map(struct meta_node *n)
+{
+	n->map_dirty = false;
+	Iolake__Meta__ClusterMap *m = NULL;
+	if (meta_state_get_map(n->state, &m))
+		return;
+	meta_state_free_msg(n->map);
+	n->map = m;
+	n->epoch = m->epoch;
+	metrics_gauge_set(n->m_epoch, (int64_t)m->epoch);
+	node_wake_watches(n, false);
+}
+
+void node_on_kick(uv_timer_t *t)
+{
+	struct meta_node *n = t->data;
+	n->kick_armed = false;
+	if (n->closing)
+		return;
+	if (n->map_dirty)
+		refresh_map(n);
+	node_flush(n);
+	start_barrier(n);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct meta_node *n = t->data;
+	if (n->closing)
+		return;
+	int role = raft_state(&n->raft);
+	raft_id lid = 0;
+	const char *laddr = NULL;
+	raft_leader(&n->raft, &lid, &laddr);
+	if (lid != n->leader_id) {
+		if (lid)
+			metrics_counter_inc(n->m_leader_changes);
+		LOG_INFO("leader changed", "leader=%llu term=%llu role=%s", (unsigned long long)lid,
+			 (unsigned long long)n->raft.current_term, meta_node_role_name(role));
+		n->leader_id = lid;
+	}
+	uint64_t now = loop_now_ms();
+	if (role == RAFT_LEADER && n->role != RAFT_LEADER) {
+		n->leader_since_ms = now;
+		n->n_beats = 0;
+	}
+	if (role != RAFT_LEADER && n->role == RAFT_LEADER)
+		node_flush(n);   /* fails what is queued: not leader */
+	n->role = role;
+	metrics_gauge_set(n->m_term, (int64_t)n->raft.current_term);
+	metrics_gauge_set(n->m_commit, (int64_t)n->raft.commit_index);
+	metrics_gauge_set(n->m_applied, (int64_t)raft_last_applied(&n->raft));
+	metrics_gauge_set(n->m_is_leader, role == RAFT_LEADER);
+	if (role == RAFT_LEADER && raft_last_applied(&n->raft) >= n->raft.commit_index) {
+		propose_init_map(n);
+		if (now - n->last_sweep_ms >= 200) {
+			n->last_sweep_ms = now;
+			sweep_osds(n);
+		}
+	}
+	node_expire_watches(n, now);
+}
+
+/* ------------------------------------------------------------- start */
+
+static int mkdir_p1(const char *path)
+{
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void node_free(struct meta_node *n)
+{
+	meta_state_free_msg(n->map);
+	if (n->own_metrics)
+		metrics_registry_free(n->metrics);
+	free(n->beats);
+	free(n->res);
+	free(n->batch_ops);
+	free(n->peers_copy);
+	free(n);
+}
+
+static void maybe_done(struct meta_node *n)
+{
+	if (--n->close_pending > 0)
+		return;
+	void (*cb)(void *) = n->close_cb;
+	void *ud = n->close_ud;
+	node_free(n);
+	if (cb)
+		cb(ud);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	maybe_done(h->data);
+}
+
+static void on_raft_closed(struct raft *r)
+{
+	struct meta_node *n = r->data;
+	raft_uv_close(&n->io);
+	raft_uv_tcp_close(&n->transport);
+	meta_state_close(n->state);
+	n->state = NULL;
+	maybe_done(n);
+}
+
+static int register_metrics(struct meta_node *n)
+{
+	char id[24];
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)n->o.id);
+	const char *const *l = METRICS_LABELS("member", id);
+	struct metrics_registry *g = n->metrics;
+	size_t nb;
+	const uint64_t *lat = metrics_latency_buckets_us(&nb);
+	static const uint64_t ops_b[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096 };
+	n->m_term = metrics_gauge_new(g, "iolake_meta_raft_term", "Raft term.", l);
+	n->m_commit = metrics_gauge_new(g, "iolake_meta_raft_commit_index", "Raft commit index.", l);
+	n->m_applied = metrics_gauge_new(g, "iolake_meta_raft_applied_index", "Raft index applied.", l);
+	n->m_is_leader = metrics_gauge_new(g, "iolake_meta_is_leader", "1 on the leader.", l);
+	n->m_epoch = metrics_gauge_new(g, "iolake_meta_map_epoch", "Cluster map epoch.", l);
+	n->m_leader_changes = metrics_counter_new(g, "iolake_meta_leader_changes_total",
+						  "Leader changes seen.", l);
+	n->m_entries = metrics_counter_new(g, "iolake_meta_entries_proposed_total",
+					   "Raft entries proposed by this member.", l);
+	n->m_ops = metrics_counter_new(g, "iolake_meta_ops_applied_total", "Ops applied.", l);
+	n->m_snapshots = metrics_counter_new(g, "iolake_meta_snapshots_total", "Snapshots taken.", l);
+	n->m_restores = metrics_counter_new(g, "iolake_meta_snapshot_installs_total",
+					    "Snapshots installed from the leader.", l);
+	n->m_apply_us = metrics_histogram_new(g, "iolake_meta_apply_seconds",
+					      "Time to apply one entry.", l, lat, nb, 1e-6);
+	n->m_batch_ops = metrics_histogram_new(g, "iolake_meta_batch_ops", "Ops per entry proposed.",
+					       l, ops_b, sizeof(ops_b) / sizeof(ops_b[0]), 1);
+	if (!n->m_term || !n->m_commit || !n->m_applied || !n->m_is_leader || !n->m_epoch ||
+	    !n->m_leader_changes || !n->m_entries || !n->m_ops || !n->m_snapshots || !n->m_restores ||
+	    !n->m_apply_us || !n->m_batch_ops)
+		return -errno;
+	return 0;
+}
+
+int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct meta_node **out)
+{
+	int rc;
+	const struct meta_peer *self = NULL;
+	for (size_t i = 0; i < opts->n_peers; i++)
+		if (opts->peers[i].id == opts->id)
+			self = &opts->peers[i];
+	if (!opts->id || !opts->data_dir || !opts->listen || !self || opts->n_peers > META_NODE_MAX_PEERS)
+		return -EINVAL;
+	if (strcmp(self->addr, opts->listen) != 0) {
+		LOG_ERROR("this member's address in the peers differs from listen", "peer=%s listen=%s",
+			  self->addr, opts->listen);
+		return -EINVAL;
+	}
+	struct meta_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->loop = loop;
+	n->o = *opts;
+	if (!n->o.snapshot_threshold)
+		n->o.snapshot_threshold = 1024;
+	if (!n->o.snapshot_trailing)
+		n->o.snapshot_trailing = 128;
+	if (!n->o.election_timeout_ms)
+		n->o.election_timeout_ms = 1000;
+	if (!n->o.heartbeat_timeout_ms)
+		n->o.heartbeat_timeout_ms = 100;
+	if (!n->o.osd_down_after_ms)
+		n->o.osd_down_after_ms = 10000;
+	if (!n->o.osd_out_after_ms)
+		n->o.osd_out_after_ms = 60000;
+	if (!n->o.pg_count)
+		n->o.pg_count = 256;
+	if (!n->o.ec_k) {
+		n->o.ec_k = 4;
+		n->o.ec_m = 2;
+	}
+	n->role = RAFT_UNAVAILABLE;
+	snprintf(n->rpc_addr, sizeof(n->rpc_addr), "%s", opts->listen);
+	if (meta_node_raft_addr(opts->listen, n->raft_addr) ||
+	    strlen(opts->data_dir) + 16 > sizeof(n->dir)) {
+		free(n);
+		return -EINVAL;
+	}
+	snprintf(n->dir, sizeof(n->dir), "%s", opts->data_dir);
+	n->res = calloc(META_BATCH_MAX_OPS, sizeof(*n->res));
+	n->batch_ops = calloc(META_BATCH_MAX_OPS, sizeof(*n->batch_ops));
+	if (!n->res || !n->batch_ops) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	n->metrics = opts->metrics;
+	if (!n->metrics) {
+		n->metrics = metrics_registry_new();
+		n->own_metrics = true;
+		if (!n->metrics) {
+			rc = -ENOMEM;
+			goto err_free;
+		}
+	}
+	rc = register_metrics(n);
+	if (rc)
+		goto err_free;
+
+	char path[sizeof(n->dir) + 16];
+	snprintf(path, sizeof(path), "%s/state", n->dir);
+	rc = meta_state_open(path, NULL, &n->state);
+	if (rc)
+		goto err_free;
+	n->epoch = node_read_epoch(n);
+	n->map_dirty = true;
+
+	/* The RPC server first: a taken port fails here, synchronously. */
+	n->srv = rpc_server_new(loop, NULL);
+	if (!n->srv) {
+		rc = -ENOMEM;
+		goto err_state;
+	}
+	rc = node_service_register(n);
+	if (!rc)
+		rc = rpc_server_listen(n->srv, opts->listen);
+	if (!rc && opts->local_name) {
+		char a[96];
+		snprintf(a, sizeof(a), "local:%s", opts->local_name);
+		rc = rpc_server_listen(n->srv, a);
+	}
+	if (rc) {
+		LOG_ERROR("cannot listen", "addr=%s err=%s", opts->listen, iol_strerror(rc));
+		goto err_srv;
+	}
+
+	/* canonical/raft 0.15 order: transport, io, raft_init, bootstrap,
+	 * start (NOTES-deps). */
+	snprintf(path, sizeof(path), "%s/raft", n->dir);
+	rc = mkdir_p1(path);
+	if (rc)
+		goto err_srv;
+	rc = raft_uv_tcp_init(&n->transport, loop);
+	if (rc) {
+		rc = -EIO;
+		goto err_srv;
+	}
+	rc = raft_uv_init(&n->io, loop, path, &n->transport);
+	if (rc) {
+		LOG_ERROR("raft_uv_init failed", "err=%s", raft_strerror(rc));
+		raft_uv_tcp_close(&n->transport);
+		rc = -EIO;
+		goto err_srv;
+	}
+	raft_uv_set_snapshot_compression(&n->io, false);
+	n->fsm.version = 1;
+	n->fsm.data = n;
+	n->fsm.apply = fsm_apply;
+	n->fsm.snapshot = fsm_snapshot;
+	n->fsm.restore = fsm_restore;
+	rc = raft_init(&n->raft, &n->io, &n->fsm, opts->id, n->raft_addr);
+	if (rc) {
+		LOG_ERROR("raft_init failed", "err=%s", raft_strerror(rc));
+		raft_uv_close(&n->io);
+		raft_uv_tcp_close(&n->transport);
+		rc = -EIO;
+		goto err_srv;
+	}
+	n->raft.data = n;
+	raft_set_election_timeout(&n->raft, n->o.election_timeout_ms);
+	raft_set_heartbeat_timeout(&n->raft, n->o.heartbeat_timeout_ms);
+	raft_set_snapshot_threshold(&n->raft, n->o.snapshot_threshold);
+	raft_set_snapshot_trailing(&n->raft, n->o.snapshot_trailing);
+	raft_set_pre_vote(&n->raft, true);
+
+	struct raft_configuration conf;
+	raft_configuration_init(&conf);
+	rc = 0;
+	for (size_t i = 0; i < opts->n_peers && !rc; i++) {
+		char ra[META_NODE_ADDR_MAX];
+		rc = meta_node_raft_addr(opts->peers[i].addr, ra);
+		if (!rc)
+			rc = raft_configuration_add(&conf, opts->peers[i].id, ra, RAFT_VOTER);
+	}
+	if (!rc) {
+		rc = raft_bootstrap(&n->raft, &conf);
+		if (rc == RAFT_CANTBOOTSTRAP)
+			rc = 0;   /* restart: the log already holds a configuration */
+	}
+	raft_configuration_close(&conf);
+	if (!rc)
+		rc = raft_start(&n->raft);
+	if (rc) {
+		LOG_ERROR("raft start failed", "err=%s msg=%s", raft_strerror(rc),
+			  LOG_Q(raft_errmsg(&n->raft)));
+		n->started = true;
+		meta_node_close(n, NULL, NULL);
+		return -EIO;
+	}
+	n->started = true;
+	uv_timer_init(loop, &n->tick);
+	uv_timer_init(loop, &n->kick);
+	n->tick.data = n->kick.data = n;
+	uv_timer_start(&n->tick, on_tick, 20, 20);
+	LOG_INFO("meta member started", "id=%llu listen=%s raft=%s applied=%llu",
+		 (unsigned long long)opts->id, opts->listen, n->raft_addr,
+		 (unsigned long long)meta_state_applied_index(n->state));
+	*out = n;
+	return 0;
+
+err_srv:
+	rpc_server_close(n->srv);
+err_state:
+	meta_state_close(n->state);
+err_free:
+	node_free(n);
+	return rc;
+}
+
+void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
+{
+	if (n->closing)
+		return;
+	n->closing = true;
+	n->close_cb = cb;
+	n->close_ud = ud;
+	n->close_pending = 1;   /* raft */
+	if (n->tick.loop) {   /* timers exist once start got that far */
+		n->close_pending += 2;
+		uv_close((uv_handle_t *)&n->tick, on_handle_closed);
+		uv_close((uv_handle_t *)&n->kick, on_handle_closed);
+	}
+	rpc_server_close(n->srv);
+	struct sub *q = n->q_head;
+	n->q_head = n->q_tail = NULL;
+	fail_subs(n, q, RPC_UNAVAILABLE, "member stopping");
+	struct read_req *r = n->r_head;
+	n->r_head = n->r_tail = NULL;
+	while (r) {
+		struct read_req *next = r->next;
+		rpc_fail(r->req, RPC_UNAVAILABLE, "member stopping");
+		free(r);
+		r = next;
+	}
+	node_wake_watches(n, true);
+	node_cancel_changes(n);
+	raft_close(&n->raft, on_raft_closed);
+}
+
+void meta_node_info(struct meta_node *n, struct meta_node_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->id = n->o.id;
+	out->role = n->closing ? RAFT_UNAVAILABLE : raft_state(&n->raft);
+	out->term = n->raft.current_term;
+	out->commit_index = n->raft.commit_index;
+	out->applied_index = raft_last_applied(&n->raft);
+	out->last_index = raft_last_index(&n->raft);
+	node_leader_addr(n, &out->leader_id, out->leader_addr);
+	out->epoch = n->epoch;
+	out->restores = n->restores;
+	out->entries_proposed = n->entries_proposed;
+	out->ops_committed = n->ops_committed;
+}
+
+struct meta_state *meta_node_state(struct meta_node *n)
+{
+	return n->state;
+}

@@ -1,0 +1,128 @@
+/*
+ * node.h — one member of the meta Raft group: canonical/raft (raft_uv +
+ * raft_uv_tcp) driving meta/state.h as its state machine, and the Meta RPC
+ * service (common/proto/meta.proto) in front of it.
+ *
+ * A member owns, under its data dir:
+ *   DIR/raft    raft_uv's log segments, metadata and snapshots
+ *   DIR/state   the RocksDB state (meta/state.h)
+ * and two listening sockets: the RPC server on `listen` ("host:port") and
+ * Raft's TCP transport on the same host, port + 1 (documented in
+ * docs/architecture.md: DESIGN.md gives a member one address, so the Raft
+ * address is derived from it, and peers are named by their RPC address).
+ *
+ * Writes: Submit calls are queued; the leader packs every queued op into
+ * one OpBatch entry (group commit) with at most META_NODE_PIPELINE entries
+ * and META_NODE_ENTRY_BYTES per entry in flight, and answers each call
+ * with its ops' results once its entry is applied. Reads that must be
+ * linearizable wait for a raft_barrier issued after they arrived.
+ *
+ * Threads: everything runs on the loop given to meta_node_start, which
+ * must be run by one thread (a loop_thread, or main's loop). RocksDB
+ * applies and reads run on that loop (they are the state machine's own
+ * calls; apply writes are not synced: the Raft log is the durable copy).
+ */
+#ifndef META_NODE_H
+#define META_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/metrics.h"
+#include "meta/state.h"
+
+#define META_NODE_MAX_PEERS 9
+#define META_NODE_ADDR_MAX 64           /* "host:port" + NUL */
+#define META_NODE_ENTRY_BYTES (128u << 10)  /* target bytes of one entry */
+#define META_NODE_PIPELINE 2            /* entries proposed, not yet applied */
+#define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
+#define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
+#define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
+
+/* Method numbers of service iolake.meta.Meta (meta.proto order). */
+enum meta_method {
+	META_M_SUBMIT,
+	META_M_GET_BUCKET,
+	META_M_LIST_BUCKETS,
+	META_M_HEAD_OBJECT,
+	META_M_LIST_OBJECTS,
+	META_M_GET_ACCESS_KEY,
+	META_M_LIST_USERS,
+	META_M_GET_MAP,
+	META_M_WATCH_MAP,
+	META_M_HEARTBEAT,
+	META_M_STATUS,
+	META_M_ADD_MEMBER,
+	META_M_REMOVE_MEMBER,
+	META_M_METRICS,
+	META_M_COUNT
+};
+#define META_SERVICE (&iolake__meta__meta__descriptor)
+
+struct meta_peer {
+	uint64_t id;                     /* > 0 */
+	const char *addr;                /* RPC "host:port"; Raft on port + 1 */
+};
+
+struct meta_node_opts {
+	uint64_t id;                     /* this member, one of peers */
+	const char *data_dir;            /* must exist */
+	const char *listen;              /* RPC "host:port" (the Raft port is +1) */
+	const char *local_name;          /* also serve "local:NAME"; NULL: no */
+	const struct meta_peer *peers;   /* initial voters (bootstrap), this one included */
+	size_t n_peers;
+	unsigned snapshot_threshold;     /* entries between snapshots; 0: 1024 */
+	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
+	unsigned election_timeout_ms;    /* 0: 1000 */
+	unsigned heartbeat_timeout_ms;   /* 0: 100 */
+	uint64_t osd_down_after_ms;      /* 0: 10000 */
+	uint64_t osd_out_after_ms;       /* 0: 60000 */
+	uint32_t pg_count;               /* InitMap on first leadership; 0: 256 */
+	uint32_t ec_k, ec_m;             /* 0: 4 + 2 */
+	struct metrics_registry *metrics;  /* NULL: the member makes its own */
+};
+
+struct meta_node;
+
+/* Open the state, start Raft (bootstrapping the peers as voters when the
+ * log is empty; a restart, even after a crash in the first seconds, finds
+ * RAFT_CANTBOOTSTRAP and carries on) and start serving. On the loop's
+ * thread. 0 and *out, -EINVAL (bad options, id not among peers, address
+ * not "host:port"), -errno, or -EIO (Raft or RocksDB failed: text logged). */
+int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct meta_node **out);
+
+/* Stop serving (pending calls fail UNAVAILABLE), close Raft, the state and
+ * the sockets; cb(ud) runs on the loop once everything is released and
+ * the node freed. Loop thread. */
+void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud);
+
+/* A snapshot of the member's view (loop thread). */
+struct meta_node_info {
+	uint64_t id;
+	int role;                        /* RAFT_LEADER, RAFT_FOLLOWER, ... */
+	uint64_t term, commit_index, applied_index, last_index;
+	uint64_t leader_id;              /* 0: none known */
+	char leader_addr[META_NODE_ADDR_MAX];  /* RPC address; "" when none */
+	uint64_t epoch;                  /* map epoch */
+	uint64_t restores;               /* snapshots installed while running */
+	uint64_t entries_proposed, ops_committed;
+};
+void meta_node_info(struct meta_node *n, struct meta_node_info *out);
+
+/* The member's state machine, for reads and digests on the loop thread. */
+struct meta_state *meta_node_state(struct meta_node *n);
+
+/* "leader", "follower", "candidate", "unavailable". */
+const char *meta_node_role_name(int role);
+
+/* Parse "ID@HOST:PORT" into p (addr points into s). 0 or -EINVAL. */
+int meta_node_parse_peer(const char *s, struct meta_peer *p);
+
+/* The Raft address of an RPC address: same host, port + 1 (and back).
+ * 0, or -EINVAL when addr is not "host:port" or the port is out of range. */
+int meta_node_raft_addr(const char *rpc_addr, char out[META_NODE_ADDR_MAX]);
+int meta_node_rpc_addr(const char *raft_addr, char out[META_NODE_ADDR_MAX]);
+
+#endif

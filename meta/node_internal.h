@@ -1,0 +1,172 @@
+/*
+ * node_internal.h — what node.c (Raft, group commit, reads, liveness) and
+ * service.c (the Meta RPC handlers) share. Not for other modules: they use
+ * meta/node.h. Everything here runs on the node's loop.
+ */
+#ifndef META_NODE_INTERNAL_H
+#define META_NODE_INTERNAL_H
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "common/loop.h"
+#include "common/rpc.h"
+#include "meta/node.h"
+
+struct meta_node;
+
+/* One Submit call (or a leader-internal op, req NULL) waiting for its
+ * entry. ops point into the call's request message, valid until the call
+ * is answered. */
+struct sub {
+	struct sub *next;
+	struct rpc_req *req;
+	Iolake__Meta__Op **ops;
+	size_t n_ops;
+	size_t bytes;                  /* packed size of the ops, framing slack included */
+	void (*done)(struct meta_node *n, struct sub *s, int err);   /* internal ops */
+};
+
+/* An entry proposed by this member and not yet applied. */
+struct inflight {
+	struct raft_apply req;         /* req.index: the entry's index */
+	struct inflight *next;
+	struct meta_node *n;
+	struct sub *subs;              /* in op order */
+	size_t n_ops;
+	struct meta_op_result *res;    /* filled by the FSM when it applies the entry */
+	bool applied;
+};
+
+/* A linearizable read waiting for a barrier. */
+struct read_req {
+	struct read_req *next;
+	struct rpc_req *req;
+	unsigned method;
+};
+
+struct barrier {
+	struct raft_barrier req;
+	struct meta_node *n;
+	struct read_req *reads;
+	size_t count;
+};
+
+/* Last beat of an OSD (leader memory only). */
+struct beat {
+	uint32_t id;
+	uint64_t last_ms;              /* loop_now_ms of the last beat; 0: none */
+	uint64_t proposed_ms;          /* last SetOsdState proposed for it */
+};
+
+/* A parked WatchMap call. */
+struct watch {
+	struct watch *next;
+	struct rpc_req *req;
+	uint64_t epoch;
+	uint64_t deadline_ms;
+};
+
+/* A membership change in progress (AddMember / RemoveMember). */
+struct change {
+	struct raft_change c;
+	struct change *next;
+	struct meta_node *n;
+	struct rpc_req *req;
+	uint64_t id;
+	bool add;
+};
+
+struct meta_node {
+	uv_loop_t *loop;
+	struct meta_node_opts o;       /* defaults filled; peers not kept */
+	void *peers_copy;
+	char dir[512];
+	char rpc_addr[META_NODE_ADDR_MAX];
+	char raft_addr[META_NODE_ADDR_MAX];
+	struct meta_state *state;
+
+	struct raft raft;
+	struct raft_io io;
+	struct raft_uv_transport transport;
+	struct raft_fsm fsm;
+	bool started;                  /* raft_start returned: restores now come from a leader */
+
+	struct rpc_server *srv;
+	uv_timer_t tick;               /* leadership poll, OSD sweep, watch expiry */
+	uv_timer_t kick;               /* deferred flush / barrier / map refresh */
+	bool kick_armed;
+
+	/* group commit */
+	struct sub *q_head, *q_tail;
+	size_t q_ops;
+	struct inflight *inflight;
+	unsigned n_inflight;
+	struct meta_op_result *res;    /* FSM scratch, META_BATCH_MAX_OPS */
+	Iolake__Meta__Op **batch_ops;  /* flush scratch, META_BATCH_MAX_OPS */
+	uint64_t entries_proposed, ops_committed;
+
+	/* reads */
+	struct read_req *r_head, *r_tail;
+	size_t n_reads;                /* queued + under a barrier */
+	bool barrier_inflight;
+
+	/* map */
+	uint64_t epoch;
+	bool map_dirty;                /* an apply or restore changed it */
+	Iolake__Meta__ClusterMap *map; /* cached, refreshed on the kick */
+	struct watch *watches;
+	size_t n_watches;
+	bool init_map_pending;
+
+	/* leadership and liveness */
+	int role;
+	uint64_t leader_id;
+	uint64_t leader_since_ms;
+	uint64_t last_sweep_ms;
+	struct beat *beats;
+	size_t n_beats, cap_beats;
+	struct change *changes;
+	uint64_t restores;
+
+	/* metrics */
+	struct metrics_registry *metrics;
+	bool own_metrics;
+	struct metrics_gauge *m_term, *m_commit, *m_applied, *m_is_leader, *m_epoch;
+	struct metrics_counter *m_leader_changes, *m_entries, *m_ops, *m_snapshots, *m_restores;
+	struct metrics_histogram *m_apply_us, *m_batch_ops;
+
+	/* closing */
+	bool closing;
+	int close_pending;
+	void (*close_cb)(void *ud);
+	void *close_ud;
+};
+
+/* node.c */
+uint64_t node_wall_ms(void);
+bool node_is_leader(struct meta_node *n);
+void node_leader_addr(struct meta_node *n, uint64_t *id, char out[META_NODE_ADDR_MAX]);
+void node_fail_not_leader(struct meta_node *n, struct rpc_req *r);
+void node_kick(struct meta_node *n);
+void node_on_kick(uv_timer_t *t);
+void node_flush(struct meta_node *n);
+/* Queue s for the next entry. 0, or -EAGAIN when the queue is full (s
+ * stays the caller's). */
+int node_enqueue(struct meta_node *n, struct sub *s);
+/* Queue a read for the next barrier. 0, -EAGAIN (full), -ENOMEM. */
+int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method);
+uint64_t node_read_epoch(struct meta_node *n);
+struct beat *node_beat(struct meta_node *n, uint32_t id, bool create);
+void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd);
+
+/* service.c */
+int node_service_register(struct meta_node *n);
+/* Answer a read now, from the applied state. */
+void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method);
+/* Answer watches whose epoch is passed (all of them when closing). */
+void node_wake_watches(struct meta_node *n, bool closing);
+void node_expire_watches(struct meta_node *n, uint64_t now_ms);
+void node_cancel_changes(struct meta_node *n);
+
+#endif

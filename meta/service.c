@@ -1,0 +1,551 @@
+/*
+ * service.c — the Meta RPC service of a member (meta.proto `service Meta`):
+ * decoding calls, leadership checks and redirects, turning state reads
+ * into responses, WatchMap long polls and membership changes. The Raft
+ * side (queues, barriers, FSM) is node.c.
+ *
+ * Leader-only calls on a follower fail FAILED_PRECONDITION with
+ * "not leader; leader=HOST:PORT" (meta/client.c parses it). Input from the
+ * network is validated and answered, never asserted on.
+ *
+ * Thread: the node's loop.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "meta/list.h"
+#include "meta/node_internal.h"
+
+#define WATCH_DEFAULT_MS 30000
+#define WATCH_MAX_MS 60000
+
+#define REQ(type, r) ((const type *)rpc_req_msg(r))
+
+static Iolake__Meta__Status st_of(int err)
+{
+	return meta_state_err_to_status(err);
+}
+
+/* A read error that is not an answer (storage trouble). */
+static bool read_failed(struct rpc_req *r, int rc)
+{
+	if (rc == 0 || rc == IOL_ENOT_FOUND || rc == -EINVAL)
+		return false;
+	rpc_fail(r, RPC_INTERNAL, "read failed: %s", iol_strerror(rc));
+	return true;
+}
+
+/* ------------------------------------------------------------ writes */
+
+static void h_submit(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__SubmitRequest *q = REQ(Iolake__Meta__SubmitRequest, r);
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	if (q->n_ops == 0 || q->n_ops > META_BATCH_MAX_OPS) {
+		rpc_fail(r, RPC_INVALID_ARGUMENT, "a Submit carries 1..%d ops", META_BATCH_MAX_OPS);
+		return;
+	}
+	size_t bytes = 0;
+	for (size_t i = 0; i < q->n_ops; i++) {
+		if (q->ops[i]->body_case == IOLAKE__META__OP__BODY__NOT_SET) {
+			rpc_fail(r, RPC_INVALID_ARGUMENT, "op %zu has no body", i);
+			return;
+		}
+		bytes += protobuf_c_message_get_packed_size(&q->ops[i]->base) + 8;
+	}
+	if (bytes + 64 > META_ENTRY_MAX_BYTES) {
+		rpc_fail(r, RPC_INVALID_ARGUMENT, "ops too large for one entry (%zu bytes)", bytes);
+		return;
+	}
+	struct sub *s = calloc(1, sizeof(*s));
+	if (!s) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	s->req = r;
+	s->ops = q->ops;
+	s->n_ops = q->n_ops;
+	s->bytes = bytes;
+	if (node_enqueue(n, s)) {
+		free(s);
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "write queue full; retry later");
+	}
+}
+
+/* ------------------------------------------------------------- reads */
+
+static void serve_get_bucket(struct meta_node *n, struct rpc_req *r)
+{
+	Iolake__Meta__GetBucketResponse resp = IOLAKE__META__GET_BUCKET_RESPONSE__INIT;
+	Iolake__Meta__Bucket *b = NULL;
+	int rc = meta_state_get_bucket(n->state, REQ(Iolake__Meta__GetBucketRequest, r)->name, &b);
+	if (read_failed(r, rc))
+		return;
+	resp.status = st_of(rc);
+	resp.bucket = b;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(b);
+}
+
+static void serve_list_buckets(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__ListBucketsRequest *q = REQ(Iolake__Meta__ListBucketsRequest, r);
+	Iolake__Meta__ListBucketsResponse resp = IOLAKE__META__LIST_BUCKETS_RESPONSE__INIT;
+	Iolake__Meta__Bucket **v = NULL;
+	size_t cnt = 0;
+	int rc = meta_state_list_buckets(n->state, q->owner[0] ? q->owner : NULL, &v, &cnt);
+	if (rc) {
+		rpc_fail(r, RPC_INTERNAL, "list buckets: %s", iol_strerror(rc));
+		return;
+	}
+	resp.buckets = v;
+	resp.n_buckets = cnt;
+	rpc_respond(r, &resp.base, NULL);
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
+static void serve_head_object(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__HeadObjectRequest *q = REQ(Iolake__Meta__HeadObjectRequest, r);
+	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
+	Iolake__Meta__ObjectRecord *rec = NULL;
+	int rc = meta_state_head_object(n->state, q->bucket, q->key, &rec);
+	if (read_failed(r, rc))
+		return;
+	resp.status = st_of(rc);
+	resp.record = rec;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(rec);
+}
+
+static void serve_list_objects(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__ListObjectsRequest *q = REQ(Iolake__Meta__ListObjectsRequest, r);
+	Iolake__Meta__ListObjectsResponse resp = IOLAKE__META__LIST_OBJECTS_RESPONSE__INIT;
+	Iolake__Meta__Bucket *b = NULL;
+	int rc = meta_state_get_bucket(n->state, q->bucket, &b);
+	meta_state_free_msg(b);
+	if (read_failed(r, rc))
+		return;
+	if (rc) {
+		resp.status = st_of(rc);
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	struct meta_list_req lr = {
+		.bucket = q->bucket,
+		.prefix = q->prefix,
+		.delimiter = q->delimiter,
+		.start_after = q->start_after[0] ? q->start_after : NULL,
+		.token = q->token[0] ? q->token : NULL,
+		.max_keys = q->max_keys,
+		.want_records = q->want_records,
+	};
+	struct meta_list_page page;
+	memset(&page, 0, sizeof(page));
+	rc = meta_list(n->state, &lr, &page);
+	if (read_failed(r, rc)) {
+		meta_list_page_free(&page);
+		return;
+	}
+	Iolake__Meta__ListEntry *ents = NULL;
+	Iolake__Meta__ListEntry **ptrs = NULL;
+	if (!rc && page.n) {
+		ents = calloc(page.n, sizeof(*ents));
+		ptrs = calloc(page.n, sizeof(*ptrs));
+		if (!ents || !ptrs) {
+			free(ents);
+			free(ptrs);
+			meta_list_page_free(&page);
+			rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
+	}
+	resp.status = st_of(rc);
+	if (!rc) {
+		for (size_t i = 0; i < page.n; i++) {
+			iolake__meta__list_entry__init(&ents[i]);
+			ents[i].name = page.entries[i].name;
+			ents[i].is_prefix = page.entries[i].is_prefix;
+			ents[i].record = page.entries[i].rec;
+			ptrs[i] = &ents[i];
+		}
+		resp.entries = ptrs;
+		resp.n_entries = page.n;
+		resp.truncated = page.truncated;
+		resp.next_token = page.truncated ? page.next_token : (char *)"";
+	}
+	rpc_respond(r, &resp.base, NULL);
+	free(ents);
+	free(ptrs);
+	meta_list_page_free(&page);
+}
+
+static void serve_get_access_key(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__GetAccessKeyRequest *q = REQ(Iolake__Meta__GetAccessKeyRequest, r);
+	Iolake__Meta__GetAccessKeyResponse resp = IOLAKE__META__GET_ACCESS_KEY_RESPONSE__INIT;
+	Iolake__Meta__AccessKey *k = NULL;
+	int rc = meta_state_get_access_key(n->state, q->access_key_id, &k);
+	if (read_failed(r, rc))
+		return;
+	resp.status = st_of(rc);
+	resp.key = k;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(k);
+}
+
+static void serve_list_users(struct meta_node *n, struct rpc_req *r)
+{
+	Iolake__Meta__ListUsersResponse resp = IOLAKE__META__LIST_USERS_RESPONSE__INIT;
+	Iolake__Meta__User **v = NULL;
+	size_t cnt = 0;
+	int rc = meta_state_list_users(n->state, &v, &cnt);
+	if (rc) {
+		rpc_fail(r, RPC_INTERNAL, "list users: %s", iol_strerror(rc));
+		return;
+	}
+	resp.users = v;
+	resp.n_users = cnt;
+	rpc_respond(r, &resp.base, NULL);
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
+static void serve_get_map(struct meta_node *n, struct rpc_req *r)
+{
+	Iolake__Meta__GetMapResponse resp = IOLAKE__META__GET_MAP_RESPONSE__INIT;
+	Iolake__Meta__ClusterMap *m = NULL;
+	int rc = meta_state_get_map(n->state, &m);
+	if (read_failed(r, rc))
+		return;
+	resp.status = st_of(rc);
+	resp.map = m;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(m);
+}
+
+void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
+{
+	switch (method) {
+	case META_M_GET_BUCKET: serve_get_bucket(n, r); break;
+	case META_M_LIST_BUCKETS: serve_list_buckets(n, r); break;
+	case META_M_HEAD_OBJECT: serve_head_object(n, r); break;
+	case META_M_LIST_OBJECTS: serve_list_objects(n, r); break;
+	case META_M_GET_ACCESS_KEY: serve_get_access_key(n, r); break;
+	case META_M_LIST_USERS: serve_list_users(n, r); break;
+	case META_M_GET_MAP: serve_get_map(n, r); break;
+	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
+	}
+}
+
+/* Every linearizable read: leader only, after a barrier. */
+static void h_read(struct rpc_req *r, struct meta_node *n, unsigned method)
+{
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	int rc = node_queue_read(n, r, method);
+	if (rc)
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "read queue: %s", iol_strerror(rc));
+}
+
+#define READ_HANDLER(fn, method) \
+	static void fn(struct rpc_req *r, void *ud) { h_read(r, ud, method); }
+READ_HANDLER(h_get_bucket, META_M_GET_BUCKET)
+READ_HANDLER(h_list_buckets, META_M_LIST_BUCKETS)
+READ_HANDLER(h_head_object, META_M_HEAD_OBJECT)
+READ_HANDLER(h_list_objects, META_M_LIST_OBJECTS)
+READ_HANDLER(h_get_access_key, META_M_GET_ACCESS_KEY)
+READ_HANDLER(h_list_users, META_M_LIST_USERS)
+READ_HANDLER(h_get_map, META_M_GET_MAP)
+
+/* ----------------------------------------------------------- WatchMap */
+
+static void answer_watch(struct meta_node *n, struct rpc_req *r, bool changed)
+{
+	Iolake__Meta__WatchMapResponse resp = IOLAKE__META__WATCH_MAP_RESPONSE__INIT;
+	Iolake__Meta__ClusterMap *m = NULL;
+	if (changed && meta_state_get_map(n->state, &m))
+		changed = false;
+	resp.changed = changed;
+	resp.map = m;
+	resp.epoch = n->epoch;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(m);
+}
+
+static void h_watch_map(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__WatchMapRequest *q = REQ(Iolake__Meta__WatchMapRequest, r);
+	if (n->epoch > q->epoch) {
+		answer_watch(n, r, true);
+		return;
+	}
+	if (n->n_watches >= META_NODE_WATCHES_MAX) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "too many watches");
+		return;
+	}
+	struct watch *w = calloc(1, sizeof(*w));
+	if (!w) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	uint32_t t = q->timeout_ms ? q->timeout_ms : WATCH_DEFAULT_MS;
+	if (t > WATCH_MAX_MS)
+		t = WATCH_MAX_MS;
+	w->req = r;
+	w->epoch = q->epoch;
+	w->deadline_ms = loop_now_ms() + t;
+	w->next = n->watches;
+	n->watches = w;
+	n->n_watches++;
+}
+
+void node_wake_watches(struct meta_node *n, bool closing)
+{
+	for (struct watch **pp = &n->watches; *pp;) {
+		struct watch *w = *pp;
+		if (closing || n->epoch > w->epoch) {
+			*pp = w->next;
+			n->n_watches--;
+			if (closing)
+				rpc_fail(w->req, RPC_UNAVAILABLE, "member stopping");
+			else
+				answer_watch(n, w->req, true);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+void node_expire_watches(struct meta_node *n, uint64_t now_ms)
+{
+	for (struct watch **pp = &n->watches; *pp;) {
+		struct watch *w = *pp;
+		if (now_ms >= w->deadline_ms || rpc_req_cancelled(w->req)) {
+			*pp = w->next;
+			n->n_watches--;
+			answer_watch(n, w->req, false);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+/* ---------------------------------------------------------- Heartbeat */
+
+static void h_heartbeat(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__HeartbeatRequest *q = REQ(Iolake__Meta__HeartbeatRequest, r);
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	Iolake__Meta__HeartbeatResponse resp = IOLAKE__META__HEARTBEAT_RESPONSE__INIT;
+	resp.status = IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+	resp.epoch = n->epoch;
+	for (size_t i = 0; n->map && i < n->map->n_osds; i++)
+		if (n->map->osds[i]->id == q->osd_id) {
+			node_osd_beat(n, n->map->osds[i]);
+			resp.status = IOLAKE__META__STATUS__STATUS_OK;
+			break;
+		}
+	rpc_respond(r, &resp.base, NULL);
+}
+
+/* ------------------------------------------------------------- Status */
+
+static void h_status(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	struct meta_node_info info;
+	meta_node_info(n, &info);
+	Iolake__Meta__StatusResponse resp = IOLAKE__META__STATUS_RESPONSE__INIT;
+	resp.id = info.id;
+	resp.address = n->rpc_addr;
+	resp.role = (char *)meta_node_role_name(info.role);
+	resp.term = info.term;
+	resp.commit_index = info.commit_index;
+	resp.applied_index = info.applied_index;
+	resp.last_index = info.last_index;
+	resp.leader_id = info.leader_id;
+	resp.leader_address = info.leader_addr;
+	resp.epoch = info.epoch;
+	resp.snapshot_restores = info.restores;
+	const struct raft_configuration *c = &n->raft.configuration;
+	Iolake__Meta__MemberInfo mi[META_NODE_MAX_PEERS * 2];
+	Iolake__Meta__MemberInfo *mp[META_NODE_MAX_PEERS * 2];
+	char addrs[META_NODE_MAX_PEERS * 2][META_NODE_ADDR_MAX];
+	size_t k = 0;
+	for (unsigned i = 0; i < c->n && k < META_NODE_MAX_PEERS * 2; i++, k++) {
+		iolake__meta__member_info__init(&mi[k]);
+		mi[k].id = c->servers[i].id;
+		if (meta_node_rpc_addr(c->servers[i].address, addrs[k]))
+			addrs[k][0] = 0;
+		mi[k].address = addrs[k];
+		mi[k].voter = c->servers[i].role == RAFT_VOTER;
+		mp[k] = &mi[k];
+	}
+	resp.members = mp;
+	resp.n_members = k;
+	rpc_respond(r, &resp.base, NULL);
+}
+
+static void h_metrics(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	char *text = NULL;
+	size_t len = 0;
+	if (metrics_render(n->metrics, &text, &len)) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	Iolake__Meta__MetricsResponse resp = IOLAKE__META__METRICS_RESPONSE__INIT;
+	resp.text = text;
+	rpc_respond(r, &resp.base, NULL);
+	free(text);
+}
+
+/* ------------------------------------------------------ membership */
+
+static void change_unlink(struct change *ch)
+{
+	struct meta_node *n = ch->n;
+	for (struct change **pp = &n->changes; *pp; pp = &(*pp)->next)
+		if (*pp == ch) {
+			*pp = ch->next;
+			break;
+		}
+}
+
+static void change_finish(struct change *ch, int status)
+{
+	change_unlink(ch);
+	if (ch->req) {
+		if (status == 0) {
+			Iolake__Meta__MemberChangeResponse resp = IOLAKE__META__MEMBER_CHANGE_RESPONSE__INIT;
+			rpc_respond(ch->req, &resp.base, NULL);
+		} else {
+			rpc_fail(ch->req, RPC_UNAVAILABLE, "membership change: %s", raft_strerror(status));
+		}
+	}
+	free(ch);
+}
+
+static void on_assigned(struct raft_change *c, int status)
+{
+	struct change *ch = c->data;
+	LOG_INFO("member promoted", "id=%llu status=%s", (unsigned long long)ch->id,
+		 status ? raft_strerror(status) : "ok");
+	change_finish(ch, status);
+}
+
+static void on_added(struct raft_change *c, int status)
+{
+	struct change *ch = c->data;
+	if (status == 0 && !ch->n->closing) {
+		/* Promote: libraft catches the new member up before it votes. */
+		status = raft_assign(&ch->n->raft, &ch->c, ch->id, RAFT_VOTER, on_assigned);
+		if (status == 0)
+			return;
+	}
+	change_finish(ch, status);
+}
+
+static void on_removed(struct raft_change *c, int status)
+{
+	change_finish(c->data, status);
+}
+
+static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
+{
+	const Iolake__Meta__MemberChangeRequest *q = REQ(Iolake__Meta__MemberChangeRequest, r);
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	char ra[META_NODE_ADDR_MAX];
+	if (q->id == 0 || (add && meta_node_raft_addr(q->address, ra))) {
+		rpc_fail(r, RPC_INVALID_ARGUMENT, "need id > 0%s", add ? " and address HOST:PORT" : "");
+		return;
+	}
+	struct change *ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	ch->n = n;
+	ch->req = r;
+	ch->id = q->id;
+	ch->add = add;
+	ch->c.data = ch;
+	int rc = add ? raft_add(&n->raft, &ch->c, q->id, ra, on_added)
+		     : raft_remove(&n->raft, &ch->c, q->id, on_removed);
+	if (rc) {
+		rpc_fail(r, rc == RAFT_NOTLEADER ? RPC_FAILED_PRECONDITION : RPC_FAILED_PRECONDITION,
+			 "membership change: %s", raft_strerror(rc));
+		free(ch);
+		return;
+	}
+	ch->next = n->changes;
+	n->changes = ch;
+}
+
+static void h_add_member(struct rpc_req *r, void *ud)
+{
+	h_member_change(r, ud, true);
+}
+
+static void h_remove_member(struct rpc_req *r, void *ud)
+{
+	h_member_change(r, ud, false);
+}
+
+/* Closing: libraft fails pending changes itself; the calls are answered
+ * then, so here only their callers are told early. */
+void node_cancel_changes(struct meta_node *n)
+{
+	for (struct change *ch = n->changes; ch; ch = ch->next)
+		if (ch->req) {
+			rpc_fail(ch->req, RPC_UNAVAILABLE, "member stopping");
+			ch->req = NULL;
+		}
+}
+
+int node_service_register(struct meta_node *n)
+{
+	static const rpc_handler_fn handlers[META_M_COUNT] = {
+		[META_M_SUBMIT] = h_submit,
+		[META_M_GET_BUCKET] = h_get_bucket,
+		[META_M_LIST_BUCKETS] = h_list_buckets,
+		[META_M_HEAD_OBJECT] = h_head_object,
+		[META_M_LIST_OBJECTS] = h_list_objects,
+		[META_M_GET_ACCESS_KEY] = h_get_access_key,
+		[META_M_LIST_USERS] = h_list_users,
+		[META_M_GET_MAP] = h_get_map,
+		[META_M_WATCH_MAP] = h_watch_map,
+		[META_M_HEARTBEAT] = h_heartbeat,
+		[META_M_STATUS] = h_status,
+		[META_M_ADD_MEMBER] = h_add_member,
+		[META_M_REMOVE_MEMBER] = h_remove_member,
+		[META_M_METRICS] = h_metrics,
+	};
+	_Static_assert(META_M_COUNT == 14, "meta.proto service Meta has 14 methods");
+	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
+}
