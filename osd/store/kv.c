@@ -34,6 +34,8 @@ struct store_kv {
 	uint32_t max_pending;
 	bool stop;
 	struct store_kv_stats st; /* under mu */
+	store_kv_batch_fn observe; /* set before the first commit */
+	void *observe_arg;
 };
 
 static void on_done(struct loop_work *w)
@@ -96,6 +98,8 @@ static void *commit_main(void *arg)
 		if (status)
 			kv->st.errors++;
 		pthread_mutex_unlock(&kv->mu);
+		if (kv->observe)
+			kv->observe(kv->observe_arg, n, dt);
 
 		for (struct store_kv_req *r = list, *next; r; r = next) {
 			next = r->next; /* r may be freed once posted */
@@ -232,6 +236,14 @@ void store_kv_stats(struct store_kv *kv, struct store_kv_stats *out)
 	pthread_mutex_lock(&kv->mu);
 	*out = kv->st;
 	out->pending = kv->pending;
+	pthread_mutex_unlock(&kv->mu);
+}
+
+void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg)
+{
+	pthread_mutex_lock(&kv->mu);
+	kv->observe = fn;
+	kv->observe_arg = arg;
 	pthread_mutex_unlock(&kv->mu);
 }
 

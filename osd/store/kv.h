@@ -81,6 +81,13 @@ const rocksdb_readoptions_t *store_kv_ropts(struct store_kv *kv);
 
 void store_kv_stats(struct store_kv *kv, struct store_kv_stats *out);
 
+/* Called on the commit thread after each synced write with the number of
+ * requests it carried and the time spent in rocksdb_write (for metrics
+ * histograms: it must be cheap, lock-free and must not call back into kv).
+ * Set before the first commit; fn NULL turns it off. */
+typedef void (*store_kv_batch_fn)(void *arg, uint32_t requests, uint64_t flush_ns);
+void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg);
+
 /*
  * Stop accepting commits, let the thread write and complete everything
  * already enqueued, join it, close RocksDB. Completions are posted to

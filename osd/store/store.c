@@ -85,6 +85,8 @@ struct store {
 	struct store_put_req *fl_wait_head, *fl_wait_tail, *fl_cur;
 	bool flushing;
 	struct store_dev_req fl_req;
+	uint64_t fl_start_ns;
+	struct store_observer obs;
 
 	/* Release epochs (see the top comment). */
 	uint64_t release_seq;
@@ -334,6 +336,12 @@ static void on_flushed(struct store_dev_req *dreq, int status)
 	s->fl_cur = NULL;
 	s->flushing = false;
 	s->st.data_flushes++;
+	if (s->obs.data_flush) {
+		uint32_t n = 0;
+		for (struct store_put_req *r = list; r; r = r->next)
+			n++;
+		s->obs.data_flush(s->obs.arg, n, loop_now_ns() - s->fl_start_ns);
+	}
 	while (list) {
 		struct store_put_req *next = list->next;
 		if (status)
@@ -352,6 +360,7 @@ static void flush_start(struct store *s)
 	s->fl_cur = s->fl_wait_head;
 	s->fl_wait_head = s->fl_wait_tail = NULL;
 	s->flushing = true;
+	s->fl_start_ns = loop_now_ns();
 	int rc = store_dev_fsync(s->dev, &s->fl_req, on_flushed);
 	if (rc) {
 		/* Only while closing, which waits for these very puts: fail them. */
@@ -414,7 +423,9 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 
 	if (data.len <= s->inline_max) {
 		uint8_t hdr[STORE_REC_HDR];
-		store_rec_encode_inline_hdr(hdr, data.len, crc32c(0, src, data.len));
+		req->is_inline = true;
+		req->crc = crc32c(0, src, data.len);
+		store_rec_encode_inline_hdr(hdr, data.len, req->crc);
 		const char *keys[1] = { (const char *)req->kbuf };
 		size_t klens[1] = { STORE_KEY_LEN };
 		const char *vals[2] = { (const char *)hdr, (const char *)src };
@@ -445,7 +456,7 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 	req->bounce->len = (size_t)blocks * STORE_BLOCK_SIZE;
 	/* crcs of the copy we write, so a caller scribbling on its buffer
 	 * cannot make us index bytes we did not store. */
-	store_rec_encode_extent(rec, p, data.len, block, blocks);
+	req->crc = store_rec_encode_extent(rec, p, data.len, block, blocks);
 	rocksdb_writebatch_put(req->wb, (const char *)req->kbuf, STORE_KEY_LEN,
 			       (const char *)rec, rec_len);
 	free(rec);
@@ -623,6 +634,9 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 		rc = -EINVAL;
 	if (rc)
 		goto out_val;
+	req->stat = (struct store_stat){ .length = req->rec.length, .crc = req->rec.crc,
+					 .is_inline = req->rec.is_inline,
+					 .block = req->rec.block, .blocks = req->rec.blocks };
 	req->off = off;
 	req->len = len > req->rec.length - off ? req->rec.length - off : len;
 
@@ -957,6 +971,9 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 	rc = store_kv_open(o->meta_dir, s->max_inflight * 2, &s->kv, err, errlen);
 	if (rc)
 		goto out_fd;
+	s->obs = o->observer;
+	if (s->obs.kv_batch)
+		store_kv_set_observer(s->kv, s->obs.kv_batch, s->obs.arg);
 	rc = check_ident(s, o->meta_dir, formatted, err, errlen);
 	if (rc)
 		goto out_kv;

@@ -39,6 +39,17 @@
 
 struct store;
 
+/* Optional hooks for metrics (see store_opts.observer). */
+struct store_observer {
+	/* On kv's commit thread, after each synced index write: requests in
+	 * it and time inside rocksdb_write. Must be lock-free and cheap. */
+	void (*kv_batch)(void *arg, uint32_t requests, uint64_t flush_ns);
+	/* On the loop, after each device fdatasync: puts it covered and its
+	 * latency. */
+	void (*data_flush)(void *arg, uint32_t puts, uint64_t flush_ns);
+	void *arg;
+};
+
 struct store_opts {
 	const char *device_path;    /* block device or file (required) */
 	uint64_t create_size;       /* >0: create device_path as a file this
@@ -52,6 +63,7 @@ struct store_opts {
 	uint64_t max_shard_bytes;   /* larger puts fail IOL_ETOO_LARGE; 0: 64 MiB */
 	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
+	struct store_observer observer; /* hooks may be NULL */
 };
 
 /* Metadata of one shard. */
@@ -92,6 +104,9 @@ struct store_mut;
 
 struct store_put_req {
 	void *data;                   /* the caller's */
+	/* result, set by store_put when it returns 0 */
+	bool is_inline;               /* stored in the index record */
+	uint32_t crc;                 /* crc32c of the whole shard */
 	/* private */
 	struct store *s;
 	struct store_key key;
@@ -120,6 +135,9 @@ struct store_get_req {
 	 * the caller must buf_unref(out.buf). */
 	struct buf_slice out;
 	char err[400];                /* set on IOL_ECHECKSUM: names the shard */
+	/* the shard's committed metadata (whole shard, not the range read);
+	 * valid in the callback whatever its status */
+	struct store_stat stat;
 	/* private */
 	struct store *s;
 	struct store_key key;

@@ -1,0 +1,340 @@
+/*
+ * main.c — iolake-osd: one OSD process. Parses flags, opens the shard store
+ * on the device, serves iolake.osd.Osd on --listen, probes meta, and shuts
+ * down cleanly on SIGTERM/SIGINT.
+ *
+ * Everything runs on one libuv loop (this thread); RocksDB's commit thread
+ * and io_uring completions reach it through the store. Refusals (bad
+ * flags, missing device, unformatted or foreign device, meta dir of
+ * another device) are printed to stderr as one line naming the problem,
+ * with exit status 2 (flags) or 1 (device/store), before anything is
+ * served.
+ *
+ * Shutdown order: stop meta probing; drain the service (new calls answer
+ * UNAVAILABLE, calls in flight finish and are answered); close the RPC
+ * server; close the store (commit thread joined, RocksDB closed); exit 0.
+ * A watchdog exits 1 if that takes longer than SHUTDOWN_LIMIT_MS.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/rpc.h"
+#include "osd/metaclient.h"
+#include "osd/service.h"
+#include "osd/store/store.h"
+#include "osd/store/super.h"
+
+#define PROG "iolake-osd"
+#define SHUTDOWN_LIMIT_MS 10000
+
+static int64_t f_id = -1;
+static const char *f_device;
+static uint64_t f_size;
+static const char *f_meta_dir;
+static const char *f_listen;
+static struct flag_list f_meta;
+static bool f_format, f_force;
+static const char *f_cluster_id = "";
+static uint64_t f_inline_max = 64 << 10;
+static const char *f_log_level = "info";
+static int64_t f_max_inflight = 256;
+
+static const struct flag_spec specs[] = {
+	{ .name = "id", .type = FLAG_INT64, .dst = &f_id, .required = true, .min = 0,
+	  .max = UINT32_MAX, .help = "this OSD's id in the cluster (recorded in the superblock)" },
+	{ .name = "device", .type = FLAG_STRING, .dst = &f_device, .required = true,
+	  .metavar = "PATH", .help = "block device or preallocated file holding the shards" },
+	{ .name = "size", .type = FLAG_SIZE, .dst = &f_size,
+	  .help = "create --device as a regular file of this size if it is missing "
+		  "(and format it); never under /dev" },
+	{ .name = "meta-dir", .type = FLAG_STRING, .dst = &f_meta_dir, .required = true,
+	  .metavar = "DIR", .help = "RocksDB directory of the shard index (created if missing)" },
+	{ .name = "listen", .type = FLAG_STRING, .dst = &f_listen, .required = true,
+	  .metavar = "ADDR", .help = "RPC address, host:port (port 0 picks one; it is logged)" },
+	{ .name = "meta", .type = FLAG_LIST, .dst = &f_meta, .metavar = "ADDR,...",
+	  .help = "meta service addresses (host:port,...)" },
+	{ .name = "format", .type = FLAG_BOOL, .dst = &f_format,
+	  .help = "format a device that has no superblock" },
+	{ .name = "force", .type = FLAG_BOOL, .dst = &f_force,
+	  .help = "with --format: overwrite another OSD's superblock (destroys its data)" },
+	{ .name = "cluster-id", .type = FLAG_STRING, .dst = &f_cluster_id, .metavar = "HEX|UUID",
+	  .help = "cluster id, 32 hex digits or a UUID (default all zero)" },
+	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &f_inline_max, .min = 1,
+	  .max = 1 << 20, .help = "shards up to this size are stored inline in the index" },
+	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
+	  .metavar = "LEVEL", .help = "debug, info, warn or error" },
+	{ .name = "max-inflight", .type = FLAG_INT64, .dst = &f_max_inflight, .min = 1,
+	  .max = 65536, .help = "shard calls served at once; more answer RESOURCE_EXHAUSTED" },
+	{ 0 }
+};
+
+struct osd {
+	uv_loop_t *loop;
+	struct metrics_registry *reg;
+	struct store *st;
+	struct osd_service *svc;
+	struct rpc_server *rpc;
+	struct osd_metaclient *mc;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t watchdog;
+	bool stopping;
+	int exit_code;
+};
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* 32 hex digits, or a UUID (8-4-4-4-12); "" is all zero. */
+static int parse_cluster_id(const char *s, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (!*s)
+		return 0;
+	size_t len = strlen(s);
+	bool uuid = len == 36;
+	if (len != 32 && !uuid)
+		return -EINVAL;
+	int n = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (uuid && (i == 8 || i == 13 || i == 18 || i == 23)) {
+			if (s[i] != '-')
+				return -EINVAL;
+			continue;
+		}
+		int v = hexval(s[i]);
+		if (v < 0)
+			return -EINVAL;
+		out[n / 2] |= (uint8_t)(n % 2 ? v : v << 4);
+		n++;
+	}
+	return n == 32 ? 0 : -EINVAL;
+}
+
+/* ------------------------------------------------------------ shutdown */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void on_store_closed(void *arg)
+{
+	struct osd *o = arg;
+	osd_service_free(o->svc);
+	o->svc = NULL;
+	o->st = NULL;
+	uv_close((uv_handle_t *)&o->sigterm, on_handle_closed);
+	uv_close((uv_handle_t *)&o->sigint, on_handle_closed);
+	uv_close((uv_handle_t *)&o->watchdog, on_handle_closed);
+	LOG_INFO("stopped", "clean=true");
+}
+
+static void on_drained(void *arg)
+{
+	struct osd *o = arg;
+	LOG_INFO("drained; closing store", "");
+	if (o->rpc)
+		rpc_server_close(o->rpc);
+	o->rpc = NULL;
+	store_close(o->st, on_store_closed, o);
+}
+
+static void on_meta_stopped(void *arg)
+{
+	struct osd *o = arg;
+	o->mc = NULL;
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	(void)t;
+	LOG_ERROR("shutdown took too long; exiting without a clean close",
+		  "limit_ms=%d", SHUTDOWN_LIMIT_MS);
+	_exit(1);
+}
+
+static void shutdown_begin(struct osd *o, const char *why)
+{
+	if (o->stopping)
+		return;
+	o->stopping = true;
+	LOG_INFO("shutting down", "reason=%s inflight=%u", why, osd_service_inflight(o->svc));
+	uv_timer_start(&o->watchdog, on_watchdog, SHUTDOWN_LIMIT_MS, 0);
+	if (o->mc)
+		osd_metaclient_stop(o->mc, on_meta_stopped, o);
+	osd_service_drain(o->svc, on_drained, o);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct osd *o = h->data;
+	if (o->stopping) {
+		LOG_WARN("second signal during shutdown; exiting now", "signal=%d", signum);
+		_exit(1);
+	}
+	shutdown_begin(o, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+	char err[1024];
+	int pos;
+	int rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
+	if (rc == FLAGS_HELP) {
+		flags_usage(stdout, PROG, "", specs);
+		flags_free(specs);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", PROG, err);
+		fprintf(stderr, "%s: see --help\n", PROG);
+		return 2;
+	}
+	if (pos < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (every option is a --flag)\n", PROG,
+			argv[pos]);
+		flags_free(specs);
+		return 2;
+	}
+	int lvl = log_parse_level(f_log_level);
+	if (lvl < 0) {
+		fprintf(stderr, "%s: flag --log-level: '%s' is not debug, info, warn or error\n",
+			PROG, f_log_level);
+		flags_free(specs);
+		return 2;
+	}
+	uint8_t cluster_id[16];
+	if (parse_cluster_id(f_cluster_id, cluster_id)) {
+		fprintf(stderr, "%s: flag --cluster-id: '%s' is not 32 hex digits or a UUID\n",
+			PROG, f_cluster_id);
+		flags_free(specs);
+		return 2;
+	}
+	for (size_t i = 0; i < f_meta.n; i++) {
+		if (!osd_metaclient_addr_valid(f_meta.items[i])) {
+			fprintf(stderr, "%s: flag --meta: '%s' is not host:port\n", PROG,
+				f_meta.items[i]);
+			flags_free(specs);
+			return 2;
+		}
+	}
+	if (f_force && !f_format) {
+		fprintf(stderr, "%s: flag --force only makes sense with --format\n", PROG);
+		flags_free(specs);
+		return 2;
+	}
+	log_set_level((enum log_level)lvl);
+	char ctx[48];
+	snprintf(ctx, sizeof(ctx), "svc=osd.%lld", (long long)f_id);
+	log_set_thread_context(ctx);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct osd o = { .loop = uv_default_loop(), .exit_code = 0 };
+	o.reg = metrics_registry_new();
+	if (!o.reg) {
+		fprintf(stderr, "%s: out of memory\n", PROG);
+		return 1;
+	}
+	struct osd_service_opts so = { .osd_id = (uint32_t)f_id,
+				       .max_inflight = (uint32_t)f_max_inflight,
+				       .metrics = o.reg };
+	memcpy(so.cluster_id, cluster_id, 16);
+	rc = osd_service_new(o.loop, &so, &o.svc);
+	if (rc) {
+		fprintf(stderr, "%s: service: %s\n", PROG, iol_strerror(rc));
+		return 1;
+	}
+	struct store_opts sto = {
+		.device_path = f_device,
+		.create_size = f_size,
+		.meta_dir = f_meta_dir,
+		.osd_id = (uint32_t)f_id,
+		.format = f_format,
+		.force = f_force,
+		.inline_max_bytes = (uint32_t)f_inline_max,
+		.observer = osd_service_observer(o.svc),
+	};
+	memcpy(sto.cluster_id, cluster_id, 16);
+	rc = store_open(o.loop, &sto, &o.st, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "%s: cannot start: %s\n", PROG, err);
+		/* store_open may leave a handle closing on the loop. */
+		uv_run(o.loop, UV_RUN_DEFAULT);
+		osd_service_free(o.svc);
+		metrics_registry_free(o.reg);
+		flags_free(specs);
+		return 1;
+	}
+	osd_service_attach(o.svc, o.st);
+
+	uv_signal_init(o.loop, &o.sigterm);
+	uv_signal_init(o.loop, &o.sigint);
+	uv_timer_init(o.loop, &o.watchdog);
+	o.sigterm.data = o.sigint.data = &o;
+	uv_signal_start(&o.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&o.sigint, on_signal, SIGINT);
+
+	o.rpc = rpc_server_new(o.loop, NULL);
+	rc = o.rpc ? osd_service_register(o.svc, o.rpc) : -ENOMEM;
+	if (rc == 0)
+		rc = rpc_server_listen(o.rpc, f_listen);
+	if (rc) {
+		fprintf(stderr, "%s: flag --listen %s: %s\n", PROG, f_listen, iol_strerror(rc));
+		/* The store is open: close it the normal way, then leave. */
+		o.exit_code = 1;
+		shutdown_begin(&o, "listen failed");
+		uv_run(o.loop, UV_RUN_DEFAULT);
+		goto out;
+	}
+
+	struct store_space sp;
+	store_space(o.st, &sp);
+	char cid[33];
+	store_super_hex_id(cluster_id, cid);
+	LOG_INFO("listening", "addr=%s port=%d", LOG_Q(f_listen), rpc_server_port(o.rpc));
+	LOG_INFO("osd started", "id=%lld cluster=%s device=%s meta_dir=%s total_bytes=%llu "
+		 "used_bytes=%llu free_bytes=%llu inline_max=%llu",
+		 (long long)f_id, cid, LOG_Q(f_device), LOG_Q(f_meta_dir),
+		 (unsigned long long)sp.total_bytes, (unsigned long long)sp.used_bytes,
+		 (unsigned long long)sp.free_bytes, (unsigned long long)f_inline_max);
+
+	if (f_meta.n) {
+		struct osd_metaclient_opts mo = { .addrs = f_meta.items, .naddrs = f_meta.n,
+						  .osd_id = (uint32_t)f_id, .listen_addr = f_listen };
+		rc = osd_metaclient_start(o.loop, &mo, &o.mc);
+		if (rc)
+			LOG_ERROR("meta client did not start; serving without meta", "err=%s",
+				  LOG_Q(iol_strerror(rc)));
+	} else {
+		LOG_WARN("no --meta given: not registering with a cluster", "");
+	}
+
+	uv_run(o.loop, UV_RUN_DEFAULT);
+out:
+	if (uv_loop_close(o.loop) != 0)
+		LOG_WARN("loop closed with handles still open", "");
+	if (o.svc)
+		osd_service_free(o.svc);
+	metrics_registry_free(o.reg);
+	flags_free(specs);
+	return o.exit_code;
+}

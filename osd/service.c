@@ -1,0 +1,838 @@
+/*
+ * service.c — RPC handlers of iolake.osd.Osd over the shard store.
+ *
+ * Owns: the call-context pool (ops), the admission counters (calls and put
+ * bytes in flight), the drain state and the gauge refresh timer, and the
+ * metric objects it registered. Thread: the store's loop, which is also
+ * the RPC server's; store callbacks arrive there too. The one exception is
+ * obs_kv(), which kv's commit thread calls: it only touches histograms
+ * (lock-free atomics).
+ *
+ * Invariants:
+ *  - A call that took an op is answered exactly once, from the store
+ *    callback (or at once if the store refused it); the op goes back to
+ *    the pool right after the answer. inflight == ops taken.
+ *  - Payload bytes are verified (length and crc32c) before the store sees
+ *    them: a PutShard whose bytes were damaged in transit stores nothing.
+ *  - No answer carries bytes that failed their crc: the store verifies
+ *    every block it returns, and its checksum error becomes DATA_LOSS.
+ * Does not: retry, log per call, or hold shard bytes beyond the call (the
+ * store copies a put's payload into its own aligned buffer).
+ */
+#include "osd/service.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/loop.h"
+#include "osd/store/super.h"
+#include "proto/osd.pb-c.h"
+
+#define SVC_DESC (&iolake__osd__osd__descriptor)
+enum { M_PUT, M_GET, M_DEL, M_STAT, M_STATS, M_LIST, M_STATUS, M_COUNT };
+
+#define STAT_MANY_MAX 4096
+#define LIST_DEFAULT 1000
+#define LIST_MAX 10000
+#define KEY_NAME_MAX (STORE_OID_MAX * 4 + 64)
+
+/* Error kinds, as the iolake_osd_errors_total{kind} label. */
+#define ERR_KINDS(X)                                           \
+	X(INVALID, "invalid")     /* bad key, length, range */ \
+	X(NOT_FOUND, "not_found")                              \
+	X(CHECKSUM, "checksum")   /* in transit or on disk */  \
+	X(CORRUPT, "corrupt")     /* undecodable index record */ \
+	X(NO_SPACE, "no_space")                                \
+	X(BUSY, "busy")           /* admission limits */       \
+	X(UNAVAILABLE, "unavailable") /* draining, store failed */ \
+	X(CANCELLED, "cancelled")
+
+enum err_kind {
+#define EK_ENUM(e, s) EK_##e,
+	ERR_KINDS(EK_ENUM)
+#undef EK_ENUM
+	EK_COUNT
+};
+
+static const char *const ek_name[] = {
+#define EK_STR(e, s) s,
+	ERR_KINDS(EK_STR)
+#undef EK_STR
+};
+
+enum op_kind { OP_PUT, OP_GET, OP_DEL, OP_KINDS };
+static const char *const op_method[] = { "PutShard", "GetShard", "DeleteShard" };
+
+/* One call doing store I/O. From the pool; the store request is first so
+ * req->data is the op. */
+struct op {
+	union {
+		struct store_put_req put;
+		struct store_get_req get;
+		struct store_del_req del;
+	} u;
+	struct osd_service *svc;
+	struct rpc_req *r;
+	struct store_key key;
+	enum op_kind kind;
+	uint64_t bytes;      /* put payload counted against max_inflight_bytes */
+	uint64_t t0_us;
+	struct op *next_free;
+};
+
+struct osd_service {
+	uv_loop_t *loop;
+	struct store *st;
+	uint32_t osd_id;
+	char id_label[12];
+	char cluster_hex[33];
+
+	struct op *ops;               /* the pool: max_inflight entries */
+	struct op *free_ops;
+	uint32_t max_inflight, inflight;
+	uint64_t max_bytes, bytes;
+
+	uv_timer_t timer;             /* gauge refresh */
+	uint32_t refresh_ms;
+	bool timer_open;
+	bool draining;
+	void (*drain_cb)(void *arg);
+	void *drain_arg;
+
+	struct metrics_registry *reg;
+	struct metrics_counter *puts, *gets, *dels, *bytes_in, *bytes_out;
+	struct metrics_counter *errors[EK_COUNT];
+	struct metrics_histogram *lat[OP_KINDS];
+	struct metrics_histogram *batch, *kv_flush, *data_flush;
+	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inflight_g;
+};
+
+/* ------------------------------------------------------------ answers */
+
+static void fail(struct osd_service *svc, struct rpc_req *r, enum err_kind k, int code,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void fail(struct osd_service *svc, struct rpc_req *r, enum err_kind k, int code,
+		 const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	metrics_counter_inc(svc->errors[k]);
+	rpc_fail(r, code, "%s", msg);
+}
+
+/* A store error for shard `name` as a status the caller can act on. */
+static void fail_store(struct osd_service *svc, struct rpc_req *r, int rc, const char *name,
+		       uint64_t len)
+{
+	struct store_space sp;
+	switch (rc) {
+	case IOL_ENOT_FOUND:
+		fail(svc, r, EK_NOT_FOUND, RPC_NOT_FOUND, "shard %s not found on osd %u", name,
+		     svc->osd_id);
+		return;
+	case IOL_ENO_SPACE:
+		store_space(svc->st, &sp);
+		fail(svc, r, EK_NO_SPACE, RPC_RESOURCE_EXHAUSTED,
+		     "no space left on osd %u for shard %s (%llu bytes; %llu of %llu bytes free%s)",
+		     svc->osd_id, name, (unsigned long long)len,
+		     (unsigned long long)sp.free_bytes, (unsigned long long)sp.total_bytes,
+		     sp.free_bytes >= len ? ", but no contiguous run that large" : "");
+		return;
+	case -EAGAIN:
+	case -ENOMEM:
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED,
+		     "osd %u busy (%s); retry with backoff", svc->osd_id, iol_strerror(rc));
+		return;
+	case IOL_ETOO_LARGE:
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT,
+		     "shard %s: %llu bytes is above the OSD's largest shard", name,
+		     (unsigned long long)len);
+		return;
+	case -EINVAL:
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT, "shard %s: invalid request", name);
+		return;
+	case IOL_ECORRUPT:
+	case IOL_EBAD_FORMAT:
+		fail(svc, r, EK_CORRUPT, RPC_DATA_LOSS, "index record of shard %s on osd %u: %s",
+		     name, svc->osd_id, iol_strerror(rc));
+		return;
+	case IOL_ESHUTDOWN:
+		fail(svc, r, EK_UNAVAILABLE, RPC_UNAVAILABLE, "osd %u shutting down", svc->osd_id);
+		return;
+	default:
+		fail(svc, r, EK_UNAVAILABLE, RPC_UNAVAILABLE, "osd %u store failed on shard %s: %s",
+		     svc->osd_id, name, iol_strerror(rc));
+		return;
+	}
+}
+
+/* Refuse work while draining or before a store is attached. */
+static bool refuse(struct osd_service *svc, struct rpc_req *r)
+{
+	if (svc->draining || !svc->st) {
+		fail(svc, r, EK_UNAVAILABLE, RPC_UNAVAILABLE, "osd %u shutting down",
+		     svc->osd_id);
+		return true;
+	}
+	return false;
+}
+
+/* Validate and convert a wire key; on error the call is answered. */
+static int key_from(struct osd_service *svc, struct rpc_req *r, const Iolake__Osd__ShardKey *m,
+		    struct store_key *k, char *name)
+{
+	if (!m) {
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT, "shard key missing");
+		return -EINVAL;
+	}
+	if (m->object_id.len < 1 || m->object_id.len > STORE_OID_MAX) {
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT,
+		     "object id must be 1..%d bytes, got %zu", STORE_OID_MAX, m->object_id.len);
+		return -EINVAL;
+	}
+	if (m->shard > 255) {
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT, "shard index %u is above 255",
+		     m->shard);
+		return -EINVAL;
+	}
+	store_key_make(k, m->pg, m->object_id.data, m->object_id.len, (uint8_t)m->shard);
+	if (name)
+		store_key_format(k, name, KEY_NAME_MAX);
+	return 0;
+}
+
+/* Wire form of a key; oid points into k. */
+static void key_to(const struct store_key *k, Iolake__Osd__ShardKey *m)
+{
+	iolake__osd__shard_key__init(m);
+	m->pg = k->pg;
+	m->object_id.data = (uint8_t *)k->oid;
+	m->object_id.len = k->oid_len;
+	m->shard = k->shard;
+}
+
+static void info_to(const struct store_stat *st, Iolake__Osd__ShardKey *key,
+		    Iolake__Osd__ShardInfo *m)
+{
+	iolake__osd__shard_info__init(m);
+	m->key = key;
+	m->length = st->length;
+	m->crc32c = st->crc;
+	m->is_inline = st->is_inline;
+}
+
+/* ------------------------------------------------------------ ops */
+
+static void maybe_drained(struct osd_service *svc)
+{
+	if (!svc->draining || svc->inflight || svc->timer_open || !svc->drain_cb)
+		return;
+	void (*cb)(void *) = svc->drain_cb;
+	svc->drain_cb = NULL;
+	cb(svc->drain_arg);
+}
+
+/* Take a context for a store call, or answer busy. */
+static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_kind kind,
+			  uint64_t bytes)
+{
+	struct op *op = svc->free_ops;
+	if (!op || svc->bytes + bytes > svc->max_bytes) {
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED,
+		     "osd %u busy: %u calls and %llu payload bytes in flight (limits %u, %llu); "
+		     "retry with backoff",
+		     svc->osd_id, svc->inflight, (unsigned long long)svc->bytes,
+		     svc->max_inflight, (unsigned long long)svc->max_bytes);
+		return NULL;
+	}
+	svc->free_ops = op->next_free;
+	svc->inflight++;
+	svc->bytes += bytes;
+	op->svc = svc;
+	op->r = r;
+	op->kind = kind;
+	op->bytes = bytes;
+	op->t0_us = loop_now_ns() / 1000;
+	memset(&op->u, 0, sizeof(op->u));
+	op->u.put.data = op; /* .data is the first field of every request kind */
+	return op;
+}
+
+/* After the call was answered. */
+static void op_release(struct op *op, bool observe)
+{
+	struct osd_service *svc = op->svc;
+	if (observe)
+		metrics_histogram_observe(svc->lat[op->kind], loop_now_ns() / 1000 - op->t0_us);
+	svc->bytes -= op->bytes;
+	svc->inflight--;
+	op->r = NULL;
+	op->next_free = svc->free_ops;
+	svc->free_ops = op;
+	maybe_drained(svc);
+}
+
+/* ------------------------------------------------------------ PutShard */
+
+static void on_put(struct store_put_req *req, int status)
+{
+	struct op *op = req->data;
+	struct osd_service *svc = op->svc;
+	if (status) {
+		char name[KEY_NAME_MAX];
+		store_key_format(&op->key, name, sizeof(name));
+		fail_store(svc, op->r, status, name, op->bytes);
+		op_release(op, false);
+		return;
+	}
+	metrics_counter_inc(svc->puts);
+	metrics_counter_add(svc->bytes_in, op->bytes);
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__ShardInfo info;
+	Iolake__Osd__PutShardResponse resp = IOLAKE__OSD__PUT_SHARD_RESPONSE__INIT;
+	struct store_stat st = { .length = op->bytes, .crc = req->crc, .is_inline = req->is_inline };
+	key_to(&op->key, &k);
+	info_to(&st, &k, &info);
+	resp.info = &info;
+	rpc_respond(op->r, &resp.base, NULL);
+	op_release(op, true);
+}
+
+static void h_put(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__PutShardRequest *q = (const void *)rpc_req_msg(r);
+	const struct buf_slice *pl = rpc_req_payload(r);
+	struct buf_slice data = pl->buf ? *pl : (struct buf_slice){ 0 };
+	struct store_key k;
+	char name[KEY_NAME_MAX];
+	if (refuse(svc, r) || key_from(svc, r, q->key, &k, name))
+		return;
+	if (q->length != data.len) {
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT,
+		     "shard %s: payload is %zu bytes but length says %llu (not stored)", name,
+		     data.len, (unsigned long long)q->length);
+		return;
+	}
+	uint32_t crc = crc32c(0, buf_slice_data(&data), data.len);
+	if (crc != q->crc32c) {
+		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS,
+		     "shard %s: payload crc32c 0x%08x does not match the request's 0x%08x "
+		     "(damaged in transit; not stored)",
+		     name, crc, q->crc32c);
+		return;
+	}
+	if (rpc_req_cancelled(r)) {
+		fail(svc, r, EK_CANCELLED, RPC_CANCELLED, "caller gone before the put started");
+		return;
+	}
+	struct op *op = op_take(svc, r, OP_PUT, data.len);
+	if (!op)
+		return;
+	op->key = k;
+	int rc = store_put(svc->st, &op->u.put, &k, data, on_put);
+	if (rc) {
+		fail_store(svc, r, rc, name, data.len);
+		op_release(op, false);
+	}
+}
+
+/* ------------------------------------------------------------ GetShard */
+
+static void on_get(struct store_get_req *req, int status)
+{
+	struct op *op = req->data;
+	struct osd_service *svc = op->svc;
+	struct rpc_req *r = op->r;
+	if (status == IOL_ECHECKSUM) {
+		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS, "%s on osd %u", req->err, svc->osd_id);
+		op_release(op, false);
+		return;
+	}
+	if (status) {
+		char name[KEY_NAME_MAX];
+		store_key_format(&op->key, name, sizeof(name));
+		fail_store(svc, r, status, name, 0);
+		op_release(op, false);
+		return;
+	}
+	if (rpc_req_cancelled(r)) {
+		/* The answer would be dropped: skip the crc and the send. */
+		buf_unref(req->out.buf);
+		fail(svc, r, EK_CANCELLED, RPC_CANCELLED, "caller gone");
+		op_release(op, false);
+		return;
+	}
+	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__ShardInfo info;
+	Iolake__Osd__GetShardResponse resp = IOLAKE__OSD__GET_SHARD_RESPONSE__INIT;
+	key_to(&op->key, &k);
+	info_to(&req->stat, &k, &info);
+	resp.info = &info;
+	resp.offset = q->offset;
+	resp.length = req->out.len;
+	resp.range_crc32c = crc32c(0, buf_slice_data(&req->out), req->out.len);
+	metrics_counter_inc(svc->gets);
+	metrics_counter_add(svc->bytes_out, req->out.len);
+	rpc_respond(r, &resp.base, req->out.buf ? &req->out : NULL);
+	buf_unref(req->out.buf);
+	op_release(op, true);
+}
+
+static void h_get(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
+	struct store_key k;
+	char name[KEY_NAME_MAX];
+	if (refuse(svc, r) || key_from(svc, r, q->key, &k, name))
+		return;
+	if (rpc_req_cancelled(r)) {
+		fail(svc, r, EK_CANCELLED, RPC_CANCELLED, "caller gone before the read started");
+		return;
+	}
+	struct op *op = op_take(svc, r, OP_GET, 0);
+	if (!op)
+		return;
+	op->key = k;
+	uint64_t len = q->length ? q->length : UINT64_MAX;
+	int rc = store_get(svc->st, &op->u.get, &k, q->offset, len, on_get);
+	if (rc == -EINVAL) {
+		/* The key is valid: the offset is past the end. */
+		fail(svc, r, EK_INVALID, RPC_OUT_OF_RANGE, "shard %s: offset %llu is past its end",
+		     name, (unsigned long long)q->offset);
+		op_release(op, false);
+	} else if (rc) {
+		fail_store(svc, r, rc, name, 0);
+		op_release(op, false);
+	}
+}
+
+/* ------------------------------------------------------------ DeleteShard */
+
+static void on_del(struct store_del_req *req, int status)
+{
+	struct op *op = req->data;
+	struct osd_service *svc = op->svc;
+	if (status) {
+		char name[KEY_NAME_MAX];
+		store_key_format(&op->key, name, sizeof(name));
+		fail_store(svc, op->r, status, name, 0);
+		op_release(op, false);
+		return;
+	}
+	metrics_counter_inc(svc->dels);
+	Iolake__Osd__DeleteShardResponse resp = IOLAKE__OSD__DELETE_SHARD_RESPONSE__INIT;
+	rpc_respond(op->r, &resp.base, NULL);
+	op_release(op, true);
+}
+
+static void h_del(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__DeleteShardRequest *q = (const void *)rpc_req_msg(r);
+	struct store_key k;
+	char name[KEY_NAME_MAX];
+	if (refuse(svc, r) || key_from(svc, r, q->key, &k, name))
+		return;
+	struct op *op = op_take(svc, r, OP_DEL, 0);
+	if (!op)
+		return;
+	op->key = k;
+	int rc = store_delete(svc->st, &op->u.del, &k, on_del);
+	if (rc) {
+		fail_store(svc, r, rc, name, 0);
+		op_release(op, false);
+	}
+}
+
+/* ------------------------------------------------------------ metadata */
+
+static void h_stat(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__StatShardRequest *q = (const void *)rpc_req_msg(r);
+	struct store_key k;
+	char name[KEY_NAME_MAX];
+	if (refuse(svc, r) || key_from(svc, r, q->key, &k, name))
+		return;
+	struct store_stat st;
+	int rc = store_stat(svc->st, &k, &st);
+	if (rc) {
+		fail_store(svc, r, rc, name, 0);
+		return;
+	}
+	Iolake__Osd__ShardInfo info;
+	Iolake__Osd__StatShardResponse resp = IOLAKE__OSD__STAT_SHARD_RESPONSE__INIT;
+	info_to(&st, q->key, &info);
+	resp.info = &info;
+	rpc_respond(r, &resp.base, NULL);
+}
+
+static int status_code(int rc)
+{
+	switch (rc) {
+	case 0: return RPC_OK;
+	case IOL_ENOT_FOUND: return RPC_NOT_FOUND;
+	case -EINVAL: return RPC_INVALID_ARGUMENT;
+	case IOL_ECORRUPT:
+	case IOL_EBAD_FORMAT: return RPC_DATA_LOSS;
+	default: return RPC_UNAVAILABLE;
+	}
+}
+
+static void h_stats(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__StatShardsRequest *q = (const void *)rpc_req_msg(r);
+	if (refuse(svc, r))
+		return;
+	size_t n = q->n_keys;
+	if (n > STAT_MANY_MAX) {
+		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT, "%zu keys in one StatShards (max %d)",
+		     n, STAT_MANY_MAX);
+		return;
+	}
+	struct store_key *keys = calloc(n ? n : 1, sizeof(*keys));
+	struct store_stat *st = calloc(n ? n : 1, sizeof(*st));
+	int *status = calloc(n ? n : 1, sizeof(*status));
+	Iolake__Osd__ShardStat *res = calloc(n ? n : 1, sizeof(*res));
+	Iolake__Osd__ShardStat **resp_p = calloc(n ? n : 1, sizeof(*resp_p));
+	Iolake__Osd__ShardInfo *infos = calloc(n ? n : 1, sizeof(*infos));
+	if (!keys || !st || !status || !res || !resp_p || !infos) {
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED, "osd %u out of memory", svc->osd_id);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const Iolake__Osd__ShardKey *m = q->keys[i];
+		/* An invalid key stays oid_len 0: store_stat_many reports it
+		 * -EINVAL without reading. */
+		if (m && m->object_id.len >= 1 && m->object_id.len <= STORE_OID_MAX &&
+		    m->shard <= 255)
+			store_key_make(&keys[i], m->pg, m->object_id.data, m->object_id.len,
+				       (uint8_t)m->shard);
+	}
+	if (store_stat_many(svc->st, keys, n, st, status) != 0) {
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED, "osd %u out of memory", svc->osd_id);
+		goto out;
+	}
+	Iolake__Osd__StatShardsResponse resp = IOLAKE__OSD__STAT_SHARDS_RESPONSE__INIT;
+	for (size_t i = 0; i < n; i++) {
+		iolake__osd__shard_stat__init(&res[i]);
+		res[i].status = status_code(status[i]);
+		if (status[i] == 0) {
+			info_to(&st[i], q->keys[i], &infos[i]);
+			res[i].info = &infos[i];
+		}
+		resp_p[i] = &res[i];
+	}
+	resp.n_results = n;
+	resp.results = resp_p;
+	rpc_respond(r, &resp.base, NULL);
+out:
+	free(keys);
+	free(st);
+	free(status);
+	free(res);
+	free(resp_p);
+	free(infos);
+}
+
+static void h_list(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__ListShardsRequest *q = (const void *)rpc_req_msg(r);
+	if (refuse(svc, r))
+		return;
+	struct store_key after;
+	if (q->after) {
+		if (key_from(svc, r, q->after, &after, NULL))
+			return;
+		if (after.pg != q->pg) {
+			fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT,
+			     "list of pg %u: after-key is in pg %u", q->pg, after.pg);
+			return;
+		}
+	}
+	size_t limit = q->limit ? q->limit : LIST_DEFAULT;
+	if (limit > LIST_MAX)
+		limit = LIST_MAX;
+	struct store_list_ent *ents = malloc(limit * sizeof(*ents));
+	Iolake__Osd__ShardInfo *infos = malloc(limit * sizeof(*infos));
+	Iolake__Osd__ShardInfo **ptrs = malloc(limit * sizeof(*ptrs));
+	Iolake__Osd__ShardKey *keys = malloc(limit * sizeof(*keys));
+	if (!ents || !infos || !ptrs || !keys) {
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED, "osd %u out of memory", svc->osd_id);
+		goto out;
+	}
+	bool more;
+	int n = store_list(svc->st, q->pg, q->after ? &after : NULL, ents, limit, &more);
+	if (n < 0) {
+		char name[32];
+		snprintf(name, sizeof(name), "(listing pg %u)", q->pg);
+		fail_store(svc, r, n, name, 0);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		key_to(&ents[i].key, &keys[i]);
+		info_to(&ents[i].stat, &keys[i], &infos[i]);
+		ptrs[i] = &infos[i];
+	}
+	Iolake__Osd__ListShardsResponse resp = IOLAKE__OSD__LIST_SHARDS_RESPONSE__INIT;
+	resp.n_shards = (size_t)n;
+	resp.shards = ptrs;
+	resp.more = more;
+	rpc_respond(r, &resp.base, NULL);
+out:
+	free(ents);
+	free(infos);
+	free(ptrs);
+	free(keys);
+}
+
+/* ------------------------------------------------------------ status */
+
+static void refresh_gauges(struct osd_service *svc)
+{
+	if (!svc->st)
+		return;
+	struct store_space sp;
+	struct store_dev_stats ds;
+	struct store_stats ss;
+	store_space(svc->st, &sp);
+	store_stats(svc->st, &ss);
+	ds = ss.dev;
+	metrics_gauge_set(svc->used, (int64_t)sp.used_bytes);
+	metrics_gauge_set(svc->free_b, (int64_t)sp.free_bytes);
+	metrics_gauge_set(svc->reserved, (int64_t)sp.reserved_bytes);
+	metrics_gauge_set(svc->total, (int64_t)sp.total_bytes);
+	metrics_gauge_set(svc->qdepth, (int64_t)(ds.in_ring + ds.queued));
+	metrics_gauge_set(svc->inflight_g, svc->inflight);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	refresh_gauges(t->data);
+}
+
+static void h_status(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__StatusRequest *q = (const void *)rpc_req_msg(r);
+	if (refuse(svc, r))
+		return;
+	refresh_gauges(svc);
+	struct store_space sp;
+	struct store_stats ss;
+	store_space(svc->st, &sp);
+	store_stats(svc->st, &ss);
+	Iolake__Osd__StatusResponse resp = IOLAKE__OSD__STATUS_RESPONSE__INIT;
+	resp.osd_id = svc->osd_id;
+	resp.cluster_id = svc->cluster_hex;
+	resp.total_bytes = sp.total_bytes;
+	resp.used_bytes = sp.used_bytes;
+	resp.reserved_bytes = sp.reserved_bytes;
+	resp.free_bytes = sp.free_bytes;
+	resp.puts = ss.puts;
+	resp.gets = ss.gets;
+	resp.deletes = ss.deletes;
+	resp.bytes_in = ss.put_bytes;
+	resp.bytes_out = ss.get_bytes;
+	resp.checksum_errors = ss.checksum_errors;
+	resp.kv_commits = ss.kv.commits;
+	resp.kv_batches = ss.kv.batches;
+	resp.data_flushes = ss.data_flushes;
+	resp.inflight = svc->inflight;
+	char *text = NULL;
+	size_t tlen;
+	if (q->metrics && metrics_render(svc->reg, &text, &tlen) == 0)
+		resp.metrics_text = text;
+	rpc_respond(r, &resp.base, NULL);
+	free(text);
+}
+
+/* ------------------------------------------------------------ observers */
+
+/* On kv's commit thread: histogram updates are lock-free atomics. */
+static void obs_kv(void *arg, uint32_t requests, uint64_t flush_ns)
+{
+	struct osd_service *svc = arg;
+	metrics_histogram_observe(svc->batch, requests);
+	metrics_histogram_observe(svc->kv_flush, flush_ns / 1000);
+}
+
+static void obs_data(void *arg, uint32_t puts, uint64_t flush_ns)
+{
+	(void)puts;
+	struct osd_service *svc = arg;
+	metrics_histogram_observe(svc->data_flush, flush_ns / 1000);
+}
+
+struct store_observer osd_service_observer(struct osd_service *svc)
+{
+	return (struct store_observer){ .kv_batch = obs_kv, .data_flush = obs_data, .arg = svc };
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static int register_metrics(struct osd_service *svc)
+{
+	struct metrics_registry *reg = svc->reg;
+	const char *id = svc->id_label;
+	size_t nlat;
+	const uint64_t *lat = metrics_latency_buckets_us(&nlat);
+	static const uint64_t batch_b[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096 };
+
+#define NEW_OR_FAIL(x) \
+	do {           \
+		if (!(x))  \
+			return errno ? -errno : -ENOMEM; \
+	} while (0)
+	NEW_OR_FAIL(svc->puts = metrics_counter_new(reg, "iolake_osd_puts_total",
+		"Shards stored (PutShard answered OK).", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->gets = metrics_counter_new(reg, "iolake_osd_gets_total",
+		"Shard reads answered OK (GetShard).", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->dels = metrics_counter_new(reg, "iolake_osd_deletes_total",
+		"Shards deleted (DeleteShard answered OK).", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->bytes_in = metrics_counter_new(reg, "iolake_osd_bytes_in_total",
+		"Shard bytes stored.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->bytes_out = metrics_counter_new(reg, "iolake_osd_bytes_out_total",
+		"Shard bytes returned by GetShard.", METRICS_LABELS("osd", id)));
+	for (int k = 0; k < EK_COUNT; k++)
+		NEW_OR_FAIL(svc->errors[k] = metrics_counter_new(reg, "iolake_osd_errors_total",
+			"Calls answered with an error, by kind.",
+			METRICS_LABELS("osd", id, "kind", ek_name[k])));
+	for (int m = 0; m < OP_KINDS; m++)
+		NEW_OR_FAIL(svc->lat[m] = metrics_histogram_new(reg,
+			"iolake_osd_request_duration_seconds",
+			"Latency of successful shard calls, admission to answer.",
+			METRICS_LABELS("osd", id, "method", op_method[m]), lat, nlat, 1e-6));
+	NEW_OR_FAIL(svc->batch = metrics_histogram_new(reg, "iolake_osd_kv_commit_batch_size",
+		"Index updates written by one synced RocksDB write (group commit).",
+		METRICS_LABELS("osd", id), batch_b, sizeof(batch_b) / sizeof(batch_b[0]), 1.0));
+	NEW_OR_FAIL(svc->kv_flush = metrics_histogram_new(reg, "iolake_osd_flush_duration_seconds",
+		"Latency of one flush: kv = synced RocksDB write, data = device fdatasync.",
+		METRICS_LABELS("osd", id, "kind", "kv"), lat, nlat, 1e-6));
+	NEW_OR_FAIL(svc->data_flush = metrics_histogram_new(reg,
+		"iolake_osd_flush_duration_seconds", NULL,
+		METRICS_LABELS("osd", id, "kind", "data"), lat, nlat, 1e-6));
+	NEW_OR_FAIL(svc->qdepth = metrics_gauge_new(reg, "iolake_osd_uring_queue_depth",
+		"io_uring requests in the ring or waiting for it.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->used = metrics_gauge_new(reg, "iolake_osd_used_bytes",
+		"Data-area bytes named by committed shards.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->free_b = metrics_gauge_new(reg, "iolake_osd_free_bytes",
+		"Data-area bytes free.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->reserved = metrics_gauge_new(reg, "iolake_osd_reserved_bytes",
+		"Data-area bytes reserved by puts in flight.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->total = metrics_gauge_new(reg, "iolake_osd_total_bytes",
+		"Data-area size in bytes.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->inflight_g = metrics_gauge_new(reg, "iolake_osd_inflight_calls",
+		"Shard calls doing store work now.", METRICS_LABELS("osd", id)));
+#undef NEW_OR_FAIL
+	return 0;
+}
+
+int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
+		    struct osd_service **out)
+{
+	if (!o->metrics)
+		return -EINVAL;
+	struct osd_service *svc = calloc(1, sizeof(*svc));
+	if (!svc)
+		return -ENOMEM;
+	svc->loop = loop;
+	svc->osd_id = o->osd_id;
+	snprintf(svc->id_label, sizeof(svc->id_label), "%u", o->osd_id);
+	store_super_hex_id(o->cluster_id, svc->cluster_hex);
+	svc->max_inflight = o->max_inflight ? o->max_inflight : 256;
+	svc->max_bytes = o->max_inflight_bytes ? o->max_inflight_bytes : 1ull << 30;
+	svc->refresh_ms = o->gauge_refresh_ms ? o->gauge_refresh_ms : 1000;
+	svc->reg = o->metrics;
+	int rc = -ENOMEM;
+	svc->ops = calloc(svc->max_inflight, sizeof(*svc->ops));
+	if (!svc->ops)
+		goto out_free;
+	for (uint32_t i = svc->max_inflight; i-- > 0;) {
+		svc->ops[i].next_free = svc->free_ops;
+		svc->free_ops = &svc->ops[i];
+	}
+	errno = 0;
+	rc = register_metrics(svc);
+	if (rc)
+		goto out_ops;
+	rc = uv_timer_init(loop, &svc->timer);
+	if (rc)
+		goto out_ops;
+	svc->timer.data = svc;
+	svc->timer_open = true;
+	*out = svc;
+	return 0;
+
+	/* Metrics registered so far stay in the registry (never unregistered):
+	 * harmless, they read zero. */
+out_ops:
+	free(svc->ops);
+out_free:
+	free(svc);
+	return rc;
+}
+
+void osd_service_attach(struct osd_service *svc, struct store *st)
+{
+	svc->st = st;
+	refresh_gauges(svc);
+	uv_timer_start(&svc->timer, on_timer, svc->refresh_ms, svc->refresh_ms);
+}
+
+int osd_service_register(struct osd_service *svc, struct rpc_server *srv)
+{
+	static const rpc_handler_fn handlers[M_COUNT] = {
+		[M_PUT] = h_put,     [M_GET] = h_get,     [M_DEL] = h_del,
+		[M_STAT] = h_stat,   [M_STATS] = h_stats, [M_LIST] = h_list,
+		[M_STATUS] = h_status,
+	};
+	_Static_assert(M_COUNT == 7, "handlers must match osd.proto's methods");
+	if (SVC_DESC->n_methods != M_COUNT)
+		return -EINVAL;
+	return rpc_server_add_service(srv, SVC_DESC, handlers, svc);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	struct osd_service *svc = h->data;
+	svc->timer_open = false;
+	maybe_drained(svc);
+}
+
+void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void *arg)
+{
+	svc->draining = true;
+	svc->drain_cb = done_cb;
+	svc->drain_arg = arg;
+	/* Closing the timer also defers done_cb past this call. */
+	uv_close((uv_handle_t *)&svc->timer, on_timer_closed);
+}
+
+uint32_t osd_service_inflight(const struct osd_service *svc)
+{
+	return svc->inflight;
+}
+
+void osd_service_free(struct osd_service *svc)
+{
+	if (!svc)
+		return;
+	free(svc->ops);
+	free(svc);
+}

@@ -1,0 +1,80 @@
+/*
+ * service.h — the OSD's RPC service (iolake.osd.Osd, common/proto/osd.proto)
+ * over one shard store: the one header of osd/ that other services and
+ * binaries include (with osd/metaclient.h for the binary).
+ *
+ * Owns: the method handlers, a pool of in-flight call contexts sized at
+ * creation (the bound on store work in flight), and the OSD's metrics in
+ * the registry it is given. Runs on one loop: the store's, which is also
+ * the RPC server's; every function here is called on that loop's thread.
+ *
+ * Admission: a PutShard/GetShard/DeleteShard takes a context from the pool
+ * and, for puts, counts its payload against a byte budget; when either is
+ * exhausted the call fails at once with RESOURCE_EXHAUSTED ("busy", retry
+ * with backoff) instead of queueing without bound. Metadata calls (stat,
+ * stat-many, list, status) are synchronous RocksDB reads, bounded by their
+ * own per-call limits.
+ *
+ * Does not: own the store or the server (the caller opens and closes them),
+ * log per request (errors are counted in metrics and returned to callers),
+ * or serve HTTP /metrics (the Status call carries the rendered text until a
+ * shared HTTP endpoint exists in common/).
+ */
+#ifndef OSD_SERVICE_H
+#define OSD_SERVICE_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/metrics.h"
+#include "common/rpc.h"
+#include "osd/store/store.h"
+
+struct osd_service;
+
+struct osd_service_opts {
+	uint32_t osd_id;
+	uint8_t cluster_id[16];
+	uint32_t max_inflight;        /* store calls in flight; 0: 256 */
+	uint64_t max_inflight_bytes;  /* put payload bytes in flight; 0: 1 GiB */
+	uint32_t gauge_refresh_ms;    /* space / queue gauges refresh; 0: 1000 */
+	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
+};
+
+/*
+ * Create the service on loop and register its metrics (labelled with the
+ * OSD id, so several OSDs may share one registry). Returns 0 with *out,
+ * -EINVAL (no registry), -EEXIST (this OSD id's metrics already
+ * registered) or -ENOMEM. Attach a store before registering with a server.
+ */
+int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *opts,
+		    struct osd_service **out);
+
+/* Hooks for store_opts.observer, so the store's commit batch sizes and
+ * flush latencies land in this service's histograms. Valid as long as svc
+ * lives (close the store before freeing svc). */
+struct store_observer osd_service_observer(struct osd_service *svc);
+
+/* Serve st (opened on the same loop) from now on. Once only. */
+void osd_service_attach(struct osd_service *svc, struct store *st);
+
+/* Add the Osd service to srv (on the same loop). 0 or rpc_server_add_service's
+ * error. */
+int osd_service_register(struct osd_service *svc, struct rpc_server *srv);
+
+/*
+ * Begin shutdown: from now on every call is answered UNAVAILABLE ("osd
+ * shutting down") at once; calls in flight finish and are answered. Then
+ * done_cb(arg) runs on the loop (never from inside this call). After that,
+ * close the server (so no handler runs again), close the store, and free
+ * the service. Once only.
+ */
+void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void *arg);
+
+/* Calls being served now (taken contexts). */
+uint32_t osd_service_inflight(const struct osd_service *svc);
+
+/* Free svc. Requires: drained (done_cb ran), no server routing to it. */
+void osd_service_free(struct osd_service *svc);
+
+#endif

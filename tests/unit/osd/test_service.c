@@ -1,0 +1,637 @@
+/*
+ * test_service.c — the OSD RPC service over a real store (a file in
+ * /dev/shm) on a loop_thread, called from the test's own loop over both
+ * transports (0: HTTP/2 on 127.0.0.1:0, 1: local:NAME), so every call
+ * crosses threads as it does in the binary.
+ *
+ * Shows: put/get/range/delete/stat/stat-many/list round trips byte for
+ * byte; a wrong crc or length on put is rejected and stores nothing; a
+ * byte flipped on the device makes GetShard answer DATA_LOSS naming the
+ * shard; a full device answers RESOURCE_EXHAUSTED and keeps what it held;
+ * too many calls in flight answer RESOURCE_EXHAUSTED (busy); a draining
+ * service answers UNAVAILABLE.
+ *
+ * The store (and so RocksDB's threads) lives only in Check's forked test
+ * processes, never in the runner.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crc.h"
+#include "common/loop.h"
+#include "common/metrics.h"
+#include "common/rpc.h"
+#include "osd/service.h"
+#include "osd/store/store.h"
+#include "osd/store/super.h"
+#include "tests/lib/osd_call.h"
+
+enum { T_H2, T_LOCAL, TRANSPORTS };
+static const char *const tname[] = { "h2", "local" };
+
+/* ------------------------------------------------------------ server side */
+
+struct srv {
+	struct loop_thread lt;
+	struct metrics_registry *reg;
+	struct store *st;
+	struct osd_service *svc;
+	struct rpc_server *rpc;
+	char dev[128], meta[128], local[64];
+	uint64_t dev_size;
+	uint32_t max_inflight;
+	int port;
+	int rc;
+	char err[512];
+	atomic_int closed;
+	bool draining;
+};
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void srv_start(void *arg)
+{
+	struct srv *s = arg;
+	struct osd_service_opts so = { .osd_id = 7, .max_inflight = s->max_inflight,
+				       .metrics = s->reg };
+	so.cluster_id[0] = 0xab;
+	s->rc = osd_service_new(&s->lt.loop, &so, &s->svc);
+	if (s->rc)
+		return;
+	struct store_opts o = { .device_path = s->dev, .meta_dir = s->meta,
+				.create_size = s->dev_size, .osd_id = 7,
+				.observer = osd_service_observer(s->svc) };
+	o.cluster_id[0] = 0xab;
+	s->rc = store_open(&s->lt.loop, &o, &s->st, s->err, sizeof(s->err));
+	if (s->rc)
+		return;
+	osd_service_attach(s->svc, s->st);
+	s->rpc = rpc_server_new(&s->lt.loop, NULL);
+	s->rc = osd_service_register(s->svc, s->rpc);
+	if (!s->rc)
+		s->rc = rpc_server_listen(s->rpc, "127.0.0.1:0");
+	char a[80];
+	snprintf(a, sizeof(a), "local:%s", s->local);
+	if (!s->rc)
+		s->rc = rpc_server_listen(s->rpc, a);
+	s->port = rpc_server_port(s->rpc);
+}
+
+static void on_store_closed(void *arg)
+{
+	struct srv *s = arg;
+	osd_service_free(s->svc);
+	s->svc = NULL;
+	atomic_store(&s->closed, 1);
+}
+
+static void on_drained(void *arg)
+{
+	struct srv *s = arg;
+	rpc_server_close(s->rpc);
+	store_close(s->st, on_store_closed, s);
+}
+
+static void srv_begin_drain(void *arg)
+{
+	struct srv *s = arg;
+	if (s->draining)
+		return;
+	s->draining = true;
+	osd_service_drain(s->svc, on_drained, s);
+}
+
+/* Drain only (tests UNAVAILABLE while draining): the rest follows. */
+static void srv_setup(struct srv *s, const char *tag, uint64_t dev_size, uint32_t max_inflight)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dev, sizeof(s->dev), "/dev/shm/iolake-test-svc-%d-%s.dev", (int)getpid(), tag);
+	snprintf(s->meta, sizeof(s->meta), "/dev/shm/iolake-test-svc-%d-%s.meta", (int)getpid(),
+		 tag);
+	snprintf(s->local, sizeof(s->local), "osd-test-%d-%s", (int)getpid(), tag);
+	unlink(s->dev);
+	nftw(s->meta, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	s->dev_size = dev_size;
+	s->max_inflight = max_inflight;
+	s->reg = metrics_registry_new();
+	ck_assert_int_eq(loop_thread_start(&s->lt, "osd-test"), 0);
+	ck_assert_int_eq(loop_thread_call(&s->lt, srv_start, s), 0);
+	if (s->rc)
+		printf("server start: rc %d: %s\n", s->rc, s->err);
+	ck_assert_int_eq(s->rc, 0);
+	ck_assert_int_gt(s->port, 0);
+}
+
+static void srv_teardown(struct srv *s)
+{
+	if (!atomic_load(&s->closed))
+		loop_thread_call(&s->lt, srv_begin_drain, s);
+	while (!atomic_load(&s->closed))
+		usleep(1000);
+	loop_thread_stop(&s->lt);
+	metrics_registry_free(s->reg);
+	unlink(s->dev);
+	nftw(s->meta, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ------------------------------------------------------------ client side */
+
+struct fx {
+	struct srv s;
+	uv_loop_t loop;
+	struct rpc_channel *ch;
+};
+
+static void fx_setup(struct fx *f, int transport, const char *tag, uint64_t dev_size,
+		     uint32_t max_inflight)
+{
+	char t[128];
+	srv_setup(&f->s, tag, dev_size, max_inflight);
+	if (transport == T_H2)
+		snprintf(t, sizeof(t), "127.0.0.1:%d", f->s.port);
+	else
+		snprintf(t, sizeof(t), "local:%s", f->s.local);
+	printf("%s: transport %s target %s\n", tag, tname[transport], t);
+	ck_assert_int_eq(uv_loop_init(&f->loop), 0);
+	f->ch = rpc_channel_open(&f->loop, t, NULL);
+	ck_assert_ptr_nonnull(f->ch);
+}
+
+static void fx_teardown(struct fx *f)
+{
+	rpc_channel_close(f->ch);
+	while (uv_run(&f->loop, UV_RUN_DEFAULT) != 0)
+		;
+	ck_assert_int_eq(uv_loop_close(&f->loop), 0);
+	srv_teardown(&f->s);
+}
+
+static struct buf *pattern(size_t len, uint32_t seed)
+{
+	struct buf *b = buf_new(len ? len : 1);
+	uint32_t x = seed | 1;
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		b->data[i] = (uint8_t)x;
+	}
+	b->len = len;
+	return b;
+}
+
+static int put(struct fx *f, uint32_t pg, const char *oid, uint32_t shard, struct buf *b,
+	       struct osd_call *c)
+{
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+	osd_key(&k, pg, oid, shard);
+	q.key = &k;
+	q.length = b->len;
+	q.crc32c = crc32c(0, b->data, b->len);
+	struct buf_slice pl = { b, 0, b->len };
+	return osd_call_sync(&f->loop, f->ch, OSD_M_PUT, &q.base, b->len ? &pl : NULL, c);
+}
+
+static int get(struct fx *f, uint32_t pg, const char *oid, uint32_t shard, uint64_t off,
+	       uint64_t len, struct osd_call *c)
+{
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__GetShardRequest q = IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
+	osd_key(&k, pg, oid, shard);
+	q.key = &k;
+	q.offset = off;
+	q.length = len;
+	return osd_call_sync(&f->loop, f->ch, OSD_M_GET, &q.base, NULL, c);
+}
+
+static int stat1(struct fx *f, uint32_t pg, const char *oid, uint32_t shard, struct osd_call *c)
+{
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__StatShardRequest q = IOLAKE__OSD__STAT_SHARD_REQUEST__INIT;
+	osd_key(&k, pg, oid, shard);
+	q.key = &k;
+	return osd_call_sync(&f->loop, f->ch, OSD_M_STAT, &q.base, NULL, c);
+}
+
+static const Iolake__Osd__StatusResponse *status(struct fx *f, struct osd_call *c)
+{
+	Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
+	q.metrics = 1;
+	ck_assert_int_eq(osd_call_sync(&f->loop, f->ch, OSD_M_STATUS, &q.base, NULL, c), RPC_OK);
+	return (const void *)c->resp;
+}
+
+/* GetShard answers exactly bytes [off, off+len) of b. */
+static void expect_bytes(struct fx *f, uint32_t pg, const char *oid, uint32_t shard,
+			 const struct buf *b, uint64_t off, uint64_t len)
+{
+	struct osd_call c;
+	int st = get(f, pg, oid, shard, off, len, &c);
+	ck_assert_msg(st == RPC_OK, "get %s: %s %s", oid, rpc_status_name(st), c.message);
+	uint64_t want = len == 0 || off + len > b->len ? b->len - off : len;
+	const Iolake__Osd__GetShardResponse *r = (const void *)c.resp;
+	ck_assert_uint_eq(r->length, want);
+	ck_assert_uint_eq(r->offset, off);
+	ck_assert_uint_eq(r->info->length, b->len);
+	ck_assert_uint_eq(r->info->crc32c, crc32c(0, b->data, b->len));
+	ck_assert_uint_eq(c.payload.buf ? c.payload.len : 0, want);
+	if (want) {
+		ck_assert(memcmp(buf_slice_data(&c.payload), b->data + off, want) == 0);
+		ck_assert_uint_eq(r->range_crc32c, crc32c(0, b->data + off, want));
+	}
+	osd_call_clear(&c);
+}
+
+/* ------------------------------------------------------------ tests */
+
+START_TEST(round_trips)
+{
+	struct fx f;
+	fx_setup(&f, _i, "rt", 64 << 20, 0);
+	static const size_t sizes[] = { 0, 1, 1024, 4096, 65536, 65537, 300000, 4 << 20 };
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	struct buf *b[N];
+	char oid[N][32];
+	struct osd_call c;
+	for (int i = 0; i < N; i++) {
+		snprintf(oid[i], sizeof(oid[i]), "obj-%d-%zu", i, sizes[i]);
+		b[i] = pattern(sizes[i], 100 + (uint32_t)i);
+		int st = put(&f, 3, oid[i], (uint32_t)i % 6, b[i], &c);
+		ck_assert_msg(st == RPC_OK, "put %s: %s", oid[i], c.message);
+		const Iolake__Osd__PutShardResponse *r = (const void *)c.resp;
+		ck_assert_uint_eq(r->info->length, sizes[i]);
+		ck_assert_uint_eq(r->info->crc32c, crc32c(0, b[i]->data, sizes[i]));
+		ck_assert_int_eq(r->info->is_inline, sizes[i] <= 65536);
+		osd_call_clear(&c);
+	}
+	for (int i = 0; i < N; i++) {
+		expect_bytes(&f, 3, oid[i], (uint32_t)i % 6, b[i], 0, 0);
+		if (sizes[i] > 10) {
+			expect_bytes(&f, 3, oid[i], (uint32_t)i % 6, b[i], 1, sizes[i] / 2);
+			expect_bytes(&f, 3, oid[i], (uint32_t)i % 6, b[i], sizes[i] - 3, 100);
+			expect_bytes(&f, 3, oid[i], (uint32_t)i % 6, b[i], sizes[i], 0);
+		}
+	}
+	/* Past the end. */
+	ck_assert_int_eq(get(&f, 3, oid[2], 2, 5000, 1, &c), RPC_OUT_OF_RANGE);
+	osd_call_clear(&c);
+	/* Overwrite: the new bytes win. */
+	struct buf *nb = pattern(200000, 999);
+	ck_assert_int_eq(put(&f, 3, oid[6], 0, nb, &c), RPC_OK);
+	osd_call_clear(&c);
+	expect_bytes(&f, 3, oid[6], 0, nb, 0, 0);
+
+	/* Stat one. */
+	ck_assert_int_eq(stat1(&f, 3, oid[7], 1, &c), RPC_OK);
+	const Iolake__Osd__StatShardResponse *sr = (const void *)c.resp;
+	ck_assert_uint_eq(sr->info->length, 4 << 20);
+	ck_assert(!sr->info->is_inline);
+	osd_call_clear(&c);
+	ck_assert_int_eq(stat1(&f, 3, "nope", 0, &c), RPC_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(c.message, "nope"));
+	osd_call_clear(&c);
+
+	/* Stat many: present, missing, invalid, in request order. */
+	Iolake__Osd__ShardKey ks[4], *kp[4];
+	osd_key(&ks[0], 3, oid[3], 3);
+	osd_key(&ks[1], 3, "missing", 0);
+	osd_key(&ks[2], 3, oid[7], 1);
+	osd_key(&ks[3], 3, "", 0);
+	for (int i = 0; i < 4; i++)
+		kp[i] = &ks[i];
+	Iolake__Osd__StatShardsRequest sq = IOLAKE__OSD__STAT_SHARDS_REQUEST__INIT;
+	sq.n_keys = 4;
+	sq.keys = kp;
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_STATS, &sq.base, NULL, &c), RPC_OK);
+	const Iolake__Osd__StatShardsResponse *ss = (const void *)c.resp;
+	ck_assert_uint_eq(ss->n_results, 4);
+	ck_assert_int_eq(ss->results[0]->status, RPC_OK);
+	ck_assert_uint_eq(ss->results[0]->info->length, 4096);
+	ck_assert_int_eq(ss->results[1]->status, RPC_NOT_FOUND);
+	ck_assert_int_eq(ss->results[2]->status, RPC_OK);
+	ck_assert_uint_eq(ss->results[2]->info->length, 4 << 20);
+	ck_assert_int_eq(ss->results[3]->status, RPC_INVALID_ARGUMENT);
+	osd_call_clear(&c);
+
+	/* List pg 3 in pages of 3: every shard once, in key order. */
+	struct buf *small = pattern(10, 1);
+	ck_assert_int_eq(put(&f, 4, "other-pg", 0, small, &c), RPC_OK);
+	osd_call_clear(&c);
+	int seen = 0;
+	char last[80] = "";
+	Iolake__Osd__ShardKey after;
+	uint8_t after_oid[64];
+	bool have_after = false;
+	for (int page = 0; page < 10; page++) {
+		Iolake__Osd__ListShardsRequest lq = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
+		lq.pg = 3;
+		lq.limit = 3;
+		if (have_after)
+			lq.after = &after;
+		ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_LIST, &lq.base, NULL, &c),
+				 RPC_OK);
+		const Iolake__Osd__ListShardsResponse *lr = (const void *)c.resp;
+		ck_assert_uint_le(lr->n_shards, 3);
+		for (size_t i = 0; i < lr->n_shards; i++) {
+			const Iolake__Osd__ShardInfo *in = lr->shards[i];
+			char name[80];
+			snprintf(name, sizeof(name), "%.*s", (int)in->key->object_id.len,
+				 in->key->object_id.data);
+			ck_assert_uint_eq(in->key->pg, 3);
+			ck_assert_msg(strcmp(name, last) > 0, "%s after %s", name, last);
+			snprintf(last, sizeof(last), "%s", name);
+			seen++;
+		}
+		bool more = lr->more;
+		if (lr->n_shards) {
+			const Iolake__Osd__ShardKey *lk = lr->shards[lr->n_shards - 1]->key;
+			iolake__osd__shard_key__init(&after);
+			after.pg = lk->pg;
+			after.shard = lk->shard;
+			memcpy(after_oid, lk->object_id.data, lk->object_id.len);
+			after.object_id.data = after_oid;
+			after.object_id.len = lk->object_id.len;
+			have_after = true;
+		}
+		osd_call_clear(&c);
+		if (!more)
+			break;
+	}
+	ck_assert_int_eq(seen, N);
+
+	/* Delete: gone, and a second delete is NOT_FOUND. */
+	Iolake__Osd__ShardKey dk;
+	Iolake__Osd__DeleteShardRequest dq = IOLAKE__OSD__DELETE_SHARD_REQUEST__INIT;
+	osd_key(&dk, 3, oid[7], 1);
+	dq.key = &dk;
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_DEL, &dq.base, NULL, &c), RPC_OK);
+	osd_call_clear(&c);
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_DEL, &dq.base, NULL, &c),
+			 RPC_NOT_FOUND);
+	osd_call_clear(&c);
+	ck_assert_int_eq(get(&f, 3, oid[7], 1, 0, 0, &c), RPC_NOT_FOUND);
+	osd_call_clear(&c);
+
+	/* Space adds up; counters and metrics are there. */
+	const Iolake__Osd__StatusResponse *sp = status(&f, &c);
+	ck_assert_uint_eq(sp->osd_id, 7);
+	ck_assert_str_eq(sp->cluster_id, "ab000000000000000000000000000000");
+	ck_assert_uint_eq(sp->used_bytes + sp->free_bytes + sp->reserved_bytes, sp->total_bytes);
+	ck_assert_uint_eq(sp->reserved_bytes, 0);
+	/* extents: 65537 (17 blocks), 200000 (49), nothing else after the delete */
+	ck_assert_uint_eq(sp->used_bytes, (17 + 49) * 4096);
+	ck_assert_uint_ge(sp->puts, N + 2);
+	ck_assert_uint_ge(sp->kv_batches, 1);
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_puts_total{osd=\"7\"}"));
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_kv_commit_batch_size_bucket"));
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text,
+				     "iolake_osd_flush_duration_seconds_count{osd=\"7\",kind=\"data\"}"));
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_uring_queue_depth"));
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_free_bytes{osd=\"7\"}"));
+	osd_call_clear(&c);
+
+	for (int i = 0; i < N; i++)
+		buf_unref(b[i]);
+	buf_unref(nb);
+	buf_unref(small);
+	fx_teardown(&f);
+}
+END_TEST
+
+START_TEST(bad_put_stores_nothing)
+{
+	struct fx f;
+	fx_setup(&f, _i, "bp", 64 << 20, 0);
+	struct buf *b = pattern(100000, 5);
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+	osd_key(&k, 1, "victim", 2);
+	q.key = &k;
+	q.length = b->len;
+	q.crc32c = crc32c(0, b->data, b->len) ^ 1;
+	struct buf_slice pl = { b, 0, b->len };
+	struct osd_call c;
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_PUT, &q.base, &pl, &c), RPC_DATA_LOSS);
+	printf("wrong crc: %s\n", c.message);
+	ck_assert_ptr_nonnull(strstr(c.message, "victim"));
+	ck_assert_ptr_nonnull(strstr(c.message, "crc32c"));
+	osd_call_clear(&c);
+	/* Length disagreeing with the payload. */
+	q.crc32c = crc32c(0, b->data, b->len);
+	q.length = b->len + 1;
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_PUT, &q.base, &pl, &c),
+			 RPC_INVALID_ARGUMENT);
+	osd_call_clear(&c);
+	/* A bad key. */
+	q.length = b->len;
+	osd_key(&k, 1, "", 2);
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_PUT, &q.base, &pl, &c),
+			 RPC_INVALID_ARGUMENT);
+	osd_call_clear(&c);
+	q.key = NULL;
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_PUT, &q.base, &pl, &c),
+			 RPC_INVALID_ARGUMENT);
+	osd_call_clear(&c);
+	/* Nothing was stored, nothing reserved. */
+	ck_assert_int_eq(stat1(&f, 1, "victim", 2, &c), RPC_NOT_FOUND);
+	osd_call_clear(&c);
+	const Iolake__Osd__StatusResponse *sp = status(&f, &c);
+	ck_assert_uint_eq(sp->used_bytes, 0);
+	ck_assert_uint_eq(sp->reserved_bytes, 0);
+	ck_assert_uint_eq(sp->puts, 0);
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text,
+				     "iolake_osd_errors_total{osd=\"7\",kind=\"checksum\"} 1"));
+	osd_call_clear(&c);
+	buf_unref(b);
+	fx_teardown(&f);
+}
+END_TEST
+
+struct flip_arg {
+	struct srv *s;
+	struct store_key k;
+	struct store_stat st;
+	int rc;
+};
+
+static void server_stat(void *arg)
+{
+	struct flip_arg *a = arg;
+	a->rc = store_stat(a->s->st, &a->k, &a->st);
+}
+
+START_TEST(flipped_byte_is_data_loss)
+{
+	struct fx f;
+	fx_setup(&f, _i, "cs", 64 << 20, 0);
+	struct buf *b = pattern(300000, 77);
+	struct osd_call c;
+	ck_assert_int_eq(put(&f, 9, "flipme", 4, b, &c), RPC_OK);
+	osd_call_clear(&c);
+	/* Where the extent is: asked of the store on its own thread. */
+	struct flip_arg a = { .s = &f.s };
+	store_key_make(&a.k, 9, "flipme", 6, 4);
+	ck_assert_int_eq(loop_thread_call(&f.s.lt, server_stat, &a), 0);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert(!a.st.is_inline);
+
+	/* Flip one byte in crc block 2, behind the store's back. */
+	int fd = open(f.s.dev, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	off_t at = (off_t)(STORE_DATA_OFF + a.st.block * STORE_BLOCK_SIZE + 2 * 65536 + 99);
+	uint8_t byte;
+	ck_assert_int_eq(pread(fd, &byte, 1, at), 1);
+	byte ^= 0x01;
+	ck_assert_int_eq(pwrite(fd, &byte, 1, at), 1);
+	ck_assert_int_eq(fdatasync(fd), 0);
+	close(fd);
+
+	ck_assert_int_eq(get(&f, 9, "flipme", 4, 0, 0, &c), RPC_DATA_LOSS);
+	printf("checksum error: %s\n", c.message);
+	ck_assert_ptr_null(c.payload.buf);
+	ck_assert_ptr_nonnull(strstr(c.message, "flipme"));
+	ck_assert_ptr_nonnull(strstr(c.message, "pg 9"));
+	ck_assert_ptr_nonnull(strstr(c.message, "shard 4"));
+	ck_assert_ptr_nonnull(strstr(c.message, "checksum"));
+	osd_call_clear(&c);
+	/* Ranges outside the damaged crc block still read. */
+	expect_bytes(&f, 9, "flipme", 4, b, 0, 2 * 65536);
+	expect_bytes(&f, 9, "flipme", 4, b, 3 * 65536, 0);
+	ck_assert_int_eq(get(&f, 9, "flipme", 4, 2 * 65536 + 50, 100, &c), RPC_DATA_LOSS);
+	osd_call_clear(&c);
+	const Iolake__Osd__StatusResponse *sp = status(&f, &c);
+	ck_assert_uint_eq(sp->checksum_errors, 2);
+	osd_call_clear(&c);
+	buf_unref(b);
+	fx_teardown(&f);
+}
+END_TEST
+
+START_TEST(no_space_keeps_data)
+{
+	struct fx f;
+	/* 1 MiB superblock area + 7 MiB of data: three 2 MiB shards fit. */
+	fx_setup(&f, _i, "ns", 8 << 20, 0);
+	struct buf *b[3];
+	char oid[3][16];
+	struct osd_call c;
+	for (int i = 0; i < 3; i++) {
+		snprintf(oid[i], sizeof(oid[i]), "full-%d", i);
+		b[i] = pattern(2 << 20, 40 + (uint32_t)i);
+		ck_assert_int_eq(put(&f, 2, oid[i], 0, b[i], &c), RPC_OK);
+		osd_call_clear(&c);
+	}
+	struct buf *big = pattern(2 << 20, 9);
+	ck_assert_int_eq(put(&f, 2, "one-too-many", 0, big, &c), RPC_RESOURCE_EXHAUSTED);
+	printf("no space: %s\n", c.message);
+	ck_assert_ptr_nonnull(strstr(c.message, "no space"));
+	osd_call_clear(&c);
+	/* Overwriting an existing shard when full fails the same way and
+	 * keeps the old bytes. */
+	ck_assert_int_eq(put(&f, 2, oid[0], 0, big, &c), RPC_RESOURCE_EXHAUSTED);
+	osd_call_clear(&c);
+	for (int i = 0; i < 3; i++)
+		expect_bytes(&f, 2, oid[i], 0, b[i], 0, 0);
+	ck_assert_int_eq(stat1(&f, 2, "one-too-many", 0, &c), RPC_NOT_FOUND);
+	osd_call_clear(&c);
+	/* Small shards still fit inline (metadata only). */
+	struct buf *tiny = pattern(1000, 3);
+	ck_assert_int_eq(put(&f, 2, "tiny", 0, tiny, &c), RPC_OK);
+	osd_call_clear(&c);
+	const Iolake__Osd__StatusResponse *sp = status(&f, &c);
+	ck_assert_uint_eq(sp->used_bytes, 3 * (2 << 20));
+	ck_assert_uint_eq(sp->used_bytes + sp->free_bytes, sp->total_bytes);
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text,
+				     "iolake_osd_errors_total{osd=\"7\",kind=\"no_space\"} 2"));
+	osd_call_clear(&c);
+	for (int i = 0; i < 3; i++)
+		buf_unref(b[i]);
+	buf_unref(big);
+	buf_unref(tiny);
+	fx_teardown(&f);
+}
+END_TEST
+
+START_TEST(busy_then_draining)
+{
+	struct fx f;
+	fx_setup(&f, _i, "bz", 64 << 20, 2); /* two calls in flight at most */
+	enum { N = 24 };
+	struct osd_call c[N];
+	struct buf *b = pattern(256 << 10, 11);
+	Iolake__Osd__ShardKey k[N];
+	char oid[N][16];
+	for (int i = 0; i < N; i++) {
+		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+		snprintf(oid[i], sizeof(oid[i]), "busy-%d", i);
+		osd_key(&k[i], 1, oid[i], 0);
+		q.key = &k[i];
+		q.length = b->len;
+		q.crc32c = crc32c(0, b->data, b->len);
+		struct buf_slice pl = { b, 0, b->len };
+		memset(&c[i], 0, sizeof(c[i]));
+		osd_call_start(&f.loop, f.ch, OSD_M_PUT, &q.base, &pl, 0, &c[i]);
+	}
+	int ok = 0, busy = 0;
+	for (int i = 0; i < N; i++) {
+		osd_call_wait(&f.loop, &c[i]);
+		if (c[i].status == RPC_OK)
+			ok++;
+		else if (c[i].status == RPC_RESOURCE_EXHAUSTED && strstr(c[i].message, "busy"))
+			busy++;
+		else
+			ck_abort_msg("put %d: %s %s", i, rpc_status_name(c[i].status), c[i].message);
+		osd_call_clear(&c[i]);
+	}
+	printf("busy: %d ok, %d refused\n", ok, busy);
+	ck_assert_int_ge(ok, 2);
+	ck_assert_int_gt(busy, 0);
+
+	/* Draining: answered UNAVAILABLE (local transport: the server stays up
+	 * until drained; over h2 the connection may close first, also
+	 * UNAVAILABLE). */
+	loop_thread_call(&f.s.lt, srv_begin_drain, &f.s);
+	ck_assert_int_eq(stat1(&f, 1, "busy-0", 0, &c[0]), RPC_UNAVAILABLE);
+	osd_call_clear(&c[0]);
+	buf_unref(b);
+	fx_teardown(&f);
+}
+END_TEST
+
+static Suite *service_suite(void)
+{
+	Suite *s = suite_create("osd_service");
+	TCase *tc = tcase_create("service");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, round_trips, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, bad_put_stores_nothing, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, flipped_byte_is_data_loss, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, no_space_keeps_data, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, busy_then_draining, 0, TRANSPORTS);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(service_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
