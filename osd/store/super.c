@@ -241,6 +241,11 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 			    (unsigned long long)flags->create_size);
 			return -EINVAL;
 		}
+		if (strncmp(path, "/dev/", 5) == 0 && strncmp(path, "/dev/shm/", 9) != 0) {
+			msg(err, errlen, "device %s does not exist (refusing to create a file "
+			    "under /dev)", path);
+			return -ENOENT;
+		}
 		snprintf(open_path, sizeof(open_path), "%s.creating", path);
 		rc = create_file(open_path,
 				 flags->create_size - flags->create_size % STORE_BLOCK_SIZE, err,

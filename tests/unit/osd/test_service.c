@@ -528,7 +528,7 @@ START_TEST(no_space_keeps_data)
 	/* 1 MiB superblock area + 7 MiB of data: three 2 MiB shards fit. */
 	fx_setup(&f, _i, "ns", 8 << 20, 0);
 	struct buf *b[3];
-	char oid[3][16];
+	char oid[3][24];
 	struct osd_call c;
 	for (int i = 0; i < 3; i++) {
 		snprintf(oid[i], sizeof(oid[i]), "full-%d", i);
@@ -575,7 +575,7 @@ START_TEST(busy_then_draining)
 	struct osd_call c[N];
 	struct buf *b = pattern(256 << 10, 11);
 	Iolake__Osd__ShardKey k[N];
-	char oid[N][16];
+	char oid[N][24];
 	for (int i = 0; i < N; i++) {
 		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
 		snprintf(oid[i], sizeof(oid[i]), "busy-%d", i);
