@@ -153,7 +153,8 @@ $(B)/iolake-s3-bench: $(B)/obj/bench/s3bench/main.o $(LIBS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/bench-%: $(B)/obj/bench/bench_%.o $(LIBS)
+# Benches may use the test helpers (tests/lib: in-process OSD clusters).
+$(B)/bench-%: $(B)/obj/bench/bench_%.o $(call obj,$(TEST_LIB_SRC)) $(LIBS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

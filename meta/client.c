@@ -7,8 +7,13 @@
  * the outstanding calls. Each call keeps an owned copy of its request, so
  * every attempt sends the same bytes, request ids included.
  *
- * Invariant: the submits list holds the outstanding submits in request id
- * order, so its head is the acked_below every attempt sends.
+ * Invariants: the submits list holds the outstanding submits in request id
+ * order, so its head is the acked_below every attempt sends. A submit is
+ * sent only while its id is less than DEDUPE_SPAN above that head: the
+ * state machine remembers META_DEDUPE_WINDOW answers per client, and a
+ * slow retry of the oldest op must still find its answer (or be applied),
+ * not be refused as STALE because younger ops pushed the window past it.
+ * Submits beyond the span wait, unsent, in the list (from s_held on).
  *
  * Thread: the client's loop.
  */
@@ -27,6 +32,7 @@
 
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 320
+#define DEDUPE_SPAN (META_DEDUPE_WINDOW / 2)
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */
@@ -55,6 +61,7 @@ struct meta_client {
 	size_t leader;                 /* member tried first */
 	struct call *calls;
 	struct call *s_head, *s_tail;
+	struct call *s_held;           /* first submit not yet sent (span) */
 	size_t n_calls;
 	uint64_t client_id, next_request_id;
 	uint32_t attempt_timeout_ms, retry_for_ms, max_calls;
@@ -141,6 +148,8 @@ static void call_unlink(struct call *k)
 	if (k->next)
 		k->next->prev = k->prev;
 	if (k->op) {
+		if (c->s_held == k)
+			c->s_held = k->snext;
 		if (k->sprev)
 			k->sprev->snext = k->snext;
 		else
@@ -153,8 +162,23 @@ static void call_unlink(struct call *k)
 	c->n_calls--;
 }
 
+static void attempt(struct call *k);
+
+/* Send held submits that the span now admits. */
+static void release_held(struct meta_client *c)
+{
+	while (c->s_held && !c->closing &&
+	       c->s_held->op->request_id - c->s_head->op->request_id < DEDUPE_SPAN) {
+		struct call *k = c->s_held;
+		c->s_held = k->snext;
+		attempt(k);
+	}
+}
+
 static void call_finish(struct call *k, int err, const ProtobufCMessage *resp)
 {
+	struct meta_client *c = k->c;
+	bool was_head = k->op && c->s_head == k;
 	call_unlink(k);
 	if (k->scb) {
 		const Iolake__Meta__SubmitResponse *sr = (const void *)resp;
@@ -168,9 +192,9 @@ static void call_finish(struct call *k, int err, const ProtobufCMessage *resp)
 		uv_close((uv_handle_t *)&k->timer, on_timer_closed);
 	else
 		free_call_mem(k);
+	if (was_head)
+		release_held(c);
 }
-
-static void attempt(struct call *k);
 
 static void on_backoff(uv_timer_t *t)
 {
@@ -409,6 +433,11 @@ int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 		c->s_head = k;
 	c->s_tail = k;
 	call_link(k);
+	if (c->s_held || k->op->request_id - c->s_head->op->request_id >= DEDUPE_SPAN) {
+		if (!c->s_held)
+			c->s_held = k;
+		return 0;
+	}
 	attempt(k);
 	return 0;
 }
@@ -418,6 +447,8 @@ void meta_client_close(struct meta_client *c)
 	c->closing = true;
 	/* Calls waiting for a backoff timer finish here; calls on the wire
 	 * finish from their channel's close (RPC_CANCELLED, synchronously). */
+	while (c->s_held)
+		call_finish(c->s_held, IOL_ESHUTDOWN, NULL);
 	for (struct call *k = c->calls; k;) {
 		struct call *next = k->next;
 		if (k->timer_init && uv_is_active((uv_handle_t *)&k->timer)) {

@@ -138,8 +138,8 @@ void node_fail_not_leader(struct meta_node *n, struct rpc_req *r)
  * libraft (apply, barrier) must not re-enter it. */
 void node_kick(struct meta_node *n)
 {
-	if (n->closing || n->kick_armed)
-		return;
+	if (n->closing || n->kick_armed || !n->kick.loop)
+		return;   /* before start finished, the first tick does the work */
 	n->kick_armed = true;
 	uv_timer_start(&n->kick, node_on_kick, 0, 0);
 }
@@ -619,8 +619,8 @@ void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd)
 	if (!b)
 		return;
 	b->last_ms = now;
-	if ((!osd->up || !osd->in) && now - b->proposed_ms >= 1000) {
-		b->proposed_ms = now;
+	if ((!osd->up || !osd->in) && now - b->up_proposed_ms >= 1000) {
+		b->up_proposed_ms = now;
 		propose_osd_state(n, osd->id, true, true, true, true);
 	}
 }
@@ -641,8 +641,8 @@ static void sweep_osds(struct meta_node *n)
 		uint64_t quiet = now - last;
 		bool down = o->up && quiet >= n->o.osd_down_after_ms;
 		bool out = o->in && quiet >= n->o.osd_out_after_ms;
-		if ((down || out) && now - b->proposed_ms >= 1000) {
-			b->proposed_ms = now;
+		if ((down || out) && now - b->down_proposed_ms >= 1000) {
+			b->down_proposed_ms = now;
 			propose_osd_state(n, o->id, down, false, out, false);
 		}
 	}
@@ -710,6 +710,8 @@ static void on_tick(uv_timer_t *t)
 			sweep_osds(n);
 		}
 	}
+	if (n->map_dirty)
+		refresh_map(n);
 	node_expire_watches(n, now);
 }
 
@@ -903,6 +905,9 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		goto err_srv;
 	}
 	raft_uv_set_snapshot_compression(&n->io, false);
+	/* Reach a restarted peer soon (default 1 s, above small election
+	 * timeouts: the peer would start pre-votes first). */
+	raft_uv_set_connect_retry_delay(&n->io, 200);
 	n->fsm.version = 1;
 	n->fsm.data = n;
 	n->fsm.apply = fsm_apply;

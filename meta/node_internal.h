@@ -56,7 +56,8 @@ struct barrier {
 struct beat {
 	uint32_t id;
 	uint64_t last_ms;              /* loop_now_ms of the last beat; 0: none */
-	uint64_t proposed_ms;          /* last SetOsdState proposed for it */
+	uint64_t down_proposed_ms;     /* last down/out SetOsdState proposed */
+	uint64_t up_proposed_ms;       /* last up/in SetOsdState proposed */
 };
 
 /* A parked WatchMap call. */

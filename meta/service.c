@@ -498,7 +498,7 @@ static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 	int rc = add ? raft_add(&n->raft, &ch->c, q->id, ra, on_added)
 		     : raft_remove(&n->raft, &ch->c, q->id, on_removed);
 	if (rc) {
-		rpc_fail(r, rc == RAFT_NOTLEADER ? RPC_FAILED_PRECONDITION : RPC_FAILED_PRECONDITION,
+		rpc_fail(r, RPC_FAILED_PRECONDITION,
 			 "membership change: %s", raft_strerror(rc));
 		free(ch);
 		return;

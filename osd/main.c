@@ -277,8 +277,11 @@ int main(int argc, char **argv)
 	rc = store_open(o.loop, &sto, &o.st, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "%s: cannot start: %s\n", PROG, err);
-		/* store_open may leave a handle closing on the loop. */
+		/* Release the service's timer (and whatever store_open left
+		 * closing) before leaving. */
+		osd_service_drain(o.svc, NULL, NULL);
 		uv_run(o.loop, UV_RUN_DEFAULT);
+		uv_loop_close(o.loop);
 		osd_service_free(o.svc);
 		metrics_registry_free(o.reg);
 		flags_free(specs);

@@ -65,7 +65,8 @@ int osd_service_register(struct osd_service *svc, struct rpc_server *srv);
 /*
  * Begin shutdown: from now on every call is answered UNAVAILABLE ("osd
  * shutting down") at once; calls in flight finish and are answered. Then
- * done_cb(arg) runs on the loop (never from inside this call). After that,
+ * done_cb(arg) runs on the loop (never from inside this call; may be NULL).
+ * After that,
  * close the server (so no handler runs again), close the store, and free
  * the service. Once only.
  */

@@ -16,12 +16,16 @@ for f in "$build"/fuzz_*; do
 	[ -x "$f" ] || continue
 	name=$(basename "$f")
 	seeds="$top/tests/fuzz/corpus/${name#fuzz_}"
-	mkdir -p "$seeds" "$build/corpus/$name"
+	work="$build/corpus/$name"
+	mkdir -p "$seeds" "$work"
 	log="$build/$name.log"
+	# libFuzzer writes new inputs into the FIRST corpus directory: always
+	# the scratch one under the build dir, never the committed seeds.
 	if [ "$secs" -gt 0 ]; then
-		set -- -max_total_time="$secs" "$build/corpus/$name" "$seeds"
+		set -- -max_total_time="$secs" "$work" "$seeds"
 	else
-		set -- -seed=1 -runs=20000 "$seeds"
+		rm -rf "$work" && mkdir -p "$work"
+		set -- -seed=1 -runs=20000 "$work" "$seeds"
 	fi
 	if "$f" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@" >"$log" 2>&1; then
 		printf '  PASS    %-36s %s\n' "fuzz/$name" \

@@ -9,6 +9,11 @@
  * Why copy batches: the C API cannot append one WriteBatch to another, so
  * a group of more than one is re-played into a combined batch
  * (rocksdb_writebatch_iterate); the copy is memory-speed, the flush is not.
+ * Batching window: after a write that carried several requests, the thread
+ * waits (at most min(last flush time, 1 ms)) for their callers to come
+ * back before the next write, so N writers share one flush instead of
+ * alternating in two half-size cohorts (see gather()). Measured on ext4:
+ * ~15 -> ~25-30 requests per flush at 32 in flight, 1.3-2.4x the puts/s.
  */
 #include "osd/store/kv.h"
 
@@ -18,8 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/err.h"
+
+/* Longest a write waits for more requests (see gather()). */
+#define KV_WINDOW_MAX_NS 1000000u
 
 struct store_kv {
 	rocksdb_t *db;
@@ -54,12 +63,42 @@ static void del_cb(void *state, const char *k, size_t klen)
 	rocksdb_writebatch_delete(state, k, klen);
 }
 
+/*
+ * Batching window (under kv->mu). With N writers in flight and one write at
+ * a time, requests fall into two cohorts: the one being written and the one
+ * that queued meanwhile, each ~N/2, so every flush carries half of what it
+ * could. After a write of last_n requests completes, their callers need one
+ * round trip (completion -> RPC answer -> next request) to come back; wait
+ * up to a fraction of the last flush time for them, so both cohorts share
+ * the next flush. The wait ends as soon as last_n more requests than were
+ * already queued arrived. One writer (last_n <= 1) never waits here.
+ */
+static void gather(struct store_kv *kv, uint32_t last_n, uint64_t last_dt)
+{
+	uint64_t wait_ns = last_dt < KV_WINDOW_MAX_NS ? last_dt : KV_WINDOW_MAX_NS;
+	uint32_t want = kv->pending + last_n;
+	if (want > kv->max_pending)
+		want = kv->max_pending;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until); /* kv->cv waits on this clock */
+	uint64_t ns = (uint64_t)until.tv_nsec + wait_ns;
+	until.tv_sec += (time_t)(ns / 1000000000u);
+	until.tv_nsec = (long)(ns % 1000000000u);
+	while (kv->pending < want && !kv->stop)
+		if (pthread_cond_timedwait(&kv->cv, &kv->mu, &until) == ETIMEDOUT)
+			break;
+}
+
 static void *commit_main(void *arg)
 {
 	struct store_kv *kv = arg;
 	rocksdb_writebatch_t *group = rocksdb_writebatch_create();
+	uint32_t last_n = 0;    /* requests the previous write completed */
+	uint64_t last_dt = 0;   /* and how long it took */
 	for (;;) {
 		pthread_mutex_lock(&kv->mu);
+		if (last_n > 1 && !kv->stop)
+			gather(kv, last_n, last_dt);
 		while (!kv->head && !kv->stop)
 			pthread_cond_wait(&kv->cv, &kv->mu);
 		struct store_kv_req *list = kv->head;
@@ -81,6 +120,8 @@ static void *commit_main(void *arg)
 		uint64_t t0 = loop_now_ns();
 		rocksdb_write(kv->db, kv->wopts, wb, &err);
 		uint64_t dt = loop_now_ns() - t0;
+		last_n = n;
+		last_dt = dt;
 		int status = 0;
 		if (err) {
 			status = -EIO;
@@ -143,7 +184,11 @@ int store_kv_open(const char *dir, uint32_t max_pending, struct store_kv **out,
 		goto out_opts;
 	}
 	pthread_mutex_init(&kv->mu, NULL);
-	pthread_cond_init(&kv->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&kv->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	int prc = pthread_create(&kv->thread, NULL, commit_main, kv);
 	if (prc) {
 		rc = -prc;

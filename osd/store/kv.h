@@ -3,7 +3,9 @@
  *
  * Owns: the RocksDB instance under the meta dir and a dedicated commit
  * thread. Callers on any thread enqueue a write batch with a completion;
- * the commit thread takes every batch pending at that moment, writes them
+ * the commit thread takes every batch pending at that moment (after a
+ * short window for more when the previous write carried several; see
+ * kv.c), writes them
  * as ONE rocksdb_write with sync=1 (one WAL flush for all of them), and
  * posts each completion to the loop_queue the caller named, in enqueue
  * order. Batches enqueued by one thread are applied and completed in that

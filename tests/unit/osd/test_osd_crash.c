@@ -3,7 +3,7 @@
  * then restart and verify over RPC (HTTP/2 on loopback).
  *
  * Each round: start build/iolake-osd (the one next to this test's build
- * tree) on a 1 GiB file in /dev/shm; verify what earlier rounds left:
+ * tree) on a 512 MiB file in /dev/shm; verify what earlier rounds left:
  *   - every shard acknowledged (PutShard answered OK) reads back identical;
  *   - every shard ListShards shows (acknowledged or not) reads back whole,
  *     with the length its name says, content and crc32c intact: nothing
@@ -42,7 +42,7 @@
 
 #define INFLIGHT 32
 #define PGS 8
-#define DEV_SIZE (1ull << 30)
+#define DEV_SIZE (512ull << 20)  /* tmpfs: fallocate takes RAM */
 #define POOL_BYTES (8u << 20)
 #define MAX_LEN (4u << 20)
 
@@ -127,7 +127,7 @@ static pid_t osd_start(int *port)
 		dup2(fd, 1);
 		dup2(fd, 2);
 		close(fd);
-		execl(bin, bin, "--id", "1", "--device", dev, "--size", "1G", "--meta-dir", meta,
+		execl(bin, bin, "--id", "1", "--device", dev, "--size", "512M", "--meta-dir", meta,
 		      "--listen", "127.0.0.1:0", "--cluster-id",
 		      "4242aaaa-0000-4000-8000-000000000001", (char *)NULL);
 		_exit(127);
@@ -393,9 +393,6 @@ static void on_kill(uv_timer_t *t)
 START_TEST(kill9_rounds)
 {
 	find_binary();
-	snprintf(dev, sizeof(dev), "/dev/shm/iolake-osdcrash-%d.dev", (int)getpid());
-	snprintf(meta, sizeof(meta), "/dev/shm/iolake-osdcrash-%d.meta", (int)getpid());
-	snprintf(logp, sizeof(logp), "/dev/shm/iolake-osdcrash-%d.log", (int)getpid());
 	cleanup_files();
 	const char *env = getenv("IOLAKE_SEED");
 	unsigned seed = env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
@@ -475,10 +472,21 @@ START_TEST(kill9_rounds)
 }
 END_TEST
 
+/* In the runner: names from its pid, so its teardown removes them even
+ * when the forked test failed or timed out. */
+static void setup_once(void)
+{
+	snprintf(dev, sizeof(dev), "/dev/shm/iolake-osdcrash-%d.dev", (int)getpid());
+	snprintf(meta, sizeof(meta), "/dev/shm/iolake-osdcrash-%d.meta", (int)getpid());
+	snprintf(logp, sizeof(logp), "/dev/shm/iolake-osdcrash-%d.log", (int)getpid());
+	cleanup_files();
+}
+
 static Suite *crash_suite(void)
 {
 	Suite *s = suite_create("osd_crash");
 	TCase *tc = tcase_create("kill9");
+	tcase_add_unchecked_fixture(tc, setup_once, cleanup_files);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, kill9_rounds);
 	suite_add_tcase(s, tc);

@@ -39,6 +39,11 @@ static const char *const tname[] = { "h2", "local" };
 
 /* ------------------------------------------------------------ server side */
 
+/* Files are named by the runner's pid so its teardown can remove what a
+ * failed (forked) test left. */
+static int runner_pid;
+static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz" };
+
 struct srv {
 	struct loop_thread lt;
 	struct metrics_registry *reg;
@@ -119,8 +124,8 @@ static void srv_begin_drain(void *arg)
 static void srv_setup(struct srv *s, const char *tag, uint64_t dev_size, uint32_t max_inflight)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->dev, sizeof(s->dev), "/dev/shm/iolake-test-svc-%d-%s.dev", (int)getpid(), tag);
-	snprintf(s->meta, sizeof(s->meta), "/dev/shm/iolake-test-svc-%d-%s.meta", (int)getpid(),
+	snprintf(s->dev, sizeof(s->dev), "/dev/shm/iolake-test-svc-%d-%s.dev", runner_pid, tag);
+	snprintf(s->meta, sizeof(s->meta), "/dev/shm/iolake-test-svc-%d-%s.meta", runner_pid,
 		 tag);
 	snprintf(s->local, sizeof(s->local), "osd-test-%d-%s", (int)getpid(), tag);
 	unlink(s->dev);
@@ -613,10 +618,27 @@ START_TEST(busy_then_draining)
 }
 END_TEST
 
+static void setup_once(void)
+{
+	runner_pid = (int)getpid();
+}
+
+static void teardown_once(void)
+{
+	char p[160];
+	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+		snprintf(p, sizeof(p), "/dev/shm/iolake-test-svc-%d-%s.dev", runner_pid, tags[i]);
+		unlink(p);
+		snprintf(p, sizeof(p), "/dev/shm/iolake-test-svc-%d-%s.meta", runner_pid, tags[i]);
+		nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+}
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("osd_service");
 	TCase *tc = tcase_create("service");
+	tcase_add_unchecked_fixture(tc, setup_once, teardown_once);
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, round_trips, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, bad_put_stores_nothing, 0, TRANSPORTS);

@@ -1,0 +1,251 @@
+/*
+ * gw_data.h — the gateway's erasure-coded data path: an object body in,
+ * k+m shards per segment out to the PG's OSDs (PUT); shards in, the bytes
+ * of a range out (GET); every shard of an object deleted (DELETE).
+ *
+ * Layout (common/proto/layout.proto, struct gw_data_layout): the body is
+ * cut into segments of segment_bytes (default 4 MiB), each encoded k+m
+ * into shards of ceil(len/k) bytes; shard i of segment s goes to
+ * target->osds[i] under (pg, object_id || be32(s), i). The object id is
+ * 16 bytes unique per PUT, so an overwrite never touches the shards of the
+ * version it replaces. The caller keeps the layout in the object record.
+ *
+ * PUT: the caller feeds the body as it arrives; a segment is encoded when
+ * full (data shards are slices of the segment buffer; parity goes in the
+ * same buffer) and its k+m PutShard calls go out in parallel. At most
+ * `window` segments are in flight per PUT, plus the one filling: when both
+ * are taken, gw_data_put_write() accepts less than offered and on_writable
+ * runs once it can take more. A segment is durable when write_quorum
+ * (default k+1) shards are acked; the PUT completes when every segment
+ * reached quorum and every call has finished (failed shards are reported
+ * in layout.missing, for repair). If a segment cannot reach quorum the PUT
+ * fails with IOL_EUNAVAILABLE and deletes what it wrote before reporting.
+ *
+ * GET: for a byte range, only the segments it touches and, within them,
+ * only the byte ranges of the data shards it needs are read (parity OSDs
+ * see no GetShard on a healthy read), at most `window` segments ahead of
+ * what the consumer has taken. Every response is checked end to end (the
+ * range's crc32c, and the shard's crc32c against the layout). A failed or
+ * mismatching data shard makes that segment read whole shards (data first,
+ * then parity) and decode. A segment's bytes are handed out only when all
+ * of them are known good; with more than m shards unreadable the consumer
+ * gets IOL_EUNAVAILABLE before any byte of that segment.
+ *
+ * Every RPC carries a deadline (timeout_ms); a channel failure is a failed
+ * shard, never a hang.
+ *
+ * Threads: a gw_data and all its operations live on one loop (the one the
+ * channels were opened on); every function here is called on that loop's
+ * thread and every callback runs there, never from inside the call that
+ * caused it. Buffers it hands out may be dropped from any thread.
+ *
+ * Memory: segment buffers come from a pool of power-of-two size classes
+ * (idle memory capped by pool_max_bytes); operations come from free lists
+ * capped by max_ops. gw_data_stats() reports bytes held and their peak.
+ *
+ * Does not: choose the OSDs (the caller maps the PG), talk to meta, keep
+ * small objects (gw_data_is_inline() says which ones the caller should keep
+ * in the record itself), retry (a failed shard is reported, not retried).
+ */
+#ifndef GATEWAY_GW_DATA_H
+#define GATEWAY_GW_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/ec.h"
+#include "common/rpc.h"
+
+#define GW_DATA_OID_LEN 16
+#define GW_DATA_KEY_LEN (GW_DATA_OID_LEN + 4) /* object id || be32(segment) */
+
+struct gw_data_opts {
+	unsigned k, m;               /* 0, 0: 4+2 */
+	uint32_t segment_bytes;      /* data bytes per segment; 0: 4 MiB; max 256 MiB */
+	unsigned write_quorum;       /* acks per segment; 0: k+1 (k+m when m == 0) */
+	unsigned window;             /* segments in flight per PUT / ahead per GET; 0: 2 */
+	uint32_t timeout_ms;         /* deadline of each RPC; 0: 10000 */
+	uint32_t inline_max_bytes;   /* see gw_data_is_inline; 0: 4096 */
+	uint32_t max_ops;            /* live puts + gets + deletes; 0: 4096 */
+	uint64_t pool_max_bytes;     /* idle pooled buffer memory kept; 0: 256 MiB */
+};
+
+/* Where an object's shards go: the PG and its ordered OSD set. */
+struct gw_data_target {
+	uint32_t pg;
+	/* osds[i] holds shard i (k+m entries), each opened on the gw_data's
+	 * loop. NULL: known down, that shard fails without a call. */
+	struct rpc_channel *osds[EC_MAX_SHARDS];
+};
+
+/* The shard layout of one stored object (see layout.proto). */
+struct gw_data_layout {
+	uint32_t k, m;
+	uint32_t segment_bytes;
+	uint32_t pg;
+	uint64_t size;
+	uint8_t object_id[GW_DATA_OID_LEN];
+	uint32_t nsegs;              /* derived: ceil(size / segment_bytes) */
+	uint32_t *crcs;              /* nsegs * (k+m) crc32c, [s*(k+m)+i] */
+	uint32_t *missing;           /* nsegs masks: shards not stored */
+};
+
+struct gw_data_stats {
+	uint64_t puts, puts_failed, put_bytes;
+	uint64_t gets, gets_failed, get_bytes;     /* get_bytes: handed to consumers */
+	uint64_t deletes;
+	uint64_t segments_put, segments_read;
+	uint64_t decodes;                          /* segments rebuilt from parity */
+	uint64_t shard_puts, shard_put_failures;
+	uint64_t shard_gets, shard_get_failures;
+	uint64_t shard_gets_by_index[EC_MAX_SHARDS]; /* GetShard calls per shard index */
+	uint64_t crc_mismatches;                   /* responses failing the end-to-end check */
+	uint64_t shard_deletes, shard_delete_failures;
+	uint64_t buffered_bytes, buffered_peak;    /* segment/decode buffers + held responses */
+	uint32_t live_ops;
+};
+
+struct gw_data;
+
+/* A data path on loop (opts may be NULL). Returns 0 with *out, -EINVAL
+ * (bad k/m/quorum/segment size), -ENOMEM. */
+int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data **out);
+
+/* Release d. Requires no live operation (gw_data_stats().live_ops == 0: a
+ * freed GET may live on until its calls end; closing the channels ends
+ * them). The memory goes on a later loop turn (a libuv handle closes). */
+void gw_data_free(struct gw_data *d);
+
+void gw_data_stats(const struct gw_data *d, struct gw_data_stats *out);
+
+/* Whether an object of size bytes should live wholly in its meta record
+ * (size <= inline_max_bytes) instead of going to OSDs. */
+bool gw_data_is_inline(const struct gw_data *d, uint64_t size);
+
+/* ------------------------------------------------------------ layout */
+
+/* Segment count, and the length of segment s and of its shards. */
+uint32_t gw_data_layout_nsegs(uint64_t size, uint32_t segment_bytes);
+uint32_t gw_data_layout_seg_len(const struct gw_data_layout *l, uint32_t s);
+uint32_t gw_data_layout_shard_len(const struct gw_data_layout *l, uint32_t s);
+
+/* The encoded record (layout.proto) into out (cap bytes). Returns the
+ * length, or -ENOSPC when cap is short (call with cap 0 to size it). */
+ssize_t gw_data_layout_encode(const struct gw_data_layout *l, uint8_t *out, size_t cap);
+
+/* Parse and validate a record into *l (arrays allocated; release with
+ * gw_data_layout_clear). 0, or IOL_ECORRUPT for anything malformed or
+ * inconsistent, -ENOMEM. */
+int gw_data_layout_decode(const uint8_t *in, size_t len, struct gw_data_layout *l);
+
+/* Deep copy; 0 or -ENOMEM. */
+int gw_data_layout_copy(struct gw_data_layout *dst, const struct gw_data_layout *src);
+
+/* Free the arrays and zero *l. */
+void gw_data_layout_clear(struct gw_data_layout *l);
+
+/* ------------------------------------------------------------ PUT */
+
+struct gw_data_put;
+
+struct gw_data_put_cbs {
+	/* gw_data_put_write() took less than offered: it may take more now. */
+	void (*on_writable)(struct gw_data_put *p, void *ud);
+	/* The PUT is over: 0 (every segment has a write quorum; read the
+	 * layout and ETag now), IOL_EUNAVAILABLE (a segment could not reach
+	 * quorum; what was written has been deleted, best effort),
+	 * -ECANCELED (aborted), -ENOMEM. Exactly once, unless freed first. */
+	void (*on_done)(struct gw_data_put *p, int status, void *ud);
+};
+
+/*
+ * Start a PUT of exactly size bytes to target (copied). object_id: 16
+ * bytes, or NULL to draw a random one. cbs is copied. Returns 0 with *out,
+ * -EINVAL (size too large for the layout), -EAGAIN (max_ops live), -ENOMEM.
+ */
+int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, uint64_t size,
+		      const uint8_t *object_id, const struct gw_data_put_cbs *cbs, void *ud,
+		      struct gw_data_put **out);
+
+/*
+ * Feed body bytes (copied into the segment being filled). Returns how many
+ * were taken (0..len): fewer than len when `window` segments are in flight
+ * and the next one is full, and on_writable follows once more fit.
+ * Negative: the PUT has failed or was over-fed (-EMSGSIZE past size); stop
+ * feeding, on_done reports (or reported) the status.
+ */
+ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len);
+
+/* The body is complete. -EMSGSIZE (p failed) if fewer than size bytes
+ * came; else 0, and on_done follows once the last segment is settled. */
+int gw_data_put_finish(struct gw_data_put *p);
+
+/* Give up (client went away, body failed its signature): no more segments
+ * go out; what was written is deleted; on_done(-ECANCELED) follows unless
+ * the PUT was already over. */
+void gw_data_put_abort(struct gw_data_put *p);
+
+/* After on_done(0): the layout (valid until gw_data_put_free) and the
+ * ETag, lower-case hex MD5 of the body (33 bytes with the NUL). */
+const struct gw_data_layout *gw_data_put_layout(const struct gw_data_put *p);
+const char *gw_data_put_etag(const struct gw_data_put *p);
+
+/* Why the PUT failed, or "" — names the segment and shards. */
+const char *gw_data_put_error(const struct gw_data_put *p);
+
+/* Release p. Before on_done it aborts first (calls still running finish on
+ * their own; on_done is not called). */
+void gw_data_put_free(struct gw_data_put *p);
+
+/* ------------------------------------------------------------ GET */
+
+struct gw_data_get;
+
+/* Something changed after gw_data_get_read() returned -EAGAIN: read again. */
+typedef void (*gw_data_get_readable_cb)(struct gw_data_get *g, void *ud);
+
+/*
+ * Start reading bytes [off, off+len) of the object laid out as l (not
+ * copied: it must stay valid until gw_data_get_free) from target (copied). Any k+m is accepted (objects written under an
+ * older setting): codes are built once per (k, m) and cached. Returns 0
+ * with *out, -EINVAL (range past the object, inconsistent layout), -EAGAIN
+ * (max_ops live), -ENOMEM.
+ */
+int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
+		      const struct gw_data_layout *l, uint64_t off, uint64_t len,
+		      gw_data_get_readable_cb cb, void *ud, struct gw_data_get **out);
+
+/*
+ * The next bytes of the range, in order. Returns 1 with *out (a reference
+ * now the caller's: buf_unref(out->buf) when written out), 0 when the
+ * whole range has been handed out, -EAGAIN when nothing is ready (the
+ * readable callback runs once something is), or IOL_EUNAVAILABLE (a
+ * segment could not be read from enough shards) / -ENOMEM: the GET has
+ * failed and hands out nothing more. A piece is at most one shard long.
+ * Read-ahead is bounded by what the caller has taken, so a caller that
+ * stops reading stops the OSD reads.
+ */
+int gw_data_get_read(struct gw_data_get *g, struct buf_slice *out);
+
+/* Why the GET failed, or "". */
+const char *gw_data_get_error(const struct gw_data_get *g);
+
+/* Release g at any point; calls in flight finish on their own. */
+void gw_data_get_free(struct gw_data_get *g);
+
+/* ------------------------------------------------------------ DELETE */
+
+/* Done: 0, or IOL_EUNAVAILABLE with failed > 0 shard deletes that failed
+ * (NOT_FOUND counts as deleted). */
+typedef void (*gw_data_delete_cb)(void *ud, int status, uint32_t failed);
+
+/* DeleteShard every segment-shard of l (best effort, window*(k+m) calls in
+ * flight). l and target are copied. 0 (cb follows), -EAGAIN, -ENOMEM. */
+int gw_data_delete(struct gw_data *d, const struct gw_data_target *target,
+		   const struct gw_data_layout *l, gw_data_delete_cb cb, void *ud);
+
+#endif

@@ -1,0 +1,468 @@
+/*
+ * gw_data_get.c — erasure-coded GET of a byte range: the data-shard byte
+ * ranges a range needs, read in parallel, checked end to end, decoded from
+ * parity only when a shard fails, handed out in order.
+ *
+ * Pipeline: `window` segment slots; segment s lives in slot s % window
+ * from its first GetShard until it has been handed out whole and its last
+ * call has answered. A slot frees only when the consumer takes the
+ * segment's last piece, so a consumer that stops reading stops the reads
+ * (read-ahead is window segments, no more).
+ *
+ * A segment's pieces are handed out only once every needed byte is held
+ * and verified; so when more than m shards fail, the consumer sees the
+ * error before any byte of that segment. Responses are referenced, not
+ * copied: a healthy piece is a slice of the transport's payload buffer; a
+ * rebuilt piece is a slice of a pooled decode buffer.
+ *
+ * Per segment, states: FETCH -> READY -> EMITTED -> (calls drained) IDLE,
+ * or FETCH -> FAILED (sticky: no later segment starts).
+ *
+ * Loop: the gw_data's. The readable callback runs only at the end of an
+ * RPC callback, and g is not touched after it.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "gateway/gw_data.h"
+#include "gateway/gw_data_int.h"
+
+enum seg_state { S_IDLE, S_FETCH, S_READY, S_FAILED, S_EMITTED };
+
+struct get_call {
+	struct get_seg *seg;
+	uint32_t shard;
+	bool full;               /* asked for the whole shard */
+	uint32_t off, len;       /* asked range */
+};
+
+struct get_seg {
+	struct gw_data_get *g;
+	enum seg_state state;
+	uint32_t index;
+	uint32_t seg_len, sl;
+	uint32_t need;                       /* data shards holding wanted bytes */
+	uint32_t w_off[EC_MAX_SHARDS];       /* wanted range in shard i */
+	uint32_t w_len[EC_MAX_SHARDS];
+	struct buf_slice got[EC_MAX_SHARDS]; /* held bytes of shard i */
+	uint32_t got_off[EC_MAX_SHARDS];     /* shard offset of got[i] */
+	uint32_t got_acct[EC_MAX_SHARDS];    /* bytes counted as buffered */
+	uint32_t have, full, failed, inflight; /* shard masks */
+	uint32_t inflight_full;
+	bool degraded;
+	unsigned emit_next;
+	unsigned pending;
+	struct get_call calls[EC_MAX_SHARDS];
+};
+
+struct gw_data_get {
+	struct gw_data *d;
+	struct gw_data_get *next_free;
+	struct gw_data_target t;
+	const struct gw_data_layout *l;
+	gw_data_get_readable_cb cb;
+	void *ud;
+	unsigned n, k;
+	uint32_t bad;              /* shards without a channel */
+	uint64_t off, end;
+	uint32_t last_seg;
+	uint32_t next_start, next_emit;
+	bool empty;
+	bool stop;                 /* a segment failed: start no more */
+	bool waiting;              /* read returned -EAGAIN */
+	bool freed;
+	int status;
+	unsigned pending;          /* calls in flight, all segments */
+	char err[320];
+	struct get_seg segs[];     /* window */
+};
+
+static void get_release(struct gw_data_get *g);
+
+static unsigned window(const struct gw_data_get *g)
+{
+	return g->d->o.window;
+}
+
+static struct get_seg *slot(struct gw_data_get *g, uint32_t s)
+{
+	return &g->segs[s % window(g)];
+}
+
+static void drop(struct get_seg *seg, unsigned i)
+{
+	if (!seg->got[i].buf)
+		return;
+	if (seg->got_acct[i])
+		gwd_account(seg->g->d, -(int64_t)seg->got_acct[i]);
+	buf_unref(seg->got[i].buf);
+	seg->got[i] = (struct buf_slice){ 0 };
+	seg->got_acct[i] = 0;
+	seg->have &= ~(1u << i);
+	seg->full &= ~(1u << i);
+}
+
+static void drop_all(struct get_seg *seg)
+{
+	for (unsigned i = 0; i < EC_MAX_SHARDS; i++)
+		drop(seg, i);
+}
+
+static void seg_fail(struct get_seg *seg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void seg_fail(struct get_seg *seg, const char *fmt, ...)
+{
+	struct gw_data_get *g = seg->g;
+	seg->state = S_FAILED;
+	g->stop = true;
+	drop_all(seg);
+	if (!g->err[0]) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(g->err, sizeof(g->err), fmt, ap);
+		va_end(ap);
+	}
+}
+
+static void on_get(void *ud, const struct rpc_result *res);
+
+static void issue(struct get_seg *seg, unsigned i, bool full)
+{
+	struct gw_data_get *g = seg->g;
+	struct gw_data *d = g->d;
+	struct get_call *c = &seg->calls[i];
+	drop(seg, i);
+	c->full = full;
+	c->off = full ? 0 : seg->w_off[i];
+	c->len = full ? seg->sl : seg->w_len[i];
+	seg->inflight |= 1u << i;
+	if (full)
+		seg->inflight_full |= 1u << i;
+	seg->pending++;
+	g->pending++;
+	d->st.shard_gets++;
+	d->st.shard_gets_by_index[i]++;
+	Iolake__Osd__ShardKey key;
+	uint8_t kb[GW_DATA_KEY_LEN];
+	Iolake__Osd__GetShardRequest q = IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
+	gwd_key(&key, kb, g->l->pg, g->l->object_id, seg->index, i);
+	q.key = &key;
+	q.offset = c->off;
+	q.length = c->len;
+	struct rpc_call_opts co = { .timeout_ms = d->o.timeout_ms };
+	rpc_call(g->t.osds[i], OSD_SVC, GWD_M_GET, &q.base, NULL, &co, on_get, c);
+}
+
+/* Rebuild the wanted data shards that are not held from k whole shards. */
+static void seg_decode(struct get_seg *seg)
+{
+	struct gw_data_get *g = seg->g;
+	struct gw_data *d = g->d;
+	const struct gw_data_layout *l = g->l;
+	uint32_t want = seg->need & ~seg->have;
+	if (!want) {
+		seg->state = S_READY;
+		return;
+	}
+	uint32_t present = 0;
+	for (unsigned i = 0, c = 0; i < g->n && c < g->k; i++)
+		if (seg->full & (1u << i)) {
+			present |= 1u << i;
+			c++;
+		}
+	struct ec_code *code = gwd_code(d, l->k, l->m);
+	struct buf *dec = code ? gwd_buf_get(d, (size_t)g->k * seg->sl) : NULL;
+	if (!dec) {
+		seg_fail(seg, "segment %u: no memory to decode", seg->index);
+		return;
+	}
+	uint8_t *ptr[EC_MAX_SHARDS] = { 0 };
+	for (unsigned i = 0; i < g->n; i++) {
+		if (present & (1u << i))
+			ptr[i] = (uint8_t *)buf_slice_data(&seg->got[i]);
+		else if (want & (1u << i))
+			ptr[i] = dec->data + (size_t)i * seg->sl;
+	}
+	int rc = ec_decode(code, seg->sl, ptr, present, want);
+	if (rc) {
+		buf_unref(dec);
+		seg_fail(seg, "segment %u: decode failed: %s", seg->index, iol_strerror(rc));
+		return;
+	}
+	for (unsigned i = 0; i < g->k; i++)
+		if (want & (1u << i)) {
+			seg->got[i] = (struct buf_slice){ buf_ref(dec), (size_t)i * seg->sl, seg->sl };
+			seg->got_off[i] = 0;
+			seg->have |= 1u << i;
+		}
+	buf_unref(dec);
+	d->st.decodes++;
+	seg->state = S_READY;
+}
+
+/* Decide what a fetching segment needs next. */
+static void seg_advance(struct get_seg *seg)
+{
+	struct gw_data_get *g = seg->g;
+	if (seg->state != S_FETCH)
+		return;
+	if (!seg->degraded) {
+		if ((seg->have & seg->need) == seg->need)
+			seg->state = S_READY;
+		return;
+	}
+	unsigned nfull = (unsigned)__builtin_popcount(seg->full);
+	if (nfull >= g->k) {
+		seg_decode(seg);
+		return;
+	}
+	unsigned coming = nfull + (unsigned)__builtin_popcount(seg->inflight_full);
+	unsigned more = coming >= g->k ? 0 : g->k - coming;
+	uint32_t bad = seg->failed | g->bad | g->l->missing[seg->index];
+	for (unsigned i = 0; i < g->n && more; i++) {
+		uint32_t b = 1u << i;
+		if ((bad | seg->full | seg->inflight) & b)
+			continue;
+		issue(seg, i, true);
+		more--;
+	}
+	/* Range reads still out may come back and be asked again in full. */
+	unsigned later = (unsigned)__builtin_popcount(seg->inflight & ~seg->inflight_full & ~bad);
+	if (more > later)
+		seg_fail(seg,
+			 "segment %u: only %u of %u shards readable, %u needed to decode "
+			 "(unreadable shard mask 0x%x)",
+			 seg->index, g->n - (unsigned)__builtin_popcount(bad), g->n, g->k, bad);
+}
+
+static void seg_start(struct get_seg *seg, uint32_t s)
+{
+	struct gw_data_get *g = seg->g;
+	const struct gw_data_layout *l = g->l;
+	uint64_t base = (uint64_t)s * l->segment_bytes;
+	seg->state = S_FETCH;
+	seg->index = s;
+	seg->seg_len = gw_data_layout_seg_len(l, s);
+	seg->sl = gw_data_layout_shard_len(l, s);
+	seg->need = seg->have = seg->full = seg->failed = 0;
+	seg->inflight = seg->inflight_full = 0;
+	seg->degraded = false;
+	seg->emit_next = 0;
+	uint64_t a = (g->off > base ? g->off : base) - base;
+	uint64_t b = (g->end < base + seg->seg_len ? g->end : base + seg->seg_len) - base;
+	for (unsigned i = 0; i < g->k; i++) {
+		uint64_t lo = (uint64_t)i * seg->sl, hi = lo + seg->sl;
+		if (hi > seg->seg_len)
+			hi = seg->seg_len;
+		uint64_t ol = a > lo ? a : lo, oh = b < hi ? b : hi;
+		if (ol >= oh)
+			continue;
+		seg->need |= 1u << i;
+		seg->w_off[i] = (uint32_t)(ol - lo);
+		seg->w_len[i] = (uint32_t)(oh - ol);
+	}
+	g->d->st.segments_read++;
+	uint32_t bad = g->bad | l->missing[s];
+	for (unsigned i = 0; i < g->k; i++) {
+		if (!(seg->need & (1u << i)))
+			continue;
+		if (bad & (1u << i)) {
+			seg->failed |= 1u << i;
+			seg->degraded = true;
+		} else {
+			issue(seg, i, false);
+		}
+	}
+	seg_advance(seg);
+}
+
+static void pump(struct gw_data_get *g)
+{
+	while (!g->stop && !g->empty && g->next_start <= g->last_seg) {
+		struct get_seg *seg = slot(g, g->next_start);
+		if (seg->state != S_IDLE)
+			break;
+		seg_start(seg, g->next_start++);
+	}
+}
+
+static void on_get(void *ud, const struct rpc_result *res)
+{
+	struct get_call *c = ud;
+	struct get_seg *seg = c->seg;
+	struct gw_data_get *g = seg->g;
+	struct gw_data *d = g->d;
+	uint32_t i = c->shard, b = 1u << i;
+	seg->pending--;
+	g->pending--;
+	seg->inflight &= ~b;
+	seg->inflight_full &= ~b;
+	if (g->freed) {
+		if (!g->pending)
+			get_release(g);
+		return;
+	}
+	if (seg->state == S_FETCH) {
+		const struct gw_data_layout *l = g->l;
+		const Iolake__Osd__GetShardResponse *r = (const void *)res->resp;
+		size_t plen = res->payload.buf ? res->payload.len : 0;
+		uint32_t want_crc = l->crcs[(size_t)seg->index * g->n + i];
+		bool whole = c->off == 0 && c->len == seg->sl;
+		bool ok = res->status == RPC_OK && r && r->info && r->info->length == seg->sl &&
+			  r->info->crc32c == want_crc && r->offset == c->off &&
+			  r->length == c->len && plen == c->len;
+		if (ok) {
+			uint32_t crc = crc32c(0, buf_slice_data(&res->payload), plen);
+			ok = crc == r->range_crc32c && (!whole || crc == want_crc);
+		}
+		if (ok) {
+			seg->got[i] = res->payload;
+			buf_ref(res->payload.buf);
+			seg->got_off[i] = c->off;
+			seg->got_acct[i] = c->len;
+			gwd_account(d, c->len);
+			seg->have |= b;
+			if (whole)
+				seg->full |= b;
+		} else {
+			if (res->status == RPC_OK)
+				d->st.crc_mismatches++;
+			d->st.shard_get_failures++;
+			seg->failed |= b;
+			seg->degraded = true;
+		}
+		seg_advance(seg);
+	}
+	if (!seg->pending && seg->state == S_EMITTED) {
+		seg->state = S_IDLE;
+		pump(g);
+	}
+	if (g->waiting) {
+		struct get_seg *h = slot(g, g->next_emit);
+		if (h->index == g->next_emit && (h->state == S_READY || h->state == S_FAILED)) {
+			g->waiting = false;
+			g->cb(g, g->ud);
+		}
+	}
+}
+
+void gwd_get_free_list(struct gw_data *d)
+{
+	while (d->free_gets) {
+		struct gw_data_get *g = d->free_gets;
+		d->free_gets = g->next_free;
+		free(g);
+	}
+}
+
+int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
+		      const struct gw_data_layout *l, uint64_t off, uint64_t len,
+		      gw_data_get_readable_cb cb, void *ud, struct gw_data_get **out)
+{
+	if (gwd_layout_check(l) || off > l->size || len > l->size - off || !cb)
+		return -EINVAL;
+	if (d->st.live_ops >= d->o.max_ops)
+		return -EAGAIN;
+	size_t sz = sizeof(struct gw_data_get) + d->o.window * sizeof(struct get_seg);
+	struct gw_data_get *g = d->free_gets;
+	if (g)
+		d->free_gets = g->next_free;
+	else if (!(g = malloc(sz)))
+		return -ENOMEM;
+	memset(g, 0, sz);
+	g->d = d;
+	g->t = *target;
+	g->l = l;
+	g->cb = cb;
+	g->ud = ud;
+	g->k = l->k;
+	g->n = l->k + l->m;
+	for (unsigned i = 0; i < g->n; i++)
+		if (!target->osds[i])
+			g->bad |= 1u << i;
+	g->off = off;
+	g->end = off + len;
+	g->empty = len == 0;
+	for (unsigned j = 0; j < d->o.window; j++) {
+		struct get_seg *seg = &g->segs[j];
+		seg->g = g;
+		seg->index = UINT32_MAX;
+		for (unsigned i = 0; i < EC_MAX_SHARDS; i++)
+			seg->calls[i] = (struct get_call){ .seg = seg, .shard = i };
+	}
+	if (len) {
+		g->next_start = g->next_emit = (uint32_t)(off / l->segment_bytes);
+		g->last_seg = (uint32_t)((g->end - 1) / l->segment_bytes);
+	}
+	d->st.live_ops++;
+	d->st.gets++;
+	pump(g);
+	*out = g;
+	return 0;
+}
+
+int gw_data_get_read(struct gw_data_get *g, struct buf_slice *out)
+{
+	struct gw_data *d = g->d;
+	g->waiting = false;
+	if (g->status)
+		return g->status;
+	if (g->empty || g->next_emit > g->last_seg)
+		return 0;
+	struct get_seg *seg = slot(g, g->next_emit);
+	if (seg->index == g->next_emit && seg->state == S_FAILED) {
+		g->status = IOL_EUNAVAILABLE;
+		d->st.gets_failed++;
+		return g->status;
+	}
+	if (seg->index != g->next_emit || seg->state != S_READY) {
+		g->waiting = true;
+		return -EAGAIN;
+	}
+	unsigned i = seg->emit_next;
+	while (!(seg->need & (1u << i)))
+		i++;
+	const struct buf_slice *s = &seg->got[i];
+	*out = (struct buf_slice){ buf_ref(s->buf), s->off + (seg->w_off[i] - seg->got_off[i]),
+				   seg->w_len[i] };
+	d->st.get_bytes += seg->w_len[i];
+	seg->emit_next = i + 1;
+	if (!(seg->need >> seg->emit_next)) {
+		seg->state = S_EMITTED;
+		drop_all(seg);
+		g->next_emit++;
+		if (!seg->pending) {
+			seg->state = S_IDLE;
+			pump(g);
+		}
+	}
+	return 1;
+}
+
+const char *gw_data_get_error(const struct gw_data_get *g)
+{
+	return g->err;
+}
+
+static void get_release(struct gw_data_get *g)
+{
+	struct gw_data *d = g->d;
+	for (unsigned j = 0; j < d->o.window; j++)
+		drop_all(&g->segs[j]);
+	d->st.live_ops--;
+	g->next_free = d->free_gets;
+	d->free_gets = g;
+}
+
+void gw_data_get_free(struct gw_data_get *g)
+{
+	g->freed = true;
+	if (!g->pending)
+		get_release(g);
+}

@@ -1,0 +1,101 @@
+/*
+ * gw_data_int.h — internals shared by gw_data.c (context, pool, layout,
+ * delete), gw_data_put.c and gw_data_get.c. Not for other modules: the
+ * contract is gateway/gw_data.h.
+ *
+ * Everything here runs on the gw_data's loop thread, except the buffer
+ * pool's release path (a buffer's last reference may drop on an OSD's loop
+ * thread when the in-process transport carried it), which takes the pool's
+ * mutex and touches only the pool.
+ */
+#ifndef GATEWAY_GW_DATA_INT_H
+#define GATEWAY_GW_DATA_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/loop.h"
+#include "gateway/gw_data.h"
+#include "proto/osd.pb-c.h"
+
+#define OSD_SVC (&iolake__osd__osd__descriptor)
+enum { GWD_M_PUT = 0, GWD_M_GET = 1, GWD_M_DEL = 2 }; /* method indexes in osd.proto */
+
+#define GWD_CLASSES 64   /* pool size classes: 4 KiB, 6 KiB, 8 KiB, ... */
+#define GWD_CODES 4      /* cached (k, m) codes */
+
+/* Shared buffer pool: outlives the gw_data while blocks are out. */
+struct gwd_pool {
+	pthread_mutex_t mu;
+	void *free[GWD_CLASSES];         /* under mu: chain through the first word */
+	uint64_t idle_bytes, idle_max;   /* under mu */
+	atomic_uint_fast64_t buffered;   /* pool blocks out + response bytes held */
+	atomic_uint_fast64_t peak;
+	atomic_uint refs;                /* 1 for the gw_data + 1 per block out */
+};
+
+/* Work run on a later loop turn, so callbacks never run inside the user's
+ * call that caused them. */
+struct gwd_deferred {
+	void (*fn)(struct gwd_deferred *w);
+	struct gwd_deferred *next;
+	bool queued;
+};
+
+/* Deletes every segment-shard of an object with at most `max` calls in
+ * flight; done() runs when the last call has answered. */
+struct gwd_walk {
+	struct gw_data *d;
+	struct gw_data_target t;
+	uint8_t oid[GW_DATA_OID_LEN];
+	uint32_t n;              /* shards per segment */
+	uint32_t nsegs;          /* segments to delete: [0, nsegs) */
+	uint64_t next, total;    /* next segment-shard index, nsegs * n */
+	uint32_t inflight, max;
+	uint32_t failed;
+	void (*done)(struct gwd_walk *w);
+};
+
+struct gw_data {
+	uv_loop_t *loop;
+	struct gw_data_opts o;
+	struct ec_code *codes[GWD_CODES];
+	unsigned ncodes;
+	struct gwd_pool *pool;
+	uv_timer_t kick;
+	struct gwd_deferred *dhead, *dtail;
+	struct gw_data_put *free_puts;
+	struct gw_data_get *free_gets;
+	struct gwd_del *free_dels;
+	struct gw_data_stats st;
+};
+
+/* The code for (k, m), built on first use. NULL on -ENOMEM/-EINVAL. */
+struct ec_code *gwd_code(struct gw_data *d, unsigned k, unsigned m);
+
+/* A buffer of n bytes (len n) from the pool, counted as buffered until its
+ * last reference drops. NULL: no memory. */
+struct buf *gwd_buf_get(struct gw_data *d, size_t n);
+
+/* Count bytes held outside the pool (response payloads): +n / -n. */
+void gwd_account(struct gw_data *d, int64_t n);
+
+void gwd_defer(struct gw_data *d, struct gwd_deferred *w);
+void gwd_undefer(struct gw_data *d, struct gwd_deferred *w);
+
+/* Shard key bytes: oid || be32(seg). */
+void gwd_key(Iolake__Osd__ShardKey *k, uint8_t kb[GW_DATA_KEY_LEN], uint32_t pg,
+	     const uint8_t *oid, uint32_t seg, uint32_t shard);
+
+void gwd_walk_start(struct gwd_walk *w);
+
+/* Free the idle operation structs (gw_data_free). */
+void gwd_put_free_list(struct gw_data *d);
+void gwd_get_free_list(struct gw_data *d);
+
+/* Layout arrays for nsegs segments of n shards: 0 or -ENOMEM. */
+int gwd_layout_alloc(struct gw_data_layout *l);
+/* Basic consistency (k, m, sizes, nsegs): 0 or -EINVAL. */
+int gwd_layout_check(const struct gw_data_layout *l);
+
+#endif

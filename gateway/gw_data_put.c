@@ -1,0 +1,469 @@
+/*
+ * gw_data_put.c — streaming erasure-coded PUT: body bytes in, one segment
+ * at a time encoded k+m and fanned out as PutShard calls.
+ *
+ * Memory: a PUT holds at most `window` segment buffers in flight plus the
+ * one being filled, each (k+m) * shard_len bytes from the pool: the data
+ * shards are slices of the bytes the caller fed (copied once, from the
+ * HTTP read buffer), the parity shards follow them in the same buffer. A
+ * buffer goes back when its calls have ended and the transport has let
+ * go of it.
+ *
+ * Invariants: p->inflight counts busy segment slots; a slot is busy from
+ * send until every one of its k+m calls has answered (so a slow OSD slows
+ * the PUT rather than piling calls up). Once p->status is set no segment
+ * goes out; when the last slot drains the segments sent are deleted, then
+ * on_done reports. on_done and on_writable run from RPC callbacks or from
+ * the deferred kick, never inside a gw_data_put_* call.
+ *
+ * Loop: the gw_data's.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/hash.h"
+#include "gateway/gw_data.h"
+#include "gateway/gw_data_int.h"
+
+struct put_call {
+	struct put_seg *seg;
+	uint32_t shard;
+};
+
+struct put_seg {
+	struct gw_data_put *p;
+	bool busy;
+	uint32_t index;          /* segment number */
+	uint32_t sl;             /* shard length */
+	struct buf *blk;         /* k data shards, then m parity, sl bytes each */
+	uint32_t pending;        /* calls not answered */
+	uint32_t ok, fail;       /* shard masks */
+	struct put_call calls[EC_MAX_SHARDS];
+};
+
+struct gw_data_put {
+	struct gw_data *d;
+	struct gw_data_put *next_free;
+	struct gwd_deferred dfr;
+	struct gwd_walk walk;     /* cleanup after a failure */
+	struct gw_data_target t;
+	struct gw_data_put_cbs cbs;
+	void *ud;
+	struct gw_data_layout layout;
+	unsigned n, quorum;
+	uint64_t fed;             /* body bytes taken */
+	uint32_t next_send;       /* segment being filled (= segments sent) */
+	struct buf *cur;          /* its buffer, or NULL */
+	uint32_t cur_len;
+	unsigned inflight;        /* busy slots */
+	int status;               /* first failure, or 0 */
+	bool finished;            /* gw_data_put_finish accepted */
+	bool want_writable;       /* a write was short */
+	bool freed;               /* the caller has let go: no callbacks */
+	bool walk_started, walking, in_walk_start;
+	bool done;
+	struct hash_stream *md5;  /* kept across reuse */
+	char etag[2 * MD5_LEN + 1];
+	char err[320];
+	struct put_seg segs[];    /* window */
+};
+
+static void put_progress(struct gw_data_put *p);
+
+static void put_fail(struct gw_data_put *p, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void put_fail(struct gw_data_put *p, int status, const char *fmt, ...)
+{
+	if (p->status)
+		return;
+	p->status = status;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	va_end(ap);
+}
+
+static void seg_shard_failed(struct put_seg *seg, uint32_t i, const char *why)
+{
+	struct gw_data_put *p = seg->p;
+	seg->fail |= 1u << i;
+	p->d->st.shard_put_failures++;
+	unsigned nfail = (unsigned)__builtin_popcount(seg->fail);
+	if (nfail > p->n - p->quorum)
+		put_fail(p, IOL_EUNAVAILABLE,
+			 "segment %u: %u of %u shard writes failed, write quorum %u "
+			 "impossible (shard %u: %s)",
+			 seg->index, nfail, p->n, p->quorum, i, why);
+}
+
+static void seg_settle(struct put_seg *seg)
+{
+	struct gw_data_put *p = seg->p;
+	p->layout.missing[seg->index] = seg->fail;
+	buf_unref(seg->blk);
+	seg->blk = NULL;
+	seg->busy = false;
+	p->inflight--;
+}
+
+static void on_put(void *ud, const struct rpc_result *res)
+{
+	struct put_call *c = ud;
+	struct put_seg *seg = c->seg;
+	struct gw_data_put *p = seg->p;
+	uint32_t i = c->shard;
+	const Iolake__Osd__PutShardResponse *r = (const void *)res->resp;
+	seg->pending--;
+	if (res->status == RPC_OK && r && r->info &&
+	    r->info->crc32c == p->layout.crcs[(size_t)seg->index * p->n + i] &&
+	    r->info->length == seg->sl) {
+		seg->ok |= 1u << i;
+	} else {
+		char why[200];
+		if (res->status == RPC_OK)
+			snprintf(why, sizeof(why), "ack names another length or crc32c");
+		else
+			snprintf(why, sizeof(why), "%s: %s", rpc_status_name(res->status),
+				 res->message);
+		seg_shard_failed(seg, i, why);
+	}
+	if (!seg->pending)
+		seg_settle(seg);
+	put_progress(p);
+}
+
+/* Encode p->cur and send its k+m shards; a slot must be free. */
+static void send_segment(struct gw_data_put *p)
+{
+	struct gw_data *d = p->d;
+	struct put_seg *seg = NULL;
+	for (unsigned j = 0; j < d->o.window; j++)
+		if (!p->segs[j].busy) {
+			seg = &p->segs[j];
+			break;
+		}
+	unsigned k = p->layout.k, m = p->layout.m;
+	seg->busy = true;
+	seg->index = p->next_send;
+	seg->sl = gw_data_layout_shard_len(&p->layout, seg->index);
+	seg->blk = p->cur;
+	seg->pending = 0;
+	seg->ok = seg->fail = 0;
+	p->cur = NULL;
+	p->next_send++;
+	p->inflight++;
+
+	uint32_t len = gw_data_layout_seg_len(&p->layout, seg->index), sl = seg->sl;
+	uint8_t *base = seg->blk->data;
+	memset(base + len, 0, (size_t)k * sl - len);
+	const uint8_t *data[EC_MAX_SHARDS];
+	uint8_t *parity[EC_MAX_SHARDS];
+	for (unsigned i = 0; i < k; i++)
+		data[i] = base + (size_t)i * sl;
+	for (unsigned j = 0; j < m; j++)
+		parity[j] = base + (size_t)(k + j) * sl;
+	if (m)
+		ec_encode(d->codes[0], sl, data, parity);
+
+	struct rpc_call_opts co = { .timeout_ms = d->o.timeout_ms };
+	for (unsigned i = 0; i < p->n; i++) {
+		const uint8_t *sh = base + (size_t)i * sl;
+		uint32_t crc = crc32c(0, sh, sl);
+		p->layout.crcs[(size_t)seg->index * p->n + i] = crc;
+		if (!p->t.osds[i]) {
+			seg_shard_failed(seg, i, "OSD marked down");
+			continue;
+		}
+		Iolake__Osd__ShardKey key;
+		uint8_t kb[GW_DATA_KEY_LEN];
+		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+		gwd_key(&key, kb, p->t.pg, p->layout.object_id, seg->index, i);
+		q.key = &key;
+		q.length = sl;
+		q.crc32c = crc;
+		struct buf_slice pl = { seg->blk, (size_t)i * sl, sl };
+		seg->pending++;
+		d->st.shard_puts++;
+		rpc_call(p->t.osds[i], OSD_SVC, GWD_M_PUT, &q.base, &pl, &co, on_put, &seg->calls[i]);
+	}
+	d->st.segments_put++;
+	if (!seg->pending)
+		seg_settle(seg);
+}
+
+static bool can_take(const struct gw_data_put *p)
+{
+	return !p->cur || p->cur_len < gw_data_layout_seg_len(&p->layout, p->next_send);
+}
+
+static void put_release(struct gw_data_put *p)
+{
+	struct gw_data *d = p->d;
+	gwd_undefer(d, &p->dfr);
+	buf_unref(p->cur);
+	p->cur = NULL;
+	gw_data_layout_clear(&p->layout);
+	d->st.live_ops--;
+	p->next_free = d->free_puts;
+	d->free_puts = p;
+}
+
+static void put_complete(struct gw_data_put *p)
+{
+	struct gw_data *d = p->d;
+	uint8_t md[MD5_LEN];
+	p->done = true;
+	hash_stream_final(p->md5, md);
+	if (p->status == 0) {
+		hash_hex(md, MD5_LEN, p->etag);
+		d->st.put_bytes += p->fed;
+	} else {
+		d->st.puts_failed++;
+	}
+	if (p->freed) {
+		put_release(p);
+		return;
+	}
+	p->cbs.on_done(p, p->status, p->ud);
+}
+
+static void on_walk_done(struct gwd_walk *w)
+{
+	struct gw_data_put *p = container_of(w, struct gw_data_put, walk);
+	p->walking = false;
+	if (!p->in_walk_start)
+		put_progress(p);
+}
+
+/* Move p along; may run on_writable or on_done (the last thing it does). */
+static void put_progress(struct gw_data_put *p)
+{
+	struct gw_data *d = p->d;
+	if (p->done)
+		return;
+	if (p->status) {
+		if (p->inflight)
+			return;
+		buf_unref(p->cur);
+		p->cur = NULL;
+		if (!p->walk_started) {
+			p->walk_started = true;
+			if (p->next_send) {
+				/* Delete every segment sent, including shards whose
+				 * call failed: a deadline may have hit a write that
+				 * landed. */
+				p->walk.d = d;
+				p->walk.t = p->t;
+				memcpy(p->walk.oid, p->layout.object_id, GW_DATA_OID_LEN);
+				p->walk.n = p->n;
+				p->walk.nsegs = p->next_send;
+				p->walk.max = 0;
+				p->walk.done = on_walk_done;
+				p->walking = true;
+				p->in_walk_start = true;
+				gwd_walk_start(&p->walk);
+				p->in_walk_start = false;
+			}
+		}
+		if (p->walking)
+			return;
+		put_complete(p);
+		return;
+	}
+	if (p->cur && !can_take(p) && p->inflight < d->o.window) {
+		send_segment(p);
+		if (p->status) {
+			put_progress(p);
+			return;
+		}
+	}
+	if (p->finished && p->next_send == p->layout.nsegs && !p->inflight) {
+		put_complete(p);
+		return;
+	}
+	if (p->want_writable && can_take(p)) {
+		p->want_writable = false;
+		if (!p->freed && p->cbs.on_writable)
+			p->cbs.on_writable(p, p->ud);
+	}
+}
+
+static void put_deferred(struct gwd_deferred *w)
+{
+	put_progress(container_of(w, struct gw_data_put, dfr));
+}
+
+void gwd_put_free_list(struct gw_data *d)
+{
+	while (d->free_puts) {
+		struct gw_data_put *p = d->free_puts;
+		d->free_puts = p->next_free;
+		hash_stream_free(p->md5);
+		free(p);
+	}
+}
+
+int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, uint64_t size,
+		      const uint8_t *object_id, const struct gw_data_put_cbs *cbs, void *ud,
+		      struct gw_data_put **out)
+{
+	const struct gw_data_opts *o = &d->o;
+	uint64_t nsegs = (size + o->segment_bytes - 1) / o->segment_bytes;
+	if (nsegs >= UINT32_MAX / EC_MAX_SHARDS || !cbs || !cbs->on_done)
+		return -EINVAL;
+	if (d->st.live_ops >= o->max_ops)
+		return -EAGAIN;
+	struct gw_data_put *p = d->free_puts;
+	if (p) {
+		d->free_puts = p->next_free;
+	} else {
+		p = calloc(1, sizeof(*p) + o->window * sizeof(struct put_seg));
+		if (!p)
+			return -ENOMEM;
+		p->md5 = hash_stream_new(HASH_MD5);
+		if (!p->md5) {
+			free(p);
+			return -ENOMEM;
+		}
+	}
+	struct hash_stream *md5 = p->md5;
+	memset(p, 0, sizeof(*p) + o->window * sizeof(struct put_seg));
+	p->md5 = md5;
+	p->d = d;
+	p->dfr.fn = put_deferred;
+	p->t = *target;
+	p->cbs = *cbs;
+	p->ud = ud;
+	p->n = o->k + o->m;
+	p->quorum = o->write_quorum;
+	struct gw_data_layout *l = &p->layout;
+	l->k = o->k;
+	l->m = o->m;
+	l->segment_bytes = o->segment_bytes;
+	l->pg = target->pg;
+	l->size = size;
+	l->nsegs = (uint32_t)nsegs;
+	if (object_id)
+		memcpy(l->object_id, object_id, GW_DATA_OID_LEN);
+	else if (getrandom(l->object_id, GW_DATA_OID_LEN, 0) != GW_DATA_OID_LEN)
+		goto fail;
+	if (gwd_layout_alloc(l))
+		goto fail;
+	for (unsigned j = 0; j < o->window; j++) {
+		p->segs[j].p = p;
+		for (unsigned i = 0; i < EC_MAX_SHARDS; i++)
+			p->segs[j].calls[i] = (struct put_call){ &p->segs[j], i };
+	}
+	d->st.live_ops++;
+	d->st.puts++;
+	*out = p;
+	return 0;
+fail:
+	p->next_free = d->free_puts;
+	d->free_puts = p;
+	return -ENOMEM;
+}
+
+ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
+{
+	struct gw_data *d = p->d;
+	if (p->status)
+		return p->status;
+	if (p->finished || len > p->layout.size - p->fed) {
+		put_fail(p, -EMSGSIZE, "body longer than the %llu bytes declared",
+			 (unsigned long long)p->layout.size);
+		gwd_defer(d, &p->dfr);
+		return -EMSGSIZE;
+	}
+	const uint8_t *in = data;
+	size_t taken = 0;
+	while (taken < len) {
+		uint32_t seg_len = gw_data_layout_seg_len(&p->layout, p->next_send);
+		if (!p->cur) {
+			size_t blk = (size_t)p->n * gw_data_layout_shard_len(&p->layout, p->next_send);
+			p->cur = gwd_buf_get(d, blk);
+			if (!p->cur) {
+				put_fail(p, -ENOMEM, "no memory for a %zu-byte segment buffer", blk);
+				gwd_defer(d, &p->dfr);
+				return -ENOMEM;
+			}
+			p->cur_len = 0;
+		}
+		size_t c = len - taken;
+		if (c > seg_len - p->cur_len)
+			c = seg_len - p->cur_len;
+		memcpy(p->cur->data + p->cur_len, in + taken, c);
+		hash_stream_update(p->md5, in + taken, c);
+		p->cur_len += (uint32_t)c;
+		taken += c;
+		p->fed += c;
+		if (p->cur_len == seg_len) {
+			if (p->inflight >= d->o.window)
+				break;
+			send_segment(p);
+			if (p->status) {
+				gwd_defer(d, &p->dfr);
+				return p->status;
+			}
+		}
+	}
+	if (taken < len)
+		p->want_writable = true;
+	return (ssize_t)taken;
+}
+
+int gw_data_put_finish(struct gw_data_put *p)
+{
+	if (p->status)
+		return p->status;
+	if (p->fed != p->layout.size) {
+		put_fail(p, -EMSGSIZE, "body ended after %llu of %llu bytes",
+			 (unsigned long long)p->fed, (unsigned long long)p->layout.size);
+		gwd_defer(p->d, &p->dfr);
+		return -EMSGSIZE;
+	}
+	p->finished = true;
+	gwd_defer(p->d, &p->dfr);
+	return 0;
+}
+
+void gw_data_put_abort(struct gw_data_put *p)
+{
+	if (p->done)
+		return;
+	put_fail(p, -ECANCELED, "aborted by the caller");
+	gwd_defer(p->d, &p->dfr);
+}
+
+const struct gw_data_layout *gw_data_put_layout(const struct gw_data_put *p)
+{
+	return &p->layout;
+}
+
+const char *gw_data_put_etag(const struct gw_data_put *p)
+{
+	return p->etag;
+}
+
+const char *gw_data_put_error(const struct gw_data_put *p)
+{
+	return p->err;
+}
+
+void gw_data_put_free(struct gw_data_put *p)
+{
+	if (p->done) {
+		put_release(p);
+		return;
+	}
+	p->freed = true;
+	put_fail(p, -ECANCELED, "freed before done");
+	gwd_defer(p->d, &p->dfr);
+}

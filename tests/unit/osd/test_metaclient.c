@@ -1,0 +1,163 @@
+/*
+ * test_metaclient.c — the meta probe: an unreachable address is retried
+ * with growing delays (and logged), a listener appearing on it is noticed,
+ * it going away again is noticed, and stop releases everything (the loop
+ * closes cleanly).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "common/loop.h"
+#include "osd/metaclient.h"
+
+static void free_handle(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* Accept and hang up at once: the probe only needs the connect. */
+static void on_conn(uv_stream_t *s, int status)
+{
+	(void)status;
+	uv_tcp_t *c = malloc(sizeof(*c));
+	uv_tcp_init(s->loop, c);
+	(void)uv_accept(s, (uv_stream_t *)c);
+	uv_close((uv_handle_t *)c, free_handle);
+}
+
+static void stop_loop(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+/* A free port: bind :0, read it, close. */
+static int free_port(uv_loop_t *loop)
+{
+	uv_tcp_t t;
+	struct sockaddr_in a;
+	uv_tcp_init(loop, &t);
+	uv_ip4_addr("127.0.0.1", 0, &a);
+	ck_assert_int_eq(uv_tcp_bind(&t, (const struct sockaddr *)&a, 0), 0);
+	struct sockaddr_storage got;
+	int len = sizeof(got);
+	uv_tcp_getsockname(&t, (struct sockaddr *)&got, &len);
+	int port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+	return port;
+}
+
+static void run_ms(uv_loop_t *loop, uint64_t ms)
+{
+	uint64_t end = loop_now_ms() + ms;
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	while (loop_now_ms() < end) {
+		uv_timer_start(&t, stop_loop, 5, 0);
+		uv_run(loop, UV_RUN_ONCE);
+	}
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static int stopped;
+static void on_stopped(void *arg)
+{
+	(void)arg;
+	stopped = 1;
+}
+
+START_TEST(retry_then_reachable)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	int port = free_port(&loop);
+	char addr[32];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	const char *addrs[] = { addr };
+	ck_assert(!osd_metaclient_addr_valid("nohostport"));
+	ck_assert(!osd_metaclient_addr_valid("host:"));
+	ck_assert(!osd_metaclient_addr_valid("host:12x"));
+	ck_assert(osd_metaclient_addr_valid("[::1]:7000"));
+	ck_assert(osd_metaclient_addr_valid(addr));
+
+	struct osd_metaclient_opts o = { .addrs = addrs, .naddrs = 1, .osd_id = 5,
+					 .listen_addr = "127.0.0.1:7000",
+					 .backoff_min_ms = 20, .backoff_max_ms = 80,
+					 .heartbeat_ms = 30, .connect_timeout_ms = 500 };
+	struct osd_metaclient *mc;
+	ck_assert_int_eq(osd_metaclient_start(&loop, &o, &mc), 0);
+	/* Delays 20, 40, 80, 80, ...: about 6 attempts in 400 ms. */
+	run_ms(&loop, 400);
+	uint32_t f = osd_metaclient_failures(mc);
+	printf("failures after 400 ms: %u\n", f);
+	ck_assert_uint_ge(f, 3);
+	ck_assert_uint_le(f, 12); /* backoff, not a busy loop */
+	ck_assert(!osd_metaclient_reachable(mc));
+
+	/* Meta appears. */
+	uv_tcp_t srv;
+	struct sockaddr_in a;
+	uv_tcp_init(&loop, &srv);
+	uv_ip4_addr("127.0.0.1", port, &a);
+	ck_assert_int_eq(uv_tcp_bind(&srv, (const struct sockaddr *)&a, 0), 0);
+	ck_assert_int_eq(uv_listen((uv_stream_t *)&srv, 16, on_conn), 0);
+	run_ms(&loop, 300);
+	ck_assert(osd_metaclient_reachable(mc));
+	ck_assert_uint_eq(osd_metaclient_failures(mc), 0);
+
+	/* And goes away: noticed at the next probe. */
+	uv_close((uv_handle_t *)&srv, NULL);
+	run_ms(&loop, 200);
+	ck_assert(!osd_metaclient_reachable(mc));
+	ck_assert_uint_ge(osd_metaclient_failures(mc), 1);
+
+	stopped = 0;
+	osd_metaclient_stop(mc, on_stopped, NULL);
+	ck_assert_int_eq(stopped, 0); /* never from inside stop */
+	while (uv_run(&loop, UV_RUN_DEFAULT))
+		;
+	ck_assert_int_eq(stopped, 1);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+START_TEST(stop_mid_attempt)
+{
+	/* A non-routable address: the connect usually hangs until stop cancels
+	 * it (some sandboxes answer any connect; then stop lands elsewhere). */
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	const char *addrs[] = { "10.255.255.1:9", "127.0.0.1:1" };
+	struct osd_metaclient_opts o = { .addrs = addrs, .naddrs = 2, .connect_timeout_ms = 100,
+					 .backoff_min_ms = 10 };
+	struct osd_metaclient *mc;
+	ck_assert_int_eq(osd_metaclient_start(&loop, &o, &mc), 0);
+	run_ms(&loop, 30);
+	stopped = 0;
+	osd_metaclient_stop(mc, on_stopped, NULL);
+	while (uv_run(&loop, UV_RUN_DEFAULT))
+		;
+	ck_assert_int_eq(stopped, 1);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("osd_metaclient");
+	TCase *tc = tcase_create("probe");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, retry_then_reachable);
+	tcase_add_test(tc, stop_mid_attempt);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
