@@ -110,6 +110,6 @@ aio_start "$T/data"
 $API get-object --bucket bkt --key sizes/100m "$T/out/100m.2" >/dev/null
 cmp "$T/in/100m" "$T/out/100m.2" || fail "100 MiB object after restart"
 n=$($S3 ls --recursive s3://bkt | wc -l)
-[ "$n" = 11 ] || fail "after restart: $n keys, want 11"
+[ "$n" = 12 ] || fail "after restart: $n keys, want 12"
 aio_stop
 echo "PASS"
