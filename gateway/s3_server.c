@@ -322,6 +322,12 @@ static void on_auth_done(struct s3_auth_req *ar)
 	after_auth(c);
 }
 
+static void free_written(struct http_stream *s, int status, void *arg)
+{
+	(void)s, (void)status;
+	free(arg);
+}
+
 static bool path_is(const struct http_request *hr, const char *p)
 {
 	return hr->path_len == strlen(p) && memcmp(hr->path, p, hr->path_len) == 0;
@@ -345,8 +351,24 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 
 	if (hr->method == HTTP_GET && !http_request_header(hr, "authorization") &&
 	    (path_is(hr, "/health/live") || path_is(hr, "/health/ready"))) {
+		bool ok = !path_is(hr, "/health/ready") || !srv->cfg.ready ||
+			  srv->cfg.ready(srv->cfg.ops_ctx);
 		http_add_header(s, "Content-Type", "text/plain");
-		http_respond(s, 200, "ok\n", 3, NULL, NULL);
+		http_respond(s, ok ? 200 : 503, ok ? "ok\n" : "not ready\n", ok ? 3 : 10, NULL,
+			     NULL);
+		return;
+	}
+	if (hr->method == HTTP_GET && srv->cfg.metrics && path_is(hr, "/metrics") &&
+	    !http_request_header(hr, "authorization")) {
+		char *text = NULL;
+		size_t len = 0;
+		if (srv->cfg.metrics(srv->cfg.ops_ctx, &text, &len)) {
+			http_respond(s, 500, NULL, 0, NULL, NULL);
+			return;
+		}
+		http_add_header(s, "Content-Type", "text/plain; version=0.0.4");
+		if (http_respond(s, 200, text, len, free_written, text))
+			free(text);
 		return;
 	}
 

@@ -16,8 +16,10 @@
  *
  * Loop: everything runs on the loop given to s3_server_start.
  *
- * Unauthenticated: GET /health/live and /health/ready (200 "ok") when the
- * request carries no Authorization header; everything else needs SigV4.
+ * Unauthenticated: GET /health/live and /health/ready (200 "ok", or 503
+ * while cfg.ready says not ready) and GET /metrics (when cfg.metrics is
+ * set) when the request carries no Authorization header; everything else
+ * needs SigV4.
  */
 #ifndef GATEWAY_S3_SERVER_H
 #define GATEWAY_S3_SERVER_H
@@ -53,6 +55,13 @@ struct s3_server_cfg {
 	s3_op_fn ops[S3_OP__COUNT];        /* NULL -> NotImplemented */
 	void *ops_ctx;
 	time_t (*wall_clock)(void);        /* NULL: time(); tests pin the clock */
+	/* GET /health/ready (no Authorization): 200 when ready(ops_ctx), else
+	 * 503. NULL: always ready. */
+	bool (*ready)(void *ctx);
+	/* GET /metrics (no Authorization): Prometheus text from
+	 * metrics(ops_ctx, &text, &len), malloc'd, freed by the server.
+	 * NULL: /metrics is routed as S3. */
+	int (*metrics)(void *ctx, char **text, size_t *len);
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

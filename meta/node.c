@@ -928,6 +928,10 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	raft_set_snapshot_trailing(&n->raft, n->o.snapshot_trailing);
 	raft_set_pre_vote(&n->raft, true);
 
+	/* Before raft_start: replaying the log on restart applies entries,
+	 * and apply kicks the kick timer. */
+	uv_timer_init(loop, &n->tick);
+	uv_timer_init(loop, &n->kick);
 	struct raft_configuration conf;
 	raft_configuration_init(&conf);
 	rc = 0;
@@ -953,8 +957,6 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		return -EIO;
 	}
 	n->started = true;
-	uv_timer_init(loop, &n->tick);
-	uv_timer_init(loop, &n->kick);
 	n->tick.data = n->kick.data = n;
 	uv_timer_start(&n->tick, on_tick, 20, 20);
 	LOG_INFO("meta member started", "id=%llu listen=%s raft=%s applied=%llu",

@@ -1,0 +1,845 @@
+/*
+ * main.c — iolake-aio: a whole IOLake in one process, for development and
+ * single-host use: one meta member (a one-voter Raft group), N OSDs (one
+ * sparse file each) and the S3 gateway.
+ *
+ *   iolake-aio --data-dir DIR [--s3-listen 127.0.0.1:9000] [--osds 6]
+ *              [--ec 4+2] [--osd-size 64G] [--inline-max-size 4096]
+ *              [--rpc local|loopback]
+ *
+ * Layout of DIR:
+ *   meta/            the meta member's Raft log and RocksDB state
+ *   meta/rpc-addr    its RPC address, chosen on first start and kept (the
+ *                    Raft configuration names it; Raft listens on port+1)
+ *   osd-N/dev        OSD N's device: a sparse file of --osd-size
+ *   osd-N/meta       OSD N's RocksDB index
+ *   root-credentials the root access key and secret (0600), unless given
+ *                    by IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY
+ *
+ * Threads: every service runs on its own loop_thread (meta, osd.N, gw);
+ * they talk over the in-process RPC transport ("local:NAME"), or HTTP/2 on
+ * 127.0.0.1 with --rpc loopback. The main thread's loop does the control
+ * work that a real cluster's OSD processes and operators would do: it
+ * registers each OSD with meta as host aio-N (so 4+2 PGs span all six),
+ * sends their heartbeats, creates the root user and key, and handles
+ * SIGTERM/SIGINT.
+ *
+ * Shutdown: the gateway closes first (connections, then its meta client
+ * and channels), then each OSD drains (calls in flight are answered) and
+ * closes its store, then the meta member closes Raft and RocksDB. A
+ * watchdog exits 1 if this takes longer than SHUTDOWN_LIMIT_S.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "common/ec.h"
+#include "common/err.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/metrics.h"
+#include "common/rpc.h"
+#include "gateway/s3_ops.h"
+#include "meta/client.h"
+#include "meta/node.h"
+#include "osd/service.h"
+#include "osd/store/store.h"
+
+#define PROG "iolake-aio"
+#define MAX_OSDS 32
+#define SHUTDOWN_LIMIT_S 15
+#define BEAT_MS 1000
+#define RETRY_MS 200
+
+static const char *f_data_dir;
+static const char *f_listen = "127.0.0.1:9000";
+static int64_t f_osds = 6;
+static const char *f_ec = "4+2";
+static uint64_t f_osd_size = 64ull << 30;
+static uint64_t f_inline_max = 4096;
+static const char *f_rpc = "local";
+static const char *f_region = "us-east-1";
+static const char *f_log_level = "info";
+static uint64_t f_pg_count = 256;
+
+static const struct flag_spec specs[] = {
+	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
+	  .metavar = "DIR", .help = "where everything is kept (created if missing)" },
+	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
+	  .help = "S3 endpoint address" },
+	{ .name = "osds", .type = FLAG_INT64, .dst = &f_osds, .min = 1, .max = MAX_OSDS,
+	  .help = "OSDs to run (each a sparse file DIR/osd-N/dev)" },
+	{ .name = "ec", .type = FLAG_STRING, .dst = &f_ec, .metavar = "K+M",
+	  .help = "erasure code (fixed when the cluster is created)" },
+	{ .name = "osd-size", .type = FLAG_SIZE, .dst = &f_osd_size, .min = 64 << 20,
+	  .max = 1ll << 50, .help = "size of each OSD's file, created sparse on first start" },
+	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &f_inline_max, .min = 0,
+	  .max = 65536, .help = "objects up to this size live in their meta record" },
+	{ .name = "rpc", .type = FLAG_STRING, .dst = &f_rpc, .metavar = "local|loopback",
+	  .help = "in-process RPC, or HTTP/2 over 127.0.0.1 (for comparison)" },
+	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
+	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
+	  .help = "placement groups of a new cluster (power of two)" },
+	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
+	  .help = "debug, info, warn or error" },
+	{ 0 }
+};
+
+/* ------------------------------------------------------------ services */
+
+struct osd_slot {
+	uint32_t id;
+	struct loop_thread lt;
+	struct metrics_registry *reg;
+	struct osd_service *svc;
+	struct store *st;
+	struct rpc_server *rpc;
+	char dir[4096];
+	char addr[64];            /* what meta is told */
+	uint64_t capacity;
+	int rc;                   /* start result */
+	char err[512];
+	bool registered;
+};
+
+static struct {
+	uv_loop_t *loop;          /* main: control + signals */
+	struct metrics_registry *reg;
+	bool loopback;
+	unsigned k, m;
+	char meta_addr[64];       /* RPC host:port */
+	char meta_target[64];     /* what clients dial */
+	struct loop_thread meta_lt;
+	struct meta_node *meta;
+	struct osd_slot osds[MAX_OSDS];
+	int n_osds;
+	struct loop_thread gw_lt;
+	struct s3_ops *ops;
+	struct s3_server *srv;
+	char s3_host[64];
+	int s3_port;
+	char ak[129], sk[129];
+	/* control */
+	struct meta_client *mc;
+	uv_timer_t timer;
+	uv_signal_t sig_term, sig_int;
+	int phase;                /* 0 map, 1 register, 2 user, 3 beating */
+	unsigned outstanding;
+	bool announced, stopping;
+} A;
+
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", PROG);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static int mkdir_p(const char *d)
+{
+	if (mkdir(d, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Synchronous hand-off: run fn on lt's loop and wait for done(). */
+struct sync_call {
+	uv_sem_t sem;
+	void *arg;
+};
+
+static void sync_done(void *ud)
+{
+	uv_sem_post(&((struct sync_call *)ud)->sem);
+}
+
+/* --- meta --- */
+
+static void meta_start_fn(void *arg)
+{
+	int *rc = arg;
+	struct meta_peer peer = { .id = 1, .addr = A.meta_addr };
+	char dir[4200];
+	snprintf(dir, sizeof(dir), "%s/meta", f_data_dir);
+	struct meta_node_opts o = { .id = 1, .data_dir = dir, .listen = A.meta_addr,
+				    .local_name = "meta", .peers = &peer, .n_peers = 1,
+				    .pg_count = (uint32_t)f_pg_count, .ec_k = A.k, .ec_m = A.m,
+				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
+				    .metrics = A.reg };
+	*rc = meta_node_start(&A.meta_lt.loop, &o, &A.meta);
+}
+
+static void meta_close_fn(void *arg)
+{
+	struct sync_call *sc = arg;
+	meta_node_close(A.meta, sync_done, sc);
+}
+
+/* Reuse the address chosen on first start; else pick a free port whose
+ * successor (Raft's) is free too. */
+static int meta_address(void)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/meta/rpc-addr", f_data_dir);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		int ok = fscanf(f, "%63s", A.meta_addr) == 1;
+		fclose(f);
+		if (ok)
+			return 0;
+	}
+	for (int tries = 0; tries < 50; tries++) {
+		int s1 = socket(AF_INET, SOCK_STREAM, 0), s2 = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t sl = sizeof(sa);
+		int ok = bind(s1, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+			 getsockname(s1, (struct sockaddr *)&sa, &sl) == 0;
+		int port = ntohs(sa.sin_port);
+		if (ok && port < 65535) {
+			sa.sin_port = htons((uint16_t)(port + 1));
+			ok = bind(s2, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		} else {
+			ok = 0;
+		}
+		close(s1);
+		close(s2);
+		if (!ok)
+			continue;
+		snprintf(A.meta_addr, sizeof(A.meta_addr), "127.0.0.1:%d", port);
+		f = fopen(path, "w");
+		if (!f)
+			return -errno;
+		fprintf(f, "%s\n", A.meta_addr);
+		fclose(f);
+		return 0;
+	}
+	return -EADDRINUSE;
+}
+
+/* --- OSDs --- */
+
+static void osd_start_fn(void *arg)
+{
+	struct osd_slot *o = arg;
+	struct osd_service_opts so = { .osd_id = o->id, .metrics = A.reg };
+	o->rc = osd_service_new(&o->lt.loop, &so, &o->svc);
+	if (o->rc) {
+		snprintf(o->err, sizeof(o->err), "service: %s", iol_strerror(o->rc));
+		return;
+	}
+	char dev[4200], meta[4200];
+	snprintf(dev, sizeof(dev), "%s/dev", o->dir);
+	snprintf(meta, sizeof(meta), "%s/meta", o->dir);
+	struct store_opts sto = { .device_path = dev, .create_size = f_osd_size, .meta_dir = meta,
+				  .osd_id = o->id, .observer = osd_service_observer(o->svc) };
+	o->rc = store_open(&o->lt.loop, &sto, &o->st, o->err, sizeof(o->err));
+	if (o->rc)
+		return;
+	osd_service_attach(o->svc, o->st);
+	struct store_space sp;
+	store_space(o->st, &sp);
+	o->capacity = sp.total_bytes;
+	o->rpc = rpc_server_new(&o->lt.loop, NULL);
+	o->rc = o->rpc ? osd_service_register(o->svc, o->rpc) : -ENOMEM;
+	char local[32];
+	snprintf(local, sizeof(local), "local:osd-%u", o->id);
+	if (!o->rc)
+		o->rc = rpc_server_listen(o->rpc, local);
+	if (!o->rc && A.loopback) {
+		o->rc = rpc_server_listen(o->rpc, "127.0.0.1:0");
+		snprintf(o->addr, sizeof(o->addr), "127.0.0.1:%d", rpc_server_port(o->rpc));
+	} else {
+		snprintf(o->addr, sizeof(o->addr), "%s", local);
+	}
+	if (o->rc)
+		snprintf(o->err, sizeof(o->err), "rpc listen: %s", iol_strerror(o->rc));
+}
+
+static void osd_store_closed(void *arg)
+{
+	struct sync_call *sc = arg;
+	struct osd_slot *o = sc->arg;
+	osd_service_free(o->svc);
+	o->svc = NULL;
+	sync_done(sc);
+}
+
+static void osd_drained(void *arg)
+{
+	struct sync_call *sc = arg;
+	struct osd_slot *o = sc->arg;
+	if (o->rpc)
+		rpc_server_close(o->rpc);
+	o->rpc = NULL;
+	store_close(o->st, osd_store_closed, sc);
+}
+
+static void osd_close_fn(void *arg)
+{
+	struct sync_call *sc = arg;
+	struct osd_slot *o = sc->arg;
+	if (!o->svc) {
+		sync_done(sc);
+		return;
+	}
+	if (!o->st) {
+		osd_service_free(o->svc);
+		o->svc = NULL;
+		sync_done(sc);
+		return;
+	}
+	osd_service_drain(o->svc, osd_drained, sc);
+}
+
+/* --- gateway --- */
+
+static void gw_start_fn(void *arg)
+{
+	int *rc = arg;
+	const char *members[1] = { A.meta_target };
+	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
+				 .ec = { .k = A.k, .m = A.m },
+				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
+				 .metrics = A.reg };
+	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
+	if (*rc)
+		return;
+	static struct s3_server_cfg sc;
+	memset(&sc, 0, sizeof(sc));
+	sc.http.addr = A.s3_host;
+	sc.http.port = A.s3_port;
+	sc.region = f_region;
+	s3_ops_bind(A.ops, &sc);
+	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
+	if (*rc) {
+		s3_ops_free(A.ops);
+		A.ops = NULL;
+		return;
+	}
+	A.s3_port = s3_server_port(A.srv);
+}
+
+static void gw_closed(void *arg)
+{
+	struct sync_call *sc = arg;
+	s3_ops_free(A.ops);
+	A.ops = NULL;
+	sync_done(sc);
+}
+
+static void gw_close_fn(void *arg)
+{
+	struct sync_call *sc = arg;
+	if (!A.srv) {
+		sync_done(sc);
+		return;
+	}
+	s3_server_close(A.srv, gw_closed, sc);
+}
+
+/* Run fn on lt and wait until it reported done. */
+static void run_and_wait(struct loop_thread *lt, void (*fn)(void *), void *arg)
+{
+	struct sync_call sc;
+	uv_sem_init(&sc.sem, 0);
+	sc.arg = arg;
+	if (loop_thread_call(lt, fn, &sc) == 0)
+		uv_sem_wait(&sc.sem);
+	uv_sem_destroy(&sc.sem);
+}
+
+/* ------------------------------------------------------------ control */
+
+static void control_next(void);
+
+static void on_timer(uv_timer_t *t)
+{
+	(void)t;
+	control_next();
+}
+
+static void retry_later(void)
+{
+	if (!A.stopping)
+		uv_timer_start(&A.timer, on_timer, RETRY_MS, 0);
+}
+
+static void announce(void)
+{
+	if (A.announced)
+		return;
+	A.announced = true;
+	printf("IOLake aio is up: %d OSDs (%u+%u), data in %s\n", A.n_osds, A.k, A.m, f_data_dir);
+	printf("  S3 endpoint:  http://%s:%d\n", A.s3_host, A.s3_port);
+	printf("  access key:   %s\n", A.ak);
+	printf("  secret key:   %s\n", A.sk);
+	printf("  region:       %s\n", f_region);
+	printf("Try:\n");
+	printf("  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=%s\n",
+	       A.ak, A.sk, f_region);
+	printf("  aws --endpoint-url http://%s:%d s3 mb s3://demo\n", A.s3_host, A.s3_port);
+	fflush(stdout);
+}
+
+static void on_map(void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	A.outstanding--;
+	if (A.stopping)
+		return;
+	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
+	if (err || r->status != IOLAKE__META__STATUS__STATUS_OK) {
+		retry_later();
+		return;
+	}
+	A.phase = 1;
+	control_next();
+}
+
+static void on_registered(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
+{
+	(void)idx;
+	struct osd_slot *o = ud;
+	A.outstanding--;
+	if (!err && res->status == IOLAKE__META__STATUS__STATUS_OK)
+		o->registered = true;
+	else if (!A.stopping)
+		LOG_WARN("osd registration failed; retrying", "osd=%u err=%s status=%d", o->id,
+			 LOG_Q(iol_strerror(err)), err ? -1 : (int)res->status);
+	if (A.outstanding == 0 && !A.stopping)
+		control_next();
+}
+
+static void on_user_step(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
+{
+	(void)idx;
+	(void)ud;
+	A.outstanding--;
+	if (A.stopping)
+		return;
+	if (err || (res->status != IOLAKE__META__STATUS__STATUS_OK &&
+		    res->status != IOLAKE__META__STATUS__STATUS_EXISTS &&
+		    res->status != IOLAKE__META__STATUS__STATUS_NOT_FOUND)) {
+		retry_later();
+		return;
+	}
+	control_next();
+}
+
+static int submit(Iolake__Meta__Op *op, meta_client_submit_cb cb, void *ud)
+{
+	A.outstanding++;
+	int rc = meta_client_submit(A.mc, op, cb, ud);
+	if (rc)
+		A.outstanding--;
+	return rc;
+}
+
+/* The root user and key: user (EXISTS fine), then the key; a key of the
+ * same id with another secret (credentials changed in the environment)
+ * is replaced. */
+static int user_sub;  /* 0 get key, 1 put user, 2 delete old key, 3 put key, 4 done */
+
+static void on_key(void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	A.outstanding--;
+	if (A.stopping)
+		return;
+	const Iolake__Meta__GetAccessKeyResponse *r = (const void *)resp;
+	if (err && err != IOL_ENOT_FOUND) {
+		retry_later();
+		return;
+	}
+	if (!err && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key) {
+		user_sub = strcmp(r->key->secret_key, A.sk) == 0 ? 4 : 2;
+	} else {
+		user_sub = 1;
+	}
+	control_next();
+}
+
+static void user_step(void)
+{
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	switch (user_sub) {
+	case 0: {
+		Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
+		req.access_key_id = A.ak;
+		A.outstanding++;
+		if (meta_client_call(A.mc, META_M_GET_ACCESS_KEY, &req.base, on_key, NULL)) {
+			A.outstanding--;
+			retry_later();
+		}
+		return;
+	}
+	case 1: {
+		Iolake__Meta__User u = IOLAKE__META__USER__INIT;
+		u.name = "root";
+		u.display_name = "root";
+		u.admin = true;
+		u.created_ms = (uint64_t)time(NULL) * 1000;
+		Iolake__Meta__PutUser pu = IOLAKE__META__PUT_USER__INIT;
+		pu.user = &u;
+		op.body_case = IOLAKE__META__OP__BODY_PUT_USER;
+		op.put_user = &pu;
+		user_sub = 3;
+		if (submit(&op, on_user_step, NULL))
+			retry_later();
+		return;
+	}
+	case 2: {
+		Iolake__Meta__DeleteAccessKey dk = IOLAKE__META__DELETE_ACCESS_KEY__INIT;
+		dk.access_key_id = A.ak;
+		op.body_case = IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY;
+		op.delete_access_key = &dk;
+		user_sub = 1;
+		if (submit(&op, on_user_step, NULL))
+			retry_later();
+		return;
+	}
+	case 3: {
+		Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
+		k.access_key_id = A.ak;
+		k.secret_key = A.sk;
+		k.user = "root";
+		k.created_ms = (uint64_t)time(NULL) * 1000;
+		Iolake__Meta__PutAccessKey pk = IOLAKE__META__PUT_ACCESS_KEY__INIT;
+		pk.key = &k;
+		op.body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
+		op.put_access_key = &pk;
+		user_sub = 0; /* read it back to confirm */
+		if (submit(&op, on_user_step, NULL))
+			retry_later();
+		return;
+	}
+	default:
+		A.phase = 3;
+		announce();
+		control_next();
+	}
+}
+
+static void on_beat(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct osd_slot *o = ud;
+	A.outstanding--;
+	if (A.stopping || err)
+		return;
+	const Iolake__Meta__HeartbeatResponse *r = (const void *)resp;
+	if (r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND)
+		o->registered = false;
+}
+
+static void register_osds(void)
+{
+	for (int i = 0; i < A.n_osds; i++) {
+		struct osd_slot *o = &A.osds[i];
+		if (o->registered)
+			continue;
+		char host[16];
+		snprintf(host, sizeof(host), "aio-%u", o->id);
+		Iolake__Meta__OsdInfo info = IOLAKE__META__OSD_INFO__INIT;
+		info.id = o->id;
+		info.addr = o->addr;
+		info.host = host;
+		info.weight = 1;
+		info.up = true;
+		info.in = true;
+		info.capacity_bytes = o->capacity;
+		info.registered_ms = (uint64_t)time(NULL) * 1000;
+		Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
+		ro.osd = &info;
+		ro.time_ms = info.registered_ms;
+		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+		op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
+		op.register_osd = &ro;
+		submit(&op, on_registered, o);
+	}
+}
+
+static void control_next(void)
+{
+	if (A.stopping || A.outstanding)
+		return;
+	switch (A.phase) {
+	case 0: {
+		Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+		A.outstanding++;
+		if (meta_client_call(A.mc, META_M_GET_MAP, &req.base, on_map, NULL)) {
+			A.outstanding--;
+			retry_later();
+		}
+		return;
+	}
+	case 1: {
+		bool all = true;
+		for (int i = 0; i < A.n_osds; i++)
+			all &= A.osds[i].registered;
+		if (all) {
+			A.phase = 2;
+			control_next();
+			return;
+		}
+		register_osds();
+		if (!A.outstanding)
+			retry_later();
+		return;
+	}
+	case 2:
+		user_step();
+		return;
+	default:
+		/* Steady state: beats (and re-registration if meta forgot). */
+		for (int i = 0; i < A.n_osds; i++) {
+			struct osd_slot *o = &A.osds[i];
+			if (!o->registered) {
+				A.phase = 1;
+				uv_timer_start(&A.timer, on_timer, RETRY_MS, 0);
+				return;
+			}
+			Iolake__Meta__HeartbeatRequest req = IOLAKE__META__HEARTBEAT_REQUEST__INIT;
+			req.osd_id = o->id;
+			A.outstanding++;
+			if (meta_client_call(A.mc, META_M_HEARTBEAT, &req.base, on_beat, o))
+				A.outstanding--;
+		}
+		uv_timer_start(&A.timer, on_timer, BEAT_MS, 0);
+	}
+}
+
+/* ------------------------------------------------------------ credentials */
+
+static void random_key(char *out, size_t n, const char *alphabet)
+{
+	size_t al = strlen(alphabet);
+	uint8_t b[128];
+	if (getrandom(b, n, 0) != (ssize_t)n)
+		die("getrandom failed: %s", strerror(errno));
+	for (size_t i = 0; i < n; i++)
+		out[i] = alphabet[b[i] % al];
+	out[n] = 0;
+}
+
+static void credentials(void)
+{
+	const char *ak = getenv("IOLAKE_ROOT_ACCESS_KEY"), *sk = getenv("IOLAKE_ROOT_SECRET_KEY");
+	if (ak && *ak && sk && *sk) {
+		if (strlen(ak) > 128 || strlen(sk) > 128 || strlen(sk) < 16)
+			die("IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY: key at most 128 "
+			    "characters, secret 16 to 128");
+		snprintf(A.ak, sizeof(A.ak), "%s", ak);
+		snprintf(A.sk, sizeof(A.sk), "%s", sk);
+		return;
+	}
+	if ((ak && *ak) != (sk && *sk))
+		die("set both IOLAKE_ROOT_ACCESS_KEY and IOLAKE_ROOT_SECRET_KEY, or neither");
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/root-credentials", f_data_dir);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		char line[300];
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\r\n")] = 0;
+			if (strlen(line) > 11 + 128)
+				continue;
+			if (strncmp(line, "access_key=", 11) == 0)
+				memcpy(A.ak, line + 11, strlen(line + 11) + 1);
+			else if (strncmp(line, "secret_key=", 11) == 0)
+				memcpy(A.sk, line + 11, strlen(line + 11) + 1);
+		}
+		fclose(f);
+		if (!A.ak[0] || !A.sk[0])
+			die("%s: no access_key= / secret_key= lines", path);
+		return;
+	}
+	random_key(A.ak, 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+	random_key(A.sk, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
+	char tmp[4300];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		die("%s: %s", tmp, strerror(errno));
+	dprintf(fd, "access_key=%s\nsecret_key=%s\n", A.ak, A.sk);
+	if (fsync(fd) || close(fd) || rename(tmp, path))
+		die("%s: %s", path, strerror(errno));
+}
+
+/* ------------------------------------------------------------ main */
+
+static void shutdown_all(void)
+{
+	alarm(SHUTDOWN_LIMIT_S); /* SIGALRM's default action ends a stuck shutdown */
+	LOG_INFO("shutting down", "");
+	run_and_wait(&A.gw_lt, gw_close_fn, NULL);
+	loop_thread_stop(&A.gw_lt);
+	for (int i = 0; i < A.n_osds; i++) {
+		run_and_wait(&A.osds[i].lt, osd_close_fn, &A.osds[i]);
+		loop_thread_stop(&A.osds[i].lt);
+	}
+	if (A.meta)
+		run_and_wait(&A.meta_lt, meta_close_fn, NULL);
+	loop_thread_stop(&A.meta_lt);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	(void)s;
+	LOG_INFO("stopping", "signal=%d", signum);
+	A.stopping = true;
+	uv_timer_stop(&A.timer);
+	uv_close((uv_handle_t *)&A.timer, NULL);
+	uv_close((uv_handle_t *)&A.sig_term, NULL);
+	uv_close((uv_handle_t *)&A.sig_int, NULL);
+	meta_client_close(A.mc);
+	A.mc = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	char err[512];
+	int pos, rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
+	if (rc == FLAGS_HELP) {
+		flags_usage(stdout, PROG, "", specs);
+		flags_free(specs);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n%s: see --help\n", PROG, err, PROG);
+		return 2;
+	}
+	if (pos < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[pos]);
+		return 2;
+	}
+	int lvl = log_parse_level(f_log_level);
+	if (lvl < 0) {
+		fprintf(stderr, "%s: flag --log-level: '%s' is not debug, info, warn or error\n", PROG,
+			f_log_level);
+		return 2;
+	}
+	if (ec_parse(f_ec, &A.k, &A.m)) {
+		fprintf(stderr, "%s: flag --ec: want K+M such as 4+2, not '%s'\n", PROG, f_ec);
+		return 2;
+	}
+	if (A.k + A.m > (unsigned)f_osds) {
+		fprintf(stderr, "%s: flag --ec %s needs at least %u OSDs (--osds %lld)\n", PROG, f_ec,
+			A.k + A.m, (long long)f_osds);
+		return 2;
+	}
+	if (strcmp(f_rpc, "local") && strcmp(f_rpc, "loopback")) {
+		fprintf(stderr, "%s: flag --rpc: '%s' is not local or loopback\n", PROG, f_rpc);
+		return 2;
+	}
+	if (f_pg_count & (f_pg_count - 1)) {
+		fprintf(stderr, "%s: flag --pg-count: %llu is not a power of two\n", PROG,
+			(unsigned long long)f_pg_count);
+		return 2;
+	}
+	const char *colon = strrchr(f_listen, ':');
+	if (!colon || colon == f_listen || (size_t)(colon - f_listen) >= sizeof(A.s3_host) ||
+	    !colon[1]) {
+		fprintf(stderr, "%s: flag --s3-listen: '%s' is not host:port\n", PROG, f_listen);
+		return 2;
+	}
+	memcpy(A.s3_host, f_listen, (size_t)(colon - f_listen));
+	A.s3_port = atoi(colon + 1);
+	A.loopback = strcmp(f_rpc, "loopback") == 0;
+	A.n_osds = (int)f_osds;
+	log_set_level((enum log_level)lvl);
+	log_set_thread_context("svc=aio");
+	signal(SIGPIPE, SIG_IGN);
+
+	char dir[4200];
+	if ((rc = mkdir_p(f_data_dir)))
+		die("flag --data-dir %s: %s", f_data_dir, strerror(-rc));
+	snprintf(dir, sizeof(dir), "%s/meta", f_data_dir);
+	if ((rc = mkdir_p(dir)))
+		die("%s: %s", dir, strerror(-rc));
+	credentials();
+	if ((rc = meta_address()))
+		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
+	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
+		 A.loopback ? A.meta_addr : "local:meta");
+	A.reg = metrics_registry_new();
+	if (!A.reg)
+		die("out of memory");
+
+	/* meta */
+	if (loop_thread_start(&A.meta_lt, "meta"))
+		die("cannot start a thread");
+	int mrc = 0;
+	loop_thread_call(&A.meta_lt, meta_start_fn, &mrc);
+	if (mrc)
+		die("meta: cannot start: %s", iol_strerror(mrc));
+
+	/* OSDs */
+	for (int i = 0; i < A.n_osds; i++) {
+		struct osd_slot *o = &A.osds[i];
+		o->id = (uint32_t)i + 1;
+		snprintf(o->dir, sizeof(o->dir), "%s/osd-%u", f_data_dir, o->id);
+		if ((rc = mkdir_p(o->dir)))
+			die("%s: %s", o->dir, strerror(-rc));
+		char name[16];
+		snprintf(name, sizeof(name), "osd.%u", o->id);
+		if (loop_thread_start(&o->lt, name))
+			die("cannot start a thread");
+		loop_thread_call(&o->lt, osd_start_fn, o);
+		if (o->rc) {
+			fprintf(stderr, "%s: osd %u: %s\n", PROG, o->id, o->err);
+			A.n_osds = i + 1;
+			shutdown_all();
+			return 1;
+		}
+	}
+
+	/* gateway */
+	if (loop_thread_start(&A.gw_lt, "gw"))
+		die("cannot start a thread");
+	int grc = 0;
+	loop_thread_call(&A.gw_lt, gw_start_fn, &grc);
+	if (grc) {
+		fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen, iol_strerror(grc));
+		shutdown_all();
+		return 1;
+	}
+
+	/* control */
+	A.loop = uv_default_loop();
+	const char *members[1] = { A.meta_target };
+	struct meta_client_opts mo = { .members = members, .n_members = 1 };
+	if (meta_client_new(A.loop, &mo, &A.mc))
+		die("meta client: out of memory");
+	uv_timer_init(A.loop, &A.timer);
+	uv_signal_init(A.loop, &A.sig_term);
+	uv_signal_init(A.loop, &A.sig_int);
+	uv_signal_start(&A.sig_term, on_signal, SIGTERM);
+	uv_signal_start(&A.sig_int, on_signal, SIGINT);
+	LOG_INFO("started", "s3=%s:%d meta=%s osds=%d ec=%u+%u rpc=%s", A.s3_host, A.s3_port,
+		 A.meta_addr, A.n_osds, A.k, A.m, f_rpc);
+	control_next();
+	uv_run(A.loop, UV_RUN_DEFAULT);
+
+	shutdown_all();
+	uv_loop_close(A.loop);
+	metrics_registry_free(A.reg);
+	flags_free(specs);
+	LOG_INFO("stopped", "clean=true");
+	return 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * gw_map.h — the gateway's copy of the cluster map and its OSD channels:
+ * object → PG (meta/place.h's object hash) → the PG's ordered k+m OSD ids
+ * → one rpc_channel per OSD address, opened once and kept.
+ *
+ * The map is fetched once with GetMap, then kept current by the WatchMap
+ * long poll (one call parked at a meta member; it answers as soon as the
+ * epoch moves, or after GW_MAP_WATCH_MS unchanged): the gateway never
+ * polls OSDs or scans anything to learn a map. A failed call is retried
+ * after a short backoff. The watch uses its own meta client, whose attempt
+ * timeout exceeds the long poll.
+ *
+ * Thread: one loop; every function on its thread.
+ */
+#ifndef GATEWAY_GW_MAP_H
+#define GATEWAY_GW_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "gateway/gw_ec.h"
+
+#define GW_MAP_WATCH_MS 30000
+
+struct gw_map;
+
+/* members: meta addresses ("host:port" or "local:NAME"), copied.
+ * 0 and *out, -EINVAL, -ENOMEM. Fetching starts at once. */
+int gw_map_start(uv_loop_t *loop, const char *const *members, size_t n_members,
+		 struct gw_map **out);
+
+/* Stop watching, close every channel and free m (its handles a loop turn
+ * later). */
+void gw_map_close(struct gw_map *m);
+
+/* Epoch of the map held; 0 before the first one arrived. */
+uint64_t gw_map_epoch(const struct gw_map *m);
+
+/* The PG of an object, or -EAGAIN before a map is known. */
+int gw_map_object_pg(const struct gw_map *m, const char *bucket, const char *key,
+		     uint32_t *pg);
+
+/* The PG's OSD channels (slot i: shard i; NULL for an empty slot).
+ * 0, -EAGAIN (no map yet), -ERANGE (no such PG). */
+int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_ec_target *t);
+
+/* k and m of the map (0 before one is known). */
+void gw_map_ec(const struct gw_map *m, unsigned *k, unsigned *m_out);
+
+/* OSDs the map says are up. */
+unsigned gw_map_osds_up(const struct gw_map *m);
+
+#endif

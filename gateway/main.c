@@ -1,0 +1,179 @@
+/*
+ * main.c — iolake-gw: the stateless S3 gateway. Serves S3 on --s3-listen
+ * (gateway/s3_server + gateway/s3_ops) against the meta group on --meta
+ * and the OSDs its cluster map names, until SIGTERM/SIGINT.
+ *
+ *   iolake-gw --s3-listen 0.0.0.0:9000 --meta 10.0.0.1:7000,10.0.0.2:7000
+ *
+ * Everything runs on the main thread's loop. Shutdown: stop accepting and
+ * close connections (s3_server_close), then close meta clients and OSD
+ * channels (s3_ops_free); a watchdog exits 1 after SHUTDOWN_LIMIT_MS.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "common/ec.h"
+#include "common/err.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "gateway/s3_ops.h"
+
+#define PROG "iolake-gw"
+#define SHUTDOWN_LIMIT_MS 10000
+
+static const char *f_listen = "127.0.0.1:9000";
+static struct flag_list f_meta, f_domain;
+static const char *f_region = "us-east-1";
+static const char *f_log_level = "info";
+static const char *f_ec = "4+2";
+static uint64_t f_inline_max = 4096;
+static int64_t f_max_conns = 1024;
+
+static const struct flag_spec specs[] = {
+	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
+	  .help = "S3 HTTP address (port 0 picks one; it is logged)" },
+	{ .name = "meta", .type = FLAG_LIST, .dst = &f_meta, .required = true,
+	  .metavar = "ADDR,...", .help = "meta members, host:port,..." },
+	{ .name = "region", .type = FLAG_STRING, .dst = &f_region,
+	  .help = "region clients sign for and GetBucketLocation reports" },
+	{ .name = "domain", .type = FLAG_LIST, .dst = &f_domain, .metavar = "NAME,...",
+	  .help = "domains for virtual-host style addressing (bucket.NAME)" },
+	{ .name = "ec", .type = FLAG_STRING, .dst = &f_ec, .metavar = "K+M",
+	  .help = "erasure code of new objects (the cluster map's)" },
+	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &f_inline_max, .min = 0,
+	  .max = 65536, .help = "objects up to this size live in their meta record" },
+	{ .name = "max-conns", .type = FLAG_INT64, .dst = &f_max_conns, .min = 1,
+	  .max = 65536, .help = "client connections served at once" },
+	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
+	  .help = "debug, info, warn or error" },
+	{ 0 }
+};
+
+static struct s3_ops *ops;
+static struct s3_server *srv;
+static uv_signal_t sig_term, sig_int;
+static uv_timer_t watchdog;
+
+static void on_watchdog(uv_timer_t *t)
+{
+	(void)t;
+	LOG_ERROR("shutdown took too long; exiting", "limit_ms=%d", SHUTDOWN_LIMIT_MS);
+	_exit(1);
+}
+
+static void on_server_closed(void *arg)
+{
+	(void)arg;
+	s3_ops_free(ops);
+	ops = NULL;
+	uv_close((uv_handle_t *)&watchdog, NULL);
+	LOG_INFO("stopped", "clean=true");
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	(void)s;
+	LOG_INFO("stopping", "signal=%d", signum);
+	uv_close((uv_handle_t *)&sig_term, NULL);
+	uv_close((uv_handle_t *)&sig_int, NULL);
+	uv_timer_start(&watchdog, on_watchdog, SHUTDOWN_LIMIT_MS, 0);
+	uv_unref((uv_handle_t *)&watchdog);
+	s3_server_close(srv, on_server_closed, NULL);
+}
+
+/* "host:port" -> host (into buf) and port. 0 or -EINVAL. */
+static int split_addr(const char *s, char *host, size_t cap, int *port)
+{
+	const char *c = strrchr(s, ':');
+	if (!c || c == s || (size_t)(c - s) >= cap)
+		return -EINVAL;
+	char *end;
+	long p = strtol(c + 1, &end, 10);
+	if (!c[1] || *end || p < 0 || p > 65535)
+		return -EINVAL;
+	size_t hl = (size_t)(c - s);
+	if (s[0] == '[' && c[-1] == ']') { /* [v6]:port */
+		s++;
+		hl -= 2;
+	}
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	*port = (int)p;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char err[512];
+	int pos, rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
+	if (rc == FLAGS_HELP) {
+		flags_usage(stdout, PROG, "", specs);
+		flags_free(specs);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n%s: see --help\n", PROG, err, PROG);
+		return 2;
+	}
+	if (pos < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[pos]);
+		return 2;
+	}
+	int lvl = log_parse_level(f_log_level);
+	if (lvl < 0) {
+		fprintf(stderr, "%s: flag --log-level: '%s' is not debug, info, warn or error\n", PROG,
+			f_log_level);
+		return 2;
+	}
+	char host[256];
+	int port;
+	if (split_addr(f_listen, host, sizeof(host), &port)) {
+		fprintf(stderr, "%s: flag --s3-listen: '%s' is not host:port\n", PROG, f_listen);
+		return 2;
+	}
+	unsigned k, m;
+	if (ec_parse(f_ec, &k, &m)) {
+		fprintf(stderr, "%s: flag --ec: want K+M such as 4+2, not '%s'\n", PROG, f_ec);
+		return 2;
+	}
+	log_set_level((enum log_level)lvl);
+	log_set_thread_context("svc=gw");
+	signal(SIGPIPE, SIG_IGN);
+
+	uv_loop_t *loop = uv_default_loop();
+	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
+				 .ec = { .k = k, .m = m },
+				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1) };
+	rc = s3_ops_new(loop, &oc, &ops);
+	if (rc) {
+		fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));
+		return 1;
+	}
+	struct s3_server_cfg sc = { .http = { .addr = host, .port = port,
+					      .max_conns = (uint32_t)f_max_conns },
+				    .domains = f_domain.items, .n_domains = f_domain.n,
+				    .region = f_region };
+	s3_ops_bind(ops, &sc);
+	rc = s3_server_start(loop, &sc, &srv);
+	if (rc) {
+		fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen, iol_strerror(rc));
+		s3_ops_free(ops);
+		uv_run(loop, UV_RUN_DEFAULT);
+		return 1;
+	}
+	uv_signal_init(loop, &sig_term);
+	uv_signal_init(loop, &sig_int);
+	uv_signal_start(&sig_term, on_signal, SIGTERM);
+	uv_signal_start(&sig_int, on_signal, SIGINT);
+	uv_timer_init(loop, &watchdog);
+	LOG_INFO("listening", "s3=%s:%d meta=%zu region=%s ec=%u+%u", host, s3_server_port(srv),
+		 f_meta.n, f_region, k, m);
+	uv_run(loop, UV_RUN_DEFAULT);
+	uv_loop_close(loop);
+	flags_free(specs);
+	return 0;
+}

@@ -1,0 +1,61 @@
+/*
+ * s3_ops.h — the S3 operations over meta and the erasure-coded data path:
+ * the handlers gateway/s3_server dispatches to (buckets, objects,
+ * listings), the credential source over meta's GetAccessKey, readiness and
+ * /metrics. One struct s3_ops per gateway loop.
+ *
+ * Served: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+ * GetBucketLocation, PutObject, GetObject (whole and Range), HeadObject,
+ * DeleteObject, ListObjects (v1) and ListObjectsV2. Everything else stays
+ * NULL in the table (the front end answers NotImplemented).
+ *
+ * PUT: the bucket and the current record are read from meta first (in
+ * parallel, the body paused meanwhile); a body of at most inline_max bytes
+ * is kept in the record, a larger one streams through gw_ec to the PG's
+ * OSDs. The record is committed with a condition on the generation read
+ * (or if-none-match): on CONFLICT (a concurrent writer won the race) the
+ * current record is read again and the commit retried, so of concurrent
+ * PUTs the last to commit wins and every replaced version's shards are
+ * deleted, by the writer that replaced it, after its record committed.
+ * Nothing is acknowledged before the record is committed.
+ *
+ * Thread: the loop given to s3_ops_new; every handler runs there.
+ */
+#ifndef GATEWAY_S3_OPS_H
+#define GATEWAY_S3_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/metrics.h"
+#include "gateway/gw_ec.h"
+#include "gateway/s3_server.h"
+
+struct s3_ops_cfg {
+	const char *const *meta;        /* meta addresses, copied */
+	size_t n_meta;
+	const char *region;             /* GetBucketLocation / new buckets; NULL: us-east-1 */
+	struct gw_ec_opts ec;           /* k, m (0: the map's), chunk, quorum */
+	uint32_t inline_max_bytes;      /* bodies up to this live in the record; 0: 4096 */
+	struct metrics_registry *metrics;  /* NULL: the ops make their own */
+};
+
+struct s3_ops;
+
+/* 0 and *out, -EINVAL, -ENOMEM. Starts watching the cluster map. */
+int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **out);
+
+/* Fill the server config's ops table, ops_ctx, credential source, ready
+ * and metrics hooks. */
+void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *scfg);
+
+/* Ready: a map is known with at least write-quorum OSDs up. */
+bool s3_ops_ready(struct s3_ops *o);
+
+/* Free. Requires the server closed (no call live). Meta calls still out
+ * are answered IOL_ESHUTDOWN first; handles close a loop turn later. */
+void s3_ops_free(struct s3_ops *o);
+
+#endif

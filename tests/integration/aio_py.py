@@ -1,0 +1,70 @@
+"""aio_py.py — helpers for the Python iolake-aio tests (imported, not run):
+start iolake-aio on a temp dir under /dev/shm with fixed root credentials,
+wait for /health/ready, stop it by PID, and make boto3 clients."""
+import os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+
+import boto3
+from botocore.config import Config
+
+BUILD = os.environ.get("IOLAKE_BUILD") or os.path.join(os.path.dirname(__file__), "../../build")
+AK = "AKIAIOLAKETEST000001"
+SK = "iolake-test-secret-key-0123456789abcdef"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Aio:
+    def __init__(self, osd_size="256M"):
+        self.tmp = tempfile.mkdtemp(prefix="iolake-py.", dir="/dev/shm")
+        self.data = os.path.join(self.tmp, "data")
+        self.port = free_port()
+        self.ep = "http://127.0.0.1:%d" % self.port
+        self.osd_size = osd_size
+        self.proc = None
+        self.log = open(os.path.join(self.tmp, "aio.log"), "ab")
+
+    def start(self, timeout=20):
+        env = dict(os.environ, IOLAKE_ROOT_ACCESS_KEY=AK, IOLAKE_ROOT_SECRET_KEY=SK)
+        self.proc = subprocess.Popen(
+            [os.path.join(BUILD, "iolake-aio"), "--data-dir", self.data, "--s3-listen",
+             "127.0.0.1:%d" % self.port, "--osd-size", self.osd_size],
+            stdout=self.log, stderr=self.log, env=env)
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError("iolake-aio exited %d; log %s" % (self.proc.returncode, self.log.name))
+            try:
+                if urllib.request.urlopen(self.ep + "/health/ready", timeout=1).status == 200:
+                    return
+            except Exception:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("iolake-aio not ready in %ds" % timeout)
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self, limit=5.0):
+        t0 = time.time()
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=limit)
+        return rc, time.time() - t0
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def client(self, ak=AK, sk=SK, **cfg):
+        return boto3.client("s3", endpoint_url=self.ep, aws_access_key_id=ak,
+                            aws_secret_access_key=sk, region_name="us-east-1",
+                            config=Config(s3={"addressing_style": "path"},
+                                          retries={"max_attempts": 1}, **cfg))
