@@ -246,7 +246,8 @@ static void osd_start_fn(void *arg)
 	char dev[4200], meta[4200];
 	snprintf(dev, sizeof(dev), "%s/dev", o->dir);
 	snprintf(meta, sizeof(meta), "%s/meta", o->dir);
-	struct store_opts sto = { .device_path = dev, .create_size = f_osd_size, .meta_dir = meta,
+	struct store_opts sto = { .device_path = dev, .create_size = f_osd_size,
+				  .create_sparse = true, .meta_dir = meta,
 				  .osd_id = o->id, .observer = osd_service_observer(o->svc) };
 	o->rc = store_open(&o->lt.loop, &sto, &o->st, o->err, sizeof(o->err));
 	if (o->rc)

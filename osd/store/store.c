@@ -955,7 +955,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 	struct store_super_expect ex = { .osd_id = o->osd_id };
 	memcpy(ex.cluster_id, o->cluster_id, 16);
 	struct store_super_flags fl = { .format = o->format, .force = o->force,
-					.create_size = o->create_size };
+					.create_size = o->create_size,
+					.create_sparse = o->create_sparse };
 	int fd;
 	bool formatted;
 	rc = store_super_open(o->device_path, &ex, &fl, &fd, &s->sb, &formatted, err, errlen);

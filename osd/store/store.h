@@ -54,6 +54,7 @@ struct store_opts {
 	const char *device_path;    /* block device or file (required) */
 	uint64_t create_size;       /* >0: create device_path as a file this
 	                             * size if missing (and format it) */
+	bool create_sparse;         /* ... as a sparse file, not preallocated */
 	const char *meta_dir;       /* RocksDB directory (created if missing) */
 	uint8_t cluster_id[16];
 	uint32_t osd_id;

@@ -119,8 +119,9 @@ static int device_size(int fd, const char *path, uint64_t *size, char *err, size
 	return 0;
 }
 
-/* Create path as a preallocated file; the caller asked for it by size. */
-static int create_file(const char *path, uint64_t size, char *err, size_t errlen)
+/* Create path as a preallocated (or, when sparse, a sparse) file; the
+ * caller asked for it by size. */
+static int create_file(const char *path, uint64_t size, bool sparse, char *err, size_t errlen)
 {
 	/* A missing /dev node means a missing disk, never "make one in
 	 * devtmpfs" (that would be an OSD running on memory). */
@@ -136,13 +137,14 @@ static int create_file(const char *path, uint64_t size, char *err, size_t errlen
 		msg(err, errlen, "%s: create: %s", path, strerror(errno));
 		return e;
 	}
-	int rc = posix_fallocate(fd, 0, (off_t)size);
+	int rc = sparse ? (ftruncate(fd, (off_t)size) < 0 ? errno : 0)
+			: posix_fallocate(fd, 0, (off_t)size);
 	if (rc == 0 && fsync(fd) < 0)
 		rc = errno;
 	close(fd);
 	if (rc) {
 		unlink(path);
-		msg(err, errlen, "%s: fallocate %llu bytes: %s", path,
+		msg(err, errlen, "%s: %s %llu bytes: %s", path, sparse ? "truncate" : "fallocate",
 		    (unsigned long long)size, strerror(rc));
 		return -rc;
 	}
@@ -248,8 +250,8 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 		}
 		snprintf(open_path, sizeof(open_path), "%s.creating", path);
 		rc = create_file(open_path,
-				 flags->create_size - flags->create_size % STORE_BLOCK_SIZE, err,
-				 errlen);
+				 flags->create_size - flags->create_size % STORE_BLOCK_SIZE,
+				 flags->create_sparse, err, errlen);
 		if (rc)
 			return rc;
 		created = true;

@@ -71,6 +71,9 @@ struct store_super_flags {
 	uint64_t create_size; /* >0: create the path as a regular file of this
 	                       * size (fallocate'd) if missing; implies format
 	                       * of a file the store just created */
+	bool create_sparse;   /* with create_size: a sparse file instead (space
+	                       * is taken as shards are written; a full file
+	                       * system fails those puts with ENOSPC) */
 };
 
 /*
