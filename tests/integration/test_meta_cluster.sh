@@ -4,7 +4,10 @@
 # --json); after SIGKILL of the leader a new one shows within ~10 s; the
 # killed member, restarted, rejoins as a follower; `user add` / `user ls`
 # work through any member; with every member killed, admin fails with a
-# clear error and a non-zero exit.
+# clear error and a non-zero exit. The leader is killed under a steady
+# write load (user adds from a loop of admin clients): every acknowledged
+# add is present afterwards, and none was answered "exists" (an op
+# applied twice would be).
 set -u
 B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
 DIR=$(mktemp -d /dev/shm/iolake-metacl-XXXXXX)
@@ -68,6 +71,26 @@ echo "$out"
 echo "$out" | grep -Eq '^access key: [A-Z0-9]{20}$' || fail "user add prints no access key"
 echo "$out" | grep -Eq '^secret key: .{40}$' || fail "user add prints no secret"
 
+# A steady write load across the failover: one user add after another,
+# each acknowledged one recorded only after admin exits 0.
+load() {
+	local i=0
+	while [ ! -e "$DIR/stop-load" ]; do
+		i=$((i + 1))
+		if out=$(admin user add "load$i" 2>&1); then
+			echo "load$i" >>"$DIR/acked"
+		else
+			echo "load$i $out" >>"$DIR/failed"
+		fi
+	done
+}
+: >"$DIR/acked"
+load &
+LOADPID=$!
+sleep 1.5
+acked_before=$(wc -l <"$DIR/acked")
+[ "$acked_before" -gt 0 ] || fail "no write acknowledged before the kill"
+
 kill -9 "${PID[$L]}"
 wait "${PID[$L]}" 2>/dev/null
 t0=$(date +%s.%N)
@@ -82,6 +105,38 @@ done
 echo "new leader: $N after $(python3 -c "print(round($(date +%s.%N)-$t0,2))") s"
 admin cluster status | tee "$DIR/status2.txt"
 grep -Eq "^- +$(addr "$L") +down" "$DIR/status2.txt" || fail "killed member not shown down"
+
+# Let the load continue on the new leader, then stop it.
+n0=$(wc -l <"$DIR/acked")
+for _ in $(seq 50); do
+	[ "$(wc -l <"$DIR/acked")" -ge $((n0 + 5)) ] && break
+	sleep 0.2
+done
+touch "$DIR/stop-load"
+wait $LOADPID
+[ "$(wc -l <"$DIR/acked")" -ge $((n0 + 5)) ] || fail "the write load did not continue after the failover"
+echo "load: $(wc -l <"$DIR/acked") adds acknowledged ($acked_before before the kill)"
+if [ -s "$DIR/failed" ]; then
+	cat "$DIR/failed"
+	grep -qi 'exist' "$DIR/failed" && fail "an add was answered 'exists': applied twice"
+fi
+admin --json user ls >"$DIR/users.json" || fail "user ls --json after the load"
+python3 - "$DIR/acked" "$DIR/users.json" <<'PY' || fail "acknowledged adds missing after the failover"
+import json, sys
+acked = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+raw = open(sys.argv[2]).read()
+names = set()
+def walk(o):
+    if isinstance(o, dict):
+        if "name" in o: names.add(o["name"])
+        for v in o.values(): walk(v)
+    elif isinstance(o, list):
+        for v in o: walk(v)
+walk(json.loads(raw))
+missing = [a for a in acked if a not in names]
+print(f"{len(acked)} acknowledged, {len(missing)} missing")
+sys.exit(1 if missing else 0)
+PY
 
 admin user ls | grep -q '^alice ' || fail "user ls after failover"
 admin --json user ls | grep -q '"name":"alice"' || fail "user ls --json"
