@@ -1305,42 +1305,46 @@ int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__
 	return read_msg(s, &k, &iolake__meta__bucket__descriptor, (void **)out);
 }
 
-int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Meta__Bucket ***out,
-			    size_t *n_out)
+/* Every record of one table (keys starting with `table`), unpacked with
+ * desc, in key order, at most max; keep (may be NULL) filters. The array
+ * and its messages are the caller's (meta_state_free_msg each, free). */
+static int list_table(struct meta_state *s, char table, const ProtobufCMessageDescriptor *desc,
+		      bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
+		      size_t max, ProtobufCMessage ***out, size_t *n_out)
 {
 	int rc = 0;
 	size_t n = 0, cap = 16;
-	Iolake__Meta__Bucket **v = malloc(cap * sizeof(*v));
+	ProtobufCMessage **v = malloc(cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
-	for (rocksdb_iter_seek(it, "B", 1); rocksdb_iter_valid(it) && n < META_LIST_BUCKETS_MAX;
+	for (rocksdb_iter_seek(it, &table, 1); rocksdb_iter_valid(it) && n < max;
 	     rocksdb_iter_next(it)) {
 		size_t kn, vn;
 		const char *kb = rocksdb_iter_key(it, &kn);
-		if (kn < 1 || kb[0] != 'B')
+		if (kn < 1 || kb[0] != table)
 			break;
 		const char *vb = rocksdb_iter_value(it, &vn);
-		Iolake__Meta__Bucket *b = iolake__meta__bucket__unpack(NULL, vn, (const uint8_t *)vb);
-		if (!b) {
+		ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, vn, (const uint8_t *)vb);
+		if (!m) {
 			rc = IOL_ECORRUPT;
 			break;
 		}
-		if (owner && strcmp(b->owner, owner) != 0) {
-			meta_state_free_msg(b);
+		if (keep && !keep(m, arg)) {
+			meta_state_free_msg(m);
 			continue;
 		}
 		if (n == cap) {
-			Iolake__Meta__Bucket **nv = realloc(v, 2 * cap * sizeof(*v));
+			ProtobufCMessage **nv = realloc(v, 2 * cap * sizeof(*v));
 			if (!nv) {
-				meta_state_free_msg(b);
+				meta_state_free_msg(m);
 				rc = -ENOMEM;
 				break;
 			}
 			v = nv;
 			cap *= 2;
 		}
-		v[n++] = b;
+		v[n++] = m;
 	}
 	rocksdb_iter_destroy(it);
 	if (rc) {
@@ -1354,48 +1358,22 @@ int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Met
 	return 0;
 }
 
+static bool bucket_owned_by(const ProtobufCMessage *m, const void *owner)
+{
+	return strcmp(((const Iolake__Meta__Bucket *)m)->owner, owner) == 0;
+}
+
+int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Meta__Bucket ***out,
+			    size_t *n_out)
+{
+	return list_table(s, 'B', &iolake__meta__bucket__descriptor, owner ? bucket_owned_by : NULL,
+			  owner, META_LIST_BUCKETS_MAX, (ProtobufCMessage ***)out, n_out);
+}
+
 int meta_state_list_users(struct meta_state *s, Iolake__Meta__User ***out, size_t *n_out)
 {
-	int rc = 0;
-	size_t n = 0, cap = 16;
-	Iolake__Meta__User **v = malloc(cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
-	for (rocksdb_iter_seek(it, "u", 1); rocksdb_iter_valid(it) && n < META_LIST_USERS_MAX;
-	     rocksdb_iter_next(it)) {
-		size_t kn, vn;
-		const char *kb = rocksdb_iter_key(it, &kn);
-		if (kn < 1 || kb[0] != 'u')
-			break;
-		const char *vb = rocksdb_iter_value(it, &vn);
-		Iolake__Meta__User *u = iolake__meta__user__unpack(NULL, vn, (const uint8_t *)vb);
-		if (!u) {
-			rc = IOL_ECORRUPT;
-			break;
-		}
-		if (n == cap) {
-			Iolake__Meta__User **nv = realloc(v, 2 * cap * sizeof(*v));
-			if (!nv) {
-				meta_state_free_msg(u);
-				rc = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap *= 2;
-		}
-		v[n++] = u;
-	}
-	rocksdb_iter_destroy(it);
-	if (rc) {
-		for (size_t i = 0; i < n; i++)
-			meta_state_free_msg(v[i]);
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n_out = n;
-	return 0;
+	return list_table(s, 'u', &iolake__meta__user__descriptor, NULL, NULL,
+			  META_LIST_USERS_MAX, (ProtobufCMessage ***)out, n_out);
 }
 
 int meta_state_head_object(struct meta_state *s, const char *bucket, const char *key,
