@@ -1083,10 +1083,6 @@ static void on_put_bucket(void *ud, int err, const ProtobufCMessage *resp)
 			return;
 		}
 		x->body_done = x->data_done = true;
-		/* WORKAROUND: a keep-alive connection whose bodiless PUT was
-		 * answered from a meta callback stalled the next request in
-		 * gateway/http (not ours; reported). Close after it instead. */
-		http_set_close(s3_call_stream(c));
 		put_maybe_commit(x);
 		return;
 	}
