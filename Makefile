@@ -7,6 +7,8 @@
 #                   FUZZ_TIME seconds (default 60); make test replays them
 #                   deterministically (fixed seed and run count)
 #   make bench-common   run the common-runtime microbenchmarks
+#   make aio DATA=DIR   build, then run iolake-aio on DIR in the foreground
+#                   (OSD_SIZE per OSD file, default 4G; AIO_FLAGS for more)
 #   make clean      remove build directories
 #
 # Quiet unless V=1. Debian packages are installed by scripts/deps.sh the
@@ -106,7 +108,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
                $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC)
 
 .SECONDARY:
-.PHONY: all test unit integration asan clean bench-common deps fuzz fuzzers fuzz-replay
+.PHONY: all test unit integration asan clean bench-common deps fuzz fuzzers fuzz-replay aio
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS)
 
 deps:
@@ -193,6 +195,13 @@ fuzz:
 fuzz-replay:
 	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang FUZZ=1 fuzzers
 	$(Q)tests/run-fuzz.sh build-fuzz 0
+
+# A single-host store in the foreground (Ctrl-C stops it). Six OSD files of
+# OSD_SIZE each are preallocated on first start (6 x 4G by default).
+OSD_SIZE ?= 4G
+aio: $(B)/iolake-aio
+	$(if $(DATA),,$(error make aio needs DATA=DIR, where the store keeps its data))
+	$(B)/iolake-aio --data-dir $(DATA) --osd-size $(OSD_SIZE) $(AIO_FLAGS)
 
 bench-common: $(B)/bench-common
 	$(B)/bench-common

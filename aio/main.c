@@ -315,7 +315,7 @@ static void gw_start_fn(void *arg)
 	int *rc = arg;
 	const char *members[1] = { A.meta_target };
 	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
-				 .ec = { .k = A.k, .m = A.m },
+				 .data = { .k = A.k, .m = A.m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .metrics = A.reg };
 	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);

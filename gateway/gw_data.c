@@ -359,26 +359,39 @@ int gw_data_layout_copy(struct gw_data_layout *dst, const struct gw_data_layout 
 	return 0;
 }
 
-ssize_t gw_data_layout_encode(const struct gw_data_layout *l, uint8_t *out, size_t cap)
+static void layout_msg(const struct gw_data_layout *l, Iolake__Layout__ObjectLayout *m)
 {
-	Iolake__Layout__ObjectLayout m = IOLAKE__LAYOUT__OBJECT_LAYOUT__INIT;
-	m.version = 1;
-	m.k = l->k;
-	m.m = l->m;
-	m.segment_bytes = l->segment_bytes;
-	m.size = l->size;
-	m.object_id.data = (uint8_t *)l->object_id;
-	m.object_id.len = GW_DATA_OID_LEN;
-	m.pg = l->pg;
-	m.n_shard_crc32c = (size_t)l->nsegs * (l->k + l->m);
-	m.shard_crc32c = l->crcs;
+	iolake__layout__object_layout__init(m);
+	m->version = 1;
+	m->k = l->k;
+	m->m = l->m;
+	m->segment_bytes = l->segment_bytes;
+	m->size = l->size;
+	m->object_id.data = (uint8_t *)l->object_id;
+	m->object_id.len = GW_DATA_OID_LEN;
+	m->pg = l->pg;
+	m->n_shard_crc32c = (size_t)l->nsegs * (l->k + l->m);
+	m->shard_crc32c = l->crcs;
 	bool any = false;
 	for (uint32_t s = 0; s < l->nsegs && !any; s++)
 		any = l->missing && l->missing[s];
 	if (any) {
-		m.n_missing = l->nsegs;
-		m.missing = l->missing;
+		m->n_missing = l->nsegs;
+		m->missing = l->missing;
 	}
+}
+
+size_t gw_data_layout_encoded_len(const struct gw_data_layout *l)
+{
+	Iolake__Layout__ObjectLayout m;
+	layout_msg(l, &m);
+	return protobuf_c_message_get_packed_size(&m.base);
+}
+
+ssize_t gw_data_layout_encode(const struct gw_data_layout *l, uint8_t *out, size_t cap)
+{
+	Iolake__Layout__ObjectLayout m;
+	layout_msg(l, &m);
 	size_t need = protobuf_c_message_get_packed_size(&m.base);
 	if (need > cap)
 		return -ENOSPC;

@@ -133,8 +133,12 @@ uint32_t gw_data_layout_nsegs(uint64_t size, uint32_t segment_bytes);
 uint32_t gw_data_layout_seg_len(const struct gw_data_layout *l, uint32_t s);
 uint32_t gw_data_layout_shard_len(const struct gw_data_layout *l, uint32_t s);
 
+/* Bytes gw_data_layout_encode() writes for l. */
+size_t gw_data_layout_encoded_len(const struct gw_data_layout *l);
+
 /* The encoded record (layout.proto) into out (cap bytes). Returns the
- * length, or -ENOSPC when cap is short (call with cap 0 to size it). */
+ * length, or -ENOSPC when cap is short (size it with
+ * gw_data_layout_encoded_len). */
 ssize_t gw_data_layout_encode(const struct gw_data_layout *l, uint8_t *out, size_t cap);
 
 /* Parse and validate a record into *l (arrays allocated; release with

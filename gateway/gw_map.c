@@ -215,7 +215,7 @@ int gw_map_object_pg(const struct gw_map *m, const char *bucket, const char *key
 	return 0;
 }
 
-int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_ec_target *t)
+int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t)
 {
 	if (!m->map)
 		return -EAGAIN;

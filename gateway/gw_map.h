@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "gateway/gw_ec.h"
+#include "gateway/gw_data.h"
 
 #define GW_MAP_WATCH_MS 30000
 
@@ -44,7 +44,7 @@ int gw_map_object_pg(const struct gw_map *m, const char *bucket, const char *key
 
 /* The PG's OSD channels (slot i: shard i; NULL for an empty slot).
  * 0, -EAGAIN (no map yet), -ERANGE (no such PG). */
-int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_ec_target *t);
+int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t);
 
 /* k and m of the map (0 before one is known). */
 void gw_map_ec(const struct gw_map *m, unsigned *k, unsigned *m_out);

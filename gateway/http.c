@@ -684,6 +684,11 @@ static void maybe_finish(struct conn *c)
 		linger(c);
 		return;
 	}
+	/* A pause belongs to the exchange that asked for it. A handler that
+	 * paused a bodiless request and answered it without resuming (nothing
+	 * to resume for) must not leave the connection deaf: the next
+	 * request's bytes would never be read. */
+	c->paused = false;
 	http_parse_next(&c->hp);
 	kick(c); /* pipelined bytes may be waiting; resume reading */
 }

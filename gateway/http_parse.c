@@ -145,8 +145,10 @@ static int on_headers_complete(http_parser *p)
 	r->content_length = r->has_content_length && !r->chunked ? p->content_length : 0;
 	r->has_body = r->chunked || r->content_length > 0;
 	r->keep_alive = http_should_keep_alive(p) != 0;
-	if (!r->has_body)
-		r->expect_continue = false;
+	/* expect_continue stays set for a bodiless request (Content-Length:
+	 * 0): clients that sent it (botocore) wait for the 100 and read the
+	 * final response as the answer to the NEXT request otherwise — a
+	 * keep-alive connection then stalls after a 0-byte PUT. */
 	hp->head_done = true;
 	hp->cb->on_head(hp->ud, r);
 	return 0;

@@ -53,7 +53,7 @@ struct http_request {
 	bool has_content_length;
 	bool chunked;                   /* Transfer-Encoding: chunked */
 	bool keep_alive;                /* what the client asked (version + Connection) */
-	bool expect_continue;           /* Expect: 100-continue */
+	bool expect_continue;           /* Expect: 100-continue (also when bodiless) */
 	bool has_body;                  /* chunked, or Content-Length > 0 */
 	unsigned short http_major, http_minor;
 };

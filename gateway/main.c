@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 
 	uv_loop_t *loop = uv_default_loop();
 	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
-				 .ec = { .k = k, .m = m },
+				 .data = { .k = k, .m = m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1) };
 	rc = s3_ops_new(loop, &oc, &ops);
 	if (rc) {

@@ -1,9 +1,9 @@
 /*
  * s3_ops.c — S3 bucket, object and listing operations over meta (records)
- * and gw_ec (shards). Contracts in s3_ops.h.
+ * and gw_data (shards). Contracts in s3_ops.h.
  *
  * Owns: a meta client (records, credentials), the map cache (gw_map), the
- * data path (gw_ec), and one struct opx per live request. An opx lives
+ * data path (gw_data), and one struct opx per live request. An opx lives
  * until the exchange finished (s3_finish_fn) AND every meta call, data
  * operation callback and response write it started has come back
  * (`pending`, `writes`): callbacks of a finished request only drop their
@@ -47,7 +47,7 @@ struct s3_ops {
 	uv_loop_t *loop;
 	struct meta_client *mc;
 	struct gw_map *map;
-	struct gw_ec *ec;
+	struct gw_data *data;
 	char region[64];
 	uint32_t inline_max;
 	unsigned quorum;
@@ -75,15 +75,21 @@ struct opx {
 	bool is_inline, body_done, data_done, bucket_checked, cur_checked, committing;
 	uint8_t *inl;
 	size_t inl_len;
-	struct gw_ec_put *put;
-	struct gw_ec_target target;
+	struct gw_data_put *put;
+	struct gw_data_target target;
+	/* Body bytes gw_data could not take yet (its window was full): the
+	 * body is paused and they go in first when it is writable again. */
+	uint8_t *spill;
+	size_t spill_len, spill_cap;
+	bool end_deferred;          /* body end seen while bytes were spilled */
 	uint32_t pg;
 	Iolake__Meta__ObjectRecord *cur;   /* record being replaced / deleted */
 	char etag[33];
 	uint64_t mtime_ms;
 	/* GetObject / HeadObject */
 	Iolake__Meta__ObjectRecord *rec;
-	struct gw_ec_get *get;
+	struct gw_data_get *get;
+	struct gw_data_layout lay;  /* the GET's layout: outlives get */
 	uint64_t off, len;
 	bool partial, started, ended, head;
 };
@@ -153,8 +159,12 @@ static void opx_maybe_free(struct opx *x)
 {
 	if (x->c || x->pending || x->writes)
 		return;
-	gw_ec_put_free(x->put);
-	gw_ec_get_free(x->get);
+	if (x->put)
+		gw_data_put_free(x->put);
+	if (x->get)
+		gw_data_get_free(x->get);
+	gw_data_layout_clear(&x->lay);
+	free(x->spill);
 	free_msg(x->cur);
 	free_msg(x->rec);
 	free(x->inl);
@@ -171,11 +181,11 @@ static void on_call_finish(struct s3_call *c, int err)
 	x->c = NULL;
 	/* Stop the data path: an unfinished PUT deletes what it wrote. */
 	if (x->put && !x->data_done) {
-		gw_ec_put_free(x->put);
+		gw_data_put_free(x->put);
 		x->put = NULL;
 	}
 	if (x->get) {
-		gw_ec_get_free(x->get);
+		gw_data_get_free(x->get);
 		x->get = NULL;
 	}
 	opx_maybe_free(x);
@@ -660,27 +670,44 @@ static void op_list_objects(struct s3_call *c)
 
 /* ------------------------------------------------------------ layout */
 
-static bool rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_ec_layout *l)
+/* Whether r's body lives in the record itself. */
+static bool rec_is_inline(const Iolake__Meta__ObjectRecord *r)
 {
-	if (!r->layout || r->n_segments != 1)
-		return false;
-	l->k = r->layout->k;
-	l->m = r->layout->m;
-	l->chunk_bytes = r->layout->chunk_size;
-	l->pg = r->pg;
-	l->size = r->size;
-	l->shard_id = r->segments[0]->shard_id;
-	return l->k && l->chunk_bytes;
+	return r->data_layout.len == 0;
+}
+
+/* The record's shard layout into *l (release with gw_data_layout_clear):
+ * 0, IOL_ECORRUPT (malformed, or not matching the record's size),
+ * -ENOMEM. */
+static int rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l)
+{
+	int rc = gw_data_layout_decode(r->data_layout.data, r->data_layout.len, l);
+	if (rc)
+		return rc;
+	if (l->size != r->size) {
+		gw_data_layout_clear(l);
+		return IOL_ECORRUPT;
+	}
+	return 0;
+}
+
+static void on_drop_done(void *ud, int status, uint32_t failed)
+{
+	(void)ud;
+	if (status)
+		LOG_WARN("shard delete incomplete", "failed=%u", failed);
 }
 
 /* Best effort: delete the shards of a version no record names any more. */
 static void drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r)
 {
-	struct gw_ec_layout l;
-	struct gw_ec_target t;
-	if (!r || !rec_layout(r, &l) || gw_map_target(o->map, l.pg, &t))
+	struct gw_data_layout l = { 0 };
+	struct gw_data_target t;
+	if (!r || rec_is_inline(r) || rec_layout(r, &l))
 		return;
-	gw_ec_delete(o->ec, &t, &l, NULL, NULL);
+	if (gw_map_target(o->map, l.pg, &t) == 0)
+		gw_data_delete(o->data, &t, &l, on_drop_done, NULL);
+	gw_data_layout_clear(&l);
 }
 
 /* ------------------------------------------------------------ PutObject */
@@ -700,7 +727,7 @@ static void put_respond(struct opx *x)
 static void put_drop_new(struct opx *x)
 {
 	if (x->put && x->data_done) {
-		gw_ec_delete(x->o->ec, &x->target, gw_ec_put_layout(x->put), NULL, NULL);
+		gw_data_delete(x->o->data, &x->target, gw_data_put_layout(x->put), on_drop_done, NULL);
 	}
 }
 
@@ -815,23 +842,21 @@ static void put_commit(struct opx *x)
 		r.n_user_meta = n_um;
 		r.user_meta = pents;
 	}
-	Iolake__Meta__EcLayout lay = IOLAKE__META__EC_LAYOUT__INIT;
-	Iolake__Meta__Segment seg = IOLAKE__META__SEGMENT__INIT, *segs[1] = { &seg };
+	uint8_t *lbuf = NULL;
 	if (x->is_inline) {
 		r.inline_data.data = x->inl;
 		r.inline_data.len = x->inl_len;
 	} else {
-		const struct gw_ec_layout *l = gw_ec_put_layout(x->put);
-		lay.k = l->k;
-		lay.m = l->m;
-		lay.chunk_size = l->chunk_bytes;
-		seg.offset = 0;
-		seg.length = l->size;
-		seg.shard_id = l->shard_id;
-		seg.stripe_count = gw_ec_nsegs(l);
-		r.layout = &lay;
-		r.n_segments = 1;
-		r.segments = segs;
+		const struct gw_data_layout *l = gw_data_put_layout(x->put);
+		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
+		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
+			free(lbuf), free(ents), free(pents), free(names), free(vals);
+			fail(x, S3E_InternalError, NULL);
+			put_drop_new(x);
+			return;
+		}
+		r.data_layout.data = lbuf;
+		r.data_layout.len = (size_t)n;
 	}
 	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
 	po.record = &r;
@@ -844,7 +869,7 @@ static void put_commit(struct opx *x)
 	op.put_object = &po;
 	x->committing = true;
 	int rc = msubmit(x, &op, on_put_commit);
-	free(ents), free(pents), free(names), free(vals);
+	free(lbuf), free(ents), free(pents), free(names), free(vals);
 	if (rc) {
 		put_drop_new(x);
 		fail(x, S3E_ServiceUnavailable, NULL);
@@ -894,26 +919,49 @@ static void put_maybe_commit(struct opx *x)
 		hash_md5(x->inl ? x->inl : (const uint8_t *)"", x->inl_len, d);
 		hash_hex(d, 16, x->etag);
 	} else {
-		snprintf(x->etag, sizeof(x->etag), "%s", gw_ec_put_etag(x->put));
+		snprintf(x->etag, sizeof(x->etag), "%s", gw_data_put_etag(x->put));
 	}
 	x->committing = true;
 	put_read_cur(x);
 }
 
-static void on_put_writable(struct gw_ec_put *p, void *ud)
+static void put_body_finish(struct opx *x);
+
+/* Feed the spilled bytes; true when none are left. */
+static bool put_drain_spill(struct opx *x)
+{
+	if (!x->spill_len)
+		return true;
+	ssize_t n = gw_data_put_write(x->put, x->spill, x->spill_len);
+	if (n < 0) {
+		x->spill_len = 0; /* the PUT failed: on_done reports */
+		return false;
+	}
+	memmove(x->spill, x->spill + n, x->spill_len - (size_t)n);
+	x->spill_len -= (size_t)n;
+	return x->spill_len == 0;
+}
+
+static void on_put_writable(struct gw_data_put *p, void *ud)
 {
 	(void)p;
 	struct opx *x = ud;
-	if (x->c)
+	if (!x->c || !x->put || !put_drain_spill(x))
+		return;
+	if (x->end_deferred) {
+		x->end_deferred = false;
+		put_body_finish(x);
+	} else {
 		http_resume(s3_call_stream(x->c));
+	}
 }
 
-static void on_put_done(struct gw_ec_put *p, int status, void *ud)
+static void on_put_done(struct gw_data_put *p, int status, void *ud)
 {
 	struct opx *x = ud;
 	if (status) {
 		LOG_WARN("put failed", "bucket=%s key=%s err=%s", x->bucket, LOG_Q(x->key),
-			 LOG_Q(gw_ec_put_error(p)));
+			 LOG_Q(gw_data_put_error(p)));
 		fail(x, status == IOL_EUNAVAILABLE ? S3E_ServiceUnavailable : S3E_InternalError,
 		     status == IOL_EUNAVAILABLE ? "Not enough storage nodes reachable to store the object" : NULL);
 		return;
@@ -934,9 +982,45 @@ static void on_put_body(struct s3_call *c, const char *data, size_t len)
 	}
 	if (!x->put)
 		return;
-	int rc = gw_ec_put_write(x->put, data, len);
-	if (rc == 1)
-		http_pause(s3_call_stream(c));
+	size_t n = 0;
+	if (!x->spill_len) {
+		ssize_t w = gw_data_put_write(x->put, data, len);
+		if (w < 0)
+			return; /* failed or over-fed: on_done / the verdict reports */
+		n = (size_t)w;
+	}
+	if (n == len)
+		return;
+	/* The window is full: keep the rest and stop the body until
+	 * on_writable. */
+	size_t rest = len - n;
+	if (x->spill_len + rest > x->spill_cap) {
+		size_t cap = x->spill_cap ? x->spill_cap : 65536;
+		while (cap < x->spill_len + rest)
+			cap *= 2;
+		uint8_t *b = realloc(x->spill, cap);
+		if (!b) {
+			gw_data_put_abort(x->put);
+			return;
+		}
+		x->spill = b;
+		x->spill_cap = cap;
+	}
+	memcpy(x->spill + x->spill_len, data + n, rest);
+	x->spill_len += rest;
+	http_pause(s3_call_stream(c));
+}
+
+/* Every body byte has been fed: finish the PUT. */
+static void put_body_finish(struct opx *x)
+{
+	if (x->put && gw_data_put_finish(x->put)) {
+		gw_data_put_free(x->put);
+		x->put = NULL;
+		s3_call_error(x->c, S3E_IncompleteBody, NULL);
+		return;
+	}
+	put_maybe_commit(x);
 }
 
 static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
@@ -944,7 +1028,7 @@ static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
 	struct opx *x = s3_call_user(c);
 	if (verdict) {
 		if (x->put) {
-			gw_ec_put_free(x->put);
+			gw_data_put_free(x->put);
 			x->put = NULL;
 		}
 		s3_call_error(c, verdict, NULL);
@@ -957,10 +1041,11 @@ static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
 			return;
 		}
 		x->data_done = true;
-	} else if (x->put && gw_ec_put_finish(x->put)) {
-		gw_ec_put_free(x->put);
-		x->put = NULL;
-		s3_call_error(c, S3E_IncompleteBody, NULL);
+	} else if (x->spill_len) {
+		x->end_deferred = true; /* on_writable finishes */
+		return;
+	} else {
+		put_body_finish(x);
 		return;
 	}
 	put_maybe_commit(x);
@@ -998,18 +1083,14 @@ static void on_put_bucket(void *ud, int err, const ProtobufCMessage *resp)
 			return;
 		}
 		x->body_done = x->data_done = true;
-		/* WORKAROUND: a keep-alive connection whose bodiless PUT was
-		 * answered from a meta callback stalled the next request in
-		 * gateway/http (not ours; reported). Close after it instead. */
-		http_set_close(s3_call_stream(c));
 		put_maybe_commit(x);
 		return;
 	}
 	if (!x->is_inline) {
-		struct gw_ec_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
+		struct gw_data_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
 		if (gw_map_object_pg(x->o->map, x->bucket, x->key, &x->pg) ||
 		    gw_map_target(x->o->map, x->pg, &x->target) ||
-		    gw_ec_put_start(x->o->ec, &x->target, x->size, &cbs, x, &x->put)) {
+		    gw_data_put_start(x->o->data, &x->target, x->size, NULL, &cbs, x, &x->put)) {
 			fail(x, S3E_ServiceUnavailable, "No cluster map yet");
 			return;
 		}
@@ -1165,12 +1246,12 @@ static void get_pump(struct opx *x)
 	struct http_stream *s = s3_call_stream(x->c);
 	while (!x->ended && x->writes < MAX_WRITES) {
 		struct buf_slice sl;
-		int rc = gw_ec_get_read(x->get, &sl);
+		int rc = gw_data_get_read(x->get, &sl);
 		if (rc == -EAGAIN)
 			return;
 		if (rc < 0) {
 			LOG_WARN("get failed", "bucket=%s key=%s err=%s", x->bucket, LOG_Q(x->key),
-				 LOG_Q(gw_ec_get_error(x->get)));
+				 LOG_Q(gw_data_get_error(x->get)));
 			x->ended = true;
 			if (!x->started) {
 				fail(x, S3E_ServiceUnavailable,
@@ -1205,7 +1286,7 @@ static void get_pump(struct opx *x)
 	}
 }
 
-static void on_get_readable(struct gw_ec_get *g, void *ud)
+static void on_get_readable(struct gw_data_get *g, void *ud)
 {
 	(void)g;
 	struct opx *x = ud;
@@ -1238,7 +1319,7 @@ static void get_respond(struct opx *x)
 		http_respond_end(s);
 		return;
 	}
-	if (r->n_segments == 0) {
+	if (rec_is_inline(r)) {
 		/* Inline: the record holds the body; it lives until finish. */
 		if (r->inline_data.len < x->off + x->len) {
 			fail(x, S3E_InternalError, NULL);
@@ -1249,18 +1330,20 @@ static void get_respond(struct opx *x)
 			     on_inline_written, NULL);
 		return;
 	}
-	struct gw_ec_layout l;
-	struct gw_ec_target t;
-	if (!rec_layout(r, &l)) {
-		fail(x, S3E_InternalError, "Unreadable object layout");
+	struct gw_data_target t;
+	int rc = rec_layout(r, &x->lay);
+	if (rc) {
+		fail(x, rc == -ENOMEM ? S3E_ServiceUnavailable : S3E_InternalError,
+		     rc == -ENOMEM ? NULL : "Unreadable object layout");
 		return;
 	}
-	if (gw_map_target(x->o->map, l.pg, &t)) {
+	if (gw_map_target(x->o->map, x->lay.pg, &t)) {
 		fail(x, S3E_ServiceUnavailable, "No cluster map yet");
 		return;
 	}
-	if (gw_ec_get_start(x->o->ec, &t, &l, x->off, x->len, on_get_readable, x, &x->get)) {
-		fail(x, S3E_InternalError, NULL);
+	rc = gw_data_get_start(x->o->data, &t, &x->lay, x->off, x->len, on_get_readable, x, &x->get);
+	if (rc) {
+		fail(x, rc == -EAGAIN || rc == -ENOMEM ? S3E_ServiceUnavailable : S3E_InternalError, NULL);
 		return;
 	}
 	get_pump(x);
@@ -1419,8 +1502,8 @@ static int metrics_hook(void *ctx, char **text, size_t *len)
 #define EC_GAUGE(field)                                       \
 	static double g_##field(void *arg)                    \
 	{                                                     \
-		struct gw_ec_stats st;                        \
-		gw_ec_stats(((struct s3_ops *)arg)->ec, &st); \
+		struct gw_data_stats st;                        \
+		gw_data_stats(((struct s3_ops *)arg)->data, &st); \
 		return (double)st.field;                      \
 	}
 EC_GAUGE(puts)
@@ -1428,8 +1511,9 @@ EC_GAUGE(puts_failed)
 EC_GAUGE(gets)
 EC_GAUGE(gets_failed)
 EC_GAUGE(decodes)
-EC_GAUGE(shard_puts_failed)
-EC_GAUGE(shard_gets_failed)
+EC_GAUGE(shard_put_failures)
+EC_GAUGE(shard_get_failures)
+EC_GAUGE(buffered_bytes)
 
 static double g_epoch(void *arg)
 {
@@ -1453,13 +1537,14 @@ static void register_metrics(struct s3_ops *o)
 		const char *name, *help;
 		metrics_gauge_fn fn;
 	} g[] = {
-		{ "iolake_gw_ec_puts", "erasure-coded PUTs completed", g_puts },
-		{ "iolake_gw_ec_puts_failed", "erasure-coded PUTs failed", g_puts_failed },
-		{ "iolake_gw_ec_gets", "erasure-coded GETs started", g_gets },
-		{ "iolake_gw_ec_gets_failed", "GETs that could not read enough shards", g_gets_failed },
-		{ "iolake_gw_ec_decodes", "segments rebuilt from parity", g_decodes },
-		{ "iolake_gw_ec_shard_puts_failed", "PutShard calls failed", g_shard_puts_failed },
-		{ "iolake_gw_ec_shard_gets_failed", "GetShard calls failed or mismatching", g_shard_gets_failed },
+		{ "iolake_gw_data_puts", "erasure-coded PUTs completed", g_puts },
+		{ "iolake_gw_data_puts_failed", "erasure-coded PUTs failed", g_puts_failed },
+		{ "iolake_gw_data_gets", "erasure-coded GETs started", g_gets },
+		{ "iolake_gw_data_gets_failed", "GETs that could not read enough shards", g_gets_failed },
+		{ "iolake_gw_data_decodes", "segments rebuilt from parity", g_decodes },
+		{ "iolake_gw_data_shard_put_failures", "PutShard calls failed", g_shard_put_failures },
+		{ "iolake_gw_data_shard_get_failures", "GetShard calls failed or mismatching", g_shard_get_failures },
+		{ "iolake_gw_data_buffered_bytes", "segment and decode buffer bytes held", g_buffered_bytes },
 		{ "iolake_gw_map_epoch", "cluster map epoch held", g_epoch },
 		{ "iolake_gw_osds_up", "OSDs up in the map held", g_up },
 	};
@@ -1485,10 +1570,19 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 		if (!o->reg)
 			goto err_free;
 	}
-	rc = gw_ec_new(loop, &cfg->ec, &o->ec);
+	struct gw_data_opts dop = cfg->data;
+	if (!dop.k && !dop.m)
+		dop.k = 4, dop.m = 2;
+	/* 1 MiB segments (256 KiB shards at 4+2), not gw_data's 4 MiB: a
+	 * PUT holds window + 1 segments and their parity, and the gateway
+	 * serves many PUTs at once. */
+	if (!dop.segment_bytes)
+		dop.segment_bytes = 1u << 20;
+	dop.inline_max_bytes = o->inline_max;
+	rc = gw_data_new(loop, &dop, &o->data);
 	if (rc)
 		goto err_reg;
-	o->quorum = cfg->ec.write_quorum ? cfg->ec.write_quorum : gw_ec_k(o->ec) + (gw_ec_m(o->ec) ? 1 : 0);
+	o->quorum = dop.write_quorum ? dop.write_quorum : dop.k + (dop.m ? 1 : 0);
 	struct meta_client_opts mo = { .members = cfg->meta, .n_members = cfg->n_meta,
 				       .retry_for_ms = 10000 };
 	rc = meta_client_new(loop, &mo, &o->mc);
@@ -1503,7 +1597,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 err_mc:
 	meta_client_close(o->mc);
 err_ec:
-	gw_ec_free(o->ec);
+	gw_data_free(o->data);
 err_reg:
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
@@ -1537,14 +1631,55 @@ bool s3_ops_ready(struct s3_ops *o)
 	return gw_map_epoch(o->map) > 0 && gw_map_osds_up(o->map) >= o->quorum;
 }
 
+/* gw_data_free requires no live operation; deletes started after a commit
+ * (and calls of freed PUTs/GETs) end once their channels closed, a few
+ * loop turns after gw_map_close. Poll for that, then free. */
+struct data_reaper {
+	uv_timer_t t;
+	struct gw_data *d;
+};
+
+static void on_reaper_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void on_reaper(uv_timer_t *t)
+{
+	struct data_reaper *r = t->data;
+	struct gw_data_stats st;
+	gw_data_stats(r->d, &st);
+	if (st.live_ops)
+		return;
+	gw_data_free(r->d);
+	uv_timer_stop(t);
+	uv_close((uv_handle_t *)t, on_reaper_closed);
+}
+
+static void data_free_when_idle(uv_loop_t *loop, struct gw_data *d)
+{
+	struct gw_data_stats st;
+	gw_data_stats(d, &st);
+	struct data_reaper *r = st.live_ops ? malloc(sizeof(*r)) : NULL;
+	if (!r) {
+		if (st.live_ops) /* no memory to wait with: leak d rather than abort */
+			return;
+		gw_data_free(d);
+		return;
+	}
+	r->d = d;
+	uv_timer_init(loop, &r->t);
+	r->t.data = r;
+	uv_timer_start(&r->t, on_reaper, 1, 5);
+}
+
 void s3_ops_free(struct s3_ops *o)
 {
 	if (!o)
 		return;
 	meta_client_close(o->mc);
-	gw_ec_shutdown(o->ec);
 	gw_map_close(o->map);   /* pending shard calls come back CANCELLED */
-	gw_ec_free(o->ec);
+	data_free_when_idle(o->loop, o->data);
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
 	free(o);

@@ -11,7 +11,7 @@
  *
  * PUT: the bucket and the current record are read from meta first (in
  * parallel, the body paused meanwhile); a body of at most inline_max bytes
- * is kept in the record, a larger one streams through gw_ec to the PG's
+ * is kept in the record, a larger one streams through gw_data to the PG's
  * OSDs. The record is committed with a condition on the generation read
  * (or if-none-match): on CONFLICT (a concurrent writer won the race) the
  * current record is read again and the commit retried, so of concurrent
@@ -30,14 +30,15 @@
 #include <uv.h>
 
 #include "common/metrics.h"
-#include "gateway/gw_ec.h"
+#include "gateway/gw_data.h"
 #include "gateway/s3_server.h"
 
 struct s3_ops_cfg {
 	const char *const *meta;        /* meta addresses, copied */
 	size_t n_meta;
 	const char *region;             /* GetBucketLocation / new buckets; NULL: us-east-1 */
-	struct gw_ec_opts ec;           /* k, m (0: the map's), chunk, quorum */
+	struct gw_data_opts data;       /* k, m (0, 0: 4+2), segment (0: 1 MiB), quorum,
+					 * window; inline_max_bytes is set from below */
 	uint32_t inline_max_bytes;      /* bodies up to this live in the record; 0: 4096 */
 	struct metrics_registry *metrics;  /* NULL: the ops make their own */
 };

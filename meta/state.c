@@ -311,11 +311,11 @@ static bool iter_has_prefix(rocksdb_iterator_t *it, const struct key *prefix)
 	return n >= prefix->n && memcmp(k, prefix->b, prefix->n) == 0;
 }
 
-/* Queue a replaced or deleted record's shards for GC (inline objects and
- * records without segments own no shards). */
+/* Queue a replaced or deleted record's shards for GC (inline objects own
+ * no shards; others name theirs by segments or by data_layout). */
 static void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 {
-	if (r->n_segments == 0)
+	if (r->n_segments == 0 && r->data_layout.len == 0)
 		return;
 	Iolake__Meta__ObjectRecord copy = *r;
 	copy.inline_data.len = 0;

@@ -46,6 +46,7 @@ static bool f_format, f_force;
 static const char *f_cluster_id = "";
 static uint64_t f_inline_max = 64 << 10;
 static const char *f_log_level = "info";
+static const char *f_host;
 static int64_t f_max_inflight = 256;
 
 static const struct flag_spec specs[] = {
@@ -62,6 +63,8 @@ static const struct flag_spec specs[] = {
 	  .metavar = "ADDR", .help = "RPC address, host:port (port 0 picks one; it is logged)" },
 	{ .name = "meta", .type = FLAG_LIST, .dst = &f_meta, .metavar = "ADDR,...",
 	  .help = "meta service addresses (host:port,...)" },
+	{ .name = "host", .type = FLAG_STRING, .dst = &f_host, .metavar = "NAME",
+	  .help = "failure domain announced to meta (default: this machine's hostname)" },
 	{ .name = "format", .type = FLAG_BOOL, .dst = &f_format,
 	  .help = "format a device that has no superblock" },
 	{ .name = "force", .type = FLAG_BOOL, .dst = &f_force,
@@ -321,8 +324,15 @@ int main(int argc, char **argv)
 		 (unsigned long long)sp.free_bytes, (unsigned long long)f_inline_max);
 
 	if (f_meta.n) {
+		/* Announce the port really bound (--listen may say :0). */
+		char announce[160];
+		const char *colon = strrchr(f_listen, ':');
+		snprintf(announce, sizeof(announce), "%.*s:%d",
+			 (int)(colon ? colon - f_listen : (ptrdiff_t)strlen(f_listen)), f_listen,
+			 rpc_server_port(o.rpc));
 		struct osd_metaclient_opts mo = { .addrs = f_meta.items, .naddrs = f_meta.n,
-						  .osd_id = (uint32_t)f_id, .listen_addr = f_listen };
+						  .osd_id = (uint32_t)f_id, .listen_addr = announce,
+						  .host = f_host, .capacity_bytes = sp.total_bytes };
 		rc = osd_metaclient_start(o.loop, &mo, &o.mc);
 		if (rc)
 			LOG_ERROR("meta client did not start; serving without meta", "err=%s",

@@ -1,9 +1,10 @@
 /*
- * metaclient.c — probe the meta addresses until a meta service with a proto
- * exists (see metaclient.h for the seam).
+ * metaclient.c — probe the meta addresses; register and heartbeat while
+ * they are reachable (contract in metaclient.h).
  *
  * Owns: one timer (the next attempt, or the running attempt's timeout), at
- * most one getaddrinfo request and one TCP handle at a time. One attempt
+ * most one getaddrinfo request and one TCP handle at a time, and a
+ * meta_client with at most one RegisterOsd or Heartbeat outstanding. One attempt
  * runs at a time: phase IDLE -> RESOLVE -> CONNECT -> IDLE; the outcome is
  * decided in the request callbacks only, so a timeout cancels (uv_cancel,
  * uv_close) and the callback that follows reports it.
@@ -16,8 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "common/err.h"
 #include "common/log.h"
+#include "meta/client.h"
 
 enum phase { PH_IDLE, PH_RESOLVE, PH_CONNECT };
 
@@ -33,6 +38,12 @@ struct osd_metaclient {
 	size_t nt, cur;
 	uint32_t osd_id;
 	char listen[128];
+	char host[256];
+	uint64_t capacity;
+	struct meta_client *meta;
+	bool registered;
+	bool call_out;             /* a RegisterOsd or Heartbeat is outstanding */
+	uint64_t beats;
 	uint32_t timeout_ms, bmin_ms, bmax_ms, hb_ms;
 	uint32_t backoff_ms;
 	uint32_t failures;
@@ -95,18 +106,83 @@ static void maybe_done(struct osd_metaclient *mc)
 		cb(arg);
 }
 
-/* Reached a meta address. Registration and heartbeats go here once the
- * meta proto exists: RegisterOsd{osd_id, listen, capacity}, then a
- * Heartbeat per heartbeat_ms. For now only the reachability is known. */
+static void on_registered(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
+{
+	(void)idx;
+	struct osd_metaclient *mc = ud;
+	mc->call_out = false;
+	if (mc->stopping)
+		return;
+	if (!err && res->status == IOLAKE__META__STATUS__STATUS_OK) {
+		mc->registered = true;
+		LOG_INFO("registered with meta", "osd=%u addr=%s host=%s", mc->osd_id,
+			 LOG_Q(mc->listen), LOG_Q(mc->host));
+		return;
+	}
+	LOG_WARN("registration failed; retrying", "osd=%u err=%s status=%d", mc->osd_id,
+		 LOG_Q(iol_strerror(err)), err ? -1 : (int)res->status);
+}
+
+static void on_beat(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct osd_metaclient *mc = ud;
+	mc->call_out = false;
+	if (mc->stopping)
+		return;
+	const Iolake__Meta__HeartbeatResponse *r = (const void *)resp;
+	if (err == IOL_ENOT_FOUND || (!err && r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND)) {
+		LOG_WARN("meta does not know this osd; registering again", "osd=%u", mc->osd_id);
+		mc->registered = false;
+	} else if (!err && r->status == IOLAKE__META__STATUS__STATUS_OK) {
+		mc->beats++;
+	} else {
+		LOG_WARN("heartbeat failed", "osd=%u err=%s", mc->osd_id, LOG_Q(iol_strerror(err)));
+	}
+}
+
+/* Register, or beat once registered; one call at a time (a slow meta
+ * skips beats rather than queueing them). */
+static void talk(struct osd_metaclient *mc)
+{
+	if (mc->call_out || !mc->meta)
+		return;
+	int rc;
+	if (!mc->registered) {
+		Iolake__Meta__OsdInfo info = IOLAKE__META__OSD_INFO__INIT;
+		info.id = mc->osd_id;
+		info.addr = mc->listen;
+		info.host = mc->host;
+		info.weight = 1;
+		info.up = true;
+		info.in = true;
+		info.capacity_bytes = mc->capacity;
+		info.registered_ms = (uint64_t)time(NULL) * 1000;
+		Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
+		ro.osd = &info;
+		ro.time_ms = info.registered_ms;
+		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+		op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
+		op.register_osd = &ro;
+		rc = meta_client_submit(mc->meta, &op, on_registered, mc);
+	} else {
+		Iolake__Meta__HeartbeatRequest req = IOLAKE__META__HEARTBEAT_REQUEST__INIT;
+		req.osd_id = mc->osd_id;
+		rc = meta_client_call(mc->meta, META_M_HEARTBEAT, &req.base, on_beat, mc);
+	}
+	if (rc == 0)
+		mc->call_out = true;
+}
+
+/* Reached a meta address: register or beat. */
 static void on_reachable(struct osd_metaclient *mc, const struct target *t)
 {
 	if (!mc->reachable)
-		LOG_INFO("meta reachable", "addr=%s osd=%u listen=%s note=%s", t->text, mc->osd_id,
-			 mc->listen,
-			 LOG_Q("registration and heartbeats come with the meta service's proto"));
+		LOG_INFO("meta reachable", "addr=%s osd=%u listen=%s", t->text, mc->osd_id,
+			 mc->listen);
 	mc->reachable = true;
 	mc->failures = 0;
 	mc->backoff_ms = mc->bmin_ms;
+	talk(mc);
 }
 
 static void finish(struct osd_metaclient *mc, const char *why)
@@ -252,8 +328,21 @@ int osd_metaclient_start(uv_loop_t *loop, const struct osd_metaclient_opts *o,
 	mc->timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 2000;
 	mc->bmin_ms = o->backoff_min_ms ? o->backoff_min_ms : 500;
 	mc->bmax_ms = o->backoff_max_ms ? o->backoff_max_ms : 30000;
-	mc->hb_ms = o->heartbeat_ms ? o->heartbeat_ms : 5000;
+	mc->hb_ms = o->heartbeat_ms ? o->heartbeat_ms : 2000;
 	mc->backoff_ms = mc->bmin_ms;
+	mc->capacity = o->capacity_bytes;
+	if (o->host && *o->host)
+		snprintf(mc->host, sizeof(mc->host), "%s", o->host);
+	else if (gethostname(mc->host, sizeof(mc->host) - 1) || !mc->host[0])
+		snprintf(mc->host, sizeof(mc->host), "osd-%u", mc->osd_id);
+	struct meta_client_opts mo = { .members = o->addrs, .n_members = o->naddrs,
+				       .retry_for_ms = mc->hb_ms * 2 };
+	int rc = meta_client_new(loop, &mo, &mc->meta);
+	if (rc) {
+		free(mc->t);
+		free(mc);
+		return rc;
+	}
 	uv_timer_init(loop, &mc->timer);
 	mc->timer.data = mc;
 	mc->timer_open = true;
@@ -273,6 +362,16 @@ bool osd_metaclient_reachable(const struct osd_metaclient *mc)
 	return mc->reachable;
 }
 
+bool osd_metaclient_registered(const struct osd_metaclient *mc)
+{
+	return mc->registered;
+}
+
+uint64_t osd_metaclient_beats(const struct osd_metaclient *mc)
+{
+	return mc->beats;
+}
+
 uint32_t osd_metaclient_failures(const struct osd_metaclient *mc)
 {
 	return mc->failures;
@@ -290,6 +389,10 @@ void osd_metaclient_stop(struct osd_metaclient *mc, void (*done_cb)(void *arg), 
 	mc->stopping = true;
 	mc->done_cb = done_cb;
 	mc->done_arg = arg;
+	/* Outstanding calls are answered IOL_ESHUTDOWN in here (ignored:
+	 * stopping); the client's handles close on later turns. */
+	meta_client_close(mc->meta);
+	mc->meta = NULL;
 	if (mc->phase == PH_RESOLVE)
 		uv_cancel((uv_req_t *)&mc->gai);
 	else if (mc->phase == PH_CONNECT)

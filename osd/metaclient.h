@@ -1,19 +1,19 @@
 /*
- * metaclient.h — the OSD's link to the meta service: where registration
- * and heartbeats will live.
+ * metaclient.h — the OSD's link to the meta service: registration and
+ * heartbeats.
  *
- * Today (the meta service and its proto do not exist yet) this module only
- * keeps probing the meta addresses: it opens a TCP connection to one of
- * them on a timer, with exponential backoff while they are unreachable,
- * and logs every failure ("meta unreachable, retrying in Xs") and every
- * change back to reachable. The OSD keeps serving shards meanwhile: nothing
- * here blocks or gates the store or the RPC service.
+ * It probes the meta addresses (a TCP connect on a timer, exponential
+ * backoff while they are unreachable, a log line on every failure and on
+ * every change back to reachable). Each time a probe reaches meta, it
+ * registers the OSD (RegisterOsd {id, listen address, host, capacity,
+ * up, in}) through the meta client library (meta/client.h: leader
+ * redirects, exactly-once submits) until meta has acked it, and from then
+ * on sends a Heartbeat every heartbeat_ms; a Heartbeat answered NOT_FOUND
+ * (meta forgot the OSD) registers again. The OSD keeps serving shards
+ * meanwhile: nothing here blocks or gates the store or the RPC service.
  *
- * The seam: once common/proto/meta.proto exists, on_reachable() in
- * metaclient.c sends RegisterOsd {osd id, listen address, capacity} over an
- * rpc_channel and then a Heartbeat every heartbeat_ms (with space and
- * counters from the store), and learns the cluster map through the watch
- * RPC. Until then no message is sent and the OSD is not registered.
+ * Does not: learn the cluster map (OSDs need none today), report space in
+ * heartbeats (HeartbeatRequest has no field for it yet).
  *
  * Thread: the loop given to start; every function on that loop's thread.
  */
@@ -31,11 +31,13 @@ struct osd_metaclient_opts {
 	const char *const *addrs;  /* "host:port" each (copied); tried in turn */
 	size_t naddrs;             /* >= 1 */
 	uint32_t osd_id;
-	const char *listen_addr;   /* what registration will announce (copied) */
+	const char *listen_addr;   /* announced RPC address, host:port (copied) */
+	const char *host;          /* failure domain announced; NULL: gethostname() */
+	uint64_t capacity_bytes;   /* announced capacity */
 	uint32_t connect_timeout_ms; /* per attempt; 0: 2000 */
 	uint32_t backoff_min_ms;   /* first retry delay; 0: 500 */
 	uint32_t backoff_max_ms;   /* cap; 0: 30000 */
-	uint32_t heartbeat_ms;     /* probe period while reachable; 0: 5000 */
+	uint32_t heartbeat_ms;     /* probe + Heartbeat period while reachable; 0: 2000 */
 };
 
 /* Start probing at once. Returns 0 with *out, -EINVAL (no address, or an
@@ -48,6 +50,13 @@ bool osd_metaclient_addr_valid(const char *addr);
 
 /* Whether the last attempt reached a meta address. */
 bool osd_metaclient_reachable(const struct osd_metaclient *mc);
+
+/* Whether meta has acked this OSD's registration (and no Heartbeat has
+ * been answered NOT_FOUND since). */
+bool osd_metaclient_registered(const struct osd_metaclient *mc);
+
+/* Heartbeats meta has answered OK. */
+uint64_t osd_metaclient_beats(const struct osd_metaclient *mc);
 
 /* Failed attempts in a row (0 once reachable). */
 uint32_t osd_metaclient_failures(const struct osd_metaclient *mc);

@@ -822,6 +822,7 @@ START_TEST(layout_codec)
 	uint8_t rec[512];
 	ssize_t n = gw_data_layout_encode(&l, rec, sizeof(rec));
 	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq((size_t)n, gw_data_layout_encoded_len(&l));
 	printf("layout of 3 segments: %zd bytes\n", n);
 	struct gw_data_layout b;
 	ck_assert_int_eq(gw_data_layout_decode(rec, (size_t)n, &b), 0);

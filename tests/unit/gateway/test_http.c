@@ -2,7 +2,8 @@
  * test_http.c — the HTTP/1.1 server with real sockets: a server on
  * 127.0.0.1:0 in a loop_thread, blocking client sockets in the test.
  * GET/HEAD/PUT with bodies streamed in pieces (with and without the
- * handler pausing), chunked request bodies, pipelining in order,
+ * handler pausing), a 0-byte PUT answered while paused then a GET on the
+ * same connection, chunked request bodies, pipelining in order,
  * keep-alive reuse, 100-continue (sent, withheld on early reject, sent
  * after a resume), 400/414/431 with close, a 64 MiB response to a slow
  * reader with bounded queued bytes, a client vanishing mid-body (handler
@@ -43,6 +44,7 @@ struct req_state {
 	uv_timer_t timer;      /* for pause/resume and delayed starts */
 	bool timer_used;
 	bool pause_each;       /* pause after every body piece */
+	bool answer_later;     /* the timer answers (instead of resuming) */
 	uint64_t sent;         /* /big: bytes written */
 	char path[64];
 };
@@ -104,7 +106,10 @@ static void big_written(struct http_stream *s, int status, void *arg)
 static void resume_later(uv_timer_t *t)
 {
 	struct req_state *rs = t->data;
-	http_resume(rs->s);
+	if (rs->answer_later)
+		http_respond(rs->s, 200, "later", 5, NULL, NULL);
+	else
+		http_resume(rs->s);
 }
 
 static void start_timer(struct req_state *rs, uint64_t ms)
@@ -144,6 +149,12 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 		/* As an async auth would: hold the body until "later". */
 		http_pause(s);
 		start_timer(rs, 50);
+	} else if (path_is(r, "/answerlater")) {
+		/* As the S3 PUT does: pause until an async lookup, then answer a
+		 * bodiless request without ever resuming. */
+		http_pause(s);
+		rs->answer_later = true;
+		start_timer(rs, 5);
 	} else if (path_is(r, "/hang")) {
 		http_pause(s); /* never answers: only shutdown ends it */
 	}
@@ -567,6 +578,52 @@ START_TEST(test_put_streamed)
 }
 END_TEST
 
+/* Regression: a bodiless PUT (Content-Length: 0) paused by its handler
+ * and answered later left the connection paused, so the next request on
+ * it was never read. */
+START_TEST(test_zero_put_then_get)
+{
+	struct rd r = { .fd = dial() };
+	struct resp p;
+	for (int i = 0; i < 3; i++) {
+		send_str(r.fd, "PUT /answerlater HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+		read_response(&r, &p, false);
+		ck_assert_int_eq(p.status, 200);
+		ck_assert_str_eq(p.body, "later");
+		ck_assert(!p.close);
+		send_str(r.fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+		struct pollfd pf = { .fd = r.fd, .events = POLLIN };
+		ck_assert_int_eq(poll(&pf, 1, 500), 1); /* answered, not stalled */
+		read_response(&r, &p, false);
+		ck_assert_int_eq(p.status, 200);
+		ck_assert_str_eq(p.body, "hello");
+	}
+	/* A 0-byte PUT with Expect: 100-continue (as botocore sends it) gets
+	 * its 100 before the final answer, so the client does not take that
+	 * answer for the next request's; then a body held behind 100-continue
+	 * on the same connection. */
+	send_str(r.fd, "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+		       "Expect: 100-continue\r\n\r\n");
+	ck_assert(read_head(&r, &p));
+	ck_assert_int_eq(p.status, 100);
+	read_response(&r, &p, false);
+	ck_assert_int_eq(p.status, 200);
+	ck_assert_uint_eq(strncmp(p.body, "len=0 ", 6), 0);
+	send_str(r.fd, "PUT /slowstart HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+		       "Expect: 100-continue\r\n\r\n");
+	ck_assert(read_head(&r, &p));
+	ck_assert_int_eq(p.status, 100);
+	send_str(r.fd, "ok");
+	read_response(&r, &p, false);
+	ck_assert_int_eq(p.status, 200);
+	close(r.fd);
+	struct snap sn = wait_for(all_finished);
+	ck_assert_uint_eq(sn.st.conns_accepted, 1);
+	ck_assert_int_eq(sn.finished, 8);
+	ck_assert_int_eq(sn.finished_err, 0);
+}
+END_TEST
+
 START_TEST(test_chunked_request)
 {
 	put_streamed("/echo", 2u << 20, true, 5);
@@ -865,6 +922,7 @@ int main(void)
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_get_head_keepalive);
 	tcase_add_test(tc, test_put_streamed);
+	tcase_add_test(tc, test_zero_put_then_get);
 	tcase_add_test(tc, test_chunked_request);
 	tcase_add_test(tc, test_pipelined);
 	tcase_add_test(tc, test_expect_continue);
