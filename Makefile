@@ -8,7 +8,7 @@
 #                   deterministically (fixed seed and run count)
 #   make bench-common   run the common-runtime microbenchmarks
 #   make aio DATA=DIR   build, then run iolake-aio on DIR in the foreground
-#                   (OSD_SIZE per OSD file, default 4G; AIO_FLAGS for more)
+#                   (OSD_SIZE per sparse OSD file, default 64G; AIO_FLAGS for more)
 #   make clean      remove build directories
 #
 # Quiet unless V=1. Debian packages are installed by scripts/deps.sh the
@@ -197,8 +197,8 @@ fuzz-replay:
 	$(Q)tests/run-fuzz.sh build-fuzz 0
 
 # A single-host store in the foreground (Ctrl-C stops it). Six OSD files of
-# OSD_SIZE each are preallocated on first start (6 x 4G by default).
-OSD_SIZE ?= 4G
+# OSD_SIZE each are created sparse on first start (6 x 64G by default).
+OSD_SIZE ?= 64G
 aio: $(B)/iolake-aio
 	$(if $(DATA),,$(error make aio needs DATA=DIR, where the store keeps its data))
 	$(B)/iolake-aio --data-dir $(DATA) --osd-size $(OSD_SIZE) $(AIO_FLAGS)
