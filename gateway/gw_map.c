@@ -202,6 +202,11 @@ void gw_map_close(struct gw_map *m)
 	uv_close((uv_handle_t *)&m->retry, on_timer_closed);
 }
 
+uint64_t gw_map_creds_epoch(const struct gw_map *m)
+{
+	return m->map ? m->map->creds_epoch : 0;
+}
+
 uint64_t gw_map_epoch(const struct gw_map *m)
 {
 	return m->map ? m->map->epoch : 0;

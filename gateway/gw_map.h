@@ -49,6 +49,10 @@ int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t);
 /* k and m of the map (0 before one is known). */
 void gw_map_ec(const struct gw_map *m, unsigned *k, unsigned *m_out);
 
+/* The map's creds_epoch: moves whenever a user or access key is removed
+ * (0 before a map is known). */
+uint64_t gw_map_creds_epoch(const struct gw_map *m);
+
 /* OSDs the map says are up. */
 unsigned gw_map_osds_up(const struct gw_map *m);
 

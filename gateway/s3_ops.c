@@ -1606,12 +1606,18 @@ err_free:
 	return rc;
 }
 
+static uint64_t creds_generation_hook(void *ctx)
+{
+	return gw_map_creds_epoch(((struct s3_ops *)ctx)->map);
+}
+
 void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 {
 	s->ops_ctx = o;
 	s->creds.lookup = cred_lookup;
 	s->creds.ctx = o;
 	s->ready = ready_hook;
+	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
 	s->ops[S3_OP_ListBuckets] = op_list_buckets;
 	s->ops[S3_OP_CreateBucket] = op_create_bucket;

@@ -57,6 +57,7 @@ struct s3_server {
 	size_t n_calls;
 	struct s3_call *free_calls;
 	unsigned pending_lookups;
+	uint64_t creds_gen;           /* last cfg.creds_generation seen */
 	bool closing, http_closed;
 	void (*close_cb)(void *);
 	void *close_arg;
@@ -402,6 +403,13 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 	ar->n_headers = hr->n_headers;
 	ar->now = srv->cfg.wall_clock ? srv->cfg.wall_clock() : time(NULL);
 	ar->now_ms = uv_now(srv->loop);
+	if (srv->cfg.creds_generation) {
+		uint64_t gen = srv->cfg.creds_generation(srv->cfg.ops_ctx);
+		if (gen != srv->creds_gen) {
+			s3_auth_invalidate_all(srv->auth);
+			srv->creds_gen = gen;
+		}
+	}
 	if (s3_auth_verify(srv->auth, ar, on_auth_done) == S3_AUTH_PENDING) {
 		c->auth_pending = true;
 		srv->pending_lookups++;

@@ -62,6 +62,11 @@ struct s3_server_cfg {
 	 * metrics(ops_ctx, &text, &len), malloc'd, freed by the server.
 	 * NULL: /metrics is routed as S3. */
 	int (*metrics)(void *ctx, char **text, size_t *len);
+	/* Revocation: a number that changes whenever credentials were
+	 * removed (meta's creds_epoch). Checked before each authentication;
+	 * a change empties the credential cache, so a removed key stops
+	 * working at once, not when its TTL runs out. NULL: TTL only. */
+	uint64_t (*creds_generation)(void *ctx);
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

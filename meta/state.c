@@ -667,7 +667,10 @@ static int op_put_user(struct tx *t, const Iolake__Meta__PutUser *op)
 	return tx_put_msg(t, &k, &u.base);
 }
 
-static int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op)
+static int revoke_creds(struct tx *t, struct meta_op_result *r);
+
+static int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op,
+			  struct meta_op_result *r)
 {
 	Iolake__Meta__User *u = NULL;
 	if (!valid_name(op->name))
@@ -685,7 +688,7 @@ static int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op)
 	}
 	tx_del(t, &k);
 	meta_state_free_msg(u);
-	return 0;
+	return revoke_creds(t, r);
 }
 
 #define USER_KEYS_MAX 64
@@ -725,7 +728,8 @@ static int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op)
 	return rc;
 }
 
-static int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKey *op)
+static int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKey *op,
+				struct meta_op_result *r)
 {
 	Iolake__Meta__AccessKey *a = NULL;
 	Iolake__Meta__User *u = NULL;
@@ -752,7 +756,7 @@ static int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKe
 	tx_del(t, &k);
 	meta_state_free_msg(u);
 	meta_state_free_msg(a);
-	return 0;
+	return revoke_creds(t, r);
 }
 
 /* ---- cluster map */
@@ -762,6 +766,28 @@ static int get_map(struct tx *t, Iolake__Meta__ClusterMap **m)
 	struct key k;
 	k_init(&k, 'M');
 	return tx_get_msg(t, &k, &iolake__meta__cluster_map__descriptor, (void **)m);
+}
+
+/* A user or key was removed: bump the map's epoch and creds_epoch, so
+ * gateways (which watch the map) drop the secrets they cached at once
+ * rather than when their TTL runs out. Placement is untouched. Before
+ * InitMap there is no map and no gateway can have served anything. */
+static int revoke_creds(struct tx *t, struct meta_op_result *r)
+{
+	Iolake__Meta__ClusterMap *m = NULL;
+	int rc = get_map(t, &m);
+	if (rc == IOL_ENOT_FOUND)
+		return 0;
+	if (rc)
+		return rc;
+	m->epoch++;
+	m->creds_epoch++;
+	struct key k;
+	k_init(&k, 'M');
+	rc = tx_put_msg(t, &k, &m->base);
+	r->epoch = m->epoch;
+	meta_state_free_msg(m);
+	return rc;
 }
 
 /*
@@ -972,10 +998,10 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_ABORT_MULTIPART:
 		return op_abort_multipart(t, op->abort_multipart);
 	case IOLAKE__META__OP__BODY_PUT_USER: return op_put_user(t, op->put_user);
-	case IOLAKE__META__OP__BODY_DELETE_USER: return op_delete_user(t, op->delete_user);
+	case IOLAKE__META__OP__BODY_DELETE_USER: return op_delete_user(t, op->delete_user, r);
 	case IOLAKE__META__OP__BODY_PUT_ACCESS_KEY: return op_put_access_key(t, op->put_access_key);
 	case IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY:
-		return op_delete_access_key(t, op->delete_access_key);
+		return op_delete_access_key(t, op->delete_access_key, r);
 	case IOLAKE__META__OP__BODY_INIT_MAP: return op_init_map(t, op->init_map, r);
 	case IOLAKE__META__OP__BODY_REGISTER_OSD: return op_register_osd(t, op->register_osd, r);
 	case IOLAKE__META__OP__BODY_SET_OSD_STATE:

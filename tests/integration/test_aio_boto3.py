@@ -3,8 +3,10 @@
 buckets and objects, metadata headers round-tripped, ranges, ListObjects
 v1/v2 pagination with delimiters compared against a model, error codes;
 then a wrong secret key, a tampered signature, an expired date and an
-unknown access key each get the right S3 error and change nothing."""
-import datetime, hashlib, os, random, sys
+unknown access key each get the right S3 error and change nothing; a
+user removed with iolake-admin is refused at once, long before the
+gateway's 60 s credential TTL."""
+import datetime, hashlib, os, random, subprocess, sys, time
 from unittest import mock
 
 import botocore.auth
@@ -218,6 +220,25 @@ def main():
         assert code(s3.head_object, Bucket="bkt", Key="evil") == "404"
         assert s3.head_bucket(Bucket="lst")
         print("ok: bad credentials and signatures rejected, listing unchanged")
+
+        # Revocation: a user added and removed through meta (iolake-admin
+        # against aio's meta member). Its key works, is then cached by the
+        # gateway, and must stop working at once after `user rm`.
+        meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
+        admin = [os.path.join(os.environ["IOLAKE_BUILD"], "iolake-admin"), "--meta", meta]
+        out = subprocess.run(admin + ["user", "add", "revokee"], check=True,
+                             capture_output=True, text=True).stdout
+        kv = dict(l.split(":", 1) for l in out.splitlines() if ":" in l)
+        rk = aio.client(ak=kv["access key"].strip(), sk=kv["secret key"].strip())
+        expect(code(rk.list_buckets), "OK", "new user's key works")
+        expect(code(rk.list_buckets), "OK", "new user's key works (cached)")
+        subprocess.run(admin + ["user", "rm", "revokee"], check=True, capture_output=True)
+        t0 = time.time()
+        got = "OK"
+        while got == "OK" and time.time() - t0 < 5:
+            got = code(rk.list_buckets)
+        expect(got, "InvalidAccessKeyId", "removed user's key")
+        print("ok: revoked in %.2fs (credential TTL is 60 s)" % (time.time() - t0))
 
         rc, took = aio.stop()
         assert rc == 0 and took < 5, (rc, took)

@@ -460,9 +460,18 @@ START_TEST(test_users_keys)
 	ck_assert_uint_eq(u->n_access_keys, 2);
 	meta_state_free_msg(u);
 
-	/* Delete one key, then the user: the other key goes with it. */
+	/* Delete one key, then the user: the other key goes with it. Each
+	 * removal bumps the map's creds_epoch (and epoch), which is how
+	 * gateways watching the map learn to drop cached secrets. */
 	t = tb_new();
 	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	op->init_map = tb_alloc(t, sizeof(*op->init_map));
+	iolake__meta__init_map__init(op->init_map);
+	op->init_map->pg_count = 64;
+	op->init_map->k = 4;
+	op->init_map->m = 2;
+	op = tb_op(t, 0, 0);
 	op->body_case = IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY;
 	op->delete_access_key = tb_alloc(t, sizeof(*op->delete_access_key));
 	iolake__meta__delete_access_key__init(op->delete_access_key);
@@ -472,9 +481,18 @@ START_TEST(test_users_keys)
 	op->delete_user = tb_alloc(t, sizeof(*op->delete_user));
 	iolake__meta__delete_user__init(op->delete_user);
 	op->delete_user->name = tb_str(t, "alice");
-	ck_assert_int_eq(tb_apply(s, 2, t, res), 2);
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 3);
 	ck_assert_int_eq(res[0].err, 0);
 	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, 0);
+	ck_assert_uint_eq(res[1].epoch, res[0].epoch + 1);
+	ck_assert_uint_eq(res[2].epoch, res[0].epoch + 2);
+	Iolake__Meta__ClusterMap *m;
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->creds_epoch, 2);
+	ck_assert_uint_eq(m->epoch, res[2].epoch);
+	ck_assert_uint_eq(m->n_pgs, 64);
+	meta_state_free_msg(m);
 	ck_assert_int_eq(meta_state_get_access_key(s, "AKIAALICE1", &k), IOL_ENOT_FOUND);
 	ck_assert_int_eq(meta_state_get_access_key(s, "AKIAALICE2", &k), IOL_ENOT_FOUND);
 	ck_assert_int_eq(meta_state_get_user(s, "alice", &u), IOL_ENOT_FOUND);
