@@ -31,6 +31,7 @@
 #include "common/rpc.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
+#include "tests/lib/flush_rate.h"
 #include "proto/osd.pb-c.h"
 
 #define SVC (&iolake__osd__osd__descriptor)
@@ -55,29 +56,6 @@ static const struct flag_spec specs[] = {
 static double now_s(void)
 {
 	return (double)loop_now_ns() / 1e9;
-}
-
-/* One writer: 4 KiB pwrite + fdatasync in a loop, in place. */
-static double flush_rate(const char *dir, double secs)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/bench-osd-flush.%d", dir, (int)getpid());
-	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		return 0;
-	char b[4096];
-	memset(b, 7, sizeof(b));
-	uint64_t n = 0;
-	double t0 = now_s(), t = t0;
-	do {
-		if (pwrite(fd, b, sizeof(b), (off_t)((n % 256) * 4096)) != (ssize_t)sizeof(b))
-			break;
-		fdatasync(fd);
-		n++;
-	} while ((t = now_s()) - t0 < secs);
-	close(fd);
-	unlink(p);
-	return (double)n / (t - t0);
 }
 
 /* ------------------------------------------------------------ in-process OSD */
