@@ -714,21 +714,9 @@ static void on_signal(uv_signal_t *s, int signum)
 
 int main(int argc, char **argv)
 {
-	char err[512];
-	int pos, rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
-	if (rc == FLAGS_HELP) {
-		flags_usage(stdout, PROG, "", specs);
-		flags_free(specs);
-		return 0;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "%s: %s\n%s: see --help\n", PROG, err, PROG);
-		return 2;
-	}
-	if (pos < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[pos]);
-		return 2;
-	}
+	int rc = flags_parse_program(PROG, "", specs, argc, argv, NULL);
+	if (rc >= 0)
+		return rc;
 	int lvl = log_parse_level(f_log_level);
 	if (lvl < 0) {
 		fprintf(stderr, "%s: flag --log-level: '%s' is not debug, info, warn or error\n", PROG,

@@ -425,6 +425,33 @@ static void free_lists(const struct flag_spec *specs, const unsigned char *only)
 	}
 }
 
+int flags_parse_program(const char *prog, const char *synopsis,
+			const struct flag_spec *specs, int argc, char **argv,
+			int *first_positional)
+{
+	char err[512];
+	int pos;
+	int rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
+	if (rc == FLAGS_HELP) {
+		flags_usage(stdout, prog, synopsis, specs);
+		flags_free(specs);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n%s: see --help\n", prog, err, prog);
+		return 2;
+	}
+	if (!first_positional && pos < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (every option is a --flag)\n", prog,
+			argv[pos]);
+		flags_free(specs);
+		return 2;
+	}
+	if (first_positional)
+		*first_positional = pos;
+	return -1;
+}
+
 void flags_free(const struct flag_spec *specs)
 {
 	free_lists(specs, NULL);

@@ -104,6 +104,16 @@ void flags_free(const struct flag_spec *specs);
 void flags_usage(FILE *out, const char *prog, const char *synopsis,
 		 const struct flag_spec *specs);
 
+/* The start of every binary's main(): parse argv with specs; on --help
+ * print usage (prog, synopsis) to stdout; on a bad flag print the error
+ * and "see --help"; reject positional arguments unless allow_positional.
+ * Returns -1 to go on (call flags_free when done), or the exit status to
+ * return at once: 0 after --help, 2 after an error (storage freed).
+ * *first_positional (may be NULL) as for flags_parse. */
+int flags_parse_program(const char *prog, const char *synopsis,
+			const struct flag_spec *specs, int argc, char **argv,
+			int *first_positional);
+
 /* The unit parsers of FLAG_SIZE and FLAG_DURATION (the whole string must
  * parse). Return 0, or -EINVAL on empty input, a sign, unknown unit,
  * trailing bytes or a value above UINT64_MAX (*out untouched). */

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "common/err.h"
+#include "common/ec.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "meta/node.h"
@@ -40,17 +41,6 @@ static void on_signal(uv_signal_t *s, int signum)
 		meta_node_close(node, on_closed, NULL);
 		node = NULL;
 	}
-}
-
-static int parse_ec(const char *s, uint32_t *k, uint32_t *m)
-{
-	unsigned a, b;
-	char tail;
-	if (sscanf(s, "%u+%u%c", &a, &b, &tail) != 2 || a < 1 || b < 1 || a + b > 32)
-		return -EINVAL;
-	*k = a;
-	*m = b;
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -90,29 +80,16 @@ int main(int argc, char **argv)
 		  .help = "erasure code of a new cluster map" },
 		{ 0 }
 	};
-	char err[256];
-	int pos;
-	int rc = flags_parse(specs, argc, argv, &pos, err, sizeof(err));
-	if (rc == FLAGS_HELP) {
-		flags_usage(stdout, argv[0], "", specs);
-		flags_free(specs);
-		return 0;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "%s: %s\n", argv[0], err);
-		return 2;
-	}
-	if (pos < argc) {
-		fprintf(stderr, "%s: unexpected argument %s\n", argv[0], argv[pos]);
-		return 2;
-	}
+	int rc = flags_parse_program(argv[0], "", specs, argc, argv, NULL);
+	if (rc >= 0)
+		return rc;
 	int lvl = log_parse_level(log_level);
-	uint32_t k, m;
+	unsigned k, m;
 	if (lvl < 0) {
 		fprintf(stderr, "%s: flag --log-level: unknown level %s\n", argv[0], log_level);
 		return 2;
 	}
-	if (parse_ec(ec, &k, &m)) {
+	if (ec_parse(ec, &k, &m)) {
 		fprintf(stderr, "%s: flag --ec: want K+M, e.g. 4+2, not %s\n", argv[0], ec);
 		return 2;
 	}

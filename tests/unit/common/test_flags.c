@@ -325,10 +325,40 @@ START_TEST(test_help)
 }
 END_TEST
 
+START_TEST(test_parse_program)
+{
+	/* The main() preamble: go on (-1), or the exit status to return. */
+	char *ok[] = { "prog", "--device", "/dev/x", NULL };
+	char *help[] = { "prog", "--help", NULL };
+	char *bad[] = { "prog", "--device", "/dev/x", "--nope", NULL };
+	char *extra[] = { "prog", "--device", "/dev/x", "cluster", NULL };
+	int first = -1;
+	reset();
+	ck_assert_int_eq(flags_parse_program("prog", "", specs, 3, ok, NULL), -1);
+	ck_assert_str_eq(device, "/dev/x");
+	flags_free(specs);
+	reset();
+	FILE *saved = stdout;
+	stdout = fopen("/dev/null", "w"); /* the usage text */
+	ck_assert_int_eq(flags_parse_program("prog", "", specs, 2, help, NULL), 0);
+	fclose(stdout);
+	stdout = saved;
+	reset();
+	ck_assert_int_eq(flags_parse_program("prog", "", specs, 4, bad, NULL), 2);
+	reset();
+	ck_assert_int_eq(flags_parse_program("prog", "", specs, 4, extra, NULL), 2);
+	reset();
+	ck_assert_int_eq(flags_parse_program("prog", "", specs, 4, extra, &first), -1);
+	ck_assert_int_eq(first, 3);
+	flags_free(specs);
+}
+END_TEST
+
 static Suite *flags_suite(void)
 {
 	Suite *s = suite_create("flags");
 	TCase *tc = tcase_create("units");
+	tcase_add_test(tc, test_parse_program);
 	tcase_add_test(tc, test_parse_size_good);
 	tcase_add_test(tc, test_parse_size_bad);
 	tcase_add_test(tc, test_parse_duration);
