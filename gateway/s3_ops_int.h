@@ -1,0 +1,144 @@
+/*
+ * s3_ops_int.h — what the S3 operation modules share inside the gateway:
+ * struct s3_ops (one per gateway loop), struct opx (one per request in
+ * flight) and the helpers every handler uses. Not an API outside gateway/.
+ *
+ * Modules: s3_ops.c (helpers, credentials, buckets, listings, lifecycle),
+ * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject). Each
+ * module that serves operations has a bind function that fills its
+ * entries of the server's ops table, called from s3_ops_bind.
+ *
+ * Thread: the gateway loop, like everything in s3_ops.
+ */
+#ifndef GATEWAY_S3_OPS_INT_H
+#define GATEWAY_S3_OPS_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gateway/gw_data.h"
+#include "gateway/s3_ops.h"
+#include "gateway/s3_server.h"
+#include "meta/client.h"
+#include "proto/meta.pb-c.h"
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define COMMIT_TRIES 8
+#define MAX_WRITES 4            /* response writes in flight per GET */
+#define USER_CACHE 64
+
+struct user_ent {
+	char key[S3_AUTH_SECRET_MAX];
+	char user[64];
+};
+
+struct s3_ops {
+	uv_loop_t *loop;
+	struct meta_client *mc;
+	struct gw_map *map;
+	struct gw_data *data;
+	char region[64];
+	uint32_t inline_max;
+	unsigned quorum;
+	struct metrics_registry *reg;
+	bool own_reg;
+	struct metrics_counter *m_req[S3_OP__COUNT];
+	struct metrics_counter *m_unavail;
+	struct user_ent users[USER_CACHE]; /* access key -> user (owners) */
+	unsigned users_next;
+};
+
+/* One request in flight. */
+struct opx {
+	struct s3_ops *o;
+	struct s3_call *c;          /* NULL once the exchange is over */
+	unsigned pending;           /* meta calls and data callbacks owed */
+	unsigned writes;            /* response writes in flight */
+	struct buf *wbufs[MAX_WRITES];
+	unsigned whead;
+	char bucket[S3_BUCKET_MAX + 1];
+	char *key;
+	int tries;
+	/* PutObject */
+	uint64_t size;
+	bool is_inline, body_done, data_done, bucket_checked, cur_checked, committing;
+	uint8_t *inl;
+	size_t inl_len;
+	struct gw_data_put *put;
+	struct gw_data_target target;
+	/* Body bytes gw_data could not take yet (its window was full): the
+	 * body is paused and they go in first when it is writable again. */
+	uint8_t *spill;
+	size_t spill_len, spill_cap;
+	bool end_deferred;          /* body end seen while bytes were spilled */
+	uint32_t pg;
+	Iolake__Meta__ObjectRecord *cur;   /* record being replaced / deleted */
+	char etag[33];
+	uint64_t mtime_ms;
+	/* GetObject / HeadObject */
+	Iolake__Meta__ObjectRecord *rec;
+	struct gw_data_get *get;
+	struct gw_data_layout lay;  /* the GET's layout: outlives get */
+	uint64_t off, len;
+	bool partial, started, ended, head;
+};
+
+/* ------------------------------------------------------------ helpers (s3_ops.c) */
+
+/* A deep copy of a protobuf message (pack + unpack); NULL on no memory. */
+ProtobufCMessage *s3o_copy_msg(const ProtobufCMessage *m);
+/* Free an unpacked message; NULL is fine. */
+void s3o_free_msg(void *m);
+/* Unix milliseconds now. */
+uint64_t s3o_wall_ms(void);
+/* RFC 7231 date (Last-Modified) and ISO 8601 with milliseconds (XML). */
+void s3o_http_date(uint64_t ms, char out[40]);
+void s3o_iso_date(uint64_t ms, char out[40]);
+/* A request header, or NULL; s3o_hdr_str copies its value NUL-terminated
+ * (truncated to cap) into buf. */
+const struct sigv4_header *s3o_hdr(struct s3_call *c, const char *name);
+char *s3o_hdr_str(struct s3_call *c, const char *name, char *buf, size_t cap);
+/* A query parameter's value, or NULL when absent or valueless. */
+const char *s3o_qval(const struct s3_req *r, const char *name);
+
+/* The request's opx (bucket and key copied, finish hook set); NULL on no
+ * memory (answer InternalError yourself). */
+struct opx *opx_new(struct s3_call *c);
+/* Take back one owed callback; false when the request is gone (the opx
+ * may have been freed: touch nothing). */
+bool opx_back(struct opx *x);
+/* Free when the exchange is over and nothing is owed. */
+void opx_maybe_free(struct opx *x);
+
+/* A meta RPC / a submitted op on behalf of x (counted in x->pending; the
+ * callback must call opx_back or decrement pending). 0 or an error (then
+ * nothing is owed). */
+int s3o_mcall(struct opx *x, unsigned method, const ProtobufCMessage *req, meta_client_cb cb);
+int s3o_msubmit(struct opx *x, Iolake__Meta__Op *op, meta_client_submit_cb cb);
+/* A meta client failure as the S3 error to answer with. */
+enum s3_err s3o_meta_err(int err);
+/* Answer the S3 error (no-op when the exchange is over). */
+void s3o_fail(struct opx *x, enum s3_err e, const char *msg);
+/* The user owning the request's access key (falls back to the key). */
+const char *s3o_owner_of(struct s3_ops *o, struct s3_call *c);
+
+/* ------------------------------------------------------------ records and shards (s3_object.c) */
+
+/* Whether the record's body is inline (no shards). */
+bool s3o_rec_is_inline(const Iolake__Meta__ObjectRecord *r);
+/* The record's shard layout into *l (release with gw_data_layout_clear):
+ * 0, IOL_ECORRUPT (malformed, or not matching the record's size), -ENOMEM. */
+int s3o_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l);
+/* Best effort: delete the shards of a version no record names any more. */
+void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r);
+/* gw_data_delete completion that only logs a partial failure. */
+void s3o_on_drop_done(void *ud, int status, uint32_t failed);
+
+/* ------------------------------------------------------------ handlers */
+
+/* s3_object.c */
+void s3o_put_object(struct s3_call *c);
+void s3o_get_object(struct s3_call *c);
+void s3o_delete_object(struct s3_call *c);
+
+#endif
