@@ -983,6 +983,105 @@ static int op_gc_ack(struct tx *t, const Iolake__Meta__GcAck *op)
 	return 0;
 }
 
+/* ---- tagging (only tags change: same generation, nothing queued for GC) */
+
+/* Tag sets as the gateway checks them (S3: 10 per object, 50 per bucket,
+ * keys up to 128 and values up to 256 characters, i.e. at most 4x as many
+ * UTF-8 bytes); apply re-checks the byte bounds so a record stays small. */
+static bool valid_tags(size_t n, const char *const *keys, const char *const *vals)
+{
+	if (n > META_TAGS_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = keys[i] ? strlen(keys[i]) : 0, vl = vals[i] ? strlen(vals[i]) : 0;
+		if (kl == 0 || kl > META_TAG_KEY_MAX_BYTES || vl > META_TAG_VALUE_MAX_BYTES)
+			return false;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(keys[i], keys[j]) == 0)
+				return false;
+	}
+	return true;
+}
+
+/* Gather a map's keys and values (both entry types have key, value). */
+#define TAGS_SPLIT(n, entries, keys, vals)              \
+	do {                                            \
+		for (size_t i_ = 0; i_ < (n); i_++) {   \
+			(keys)[i_] = (entries)[i_]->key; \
+			(vals)[i_] = (entries)[i_]->value; \
+		}                                       \
+	} while (0)
+
+static int op_set_object_tags(struct tx *t, const Iolake__Meta__SetObjectTags *op)
+{
+	const char *keys[META_TAGS_MAX], *vals[META_TAGS_MAX];
+	if (!valid_bucket(op->bucket) || !valid_key(op->key) || op->n_tags > META_TAGS_MAX)
+		return -EINVAL;
+	TAGS_SPLIT(op->n_tags, op->tags, keys, vals);
+	if (!valid_tags(op->n_tags, keys, vals))
+		return -EINVAL;
+	Iolake__Meta__ObjectRecord *cur = NULL;
+	struct key k;
+	key_object(&k, op->bucket, op->key);
+	int rc = check_condition(t, &k, false, op->if_generation, &cur);
+	if (rc == 0 && !cur)
+		rc = IOL_ENOT_FOUND;
+	if (rc)
+		goto out;
+	Iolake__Meta__ObjectRecord__TagsEntry ents[META_TAGS_MAX], *pents[META_TAGS_MAX];
+	for (size_t i = 0; i < op->n_tags; i++) {
+		iolake__meta__object_record__tags_entry__init(&ents[i]);
+		ents[i].key = (char *)keys[i];
+		ents[i].value = (char *)vals[i];
+		pents[i] = &ents[i];
+	}
+	/* Swap the new tags in for the write, then back so the unpacked
+	 * record frees only what it allocated. */
+	size_t old_n = cur->n_tags;
+	Iolake__Meta__ObjectRecord__TagsEntry **old = cur->tags;
+	cur->n_tags = op->n_tags;
+	cur->tags = op->n_tags ? pents : NULL;
+	rc = tx_put_msg(t, &k, &cur->base);
+	cur->n_tags = old_n;
+	cur->tags = old;
+out:
+	meta_state_free_msg(cur);
+	return rc;
+}
+
+static int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op)
+{
+	const char *keys[META_TAGS_MAX], *vals[META_TAGS_MAX];
+	if (!valid_bucket(op->name) || op->n_tags > META_TAGS_MAX)
+		return -EINVAL;
+	TAGS_SPLIT(op->n_tags, op->tags, keys, vals);
+	if (!valid_tags(op->n_tags, keys, vals))
+		return -EINVAL;
+	Iolake__Meta__Bucket *b = NULL;
+	struct key k;
+	k_init(&k, 'B');
+	k_str(&k, op->name);
+	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
+	if (rc)
+		return rc;
+	Iolake__Meta__Bucket__TagsEntry ents[META_TAGS_MAX], *pents[META_TAGS_MAX];
+	for (size_t i = 0; i < op->n_tags; i++) {
+		iolake__meta__bucket__tags_entry__init(&ents[i]);
+		ents[i].key = (char *)keys[i];
+		ents[i].value = (char *)vals[i];
+		pents[i] = &ents[i];
+	}
+	size_t old_n = b->n_tags;
+	Iolake__Meta__Bucket__TagsEntry **old = b->tags;
+	b->n_tags = op->n_tags;
+	b->tags = op->n_tags ? pents : NULL;
+	rc = tx_put_msg(t, &k, &b->base);
+	b->n_tags = old_n;
+	b->tags = old;
+	meta_state_free_msg(b);
+	return rc;
+}
+
 static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
 	switch (op->body_case) {
@@ -1007,6 +1106,10 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_SET_OSD_STATE:
 		return op_set_osd_state(t, op->set_osd_state, r);
 	case IOLAKE__META__OP__BODY_GC_ACK: return op_gc_ack(t, op->gc_ack);
+	case IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS:
+		return op_set_object_tags(t, op->put_object_tags);
+	case IOLAKE__META__OP__BODY_PUT_BUCKET_TAGS:
+		return op_set_bucket_tags(t, op->put_bucket_tags);
 	default: return -EINVAL;
 	}
 }

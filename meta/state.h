@@ -32,6 +32,9 @@
 #define META_LIST_BUCKETS_MAX 10000
 #define META_LIST_USERS_MAX 10000
 #define META_PARTS_MAX 10000
+#define META_TAGS_MAX 50                 /* tags on a bucket (objects: 10, gateway) */
+#define META_TAG_KEY_MAX_BYTES 512       /* 128 characters of UTF-8 */
+#define META_TAG_VALUE_MAX_BYTES 1024    /* 256 characters of UTF-8 */
 
 /* Errors besides common/err.h's: a bucket that is not empty, a request id
  * the request table no longer remembers, a part that is missing or whose

@@ -3,7 +3,7 @@
  * batches, restart + replay (no double apply, equal digests), two members
  * fed the same log, conditional puts, request-id dedupe and its window,
  * bucket delete when not empty, users and keys, multipart, the cluster map,
- * snapshots (export/import, checkpoint) and malformed entries.
+ * snapshots (export/import, checkpoint), malformed entries and tag changes.
  */
 #include <check.h>
 #include <errno.h>
@@ -864,6 +864,127 @@ START_TEST(test_malformed_entries)
 }
 END_TEST
 
+/* SetObjectTags / SetBucketTags: nkv tags "k0=v0"... ; n < 0 writes -n
+ * tags all named "dup". */
+static Iolake__Meta__SetObjectTags *tb_obj_tags(struct tb *t, const char *bucket, const char *key,
+						 int n)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetObjectTags *st = tb_alloc(t, sizeof(*st));
+	iolake__meta__set_object_tags__init(st);
+	st->bucket = tb_str(t, bucket);
+	st->key = tb_str(t, key);
+	size_t cnt = (size_t)(n < 0 ? -n : n);
+	st->n_tags = cnt;
+	st->tags = tb_alloc(t, (cnt + 1) * sizeof(*st->tags));
+	for (size_t i = 0; i < cnt; i++) {
+		Iolake__Meta__SetObjectTags__TagsEntry *e = tb_alloc(t, sizeof(*e));
+		iolake__meta__set_object_tags__tags_entry__init(e);
+		char kb[16], vb[16];
+		snprintf(kb, sizeof(kb), n < 0 ? "dup" : "k%zu", i);
+		snprintf(vb, sizeof(vb), "v%zu", i);
+		e->key = tb_str(t, kb);
+		e->value = tb_str(t, vb);
+		st->tags[i] = e;
+	}
+	op->body_case = IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS;
+	op->put_object_tags = st;
+	return st;
+}
+
+static void tb_bucket_tags(struct tb *t, const char *name, size_t n)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetBucketTags *st = tb_alloc(t, sizeof(*st));
+	iolake__meta__set_bucket_tags__init(st);
+	st->name = tb_str(t, name);
+	st->n_tags = n;
+	st->tags = tb_alloc(t, (n + 1) * sizeof(*st->tags));
+	for (size_t i = 0; i < n; i++) {
+		Iolake__Meta__SetBucketTags__TagsEntry *e = tb_alloc(t, sizeof(*e));
+		iolake__meta__set_bucket_tags__tags_entry__init(e);
+		char kb[16];
+		snprintf(kb, sizeof(kb), "b%zu", i);
+		e->key = tb_str(t, kb);
+		e->value = tb_str(t, "");
+		st->tags[i] = e;
+	}
+	op->body_case = IOLAKE__META__OP__BODY_PUT_BUCKET_TAGS;
+	op->put_bucket_tags = st;
+}
+
+START_TEST(test_tags)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	uint64_t gc0 = 0, gc1 = 0;
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "tags", "alice");
+	tb_put(t, 0, 0, "tags", "obj", 5000); /* has shards */
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	uint64_t g1 = res[1].generation;
+	ck_assert_int_eq(meta_state_gc_count(s, &gc0), 0);
+
+	t = tb_new();
+	tb_obj_tags(t, "tags", "obj", 3)->if_generation = g1;          /* ok */
+	tb_obj_tags(t, "tags", "obj", 2)->if_generation = g1 + 1;      /* wrong gen */
+	tb_obj_tags(t, "tags", "nope", 1);                             /* no record */
+	tb_obj_tags(t, "tags", "obj", -2);                             /* duplicate keys */
+	tb_obj_tags(t, "tags", "obj", META_TAGS_MAX + 1);              /* too many */
+	tb_bucket_tags(t, "tags", 4);
+	tb_bucket_tags(t, "nobucket", 1);
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 7);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[2].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[3].err, -EINVAL);
+	ck_assert_int_eq(res[4].err, -EINVAL);
+	ck_assert_int_eq(res[5].err, 0);
+	ck_assert_int_eq(res[6].err, IOL_ENOT_FOUND);
+
+	/* Same generation and data, new tags, nothing queued for GC. */
+	Iolake__Meta__ObjectRecord *r;
+	ck_assert_int_eq(meta_state_head_object(s, "tags", "obj", &r), 0);
+	ck_assert_uint_eq(r->generation, g1);
+	ck_assert_uint_eq(r->size, 5000);
+	ck_assert_uint_eq(r->n_segments, 1);
+	ck_assert_uint_eq(r->n_tags, 3);
+	ck_assert_str_eq(r->tags[2]->key, "k2");
+	ck_assert_str_eq(r->tags[2]->value, "v2");
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_gc_count(s, &gc1), 0);
+	ck_assert_uint_eq(gc1, gc0);
+	Iolake__Meta__Bucket *b;
+	ck_assert_int_eq(meta_state_get_bucket(s, "tags", &b), 0);
+	ck_assert_uint_eq(b->n_tags, 4);
+	ck_assert_str_eq(b->owner, "alice");
+	meta_state_free_msg(b);
+
+	/* A tag change does not block a writer holding the generation; an
+	 * overwrite drops the tags; empty tags delete them. */
+	t = tb_new();
+	tb_obj_tags(t, "tags", "obj", 0)->if_generation = g1;
+	tb_bucket_tags(t, "tags", 0);
+	tb_put(t, 0, 0, "tags", "obj", 7)->if_generation = g1;
+	tb_obj_tags(t, "tags", "obj", 1)->if_generation = g1;        /* stale now */
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 4);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, 0);
+	ck_assert_int_eq(res[3].err, IOL_ECONFLICT);
+	ck_assert_int_eq(meta_state_head_object(s, "tags", "obj", &r), 0);
+	ck_assert_uint_eq(r->n_tags, 0);
+	ck_assert_uint_eq(r->size, 7);
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_get_bucket(s, "tags", &b), 0);
+	ck_assert_uint_eq(b->n_tags, 0);
+	meta_state_free_msg(b);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("state");
@@ -879,6 +1000,7 @@ int main(void)
 	tcase_add_test(tc, test_cluster_map);
 	tcase_add_test(tc, test_snapshot);
 	tcase_add_test(tc, test_malformed_entries);
+	tcase_add_test(tc, test_tags);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
