@@ -242,6 +242,12 @@ static void on_put_cur(void *ud, int err, const ProtobufCMessage *resp)
 	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
 	if (!err && r->status == IOLAKE__META__STATUS__STATUS_OK && r->record)
 		x->cur = (Iolake__Meta__ObjectRecord *)s3o_copy_msg(&r->record->base);
+	enum s3_err ce = s3o_cond_put(x->c, x->cur); /* If-None-Match: *, If-Match */
+	if (ce) {
+		put_drop_new(x);
+		s3o_fail(x, ce, NULL);
+		return;
+	}
 	put_commit(x);
 }
 
@@ -742,6 +748,8 @@ static void on_get_head(void *ud, int err, const ProtobufCMessage *resp)
 		s3o_fail(x, S3E_InternalError, NULL);
 		return;
 	}
+	if (s3o_cond_get(x, x->rec)) /* answered 304 or 412 */
+		return;
 	get_respond(x);
 }
 

@@ -4,7 +4,8 @@
  * flight) and the helpers every handler uses. Not an API outside gateway/.
  *
  * Modules: s3_ops.c (helpers, credentials, buckets, listings, lifecycle),
- * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject). Each
+ * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject),
+ * s3_cond_ops.c (conditional headers). Each
  * module that serves operations has a bind function that fills its
  * entries of the server's ops table, called from s3_ops_bind.
  *
@@ -133,6 +134,16 @@ int s3o_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l
 void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r);
 /* gw_data_delete completion that only logs a partial failure. */
 void s3o_on_drop_done(void *ud, int status, uint32_t failed);
+
+/* ------------------------------------------------------------ conditionals (s3_cond_ops.c) */
+
+/* GET/HEAD: evaluate the conditional headers against r; true when the
+ * request was answered (304 Not Modified or 412), false to go on. */
+bool s3o_cond_get(struct opx *x, const Iolake__Meta__ObjectRecord *r);
+/* PUT: If-None-Match: * / If-Match against the current record (NULL:
+ * none). S3E_OK, PreconditionFailed, NoSuchKey (If-Match, no object) or
+ * NotImplemented (If-None-Match other than *). */
+enum s3_err s3o_cond_put(struct s3_call *c, const Iolake__Meta__ObjectRecord *cur);
 
 /* ------------------------------------------------------------ handlers */
 
