@@ -40,9 +40,11 @@
 	X(InvalidPartOrder,             400, "InvalidPartOrder",             "The list of parts was not in ascending order. The parts list must be specified in order by part number.") \
 	X(InvalidRange,                 416, "InvalidRange",                 "The requested range is not satisfiable") \
 	X(InvalidRequest,               400, "InvalidRequest",               "Invalid Request")          \
+	X(InvalidTag,                   400, "InvalidTag",                   "The TagKey you have provided is invalid") \
 	X(InvalidURI,                   400, "InvalidURI",                   "Couldn't parse the specified URI.") \
 	X(KeyTooLongError,              400, "KeyTooLongError",              "Your key is too long")     \
 	X(MalformedXML,                 400, "MalformedXML",                 "The XML you provided was not well-formed or did not validate against our published schema.") \
+	X(MaxMessageLengthExceeded,     400, "MaxMessageLengthExceeded",     "Your request was too big.") \
 	X(MethodNotAllowed,             405, "MethodNotAllowed",             "The specified method is not allowed against this resource.") \
 	X(MissingContentLength,         411, "MissingContentLength",         "You must provide the Content-Length HTTP header.") \
 	X(MissingSecurityHeader,        400, "MissingSecurityHeader",        "Your request was missing a required header") \

@@ -207,6 +207,14 @@ static void put_commit(struct opx *x)
 		r.data_layout.data = lbuf;
 		r.data_layout.len = (size_t)n;
 	}
+	void *tmem; /* x-amz-tagging (checked when the request came in) */
+	const char *tmsg;
+	if (s3o_tagging_from_header(c, &r, &tmem, &tmsg)) {
+		free(lbuf), free(ents), free(pents), free(names), free(vals);
+		s3o_fail(x, S3E_InternalError, NULL);
+		put_drop_new(x);
+		return;
+	}
 	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
 	po.record = &r;
 	if (x->cur)
@@ -219,6 +227,7 @@ static void put_commit(struct opx *x)
 	x->committing = true;
 	int rc = s3o_msubmit(x, &op, on_put_commit);
 	free(lbuf), free(ents), free(pents), free(names), free(vals);
+	s3o_tagging_mem_free(tmem);
 	if (rc) {
 		put_drop_new(x);
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
@@ -481,6 +490,13 @@ void s3o_put_object(struct s3_call *c)
 		s3_call_error(c, S3E_EntityTooLarge, NULL);
 		return;
 	}
+	const char *tmsg;
+	void *tmem;
+	enum s3_err te = s3o_tagging_from_header(c, NULL, &tmem, &tmsg);
+	if (te) {
+		s3_call_error(c, te, tmsg);
+		return;
+	}
 	struct opx *x = opx_new(c);
 	if (!x) {
 		s3_call_error(c, S3E_InternalError, NULL);
@@ -533,6 +549,7 @@ static void add_object_headers(struct opx *x)
 		snprintf(name, sizeof(name), "x-amz-meta-%s", r->user_meta[i]->key);
 		http_add_header(s, name, r->user_meta[i]->value);
 	}
+	s3o_tagging_count_header(s, r);
 	if (x->partial) {
 		char cr[96];
 		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)x->off,

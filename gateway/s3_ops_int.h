@@ -5,6 +5,7 @@
  *
  * Modules: s3_ops.c (helpers, credentials, buckets, listings, lifecycle),
  * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject),
+ * s3_tagging.c (object and bucket tagging, small XML bodies),
  * s3_cond_ops.c (conditional headers). Each
  * module that serves operations has a bind function that fills its
  * entries of the server's ops table, called from s3_ops_bind.
@@ -135,6 +136,29 @@ void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r);
 /* gw_data_delete completion that only logs a partial failure. */
 void s3o_on_drop_done(void *ud, int status, uint32_t failed);
 
+/* ------------------------------------------------------------ small XML bodies (s3_tagging.c) */
+
+/* Read the request body (at most max bytes, else
+ * MaxMessageLengthExceeded) into x->inl / x->inl_len (x->size = the
+ * announced length), then on_end(c, verdict); a request without a body
+ * calls on_end at once. S3E_OK, or the error to answer with (nothing
+ * started). */
+enum s3_err s3o_small_body(struct opx *x, size_t max, s3_body_end_fn on_end);
+/* The s3_body_fn of s3o_small_body. */
+void s3o_body_collect(struct s3_call *c, const char *data, size_t len);
+
+/* ------------------------------------------------------------ tagging (s3_tagging.c) */
+
+/* x-amz-tagging-count when the record has tags. */
+void s3o_tagging_count_header(struct http_stream *s, const Iolake__Meta__ObjectRecord *r);
+/* The request's x-amz-tagging header checked and, when r is not NULL, set
+ * as r's tags (*mem holds them: s3o_tagging_mem_free after use). S3E_OK
+ * (also without the header), InvalidTag / InvalidArgument with *msg, or
+ * InternalError (no memory). */
+enum s3_err s3o_tagging_from_header(struct s3_call *c, Iolake__Meta__ObjectRecord *r, void **mem,
+				    const char **msg);
+void s3o_tagging_mem_free(void *mem);
+
 /* ------------------------------------------------------------ conditionals (s3_cond_ops.c) */
 
 /* GET/HEAD: evaluate the conditional headers against r; true when the
@@ -151,5 +175,8 @@ enum s3_err s3o_cond_put(struct s3_call *c, const Iolake__Meta__ObjectRecord *cu
 void s3o_put_object(struct s3_call *c);
 void s3o_get_object(struct s3_call *c);
 void s3o_delete_object(struct s3_call *c);
+
+/* Bind functions: fill the module's entries of the ops table. */
+void s3_tagging_bind(struct s3_server_cfg *s);        /* s3_tagging.c */
 
 #endif

@@ -251,3 +251,85 @@ int xmlp_delete(const char *body, size_t len, size_t max_len, struct xmlp_delete
 		rc = -EBADMSG;
 	return rc;
 }
+
+/* ------------------------------------------------------------ Tagging */
+
+/* at() one level deeper: Tagging/TagSet/Tag/{Key,Value}. */
+static bool at4(const struct sax *s, const char *leaf)
+{
+	return s->depth == 4 && strcmp(s->path[0], "Tagging") == 0 && strcmp(s->path[1], "TagSet") == 0 &&
+	       strcmp(s->path[2], "Tag") == 0 && strcmp(s->path[3], leaf) == 0;
+}
+
+struct tagp {
+	struct xmlp_tagging *t;
+	bool have_set, have_key, have_value;
+	const char *key, *value;
+};
+
+static void tag_start(struct sax *s)
+{
+	struct tagp *x = s->ud;
+	if (s->depth == 1 && strcmp(s->path[0], "Tagging") != 0)
+		stop(s, -EBADMSG);
+	else if (at(s, 2, "Tagging", "TagSet", NULL))
+		x->have_set = true;
+	else if (at(s, 3, "Tagging", "TagSet", "Tag"))
+		x->have_key = x->have_value = false;
+}
+
+/* Copy the element's text into the arena; NULL (and stopped) when full. */
+static const char *tag_copy(struct sax *s, struct xmlp_tagging *t)
+{
+	if (s->text_len + 1 > t->arena_cap - t->arena_len) {
+		stop(s, -E2BIG);
+		return NULL;
+	}
+	char *p = t->arena + t->arena_len;
+	memcpy(p, s->text, s->text_len + 1);
+	t->arena_len += s->text_len + 1;
+	return p;
+}
+
+static void tag_end(struct sax *s)
+{
+	struct tagp *x = s->ud;
+	struct xmlp_tagging *t = x->t;
+	bool is_key = at4(s, "Key");
+	if (is_key || at4(s, "Value")) {
+		bool *have = is_key ? &x->have_key : &x->have_value;
+		if (*have) {
+			stop(s, -EBADMSG);
+			return;
+		}
+		const char *p = tag_copy(s, t);
+		if (!p)
+			return;
+		*(is_key ? &x->key : &x->value) = p;
+		*have = true;
+	} else if (at(s, 3, "Tagging", "TagSet", "Tag")) {
+		if (!x->have_key || !x->have_value) {
+			stop(s, -EBADMSG);
+			return;
+		}
+		if (t->n_tags == t->max_tags) {
+			stop(s, -E2BIG);
+			return;
+		}
+		t->keys[t->n_tags] = x->key;
+		t->values[t->n_tags] = x->value;
+		t->n_tags++;
+	}
+}
+
+int xmlp_tagging(const char *body, size_t len, size_t max_len, struct xmlp_tagging *t)
+{
+	t->n_tags = 0;
+	t->arena_len = 0;
+	struct tagp x = { .t = t };
+	struct sax s = { .on_start = tag_start, .on_end = tag_end, .ud = &x };
+	int rc = sax_run(&s, body, len, max_len);
+	if (rc == 0 && !x.have_set)
+		rc = -EBADMSG;
+	return rc;
+}

@@ -56,4 +56,23 @@ struct xmlp_delete {
  * keys), -E2BIG (len > max_len or arena full). */
 int xmlp_delete(const char *body, size_t len, size_t max_len, struct xmlp_delete *d);
 
+struct xmlp_tagging {
+	size_t n_tags;
+	const char **keys;       /* caller's arrays of max_tags pointers */
+	const char **values;
+	size_t max_tags;
+	char *arena;             /* caller's storage for the key and value bytes */
+	size_t arena_cap;
+	size_t arena_len;
+};
+
+/* <Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>…</TagSet>
+ * </Tagging>. Keys and values are copied NUL-terminated into t->arena, in
+ * document order; limits on their lengths and uniqueness are the
+ * caller's (S3 answers InvalidTag). Zero tags is valid (an empty TagSet).
+ * Returns 0, -EBADMSG (malformed, wrong root, a Tag without exactly one
+ * Key and one Value, no TagSet), -E2BIG (more than max_tags tags, len >
+ * max_len or arena full). */
+int xmlp_tagging(const char *body, size_t len, size_t max_len, struct xmlp_tagging *t);
+
 #endif

@@ -3,7 +3,8 @@
  * aws-cli and boto3 send them (with and without the S3 namespace), the
  * rejections S3 makes (malformed, wrong root, missing fields, part numbers
  * out of range, 1,001 keys), and hostile input (billion laughs, external
- * entities, deep nesting, huge text) refused without expanding anything.
+ * entities, deep nesting, huge text) refused without expanding anything;
+ * Tagging documents (empty TagSet, escapes, missing Key/Value, too many).
  */
 #include <check.h>
 #include <errno.h>
@@ -153,6 +154,57 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+static int tagging(const char *x, struct xmlp_tagging *t)
+{
+	return xmlp_tagging(x, strlen(x), MAX, t);
+}
+
+START_TEST(test_tagging)
+{
+	const char *keys[3], *vals[3];
+	char arena[256];
+	struct xmlp_tagging t = { .keys = keys, .values = vals, .max_tags = 3, .arena = arena,
+				  .arena_cap = sizeof(arena) };
+	ck_assert_int_eq(tagging("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+				 "<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet>"
+				 "<Tag><Key>project</Key><Value>a &amp; b</Value></Tag>\n"
+				 "<Tag><Value></Value><Key>empty</Key></Tag>"
+				 "</TagSet></Tagging>", &t), 0);
+	ck_assert_uint_eq(t.n_tags, 2);
+	ck_assert_str_eq(keys[0], "project");
+	ck_assert_str_eq(vals[0], "a & b");
+	ck_assert_str_eq(keys[1], "empty");
+	ck_assert_str_eq(vals[1], "");
+	/* An empty TagSet is valid (it clears the tags). */
+	ck_assert_int_eq(tagging("<Tagging><TagSet/></Tagging>", &t), 0);
+	ck_assert_uint_eq(t.n_tags, 0);
+	/* Duplicate keys are parsed: InvalidTag is the caller's. */
+	ck_assert_int_eq(tagging("<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag>"
+				 "<Tag><Key>a</Key><Value>2</Value></Tag></TagSet></Tagging>", &t), 0);
+	ck_assert_uint_eq(t.n_tags, 2);
+	/* Malformed: no TagSet, wrong root, Key or Value missing or twice,
+	 * not well-formed. */
+	ck_assert_int_eq(tagging("<Tagging></Tagging>", &t), -EBADMSG);
+	ck_assert_int_eq(tagging("<Delete><TagSet/></Delete>", &t), -EBADMSG);
+	ck_assert_int_eq(tagging("<Tagging><TagSet><Tag><Key>a</Key></Tag></TagSet></Tagging>", &t),
+			 -EBADMSG);
+	ck_assert_int_eq(tagging("<Tagging><TagSet><Tag><Value>a</Value></Tag></TagSet></Tagging>", &t),
+			 -EBADMSG);
+	ck_assert_int_eq(tagging("<Tagging><TagSet><Tag><Key>a</Key><Key>b</Key><Value>v</Value>"
+				 "</Tag></TagSet></Tagging>", &t), -EBADMSG);
+	ck_assert_int_eq(tagging("<Tagging><TagSet><Tag><Key>a</Key>", &t), -EBADMSG);
+	ck_assert_int_eq(tagging("<!DOCTYPE Tagging [<!ENTITY x \"y\">]><Tagging><TagSet><Tag>"
+				 "<Key>&x;</Key><Value>v</Value></Tag></TagSet></Tagging>", &t),
+			 -EBADMSG);
+	/* More tags than max, a body over max_len. */
+	ck_assert_int_eq(tagging("<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag>"
+				 "<Tag><Key>b</Key><Value>1</Value></Tag><Tag><Key>c</Key><Value>1</Value></Tag>"
+				 "<Tag><Key>d</Key><Value>1</Value></Tag></TagSet></Tagging>", &t), -E2BIG);
+	const char *small = "<Tagging><TagSet/></Tagging>";
+	ck_assert_int_eq(xmlp_tagging(small, strlen(small), 10, &t), -E2BIG);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("xml_parse");
@@ -160,6 +212,7 @@ int main(void)
 	tcase_add_test(tc, test_complete_mpu);
 	tcase_add_test(tc, test_delete);
 	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_tagging);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,48 @@
+/*
+ * s3_tagging.h — S3 tag sets: the x-amz-tagging header (URL query form,
+ * "k1=v1&k2=v2") and the checks S3 applies to a tag set (count, key and
+ * value lengths in characters, unique keys, no "aws:" prefix, UTF-8). The
+ * tagging operations themselves (Put/Get/DeleteObjectTagging and
+ * ...BucketTagging) are handlers in s3_tagging.c, declared in
+ * s3_ops_int.h.
+ *
+ * The functions here are pure: no I/O, no allocation; strings live in
+ * caller storage. Any thread.
+ */
+#ifndef GATEWAY_S3_TAGGING_H
+#define GATEWAY_S3_TAGGING_H
+
+#include <stddef.h>
+
+#include "gateway/s3_err.h"
+
+#define S3_TAGS_OBJECT_MAX 10
+#define S3_TAGS_BUCKET_MAX 50
+#define S3_TAG_KEY_MAX 128          /* characters */
+#define S3_TAG_VALUE_MAX 256        /* characters */
+#define S3_TAGGING_BODY_MAX 65536   /* Put*Tagging request body bytes */
+
+/* A parsed tag set; strings are NUL-terminated, in caller storage. */
+struct s3_tagset {
+	size_t n;
+	const char *keys[S3_TAGS_BUCKET_MAX];
+	const char *values[S3_TAGS_BUCKET_MAX];
+};
+
+/* Arena bytes s3_tags_parse_header needs for a header of len bytes. */
+#define S3_TAGS_HEADER_ARENA(len) ((len) + 2 * S3_TAGS_BUCKET_MAX + 2)
+
+/* "k1=v1&k2=v2" (percent-decoded, '+' is a space; "k" alone has the
+ * value "") into *ts, strings written into arena (at least
+ * S3_TAGS_HEADER_ARENA(len) bytes). An empty header is zero tags.
+ * Returns 0, -EINVAL (a malformed escape, an empty pair), -E2BIG (more
+ * than S3_TAGS_BUCKET_MAX pairs). */
+int s3_tags_parse_header(const char *s, size_t len, struct s3_tagset *ts, char *arena,
+			 size_t arena_cap);
+
+/* S3's checks on a tag set of at most max tags: S3E_OK, or S3E_InvalidTag
+ * (too many tags, an empty or too long key, a too long value, a repeated
+ * key, an "aws:" key, bad UTF-8) with *msg set to S3's message. */
+enum s3_err s3_tags_check(const struct s3_tagset *ts, size_t max, const char **msg);
+
+#endif
