@@ -5,8 +5,8 @@
  *
  * Modules: s3_ops.c (helpers, credentials, buckets, listings, lifecycle),
  * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject),
- * s3_tagging.c (object and bucket tagging, small XML bodies),
- * s3_cond_ops.c (conditional headers). Each
+ * s3_delete_multi.c (DeleteObjects), s3_tagging.c (object and bucket
+ * tagging, small XML bodies), s3_cond_ops.c (conditional headers). Each
  * module that serves operations has a bind function that fills its
  * entries of the server's ops table, called from s3_ops_bind.
  *
@@ -177,6 +177,7 @@ void s3o_get_object(struct s3_call *c);
 void s3o_delete_object(struct s3_call *c);
 
 /* Bind functions: fill the module's entries of the ops table. */
+void s3_delete_multi_bind(struct s3_server_cfg *s);   /* s3_delete_multi.c */
 void s3_tagging_bind(struct s3_server_cfg *s);        /* s3_tagging.c */
 
 #endif
