@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""test_s3_misc.py — iolake-aio driven by boto3 and by raw SigV4-signed
+requests (botocore's signer) for what boto3 cannot express:
+
+- DeleteObjects: verbose and quiet, missing keys count as Deleted, a
+  too-long key is a per-key Error, 1,001 keys / malformed XML / DOCTYPE /
+  too deep / oversize bodies are refused and delete nothing, Content-MD5
+  is required and verified; the deleted objects' space comes back on the
+  OSDs (iolake_osd_used_bytes).
+- Conditionals: If-Match, If-None-Match, If-Modified-Since,
+  If-Unmodified-Since on GET and HEAD, alone and in S3's precedence pairs;
+  a 304 carries ETag and Last-Modified and no body; PUT If-None-Match: *
+  and If-Match (refused PUTs leave the object and the OSDs' space as they
+  were).
+- Tagging: object tags (PutObject x-amz-tagging, Put/Get/Delete
+  ObjectTagging, x-amz-tagging-count), their limits (InvalidTag), tags
+  survive nothing but themselves (the data is still readable after a tag
+  change, an overwrite clears them); bucket tags and NoSuchTagSet.
+- Ranges: bytes=a-b, a-, -n, past the end (416), multiple ranges (S3
+  answers the whole object, 200)."""
+import base64, datetime, hashlib, http.client, os, re, sys, time, urllib.request
+
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from botocore.exceptions import ClientError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aio_py import AK, SK, Aio  # noqa: E402
+
+B = "misc"
+
+
+def code(fn, *a, **kw):
+    try:
+        fn(*a, **kw)
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    return "OK"
+
+
+def expect(got, want, what):
+    if got != want:
+        raise AssertionError("%s: got %r want %r" % (what, got, want))
+    print("ok:", what, "->", got)
+
+
+class Raw:
+    """Requests signed with botocore's SigV4 signer, sent with http.client."""
+
+    def __init__(self, aio):
+        self.aio = aio
+        self.signer = S3SigV4Auth(Credentials(AK, SK), "s3", "us-east-1")
+
+    def __call__(self, method, path, body=b"", headers=None, md5=True):
+        url = self.aio.ep + path
+        req = AWSRequest(method=method, url=url, data=body, headers=dict(headers or {}))
+        if md5 and body:
+            req.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
+        req.headers["X-Amz-Content-SHA256"] = hashlib.sha256(body).hexdigest()
+        self.signer.add_auth(req)
+        p = req.prepare()
+        conn = http.client.HTTPConnection("127.0.0.1", self.aio.port, timeout=30)
+        conn.request(method, p.url[len(self.aio.ep):], body=body, headers=dict(p.headers))
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+
+
+def err_code(data):
+    m = re.search(rb"<Code>([^<]*)</Code>", data)
+    return m.group(1).decode() if m else None
+
+
+def used_bytes(aio):
+    text = urllib.request.urlopen(aio.ep + "/metrics", timeout=5).read().decode()
+    vals = [float(l.split()[-1]) for l in text.splitlines() if l.startswith("iolake_osd_used_bytes{")]
+    assert vals, "no iolake_osd_used_bytes in /metrics"
+    return sum(vals)
+
+
+def wait_used(aio, want, what, limit=10.0, above=False):
+    """Poll the gauges (the OSDs refresh them on a timer) until the sum is
+    want (or above it)."""
+    t0 = time.time()
+    while True:
+        got = used_bytes(aio)
+        if (got > want) if above else (got == want):
+            print("ok: %s: OSD used bytes %d" % (what, got))
+            return
+        if time.time() - t0 > limit:
+            raise AssertionError("%s: OSD used bytes %d, want %s%d" % (what, got, "> " if above else "", want))
+        time.sleep(0.1)
+
+
+def keys_of(s3):
+    r = s3.list_objects_v2(Bucket=B)
+    return sorted(c["Key"] for c in r.get("Contents", []))
+
+
+def delete_xml(keys, quiet=False):
+    x = "<Delete>" + ("<Quiet>true</Quiet>" if quiet else "")
+    x += "".join("<Object><Key>%s</Key></Object>" % k for k in keys)
+    return (x + "</Delete>").encode()
+
+
+def test_delete_objects(aio, s3, raw):
+    base = used_bytes(aio)
+    names = ["d/%03d" % i for i in range(40)]
+    for i, k in enumerate(names):  # half inline, half in the OSDs' data areas (shards > 64 KiB)
+        s3.put_object(Bucket=B, Key=k, Body=os.urandom(100 if i % 2 else 300000))
+    wait_used(aio, base, "after the PUTs", above=True)
+    # Verbose: 20 present + 2 missing, all Deleted.
+    r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k} for k in names[:20] + ["d/x", "d/y"]]})
+    expect(sorted(d["Key"] for d in r["Deleted"]), sorted(names[:20] + ["d/x", "d/y"]), "verbose Deleted")
+    expect(r.get("Errors", []), [], "verbose Errors")
+    expect([k for k in keys_of(s3) if k.startswith("d/")], names[20:], "listing after delete")
+    # Quiet: only errors are reported; a 1,025-byte key is one.
+    long_key = "L" * 1025
+    r = s3.delete_objects(Bucket=B, Delete={"Quiet": True, "Objects": [{"Key": k} for k in names[20:30] + [long_key]]})
+    expect(r.get("Deleted", []), [], "quiet reports no Deleted")
+    expect([(len(e["Key"]), e["Code"]) for e in r.get("Errors", [])], [(1025, "KeyTooLongError")], "quiet Errors")
+    expect([k for k in keys_of(s3) if k.startswith("d/")], names[30:], "listing after quiet delete")
+
+    # Refused requests delete nothing.
+    left = names[30:]
+    before = keys_of(s3)
+    expect(code(s3.delete_objects, Bucket=B, Delete={"Objects": [{"Key": "k%d" % i} for i in range(1001)]}),
+           "MalformedXML", "1,001 keys")
+    expect(code(s3.delete_objects, Bucket="nobucket", Delete={"Objects": [{"Key": "a"}]}),
+           "NoSuchBucket", "DeleteObjects on a missing bucket")
+    body = delete_xml(left)
+    st, _, data = raw("POST", "/%s?delete" % B, body, md5=False)
+    expect((st, err_code(data)), (400, "InvalidRequest"), "DeleteObjects without Content-MD5")
+    bad_md5 = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    st, _, data = raw("POST", "/%s?delete" % B, body, {"Content-MD5": bad_md5}, md5=False)
+    expect((st, err_code(data)), (400, "BadDigest"), "DeleteObjects with a wrong Content-MD5")
+    hostile = {
+        "not well-formed": b"<Delete><Object><Key>" + left[0].encode() + b"</Key></Object>",
+        "wrong root": b"<Remove><Object><Key>" + left[0].encode() + b"</Key></Object></Remove>",
+        "no keys": b"<Delete><Quiet>true</Quiet></Delete>",
+        "Object without Key": b"<Delete><Object></Object></Delete>",
+        "empty body": b"",
+        "too deep": b"<Delete>" + b"<a>" * 20 + b"</a>" * 20 + b"</Delete>",
+        "DOCTYPE entity": b'<?xml version="1.0"?><!DOCTYPE Delete [<!ENTITY k "' + left[0].encode() +
+                          b'">]><Delete><Object><Key>&k;</Key></Object></Delete>',
+        "billion laughs": b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+                          b'<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">'
+                          b'<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>'
+                          b'<Delete><Object><Key>&lol3;</Key></Object></Delete>',
+        "external entity": b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                           b'<Delete><Object><Key>&x;</Key></Object></Delete>',
+    }
+    for what, x in hostile.items():
+        st, _, data = raw("POST", "/%s?delete" % B, x, md5=bool(x), headers={} if x else
+                          {"Content-MD5": base64.b64encode(hashlib.md5(b"").digest()).decode()})
+        expect((st, err_code(data)), (400, "MalformedXML"), "DeleteObjects, " + what)
+    huge = delete_xml(["k" * 1000] * 2200)  # > 2 MiB
+    st, _, data = raw("POST", "/%s?delete" % B, huge)
+    expect((st, err_code(data)), (400, "MaxMessageLengthExceeded"), "DeleteObjects body over 2 MiB")
+    expect(keys_of(s3), before, "nothing deleted by the refused requests")
+
+    # The rest, then the space is back on every OSD.
+    r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k} for k in left]})
+    expect(len(r["Deleted"]), len(left), "last DeleteObjects")
+    wait_used(aio, base, "after DeleteObjects")
+
+
+def test_conditionals(aio, s3, raw):
+    body = os.urandom(10000)
+    etag = s3.put_object(Bucket=B, Key="c", Body=body)["ETag"]
+    lm = s3.head_object(Bucket=B, Key="c")["LastModified"]
+    past, future = lm - datetime.timedelta(seconds=10), lm + datetime.timedelta(seconds=10)
+    G = lambda **kw: code(s3.get_object, Bucket=B, Key="c", **kw)  # noqa: E731
+    H = lambda **kw: code(s3.head_object, Bucket=B, Key="c", **kw)  # noqa: E731
+    expect(G(IfMatch=etag), "OK", "GET If-Match same")
+    expect(G(IfMatch='"0000"'), "PreconditionFailed", "GET If-Match other")
+    expect(H(IfMatch='"0000"'), "412", "HEAD If-Match other")
+    expect(G(IfNoneMatch=etag), "304", "GET If-None-Match same")
+    expect(H(IfNoneMatch=etag), "304", "HEAD If-None-Match same")
+    expect(G(IfNoneMatch='"0000"'), "OK", "GET If-None-Match other")
+    expect(G(IfModifiedSince=past), "OK", "GET If-Modified-Since past")
+    expect(G(IfModifiedSince=lm), "304", "GET If-Modified-Since = Last-Modified")
+    expect(G(IfModifiedSince=future), "304", "GET If-Modified-Since future")
+    expect(G(IfUnmodifiedSince=future), "OK", "GET If-Unmodified-Since future")
+    expect(G(IfUnmodifiedSince=past), "PreconditionFailed", "GET If-Unmodified-Since past")
+    expect(H(IfUnmodifiedSince=past), "412", "HEAD If-Unmodified-Since past")
+    # S3's documented precedence pairs.
+    expect(G(IfMatch=etag, IfUnmodifiedSince=past), "OK", "If-Match true + If-Unmodified-Since false")
+    expect(G(IfNoneMatch=etag, IfModifiedSince=past), "304", "If-None-Match false + If-Modified-Since true")
+    expect(G(IfNoneMatch='"0000"', IfModifiedSince=future), "OK", "If-None-Match true + If-Modified-Since false")
+    g = s3.get_object(Bucket=B, Key="c", IfMatch=etag, IfModifiedSince=past)
+    assert g["Body"].read() == body
+    # A 304 has the validators and no body.
+    st, h, data = raw("GET", "/%s/c" % B, headers={"If-None-Match": etag})
+    expect((st, h.get("etag"), data), (304, etag, b""), "304 with ETag, no body")
+    assert h.get("last-modified"), h
+    # A missing key is still 404, whatever the conditions.
+    expect(code(s3.get_object, Bucket=B, Key="nope", IfMatch=etag), "NoSuchKey", "conditional GET of a missing key")
+
+    # PUT If-None-Match: * and If-Match.
+    base = used_bytes(aio)
+    expect(code(s3.put_object, Bucket=B, Key="c", Body=os.urandom(400000), IfNoneMatch="*"),
+           "PreconditionFailed", "PUT If-None-Match: * over an object")
+    expect(code(s3.put_object, Bucket=B, Key="c", Body=b"x", IfMatch='"0000"'),
+           "PreconditionFailed", "PUT If-Match other")
+    expect(code(s3.put_object, Bucket=B, Key="c-new", Body=b"x", IfMatch=etag), "NoSuchKey",
+           "PUT If-Match on a missing key")
+    expect(s3.get_object(Bucket=B, Key="c")["Body"].read() == body, True, "object unchanged by refused PUTs")
+    expect(code(s3.head_object, Bucket=B, Key="c-new"), "404", "no object from a refused PUT")
+    time.sleep(1.5)  # past one refresh of the OSDs' gauges (1 s), so a leak would show
+    wait_used(aio, base, "after refused conditional PUTs")
+    st, _, data = raw("PUT", "/%s/c" % B, b"y", {"If-None-Match": etag})
+    expect((st, err_code(data)), (501, "NotImplemented"), "PUT If-None-Match other than *")
+    expect(code(s3.put_object, Bucket=B, Key="c-star", Body=b"1", IfNoneMatch="*"), "OK",
+           "PUT If-None-Match: * creates")
+    expect(code(s3.put_object, Bucket=B, Key="c-star", Body=b"2", IfNoneMatch="*"), "PreconditionFailed",
+           "PUT If-None-Match: * second time")
+    expect(s3.get_object(Bucket=B, Key="c-star")["Body"].read(), b"1", "first create kept")
+    new = s3.put_object(Bucket=B, Key="c", Body=b"replaced", IfMatch=etag)["ETag"]
+    expect(new, '"%s"' % hashlib.md5(b"replaced").hexdigest(), "PUT If-Match same replaces")
+
+
+def tags(s3, key):
+    return {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=B, Key=key)["TagSet"]}
+
+
+def tagset(d):
+    return {"TagSet": [{"Key": k, "Value": v} for k, v in d.items()]}
+
+
+def test_tagging(aio, s3, raw):
+    big = os.urandom(300000)
+    s3.put_object(Bucket=B, Key="t", Body=big, Tagging="project=blue%20sky&team=a+b&empty=")
+    expect(tags(s3, "t"), {"project": "blue sky", "team": "a b", "empty": ""}, "x-amz-tagging on PUT")
+    h = s3.head_object(Bucket=B, Key="t")
+    expect(h["ResponseMetadata"]["HTTPHeaders"].get("x-amz-tagging-count"), "3", "HEAD x-amz-tagging-count")
+    g = s3.get_object(Bucket=B, Key="t")
+    expect(g.get("TagCount"), 3, "GET TagCount")
+    assert g["Body"].read() == big
+    etag, lm = h["ETag"], h["LastModified"]
+
+    s3.put_object_tagging(Bucket=B, Key="t", Tagging=tagset({"k%d" % i: "v" * 256 for i in range(10)}))
+    expect(len(tags(s3, "t")), 10, "ten tags")
+    h = s3.head_object(Bucket=B, Key="t")
+    expect((h["ETag"], h["LastModified"]), (etag, lm), "tagging keeps ETag and Last-Modified")
+    expect(s3.get_object(Bucket=B, Key="t")["Body"].read() == big, True, "data intact after tag change")
+
+    bad = {
+        "eleven tags": tagset({"k%d" % i: "v" for i in range(11)}),
+        "129-char key": tagset({"k" * 129: "v"}),
+        "257-char value": tagset({"k": "v" * 257}),
+        "duplicate keys": {"TagSet": [{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]},
+        "aws: key": tagset({"aws:x": "v"}),
+    }
+    for what, ts in bad.items():
+        expect(code(s3.put_object_tagging, Bucket=B, Key="t", Tagging=ts), "InvalidTag", "PutObjectTagging " + what)
+    expect(code(s3.put_object, Bucket=B, Key="t2", Body=b"x",
+                Tagging="&".join("k%d=v" % i for i in range(11))), "InvalidTag", "PUT with 11 tags")
+    expect(code(s3.head_object, Bucket=B, Key="t2"), "404", "no object from a refused tagged PUT")
+    for what, x in {
+        "not well-formed": b"<Tagging><TagSet><Tag><Key>a</Key>",
+        "Tag without Value": b"<Tagging><TagSet><Tag><Key>a</Key></Tag></TagSet></Tagging>",
+        "DOCTYPE": b'<!DOCTYPE t [<!ENTITY e "x">]><Tagging><TagSet><Tag><Key>&e;</Key>'
+                   b'<Value>v</Value></Tag></TagSet></Tagging>',
+        "too deep": b"<Tagging><TagSet>" + b"<a>" * 20 + b"</a>" * 20 + b"</TagSet></Tagging>",
+    }.items():
+        st, _, data = raw("PUT", "/%s/t?tagging" % B, x)
+        expect((st, err_code(data)), (400, "MalformedXML"), "PutObjectTagging " + what)
+    st, _, data = raw("PUT", "/%s/t?tagging" % B, b"<Tagging><TagSet>" + b" " * 70000 + b"</TagSet></Tagging>")
+    expect((st, err_code(data)), (400, "MaxMessageLengthExceeded"), "PutObjectTagging body over 64 KiB")
+    expect(len(tags(s3, "t")), 10, "tags unchanged by refused requests")
+
+    expect(code(s3.get_object_tagging, Bucket=B, Key="nope"), "NoSuchKey", "GetObjectTagging missing key")
+    expect(code(s3.put_object_tagging, Bucket=B, Key="nope", Tagging=tagset({"a": "b"})), "NoSuchKey",
+           "PutObjectTagging missing key")
+    expect(code(s3.get_object_tagging, Bucket="nobucket", Key="t"), "NoSuchBucket",
+           "GetObjectTagging missing bucket")
+    s3.delete_object_tagging(Bucket=B, Key="t")
+    expect(tags(s3, "t"), {}, "DeleteObjectTagging")
+    expect("x-amz-tagging-count" in s3.head_object(Bucket=B, Key="t")["ResponseMetadata"]["HTTPHeaders"],
+           False, "no x-amz-tagging-count without tags")
+    s3.put_object_tagging(Bucket=B, Key="t", Tagging=tagset({"a": "1"}))
+    s3.put_object(Bucket=B, Key="t", Body=b"new")
+    expect(tags(s3, "t"), {}, "an overwrite clears the tags")
+
+    # Bucket tagging.
+    expect(code(s3.get_bucket_tagging, Bucket=B), "NoSuchTagSet", "GetBucketTagging without tags")
+    s3.put_bucket_tagging(Bucket=B, Tagging=tagset({"cost": "c1", "env": "test"}))
+    got = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=B)["TagSet"]}
+    expect(got, {"cost": "c1", "env": "test"}, "GetBucketTagging")
+    s3.put_bucket_tagging(Bucket=B, Tagging=tagset({"b%d" % i: "" for i in range(50)}))
+    expect(len(s3.get_bucket_tagging(Bucket=B)["TagSet"]), 50, "fifty bucket tags")
+    expect(code(s3.put_bucket_tagging, Bucket=B, Tagging=tagset({"b%d" % i: "" for i in range(51)})),
+           "InvalidTag", "51 bucket tags")
+    expect(code(s3.put_bucket_tagging, Bucket="nobucket", Tagging=tagset({"a": "b"})), "NoSuchBucket",
+           "PutBucketTagging missing bucket")
+    s3.delete_bucket_tagging(Bucket=B)
+    expect(code(s3.get_bucket_tagging, Bucket=B), "NoSuchTagSet", "DeleteBucketTagging")
+
+
+def test_ranges(s3):
+    body = os.urandom(100000)
+    s3.put_object(Bucket=B, Key="r", Body=body)
+    n = len(body)
+    for rng, lo, hi in (("bytes=0-0", 0, 0), ("bytes=10-99", 10, 99), ("bytes=99990-", 99990, n - 1),
+                        ("bytes=-10", n - 10, n - 1), ("bytes=-200000", 0, n - 1),
+                        ("bytes=99000-200000", 99000, n - 1)):
+        g = s3.get_object(Bucket=B, Key="r", Range=rng)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206, rng
+        expect(g["ContentRange"], "bytes %d-%d/%d" % (lo, hi, n), "Content-Range of " + rng)
+        assert g["Body"].read() == body[lo:hi + 1], rng
+    expect(code(s3.get_object, Bucket=B, Key="r", Range="bytes=100000-"), "InvalidRange", "range past the end")
+    expect(code(s3.get_object, Bucket=B, Key="r", Range="bytes=-0"), "InvalidRange", "empty suffix range")
+    # Several ranges, or one S3 cannot parse: the whole object, 200.
+    for rng in ("bytes=0-9,20-29", "bytes=5-2", "items=0-9"):
+        g = s3.get_object(Bucket=B, Key="r", Range=rng)
+        expect((g["ResponseMetadata"]["HTTPStatusCode"], g["Body"].read() == body), (200, True),
+               "whole object for " + rng)
+
+
+def main():
+    aio = Aio()
+    try:
+        aio.start()
+        s3 = aio.client()
+        raw = Raw(aio)
+        s3.create_bucket(Bucket=B)
+        test_delete_objects(aio, s3, raw)
+        test_conditionals(aio, s3, raw)
+        test_tagging(aio, s3, raw)
+        test_ranges(s3)
+        print("PASS")
+    finally:
+        aio.close()
+
+
+if __name__ == "__main__":
+    main()
