@@ -85,7 +85,7 @@ START_TEST(test_check)
 	ts = one("k", "\xed\xa0\x80"); /* a surrogate */
 	ck_assert_int_eq(s3_tags_check(&ts, S3_TAGS_OBJECT_MAX, &msg), S3E_InvalidTag);
 	/* Counts: 10 per object, 50 per bucket; keys unique. */
-	char names[S3_TAGS_BUCKET_MAX][8];
+	char names[S3_TAGS_BUCKET_MAX][16];
 	for (int i = 0; i < S3_TAGS_BUCKET_MAX; i++) {
 		snprintf(names[i], sizeof(names[i]), "k%d", i);
 		ts.keys[i] = names[i];

@@ -880,7 +880,7 @@ static Iolake__Meta__SetObjectTags *tb_obj_tags(struct tb *t, const char *bucket
 	for (size_t i = 0; i < cnt; i++) {
 		Iolake__Meta__SetObjectTags__TagsEntry *e = tb_alloc(t, sizeof(*e));
 		iolake__meta__set_object_tags__tags_entry__init(e);
-		char kb[16], vb[16];
+		char kb[32], vb[32];
 		snprintf(kb, sizeof(kb), n < 0 ? "dup" : "k%zu", i);
 		snprintf(vb, sizeof(vb), "v%zu", i);
 		e->key = tb_str(t, kb);
@@ -903,7 +903,7 @@ static void tb_bucket_tags(struct tb *t, const char *name, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		Iolake__Meta__SetBucketTags__TagsEntry *e = tb_alloc(t, sizeof(*e));
 		iolake__meta__set_bucket_tags__tags_entry__init(e);
-		char kb[16];
+		char kb[32];
 		snprintf(kb, sizeof(kb), "b%zu", i);
 		e->key = tb_str(t, kb);
 		e->value = tb_str(t, "");
