@@ -677,6 +677,9 @@ static void get_respond(struct opx *x)
 	struct http_stream *s = s3_call_stream(x->c);
 	int rg = parse_range(x->c, r->size, &x->off, &x->len);
 	if (rg < 0) {
+		char cr[40]; /* RFC 7233, as S3: the size the range missed */
+		snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)r->size);
+		http_add_header(s, "Content-Range", cr);
 		s3o_fail(x, S3E_InvalidRange, NULL);
 		return;
 	}

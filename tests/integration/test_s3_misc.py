@@ -165,7 +165,8 @@ def test_delete_objects(aio, s3, raw):
     expect((st, err_code(data)), (400, "MaxMessageLengthExceeded"), "DeleteObjects body over 2 MiB")
     expect(keys_of(s3), before, "nothing deleted by the refused requests")
 
-    # 1,000 keys in one request (timed, for the record).
+    # 1,000 keys in one request, every 4th present (timed, for the
+    # record; creating all 1,000 costs boto3 more than the test budget).
     many = ["m/%04d" % i for i in range(1000)]
     clients = threading.local()
 
@@ -174,13 +175,13 @@ def test_delete_objects(aio, s3, raw):
             clients.s3 = aio.client()
         clients.s3.put_object(Bucket=B, Key=k, Body=b"x")
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
-        list(ex.map(put_one, many))
+        list(ex.map(put_one, many[::4]))
     t0 = time.time()
     r = s3.delete_objects(Bucket=B, Delete={"Quiet": True, "Objects": [{"Key": k} for k in many]})
     took = time.time() - t0
     expect((r.get("Deleted", []), r.get("Errors", [])), ([], []), "quiet delete of 1,000 keys")
     expect([k for k in keys_of(s3) if k.startswith("m/")], [], "1,000 keys gone")
-    print("figure: DeleteObjects of 1,000 inline keys: %.3f s (%.0f keys/s)" % (took, 1000 / took))
+    print("figure: DeleteObjects of 1,000 keys (250 present, inline): %.3f s (%.0f keys/s)" % (took, 1000 / took))
 
     # The rest, then the space is back on every OSD.
     r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k} for k in left]})
@@ -358,7 +359,7 @@ def test_tag_race(aio, s3):
     wait_used(aio, base, "after the race and the delete")
 
 
-def test_ranges(s3):
+def test_ranges(s3, raw):
     body = os.urandom(100000)
     s3.put_object(Bucket=B, Key="r", Body=body)
     n = len(body)
@@ -371,6 +372,9 @@ def test_ranges(s3):
         assert g["Body"].read() == body[lo:hi + 1], rng
     expect(code(s3.get_object, Bucket=B, Key="r", Range="bytes=100000-"), "InvalidRange", "range past the end")
     expect(code(s3.get_object, Bucket=B, Key="r", Range="bytes=-0"), "InvalidRange", "empty suffix range")
+    st, h, data = raw("GET", "/%s/r" % B, headers={"Range": "bytes=200000-300000"})
+    expect((st, err_code(data), h.get("content-range")), (416, "InvalidRange", "bytes */%d" % n),
+           "416 names the size")
     # Several ranges, or one S3 cannot parse: the whole object, 200.
     for rng in ("bytes=0-9,20-29", "bytes=5-2", "items=0-9"):
         g = s3.get_object(Bucket=B, Key="r", Range=rng)
@@ -389,7 +393,7 @@ def main():
                                ("conditionals", test_conditionals, (aio, s3, raw)),
                                ("tagging", test_tagging, (aio, s3, raw)),
                                ("tag race", test_tag_race, (aio, s3)),
-                               ("ranges", test_ranges, (s3,))):
+                               ("ranges", test_ranges, (s3, raw))):
             t0 = time.time()
             fn(*args)
             print("section %s: %.1f s" % (name, time.time() - t0))
