@@ -3,6 +3,11 @@
 # name order with the build dir in IOLAKE_BUILD. Exit non-zero if any failed.
 #   tests/run-integration.sh BUILD_DIR
 set -u
+# The clients the tests promise are Debian's (aws-cli, python3-boto3,
+# s3cmd; scripts/deps.sh installs them): /usr/bin first, so a pyenv or pip
+# install earlier in PATH (newer botocore, other defaults) is not what runs.
+PATH=/usr/bin:/bin:$PATH
+export PATH
 export IOLAKE_BUILD="$(cd "$1" && pwd)"
 cd "$(dirname "$0")/integration" || exit 1
 fail=0
