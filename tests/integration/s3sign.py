@@ -92,6 +92,25 @@ class Signer:
                               % (self.ak, self.scope(day), ";".join(names), sig))
         return h, sig, amz
 
+    def presign(self, method, host, path, expires, when=None, extra_query=None):
+        """A SigV4 presigned URL path+query (host signed, UNSIGNED-PAYLOAD)
+        made at `when` (default now), valid for `expires` seconds."""
+        when = when or datetime.datetime.now(datetime.timezone.utc)
+        amz = when.strftime("%Y%m%dT%H%M%SZ")
+        day = amz[:8]
+        q = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+             "X-Amz-Credential": "%s/%s" % (self.ak, self.scope(day)),
+             "X-Amz-Date": amz, "X-Amz-Expires": str(expires), "X-Amz-SignedHeaders": "host"}
+        q.update(extra_query or {})
+        enc = lambda v: urllib.parse.quote(v, safe="-_.~")  # noqa: E731
+        cq = "&".join("%s=%s" % (enc(k), enc(q[k])) for k in sorted(q))
+        qpath = urllib.parse.quote(path, safe="/~")
+        canon = "\n".join([method, qpath, cq, "host:%s\n" % host, "host", "UNSIGNED-PAYLOAD"])
+        sts = "\n".join(["AWS4-HMAC-SHA256", amz, self.scope(day),
+                         hashlib.sha256(canon.encode()).hexdigest()])
+        sig = hmac.new(self.key(day), sts.encode(), hashlib.sha256).hexdigest()
+        return "%s?%s&X-Amz-Signature=%s" % (qpath, cq, sig)
+
     def chunk_sig(self, amz, prev, data):
         sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz, self.scope(amz[:8]), prev, EMPTY_SHA,
                          hashlib.sha256(data).hexdigest()])
