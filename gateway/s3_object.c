@@ -525,7 +525,9 @@ static void add_object_headers(struct opx *x)
 		snprintf(name, sizeof(name), "x-amz-meta-%s", r->user_meta[i]->key);
 		http_add_header(s, name, r->user_meta[i]->value);
 	}
-	if (!x->partial && s3o_checksum_mode(x->c))
+	/* The object's checksum only with the whole object (not a range,
+	 * not one part). */
+	if (!x->partial && !s3_call_req(x->c)->part_number && s3o_checksum_mode(x->c))
 		s3o_checksum_headers(x->c, r);
 	if (x->partial) {
 		char cr[96];
