@@ -206,7 +206,7 @@ static void on_attrs_head(void *ud, int err, const ProtobufCMessage *resp)
 			s3o_fail(x, S3E_ServiceUnavailable, NULL);
 		return;
 	}
-	attrs_respond(x, (int)x->size, r->record);
+	attrs_respond(x, parse_attributes(x->c), r->record); /* checked before the call */
 }
 
 static void op_get_object_attributes(struct s3_call *c)
@@ -224,7 +224,6 @@ static void op_get_object_attributes(struct s3_call *c)
 		s3_call_error(c, S3E_InternalError, NULL);
 		return;
 	}
-	x->size = (uint64_t)mask; /* the attributes asked for, until the answer */
 	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
 	req.bucket = x->bucket;
 	req.key = x->key;

@@ -66,9 +66,10 @@ class Signer:
     def scope(self, day):
         return "%s/%s/s3/aws4_request" % (day, self.region)
 
-    def sign_headers(self, method, path, headers, payload_hash, when=None):
+    def sign_headers(self, method, path, headers, payload_hash, when=None, query=None):
         """headers: dict of lower-case name -> value, host included; adds
-        x-amz-date, x-amz-content-sha256 and Authorization. Returns
+        x-amz-date, x-amz-content-sha256 and Authorization. query: dict of
+        the request's query parameters (values "" for "?name"). Returns
         (headers, seed signature, amz_date)."""
         when = when or datetime.datetime.now(datetime.timezone.utc)
         amz = when.strftime("%Y%m%dT%H%M%SZ")
@@ -80,7 +81,9 @@ class Signer:
         canon = "\n".join([
             method,
             urllib.parse.quote(path, safe="/~"),
-            "",
+            "&".join("%s=%s" % (urllib.parse.quote(k, safe="-_.~"),
+                                urllib.parse.quote(v, safe="-_.~"))
+                     for k, v in sorted((query or {}).items())),
             "".join("%s:%s\n" % (n, " ".join(str(h[n]).split())) for n in names),
             ";".join(names),
             payload_hash,

@@ -64,11 +64,13 @@ class Raw:
         h["content-length"] = str(len(data))
         return s3sign.request(self.port, "PUT", path, h, data)
 
-    def get(self, key, headers=None, method="GET"):
+    def get(self, key, headers=None, method="GET", query=None):
         path = "/%s/%s" % (BUCKET, key)
         h = {"host": self.host}
         h.update(headers or {})
-        h, _, _ = self.sg.sign_headers(method, path, h, s3sign.EMPTY_SHA)
+        h, _, _ = self.sg.sign_headers(method, path, h, s3sign.EMPTY_SHA, query=query)
+        if query:
+            path += "?" + "&".join(k + ("=" + v if v else "") for k, v in query.items())
         return s3sign.request(self.port, method, path, h)
 
     def stream(self, key, data, **kw):
@@ -222,6 +224,23 @@ def main():
             st, _, b = raw.put("inv", data, hdrs)
             expect((st, s3sign.error_code(b)), (400, "InvalidRequest", ), what)
         assert absent(s3, "inv")
+
+        # GetObjectAttributes: a subset, and its errors.
+        at = s3.get_object_attributes(Bucket=BUCKET, Key="sdk", ObjectAttributes=["ObjectSize"])
+        assert at["ObjectSize"] == len(data) and "ETag" not in at and "Checksum" not in at, at
+        at = s3.get_object_attributes(Bucket=BUCKET, Key="b3", ObjectAttributes=["ETag"])
+        expect(at["ETag"], hashlib.md5(s3.get_object(Bucket=BUCKET, Key="b3")["Body"].read()).hexdigest(),
+               "GetObjectAttributes ETag (unquoted)")
+        for what, key, names, want in (("unknown attribute", "sdk", ["Size"], "InvalidArgument"),
+                                       ("missing key", "nope", ["ETag"], "NoSuchKey")):
+            try:
+                s3.get_object_attributes(Bucket=BUCKET, Key=key, ObjectAttributes=names)
+                raise AssertionError(what + " accepted")
+            except ClientError as e:
+                expect(e.response["Error"]["Code"], want, "GetObjectAttributes, " + what)
+        st, _, b = raw.get("sdk", query={"attributes": ""})
+        expect((st, s3sign.error_code(b)), (400, "InvalidArgument"),
+               "GetObjectAttributes without x-amz-object-attributes")
 
         # -- STREAMING-AWS4-HMAC-SHA256-PAYLOAD
         data = rnd.randbytes(700 * 1024 + 17)
