@@ -6,7 +6,8 @@ iolake-aio, with boto3 and with requests built and signed here (s3sign.py):
   PUTs, small (inline) and erasure-coded: stored, echoed, returned by
   GET/HEAD with x-amz-checksum-mode: ENABLED (not on a range) and by
   GetObjectAttributes; a wrong value -> BadDigest and no object (a
-  replaced object keeps its old body); bad Content-MD5 likewise;
+  replaced object keeps its old body); bad Content-MD5 likewise, and a
+  wrong x-amz-content-sha256 -> XAmzContentSHA256Mismatch;
   malformed or doubled checksum headers -> InvalidRequest.
 - STREAMING-AWS4-HMAC-SHA256-PAYLOAD: a good upload is stored; a bad
   chunk signature in the middle (after earlier chunks were accepted) ->
@@ -207,6 +208,14 @@ def main():
         st, _, b = raw.put("md5-bad", data, {"content-md5": "1B2M2Y8AsgTpgAmY7PhCfg=="})
         expect(s3sign.error_code(b), "BadDigest", "wrong Content-MD5")
         assert absent(s3, "md5-bad")
+
+        # The signed payload digest of other bytes: XAmzContentSHA256Mismatch.
+        st, _, b = raw.put("sha-bad", data, payload=hashlib.sha256(data + b"!").hexdigest())
+        expect((st, s3sign.error_code(b)), (400, "XAmzContentSHA256Mismatch"),
+               "x-amz-content-sha256 of other bytes")
+        assert absent(s3, "sha-bad")
+        st, _, b = raw.put("sha-ok", data, payload=hashlib.sha256(data).hexdigest())
+        assert st == 200, (st, b)
 
         # x-amz-sdk-checksum-algorithm alone: computed and stored.
         st, h, _ = raw.put("sdk", data, {"x-amz-sdk-checksum-algorithm": "CRC32C"})
