@@ -69,6 +69,7 @@ static void put_respond(struct opx *x)
 	char etag[40];
 	snprintf(etag, sizeof(etag), "\"%s\"", x->etag);
 	http_add_header(s3_call_stream(x->c), "ETag", etag);
+	s3o_put_checksum_header(x->c);
 	http_respond(s3_call_stream(x->c), 200, NULL, 0, NULL, NULL);
 }
 
@@ -148,6 +149,11 @@ static void put_commit(struct opx *x)
 	r.mtime_ms = x->mtime_ms;
 	r.owner = (char *)s3o_owner_of(x->o, c);
 	r.pg = x->pg;
+	Iolake__Meta__Checksum ck, *pck = &ck;
+	if (s3o_record_checksum(c, &ck)) {
+		r.n_checksums = 1;
+		r.checksums = &pck;
+	}
 	size_t n_um = 0;
 	for (size_t i = 0; i < hr->n_headers; i++)
 		n_um += is_user_meta(&hr->headers[i]);
@@ -432,18 +438,10 @@ static void on_put_bucket(void *ud, int err, const ProtobufCMessage *resp)
 	struct s3_call *c = x->c;
 	if (!s3_call_http(c)->has_body) {
 		/* No body at all: the front end already saw its end. Check the
-		 * signed digest (of nothing) here. */
-		static const uint8_t empty_sha[32] = {
-			0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4,
-			0xc8, 0x99, 0x6f, 0xb9, 0x24, 0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b,
-			0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55 };
-		const struct s3_auth_result *ar = s3_call_auth(c);
-		if (x->size) {
-			s3o_fail(x, S3E_IncompleteBody, NULL);
-			return;
-		}
-		if (ar->payload == S3_PAYLOAD_SHA256 && memcmp(ar->payload_sha256, empty_sha, 32)) {
-			s3o_fail(x, S3E_XAmzContentSHA256Mismatch, NULL);
+		 * signed digest, Content-MD5 and checksum (of nothing) now. */
+		enum s3_err v = x->size ? S3E_IncompleteBody : s3_call_check_empty_body(c);
+		if (v) {
+			s3o_fail(x, v, NULL);
 			return;
 		}
 		x->body_done = x->data_done = true;
@@ -550,6 +548,10 @@ static void add_object_headers(struct opx *x)
 		http_add_header(s, name, r->user_meta[i]->value);
 	}
 	s3o_tagging_count_header(s, r);
+	/* The object's checksum only with the whole object (not a range,
+	 * not one part). */
+	if (!x->partial && !s3_call_req(x->c)->part_number && s3o_checksum_mode(x->c))
+		s3o_checksum_headers(x->c, r);
 	if (x->partial) {
 		char cr[96];
 		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)x->off,

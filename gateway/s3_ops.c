@@ -759,6 +759,7 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ops[S3_OP_DeleteObject] = s3o_delete_object;
 	s3_delete_multi_bind(s);
 	s3_tagging_bind(s);
+	s3_attrs_bind(s);
 }
 
 bool s3_ops_ready(struct s3_ops *o)

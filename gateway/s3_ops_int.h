@@ -6,7 +6,8 @@
  * Modules: s3_ops.c (helpers, credentials, buckets, listings, lifecycle),
  * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject),
  * s3_delete_multi.c (DeleteObjects), s3_tagging.c (object and bucket
- * tagging, small XML bodies), s3_cond_ops.c (conditional headers). Each
+ * tagging, small XML bodies), s3_cond_ops.c (conditional headers),
+ * s3_attrs.c (checksums in records and responses, GetObjectAttributes). Each
  * module that serves operations has a bind function that fills its
  * entries of the server's ops table, called from s3_ops_bind.
  *
@@ -179,5 +180,21 @@ void s3o_delete_object(struct s3_call *c);
 /* Bind functions: fill the module's entries of the ops table. */
 void s3_delete_multi_bind(struct s3_server_cfg *s);   /* s3_delete_multi.c */
 void s3_tagging_bind(struct s3_server_cfg *s);        /* s3_tagging.c */
+/* ------------------------------------------------------------ checksums (s3_attrs.c) */
+
+/* The verified body's additional checksum (s3_call_checksum) as a record
+ * entry into *out, pointing into the call (valid while it is); false when
+ * the request had none. */
+bool s3o_record_checksum(const struct s3_call *c, Iolake__Meta__Checksum *out);
+/* An upload's response: x-amz-checksum-<algo> of the verified body, when
+ * there was one. */
+void s3o_put_checksum_header(struct s3_call *c);
+/* The request says x-amz-checksum-mode: ENABLED. */
+bool s3o_checksum_mode(struct s3_call *c);
+/* The record's checksum as response headers (x-amz-checksum-<algo>,
+ * x-amz-checksum-type). Only for a response carrying the whole object. */
+void s3o_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r);
+/* GetObjectAttributes into the ops table. */
+void s3_attrs_bind(struct s3_server_cfg *s);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "common/hash.h"
 #include "common/loop.h"
 #include "gateway/chunked.h"
+#include "gateway/s3_checksum.h"
 
 struct s3_call {
 	struct s3_server *srv;
@@ -42,6 +44,18 @@ struct s3_call {
 	uint64_t decoded, decoded_expected;
 	uint8_t content_md5[16];
 	struct hash_stream *sha, *md5;
+	/* The additional checksum (x-amz-checksum-*): computed as the body
+	 * streams, matched at its end against the header's value (claimed)
+	 * or the trailer's; the result is what the object stores. */
+	struct s3_ck ck;
+	enum s3_ck_algo ck_algo;      /* NONE: the request asked for none */
+	bool ck_claimed, ck_trailer;
+	struct s3_ck_value ck_expect, ck_result;
+	/* Detail for the error body of the body's verdict (s3_call_error
+	 * with a NULL message and this error uses it). */
+	enum s3_err msg_err;
+	const char *msg;
+	char msg_buf[128];
 	struct chunked_dec dec;
 	struct xml_w xml;
 	char scratch[S3_REQ_SCRATCH(HTTP_URL_MAX)];
@@ -81,12 +95,28 @@ static struct s3_call *pool_get(struct s3_server *srv)
 	c->want_sha = c->want_md5 = c->has_decoded_len = false;
 	c->body_err = S3E_OK;
 	c->decoded = c->decoded_expected = 0;
+	c->ck_algo = S3_CK_NONE;
+	c->ck_claimed = c->ck_trailer = false;
+	c->ck_result.algo = S3_CK_NONE;
+	c->msg_err = S3E_OK;
+	c->msg = NULL;
 	xml_reset(&c->xml);
 	return c;
 }
 
 static void pool_put(struct s3_call *c)
 {
+	if (c->reading_body) {
+		/* The body never ended (the client went away): reset the
+		 * digests, or the next request on this call would hash on top
+		 * of these bytes. */
+		uint8_t d[32];
+		if (c->want_sha)
+			hash_stream_final(c->sha, d);
+		if (c->want_md5)
+			hash_stream_final(c->md5, d);
+		c->reading_body = false;
+	}
 	if (c->dec_live) {
 		chunked_free(&c->dec);
 		c->dec_live = false;
@@ -102,6 +132,7 @@ static void free_all(struct s3_server *srv)
 		xml_free(&srv->calls[i].xml);
 		hash_stream_free(srv->calls[i].sha);
 		hash_stream_free(srv->calls[i].md5);
+		s3_ck_free(&srv->calls[i].ck);
 	}
 	free(srv->calls);
 	s3_auth_free(srv->auth);
@@ -128,6 +159,8 @@ static void noop_written(struct http_stream *s, int status, void *arg)
 void s3_call_error(struct s3_call *c, enum s3_err e, const char *message)
 {
 	const struct http_request *hr = http_stream_request(c->s);
+	if (!message && e == c->msg_err)
+		message = c->msg;
 	char resource[S3_KEY_MAX + 80];
 	snprintf(resource, sizeof(resource), "%.*s", (int)(hr->path_len < sizeof(resource) - 1 ? hr->path_len : sizeof(resource) - 1), hr->path);
 	xml_reset(&c->xml);
@@ -198,17 +231,82 @@ static void deliver(void *ud, const char *data, size_t len)
 		hash_stream_update(c->sha, data, len);
 	if (c->want_md5)
 		hash_stream_update(c->md5, data, len);
+	if (c->ck_algo)
+		s3_ck_update(&c->ck, data, len);
 	c->decoded += len;
 	c->on_data(c, data, len);
 }
 
-enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end)
+/* An error with its detail for the error body. */
+__attribute__((format(printf, 3, 4)))
+static enum s3_err failf(struct s3_call *c, enum s3_err e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->msg_buf, sizeof(c->msg_buf), fmt, ap);
+	va_end(ap);
+	c->msg_err = e;
+	c->msg = c->msg_buf;
+	return e;
+}
+
+/* Which additional checksum the request asks for: an x-amz-checksum-<algo>
+ * header (the value to match), x-amz-trailer naming one (the value comes
+ * in the trailer), or x-amz-sdk-checksum-algorithm alone (computed and
+ * stored, nothing to match). At most one algorithm. */
+static enum s3_err checksum_setup(struct s3_call *c, const struct http_request *hr, bool trailers)
+{
+	enum s3_ck_algo algo = S3_CK_NONE;
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		/* x-amz-checksum-mode, -type, -algorithm are no values. */
+		enum s3_ck_algo a = s3_ck_from_header(h->name, h->name_len);
+		if (!a)
+			continue;
+		if (algo)
+			return failf(c, S3E_InvalidRequest, "Expecting a single x-amz-checksum- header. "
+				     "Multiple checksum Types are not allowed.");
+		if (s3_ck_from_base64(a, h->value, h->value_len, &c->ck_expect))
+			return failf(c, S3E_InvalidRequest, "Value for %s header is invalid.",
+				     s3_ck_header(a));
+		algo = a;
+		c->ck_claimed = true;
+	}
+	const struct sigv4_header *tr = http_request_header(hr, "x-amz-trailer");
+	if (tr) {
+		enum s3_ck_algo a = s3_ck_from_header(tr->value, tr->value_len);
+		if (!a || !trailers)
+			return failf(c, S3E_InvalidRequest, "The value specified in the x-amz-trailer "
+				     "header is not supported");
+		if (algo)
+			return failf(c, S3E_InvalidRequest, "Expecting a single x-amz-checksum- header. "
+				     "Multiple checksum Types are not allowed.");
+		algo = a;
+		c->ck_trailer = true;
+	}
+	const struct sigv4_header *sdk = http_request_header(hr, "x-amz-sdk-checksum-algorithm");
+	if (sdk) {
+		enum s3_ck_algo a = s3_ck_from_name(sdk->value, sdk->value_len);
+		if (!a || (algo && a != algo))
+			return failf(c, S3E_InvalidRequest,
+				     "Value for x-amz-sdk-checksum-algorithm header is invalid.");
+		algo = a;
+	}
+	c->ck_algo = algo;
+	s3_ck_begin(&c->ck, algo);
+	return S3E_OK;
+}
+
+/* The framing and digests a body is checked against; shared by
+ * s3_call_read_body and s3_call_check_empty_body. */
+static enum s3_err body_setup(struct s3_call *c)
 {
 	const struct http_request *hr = http_stream_request(c->s);
 	const struct s3_auth_result *res = &c->auth.res;
 	bool streaming = res->payload == S3_PAYLOAD_STREAMING_SIGNED ||
 			 res->payload == S3_PAYLOAD_STREAMING_SIGNED_TRAILER ||
 			 res->payload == S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+	bool trailers = streaming && res->payload != S3_PAYLOAD_STREAMING_SIGNED;
 	if (hdr_has(hr, "content-encoding", "aws-chunked") && !streaming)
 		return S3E_InvalidArgument;
 	const struct sigv4_header *dl = http_request_header(hr, "x-amz-decoded-content-length");
@@ -232,16 +330,26 @@ enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end
 		memcpy(c->content_md5, out, 16);
 		c->want_md5 = true;
 	}
+	enum s3_err e = checksum_setup(c, hr, trailers);
+	if (e)
+		return e;
 	if (streaming) {
 		bool signed_chunks = res->payload != S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
-		bool trailer = res->payload != S3_PAYLOAD_STREAMING_SIGNED;
 		if (chunked_init(&c->dec, signed_chunks ? res->signing_key : NULL, &res->claim,
-				 res->claim.signature, trailer))
+				 res->claim.signature, trailers))
 			return S3E_InternalError;
 		c->dec_live = true;
 		c->chunked_mode = true;
 	}
 	c->want_sha = res->payload == S3_PAYLOAD_SHA256;
+	return S3E_OK;
+}
+
+enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end)
+{
+	enum s3_err e = body_setup(c);
+	if (e)
+		return e;
 	c->on_data = on_data;
 	c->on_end = on_end;
 	c->reading_body = true;
@@ -266,11 +374,30 @@ static void on_body(struct http_stream *s, const char *data, size_t len)
 		c->body_err = S3E_IncompleteBody; /* bytes after the final chunk */
 }
 
-static void on_body_end(struct http_stream *s)
+/* The additional checksum against the header's or the trailer's value. */
+static enum s3_err checksum_verdict(struct s3_call *c)
 {
-	struct s3_call *c = http_stream_user(s);
-	if (!c || !c->reading_body)
-		return;
+	const char *hname = s3_ck_header(c->ck_algo);
+	if (c->ck_trailer) {
+		const struct chunked_trailer *t = chunked_trailer(&c->dec, hname);
+		if (!t)
+			return failf(c, S3E_InvalidRequest, "The trailer declared in x-amz-trailer "
+				     "(%s) was not sent", hname);
+		if (s3_ck_from_base64(c->ck_algo, t->value, t->value_len, &c->ck_expect))
+			return failf(c, S3E_InvalidRequest, "Value for %s trailing header is invalid.",
+				     hname);
+	} else if (!c->ck_claimed) {
+		return S3E_OK; /* asked for by name only: nothing to match */
+	}
+	if (!s3_ck_equal(&c->ck_result, &c->ck_expect))
+		return failf(c, S3E_BadDigest, "The %s you specified did not match the calculated "
+			     "checksum.", s3_ck_name(c->ck_algo));
+	return S3E_OK;
+}
+
+/* Every check on a complete body, in order; finalises the digests. */
+static enum s3_err body_verdict(struct s3_call *c)
+{
 	enum s3_err v = c->body_err;
 	if (!v && c->chunked_mode && !chunked_done(&c->dec))
 		v = S3E_IncompleteBody;
@@ -288,8 +415,39 @@ static void on_body_end(struct http_stream *s)
 		if (!v && memcmp(d, c->content_md5, 16) != 0)
 			v = S3E_BadDigest;
 	}
+	if (c->ck_algo) {
+		s3_ck_final(&c->ck, &c->ck_result);
+		if (!v)
+			v = checksum_verdict(c);
+		if (v)
+			c->ck_result.algo = S3_CK_NONE;
+	}
+	return v;
+}
+
+static void on_body_end(struct http_stream *s)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (!c || !c->reading_body)
+		return;
+	enum s3_err v = body_verdict(c);
 	c->reading_body = false;
 	c->on_end(c, v);
+}
+
+enum s3_err s3_call_check_empty_body(struct s3_call *c)
+{
+	enum s3_err e = body_setup(c);
+	if (e)
+		return e;
+	if (c->chunked_mode)
+		return S3E_IncompleteBody; /* aws-chunked has at least its final chunk */
+	return body_verdict(c);
+}
+
+const struct s3_ck_value *s3_call_checksum(const struct s3_call *c)
+{
+	return &c->ck_result;
 }
 
 /* ------------------------------------------------------------ requests */
@@ -460,7 +618,7 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 		xml_init(&c->xml, 0);
 		c->sha = hash_stream_new(HASH_SHA256);
 		c->md5 = hash_stream_new(HASH_MD5);
-		if (!c->sha || !c->md5)
+		if (!c->sha || !c->md5 || s3_ck_init(&c->ck))
 			goto err_calls;
 		c->next_free = srv->free_calls;
 		srv->free_calls = c;
@@ -477,6 +635,7 @@ err_calls:
 	for (size_t i = 0; i < srv->n_calls; i++) {
 		hash_stream_free(srv->calls[i].sha);
 		hash_stream_free(srv->calls[i].md5);
+		s3_ck_free(&srv->calls[i].ck);
 	}
 	free(srv->calls);
 err_auth:

@@ -5,8 +5,9 @@
  * the operation handler the data path registers for its s3_op. Request
  * bodies reach the handler decoded and verified: aws-chunked framing and
  * chunk signatures (gateway/chunked), the x-amz-content-sha256 digest,
- * Content-MD5 — the handler learns the verdict at the end of the body and
- * must not commit anything before it.
+ * Content-MD5, the additional checksum (x-amz-checksum-* header or
+ * trailer, gateway/s3_checksum) — the handler learns the verdict at the
+ * end of the body and must not commit anything before it.
  *
  * Owns: the http server, the credential cache, and a pool of calls (one
  * per connection plus a spare ring for calls whose credential lookup
@@ -32,6 +33,7 @@
 
 #include "gateway/http.h"
 #include "gateway/s3_auth.h"
+#include "gateway/s3_checksum.h"
 #include "gateway/s3_err.h"
 #include "gateway/s3_req.h"
 #include "gateway/xml.h"
@@ -98,8 +100,28 @@ typedef void (*s3_finish_fn)(struct s3_call *c, int err);
 
 /* Receive the request body. Call from the op handler, at most once;
  * without it, a body is read and discarded. Returns 0, or an S3 error
- * when the request's body framing cannot be set up (answer with it). */
+ * when the request's body framing or checksum headers are wrong (answer
+ * with it: s3_call_error with a NULL message gives the detail).
+ *
+ * Additional checksums: one algorithm per request, from an
+ * x-amz-checksum-<algo> header (its value is matched), an x-amz-trailer
+ * naming one with a STREAMING-*-TRAILER payload (the trailer's value is
+ * matched), or x-amz-sdk-checksum-algorithm alone (computed, nothing to
+ * match). Two algorithms, a malformed value or an unknown name:
+ * InvalidRequest; a mismatch: the verdict BadDigest. */
 enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end);
+
+/* A request whose body is empty (http_request.has_body false: its end
+ * came with its head, so s3_call_read_body would wait for nothing): the
+ * verdict s3_body_end_fn would get — the signed digest, Content-MD5 and
+ * any x-amz-checksum-* of zero bytes — computed now. Call at most once,
+ * instead of s3_call_read_body. */
+enum s3_err s3_call_check_empty_body(struct s3_call *c);
+
+/* After an S3E_OK verdict: the body's additional checksum, to store with
+ * the object and return; algo S3_CK_NONE when none was asked for (or the
+ * verdict was not OK). Valid until the exchange is over. */
+const struct s3_ck_value *s3_call_checksum(const struct s3_call *c);
 void s3_call_on_finish(struct s3_call *c, s3_finish_fn fn);
 
 /* Respond with the S3 XML error for e (message NULL: the default), the

@@ -7,6 +7,10 @@
  * aws-cli (when installed) list, create, head, put (checked byte for byte
  * by MD5 on the server side), get, a SigV4 presigned GET with urllib (and
  * a tampered one), a SigV2 presigned URL refused, and a wrong secret.
+ * Additional checksums (x-amz-checksum-* headers, trailers of an unsigned
+ * aws-chunked body): the verdict and what s3_call_checksum hands the
+ * handler; a body abandoned mid-way does not poison the next request on
+ * the same pooled call.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -37,6 +41,7 @@ static struct {
 	char put_md5[33];
 	uint64_t put_len;
 	enum s3_err put_verdict;
+	char put_ck[S3_CK_B64_MAX];   /* s3_call_checksum, base64 */
 	int puts;
 } S;
 
@@ -98,6 +103,7 @@ static void put_end(struct s3_call *c, enum s3_err v)
 	hash_hex(d, 16, S.put_md5);
 	S.put_len = ps->len;
 	S.put_verdict = v;
+	s3_ck_to_base64(s3_call_checksum(c), S.put_ck);
 	S.puts++;
 	if (v) {
 		s3_call_error(c, v, NULL);
@@ -490,6 +496,129 @@ START_TEST(test_streaming_upload)
 }
 END_TEST
 
+static void snap_put(void *arg);
+
+/* Additional checksums: a header's value matched, a trailer's value
+ * matched, the algorithm alone computed; mismatches refused. */
+START_TEST(test_checksums)
+{
+	static char req[300000];
+	struct resp r;
+	char code[64];
+	struct { char pad[sizeof(S)]; } snapbuf;
+	typeof(S) *snap = (typeof(S) *)&snapbuf;
+	const char *hw = "hello world";
+	size_t n = build(req, sizeof(req), "PUT", "/b1b/ck", "UNSIGNED-PAYLOAD", SK,
+			 "x-amz-checksum-crc32c", "yZRlqg==", hw, 11, NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 200);
+	loop_thread_call(&S.lt, snap_put, &snapbuf);
+	ck_assert_str_eq(snap->put_ck, "yZRlqg==");
+	n = build(req, sizeof(req), "PUT", "/b1b/ck", "UNSIGNED-PAYLOAD", SK,
+		  "x-amz-checksum-crc32c", "DUoRhQ==", hw, 11, NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 400);
+	ck_assert_str_eq(xml_code(&r, code), "BadDigest");
+	ck_assert_ptr_nonnull(strstr(r.body, "The CRC32C you specified did not match"));
+	loop_thread_call(&S.lt, snap_put, &snapbuf);
+	ck_assert_str_eq(snap->put_ck, ""); /* nothing to store after a refusal */
+	/* By algorithm only: computed. */
+	n = build(req, sizeof(req), "PUT", "/b1b/ck", "UNSIGNED-PAYLOAD", SK,
+		  "x-amz-sdk-checksum-algorithm", "SHA1", hw, 11, NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 200);
+	loop_thread_call(&S.lt, snap_put, &snapbuf);
+	ck_assert_str_eq(snap->put_ck, "Kq5sNclPz7QV2+lfQIuc6R7oRu0=");
+	/* A malformed value is refused before the body. */
+	n = build(req, sizeof(req), "PUT", "/b1b/ck", "UNSIGNED-PAYLOAD", SK,
+		  "x-amz-checksum-sha256", "DUoRhQ==", hw, 11, NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 400);
+	ck_assert_str_eq(xml_code(&r, code), "InvalidRequest");
+
+	/* STREAMING-UNSIGNED-PAYLOAD-TRAILER with a trailing crc32. */
+	for (int bad = 0; bad < 2; bad++) {
+		const char *mode = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
+		char framed[256];
+		int fl = snprintf(framed, sizeof(framed), "6\r\nhello \r\n5\r\nworld\r\n0\r\n"
+			"x-amz-checksum-crc32:%s\r\n\r\n", bad ? "AAAAAA==" : "DUoRhQ==");
+		char amz_date[17], host[32];
+		sigv4_format_amz_date(time(NULL), amz_date);
+		snprintf(host, sizeof(host), "127.0.0.1:%d", S.port);
+		struct sigv4_header hs[] = {
+			{ "content-encoding", 16, "aws-chunked", 11 },
+			{ "host", 4, host, strlen(host) },
+			{ "x-amz-content-sha256", 20, mode, strlen(mode) },
+			{ "x-amz-date", 10, amz_date, 16 },
+			{ "x-amz-decoded-content-length", 28, "11", 2 },
+			{ "x-amz-trailer", 13, "x-amz-checksum-crc32", 20 },
+		};
+		struct sigv4_auth a;
+		memset(&a, 0, sizeof(a));
+		strcpy(a.access_key, AK);
+		memcpy(a.date, amz_date, 8);
+		strcpy(a.region, REGION);
+		strcpy(a.service, "s3");
+		strcpy(a.amz_date, amz_date);
+		strcpy(a.signed_headers, "content-encoding;host;x-amz-content-sha256;x-amz-date;"
+					 "x-amz-decoded-content-length;x-amz-trailer");
+		struct sigv4_request sr = { "PUT", "/b1b/tr", 7, NULL, 0, hs, 6, mode };
+		uint8_t key[32];
+		sigv4_signing_key(SK, a.date, a.region, a.service, key);
+		ck_assert_int_eq(sigv4_sign(key, &sr, &a, a.signature), 0);
+		char authz[1024];
+		sigv4_format_header(&a, authz, sizeof(authz));
+		n = (size_t)snprintf(req, sizeof(req),
+			"PUT /b1b/tr HTTP/1.1\r\nHost: %s\r\nContent-Encoding: aws-chunked\r\n"
+			"x-amz-content-sha256: %s\r\nx-amz-date: %s\r\n"
+			"x-amz-decoded-content-length: 11\r\nx-amz-trailer: x-amz-checksum-crc32\r\n"
+			"Authorization: %s\r\nContent-Length: %d\r\n\r\n%s",
+			host, mode, amz_date, authz, fl, framed);
+		roundtrip(req, n, &r);
+		loop_thread_call(&S.lt, snap_put, &snapbuf);
+		if (bad) {
+			ck_assert_int_eq(r.status, 400);
+			ck_assert_str_eq(xml_code(&r, code), "BadDigest");
+		} else {
+			ck_assert_int_eq(r.status, 200);
+			ck_assert_str_eq(snap->put_ck, "DUoRhQ==");
+			ck_assert_uint_eq(snap->put_len, 11);
+		}
+	}
+}
+END_TEST
+
+/* A client that leaves in the middle of a signed body: the pooled call
+ * it had goes back with its SHA-256 stream half fed; the next request
+ * that gets it must hash from a clean state. */
+START_TEST(test_abandoned_body)
+{
+	static char req[300000], body[100000];
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (char)(i * 7);
+	uint8_t d[32];
+	char sha[65];
+	hash_sha256(body, sizeof(body), d);
+	hash_hex(d, 32, sha);
+	struct resp r;
+	size_t n = build(req, sizeof(req), "PUT", "/b1b/half", sha, SK, NULL, NULL, body,
+			 sizeof(body), NULL);
+	for (int i = 0; i < 3; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)S.port) };
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		ck_assert_int_eq(send(fd, req, n - 50000, MSG_NOSIGNAL), (ssize_t)(n - 50000));
+		usleep(50000); /* the server reads and hashes what came */
+		close(fd);
+		usleep(50000); /* ... and sees the close */
+	}
+	n = build(req, sizeof(req), "PUT", "/b1b/half", sha, SK, NULL, NULL, body, sizeof(body), NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 200);
+}
+END_TEST
+
 /* Real clients, when installed: boto3 (and aws-cli). */
 START_TEST(test_boto3)
 {
@@ -589,6 +718,8 @@ int main(void)
 	tcase_add_test(tc, test_signed_requests);
 	tcase_add_test(tc, test_put_payload_checks);
 	tcase_add_test(tc, test_streaming_upload);
+	tcase_add_test(tc, test_checksums);
+	tcase_add_test(tc, test_abandoned_body);
 	tcase_add_test(tc, test_boto3);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

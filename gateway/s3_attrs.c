@@ -1,0 +1,237 @@
+/*
+ * s3_attrs.c — an object's checksums on the S3 surface: the record's
+ * Checksum entries filled from a PUT's verified body (s3_call_checksum),
+ * the x-amz-checksum-<algo> response headers of PutObject and of a
+ * whole-object GetObject / HeadObject sent with x-amz-checksum-mode:
+ * ENABLED, and GetObjectAttributes (ETag, Checksum, ObjectSize,
+ * StorageClass; ObjectParts only as TotalPartsCount for a multipart
+ * object: per-part sizes and checksums are not served).
+ *
+ * Invariant: a checksum goes out only for the bytes it was computed over —
+ * the whole object; a range or one part of a multipart object gets none
+ * (a client would check the part's bytes against the object's value).
+ * A multipart object's value is composite ("<base64>-<parts>",
+ * x-amz-checksum-type COMPOSITE), which SDKs do not check against a body.
+ *
+ * Thread: the gateway loop, like everything in s3_ops.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/err.h"
+#include "gateway/s3_ops_int.h"
+
+bool s3o_record_checksum(const struct s3_call *c, Iolake__Meta__Checksum *out)
+{
+	const struct s3_ck_value *v = s3_call_checksum(c);
+	if (!v->algo)
+		return false;
+	iolake__meta__checksum__init(out);
+	out->algo = (Iolake__Meta__ChecksumAlgo)v->algo;
+	out->value.data = (uint8_t *)v->raw;
+	out->value.len = v->len;
+	return true;
+}
+
+/* The record's checksum as S3 spells it ("<base64>" or "<base64>-N");
+ * false when it is not one we can show. */
+static bool format_value(const Iolake__Meta__ObjectRecord *r, const Iolake__Meta__Checksum *ck,
+			 char *out, size_t cap)
+{
+	struct s3_ck_value v = { .algo = (enum s3_ck_algo)ck->algo };
+	if (!s3_ck_len(v.algo) || ck->value.len != s3_ck_len(v.algo))
+		return false;
+	v.len = (uint8_t)ck->value.len;
+	memcpy(v.raw, ck->value.data, v.len);
+	char b64[S3_CK_B64_MAX];
+	s3_ck_to_base64(&v, b64);
+	if (ck->composite)
+		snprintf(out, cap, "%s-%u", b64, r->parts_count);
+	else
+		snprintf(out, cap, "%s", b64);
+	return true;
+}
+
+static const char *checksum_type(const Iolake__Meta__Checksum *ck)
+{
+	return ck->composite ? "COMPOSITE" : "FULL_OBJECT";
+}
+
+void s3o_put_checksum_header(struct s3_call *c)
+{
+	const struct s3_ck_value *v = s3_call_checksum(c);
+	char b64[S3_CK_B64_MAX];
+	if (!v->algo || !s3_ck_to_base64(v, b64))
+		return;
+	http_add_header(s3_call_stream(c), s3_ck_header(v->algo), b64);
+	http_add_header(s3_call_stream(c), "x-amz-checksum-type", "FULL_OBJECT");
+}
+
+bool s3o_checksum_mode(struct s3_call *c)
+{
+	const struct sigv4_header *h = s3o_hdr(c, "x-amz-checksum-mode");
+	return h && h->value_len == 7 && strncasecmp(h->value, "ENABLED", 7) == 0;
+}
+
+void s3o_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r)
+{
+	for (size_t i = 0; i < r->n_checksums; i++) {
+		char v[S3_CK_B64_MAX + 16];
+		if (!format_value(r, r->checksums[i], v, sizeof(v)))
+			continue;
+		struct http_stream *s = s3_call_stream(c);
+		http_add_header(s, s3_ck_header((enum s3_ck_algo)r->checksums[i]->algo), v);
+		http_add_header(s, "x-amz-checksum-type", checksum_type(r->checksums[i]));
+		return; /* one algorithm per object */
+	}
+}
+
+/* ------------------------------------------------------------ GetObjectAttributes */
+
+enum {
+	A_ETAG = 1 << 0,
+	A_CHECKSUM = 1 << 1,
+	A_PARTS = 1 << 2,
+	A_STORAGE = 1 << 3,
+	A_SIZE = 1 << 4,
+};
+
+/* x-amz-object-attributes: a comma-separated list of names. The mask, or
+ * -1 when a name is unknown, 0 when the header is absent or empty. */
+static int parse_attributes(struct s3_call *c)
+{
+	static const struct {
+		const char *name;
+		int bit;
+	} names[] = { { "ETag", A_ETAG }, { "Checksum", A_CHECKSUM }, { "ObjectParts", A_PARTS },
+		      { "StorageClass", A_STORAGE }, { "ObjectSize", A_SIZE } };
+	const struct http_request *hr = s3_call_http(c);
+	int mask = 0;
+	/* SDKs send one header with commas; a client may repeat it. */
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		if (h->name_len != 23 || strncasecmp(h->name, "x-amz-object-attributes", 23) != 0)
+			continue;
+		const char *p = h->value, *end = h->value + h->value_len;
+		while (p < end) {
+			const char *q = memchr(p, ',', (size_t)(end - p));
+			if (!q)
+				q = end;
+			const char *a = p, *b = q;
+			while (a < b && (*a == ' ' || *a == '\t'))
+				a++;
+			while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+				b--;
+			if (b > a) {
+				int bit = 0;
+				for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+					if (strlen(names[k].name) == (size_t)(b - a) &&
+					    memcmp(names[k].name, a, (size_t)(b - a)) == 0)
+						bit = names[k].bit;
+				if (!bit)
+					return -1;
+				mask |= bit;
+			}
+			p = q + 1;
+		}
+	}
+	return mask;
+}
+
+static void attrs_respond(struct opx *x, int mask, const Iolake__Meta__ObjectRecord *r)
+{
+	struct s3_call *c = x->c;
+	char date[40];
+	s3o_http_date(r->mtime_ms, date);
+	http_add_header(s3_call_stream(c), "Last-Modified", date);
+	struct xml_w *w = s3_call_xml(c);
+	xml_decl(w);
+	xml_open_ns(w, "GetObjectAttributesResponse", S3_XMLNS);
+	if (mask & A_ETAG)
+		xml_elem(w, "ETag", r->etag ? r->etag : "");
+	if ((mask & A_CHECKSUM) && r->n_checksums) {
+		char v[S3_CK_B64_MAX + 16], name[32];
+		const Iolake__Meta__Checksum *ck = r->checksums[0];
+		if (format_value(r, ck, v, sizeof(v))) {
+			xml_open(w, "Checksum");
+			snprintf(name, sizeof(name), "Checksum%s", s3_ck_name((enum s3_ck_algo)ck->algo));
+			xml_elem(w, name, v);
+			xml_elem(w, "ChecksumType", checksum_type(ck));
+			xml_close(w);
+		}
+	}
+	if ((mask & A_PARTS) && r->parts_count) {
+		xml_open(w, "ObjectParts");
+		xml_elem_u64(w, "TotalPartsCount", r->parts_count);
+		xml_close(w);
+	}
+	if (mask & A_STORAGE)
+		xml_elem(w, "StorageClass",
+			 r->storage_class && *r->storage_class ? r->storage_class : "STANDARD");
+	if (mask & A_SIZE)
+		xml_elem_u64(w, "ObjectSize", r->size);
+	xml_close(w);
+	s3_call_send_xml(c, 200);
+}
+
+static void on_attrs_bucket(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct opx *x = ud;
+	if (!opx_back(x))
+		return;
+	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
+	if (err && err != IOL_ENOT_FOUND)
+		s3o_fail(x, s3o_meta_err(err), NULL);
+	else
+		s3o_fail(x, !err && r->status == IOLAKE__META__STATUS__STATUS_OK ? S3E_NoSuchKey
+										  : S3E_NoSuchBucket, NULL);
+}
+
+static void on_attrs_head(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct opx *x = ud;
+	if (!opx_back(x))
+		return;
+	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
+	if (err && err != IOL_ENOT_FOUND) {
+		s3o_fail(x, s3o_meta_err(err), NULL);
+		return;
+	}
+	if (err || r->status != IOLAKE__META__STATUS__STATUS_OK || !r->record) {
+		/* NoSuchKey or NoSuchBucket? */
+		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
+		req.name = x->bucket;
+		if (s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_attrs_bucket))
+			s3o_fail(x, S3E_ServiceUnavailable, NULL);
+		return;
+	}
+	attrs_respond(x, parse_attributes(x->c), r->record); /* checked before the call */
+}
+
+static void op_get_object_attributes(struct s3_call *c)
+{
+	int mask = parse_attributes(c);
+	if (mask <= 0) {
+		s3_call_error(c, S3E_InvalidArgument, mask < 0 ? "Invalid attribute name specified."
+							: "The x-amz-object-attributes header "
+							  "specifying the attributes to be retrieved "
+							  "is either missing or empty");
+		return;
+	}
+	struct opx *x = opx_new(c);
+	if (!x) {
+		s3_call_error(c, S3E_InternalError, NULL);
+		return;
+	}
+	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
+	req.bucket = x->bucket;
+	req.key = x->key;
+	if (s3o_mcall(x, META_M_HEAD_OBJECT, &req.base, on_attrs_head))
+		s3o_fail(x, S3E_ServiceUnavailable, NULL);
+}
+
+void s3_attrs_bind(struct s3_server_cfg *s)
+{
+	s->ops[S3_OP_GetObjectAttributes] = op_get_object_attributes;
+}
