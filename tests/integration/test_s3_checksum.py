@@ -99,14 +99,23 @@ def check_stored(raw, s3, key, data, algo):
         assert st == 206 and b == data[1:10] and not any(k.startswith("x-amz-checksum-crc")
                                                          or k.startswith("x-amz-checksum-sha")
                                                          for k in h), h
-    at = s3.get_object_attributes(Bucket=BUCKET, Key=key,
-                                  ObjectAttributes=["ETag", "Checksum", "ObjectSize",
-                                                    "StorageClass", "ObjectParts"])
-    assert at["ObjectSize"] == len(data), at
-    assert at["StorageClass"] == "STANDARD", at
-    assert "ObjectParts" not in at, at
+    # GetObjectAttributes over the wire (Debian's botocore 1.29 models
+    # neither CRC64NVME nor every field, so the XML is read here).
+    st, h, b = raw.get(key, {"x-amz-object-attributes":
+                             "ETag,Checksum,ObjectSize,StorageClass,ObjectParts"},
+                       query={"attributes": ""})
+    assert st == 200, (st, b)
+    x = b.decode()
+    assert "<ObjectSize>%d</ObjectSize>" % len(data) in x, x
+    assert "<StorageClass>STANDARD</StorageClass>" in x, x
+    assert "<ObjectParts>" not in x, x
     name = "Checksum" + algo.upper()
-    assert at["Checksum"][name] == want, (at, want)
+    assert "<%s>%s</%s>" % (name, want, name) in x, (x, want)
+    if algo != "crc64nvme":  # botocore parses the rest of the shape
+        at = s3.get_object_attributes(Bucket=BUCKET, Key=key,
+                                      ObjectAttributes=["ETag", "Checksum", "ObjectSize",
+                                                        "StorageClass"])
+        assert at["ObjectSize"] == len(data) and at["Checksum"][name] == want, (at, want)
 
 
 def used_bytes(aio):
