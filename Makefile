@@ -7,6 +7,9 @@
 #                   FUZZ_TIME seconds (default 60); make test replays them
 #                   deterministically (fixed seed and run count)
 #   make bench-common   run the common-runtime microbenchmarks
+#   make bench      a short end-to-end benchmark of a fresh iolake-aio next to
+#                   nginx/wrk, fio and MD5 ceilings (bench/e2e.py; root, or
+#                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
 #   make aio DATA=DIR   build, then run iolake-aio on DIR in the foreground
 #                   (OSD_SIZE per sparse OSD file, default 64G; AIO_FLAGS for more)
 #   make clean      remove build directories
@@ -43,6 +46,11 @@ LDFLAGS = $(if $(SAN),$(SANFLAGS))
 ifneq ($(FUZZ),)
 OPT     = -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
 LDFLAGS = -fsanitize=fuzzer,address,undefined
+endif
+# FAULT=1: a test build with fault-injection knobs (IOLAKE_FAULT_* env vars,
+# see gateway/gw_data_put.c); use its own B=, never for a release.
+ifneq ($(FAULT),)
+CFLAGS += -DIOLAKE_FAULT_INJECTION
 endif
 LDLIBS  = $(PKG_LIBS) -lhttp_parser -lpthread -lm
 
@@ -108,7 +116,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
                $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC)
 
 .SECONDARY:
-.PHONY: all test unit integration asan clean bench-common deps fuzz fuzzers fuzz-replay aio
+.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS)
 
 deps:
@@ -206,7 +214,10 @@ aio: $(B)/iolake-aio
 bench-common: $(B)/bench-common
 	$(B)/bench-common
 
+bench: $(B)/iolake-aio $(B)/iolake-s3-bench
+	bench/e2e.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fault
 
 -include $(patsubst %.c,$(B)/obj/%.d,$(ALL_SRC))

@@ -12,7 +12,7 @@ librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check
 clang libclang-rt-14-dev
 awscli python3-boto3 s3cmd
-nginx wrk"
+nginx wrk fio"
 
 missing=""
 for p in $PKGS; do

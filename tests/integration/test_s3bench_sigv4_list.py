@@ -7,7 +7,12 @@ tokens that need URL- and XML-escaping. The bench must see 0 errors, list
 every key in the right number of pages, and delete them all; a wrong
 secret key must come back as counted http_4xx errors and exit 1.
 
-Needs only python3. IOLAKE_BUILD: the build dir."""
+Then the same against a real iolake-aio (its own SigV4 check, its
+ListObjectsV2 with 1,000-key pages): 1,050 keys under a prefix that needs
+escaping, listed in 2 pages, verified and deleted; a wrong secret key is a
+SignatureDoesNotMatch 403.
+
+Needs python3 (and boto3 for aio_py). IOLAKE_BUILD: the build dir."""
 import hashlib
 import hmac
 import json
@@ -127,11 +132,11 @@ class S3(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_DELETE = do_HEAD = handle_any
 
 
-def run_bench(port, workdir, name, *extra):
+def run_bench(port, workdir, name, *extra, ak=AK):
     build = os.environ.get("IOLAKE_BUILD") or os.path.join(os.path.dirname(__file__), "../../build")
     out = os.path.join(workdir, name + ".json")
     cmd = [os.path.join(build, "iolake-s3-bench"), "--endpoint", "http://127.0.0.1:%d" % port,
-           "--access-key", AK, "--region", REGION, "--bucket", "bench",
+           "--access-key", ak, "--region", REGION, "--bucket", "bench",
            "--prefix", "s3 bench+/", "--json", out, *extra]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     print(p.stdout)
@@ -165,7 +170,40 @@ def main():
         assert "put" not in ph  # a bucket that cannot be created stops the run
         print("ok: a wrong secret key is reported as http_4xx and exit 1")
     srv.shutdown()
+    against_aio()
     print("PASS")
+
+
+def against_aio():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import aio_py
+    aio = aio_py.Aio()
+    try:
+        aio.start()
+        n = 1050
+        rc, d = run_bench(aio.port, aio.tmp, "aio", "--secret-key", aio_py.SK, "--size", "2000",
+                          "--objects", str(n), "--concurrency", "16", "--gets", "1", "--verify",
+                          "--warmup-ops", "10", "--sign-payload", "--list", "--delete",
+                          ak=aio_py.AK)
+        ph = {p["name"]: p for p in d["phases"]}
+        assert rc == 0 and d["errors_total"] == 0, (rc, d["errors_total"])
+        assert ph["put"]["ops"] == n and ph["get"]["ops"] == n
+        assert ph["list"]["items"] == n and ph["list"]["ops"] == 2, ph["list"]
+        assert ph["delete"]["ops"] == n and ph["delete"]["errors"] == 0
+        left = aio.client().list_objects_v2(Bucket="bench").get("KeyCount")
+        assert left == 0, left
+        print("ok: iolake-aio: %d keys verified, listed in 2 pages, all deleted" % n)
+
+        rc, d = run_bench(aio.port, aio.tmp, "aio-badkey", "--secret-key", "wrong", "--size",
+                          "1KiB", "--objects", "5", "--concurrency", "2", "--warmup", "0",
+                          ak=aio_py.AK)
+        ph = {p["name"]: p for p in d["phases"]}
+        assert rc == 1, rc
+        assert ph["bucket"]["errors_by_kind"]["http_4xx"] == 1, ph["bucket"]
+        assert "SignatureDoesNotMatch" in ph["bucket"]["first_error"], ph["bucket"]["first_error"]
+        print("ok: iolake-aio rejects a wrong secret key with SignatureDoesNotMatch")
+    finally:
+        aio.close()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""e2e.py — `make bench`: a short end-to-end benchmark of a fresh
+iolake-aio, next to the ceilings issue 7 judges it against, measured in
+the same run on the same machine. Prints markdown tables.
+
+    bench/e2e.py [--build build] [--workdir TMPFS] [--disk-dir DIR]
+                 [--json FILE] [--quick]
+
+1. Cells (data on TMPFS; without --workdir a tmpfs is mounted for the run,
+   which needs root): PUT then GET of 4 KiB and 64 KiB objects at 32 in
+   flight and of 4 MiB objects at 8 in flight, by iolake-s3-bench.
+2. GET ceiling: nginx (Debian's, sendfile on, 2 workers) serving files of
+   4 KiB and 64 KiB from --disk-dir, and iolake-aio serving the cells'
+   objects through presigned GET URLs, both driven by the same wrk
+   (-t2 -c32, 4 s, three rounds alternating, medians): target, IOLake >=
+   1/2 of nginx.
+3. Flush ceiling: fio's single-writer 4 KiB fdatasync rate on --disk-dir
+   (default /var/tmp), and PUT 4 KiB at 32 in flight with the store's
+   data on that disk: target, PUT >= 2x fio.
+4. Hash ceiling: MD5 over 4 MiB buffers on every core (hashlib, OpenSSL):
+   target, PUT 4 MiB MiB/s >= 1/2 of it.
+5. Memory: iolake-aio's resident set under a 32-way mixed load (4 KiB x 8,
+   64 KiB x 16, 4 MiB x 8 in flight, PUTs then GETs, three clients at
+   once; 6,000 objects of 64 KiB, enough to fill the OSDs' memtables),
+   sampled every 100 ms: target, at most 512 MiB.
+
+Figures on a shared machine are contended: the load average is printed
+with them. Nothing here asserts; exit 0 unless something failed to run.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from benchlib import BenchError, fmt_int  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NGINX_LIB = os.path.join(HERE, "..", "tests", "integration", "nginx_dav.sh")
+SIZES = {"4KiB": 4096, "64KiB": 65536, "4MiB": 4 << 20}
+
+
+def cells(bench, aio, quick, out):
+    """The six cells; objects stay for the GET ceiling (prefix c<size>/)."""
+    plan = [("4KiB", 1000 if quick else 5000, 32, 4), ("64KiB", 500 if quick else 2000, 32, 4),
+            ("4MiB", 24 if quick else 100, 8, 3)]
+    for size, n, conc, gets in plan:
+        j = os.path.join(aio.dir, "cell.json")
+        r = benchlib.s3bench(bench, aio.ep, size, n, conc, gets, j, prefix="c%s/" % size,
+                             warmup_ops=min(200, n))
+        out["cells"][size] = dict(r, objects=n, concurrency=conc, gets=gets,
+                                  load=benchlib.uptime())
+        print("  cell %s done (load %s)" % (size, benchlib.uptime()), file=sys.stderr, flush=True)
+
+
+WRK_LUA = """-- GET the paths listed in $WRK_PATHS, in turn
+local paths = {}
+for line in io.lines(os.getenv("WRK_PATHS")) do paths[#paths + 1] = line end
+local i = 0
+request = function()
+	i = i + 1
+	return wrk.format("GET", paths[(i % #paths) + 1])
+end
+"""
+
+
+def wrk(url, paths, secs, work):
+    pf = os.path.join(work, "paths.txt")
+    with open(pf, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    lua = os.path.join(work, "paths.lua")
+    with open(lua, "w") as f:
+        f.write(WRK_LUA)
+    r = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % secs, "--latency", "-s", lua, url],
+                       capture_output=True, text=True, env=dict(os.environ, WRK_PATHS=pf))
+    t = r.stdout
+    m = re.search(r"Requests/sec:\s+([\d.]+)", t)
+    if r.returncode or not m:
+        raise BenchError("wrk against %s failed:\n%s%s" % (url, t, r.stderr))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+    if bad:
+        raise BenchError("wrk against %s: %s non-2xx responses" % (url, bad.group(1)))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", t)
+    return {"ops_per_s": float(m.group(1)),
+            "p99_ms": float(p99.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[p99.group(2)]}
+
+
+def presigned_paths(ep, bucket, prefix, n):
+    import boto3
+    from botocore.config import Config
+    c = boto3.client("s3", endpoint_url=ep, aws_access_key_id=benchlib.AK,
+                     aws_secret_access_key=benchlib.SK, region_name="us-east-1",
+                     config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+    out = []
+    for i in range(n):
+        u = c.generate_presigned_url("get_object", Params={"Bucket": bucket,
+                                                           "Key": "%s%08d" % (prefix, i)},
+                                     ExpiresIn=3600)
+        out.append(u[len(ep):])
+    return out
+
+
+def nginx_start(d):
+    r = subprocess.run(["sh", "-c", '. "$0"; nginx_dav_start "$1" && echo $NGINX_PORT',
+                        NGINX_LIB, d], capture_output=True, text=True)
+    if r.returncode:
+        raise BenchError("nginx did not start: %s" % r.stderr)
+    return int(r.stdout.split()[-1])
+
+
+def nginx_stop(d):
+    subprocess.run(["sh", "-c", '. "$0"; nginx_dav_stop "$1"', NGINX_LIB, d])
+
+
+def get_ceiling(aio, disk_dir, quick, out):
+    secs, rounds = (3, 1) if quick else (4, 3)
+    n = 1000
+    work = tempfile.mkdtemp(prefix="iolake-nginx.", dir=disk_dir)
+    try:
+        for size in ("4KiB", "64KiB"):
+            os.makedirs(os.path.join(work, "root", "f", size))
+            blob = os.urandom(SIZES[size])
+            for i in range(n):
+                with open(os.path.join(work, "root", "f", size, "%08d" % i), "wb") as f:
+                    f.write(blob)
+        port = nginx_start(work)
+        try:
+            for size in ("4KiB", "64KiB"):
+                k = min(n, out["cells"][size]["objects"])
+                urls = {"nginx": ("http://127.0.0.1:%d" % port,
+                                  ["/f/%s/%08d" % (size, i) for i in range(n)]),
+                        "iolake": (aio.ep, presigned_paths(aio.ep, "bench", "c%s/" % size, k))}
+                # Alternate (nginx, iolake, iolake, nginx, ...) and keep the
+                # medians: a busy neighbour then hits both sides alike.
+                runs = {"nginx": [], "iolake": []}
+                order = ["nginx", "iolake"]
+                for _ in range(rounds):
+                    for who in order:
+                        runs[who].append(wrk(urls[who][0], urls[who][1], secs, work))
+                    order.reverse()
+                g = {"load": benchlib.uptime()}
+                for who, rs in runs.items():
+                    g[who] = {"ops_per_s": statistics.median(r["ops_per_s"] for r in rs),
+                              "p99_ms": statistics.median(r["p99_ms"] for r in rs),
+                              "runs": rs}
+                g["ratio"] = g["iolake"]["ops_per_s"] / g["nginx"]["ops_per_s"]
+                out["get_ceiling"][size] = g
+                print("  GET ceiling %s done (load %s)" % (size, g["load"]), file=sys.stderr,
+                      flush=True)
+        finally:
+            nginx_stop(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def fio_fdatasync(d, secs):
+    r = subprocess.run(["fio", "--name=fdatasync", "--directory=" + d, "--rw=write", "--bs=4k",
+                        "--size=16m", "--fdatasync=1", "--ioengine=sync", "--time_based",
+                        "--runtime=%d" % secs, "--output-format=json"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise BenchError("fio failed: %s" % r.stderr)
+    return json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]["write"]["iops"]
+
+
+def flush_ceiling(a, bench, out):
+    if not shutil.which("fio"):
+        raise BenchError("fio not installed: run scripts/deps.sh")
+    d = tempfile.mkdtemp(prefix="iolake-disk.", dir=a.disk_dir)
+    try:
+        fs = benchlib.fs_type(d)
+        iops = fio_fdatasync(d, 3 if a.quick else 5)
+        n = 1000 if a.quick else 4000
+        with benchlib.Aio(a.build, d) as aio:
+            r = benchlib.s3bench(bench, aio.ep, "4KiB", n, 32, 1, os.path.join(aio.dir, "c.json"),
+                                 prefix="d/", warmup_ops=200)
+        iops2 = fio_fdatasync(d, 3 if a.quick else 5)
+        out["flush"] = {"dir": a.disk_dir, "fs": fs, "fio_fdatasync_iops": [iops, iops2],
+                        "put_4k": r["put"], "load": benchlib.uptime(),
+                        "ratio": r["put"]["ops_per_s"] / ((iops + iops2) / 2)}
+        print("  flush ceiling done (load %s)" % out["flush"]["load"], file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _md5_worker(secs):
+    import hashlib
+    buf = os.urandom(4 << 20)
+    n, end = 0, time.monotonic() + secs
+    while time.monotonic() < end:
+        hashlib.md5(buf).digest()
+        n += 1
+    return n * len(buf)
+
+
+def md5_ceiling(quick, out):
+    secs = 1 if quick else 2
+    ncpu = os.cpu_count() or 1
+    with multiprocessing.Pool(ncpu) as p:
+        total = sum(p.map(_md5_worker, [secs] * ncpu))
+    out["md5"] = {"cores": ncpu, "mib_per_s": total / secs / 2**20, "load": benchlib.uptime()}
+    c = out["cells"]["4MiB"]["put"]
+    out["md5"]["ratio"] = c["mib_per_s"] / out["md5"]["mib_per_s"]
+
+
+def mixed_rss(a, bench, out):
+    """Fresh aio, three clients at once (32 in flight), RSS sampled."""
+    # Enough 64 KiB objects (16 KiB shards, kept inline in the OSDs'
+    # RocksDB) to fill each OSD's 64 MiB memtable: RSS grows with them.
+    mix = [("4KiB", 1000 if a.quick else 4000, 8), ("64KiB", 500 if a.quick else 6000, 16),
+           ("4MiB", 24 if a.quick else 200, 8)]
+    with benchlib.Aio(a.build, a.workdir) as aio:
+        peak = [0]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.wait(0.1):
+                try:
+                    peak[0] = max(peak[0], aio.rss_kib()[0])
+                except OSError:
+                    return
+
+        t = threading.Thread(target=sample)
+        t.start()
+        procs = []
+        for size, n, conc in mix:
+            cmd = [bench, "--endpoint", aio.ep, "--access-key", benchlib.AK, "--secret-key",
+                   benchlib.SK, "--bucket", "mix" + size.lower(), "--size", size, "--objects",
+                   str(n), "--concurrency", str(conc), "--gets", "2", "--warmup-ops", "0"]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        rcs = [p.wait() for p in procs]
+        stop.set()
+        t.join()
+        cur, hwm = aio.rss_kib()
+    if any(rcs):
+        raise BenchError("mixed load: a client failed (exit codes %s)" % rcs)
+    out["rss"] = {"peak_sampled_mib": peak[0] / 1024, "vmhwm_mib": hwm / 1024,
+                  "after_mib": cur / 1024, "load": benchlib.uptime()}
+
+
+def print_tables(out):
+    m = out["machine"]
+    print("\n%s, %d vCPUs (%s), %.0f GiB, kernel %s; load average at start %s, at end %s\n" % (
+        out["date"], m["cpus"], m["cpu"], m["mem_gib"], m["kernel"], out["load_before"],
+        out["load_after"]))
+    print("| cell | in flight | ops/s | MiB/s | p50 ms | p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for size in SIZES:
+        c = out["cells"].get(size)
+        for op in ("put", "get"):
+            if c:
+                p = c[op]
+                print("| %s %s | %d | %s | %.1f | %.1f | %.1f |" % (
+                    op.upper(), size, c["concurrency"], fmt_int(p["ops_per_s"]), p["mib_per_s"],
+                    p["p50_ms"], p["p99_ms"]))
+    t = []
+    if out["get_ceiling"]:
+        print("\nGET at 32 in flight, wrk -t2 -c32 (the same client for both; medians of %d "
+              "alternating runs):\n" % len(next(iter(out["get_ceiling"].values()))["nginx"]["runs"]))
+        print("| GET size | nginx ops/s | nginx p99 ms | IOLake (presigned) ops/s | IOLake p99 ms "
+              "| IOLake ÷ nginx |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for size, g in out["get_ceiling"].items():
+            print("| %s | %s | %.1f | %s | %.1f | %.2f |" % (
+                size, fmt_int(g["nginx"]["ops_per_s"]), g["nginx"]["p99_ms"],
+                fmt_int(g["iolake"]["ops_per_s"]), g["iolake"]["p99_ms"], g["ratio"]))
+            t.append(("GET %s ≥ 0.5 × nginx" % size, "%.2f ×" % g["ratio"], g["ratio"] >= 0.5))
+    f = out.get("flush")
+    if f:
+        t.append(("PUT 4 KiB on disk ≥ 2 × fdatasync/s", "%s/s vs %s/s (%s on %s) = %.2f ×" % (
+            fmt_int(f["put_4k"]["ops_per_s"]), fmt_int(sum(f["fio_fdatasync_iops"]) / 2),
+            f["fs"], f["dir"], f["ratio"]), f["ratio"] >= 2))
+    md = out.get("md5")
+    if md:
+        t.append(("PUT 4 MiB ≥ 0.5 × MD5 on %d cores" % md["cores"], "%.0f vs %.0f MiB/s = %.2f ×"
+                  % (out["cells"]["4MiB"]["put"]["mib_per_s"], md["mib_per_s"], md["ratio"]),
+                  md["ratio"] >= 0.5))
+    r = out.get("rss")
+    if r:
+        t.append(("RSS under 32-way mixed load ≤ 512 MiB", "%.0f MiB (VmHWM %.0f)" % (
+            r["peak_sampled_mib"], r["vmhwm_mib"]), r["vmhwm_mib"] <= 512))
+    if t:
+        print("\nIssue 7 targets (figures, not tests):\n")
+        print("| target | measured | met |")
+        print("|---|---|---|")
+        for name, v, ok in t:
+            print("| %s | %s | %s |" % (name, v, "yes" if ok else "**no**"))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--workdir", help="a tmpfs outside /dev (default: mount one under /tmp)")
+    ap.add_argument("--disk-dir", default="/var/tmp", help="a dir on the disk to measure")
+    ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--quick", action="store_true", help="fewer objects, shorter wrk runs")
+    ap.add_argument("--skip", default="", help="comma list of: ceiling,flush,md5,rss")
+    a = ap.parse_args(argv)
+    skip = set(filter(None, a.skip.split(",")))
+    out = {"tool": "bench/e2e.py", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "machine": benchlib.machine(), "load_before": benchlib.uptime(), "cells": {},
+           "get_ceiling": {}}
+    try:
+        bench = benchlib.build_bin(a.build, "iolake-s3-bench")
+        if a.workdir:
+            a.workdir = benchlib.check_workdir(a.workdir)
+            run(a, bench, skip, out)
+        else:
+            with benchlib.tmpfs_mount() as d:
+                a.workdir = d
+                run(a, bench, skip, out)
+    except BenchError as e:
+        print("e2e.py: %s" % e, file=sys.stderr)
+        return 2
+    out["load_after"] = benchlib.uptime()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    print_tables(out)
+    return 0
+
+
+def run(a, bench, skip, out):
+    with benchlib.Aio(a.build, a.workdir) as aio:
+        cells(bench, aio, a.quick, out)
+        if "ceiling" not in skip:
+            get_ceiling(aio, a.disk_dir, a.quick, out)
+    if "md5" not in skip:
+        md5_ceiling(a.quick, out)
+    if "flush" not in skip:
+        flush_ceiling(a, bench, out)
+    if "rss" not in skip:
+        mixed_rss(a, bench, out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
