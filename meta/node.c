@@ -1053,7 +1053,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		if (!rc)
 			rc = raft_configuration_add(&conf, opts->peers[i].id, ra, RAFT_VOTER);
 	}
-	if (!rc) {
+	if (!rc && !opts->join) {
 		rc = raft_bootstrap(&n->raft, &conf);
 		if (rc == RAFT_CANTBOOTSTRAP)
 			rc = 0;   /* restart: the log already holds a configuration */

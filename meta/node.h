@@ -73,6 +73,9 @@ struct meta_node_opts {
 	const char *local_name;          /* also serve "local:NAME"; NULL: no */
 	const struct meta_peer *peers;   /* initial voters (bootstrap), this one included */
 	size_t n_peers;
+	bool join;                       /* never bootstrap: an empty member waits for a
+	                                  * leader to add it (AddMember); peers need only
+	                                  * hold this one */
 	unsigned snapshot_threshold;     /* entries between snapshots; 0: 1024 */
 	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
 	unsigned election_timeout_ms;    /* 0: 1000 */
@@ -87,8 +90,9 @@ struct meta_node_opts {
 struct meta_node;
 
 /* Open the state, start Raft (bootstrapping the peers as voters when the
- * log is empty; a restart, even after a crash in the first seconds, finds
- * RAFT_CANTBOOTSTRAP and carries on) and start serving. On the loop's
+ * log is empty and not opts->join; a restart, even after a crash in the
+ * first seconds, finds RAFT_CANTBOOTSTRAP and carries on) and start
+ * serving. On the loop's
  * thread. 0 and *out, -EINVAL (bad options, id not among peers, address
  * not "host:port"), -errno, or -EIO (Raft or RocksDB failed: text logged). */
 int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct meta_node **out);
