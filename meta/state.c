@@ -1160,7 +1160,61 @@ long meta_state_entry_encode(const Iolake__Meta__OpBatch *b, uint8_t *buf, size_
 	return (long)total;
 }
 
-static Iolake__Meta__OpBatch *entry_decode(const uint8_t *e, size_t len)
+/* A bump allocator for unpacking one entry: an OpBatch is many small
+ * pieces per op (op, body, record, strings); they come from a few blocks
+ * and go back together, with no free per piece. */
+struct arena_blk {
+	struct arena_blk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+struct arena {
+	struct arena_blk *head;
+	size_t next_cap;
+	bool oom;
+};
+
+static void *arena_alloc(void *ud, size_t n)
+{
+	struct arena *a = ud;
+	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	struct arena_blk *b = a->head;
+	if (!b || b->cap - b->used < n) {
+		size_t cap = a->next_cap > n ? a->next_cap : n;
+		b = malloc(sizeof(*b) + cap);
+		if (!b) {
+			a->oom = true;
+			return NULL;
+		}
+		b->next = a->head;
+		b->used = 0;
+		b->cap = cap;
+		a->head = b;
+		a->next_cap = cap * 2;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+static void arena_free_piece(void *ud, void *p)
+{
+	(void)ud;
+	(void)p;   /* all at once in arena_release */
+}
+
+static void arena_release(struct arena *a)
+{
+	while (a->head) {
+		struct arena_blk *next = a->head->next;
+		free(a->head);
+		a->head = next;
+	}
+}
+
+/* The batch's pieces come from *a (arena_release frees them). */
+static Iolake__Meta__OpBatch *entry_decode(const uint8_t *e, size_t len, struct arena *a)
 {
 	if (len < 8 || len % 8 || len > META_ENTRY_MAX_BYTES)
 		return NULL;
@@ -1171,11 +1225,12 @@ static Iolake__Meta__OpBatch *entry_decode(const uint8_t *e, size_t len)
 	}
 	if (magic != ENTRY_MAGIC || payload > len - 8)
 		return NULL;
-	Iolake__Meta__OpBatch *b = iolake__meta__op_batch__unpack(NULL, payload, e + 8);
-	if (b && b->n_ops > META_BATCH_MAX_OPS) {
-		iolake__meta__op_batch__free_unpacked(b, NULL);
+	/* Unpacked, an entry takes a few times its packed size. */
+	a->next_cap = 4 * (size_t)payload + 1024;
+	ProtobufCAllocator al = { .alloc = arena_alloc, .free = arena_free_piece, .allocator_data = a };
+	Iolake__Meta__OpBatch *b = iolake__meta__op_batch__unpack(&al, payload, e + 8);
+	if (b && b->n_ops > META_BATCH_MAX_OPS)
 		return NULL;
-	}
 	return b;
 }
 
@@ -1206,9 +1261,14 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 	if (raft_index <= s->applied)
 		return 0;   /* applied before a restart: idempotent skip */
 	int rc;
-	Iolake__Meta__OpBatch *b = entry_decode(entry, len);
+	struct arena a = { 0 };
+	Iolake__Meta__OpBatch *b = entry_decode(entry, len, &a);
 	struct tx t = { .s = s, .index = raft_index };
 	t.wb = rocksdb_writebatch_wi_create(0, 1);
+	if (a.oom) {
+		rc = -ENOMEM;   /* not the entry's fault: must not be skipped */
+		goto out_wb;
+	}
 	if (!b) {
 		/* Every member decodes the same bytes the same way: record the
 		 * index so all skip it, and tell the caller. */
@@ -1241,8 +1301,8 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		rc = (int)b->n_ops;
 	}
 out_batch:
-	iolake__meta__op_batch__free_unpacked(b, NULL);
 out_wb:
+	arena_release(&a);
 	rocksdb_writebatch_wi_destroy(t.wb);
 	return rc;
 }
