@@ -1260,6 +1260,9 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 {
 	if (raft_index <= s->applied)
 		return 0;   /* applied before a restart: idempotent skip */
+	/* RocksDB counts into thread-local perf counters by default: a TLS
+	 * lookup per counter per call, which nobody reads here. */
+	rocksdb_set_perf_level(rocksdb_disable);
 	int rc;
 	struct arena a = { 0 };
 	Iolake__Meta__OpBatch *b = entry_decode(entry, len, &a);
