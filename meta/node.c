@@ -283,6 +283,7 @@ static void digest_answer(struct meta_node *n, const char *hex)
 {
 	struct digest_wait *w = n->dg_waiters;
 	n->dg_waiters = NULL;
+	n->dg_n_waiters = 0;
 	while (w) {
 		struct digest_wait *next = w->next;
 		node_status_respond(n, w->req, hex, n->dg_index);
@@ -295,6 +296,7 @@ static void digest_fail_waiters(struct meta_node *n)
 {
 	struct digest_wait *w = n->dg_waiters;
 	n->dg_waiters = NULL;
+	n->dg_n_waiters = 0;
 	while (w) {
 		struct digest_wait *next = w->next;
 		rpc_fail(w->req, RPC_UNAVAILABLE, "member stopping");
@@ -340,7 +342,9 @@ void node_status_digest(struct meta_node *n, struct rpc_req *r)
 		node_status_respond(n, r, n->dg_hex, n->dg_index);
 		return;
 	}
-	struct digest_wait *w = malloc(sizeof(*w));
+	struct digest_wait *w = NULL;
+	if (n->dg_n_waiters < META_NODE_DIGEST_WAITERS)
+		w = malloc(sizeof(*w));
 	if (!w) {
 		node_status_respond(n, r, "", meta_state_applied_index(n->state));
 		return;
@@ -348,6 +352,7 @@ void node_status_digest(struct meta_node *n, struct rpc_req *r)
 	w->req = r;
 	w->next = n->dg_waiters;
 	n->dg_waiters = w;
+	n->dg_n_waiters++;
 	if (n->dg_busy)
 		return;
 	n->dg_valid = false;

@@ -40,6 +40,8 @@
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
+#define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
+                                         * beyond, answered without a digest */
 
 /* Method numbers of service iolake.meta.Meta (meta.proto order). */
 enum meta_method {

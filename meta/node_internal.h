@@ -146,6 +146,7 @@ struct meta_node {
 	uint64_t dg_index, dg_restores; /* applied "A" and restores the scan started at */
 	char dg_hex[65];
 	struct digest_wait *dg_waiters;
+	size_t dg_n_waiters;           /* at most META_NODE_DIGEST_WAITERS */
 
 	/* metrics */
 	struct metrics_registry *metrics;
