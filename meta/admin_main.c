@@ -193,26 +193,49 @@ static int cmd_cluster_status(void)
 			jstr(s->role);
 			printf(",\"term\":%" PRIu64 ",\"commit_index\":%" PRIu64
 			       ",\"applied_index\":%" PRIu64 ",\"leader_id\":%" PRIu64
-			       ",\"epoch\":%" PRIu64 "}",
-			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch);
+			       ",\"epoch\":%" PRIu64 ",\"state_applied_index\":%" PRIu64
+			       ",\"state_digest\":",
+			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
+			       s->state_applied_index);
+			jstr(s->state_digest);
+			printf(",\"snapshot_restores\":%" PRIu64 ",\"configuration\":[",
+			       s->snapshot_restores);
+			for (size_t j = 0; j < s->n_members; j++) {
+				printf("%s{\"id\":%" PRIu64 ",\"address\":", j ? "," : "",
+				       s->members[j]->id);
+				jstr(s->members[j]->address);
+				printf(",\"voter\":%s}", s->members[j]->voter ? "true" : "false");
+			}
+			printf("]}");
 		}
 		printf("]}\n");
 	} else {
-		printf("%-4s %-22s %-10s %8s %12s %12s\n", "ID", "ADDRESS", "ROLE", "TERM", "COMMIT",
-		       "APPLIED");
+		printf("%-4s %-22s %-10s %8s %12s %12s  %s\n", "ID", "ADDRESS", "ROLE", "TERM",
+		       "COMMIT", "APPLIED", "STATE DIGEST");
+		const Iolake__Meta__StatusResponse *conf = NULL;
 		for (size_t i = 0; i < n; i++) {
 			const Iolake__Meta__StatusResponse *s = ms[i].st;
 			if (!s) {
-				printf("%-4s %-22s %-10s %8s %12s %12s\n", "-", meta_client_member(cli, i),
-				       "down", "-", "-", "-");
+				printf("%-4s %-22s %-10s %8s %12s %12s  %s\n", "-",
+				       meta_client_member(cli, i), "down", "-", "-", "-", "-");
 				continue;
 			}
-			printf("%-4" PRIu64 " %-22s %-10s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+			if (!conf || !strcmp(s->role, "leader"))
+				conf = s;
+			/* The digest's first 16 hex digits and the index it covers. */
+			printf("%-4" PRIu64 " %-22s %-10s %8" PRIu64 " %12" PRIu64 " %12" PRIu64
+			       "  %.16s@%" PRIu64 "\n",
 			       s->id, meta_client_member(cli, i), s->role, s->term, s->commit_index,
-			       s->applied_index);
+			       s->applied_index, *s->state_digest ? s->state_digest : "-",
+			       s->state_applied_index);
 		}
 		printf("map epoch: %" PRIu64 "   leaders: %zu   members answering: %zu/%zu\n", epoch,
 		       leaders, answered, n);
+		printf("configuration (member %" PRIu64 "'s view):", conf->id);
+		for (size_t j = 0; j < conf->n_members; j++)
+			printf(" %" PRIu64 "@%s%s", conf->members[j]->id, conf->members[j]->address,
+			       conf->members[j]->voter ? "" : "(non-voter)");
+		printf("\n");
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ms[i].st)
@@ -474,7 +497,8 @@ static int cmd_member(bool add, const char *arg)
 
 static const char synopsis[] =
 	"COMMAND\n\ncommands:\n"
-	"  cluster status            each member: id, address, role, term, commit index; map epoch\n"
+	"  cluster status            each member: id, address, role, term, commit index,\n"
+	"                            state digest; map epoch; the Raft configuration\n"
 	"  osd ls | pg ls            the cluster map\n"
 	"  user add NAME             prints the new access key and secret\n"
 	"  user ls | user rm NAME\n"

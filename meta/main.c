@@ -3,7 +3,12 @@
  * on the main thread's loop, until SIGTERM or SIGINT (clean close: Raft,
  * RocksDB and the sockets are closed before exit).
  *
- *   iolake-meta --id N --data-dir DIR --listen HOST:PORT --peers ID@HOST:PORT,...
+ *   iolake-meta --id N --data-dir DIR --listen HOST:PORT --peers ID@HOST:PORT,... [--join]
+ *
+ * --join: a new member for a running group. It does not bootstrap; it
+ * starts empty and waits until the leader adds it (`iolake-admin member
+ * add ID@HOST:PORT`), then catches up from the leader. --peers must hold
+ * this member (and may hold only it).
  *
  * The Raft transport listens on HOST:PORT+1 (docs/architecture.md).
  */
@@ -48,6 +53,7 @@ int main(int argc, char **argv)
 	int64_t id = 0;
 	const char *data_dir = NULL, *listen = NULL, *log_level = "info", *ec = "4+2";
 	struct flag_list peers = { 0 };
+	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000;
@@ -60,6 +66,8 @@ int main(int argc, char **argv)
 		  .metavar = "HOST:PORT", .help = "RPC address; Raft uses HOST:PORT+1" },
 		{ .name = "peers", .type = FLAG_LIST, .dst = &peers, .required = true,
 		  .metavar = "ID@HOST:PORT,...", .help = "initial voters (RPC addresses), this one included" },
+		{ .name = "join", .type = FLAG_BOOL, .dst = &join,
+		  .help = "join a running group: no bootstrap, wait for `iolake-admin member add`" },
 		{ .name = "log-level", .type = FLAG_STRING, .dst = &log_level,
 		  .help = "debug, info, warn, error" },
 		{ .name = "snapshot-threshold", .type = FLAG_UINT64, .dst = &snap_threshold, .min = 16,
@@ -126,6 +134,7 @@ int main(int argc, char **argv)
 		.listen = listen,
 		.peers = pv,
 		.n_peers = peers.n,
+		.join = join,
 		.snapshot_threshold = (unsigned)snap_threshold,
 		.snapshot_trailing = (unsigned)snap_trailing,
 		.election_timeout_ms = (unsigned)election_ms,

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "common/err.h"
+#include "common/hash.h"
 #include "common/log.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -246,6 +247,119 @@ uint64_t node_read_epoch(struct meta_node *n)
 	uint64_t e = m->epoch;
 	meta_state_free_msg(m);
 	return e;
+}
+
+/* ------------------------------------------------------ state digest
+ * meta_state_digest scans the whole state: on the libuv pool, not the
+ * loop (state.h lets reads run beside apply). Applies happen only on this
+ * loop and move "A", so a scan that ends with "A" and the restore count
+ * where they were when it started hashed exactly that state; otherwise it
+ * is tried again (twice) and then answered empty. */
+
+#define DIGEST_TRIES 3
+
+static void digest_work(uv_work_t *w)
+{
+	struct meta_node *n = w->data;
+	n->dg_rc = meta_state_digest(n->state, n->dg_raw);
+}
+
+static void digest_after(uv_work_t *w, int status);
+
+static void digest_start(struct meta_node *n)
+{
+	n->dg_index = meta_state_applied_index(n->state);
+	n->dg_restores = n->restores;
+	n->dg_work.data = n;
+	n->dg_busy = uv_queue_work(n->loop, &n->dg_work, digest_work, digest_after) == 0;
+}
+
+static bool digest_current(const struct meta_node *n)
+{
+	return meta_state_applied_index(n->state) == n->dg_index && n->restores == n->dg_restores;
+}
+
+static void digest_answer(struct meta_node *n, const char *hex)
+{
+	struct digest_wait *w = n->dg_waiters;
+	n->dg_waiters = NULL;
+	n->dg_n_waiters = 0;
+	while (w) {
+		struct digest_wait *next = w->next;
+		node_status_respond(n, w->req, hex, n->dg_index);
+		free(w);
+		w = next;
+	}
+}
+
+static void digest_fail_waiters(struct meta_node *n)
+{
+	struct digest_wait *w = n->dg_waiters;
+	n->dg_waiters = NULL;
+	n->dg_n_waiters = 0;
+	while (w) {
+		struct digest_wait *next = w->next;
+		rpc_fail(w->req, RPC_UNAVAILABLE, "member stopping");
+		free(w);
+		w = next;
+	}
+}
+
+static void maybe_done(struct meta_node *n);
+
+static void digest_after(uv_work_t *w, int status)
+{
+	struct meta_node *n = w->data;
+	n->dg_busy = false;
+	if (n->closing) {   /* waiters were failed by meta_node_close */
+		if (n->raft_closed) {
+			meta_state_close(n->state);
+			n->state = NULL;
+		}
+		maybe_done(n);
+		return;
+	}
+	if (status == 0 && n->dg_rc == 0 && digest_current(n)) {
+		hash_hex(n->dg_raw, sizeof(n->dg_raw), n->dg_hex);
+		n->dg_valid = true;
+		digest_answer(n, n->dg_hex);
+		return;
+	}
+	if (status == 0 && n->dg_rc == 0 && ++n->dg_tries < DIGEST_TRIES) {
+		digest_start(n);   /* the state moved under the scan */
+		if (n->dg_busy)
+			return;
+	}
+	if (n->dg_rc)
+		LOG_WARN("state digest failed", "err=%s", iol_strerror(n->dg_rc));
+	n->dg_index = meta_state_applied_index(n->state);
+	digest_answer(n, "");
+}
+
+void node_status_digest(struct meta_node *n, struct rpc_req *r)
+{
+	if (n->dg_valid && !n->dg_busy && digest_current(n)) {
+		node_status_respond(n, r, n->dg_hex, n->dg_index);
+		return;
+	}
+	struct digest_wait *w = NULL;
+	if (n->dg_n_waiters < META_NODE_DIGEST_WAITERS)
+		w = malloc(sizeof(*w));
+	if (!w) {
+		node_status_respond(n, r, "", meta_state_applied_index(n->state));
+		return;
+	}
+	w->req = r;
+	w->next = n->dg_waiters;
+	n->dg_waiters = w;
+	n->dg_n_waiters++;
+	if (n->dg_busy)
+		return;
+	n->dg_valid = false;
+	n->dg_tries = 0;
+	digest_start(n);
+	if (!n->dg_busy)
+		digest_answer(n, "");
 }
 
 /* ------------------------------------------------------- group commit */
@@ -757,8 +871,11 @@ static void on_raft_closed(struct raft *r)
 	struct meta_node *n = r->data;
 	raft_uv_close(&n->io);
 	raft_uv_tcp_close(&n->transport);
-	meta_state_close(n->state);
-	n->state = NULL;
+	n->raft_closed = true;
+	if (!n->dg_busy) {   /* else digest_after closes it */
+		meta_state_close(n->state);
+		n->state = NULL;
+	}
 	maybe_done(n);
 }
 
@@ -941,7 +1058,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		if (!rc)
 			rc = raft_configuration_add(&conf, opts->peers[i].id, ra, RAFT_VOTER);
 	}
-	if (!rc) {
+	if (!rc && !opts->join) {
 		rc = raft_bootstrap(&n->raft, &conf);
 		if (rc == RAFT_CANTBOOTSTRAP)
 			rc = 0;   /* restart: the log already holds a configuration */
@@ -1001,6 +1118,9 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 	}
 	node_wake_watches(n, true);
 	node_cancel_changes(n);
+	digest_fail_waiters(n);
+	if (n->dg_busy)
+		n->close_pending++;   /* digest_after */
 	raft_close(&n->raft, on_raft_closed);
 }
 

@@ -40,6 +40,8 @@
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
+#define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
+                                         * beyond, answered without a digest */
 
 /* Method numbers of service iolake.meta.Meta (meta.proto order). */
 enum meta_method {
@@ -73,6 +75,9 @@ struct meta_node_opts {
 	const char *local_name;          /* also serve "local:NAME"; NULL: no */
 	const struct meta_peer *peers;   /* initial voters (bootstrap), this one included */
 	size_t n_peers;
+	bool join;                       /* never bootstrap: an empty member waits for a
+	                                  * leader to add it (AddMember); peers need only
+	                                  * hold this one */
 	unsigned snapshot_threshold;     /* entries between snapshots; 0: 1024 */
 	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
 	unsigned election_timeout_ms;    /* 0: 1000 */
@@ -87,8 +92,9 @@ struct meta_node_opts {
 struct meta_node;
 
 /* Open the state, start Raft (bootstrapping the peers as voters when the
- * log is empty; a restart, even after a crash in the first seconds, finds
- * RAFT_CANTBOOTSTRAP and carries on) and start serving. On the loop's
+ * log is empty and not opts->join; a restart, even after a crash in the
+ * first seconds, finds RAFT_CANTBOOTSTRAP and carries on) and start
+ * serving. On the loop's
  * thread. 0 and *out, -EINVAL (bad options, id not among peers, address
  * not "host:port"), -errno, or -EIO (Raft or RocksDB failed: text logged). */
 int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct meta_node **out);

@@ -68,6 +68,12 @@ struct watch {
 	uint64_t deadline_ms;
 };
 
+/* A Status call waiting for the state digest. */
+struct digest_wait {
+	struct digest_wait *next;
+	struct rpc_req *req;
+};
+
 /* A membership change in progress (AddMember / RemoveMember). */
 struct change {
 	struct raft_change c;
@@ -130,6 +136,18 @@ struct meta_node {
 	struct change *changes;
 	uint64_t restores;
 
+	/* Status digest: one state scan at a time on the libuv pool; the
+	 * last result is kept while the state stays at dg_index. */
+	uv_work_t dg_work;
+	bool dg_busy, dg_valid;
+	unsigned dg_tries;
+	int dg_rc;                     /* the scan's result (worker writes it) */
+	uint8_t dg_raw[32];
+	uint64_t dg_index, dg_restores; /* applied "A" and restores the scan started at */
+	char dg_hex[65];
+	struct digest_wait *dg_waiters;
+	size_t dg_n_waiters;           /* at most META_NODE_DIGEST_WAITERS */
+
 	/* metrics */
 	struct metrics_registry *metrics;
 	bool own_metrics;
@@ -139,6 +157,7 @@ struct meta_node {
 
 	/* closing */
 	bool closing;
+	bool raft_closed;              /* the state waits for a digest scan to end */
 	int close_pending;
 	void (*close_cb)(void *ud);
 	void *close_ud;
@@ -158,11 +177,18 @@ int node_enqueue(struct meta_node *n, struct sub *s);
 /* Queue a read for the next barrier. 0, -EAGAIN (full), -ENOMEM. */
 int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method);
 uint64_t node_read_epoch(struct meta_node *n);
+/* Answer Status r with the state digest: now when the last one still
+ * covers the applied state, else once a scan off the loop has ended. */
+void node_status_digest(struct meta_node *n, struct rpc_req *r);
 struct beat *node_beat(struct meta_node *n, uint32_t id, bool create);
 void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd);
 
 /* service.c */
 int node_service_register(struct meta_node *n);
+/* Answer Status with the member's view and this digest ("" when none)
+ * of the state at applied index digest_index. */
+void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *digest,
+			 uint64_t digest_index);
 /* Answer a read now, from the applied state. */
 void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method);
 /* Answer watches whose epoch is passed (all of them when closing). */

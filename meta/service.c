@@ -371,9 +371,16 @@ static void h_heartbeat(struct rpc_req *r, void *ud)
 
 /* ------------------------------------------------------------- Status */
 
+/* The state digest comes first (node_status_digest may scan off the loop),
+ * then node_status_respond answers. */
 static void h_status(struct rpc_req *r, void *ud)
 {
-	struct meta_node *n = ud;
+	node_status_digest(ud, r);
+}
+
+void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *digest,
+			 uint64_t digest_index)
+{
 	struct meta_node_info info;
 	meta_node_info(n, &info);
 	Iolake__Meta__StatusResponse resp = IOLAKE__META__STATUS_RESPONSE__INIT;
@@ -388,6 +395,8 @@ static void h_status(struct rpc_req *r, void *ud)
 	resp.leader_address = info.leader_addr;
 	resp.epoch = info.epoch;
 	resp.snapshot_restores = info.restores;
+	resp.state_digest = (char *)digest;
+	resp.state_applied_index = digest_index;
 	const struct raft_configuration *c = &n->raft.configuration;
 	Iolake__Meta__MemberInfo mi[META_NODE_MAX_PEERS * 2];
 	Iolake__Meta__MemberInfo *mp[META_NODE_MAX_PEERS * 2];

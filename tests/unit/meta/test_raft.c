@@ -6,6 +6,9 @@
  *
  *   single      one voter: writes, barrier reads, OSD down/out by missed
  *               heartbeats, WatchMap wakes on the epoch change
+ *   status_digest_changes  Status's state_digest is meta_state_digest's
+ *               hex at the index it names; asked twice, the same; after
+ *               one more write, another
  *   failover    3 voters under a steady write load; the leader's member is
  *               closed (its sockets vanish as if killed); a new leader is
  *               elected, the load resumes; every acknowledged put is present
@@ -32,6 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "meta/client.h"
@@ -590,6 +594,76 @@ START_TEST(single)
 }
 END_TEST
 
+/* Status's state_digest is the hex of meta_state_digest at the applied
+ * index it names, the same when asked again with no write, another after
+ * one more write. */
+static void status_digest(uv_loop_t *loop, struct meta_client *cli, struct cluster *c,
+			  char hex[65], uint64_t *index)
+{
+	Iolake__Meta__StatusRequest q = IOLAKE__META__STATUS_REQUEST__INIT;
+	Iolake__Meta__StatusResponse *st = (void *)run_call(loop, cli, META_M_STATUS, &q.base);
+	uint8_t d[32];
+	char want[65];
+	m_info(c, 0, d);
+	hash_hex(d, 32, want);
+	ck_assert_str_eq(st->state_digest, want);
+	ck_assert_uint_gt(st->state_applied_index, 0);
+	snprintf(hex, 65, "%s", st->state_digest);
+	*index = st->state_applied_index;
+	protobuf_c_message_free_unpacked(&st->base, NULL);
+}
+
+START_TEST(status_digest_changes)
+{
+	struct cluster c;
+	cluster_init(&c, 1, 0, 0);
+	m_start(&c, 0);
+	ck_assert_int_eq(wait_leader(&c, 5000), 0);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	const char *members[] = { c.m[0].addr };
+	struct meta_client *cli;
+	struct meta_client_opts o = { .members = members, .n_members = 1 };
+	ck_assert_int_eq(meta_client_new(&loop, &o, &cli), 0);
+	/* The map the leader initialises on election is the last write of its own. */
+	Iolake__Meta__GetMapRequest gm = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	for (int t = 0; t < 100; t++) {
+		Iolake__Meta__GetMapResponse *map = (void *)run_call(&loop, cli, META_M_GET_MAP, &gm.base);
+		bool ok = map->status == IOLAKE__META__STATUS__STATUS_OK;
+		protobuf_c_message_free_unpacked(&map->base, NULL);
+		if (ok)
+			break;
+		usleep(20000);
+	}
+	char a[65], b[65], c2[65];
+	uint64_t ia, ib, ic;
+	status_digest(&loop, cli, &c, a, &ia);
+	status_digest(&loop, cli, &c, b, &ib);   /* the kept result */
+	ck_assert_str_eq(a, b);
+	ck_assert_uint_eq(ia, ib);
+
+	Iolake__Meta__Bucket bk = IOLAKE__META__BUCKET__INIT;
+	bk.name = "digest";
+	bk.owner = "tester";
+	Iolake__Meta__CreateBucket cb = IOLAKE__META__CREATE_BUCKET__INIT;
+	cb.bucket = &bk;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_CREATE_BUCKET;
+	op.create_bucket = &cb;
+	Iolake__Meta__OpResult *r = (void *)run_call(&loop, cli, -1, &op.base);
+	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	status_digest(&loop, cli, &c, c2, &ic);
+	ck_assert_uint_gt(ic, ia);
+	ck_assert_str_ne(c2, a);
+
+	meta_client_close(cli);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	cluster_free(&c);
+}
+END_TEST
+
 START_TEST(failover)
 {
 	uint32_t seed = test_seed("failover");
@@ -696,6 +770,7 @@ int main(void)
 	TCase *tc = tcase_create("raft");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, single);
+	tcase_add_test(tc, status_digest_changes);
 	tcase_add_test(tc, failover);
 	tcase_add_test(tc, snapshot_catch_up);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,105 @@
+#!/bin/bash
+# test_meta_members.sh — voters added and removed at run time, over real
+# iolake-meta processes on 127.0.0.1: three voters take writes; members 4
+# and 5 start empty with --join and are added with `iolake-admin member
+# add`; they catch up (the same state digest as the others); with two
+# members SIGKILLed, the leader among them, the five-voter group still
+# commits; `member rm` removes a dead one and every live member's status
+# shows the new configuration (1..5 without it).
+set -u
+B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
+DIR=$(mktemp -d /dev/shm/iolake-metamb-XXXXXX)
+declare -A PID
+cleanup() {
+	for i in "${!PID[@]}"; do kill -9 "${PID[$i]}" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$DIR"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$DIR"/log*; do echo "== $f"; tail -20 "$f"; done; exit 1; }
+
+BASE=$(python3 -c 'import socket,random
+for _ in range(200):
+    p=random.randrange(20000,60000,10); ok=True
+    for q in range(p,p+10):
+        s=socket.socket()
+        try: s.bind(("127.0.0.1",q))
+        except OSError: ok=False
+        s.close()
+    if ok: print(p); break')
+addr() { echo "127.0.0.1:$((BASE + 2 * ($1 - 1)))"; }
+PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
+META="$(addr 1),$(addr 2),$(addr 3),$(addr 4),$(addr 5)"
+start() {   # id [--join]
+	local peers=$PEERS
+	[ $# -gt 1 ] && peers="$1@$(addr "$1")"
+	"$B/iolake-meta" --id "$1" --data-dir "$DIR/m$1" --listen "$(addr "$1")" --peers "$peers" \
+		--election-timeout 500ms "${@:2}" >>"$DIR/log$1" 2>&1 &
+	PID[$1]=$!
+}
+admin() { "$B/iolake-admin" --meta "$META" --timeout 5s "$@"; }
+
+# "OK <leader> <index> <digest>" when the members $1 answer, one of all is
+# the leader, every one of $1 has the configuration $2 (ids, all voters)
+# and the same non-empty digest at the same state index; else WAIT ...
+check() { admin --json cluster status | python3 -c "
+import json,sys
+ids=[int(x) for x in '$1'.split()]
+conf=sorted(int(x) for x in '$2'.split())
+d=json.load(sys.stdin)
+ms={m.get('id'):m for m in d['members'] if m.get('role') not in (None,'down')}
+lead=[m['id'] for m in ms.values() if m['role']=='leader']
+if len(lead)!=1 or any(i not in ms for i in ids):
+    print('WAIT leader', lead, 'up', sorted(ms)); sys.exit()
+bad=[i for i in ids if sorted(c['id'] for c in ms[i]['configuration'] if c['voter'])!=conf]
+got={(ms[i]['state_applied_index'],ms[i]['state_digest']) for i in ids}
+if bad or len(got)!=1 or not all(g[1] for g in got):
+    print('WAIT config', bad, sorted(got)); sys.exit()
+g=got.pop()
+print('OK', lead[0], g[0], g[1])"; }
+wait_check() {   # ids, configuration; prints "leader index digest"; up to ~20 s
+	local out=""
+	for _ in $(seq 100); do
+		out=$(check "$1" "$2" 2>&1)
+		case "$out" in OK*) echo "${out#OK }"; return 0 ;; esac
+		sleep 0.2
+	done
+	echo "last poll: $out" >&2
+	return 1
+}
+
+for i in 1 2 3; do start $i; done
+wait_check "1 2 3" "1 2 3" >/dev/null || fail "three voters: no leader or no agreement"
+for i in $(seq 20); do admin user add "before$i" >/dev/null || fail "user add before$i"; done
+
+start 4 --join
+start 5 --join
+admin member add "4@$(addr 4)" || fail "member add 4"
+admin member add "5@$(addr 5)" || fail "member add 5"
+read -r L IDX DIG < <(wait_check "1 2 3 4 5" "1 2 3 4 5") ||
+	fail "members 4 and 5 did not catch up as voters"
+echo "five voters, leader $L: state index $IDX digest $DIG on all five"
+admin cluster status
+
+# Two down, the leader among them: 3 of 5 still commit.
+K=$((L % 5 + 1))   # another member than the leader
+for i in "$L" "$K"; do kill -9 "${PID[$i]}"; wait "${PID[$i]}" 2>/dev/null; unset "PID[$i]"; done
+echo "killed $L (leader) and $K"
+LIVE=""
+for i in 1 2 3 4 5; do [ "$i" != "$L" ] && [ "$i" != "$K" ] && LIVE="$LIVE $i"; done
+for i in $(seq 5); do admin user add "after$i" >/dev/null || fail "user add after$i with two of five down"; done
+read -r L2 IDX2 _ < <(wait_check "$LIVE" "1 2 3 4 5") || fail "the three live members differ"
+[ "$IDX2" -gt "$IDX" ] || fail "nothing committed with two of five down"
+echo "with $L and $K down: leader $L2 committed up to $IDX2"
+
+admin member rm "$K" || fail "member rm $K"
+NEWCONF=""
+for i in 1 2 3 4 5; do [ "$i" != "$K" ] && NEWCONF="$NEWCONF $i"; done
+read -r L3 _ _ < <(wait_check "$LIVE" "$NEWCONF") || fail "configuration without $K not shown"
+admin cluster status | tee "$DIR/status.txt"
+grep -q "^configuration.*" "$DIR/status.txt" || fail "no configuration line"
+grep "^configuration" "$DIR/status.txt" | grep -q " $K@" && fail "removed member $K still listed"
+admin user add final >/dev/null || fail "user add after member rm"
+admin user ls | grep -q '^after5 ' || fail "after5 missing"
+echo "member $K removed; leader $L3; configuration:$NEWCONF"
+echo PASS
