@@ -969,7 +969,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 			goto out_fd;
 	}
 	/* kv's bound is above ours, so a commit is never refused for space. */
-	rc = store_kv_open(o->meta_dir, s->max_inflight * 2, &s->kv, err, errlen);
+	rc = store_kv_open(o->meta_dir, s->max_inflight * 2, o->commit_log_bytes, &s->kv, err,
+			   errlen);
 	if (rc)
 		goto out_fd;
 	s->obs = o->observer;

@@ -64,6 +64,7 @@ struct store_opts {
 	uint64_t max_shard_bytes;   /* larger puts fail IOL_ETOO_LARGE; 0: 64 MiB */
 	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
+	uint64_t commit_log_bytes;  /* size of a new commit log; 0: 64 MiB */
 	struct store_observer observer; /* hooks may be NULL */
 };
 
