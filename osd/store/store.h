@@ -82,7 +82,8 @@ struct store_space {
 	uint64_t used_bytes;      /* extents named by committed index entries */
 	uint64_t reserved_bytes;  /* extents of writes in flight */
 	uint64_t free_bytes;      /* total - used - reserved */
-	uint64_t inline_bytes;    /* not tracked yet: always 0 (see report) */
+	uint64_t inline_bytes;    /* shard bytes held inline in committed index
+	                           * records (in the meta dir, not the data area) */
 };
 
 struct store_stats {
@@ -125,6 +126,7 @@ struct store_put_req {
 	bool old_ext;                 /* the record replaced had an extent */
 	uint64_t old_block;
 	uint32_t old_blocks;
+	uint64_t old_ilen;            /* ... or this many inline bytes */
 	int status;
 	store_put_cb cb;
 	struct store_put_req *next;   /* flush group */
@@ -169,6 +171,7 @@ struct store_del_req {
 	bool old_ext;
 	uint64_t old_block;
 	uint32_t old_blocks;
+	uint64_t old_ilen;
 	store_del_cb cb;
 };
 
