@@ -138,10 +138,12 @@ int main(int argc, char **argv)
 		uint64_t commits = s1.kv.commits - s0.kv.commits;
 		r32 = (double)b.done / dt;
 		printf("%s: %zu-byte puts, %2d in flight: %8.0f puts/s  (%.1f puts per log "
-		       "flush, mean group write %.0f us, %llu device fdatasyncs, %llu "
-		       "checkpoints)%s\n",
+		       "flush, mean group write %.0f us of which log %.0f us, %llu device "
+		       "fdatasyncs, %llu checkpoints)%s\n",
 		       dir, size, b.depth, r32, batches ? (double)commits / (double)batches : 0.0,
 		       batches ? (double)(s1.kv.flush_ns_total - s0.kv.flush_ns_total) /
+					 (double)batches / 1e3 : 0.0,
+		       batches ? (double)(s1.kv.log_ns_total - s0.kv.log_ns_total) /
 					 (double)batches / 1e3 : 0.0,
 		       (unsigned long long)(s1.data_flushes - s0.data_flushes),
 		       (unsigned long long)(s1.kv.checkpoints - s0.kv.checkpoints),

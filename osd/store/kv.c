@@ -68,6 +68,7 @@ struct store_kv {
 	size_t clog_key_bytes;           /* what putting CLOG_KEY adds to a batch */
 	uint64_t group_cap;              /* most batch bytes taken into one group */
 	bool broken;                     /* the clog failed: every write fails */
+	uint64_t log_ns;                 /* commit thread: time in clog appends */
 	atomic_bool drop_db;             /* test hook: see store_kv_test_drop_db */
 	/* Checkpointer (under mu): the commit thread asks for everything
 	 * before log position ck_target to be made durable in RocksDB; the
@@ -262,10 +263,12 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 	const char *rep = rocksdb_writebatch_data(group, &got);
 	if (got != len)
 		abort(); /* the WriteBatch encoding is not what open measured */
+	uint64_t t0 = loop_now_ns();
 	if (store_clog_append(kv->clog, rep, len)) {
 		kv->broken = true; /* the log's state is unknown: stop */
 		return -EIO;
 	}
+	kv->log_ns += loop_now_ns() - t0;
 	if (atomic_load(&kv->drop_db))
 		return 0;
 	rocksdb_write(kv->db, kv->wopts_log, group, &err);
@@ -335,6 +338,7 @@ static void *commit_main(void *arg)
 		if (n > kv->st.max_batch)
 			kv->st.max_batch = n;
 		kv->st.flush_ns_total += dt;
+		kv->st.log_ns_total = kv->log_ns;
 		if (dt > kv->st.flush_ns_max)
 			kv->st.flush_ns_max = dt;
 		if (status)
