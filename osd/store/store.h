@@ -4,13 +4,14 @@
  *
  * A store holds shards keyed by (pg, object id, shard index) on one device
  * (data extents, io_uring O_DIRECT) and one RocksDB (the index, and small
- * shards inline). It runs on one libuv loop, the owner's: every call is
+ * shards inline) whose writes are made durable by a commit log in the
+ * meta dir (kv.h, clog.h). It runs on one libuv loop, the owner's: every call is
  * made on that loop's thread and every callback runs there, never from
  * inside the call that started it.
  *
  * Durability: a put or delete callback with status 0 means the change is
  * on stable storage (data fdatasync'ed, then the index record written in a
- * synced group commit). A crash before that leaves the previous state,
+ * group commit: one fdatasync'ed commit-log record per group). A crash before that leaves the previous state,
  * never a half-written shard: a shard is visible only through its index
  * record, written last.
  *
@@ -41,8 +42,8 @@ struct store;
 
 /* Optional hooks for metrics (see store_opts.observer). */
 struct store_observer {
-	/* On kv's commit thread, after each synced index write: requests in
-	 * it and time inside rocksdb_write. Must be lock-free and cheap. */
+	/* On kv's commit thread, after each group commit: requests in it and
+	 * time to write it (commit log + RocksDB). Lock-free and cheap. */
 	void (*kv_batch)(void *arg, uint32_t requests, uint64_t flush_ns);
 	/* On the loop, after each device fdatasync: puts it covered and its
 	 * latency. */
