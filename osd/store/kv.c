@@ -167,11 +167,12 @@ static void *ck_main(void *arg)
 		uint64_t target = kv->ck_target;
 		pthread_mutex_unlock(&kv->mu);
 		/* With drop_db RocksDB lacks those records: keep them logged. */
-		int rc = atomic_load(&kv->drop_db) ? 0 : persist(kv);
+		bool skip = atomic_load(&kv->drop_db);
+		int rc = skip ? 0 : persist(kv);
 		pthread_mutex_lock(&kv->mu);
 		if (rc) {
 			kv->ck_failed = true;
-		} else if (!atomic_load(&kv->drop_db)) {
+		} else if (!skip) {
 			kv->ck_done = target;
 			kv->st.checkpoints++;
 		}
