@@ -4,8 +4,9 @@
  * Owns: the ring's fd, a 4 KiB-aligned record buffer, and the positions:
  * tail (next write offset), next seq, and the live span as logical byte
  * counters (lpos counts every byte consumed, skipped ends included;
- * live_from is lpos at the last trim). Invariant: lpos - live_from <=
- * capacity, so the live span [live_from, lpos) never overlaps itself.
+ * live_from is lpos at the last trim, or past the end skipped by the first
+ * record after it). Invariant: lpos - live_from <= capacity, so the live
+ * span [live_from, lpos) never overlaps itself.
  * Writes are plain pwrite + fdatasync over blocks written at creation:
  * the file never grows, so fdatasync has no metadata to commit.
  */
@@ -351,6 +352,8 @@ bool store_clog_fits(struct store_clog *c, size_t len)
 	if (need > store_clog_capacity(c))
 		return false;
 	place(c, need, &skip);
+	if (store_clog_used(c) == 0)
+		skip = 0; /* nothing live: the skipped end is in no one's way */
 	return store_clog_used(c) + skip + need <= store_clog_capacity(c);
 }
 
@@ -387,6 +390,8 @@ int store_clog_append(struct store_clog *c, const void *payload, size_t len)
 		return rc;
 	c->tail = off + need;
 	c->next_seq++;
+	if (c->lpos == c->live_from)
+		c->live_from += skip; /* was empty: the skipped end is not live */
 	c->lpos += skip + need;
 	return 0;
 }

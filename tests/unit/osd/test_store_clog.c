@@ -2,8 +2,8 @@
  * test_store_clog.c — the commit-log ring on its own: records come back in
  * order after a reopen; a writer that wraps is followed to the start; a
  * torn last record ends the replay; a record of another ring (other salt)
- * is never taken; space is refused until trimmed; a damaged header block
- * is refused.
+ * is never taken; space is refused until trimmed, and an empty log takes
+ * a record of its whole capacity; a damaged header block is refused.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -184,6 +184,29 @@ START_TEST(foreign_and_damaged)
 }
 END_TEST
 
+/* An empty log takes a record as large as its whole capacity even when
+ * the tail is far from the start (the end it skips holds nothing live). */
+START_TEST(empty_log_wraps_large_record)
+{
+	char err[256];
+	struct store_clog *c;
+	uint64_t seq, end;
+	ck_assert_int_eq(store_clog_open(path, RING, &c, err, sizeof(err)), 0);
+	append(c, 6, &seq, &end); /* tail at 4 KiB + 24 KiB */
+	store_clog_trim_to(c, store_clog_pos(c));
+	size_t big = RING - STORE_CLOG_BLOCK - STORE_CLOG_HDR; /* the whole capacity */
+	uint8_t *p = calloc(1, big);
+	ck_assert(store_clog_fits(c, big));
+	store_clog_next(c, big, &seq, &end);
+	ck_assert_uint_eq(end, RING);
+	ck_assert_int_eq(store_clog_append(c, p, big), 0);
+	ck_assert_uint_eq(store_clog_used(c), store_clog_capacity(c));
+	ck_assert(!store_clog_fits(c, 1));
+	free(p);
+	store_clog_close(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("osd/store_clog");
@@ -191,6 +214,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, order_wrap_torn);
 	tcase_add_test(tc, foreign_and_damaged);
+	tcase_add_test(tc, empty_log_wraps_large_record);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
