@@ -220,7 +220,7 @@ static double run(struct bench *b, const char *label, int depth, double secs, do
 	double rate = (double)b->done / dt;
 	uint64_t batches = s1.batches - s0.batches;
 	printf("%-9s %-6s %7llu-byte puts, %2d in flight: %8.0f puts/s  (%.2fx flush rate; "
-	       "%.1f puts per RocksDB flush)%s\n",
+	       "%.1f puts per log flush)%s\n",
 	       f_target ? f_target : f_dir, label, (unsigned long long)f_size, depth, rate,
 	       fr > 0 ? rate / fr : 0.0,
 	       batches ? (double)(s1.commits - s0.commits) / (double)batches : 0.0,
@@ -282,9 +282,13 @@ int main(int argc, char **argv)
 			b.ch = rpc_channel_open(&b.loop, targets[i], NULL);
 			run(&b, labels[i], 1, secs, fr);
 			double r32 = run(&b, labels[i], 32, secs, fr);
+			double fr2 = flush_rate(f_dir, secs);
+			printf("%-9s single-writer 4 KiB pwrite+fdatasync: %8.0f flushes/s (after)\n",
+			       f_dir, fr2);
+			double mean = (fr + fr2) / 2, hi = fr > fr2 ? fr : fr2;
 			printf("%-9s %-6s group commit: 32 in flight = %.2fx the single-writer "
-			       "flush rate (target >= 8x)\n",
-			       f_dir, labels[i], fr > 0 ? r32 / fr : 0.0);
+			       "flush rate (%.2fx against the higher measurement; target >= 8x)\n",
+			       f_dir, labels[i], mean > 0 ? r32 / mean : 0.0, hi > 0 ? r32 / hi : 0.0);
 			rpc_channel_close(b.ch);
 		}
 		while (uv_run(&b.loop, UV_RUN_NOWAIT))

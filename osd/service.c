@@ -719,10 +719,10 @@ static int register_metrics(struct osd_service *svc)
 			"Latency of successful shard calls, admission to answer.",
 			METRICS_LABELS("osd", id, "method", op_method[m]), lat, nlat, 1e-6));
 	NEW_OR_FAIL(svc->batch = metrics_histogram_new(reg, "iolake_osd_kv_commit_batch_size",
-		"Index updates written by one synced RocksDB write (group commit).",
+		"Index updates written by one group commit (one commit-log flush).",
 		METRICS_LABELS("osd", id), batch_b, sizeof(batch_b) / sizeof(batch_b[0]), 1.0));
 	NEW_OR_FAIL(svc->kv_flush = metrics_histogram_new(reg, "iolake_osd_flush_duration_seconds",
-		"Latency of one flush: kv = synced RocksDB write, data = device fdatasync.",
+		"Latency of one flush: kv = group commit (commit log + RocksDB), data = device fdatasync.",
 		METRICS_LABELS("osd", id, "kind", "kv"), lat, nlat, 1e-6));
 	NEW_OR_FAIL(svc->data_flush = metrics_histogram_new(reg,
 		"iolake_osd_flush_duration_seconds", NULL,

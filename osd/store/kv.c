@@ -1,14 +1,33 @@
 /*
- * kv.c — RocksDB with a group-commit thread.
+ * kv.c — RocksDB with a group-commit thread and a commit log.
  *
- * Owns: the db handle, write/read options, the pending FIFO (mutex +
- * condvar) and the commit thread. Invariant: a request's callback is
- * posted only after the rocksdb_write(sync=1) that contained its batch
- * returned; requests are written and completed in FIFO order.
- * Thread: commit thread writes; any thread enqueues; reads on the caller.
+ * Owns: the db handle, write/read options, the commit log (clog), the
+ * pending FIFO (mutex + condvar), the commit thread and the checkpoint
+ * thread. Invariant: a request's callback is posted only after the
+ * commit-log record holding its batch is durable (pwrite + fdatasync in
+ * place) and the batch was applied to RocksDB; requests are written and
+ * completed in FIFO order.
+ * Threads: the commit thread writes; any thread enqueues; reads on the
+ * caller; the checkpoint thread only flushes RocksDB's memtable.
+ *
+ * Durability: groups are applied to RocksDB with its WAL off, so RocksDB
+ * holds them durably only once a memtable flush wrote them to a table
+ * file. The commit log keeps every record until such a flush covered it:
+ * when a quarter of the log is in use, the commit thread asks the
+ * checkpoint thread to flush (rocksdb_flush, wait) everything applied so
+ * far and, once that returned, frees the log space before that point;
+ * if the log fills first, the commit thread waits for it. Each group's
+ * batch also puts CLOG_KEY = (seq, end offset) of its own record, so
+ * after a crash the table files name the last record they hold (RocksDB
+ * flushes memtables in order: what survives is a prefix), and open
+ * replays the records after it (clog.h), then flushes. Open-time records
+ * (store_kv_write_sync) use RocksDB's synced WAL. A group too large for
+ * the log waits until everything before it is flushed, then is written
+ * with a synced WAL write (so no older record can be replayed over it).
+ *
  * Why copy batches: the C API cannot append one WriteBatch to another, so
- * a group of more than one is re-played into a combined batch
- * (rocksdb_writebatch_iterate); the copy is memory-speed, the flush is not.
+ * a group is re-played into a combined batch (rocksdb_writebatch_iterate);
+ * the copy is memory-speed, the flush is not.
  * Batching window: after a write that carried several requests, the thread
  * waits (at most min(last flush time, 1 ms)) for their callers to come
  * back before the next write, so N writers share one flush instead of
@@ -19,22 +38,45 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <endian.h>
 
 #include "common/err.h"
+#include "osd/store/clog.h"
 
 /* Longest a write waits for more requests (see gather()). */
 #define KV_WINDOW_MAX_NS 1000000u
+/* The record the index holds last: value u64 seq, u64 end offset (LE). */
+#define CLOG_KEY "\x01clog"
+#define CLOG_KEY_LEN (sizeof(CLOG_KEY) - 1)
+#define CLOG_FILE "iolake-commit.log"
+#define CLOG_DEFAULT_BYTES (64ull << 20)
 
 struct store_kv {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
-	rocksdb_writeoptions_t *wopts;
+	rocksdb_writeoptions_t *wopts;   /* synced: open-time records, oversized groups */
+	rocksdb_writeoptions_t *wopts_log; /* WAL off: groups the clog holds */
 	rocksdb_readoptions_t *ropts;
+	struct store_clog *clog;         /* commit thread only (after open) */
+	size_t clog_key_bytes;           /* what putting CLOG_KEY adds to a batch */
+	uint64_t group_cap;              /* most batch bytes taken into one group */
+	bool broken;                     /* the clog failed: every write fails */
+	uint64_t log_ns;                 /* commit thread: time in clog appends */
+	atomic_bool drop_db;             /* test hook: see store_kv_test_drop_db */
+	/* Checkpointer (under mu): the commit thread asks for everything
+	 * before log position ck_target to be made durable in RocksDB; the
+	 * checkpointer thread does it and publishes ck_done. */
+	pthread_t ck_thread;
+	pthread_cond_t ck_cv;
+	bool ck_want, ck_stop, ck_failed;
+	uint64_t ck_target, ck_done;
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -89,6 +131,181 @@ static void gather(struct store_kv *kv, uint32_t last_n, uint64_t last_dt)
 			break;
 }
 
+static size_t batch_bytes(rocksdb_writebatch_t *wb)
+{
+	size_t n;
+	rocksdb_writebatch_data(wb, &n);
+	return n;
+}
+
+/* Make everything written to RocksDB so far durable there: flush the
+ * memtable to a table file and wait (group writes skip RocksDB's WAL).
+ * Any thread; RocksDB takes writes meanwhile. */
+static int persist(struct store_kv *kv)
+{
+	char *err = NULL;
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_set_wait(fo, 1);
+	rocksdb_flush(kv->db, fo, &err);
+	rocksdb_flushoptions_destroy(fo);
+	if (err) {
+		free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void *ck_main(void *arg)
+{
+	struct store_kv *kv = arg;
+	pthread_mutex_lock(&kv->mu);
+	for (;;) {
+		while (!kv->ck_want && !kv->ck_stop)
+			pthread_cond_wait(&kv->ck_cv, &kv->mu);
+		if (!kv->ck_want)
+			break;
+		uint64_t target = kv->ck_target;
+		pthread_mutex_unlock(&kv->mu);
+		/* With drop_db RocksDB lacks those records: keep them logged. */
+		bool skip = atomic_load(&kv->drop_db);
+		int rc = skip ? 0 : persist(kv);
+		pthread_mutex_lock(&kv->mu);
+		if (rc) {
+			kv->ck_failed = true;
+		} else if (!skip) {
+			kv->ck_done = target;
+			kv->st.checkpoints++;
+		}
+		kv->ck_want = false;
+		pthread_cond_broadcast(&kv->ck_cv);
+	}
+	pthread_mutex_unlock(&kv->mu);
+	return NULL;
+}
+
+/* Under mu, commit thread: ask for a checkpoint of all applied so far. */
+static void ck_request(struct store_kv *kv)
+{
+	if (kv->ck_want)
+		return;
+	kv->ck_target = store_clog_pos(kv->clog);
+	kv->ck_want = true;
+	pthread_cond_broadcast(&kv->ck_cv);
+}
+
+/* Commit thread: wait until everything applied so far is durable in
+ * RocksDB and the log space it used is free. 0 or -EIO. */
+static int ck_wait_all(struct store_kv *kv)
+{
+	pthread_mutex_lock(&kv->mu);
+	while (kv->ck_want)
+		pthread_cond_wait(&kv->ck_cv, &kv->mu);
+	store_clog_trim_to(kv->clog, kv->ck_done);
+	if (store_clog_used(kv->clog) && !kv->ck_failed) {
+		ck_request(kv);
+		while (kv->ck_want)
+			pthread_cond_wait(&kv->ck_cv, &kv->mu);
+		store_clog_trim_to(kv->clog, kv->ck_done);
+	}
+	int rc = kv->ck_failed ? -EIO : 0;
+	pthread_mutex_unlock(&kv->mu);
+	return rc;
+}
+
+/* After each group, commit thread: take a finished checkpoint's space
+ * back; start one when a quarter of the log is in use, so it runs while
+ * the rest fills. */
+static void ck_after_group(struct store_kv *kv)
+{
+	pthread_mutex_lock(&kv->mu);
+	store_clog_trim_to(kv->clog, kv->ck_done);
+	if (store_clog_used(kv->clog) > store_clog_capacity(kv->clog) / 4)
+		ck_request(kv);
+	if (kv->ck_failed)
+		kv->broken = true;
+	pthread_mutex_unlock(&kv->mu);
+}
+
+static void put_clog_key(rocksdb_writebatch_t *wb, uint64_t seq, uint64_t end_off)
+{
+	uint64_t v[2] = { htole64(seq), htole64(end_off) };
+	rocksdb_writebatch_put(wb, CLOG_KEY, CLOG_KEY_LEN, (const char *)v, sizeof(v));
+}
+
+/* Durably write group (the combined batch of one or more requests).
+ * 0 or -EIO. */
+static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
+{
+	if (kv->broken)
+		return -EIO;
+	char *err = NULL;
+	size_t len = batch_bytes(group) + kv->clog_key_bytes;
+	if (!store_clog_fits(kv->clog, len) && !atomic_load(&kv->drop_db)) {
+		if (ck_wait_all(kv))
+			return -EIO;
+		if (store_clog_need(len) > store_clog_capacity(kv->clog)) {
+			/* Larger than the log: a synced write, after all before
+			 * it is durable (replay must never apply an older record
+			 * over it). */
+			rocksdb_write(kv->db, kv->wopts, group, &err);
+			if (err) {
+				free(err);
+				return -EIO;
+			}
+			return 0;
+		}
+	}
+	if (!store_clog_fits(kv->clog, len))
+		return -EIO; /* only with drop_db: the test wrote too much */
+	uint64_t seq, end_off;
+	store_clog_next(kv->clog, len, &seq, &end_off);
+	put_clog_key(group, seq, end_off);
+	size_t got;
+	const char *rep = rocksdb_writebatch_data(group, &got);
+	if (got != len)
+		abort(); /* the WriteBatch encoding is not what open measured */
+	uint64_t t0 = loop_now_ns();
+	if (store_clog_append(kv->clog, rep, len)) {
+		kv->broken = true; /* the log's state is unknown: stop */
+		return -EIO;
+	}
+	kv->log_ns += loop_now_ns() - t0;
+	if (atomic_load(&kv->drop_db))
+		return 0;
+	rocksdb_write(kv->db, kv->wopts_log, group, &err);
+	if (err) {
+		/* The record is durable and replays at the next open; RocksDB
+		 * refuses writes after such an error anyway. */
+		free(err);
+		kv->broken = true;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Take requests from the FIFO (under mu): all of them, or as many as fit
+ * in group_cap bytes (at least one). Returns the list and its length. */
+static struct store_kv_req *take(struct store_kv *kv, uint32_t *n)
+{
+	struct store_kv_req *list = kv->head, *last = NULL, *r = list;
+	uint64_t bytes = 0;
+	uint32_t k = 0;
+	for (; r; last = r, r = r->next, k++) {
+		bytes += batch_bytes(r->wb);
+		if (k > 0 && bytes > kv->group_cap)
+			break;
+	}
+	if (r) {
+		last->next = NULL;
+		kv->head = r;
+	} else {
+		kv->head = kv->tail = NULL;
+	}
+	kv->pending -= k;
+	*n = k;
+	return list;
+}
+
 static void *commit_main(void *arg)
 {
 	struct store_kv *kv = arg;
@@ -101,32 +318,20 @@ static void *commit_main(void *arg)
 			gather(kv, last_n, last_dt);
 		while (!kv->head && !kv->stop)
 			pthread_cond_wait(&kv->cv, &kv->mu);
-		struct store_kv_req *list = kv->head;
-		uint32_t n = kv->pending;
-		kv->head = kv->tail = NULL;
-		kv->pending = 0;
+		uint32_t n = 0;
+		struct store_kv_req *list = take(kv, &n);
 		pthread_mutex_unlock(&kv->mu);
 		if (!list)
 			break; /* stop requested and nothing left */
 
-		rocksdb_writebatch_t *wb = list->wb;
-		if (n > 1) {
-			rocksdb_writebatch_clear(group);
-			for (struct store_kv_req *r = list; r; r = r->next)
-				rocksdb_writebatch_iterate(r->wb, group, put_cb, del_cb);
-			wb = group;
-		}
-		char *err = NULL;
+		rocksdb_writebatch_clear(group);
+		for (struct store_kv_req *r = list; r; r = r->next)
+			rocksdb_writebatch_iterate(r->wb, group, put_cb, del_cb);
 		uint64_t t0 = loop_now_ns();
-		rocksdb_write(kv->db, kv->wopts, wb, &err);
+		int status = write_group(kv, group);
 		uint64_t dt = loop_now_ns() - t0;
 		last_n = n;
 		last_dt = dt;
-		int status = 0;
-		if (err) {
-			status = -EIO;
-			free(err);
-		}
 
 		pthread_mutex_lock(&kv->mu);
 		kv->st.commits += n;
@@ -134,6 +339,7 @@ static void *commit_main(void *arg)
 		if (n > kv->st.max_batch)
 			kv->st.max_batch = n;
 		kv->st.flush_ns_total += dt;
+		kv->st.log_ns_total = kv->log_ns;
 		if (dt > kv->st.flush_ns_max)
 			kv->st.flush_ns_max = dt;
 		if (status)
@@ -149,13 +355,96 @@ static void *commit_main(void *arg)
 			 * completed (store_kv_close's contract). */
 			loop_queue_post(r->done_q, &r->work, on_done);
 		}
+		ck_after_group(kv);
 	}
 	rocksdb_writebatch_destroy(group);
 	return NULL;
 }
 
-int store_kv_open(const char *dir, uint32_t max_pending, struct store_kv **out,
-		  char *errbuf, size_t errlen)
+/* Let the checkpointer finish what it was asked, and join it. */
+static void stop_ck(struct store_kv *kv)
+{
+	pthread_mutex_lock(&kv->mu);
+	kv->ck_stop = true;
+	pthread_cond_broadcast(&kv->ck_cv);
+	pthread_mutex_unlock(&kv->mu);
+	pthread_join(kv->ck_thread, NULL);
+}
+
+struct replay_ctx {
+	struct store_kv *kv;
+	char *err;
+	size_t errlen;
+};
+
+static int replay_one(void *arg, uint64_t seq, uint64_t end_off, const void *payload, size_t len)
+{
+	(void)end_off; /* the payload carries its own CLOG_KEY */
+	struct replay_ctx *c = arg;
+	char *err = NULL;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create_from(payload, len);
+	rocksdb_write(c->kv->db, c->kv->wopts_log, wb, &err);
+	rocksdb_writebatch_destroy(wb);
+	if (err) {
+		snprintf(c->err, c->errlen, "replaying commit log record %llu: %s",
+			 (unsigned long long)seq, err);
+		free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Open the commit log under dir and replay what RocksDB lacks. */
+static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char *errbuf,
+		     size_t errlen)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	size_t empty = batch_bytes(wb);
+	put_clog_key(wb, 0, 0);
+	kv->clog_key_bytes = batch_bytes(wb) - empty;
+	rocksdb_writebatch_destroy(wb);
+
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, CLOG_FILE);
+	int rc = store_clog_open(path, bytes ? bytes : CLOG_DEFAULT_BYTES, &kv->clog, errbuf,
+				 errlen);
+	if (rc)
+		return rc;
+	kv->group_cap = store_clog_capacity(kv->clog) / 4;
+	uint64_t seq = 0, end_off = 0;
+	char *v;
+	size_t vlen;
+	rc = store_kv_get(kv, CLOG_KEY, CLOG_KEY_LEN, &v, &vlen);
+	if (rc == 0) {
+		uint64_t p[2] = { 0, 0 };
+		if (vlen == sizeof(p))
+			memcpy(p, v, sizeof(p));
+		free(v);
+		seq = le64toh(p[0]);
+		end_off = le64toh(p[1]);
+	} else if (rc != IOL_ENOT_FOUND) {
+		snprintf(errbuf, errlen, "meta dir %s: reading the commit log position", dir);
+		return rc;
+	}
+	struct replay_ctx c = { kv, errbuf, errlen };
+	rc = store_clog_replay(kv->clog, seq, end_off, replay_one, &c);
+	if (rc < 0) {
+		if (rc != -EIO)
+			snprintf(errbuf, errlen, "commit log %s: %s", path, iol_strerror(rc));
+		return rc;
+	}
+	kv->st.replayed = (uint64_t)rc;
+	/* What was replayed (in the memtable only) must be durable before the
+	 * log's space is reused. */
+	if (persist(kv)) {
+		snprintf(errbuf, errlen, "meta dir %s: flushing the replayed records failed", dir);
+		return -EIO;
+	}
+	return 0;
+}
+
+int store_kv_open(const char *dir, uint32_t max_pending, uint64_t clog_bytes,
+		  struct store_kv **out, char *errbuf, size_t errlen)
 {
 	int rc = -ENOMEM;
 	struct store_kv *kv = calloc(1, sizeof(*kv));
@@ -173,6 +462,9 @@ int store_kv_open(const char *dir, uint32_t max_pending, struct store_kv **out,
 	rocksdb_block_based_options_destroy(bbt);
 	kv->wopts = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(kv->wopts, 1);
+	kv->wopts_log = rocksdb_writeoptions_create();
+	/* The commit log is the WAL of these writes (see the top comment). */
+	rocksdb_writeoptions_disable_WAL(kv->wopts_log, 1);
 	kv->ropts = rocksdb_readoptions_create();
 
 	char *err = NULL;
@@ -189,22 +481,38 @@ int store_kv_open(const char *dir, uint32_t max_pending, struct store_kv **out,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&kv->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	int prc = pthread_create(&kv->thread, NULL, commit_main, kv);
+	pthread_cond_init(&kv->ck_cv, NULL);
+	rc = open_clog(kv, dir, clog_bytes, errbuf, errlen);
+	if (rc)
+		goto out_db;
+	int prc = pthread_create(&kv->ck_thread, NULL, ck_main, kv);
+	if (prc) {
+		rc = -prc;
+		snprintf(errbuf, errlen, "checkpoint thread: %s", strerror(prc));
+		goto out_db;
+	}
+	pthread_setname_np(kv->ck_thread, "store-ckpt");
+	prc = pthread_create(&kv->thread, NULL, commit_main, kv);
 	if (prc) {
 		rc = -prc;
 		snprintf(errbuf, errlen, "commit thread: %s", strerror(prc));
-		goto out_db;
+		goto out_ck;
 	}
 	pthread_setname_np(kv->thread, "store-commit");
 	*out = kv;
 	return 0;
 
+out_ck:
+	stop_ck(kv);
 out_db:
+	store_clog_close(kv->clog);
+	pthread_cond_destroy(&kv->ck_cv);
 	pthread_cond_destroy(&kv->cv);
 	pthread_mutex_destroy(&kv->mu);
 	rocksdb_close(kv->db);
 out_opts:
 	rocksdb_readoptions_destroy(kv->ropts);
+	rocksdb_writeoptions_destroy(kv->wopts_log);
 	rocksdb_writeoptions_destroy(kv->wopts);
 	rocksdb_options_destroy(kv->opts);
 	free(kv);
@@ -301,17 +609,34 @@ void store_kv_close(struct store_kv *kv)
 	pthread_cond_signal(&kv->cv);
 	pthread_mutex_unlock(&kv->mu);
 	pthread_join(kv->thread, NULL);
+	stop_ck(kv);
+	if (!kv->broken && !atomic_load(&kv->drop_db))
+		persist(kv); /* a clean stop leaves nothing to replay */
+	store_clog_close(kv->clog);
 	rocksdb_close(kv->db);
 	rocksdb_readoptions_destroy(kv->ropts);
+	rocksdb_writeoptions_destroy(kv->wopts_log);
 	rocksdb_writeoptions_destroy(kv->wopts);
 	rocksdb_options_destroy(kv->opts);
+	pthread_cond_destroy(&kv->ck_cv);
 	pthread_cond_destroy(&kv->cv);
 	pthread_mutex_destroy(&kv->mu);
 	free(kv);
 }
 
+void store_kv_test_drop_db(struct store_kv *kv, bool on)
+{
+	atomic_store(&kv->drop_db, on);
+}
+
 int store_kv_destroy(const char *dir, char *errbuf, size_t errlen)
 {
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, CLOG_FILE);
+	if (unlink(path) < 0 && errno != ENOENT) {
+		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
 	rocksdb_options_t *o = rocksdb_options_create();
 	char *err = NULL;
 	rocksdb_destroy_db(o, dir, &err);

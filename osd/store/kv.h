@@ -1,15 +1,16 @@
 /*
  * kv.h — the store's RocksDB metadata log with group commit.
  *
- * Owns: the RocksDB instance under the meta dir and a dedicated commit
- * thread. Callers on any thread enqueue a write batch with a completion;
- * the commit thread takes every batch pending at that moment (after a
- * short window for more when the previous write carried several; see
- * kv.c), writes them
- * as ONE rocksdb_write with sync=1 (one WAL flush for all of them), and
- * posts each completion to the loop_queue the caller named, in enqueue
- * order. Batches enqueued by one thread are applied and completed in that
- * thread's order.
+ * Owns: the RocksDB instance under the meta dir, the commit log beside it
+ * (meta_dir/iolake-commit.log, see clog.h) and a dedicated commit thread.
+ * Callers on any thread enqueue a write batch with a completion; the
+ * commit thread takes every batch pending at that moment (after a short
+ * window for more when the previous write carried several; see kv.c),
+ * appends them as ONE commit-log record (one in-place pwrite + fdatasync
+ * for all of them), applies them as one unsynced rocksdb_write, and posts
+ * each completion to the loop_queue the caller named, in enqueue order.
+ * Batches enqueued by one thread are applied and completed in that
+ * thread's order. Open replays the log records RocksDB lost in a crash.
  *
  * Reads (get, iterators) go straight to RocksDB on the caller's thread.
  * Does not: know the record formats, or log.
@@ -18,6 +19,7 @@
 #define OSD_STORE_KV_H
 
 #include <rocksdb/c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,21 +44,27 @@ struct store_kv_req {
 
 struct store_kv_stats {
 	uint64_t commits;         /* requests completed */
-	uint64_t batches;         /* rocksdb_write calls (= WAL flushes) */
+	uint64_t batches;         /* group writes (= commit-log flushes) */
 	uint64_t max_batch;       /* most requests in one write */
-	uint64_t flush_ns_total;  /* summed time inside rocksdb_write */
+	uint64_t flush_ns_total;  /* summed time writing groups (log + RocksDB) */
+	uint64_t log_ns_total;    /* ... of which appending to the commit log */
 	uint64_t flush_ns_max;
 	uint64_t errors;          /* failed writes */
+	uint64_t checkpoints;     /* RocksDB WAL syncs that freed the log */
+	uint64_t replayed;        /* log records replayed at open */
 	uint32_t pending;         /* enqueued, not yet taken */
 };
 
 /*
- * Open (creating if missing) the RocksDB under dir and start the commit
- * thread. max_pending bounds enqueued-but-untaken requests (0: 4096).
- * Returns 0, or -EIO with RocksDB's message in err.
+ * Open (creating if missing) the RocksDB under dir and its commit log
+ * (created clog_bytes large if missing, 0: 64 MiB; an existing log keeps
+ * its size), replay the log records RocksDB lacks, sync, and start the
+ * commit thread. max_pending bounds enqueued-but-untaken requests (0:
+ * 4096). Returns 0, or -EIO / -errno / IOL_ECORRUPT (bad commit log) with
+ * a message in err.
  */
-int store_kv_open(const char *dir, uint32_t max_pending, struct store_kv **out,
-		  char *err, size_t errlen);
+int store_kv_open(const char *dir, uint32_t max_pending, uint64_t clog_bytes,
+		  struct store_kv **out, char *err, size_t errlen);
 
 /*
  * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)
@@ -98,8 +106,15 @@ void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg)
  */
 void store_kv_close(struct store_kv *kv);
 
-/* Delete a whole database directory (used when a device is reformatted,
- * so its old index cannot outlive it). 0 or -EIO. */
+/* Tests only: while on, groups are appended to the commit log but not
+ * applied to RocksDB, and no checkpoint runs: what a power cut leaves when
+ * RocksDB's unsynced WAL tail is lost. Reopen must replay them. Writes
+ * that would overflow the log then fail with -EIO. */
+void store_kv_test_drop_db(struct store_kv *kv, bool on);
+
+/* Delete a whole database directory and its commit log (used when a
+ * device is reformatted, so its old index cannot outlive it). 0, -EIO or
+ * -errno. */
 int store_kv_destroy(const char *dir, char *err, size_t errlen);
 
 #endif

@@ -52,6 +52,7 @@ struct store_mut {
 	bool ext;            /* ... and names an extent */
 	uint64_t block;
 	uint32_t blocks;
+	uint64_t ilen;       /* ... or holds this many bytes inline */
 };
 
 struct deferred {
@@ -94,6 +95,7 @@ struct store {
 	struct deferred *def_head, *def_tail;
 
 	struct store_stats st;
+	uint64_t inline_bytes;        /* inline shard bytes committed in the index */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -116,13 +118,15 @@ static struct store_mut *mut_find(struct store *s, const uint8_t *k)
 	return NULL;
 }
 
-/* What the committed index says about key k: exists, and its extent. */
+/* What the committed index says about key k: exists, and its extent or
+ * inline length. */
 static int index_lookup(struct store *s, const uint8_t *k, bool *exists, bool *ext,
-			uint64_t *block, uint32_t *blocks)
+			uint64_t *block, uint32_t *blocks, uint64_t *ilen)
 {
 	char *v;
 	size_t vlen;
 	*exists = *ext = false;
+	*ilen = 0;
 	int rc = store_kv_get(s->kv, k, STORE_KEY_LEN, &v, &vlen);
 	if (rc == IOL_ENOT_FOUND)
 		return 0;
@@ -135,6 +139,8 @@ static int index_lookup(struct store *s, const uint8_t *k, bool *exists, bool *e
 		*ext = true;
 		*block = r.block;
 		*blocks = r.blocks;
+	} else if (rc == 0) {
+		*ilen = r.length;
 	}
 	free(v);
 	/* An undecodable old record: replace it, but do not free what we
@@ -143,10 +149,10 @@ static int index_lookup(struct store *s, const uint8_t *k, bool *exists, bool *e
 }
 
 /* Enter the commit stage of a mutation of k whose record leaves
- * (exists, ext, block, blocks) behind; learn what it replaces. */
+ * (exists, ext, block, blocks, ilen) behind; learn what it replaces. */
 static struct store_mut *mut_begin(struct store *s, const uint8_t *k, bool exists, bool ext,
-				   uint64_t block, uint32_t blocks, bool *old_ext,
-				   uint64_t *old_block, uint32_t *old_blocks)
+				   uint64_t block, uint32_t blocks, uint64_t ilen, bool *old_ext,
+				   uint64_t *old_block, uint32_t *old_blocks, uint64_t *old_ilen)
 {
 	struct store_mut *m = mut_find(s, k);
 	if (!m) {
@@ -154,7 +160,7 @@ static struct store_mut *mut_begin(struct store *s, const uint8_t *k, bool exist
 		if (!m)
 			return NULL;
 		bool ex;
-		if (index_lookup(s, k, &ex, &m->ext, &m->block, &m->blocks) != 0) {
+		if (index_lookup(s, k, &ex, &m->ext, &m->block, &m->blocks, &m->ilen) != 0) {
 			free(m);
 			return NULL;
 		}
@@ -167,10 +173,12 @@ static struct store_mut *mut_begin(struct store *s, const uint8_t *k, bool exist
 	*old_ext = m->ext;
 	*old_block = m->block;
 	*old_blocks = m->blocks;
+	*old_ilen = m->ilen;
 	m->exists = exists;
 	m->ext = ext;
 	m->block = block;
 	m->blocks = blocks;
+	m->ilen = ilen;
 	m->refs++;
 	return m;
 }
@@ -184,6 +192,13 @@ static void mut_end(struct store *s, struct store_mut *m)
 		pp = &(*pp)->next;
 	*pp = m->next;
 	free(m);
+}
+
+/* A committed record changed a key's inline bytes from old_len to new_len. */
+static void inline_account(struct store *s, uint64_t new_len, uint64_t old_len)
+{
+	s->inline_bytes += new_len;
+	s->inline_bytes = s->inline_bytes >= old_len ? s->inline_bytes - old_len : 0;
 }
 
 static void release_extent(struct store *s, uint64_t block, uint32_t blocks)
@@ -298,6 +313,7 @@ static void on_put_committed(struct store_kv_req *kreq, int status)
 		store_alloc_commit(s->alloc, req->block, req->blocks);
 	if (req->old_ext)
 		release_extent(s, req->old_block, req->old_blocks);
+	inline_account(s, req->is_inline ? req->length : 0, req->old_ilen);
 	mut_end(s, req->mut);
 	s->st.puts++;
 	s->st.put_bytes += req->length;
@@ -312,7 +328,8 @@ static void put_commit(struct store_put_req *req)
 		return;
 	}
 	req->mut = mut_begin(s, req->kbuf, true, req->blocks != 0, req->block, req->blocks,
-			     &req->old_ext, &req->old_block, &req->old_blocks);
+			     req->is_inline ? req->length : 0, &req->old_ext, &req->old_block,
+			     &req->old_blocks, &req->old_ilen);
 	if (!req->mut) {
 		put_fail_early(req, -ENOMEM);
 		return;
@@ -490,6 +507,7 @@ static void on_del_committed(struct store_kv_req *kreq, int status)
 	} else {
 		if (req->old_ext)
 			release_extent(s, req->old_block, req->old_blocks);
+		inline_account(s, 0, req->old_ilen);
 		mut_end(s, req->mut);
 		s->st.deletes++;
 	}
@@ -520,19 +538,19 @@ int store_delete(struct store *s, struct store_del_req *req, const struct store_
 	/* Exists after the mutations already queued, or in the index? */
 	struct store_mut *m = mut_find(s, req->kbuf);
 	bool exists, ext;
-	uint64_t b;
+	uint64_t b, il;
 	uint32_t n;
 	if (m) {
 		exists = m->exists;
 	} else {
-		rc = index_lookup(s, req->kbuf, &exists, &ext, &b, &n);
+		rc = index_lookup(s, req->kbuf, &exists, &ext, &b, &n, &il);
 		if (rc)
 			return rc;
 	}
 	if (!exists)
 		return IOL_ENOT_FOUND;
-	req->mut = mut_begin(s, req->kbuf, false, false, 0, 0, &req->old_ext, &req->old_block,
-			     &req->old_blocks);
+	req->mut = mut_begin(s, req->kbuf, false, false, 0, 0, 0, &req->old_ext, &req->old_block,
+			     &req->old_blocks, &req->old_ilen);
 	if (!req->mut)
 		return -ENOMEM;
 	req->wb = rocksdb_writebatch_create();
@@ -826,7 +844,7 @@ void store_space(struct store *s, struct store_space *out)
 	out->used_bytes = a.committed_blocks * STORE_BLOCK_SIZE;
 	out->reserved_bytes = a.reserved_blocks * STORE_BLOCK_SIZE;
 	out->free_bytes = a.free_blocks * STORE_BLOCK_SIZE;
-	out->inline_bytes = 0;
+	out->inline_bytes = s->inline_bytes;
 }
 
 void store_stats(struct store *s, struct store_stats *out)
@@ -906,6 +924,8 @@ static int rebuild_alloc(struct store *s, char *err, size_t errlen)
 			rc = store_rec_decode(v, vl, &r);
 		if (rc == 0 && !r.is_inline)
 			rc = store_alloc_mark(s->alloc, r.block, r.blocks);
+		else if (rc == 0)
+			s->inline_bytes += r.length;
 		if (rc) {
 			char name[STORE_OID_MAX * 4 + 64] = "(undecodable key)";
 			if (store_key_decode(k, kl, &key) == 0)
@@ -969,7 +989,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 			goto out_fd;
 	}
 	/* kv's bound is above ours, so a commit is never refused for space. */
-	rc = store_kv_open(o->meta_dir, s->max_inflight * 2, &s->kv, err, errlen);
+	rc = store_kv_open(o->meta_dir, s->max_inflight * 2, o->commit_log_bytes, &s->kv, err,
+			   errlen);
 	if (rc)
 		goto out_fd;
 	s->obs = o->observer;

@@ -4,13 +4,14 @@
  *
  * A store holds shards keyed by (pg, object id, shard index) on one device
  * (data extents, io_uring O_DIRECT) and one RocksDB (the index, and small
- * shards inline). It runs on one libuv loop, the owner's: every call is
+ * shards inline) whose writes are made durable by a commit log in the
+ * meta dir (kv.h, clog.h). It runs on one libuv loop, the owner's: every call is
  * made on that loop's thread and every callback runs there, never from
  * inside the call that started it.
  *
  * Durability: a put or delete callback with status 0 means the change is
  * on stable storage (data fdatasync'ed, then the index record written in a
- * synced group commit). A crash before that leaves the previous state,
+ * group commit: one fdatasync'ed commit-log record per group). A crash before that leaves the previous state,
  * never a half-written shard: a shard is visible only through its index
  * record, written last.
  *
@@ -41,8 +42,8 @@ struct store;
 
 /* Optional hooks for metrics (see store_opts.observer). */
 struct store_observer {
-	/* On kv's commit thread, after each synced index write: requests in
-	 * it and time inside rocksdb_write. Must be lock-free and cheap. */
+	/* On kv's commit thread, after each group commit: requests in it and
+	 * time to write it (commit log + RocksDB). Lock-free and cheap. */
 	void (*kv_batch)(void *arg, uint32_t requests, uint64_t flush_ns);
 	/* On the loop, after each device fdatasync: puts it covered and its
 	 * latency. */
@@ -64,6 +65,7 @@ struct store_opts {
 	uint64_t max_shard_bytes;   /* larger puts fail IOL_ETOO_LARGE; 0: 64 MiB */
 	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
+	uint64_t commit_log_bytes;  /* size of a new commit log; 0: 64 MiB */
 	struct store_observer observer; /* hooks may be NULL */
 };
 
@@ -81,7 +83,8 @@ struct store_space {
 	uint64_t used_bytes;      /* extents named by committed index entries */
 	uint64_t reserved_bytes;  /* extents of writes in flight */
 	uint64_t free_bytes;      /* total - used - reserved */
-	uint64_t inline_bytes;    /* not tracked yet: always 0 (see report) */
+	uint64_t inline_bytes;    /* shard bytes held inline in committed index
+	                           * records (in the meta dir, not the data area) */
 };
 
 struct store_stats {
@@ -124,6 +127,7 @@ struct store_put_req {
 	bool old_ext;                 /* the record replaced had an extent */
 	uint64_t old_block;
 	uint32_t old_blocks;
+	uint64_t old_ilen;            /* ... or this many inline bytes */
 	int status;
 	store_put_cb cb;
 	struct store_put_req *next;   /* flush group */
@@ -168,6 +172,7 @@ struct store_del_req {
 	bool old_ext;
 	uint64_t old_block;
 	uint32_t old_blocks;
+	uint64_t old_ilen;
 	store_del_cb cb;
 };
 

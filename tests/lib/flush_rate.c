@@ -1,6 +1,7 @@
 /*
- * flush_rate.c — see flush_rate.h. Writes in place within 1 MiB, so every
- * fdatasync flushes data, not a growing file's metadata.
+ * flush_rate.c — see flush_rate.h. Writes in place within 1 MiB that was
+ * written and fsync'ed before the clock starts, so every fdatasync
+ * flushes data, not a growing file's metadata.
  */
 #include "tests/lib/flush_rate.h"
 
@@ -21,6 +22,10 @@ double flush_rate(const char *dir, double secs)
 		return 0;
 	char b[4096];
 	memset(b, 7, sizeof(b));
+	for (int i = 0; i < 256; i++)
+		if (pwrite(fd, b, sizeof(b), (off_t)i * 4096) != (ssize_t)sizeof(b))
+			break;
+	fsync(fd);
 	uint64_t n = 0;
 	double t0 = (double)loop_now_ns() / 1e9, t = t0;
 	do {

@@ -344,11 +344,28 @@ START_TEST(overwrite_and_delete)
 	store_space(h.s, &sp);
 	ck_assert_uint_eq(sp.used_bytes, 74 * 4096); /* old extent freed */
 	expect_shard(&h, &k, b, 300000);
+	ck_assert_uint_eq(sp.inline_bytes, 0);
 	ck_assert_int_eq(put_sync(&h, &k, c, 1000), 0); /* extent -> inline */
 	store_space(h.s, &sp);
 	ck_assert_uint_eq(sp.used_bytes, 0);
+	ck_assert_uint_eq(sp.inline_bytes, 1000);
 	expect_shard(&h, &k, c, 1000);
+	/* Inline bytes: counted per key, replaced, rebuilt at open. */
+	struct store_key k2 = key_of(2, "o2", 0);
+	ck_assert_int_eq(put_sync(&h, &k2, c, 700), 0);
+	ck_assert_int_eq(put_sync(&h, &k2, c, 900), 0); /* inline -> inline */
+	store_space(h.s, &sp);
+	ck_assert_uint_eq(sp.inline_bytes, 1900);
+	h_close(&h);
+	ck_assert_int_eq(h_open(&h), 0);
+	store_space(h.s, &sp);
+	ck_assert_uint_eq(sp.inline_bytes, 1900);
+	ck_assert_int_eq(del_sync(&h, &k2), 0);
+	store_space(h.s, &sp);
+	ck_assert_uint_eq(sp.inline_bytes, 1000);
 	ck_assert_int_eq(put_sync(&h, &k, a, 1 << 20), 0); /* inline -> extent */
+	store_space(h.s, &sp);
+	ck_assert_uint_eq(sp.inline_bytes, 0);
 	ck_assert_int_eq(del_sync(&h, &k), 0);
 	store_space(h.s, &sp);
 	ck_assert_uint_eq(sp.used_bytes, 0);
@@ -526,6 +543,7 @@ START_TEST(enospc_keeps_data)
 		expect_shard(&h, &k[i], d[i], 300000);
 	struct store_space sp2;
 	store_space(h.s, &sp2);
+	sp.inline_bytes += 4; /* the data area is unchanged; the index holds 4 more */
 	ck_assert_mem_eq(&sp, &sp2, sizeof(sp));
 	/* Delete one: the put now fits. */
 	ck_assert_int_eq(del_sync(&h, &k[0]), 0);

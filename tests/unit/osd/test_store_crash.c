@@ -282,6 +282,11 @@ static int verify_main(const struct ack *acks, size_t nacks, size_t *listed_out)
 		fprintf(stderr, "VERIFY: store_open: %s\n", err);
 		return 1;
 	}
+	struct store_stats ss;
+	store_stats(s, &ss);
+	printf("verify: %llu commit-log records replayed at open\n",
+	       (unsigned long long)ss.kv.replayed);
+	fflush(stdout);
 	for (size_t i = 0; i < nacks; i++) {
 		struct store_key k;
 		store_key_make(&k, acks[i].pg, acks[i].oid, strlen(acks[i].oid), 0);
