@@ -107,6 +107,8 @@ void opx_maybe_free(struct opx *x)
 		gw_data_get_free(x->get);
 	gw_data_layout_clear(&x->lay);
 	free(x->spill);
+	if (x->ext_free)
+		x->ext_free(x->ext);
 	s3o_free_msg(x->cur);
 	s3o_free_msg(x->rec);
 	free(x->inl);
@@ -757,6 +759,8 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ops[S3_OP_GetObject] = s3o_get_object;
 	s->ops[S3_OP_HeadObject] = s3o_get_object;
 	s->ops[S3_OP_DeleteObject] = s3o_delete_object;
+	s3_multipart_bind(s);
+	s3_copy_bind(s);
 }
 
 bool s3_ops_ready(struct s3_ops *o)
