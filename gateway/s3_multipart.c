@@ -178,7 +178,7 @@ static void part_commit(struct opx *x);
 
 static void part_respond(struct opx *x)
 {
-	struct mpu_part *mp = x->ext;
+	struct mpu_part *mp = x->part;
 	char etag[40];
 	snprintf(etag, sizeof(etag), "\"%s\"", x->etag);
 	if (!mp->copy) {
@@ -201,7 +201,7 @@ static void on_part_commit(void *ud, int err, const Iolake__Meta__OpResult *res,
 {
 	(void)idx;
 	struct opx *x = ud;
-	struct mpu_part *mp = x->ext;
+	struct mpu_part *mp = x->part;
 	x->pending--;
 	int st = err ? -1 : (int)res->status;
 	if (st == ST(OK)) {
@@ -229,7 +229,7 @@ static void on_part_commit(void *ud, int err, const Iolake__Meta__OpResult *res,
 
 static void part_submit(struct opx *x)
 {
-	struct mpu_part *mp = x->ext;
+	struct mpu_part *mp = x->part;
 	Iolake__Meta__Segment sg = IOLAKE__META__SEGMENT__INIT;
 	Iolake__Meta__Part p = IOLAKE__META__PART__INIT;
 	p.upload_id = mp->upload_id;
@@ -275,7 +275,7 @@ static void part_submit(struct opx *x)
 static void on_part_prev(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct opx *x = ud;
-	struct mpu_part *mp = x->ext;
+	struct mpu_part *mp = x->part;
 	if (!x->c)
 		s3o_put_drop_new(x);   /* before opx_back may free x */
 	if (!opx_back(x))
@@ -305,7 +305,7 @@ static void on_part_prev(void *ud, int err, const ProtobufCMessage *resp)
  * conditionally on that part's generation. */
 static void part_commit(struct opx *x)
 {
-	struct mpu_part *mp = x->ext;
+	struct mpu_part *mp = x->part;
 	Iolake__Meta__GetUploadRequest req = IOLAKE__META__GET_UPLOAD_REQUEST__INIT;
 	req.bucket = x->bucket;
 	req.key = x->key;
@@ -326,8 +326,8 @@ int s3_mpu_part_setup(struct opx *x, bool copy)
 	memcpy(mp->upload_id, r->upload_id, 16);
 	mp->part_number = r->part_number;
 	mp->copy = copy;
-	x->ext = mp;
-	x->ext_free = part_free;
+	x->part = mp;
+	x->part_free = part_free;
 	x->commit = part_commit;
 	return 0;
 }
@@ -362,7 +362,7 @@ static void op_upload_part(struct s3_call *c)
 	Iolake__Meta__GetUploadRequest req = IOLAKE__META__GET_UPLOAD_REQUEST__INIT;
 	req.bucket = x->bucket;
 	req.key = x->key;
-	req.upload_id = ((struct mpu_part *)x->ext)->upload_id;
+	req.upload_id = ((struct mpu_part *)x->part)->upload_id;
 	if (s3o_mcall(x, META_M_GET_UPLOAD, &req.base, on_part_upload))
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 }

@@ -109,6 +109,8 @@ void opx_maybe_free(struct opx *x)
 	free(x->spill);
 	if (x->ext_free)
 		x->ext_free(x->ext);
+	if (x->part_free)
+		x->part_free(x->part);
 	s3o_free_msg(x->cur);
 	s3o_free_msg(x->rec);
 	free(x->inl);

@@ -90,6 +90,8 @@ struct opx {
 	const Iolake__Meta__ObjectRecord *meta_from; /* CopyObject COPY: metadata source */
 	void *ext;                         /* the module's own per-request state */
 	void (*ext_free)(void *ext);       /* releases ext with the opx */
+	void *part;                        /* s3_multipart's part commit state */
+	void (*part_free)(void *part);     /* (beside a copy's ext in UploadPartCopy) */
 	uint32_t mseg;                     /* multipart GET: segment being read */
 	uint64_t mpos, mend;               /* object bytes [mpos, mend) still to read */
 	bool mpu_get;                      /* the GET walks rec->segments */
@@ -202,9 +204,9 @@ void s3o_delete_object(struct s3_call *c);
 /* s3_multipart.c, s3_copy.c: fill their entries of the ops table. */
 void s3_multipart_bind(struct s3_server_cfg *s);
 void s3_copy_bind(struct s3_server_cfg *s);
-/* s3_multipart.c: commit a part whose data is in x (x->ext is the
- * module's struct mpu_part, set by s3_mpu_part_setup); UploadPartCopy
- * uses it with its own response. */
+/* s3_multipart.c: make x's commit a part commit of the request's upload
+ * id and part number (state in x->part); UploadPartCopy uses it with the
+ * CopyPartResult answer. 0 or -ENOMEM. */
 int s3_mpu_part_setup(struct opx *x, bool copy);
 
 #endif
