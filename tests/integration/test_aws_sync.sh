@@ -11,12 +11,15 @@ cd "$(dirname "$0")"
 . ./aio_lib.sh
 
 # aio_lib.sh pins single PUTs for the older tests; this one wants aws-cli's
-# defaults (multipart from 8 MiB on, 8 MiB parts).
+# defaults (multipart from 8 MiB on, 8 MiB parts), with 32 requests in
+# flight instead of 10 (AWS_CONCURRENCY): the 1,000-file sync is bound by
+# aws-cli's per-file overhead, and overlapping more of it saves ~15 s.
 cat > "$AWS_CONFIG_FILE" <<CFG
 [default]
 region = us-east-1
 s3 =
   addressing_style = path
+  max_concurrent_requests = ${AWS_CONCURRENCY:-32}
 CFG
 
 fail() { echo "FAIL: $*"; exit 1; }
@@ -66,10 +69,12 @@ for i in range(1000):
 PY
 [ "$(find "$T/tree" -type f | wc -l)" -eq 1000 ] || fail "tree is not 1000 files"
 $S3 sync --no-progress "$T/tree" s3://sync/tree >/dev/null
+lap "sync up done"
 n=$($S3 ls --recursive s3://sync/tree/ | wc -l)
 [ "$n" -eq 1000 ] || fail "sync up: $n keys, want 1000"
 again=$($S3 sync --no-progress "$T/tree" s3://sync/tree)
 [ -z "$again" ] || fail "a second sync copied again: $(head -3 <<<"$again")"
+lap "second sync done"
 $S3 sync --no-progress s3://sync/tree "$T/back" >/dev/null
 diff -r "$T/tree" "$T/back" || fail "synced tree differs"
 lap "ok: aws s3 sync of 1,000 files up and back, diff -r clean; a second sync copies nothing"
