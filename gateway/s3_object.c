@@ -1,9 +1,12 @@
 /*
  * s3_object.c — the object operations: PutObject (inline or streamed
  * through gw_data, committed to meta with a generation condition),
- * GetObject and HeadObject (whole or one range, verified before the first
- * byte goes out), DeleteObject. Contracts in s3_ops.h; shared state and
- * helpers in s3_ops_int.h.
+ * GetObject and HeadObject (whole, one range or one part, verified before
+ * the first byte goes out; a multipart object is read segment by segment,
+ * each with its own layout), DeleteObject. The PUT pipeline is shared:
+ * UploadPart (s3_multipart.c) and the copies (s3_copy.c) reuse it with
+ * their own commit and answer hooks (s3_ops_int.h). Contracts in
+ * s3_ops.h; shared state and helpers in s3_ops_int.h.
  *
  * Thread: the gateway loop; no blocking call.
  */
