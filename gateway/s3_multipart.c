@@ -13,9 +13,9 @@
  * on the replaced part's generation, so racing uploads of one part number
  * each free exactly the part they replaced), Complete for the listed parts
  * it left out, Abort for every listed part. Complete and Abort list the
- * parts before they commit; a part committed between that listing and the
- * commit (an UploadPart racing its own upload's Complete/Abort) is dropped
- * from meta without its shards being freed — a leak, never a loss.
+ * parts first and commit on the condition that no PutPart was applied
+ * since (the upload's parts_generation): a part uploaded in between makes
+ * them list again, so every part they drop is one they saw.
  *
  * Thread: the gateway loop; no blocking call.
  */
@@ -389,6 +389,14 @@ static void complete_free(void *p)
 }
 
 static void complete_read_cur(struct opx *x);
+static void complete_list(struct opx *x);
+static void abort_list(struct opx *x);
+
+/* The listed upload's parts_generation: the commit's condition. */
+static uint64_t listed_parts_gen(const struct mpu_complete *m)
+{
+	return m->listed && m->listed->upload ? m->listed->upload->parts_generation : 0;
+}
 
 static void complete_respond(struct opx *x, const char *etag)
 {
@@ -447,7 +455,7 @@ static void on_complete_commit(void *ud, int err, const Iolake__Meta__OpResult *
 		return;
 	}
 	if (st == ST(CONFLICT) && ++x->tries < COMMIT_TRIES)
-		complete_read_cur(x);
+		complete_list(x);   /* a part or the object changed: from the listing again */
 	else if (st == ST(NOT_FOUND))
 		s3o_fail(x, S3E_NoSuchUpload, NULL);
 	else if (st == ST(INVALID_PART))
@@ -483,6 +491,8 @@ static void complete_submit(struct opx *x)
 	cm.parts = prefs;
 	cm.n_parts = m->n;
 	cm.time_ms = s3o_wall_ms();
+	cm.parts_conditional = true;
+	cm.if_parts_generation = listed_parts_gen(m);
 	if (x->cur)
 		cm.if_generation = x->cur->generation;
 	else
@@ -541,6 +551,7 @@ static void on_complete_listed(void *ud, int err, const ProtobufCMessage *resp)
 		s3o_fail(x, S3E_NoSuchUpload, NULL);
 		return;
 	}
+	s3o_free_msg(m->listed);
 	if (!(m->listed = (Iolake__Meta__ListPartsResponse *)s3o_copy_msg(&r->base))) {
 		s3o_fail(x, S3E_InternalError, NULL);
 		return;
@@ -627,6 +638,14 @@ static void on_complete_body_end(struct s3_call *c, enum s3_err verdict)
 		}
 		memcpy(m->parts[i].etag, e, 33);
 	}
+	complete_list(x);
+}
+
+/* Every part of the upload, to validate the request against and to know
+ * which ones the commit will drop. */
+static void complete_list(struct opx *x)
+{
+	struct mpu_complete *m = x->ext;
 	Iolake__Meta__ListPartsRequest req = IOLAKE__META__LIST_PARTS_REQUEST__INIT;
 	req.bucket = x->bucket;
 	req.key = x->key;
@@ -676,6 +695,8 @@ static void on_abort_commit(void *ud, int err, const Iolake__Meta__OpResult *res
 	}
 	if (st == ST(OK))
 		http_respond(s3_call_stream(x->c), 204, NULL, 0, NULL, NULL);
+	else if (st == ST(CONFLICT) && ++x->tries < COMMIT_TRIES)
+		abort_list(x);   /* a part was uploaded since the listing */
 	else if (st == ST(NOT_FOUND))
 		s3o_fail(x, S3E_NoSuchUpload, NULL);
 	else
@@ -697,6 +718,7 @@ static void on_abort_listed(void *ud, int err, const ProtobufCMessage *resp)
 		s3o_fail(x, S3E_NoSuchUpload, NULL);
 		return;
 	}
+	s3o_free_msg(m->listed);
 	if (!(m->listed = (Iolake__Meta__ListPartsResponse *)s3o_copy_msg(&r->base))) {
 		s3o_fail(x, S3E_InternalError, NULL);
 		return;
@@ -705,6 +727,8 @@ static void on_abort_listed(void *ud, int err, const ProtobufCMessage *resp)
 	am.bucket = x->bucket;
 	am.key = x->key;
 	am.upload_id = m->upload_id;
+	am.parts_conditional = true;
+	am.if_parts_generation = listed_parts_gen(m);
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_ABORT_MULTIPART;
 	op.abort_multipart = &am;
@@ -725,6 +749,12 @@ static void op_abort(struct s3_call *c)
 	memcpy(m->upload_id, s3_call_req(c)->upload_id, 16);
 	x->ext = m;
 	x->ext_free = complete_free;
+	abort_list(x);
+}
+
+static void abort_list(struct opx *x)
+{
+	struct mpu_complete *m = x->ext;
 	Iolake__Meta__ListPartsRequest req = IOLAKE__META__LIST_PARTS_REQUEST__INIT;
 	req.bucket = x->bucket;
 	req.key = x->key;

@@ -506,6 +506,14 @@ static int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op)
 	p.upload_id = op->upload_id;
 	p.generation = t->gen;
 	rc = tx_put_msg(t, &k, &p.base);
+	if (rc == 0) {
+		/* Complete and Abort may require the parts unchanged since
+		 * their caller listed them. */
+		struct key uk;
+		key_upload(&uk, op->bucket, op->key, op->upload_id);
+		u->parts_generation = t->gen;
+		rc = tx_put_msg(t, &uk, &u->base);
+	}
 out:
 	meta_state_free_msg(old);
 	meta_state_free_msg(u);
@@ -557,6 +565,10 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	int rc = get_upload(t, op->bucket, op->key, op->upload_id, &u);
 	if (rc)
 		return rc;
+	if (op->parts_conditional && u->parts_generation != op->if_parts_generation) {
+		rc = IOL_ECONFLICT;
+		goto out;
+	}
 	if (n == 0 || n > META_PARTS_MAX) {
 		rc = -EINVAL;
 		goto out;
@@ -656,6 +668,10 @@ static int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *
 	int rc = get_upload(t, op->bucket, op->key, op->upload_id, &u);
 	if (rc)
 		return rc;
+	if (op->parts_conditional && u->parts_generation != op->if_parts_generation) {
+		meta_state_free_msg(u);
+		return IOL_ECONFLICT;
+	}
 	drop_parts(t, op->bucket, op->key, op->upload_id, NULL, 0);
 	struct key k;
 	key_upload(&k, op->bucket, op->key, op->upload_id);

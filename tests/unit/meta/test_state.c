@@ -772,12 +772,45 @@ START_TEST(test_multipart_parts)
 		meta_state_free_msg(u[i]);
 	free(u);
 
-	/* Complete 1, 2: the segments carry the parts' layouts. */
+	/* Every PutPart moved the upload's parts_generation: Complete and
+	 * Abort conditional on an older one conflict. */
+	Iolake__Meta__MultipartUpload *up;
+	ck_assert_int_eq(meta_state_get_upload(s, "mpb", "big", id[0], &up), 0);
+	uint64_t pgen = up->parts_generation;
+	meta_state_free_msg(up);
+	ck_assert_int_eq(meta_state_get_part(s, id[0], 5, &p), 0);
+	ck_assert_uint_eq(pgen, p->generation);   /* part 5 was the last PutPart */
+	meta_state_free_msg(p);
 	t = tb_new();
 	uint32_t nums[2] = { 1, 2 };
 	const char *es[2] = { e1, e1 };
 	tb_complete(t, id[0], nums, es, 2);
-	ck_assert_int_eq(tb_apply(s, 4, t, res), 1);
+	t->b.ops[0]->complete_multipart->parts_conditional = true;
+	t->b.ops[0]->complete_multipart->if_parts_generation = gen1;
+	for (int i = 0; i < 2; i++) {
+		Iolake__Meta__Op *aop = tb_op(t, 0, 0);
+		Iolake__Meta__AbortMultipart *am = tb_alloc(t, sizeof(*am));
+		iolake__meta__abort_multipart__init(am);
+		am->bucket = tb_str(t, "mpb");
+		am->key = tb_str(t, "big");
+		am->upload_id = tb_str(t, id[3]);
+		am->parts_conditional = true;
+		am->if_parts_generation = i == 0 ? 1 : 0;   /* it has no parts: 0 */
+		aop->body_case = IOLAKE__META__OP__BODY_ABORT_MULTIPART;
+		aop->abort_multipart = am;
+	}
+	ck_assert_int_eq(tb_apply(s, 4, t, res), 3);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[2].err, 0);
+
+	/* Complete 1, 2 (conditional on the current parts): the segments
+	 * carry the parts' layouts. */
+	t = tb_new();
+	tb_complete(t, id[0], nums, es, 2);
+	t->b.ops[0]->complete_multipart->parts_conditional = true;
+	t->b.ops[0]->complete_multipart->if_parts_generation = pgen;
+	ck_assert_int_eq(tb_apply(s, 5, t, res), 1);
 	ck_assert_int_eq(res[0].err, 0);
 	Iolake__Meta__ObjectRecord *r;
 	ck_assert_int_eq(meta_state_head_object(s, "mpb", "big", &r), 0);
