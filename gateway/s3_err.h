@@ -37,6 +37,7 @@
 	X(InvalidBucketName,            400, "InvalidBucketName",            "The specified bucket is not valid.") \
 	X(InvalidDigest,                400, "InvalidDigest",                "The Content-MD5 you specified is not valid.") \
 	X(InvalidPart,                  400, "InvalidPart",                  "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.") \
+	X(InvalidPartNumber,            416, "InvalidPartNumber",            "The requested partnumber is not satisfiable") \
 	X(InvalidPartOrder,             400, "InvalidPartOrder",             "The list of parts was not in ascending order. The parts list must be specified in order by part number.") \
 	X(InvalidRange,                 416, "InvalidRange",                 "The requested range is not satisfiable") \
 	X(InvalidRequest,               400, "InvalidRequest",               "Invalid Request")          \

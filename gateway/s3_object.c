@@ -1,9 +1,12 @@
 /*
  * s3_object.c — the object operations: PutObject (inline or streamed
  * through gw_data, committed to meta with a generation condition),
- * GetObject and HeadObject (whole or one range, verified before the first
- * byte goes out), DeleteObject. Contracts in s3_ops.h; shared state and
- * helpers in s3_ops_int.h.
+ * GetObject and HeadObject (whole, one range or one part, verified before
+ * the first byte goes out; a multipart object is read segment by segment,
+ * each with its own layout), DeleteObject. The PUT pipeline is shared:
+ * UploadPart (s3_multipart.c) and the copies (s3_copy.c) reuse it with
+ * their own commit and answer hooks (s3_ops_int.h). Contracts in
+ * s3_ops.h; shared state and helpers in s3_ops_int.h.
  *
  * Thread: the gateway loop; no blocking call.
  */
@@ -22,7 +25,35 @@
 
 bool s3o_rec_is_inline(const Iolake__Meta__ObjectRecord *r)
 {
-	return r->data_layout.len == 0;
+	return r->data_layout.len == 0 && r->n_segments == 0;
+}
+
+bool s3o_rec_is_multipart(const Iolake__Meta__ObjectRecord *r)
+{
+	return r->data_layout.len == 0 && r->n_segments > 0;
+}
+
+int s3o_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l)
+{
+	int rc = gw_data_layout_decode(sg->data_layout.data, sg->data_layout.len, l);
+	if (rc)
+		return rc;
+	if (l->size != sg->length) {
+		gw_data_layout_clear(l);
+		return IOL_ECORRUPT;
+	}
+	return 0;
+}
+
+void s3o_drop_layout(struct s3_ops *o, const uint8_t *enc, size_t len)
+{
+	struct gw_data_layout l = { 0 };
+	struct gw_data_target t;
+	if (!len || gw_data_layout_decode(enc, len, &l))
+		return;
+	if (gw_map_target(o->map, l.pg, &t) == 0)
+		gw_data_delete(o->data, &t, &l, s3o_on_drop_done, NULL);
+	gw_data_layout_clear(&l);
 }
 
 /* The record's shard layout into *l (release with gw_data_layout_clear):
@@ -52,6 +83,12 @@ void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r)
 {
 	struct gw_data_layout l = { 0 };
 	struct gw_data_target t;
+	if (r && s3o_rec_is_multipart(r)) {
+		for (size_t i = 0; i < r->n_segments; i++)
+			s3o_drop_layout(o, r->segments[i]->data_layout.data,
+					r->segments[i]->data_layout.len);
+		return;
+	}
 	if (!r || s3o_rec_is_inline(r) || s3o_rec_layout(r, &l))
 		return;
 	if (gw_map_target(o->map, l.pg, &t) == 0)
@@ -74,7 +111,7 @@ static void put_respond(struct opx *x)
 }
 
 /* The new version's shards, when its record was not committed. */
-static void put_drop_new(struct opx *x)
+void s3o_put_drop_new(struct opx *x)
 {
 	if (x->put && x->data_done) {
 		gw_data_delete(x->o->data, &x->target, gw_data_put_layout(x->put), s3o_on_drop_done, NULL);
@@ -90,7 +127,7 @@ static void on_put_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	if (st == IOLAKE__META__STATUS__STATUS_OK) {
 		s3o_drop_shards(x->o, x->cur);
 		if (x->c)
-			put_respond(x);
+			x->respond ? x->respond(x) : put_respond(x);
 		opx_maybe_free(x);
 		return;
 	}
@@ -103,7 +140,7 @@ static void on_put_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	/* Not committed (or unknown: a retried submit is deduplicated by
 	 * meta, so an error here means the record did not change). */
 	if (err == 0 || !iol_err_retryable(err))
-		put_drop_new(x);
+		s3o_put_drop_new(x);
 	if (!x->c) {
 		opx_maybe_free(x);
 		return;
@@ -123,29 +160,107 @@ static bool is_user_meta(const struct sigv4_header *h)
 	return h->name_len > 11 && strncasecmp(h->name, "x-amz-meta-", 11) == 0;
 }
 
+void s3o_user_meta_free(struct s3o_user_meta *um)
+{
+	free(um->ents), free(um->pents), free(um->names), free(um->vals);
+	memset(um, 0, sizeof(*um));
+}
+
+int s3o_user_meta_get(struct s3_call *c, struct s3o_user_meta *um)
+{
+	const struct http_request *hr = s3_call_http(c);
+	memset(um, 0, sizeof(*um));
+	size_t n_um = 0;
+	for (size_t i = 0; i < hr->n_headers; i++)
+		n_um += is_user_meta(&hr->headers[i]);
+	if (!n_um)
+		return 0;
+	um->ents = calloc(n_um, sizeof(*um->ents));
+	um->pents = calloc(n_um, sizeof(*um->pents));
+	size_t nb = 0, vb = 0;
+	for (size_t i = 0; i < hr->n_headers; i++)
+		if (is_user_meta(&hr->headers[i])) {
+			nb += hr->headers[i].name_len;
+			vb += hr->headers[i].value_len + 1;
+		}
+	um->names = malloc(nb + 1);
+	um->vals = malloc(vb + 1);
+	if (!um->ents || !um->pents || !um->names || !um->vals) {
+		s3o_user_meta_free(um);
+		return -ENOMEM;
+	}
+	char *np = um->names, *vp = um->vals;
+	size_t j = 0;
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		if (!is_user_meta(h))
+			continue;
+		iolake__meta__object_record__user_meta_entry__init(&um->ents[j]);
+		um->ents[j].key = np;
+		for (size_t b = 11; b < h->name_len; b++)
+			*np++ = (char)((h->name[b] >= 'A' && h->name[b] <= 'Z') ? h->name[b] + 32 : h->name[b]);
+		*np++ = 0;
+		um->ents[j].value = vp;
+		memcpy(vp, h->value, h->value_len);
+		vp += h->value_len;
+		*vp++ = 0;
+		um->pents[j] = &um->ents[j];
+		j++;
+	}
+	um->n = n_um;
+	return 0;
+}
+
+int s3o_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r, struct s3o_hdr_bufs *b)
+{
+	r->content_type = s3o_hdr_str(c, "content-type", b->ct, sizeof(b->ct));
+	r->content_encoding = s3o_hdr_str(c, "content-encoding", b->ce, sizeof(b->ce));
+	/* aws-chunked is transfer framing, not the object's encoding. */
+	if (r->content_encoding && strncasecmp(r->content_encoding, "aws-chunked", 11) == 0) {
+		char *rest = r->content_encoding + 11;
+		while (*rest == ',' || *rest == ' ')
+			rest++;
+		r->content_encoding = rest;
+	}
+	r->content_disposition = s3o_hdr_str(c, "content-disposition", b->cd, sizeof(b->cd));
+	r->cache_control = s3o_hdr_str(c, "cache-control", b->cc, sizeof(b->cc));
+	r->expires = s3o_hdr_str(c, "expires", b->ex, sizeof(b->ex));
+	r->content_language = s3o_hdr_str(c, "content-language", b->cl, sizeof(b->cl));
+	if (s3o_user_meta_get(c, &b->um))
+		return -ENOMEM;
+	r->n_user_meta = b->um.n;
+	r->user_meta = b->um.pents;
+	return 0;
+}
+
 static void put_commit(struct opx *x)
 {
 	struct s3_call *c = x->c;
-	const struct http_request *hr = s3_call_http(c);
-	char ct[256], ce[256], cd[512], cc[256], ex[128], cl[64];
+	const Iolake__Meta__ObjectRecord *src = x->meta_from;
+	struct s3o_hdr_bufs hb;
 	Iolake__Meta__ObjectRecord r = IOLAKE__META__OBJECT_RECORD__INIT;
+	struct s3o_user_meta *um = &hb.um;
+	memset(um, 0, sizeof(*um));
 	r.bucket = x->bucket;
 	r.key = x->key;
 	r.size = x->size;
 	r.etag = x->etag;
-	r.content_type = s3o_hdr_str(c, "content-type", ct, sizeof(ct));
-	r.content_encoding = s3o_hdr_str(c, "content-encoding", ce, sizeof(ce));
-	/* aws-chunked is transfer framing, not the object's encoding. */
-	if (r.content_encoding && strncasecmp(r.content_encoding, "aws-chunked", 11) == 0) {
-		char *rest = r.content_encoding + 11;
-		while (*rest == ',' || *rest == ' ')
-			rest++;
-		r.content_encoding = rest;
+	if (src) {
+		/* CopyObject with the COPY directive: the source's headers and
+		 * user metadata. */
+		r.content_type = src->content_type;
+		r.content_encoding = src->content_encoding;
+		r.content_disposition = src->content_disposition;
+		r.cache_control = src->cache_control;
+		r.expires = src->expires;
+		r.content_language = src->content_language;
+		r.n_user_meta = src->n_user_meta;
+		r.user_meta = src->user_meta;
+	} else if (s3o_rec_from_headers(c, &r, &hb)) {
+		s3o_fail(x, S3E_InternalError, NULL);
+		s3o_put_drop_new(x);
+		return;
 	}
-	r.content_disposition = s3o_hdr_str(c, "content-disposition", cd, sizeof(cd));
-	r.cache_control = s3o_hdr_str(c, "cache-control", cc, sizeof(cc));
-	r.expires = s3o_hdr_str(c, "expires", ex, sizeof(ex));
-	r.content_language = s3o_hdr_str(c, "content-language", cl, sizeof(cl));
 	r.mtime_ms = x->mtime_ms;
 	r.owner = (char *)s3o_owner_of(x->o, c);
 	r.pg = x->pg;
@@ -153,49 +268,9 @@ static void put_commit(struct opx *x)
 	if (s3o_record_checksum(c, &ck)) {
 		r.n_checksums = 1;
 		r.checksums = &pck;
-	}
-	size_t n_um = 0;
-	for (size_t i = 0; i < hr->n_headers; i++)
-		n_um += is_user_meta(&hr->headers[i]);
-	Iolake__Meta__ObjectRecord__UserMetaEntry *ents = NULL, **pents = NULL;
-	char *names = NULL, *vals = NULL;
-	if (n_um) {
-		ents = calloc(n_um, sizeof(*ents));
-		pents = calloc(n_um, sizeof(*pents));
-		size_t nb = 0, vb = 0;
-		for (size_t i = 0; i < hr->n_headers; i++)
-			if (is_user_meta(&hr->headers[i])) {
-				nb += hr->headers[i].name_len;
-				vb += hr->headers[i].value_len + 1;
-			}
-		names = malloc(nb + 1);
-		vals = malloc(vb + 1);
-		if (!ents || !pents || !names || !vals) {
-			free(ents), free(pents), free(names), free(vals);
-			s3o_fail(x, S3E_InternalError, NULL);
-			put_drop_new(x);
-			return;
-		}
-		char *np = names, *vp = vals;
-		size_t j = 0;
-		for (size_t i = 0; i < hr->n_headers; i++) {
-			const struct sigv4_header *h = &hr->headers[i];
-			if (!is_user_meta(h))
-				continue;
-			iolake__meta__object_record__user_meta_entry__init(&ents[j]);
-			ents[j].key = np;
-			for (size_t b = 11; b < h->name_len; b++)
-				*np++ = (char)((h->name[b] >= 'A' && h->name[b] <= 'Z') ? h->name[b] + 32 : h->name[b]);
-			*np++ = 0;
-			ents[j].value = vp;
-			memcpy(vp, h->value, h->value_len);
-			vp += h->value_len;
-			*vp++ = 0;
-			pents[j] = &ents[j];
-			j++;
-		}
-		r.n_user_meta = n_um;
-		r.user_meta = pents;
+	} else if (src) {
+		r.n_checksums = src->n_checksums; /* the same bytes: the same sums */
+		r.checksums = src->checksums;
 	}
 	uint8_t *lbuf = NULL;
 	if (x->is_inline) {
@@ -205,20 +280,27 @@ static void put_commit(struct opx *x)
 		const struct gw_data_layout *l = gw_data_put_layout(x->put);
 		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
 		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
-			free(lbuf), free(ents), free(pents), free(names), free(vals);
+			free(lbuf);
+			s3o_user_meta_free(um);
 			s3o_fail(x, S3E_InternalError, NULL);
-			put_drop_new(x);
+			s3o_put_drop_new(x);
 			return;
 		}
 		r.data_layout.data = lbuf;
 		r.data_layout.len = (size_t)n;
 	}
-	void *tmem; /* x-amz-tagging (checked when the request came in) */
+	void *tmem = NULL; /* x-amz-tagging (checked when the request came in) */
 	const char *tmsg;
-	if (s3o_tagging_from_header(c, &r, &tmem, &tmsg)) {
-		free(lbuf), free(ents), free(pents), free(names), free(vals);
+	char tdir[16];
+	if (src && !(s3o_hdr_str(c, "x-amz-tagging-directive", tdir, sizeof(tdir)) &&
+		     strcasecmp(tdir, "REPLACE") == 0)) {
+		r.n_tags = src->n_tags; /* CopyObject: the source's tags by default */
+		r.tags = src->tags;
+	} else if (s3o_tagging_from_header(c, &r, &tmem, &tmsg)) {
+		free(lbuf);
+		s3o_user_meta_free(um);
 		s3o_fail(x, S3E_InternalError, NULL);
-		put_drop_new(x);
+		s3o_put_drop_new(x);
 		return;
 	}
 	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
@@ -232,10 +314,11 @@ static void put_commit(struct opx *x)
 	op.put_object = &po;
 	x->committing = true;
 	int rc = s3o_msubmit(x, &op, on_put_commit);
-	free(lbuf), free(ents), free(pents), free(names), free(vals);
+	free(lbuf);
+	s3o_user_meta_free(um);
 	s3o_tagging_mem_free(tmem);
 	if (rc) {
-		put_drop_new(x);
+		s3o_put_drop_new(x);
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 	}
 }
@@ -243,14 +326,14 @@ static void put_commit(struct opx *x)
 static void on_put_cur(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct opx *x = ud;
-	if (!opx_back(x)) {
-		put_drop_new(x);
+	if (!x->c)
+		s3o_put_drop_new(x);   /* before opx_back may free x */
+	if (!opx_back(x))
 		return;
-	}
 	s3o_free_msg(x->cur);
 	x->cur = NULL;
 	if (err && err != IOL_ENOT_FOUND) {
-		put_drop_new(x);
+		s3o_put_drop_new(x);
 		s3o_fail(x, s3o_meta_err(err), NULL);
 		return;
 	}
@@ -259,7 +342,7 @@ static void on_put_cur(void *ud, int err, const ProtobufCMessage *resp)
 		x->cur = (Iolake__Meta__ObjectRecord *)s3o_copy_msg(&r->record->base);
 	enum s3_err ce = s3o_cond_put(x->c, x->cur); /* If-None-Match: *, If-Match */
 	if (ce) {
-		put_drop_new(x);
+		s3o_put_drop_new(x);
 		s3o_fail(x, ce, NULL);
 		return;
 	}
@@ -273,7 +356,7 @@ static void put_read_cur(struct opx *x)
 	req.bucket = x->bucket;
 	req.key = x->key;
 	if (s3o_mcall(x, META_M_HEAD_OBJECT, &req.base, on_put_cur)) {
-		put_drop_new(x);
+		s3o_put_drop_new(x);
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 	}
 }
@@ -292,7 +375,16 @@ static void put_maybe_commit(struct opx *x)
 		snprintf(x->etag, sizeof(x->etag), "%s", gw_data_put_etag(x->put));
 	}
 	x->committing = true;
-	put_read_cur(x);
+	if (x->commit)
+		x->commit(x);
+	else
+		put_read_cur(x);
+}
+
+void s3o_put_ready(struct opx *x)
+{
+	x->body_done = x->data_done = true;
+	put_maybe_commit(x);
 }
 
 static void put_body_finish(struct opx *x);
@@ -435,6 +527,11 @@ static void on_put_bucket(void *ud, int err, const ProtobufCMessage *resp)
 		s3o_fail(x, S3E_NoSuchBucket, NULL);
 		return;
 	}
+	s3o_put_stream(x);
+}
+
+void s3o_put_stream(struct opx *x)
+{
 	struct s3_call *c = x->c;
 	if (!s3_call_http(c)->has_body) {
 		/* No body at all: the front end already saw its end. Check the
@@ -467,7 +564,7 @@ static void on_put_bucket(void *ud, int err, const ProtobufCMessage *resp)
 	http_resume(s3_call_stream(c));
 }
 
-void s3o_put_object(struct s3_call *c)
+struct opx *s3o_put_begin(struct s3_call *c, bool allow_inline)
 {
 	struct s3_ops *o = s3_call_ctx(c);
 	const struct http_request *hr = s3_call_http(c);
@@ -478,38 +575,46 @@ void s3o_put_object(struct s3_call *c)
 		size = strtoull(num, &end, 10);
 		if (!num[0] || *end) {
 			s3_call_error(c, S3E_InvalidArgument, NULL);
-			return;
+			return NULL;
 		}
 	} else if (!hr->has_content_length) {
 		s3_call_error(c, S3E_MissingContentLength, NULL);
-		return;
+		return NULL;
 	}
 	if (size > S3_MAX_PUT_BYTES) {
 		s3_call_error(c, S3E_EntityTooLarge, NULL);
-		return;
+		return NULL;
 	}
 	const char *tmsg;
 	void *tmem;
 	enum s3_err te = s3o_tagging_from_header(c, NULL, &tmem, &tmsg);
 	if (te) {
 		s3_call_error(c, te, tmsg);
-		return;
+		return NULL;
 	}
 	struct opx *x = opx_new(c);
 	if (!x) {
 		s3_call_error(c, S3E_InternalError, NULL);
-		return;
+		return NULL;
 	}
 	x->size = size;
-	x->is_inline = size <= o->inline_max;
+	x->is_inline = allow_inline ? size <= o->inline_max : size == 0;
 	if (x->is_inline && size && !(x->inl = malloc(size))) {
 		s3o_fail(x, S3E_InternalError, NULL);
-		return;
+		return NULL;
 	}
-	/* Hold the body (unread bytes would be discarded) until the bucket
-	 * is known to exist. */
+	/* Hold the body (unread bytes would be discarded) until the
+	 * caller's checks (the bucket exists, the upload exists) pass. */
 	if (hr->has_body)
 		http_pause(s3_call_stream(c));
+	return x;
+}
+
+void s3o_put_object(struct s3_call *c)
+{
+	struct opx *x = s3o_put_begin(c, true);
+	if (!x)
+		return;
 	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
 	req.name = x->bucket;
 	if (s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_put_bucket))
@@ -519,6 +624,7 @@ void s3o_put_object(struct s3_call *c)
 /* ------------------------------------------------------------ GetObject */
 
 static void get_pump(struct opx *x);
+static void on_get_readable_fwd(struct gw_data_get *g, void *ud);
 
 static void add_object_headers(struct opx *x)
 {
@@ -552,6 +658,10 @@ static void add_object_headers(struct opx *x)
 	 * not one part). */
 	if (!x->partial && !s3_call_req(x->c)->part_number && s3o_checksum_mode(x->c))
 		s3o_checksum_headers(x->c, r);
+	if (s3_call_req(x->c)->part_number && r->parts_count) {
+		snprintf(v, sizeof(v), "%u", (unsigned)r->parts_count);
+		http_add_header(s, "x-amz-mp-parts-count", v);
+	}
 	if (x->partial) {
 		char cr[96];
 		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)x->off,
@@ -615,17 +725,55 @@ static void on_get_written(struct http_stream *s, int status, void *arg)
 	get_pump(x);
 }
 
+/* Multipart GET: start reading the next segment the range touches (its
+ * own layout, its own gw_data GET). 0, or an error (the GET fails). */
+static int mget_next(struct opx *x)
+{
+	const Iolake__Meta__ObjectRecord *r = x->rec;
+	if (x->get) {
+		gw_data_get_free(x->get);   /* before its layout goes */
+		x->get = NULL;
+	}
+	gw_data_layout_clear(&x->lay);
+	while (x->mseg < r->n_segments &&
+	       r->segments[x->mseg]->offset + r->segments[x->mseg]->length <= x->mpos)
+		x->mseg++;
+	if (x->mseg >= r->n_segments || r->segments[x->mseg]->offset > x->mpos)
+		return IOL_ECORRUPT;   /* a hole in the record */
+	const Iolake__Meta__Segment *sg = r->segments[x->mseg];
+	uint64_t seg_end = sg->offset + sg->length;
+	uint64_t n = (seg_end < x->mend ? seg_end : x->mend) - x->mpos;
+	int rc = s3o_seg_layout(sg, &x->lay);
+	if (rc)
+		return rc;
+	struct gw_data_target t;
+	if (gw_map_target(x->o->map, x->lay.pg, &t))
+		return IOL_EUNAVAILABLE;
+	rc = gw_data_get_start(x->o->data, &t, &x->lay, x->mpos - sg->offset, n, on_get_readable_fwd, x,
+			       &x->get);
+	if (rc)
+		return rc;
+	x->mpos += n;
+	x->mseg++;
+	return 0;
+}
+
 static void get_pump(struct opx *x)
 {
 	struct http_stream *s = s3_call_stream(x->c);
 	while (!x->ended && x->writes < MAX_WRITES) {
 		struct buf_slice sl;
-		int rc = gw_data_get_read(x->get, &sl);
+		int rc = x->get ? gw_data_get_read(x->get, &sl) : IOL_EUNAVAILABLE;
+		if (rc == 0 && x->mpu_get && x->mpos < x->mend) {
+			rc = mget_next(x);
+			if (rc == 0)
+				continue;
+		}
 		if (rc == -EAGAIN)
 			return;
 		if (rc < 0) {
 			LOG_WARN("get failed", "bucket=%s key=%s err=%s", x->bucket, LOG_Q(x->key),
-				 LOG_Q(gw_data_get_error(x->get)));
+				 LOG_Q(x->get ? gw_data_get_error(x->get) : iol_strerror(rc)));
 			x->ended = true;
 			if (!x->started) {
 				s3o_fail(x, S3E_ServiceUnavailable,
@@ -668,32 +816,100 @@ static void on_get_readable(struct gw_data_get *g, void *ud)
 		get_pump(x);
 }
 
+static void on_get_readable_fwd(struct gw_data_get *g, void *ud)
+{
+	on_get_readable(g, ud);
+}
+
 static void on_inline_written(struct http_stream *s, int status, void *arg)
 {
 	(void)s, (void)status, (void)arg; /* the record lives until finish */
+}
+
+/* partNumber=N: that part's bytes of a multipart object (1: the whole of
+ * any other). 1 (a part of a multipart object, in off/len), 0 (the whole
+ * object), -1 (no such part). */
+static int part_range(const Iolake__Meta__ObjectRecord *r, uint32_t pn, uint64_t *off,
+		      uint64_t *len)
+{
+	if (!s3o_rec_is_multipart(r) || r->parts_count == 0)
+		return pn == 1 ? 0 : -1;
+	if (pn > r->parts_count)
+		return -1;
+	/* Empty parts have no segment: they sit where the next one starts. */
+	*off = 0;
+	*len = 0;
+	for (size_t i = 0; i < r->n_segments; i++) {
+		const Iolake__Meta__Segment *sg = r->segments[i];
+		if (sg->part_number == pn) {
+			*off = sg->offset;
+			*len = sg->length;
+			break;
+		}
+		if (sg->part_number > pn)
+			break;
+		*off = sg->offset + sg->length;
+	}
+	return 1;
 }
 
 static void get_respond(struct opx *x)
 {
 	const Iolake__Meta__ObjectRecord *r = x->rec;
 	struct http_stream *s = s3_call_stream(x->c);
-	int rg = parse_range(x->c, r->size, &x->off, &x->len);
-	if (rg < 0) {
-		char cr[40]; /* RFC 7233, as S3: the size the range missed */
-		snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)r->size);
-		http_add_header(s, "Content-Range", cr);
-		s3o_fail(x, S3E_InvalidRange, NULL);
-		return;
+	uint32_t pn = s3_call_req(x->c)->part_number;
+	int rg;
+	if (pn) {
+		if (s3o_hdr(x->c, "range")) {
+			s3o_fail(x, S3E_InvalidRequest,
+				 "Cannot specify both Range header and partNumber query parameter");
+			return;
+		}
+		rg = part_range(r, pn, &x->off, &x->len);
+		if (rg < 0) {
+			s3o_fail(x, S3E_InvalidPartNumber, NULL);
+			return;
+		}
+	} else {
+		rg = parse_range(x->c, r->size, &x->off, &x->len);
+		if (rg < 0) {
+			char cr[40]; /* RFC 7233, as S3: the size the range missed */
+			snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)r->size);
+			http_add_header(s, "Content-Range", cr);
+			s3o_fail(x, S3E_InvalidRange, NULL);
+			return;
+		}
 	}
 	if (rg == 0) {
 		x->off = 0;
 		x->len = r->size;
 	}
-	x->partial = rg == 1;
+	/* An empty part has no byte range to name. */
+	x->partial = rg == 1 && x->len > 0;
 	if (x->head) {
 		add_object_headers(x);
-		http_respond_start(s, 200, (int64_t)r->size);
+		http_respond_start(s, pn && x->partial ? 206 : 200,
+				   (int64_t)(pn ? x->len : r->size));
 		http_respond_end(s);
+		return;
+	}
+	if (s3o_rec_is_multipart(r)) {
+		if (x->len == 0) {
+			add_object_headers(x);
+			http_respond(s, 200, NULL, 0, NULL, NULL);
+			return;
+		}
+		x->mpu_get = true;
+		x->mseg = 0;
+		x->mpos = x->off;
+		x->mend = x->off + x->len;
+		int rc = mget_next(x);
+		if (rc) {
+			s3o_fail(x, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
+				 rc == IOL_ECORRUPT ? "Unreadable object layout" : NULL);
+			return;
+		}
+		get_pump(x);
 		return;
 	}
 	if (s3o_rec_is_inline(r)) {

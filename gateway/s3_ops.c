@@ -107,6 +107,10 @@ void opx_maybe_free(struct opx *x)
 		gw_data_get_free(x->get);
 	gw_data_layout_clear(&x->lay);
 	free(x->spill);
+	if (x->ext_free)
+		x->ext_free(x->ext);
+	if (x->part_free)
+		x->part_free(x->part);
 	s3o_free_msg(x->cur);
 	s3o_free_msg(x->rec);
 	free(x->inl);
@@ -760,6 +764,8 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s3_delete_multi_bind(s);
 	s3_tagging_bind(s);
 	s3_attrs_bind(s);
+	s3_multipart_bind(s);
+	s3_copy_bind(s);
 }
 
 bool s3_ops_ready(struct s3_ops *o)

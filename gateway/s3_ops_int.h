@@ -4,7 +4,9 @@
  * flight) and the helpers every handler uses. Not an API outside gateway/.
  *
  * Modules: s3_ops.c (helpers, credentials, buckets, listings, lifecycle),
- * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject),
+ * s3_object.c (PutObject, GetObject, HeadObject, DeleteObject; the PUT
+ * pipeline the others reuse), s3_multipart.c (the multipart upload ops),
+ * s3_copy.c (CopyObject, UploadPartCopy: the server-side copy pump),
  * s3_delete_multi.c (DeleteObjects), s3_tagging.c (object and bucket
  * tagging, small XML bodies), s3_cond_ops.c (conditional headers),
  * s3_attrs.c (checksums in records and responses, GetObjectAttributes). Each
@@ -84,6 +86,18 @@ struct opx {
 	struct gw_data_layout lay;  /* the GET's layout: outlives get */
 	uint64_t off, len;
 	bool partial, started, ended, head;
+	/* s3_multipart.c / s3_copy.c: hooks into the PUT pipeline, and the
+	 * multipart GET (s3_object.c) */
+	void (*commit)(struct opx *x);     /* data durable: commit (NULL: PutObject's) */
+	void (*respond)(struct opx *x);    /* PutObject commit done: answer (NULL: ETag) */
+	const Iolake__Meta__ObjectRecord *meta_from; /* CopyObject COPY: metadata source */
+	void *ext;                         /* the module's own per-request state */
+	void (*ext_free)(void *ext);       /* releases ext with the opx */
+	void *part;                        /* s3_multipart's part commit state */
+	void (*part_free)(void *part);     /* (beside a copy's ext in UploadPartCopy) */
+	uint32_t mseg;                     /* multipart GET: segment being read */
+	uint64_t mpos, mend;               /* object bytes [mpos, mend) still to read */
+	bool mpu_get;                      /* the GET walks rec->segments */
 };
 
 /* ------------------------------------------------------------ helpers (s3_ops.c) */
@@ -169,6 +183,51 @@ bool s3o_cond_get(struct opx *x, const Iolake__Meta__ObjectRecord *r);
  * none). S3E_OK, PreconditionFailed, NoSuchKey (If-Match, no object) or
  * NotImplemented (If-None-Match other than *). */
 enum s3_err s3o_cond_put(struct s3_call *c, const Iolake__Meta__ObjectRecord *cur);
+/* Whether r is a multipart record (its body in rec->segments, each with
+ * its own encoded layout). */
+bool s3o_rec_is_multipart(const Iolake__Meta__ObjectRecord *r);
+/* A segment's layout (multipart records): as s3o_rec_layout, checked
+ * against the segment's length. */
+int s3o_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l);
+/* Best effort: delete the shards of one encoded layout (a part's). */
+void s3o_drop_layout(struct s3_ops *o, const uint8_t *enc, size_t len);
+
+/* ------------------------------------------------------------ the PUT pipeline (s3_object.c)
+ * PutObject, UploadPart and the copies share it: a body (the request's or
+ * a copy pump's) goes inline into x->inl or through gw_data to x->pg's
+ * OSDs; once it is whole and durable, put_maybe_commit computes x->etag
+ * and calls x->commit (NULL: PutObject's conditional record commit, then
+ * x->respond). */
+
+/* Size checks (Content-Length / x-amz-decoded-content-length, 5 GiB),
+ * the opx, x->is_inline (size <= inline_max when allow_inline, else only
+ * an empty body), the body paused. NULL when it already answered. */
+struct opx *s3o_put_begin(struct s3_call *c, bool allow_inline);
+/* Stream the request body (after the caller's checks): gw_data PUT
+ * started, body read, commit when done. Answers errors itself. */
+void s3o_put_stream(struct opx *x);
+/* The data is whole and durable (copy pumps): commit. */
+void s3o_put_ready(struct opx *x);
+/* The new body's shards, when its record will not be committed. */
+void s3o_put_drop_new(struct opx *x);
+/* The request's x-amz-meta-* headers, as record entries (malloc'd, freed
+ * with s3o_user_meta_free); 0 or -ENOMEM. */
+struct s3o_user_meta {
+	Iolake__Meta__ObjectRecord__UserMetaEntry *ents, **pents;
+	char *names, *vals;
+	size_t n;
+};
+int s3o_user_meta_get(struct s3_call *c, struct s3o_user_meta *um);
+void s3o_user_meta_free(struct s3o_user_meta *um);
+/* The request's Content-Type, -Encoding (aws-chunked removed),
+ * -Disposition, -Language, Cache-Control, Expires and x-amz-meta-* into
+ * r's fields, pointing into b (release with s3o_user_meta_free(&b->um)).
+ * 0 or -ENOMEM. */
+struct s3o_hdr_bufs {
+	char ct[256], ce[256], cd[512], cc[256], ex[128], cl[64];
+	struct s3o_user_meta um;
+};
+int s3o_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r, struct s3o_hdr_bufs *b);
 
 /* ------------------------------------------------------------ handlers */
 
@@ -196,5 +255,12 @@ bool s3o_checksum_mode(struct s3_call *c);
 void s3o_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r);
 /* GetObjectAttributes into the ops table. */
 void s3_attrs_bind(struct s3_server_cfg *s);
+/* s3_multipart.c, s3_copy.c: fill their entries of the ops table. */
+void s3_multipart_bind(struct s3_server_cfg *s);
+void s3_copy_bind(struct s3_server_cfg *s);
+/* s3_multipart.c: make x's commit a part commit of the request's upload
+ * id and part number (state in x->part); UploadPartCopy uses it with the
+ * CopyPartResult answer. 0 or -ENOMEM. */
+int s3_mpu_part_setup(struct opx *x, bool copy);
 
 #endif

@@ -59,6 +59,9 @@ enum meta_method {
 	META_M_ADD_MEMBER,
 	META_M_REMOVE_MEMBER,
 	META_M_METRICS,
+	META_M_GET_UPLOAD,
+	META_M_LIST_PARTS,
+	META_M_LIST_UPLOADS,
 	META_M_COUNT
 };
 #define META_SERVICE (&iolake__meta__meta__descriptor)

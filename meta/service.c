@@ -235,6 +235,95 @@ static void serve_get_map(struct meta_node *n, struct rpc_req *r)
 	meta_state_free_msg(m);
 }
 
+/* ------------------------------------------------- multipart reads */
+
+static void serve_get_upload(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__GetUploadRequest *q = REQ(Iolake__Meta__GetUploadRequest, r);
+	Iolake__Meta__GetUploadResponse resp = IOLAKE__META__GET_UPLOAD_RESPONSE__INIT;
+	Iolake__Meta__MultipartUpload *u = NULL;
+	Iolake__Meta__Part *p = NULL;
+	int rc = meta_state_get_upload(n->state, q->bucket, q->key, q->upload_id, &u);
+	if (read_failed(r, rc))
+		return;
+	if (rc == 0 && q->part_number > 0) {
+		int prc = meta_state_get_part(n->state, q->upload_id, q->part_number, &p);
+		if (read_failed(r, prc)) {
+			meta_state_free_msg(u);
+			return;
+		}
+	}
+	resp.status = st_of(rc);
+	resp.upload = u;
+	resp.part = p;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(p);
+	meta_state_free_msg(u);
+}
+
+static void serve_list_parts(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__ListPartsRequest *q = REQ(Iolake__Meta__ListPartsRequest, r);
+	Iolake__Meta__ListPartsResponse resp = IOLAKE__META__LIST_PARTS_RESPONSE__INIT;
+	Iolake__Meta__MultipartUpload *u = NULL;
+	Iolake__Meta__Part **v = NULL;
+	size_t cnt = 0;
+	bool trunc = false;
+	int rc = meta_state_get_upload(n->state, q->bucket, q->key, q->upload_id, &u);
+	if (read_failed(r, rc))
+		return;
+	if (rc == 0) {
+		int lrc = meta_state_list_parts(n->state, q->upload_id, q->part_number_marker,
+						q->max_parts, &v, &cnt, &trunc);
+		if (lrc) {
+			meta_state_free_msg(u);
+			rpc_fail(r, RPC_INTERNAL, "list parts: %s", iol_strerror(lrc));
+			return;
+		}
+	}
+	resp.status = st_of(rc);
+	resp.upload = u;
+	resp.parts = v;
+	resp.n_parts = cnt;
+	resp.truncated = trunc;
+	rpc_respond(r, &resp.base, NULL);
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+	meta_state_free_msg(u);
+}
+
+static void serve_list_uploads(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__ListUploadsRequest *q = REQ(Iolake__Meta__ListUploadsRequest, r);
+	Iolake__Meta__ListUploadsResponse resp = IOLAKE__META__LIST_UPLOADS_RESPONSE__INIT;
+	Iolake__Meta__Bucket *b = NULL;
+	Iolake__Meta__MultipartUpload **v = NULL;
+	size_t cnt = 0;
+	bool trunc = false;
+	int rc = meta_state_get_bucket(n->state, q->bucket, &b);
+	meta_state_free_msg(b);
+	if (read_failed(r, rc))
+		return;
+	if (rc == 0) {
+		int lrc = meta_state_list_uploads(n->state, q->bucket, q->prefix, q->key_marker,
+						  q->upload_id_marker, q->max_uploads, &v, &cnt,
+						  &trunc);
+		if (lrc) {
+			rpc_fail(r, RPC_INTERNAL, "list uploads: %s", iol_strerror(lrc));
+			return;
+		}
+	}
+	resp.status = st_of(rc);
+	resp.uploads = v;
+	resp.n_uploads = cnt;
+	resp.truncated = trunc;
+	rpc_respond(r, &resp.base, NULL);
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
 void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
 {
 	switch (method) {
@@ -245,6 +334,9 @@ void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
 	case META_M_GET_ACCESS_KEY: serve_get_access_key(n, r); break;
 	case META_M_LIST_USERS: serve_list_users(n, r); break;
 	case META_M_GET_MAP: serve_get_map(n, r); break;
+	case META_M_GET_UPLOAD: serve_get_upload(n, r); break;
+	case META_M_LIST_PARTS: serve_list_parts(n, r); break;
+	case META_M_LIST_UPLOADS: serve_list_uploads(n, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -270,6 +362,9 @@ READ_HANDLER(h_list_objects, META_M_LIST_OBJECTS)
 READ_HANDLER(h_get_access_key, META_M_GET_ACCESS_KEY)
 READ_HANDLER(h_list_users, META_M_LIST_USERS)
 READ_HANDLER(h_get_map, META_M_GET_MAP)
+READ_HANDLER(h_get_upload, META_M_GET_UPLOAD)
+READ_HANDLER(h_list_parts, META_M_LIST_PARTS)
+READ_HANDLER(h_list_uploads, META_M_LIST_UPLOADS)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -554,7 +649,10 @@ int node_service_register(struct meta_node *n)
 		[META_M_ADD_MEMBER] = h_add_member,
 		[META_M_REMOVE_MEMBER] = h_remove_member,
 		[META_M_METRICS] = h_metrics,
+		[META_M_GET_UPLOAD] = h_get_upload,
+		[META_M_LIST_PARTS] = h_list_parts,
+		[META_M_LIST_UPLOADS] = h_list_uploads,
 	};
-	_Static_assert(META_M_COUNT == 14, "meta.proto service Meta has 14 methods");
+	_Static_assert(META_M_COUNT == 17, "meta.proto service Meta has 17 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

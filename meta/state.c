@@ -504,11 +504,31 @@ static int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op)
 		return rc;
 	struct key k;
 	key_part(&k, op->upload_id, op->part->part_number);
-	if (tx_get_msg(t, &k, &iolake__meta__part__descriptor, (void **)&old) == 0)
+	rc = tx_get_msg(t, &k, &iolake__meta__part__descriptor, (void **)&old);
+	if (rc && rc != IOL_ENOT_FOUND)
+		goto out;
+	/* The gateway frees a replaced part's shards: it names the part it
+	 * replaces (its generation), so two racing uploads of one part
+	 * number cannot both believe they replaced the same one. */
+	if (op->conditional && (old ? old->generation : 0) != op->if_generation) {
+		rc = IOL_ECONFLICT;
+		goto out;
+	}
+	if (old)
 		gc_part(t, op->bucket, op->key, old);   /* re-uploaded part */
 	Iolake__Meta__Part p = *op->part;
 	p.upload_id = op->upload_id;
+	p.generation = t->gen;
 	rc = tx_put_msg(t, &k, &p.base);
+	if (rc == 0) {
+		/* Complete and Abort may require the parts unchanged since
+		 * their caller listed them. */
+		struct key uk;
+		key_upload(&uk, op->bucket, op->key, op->upload_id);
+		u->parts_generation = t->gen;
+		rc = tx_put_msg(t, &uk, &u->base);
+	}
+out:
 	meta_state_free_msg(old);
 	meta_state_free_msg(u);
 	return rc;
@@ -559,6 +579,10 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	int rc = get_upload(t, op->bucket, op->key, op->upload_id, &u);
 	if (rc)
 		return rc;
+	if (op->parts_conditional && u->parts_generation != op->if_parts_generation) {
+		rc = IOL_ECONFLICT;
+		goto out;
+	}
 	if (n == 0 || n > META_PARTS_MAX) {
 		rc = -EINVAL;
 		goto out;
@@ -658,6 +682,10 @@ static int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *
 	int rc = get_upload(t, op->bucket, op->key, op->upload_id, &u);
 	if (rc)
 		return rc;
+	if (op->parts_conditional && u->parts_generation != op->if_parts_generation) {
+		meta_state_free_msg(u);
+		return IOL_ECONFLICT;
+	}
 	drop_parts(t, op->bucket, op->key, op->upload_id, NULL, 0);
 	struct key k;
 	key_upload(&k, op->bucket, op->key, op->upload_id);
@@ -1653,6 +1681,143 @@ int meta_state_get_part(struct meta_state *s, const char *upload_id, uint32_t pa
 	struct key k;
 	key_part(&k, upload_id, part_number);
 	return read_msg(s, &k, &iolake__meta__part__descriptor, (void **)out);
+}
+
+/* Append m to a growing array; 0 or -ENOMEM (m then freed). */
+static int push_msg(ProtobufCMessage ***v, size_t *n, size_t *cap, ProtobufCMessage *m)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 16;
+		ProtobufCMessage **nv = realloc(*v, nc * sizeof(**v));
+		if (!nv) {
+			meta_state_free_msg(m);
+			return -ENOMEM;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = m;
+	return 0;
+}
+
+static void free_msgs(ProtobufCMessage **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
+int meta_state_list_parts(struct meta_state *s, const char *upload_id, uint32_t marker,
+			  uint32_t max, Iolake__Meta__Part ***out, size_t *n_out, bool *truncated)
+{
+	if (!valid_upload_id(upload_id))
+		return -EINVAL;
+	if (max == 0 || max > META_PARTS_MAX)
+		max = META_PARTS_MAX;
+	struct key prefix, lo;
+	k_init(&prefix, 'P');
+	k_str(&prefix, upload_id);
+	key_part(&lo, upload_id, marker + 1);
+	ProtobufCMessage **v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	*truncated = false;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, lo.b, lo.n); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kn, vn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn < prefix.n || memcmp(kb, prefix.b, prefix.n) != 0)
+			break;
+		if (n == max) {
+			*truncated = true;
+			break;
+		}
+		const char *vb = rocksdb_iter_value(it, &vn);
+		ProtobufCMessage *m = protobuf_c_message_unpack(&iolake__meta__part__descriptor, NULL,
+								vn, (const uint8_t *)vb);
+		if (!m) {
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if ((rc = push_msg(&v, &n, &cap, m)))
+			break;
+	}
+	rocksdb_iter_destroy(it);
+	if (rc) {
+		free_msgs(v, n);
+		return rc;
+	}
+	*out = (Iolake__Meta__Part **)v;
+	*n_out = n;
+	return 0;
+}
+
+int meta_state_list_uploads(struct meta_state *s, const char *bucket, const char *prefix,
+			    const char *key_marker, const char *upload_id_marker, uint32_t max,
+			    Iolake__Meta__MultipartUpload ***out, size_t *n_out, bool *truncated)
+{
+	if (!valid_bucket(bucket))
+		return -EINVAL;
+	if (max == 0 || max > 1000)
+		max = 1000;
+	prefix = prefix ? prefix : "";
+	size_t plen = strlen(prefix);
+	struct key tab, lo;
+	k_init(&tab, 'U');
+	k_str(&tab, bucket);
+	k_byte(&tab, 0);
+	lo = tab;
+	bool skip_exact = false;
+	if (key_marker && *key_marker && strlen(key_marker) <= META_KEY_MAX &&
+	    strcmp(key_marker, prefix) >= 0) {
+		k_str(&lo, key_marker);
+		if (upload_id_marker && *upload_id_marker && valid_upload_id(upload_id_marker)) {
+			k_byte(&lo, 0);
+			k_str(&lo, upload_id_marker);
+			skip_exact = true;
+		} else {
+			k_byte(&lo, 1);   /* after key_marker 0x00 <every upload id> */
+		}
+	} else if (plen <= META_KEY_MAX) {
+		k_str(&lo, prefix);
+	}
+	ProtobufCMessage **v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	*truncated = false;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, lo.b, lo.n); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kn, vn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn < tab.n || memcmp(kb, tab.b, tab.n) != 0)
+			break;
+		if (skip_exact && kn == lo.n && memcmp(kb, lo.b, kn) == 0)
+			continue;
+		/* Keys past the prefix end the scan (the table is key-ordered). */
+		if (kn - tab.n < plen || memcmp(kb + tab.n, prefix, plen) != 0)
+			break;
+		if (n == max) {
+			*truncated = true;
+			break;
+		}
+		const char *vb = rocksdb_iter_value(it, &vn);
+		ProtobufCMessage *m = protobuf_c_message_unpack(
+			&iolake__meta__multipart_upload__descriptor, NULL, vn, (const uint8_t *)vb);
+		if (!m) {
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if ((rc = push_msg(&v, &n, &cap, m)))
+			break;
+	}
+	rocksdb_iter_destroy(it);
+	if (rc) {
+		free_msgs(v, n);
+		return rc;
+	}
+	*out = (Iolake__Meta__MultipartUpload **)v;
+	*n_out = n;
+	return 0;
 }
 
 int meta_state_get_user(struct meta_state *s, const char *name, Iolake__Meta__User **out)

@@ -129,6 +129,19 @@ int meta_state_get_upload(struct meta_state *s, const char *bucket, const char *
 			  const char *upload_id, Iolake__Meta__MultipartUpload **out);
 int meta_state_get_part(struct meta_state *s, const char *upload_id, uint32_t part_number,
 			Iolake__Meta__Part **out);
+/* An upload's parts in part-number order after marker, at most max (0 or
+ * over META_PARTS_MAX: META_PARTS_MAX); *truncated when more follow.
+ * Freed like meta_state_list_buckets' array. An unknown upload id gives
+ * no parts (check the upload with meta_state_get_upload). */
+int meta_state_list_parts(struct meta_state *s, const char *upload_id, uint32_t marker,
+			  uint32_t max, Iolake__Meta__Part ***out, size_t *n, bool *truncated);
+/* A bucket's uploads in (key, upload id) order: keys starting with prefix
+ * (NULL: any), after (key_marker, upload_id_marker) — key_marker alone:
+ * after every upload of that key — at most max (0 or over 1000: 1000).
+ * Freed like meta_state_list_buckets' array. */
+int meta_state_list_uploads(struct meta_state *s, const char *bucket, const char *prefix,
+			    const char *key_marker, const char *upload_id_marker, uint32_t max,
+			    Iolake__Meta__MultipartUpload ***out, size_t *n, bool *truncated);
 int meta_state_get_user(struct meta_state *s, const char *name, Iolake__Meta__User **out);
 /* The key holds the secret: never log it. */
 int meta_state_get_access_key(struct meta_state *s, const char *access_key_id,

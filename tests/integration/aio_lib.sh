@@ -10,12 +10,11 @@ export IOLAKE_ROOT_SECRET_KEY=iolake-test-secret-key-0123456789abcdef
 export AWS_ACCESS_KEY_ID=$IOLAKE_ROOT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$IOLAKE_ROOT_SECRET_KEY
 export AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 export AWS_CONFIG_FILE=$T/aws-config AWS_SHARED_CREDENTIALS_FILE=$T/aws-credentials
-# Single PUTs only: multipart upload is not served yet.
+# aws-cli's defaults (multipart above 8 MiB); path-style addressing.
 cat > "$AWS_CONFIG_FILE" <<CFG
 [default]
 region = us-east-1
 s3 =
-  multipart_threshold = 5GB
   addressing_style = path
 CFG
 : > "$AWS_SHARED_CREDENTIALS_FILE"

@@ -644,6 +644,190 @@ START_TEST(test_multipart)
 }
 END_TEST
 
+static void tb_create_upload(struct tb *t, const char *key)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
+	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
+	iolake__meta__create_multipart__init(cm);
+	iolake__meta__multipart_upload__init(u);
+	u->bucket = tb_str(t, "mpb");
+	u->key = tb_str(t, key);
+	cm->upload = u;
+	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
+	op->create_multipart = cm;
+}
+
+/* Conditional PutPart (the gateway's form) and the multipart reads:
+ * part generations, ListParts pages, ListUploads prefix and markers, and
+ * each part's data_layout carried into the object's segments. */
+START_TEST(test_multipart_parts)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "mpb", "alice");
+	tb_create_upload(t, "big");
+	tb_create_upload(t, "a/x");
+	tb_create_upload(t, "a/y");
+	tb_create_upload(t, "big");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 5);
+	char id[4][17];
+	for (int i = 0; i < 4; i++)
+		strcpy(id[i], res[i + 1].upload_id);
+	const char *e1 = "0123456789abcdef0123456789abcdef";
+
+	/* First upload of part 1: if_generation 0 (none yet). A second
+	 * writer that also believes there is none conflicts. */
+	t = tb_new();
+	for (int i = 0; i < 3; i++) {
+		tb_part(t, id[0], 1 + (i == 2), 5 << 20, e1);
+		Iolake__Meta__PutPart *pp = t->b.ops[t->b.n_ops - 1]->put_part;
+		pp->conditional = true;
+		pp->part->segment->data_layout.data = (uint8_t *)tb_str(t, i == 2 ? "L2" : "L1");
+		pp->part->segment->data_layout.len = 2;
+	}
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 3);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[2].err, 0);
+	Iolake__Meta__Part *p;
+	ck_assert_int_eq(meta_state_get_part(s, id[0], 1, &p), 0);
+	uint64_t gen1 = p->generation;
+	ck_assert_uint_ne(gen1, 0);
+	meta_state_free_msg(p);
+	uint64_t gc0;
+	ck_assert_int_eq(meta_state_gc_count(s, &gc0), 0);
+
+	/* Replacing it names its generation; a stale generation conflicts. */
+	t = tb_new();
+	tb_part(t, id[0], 1, 5 << 20, e1);
+	t->b.ops[0]->put_part->conditional = true;
+	t->b.ops[0]->put_part->if_generation = gen1 + 1;
+	tb_part(t, id[0], 1, 5 << 20, e1);
+	t->b.ops[1]->put_part->conditional = true;
+	t->b.ops[1]->put_part->if_generation = gen1;
+	t->b.ops[1]->put_part->part->segment->data_layout.data = (uint8_t *)tb_str(t, "L3");
+	t->b.ops[1]->put_part->part->segment->data_layout.len = 2;
+	for (uint32_t n = 3; n <= 5; n++)
+		tb_part(t, id[0], n, 1000, e1);
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 5);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[1].err, 0);
+	uint64_t gc;
+	ck_assert_int_eq(meta_state_gc_count(s, &gc), 0);
+	ck_assert_uint_eq(gc, gc0 + 1);   /* the replaced part */
+
+	/* ListParts: all, then pages. */
+	Iolake__Meta__Part **v;
+	size_t n;
+	bool trunc;
+	ck_assert_int_eq(meta_state_list_parts(s, id[0], 0, 0, &v, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert(!trunc);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(v[i]->part_number, i + 1);
+		meta_state_free_msg(v[i]);
+	}
+	free(v);
+	ck_assert_int_eq(meta_state_list_parts(s, id[0], 1, 2, &v, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(trunc);
+	ck_assert_uint_eq(v[0]->part_number, 2);
+	ck_assert_uint_eq(v[1]->part_number, 3);
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+	ck_assert_int_eq(meta_state_list_parts(s, id[1], 0, 0, &v, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+
+	/* ListUploads: (key, upload id) order, prefix, markers, pages. */
+	Iolake__Meta__MultipartUpload **u;
+	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", NULL, NULL, NULL, 0, &u, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(u[0]->key, "a/x");
+	ck_assert_str_eq(u[1]->key, "a/y");
+	ck_assert_str_eq(u[2]->upload_id, id[0]);
+	ck_assert_str_eq(u[3]->upload_id, id[3]);
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(u[i]);
+	free(u);
+	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", "a/", NULL, NULL, 1, &u, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(trunc);
+	ck_assert_str_eq(u[0]->key, "a/x");
+	meta_state_free_msg(u[0]);
+	free(u);
+	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", "", "big", id[0], 0, &u, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(u[0]->upload_id, id[3]);
+	meta_state_free_msg(u[0]);
+	free(u);
+	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", "", "a/x", "", 0, &u, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(u[0]->key, "a/y");
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(u[i]);
+	free(u);
+
+	/* Every PutPart moved the upload's parts_generation: Complete and
+	 * Abort conditional on an older one conflict. */
+	Iolake__Meta__MultipartUpload *up;
+	ck_assert_int_eq(meta_state_get_upload(s, "mpb", "big", id[0], &up), 0);
+	uint64_t pgen = up->parts_generation;
+	meta_state_free_msg(up);
+	ck_assert_int_eq(meta_state_get_part(s, id[0], 5, &p), 0);
+	ck_assert_uint_eq(pgen, p->generation);   /* part 5 was the last PutPart */
+	meta_state_free_msg(p);
+	t = tb_new();
+	uint32_t nums[2] = { 1, 2 };
+	const char *es[2] = { e1, e1 };
+	tb_complete(t, id[0], nums, es, 2);
+	t->b.ops[0]->complete_multipart->parts_conditional = true;
+	t->b.ops[0]->complete_multipart->if_parts_generation = gen1;
+	for (int i = 0; i < 2; i++) {
+		Iolake__Meta__Op *aop = tb_op(t, 0, 0);
+		Iolake__Meta__AbortMultipart *am = tb_alloc(t, sizeof(*am));
+		iolake__meta__abort_multipart__init(am);
+		am->bucket = tb_str(t, "mpb");
+		am->key = tb_str(t, "big");
+		am->upload_id = tb_str(t, id[3]);
+		am->parts_conditional = true;
+		am->if_parts_generation = i == 0 ? 1 : 0;   /* it has no parts: 0 */
+		aop->body_case = IOLAKE__META__OP__BODY_ABORT_MULTIPART;
+		aop->abort_multipart = am;
+	}
+	ck_assert_int_eq(tb_apply(s, 4, t, res), 3);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[2].err, 0);
+
+	/* Complete 1, 2 (conditional on the current parts): the segments
+	 * carry the parts' layouts. */
+	t = tb_new();
+	tb_complete(t, id[0], nums, es, 2);
+	t->b.ops[0]->complete_multipart->parts_conditional = true;
+	t->b.ops[0]->complete_multipart->if_parts_generation = pgen;
+	ck_assert_int_eq(tb_apply(s, 5, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	Iolake__Meta__ObjectRecord *r;
+	ck_assert_int_eq(meta_state_head_object(s, "mpb", "big", &r), 0);
+	ck_assert_uint_eq(r->n_segments, 2);
+	ck_assert_uint_eq(r->segments[0]->data_layout.len, 2);
+	ck_assert(memcmp(r->segments[0]->data_layout.data, "L3", 2) == 0);
+	ck_assert(memcmp(r->segments[1]->data_layout.data, "L2", 2) == 0);
+	ck_assert_uint_eq(r->segments[1]->offset, 5 << 20);
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_list_parts(s, id[0], 0, 0, &v, &n, &trunc), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 static void tb_osd(struct tb *t, uint32_t id, const char *host)
 {
 	Iolake__Meta__Op *op = tb_op(t, 0, 0);
@@ -997,6 +1181,7 @@ int main(void)
 	tcase_add_test(tc, test_bucket_not_empty);
 	tcase_add_test(tc, test_users_keys);
 	tcase_add_test(tc, test_multipart);
+	tcase_add_test(tc, test_multipart_parts);
 	tcase_add_test(tc, test_cluster_map);
 	tcase_add_test(tc, test_snapshot);
 	tcase_add_test(tc, test_malformed_entries);
