@@ -5,7 +5,7 @@ multipart and empty sources (bytes and ETag checked); the metadata
 directive (COPY keeps the source's headers and metadata, REPLACE takes the
 request's; copying onto itself needs REPLACE); the four
 x-amz-copy-source-if-* conditions (412 PreconditionFailed, with S3's
-precedence rules); NoSuchKey / NoSuchBucket / InvalidArgument errors;
+precedence rules); tags kept or replaced (x-amz-tagging-directive); NoSuchKey / NoSuchBucket / InvalidArgument errors;
 UploadPartCopy with and without x-amz-copy-source-range (a range spanning
 the parts of a multipart source), completed into an object read back byte
 for byte. Afterwards, with everything deleted, every OSD's
@@ -107,6 +107,20 @@ def copies(s3, src):
     expect(code(s3.head_object, Bucket="cpb", Key="x"), "404", "failed copies left no object")
 
 
+def tags(s3):
+    """CopyObject keeps the source's tags unless the tagging directive is
+    REPLACE (then the request's x-amz-tagging)."""
+    def tagset(b, k):
+        return sorted((t["Key"], t["Value"]) for t in s3.get_object_tagging(Bucket=b, Key=k)["TagSet"])
+    s3.put_object(Bucket="cpa", Key="tagged", Body=b"tagged body", Tagging="team=blue&tier=1")
+    s3.copy_object(Bucket="cpb", Key="tagged-copy", CopySource="cpa/tagged")
+    expect(tagset("cpb", "tagged-copy"), [("team", "blue"), ("tier", "1")], "copy keeps the tags")
+    s3.copy_object(Bucket="cpb", Key="tagged-new", CopySource="cpa/tagged",
+                   TaggingDirective="REPLACE", Tagging="team=red")
+    expect(tagset("cpb", "tagged-new"), [("team", "red")], "REPLACE takes the request's tags")
+    expect(get(s3, "cpb", "tagged-new"), b"tagged body", "tag-replaced copy's bytes")
+
+
 def conditions(s3, src):
     h = s3.head_object(Bucket="cpa", Key="tiny")
     etag, mtime = h["ETag"], h["LastModified"]
@@ -175,6 +189,7 @@ def main():
         base = osd_used(aio)
         src = setup(s3)
         copies(s3, src)
+        tags(s3)
         conditions(s3, src)
         part_copies(s3, src)
         for b in ("cpa", "cpb"):
