@@ -71,23 +71,32 @@ static uint64_t set_range(struct store_alloc *a, uint64_t s, uint64_t n, int val
 	return already;
 }
 
-/* First block >= i whose bit equals val, or `total` if none. */
-static uint64_t next_with(const struct store_alloc *a, uint64_t i, int val)
+/* First block in [i, limit) whose bit equals val, or `limit` if none
+ * (limit <= total). Bounded so that measuring a free run stops once it is
+ * long enough: on a mostly empty device an unbounded scan for the run's
+ * end read the whole bitmap (2 MiB at 64 GiB) on every reservation. */
+static uint64_t next_with_upto(const struct store_alloc *a, uint64_t i, int val, uint64_t limit)
 {
-	if (i >= a->total)
-		return a->total;
-	uint64_t w = i >> 6;
+	if (i >= limit)
+		return limit;
+	uint64_t w = i >> 6, last = (limit - 1) >> 6;
 	uint64_t word = val ? a->bits[w] : ~a->bits[w];
 	word &= ~0ull << (i & 63);
 	for (;;) {
 		if (word) {
 			uint64_t b = (w << 6) + (uint64_t)__builtin_ctzll(word);
-			return b < a->total ? b : a->total;
+			return b < limit ? b : limit;
 		}
-		if (++w >= a->nwords)
-			return a->total;
+		if (++w > last)
+			return limit;
 		word = val ? a->bits[w] : ~a->bits[w];
 	}
+}
+
+/* First block >= i whose bit equals val, or `total` if none. */
+static uint64_t next_with(const struct store_alloc *a, uint64_t i, int val)
+{
+	return next_with_upto(a, i, val, a->total);
 }
 
 /* A run of n free blocks starting in [from, to). */
@@ -99,7 +108,8 @@ static int find_run(const struct store_alloc *a, uint64_t from, uint64_t to, uin
 		i = next_with(a, i, 0);
 		if (i >= to)
 			return 0;
-		uint64_t e = next_with(a, i, 1);
+		uint64_t lim = n <= a->total - i ? i + n : a->total;
+		uint64_t e = next_with_upto(a, i, 1, lim);
 		if (e - i >= n) {
 			*start = i;
 			return 1;
