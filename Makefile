@@ -218,6 +218,6 @@ bench: $(B)/iolake-aio $(B)/iolake-s3-bench
 	bench/e2e.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)
 
 clean:
-	rm -rf build build-asan build-fault
+	rm -rf build build-asan build-fault build-fuzz
 
 -include $(patsubst %.c,$(B)/obj/%.d,$(ALL_SRC))
