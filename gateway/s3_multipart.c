@@ -536,26 +536,37 @@ static void complete_read_cur(struct opx *x)
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 }
 
+/* Keep a ListParts answer in m->listed (Complete and Abort act on the
+ * parts they saw); false after answering the error. */
+static bool take_listing(struct opx *x, struct mpu_complete *m, int err,
+			 const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__ListPartsResponse *r = (const void *)resp;
+	if (err && err != IOL_ENOT_FOUND) {
+		s3o_fail(x, s3o_meta_err(err), NULL);
+		return false;
+	}
+	if (err || r->status != ST(OK)) {
+		s3o_fail(x, S3E_NoSuchUpload, NULL);
+		return false;
+	}
+	s3o_free_msg(m->listed);
+	if (!(m->listed = (Iolake__Meta__ListPartsResponse *)s3o_copy_msg(&r->base))) {
+		s3o_fail(x, S3E_InternalError, NULL);
+		return false;
+	}
+	return true;
+}
+
 static void on_complete_listed(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct opx *x = ud;
 	struct mpu_complete *m = x->ext;
 	if (!opx_back(x))
 		return;
-	const Iolake__Meta__ListPartsResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
-		s3o_fail(x, s3o_meta_err(err), NULL);
+	if (!take_listing(x, m, err, resp))
 		return;
-	}
-	if (err || r->status != ST(OK)) {
-		s3o_fail(x, S3E_NoSuchUpload, NULL);
-		return;
-	}
-	s3o_free_msg(m->listed);
-	if (!(m->listed = (Iolake__Meta__ListPartsResponse *)s3o_copy_msg(&r->base))) {
-		s3o_fail(x, S3E_InternalError, NULL);
-		return;
-	}
+	const Iolake__Meta__ListPartsResponse *r = m->listed;
 	/* Both lists ascend: every requested part must be stored with that
 	 * ETag, and all but the last at least 5 MiB. */
 	size_t j = 0;
@@ -709,20 +720,8 @@ static void on_abort_listed(void *ud, int err, const ProtobufCMessage *resp)
 	struct mpu_complete *m = x->ext;
 	if (!opx_back(x))
 		return;
-	const Iolake__Meta__ListPartsResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
-		s3o_fail(x, s3o_meta_err(err), NULL);
+	if (!take_listing(x, m, err, resp))
 		return;
-	}
-	if (err || r->status != ST(OK)) {
-		s3o_fail(x, S3E_NoSuchUpload, NULL);
-		return;
-	}
-	s3o_free_msg(m->listed);
-	if (!(m->listed = (Iolake__Meta__ListPartsResponse *)s3o_copy_msg(&r->base))) {
-		s3o_fail(x, S3E_InternalError, NULL);
-		return;
-	}
 	Iolake__Meta__AbortMultipart am = IOLAKE__META__ABORT_MULTIPART__INIT;
 	am.bucket = x->bucket;
 	am.key = x->key;
@@ -857,37 +856,6 @@ static void op_list_parts(struct s3_call *c)
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 }
 
-static bool url_keep(unsigned char ch)
-{
-	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-	       ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/';
-}
-
-/* Element with text, percent-encoded when encoding-type=url. */
-static void key_elem(struct xml_w *w, const char *name, const char *v, bool url)
-{
-	if (!url) {
-		xml_elem(w, name, v);
-		return;
-	}
-	size_t n = strlen(v);
-	char *e = malloc(3 * n + 1), *p = e;
-	if (!e) {
-		xml_elem(w, name, "");
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)v[i];
-		if (url_keep(ch))
-			*p++ = (char)ch;
-		else
-			p += sprintf(p, "%%%02X", ch);
-	}
-	*p = 0;
-	xml_elem(w, name, e);
-	free(e);
-}
-
 static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct opx *x = ud;
@@ -911,14 +879,14 @@ static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 	xml_decl(w);
 	xml_open_ns(w, "ListMultipartUploadsResult", S3_XMLNS);
 	xml_elem(w, "Bucket", x->bucket);
-	key_elem(w, "KeyMarker", km ? km : "", url);
+	s3o_key_elem(w, "KeyMarker", km ? km : "", url);
 	xml_elem(w, "UploadIdMarker", um ? um : "");
 	if (r->truncated && r->n_uploads) {
-		key_elem(w, "NextKeyMarker", r->uploads[r->n_uploads - 1]->key, url);
+		s3o_key_elem(w, "NextKeyMarker", r->uploads[r->n_uploads - 1]->key, url);
 		xml_elem(w, "NextUploadIdMarker", r->uploads[r->n_uploads - 1]->upload_id);
 	}
 	if (prefix)
-		key_elem(w, "Prefix", prefix, url);
+		s3o_key_elem(w, "Prefix", prefix, url);
 	xml_elem_u64(w, "MaxUploads", (uint64_t)(max > LIST_MAX ? LIST_MAX : max));
 	if (url)
 		xml_elem(w, "EncodingType", "url");
@@ -928,7 +896,7 @@ static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 		char d[40];
 		s3o_iso_date(u->initiated_ms, d);
 		xml_open(w, "Upload");
-		key_elem(w, "Key", u->key, url);
+		s3o_key_elem(w, "Key", u->key, url);
 		xml_elem(w, "UploadId", u->upload_id);
 		owner_elems(w, "Initiator", u->owner);
 		owner_elems(w, "Owner", u->owner);

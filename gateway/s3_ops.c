@@ -450,8 +450,7 @@ static bool url_keep(unsigned char ch)
 	       ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/';
 }
 
-/* Element with text, percent-encoded when encoding-type=url. */
-static void list_elem(struct xml_w *w, const char *name, const char *v, bool url)
+void s3o_key_elem(struct xml_w *w, const char *name, const char *v, bool url)
 {
 	if (!url) {
 		xml_elem(w, name, v);
@@ -520,23 +519,23 @@ static void on_list_objects(void *ud, int err, const ProtobufCMessage *resp)
 	xml_decl(w);
 	xml_open_ns(w, "ListBucketResult", S3_XMLNS);
 	xml_elem(w, "Name", x->bucket);
-	list_elem(w, "Prefix", prefix ? prefix : "", url);
+	s3o_key_elem(w, "Prefix", prefix ? prefix : "", url);
 	if (v2) {
 		const char *sa = s3o_qval(q, "start-after"), *tok = s3o_qval(q, "continuation-token");
 		if (sa)
-			list_elem(w, "StartAfter", sa, url);
+			s3o_key_elem(w, "StartAfter", sa, url);
 		if (tok)
 			xml_elem(w, "ContinuationToken", tok);
 		xml_elem_u64(w, "KeyCount", r->n_entries);
 	} else {
 		const char *marker = s3o_qval(q, "marker");
-		list_elem(w, "Marker", marker ? marker : "", url);
+		s3o_key_elem(w, "Marker", marker ? marker : "", url);
 		if (r->truncated && delim && *delim && r->n_entries)
-			list_elem(w, "NextMarker", r->entries[r->n_entries - 1]->name, url);
+			s3o_key_elem(w, "NextMarker", r->entries[r->n_entries - 1]->name, url);
 	}
 	xml_elem_u64(w, "MaxKeys", max_keys);
 	if (delim && *delim)
-		list_elem(w, "Delimiter", delim, url);
+		s3o_key_elem(w, "Delimiter", delim, url);
 	if (url)
 		xml_elem(w, "EncodingType", "url");
 	xml_elem_bool(w, "IsTruncated", r->truncated);
@@ -551,7 +550,7 @@ static void on_list_objects(void *ud, int err, const ProtobufCMessage *resp)
 		s3o_iso_date(rec ? rec->mtime_ms : 0, d);
 		snprintf(etag, sizeof(etag), "\"%s\"", rec && rec->etag ? rec->etag : "");
 		xml_open(w, "Contents");
-		list_elem(w, "Key", e->name, url);
+		s3o_key_elem(w, "Key", e->name, url);
 		xml_elem(w, "LastModified", d);
 		xml_elem(w, "ETag", etag);
 		xml_elem_u64(w, "Size", rec ? rec->size : 0);
@@ -569,7 +568,7 @@ static void on_list_objects(void *ud, int err, const ProtobufCMessage *resp)
 		if (!r->entries[i]->is_prefix)
 			continue;
 		xml_open(w, "CommonPrefixes");
-		list_elem(w, "Prefix", r->entries[i]->name, url);
+		s3o_key_elem(w, "Prefix", r->entries[i]->name, url);
 		xml_close(w);
 	}
 	xml_close(w);

@@ -115,6 +115,9 @@ void s3o_iso_date(uint64_t ms, char out[40]);
  * (truncated to cap) into buf. */
 const struct sigv4_header *s3o_hdr(struct s3_call *c, const char *name);
 char *s3o_hdr_str(struct s3_call *c, const char *name, char *buf, size_t cap);
+/* <name>v</name>, v percent-encoded when url (encoding-type=url in the
+ * listings). */
+void s3o_key_elem(struct xml_w *w, const char *name, const char *v, bool url);
 /* A query parameter's value, or NULL when absent or valueless. */
 const char *s3o_qval(const struct s3_req *r, const char *name);
 
