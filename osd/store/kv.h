@@ -48,6 +48,7 @@ struct store_kv_stats {
 	uint64_t max_batch;       /* most requests in one write */
 	uint64_t flush_ns_total;  /* summed time writing groups (log + RocksDB) */
 	uint64_t log_ns_total;    /* ... of which appending to the commit log */
+	uint64_t log_bytes;       /* bytes appended to the commit log */
 	uint64_t flush_ns_max;
 	uint64_t errors;          /* failed writes */
 	uint64_t checkpoints;     /* RocksDB WAL syncs that freed the log */
