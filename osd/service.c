@@ -110,7 +110,7 @@ struct osd_service {
 	struct metrics_counter *errors[EK_COUNT];
 	struct metrics_histogram *lat[OP_KINDS];
 	struct metrics_histogram *batch, *kv_flush, *data_flush;
-	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inflight_g;
+	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inline_b, *inflight_g;
 };
 
 /* ------------------------------------------------------------ answers */
@@ -617,6 +617,7 @@ static void refresh_gauges(struct osd_service *svc)
 	metrics_gauge_set(svc->free_b, (int64_t)sp.free_bytes);
 	metrics_gauge_set(svc->reserved, (int64_t)sp.reserved_bytes);
 	metrics_gauge_set(svc->total, (int64_t)sp.total_bytes);
+	metrics_gauge_set(svc->inline_b, (int64_t)sp.inline_bytes);
 	metrics_gauge_set(svc->qdepth, (int64_t)(ds.in_ring + ds.queued));
 	metrics_gauge_set(svc->inflight_g, svc->inflight);
 }
@@ -644,6 +645,7 @@ static void h_status(struct rpc_req *r, void *ud)
 	resp.used_bytes = sp.used_bytes;
 	resp.reserved_bytes = sp.reserved_bytes;
 	resp.free_bytes = sp.free_bytes;
+	resp.inline_bytes = sp.inline_bytes;
 	resp.puts = ss.puts;
 	resp.gets = ss.gets;
 	resp.deletes = ss.deletes;
@@ -737,6 +739,9 @@ static int register_metrics(struct osd_service *svc)
 		"Data-area bytes reserved by puts in flight.", METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->total = metrics_gauge_new(reg, "iolake_osd_total_bytes",
 		"Data-area size in bytes.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->inline_b = metrics_gauge_new(reg, "iolake_osd_inline_bytes",
+		"Shard bytes held inline in the index (meta dir, outside the data area).",
+		METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->inflight_g = metrics_gauge_new(reg, "iolake_osd_inflight_calls",
 		"Shard calls doing store work now.", METRICS_LABELS("osd", id)));
 #undef NEW_OR_FAIL

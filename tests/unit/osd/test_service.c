@@ -400,6 +400,9 @@ START_TEST(round_trips)
 	ck_assert_uint_eq(sp->reserved_bytes, 0);
 	/* extents: 65537 (17 blocks), 200000 (49), nothing else after the delete */
 	ck_assert_uint_eq(sp->used_bytes, (17 + 49) * 4096);
+	/* inline: 0 + 1 + 1024 + 4096 + 65536 bytes, and "other-pg"'s 10 */
+	ck_assert_uint_eq(sp->inline_bytes, 1 + 1024 + 4096 + 65536 + 10);
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_inline_bytes{osd=\"7\"} 70667"));
 	ck_assert_uint_ge(sp->puts, N + 2);
 	ck_assert_uint_ge(sp->kv_batches, 1);
 	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_puts_total{osd=\"7\"}"));
