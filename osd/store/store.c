@@ -628,6 +628,11 @@ out:
 	get_done(req);
 }
 
+static void release_val(struct buf *b)
+{
+	free(b->data);
+}
+
 int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
 	      uint64_t off, uint64_t len, store_get_cb cb)
 {
@@ -664,12 +669,16 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 		    crc32c(0, req->rec.data, req->rec.length) != req->rec.crc) {
 			checksum_error(req, 0, req->rec.length ? req->rec.length - 1 : 0);
 		} else if (req->len) {
-			req->out.buf = buf_copy(req->rec.data + off, req->len);
-			req->out.len = req->len;
+			/* Hand out the value RocksDB copied for us, not a
+			 * second copy of it: the buf frees it. */
+			req->out.buf = buf_wrap(req->val, req->vlen, release_val, NULL);
 			if (!req->out.buf) {
 				rc = -ENOMEM;
 				goto out_val;
 			}
+			req->out.off = (size_t)((const char *)req->rec.data - req->val) + off;
+			req->out.len = req->len;
+			req->val = NULL;
 		}
 		rc = loop_queue_post(&s->q, &req->work, on_get_deferred);
 		if (rc) {
