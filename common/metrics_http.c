@@ -9,7 +9,9 @@
  * and draining (after an answer with Connection: close, the write side is
  * shut and the input discarded until EOF or a short linger, so that the
  * client reads the answer rather than a reset). One repeating timer closes
- * connections that stayed silent too long.
+ * a connection idle_ms after its accept or its last answer: reads do not
+ * reset that clock, so a client trickling a header byte by byte cannot
+ * hold a connection longer than one that sends nothing.
  *
  * Invariant: rbuf holds unparsed bytes only while the parser is paused;
  * while reading, every byte read is parsed at once. A request body is
@@ -46,7 +48,8 @@ struct conn {
 	struct metrics_http *mh;
 	struct conn *prev, *next;   /* in mh->conns while not closing */
 	http_parser p;
-	uint64_t last_ms;           /* loop time of the last read or write */
+	uint64_t last_ms;           /* loop time of the accept or the last answer
+	                             * written; reads do not move it */
 	size_t head_bytes;          /* target + header bytes of this request */
 	size_t drained;             /* bytes discarded while draining */
 	int error_status;           /* set by a callback that failed the parse */
@@ -393,7 +396,6 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);   /* EOF or error */
 		return;
 	}
-	c->last_ms = uv_now(c->mh->loop);
 	if (c->draining) {
 		c->drained += (size_t)nread;
 		if (c->drained > DRAIN_MAX_BYTES)

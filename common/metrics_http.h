@@ -20,8 +20,9 @@
  * requests are answered in order, one at a time.
  *
  * Limits: at most max_conns connections (more are accepted and closed at
- * once); a connection with no traffic for idle_timeout_ms is closed, also
- * when it is stuck writing to a client that does not read.
+ * once); a connection is closed idle_timeout_ms after it was accepted or
+ * its last answer was written, whatever it sends meanwhile (a request
+ * trickled byte by byte, or a client that does not read its answer).
  *
  * Threads: everything runs on the loop given to metrics_http_start (the
  * service's own loop thread); no call blocks. The registry is rendered on
@@ -39,7 +40,7 @@
 
 struct metrics_http_opts {
 	unsigned max_conns;        /* open connections; 0: 64 */
-	unsigned idle_timeout_ms;  /* close a connection silent this long; 0: 30000 */
+	unsigned idle_timeout_ms;  /* per request, from accept or last answer; 0: 30000 */
 };
 
 struct metrics_http;

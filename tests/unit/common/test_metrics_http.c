@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +402,17 @@ START_TEST(test_pipelined_then_close)
 	client_expect_eof(&c);
 	client_close(&c);
 
+	/* An Upgrade is not followed: answered, then closed. */
+	client_open(&c);
+	client_sends(&c, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, "
+			 "HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAA\r\n\r\n");
+	client_answer(&c, &a, false);
+	ck_assert_int_eq(a.status, 200);
+	ck_assert(has_header(&a, "Connection: close"));
+	free(a.body);
+	client_expect_eof(&c);
+	client_close(&c);
+
 	/* HTTP/1.0 closes unless asked to keep alive. */
 	client_open(&c);
 	client_sends(&c, "GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
@@ -449,6 +461,32 @@ START_TEST(test_connection_cap_and_idle)
 	ck_assert_int_eq(a.status, 200);
 	free(a.body);
 	client_close(&c[0]);
+	server_down();
+}
+END_TEST
+
+START_TEST(test_trickle_is_closed)
+{
+	/* A header sent a byte every 20 ms never goes silent for the 300 ms
+	 * limit, but the limit counts from the accept, not from the last
+	 * byte: the server closes it. (500 rounds are only a hang guard.) */
+	server_up(0, 300);
+	struct client c;
+	client_open(&c);
+	client_sends(&c, "GET /metrics HTTP/1.1\r\nX-Slow: ");
+	bool closed = false;
+	for (int i = 0; i < 500 && !closed; i++) {
+		usleep(20000);
+		struct pollfd pfd = { .fd = c.fd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) == 1) {
+			client_expect_eof(&c);
+			closed = true;
+		} else {
+			ck_assert_int_eq(send(c.fd, "s", 1, MSG_NOSIGNAL), 1);
+		}
+	}
+	ck_assert_msg(closed, "a trickling client kept its connection");
+	client_close(&c);
 	server_down();
 }
 END_TEST
@@ -520,6 +558,7 @@ static Suite *metrics_http_suite(void)
 	tcase_add_test(tc, test_byte_at_a_time);
 	tcase_add_test(tc, test_pipelined_then_close);
 	tcase_add_test(tc, test_connection_cap_and_idle);
+	tcase_add_test(tc, test_trickle_is_closed);
 	tcase_add_test(tc, test_many_idle_do_not_block);
 	tcase_add_test(tc, test_addresses);
 	suite_add_tcase(s, tc);
