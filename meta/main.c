@@ -110,20 +110,20 @@ int main(int argc, char **argv)
 	unsigned k, m;
 	if (lvl < 0) {
 		fprintf(stderr, "%s: flag --log-level: unknown level %s\n", argv[0], log_level);
-		return 2;
+		goto bad_flag;
 	}
 	if (ec_parse(ec, &k, &m)) {
 		fprintf(stderr, "%s: flag --ec: want K+M, e.g. 4+2, not %s\n", argv[0], ec);
-		return 2;
+		goto bad_flag;
 	}
 	if (metrics_listen && !metrics_http_addr_valid(metrics_listen)) {
 		fprintf(stderr, "%s: flag --metrics-listen: '%s' is not HOST:PORT "
 			"(IPv4, [IPv6] or localhost)\n", argv[0], metrics_listen);
-		return 2;
+		goto bad_flag;
 	}
 	if (down_after_ms >= out_after_ms) {
 		fprintf(stderr, "%s: flag --osd-out-after must be above --osd-down-after\n", argv[0]);
-		return 2;
+		goto bad_flag;
 	}
 	log_set_level(lvl);
 	char ctx[64];
@@ -133,16 +133,16 @@ int main(int argc, char **argv)
 	struct meta_peer pv[META_NODE_MAX_PEERS];
 	if (peers.n == 0 || peers.n > META_NODE_MAX_PEERS) {
 		fprintf(stderr, "%s: flag --peers: 1..%d members\n", argv[0], META_NODE_MAX_PEERS);
-		return 2;
+		goto bad_flag;
 	}
 	for (size_t i = 0; i < peers.n; i++)
 		if (meta_node_parse_peer(peers.items[i], &pv[i])) {
 			fprintf(stderr, "%s: flag --peers: %s is not ID@HOST:PORT\n", argv[0], peers.items[i]);
-			return 2;
+			goto bad_flag;
 		}
 	if (mkdir(data_dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "%s: flag --data-dir: %s: %s\n", argv[0], data_dir, strerror(errno));
-		return 1;
+		goto fail_early;
 	}
 	signal(SIGPIPE, SIG_IGN);
 
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 	struct metrics_registry *reg = metrics_registry_new();
 	if (!reg) {
 		fprintf(stderr, "%s: out of memory\n", argv[0]);
-		return 1;
+		goto fail_early;
 	}
 	uv_loop_t loop;
 	uv_loop_init(&loop);
@@ -211,4 +211,11 @@ int main(int argc, char **argv)
 	flags_free(specs);
 	LOG_INFO("stopped", "id=%lld", (long long)id);
 	return 0;
+
+bad_flag:
+	flags_free(specs);
+	return 2;
+fail_early:
+	flags_free(specs);
+	return 1;
 }
