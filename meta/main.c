@@ -11,6 +11,10 @@
  * this member (and may hold only it).
  *
  * The Raft transport listens on HOST:PORT+1 (docs/architecture.md).
+ *
+ * --metrics-listen HOST:PORT: GET /metrics over HTTP (common/metrics_http)
+ * on the same loop, rendering the member's registry (the one the Metrics
+ * RPC renders). Off unless given.
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,9 +28,12 @@
 #include "common/ec.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "meta/node.h"
 
 static struct meta_node *node;
+static struct metrics_http *mhttp;
 static uv_signal_t sig_term, sig_int;
 
 static void on_closed(void *ud)
@@ -42,6 +49,10 @@ static void on_signal(uv_signal_t *s, int signum)
 	LOG_INFO("stopping", "signal=%d", signum);
 	uv_signal_stop(&sig_term);
 	uv_signal_stop(&sig_int);
+	if (mhttp) {
+		metrics_http_close(mhttp, NULL, NULL);
+		mhttp = NULL;
+	}
 	if (node) {
 		meta_node_close(node, on_closed, NULL);
 		node = NULL;
@@ -52,6 +63,7 @@ int main(int argc, char **argv)
 {
 	int64_t id = 0;
 	const char *data_dir = NULL, *listen = NULL, *log_level = "info", *ec = "4+2";
+	const char *metrics_listen = NULL;
 	struct flag_list peers = { 0 };
 	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
@@ -64,6 +76,9 @@ int main(int argc, char **argv)
 		  .help = "directory for the Raft log and the state (created if missing)" },
 		{ .name = "listen", .type = FLAG_STRING, .dst = &listen, .required = true,
 		  .metavar = "HOST:PORT", .help = "RPC address; Raft uses HOST:PORT+1" },
+		{ .name = "metrics-listen", .type = FLAG_STRING, .dst = &metrics_listen,
+		  .metavar = "HOST:PORT", .help = "serve Prometheus /metrics over HTTP here "
+			  "(default: not served; port 0 picks one, it is logged)" },
 		{ .name = "peers", .type = FLAG_LIST, .dst = &peers, .required = true,
 		  .metavar = "ID@HOST:PORT,...", .help = "initial voters (RPC addresses), this one included" },
 		{ .name = "join", .type = FLAG_BOOL, .dst = &join,
@@ -95,15 +110,20 @@ int main(int argc, char **argv)
 	unsigned k, m;
 	if (lvl < 0) {
 		fprintf(stderr, "%s: flag --log-level: unknown level %s\n", argv[0], log_level);
-		return 2;
+		goto bad_flag;
 	}
 	if (ec_parse(ec, &k, &m)) {
 		fprintf(stderr, "%s: flag --ec: want K+M, e.g. 4+2, not %s\n", argv[0], ec);
-		return 2;
+		goto bad_flag;
+	}
+	if (metrics_listen && !metrics_http_addr_valid(metrics_listen)) {
+		fprintf(stderr, "%s: flag --metrics-listen: '%s' is not HOST:PORT "
+			"(IPv4, [IPv6] or localhost)\n", argv[0], metrics_listen);
+		goto bad_flag;
 	}
 	if (down_after_ms >= out_after_ms) {
 		fprintf(stderr, "%s: flag --osd-out-after must be above --osd-down-after\n", argv[0]);
-		return 2;
+		goto bad_flag;
 	}
 	log_set_level(lvl);
 	char ctx[64];
@@ -113,19 +133,26 @@ int main(int argc, char **argv)
 	struct meta_peer pv[META_NODE_MAX_PEERS];
 	if (peers.n == 0 || peers.n > META_NODE_MAX_PEERS) {
 		fprintf(stderr, "%s: flag --peers: 1..%d members\n", argv[0], META_NODE_MAX_PEERS);
-		return 2;
+		goto bad_flag;
 	}
 	for (size_t i = 0; i < peers.n; i++)
 		if (meta_node_parse_peer(peers.items[i], &pv[i])) {
 			fprintf(stderr, "%s: flag --peers: %s is not ID@HOST:PORT\n", argv[0], peers.items[i]);
-			return 2;
+			goto bad_flag;
 		}
 	if (mkdir(data_dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "%s: flag --data-dir: %s: %s\n", argv[0], data_dir, strerror(errno));
-		return 1;
+		goto fail_early;
 	}
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Ours, not the member's, so that it outlives the node for the
+	 * /metrics listener's last scrape. */
+	struct metrics_registry *reg = metrics_registry_new();
+	if (!reg) {
+		fprintf(stderr, "%s: out of memory\n", argv[0]);
+		goto fail_early;
+	}
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct meta_node_opts o = {
@@ -144,6 +171,7 @@ int main(int argc, char **argv)
 		.pg_count = (uint32_t)pg_count,
 		.ec_k = k,
 		.ec_m = m,
+		.metrics = reg,
 	};
 	rc = meta_node_start(&loop, &o, &node);
 	if (rc) {
@@ -151,8 +179,25 @@ int main(int argc, char **argv)
 			iol_strerror(rc));
 		uv_run(&loop, UV_RUN_DEFAULT);   /* let a half-started member close */
 		uv_loop_close(&loop);
+		metrics_registry_free(reg);
 		flags_free(specs);
 		return 1;
+	}
+	if (metrics_listen) {
+		rc = metrics_http_start(&loop, metrics_listen, reg, NULL, &mhttp);
+		if (rc) {
+			fprintf(stderr, "%s: flag --metrics-listen %s: %s\n", argv[0],
+				metrics_listen, iol_strerror(rc));
+			meta_node_close(node, NULL, NULL);
+			node = NULL;
+			uv_run(&loop, UV_RUN_DEFAULT);
+			uv_loop_close(&loop);
+			metrics_registry_free(reg);
+			flags_free(specs);
+			return 1;
+		}
+		LOG_INFO("metrics listening", "addr=%s port=%d", LOG_Q(metrics_listen),
+			 metrics_http_port(mhttp));
 	}
 	uv_signal_init(&loop, &sig_term);
 	uv_signal_init(&loop, &sig_int);
@@ -162,7 +207,15 @@ int main(int argc, char **argv)
 	rc = uv_loop_close(&loop);
 	if (rc)
 		LOG_WARN("loop closed with handles open", "err=%s", uv_strerror(rc));
+	metrics_registry_free(reg);
 	flags_free(specs);
 	LOG_INFO("stopped", "id=%lld", (long long)id);
 	return 0;
+
+bad_flag:
+	flags_free(specs);
+	return 2;
+fail_early:
+	flags_free(specs);
+	return 1;
 }

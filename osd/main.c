@@ -10,7 +10,10 @@
  * with exit status 2 (flags) or 1 (device/store), before anything is
  * served.
  *
- * Shutdown order: stop meta probing; drain the service (new calls answer
+ * With --metrics-listen, GET /metrics over HTTP (common/metrics_http) on
+ * the same loop renders the OSD's registry.
+ *
+ * Shutdown order: stop serving /metrics; stop meta probing; drain the service (new calls answer
  * UNAVAILABLE, calls in flight finish and are answered); close the RPC
  * server; close the store (commit thread joined, RocksDB closed); exit 0.
  * A watchdog exits 1 if that takes longer than SHUTDOWN_LIMIT_MS.
@@ -27,6 +30,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "common/rpc.h"
 #include "osd/metaclient.h"
 #include "osd/service.h"
@@ -41,6 +45,7 @@ static const char *f_device;
 static uint64_t f_size;
 static const char *f_meta_dir;
 static const char *f_listen;
+static const char *f_metrics_listen;
 static struct flag_list f_meta;
 static bool f_format, f_force;
 static const char *f_cluster_id = "";
@@ -61,6 +66,9 @@ static const struct flag_spec specs[] = {
 	  .metavar = "DIR", .help = "RocksDB directory of the shard index (created if missing)" },
 	{ .name = "listen", .type = FLAG_STRING, .dst = &f_listen, .required = true,
 	  .metavar = "ADDR", .help = "RPC address, host:port (port 0 picks one; it is logged)" },
+	{ .name = "metrics-listen", .type = FLAG_STRING, .dst = &f_metrics_listen,
+	  .metavar = "ADDR", .help = "serve Prometheus /metrics over HTTP on host:port "
+		  "(default: not served; port 0 picks one, it is logged)" },
 	{ .name = "meta", .type = FLAG_LIST, .dst = &f_meta, .metavar = "ADDR,...",
 	  .help = "meta service addresses (host:port,...)" },
 	{ .name = "host", .type = FLAG_STRING, .dst = &f_host, .metavar = "NAME",
@@ -86,6 +94,7 @@ struct osd {
 	struct store *st;
 	struct osd_service *svc;
 	struct rpc_server *rpc;
+	struct metrics_http *mhttp;   /* NULL without --metrics-listen */
 	struct osd_metaclient *mc;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t watchdog;
@@ -180,6 +189,9 @@ static void shutdown_begin(struct osd *o, const char *why)
 	o->stopping = true;
 	LOG_INFO("shutting down", "reason=%s inflight=%u", why, osd_service_inflight(o->svc));
 	uv_timer_start(&o->watchdog, on_watchdog, SHUTDOWN_LIMIT_MS, 0);
+	if (o->mhttp)
+		metrics_http_close(o->mhttp, NULL, NULL);
+	o->mhttp = NULL;
 	if (o->mc)
 		osd_metaclient_stop(o->mc, on_meta_stopped, o);
 	osd_service_drain(o->svc, on_drained, o);
@@ -224,6 +236,12 @@ int main(int argc, char **argv)
 			flags_free(specs);
 			return 2;
 		}
+	}
+	if (f_metrics_listen && !metrics_http_addr_valid(f_metrics_listen)) {
+		fprintf(stderr, "%s: flag --metrics-listen: '%s' is not host:port "
+			"(IPv4, [IPv6] or localhost)\n", PROG, f_metrics_listen);
+		flags_free(specs);
+		return 2;
 	}
 	if (f_force && !f_format) {
 		fprintf(stderr, "%s: flag --force only makes sense with --format\n", PROG);
@@ -295,6 +313,19 @@ int main(int argc, char **argv)
 		shutdown_begin(&o, "listen failed");
 		uv_run(o.loop, UV_RUN_DEFAULT);
 		goto out;
+	}
+	if (f_metrics_listen) {
+		rc = metrics_http_start(o.loop, f_metrics_listen, o.reg, NULL, &o.mhttp);
+		if (rc) {
+			fprintf(stderr, "%s: flag --metrics-listen %s: %s\n", PROG,
+				f_metrics_listen, iol_strerror(rc));
+			o.exit_code = 1;
+			shutdown_begin(&o, "metrics listen failed");
+			uv_run(o.loop, UV_RUN_DEFAULT);
+			goto out;
+		}
+		LOG_INFO("metrics listening", "addr=%s port=%d", LOG_Q(f_metrics_listen),
+			 metrics_http_port(o.mhttp));
 	}
 
 	struct store_space sp;
