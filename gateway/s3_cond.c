@@ -124,6 +124,23 @@ bool s3_cond_etag_match(const char *s, size_t len, const char *etag)
 	return false;
 }
 
+bool s3_cond_if_range(const char *v, size_t len, const char *etag, uint64_t mtime_ms)
+{
+	while (len && (*v == ' ' || *v == '\t'))
+		v++, len--;
+	while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+		len--;
+	size_t el = etag ? strlen(etag) : 0;
+	if (len == 0 || (len >= 2 && v[0] == 'W' && v[1] == '/'))
+		return false;   /* If-Range needs a strong validator */
+	if (v[0] == '"')
+		return el && len == el + 2 && v[len - 1] == '"' && memcmp(v + 1, etag, el) == 0;
+	int64_t t;
+	if (s3_cond_parse_date(v, len, &t) == 0)
+		return (int64_t)(mtime_ms / 1000) == t;
+	return el && len == el && memcmp(v, etag, el) == 0;
+}
+
 /* ------------------------------------------------------------ evaluation */
 
 /* Whether mtime is after the header's date; -1 when the date is invalid. */

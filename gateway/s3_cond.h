@@ -14,6 +14,10 @@
  * unparsable date is ignored (RFC 7232). ETag lists ("a", "b"), weak
  * W/"..." tags and * are understood.
  *
+ * If-Range (RFC 7233 section 3.2) comes after all of those (RFC 7232
+ * section 6 step 5; S3 documents no other order): it only decides
+ * whether a Range is served (206) or ignored for the whole object (200).
+ *
  * Pure: no I/O, no allocation, any thread; the handler glue that answers
  * 304/412 is s3o_cond_* in s3_ops_int.h.
  */
@@ -63,5 +67,13 @@ int s3_cond_parse_date(const char *s, size_t len, int64_t *out);
 
 /* Whether the entity-tag list (or "*") in s matches etag. */
 bool s3_cond_etag_match(const char *s, size_t len, const char *etag);
+
+/* If-Range value v[0..len) against the record's ETag and mtime: true when
+ * the Range may be served. One validator: a strong entity tag ("<etag>";
+ * unquoted <etag> accepted, as for If-Match) equal to etag, or an HTTP
+ * date equal to Last-Modified at whole seconds. A weak W/"..." tag, a
+ * different tag or date, a list, or anything unparsable: false (serve the
+ * whole object). */
+bool s3_cond_if_range(const char *v, size_t len, const char *etag, uint64_t mtime_ms);
 
 #endif

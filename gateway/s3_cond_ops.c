@@ -2,7 +2,8 @@
  * s3_cond_ops.c — the handlers' side of conditional requests: reads the
  * request's conditional headers, evaluates them with s3_cond against the
  * current record, and answers 304 Not Modified (ETag and Last-Modified,
- * no body) or the S3 error. Called by GetObject/HeadObject once the
+ * no body) or the S3 error; and tells GetObject whether If-Range lets its
+ * Range stand. Called by GetObject/HeadObject once the
  * record is read and by PutObject before its commit.
  *
  * Thread: the gateway loop.
@@ -35,6 +36,12 @@ bool s3o_cond_get(struct opx *x, const Iolake__Meta__ObjectRecord *r)
 	default:
 		return false;
 	}
+}
+
+bool s3o_cond_range_ok(struct opx *x, const Iolake__Meta__ObjectRecord *r)
+{
+	const struct sigv4_header *h = http_request_header(s3_call_http(x->c), "if-range");
+	return !h || s3_cond_if_range(h->value, h->value_len, r->etag, r->mtime_ms);
 }
 
 enum s3_err s3o_cond_put(struct s3_call *c, const Iolake__Meta__ObjectRecord *cur)

@@ -2,7 +2,9 @@
  * s3_multipart.c — the multipart upload operations: CreateMultipartUpload,
  * UploadPart (the PutObject pipeline of s3_object.c with a part commit),
  * CompleteMultipartUpload, AbortMultipartUpload, ListParts,
- * ListMultipartUploads. Records in meta (meta.proto MultipartUpload, Part);
+ * ListMultipartUploads (prefix, delimiter with CommonPrefixes, key /
+ * upload-id markers: meta's ListUploads does the listing as ListObjects
+ * does, meta/list.h). Records in meta (meta.proto MultipartUpload, Part);
  * each non-empty part is one gw_data PUT of its own whose encoded layout
  * travels in Part.segment.data_layout and, after Complete, in the object
  * record's Segment.data_layout (one segment per non-empty part).
@@ -866,6 +868,10 @@ static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 		s3o_fail(x, s3o_meta_err(err), NULL);
 		return;
 	}
+	if (!err && r->status == ST(INVALID)) {
+		s3o_fail(x, S3E_InvalidArgument, "Prefix, delimiter or key-marker too long");
+		return;
+	}
 	if (err || r->status != ST(OK)) {
 		s3o_fail(x, S3E_NoSuchBucket, NULL);
 		return;
@@ -873,6 +879,7 @@ static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 	const struct s3_req *q = s3_call_req(x->c);
 	const char *prefix = s3o_qval(q, "prefix"), *km = s3o_qval(q, "key-marker");
 	const char *um = s3o_qval(q, "upload-id-marker"), *enc = s3o_qval(q, "encoding-type");
+	const char *delim = s3o_qval(q, "delimiter");
 	bool url = enc && strcmp(enc, "url") == 0;
 	long max = qnum(q, "max-uploads", LIST_MAX);
 	struct xml_w *w = s3_call_xml(x->c);
@@ -881,12 +888,24 @@ static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 	xml_elem(w, "Bucket", x->bucket);
 	s3o_key_elem(w, "KeyMarker", km ? km : "", url);
 	xml_elem(w, "UploadIdMarker", um ? um : "");
-	if (r->truncated && r->n_uploads) {
-		s3o_key_elem(w, "NextKeyMarker", r->uploads[r->n_uploads - 1]->key, url);
-		xml_elem(w, "NextUploadIdMarker", r->uploads[r->n_uploads - 1]->upload_id);
+	if (r->truncated) {
+		/* A page ending on a common prefix names it, with no upload id:
+		 * the next page starts after every key under it. (An older meta
+		 * leaves next_key_marker empty: the last upload.) */
+		const char *nk = r->next_key_marker, *nu = r->next_upload_id_marker;
+		if ((!nk || !*nk) && r->n_uploads) {
+			nk = r->uploads[r->n_uploads - 1]->key;
+			nu = r->uploads[r->n_uploads - 1]->upload_id;
+		}
+		if (nk && *nk)
+			s3o_key_elem(w, "NextKeyMarker", nk, url);
+		if (nu && *nu)
+			xml_elem(w, "NextUploadIdMarker", nu);
 	}
 	if (prefix)
 		s3o_key_elem(w, "Prefix", prefix, url);
+	if (delim && *delim)
+		s3o_key_elem(w, "Delimiter", delim, url);
 	xml_elem_u64(w, "MaxUploads", (uint64_t)(max > LIST_MAX ? LIST_MAX : max));
 	if (url)
 		xml_elem(w, "EncodingType", "url");
@@ -902,6 +921,11 @@ static void on_list_uploads(void *ud, int err, const ProtobufCMessage *resp)
 		owner_elems(w, "Owner", u->owner);
 		xml_elem(w, "StorageClass", "STANDARD");
 		xml_elem(w, "Initiated", d);
+		xml_close(w);
+	}
+	for (size_t i = 0; i < r->n_common_prefixes; i++) {
+		xml_open(w, "CommonPrefixes");
+		s3o_key_elem(w, "Prefix", r->common_prefixes[i], url);
 		xml_close(w);
 	}
 	xml_close(w);
@@ -927,12 +951,13 @@ static void op_list_uploads(struct s3_call *c)
 		return;
 	}
 	const char *prefix = s3o_qval(q, "prefix"), *km = s3o_qval(q, "key-marker");
-	const char *um = s3o_qval(q, "upload-id-marker");
+	const char *um = s3o_qval(q, "upload-id-marker"), *delim = s3o_qval(q, "delimiter");
 	Iolake__Meta__ListUploadsRequest req = IOLAKE__META__LIST_UPLOADS_REQUEST__INIT;
 	req.bucket = x->bucket;
 	req.prefix = (char *)(prefix ? prefix : "");
 	req.key_marker = (char *)(km ? km : "");
 	req.upload_id_marker = (char *)(um && km ? um : "");
+	req.delimiter = (char *)(delim ? delim : "");
 	req.max_uploads = max == 0 ? 1 : max > LIST_MAX ? LIST_MAX : (uint32_t)max;
 	if (s3o_mcall(x, META_M_LIST_UPLOADS, &req.base, on_list_uploads))
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);

@@ -871,7 +871,8 @@ static void get_respond(struct opx *x)
 			return;
 		}
 	} else {
-		rg = parse_range(x->c, r->size, &x->off, &x->len);
+		/* If-Range that does not match: the Range is ignored, whole 200. */
+		rg = s3o_cond_range_ok(x, r) ? parse_range(x->c, r->size, &x->off, &x->len) : 0;
 		if (rg < 0) {
 			char cr[40]; /* RFC 7233, as S3: the size the range missed */
 			snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)r->size);

@@ -182,6 +182,10 @@ void s3o_tagging_mem_free(void *mem);
 /* GET/HEAD: evaluate the conditional headers against r; true when the
  * request was answered (304 Not Modified or 412), false to go on. */
 bool s3o_cond_get(struct opx *x, const Iolake__Meta__ObjectRecord *r);
+/* GET/HEAD with a Range: whether to serve it — true without If-Range or
+ * when If-Range matches r (ETag or Last-Modified), false to ignore the
+ * Range and answer the whole object (RFC 7233 section 3.2). */
+bool s3o_cond_range_ok(struct opx *x, const Iolake__Meta__ObjectRecord *r);
 /* PUT: If-None-Match: * / If-Match against the current record (NULL:
  * none). S3E_OK, PreconditionFailed, NoSuchKey (If-Match, no object) or
  * NotImplemented (If-None-Match other than *). */

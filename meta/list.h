@@ -1,7 +1,8 @@
 /*
  * list.h — S3 object listing (ListObjectsV2, and V1 with marker) over the
  * object table of meta/state.h: prefix, delimiter with common prefixes,
- * start-after / marker, continuation tokens, max-keys.
+ * start-after / marker, continuation tokens, max-keys; and the same
+ * listing of multipart uploads (ListMultipartUploads).
  *
  * The listing of a request is the ordered sequence of entries e, where an
  * entry is either a key k (having the prefix, without the delimiter after
@@ -11,6 +12,15 @@
  * given, else start-after. A page is the first max-keys entries of that
  * sequence; each common prefix counts as one. The next token encodes the
  * last entry of the page, so pages concatenate to the whole sequence.
+ *
+ * ListMultipartUploads (meta_list_uploads) is the same sequence over the
+ * upload table with each key k replaced by its uploads in upload-id
+ * order, and the marker a pair (key-marker, upload-id-marker): an upload
+ * (k, id) is listed when (k, id) > the pair, every upload of key-marker
+ * is skipped when upload-id-marker is empty, and a common prefix when
+ * cp > key-marker. So a page that ends on a common prefix continues, with
+ * that prefix as key-marker, after every key under it. One scan serves
+ * both (list.c).
  *
  * Read-only: any thread. A page sees one consistent view of the state;
  * successive pages may see later writes (as S3 does).
@@ -43,6 +53,7 @@ struct meta_list_entry {
 	size_t name_len;
 	bool is_prefix;
 	Iolake__Meta__ObjectRecord *rec;   /* keys, when want_records; else NULL */
+	Iolake__Meta__MultipartUpload *upload;   /* meta_list_uploads: each upload */
 };
 
 struct meta_list_page {
@@ -63,5 +74,28 @@ struct meta_list_page {
  */
 int meta_list(struct meta_state *s, const struct meta_list_req *req, struct meta_list_page *out);
 void meta_list_page_free(struct meta_list_page *p);
+
+struct meta_list_uploads_req {
+	const char *bucket;
+	const char *prefix;           /* NULL or "": every key */
+	const char *delimiter;        /* NULL or "": no common prefixes */
+	const char *key_marker;       /* NULL or "": from the start */
+	const char *upload_id_marker; /* with key_marker only; NULL or "": after
+	                               * every upload of key_marker */
+	unsigned max_uploads;         /* 0: an empty, untruncated page; above
+	                               * META_LIST_MAX_KEYS: clamped to it */
+};
+
+/*
+ * Fill out with one page of uploads and common prefixes (list.h's
+ * top comment). Each upload is an entry named by its key with its record
+ * in `upload`; a common prefix counts as one. next_token stays empty: the
+ * next markers are the last entry's (cp, "") or (key, upload id). 0;
+ * -EINVAL for a bad bucket name, or a prefix, delimiter or key-marker
+ * over META_KEY_MAX bytes; -ENOMEM; IOL_ECORRUPT or -EIO from storage. A
+ * missing bucket lists as empty. Free with meta_list_page_free.
+ */
+int meta_list_uploads(struct meta_state *s, const struct meta_list_uploads_req *req,
+		      struct meta_list_page *out);
 
 #endif

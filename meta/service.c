@@ -298,30 +298,58 @@ static void serve_list_uploads(struct meta_node *n, struct rpc_req *r)
 	const Iolake__Meta__ListUploadsRequest *q = REQ(Iolake__Meta__ListUploadsRequest, r);
 	Iolake__Meta__ListUploadsResponse resp = IOLAKE__META__LIST_UPLOADS_RESPONSE__INIT;
 	Iolake__Meta__Bucket *b = NULL;
-	Iolake__Meta__MultipartUpload **v = NULL;
-	size_t cnt = 0;
-	bool trunc = false;
 	int rc = meta_state_get_bucket(n->state, q->bucket, &b);
 	meta_state_free_msg(b);
 	if (read_failed(r, rc))
 		return;
-	if (rc == 0) {
-		int lrc = meta_state_list_uploads(n->state, q->bucket, q->prefix, q->key_marker,
-						  q->upload_id_marker, q->max_uploads, &v, &cnt,
-						  &trunc);
-		if (lrc) {
-			rpc_fail(r, RPC_INTERNAL, "list uploads: %s", iol_strerror(lrc));
-			return;
-		}
+	if (rc) {
+		resp.status = st_of(rc);
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	struct meta_list_uploads_req lr = {
+		.bucket = q->bucket,
+		.prefix = q->prefix,
+		.delimiter = q->delimiter,
+		.key_marker = q->key_marker,
+		.upload_id_marker = q->upload_id_marker,
+		.max_uploads = q->max_uploads == 0 ? META_LIST_MAX_KEYS : q->max_uploads,
+	};
+	struct meta_list_page page;
+	rc = meta_list_uploads(n->state, &lr, &page);
+	if (read_failed(r, rc)) {
+		meta_list_page_free(&page);
+		return;
+	}
+	/* The page's entries, split: uploads and prefix names (borrowed). */
+	Iolake__Meta__MultipartUpload **ups = calloc(page.n + 1, sizeof(*ups));
+	char **cps = calloc(page.n + 1, sizeof(*cps));
+	if (!ups || !cps) {
+		free(ups);
+		free(cps);
+		meta_list_page_free(&page);
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
 	}
 	resp.status = st_of(rc);
-	resp.uploads = v;
-	resp.n_uploads = cnt;
-	resp.truncated = trunc;
+	for (size_t i = 0; !rc && i < page.n; i++) {
+		if (page.entries[i].is_prefix)
+			cps[resp.n_common_prefixes++] = page.entries[i].name;
+		else
+			ups[resp.n_uploads++] = page.entries[i].upload;
+	}
+	resp.uploads = ups;
+	resp.common_prefixes = cps;
+	if (!rc && page.truncated) {
+		const struct meta_list_entry *last = &page.entries[page.n - 1];
+		resp.truncated = true;
+		resp.next_key_marker = last->is_prefix ? last->name : last->upload->key;
+		resp.next_upload_id_marker = last->is_prefix ? (char *)"" : last->upload->upload_id;
+	}
 	rpc_respond(r, &resp.base, NULL);
-	for (size_t i = 0; i < cnt; i++)
-		meta_state_free_msg(v[i]);
-	free(v);
+	free(ups);
+	free(cps);
+	meta_list_page_free(&page);
 }
 
 void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)

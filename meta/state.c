@@ -30,7 +30,8 @@
  * batch behaves as its ops applied one after another.
  *
  * Not here: Raft, RPC, heartbeat timers (the leader turns missed beats
- * into SetOsdState ops), linearizable-read barriers, listing (list.c).
+ * into SetOsdState ops), linearizable-read barriers, listing of objects
+ * and of uploads (list.c, over the iterators at the end of this file).
  *
  * Size: ~1,700 lines, over the 1,500 of STYLE.md, because the ops, the
  * request table, the reads and the snapshot code share the private key
@@ -1752,74 +1753,6 @@ int meta_state_list_parts(struct meta_state *s, const char *upload_id, uint32_t 
 	return 0;
 }
 
-int meta_state_list_uploads(struct meta_state *s, const char *bucket, const char *prefix,
-			    const char *key_marker, const char *upload_id_marker, uint32_t max,
-			    Iolake__Meta__MultipartUpload ***out, size_t *n_out, bool *truncated)
-{
-	if (!valid_bucket(bucket))
-		return -EINVAL;
-	if (max == 0 || max > 1000)
-		max = 1000;
-	prefix = prefix ? prefix : "";
-	size_t plen = strlen(prefix);
-	struct key tab, lo;
-	k_init(&tab, 'U');
-	k_str(&tab, bucket);
-	k_byte(&tab, 0);
-	lo = tab;
-	bool skip_exact = false;
-	if (key_marker && *key_marker && strlen(key_marker) <= META_KEY_MAX &&
-	    strcmp(key_marker, prefix) >= 0) {
-		k_str(&lo, key_marker);
-		if (upload_id_marker && *upload_id_marker && valid_upload_id(upload_id_marker)) {
-			k_byte(&lo, 0);
-			k_str(&lo, upload_id_marker);
-			skip_exact = true;
-		} else {
-			k_byte(&lo, 1);   /* after key_marker 0x00 <every upload id> */
-		}
-	} else if (plen <= META_KEY_MAX) {
-		k_str(&lo, prefix);
-	}
-	ProtobufCMessage **v = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	*truncated = false;
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
-	for (rocksdb_iter_seek(it, lo.b, lo.n); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t kn, vn;
-		const char *kb = rocksdb_iter_key(it, &kn);
-		if (kn < tab.n || memcmp(kb, tab.b, tab.n) != 0)
-			break;
-		if (skip_exact && kn == lo.n && memcmp(kb, lo.b, kn) == 0)
-			continue;
-		/* Keys past the prefix end the scan (the table is key-ordered). */
-		if (kn - tab.n < plen || memcmp(kb + tab.n, prefix, plen) != 0)
-			break;
-		if (n == max) {
-			*truncated = true;
-			break;
-		}
-		const char *vb = rocksdb_iter_value(it, &vn);
-		ProtobufCMessage *m = protobuf_c_message_unpack(
-			&iolake__meta__multipart_upload__descriptor, NULL, vn, (const uint8_t *)vb);
-		if (!m) {
-			rc = IOL_ECORRUPT;
-			break;
-		}
-		if ((rc = push_msg(&v, &n, &cap, m)))
-			break;
-	}
-	rocksdb_iter_destroy(it);
-	if (rc) {
-		free_msgs(v, n);
-		return rc;
-	}
-	*out = (Iolake__Meta__MultipartUpload **)v;
-	*n_out = n;
-	return 0;
-}
-
 int meta_state_get_user(struct meta_state *s, const char *name, Iolake__Meta__User **out)
 {
 	if (!valid_name(name))
@@ -1868,20 +1801,22 @@ int meta_state_gc_count(struct meta_state *s, uint64_t *n)
 struct meta_state_objiter {
 	rocksdb_readoptions_t *ro;
 	rocksdb_iterator_t *it;
-	struct key prefix;     /* 'O' bucket 0x00 */
-	struct key upper;      /* 'O' bucket 0x01 */
+	struct key prefix;     /* 'O' (or 'U') bucket 0x00 */
+	struct key upper;      /* 'O' (or 'U') bucket 0x01 */
+	size_t seek_max;       /* a seek target longer than this is past every key */
 	char *err;
 };
 
-int meta_state_objiter_new(struct meta_state *s, const char *bucket,
-			   struct meta_state_objiter **out)
+static int iter_new(struct meta_state *s, char table, const char *bucket, size_t seek_max,
+		    struct meta_state_objiter **out)
 {
 	if (!valid_bucket(bucket))
 		return -EINVAL;
 	struct meta_state_objiter *it = calloc(1, sizeof(*it));
 	if (!it)
 		return -ENOMEM;
-	k_init(&it->prefix, 'O');
+	it->seek_max = seek_max;
+	k_init(&it->prefix, table);
 	k_str(&it->prefix, bucket);
 	k_byte(&it->prefix, 0);
 	it->upper = it->prefix;
@@ -1894,11 +1829,24 @@ int meta_state_objiter_new(struct meta_state *s, const char *bucket,
 	return 0;
 }
 
+int meta_state_objiter_new(struct meta_state *s, const char *bucket,
+			   struct meta_state_objiter **out)
+{
+	return iter_new(s, 'O', bucket, META_KEY_MAX + 1, out);
+}
+
+int meta_state_uploaditer_new(struct meta_state *s, const char *bucket,
+			      struct meta_state_objiter **out)
+{
+	/* key 0x00 upload id: at most META_KEY_MAX + 1 + 16 bytes. */
+	return iter_new(s, 'U', bucket, META_KEY_MAX + 1 + 16 + 1, out);
+}
+
 void meta_state_objiter_seek(struct meta_state_objiter *it, const char *key, size_t len)
 {
 	struct key k = it->prefix;
-	if (len > META_KEY_MAX + 1)
-		len = META_KEY_MAX + 1;   /* past every valid key of that prefix */
+	if (len > it->seek_max)
+		len = it->seek_max;   /* past every valid key of that prefix */
 	memcpy(k.b + k.n, key, len);
 	k.n += len;
 	rocksdb_iter_seek(it->it, k.b, k.n);
@@ -1927,6 +1875,15 @@ int meta_state_objiter_record(const struct meta_state_objiter *it,
 	size_t n;
 	const char *v = rocksdb_iter_value(it->it, &n);
 	*out = iolake__meta__object_record__unpack(NULL, n, (const uint8_t *)v);
+	return *out ? 0 : IOL_ECORRUPT;
+}
+
+int meta_state_objiter_upload(const struct meta_state_objiter *it,
+			      Iolake__Meta__MultipartUpload **out)
+{
+	size_t n;
+	const char *v = rocksdb_iter_value(it->it, &n);
+	*out = iolake__meta__multipart_upload__unpack(NULL, n, (const uint8_t *)v);
 	return *out ? 0 : IOL_ECORRUPT;
 }
 

@@ -135,13 +135,6 @@ int meta_state_get_part(struct meta_state *s, const char *upload_id, uint32_t pa
  * no parts (check the upload with meta_state_get_upload). */
 int meta_state_list_parts(struct meta_state *s, const char *upload_id, uint32_t marker,
 			  uint32_t max, Iolake__Meta__Part ***out, size_t *n, bool *truncated);
-/* A bucket's uploads in (key, upload id) order: keys starting with prefix
- * (NULL: any), after (key_marker, upload_id_marker) — key_marker alone:
- * after every upload of that key — at most max (0 or over 1000: 1000).
- * Freed like meta_state_list_buckets' array. */
-int meta_state_list_uploads(struct meta_state *s, const char *bucket, const char *prefix,
-			    const char *key_marker, const char *upload_id_marker, uint32_t max,
-			    Iolake__Meta__MultipartUpload ***out, size_t *n, bool *truncated);
 int meta_state_get_user(struct meta_state *s, const char *name, Iolake__Meta__User **out);
 /* The key holds the secret: never log it. */
 int meta_state_get_access_key(struct meta_state *s, const char *access_key_id,
@@ -157,6 +150,11 @@ int meta_state_gc_count(struct meta_state *s, uint64_t *n);
 struct meta_state_objiter;
 int meta_state_objiter_new(struct meta_state *s, const char *bucket,
 			   struct meta_state_objiter **out);
+/* The same cursor over the bucket's multipart uploads: its keys are
+ * "key 0x00 upload_id" (so (key, upload id) order), its values
+ * MultipartUpload records (meta_state_objiter_upload). */
+int meta_state_uploaditer_new(struct meta_state *s, const char *bucket,
+			      struct meta_state_objiter **out);
 /* Position on the first key >= key[0..len). */
 void meta_state_objiter_seek(struct meta_state_objiter *it, const char *key, size_t len);
 bool meta_state_objiter_valid(const struct meta_state_objiter *it);
@@ -164,6 +162,10 @@ bool meta_state_objiter_valid(const struct meta_state_objiter *it);
 const char *meta_state_objiter_key(const struct meta_state_objiter *it, size_t *len);
 int meta_state_objiter_record(const struct meta_state_objiter *it,
 			      Iolake__Meta__ObjectRecord **out);
+/* The current upload of a meta_state_uploaditer_new cursor: 0, or
+ * IOL_ECORRUPT. Free with meta_state_free_msg. */
+int meta_state_objiter_upload(const struct meta_state_objiter *it,
+			      Iolake__Meta__MultipartUpload **out);
 void meta_state_objiter_next(struct meta_state_objiter *it);
 /* 0, or -EIO when the iterator stopped on a storage error. */
 int meta_state_objiter_error(const struct meta_state_objiter *it);

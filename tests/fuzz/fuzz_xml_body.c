@@ -2,8 +2,8 @@
  * fuzz_xml_body.c — libFuzzer target for the parsers of S3 request bodies
  * and headers that take hostile input: gateway/xml_parse (Delete,
  * Tagging, CompleteMultipartUpload), the x-amz-tagging header
- * (s3_tags_parse_header, s3_tags_check) and conditional-header dates and
- * ETag lists (s3_cond).
+ * (s3_tags_parse_header, s3_tags_check) and conditional-header dates,
+ * ETag lists and If-Range values (s3_cond).
  *
  * Input: byte 0 picks the parser; the rest is the body or header value,
  * copied into an exactly-sized malloc'd buffer (no NUL terminator), so a
@@ -114,6 +114,8 @@ static void cond_header(const char *b, size_t n)
 				 .if_modified_since_len = n };
 	(void)s3_cond_get(&in, "abc-2", 1700000000000ULL);
 	(void)s3_cond_put(&in, "abc");
+	(void)s3_cond_if_range(b, n, "abc-2", 1700000000000ULL);
+	(void)s3_cond_if_range(b, n, NULL, 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -20,7 +20,9 @@ CFG
 : > "$AWS_SHARED_CREDENTIALS_FILE"
 
 aio_cleanup() {
-	if [ -n "$AIO_PID" ]; then kill -9 "$AIO_PID" 2>/dev/null; wait "$AIO_PID" 2>/dev/null; fi
+	# "|| true": under set -e a failing kill or wait (137 after -9) would end
+	# the trap before the rm.
+	if [ -n "$AIO_PID" ]; then kill -9 "$AIO_PID" 2>/dev/null || true; wait "$AIO_PID" 2>/dev/null || true; fi
 	rm -rf "$T"
 }
 trap aio_cleanup EXIT

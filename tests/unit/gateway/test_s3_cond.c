@@ -1,7 +1,8 @@
 /*
  * test_s3_cond.c — conditional request evaluation: HTTP date forms, ETag
  * lists, each header alone at its boundaries (dates compare at seconds),
- * S3's documented precedence pairs, and PUT's If-None-Match: * / If-Match.
+ * S3's documented precedence pairs, PUT's If-None-Match: * / If-Match, and
+ * If-Range's one strong validator (ETag or exact Last-Modified).
  */
 #include <check.h>
 #include <errno.h>
@@ -131,6 +132,47 @@ START_TEST(test_put)
 }
 END_TEST
 
+static bool if_range(const char *v, const char *etag, uint64_t mtime_ms)
+{
+	return s3_cond_if_range(v, strlen(v), etag, mtime_ms);
+}
+
+START_TEST(test_if_range)
+{
+	uint64_t ms = (uint64_t)T0 * 1000 + 999;   /* Last-Modified shows T0 */
+	/* Strong ETag: exact, quoted (or bare, as If-Match accepts). */
+	ck_assert(if_range("\"" ETAG "\"", ETAG, ms));
+	ck_assert(if_range(" \"" ETAG "\" ", ETAG, ms));
+	ck_assert(if_range(ETAG, ETAG, ms));
+	ck_assert(!if_range("\"0123\"", ETAG, ms));
+	ck_assert(!if_range("\"" ETAG, ETAG, ms));           /* unterminated */
+	ck_assert(!if_range("\"" ETAG "\"x", ETAG, ms));
+	ck_assert(!if_range("\"" ETAG "\"", NULL, ms));
+	/* Weak tags never match, not even the same value. */
+	ck_assert(!if_range("W/\"" ETAG "\"", ETAG, ms));
+	/* One validator only: a list is not an If-Range value. */
+	ck_assert(!if_range("\"aaa\", \"" ETAG "\"", ETAG, ms));
+	/* A multipart ETag compares whole. */
+	ck_assert(if_range("\"abc-3\"", "abc-3", ms));
+	ck_assert(!if_range("\"abc\"", "abc-3", ms));
+	/* Dates: equal at the second matches; earlier or later does not. */
+	ck_assert(if_range("Sun, 06 Nov 1994 08:49:37 GMT", ETAG, ms));
+	ck_assert(if_range("Sun, 06 Nov 1994 08:49:37 GMT", ETAG, (uint64_t)T0 * 1000));
+	ck_assert(if_range("Sunday, 06-Nov-94 08:49:37 GMT", ETAG, ms));
+	ck_assert(!if_range("Sun, 06 Nov 1994 08:49:36 GMT", ETAG, ms));
+	ck_assert(!if_range("Sun, 06 Nov 1994 08:49:38 GMT", ETAG, ms));
+	ck_assert(!if_range("Sun, 06 Nov 1994 08:49:37 GMT", ETAG, ((uint64_t)T0 + 1) * 1000));
+	/* Garbage and empty: no match (the whole object is the safe answer). */
+	ck_assert(!if_range("", ETAG, ms));
+	ck_assert(!if_range("  ", ETAG, ms));
+	ck_assert(!if_range("yesterday", ETAG, ms));
+	ck_assert(!if_range("W/", ETAG, ms));
+	ck_assert(!if_range("\"", ETAG, ms));
+	ck_assert(!if_range("\"\"", ETAG, ms));
+	ck_assert(!if_range("\"\"", "", ms));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("s3_cond");
@@ -140,6 +182,7 @@ int main(void)
 	tcase_add_test(tc, test_get_single);
 	tcase_add_test(tc, test_get_precedence);
 	tcase_add_test(tc, test_put);
+	tcase_add_test(tc, test_if_range);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

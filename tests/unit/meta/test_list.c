@@ -6,6 +6,10 @@
  * page by page with continuation tokens (and some with V1 markers), and
  * each page and the whole traversal must equal the model.
  *
+ * The same for ListMultipartUploads (meta_list_uploads): 3,000 uploads
+ * over keys that repeat, random prefixes, delimiters, key / upload-id
+ * markers and page sizes, walked with the markers each page hands back.
+ *
  * Seed printed; replay with IOLAKE_TEST_SEED=<seed>. IOLAKE_LIST_QUERIES
  * changes the number of queries (default 200).
  */
@@ -345,6 +349,246 @@ START_TEST(test_prefix_skip)
 }
 END_TEST
 
+/* ------------------------------------------------ ListMultipartUploads */
+
+#define N_UPLOADS 3000
+
+struct up {
+	char *key;
+	char id[17];
+};
+
+static struct up *ups;     /* sorted by (key, id) */
+static size_t n_ups;
+
+static int cmp_up(const void *a, const void *b)
+{
+	const struct up *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : strcmp(x->id, y->id);
+}
+
+/* Keys from few pieces, so keys repeat (several uploads of one key) and
+ * prefixes nest; spaces, '+' and UTF-8 as url-encoding cases. */
+static char *gen_upload_key(void)
+{
+	static const char *pieces[] = { "a", "b", "a/", "b/", "x/", "/", "c", "+", " ", "\xc3\xa9" };
+	char buf[64] = "";
+	int n = 1 + rand() % 4;
+	for (int i = 0; i < n; i++)
+		strcat(buf, pieces[rand() % 10]);
+	return strdup(buf);
+}
+
+static void load_uploads(struct meta_state *s)
+{
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "upb", "alice");
+	tb_create_bucket(t, 0, 0, "upa", "alice");   /* a neighbour: must not leak in */
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	ups = calloc(N_UPLOADS, sizeof(*ups));
+	uint64_t idx = 2;
+	for (size_t done = 0; done < N_UPLOADS;) {
+		t = tb_new();
+		size_t batch = N_UPLOADS - done < 500 ? N_UPLOADS - done : 500;
+		for (size_t j = 0; j < batch; j++) {
+			ups[done + j].key = gen_upload_key();
+			Iolake__Meta__Op *op = tb_op(t, 0, 0);
+			Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
+			Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
+			iolake__meta__create_multipart__init(cm);
+			iolake__meta__multipart_upload__init(u);
+			u->bucket = tb_str(t, j % 50 ? "upb" : "upa");
+			u->key = tb_str(t, ups[done + j].key);
+			cm->upload = u;
+			op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
+			op->create_multipart = cm;
+		}
+		ck_assert_int_eq(tb_apply(s, idx++, t, res), (int)batch);
+		for (size_t j = 0; j < batch; j++) {
+			ck_assert_int_eq(res[j].err, 0);
+			if (j % 50 == 0) {   /* in "upa": not part of the model */
+				free(ups[done + j].key);
+				ups[done + j].key = NULL;
+				continue;
+			}
+			strcpy(ups[n_ups].id, res[j].upload_id);
+			ups[n_ups++].key = ups[done + j].key;
+		}
+		done += batch;
+	}
+	qsort(ups, n_ups, sizeof(*ups), cmp_up);
+}
+
+/* One model entry: an upload (u) or a common prefix (cp, owned). */
+struct uent {
+	const struct up *u;
+	char *cp;
+};
+
+/* The whole listing the plain way: filter by prefix and marker pair,
+ * roll up, dedupe. */
+static size_t model_uploads(const char *prefix, const char *delim, const char *km,
+			    const char *um, struct uent *out)
+{
+	size_t plen = strlen(prefix), n = 0;
+	for (size_t i = 0; i < n_ups; i++) {
+		const struct up *u = &ups[i];
+		if (strncmp(u->key, prefix, plen) != 0)
+			continue;
+		int c = strcmp(u->key, km);
+		if (c < 0 || (c == 0 && (!*um || strcmp(u->id, um) <= 0)))
+			continue;
+		const char *d = *delim ? strstr(u->key + plen, delim) : NULL;
+		if (!d) {
+			out[n++] = (struct uent){ .u = u };
+			continue;
+		}
+		char *cp = strndup(u->key, (size_t)(d - u->key) + strlen(delim));
+		if (strcmp(cp, km) <= 0 || (n && out[n - 1].cp && strcmp(out[n - 1].cp, cp) == 0)) {
+			free(cp);
+			continue;
+		}
+		out[n++] = (struct uent){ .cp = cp };
+	}
+	return n;
+}
+
+/* Walk (prefix, delim, km, um) page by page with the markers a page
+ * hands back, against the model. */
+static void check_uploads(struct meta_state *s, const char *prefix, const char *delim,
+			  const char *km0, const char *um0, unsigned max, struct uent *exp)
+{
+	size_t n_exp = model_uploads(prefix, delim, km0, um0, exp);
+	char km[256], um[64];
+	snprintf(km, sizeof(km), "%s", km0);
+	snprintf(um, sizeof(um), "%s", um0);
+	size_t got = 0;
+	for (;;) {
+		struct meta_list_uploads_req q = { .bucket = "upb", .prefix = prefix,
+						   .delimiter = delim, .key_marker = km,
+						   .upload_id_marker = um, .max_uploads = max };
+		struct meta_list_page p;
+		ck_assert_int_eq(meta_list_uploads(s, &q, &p), 0);
+		ck_assert_uint_le(p.n, max);
+		for (size_t i = 0; i < p.n; i++, got++) {
+			const struct meta_list_entry *e = &p.entries[i];
+			ck_assert_msg(got < n_exp, "more entries than the model (%zu)", n_exp);
+			const struct uent *x = &exp[got];
+			if (x->cp) {
+				ck_assert_msg(e->is_prefix && strcmp(e->name, x->cp) == 0,
+					      "entry %zu: got '%s'%s want cp '%s' (prefix '%s' delim "
+					      "'%s' km '%s' um '%s' max %u)",
+					      got, e->name, e->is_prefix ? " (cp)" : "", x->cp, prefix,
+					      delim, km0, um0, max);
+				ck_assert_ptr_null(e->upload);
+			} else {
+				ck_assert_msg(!e->is_prefix && e->upload &&
+						      strcmp(e->upload->key, x->u->key) == 0 &&
+						      strcmp(e->upload->upload_id, x->u->id) == 0 &&
+						      strcmp(e->name, x->u->key) == 0,
+					      "entry %zu: got '%s'%s want '%s' %s (prefix '%s' delim "
+					      "'%s' km '%s' um '%s' max %u)",
+					      got, e->name, e->is_prefix ? " (cp)" : "", x->u->key,
+					      x->u->id, prefix, delim, km0, um0, max);
+			}
+		}
+		bool more = p.truncated;
+		if (more) {
+			ck_assert_uint_eq(p.n, max);
+			ck_assert_msg(got < n_exp, "truncated but the model has no more");
+			const struct meta_list_entry *last = &p.entries[p.n - 1];
+			snprintf(km, sizeof(km), "%s", last->is_prefix ? last->name : last->upload->key);
+			snprintf(um, sizeof(um), "%s", last->is_prefix ? "" : last->upload->upload_id);
+		}
+		meta_list_page_free(&p);
+		if (!more)
+			break;
+	}
+	ck_assert_msg(got == n_exp, "got %zu entries, model %zu (prefix '%s' delim '%s' km '%s' "
+		      "um '%s' max %u)", got, n_exp, prefix, delim, km0, um0, max);
+	for (size_t i = 0; i < n_exp; i++)
+		free(exp[i].cp);
+}
+
+START_TEST(test_uploads_model)
+{
+	unsigned seed = (unsigned)time(NULL);
+	const char *env = getenv("IOLAKE_TEST_SEED");
+	if (env)
+		seed = (unsigned)strtoul(env, NULL, 10);
+	printf("test_uploads_model seed=%u (replay: IOLAKE_TEST_SEED=%u)\n", seed, seed);
+	srand(seed);
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = NULL;
+	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
+	load_uploads(s);
+	struct uent *exp = calloc(n_ups, sizeof(*exp));
+	static const char *delims[] = { "", "/", "/", "a/", "+", " " };
+	static const char *fixed[] = { "", "", "a", "a/", "b/", "x/", "a/a/", "zzz" };
+	static const unsigned maxes[] = { 1, 1, 2, 3, 10, 100, 1000 };
+	for (int qn = 0; qn < 300; qn++) {
+		char prefix[64], km[64] = "", um[64] = "";
+		const struct up *r = &ups[rand() % n_ups];
+		if (rand() % 2)
+			snprintf(prefix, sizeof(prefix), "%s", fixed[rand() % 8]);
+		else
+			snprintf(prefix, sizeof(prefix), "%.*s", (int)(rand() % (strlen(r->key) + 1)),
+				 r->key);
+		switch (rand() % 5) {
+		case 1:   /* a key alone: after all of its uploads */
+			snprintf(km, sizeof(km), "%s", r->key);
+			break;
+		case 2:   /* a key and one of its upload ids */
+			snprintf(km, sizeof(km), "%s", r->key);
+			snprintf(um, sizeof(um), "%s", r->id);
+			break;
+		case 3:   /* a key and an id marker cut short or too long */
+			snprintf(km, sizeof(km), "%s", r->key);
+			snprintf(um, sizeof(um), rand() % 2 ? "%.5s" : "%sx", r->id);
+			break;
+		case 4:   /* a key cut anywhere (maybe a common prefix) */
+			snprintf(km, sizeof(km), "%.*s", (int)(rand() % (strlen(r->key) + 1)), r->key);
+			break;
+		default:
+			break;
+		}
+		unsigned max = maxes[rand() % 7];
+		if (max == 1 && n_ups > 400 && !*prefix)
+			max = 7;   /* bound the pages walked */
+		check_uploads(s, prefix, delims[rand() % 6], km, um, max, exp);
+	}
+
+	/* Edge cases: max 0, a missing bucket, a key-marker too long. */
+	struct meta_list_page p;
+	struct meta_list_uploads_req q = { .bucket = "upa", .delimiter = "/", .max_uploads = 0 };
+	ck_assert_int_eq(meta_list_uploads(s, &q, &p), 0);
+	ck_assert_uint_eq(p.n, 0);
+	ck_assert(!p.truncated);
+	meta_list_page_free(&p);
+	q.bucket = "nosuchbucket";
+	q.max_uploads = 5;
+	ck_assert_int_eq(meta_list_uploads(s, &q, &p), 0);
+	ck_assert_uint_eq(p.n, 0);
+	meta_list_page_free(&p);
+	q.bucket = "upb";
+	char longkey[META_KEY_MAX + 2];
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = 0;
+	q.key_marker = longkey;
+	ck_assert_int_eq(meta_list_uploads(s, &q, &p), -EINVAL);
+	meta_list_page_free(&p);
+
+	free(exp);
+	for (size_t i = 0; i < n_ups; i++)
+		free(ups[i].key);
+	free(ups);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("list");
@@ -352,6 +596,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_list_model);
 	tcase_add_test(tc, test_prefix_skip);
+	tcase_add_test(tc, test_uploads_model);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -14,6 +14,7 @@
 
 #include "common/err.h"
 #include "common/hash.h"
+#include "meta/list.h"
 #include "meta/place.h"
 #include "meta/state.h"
 #include "meta_test_util.h"
@@ -743,34 +744,35 @@ START_TEST(test_multipart_parts)
 	ck_assert_uint_eq(n, 0);
 	free(v);
 
-	/* ListUploads: (key, upload id) order, prefix, markers, pages. */
-	Iolake__Meta__MultipartUpload **u;
-	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", NULL, NULL, NULL, 0, &u, &n, &trunc), 0);
-	ck_assert_uint_eq(n, 4);
-	ck_assert_str_eq(u[0]->key, "a/x");
-	ck_assert_str_eq(u[1]->key, "a/y");
-	ck_assert_str_eq(u[2]->upload_id, id[0]);
-	ck_assert_str_eq(u[3]->upload_id, id[3]);
-	for (size_t i = 0; i < n; i++)
-		meta_state_free_msg(u[i]);
-	free(u);
-	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", "a/", NULL, NULL, 1, &u, &n, &trunc), 0);
-	ck_assert_uint_eq(n, 1);
-	ck_assert(trunc);
-	ck_assert_str_eq(u[0]->key, "a/x");
-	meta_state_free_msg(u[0]);
-	free(u);
-	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", "", "big", id[0], 0, &u, &n, &trunc), 0);
-	ck_assert_uint_eq(n, 1);
-	ck_assert_str_eq(u[0]->upload_id, id[3]);
-	meta_state_free_msg(u[0]);
-	free(u);
-	ck_assert_int_eq(meta_state_list_uploads(s, "mpb", "", "a/x", "", 0, &u, &n, &trunc), 0);
-	ck_assert_uint_eq(n, 3);
-	ck_assert_str_eq(u[0]->key, "a/y");
-	for (size_t i = 0; i < n; i++)
-		meta_state_free_msg(u[i]);
-	free(u);
+	/* ListUploads: (key, upload id) order, prefix, markers, pages (more,
+	 * with delimiters, in test_list.c). */
+	struct meta_list_page pg;
+	struct meta_list_uploads_req lq = { .bucket = "mpb", .max_uploads = 1000 };
+	ck_assert_int_eq(meta_list_uploads(s, &lq, &pg), 0);
+	ck_assert_uint_eq(pg.n, 4);
+	ck_assert_str_eq(pg.entries[0].upload->key, "a/x");
+	ck_assert_str_eq(pg.entries[1].upload->key, "a/y");
+	ck_assert_str_eq(pg.entries[2].upload->upload_id, id[0]);
+	ck_assert_str_eq(pg.entries[3].upload->upload_id, id[3]);
+	meta_list_page_free(&pg);
+	lq = (struct meta_list_uploads_req){ .bucket = "mpb", .prefix = "a/", .max_uploads = 1 };
+	ck_assert_int_eq(meta_list_uploads(s, &lq, &pg), 0);
+	ck_assert_uint_eq(pg.n, 1);
+	ck_assert(pg.truncated);
+	ck_assert_str_eq(pg.entries[0].upload->key, "a/x");
+	meta_list_page_free(&pg);
+	lq = (struct meta_list_uploads_req){ .bucket = "mpb", .prefix = "", .key_marker = "big",
+					     .upload_id_marker = id[0], .max_uploads = 1000 };
+	ck_assert_int_eq(meta_list_uploads(s, &lq, &pg), 0);
+	ck_assert_uint_eq(pg.n, 1);
+	ck_assert_str_eq(pg.entries[0].upload->upload_id, id[3]);
+	meta_list_page_free(&pg);
+	lq = (struct meta_list_uploads_req){ .bucket = "mpb", .key_marker = "a/x",
+					     .upload_id_marker = "", .max_uploads = 1000 };
+	ck_assert_int_eq(meta_list_uploads(s, &lq, &pg), 0);
+	ck_assert_uint_eq(pg.n, 3);
+	ck_assert_str_eq(pg.entries[0].upload->key, "a/y");
+	meta_list_page_free(&pg);
 
 	/* Every PutPart moved the upload's parts_generation: Complete and
 	 * Abort conditional on an older one conflict. */
