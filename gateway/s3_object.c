@@ -888,9 +888,10 @@ static void get_respond(struct opx *x)
 	/* An empty part has no byte range to name. */
 	x->partial = rg == 1 && x->len > 0;
 	if (x->head) {
+		/* As S3: a satisfiable Range (or partNumber) changes only the
+		 * status and Content-Length (plus Content-Range) of a HEAD. */
 		add_object_headers(x);
-		http_respond_start(s, pn && x->partial ? 206 : 200,
-				   (int64_t)(pn ? x->len : r->size));
+		http_respond_start(s, x->partial ? 206 : 200, (int64_t)x->len);
 		http_respond_end(s);
 		return;
 	}

@@ -398,6 +398,15 @@ def test_ranges(s3, raw):
     st, h, data = raw("GET", "/%s/r" % B, headers={"Range": "bytes=200000-300000"})
     expect((st, err_code(data), h.get("content-range")), (416, "InvalidRange", "bytes */%d" % n),
            "416 names the size")
+    # HEAD with a Range: as S3, 206 and the range's length (no body).
+    hd = s3.head_object(Bucket=B, Key="r", Range="bytes=10-19")
+    hh = hd["ResponseMetadata"]["HTTPHeaders"]  # botocore 1.29 models no ContentRange here
+    expect((hd["ResponseMetadata"]["HTTPStatusCode"], hd["ContentLength"], hh.get("content-range")),
+           (206, 10, "bytes 10-19/%d" % n), "HEAD with a Range")
+    hd = s3.head_object(Bucket=B, Key="r")
+    expect((hd["ResponseMetadata"]["HTTPStatusCode"], hd["ContentLength"],
+            hd["ResponseMetadata"]["HTTPHeaders"].get("content-range")),
+           (200, n, None), "HEAD without a Range")
     # Several ranges, or one S3 cannot parse: the whole object, 200.
     for rng in ("bytes=0-9,20-29", "bytes=5-2", "items=0-9"):
         g = s3.get_object(Bucket=B, Key="r", Range=rng)
