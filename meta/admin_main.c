@@ -198,8 +198,9 @@ static int cmd_cluster_status(void)
 			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
 			       s->state_applied_index);
 			jstr(s->state_digest);
-			printf(",\"snapshot_restores\":%" PRIu64 ",\"configuration\":[",
-			       s->snapshot_restores);
+			printf(",\"snapshot_restores\":%" PRIu64 ",\"gc_queue\":%" PRIu64
+			       ",\"configuration\":[",
+			       s->snapshot_restores, s->gc_queue);
 			for (size_t j = 0; j < s->n_members; j++) {
 				printf("%s{\"id\":%" PRIu64 ",\"address\":", j ? "," : "",
 				       s->members[j]->id);
@@ -236,6 +237,8 @@ static int cmd_cluster_status(void)
 			printf(" %" PRIu64 "@%s%s", conf->members[j]->id, conf->members[j]->address,
 			       conf->members[j]->voter ? "" : "(non-voter)");
 		printf("\n");
+		printf("shard GC queue (member %" PRIu64 "'s view): %" PRIu64 " entries\n", conf->id,
+		       conf->gc_queue);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ms[i].st)
@@ -498,7 +501,8 @@ static int cmd_member(bool add, const char *arg)
 static const char synopsis[] =
 	"COMMAND\n\ncommands:\n"
 	"  cluster status            each member: id, address, role, term, commit index,\n"
-	"                            state digest; map epoch; the Raft configuration\n"
+	"                            state digest; map epoch; the Raft configuration;\n"
+	"                            the shard GC queue length\n"
 	"  osd ls | pg ls            the cluster map\n"
 	"  user add NAME             prints the new access key and secret\n"
 	"  user ls | user rm NAME\n"
