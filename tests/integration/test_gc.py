@@ -96,7 +96,7 @@ def main():
     meta = "127.0.0.1:%d" % mport
     start("meta", ["iolake-meta", "--id", "1", "--data-dir", os.path.join(TMP, "meta"),
                    "--listen", meta, "--peers", "1@" + meta,
-                   "--osd-down-after", "2s", "--osd-out-after", "10m"])
+                   "--osd-down-after", "6s", "--osd-out-after", "10m"])
     osd_args = {}
     osds = {}
     for i in range(1, 7):
