@@ -102,6 +102,7 @@ struct gw_gc {
 	uint32_t after_seq;
 	/* This round. */
 	uint32_t looked, freed, failed, skipped;
+	uint64_t shards_failed;    /* shard deletes that failed, all entries */
 	uint64_t first_failed_gen;
 	uint32_t first_failed_seq;
 	int first_err;             /* start error, or IOL_EUNAVAILABLE for shard failures */
@@ -164,8 +165,9 @@ static void round_end(struct gw_gc *g)
 	count(g->m_rounds, 1);
 	if (g->failed)
 		LOG_WARN("gc: entries not freed, retried next round",
-			 "failed=%u freed=%u first_gen=%llu first_seq=%u err=%s", g->failed,
-			 g->freed, (unsigned long long)g->first_failed_gen, g->first_failed_seq,
+			 "failed=%u shard_deletes_failed=%llu freed=%u first_gen=%llu first_seq=%u "
+			 "err=%s", g->failed, (unsigned long long)g->shards_failed, g->freed,
+			 (unsigned long long)g->first_failed_gen, g->first_failed_seq,
 			 iol_strerror(g->first_err));
 	else if (g->freed || g->skipped)
 		LOG_INFO("gc: round", "freed=%u skipped=%u more=%d", g->freed, g->skipped,
@@ -184,6 +186,7 @@ static void round_start(struct gw_gc *g)
 	}
 	g->running = true;
 	g->looked = g->freed = g->failed = g->skipped = 0;
+	g->shards_failed = 0;
 	g->first_err = 0;
 	g->more = false;
 	list_page(g);
@@ -233,6 +236,7 @@ static void page_done(struct gw_gc *g)
 	for (size_t i = 0; i < p->n_entries; i++) {
 		struct slot *s = &g->slots[i];
 		if (s->failed) {
+			g->shards_failed += s->shards_failed;
 			if (!g->failed++) {
 				g->first_failed_gen = p->entries[i]->generation;
 				g->first_failed_seq = p->entries[i]->seq;
