@@ -72,6 +72,7 @@ static const char *f_rpc = "local";
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static uint64_t f_pg_count = 256;
+static uint64_t f_gc_interval = 10000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -91,6 +92,8 @@ static const struct flag_spec specs[] = {
 	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
 	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
 	  .help = "placement groups of a new cluster (power of two)" },
+	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
+	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
 	{ 0 }
@@ -317,7 +320,7 @@ static void gw_start_fn(void *arg)
 	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
 				 .data = { .k = A.k, .m = A.m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
-				 .metrics = A.reg };
+				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval };
 	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
 	if (*rc)
 		return;

@@ -32,6 +32,7 @@ static const char *f_log_level = "info";
 static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
 static int64_t f_max_conns = 1024;
+static uint64_t f_gc_interval = 10000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
@@ -48,6 +49,8 @@ static const struct flag_spec specs[] = {
 	  .max = 65536, .help = "objects up to this size live in their meta record" },
 	{ .name = "max-conns", .type = FLAG_INT64, .dst = &f_max_conns, .min = 1,
 	  .max = 65536, .help = "client connections served at once" },
+	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
+	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
 	{ 0 }
@@ -135,7 +138,8 @@ int main(int argc, char **argv)
 	uv_loop_t *loop = uv_default_loop();
 	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
 				 .data = { .k = k, .m = m },
-				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1) };
+				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
+				 .gc_interval_ms = (uint32_t)f_gc_interval };
 	rc = s3_ops_new(loop, &oc, &ops);
 	if (rc) {
 		fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));

@@ -45,14 +45,23 @@ int s3o_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l)
 	return 0;
 }
 
+/* Start deleting the shards of a decoded layout on its PG's current OSDs. */
+static int drop_decoded(struct s3_ops *o, const struct gw_data_layout *l, gw_data_delete_cb cb,
+			void *ud)
+{
+	struct gw_data_target t;
+	int rc = gw_map_target(o->map, l->pg, &t);
+	if (rc == 0)
+		rc = gw_data_delete(o->data, &t, l, cb, ud);
+	return rc;
+}
+
 void s3o_drop_layout(struct s3_ops *o, const uint8_t *enc, size_t len)
 {
 	struct gw_data_layout l = { 0 };
-	struct gw_data_target t;
 	if (!len || gw_data_layout_decode(enc, len, &l))
 		return;
-	if (gw_map_target(o->map, l.pg, &t) == 0)
-		gw_data_delete(o->data, &t, &l, s3o_on_drop_done, NULL);
+	drop_decoded(o, &l, s3o_on_drop_done, NULL);
 	gw_data_layout_clear(&l);
 }
 
@@ -78,22 +87,42 @@ void s3o_on_drop_done(void *ud, int status, uint32_t failed)
 		LOG_WARN("shard delete incomplete", "failed=%u", failed);
 }
 
-/* Best effort: delete the shards of a version no record names any more. */
-void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r)
+size_t s3o_rec_n_layouts(const Iolake__Meta__ObjectRecord *r)
+{
+	if (s3o_rec_is_multipart(r))
+		return r->n_segments;
+	return s3o_rec_is_inline(r) ? 0 : 1;
+}
+
+int s3o_drop_rec_layout(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r, size_t i,
+			gw_data_delete_cb cb, void *ud)
 {
 	struct gw_data_layout l = { 0 };
-	struct gw_data_target t;
-	if (r && s3o_rec_is_multipart(r)) {
-		for (size_t i = 0; i < r->n_segments; i++)
-			s3o_drop_layout(o, r->segments[i]->data_layout.data,
-					r->segments[i]->data_layout.len);
-		return;
+	int rc;
+	if (s3o_rec_is_multipart(r)) {
+		const Iolake__Meta__Segment *sg = r->segments[i];
+		if (!sg->data_layout.len)
+			return 1;   /* names no shards */
+		rc = gw_data_layout_decode(sg->data_layout.data, sg->data_layout.len, &l);
+	} else {
+		rc = s3o_rec_layout(r, &l);
 	}
-	if (!r || s3o_rec_is_inline(r) || s3o_rec_layout(r, &l))
-		return;
-	if (gw_map_target(o->map, l.pg, &t) == 0)
-		gw_data_delete(o->data, &t, &l, s3o_on_drop_done, NULL);
+	if (rc)
+		return rc;
+	rc = drop_decoded(o, &l, cb, ud);
 	gw_data_layout_clear(&l);
+	return rc;
+}
+
+/* Best effort: delete the shards of a version no record names any more.
+ * What fails here stays in meta's GC queue for gw_gc to retry. */
+void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r)
+{
+	if (!r)
+		return;
+	size_t n = s3o_rec_n_layouts(r);
+	for (size_t i = 0; i < n; i++)
+		s3o_drop_rec_layout(o, r, i, s3o_on_drop_done, NULL);
 }
 
 /* ------------------------------------------------------------ PutObject */

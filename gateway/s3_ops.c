@@ -722,6 +722,14 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	if (rc)
 		goto err_mc;
 	register_metrics(o);
+	if (cfg->gc_interval_ms) {
+		struct gw_gc_opts go = { .interval_ms = cfg->gc_interval_ms };
+		rc = gw_gc_start(o, &go, &o->gc);
+		if (rc) {
+			gw_map_close(o->map);
+			goto err_mc;
+		}
+	}
 	*out = o;
 	return 0;
 err_mc:
@@ -818,6 +826,7 @@ void s3_ops_free(struct s3_ops *o)
 {
 	if (!o)
 		return;
+	gw_gc_close(o->gc);   /* before the client: its calls come back below */
 	meta_client_close(o->mc);
 	gw_map_close(o->map);   /* pending shard calls come back CANCELLED */
 	data_free_when_idle(o->loop, o->data);

@@ -41,6 +41,7 @@ struct s3_ops_cfg {
 					 * window; inline_max_bytes is set from below */
 	uint32_t inline_max_bytes;      /* bodies up to this live in the record; 0: 4096 */
 	struct metrics_registry *metrics;  /* NULL: the ops make their own */
+	uint32_t gc_interval_ms;        /* shard GC worker's rounds (gw_gc); 0: none */
 };
 
 struct s3_ops;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "gateway/gw_data.h"
+#include "gateway/gw_gc.h"
 #include "gateway/s3_ops.h"
 #include "gateway/s3_server.h"
 #include "meta/client.h"
@@ -47,6 +48,7 @@ struct s3_ops {
 	unsigned quorum;
 	struct metrics_registry *reg;
 	bool own_reg;
+	struct gw_gc *gc;               /* shard GC worker; NULL: disabled */
 	struct metrics_counter *m_req[S3_OP__COUNT];
 	struct metrics_counter *m_unavail;
 	struct user_ent users[USER_CACHE]; /* access key -> user (owners) */
@@ -149,8 +151,20 @@ bool s3o_rec_is_inline(const Iolake__Meta__ObjectRecord *r);
 /* The record's shard layout into *l (release with gw_data_layout_clear):
  * 0, IOL_ECORRUPT (malformed, or not matching the record's size), -ENOMEM. */
 int s3o_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l);
-/* Best effort: delete the shards of a version no record names any more. */
+/* Best effort: delete the shards of a version no record names any more
+ * (every layout of s3o_drop_rec_layout, completions only logged). */
 void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r);
+/* The shard layouts r names: a multipart record one per segment, an
+ * erasure-coded one 1, an inline one 0. */
+size_t s3o_rec_n_layouts(const Iolake__Meta__ObjectRecord *r);
+/* Start deleting the shards of r's i-th layout (i < s3o_rec_n_layouts)
+ * on its PG's OSDs in the current map; cb(ud, ...) follows (gw_data_delete:
+ * NOT_FOUND counts as deleted). 0 (cb follows), 1 (the layout names no
+ * shards: nothing to do, no cb), IOL_ECORRUPT or -EINVAL (the layout does
+ * not decode or does not fit the record: it never will), -EAGAIN (no map
+ * yet, or gw_data at max_ops), -ERANGE (no such PG), -ENOMEM. */
+int s3o_drop_rec_layout(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r, size_t i,
+			gw_data_delete_cb cb, void *ud);
 /* gw_data_delete completion that only logs a partial failure. */
 void s3o_on_drop_done(void *ud, int status, uint32_t failed);
 

@@ -5,6 +5,7 @@
  *   iolake-admin --meta ADDR,... [--json] [--timeout DUR] COMMAND
  *     cluster status        every member's own view (asked directly)
  *     osd ls | pg ls        the cluster map
+ *     osd df                each OSD's space, from the OSD itself
  *     user add NAME | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
@@ -27,7 +28,9 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/rpc.h"
 #include "meta/client.h"
+#include "proto/osd.pb-c.h"
 
 static uv_loop_t loop;
 static struct meta_client *cli;
@@ -198,8 +201,9 @@ static int cmd_cluster_status(void)
 			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
 			       s->state_applied_index);
 			jstr(s->state_digest);
-			printf(",\"snapshot_restores\":%" PRIu64 ",\"configuration\":[",
-			       s->snapshot_restores);
+			printf(",\"snapshot_restores\":%" PRIu64 ",\"gc_queue\":%" PRIu64
+			       ",\"configuration\":[",
+			       s->snapshot_restores, s->gc_queue);
 			for (size_t j = 0; j < s->n_members; j++) {
 				printf("%s{\"id\":%" PRIu64 ",\"address\":", j ? "," : "",
 				       s->members[j]->id);
@@ -236,6 +240,8 @@ static int cmd_cluster_status(void)
 			printf(" %" PRIu64 "@%s%s", conf->members[j]->id, conf->members[j]->address,
 			       conf->members[j]->voter ? "" : "(non-voter)");
 		printf("\n");
+		printf("shard GC queue (member %" PRIu64 "'s view): %" PRIu64 " entries\n", conf->id,
+		       conf->gc_queue);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ms[i].st)
@@ -284,6 +290,104 @@ static int cmd_osd_ls(void)
 		}
 		printf("map epoch: %" PRIu64 "   osds: %zu\n", m->epoch, m->n_osds);
 	}
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	return 0;
+}
+
+/* OSD Status over the OSD's own RPC service (osd.proto), each OSD of the
+ * map asked directly and at once. Method 6 is Status (service Osd order). */
+#define OSD_M_STATUS 6
+#define OSD_DF_MAX 1024
+
+struct df_call {
+	bool done;
+	int status;
+	Iolake__Osd__StatusResponse *st;   /* owned copy; NULL unless OK */
+	unsigned *left;
+};
+
+static void on_osd_status(void *ud, const struct rpc_result *res)
+{
+	struct df_call *c = ud;
+	c->done = true;
+	c->status = res->status;
+	if (res->status == RPC_OK)
+		c->st = (Iolake__Osd__StatusResponse *)copy_msg(res->resp);
+	(*c->left)--;
+}
+
+static void df_row(const Iolake__Meta__OsdInfo *o, const struct df_call *c, bool first)
+{
+	const Iolake__Osd__StatusResponse *st = c->st;
+	if (json) {
+		printf("%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
+		jstr(o->addr);
+		if (!st) {
+			printf(",\"error\":");
+			jstr(rpc_status_name(c->status));
+			printf("}");
+			return;
+		}
+		printf(",\"total_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+		       ",\"reserved_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64
+		       ",\"inline_bytes\":%" PRIu64 ",\"puts\":%" PRIu64 ",\"deletes\":%" PRIu64 "}",
+		       st->total_bytes, st->used_bytes, st->reserved_bytes, st->free_bytes,
+		       st->inline_bytes, st->puts, st->deletes);
+		return;
+	}
+	if (!st) {
+		printf("%-6u %-22s %s\n", o->id, o->addr, rpc_status_name(c->status));
+		return;
+	}
+	printf("%-6u %-22s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %12" PRIu64 "\n", o->id,
+	       o->addr, st->total_bytes, st->used_bytes, st->free_bytes, st->inline_bytes);
+}
+
+static int cmd_osd_df(void)
+{
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = get_map(&h);
+	size_t n = m->n_osds < OSD_DF_MAX ? m->n_osds : OSD_DF_MAX;
+	struct df_call *calls = calloc(n ? n : 1, sizeof(*calls));
+	struct rpc_channel **ch = calloc(n ? n : 1, sizeof(*ch));
+	if (!calls || !ch) {
+		fprintf(stderr, "iolake-admin: error: out of memory\n");
+		exit(1);
+	}
+	unsigned left = 0;
+	for (size_t i = 0; i < n; i++) {
+		calls[i].left = &left;
+		ch[i] = rpc_channel_open(&loop, m->osds[i]->addr, NULL);
+		if (!ch[i]) {
+			calls[i].done = true;
+			calls[i].status = RPC_INVALID_ARGUMENT;
+			continue;
+		}
+		Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
+		struct rpc_call_opts co = { .timeout_ms = 3000 };
+		left++;
+		rpc_call(ch[i], &iolake__osd__osd__descriptor, OSD_M_STATUS, &q.base, NULL, &co,
+			 on_osd_status, &calls[i]);
+	}
+	while (left)
+		uv_run(&loop, UV_RUN_ONCE);
+	if (json)
+		printf("{\"epoch\":%" PRIu64 ",\"osds\":[", m->epoch);
+	else
+		printf("%-6s %-22s %14s %14s %14s %12s\n", "ID", "ADDRESS", "TOTAL", "USED", "FREE",
+		       "INLINE");
+	for (size_t i = 0; i < n; i++)
+		df_row(m->osds[i], &calls[i], i == 0);
+	if (json)
+		printf("]}\n");
+	for (size_t i = 0; i < n; i++) {
+		if (ch[i])
+			rpc_channel_close(ch[i]);
+		if (calls[i].st)
+			protobuf_c_message_free_unpacked(&calls[i].st->base, NULL);
+	}
+	free(ch);
+	free(calls);
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return 0;
 }
@@ -498,8 +602,11 @@ static int cmd_member(bool add, const char *arg)
 static const char synopsis[] =
 	"COMMAND\n\ncommands:\n"
 	"  cluster status            each member: id, address, role, term, commit index,\n"
-	"                            state digest; map epoch; the Raft configuration\n"
+	"                            state digest; map epoch; the Raft configuration;\n"
+	"                            the shard GC queue length\n"
 	"  osd ls | pg ls            the cluster map\n"
+	"  osd df                    each OSD's space (its Status: total, used, free,\n"
+	"                            inline bytes), asked directly\n"
 	"  user add NAME             prints the new access key and secret\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
@@ -552,6 +659,8 @@ int main(int argc, char **argv)
 		rc = cmd_cluster_status();
 	else if (!strcmp(obj, "osd") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_osd_ls();
+	else if (!strcmp(obj, "osd") && !strcmp(verb, "df") && nargs == 2)
+		rc = cmd_osd_df();
 	else if (!strcmp(obj, "pg") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_pg_ls();
 	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs == 3)

@@ -62,6 +62,7 @@ enum meta_method {
 	META_M_GET_UPLOAD,
 	META_M_LIST_PARTS,
 	META_M_LIST_UPLOADS,
+	META_M_LIST_GC,
 	META_M_COUNT
 };
 #define META_SERVICE (&iolake__meta__meta__descriptor)

@@ -352,6 +352,30 @@ static void serve_list_uploads(struct meta_node *n, struct rpc_req *r)
 	meta_list_page_free(&page);
 }
 
+/* A page of the shard-GC queue for the gateways' GC workers. */
+static void serve_list_gc(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__ListGcRequest *q = REQ(Iolake__Meta__ListGcRequest, r);
+	Iolake__Meta__ListGcResponse resp = IOLAKE__META__LIST_GC_RESPONSE__INIT;
+	Iolake__Meta__GcEntry **v = NULL;
+	size_t cnt = 0;
+	bool trunc = false;
+	int rc = meta_state_list_gc(n->state, q->start_after_generation, q->start_after_seq,
+				    q->max_entries, &v, &cnt, &trunc);
+	if (rc) {
+		rpc_fail(r, RPC_INTERNAL, "list gc: %s", iol_strerror(rc));
+		return;
+	}
+	meta_state_gc_count(n->state, &resp.queue_length);
+	resp.entries = v;
+	resp.n_entries = cnt;
+	resp.is_truncated = trunc;
+	rpc_respond(r, &resp.base, NULL);
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
 void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
 {
 	switch (method) {
@@ -365,6 +389,7 @@ void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
 	case META_M_GET_UPLOAD: serve_get_upload(n, r); break;
 	case META_M_LIST_PARTS: serve_list_parts(n, r); break;
 	case META_M_LIST_UPLOADS: serve_list_uploads(n, r); break;
+	case META_M_LIST_GC: serve_list_gc(n, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -393,6 +418,7 @@ READ_HANDLER(h_get_map, META_M_GET_MAP)
 READ_HANDLER(h_get_upload, META_M_GET_UPLOAD)
 READ_HANDLER(h_list_parts, META_M_LIST_PARTS)
 READ_HANDLER(h_list_uploads, META_M_LIST_UPLOADS)
+READ_HANDLER(h_list_gc, META_M_LIST_GC)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -520,6 +546,7 @@ void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *dig
 	resp.snapshot_restores = info.restores;
 	resp.state_digest = (char *)digest;
 	resp.state_applied_index = digest_index;
+	meta_state_gc_count(n->state, &resp.gc_queue);
 	const struct raft_configuration *c = &n->raft.configuration;
 	Iolake__Meta__MemberInfo mi[META_NODE_MAX_PEERS * 2];
 	Iolake__Meta__MemberInfo *mp[META_NODE_MAX_PEERS * 2];
@@ -680,7 +707,8 @@ int node_service_register(struct meta_node *n)
 		[META_M_GET_UPLOAD] = h_get_upload,
 		[META_M_LIST_PARTS] = h_list_parts,
 		[META_M_LIST_UPLOADS] = h_list_uploads,
+		[META_M_LIST_GC] = h_list_gc,
 	};
-	_Static_assert(META_M_COUNT == 17, "meta.proto service Meta has 17 methods");
+	_Static_assert(META_M_COUNT == 18, "meta.proto service Meta has 18 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

@@ -41,6 +41,7 @@
 #include "meta/state.h"
 
 #include <rocksdb/c.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,9 @@ struct meta_state {
 	rocksdb_readoptions_t *ro;
 	rocksdb_writeoptions_t *wo;
 	uint64_t applied;          /* mirror of "A"; apply thread only */
+	/* Entries under 'G': counted once at open and import, then moved by
+	 * each apply after its write landed; read from any thread. */
+	_Atomic uint64_t gc_entries;
 };
 
 /* One apply in progress. */
@@ -71,6 +75,7 @@ struct tx {
 	uint64_t index;
 	uint64_t gen;              /* generation of the op being applied */
 	uint16_t gc_seq;           /* GC entries written by this op */
+	uint64_t gc_added, gc_removed;   /* GC entries this entry put / deleted */
 	int io_err;                /* sticky storage error: abort the batch */
 	/* Per-entry memo, to spare the ops of one entry repeated reads and
 	 * writes: the session of the last client seen (written once, by
@@ -134,6 +139,14 @@ static void k_u32(struct key *k, uint32_t v)
 {
 	for (int i = 3; i >= 0; i--)
 		k->b[k->n++] = (char)((v >> (8 * i)) & 0xff);
+}
+
+static void key_gc(struct key *k, uint64_t gen, uint16_t seq)
+{
+	k_init(k, 'G');
+	k_u64(k, gen);
+	k_byte(k, (char)(seq >> 8));
+	k_byte(k, (char)(seq & 0xff));
 }
 
 static void key_object(struct key *k, const char *bucket, const char *key)
@@ -331,11 +344,9 @@ static void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 	copy.inline_data.data = NULL;
 	copy.n_user_meta = 0;
 	struct key k;
-	k_init(&k, 'G');
-	k_u64(&k, t->gen);
-	k_byte(&k, (char)(t->gc_seq >> 8));
-	k_byte(&k, (char)(t->gc_seq & 0xff));
+	key_gc(&k, t->gen, t->gc_seq);
 	t->gc_seq++;
+	t->gc_added++;
 	tx_put_msg(t, &k, &copy.base);
 }
 
@@ -1008,6 +1019,9 @@ out:
 	return rc;
 }
 
+/* Acks are idempotent: an entry already gone (acked by another gateway's
+ * worker, or twice in one batch) is skipped, so gc_removed counts only
+ * what this entry really deleted. */
 static int op_gc_ack(struct tx *t, const Iolake__Meta__GcAck *op)
 {
 	for (size_t i = 0; i < op->n_generations; i++) {
@@ -1020,8 +1034,20 @@ static int op_gc_ack(struct tx *t, const Iolake__Meta__GcAck *op)
 			const char *kb = rocksdb_iter_key(it, &k.n);
 			memcpy(k.b, kb, k.n);
 			tx_del(t, &k);
+			t->gc_removed++;
 		}
 		rocksdb_iter_destroy(it);
+	}
+	for (size_t i = 0; i < op->n_entries; i++) {
+		const Iolake__Meta__GcKey *e = op->entries[i];
+		if (e->seq > UINT16_MAX)
+			continue;   /* no such key can exist */
+		struct key k;
+		key_gc(&k, e->generation, (uint16_t)e->seq);
+		if (tx_exists(t, &k)) {
+			tx_del(t, &k);
+			t->gc_removed++;
+		}
 	}
 	return 0;
 }
@@ -1433,6 +1459,7 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 	rc = write_batch(s, t.wb);
 	if (rc == 0) {
 		s->applied = raft_index;
+		atomic_fetch_add(&s->gc_entries, t.gc_added - t.gc_removed);
 		rc = (int)b->n_ops;
 	}
 out_batch:
@@ -1454,6 +1481,22 @@ static int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n
 		return -EIO;
 	}
 	return *v ? 0 : IOL_ENOT_FOUND;
+}
+
+/* Entries under 'G' (at open; applies keep the count after). */
+static uint64_t gc_scan(struct meta_state *s)
+{
+	uint64_t n = 0;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, "G", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn == 0 || kb[0] != 'G')
+			break;
+		n++;
+	}
+	rocksdb_iter_destroy(it);
+	return n;
 }
 
 int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct meta_state **out)
@@ -1534,6 +1577,7 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	} else if (rc != IOL_ENOT_FOUND) {
 		goto out_fail;
 	}
+	atomic_store(&s->gc_entries, gc_scan(s));
 	*out = s;
 	return 0;
 out_fail:
@@ -1783,16 +1827,70 @@ int meta_state_get_map(struct meta_state *s, Iolake__Meta__ClusterMap **out)
 
 int meta_state_gc_count(struct meta_state *s, uint64_t *n)
 {
-	*n = 0;
+	*n = atomic_load(&s->gc_entries);
+	return 0;
+}
+
+int meta_state_list_gc(struct meta_state *s, uint64_t after_gen, uint32_t after_seq,
+		       uint32_t max, Iolake__Meta__GcEntry ***out, size_t *n_out, bool *truncated)
+{
+	if (max == 0 || max > META_LIST_GC_MAX)
+		max = META_LIST_GC_MAX;
+	/* Seek to the cursor itself and step over it when it is still there:
+	 * a cursor past UINT16_MAX seqs starts at the next generation. */
+	struct key lo;
+	bool skip_lo = after_gen || after_seq;
+	if (after_seq > UINT16_MAX) {
+		key_gc(&lo, after_gen + 1, 0);
+		skip_lo = false;
+	} else {
+		key_gc(&lo, after_gen, (uint16_t)after_seq);
+	}
+	ProtobufCMessage **v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	*truncated = false;
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
-	for (rocksdb_iter_seek(it, "G", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t kn;
+	for (rocksdb_iter_seek(it, lo.b, lo.n); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kn, vn;
 		const char *kb = rocksdb_iter_key(it, &kn);
-		if (kb[0] != 'G')
+		if (kn == 0 || kb[0] != 'G')
 			break;
-		(*n)++;
+		if (kn != lo.n) {
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if (skip_lo && memcmp(kb, lo.b, kn) == 0)
+			continue;   /* the cursor: returned by the previous page */
+		if (n == max) {
+			*truncated = true;
+			break;
+		}
+		const char *vb = rocksdb_iter_value(it, &vn);
+		Iolake__Meta__GcEntry *e = malloc(sizeof(*e));
+		if (!e) {
+			rc = -ENOMEM;
+			break;
+		}
+		iolake__meta__gc_entry__init(e);
+		e->generation = get_be64(kb + 1);
+		e->seq = (uint32_t)(uint8_t)kb[9] << 8 | (uint8_t)kb[10];
+		e->record = iolake__meta__object_record__unpack(NULL, vn, (const uint8_t *)vb);
+		if (!e->record) {
+			free(e);
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if ((rc = push_msg(&v, &n, &cap, &e->base)))
+			break;   /* push_msg freed e */
 	}
 	rocksdb_iter_destroy(it);
+	if (rc) {
+		free_msgs(v, n);
+		return rc;
+	}
+	*out = (Iolake__Meta__GcEntry **)v;
+	*n_out = n;
 	return 0;
 }
 
@@ -2060,7 +2158,7 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 	size_t end = len - SHA256_LEN, off = 16;
 
 	/* Validate the framing fully before touching the DB. */
-	uint64_t seen = 0, applied = 0;
+	uint64_t seen = 0, applied = 0, gc = 0;
 	while (off < end) {
 		if (end - off < 8)
 			return IOL_ECORRUPT;
@@ -2069,6 +2167,8 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 			return IOL_ECORRUPT;
 		if (kn == 1 && buf[off + 8] == 'A' && vn == 8)
 			applied = get_be64((const char *)buf + off + 9);
+		if (kn > 0 && buf[off + 8] == 'G')
+			gc++;
 		off += 8 + (size_t)kn + vn;
 		seen++;
 	}
@@ -2099,6 +2199,7 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 		return -EIO;
 	}
 	s->applied = applied;
+	atomic_store(&s->gc_entries, gc);
 	return 0;
 }
 

@@ -32,6 +32,7 @@
 #define META_LIST_BUCKETS_MAX 10000
 #define META_LIST_USERS_MAX 10000
 #define META_PARTS_MAX 10000
+#define META_LIST_GC_MAX 1000            /* GC entries in one page */
 #define META_TAGS_MAX 50                 /* tags on a bucket (objects: 10, gateway) */
 #define META_TAG_KEY_MAX_BYTES 512       /* 128 characters of UTF-8 */
 #define META_TAG_VALUE_MAX_BYTES 1024    /* 256 characters of UTF-8 */
@@ -141,8 +142,18 @@ int meta_state_get_access_key(struct meta_state *s, const char *access_key_id,
 			      Iolake__Meta__AccessKey **out);
 /* IOL_ENOT_FOUND before InitMap. */
 int meta_state_get_map(struct meta_state *s, Iolake__Meta__ClusterMap **out);
-/* Number of shard-GC entries pending (records replaced or deleted). */
+/* Number of shard-GC entries pending (records replaced or deleted): a
+ * counter kept by apply and import, no scan. Always 0. */
 int meta_state_gc_count(struct meta_state *s, uint64_t *n);
+/* A page of the shard-GC queue in key order ((generation, seq)
+ * ascending), strictly after (after_gen, after_seq) — (0, 0): from the
+ * start —, at most max entries (0 or over META_LIST_GC_MAX: that). One
+ * seek and at most max + 1 steps: no scan of the queue before the cursor.
+ * Each entry carries the replaced or deleted record (no inline data, no
+ * user meta). *truncated when more follow. Freed like
+ * meta_state_list_buckets' array. 0, IOL_ECORRUPT, -ENOMEM. */
+int meta_state_list_gc(struct meta_state *s, uint64_t after_gen, uint32_t after_seq,
+		       uint32_t max, Iolake__Meta__GcEntry ***out, size_t *n, bool *truncated);
 
 /* ------------------------------------------------- object iteration
  * A cursor over one bucket's object records in key byte order, on a
