@@ -23,7 +23,7 @@ spans all six), gateways on loopback, boto3 as the client.
 
 Every PID is killed and the temp dir removed on exit, pass or fail.
 """
-import hashlib, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import os, re, signal, sys, time
 import urllib.request
 
 import boto3
@@ -31,64 +31,13 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import BUILD, free_port  # noqa: E402
+from aio_py import free_port  # noqa: E402
+from procs_py import Procs, admin, expect, free_pair, wait_for  # noqa: E402
 
-PROCS = []
-TMP = tempfile.mkdtemp(prefix="iolake-gc.", dir="/dev/shm")
+P = Procs("iolake-gc.")
+TMP = P.tmp
+start = P.start
 MIB = 1 << 20
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-def start(name, args):
-    log = open(os.path.join(TMP, name + ".log"), "ab")
-    p = subprocess.Popen([os.path.join(BUILD, args[0])] + args[1:], stdout=log, stderr=log)
-    PROCS.append(p)
-    return p
-
-
-def wait_for(what, fn, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if fn():
-                return
-        except Exception:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("timed out waiting for " + what)
-
-
-def admin(meta, *args):
-    out = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "--json"] + list(args),
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
-
-
-def free_pair():
-    """A port whose successor is free too (meta's Raft port)."""
-    for _ in range(50):
-        p = free_port()
-        try:
-            s = socket.socket()
-            s.bind(("127.0.0.1", p + 1))
-            s.close()
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print("ok:", what)
 
 
 def main():
@@ -227,14 +176,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BaseException:
-        for f in sorted(os.listdir(TMP)):
-            if f.endswith(".log"):
-                print("---- %s (tail)" % f)
-                with open(os.path.join(TMP, f), errors="replace") as fh:
-                    print("".join(fh.readlines()[-15:]))
-        raise
-    finally:
-        cleanup()
+    P.run(main)
