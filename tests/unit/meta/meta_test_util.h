@@ -162,6 +162,73 @@ static inline Iolake__Meta__DeleteObject *tb_delete(struct tb *t, uint64_t c, ui
 	return d;
 }
 
+/* CreateMultipart of bucket/key; the upload, to set more fields on. */
+static inline Iolake__Meta__MultipartUpload *tb_create_upload(struct tb *t, const char *bucket,
+							     const char *key)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
+	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
+	iolake__meta__create_multipart__init(cm);
+	iolake__meta__multipart_upload__init(u);
+	u->bucket = tb_str(t, bucket);
+	u->key = tb_str(t, key);
+	cm->upload = u;
+	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
+	op->create_multipart = cm;
+	return u;
+}
+
+/* PutPart num of upload_id on mpb/big (shard_id 1000 + num); the part's
+ * segment, to set more fields on. */
+static inline Iolake__Meta__Segment *tb_part(struct tb *t, const char *upload_id, uint32_t num,
+					     uint64_t size, const char *etag)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__PutPart *pp = tb_alloc(t, sizeof(*pp));
+	Iolake__Meta__Part *p = tb_alloc(t, sizeof(*p));
+	Iolake__Meta__Segment *seg = tb_alloc(t, sizeof(*seg));
+	iolake__meta__put_part__init(pp);
+	iolake__meta__part__init(p);
+	iolake__meta__segment__init(seg);
+	seg->length = size;
+	seg->shard_id = 1000 + num;
+	p->part_number = num;
+	p->size = size;
+	p->etag = tb_str(t, etag);
+	p->segment = seg;
+	pp->bucket = tb_str(t, "mpb");
+	pp->key = tb_str(t, "big");
+	pp->upload_id = tb_str(t, upload_id);
+	pp->part = p;
+	op->body_case = IOLAKE__META__OP__BODY_PUT_PART;
+	op->put_part = pp;
+	return seg;
+}
+
+/* CompleteMultipart of upload_id on mpb/big with n (number, etag) parts. */
+static inline void tb_complete(struct tb *t, const char *upload_id, const uint32_t *nums,
+			       const char *const *etags, size_t n)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CompleteMultipart *c = tb_alloc(t, sizeof(*c));
+	iolake__meta__complete_multipart__init(c);
+	c->bucket = tb_str(t, "mpb");
+	c->key = tb_str(t, "big");
+	c->upload_id = tb_str(t, upload_id);
+	c->time_ms = 1700000000000ULL;
+	c->n_parts = n;
+	c->parts = tb_alloc(t, n * sizeof(*c->parts));
+	for (size_t i = 0; i < n; i++) {
+		c->parts[i] = tb_alloc(t, sizeof(**c->parts));
+		iolake__meta__part_ref__init(c->parts[i]);
+		c->parts[i]->part_number = nums[i];
+		c->parts[i]->etag = tb_str(t, etags[i]);
+	}
+	op->body_case = IOLAKE__META__OP__BODY_COMPLETE_MULTIPART;
+	op->complete_multipart = c;
+}
+
 /* Frame the batch (malloc'd, caller frees). */
 static inline uint8_t *tb_encode(struct tb *t, size_t *len)
 {

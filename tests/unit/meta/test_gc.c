@@ -19,6 +19,7 @@
 #include "meta_test_util.h"
 
 static struct meta_op_result res[META_BATCH_MAX_OPS];
+#define ETAG "0123456789abcdef0123456789abcdef"
 
 struct ent {
 	uint64_t gen;
@@ -71,63 +72,6 @@ static size_t walk(struct meta_state *s, uint32_t max, struct ent *out, size_t c
 	ck_assert_int_eq(meta_state_gc_count(s, &count), 0);
 	ck_assert_uint_eq(count, total);
 	return total;
-}
-
-static void tb_part(struct tb *t, const char *upload_id, uint32_t num)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__PutPart *pp = tb_alloc(t, sizeof(*pp));
-	Iolake__Meta__Part *p = tb_alloc(t, sizeof(*p));
-	Iolake__Meta__Segment *seg = tb_alloc(t, sizeof(*seg));
-	iolake__meta__put_part__init(pp);
-	iolake__meta__part__init(p);
-	iolake__meta__segment__init(seg);
-	seg->length = 5 << 20;
-	seg->data_layout.data = (uint8_t *)tb_str(t, "LAYOUT");
-	seg->data_layout.len = 6;
-	p->part_number = num;
-	p->size = 5 << 20;
-	p->etag = tb_str(t, "0123456789abcdef0123456789abcdef");
-	p->segment = seg;
-	pp->bucket = tb_str(t, "mpb");
-	pp->key = tb_str(t, "big");
-	pp->upload_id = tb_str(t, upload_id);
-	pp->part = p;
-	op->body_case = IOLAKE__META__OP__BODY_PUT_PART;
-	op->put_part = pp;
-}
-
-static void tb_create_upload(struct tb *t)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
-	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
-	iolake__meta__create_multipart__init(cm);
-	iolake__meta__multipart_upload__init(u);
-	u->bucket = tb_str(t, "mpb");
-	u->key = tb_str(t, "big");
-	cm->upload = u;
-	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
-	op->create_multipart = cm;
-}
-
-static void tb_complete_one(struct tb *t, const char *upload_id, uint32_t num)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__CompleteMultipart *c = tb_alloc(t, sizeof(*c));
-	iolake__meta__complete_multipart__init(c);
-	c->bucket = tb_str(t, "mpb");
-	c->key = tb_str(t, "big");
-	c->upload_id = tb_str(t, upload_id);
-	c->time_ms = 1700000000000ULL;
-	c->n_parts = 1;
-	c->parts = tb_alloc(t, sizeof(*c->parts));
-	c->parts[0] = tb_alloc(t, sizeof(**c->parts));
-	iolake__meta__part_ref__init(c->parts[0]);
-	c->parts[0]->part_number = num;
-	c->parts[0]->etag = tb_str(t, "0123456789abcdef0123456789abcdef");
-	op->body_case = IOLAKE__META__OP__BODY_COMPLETE_MULTIPART;
-	op->complete_multipart = c;
 }
 
 /* A GcAck of whole generations and of single (generation, seq) entries. */
@@ -215,16 +159,21 @@ START_TEST(test_gc_queue)
 	/* A Complete naming part 2 of three replaces "big": one op queues
 	 * three entries (seq 0: the old record, 1 and 2: parts 1 and 3). */
 	t = tb_new();
-	tb_create_upload(t);
+	tb_create_upload(t, "mpb", "big");
 	ck_assert_int_eq(tb_apply(s, 4, t, res), 1);
 	char id[17];
 	strcpy(id, res[0].upload_id);
 	t = tb_new();
-	for (uint32_t p = 1; p <= 3; p++)
-		tb_part(t, id, p);
+	for (uint32_t p = 1; p <= 3; p++) {
+		Iolake__Meta__Segment *seg = tb_part(t, id, p, 5 << 20, ETAG);
+		seg->data_layout.data = (uint8_t *)tb_str(t, "LAYOUT");
+		seg->data_layout.len = 6;
+	}
 	ck_assert_int_eq(tb_apply(s, 5, t, res), 3);
 	t = tb_new();
-	tb_complete_one(t, id, 2);
+	const uint32_t two = 2;
+	const char *etag = ETAG;
+	tb_complete(t, id, &two, &etag, 1);
 	ck_assert_int_eq(tb_apply(s, 6, t, res), 1);
 	ck_assert_int_eq(res[0].err, 0);
 	const uint64_t g6 = GEN(6, 0);

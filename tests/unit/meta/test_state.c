@@ -381,16 +381,7 @@ START_TEST(test_bucket_not_empty)
 	/* An unfinished multipart upload also keeps the bucket. */
 	t = tb_new();
 	tb_delete(t, 0, 0, "full2", "b");
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
-	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
-	iolake__meta__create_multipart__init(cm);
-	iolake__meta__multipart_upload__init(u);
-	u->bucket = tb_str(t, "full2");
-	u->key = tb_str(t, "big");
-	cm->upload = u;
-	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
-	op->create_multipart = cm;
+	tb_create_upload(t, "full2", "big");
 	tb_delete_bucket(t, 0, 0, "full2");
 	ck_assert_int_eq(tb_apply(s, 3, t, res), 3);
 	ck_assert_int_eq(res[1].err, 0);
@@ -502,52 +493,6 @@ START_TEST(test_users_keys)
 }
 END_TEST
 
-static void tb_part(struct tb *t, const char *upload_id, uint32_t num, uint64_t size,
-		    const char *etag)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__PutPart *pp = tb_alloc(t, sizeof(*pp));
-	Iolake__Meta__Part *p = tb_alloc(t, sizeof(*p));
-	Iolake__Meta__Segment *seg = tb_alloc(t, sizeof(*seg));
-	iolake__meta__put_part__init(pp);
-	iolake__meta__part__init(p);
-	iolake__meta__segment__init(seg);
-	seg->length = size;
-	seg->shard_id = 1000 + num;
-	p->part_number = num;
-	p->size = size;
-	p->etag = tb_str(t, etag);
-	p->segment = seg;
-	pp->bucket = tb_str(t, "mpb");
-	pp->key = tb_str(t, "big");
-	pp->upload_id = tb_str(t, upload_id);
-	pp->part = p;
-	op->body_case = IOLAKE__META__OP__BODY_PUT_PART;
-	op->put_part = pp;
-}
-
-static void tb_complete(struct tb *t, const char *upload_id, const uint32_t *nums,
-			const char *const *etags, size_t n)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__CompleteMultipart *c = tb_alloc(t, sizeof(*c));
-	iolake__meta__complete_multipart__init(c);
-	c->bucket = tb_str(t, "mpb");
-	c->key = tb_str(t, "big");
-	c->upload_id = tb_str(t, upload_id);
-	c->time_ms = 1700000000000ULL;
-	c->n_parts = n;
-	c->parts = tb_alloc(t, n * sizeof(*c->parts));
-	for (size_t i = 0; i < n; i++) {
-		c->parts[i] = tb_alloc(t, sizeof(**c->parts));
-		iolake__meta__part_ref__init(c->parts[i]);
-		c->parts[i]->part_number = nums[i];
-		c->parts[i]->etag = tb_str(t, etags[i]);
-	}
-	op->body_case = IOLAKE__META__OP__BODY_COMPLETE_MULTIPART;
-	op->complete_multipart = c;
-}
-
 START_TEST(test_multipart)
 {
 	char dir[64];
@@ -555,21 +500,12 @@ START_TEST(test_multipart)
 	struct meta_state *s = open_at(dir);
 	struct tb *t = tb_new();
 	tb_create_bucket(t, 0, 0, "mpb", "alice");
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
-	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
+	Iolake__Meta__MultipartUpload *u = tb_create_upload(t, "mpb", "big");
 	Iolake__Meta__ObjectRecord *m = tb_alloc(t, sizeof(*m));
-	iolake__meta__create_multipart__init(cm);
-	iolake__meta__multipart_upload__init(u);
 	iolake__meta__object_record__init(m);
 	m->content_type = tb_str(t, "video/mp4");
 	m->pg = 17;
-	u->bucket = tb_str(t, "mpb");
-	u->key = tb_str(t, "big");
 	u->meta = m;
-	cm->upload = u;
-	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
-	op->create_multipart = cm;
 	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
 	ck_assert_int_eq(res[1].err, 0);
 	char id[17];
@@ -645,20 +581,6 @@ START_TEST(test_multipart)
 }
 END_TEST
 
-static void tb_create_upload(struct tb *t, const char *key)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	Iolake__Meta__CreateMultipart *cm = tb_alloc(t, sizeof(*cm));
-	Iolake__Meta__MultipartUpload *u = tb_alloc(t, sizeof(*u));
-	iolake__meta__create_multipart__init(cm);
-	iolake__meta__multipart_upload__init(u);
-	u->bucket = tb_str(t, "mpb");
-	u->key = tb_str(t, key);
-	cm->upload = u;
-	op->body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
-	op->create_multipart = cm;
-}
-
 /* Conditional PutPart (the gateway's form) and the multipart reads:
  * part generations, ListParts pages, ListUploads prefix and markers, and
  * each part's data_layout carried into the object's segments. */
@@ -669,10 +591,10 @@ START_TEST(test_multipart_parts)
 	struct meta_state *s = open_at(dir);
 	struct tb *t = tb_new();
 	tb_create_bucket(t, 0, 0, "mpb", "alice");
-	tb_create_upload(t, "big");
-	tb_create_upload(t, "a/x");
-	tb_create_upload(t, "a/y");
-	tb_create_upload(t, "big");
+	tb_create_upload(t, "mpb", "big");
+	tb_create_upload(t, "mpb", "a/x");
+	tb_create_upload(t, "mpb", "a/y");
+	tb_create_upload(t, "mpb", "big");
 	ck_assert_int_eq(tb_apply(s, 1, t, res), 5);
 	char id[4][17];
 	for (int i = 0; i < 4; i++)
