@@ -838,6 +838,39 @@ static int mkdir_p1(const char *path)
 	return 0;
 }
 
+static void free_handle(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* Why the Raft transport could not listen on addr, if binding it shows
+ * why (the port in use, an address not on this host); "" otherwise. */
+static const char *raft_port_problem(uv_loop_t *loop, const char *addr)
+{
+	char host[META_NODE_ADDR_MAX];
+	const char *colon = strrchr(addr, ':');
+	if (!colon || (size_t)(colon - addr) >= sizeof(host))
+		return "";
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = 0;
+	struct sockaddr_in sa;
+	if (uv_ip4_addr(host, atoi(colon + 1), &sa))
+		return "";
+	uv_tcp_t *t = malloc(sizeof(*t));
+	const char *why = "";
+	if (!t || uv_tcp_init(loop, t)) {
+		free(t);
+		return "";
+	}
+	int rc = uv_tcp_bind(t, (const struct sockaddr *)&sa, 0);
+	if (!rc)
+		rc = uv_listen((uv_stream_t *)t, 1, NULL);
+	if (rc)
+		why = uv_strerror(rc);
+	uv_close((uv_handle_t *)t, free_handle);
+	return why;
+}
+
 static void node_free(struct meta_node *n)
 {
 	meta_state_free_msg(n->map);
@@ -1049,6 +1082,9 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	 * and apply kicks the kick timer. */
 	uv_timer_init(loop, &n->tick);
 	uv_timer_init(loop, &n->kick);
+	/* Before anything can fail: meta_node_close closes these and its
+	 * close callback finds the member through them. */
+	n->tick.data = n->kick.data = n;
 	struct raft_configuration conf;
 	raft_configuration_init(&conf);
 	rc = 0;
@@ -1067,14 +1103,15 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	if (!rc)
 		rc = raft_start(&n->raft);
 	if (rc) {
-		LOG_ERROR("raft start failed", "err=%s msg=%s", raft_strerror(rc),
-			  LOG_Q(raft_errmsg(&n->raft)));
+		/* raft_uv says only "I/O error" when its port is taken. */
+		LOG_ERROR("raft start failed", "err=%s msg=%s raft_addr=%s why=%s",
+			  raft_strerror(rc), LOG_Q(raft_errmsg(&n->raft)), n->raft_addr,
+			  LOG_Q(raft_port_problem(loop, n->raft_addr)));
 		n->started = true;
 		meta_node_close(n, NULL, NULL);
 		return -EIO;
 	}
 	n->started = true;
-	n->tick.data = n->kick.data = n;
 	uv_timer_start(&n->tick, on_tick, 20, 20);
 	LOG_INFO("meta member started", "id=%llu listen=%s raft=%s applied=%llu",
 		 (unsigned long long)opts->id, opts->listen, n->raft_addr,

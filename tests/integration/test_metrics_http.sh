@@ -188,6 +188,21 @@ expect_refusal "meta: --metrics-listen port in use" nonzero \
 	"$B/iolake-meta" --id 1 --data-dir "$W/meta2" --listen "127.0.0.1:$P2" \
 	--peers "1@127.0.0.1:$P2" --metrics-listen "127.0.0.1:$OPORT"
 
+# A member whose Raft port (--listen's port + 1) is taken: a clear error and
+# exit 1 (it used to crash closing the half-started member).
+HOLD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$((HOLD + 1))" &
+HOLD_PID=$!
+PIDS="$PIDS $HOLD_PID"
+sleep 0.3
+expect_refusal "meta: Raft port in use" 1 \
+	"raft_addr=127.0.0.1:$((HOLD + 1)) why=\"address already in use\"" \
+	"$B/iolake-meta" --id 1 --data-dir "$W/meta3" --listen "127.0.0.1:$HOLD" \
+	--peers "1@127.0.0.1:$HOLD"
+kill "$HOLD_PID" 2>/dev/null
+wait "$HOLD_PID" 2>/dev/null
+PIDS=$(echo " $PIDS " | sed "s/ $HOLD_PID / /")
+
 # ---------------------------------------------------------------- clean stop
 for name in osd meta; do
 	[ $name = osd ] && pid=$OSD_PID || pid=$META_PID
