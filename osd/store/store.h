@@ -257,7 +257,8 @@ void store_stats(struct store *s, struct store_stats *out);
  * scrubber's cursor and bad-shard records, rec.h) and reads of them.
  * Commits made through it on the loop thread are applied in order with
  * the store's own; they are not counted in flight, so their owner must
- * see them complete before store_close.
+ * see them complete before store_close, and must keep them few (kv's
+ * bound is 2 x max_inflight; the scrubber has at most lanes + 1).
  *
  * store_key_busy: a put or delete of key has entered its commit stage and
  * not yet completed (the committed record is about to change).
