@@ -646,7 +646,7 @@ static void teardown_once(void)
 
 /* Every bad shard, pages of `limit` (at most 8 in all); returns the count
  * and the number of pages it took. */
-static int list_bad(struct fx *f, uint32_t limit, Iolake__Osd__BadShard *out, char oids[][16],
+static int list_bad(struct fx *f, uint32_t limit, Iolake__Osd__BadShard *out, char oids[][24],
 		    int *pages)
 {
 	int n = 0;
@@ -666,7 +666,7 @@ static int list_bad(struct fx *f, uint32_t limit, Iolake__Osd__BadShard *out, ch
 		ck_assert_uint_le(r->n_shards, limit);
 		for (size_t i = 0; i < r->n_shards && n < 8; i++, n++) {
 			out[n] = *r->shards[i];
-			ck_assert_uint_lt(r->shards[i]->key->object_id.len, 16);
+			ck_assert_uint_lt(r->shards[i]->key->object_id.len, 24);
 			memcpy(oids[n], r->shards[i]->key->object_id.data,
 			       r->shards[i]->key->object_id.len);
 			oids[n][r->shards[i]->key->object_id.len] = 0;
@@ -693,7 +693,7 @@ START_TEST(scrub_lists_bad_shards_paged)
 	next_scrub_rate = 0;
 	struct osd_call c;
 	struct buf *b = pattern(100000, 5);
-	char oid[16];
+	char oid[24];
 	for (int i = 0; i < 5; i++) {
 		snprintf(oid, sizeof(oid), "bad-%d", i);
 		ck_assert_int_eq(put(&f, 3, oid, 1, b, &c), RPC_OK);
@@ -721,7 +721,7 @@ START_TEST(scrub_lists_bad_shards_paged)
 	close(fd);
 
 	Iolake__Osd__BadShard bad[8];
-	char oids[8][16];
+	char oids[8][24];
 	int pages = 0, n = 0;
 	for (int tries = 0; tries < 300 && n < 3; tries++) {
 		n = list_bad(&f, 2, bad, oids, &pages);
