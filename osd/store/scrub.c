@@ -405,9 +405,12 @@ static void on_read(struct store_get_req *req, int status)
 	if (status == 0) {
 		sc->st.bytes += req->out.len;
 		buf_unref(req->out.buf);
+		/* The committed length now: a shard rewritten since the walk
+		 * is read to its current end (the next read asks for > 0
+		 * bytes, so this ends). */
 		l->length = req->stat.length;
 		l->off += req->out.len;
-		if (req->out.len == 0 || l->off >= l->length)
+		if (l->off >= l->length)
 			shard_done(sc, l);
 	} else if (status == IOL_ECHECKSUM) {
 		found_bad(sc, l, STORE_BAD_CHECKSUM, req->err_from, req->err_to, &req->stat);

@@ -381,7 +381,7 @@ START_TEST(finds_exactly_the_bad_ones)
 	ck_assert_int_eq(list_all(&h, bad, 8), 2);
 	/* The saved pass ended: the next starts after the interval, on the
 	 * (fake) clock; then the scrubber idles again. */
-	so.interval_ms = 1000;
+	so.interval_ms = 3600000; /* the wall-clock time since it ended counts */
 	so.now_ms = fake_clock;
 	fake_now = 7000000;
 	f.n = 0;
@@ -390,7 +390,7 @@ START_TEST(finds_exactly_the_bad_ones)
 		uv_run(&h.loop, UV_RUN_NOWAIT);
 	ck_assert(stats_of(sc).idle);
 	ck_assert_uint_eq(stats_of(sc).reads, 0);
-	fake_now += 2000;
+	fake_now += 3600000 + 1000;
 	store_scrub_kick(sc);
 	run_passes(&h, sc, 2);
 	ss = stats_of(sc);
