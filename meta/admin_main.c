@@ -462,8 +462,9 @@ static void bad_row(const Iolake__Meta__OsdInfo *o, const Iolake__Osd__BadShard 
 
 /* One OSD: a row (table) or an object (JSON); bad shards listed after the
  * table by the caller in table mode, so rows here print them in JSON only. */
-static void scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
+static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 {
+	size_t seen = 0;
 	struct rpc_channel *ch = rpc_channel_open(&loop, o->addr, NULL);
 	Iolake__Osd__StatusResponse *st = NULL;
 	int rc = RPC_INVALID_ARGUMENT;
@@ -483,7 +484,7 @@ static void scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 		}
 		if (ch)
 			rpc_channel_close(ch);
-		return;
+		return 0;
 	}
 	if (json) {
 		printf("%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
@@ -507,7 +508,7 @@ static void scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 		Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
 		uint8_t after_oid[STORE_OID_MAX];
 		bool have_after = false, firstb = true;
-		for (size_t seen = 0; seen < SCRUB_BAD_MAX;) {
+		while (seen < SCRUB_BAD_MAX) {
 			Iolake__Osd__ListBadShardsRequest q = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
 			q.limit = SCRUB_PAGE;
 			if (have_after)
@@ -542,6 +543,7 @@ static void scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 			printf("]}");
 	}
 	rpc_channel_close(ch);
+	return seen;
 }
 
 static int cmd_osd_scrub_status(void)
@@ -560,8 +562,11 @@ static int cmd_osd_scrub_status(void)
 		for (size_t i = 0; i < n; i++)
 			scrub_osd(m->osds[i], i == 0, false);
 		printf("bad shards:\n");
+		size_t bad = 0;
 		for (size_t i = 0; i < n; i++)
-			scrub_osd(m->osds[i], i == 0, true);
+			bad += scrub_osd(m->osds[i], i == 0, true);
+		if (!bad)
+			printf("  (none)\n");
 	}
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return 0;
