@@ -5,7 +5,7 @@
  *
  *   iolake-aio --data-dir DIR [--s3-listen 127.0.0.1:9000] [--osds 6]
  *              [--ec 4+2] [--osd-size 64G] [--inline-max-size 4096]
- *              [--rpc local|loopback]
+ *              [--rpc local|loopback] [--scrub-rate 32M] [--scrub-interval 24h]
  *
  * Layout of DIR:
  *   meta/            the meta member's Raft log and RocksDB state
@@ -73,6 +73,8 @@ static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static uint64_t f_pg_count = 256;
 static uint64_t f_gc_interval = 10000;
+static uint64_t f_scrub_rate = 32ull << 20;
+static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -94,6 +96,10 @@ static const struct flag_spec specs[] = {
 	  .help = "placement groups of a new cluster (power of two)" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
+	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
+	  .help = "each OSD's background scrub: bytes re-read and verified per second (0: off)" },
+	{ .name = "scrub-interval", .type = FLAG_DURATION, .dst = &f_scrub_interval, .min = 1000,
+	  .max = 365ll * 24 * 3600 * 1000, .help = "from the end of one scrub pass to the next" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
 	{ 0 }
@@ -240,7 +246,11 @@ static int meta_address(void)
 static void osd_start_fn(void *arg)
 {
 	struct osd_slot *o = arg;
-	struct osd_service_opts so = { .osd_id = o->id, .metrics = A.reg };
+	/* Each OSD scrubs at --scrub-rate: they share one host's disks, so
+	 * the host sees up to --osds times that. */
+	struct osd_service_opts so = { .osd_id = o->id, .metrics = A.reg,
+				       .scrub_rate_bytes = f_scrub_rate,
+				       .scrub_interval_ms = f_scrub_interval };
 	o->rc = osd_service_new(&o->lt.loop, &so, &o->svc);
 	if (o->rc) {
 		snprintf(o->err, sizeof(o->err), "service: %s", iol_strerror(o->rc));

@@ -6,6 +6,7 @@
  *     cluster status        every member's own view (asked directly)
  *     osd ls | pg ls        the cluster map
  *     osd df                each OSD's space, from the OSD itself
+ *     osd scrub-status      each OSD's scrubber and the bad shards it found
  *     user add NAME | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
@@ -30,6 +31,7 @@
 #include "common/log.h"
 #include "common/rpc.h"
 #include "meta/client.h"
+#include "osd/store/rec.h"
 #include "proto/osd.pb-c.h"
 
 static uv_loop_t loop;
@@ -392,6 +394,184 @@ static int cmd_osd_df(void)
 	return 0;
 }
 
+/* ------------------------------------------------------- osd scrub-status */
+
+/* Each OSD of the map in turn: its Status (scrub counters), then every
+ * page of ListBadShards (method 7, service Osd order). */
+#define OSD_M_LIST_BAD 7
+#define SCRUB_PAGE 1000
+#define SCRUB_BAD_MAX 100000
+
+struct osd_wait {
+	bool done;
+	int status;
+	ProtobufCMessage *resp;  /* owned copy; NULL unless OK */
+};
+
+static void on_osd_call(void *ud, const struct rpc_result *res)
+{
+	struct osd_wait *w = ud;
+	w->done = true;
+	w->status = res->status;
+	if (res->status == RPC_OK)
+		w->resp = copy_msg(res->resp);
+}
+
+static int osd_call(struct rpc_channel *ch, int method, const ProtobufCMessage *req,
+		    ProtobufCMessage **resp)
+{
+	struct osd_wait w = { 0 };
+	struct rpc_call_opts co = { .timeout_ms = 3000 };
+	rpc_call(ch, &iolake__osd__osd__descriptor, method, req, NULL, &co, on_osd_call, &w);
+	while (!w.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	*resp = w.resp;
+	return w.status;
+}
+
+static void bad_row(const Iolake__Meta__OsdInfo *o, const Iolake__Osd__BadShard *b, bool first)
+{
+	struct store_key k = { 0 };
+	char name[STORE_OID_MAX * 4 + 64] = "(bad key)";
+	if (b->key && store_key_make(&k, b->key->pg, b->key->object_id.data,
+				     b->key->object_id.len, (uint8_t)b->key->shard) == 0)
+		store_key_format(&k, name, sizeof(name));
+	if (json) {
+		printf("%s{\"pg\":%u,\"object_id\":", first ? "" : ",", k.pg);
+		char oid[STORE_OID_MAX * 4 + 1];
+		size_t n = 0;
+		for (size_t i = 0; i < k.oid_len; i++)
+			n += (size_t)snprintf(oid + n, sizeof(oid) - n,
+					      k.oid[i] >= 0x20 && k.oid[i] < 0x7f ? "%c" : "\\x%02x",
+					      k.oid[i]);
+		oid[n] = 0;
+		jstr(oid);
+		printf(",\"shard\":%u,\"name\":", k.shard);
+		jstr(name);
+		printf(",\"kind\":");
+		jstr(b->kind);
+		printf(",\"bad_offset\":%" PRIu64 ",\"bad_length\":%" PRIu64 ",\"length\":%" PRIu64
+		       ",\"found_unix_s\":%" PRIu64 "}",
+		       b->bad_offset, b->bad_length, b->length, b->found_unix_s);
+		return;
+	}
+	printf("  osd %u: %s: %s, bytes %" PRIu64 "+%" PRIu64 " of %" PRIu64 ", found at %" PRIu64
+	       "\n", o->id, name, b->kind, b->bad_offset, b->bad_length, b->length,
+	       b->found_unix_s);
+}
+
+/* One OSD: a row (table) or an object (JSON); bad shards listed after the
+ * table by the caller in table mode, so rows here print them in JSON only. */
+static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
+{
+	size_t seen = 0;
+	struct rpc_channel *ch = rpc_channel_open(&loop, o->addr, NULL);
+	Iolake__Osd__StatusResponse *st = NULL;
+	int rc = RPC_INVALID_ARGUMENT;
+	if (ch) {
+		Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
+		rc = osd_call(ch, OSD_M_STATUS, &q.base, (ProtobufCMessage **)&st);
+	}
+	if (!st) {
+		if (json) {
+			printf("%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
+			jstr(o->addr);
+			printf(",\"error\":");
+			jstr(rpc_status_name(rc));
+			printf("}");
+		} else if (!list) {
+			printf("%-6u %-22s %s\n", o->id, o->addr, rpc_status_name(rc));
+		}
+		if (ch)
+			rpc_channel_close(ch);
+		return 0;
+	}
+	if (json) {
+		printf("%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
+		jstr(o->addr);
+		printf(",\"scrub_rate\":%" PRIu64 ",\"passes\":%" PRIu64 ",\"shards\":%" PRIu64
+		       ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"position_pg\":%u,\"idle\":%s"
+		       ",\"bad_shards\":[",
+		       st->scrub_rate, st->scrub_passes, st->scrub_shards, st->scrub_bytes,
+		       st->scrub_errors, st->scrub_position_pg, st->scrub_idle ? "true" : "false");
+	} else if (!list) {
+		char state[24];
+		snprintf(state, sizeof(state), "%s", !st->scrub_rate ? "off" :
+			 st->scrub_idle ? "idle" : "scanning");
+		printf("%-6u %-22s %-9s %12" PRIu64 " %8" PRIu64 " %12" PRIu64 " %14" PRIu64 " %8u %8"
+		       PRIu64 "\n", o->id, o->addr, state, st->scrub_rate, st->scrub_passes,
+		       st->scrub_shards, st->scrub_bytes, st->scrub_position_pg, st->scrub_errors);
+	}
+	protobuf_c_message_free_unpacked(&st->base, NULL);
+	/* JSON: always list; table: only in the second (listing) round. */
+	if (json || list) {
+		Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
+		uint8_t after_oid[STORE_OID_MAX];
+		bool have_after = false, firstb = true;
+		while (seen < SCRUB_BAD_MAX) {
+			Iolake__Osd__ListBadShardsRequest q = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
+			q.limit = SCRUB_PAGE;
+			if (have_after)
+				q.after = &after;
+			Iolake__Osd__ListBadShardsResponse *r = NULL;
+			rc = osd_call(ch, OSD_M_LIST_BAD, &q.base, (ProtobufCMessage **)&r);
+			if (!r) {
+				if (!json)
+					printf("  osd %u: listing bad shards failed: %s\n", o->id,
+					       rpc_status_name(rc));
+				break;
+			}
+			for (size_t i = 0; i < r->n_shards; i++, firstb = false)
+				bad_row(o, r->shards[i], firstb);
+			seen += r->n_shards;
+			bool more = r->more && r->n_shards > 0;
+			if (more) {
+				const Iolake__Osd__ShardKey *lk = r->shards[r->n_shards - 1]->key;
+				after.pg = lk->pg;
+				after.shard = lk->shard;
+				after.object_id.len = lk->object_id.len < STORE_OID_MAX ?
+							      lk->object_id.len : STORE_OID_MAX;
+				memcpy(after_oid, lk->object_id.data, after.object_id.len);
+				after.object_id.data = after_oid;
+				have_after = true;
+			}
+			protobuf_c_message_free_unpacked(&r->base, NULL);
+			if (!more)
+				break;
+		}
+		if (json)
+			printf("]}");
+	}
+	rpc_channel_close(ch);
+	return seen;
+}
+
+static int cmd_osd_scrub_status(void)
+{
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = get_map(&h);
+	size_t n = m->n_osds < OSD_DF_MAX ? m->n_osds : OSD_DF_MAX;
+	if (json) {
+		printf("{\"epoch\":%" PRIu64 ",\"osds\":[", m->epoch);
+		for (size_t i = 0; i < n; i++)
+			scrub_osd(m->osds[i], i == 0, false);
+		printf("]}\n");
+	} else {
+		printf("%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s\n", "ID", "ADDRESS", "SCRUB",
+		       "RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS");
+		for (size_t i = 0; i < n; i++)
+			scrub_osd(m->osds[i], i == 0, false);
+		printf("bad shards:\n");
+		size_t bad = 0;
+		for (size_t i = 0; i < n; i++)
+			bad += scrub_osd(m->osds[i], i == 0, true);
+		if (!bad)
+			printf("  (none)\n");
+	}
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	return 0;
+}
+
 static int cmd_pg_ls(void)
 {
 	Iolake__Meta__GetMapResponse *h;
@@ -607,6 +787,8 @@ static const char synopsis[] =
 	"  osd ls | pg ls            the cluster map\n"
 	"  osd df                    each OSD's space (its Status: total, used, free,\n"
 	"                            inline bytes), asked directly\n"
+	"  osd scrub-status          each OSD's scrubber (rate, passes, shards, bytes,\n"
+	"                            position, errors) and the bad shards it recorded\n"
 	"  user add NAME             prints the new access key and secret\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
@@ -661,6 +843,8 @@ int main(int argc, char **argv)
 		rc = cmd_osd_ls();
 	else if (!strcmp(obj, "osd") && !strcmp(verb, "df") && nargs == 2)
 		rc = cmd_osd_df();
+	else if (!strcmp(obj, "osd") && !strcmp(verb, "scrub-status") && nargs == 2)
+		rc = cmd_osd_scrub_status();
 	else if (!strcmp(obj, "pg") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_pg_ls();
 	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs == 3)

@@ -10,6 +10,9 @@
  * with exit status 2 (flags) or 1 (device/store), before anything is
  * served.
  *
+ * --scrub-rate / --scrub-interval pace the store's background scrubber
+ * (osd/store/scrub.h), run by the service until shutdown.
+ *
  * With --metrics-listen, GET /metrics over HTTP (common/metrics_http) on
  * the same loop renders the OSD's registry.
  *
@@ -53,6 +56,8 @@ static uint64_t f_inline_max = 64 << 10;
 static const char *f_log_level = "info";
 static const char *f_host;
 static int64_t f_max_inflight = 256;
+static uint64_t f_scrub_rate = 32ull << 20;
+static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "id", .type = FLAG_INT64, .dst = &f_id, .required = true, .min = 0,
@@ -85,6 +90,10 @@ static const struct flag_spec specs[] = {
 	  .metavar = "LEVEL", .help = "debug, info, warn or error" },
 	{ .name = "max-inflight", .type = FLAG_INT64, .dst = &f_max_inflight, .min = 1,
 	  .max = 65536, .help = "shard calls served at once; more answer RESOURCE_EXHAUSTED" },
+	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
+	  .help = "background scrub: shard bytes re-read and verified per second (0: off)" },
+	{ .name = "scrub-interval", .type = FLAG_DURATION, .dst = &f_scrub_interval, .min = 1000,
+	  .max = 365ll * 24 * 3600 * 1000, .help = "from the end of one scrub pass to the next" },
 	{ 0 }
 };
 
@@ -262,7 +271,8 @@ int main(int argc, char **argv)
 	}
 	struct osd_service_opts so = { .osd_id = (uint32_t)f_id,
 				       .max_inflight = (uint32_t)f_max_inflight,
-				       .metrics = o.reg };
+				       .metrics = o.reg, .scrub_rate_bytes = f_scrub_rate,
+				       .scrub_interval_ms = f_scrub_interval };
 	memcpy(so.cluster_id, cluster_id, 16);
 	rc = osd_service_new(o.loop, &so, &o.svc);
 	if (rc) {
@@ -334,10 +344,11 @@ int main(int argc, char **argv)
 	store_super_hex_id(cluster_id, cid);
 	LOG_INFO("listening", "addr=%s port=%d", LOG_Q(f_listen), rpc_server_port(o.rpc));
 	LOG_INFO("osd started", "id=%lld cluster=%s device=%s meta_dir=%s total_bytes=%llu "
-		 "used_bytes=%llu free_bytes=%llu inline_max=%llu",
+		 "used_bytes=%llu free_bytes=%llu inline_max=%llu scrub_rate=%llu scrub_interval_ms=%llu",
 		 (long long)f_id, cid, LOG_Q(f_device), LOG_Q(f_meta_dir),
 		 (unsigned long long)sp.total_bytes, (unsigned long long)sp.used_bytes,
-		 (unsigned long long)sp.free_bytes, (unsigned long long)f_inline_max);
+		 (unsigned long long)sp.free_bytes, (unsigned long long)f_inline_max,
+		 (unsigned long long)f_scrub_rate, (unsigned long long)f_scrub_interval);
 
 	if (f_meta.n) {
 		/* Announce the port really bound (--listen may say :0). */

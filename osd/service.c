@@ -16,6 +16,8 @@
  *    them: a PutShard whose bytes were damaged in transit stores nothing.
  *  - No answer carries bytes that failed their crc: the store verifies
  *    every block it returns, and its checksum error becomes DATA_LOSS.
+ *  - The scrubber (if on) runs from attach until drain; drain completes
+ *    only after it stopped, so the store is never closed under it.
  * Does not: retry, log per call, or hold shard bytes beyond the call (the
  * store copies a put's payload into its own aligned buffer).
  */
@@ -30,12 +32,14 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "common/loop.h"
+#include "osd/store/scrub.h"
 #include "osd/store/super.h"
 #include "proto/osd.pb-c.h"
 
 #define SVC_DESC (&iolake__osd__osd__descriptor)
-enum { M_PUT, M_GET, M_DEL, M_STAT, M_STATS, M_LIST, M_STATUS, M_COUNT };
+enum { M_PUT, M_GET, M_DEL, M_STAT, M_STATS, M_LIST, M_STATUS, M_LIST_BAD, M_COUNT };
 
 #define STAT_MANY_MAX 4096
 #define LIST_DEFAULT 1000
@@ -111,6 +115,13 @@ struct osd_service {
 	struct metrics_histogram *lat[OP_KINDS];
 	struct metrics_histogram *batch, *kv_flush, *data_flush;
 	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inline_b, *inflight_g;
+
+	struct store_scrub *scrub;    /* NULL when off or stopped */
+	uint64_t scrub_rate, scrub_interval_ms;
+	bool scrub_stopping;
+	struct store_scrub_stats scrub_seen; /* last copied into the counters */
+	struct metrics_counter *scrub_bytes, *scrub_shards, *scrub_passes, *scrub_errors;
+	struct metrics_gauge *scrub_pos;
 };
 
 /* ------------------------------------------------------------ answers */
@@ -235,7 +246,7 @@ static void info_to(const struct store_stat *st, Iolake__Osd__ShardKey *key,
 
 static void maybe_drained(struct osd_service *svc)
 {
-	if (!svc->draining || svc->inflight || svc->timer_open || !svc->drain_cb)
+	if (!svc->draining || svc->inflight || svc->timer_open || svc->scrub || !svc->drain_cb)
 		return;
 	void (*cb)(void *) = svc->drain_cb;
 	svc->drain_cb = NULL;
@@ -601,7 +612,75 @@ out:
 	free(keys);
 }
 
+/* ------------------------------------------------------------ ListBadShards */
+
+static void h_list_bad(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__ListBadShardsRequest *q = (const void *)rpc_req_msg(r);
+	if (refuse(svc, r))
+		return;
+	struct store_key after;
+	if (q->after && key_from(svc, r, q->after, &after, NULL))
+		return;
+	size_t limit = q->limit ? q->limit : LIST_DEFAULT;
+	if (limit > LIST_MAX)
+		limit = LIST_MAX;
+	struct store_bad *ents = malloc(limit * sizeof(*ents));
+	Iolake__Osd__BadShard *bads = malloc(limit * sizeof(*bads));
+	Iolake__Osd__BadShard **ptrs = malloc(limit * sizeof(*ptrs));
+	Iolake__Osd__ShardKey *keys = malloc(limit * sizeof(*keys));
+	if (!ents || !bads || !ptrs || !keys) {
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED, "osd %u out of memory", svc->osd_id);
+		goto out;
+	}
+	bool more;
+	int n = store_scrub_list_bad(svc->st, q->after ? &after : NULL, ents, limit, &more);
+	if (n < 0) {
+		fail_store(svc, r, n, "(listing bad shards)", 0);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		key_to(&ents[i].key, &keys[i]);
+		iolake__osd__bad_shard__init(&bads[i]);
+		bads[i].key = &keys[i];
+		bads[i].kind = (char *)store_bad_kind_name(ents[i].kind);
+		bads[i].found_unix_s = ents[i].found_unix_s;
+		bads[i].bad_offset = ents[i].from;
+		bads[i].bad_length = ents[i].kind == STORE_BAD_INDEX ? 0 : ents[i].to - ents[i].from + 1;
+		bads[i].length = ents[i].length;
+		ptrs[i] = &bads[i];
+	}
+	Iolake__Osd__ListBadShardsResponse resp = IOLAKE__OSD__LIST_BAD_SHARDS_RESPONSE__INIT;
+	resp.n_shards = (size_t)n;
+	resp.shards = ptrs;
+	resp.more = more;
+	rpc_respond(r, &resp.base, NULL);
+out:
+	free(ents);
+	free(bads);
+	free(ptrs);
+	free(keys);
+}
+
 /* ------------------------------------------------------------ status */
+
+/* Copy the scrubber's progress into the metrics (deltas: the counters are
+ * the registry's, the scrubber's numbers are plain loop-thread fields). */
+static void refresh_scrub(struct osd_service *svc)
+{
+	if (!svc->scrub)
+		return;
+	struct store_scrub_stats now;
+	store_scrub_stats(svc->scrub, &now);
+	struct store_scrub_stats *was = &svc->scrub_seen;
+	metrics_counter_add(svc->scrub_bytes, now.bytes - was->bytes);
+	metrics_counter_add(svc->scrub_shards, now.shards - was->shards);
+	metrics_counter_add(svc->scrub_passes, now.passes - was->passes);
+	metrics_gauge_set(svc->scrub_pos, now.position_pg);
+	*was = now;
+}
+
 
 static void refresh_gauges(struct osd_service *svc)
 {
@@ -620,6 +699,7 @@ static void refresh_gauges(struct osd_service *svc)
 	metrics_gauge_set(svc->inline_b, (int64_t)sp.inline_bytes);
 	metrics_gauge_set(svc->qdepth, (int64_t)(ds.in_ring + ds.queued));
 	metrics_gauge_set(svc->inflight_g, svc->inflight);
+	refresh_scrub(svc);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -656,6 +736,14 @@ static void h_status(struct rpc_req *r, void *ud)
 	resp.kv_batches = ss.kv.batches;
 	resp.data_flushes = ss.data_flushes;
 	resp.inflight = svc->inflight;
+	resp.scrub_rate = svc->scrub_rate;
+	const struct store_scrub_stats *sc = &svc->scrub_seen; /* refreshed above */
+	resp.scrub_bytes = sc->bytes;
+	resp.scrub_shards = sc->shards;
+	resp.scrub_passes = sc->passes;
+	resp.scrub_errors = sc->errors;
+	resp.scrub_position_pg = sc->position_pg;
+	resp.scrub_idle = sc->idle;
 	char *text = NULL;
 	size_t tlen;
 	if (q->metrics && metrics_render(svc->reg, &text, &tlen) == 0)
@@ -744,6 +832,18 @@ static int register_metrics(struct osd_service *svc)
 		METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->inflight_g = metrics_gauge_new(reg, "iolake_osd_inflight_calls",
 		"Shard calls doing store work now.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->scrub_bytes = metrics_counter_new(reg, "iolake_osd_scrub_bytes_total",
+		"Shard bytes the background scrubber read and verified.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->scrub_shards = metrics_counter_new(reg, "iolake_osd_scrub_shards_total",
+		"Shards the background scrubber finished (good, bad or gone).",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->scrub_passes = metrics_counter_new(reg, "iolake_osd_scrub_passes_total",
+		"Scrub passes completed over the whole store.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->scrub_errors = metrics_counter_new(reg, "iolake_osd_scrub_errors_total",
+		"Bad shards the scrubber found and recorded (each once; see ListBadShards).",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->scrub_pos = metrics_gauge_new(reg, "iolake_osd_scrub_position_pg",
+		"Placement group the scrub pass is in.", METRICS_LABELS("osd", id)));
 #undef NEW_OR_FAIL
 	return 0;
 }
@@ -764,6 +864,8 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	svc->max_bytes = o->max_inflight_bytes ? o->max_inflight_bytes : 1ull << 30;
 	svc->refresh_ms = o->gauge_refresh_ms ? o->gauge_refresh_ms : 1000;
 	svc->reg = o->metrics;
+	svc->scrub_rate = o->scrub_rate_bytes;
+	svc->scrub_interval_ms = o->scrub_interval_ms;
 	int rc = -ENOMEM;
 	svc->ops = calloc(svc->max_inflight, sizeof(*svc->ops));
 	if (!svc->ops)
@@ -793,9 +895,41 @@ out_free:
 	return rc;
 }
 
+/* Once per shard the scrubber newly records bad. */
+static void on_scrub_bad(void *arg, const struct store_bad *b)
+{
+	struct osd_service *svc = arg;
+	char name[KEY_NAME_MAX];
+	store_key_format(&b->key, name, sizeof(name));
+	metrics_counter_inc(svc->scrub_errors);
+	LOG_WARN("scrub found a bad shard", "osd=%u shard=%s kind=%s bytes=%llu..%llu length=%llu",
+		 svc->osd_id, LOG_Q(name), store_bad_kind_name(b->kind),
+		 (unsigned long long)b->from, (unsigned long long)b->to,
+		 (unsigned long long)b->length);
+}
+
+static void scrub_start(struct osd_service *svc)
+{
+	if (!svc->scrub_rate)
+		return;
+	struct store_scrub_opts so = { .rate_bytes = svc->scrub_rate,
+				       .interval_ms = svc->scrub_interval_ms,
+				       .on_bad = on_scrub_bad, .on_bad_arg = svc };
+	int rc = store_scrub_start(svc->loop, svc->st, &so, &svc->scrub);
+	if (rc) {
+		svc->scrub = NULL;
+		LOG_ERROR("scrubber did not start; serving without it", "osd=%u err=%s",
+			  svc->osd_id, LOG_Q(iol_strerror(rc)));
+		return;
+	}
+	store_scrub_stats(svc->scrub, &svc->scrub_seen);
+	metrics_counter_add(svc->scrub_passes, svc->scrub_seen.passes);
+}
+
 void osd_service_attach(struct osd_service *svc, struct store *st)
 {
 	svc->st = st;
+	scrub_start(svc);
 	refresh_gauges(svc);
 	uv_timer_start(&svc->timer, on_timer, svc->refresh_ms, svc->refresh_ms);
 }
@@ -805,9 +939,9 @@ int osd_service_register(struct osd_service *svc, struct rpc_server *srv)
 	static const rpc_handler_fn handlers[M_COUNT] = {
 		[M_PUT] = h_put,     [M_GET] = h_get,     [M_DEL] = h_del,
 		[M_STAT] = h_stat,   [M_STATS] = h_stats, [M_LIST] = h_list,
-		[M_STATUS] = h_status,
+		[M_STATUS] = h_status, [M_LIST_BAD] = h_list_bad,
 	};
-	_Static_assert(M_COUNT == 7, "handlers must match osd.proto's methods");
+	_Static_assert(M_COUNT == 8, "handlers must match osd.proto's methods");
 	if (SVC_DESC->n_methods != M_COUNT)
 		return -EINVAL;
 	return rpc_server_add_service(srv, SVC_DESC, handlers, svc);
@@ -820,11 +954,22 @@ static void on_timer_closed(uv_handle_t *h)
 	maybe_drained(svc);
 }
 
+static void on_scrub_stopped(void *arg)
+{
+	struct osd_service *svc = arg;
+	svc->scrub = NULL;
+	maybe_drained(svc);
+}
+
 void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void *arg)
 {
 	svc->draining = true;
 	svc->drain_cb = done_cb;
 	svc->drain_arg = arg;
+	if (svc->scrub) {
+		refresh_scrub(svc);
+		store_scrub_stop(svc->scrub, on_scrub_stopped, svc);
+	}
 	/* Closing the timer also defers done_cb past this call. */
 	uv_close((uv_handle_t *)&svc->timer, on_timer_closed);
 }

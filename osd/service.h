@@ -15,6 +15,10 @@
  * stat-many, list, status) are synchronous RocksDB reads, bounded by their
  * own per-call limits.
  *
+ * Scrub: the service runs the store's background scrubber
+ * (osd/store/scrub.h) from attach to drain, logs each newly found bad
+ * shard once (WARN), exports its counters and serves ListBadShards.
+ *
  * Does not: own the store or the server (the caller opens and closes them),
  * log per request (errors are counted in metrics and returned to callers),
  * or serve HTTP /metrics (the Status call carries the rendered text until a
@@ -39,6 +43,8 @@ struct osd_service_opts {
 	uint64_t max_inflight_bytes;  /* put payload bytes in flight; 0: 1 GiB */
 	uint32_t gauge_refresh_ms;    /* space / queue gauges refresh; 0: 1000 */
 	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
+	uint64_t scrub_rate_bytes;    /* background scrub, bytes/s; 0: off */
+	uint64_t scrub_interval_ms;   /* between scrub passes */
 };
 
 /*
@@ -55,7 +61,9 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *opts,
  * lives (close the store before freeing svc). */
 struct store_observer osd_service_observer(struct osd_service *svc);
 
-/* Serve st (opened on the same loop) from now on. Once only. */
+/* Serve st (opened on the same loop) from now on, and scrub it in the
+ * background when scrub_rate_bytes > 0 (a scrubber that cannot start is
+ * logged and left off). Once only. */
 void osd_service_attach(struct osd_service *svc, struct store *st);
 
 /* Add the Osd service to srv (on the same loop). 0 or rpc_server_add_service's
@@ -64,7 +72,8 @@ int osd_service_register(struct osd_service *svc, struct rpc_server *srv);
 
 /*
  * Begin shutdown: from now on every call is answered UNAVAILABLE ("osd
- * shutting down") at once; calls in flight finish and are answered. Then
+ * shutting down") at once; calls in flight finish and are answered; the
+ * scrubber stops (its cursor saved). Then
  * done_cb(arg) runs on the loop (never from inside this call; may be NULL).
  * After that,
  * close the server (so no handler runs again), close the store, and free

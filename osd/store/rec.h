@@ -2,6 +2,14 @@
  * rec.h — the shard index's key and record codecs (pure: bytes in, bytes
  * or errors out; no I/O), so they can be tested and fuzzed alone.
  *
+ * Namespaces of the index's RocksDB (first key byte):
+ *   'S'      shard records (below)
+ *   'B'      bad-shard records of the scrubber (scrub.h): the shard key
+ *            with 'B' in place of 'S'; dropped in the batch of any put or
+ *            delete of that shard (store.c)
+ *   0x01     singletons: "\x01ident" (store.c), "\x01clog" (kv.c),
+ *            "\x01scrub" (the scrubber's cursor, scrub.c)
+ *
  * Key (STORE_KEY_LEN = 71 bytes, ordered so RocksDB's bytewise order is
  * (pg, object id, shard index) with object ids in bytewise order):
  *   [0]      'S'                 namespace of shard records
@@ -30,10 +38,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define STORE_OID_MAX 64
 #define STORE_KEY_LEN 71
 #define STORE_KEY_NS 'S'
+#define STORE_BAD_NS 'B'
 #define STORE_REC_VERSION 1
 #define STORE_REC_INLINE 0x01
 #define STORE_REC_HDR 16            /* bytes before inline data */
@@ -68,6 +78,14 @@ int store_key_make(struct store_key *k, uint32_t pg, const void *oid, size_t oid
 
 /* Encode k (which must be valid) into out. */
 void store_key_encode(const struct store_key *k, uint8_t out[STORE_KEY_LEN]);
+
+/* The bad-shard record key of the encoded shard key k (same bytes, 'B'
+ * namespace), so bad records sort like the shards they name. */
+static inline void store_key_to_bad(const uint8_t k[STORE_KEY_LEN], uint8_t out[STORE_KEY_LEN])
+{
+	memcpy(out, k, STORE_KEY_LEN);
+	out[0] = STORE_BAD_NS;
+}
 
 /* Decode; 0 or IOL_ECORRUPT (wrong length, namespace, id length, or
  * non-zero padding). */

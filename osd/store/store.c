@@ -23,7 +23,12 @@
  *    the read is in flight; releases are deferred (release epochs) until
  *    every read older than the release finished, so a freed block is never
  *    rewritten under a read (no false checksum errors).
- * Does not: log, retry, or scrub.
+ *  - A shard's bad-shard record (the scrubber's, rec.h namespace 'B') is
+ *    deleted in the same RocksDB batch as any put or delete of that shard,
+ *    once any bad record may exist (bad_present), so a rewritten shard is
+ *    never reported bad and the two cannot disagree after a crash.
+ * Does not: log, retry, or scrub (scrub.c walks the store through the
+ * public calls and the few hooks at the end of store.h).
  */
 #include "osd/store/store.h"
 
@@ -96,6 +101,8 @@ struct store {
 
 	struct store_stats st;
 	uint64_t inline_bytes;        /* inline shard bytes committed in the index */
+	bool bad_present;             /* bad-shard records may exist: mutations
+	                               * drop their key's one (see the top) */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -260,6 +267,17 @@ static void read_end(struct store *s, struct store_get_req *r)
 	drain_deferred(s);
 }
 
+/* A mutation of key k entering the commit stage: its batch also deletes
+ * k's bad-shard record, if the scrubber may have written one. */
+static void drop_bad_record(struct store *s, rocksdb_writebatch_t *wb, const uint8_t *k)
+{
+	if (!s->bad_present)
+		return;
+	uint8_t bk[STORE_KEY_LEN];
+	store_key_to_bad(k, bk);
+	rocksdb_writebatch_delete(wb, (const char *)bk, STORE_KEY_LEN);
+}
+
 static bool key_valid(const struct store_key *k)
 {
 	return k->oid_len >= 1 && k->oid_len <= STORE_OID_MAX;
@@ -334,6 +352,7 @@ static void put_commit(struct store_put_req *req)
 		put_fail_early(req, -ENOMEM);
 		return;
 	}
+	drop_bad_record(s, req->wb, req->kbuf);
 	int rc = store_kv_commit(s->kv, &req->kreq, req->wb, &s->q, on_put_committed);
 	if (rc) {
 		/* Cannot happen while inflight <= max_inflight < kv's bound and
@@ -555,6 +574,7 @@ int store_delete(struct store *s, struct store_del_req *req, const struct store_
 		return -ENOMEM;
 	req->wb = rocksdb_writebatch_create();
 	rocksdb_writebatch_delete(req->wb, (const char *)req->kbuf, STORE_KEY_LEN);
+	drop_bad_record(s, req->wb, req->kbuf);
 	rc = store_kv_commit(s->kv, &req->kreq, req->wb, &s->q, on_del_committed);
 	if (rc) {
 		s->failed = true; /* the mut table is ahead of the index */
@@ -593,6 +613,8 @@ static void checksum_error(struct store_get_req *req, uint64_t from, uint64_t to
 	store_key_format(&req->key, k, sizeof(k));
 	snprintf(req->err, sizeof(req->err), "checksum mismatch in shard %s, bytes %llu..%llu",
 		 k, (unsigned long long)from, (unsigned long long)to);
+	req->err_from = from;
+	req->err_to = to;
 	req->status = IOL_ECHECKSUM;
 }
 
@@ -956,6 +978,28 @@ static int rebuild_alloc(struct store *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* Does the index hold any bad-shard record? (A read error says yes: the
+ * cost of a wrong yes is one extra delete per mutation.) */
+static bool any_bad_record(struct store *s)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(store_kv_db(s->kv), store_kv_ropts(s->kv));
+	char ns = STORE_BAD_NS;
+	rocksdb_iter_seek(it, &ns, 1);
+	bool any = true;
+	if (rocksdb_iter_valid(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		any = kl >= 1 && k[0] == STORE_BAD_NS;
+	} else {
+		char *e = NULL;
+		rocksdb_iter_get_error(it, &e);
+		any = e != NULL;
+		free(e);
+	}
+	rocksdb_iter_destroy(it);
+	return any;
+}
+
 static void free_on_queue_closed(struct loop_queue *q)
 {
 	free(container_of(q, struct store, q));
@@ -1019,6 +1063,7 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 	rc = rebuild_alloc(s, err, errlen);
 	if (rc)
 		goto out_alloc;
+	s->bad_present = any_bad_record(s);
 	rc = loop_queue_init(&s->q, loop);
 	if (rc) {
 		snprintf(err, errlen, "loop queue: %s", iol_strerror(rc));
@@ -1112,4 +1157,23 @@ void store_close(struct store *s, void (*done_cb)(void *arg), void *arg)
 	s->close_cb = done_cb;
 	s->close_arg = arg;
 	maybe_close(s);
+}
+
+/* ------------------------------------------------------------ scrubber hooks */
+
+struct store_kv *store_kv_of(struct store *s)
+{
+	return s->kv;
+}
+
+bool store_key_busy(struct store *s, const struct store_key *key)
+{
+	uint8_t k[STORE_KEY_LEN];
+	store_key_encode(key, k);
+	return mut_find(s, k) != NULL;
+}
+
+void store_note_bad(struct store *s)
+{
+	s->bad_present = true;
 }

@@ -140,6 +140,8 @@ struct store_get_req {
 	 * the caller must buf_unref(out.buf). */
 	struct buf_slice out;
 	char err[400];                /* set on IOL_ECHECKSUM: names the shard */
+	uint64_t err_from, err_to;    /* ... and its first bad byte range
+	                               * (shard offsets, inclusive) */
 	/* the shard's committed metadata (whole shard, not the range read);
 	 * valid in the callback whatever its status */
 	struct store_stat stat;
@@ -247,5 +249,26 @@ int store_list(struct store *s, uint32_t pg, const struct store_key *after,
 
 void store_space(struct store *s, struct store_space *out);
 void store_stats(struct store *s, struct store_stats *out);
+
+/*
+ * Hooks for the scrubber (scrub.h) and tests; loop thread only.
+ *
+ * store_kv_of: the index, for records outside the shard namespace (the
+ * scrubber's cursor and bad-shard records, rec.h) and reads of them.
+ * Commits made through it on the loop thread are applied in order with
+ * the store's own; they are not counted in flight, so their owner must
+ * see them complete before store_close, and must keep them few (kv's
+ * bound is 2 x max_inflight; the scrubber has at most lanes + 1).
+ *
+ * store_key_busy: a put or delete of key has entered its commit stage and
+ * not yet completed (the committed record is about to change).
+ *
+ * store_note_bad: call before committing a bad-shard record; from then on
+ * every put and delete also deletes its key's bad-shard record in its own
+ * batch (open sets this when any bad-shard record exists).
+ */
+struct store_kv *store_kv_of(struct store *s);
+bool store_key_busy(struct store *s, const struct store_key *key);
+void store_note_bad(struct store *s);
 
 #endif

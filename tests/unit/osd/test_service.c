@@ -9,7 +9,8 @@
  * byte flipped on the device makes GetShard answer DATA_LOSS naming the
  * shard; a full device answers RESOURCE_EXHAUSTED and keeps what it held;
  * too many calls in flight answer RESOURCE_EXHAUSTED (busy); a draining
- * service answers UNAVAILABLE.
+ * service answers UNAVAILABLE; with a scrub rate the service scrubs in the
+ * background and ListBadShards pages through the shards it found bad.
  *
  * The store (and so RocksDB's threads) lives only in Check's forked test
  * processes, never in the runner.
@@ -43,7 +44,10 @@ static const char *const tname[] = { "h2", "local" };
 /* Files are named by the runner's pid so its teardown can remove what a
  * failed (forked) test left. */
 static int runner_pid;
-static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz" };
+static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz", "sb" };
+
+/* Scrub rate of the next srv_setup (0: off, as most tests want). */
+static uint64_t next_scrub_rate;
 
 struct srv {
 	struct loop_thread lt;
@@ -54,6 +58,7 @@ struct srv {
 	char dev[128], meta[128], local[64];
 	uint64_t dev_size;
 	uint32_t max_inflight;
+	uint64_t scrub_rate;
 	int port;
 	int rc;
 	char err[512];
@@ -73,7 +78,8 @@ static void srv_start(void *arg)
 {
 	struct srv *s = arg;
 	struct osd_service_opts so = { .osd_id = 7, .max_inflight = s->max_inflight,
-				       .metrics = s->reg };
+				       .metrics = s->reg, .scrub_rate_bytes = s->scrub_rate,
+				       .scrub_interval_ms = 200 };
 	so.cluster_id[0] = 0xab;
 	s->rc = osd_service_new(&s->lt.loop, &so, &s->svc);
 	if (s->rc)
@@ -133,6 +139,7 @@ static void srv_setup(struct srv *s, const char *tag, uint64_t dev_size, uint32_
 	nftw(s->meta, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	s->dev_size = dev_size;
 	s->max_inflight = max_inflight;
+	s->scrub_rate = next_scrub_rate;
 	s->reg = metrics_registry_new();
 	ck_assert_int_eq(loop_thread_start(&s->lt, "osd-test"), 0);
 	ck_assert_int_eq(loop_thread_call(&s->lt, srv_start, s), 0);
@@ -638,6 +645,122 @@ static void teardown_once(void)
 	}
 }
 
+/* Every bad shard, pages of `limit` (at most 8 in all); returns the count
+ * and the number of pages it took. */
+static int list_bad(struct fx *f, uint32_t limit, Iolake__Osd__BadShard *out, char oids[][24],
+		    int *pages)
+{
+	int n = 0;
+	*pages = 0;
+	Iolake__Osd__ShardKey after;
+	bool have_after = false;
+	for (;;) {
+		struct osd_call c;
+		Iolake__Osd__ListBadShardsRequest q = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
+		q.limit = limit;
+		if (have_after)
+			q.after = &after;
+		ck_assert_int_eq(osd_call_sync(&f->loop, f->ch, OSD_M_LIST_BAD, &q.base, NULL, &c),
+				 RPC_OK);
+		const Iolake__Osd__ListBadShardsResponse *r = (const void *)c.resp;
+		(*pages)++;
+		ck_assert_uint_le(r->n_shards, limit);
+		for (size_t i = 0; i < r->n_shards && n < 8; i++, n++) {
+			out[n] = *r->shards[i];
+			ck_assert_uint_lt(r->shards[i]->key->object_id.len, 24);
+			memcpy(oids[n], r->shards[i]->key->object_id.data,
+			       r->shards[i]->key->object_id.len);
+			oids[n][r->shards[i]->key->object_id.len] = 0;
+			out[n].key = NULL;
+			out[n].kind = (char *)(strcmp(r->shards[i]->kind, "checksum") ? "other" : "checksum");
+		}
+		bool more = r->more;
+		if (more) {
+			osd_key(&after, r->shards[r->n_shards - 1]->key->pg, oids[n - 1],
+				r->shards[r->n_shards - 1]->key->shard);
+			have_after = true;
+		}
+		osd_call_clear(&c);
+		if (!more)
+			return n;
+	}
+}
+
+START_TEST(scrub_lists_bad_shards_paged)
+{
+	struct fx f;
+	next_scrub_rate = 1ull << 30;
+	fx_setup(&f, _i, "sb", 64 << 20, 0);
+	next_scrub_rate = 0;
+	struct osd_call c;
+	struct buf *b = pattern(100000, 5);
+	char oid[24];
+	for (int i = 0; i < 5; i++) {
+		snprintf(oid, sizeof(oid), "bad-%d", i);
+		ck_assert_int_eq(put(&f, 3, oid, 1, b, &c), RPC_OK);
+		osd_call_clear(&c);
+		snprintf(oid, sizeof(oid), "good-%d", i);
+		ck_assert_int_eq(put(&f, 3, oid, 1, b, &c), RPC_OK);
+		osd_call_clear(&c);
+	}
+	/* Damage bad-0, bad-2 and bad-4 in their second crc block while the
+	 * OSD runs (and scrubs every 200 ms). */
+	int fd = open(f.s.dev, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 5; i += 2) {
+		struct flip_arg a = { .s = &f.s };
+		snprintf(oid, sizeof(oid), "bad-%d", i);
+		store_key_make(&a.k, 3, oid, strlen(oid), 1);
+		ck_assert_int_eq(loop_thread_call(&f.s.lt, server_stat, &a), 0);
+		ck_assert_int_eq(a.rc, 0);
+		off_t at = (off_t)(STORE_DATA_OFF + a.st.block * STORE_BLOCK_SIZE + 70000);
+		uint8_t byte;
+		ck_assert_int_eq(pread(fd, &byte, 1, at), 1);
+		byte ^= 0x08;
+		ck_assert_int_eq(pwrite(fd, &byte, 1, at), 1);
+	}
+	close(fd);
+
+	Iolake__Osd__BadShard bad[8];
+	char oids[8][24];
+	int pages = 0, n = 0;
+	for (int tries = 0; tries < 300 && n < 3; tries++) {
+		n = list_bad(&f, 2, bad, oids, &pages);
+		if (n < 3)
+			usleep(20000);
+	}
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(pages, 2); /* 2 + 1, the first with more set */
+	for (int i = 0; i < 3; i++) {
+		snprintf(oid, sizeof(oid), "bad-%d", 2 * i);
+		ck_assert_str_eq(oids[i], oid);
+		ck_assert_str_eq(bad[i].kind, "checksum");
+		ck_assert_uint_eq(bad[i].bad_offset, 65536);
+		ck_assert_uint_eq(bad[i].bad_length, 100000 - 65536);
+		ck_assert_uint_eq(bad[i].length, 100000);
+	}
+	const Iolake__Osd__StatusResponse *sp = status(&f, &c);
+	ck_assert_uint_eq(sp->scrub_rate, 1ull << 30);
+	ck_assert_uint_eq(sp->scrub_errors, 3);
+	ck_assert_uint_ge(sp->scrub_passes, 1);
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_scrub_errors_total{osd=\"7\"} 3"));
+	osd_call_clear(&c);
+
+	/* Deleting a bad shard drops its record. */
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__DeleteShardRequest dq = IOLAKE__OSD__DELETE_SHARD_REQUEST__INIT;
+	osd_key(&k, 3, "bad-2", 1);
+	dq.key = &k;
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_DEL, &dq.base, NULL, &c), RPC_OK);
+	osd_call_clear(&c);
+	ck_assert_int_eq(list_bad(&f, 10, bad, oids, &pages), 2);
+	ck_assert_str_eq(oids[0], "bad-0");
+	ck_assert_str_eq(oids[1], "bad-4");
+	buf_unref(b);
+	fx_teardown(&f);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("osd_service");
@@ -649,6 +772,7 @@ static Suite *service_suite(void)
 	tcase_add_loop_test(tc, flipped_byte_is_data_loss, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, no_space_keeps_data, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, busy_then_draining, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, scrub_lists_bad_shards_paged, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
 }
