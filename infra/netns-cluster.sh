@@ -135,7 +135,11 @@ start_node() {
 # ours PID: the process is alive and is one of this cluster's (its command
 # line names DIR), so a PID reused by another process is never signalled.
 ours() {
-	[ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$DIR/"
+	local c
+	# Read whole, then match: "tr | grep -q" under pipefail can fail with
+	# SIGPIPE after a match.
+	c=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+	[[ $c == *"$DIR/"* ]]
 }
 
 # node_pids NODE (or "all"): PIDs recorded for it that are still ours.
@@ -180,12 +184,13 @@ admin() { "$BUILD/iolake-admin" --meta "$(meta_addrs)" --timeout 3s "$@"; }
 
 # until_ok WHAT SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 until_ok() {
-	local what=$1 secs=$2 i
+	local what=$1 secs=$2 end=$(($(date +%s) + $2))
 	shift 2
-	for i in $(seq $((secs * 5))); do
-		if "$@" >/dev/null 2>&1; then return 0; fi
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || break
 		sleep 0.2
 	done
+	if "$@" >/dev/null 2>&1; then return 0; fi
 	die "timed out after ${secs}s waiting for $what (logs: $DIR/n*/*.log)"
 }
 
@@ -227,6 +232,8 @@ start_node_wait() {
 		before[j]=$(grep -c 'msg="registered with meta"' "$DIR/n$n/osd$j.log" 2>/dev/null || true)
 		before[j]=${before[j]:-0}
 	done
+	local first
+	first=$(($(wc -l <"$DIR/pids") + 1))
 	start_node "$n"
 	until_ok "node $n's meta member to answer" "$TIMEOUT" member_answers "$n"
 	for j in $(seq 1 "$OSDS"); do
@@ -234,6 +241,7 @@ start_node_wait() {
 	done
 	until_ok "node $n's OSDs up in the map" "$TIMEOUT" osds_up "$OSDS" "n$n"
 	until_ok "node $n's gateway /health/ready" "$TIMEOUT" gw_ready "$n"
+	check_started "$n" "$first"
 }
 
 # ------------------------------------------------------------------ verbs
@@ -253,9 +261,9 @@ cmd_up() {
 	[[ $OSDS =~ ^[1-9][0-9]?$ ]] || die "up: --osds-per-node: 1..99"
 	[[ $EC =~ ^[0-9]+\+[0-9]+$ ]] || die "up: --ec: K+M"
 	if [ -f "$DIR/state" ]; then die "up: $DIR/state exists: a cluster is (or was) up there; run down first"; fi
-	ip netns list | grep -q "^$PREFIX-n" && die "up: namespaces $PREFIX-n* exist already"
+	if [[ $'\n'$(ip netns list) == *$'\n'"$PREFIX-n"* ]]; then die "up: namespaces $PREFIX-n* exist already"; fi
 	ip link show "$PREFIX-br" >/dev/null 2>&1 && die "up: link $PREFIX-br exists already"
-	if ip -4 addr show | grep -q "inet $SUBNET\."; then die "up: $SUBNET.0/24 is in use on this host (--subnet)"; fi
+	if [[ $(ip -4 addr show) == *"inet $SUBNET."* ]]; then die "up: $SUBNET.0/24 is in use on this host (--subnet)"; fi
 	mkdir -p "$DIR"
 	DIR=$(cd "$DIR" && pwd)
 	BRIDGE=$PREFIX-br
@@ -331,12 +339,17 @@ cmd_down() {
 	fi
 	load_state
 	local key val
+	local n all
+	all=$(node_pids all)
+	# Also any process of this cluster in its namespaces that was not
+	# recorded: deleting a namespace does not end what runs in it.
+	for n in $(seq 1 "$NODES"); do all="$all $(ns_ours "$n")"; done
 	# shellcheck disable=SC2046
-	stop_pids TERM $(node_pids all)
+	stop_pids TERM $(echo "$all" | tr ' ' '\n' | sort -un)
 	rm -f "$DIR/pids"
 	while IFS='=' read -r key val; do
 		case "$key" in
-		NETNS) if ip netns list | grep -q "^$val\( \|$\)"; then ip netns del "$val"; fi ;;
+		NETNS) if [ -e "/run/netns/$val" ]; then ip netns del "$val"; fi ;;
 		VETH) if ip link show "$val" >/dev/null 2>&1; then ip link del "$val"; fi ;;
 		esac
 	done <"$DIR/state"
@@ -345,18 +358,46 @@ cmd_down() {
 	log "down: stopped, namespaces and links of $PREFIX removed (data left in $DIR)"
 }
 
+# ns_ours NODE: PIDs of this cluster's processes inside NODE's namespace,
+# whether recorded or not (ip netns pids sees every process in it).
+ns_ours() {
+	local p
+	for p in $(ip netns pids "$(ns_name "$1")" 2>/dev/null); do
+		if ours "$p"; then echo "$p"; fi
+	done
+	return 0
+}
+
 cmd_kill() {
-	local n
+	local n left
 	n=$(node_arg "$1")
 	# shellcheck disable=SC2046
 	stop_pids KILL $(node_pids "$n")
+	left=$(ns_ours "$n")
+	if [ -n "$left" ]; then
+		# Not recorded (or missed): the node must be empty all the same.
+		log "kill: unrecorded processes in node $n: $(echo "$left" | tr '\n' ' ')"
+		# shellcheck disable=SC2086
+		stop_pids KILL $left
+	fi
 	log "killed node $n"
+}
+
+# check_started NODE FIRST_LINE: every process recorded for NODE from line
+# FIRST_LINE of DIR/pids on is still running (a port still held by an old
+# process, say, makes a new one exit at once).
+check_started() {
+	local node role pid
+	while read -r node role pid; do
+		[ "$node" = "n$1" ] || continue
+		ours "$pid" || die "node $1: $role (pid $pid) exited: $(tail -3 "$DIR/n$1/$role.log")"
+	done < <(tail -n "+$2" "$DIR/pids")
 }
 
 cmd_start() {
 	local n
 	n=$(node_arg "$1")
-	[ -z "$(node_pids "$n")" ] || die "start: node $n still has processes running (kill it first)"
+	[ -z "$(node_pids "$n")$(ns_ours "$n")" ] || die "start: node $n still has processes running (kill it first)"
 	[ -d "$DIR/n$n/meta" ] || die "start: node $n has no data under $DIR/n$n"
 	start_node_wait "$n"
 	log "started node $n"

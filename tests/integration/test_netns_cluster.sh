@@ -43,13 +43,17 @@ command -v ip >/dev/null || skip "no ip(8) (iproute2)"
 if ! err=$(ip netns add "$PFX-probe" 2>&1); then skip "ip netns add failed: $err"; fi
 ip netns del "$PFX-probe"
 
+# leftovers: what of this run still exists (outputs are read whole before
+# matching: "cmd | grep -q" under pipefail can fail after a match).
 leftovers() {
-	local bad=""
-	if ip netns list | grep -q "^$PFX-"; then bad="$bad namespaces:$(ip netns list | grep "^$PFX-" | tr '\n' ' ')"; fi
-	if ip -o link show | grep -q ": $PFX-"; then bad="$bad links:$(ip -o link show | grep -o ": $PFX-[^:@]*" | tr '\n' ' ')"; fi
-	local p
+	local bad="" out p c
+	out=$(ip netns list | grep "^$PFX-" || true)
+	[ -z "$out" ] || bad="$bad namespaces: $(echo "$out" | tr '\n' ' ')"
+	out=$(ip -o link show | grep -o ": $PFX-[^:@]*" || true)
+	[ -z "$out" ] || bad="$bad links$(echo "$out" | tr '\n' ' ')"
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$DIR/"; then bad="$bad pid:${p#/proc/}"; fi
+		c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+		if [[ $c == *"$DIR/"* ]]; then bad="$bad pid:${p#/proc/}"; fi
 	done
 	echo "$bad"
 }
@@ -162,6 +166,8 @@ K=$((G % 6 + 1))
 [ "$K" != "$L" ] || K=$((K % 6 + 1))
 step "kill node $K (meta member, 2 OSDs, gateway)"
 "$CL" kill --dir "$DIR" "$K"
+[ -z "$(ip netns pids "$PFX-n$K")" ] || fail "processes left in node $K after kill: $(ip netns pids "$PFX-n$K" | tr '\n' ' ')"
+curl -sf -m 2 "$(ep "$K")/health/ready" >/dev/null && fail "node $K's gateway still answers after kill"
 s3 check "$(ep "$G")" "$DIR" || fail "degraded read with node $K killed"
 for i in 1 2 3; do
 	poll 30 s3 new "$(ep "$G")" "$DIR" after-kill-$i $((i * 700000)) || fail "PUT after-kill-$i with node $K down"
@@ -204,10 +210,10 @@ else
 	echo "SKIP step: 50 ms delay on node $S: tc netem is not available in this kernel"
 fi
 "$CL" slow --dir "$DIR" "$S" --rate 40mbit || fail "slow --rate"
-tc qdisc show dev "$PFX-v$S" | grep -q tbf || fail "no tbf qdisc on $PFX-v$S"
+[[ $(tc qdisc show dev "$PFX-v$S") == *tbf* ]] || fail "no tbf qdisc on $PFX-v$S"
 s3 check "$(ep "$G")" "$DIR" || fail "read with node $S rate-limited"
 "$CL" unslow --dir "$DIR" "$S"
-tc qdisc show dev "$PFX-v$S" | grep -q tbf && fail "tbf still on $PFX-v$S after unslow"
+[[ $(tc qdisc show dev "$PFX-v$S") != *tbf* ]] || fail "tbf still on $PFX-v$S after unslow"
 
 step "down"
 "$CL" down --dir "$DIR" || fail "down"
