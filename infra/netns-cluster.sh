@@ -22,7 +22,7 @@ usage() {
 Usage:
   netns-cluster.sh up --dir DIR --build BUILD [--nodes 6] [--osds-per-node 2]
                    [--prefix iol] [--subnet 10.77.0] [--ec 4+2] [--osd-size 256M]
-                   [--osd-down-after 4s] [--osd-out-after 1h] [--timeout 60]
+                   [--osd-down-after 10s] [--osd-out-after 1h] [--timeout 60]
   netns-cluster.sh down    --dir DIR
   netns-cluster.sh status  --dir DIR
   netns-cluster.sh kill    --dir DIR NODE     SIGKILL every process of NODE
@@ -105,7 +105,9 @@ node_arg() {
 spawn() {
 	local node=$1 role=$2 bin=$3
 	shift 3
-	ip netns exec "$(ns_name "$node")" "$BUILD/$bin" "$@" \
+	# The environment marks the process as this cluster's (see ours());
+	# env execs the binary, so the PID stays the service's.
+	ip netns exec "$(ns_name "$node")" env "IOLAKE_NETNS_CLUSTER=$DIR" "$BUILD/$bin" "$@" \
 		</dev/null >>"$DIR/n$node/$role.log" 2>&1 &
 	echo "n$node $role $!" >>"$DIR/pids"
 }
@@ -132,14 +134,16 @@ start_node() {
 	spawn "$n" gw iolake-gw --s3-listen "$ip:$S3_PORT" --meta "$(meta_addrs)" --ec "$EC"
 }
 
-# ours PID: the process is alive and is one of this cluster's (its command
-# line names DIR), so a PID reused by another process is never signalled.
+# ours PID: the process is alive and is one of this cluster's: its
+# environment holds IOLAKE_NETNS_CLUSTER=DIR (spawn sets it; command lines
+# do not do: iolake-gw's names no directory). A PID reused by another
+# process is never signalled.
 ours() {
-	local c
-	# Read whole, then match: "tr | grep -q" under pipefail can fail with
-	# SIGPIPE after a match.
-	c=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
-	[[ $c == *"$DIR/"* ]]
+	local e
+	# Read whole, then match ("tr | grep -q" under pipefail can fail with
+	# SIGPIPE after a match). A zombie's environ reads empty: not alive.
+	e=$(tr '\0' '\n' 2>/dev/null <"/proc/$1/environ") || return 1
+	[[ $'\n'$e$'\n' == *$'\n'"IOLAKE_NETNS_CLUSTER=$DIR"$'\n'* ]]
 }
 
 # node_pids NODE (or "all"): PIDs recorded for it that are still ours.
@@ -347,11 +351,13 @@ cmd_down() {
 	# shellcheck disable=SC2046
 	stop_pids TERM $(echo "$all" | tr ' ' '\n' | sort -un)
 	rm -f "$DIR/pids"
+	# Links first: deleting a veth end removes its peer at once, while a
+	# deleted namespace takes its interfaces away asynchronously.
 	while IFS='=' read -r key val; do
-		case "$key" in
-		NETNS) if [ -e "/run/netns/$val" ]; then ip netns del "$val"; fi ;;
-		VETH) if ip link show "$val" >/dev/null 2>&1; then ip link del "$val"; fi ;;
-		esac
+		if [ "$key" = VETH ] && ip link show "$val" >/dev/null 2>&1; then ip link del "$val"; fi
+	done <"$DIR/state"
+	while IFS='=' read -r key val; do
+		if [ "$key" = NETNS ] && [ -e "/run/netns/$val" ]; then ip netns del "$val"; fi
 	done <"$DIR/state"
 	if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
 	rm -f "$DIR/state"
@@ -483,7 +489,7 @@ shift
 case "$VERB" in -h | --help | help) usage; exit 0 ;; esac
 
 DIR="" BUILD="" NODES=6 OSDS=2 PREFIX=iol SUBNET=10.77.0 EC=4+2 OSD_SIZE=256M
-DOWN_AFTER=4s OUT_AFTER=1h TIMEOUT=60
+DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60
 ARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in

@@ -27,8 +27,13 @@ B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
 CL=$HERE/../../infra/netns-cluster.sh
 S3PY=$HERE/netns_s3.py
 PFX=nt$$
-# A /24 per run, from the PID, so parallel runs do not collide.
-SUBNET=10.77.$(($$ % 250))
+# A /24 per run, from the PID and not on the host yet, so parallel runs
+# do not collide (up refuses a subnet in use).
+ADDRS=$(ip -4 -o addr show 2>/dev/null || true)
+for i in $(seq 0 249); do
+	SUBNET=10.77.$((($$ + i) % 250))
+	[[ $ADDRS == *" $SUBNET."* ]] || break
+done
 DIR=$(mktemp -d /dev/shm/iolake-netns.XXXXXX)
 SEED=${SEED:-$$}
 T0=$(date +%s)
@@ -51,9 +56,10 @@ leftovers() {
 	[ -z "$out" ] || bad="$bad namespaces: $(echo "$out" | tr '\n' ' ')"
 	out=$(ip -o link show | grep -o ": $PFX-[^:@]*" || true)
 	[ -z "$out" ] || bad="$bad links$(echo "$out" | tr '\n' ' ')"
+	# Every process netns-cluster.sh starts carries IOLAKE_NETNS_CLUSTER=DIR.
 	for p in /proc/[0-9]*; do
-		c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
-		if [[ $c == *"$DIR/"* ]]; then bad="$bad pid:${p#/proc/}"; fi
+		c=$(tr '\0' '\n' 2>/dev/null <"$p/environ") || continue
+		if [[ $'\n'$c$'\n' == *$'\n'"IOLAKE_NETNS_CLUSTER=$DIR"$'\n'* ]]; then bad="$bad pid:${p#/proc/}"; fi
 	done
 	echo "$bad"
 }
