@@ -119,6 +119,10 @@ print("%d OSDs on %d hosts; %d PGs, %d with a node holding two shards" % (
 sys.exit(1 if bad or len(pgs) == 0 else 0)
 PY
 
+# exec: a command inside node 2 sees node 2's address on its eth0.
+out=$("$CL" exec --dir "$DIR" 2 -- ip -4 -o addr show dev eth0) || fail "exec"
+[[ $out == *" $SUBNET.2/24 "* ]] || fail "exec: node 2's eth0 does not hold $SUBNET.2: $out"
+
 s3 make "$DIR" "$SEED" 20
 s3 put "$(ep 1)" "$DIR" >/dev/null || fail "PUT of the 20 objects"
 s3 check "$(ep 1)" "$DIR" || fail "read back with every node up"
