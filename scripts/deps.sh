@@ -12,7 +12,8 @@ librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check
 clang libclang-rt-14-dev
 awscli python3-boto3 s3cmd python3-prometheus-client
-nginx wrk fio"
+nginx wrk fio
+iproute2 shellcheck"
 
 missing=""
 for p in $PKGS; do

@@ -15,7 +15,14 @@ for t in test_*.sh test_*.py; do
 	[ -e "$t" ] || continue
 	start=$(date +%s)
 	if ./"$t" >"$IOLAKE_BUILD/$t.log" 2>&1; then
+		# A test that cannot run here exits 0 after a "SKIP test_...: why"
+		# line; one that skipped a step it cannot run prints "SKIP step:".
+		if grep -q '^SKIP test_' "$IOLAKE_BUILD/$t.log"; then
+			printf '  SKIP    %-36s %s\n' "integration/$t" "$(grep -m1 '^SKIP test_' "$IOLAKE_BUILD/$t.log" | cut -d: -f2-)"
+			continue
+		fi
 		printf '  PASS    %-36s %3ss\n' "integration/$t" $(( $(date +%s) - start ))
+		grep '^SKIP step:' "$IOLAKE_BUILD/$t.log" | sed 's/^/          /' || true
 	else
 		printf '  FAIL    integration/%s (log: %s)\n' "$t" "$IOLAKE_BUILD/$t.log"
 		tail -60 "$IOLAKE_BUILD/$t.log" | sed 's/^/    | /'
