@@ -18,68 +18,17 @@ dir under /dev/shm) with --scrub-interval 1s.
 
 Every PID is killed and the temp dir removed on exit, pass or fail.
 """
-import json, os, shutil, signal, socket, subprocess, sys, tempfile, time
+import os, signal, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import BUILD, free_port  # noqa: E402
+from procs_py import Procs, admin, expect, free_pair, wait_for  # noqa: E402
 
-PROCS = []
-TMP = tempfile.mkdtemp(prefix="iolake-scrub.", dir="/dev/shm")
+P = Procs("iolake-scrub.")
+TMP = P.tmp
+start = P.start
 DATA_OFF = 1 << 20  # osd/store/super.h STORE_DATA_OFF
 BLOCK = 4096
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    shutil.rmtree(TMP, ignore_errors=True)
-
-
-def start(name, args):
-    log = open(os.path.join(TMP, name + ".log"), "ab")
-    p = subprocess.Popen([os.path.join(BUILD, args[0])] + args[1:], stdout=log, stderr=log)
-    PROCS.append(p)
-    return p
-
-
-def wait_for(what, fn, timeout=15):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if fn():
-                return
-        except Exception:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("timed out waiting for " + what)
-
-
-def admin(meta, *args):
-    out = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "--json"] + list(args),
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
-
-
-def free_pair():
-    """A port whose successor is free too (meta's Raft port)."""
-    for _ in range(50):
-        p = free_port()
-        try:
-            s = socket.socket()
-            s.bind(("127.0.0.1", p + 1))
-            s.close()
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print("ok:", what)
 
 
 def bench(port):
@@ -159,14 +108,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BaseException:
-        for f in sorted(os.listdir(TMP)):
-            if f.endswith(".log"):
-                print("---- %s (tail)" % f)
-                with open(os.path.join(TMP, f), errors="replace") as fh:
-                    print("".join(fh.readlines()[-15:]))
-        raise
-    finally:
-        cleanup()
+    P.run(main)
