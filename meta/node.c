@@ -740,7 +740,9 @@ void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd)
 }
 
 /* Leader: mark OSDs down, then out, whose beats stopped. A new leader
- * counts from its election (it has no older beat times). */
+ * counts from its election (it has no older beat times), and an OSD the
+ * leader sees for the first time (just registered) from that moment: it
+ * gets the whole grace period for its first beat. */
 static void sweep_osds(struct meta_node *n)
 {
 	if (!n->map)
@@ -751,6 +753,8 @@ static void sweep_osds(struct meta_node *n)
 		struct beat *b = node_beat(n, o->id, true);
 		if (!b)
 			return;
+		if (!b->last_ms)
+			b->last_ms = now;
 		uint64_t last = b->last_ms > n->leader_since_ms ? b->last_ms : n->leader_since_ms;
 		uint64_t quiet = now - last;
 		bool down = o->up && quiet >= n->o.osd_down_after_ms;

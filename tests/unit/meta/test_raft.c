@@ -579,7 +579,35 @@ START_TEST(single)
 	Iolake__Meta__WatchMapResponse *wr = (void *)run_call(&loop, cli, META_M_WATCH_MAP, &w.base);
 	ck_assert(wr->changed);
 	ck_assert(wr->map->osds[0]->up && wr->map->osds[0]->in);
+	epoch = wr->map->epoch;
 	protobuf_c_message_free_unpacked(&wr->base, NULL);
+
+	/* An OSD registering long after the election gets the whole grace
+	 * period for its first beat: not marked down before 300 ms (it once
+	 * was at the next sweep, the leader counting from its election). */
+	osd.id = 9;
+	osd.addr = "127.0.0.1:2";
+	osd.host = "h9";
+	uint64_t t_reg = loop_now_ms();
+	r = (void *)run_call(&loop, cli, -1, &op.base);
+	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+	epoch = r->epoch;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	bool down9 = false;
+	while (!down9 && loop_now_ms() - t_reg < 5000) {
+		w.epoch = epoch;
+		w.timeout_ms = 2000;
+		wr = (void *)run_call(&loop, cli, META_M_WATCH_MAP, &w.base);
+		if (wr->changed) {
+			epoch = wr->map->epoch;
+			for (size_t i = 0; i < wr->map->n_osds; i++)
+				if (wr->map->osds[i]->id == 9 && !wr->map->osds[i]->up)
+					down9 = true;
+		}
+		protobuf_c_message_free_unpacked(&wr->base, NULL);
+	}
+	ck_assert(down9);
+	ck_assert_uint_ge(loop_now_ms() - t_reg, 300);
 
 	/* Reads go through a barrier and see the writes. */
 	Iolake__Meta__ListUsersRequest lu = IOLAKE__META__LIST_USERS_REQUEST__INIT;
