@@ -668,19 +668,29 @@ static void complete_list(struct opx *x)
 		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 }
 
-static void op_complete(struct s3_call *c)
+/* The opx of a Complete or an Abort, with its mpu_complete; NULL when
+ * the call was already answered. */
+static struct opx *new_complete_opx(struct s3_call *c)
 {
 	struct opx *x = new_upload_opx(c);
 	if (!x)
-		return;
+		return NULL;
 	struct mpu_complete *m = calloc(1, sizeof(*m));
 	if (!m) {
 		s3o_fail(x, S3E_InternalError, NULL);
-		return;
+		return NULL;
 	}
 	memcpy(m->upload_id, s3_call_req(c)->upload_id, 16);
 	x->ext = m;
 	x->ext_free = complete_free;
+	return x;
+}
+
+static void op_complete(struct s3_call *c)
+{
+	struct opx *x = new_complete_opx(c);
+	if (!x)
+		return;
 	if (!s3_call_http(c)->has_body) {
 		s3o_fail(x, S3E_MalformedXML, NULL);
 		return;
@@ -739,18 +749,9 @@ static void on_abort_listed(void *ud, int err, const ProtobufCMessage *resp)
 
 static void op_abort(struct s3_call *c)
 {
-	struct opx *x = new_upload_opx(c);
-	if (!x)
-		return;
-	struct mpu_complete *m = calloc(1, sizeof(*m));
-	if (!m) {
-		s3o_fail(x, S3E_InternalError, NULL);
-		return;
-	}
-	memcpy(m->upload_id, s3_call_req(c)->upload_id, 16);
-	x->ext = m;
-	x->ext_free = complete_free;
-	abort_list(x);
+	struct opx *x = new_complete_opx(c);
+	if (x)
+		abort_list(x);
 }
 
 static void abort_list(struct opx *x)
