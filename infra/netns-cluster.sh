@@ -23,10 +23,18 @@ Usage:
   netns-cluster.sh up --dir DIR --build BUILD [--nodes 6] [--osds-per-node 2]
                    [--prefix iol] [--subnet 10.77.0] [--ec 4+2] [--osd-size 256M]
                    [--osd-down-after 10s] [--osd-out-after 1h] [--timeout 60]
+                   [--osd-flags "--recovery-rate 32M ..."]
   netns-cluster.sh down    --dir DIR
   netns-cluster.sh status  --dir DIR
   netns-cluster.sh kill    --dir DIR NODE     SIGKILL every process of NODE
   netns-cluster.sh start   --dir DIR NODE     restart NODE's processes on its data
+  netns-cluster.sh kill-osd  --dir DIR NODE J [--destroy]
+                                             SIGKILL NODE's OSD J; --destroy also
+                                             deletes its device file and index
+                                             (a dead drive)
+  netns-cluster.sh start-osd --dir DIR NODE J  restart NODE's OSD J (on a new,
+                                             formatted drive, same id, when
+                                             --destroy removed it)
   netns-cluster.sh isolate --dir DIR NODE     NODE's link down (a partition)
   netns-cluster.sh heal    --dir DIR NODE     NODE's link up again
   netns-cluster.sh slow    --dir DIR NODE [--delay 50ms] [--loss 1%] [--rate 8mbit]
@@ -61,6 +69,7 @@ load_state() {
 		OSD_SIZE) OSD_SIZE=$val ;;
 		DOWN_AFTER) DOWN_AFTER=$val ;;
 		OUT_AFTER) OUT_AFTER=$val ;;
+		OSD_FLAGS) OSD_FLAGS=$val ;;
 		BRIDGE) BRIDGE=$val ;;
 		NETNS) ;;  # one line per namespace, read by down
 		VETH) ;;   # one line per root-side veth, read by down
@@ -112,25 +121,33 @@ spawn() {
 	echo "n$node $role $!" >>"$DIR/pids"
 }
 
+# start_osd NODE J: NODE's OSD J on its device file; a missing file (a
+# new cluster, or a drive destroyed by kill-osd --destroy) is created
+# sparse and formatted: the same OSD id on a blank drive.
+start_osd() {
+	local n=$1 j=$2 id fmt=() extra=()
+	id=$(((n - 1) * OSDS + j))
+	if [ ! -e "$DIR/n$n/osd$j.dev" ]; then
+		# Sparse: N*K files of OSD_SIZE on tmpfs cost only what is written.
+		truncate -s "$OSD_SIZE" "$DIR/n$n/osd$j.dev"
+		rm -rf "$DIR/n$n/osd$j.idx"
+		fmt=(--format)
+	fi
+	# shellcheck disable=SC2206  # OSD_FLAGS is a flag list, split on spaces
+	[ -z "$OSD_FLAGS" ] || extra=($OSD_FLAGS)
+	spawn "$n" "osd$j" iolake-osd --id "$id" --device "$DIR/n$n/osd$j.dev" \
+		--meta-dir "$DIR/n$n/osd$j.idx" --listen "$(node_ip "$n"):$((OSD_PORT0 + j))" \
+		--meta "$(meta_addrs)" --host "n$n" "${fmt[@]}" "${extra[@]}"
+}
+
 start_node() {
-	local n=$1 j id ip fmt
+	local n=$1 j ip
 	ip=$(node_ip "$n")
 	mkdir -p "$DIR/n$n"
 	spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
 		--listen "$ip:$META_PORT" --peers "$(meta_peers)" \
 		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC"
-	for j in $(seq 1 "$OSDS"); do
-		id=$(((n - 1) * OSDS + j))
-		fmt=()
-		if [ ! -e "$DIR/n$n/osd$j.dev" ]; then
-			# Sparse: N*K files of OSD_SIZE on tmpfs cost only what is written.
-			truncate -s "$OSD_SIZE" "$DIR/n$n/osd$j.dev"
-			fmt=(--format)
-		fi
-		spawn "$n" "osd$j" iolake-osd --id "$id" --device "$DIR/n$n/osd$j.dev" \
-			--meta-dir "$DIR/n$n/osd$j.idx" --listen "$ip:$((OSD_PORT0 + j))" \
-			--meta "$(meta_addrs)" --host "n$n" "${fmt[@]}"
-	done
+	for j in $(seq 1 "$OSDS"); do start_osd "$n" "$j"; done
 	spawn "$n" gw iolake-gw --s3-listen "$ip:$S3_PORT" --meta "$(meta_addrs)" --ec "$EC"
 }
 
@@ -284,6 +301,7 @@ cmd_up() {
 		echo "OSD_SIZE=$OSD_SIZE"
 		echo "DOWN_AFTER=$DOWN_AFTER"
 		echo "OUT_AFTER=$OUT_AFTER"
+		echo "OSD_FLAGS=$OSD_FLAGS"
 		echo "BRIDGE=$BRIDGE"
 	} >"$DIR/state"
 	: >"$DIR/pids"
@@ -389,6 +407,50 @@ cmd_kill() {
 	log "killed node $n"
 }
 
+# osd_arg J: an OSD number of a node, 1..OSDS.
+osd_arg() {
+	case "$1" in '' | *[!0-9]*) die "bad OSD number '$1' (1..$OSDS)" ;; esac
+	if [ "$1" -lt 1 ] || [ "$1" -gt "$OSDS" ]; then die "OSD $1 out of range 1..$OSDS"; fi
+	echo "$1"
+}
+
+# role_pids NODE ROLE: PIDs recorded for NODE's ROLE that are still ours.
+role_pids() {
+	local node role pid
+	[ -f "$DIR/pids" ] || return 0
+	while read -r node role pid; do
+		if [ "$node" = "n$1" ] && [ "$role" = "$2" ] && ours "$pid"; then echo "$pid"; fi
+	done <"$DIR/pids"
+	return 0
+}
+
+cmd_kill_osd() {
+	local n j
+	n=$(node_arg "$1")
+	j=$(osd_arg "$2")
+	# shellcheck disable=SC2046
+	stop_pids KILL $(role_pids "$n" "osd$j")
+	if [ "$DESTROY" = 1 ]; then
+		rm -rf "$DIR/n$n/osd$j.dev" "$DIR/n$n/osd$j.idx"
+		log "killed node $n's osd$j (id $(((n - 1) * OSDS + j))) and destroyed its drive"
+	else
+		log "killed node $n's osd$j (id $(((n - 1) * OSDS + j)))"
+	fi
+}
+
+cmd_start_osd() {
+	local n j before first
+	n=$(node_arg "$1")
+	j=$(osd_arg "$2")
+	[ -z "$(role_pids "$n" "osd$j")" ] || die "start-osd: node $n's osd$j is running (kill-osd it first)"
+	before=$(grep -c 'msg="registered with meta"' "$DIR/n$n/osd$j.log" 2>/dev/null || true)
+	first=$(($(wc -l <"$DIR/pids") + 1))
+	start_osd "$n" "$j"
+	until_ok "node $n's osd$j to register with meta" "$TIMEOUT" registered "$n" "$j" "${before:-0}"
+	check_started "$n" "$first"
+	log "started node $n's osd$j"
+}
+
 # check_started NODE FIRST_LINE: every process recorded for NODE from line
 # FIRST_LINE of DIR/pids on is still running (a port still held by an old
 # process, say, makes a new one exit at once).
@@ -489,7 +551,7 @@ shift
 case "$VERB" in -h | --help | help) usage; exit 0 ;; esac
 
 DIR="" BUILD="" NODES=6 OSDS=2 PREFIX=iol SUBNET=10.77.0 EC=4+2 OSD_SIZE=256M
-DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60
+DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" DESTROY=0
 ARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -504,6 +566,8 @@ while [ $# -gt 0 ]; do
 	--osd-down-after) DOWN_AFTER=${2:?--osd-down-after needs a value}; shift 2 ;;
 	--osd-out-after) OUT_AFTER=${2:?--osd-out-after needs a value}; shift 2 ;;
 	--timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
+	--osd-flags) OSD_FLAGS=${2?--osd-flags needs a value}; shift 2 ;;
+	--destroy) DESTROY=1; shift ;;
 	--) ARGS+=("$@"); break ;;
 	*) ARGS+=("$1"); shift ;;
 	esac
@@ -522,6 +586,11 @@ kill | start | isolate | heal | unslow)
 	[ ${#ARGS[@]} -eq 1 ] || die "$VERB: one NODE expected"
 	load_state
 	"cmd_$VERB" "${ARGS[0]}"
+	;;
+kill-osd | start-osd)
+	[ ${#ARGS[@]} -eq 2 ] || die "$VERB: NODE and OSD number expected"
+	load_state
+	"cmd_${VERB/-/_}" "${ARGS[@]}"
 	;;
 slow | exec)
 	[ ${#ARGS[@]} -ge 1 ] || die "$VERB: NODE expected"

@@ -6,7 +6,10 @@ AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY. Objects live as files under
 WORK/objs (the oracle): each key is its file's name.
 
   netns_s3.py make WORK SEED COUNT       write COUNT files, 1 KiB..3 MiB, from SEED
+  netns_s3.py makemixed WORK SEED COUNT  write COUNT files, 0 B..20 MiB (most small), from SEED
   netns_s3.py put EP WORK [KEY...]       create bucket "netns" if needed; PUT the keys (default all)
+  netns_s3.py putall EP WORK             PUT every file, 16 at a time; over 8 MiB as multipart
+  netns_s3.py delete EP WORK KEY...      DELETE the keys and drop them from the oracle
   netns_s3.py new EP WORK KEY SIZE       write a new file KEY of SIZE bytes and PUT it
   netns_s3.py check EP WORK              GET every key (32 at a time), compare byte for byte
 
@@ -47,6 +50,53 @@ def make(work, seed, count):
         with open(os.path.join(objs(work), "obj%02d" % i), "wb") as f:
             f.write(rnd.getrandbits(8 * n).to_bytes(n, "little") if n else b"")
     print("made %d objects, seed %d, %d..%d bytes" % (len(sizes), seed, min(sizes), max(sizes)))
+
+
+def makemixed(work, seed, count):
+    rnd = random.Random(seed)
+    os.makedirs(objs(work), exist_ok=True)
+    # The ends always (empty, 20 MiB); then 60% up to 64 KiB (inline and
+    # one-segment objects), 30% up to 2 MiB, 10% up to 20 MiB (multipart
+    # above 8 MiB), each log-uniform in its band.
+    sizes = [0, 20 << 20]
+    for _ in range(count - 2):
+        r = rnd.random()
+        lo, hi = (1, 64 << 10) if r < 0.6 else ((64 << 10, 2 << 20) if r < 0.9 else (2 << 20, 20 << 20))
+        sizes.append(int(lo * (hi / lo) ** rnd.random()))
+    for i, n in enumerate(sizes):
+        with open(os.path.join(objs(work), "obj%04d" % i), "wb") as f:
+            f.write(rnd.getrandbits(8 * n).to_bytes(n, "little") if n else b"")
+    print("made %d objects, seed %d, %d bytes in all, %d..%d bytes" % (
+        len(sizes), seed, sum(sizes), min(sizes), max(sizes)))
+
+
+def putall(ep, work):
+    from boto3.s3.transfer import TransferConfig
+    s3 = client(ep)
+    try:
+        s3.head_bucket(Bucket=BUCKET)
+    except Exception:
+        s3.create_bucket(Bucket=BUCKET)
+    tc = TransferConfig(multipart_threshold=8 << 20, multipart_chunksize=5 << 20,
+                        max_concurrency=4, use_threads=True)
+    keys = sorted(k for k in os.listdir(objs(work)) if not k.endswith(".tmp"))
+
+    def one(k):
+        s3.upload_file(os.path.join(objs(work), k), BUCKET, k, Config=tc)
+
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(one, keys))
+    total = sum(os.path.getsize(os.path.join(objs(work), k)) for k in keys)
+    print("put %d objects (%d bytes) in %.1f s" % (len(keys), total, time.time() - t0))
+
+
+def delete(ep, work, keys):
+    s3 = client(ep)
+    for k in keys:
+        s3.delete_object(Bucket=BUCKET, Key=k)
+        os.unlink(os.path.join(objs(work), k))
+    print("deleted %d objects" % len(keys))
 
 
 def put(ep, work, keys):
@@ -111,6 +161,12 @@ def check(ep, work):
 def main(a):
     if a[0] == "make":
         make(a[1], int(a[2]), int(a[3]))
+    elif a[0] == "makemixed":
+        makemixed(a[1], int(a[2]), int(a[3]))
+    elif a[0] == "putall":
+        putall(a[1], a[2])
+    elif a[0] == "delete":
+        delete(a[1], a[2], a[3:])
     elif a[0] == "put":
         put(a[1], a[2], a[3:])
     elif a[0] == "new":

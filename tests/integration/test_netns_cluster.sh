@@ -21,89 +21,15 @@
 # this run may be left (the test fails otherwise). Needs root and working
 # `ip netns`; without them it prints SKIP with the reason and exits 0.
 set -euo pipefail
-export PATH=/usr/bin:/bin:$PATH
 HERE=$(cd "$(dirname "$0")" && pwd)
-B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
-CL=$HERE/../../infra/netns-cluster.sh
-S3PY=$HERE/netns_s3.py
-PFX=nt$$
-# A /24 per run, from the PID and not on the host yet, so parallel runs
-# do not collide (up refuses a subnet in use).
-ADDRS=$(ip -4 -o addr show 2>/dev/null || true)
-for i in $(seq 0 249); do
-	SUBNET=10.77.$((($$ + i) % 250))
-	[[ $ADDRS == *" $SUBNET."* ]] || break
-done
-DIR=$(mktemp -d /dev/shm/iolake-netns.XXXXXX)
-SEED=${SEED:-$$}
-T0=$(date +%s)
-
-skip() {
-	echo "SKIP test_netns_cluster: $*"
-	rm -rf "$DIR"
-	exit 0
-}
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "no ip(8) (iproute2)"
-if ! err=$(ip netns add "$PFX-probe" 2>&1); then skip "ip netns add failed: $err"; fi
-ip netns del "$PFX-probe"
-
-# leftovers: what of this run still exists (outputs are read whole before
-# matching: "cmd | grep -q" under pipefail can fail after a match).
-leftovers() {
-	local bad="" out p c
-	out=$(ip netns list | grep "^$PFX-" || true)
-	[ -z "$out" ] || bad="$bad namespaces: $(echo "$out" | tr '\n' ' ')"
-	out=$(ip -o link show | grep -o ": $PFX-[^:@]*" || true)
-	[ -z "$out" ] || bad="$bad links$(echo "$out" | tr '\n' ' ')"
-	# Every process netns-cluster.sh starts carries IOLAKE_NETNS_CLUSTER=DIR.
-	for p in /proc/[0-9]*; do
-		c=$(tr '\0' '\n' 2>/dev/null <"$p/environ") || continue
-		if [[ $'\n'$c$'\n' == *$'\n'"IOLAKE_NETNS_CLUSTER=$DIR"$'\n'* ]]; then bad="$bad pid:${p#/proc/}"; fi
-	done
-	echo "$bad"
-}
-cleanup() {
-	local rc=$? left
-	trap - EXIT INT TERM
-	if [ $rc != 0 ]; then
-		for f in "$DIR"/n*/*.log; do
-			[ -f "$f" ] || continue
-			echo "== $f"
-			tail -8 "$f" | cut -c1-300
-		done
-	fi
-	"$CL" down --dir "$DIR" || rc=1
-	left=$(leftovers)
-	if [ -n "$left" ]; then
-		echo "FAIL: left behind after down:$left"
-		rc=1
-	fi
-	rm -rf "$DIR"
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-	echo "FAIL: $*"
-	exit 1
-}
-step() { echo "--- [$(($(date +%s) - T0))s] $*"; }
+NETNS_TEST=test_netns_cluster
+# shellcheck source=netns_lib.sh
+. "$HERE/netns_lib.sh"
 
 step "up: 6 nodes x 2 OSDs, EC 4+2, prefix $PFX, $SUBNET.0/24, seed $SEED"
 "$CL" up --dir "$DIR" --build "$B" --prefix "$PFX" --subnet "$SUBNET" --nodes 6 --osds-per-node 2 \
 	--ec 4+2 --osd-size 256M || fail "up"
-set -a
-# shellcheck disable=SC1091
-. "$DIR/credentials"
-set +a
-export AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
-META=$SUBNET.1:7000
-for i in 2 3 4 5 6; do META=$META,$SUBNET.$i:7000; done
-admin() { "$B/iolake-admin" --meta "$META" --timeout 3s "$@"; }
-ep() { echo "http://$SUBNET.$1:9000"; }
-s3() { python3 "$S3PY" "$@"; }
+netns_env
 
 # Placement: six hosts, width six: one shard of every PG per node.
 admin --json osd ls >"$DIR/osds.json"
@@ -135,15 +61,6 @@ import json, sys
 d = json.load(sys.stdin)
 l = [m["id"] for m in d["members"] if m.get("role") == "leader" and str(m["id"]) != sys.argv[1]]
 print(l[0] if len(l) == 1 else "")' "${1:-}" || true
-}
-# poll SECONDS CMD...: run CMD every 0.5 s until it succeeds; 1 on timeout.
-poll() {
-	local end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
-		sleep 0.5
-	done
 }
 
 L=$(leader_id)
