@@ -35,6 +35,8 @@ Usage:
   netns-cluster.sh start-osd --dir DIR NODE J  restart NODE's OSD J (on a new,
                                              formatted drive, same id, when
                                              --destroy removed it)
+  netns-cluster.sh add-node  --dir DIR         one more node (OSDs and a gateway,
+                                             no meta member): expansion
   netns-cluster.sh isolate --dir DIR NODE     NODE's link down (a partition)
   netns-cluster.sh heal    --dir DIR NODE     NODE's link up again
   netns-cluster.sh slow    --dir DIR NODE [--delay 50ms] [--loss 1%] [--rate 8mbit]
@@ -62,6 +64,7 @@ load_state() {
 		case "$key" in
 		PREFIX) PREFIX=$val ;;
 		NODES) NODES=$val ;;
+		MEMBERS) MEMBERS=$val ;;
 		OSDS) OSDS=$val ;;
 		SUBNET) SUBNET=$val ;;
 		BUILD) BUILD=$val ;;
@@ -76,6 +79,8 @@ load_state() {
 		*) die "unknown key '$key' in $DIR/state" ;;
 		esac
 	done <"$DIR/state"
+	# A state written before add-node existed: every node is a member.
+	MEMBERS=${MEMBERS:-$NODES}
 }
 
 ns_name() { echo "$PREFIX-n$1"; }
@@ -88,13 +93,13 @@ S3_PORT=9000
 
 meta_addrs() {
 	local i out=""
-	for i in $(seq 1 "$NODES"); do out="$out${out:+,}$(node_ip "$i"):$META_PORT"; done
+	for i in $(seq 1 "$MEMBERS"); do out="$out${out:+,}$(node_ip "$i"):$META_PORT"; done
 	echo "$out"
 }
 
 meta_peers() {
 	local i out=""
-	for i in $(seq 1 "$NODES"); do out="$out${out:+,}$i@$(node_ip "$i"):$META_PORT"; done
+	for i in $(seq 1 "$MEMBERS"); do out="$out${out:+,}$i@$(node_ip "$i"):$META_PORT"; done
 	echo "$out"
 }
 
@@ -144,7 +149,8 @@ start_node() {
 	local n=$1 j ip
 	ip=$(node_ip "$n")
 	mkdir -p "$DIR/n$n"
-	spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
+	# Nodes added after up (add-node) hold OSDs and a gateway, no member.
+	[ "$n" -gt "$MEMBERS" ] || spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
 		--listen "$ip:$META_PORT" --peers "$(meta_peers)" \
 		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC"
 	for j in $(seq 1 "$OSDS"); do start_osd "$n" "$j"; done
@@ -256,7 +262,7 @@ start_node_wait() {
 	local first
 	first=$(($(wc -l <"$DIR/pids") + 1))
 	start_node "$n"
-	until_ok "node $n's meta member to answer" "$TIMEOUT" member_answers "$n"
+	[ "$n" -gt "$MEMBERS" ] || until_ok "node $n's meta member to answer" "$TIMEOUT" member_answers "$n"
 	for j in $(seq 1 "$OSDS"); do
 		until_ok "node $n's osd$j to register with meta" "$TIMEOUT" registered "$n" "$j" "${before[j]}"
 	done
@@ -288,12 +294,14 @@ cmd_up() {
 	mkdir -p "$DIR"
 	DIR=$(cd "$DIR" && pwd)
 	BRIDGE=$PREFIX-br
+	MEMBERS=$NODES
 
 	# Record each name before creating it, so down removes whatever exists
 	# even when up fails half way.
 	{
 		echo "PREFIX=$PREFIX"
 		echo "NODES=$NODES"
+		echo "MEMBERS=$NODES"
 		echo "OSDS=$OSDS"
 		echo "SUBNET=$SUBNET"
 		echo "BUILD=$BUILD"
@@ -308,22 +316,8 @@ cmd_up() {
 	ip link add "$BRIDGE" type bridge
 	ip addr add "$SUBNET.254/24" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
-	local n ns v
-	for n in $(seq 1 "$NODES"); do
-		ns=$(ns_name "$n")
-		v=$(veth_name "$n")
-		echo "NETNS=$ns" >>"$DIR/state"
-		ip netns add "$ns"
-		echo "VETH=$v" >>"$DIR/state"
-		ip link add "$v" type veth peer name "$PREFIX-p$n"
-		ip link set "$PREFIX-p$n" netns "$ns"
-		ip -n "$ns" link set "$PREFIX-p$n" name eth0
-		ip -n "$ns" addr add "$(node_ip "$n")/24" dev eth0
-		ip -n "$ns" link set lo up
-		ip -n "$ns" link set eth0 up
-		ip link set "$v" master "$BRIDGE"
-		ip link set "$v" up
-	done
+	local n
+	for n in $(seq 1 "$NODES"); do node_net "$n"; done
 	for n in $(seq 1 "$NODES"); do start_node "$n"; done
 	until_ok "a meta leader" "$TIMEOUT" has_leader
 	until_ok "all $((NODES * OSDS)) OSDs up in the map" "$TIMEOUT" osds_up $((NODES * OSDS)) ""
@@ -345,10 +339,41 @@ print("AWS_SECRET_ACCESS_KEY=" + d["secret_key"])' "$out" >"$DIR/credentials"
 	cmd_status
 }
 
+# node_net NODE: NODE's namespace and its veth into the bridge (each name
+# recorded in DIR/state before it is created).
+node_net() {
+	local n=$1 ns v
+	ns=$(ns_name "$n")
+	v=$(veth_name "$n")
+	echo "NETNS=$ns" >>"$DIR/state"
+	ip netns add "$ns"
+	echo "VETH=$v" >>"$DIR/state"
+	ip link add "$v" type veth peer name "$PREFIX-p$n"
+	ip link set "$PREFIX-p$n" netns "$ns"
+	ip -n "$ns" link set "$PREFIX-p$n" name eth0
+	ip -n "$ns" addr add "$(node_ip "$n")/24" dev eth0
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link set eth0 up
+	ip link set "$v" master "$BRIDGE"
+	ip link set "$v" up
+}
+
+# add-node: node NODES+1 with its OSDs (new drives) and a gateway, no meta
+# member: cluster expansion. Returns once its OSDs are up in the map.
+cmd_add_node() {
+	local n=$((NODES + 1))
+	[ "$n" -le 99 ] || die "add-node: at most 99 nodes"
+	node_net "$n"
+	sed -i "s/^NODES=.*/NODES=$n/" "$DIR/state"
+	NODES=$n
+	start_node_wait "$n"
+	log "added node $n ($(node_ip "$n")): $OSDS OSDs, a gateway, no meta member"
+}
+
 cmd_status() {
 	local n
 	echo "nodes: $NODES (namespaces $PREFIX-n1..$PREFIX-n$NODES, bridge $BRIDGE, $SUBNET.0/24)"
-	echo "meta: $(meta_addrs)"
+	echo "meta: $(meta_addrs) ($MEMBERS members)"
 	for n in $(seq 1 "$NODES"); do echo "s3 endpoint n$n: http://$(node_ip "$n"):$S3_PORT"; done
 	echo "credentials ($DIR/credentials):"
 	sed 's/^/  /' "$DIR/credentials"
@@ -466,7 +491,7 @@ cmd_start() {
 	local n
 	n=$(node_arg "$1")
 	[ -z "$(node_pids "$n")$(ns_ours "$n")" ] || die "start: node $n still has processes running (kill it first)"
-	[ -d "$DIR/n$n/meta" ] || die "start: node $n has no data under $DIR/n$n"
+	[ -d "$DIR/n$n/meta" ] || [ "$n" -gt "$MEMBERS" ] || die "start: node $n has no data under $DIR/n$n"
 	start_node_wait "$n"
 	log "started node $n"
 }
@@ -582,6 +607,7 @@ case "$VERB" in
 up) [ ${#ARGS[@]} -eq 0 ] || die "up: unexpected argument ${ARGS[0]}"; cmd_up ;;
 down) cmd_down ;;
 status) load_state; cmd_status ;;
+add-node) [ ${#ARGS[@]} -eq 0 ] || die "add-node: no argument expected"; load_state; cmd_add_node ;;
 kill | start | isolate | heal | unslow)
 	[ ${#ARGS[@]} -eq 1 ] || die "$VERB: one NODE expected"
 	load_state

@@ -12,6 +12,7 @@ WORK/objs (the oracle): each key is its file's name.
   netns_s3.py delete EP WORK KEY...      DELETE the keys and drop them from the oracle
   netns_s3.py new EP WORK KEY SIZE       write a new file KEY of SIZE bytes and PUT it
   netns_s3.py check EP WORK              GET every key (32 at a time), compare byte for byte
+  netns_s3.py checkloop EP WORK STOP     check again and again until the file STOP exists
 
 Exit 0 when everything asked succeeded, 1 otherwise (each failure printed).
 No retries: a failed call is a failure, the caller polls if it means to.
@@ -158,6 +159,16 @@ def check(ep, work):
     return not bad
 
 
+def checkloop(ep, work, stop):
+    rounds = failed = 0
+    while not os.path.exists(stop):
+        rounds += 1
+        if not check(ep, work):
+            failed += 1
+    print("checkloop: %d rounds over every object, %d with a failure" % (rounds, failed))
+    return failed == 0 and rounds > 0
+
+
 def main(a):
     if a[0] == "make":
         make(a[1], int(a[2]), int(a[3]))
@@ -171,6 +182,8 @@ def main(a):
         put(a[1], a[2], a[3:])
     elif a[0] == "new":
         new(a[1], a[2], a[3], int(a[4]))
+    elif a[0] == "checkloop":
+        return 0 if checkloop(a[1], a[2], a[3]) else 1
     elif a[0] == "check":
         return 0 if check(a[1], a[2]) else 1
     else:
