@@ -80,6 +80,23 @@ static enum meta_pg_state state_of_kind(enum meta_pg_report_kind k, bool degrade
 	return META_PG_UNKNOWN;
 }
 
+/* A carried state under today's up set: the previous report may have
+ * seen every slot up (or one down that is back). Never shows clean while
+ * a slot is down. */
+static enum meta_pg_state with_degraded(enum meta_pg_state s, bool degraded)
+{
+	switch (s) {
+	case META_PG_CLEAN: return degraded ? META_PG_DEGRADED : s;
+	case META_PG_RECOVERING:
+	case META_PG_RECOVERING_DEGRADED:
+		return degraded ? META_PG_RECOVERING_DEGRADED : META_PG_RECOVERING;
+	case META_PG_BACKFILLING:
+	case META_PG_BACKFILLING_DEGRADED:
+		return degraded ? META_PG_BACKFILLING_DEGRADED : META_PG_BACKFILLING;
+	default: return s;
+	}
+}
+
 static bool same_slots(const struct meta_pg_report *r, uint32_t width, const uint32_t *osds)
 {
 	return r->n_osds == width && !memcmp(r->osds, osds, width * sizeof(*osds));
@@ -116,7 +133,7 @@ void meta_pgstate_derive(const struct meta_pg_view *v, const struct meta_pg_repo
 		if (rep->kind != META_PGR_SCANNING)
 			out->state = state_of_kind(rep->kind, degraded);
 		else if (rep->carried != META_PG_UNKNOWN)
-			out->state = rep->carried;
+			out->state = with_degraded(rep->carried, degraded);
 		else
 			out->state = degraded ? META_PG_DEGRADED : META_PG_UNKNOWN;
 		return;

@@ -22,7 +22,9 @@
  *                                                   is down or empty
  *     "degraded"                                    active+degraded
  *     "scanning" (or a state this leader does not know): the state the
- *       previous report of the same slots gave; active+remapped when the
+ *       previous report of the same slots gave (+degraded following
+ *       today's up set; clean shows active+degraded while a slot is
+ *       down); active+remapped when the
  *       slots moved since that report; with no previous report,
  *       active+degraded when a slot is down or empty, else unknown
  *   no valid report:

@@ -86,6 +86,14 @@ START_TEST(test_states)
 	ck_assert_int_eq(derive(set, 0x1f, &r, 1500), META_PG_DEGRADED);
 	r.carried = META_PG_RECOVERING_DEGRADED;
 	ck_assert_int_eq(derive(set, 0x1f, &r, 1500), META_PG_RECOVERING_DEGRADED);
+	/* a carried state follows today's up set: never clean with a slot down */
+	r.carried = META_PG_CLEAN;
+	ck_assert_int_eq(derive(set, 0x1f, &r, 1500), META_PG_DEGRADED);
+	r.carried = META_PG_BACKFILLING;
+	ck_assert_int_eq(derive(set, 0x1f, &r, 1500), META_PG_BACKFILLING_DEGRADED);
+	r = rep_of(set, 6, 0x3f, META_PGR_SCANNING);
+	r.carried = META_PG_RECOVERING_DEGRADED;
+	ck_assert_int_eq(derive(set, 0x3f, &r, 1500), META_PG_RECOVERING);
 }
 END_TEST
 
