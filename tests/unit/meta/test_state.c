@@ -2,7 +2,8 @@
  * test_state.c — the meta state machine on real RocksDB under /dev/shm:
  * batches, restart + replay (no double apply, equal digests), two members
  * fed the same log, conditional puts, request-id dedupe and its window,
- * bucket delete when not empty, users and keys, multipart, the cluster map,
+ * bucket delete when not empty, users and keys, multipart, the cluster map
+ * (with an operator's sticky out, osd in, and RemoveOsd of a down+out OSD),
  * snapshots (export/import, checkpoint), malformed entries and tag changes.
  */
 #include <check.h>
