@@ -43,6 +43,9 @@
  * (idle memory capped by pool_max_bytes); operations come from free lists
  * capped by max_ops. gw_data_stats() reports bytes held and their peak.
  *
+ * Degraded PGs (a PUT short of shards, a GET that decoded around a bad
+ * shard) are reported through opts.on_degraded; what to do is the owner's.
+ *
  * Does not: choose the OSDs (the caller maps the PG), talk to meta, keep
  * small objects (gw_data_is_inline() says which ones the caller should keep
  * in the record itself), retry (a failed shard is reported, not retried).
@@ -63,6 +66,14 @@
 #define GW_DATA_OID_LEN 16
 #define GW_DATA_KEY_LEN (GW_DATA_OID_LEN + 4) /* object id || be32(segment) */
 
+/* Why gw_data tells its owner a PG looks degraded (gw_data_opts.on_degraded). */
+enum gw_data_degraded {
+	GW_DATA_PUT_PARTIAL,         /* a PUT completed without some of its shards */
+	GW_DATA_READ_BAD_SHARD,      /* a GET decoded around a shard that failed or
+	                              * mismatched on an OSD it had a channel to, or
+	                              * that the layout records as missing */
+};
+
 struct gw_data_opts {
 	unsigned k, m;               /* 0, 0: 4+2 */
 	uint32_t segment_bytes;      /* data bytes per segment; 0: 4 MiB; max 256 MiB */
@@ -72,6 +83,12 @@ struct gw_data_opts {
 	uint32_t inline_max_bytes;   /* see gw_data_is_inline; 0: 4096 */
 	uint32_t max_ops;            /* live puts + gets + deletes; 0: 4096 */
 	uint64_t pool_max_bytes;     /* idle pooled buffer memory kept; 0: 256 MiB */
+	/* PG pg looks degraded (see enum gw_data_degraded): at most once per
+	 * PUT or GET, on the loop, from inside gw_data; it must only record
+	 * the PG (not call into gw_data). A shard on a known-down OSD (NULL
+	 * channel) does not make a GET report. NULL: nobody is told. */
+	void (*on_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
+	void *degraded_ud;
 };
 
 /* Where an object's shards go: the PG and its ordered OSD set. */

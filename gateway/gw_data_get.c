@@ -76,6 +76,7 @@ struct gw_data_get {
 	bool stop;                 /* a segment failed: start no more */
 	bool waiting;              /* read returned -EAGAIN */
 	bool freed;
+	bool reported;             /* on_degraded told about this GET */
 	int status;
 	unsigned pending;          /* calls in flight, all segments */
 	char err[320];
@@ -169,6 +170,11 @@ static void seg_decode(struct get_seg *seg)
 	if (!want) {
 		seg->state = S_READY;
 		return;
+	}
+	if (!g->reported && d->o.on_degraded &&
+	    ((seg->failed | l->missing[seg->index]) & ~g->bad)) {
+		g->reported = true;
+		d->o.on_degraded(d->o.degraded_ud, l->pg, GW_DATA_READ_BAD_SHARD);
 	}
 	uint32_t present = 0;
 	for (unsigned i = 0, c = 0; i < g->n && c < g->k; i++)

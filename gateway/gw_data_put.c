@@ -240,6 +240,13 @@ static void put_complete(struct gw_data_put *p)
 		put_release(p);
 		return;
 	}
+	/* Only for a PUT its owner still holds: a freed one's owner may be
+	 * gone with the hook's ud. */
+	for (uint32_t s = 0; p->status == 0 && d->o.on_degraded && s < p->layout.nsegs; s++)
+		if (p->layout.missing[s]) {
+			d->o.on_degraded(d->o.degraded_ud, p->layout.pg, GW_DATA_PUT_PARTIAL);
+			break;
+		}
 	p->cbs.on_done(p, p->status, p->ud);
 }
 

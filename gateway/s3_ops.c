@@ -682,6 +682,15 @@ static void register_metrics(struct s3_ops *o)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
 }
 
+/* gw_data saw a degraded PG: queue a rescan flag (never on the request's
+ * critical path: gw_heal only sets a bit). */
+static void on_degraded(void *ud, uint32_t pg, enum gw_data_degraded why)
+{
+	struct s3_ops *o = ud;
+	gw_heal_flag(o->heal, pg,
+		     why == GW_DATA_PUT_PARTIAL ? GW_HEAL_PUT_PARTIAL : GW_HEAL_READ_BAD_SHARD);
+}
+
 int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **out)
 {
 	if (!cfg->n_meta)
@@ -709,6 +718,8 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	if (!dop.segment_bytes)
 		dop.segment_bytes = 1u << 20;
 	dop.inline_max_bytes = o->inline_max;
+	dop.on_degraded = on_degraded;
+	dop.degraded_ud = o;
 	rc = gw_data_new(loop, &dop, &o->data);
 	if (rc)
 		goto err_reg;
@@ -722,10 +733,16 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	if (rc)
 		goto err_mc;
 	register_metrics(o);
+	rc = gw_heal_new(loop, o->mc, o->reg, NULL, &o->heal);
+	if (rc) {
+		gw_map_close(o->map);
+		goto err_mc;
+	}
 	if (cfg->gc_interval_ms) {
 		struct gw_gc_opts go = { .interval_ms = cfg->gc_interval_ms };
 		rc = gw_gc_start(o, &go, &o->gc);
 		if (rc) {
+			gw_heal_close(o->heal);
 			gw_map_close(o->map);
 			goto err_mc;
 		}
@@ -827,6 +844,7 @@ void s3_ops_free(struct s3_ops *o)
 	if (!o)
 		return;
 	gw_gc_close(o->gc);   /* before the client: its calls come back below */
+	gw_heal_close(o->heal);
 	meta_client_close(o->mc);
 	gw_map_close(o->map);   /* pending shard calls come back CANCELLED */
 	data_free_when_idle(o->loop, o->data);

@@ -23,6 +23,7 @@
 
 #include "gateway/gw_data.h"
 #include "gateway/gw_gc.h"
+#include "gateway/gw_heal.h"
 #include "gateway/s3_ops.h"
 #include "gateway/s3_server.h"
 #include "meta/client.h"
@@ -49,6 +50,7 @@ struct s3_ops {
 	struct metrics_registry *reg;
 	bool own_reg;
 	struct gw_gc *gc;               /* shard GC worker; NULL: disabled */
+	struct gw_heal *heal;           /* FlagPgs batcher (degraded PGs seen) */
 	struct metrics_counter *m_req[S3_OP__COUNT];
 	struct metrics_counter *m_unavail;
 	struct user_ent users[USER_CACHE]; /* access key -> user (owners) */

@@ -4,7 +4,8 @@
  *
  *   iolake-admin --meta ADDR,... [--json] [--timeout DUR] COMMAND
  *     cluster status        every member's own view (asked directly)
- *     osd ls | pg ls        the cluster map
+ *     osd ls | pg ls        the cluster map; pg ls with each PG's state (PgStats)
+ *     osd out|in|rm ID      operator verbs (admin_out through SetOsdState; RemoveOsd)
  *     osd df                each OSD's space, from the OSD itself
  *     osd scrub-status      each OSD's scrubber and the bad shards it found
  *     user add NAME | user ls | user rm NAME
@@ -109,6 +110,19 @@ static ProtobufCMessage *call(unsigned method, const ProtobufCMessage *req)
 	return w.resp;
 }
 
+/* A call whose failure the command handles itself (an older meta without
+ * the method, no leader): NULL and *err instead of exiting. */
+static ProtobufCMessage *try_call(unsigned method, const ProtobufCMessage *req, int *err)
+{
+	struct wait w = { 0 };
+	*err = meta_client_call(cli, method, req, on_call, &w);
+	if (*err)
+		return NULL;
+	run_until(&w.done);
+	*err = w.err;
+	return w.resp;
+}
+
 static Iolake__Meta__OpResult *submit(const Iolake__Meta__Op *op)
 {
 	struct wait w = { 0 };
@@ -130,6 +144,14 @@ static const char *status_name(Iolake__Meta__Status s)
 	return v ? v->name + 7 : "UNKNOWN";   /* drop "STATUS_" */
 }
 
+static int check_result(const char *what, const Iolake__Meta__OpResult *r)
+{
+	if (r->status == IOLAKE__META__STATUS__STATUS_OK)
+		return 0;
+	fprintf(stderr, "iolake-admin: error: %s: %s\n", what, status_name(r->status));
+	return 1;
+}
+
 /* A JSON string (names here are plain; escape the few that matter). */
 static void jstr(const char *s)
 {
@@ -144,6 +166,93 @@ static void jstr(const char *s)
 			putchar(ch);
 	}
 	putchar('"');
+}
+
+/* 1536 -> "1.5 KiB" (binary units, one decimal). */
+static const char *human_bytes(uint64_t v, char out[32])
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double d = (double)v;
+	int i = 0;
+	while (d >= 1024 && i < 5) {
+		d /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(out, 32, "%" PRIu64 " B", v);
+	else
+		snprintf(out, 32, "%.1f %s", d, u[i]);
+	return out;
+}
+
+/* Seconds as "45s", "12m03s", "3h07m", "2d04h"; "-" for 0 (done or no rate). */
+static const char *human_eta(uint64_t s, char out[32])
+{
+	if (!s)
+		snprintf(out, 32, "-");
+	else if (s < 60)
+		snprintf(out, 32, "%" PRIu64 "s", s);
+	else if (s < 3600)
+		snprintf(out, 32, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(out, 32, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s % 3600 / 60);
+	else
+		snprintf(out, 32, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, s % 86400 / 3600);
+	return out;
+}
+
+static const char *human_rate(uint64_t bps, char out[40])
+{
+	char b[32];
+	if (!bps)
+		snprintf(out, 40, "-");
+	else
+		snprintf(out, 40, "%s/s", human_bytes(bps, b));
+	return out;
+}
+
+/* The PG summary of cluster status (from the leader's PgStats). */
+static void pg_summary_json(const Iolake__Meta__PgStatsResponse *ps)
+{
+	printf(",\"pg_states\":{");
+	for (size_t i = 0; ps && i < ps->n_counts; i++) {
+		printf(i ? "," : "");
+		jstr(ps->counts[i]->state);
+		printf(":%u", ps->counts[i]->pgs);
+	}
+	printf("}");
+	if (ps)
+		printf(",\"recovery\":{\"stripes_missing\":%" PRIu64 ",\"bytes_missing\":%" PRIu64
+		       ",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64
+		       ",\"unfound\":%" PRIu64 "}",
+		       ps->stripes_missing, ps->bytes_missing, ps->rate_bytes_per_s, ps->eta_s,
+		       ps->unfound);
+	else
+		printf(",\"recovery\":null");
+}
+
+static void pg_summary_text(const Iolake__Meta__PgStatsResponse *ps, const char *why)
+{
+	if (!ps) {
+		printf("pgs: not known (%s)\n", why);
+		return;
+	}
+	printf("pgs:");
+	uint32_t total = 0;
+	for (size_t i = 0; i < ps->n_counts; i++) {
+		printf("%s %u %s", i ? "," : "", ps->counts[i]->pgs, ps->counts[i]->state);
+		total += ps->counts[i]->pgs;
+	}
+	printf("%s(%u total)\n", ps->n_counts ? "   " : " ", total);
+	char b[32], r[40], e[32];
+	if (ps->bytes_missing || ps->stripes_missing)
+		printf("recovery: %" PRIu64 " stripes, %s left at %s, eta %s\n", ps->stripes_missing,
+		       human_bytes(ps->bytes_missing, b), human_rate(ps->rate_bytes_per_s, r),
+		       human_eta(ps->eta_s, e));
+	else
+		printf("recovery: nothing left to rebuild\n");
+	if (ps->unfound)
+		printf("unfound: %" PRIu64 " stripes with fewer than k shards\n", ps->unfound);
 }
 
 /* ------------------------------------------------------- cluster status */
@@ -161,7 +270,7 @@ static int cmd_cluster_status(void)
 	for (size_t i = 0; i < n; i++)
 		if (meta_client_call_member(cli, i, META_M_STATUS, &req.base, on_call, &ms[i].w))
 			ms[i].w.done = true, ms[i].w.err = -ENOMEM;
-	size_t answered = 0, leaders = 0;
+	size_t answered = 0, leaders = 0, leader_at = n;
 	uint64_t epoch = 0;
 	for (size_t i = 0; i < n; i++) {
 		run_until(&ms[i].w.done);
@@ -170,6 +279,7 @@ static int cmd_cluster_status(void)
 			answered++;
 			if (!strcmp(ms[i].st->role, "leader")) {
 				leaders++;
+				leader_at = i;
 				epoch = ms[i].st->epoch;
 			} else if (!leaders && ms[i].st->epoch > epoch) {
 				epoch = ms[i].st->epoch;
@@ -184,8 +294,27 @@ static int cmd_cluster_status(void)
 		free(ms);
 		return 1;
 	}
+	/* PG states are the leader's memory: ask it, once, no retries (an
+	 * older meta without PgStats, or no leader: the summary says so). */
+	Iolake__Meta__PgStatsResponse *ps = NULL;
+	const char *ps_why = "no leader";
+	if (leader_at < n) {
+		struct wait w = { 0 };
+		Iolake__Meta__PgStatsRequest preq = IOLAKE__META__PG_STATS_REQUEST__INIT;
+		if (meta_client_call_member(cli, leader_at, META_M_PG_STATS, &preq.base, on_call, &w))
+			w.done = true, w.err = -ENOMEM;
+		run_until(&w.done);
+		ps = (Iolake__Meta__PgStatsResponse *)w.resp;
+		ps_why = w.err ? iol_strerror(w.err) : "no cluster map";
+		if (ps && ps->status != IOLAKE__META__STATUS__STATUS_OK) {
+			protobuf_c_message_free_unpacked(&ps->base, NULL);
+			ps = NULL;
+		}
+	}
 	if (json) {
-		printf("{\"epoch\":%" PRIu64 ",\"leaders\":%zu,\"members\":[", epoch, leaders);
+		printf("{\"epoch\":%" PRIu64 ",\"leaders\":%zu", epoch, leaders);
+		pg_summary_json(ps);
+		printf(",\"members\":[");
 		for (size_t i = 0; i < n; i++) {
 			const Iolake__Meta__StatusResponse *s = ms[i].st;
 			printf("%s{\"address\":", i ? "," : "");
@@ -244,7 +373,10 @@ static int cmd_cluster_status(void)
 		printf("\n");
 		printf("shard GC queue (member %" PRIu64 "'s view): %" PRIu64 " entries\n", conf->id,
 		       conf->gc_queue);
+		pg_summary_text(ps, ps_why);
 	}
+	if (ps)
+		protobuf_c_message_free_unpacked(&ps->base, NULL);
 	for (size_t i = 0; i < n; i++)
 		if (ms[i].st)
 			protobuf_c_message_free_unpacked(&ms[i].st->base, NULL);
@@ -278,17 +410,21 @@ static int cmd_osd_ls(void)
 			jstr(o->addr);
 			printf(",\"host\":");
 			jstr(o->host);
-			printf(",\"weight\":%u,\"up\":%s,\"in\":%s,\"capacity_bytes\":%" PRIu64 "}",
+			printf(",\"weight\":%u,\"up\":%s,\"in\":%s,\"admin_out\":%s"
+			       ",\"capacity_bytes\":%" PRIu64 "}",
 			       o->weight, o->up ? "true" : "false", o->in ? "true" : "false",
-			       o->capacity_bytes);
+			       o->admin_out ? "true" : "false", o->capacity_bytes);
 		}
 		printf("]}\n");
 	} else {
-		printf("%-6s %-22s %-16s %6s %-5s %-4s\n", "ID", "ADDRESS", "HOST", "WEIGHT", "UP", "IN");
+		/* IN: "out(admin)" while an operator's `osd out` holds it out */
+		printf("%-6s %-22s %-16s %6s %-5s %-10s\n", "ID", "ADDRESS", "HOST", "WEIGHT", "UP",
+		       "IN");
 		for (size_t i = 0; i < m->n_osds; i++) {
 			const Iolake__Meta__OsdInfo *o = m->osds[i];
-			printf("%-6u %-22s %-16s %6u %-5s %-4s\n", o->id, o->addr, o->host, o->weight,
-			       o->up ? "up" : "down", o->in ? "in" : "out");
+			printf("%-6u %-22s %-16s %6u %-5s %-10s\n", o->id, o->addr, o->host, o->weight,
+			       o->up ? "up" : "down",
+			       o->admin_out ? "out(admin)" : o->in ? "in" : "out");
 		}
 		printf("map epoch: %" PRIu64 "   osds: %zu\n", m->epoch, m->n_osds);
 	}
@@ -572,10 +708,113 @@ static int cmd_osd_scrub_status(void)
 	return 0;
 }
 
-static int cmd_pg_ls(void)
+/* ------------------------------------------------------------ osd verbs */
+
+static int parse_osd_id(const char *verb, const char *arg, uint32_t *id)
 {
+	char *end;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (!*arg || *end || v >= 0xFFFFFFFFull) {
+		fprintf(stderr, "iolake-admin: osd %s: %s is not an OSD id\n", verb, arg);
+		return 2;
+	}
+	*id = (uint32_t)v;
+	return 0;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* osd out ID: out and held out (admin_out) until osd in ID; osd in ID:
+ * clears the hold and takes it in. Through Raft (SetOsdState). */
+static int cmd_osd_out_in(bool out, const char *arg)
+{
+	uint32_t id;
+	if (parse_osd_id(out ? "out" : "in", arg, &id))
+		return 2;
+	Iolake__Meta__SetOsdState ss = IOLAKE__META__SET_OSD_STATE__INIT;
+	ss.id = id;
+	ss.set_admin_out = true;
+	ss.admin_out = out;
+	ss.set_in = true;
+	ss.in = !out;
+	ss.time_ms = wall_ms();
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
+	op.set_osd_state = &ss;
+	Iolake__Meta__OpResult *r = submit(&op);
+	char what[48];
+	snprintf(what, sizeof(what), "osd %s %u", out ? "out" : "in", id);
+	int rc = check_result(what, r);
+	if (!rc && json)
+		printf("{\"osd\":%u,\"in\":%s,\"admin_out\":%s,\"epoch\":%" PRIu64 "}\n", id,
+		       out ? "false" : "true", out ? "true" : "false", r->epoch);
+	else if (!rc)
+		printf("osd %u is %s (map epoch %" PRIu64 ")\n", id,
+		       out ? "out, held out until `osd in`" : "in", r->epoch);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return rc;
+}
+
+/* osd rm ID: only a down and out OSD (its PGs moved when it went out). */
+static int cmd_osd_rm(const char *arg)
+{
+	uint32_t id;
+	if (parse_osd_id("rm", arg, &id))
+		return 2;
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = get_map(&h);
+	const Iolake__Meta__OsdInfo *o = NULL;
+	for (size_t i = 0; i < m->n_osds; i++)
+		if (m->osds[i]->id == id)
+			o = m->osds[i];
+	int rc = 0;
+	if (!o) {
+		fprintf(stderr, "iolake-admin: error: osd rm %u: no such OSD in the map\n", id);
+		rc = 1;
+	} else if (o->up || o->in) {
+		fprintf(stderr,
+			"iolake-admin: error: osd rm %u: the OSD is %s and %s; only a down and out "
+			"OSD can be removed (`osd out %u`, then stop it)\n",
+			id, o->up ? "up" : "down", o->in ? "in" : "out", id);
+		rc = 1;
+	}
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	if (rc)
+		return rc;
+	Iolake__Meta__RemoveOsd ro = IOLAKE__META__REMOVE_OSD__INIT;
+	ro.id = id;
+	ro.time_ms = wall_ms();
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_REMOVE_OSD;
+	op.remove_osd = &ro;
+	Iolake__Meta__OpResult *r = submit(&op);
+	if (r->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
+		/* it came back between the look and the op */
+		fprintf(stderr, "iolake-admin: error: osd rm %u: the OSD is no longer down and out\n",
+			id);
+		rc = 1;
+	} else {
+		char what[32];
+		snprintf(what, sizeof(what), "osd rm %u", id);
+		rc = check_result(what, r);
+	}
+	if (!rc && json)
+		printf("{\"removed\":%u,\"epoch\":%" PRIu64 "}\n", id, r->epoch);
+	else if (!rc)
+		printf("removed osd %u (map epoch %" PRIu64 ")\n", id, r->epoch);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return rc;
+}
+
+/* The map's PG table alone: what `pg ls` shows when the leader cannot
+ * answer PgStats (a meta older than self-healing). */
+static int pg_ls_map_only(const Iolake__Meta__ClusterMap *m)
+{
 	if (json)
 		printf("{\"epoch\":%" PRIu64 ",\"k\":%u,\"m\":%u,\"pgs\":[", m->epoch, m->k, m->m);
 	else
@@ -599,6 +838,109 @@ static int cmd_pg_ls(void)
 	}
 	if (json)
 		printf("]}\n");
+	return 0;
+}
+
+static void pg_report_json(const Iolake__Meta__PgStat *p)
+{
+	const Iolake__Meta__PgReport *r = p->report;
+	if (!r) {
+		printf("null");
+		return;
+	}
+	printf("{\"valid\":%s,\"age_ms\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"state\":",
+	       p->report_valid ? "true" : "false", p->report_age_ms, r->epoch);
+	jstr(r->state);
+	printf(",\"osds\":[");
+	for (size_t j = 0; j < r->n_osds; j++)
+		printf(j ? ",%d" : "%d", r->osds[j] == 0xFFFFFFFFu ? -1 : (int)r->osds[j]);
+	printf("],\"up_mask\":%u,\"stripes\":%" PRIu64 ",\"stripes_missing\":%" PRIu64
+	       ",\"bytes_missing\":%" PRIu64 ",\"stripes_done\":%" PRIu64 ",\"bytes_done\":%" PRIu64
+	       ",\"rate_bytes_per_s\":%" PRIu64 ",\"unfound\":%" PRIu64 ",\"min_shards\":%u"
+	       ",\"bad_shards\":%" PRIu64 ",\"scan_started_ms\":%" PRIu64
+	       ",\"last_clean_ms\":%" PRIu64 "}",
+	       r->up_mask, r->stripes, r->stripes_missing, r->bytes_missing, r->stripes_done,
+	       r->bytes_done, r->rate_bytes_per_s, r->unfound, r->min_shards, r->bad_shards,
+	       r->scan_started_ms, r->last_clean_ms);
+}
+
+/* One PG per line with its derived state (the leader's PgStats); the map
+ * alone when the leader cannot answer it. Down OSDs are marked "7*", empty
+ * slots "-"; MISSING and BYTES LEFT come from the primary's report. */
+static int cmd_pg_ls(void)
+{
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = get_map(&h);
+	int err;
+	Iolake__Meta__PgStatsRequest req = IOLAKE__META__PG_STATS_REQUEST__INIT;
+	Iolake__Meta__PgStatsResponse *ps =
+		(Iolake__Meta__PgStatsResponse *)try_call(META_M_PG_STATS, &req.base, &err);
+	if (!ps || ps->status != IOLAKE__META__STATUS__STATUS_OK) {
+		if (ps)
+			protobuf_c_message_free_unpacked(&ps->base, NULL);
+		else
+			fprintf(stderr, "iolake-admin: PG states unavailable (%s): map only\n",
+				iol_strerror(err));
+		pg_ls_map_only(m);
+		protobuf_c_message_free_unpacked(&h->base, NULL);
+		return 0;
+	}
+	char b[32], r[40], e[32];
+	if (json)
+		printf("{\"epoch\":%" PRIu64 ",\"k\":%u,\"m\":%u,\"pgs\":[", ps->epoch, m->k, m->m);
+	else
+		printf("map epoch: %" PRIu64 "   pgs: %zu   ec: %u+%u\n"
+		       "%-6s %-28s %-24s %7s %9s %11s %12s %8s\n",
+		       ps->epoch, ps->n_pgs, m->k, m->m, "PG", "STATE", "OSDS", "PRIMARY", "MISSING",
+		       "BYTES LEFT", "RATE", "ETA");
+	for (size_t i = 0; i < ps->n_pgs; i++) {
+		const Iolake__Meta__PgStat *p = ps->pgs[i];
+		const Iolake__Meta__PgReport *rp = p->report;
+		uint64_t smiss = rp ? rp->stripes_missing : 0, bmiss = rp ? rp->bytes_missing : 0;
+		uint64_t rate = rp ? rp->rate_bytes_per_s : 0;
+		if (json) {
+			printf("%s{\"pg\":%u,\"state\":", i ? "," : "", p->pg);
+			jstr(p->state);
+			printf(",\"osds\":[");
+			for (size_t j = 0; j < p->n_osds; j++)
+				printf(j ? ",%d" : "%d",
+				       p->osds[j] == 0xFFFFFFFFu ? -1 : (int)p->osds[j]);
+			printf("],\"up\":[");
+			for (size_t j = 0; j < p->n_osds; j++)
+				printf("%s%s", j ? "," : "", p->up_mask & (1u << j) ? "true" : "false");
+			printf("],\"primary\":%d,\"stripes_missing\":%" PRIu64 ",\"bytes_missing\":%" PRIu64
+			       ",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64 ",\"report\":",
+			       p->primary == 0xFFFFFFFFu ? -1 : (int)p->primary, smiss, bmiss, rate,
+			       p->eta_s);
+			pg_report_json(p);
+			printf("}");
+			continue;
+		}
+		char osds[256];
+		size_t o = 0;
+		for (size_t j = 0; j < p->n_osds && o < sizeof(osds) - 16; j++) {
+			if (p->osds[j] == 0xFFFFFFFFu)
+				o += (size_t)snprintf(osds + o, sizeof(osds) - o, "%s-", j ? "," : "");
+			else
+				o += (size_t)snprintf(osds + o, sizeof(osds) - o, "%s%u%s", j ? "," : "",
+						      p->osds[j], p->up_mask & (1u << j) ? "" : "*");
+		}
+		char prim[16];
+		if (p->primary == 0xFFFFFFFFu)
+			snprintf(prim, sizeof(prim), "-");
+		else
+			snprintf(prim, sizeof(prim), "%u", p->primary);
+		printf("%-6u %-28s %-24s %7s %9" PRIu64 " %11s %12s %8s\n", p->pg, p->state, osds, prim,
+		       smiss, human_bytes(bmiss, b), human_rate(rate, r), human_eta(p->eta_s, e));
+	}
+	if (json) {
+		printf("]");
+		pg_summary_json(ps);
+		printf("}\n");
+	} else {
+		pg_summary_text(ps, "");
+	}
+	protobuf_c_message_free_unpacked(&ps->base, NULL);
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return 0;
 }
@@ -614,14 +956,6 @@ static void random_text(char *out, size_t n, const char *alphabet)
 	for (size_t i = 0; i < n; i++)
 		out[i] = alphabet[r[i] % k];   /* 256 % k bias: negligible for ids, see below */
 	out[n] = 0;
-}
-
-static int check_result(const char *what, const Iolake__Meta__OpResult *r)
-{
-	if (r->status == IOLAKE__META__STATUS__STATUS_OK)
-		return 0;
-	fprintf(stderr, "iolake-admin: error: %s: %s\n", what, status_name(r->status));
-	return 1;
 }
 
 static int cmd_user_add(const char *name)
@@ -783,8 +1117,16 @@ static const char synopsis[] =
 	"COMMAND\n\ncommands:\n"
 	"  cluster status            each member: id, address, role, term, commit index,\n"
 	"                            state digest; map epoch; the Raft configuration;\n"
-	"                            the shard GC queue length\n"
-	"  osd ls | pg ls            the cluster map\n"
+	"                            the shard GC queue length; PGs per state, recovery\n"
+	"                            left, rate and ETA\n"
+	"  osd ls                    the OSDs of the map (IN says out(admin) while an\n"
+	"                            operator holds one out)\n"
+	"  osd out ID | osd in ID    take an OSD out and hold it out (its beats bring it\n"
+	"                            up, not in) / clear that and take it in\n"
+	"  osd rm ID                 remove a down and out OSD from the map\n"
+	"  pg ls                     one line per PG: state, OSDs (7*: down), primary,\n"
+	"                            stripes and bytes left, rate, ETA (the map alone\n"
+	"                            from a meta without PG states)\n"
 	"  osd df                    each OSD's space (its Status: total, used, free,\n"
 	"                            inline bytes), asked directly\n"
 	"  osd scrub-status          each OSD's scrubber (rate, passes, shards, bytes,\n"
@@ -845,6 +1187,10 @@ int main(int argc, char **argv)
 		rc = cmd_osd_df();
 	else if (!strcmp(obj, "osd") && !strcmp(verb, "scrub-status") && nargs == 2)
 		rc = cmd_osd_scrub_status();
+	else if (!strcmp(obj, "osd") && (!strcmp(verb, "out") || !strcmp(verb, "in")) && nargs == 3)
+		rc = cmd_osd_out_in(!strcmp(verb, "out"), a[2]);
+	else if (!strcmp(obj, "osd") && !strcmp(verb, "rm") && nargs == 3)
+		rc = cmd_osd_rm(a[2]);
 	else if (!strcmp(obj, "pg") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_pg_ls();
 	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs == 3)

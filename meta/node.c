@@ -725,7 +725,9 @@ struct beat *node_beat(struct meta_node *n, uint32_t id, bool create)
 	return b;
 }
 
-/* A beat from osd: bring it back up (and in) when the map says otherwise. */
+/* A beat from osd: bring it back up (and in) when the map says otherwise.
+ * An OSD an operator took out (admin_out) comes up but stays out; apply
+ * enforces that too, for a proposal that raced the operator's op. */
 void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd)
 {
 	uint64_t now = loop_now_ms();
@@ -733,9 +735,10 @@ void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd)
 	if (!b)
 		return;
 	b->last_ms = now;
-	if ((!osd->up || !osd->in) && now - b->up_proposed_ms >= 1000) {
+	bool want_in = !osd->admin_out;
+	if ((!osd->up || (want_in && !osd->in)) && now - b->up_proposed_ms >= 1000) {
 		b->up_proposed_ms = now;
-		propose_osd_state(n, osd->id, true, true, true, true);
+		propose_osd_state(n, osd->id, true, true, want_in, want_in);
 	}
 }
 
@@ -764,6 +767,27 @@ static void sweep_osds(struct meta_node *n)
 			propose_osd_state(n, o->id, down, false, out, false);
 		}
 	}
+}
+
+/* --------------------------------------------------------- PG health */
+
+const char *const node_flag_reasons[NODE_FLAG_REASONS] = {
+	"put_partial", "read_bad_shard", "scrub", "other",
+};
+
+void node_pg_metrics(struct meta_node *n, uint64_t now_ms)
+{
+	struct meta_pg_totals t;
+	memset(&t, 0, sizeof(t));
+	if (n->map && node_is_leader(n))
+		meta_pgstate_derive_all(n->pgs, n->map, now_ms, NULL, &t);
+	for (int s = 0; s < META_PG__COUNT; s++)
+		metrics_gauge_set(n->m_pg_state[s], t.counts[s]);
+	metrics_gauge_set(n->m_rec_bytes, (int64_t)t.bytes_missing);
+	metrics_gauge_set(n->m_rec_stripes, (int64_t)t.stripes_missing);
+	metrics_gauge_set(n->m_rec_rate, (int64_t)t.rate_bytes_per_s);
+	metrics_gauge_set(n->m_rec_eta, (int64_t)t.eta_s);
+	metrics_gauge_set(n->m_unfound, (int64_t)t.unfound);
 }
 
 /* ------------------------------------------------------------ timers */
@@ -813,9 +837,13 @@ static void on_tick(uv_timer_t *t)
 	if (role == RAFT_LEADER && n->role != RAFT_LEADER) {
 		n->leader_since_ms = now;
 		n->n_beats = 0;
+		meta_pgstate_reset(n->pgs);   /* reports of an older term may be stale */
 	}
-	if (role != RAFT_LEADER && n->role == RAFT_LEADER)
+	if (role != RAFT_LEADER && n->role == RAFT_LEADER) {
 		node_flush(n);   /* fails what is queued: not leader */
+		meta_pgstate_reset(n->pgs);
+		node_pg_metrics(n, now);  /* zero: a follower's view means nothing */
+	}
 	n->role = role;
 	metrics_gauge_set(n->m_term, (int64_t)n->raft.current_term);
 	metrics_gauge_set(n->m_commit, (int64_t)n->raft.commit_index);
@@ -826,6 +854,10 @@ static void on_tick(uv_timer_t *t)
 		if (now - n->last_sweep_ms >= 200) {
 			n->last_sweep_ms = now;
 			sweep_osds(n);
+		}
+		if (now - n->last_pg_metrics_ms >= 1000) {
+			n->last_pg_metrics_ms = now;
+			node_pg_metrics(n, now);
 		}
 	}
 	if (n->map_dirty)
@@ -878,6 +910,7 @@ static const char *raft_port_problem(uv_loop_t *loop, const char *addr)
 static void node_free(struct meta_node *n)
 {
 	meta_state_free_msg(n->map);
+	meta_pgstate_free(n->pgs);
 	if (n->own_metrics)
 		metrics_registry_free(n->metrics);
 	free(n->beats);
@@ -946,6 +979,40 @@ static int register_metrics(struct meta_node *n)
 	    !n->m_leader_changes || !n->m_entries || !n->m_ops || !n->m_snapshots || !n->m_restores ||
 	    !n->m_apply_us || !n->m_batch_ops)
 		return -errno;
+
+	/* PG health: meaningful on the leader only (a follower shows 0). Every
+	 * state is registered up front, so each one renders, 0 included. */
+	for (int s = 0; s < META_PG__COUNT; s++) {
+		n->m_pg_state[s] = metrics_gauge_new(
+			g, "iolake_pg_state", "PGs in each state (leader's view; 0 on followers).",
+			METRICS_LABELS("member", id, "state", meta_pgstate_name((enum meta_pg_state)s)));
+		if (!n->m_pg_state[s])
+			return -errno;
+	}
+	for (int r = 0; r < NODE_FLAG_REASONS; r++) {
+		n->m_pg_flags[r] = metrics_counter_new(
+			g, "iolake_pg_flags_total", "PGs flagged for a rescan by FlagPgs, by reason.",
+			METRICS_LABELS("member", id, "reason", node_flag_reasons[r]));
+		if (!n->m_pg_flags[r])
+			return -errno;
+	}
+	n->m_rec_bytes = metrics_gauge_new(g, "iolake_recovery_bytes_missing",
+					   "Shard bytes still to rebuild (valid PG reports).", l);
+	n->m_rec_stripes = metrics_gauge_new(g, "iolake_recovery_stripes_missing",
+					     "Stripes still lacking a rebuildable shard.", l);
+	n->m_rec_rate = metrics_gauge_new(g, "iolake_recovery_rate_bytes_per_second",
+					  "Sum of the PGs' recent rebuild rates.", l);
+	n->m_rec_eta = metrics_gauge_new(g, "iolake_recovery_eta_seconds",
+					 "bytes missing / rate; 0 when done or no rate.", l);
+	n->m_unfound = metrics_gauge_new(g, "iolake_pg_unfound_stripes",
+					 "Stripes with fewer than k shards (not rebuildable).", l);
+	n->m_pg_reports = metrics_counter_new(g, "iolake_pg_reports_total",
+					      "PgReports received by this member as leader.", l);
+	n->m_pg_reports_bad = metrics_counter_new(g, "iolake_pg_reports_rejected_total",
+						  "PgReports or flags naming no PG of the map.", l);
+	if (!n->m_rec_bytes || !n->m_rec_stripes || !n->m_rec_rate || !n->m_rec_eta ||
+	    !n->m_unfound || !n->m_pg_reports || !n->m_pg_reports_bad)
+		return -errno;
 	return 0;
 }
 
@@ -1009,6 +1076,9 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 			goto err_free;
 		}
 	}
+	rc = meta_pgstate_new(&n->pgs);
+	if (rc)
+		goto err_free;
 	rc = register_metrics(n);
 	if (rc)
 		goto err_free;

@@ -12,8 +12,14 @@
 #include "common/loop.h"
 #include "common/rpc.h"
 #include "meta/node.h"
+#include "meta/pgstate.h"
 
 struct meta_node;
+
+/* FlagPgs reasons counted apart (iolake_pg_flags_total{reason}); anything
+ * else counts as "other". */
+#define NODE_FLAG_REASONS 4
+extern const char *const node_flag_reasons[NODE_FLAG_REASONS];
 
 /* One Submit call (or a leader-internal op, req NULL) waiting for its
  * entry. ops point into the call's request message, valid until the call
@@ -136,6 +142,10 @@ struct meta_node {
 	struct change *changes;
 	uint64_t restores;
 
+	/* PG health (leader memory, dropped on every leadership change) */
+	struct meta_pgstate *pgs;
+	uint64_t last_pg_metrics_ms;
+
 	/* Status digest: one state scan at a time on the libuv pool; the
 	 * last result is kept while the state stays at dg_index. */
 	uv_work_t dg_work;
@@ -154,6 +164,10 @@ struct meta_node {
 	struct metrics_gauge *m_term, *m_commit, *m_applied, *m_is_leader, *m_epoch;
 	struct metrics_counter *m_leader_changes, *m_entries, *m_ops, *m_snapshots, *m_restores;
 	struct metrics_histogram *m_apply_us, *m_batch_ops;
+	struct metrics_gauge *m_pg_state[META_PG__COUNT];
+	struct metrics_gauge *m_rec_bytes, *m_rec_stripes, *m_rec_rate, *m_rec_eta, *m_unfound;
+	struct metrics_counter *m_pg_flags[NODE_FLAG_REASONS];
+	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
 
 	/* closing */
 	bool closing;
@@ -182,6 +196,10 @@ uint64_t node_read_epoch(struct meta_node *n);
 void node_status_digest(struct meta_node *n, struct rpc_req *r);
 struct beat *node_beat(struct meta_node *n, uint32_t id, bool create);
 void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd);
+
+/* Leader: set the PG state and recovery gauges from the PG table (zero
+ * them on a follower). */
+void node_pg_metrics(struct meta_node *n, uint64_t now_ms);
 
 /* service.c */
 int node_service_register(struct meta_node *n);

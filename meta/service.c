@@ -518,6 +518,185 @@ static void h_heartbeat(struct rpc_req *r, void *ud)
 	rpc_respond(r, &resp.base, NULL);
 }
 
+/* ----------------------------------------------------------- PG health */
+
+static const Iolake__Meta__OsdInfo *map_osd(const struct meta_node *n, uint32_t id)
+{
+	for (size_t i = 0; n->map && i < n->map->n_osds; i++)
+		if (n->map->osds[i]->id == id)
+			return n->map->osds[i];
+	return NULL;
+}
+
+/* A primary's reports; answered with the PGs flagged for it. */
+static void h_report_pgs(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__ReportPgsRequest *q = REQ(Iolake__Meta__ReportPgsRequest, r);
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	Iolake__Meta__ReportPgsResponse resp = IOLAKE__META__REPORT_PGS_RESPONSE__INIT;
+	resp.epoch = n->epoch;
+	if (!map_osd(n, q->osd_id)) {
+		resp.status = IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	if (q->n_pgs > META_PLACE_MAX_PGS) {
+		rpc_fail(r, RPC_INVALID_ARGUMENT, "at most %u PG reports per call",
+			 META_PLACE_MAX_PGS);
+		return;
+	}
+	uint64_t now = loop_now_ms();
+	for (size_t i = 0; i < q->n_pgs; i++) {
+		metrics_counter_inc(n->m_pg_reports);
+		int rc = meta_pgstate_report(n->pgs, n->map, q->osd_id, q->pgs[i], now);
+		if (rc == -ENOMEM) {
+			rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+			return;
+		}
+		if (rc)
+			metrics_counter_inc(n->m_pg_reports_bad);
+	}
+	uint32_t *resc = NULL;
+	size_t flagged = meta_pgstate_flagged(n->pgs);
+	if (flagged) {
+		resc = calloc(flagged, sizeof(*resc));
+		if (resc)   /* without memory the flags wait for the next report */
+			resp.n_rescan_pgs = meta_pgstate_take_rescans(n->pgs, n->map, q->osd_id,
+								      resc, flagged);
+	}
+	resp.rescan_pgs = resc;
+	rpc_respond(r, &resp.base, NULL);
+	free(resc);
+}
+
+static void h_flag_pgs(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__FlagPgsRequest *q = REQ(Iolake__Meta__FlagPgsRequest, r);
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	Iolake__Meta__FlagPgsResponse resp = IOLAKE__META__FLAG_PGS_RESPONSE__INIT;
+	if (!n->map) {
+		resp.status = IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	int reason = NODE_FLAG_REASONS - 1;   /* "other" */
+	for (int i = 0; q->reason && i < NODE_FLAG_REASONS - 1; i++)
+		if (!strcmp(q->reason, node_flag_reasons[i]))
+			reason = i;
+	for (size_t i = 0; i < q->n_pgs; i++) {
+		int rc = meta_pgstate_flag(n->pgs, n->map, q->pgs[i]);
+		if (rc == 0)
+			metrics_counter_inc(n->m_pg_flags[reason]);
+		else
+			metrics_counter_inc(n->m_pg_reports_bad);
+	}
+	rpc_respond(r, &resp.base, NULL);
+}
+
+/* The PG table with derived states. Every array points into the map and
+ * the PG table, which stay put until rpc_respond has packed the answer. */
+static void h_pg_stats(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	if (!node_is_leader(n)) {
+		node_fail_not_leader(n, r);
+		return;
+	}
+	Iolake__Meta__PgStatsResponse resp = IOLAKE__META__PG_STATS_RESPONSE__INIT;
+	const Iolake__Meta__ClusterMap *m = n->map;
+	if (!m) {
+		resp.status = IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	size_t np = m->n_pgs;
+	struct meta_pg_derived *d = calloc(np ? np : 1, sizeof(*d));
+	Iolake__Meta__PgStat *st = calloc(np ? np : 1, sizeof(*st));
+	Iolake__Meta__PgStat **stp = calloc(np ? np : 1, sizeof(*stp));
+	Iolake__Meta__PgReport *rp = calloc(np ? np : 1, sizeof(*rp));
+	if (!d || !st || !stp || !rp) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	struct meta_pg_totals t;
+	uint64_t now = loop_now_ms();
+	meta_pgstate_derive_all(n->pgs, m, now, d, &t);
+	for (size_t i = 0; i < np; i++) {
+		iolake__meta__pg_stat__init(&st[i]);
+		st[i].pg = (uint32_t)i;
+		st[i].state = (char *)meta_pgstate_name(d[i].state);
+		st[i].osds = m->pgs[i]->osds;
+		st[i].n_osds = m->pgs[i]->n_osds;
+		struct meta_pg_view v;
+		if (meta_pgstate_view(m, (uint32_t)i, &v) == 0)
+			st[i].up_mask = v.up_mask;
+		st[i].primary = d[i].primary;
+		st[i].report_valid = d[i].report_valid;
+		st[i].report_age_ms = d[i].age_ms;
+		st[i].eta_s = d[i].eta_s;
+		const struct meta_pg_report *k = meta_pgstate_get(n->pgs, (uint32_t)i);
+		if (k) {
+			Iolake__Meta__PgReport *x = &rp[i];
+			iolake__meta__pg_report__init(x);
+			x->pg = (uint32_t)i;
+			x->epoch = k->epoch;
+			x->osds = (uint32_t *)k->osds;
+			x->n_osds = k->n_osds;
+			x->up_mask = k->up_mask;
+			x->state = (char *)k->state;
+			x->stripes = k->stripes;
+			x->stripes_missing = k->stripes_missing;
+			x->bytes_missing = k->bytes_missing;
+			x->stripes_done = k->stripes_done;
+			x->bytes_done = k->bytes_done;
+			x->rate_bytes_per_s = k->rate_bytes_per_s;
+			x->unfound = k->unfound;
+			x->min_shards = k->min_shards;
+			x->bad_shards = k->bad_shards;
+			x->scan_started_ms = k->scan_started_ms;
+			x->last_clean_ms = k->last_clean_ms;
+			st[i].report = x;
+		}
+		stp[i] = &st[i];
+	}
+	Iolake__Meta__PgStateCount cnt[META_PG__COUNT];
+	Iolake__Meta__PgStateCount *cntp[META_PG__COUNT];
+	size_t nc = 0;
+	for (int s = 0; s < META_PG__COUNT; s++) {   /* enum order is name order */
+		if (!t.counts[s])
+			continue;
+		iolake__meta__pg_state_count__init(&cnt[nc]);
+		cnt[nc].state = (char *)meta_pgstate_name((enum meta_pg_state)s);
+		cnt[nc].pgs = t.counts[s];
+		cntp[nc] = &cnt[nc];
+		nc++;
+	}
+	resp.epoch = m->epoch;
+	resp.pgs = stp;
+	resp.n_pgs = np;
+	resp.counts = cntp;
+	resp.n_counts = nc;
+	resp.stripes_missing = t.stripes_missing;
+	resp.bytes_missing = t.bytes_missing;
+	resp.rate_bytes_per_s = t.rate_bytes_per_s;
+	resp.eta_s = t.eta_s;
+	resp.unfound = t.unfound;
+	rpc_respond(r, &resp.base, NULL);
+out:
+	free(rp);
+	free(stp);
+	free(st);
+	free(d);
+}
+
 /* ------------------------------------------------------------- Status */
 
 /* The state digest comes first (node_status_digest may scan off the loop),
@@ -708,7 +887,10 @@ int node_service_register(struct meta_node *n)
 		[META_M_LIST_PARTS] = h_list_parts,
 		[META_M_LIST_UPLOADS] = h_list_uploads,
 		[META_M_LIST_GC] = h_list_gc,
+		[META_M_REPORT_PGS] = h_report_pgs,
+		[META_M_FLAG_PGS] = h_flag_pgs,
+		[META_M_PG_STATS] = h_pg_stats,
 	};
-	_Static_assert(META_M_COUNT == 18, "meta.proto service Meta has 18 methods");
+	_Static_assert(META_M_COUNT == 21, "meta.proto service Meta has 21 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

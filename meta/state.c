@@ -960,6 +960,7 @@ static int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op,
 			 * up/in and history stay. */
 			fresh.up = o->up;
 			fresh.in = o->in;
+			fresh.admin_out = o->admin_out;
 			fresh.registered_ms = o->registered_ms;
 			fresh.last_heartbeat_ms = o->last_heartbeat_ms;
 			osds[n++] = &fresh;
@@ -969,6 +970,7 @@ static int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op,
 		if (!placed && o->id > in->id) {
 			placed = true;
 			fresh.up = fresh.in = true;
+			fresh.admin_out = false;
 			fresh.registered_ms = fresh.last_heartbeat_ms = op->time_ms;
 			osds[n++] = &fresh;
 		}
@@ -976,11 +978,44 @@ static int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op,
 	}
 	if (!placed) {
 		fresh.up = fresh.in = true;
+		fresh.admin_out = false;
 		fresh.registered_ms = fresh.last_heartbeat_ms = op->time_ms;
 		osds[n++] = &fresh;
 	}
 	rc = save_map(t, m, osds, n, op->time_ms, r);
 	free(osds);
+	meta_state_free_msg(m);
+	return rc;
+}
+
+/* Drop an OSD that is down and out from the map; the PG table is
+ * recomputed without it (it held no slot once out). */
+static int op_remove_osd(struct tx *t, const Iolake__Meta__RemoveOsd *op,
+			 struct meta_op_result *r)
+{
+	Iolake__Meta__ClusterMap *m = NULL;
+	if (!op)
+		return -EINVAL;
+	int rc = get_map(t, &m);
+	if (rc)
+		return rc;
+	size_t at = m->n_osds;
+	for (size_t i = 0; i < m->n_osds; i++)
+		if (m->osds[i]->id == op->id)
+			at = i;
+	r->epoch = m->epoch;
+	if (at == m->n_osds) {
+		rc = IOL_ENOT_FOUND;
+	} else if (m->osds[at]->up || m->osds[at]->in) {
+		rc = IOL_ECONFLICT;
+	} else {
+		Iolake__Meta__OsdInfo *gone = m->osds[at];
+		memmove(&m->osds[at], &m->osds[at + 1], (m->n_osds - at - 1) * sizeof(*m->osds));
+		m->n_osds--;
+		rc = save_map(t, m, m->osds, m->n_osds, op->time_ms, r);
+		/* back in the array so the free below releases it */
+		m->osds[m->n_osds++] = gone;
+	}
 	meta_state_free_msg(m);
 	return rc;
 }
@@ -1001,12 +1036,22 @@ static int op_set_osd_state(struct tx *t, const Iolake__Meta__SetOsdState *op,
 		goto out;
 	}
 	bool changed = false;
+	if (op->set_admin_out && o->admin_out != op->admin_out) {
+		o->admin_out = op->admin_out;
+		changed = true;
+	}
 	if (op->set_up && o->up != op->up) {
 		o->up = op->up;
 		changed = true;
 	}
-	if (op->set_in && o->in != op->in) {
-		o->in = op->in;
+	/* An operator's out is sticky: while admin_out is set nothing but
+	 * the op clearing it (osd in) brings the OSD in, so a heartbeat's
+	 * up+in proposal, even one queued before the out, leaves it out. */
+	bool want_in = op->set_in ? op->in : o->in;
+	if (o->admin_out)
+		want_in = false;
+	if (o->in != want_in) {
+		o->in = want_in;
 		changed = true;
 	}
 	if (op->set_up && op->up)
@@ -1174,6 +1219,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_REGISTER_OSD: return op_register_osd(t, op->register_osd, r);
 	case IOLAKE__META__OP__BODY_SET_OSD_STATE:
 		return op_set_osd_state(t, op->set_osd_state, r);
+	case IOLAKE__META__OP__BODY_REMOVE_OSD: return op_remove_osd(t, op->remove_osd, r);
 	case IOLAKE__META__OP__BODY_GC_ACK: return op_gc_ack(t, op->gc_ack);
 	case IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS:
 		return op_set_object_tags(t, op->put_object_tags);

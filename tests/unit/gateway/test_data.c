@@ -13,7 +13,9 @@
  * GET fails with IOL_EUNAVAILABLE and no wrong byte, a PUT fails and
  * leaves no shard behind; one stopped -> a PUT still succeeds; a byte
  * flipped on an OSD's device, or a stale shard, is read around via
- * parity; a slow consumer keeps read-ahead bounded; DELETE removes every
+ * parity, and each such PUT or GET is reported once through
+ * opts.on_degraded (healthy ones never); a slow consumer keeps read-ahead
+ * bounded; DELETE removes every
  * shard; the layout record round-trips and rejects garbage.
  *
  * Random parts print their seed; set IOLAKE_TEST_SEED to replay.
@@ -130,6 +132,23 @@ static void fx_teardown(struct fx *f)
 	ck_assert_int_eq(uv_loop_close(&f->loop), 0);
 	osd_cluster_destroy(&f->c);
 }
+
+/* What gw_data reported through opts.on_degraded. */
+static struct {
+	unsigned n[2];               /* by enum gw_data_degraded */
+	uint32_t pg;
+} degr;
+
+static void on_degr(void *ud, uint32_t pg, enum gw_data_degraded why)
+{
+	(void)ud;
+	ck_assert_uint_lt(why, 2);
+	degr.n[why]++;
+	degr.pg = pg;
+}
+
+static const struct gw_data_opts degr_opts = { .k = K, .m = M, .timeout_ms = 5000,
+					       .on_degraded = on_degr };
 
 static struct buf *pattern(size_t len, uint64_t seed)
 {
@@ -564,7 +583,8 @@ END_TEST
 START_TEST(one_down_put_succeeds)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gw1d", 64 << 20, NULL);
+	fx_setup(&f, _i, "gw1d", 64 << 20, &degr_opts);
+	memset(&degr, 0, sizeof(degr));
 	osd_cluster_stop_node(&f.c, 2);
 	struct buf *b = pattern(2 * SEG + 777, f.seed);
 	struct gw_data_layout l;
@@ -572,6 +592,10 @@ START_TEST(one_down_put_succeeds)
 	/* Shard 2 of every segment is reported missing, the rest stored. */
 	for (uint32_t s = 0; s < l.nsegs; s++)
 		ck_assert_uint_eq(l.missing[s], 1u << 2);
+	/* ... and the PG reported degraded, once for the whole PUT. */
+	ck_assert_uint_eq(degr.n[GW_DATA_PUT_PARTIAL], 1);
+	ck_assert_uint_eq(degr.n[GW_DATA_READ_BAD_SHARD], 0);
+	ck_assert_uint_eq(degr.pg, PG);
 	for (unsigned i = 0; i < N; i++)
 		if (i != 2)
 			ck_assert_uint_eq(count_shards(&f, i), l.nsegs);
@@ -587,6 +611,8 @@ START_TEST(one_down_put_succeeds)
 	expect_range(&f, &back, b, 0, b->len);
 	ck_assert_uint_eq(stats(&f).shard_gets_by_index[2], g2);
 	ck_assert_uint_eq(stats(&f).decodes, l.nsegs);
+	/* a GET decoding around shards the layout records as missing: once */
+	ck_assert_uint_eq(degr.n[GW_DATA_READ_BAD_SHARD], 1);
 	/* Delete reports OSD 2's shards as failed (it is down). */
 	uint32_t failed = 0;
 	ck_assert_int_eq(do_delete(&f, &l, &failed), IOL_EUNAVAILABLE);
@@ -601,11 +627,13 @@ END_TEST
 START_TEST(corruption_read_around)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gwcs", 64 << 20, NULL);
+	fx_setup(&f, _i, "gwcs", 64 << 20, &degr_opts);
+	memset(&degr, 0, sizeof(degr));
 	/* 1 MiB: 256 KiB shards, stored in device extents (not inline). */
 	struct buf *b = pattern(1 << 20, f.seed);
 	struct gw_data_layout l;
 	ck_assert_int_eq(do_put(&f, b, 1 << 20, &l, NULL, NULL), 0);
+	ck_assert_uint_eq(degr.n[GW_DATA_PUT_PARTIAL], 0);   /* every shard stored */
 	/* Flip a byte of data shard 1 on OSD 1's device file. */
 	uint8_t kb[GW_DATA_KEY_LEN];
 	memcpy(kb, l.object_id, GW_DATA_OID_LEN);
@@ -628,9 +656,12 @@ START_TEST(corruption_read_around)
 	struct gw_data_stats st = stats(&f);
 	ck_assert_uint_eq(st.decodes, 1);
 	ck_assert_uint_ge(st.shard_get_failures, 1);
+	ck_assert_uint_eq(degr.n[GW_DATA_READ_BAD_SHARD], 1);   /* the bad shard, reported */
+	ck_assert_uint_eq(degr.pg, PG);
 	/* A range away from the flipped block reads healthy. */
 	expect_range(&f, &l, b, (256 << 10) + 200000, 100);
 	ck_assert_uint_eq(stats(&f).decodes, 1);
+	ck_assert_uint_eq(degr.n[GW_DATA_READ_BAD_SHARD], 1);
 
 	/* A stale shard: OSD 3 holds other bytes under the key (consistent
 	 * with its own crc) -> the layout's crc32c rejects it. */

@@ -6,6 +6,10 @@
  *
  *   single      one voter: writes, barrier reads, OSD down/out by missed
  *               heartbeats, WatchMap wakes on the epoch change
+ *   pg_health   PgStats before any report (unknown); FlagPgs handed to the
+ *               PG's primary once, in its ReportPgs answer; a report's state
+ *               in PgStats and the PG gauges; an unknown reporter NOT_FOUND;
+ *               an operator's out (admin_out) holds against heartbeats
  *   status_digest_changes  Status's state_digest is meta_state_digest's
  *               hex at the index it names; asked twice, the same; after
  *               one more write, another
@@ -622,6 +626,190 @@ START_TEST(single)
 }
 END_TEST
 
+/* PG health on the leader: PgStats before any report (unknown), FlagPgs
+ * handed to the PG's primary in its ReportPgs answer and only then,
+ * a report's state in PgStats and the gauges, an unknown reporter, and an
+ * operator's out that a heartbeat does not undo. */
+static Iolake__Meta__PgStatsResponse *pg_stats(uv_loop_t *loop, struct meta_client *cli)
+{
+	Iolake__Meta__PgStatsRequest q = IOLAKE__META__PG_STATS_REQUEST__INIT;
+	return (void *)run_call(loop, cli, META_M_PG_STATS, &q.base);
+}
+
+static void free_msg(void *m)
+{
+	protobuf_c_message_free_unpacked(m, NULL);
+}
+
+START_TEST(pg_health)
+{
+	struct cluster c;
+	cluster_init(&c, 1, 0, 0);
+	c.m[0].o.osd_down_after_ms = 60000;
+	c.m[0].o.osd_out_after_ms = 120000;
+	m_start(&c, 0);
+	ck_assert_int_eq(wait_leader(&c, 5000), 0);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	const char *members[] = { c.m[0].addr };
+	struct meta_client *cli;
+	struct meta_client_opts o = { .members = members, .n_members = 1 };
+	ck_assert_int_eq(meta_client_new(&loop, &o, &cli), 0);
+
+	/* Six OSDs on six hosts: every 4+2 PG holds all of them. */
+	for (uint32_t id = 1; id <= 6; id++) {
+		char host[8];
+		snprintf(host, sizeof(host), "h%u", id);
+		Iolake__Meta__OsdInfo osd = IOLAKE__META__OSD_INFO__INIT;
+		osd.id = id;
+		osd.addr = "127.0.0.1:1";
+		osd.host = host;
+		osd.weight = 1;
+		Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
+		ro.osd = &osd;
+		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+		op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
+		op.register_osd = &ro;
+		Iolake__Meta__OpResult *r;
+		for (int t = 0;; t++) {   /* the map may not exist yet */
+			r = (void *)run_call(&loop, cli, -1, &op.base);
+			if (r->status == IOLAKE__META__STATUS__STATUS_OK || t == 100)
+				break;
+			free_msg(r);
+			usleep(20000);
+		}
+		ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+		free_msg(r);
+	}
+	/* PgStats answers from the leader's cached map: wait for all six. */
+	Iolake__Meta__PgStatsResponse *ps = NULL;
+	for (int t = 0; t < 100; t++) {
+		ps = pg_stats(&loop, cli);
+		if (ps->status == IOLAKE__META__STATUS__STATUS_OK && ps->n_pgs == 16 &&
+		    ps->pgs[15]->n_osds == 6 && ps->pgs[15]->osds[5] != 0xFFFFFFFFu &&
+		    ps->pgs[15]->up_mask == 0x3f)
+			break;
+		free_msg(ps);
+		ps = NULL;
+		usleep(20000);
+	}
+	ck_assert_ptr_nonnull(ps);
+	ck_assert_uint_eq(ps->n_counts, 1);
+	ck_assert_str_eq(ps->counts[0]->state, "unknown");
+	ck_assert_uint_eq(ps->counts[0]->pgs, 16);
+	uint32_t prim0 = ps->pgs[0]->primary, slots0[6];
+	ck_assert_uint_eq(prim0, ps->pgs[0]->osds[0]);
+	memcpy(slots0, ps->pgs[0]->osds, sizeof(slots0));
+	uint64_t epoch = ps->epoch;
+	free_msg(ps);
+
+	/* FlagPgs: PG 0 and every PG with the same primary come back to it. */
+	uint32_t flags[2] = { 0, 99 };
+	Iolake__Meta__FlagPgsRequest fq = IOLAKE__META__FLAG_PGS_REQUEST__INIT;
+	fq.pgs = flags;
+	fq.n_pgs = 2;
+	fq.reason = "put_partial";
+	Iolake__Meta__FlagPgsResponse *fr = (void *)run_call(&loop, cli, META_M_FLAG_PGS, &fq.base);
+	ck_assert_int_eq(fr->status, IOLAKE__META__STATUS__STATUS_OK);
+	free_msg(fr);
+
+	Iolake__Meta__PgReport rep = IOLAKE__META__PG_REPORT__INIT;
+	Iolake__Meta__PgReport *reps[1] = { &rep };
+	rep.pg = 0;
+	rep.epoch = epoch;
+	rep.osds = slots0;
+	rep.n_osds = 6;
+	rep.up_mask = 0x3f;
+	rep.state = "recovering";
+	rep.stripes_missing = 7;
+	rep.bytes_missing = 4000;
+	rep.rate_bytes_per_s = 1000;
+	Iolake__Meta__ReportPgsRequest rq = IOLAKE__META__REPORT_PGS_REQUEST__INIT;
+	rq.osd_id = 99;   /* unknown OSD */
+	rq.epoch = epoch;
+	rq.pgs = reps;
+	rq.n_pgs = 1;
+	Iolake__Meta__ReportPgsResponse *rr = (void *)run_call(&loop, cli, META_M_REPORT_PGS, &rq.base);
+	ck_assert_int_eq(rr->status, IOLAKE__META__STATUS__STATUS_NOT_FOUND);
+	free_msg(rr);
+	/* another OSD's report does not take the primary's flag */
+	rq.osd_id = slots0[1];
+	rq.n_pgs = 0;
+	rr = (void *)run_call(&loop, cli, META_M_REPORT_PGS, &rq.base);
+	ck_assert_int_eq(rr->status, IOLAKE__META__STATUS__STATUS_OK);
+	ck_assert_uint_eq(rr->n_rescan_pgs, 0);
+	free_msg(rr);
+	rq.osd_id = prim0;
+	rq.n_pgs = 1;
+	rr = (void *)run_call(&loop, cli, META_M_REPORT_PGS, &rq.base);
+	ck_assert_int_eq(rr->status, IOLAKE__META__STATUS__STATUS_OK);
+	ck_assert_uint_eq(rr->epoch, epoch);
+	ck_assert_uint_eq(rr->n_rescan_pgs, 1);
+	ck_assert_uint_eq(rr->rescan_pgs[0], 0);
+	free_msg(rr);
+	rr = (void *)run_call(&loop, cli, META_M_REPORT_PGS, &rq.base);
+	ck_assert_uint_eq(rr->n_rescan_pgs, 0);   /* handed over once */
+	free_msg(rr);
+
+	ps = pg_stats(&loop, cli);
+	ck_assert_str_eq(ps->pgs[0]->state, "active+recovering");
+	ck_assert(ps->pgs[0]->report_valid);
+	ck_assert_ptr_nonnull(ps->pgs[0]->report);
+	ck_assert_uint_eq(ps->pgs[0]->report->bytes_missing, 4000);
+	ck_assert_uint_eq(ps->pgs[0]->eta_s, 4);
+	ck_assert_str_eq(ps->pgs[1]->state, "unknown");
+	ck_assert_uint_eq(ps->bytes_missing, 4000);
+	ck_assert_uint_eq(ps->stripes_missing, 7);
+	ck_assert_uint_eq(ps->eta_s, 4);
+	ck_assert_uint_eq(ps->n_counts, 2);
+	ck_assert_str_eq(ps->counts[0]->state, "active+recovering");
+	ck_assert_str_eq(ps->counts[1]->state, "unknown");
+	free_msg(ps);
+
+	/* The gauges follow within a second or so. */
+	bool seen = false;
+	for (int t = 0; t < 40 && !seen; t++) {
+		Iolake__Meta__MetricsRequest mq = IOLAKE__META__METRICS_REQUEST__INIT;
+		Iolake__Meta__MetricsResponse *mr = (void *)run_call(&loop, cli, META_M_METRICS, &mq.base);
+		seen = strstr(mr->text, "iolake_pg_state{member=\"1\",state=\"active+recovering\"} 1\n") &&
+		       strstr(mr->text, "iolake_recovery_bytes_missing{member=\"1\"} 4000\n") &&
+		       strstr(mr->text, "iolake_pg_flags_total{member=\"1\",reason=\"put_partial\"} 1\n");
+		free_msg(mr);
+		if (!seen)
+			usleep(100000);
+	}
+	ck_assert_msg(seen, "PG gauges not rendered");
+
+	/* osd out (admin) holds against a heartbeat. */
+	Iolake__Meta__SetOsdState ss = IOLAKE__META__SET_OSD_STATE__INIT;
+	ss.id = 6;
+	ss.set_admin_out = ss.admin_out = true;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
+	op.set_osd_state = &ss;
+	Iolake__Meta__OpResult *r = (void *)run_call(&loop, cli, -1, &op.base);
+	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+	free_msg(r);
+	Iolake__Meta__HeartbeatRequest hb = IOLAKE__META__HEARTBEAT_REQUEST__INIT;
+	hb.osd_id = 6;
+	for (int t = 0; t < 15; t++) {
+		Iolake__Meta__HeartbeatResponse *hr = (void *)run_call(&loop, cli, META_M_HEARTBEAT, &hb.base);
+		free_msg(hr);
+		usleep(100000);
+	}
+	Iolake__Meta__GetMapRequest gm = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	Iolake__Meta__GetMapResponse *map = (void *)run_call(&loop, cli, META_M_GET_MAP, &gm.base);
+	ck_assert(map->map->osds[5]->id == 6 && map->map->osds[5]->up &&
+		  !map->map->osds[5]->in && map->map->osds[5]->admin_out);
+	free_msg(map);
+
+	meta_client_close(cli);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	cluster_free(&c);
+}
+END_TEST
+
 /* Status's state_digest is the hex of meta_state_digest at the applied
  * index it names, the same when asked again with no write, another after
  * one more write. */
@@ -798,6 +986,7 @@ int main(void)
 	TCase *tc = tcase_create("raft");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, single);
+	tcase_add_test(tc, pg_health);
 	tcase_add_test(tc, status_digest_changes);
 	tcase_add_test(tc, failover);
 	tcase_add_test(tc, snapshot_catch_up);

@@ -2,7 +2,8 @@
  * test_state.c — the meta state machine on real RocksDB under /dev/shm:
  * batches, restart + replay (no double apply, equal digests), two members
  * fed the same log, conditional puts, request-id dedupe and its window,
- * bucket delete when not empty, users and keys, multipart, the cluster map,
+ * bucket delete when not empty, users and keys, multipart, the cluster map
+ * (with an operator's sticky out, osd in, and RemoveOsd of a down+out OSD),
  * snapshots (export/import, checkpoint), malformed entries and tag changes.
  */
 #include <check.h>
@@ -864,6 +865,125 @@ START_TEST(test_cluster_map)
 }
 END_TEST
 
+/* An operator's out: SetOsdState with admin_out. */
+static void tb_admin_out(struct tb *t, uint32_t id, bool out)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetOsdState *ss = tb_alloc(t, sizeof(*ss));
+	iolake__meta__set_osd_state__init(ss);
+	ss->id = id;
+	ss->set_admin_out = true;
+	ss->admin_out = out;
+	if (!out) {
+		ss->set_in = true;
+		ss->in = true;
+	}
+	op->body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
+	op->set_osd_state = ss;
+}
+
+static void tb_remove_osd(struct tb *t, uint32_t id)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__RemoveOsd *ro = tb_alloc(t, sizeof(*ro));
+	iolake__meta__remove_osd__init(ro);
+	ro->id = id;
+	op->body_case = IOLAKE__META__OP__BODY_REMOVE_OSD;
+	op->remove_osd = ro;
+}
+
+static const Iolake__Meta__OsdInfo *osd_in_map(const Iolake__Meta__ClusterMap *m, uint32_t id)
+{
+	for (size_t i = 0; i < m->n_osds; i++)
+		if (m->osds[i]->id == id)
+			return m->osds[i];
+	return NULL;
+}
+
+static bool pgs_hold(const Iolake__Meta__ClusterMap *m, uint32_t id)
+{
+	for (size_t pg = 0; pg < m->n_pgs; pg++)
+		for (size_t j = 0; j < m->pgs[pg]->n_osds; j++)
+			if (m->pgs[pg]->osds[j] == id)
+				return true;
+	return false;
+}
+
+START_TEST(test_admin_out_and_remove)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	op->init_map = tb_alloc(t, sizeof(*op->init_map));
+	iolake__meta__init_map__init(op->init_map);
+	op->init_map->pg_count = 64;
+	op->init_map->k = 2;
+	op->init_map->m = 1;
+	op->init_map->down_keeps_slot = true;
+	char host[16];
+	for (uint32_t i = 1; i <= 5; i++) {
+		snprintf(host, sizeof(host), "h%u", i);
+		tb_osd(t, i, host);
+	}
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 6);
+	Iolake__Meta__ClusterMap *m;
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert(pgs_hold(m, 2));
+	meta_state_free_msg(m);
+
+	/* osd out 2: out and sticky; a beat's up+in leaves it out; so does
+	 * a re-registration; rm refuses while it is up. */
+	t = tb_new();
+	tb_admin_out(t, 2, true);
+	tb_osd_state(t, 2, 1, 1);
+	tb_osd(t, 2, "h2");
+	tb_remove_osd(t, 2);
+	tb_remove_osd(t, 99);
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 5);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_uint_eq(res[0].epoch, 7);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_uint_eq(res[1].epoch, 7);      /* no change: no bump */
+	ck_assert_int_eq(res[3].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[4].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	const Iolake__Meta__OsdInfo *o = osd_in_map(m, 2);
+	ck_assert(o && o->up && !o->in && o->admin_out);
+	ck_assert(!pgs_hold(m, 2));
+	meta_state_free_msg(m);
+
+	/* osd in 3 after osd out 3: back in, flag cleared */
+	t = tb_new();
+	tb_admin_out(t, 3, true);
+	tb_admin_out(t, 3, false);
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 2);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	o = osd_in_map(m, 3);
+	ck_assert(o && o->up && o->in && !o->admin_out);
+	meta_state_free_msg(m);
+
+	/* down and out: rm drops it from the map */
+	t = tb_new();
+	tb_osd_state(t, 2, 0, -1);
+	tb_remove_osd(t, 2);
+	ck_assert_int_eq(tb_apply(s, 4, t, res), 2);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->n_osds, 4);
+	ck_assert_ptr_null(osd_in_map(m, 2));
+	ck_assert(!pgs_hold(m, 2));
+	ck_assert_uint_eq(m->epoch, res[1].epoch);
+	for (size_t i = 1; i < m->n_osds; i++)
+		ck_assert_uint_lt(m->osds[i - 1]->id, m->osds[i]->id);
+	meta_state_free_msg(m);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 static void *xmalloc(size_t n)
 {
 	return malloc(n);
@@ -1107,6 +1227,7 @@ int main(void)
 	tcase_add_test(tc, test_multipart);
 	tcase_add_test(tc, test_multipart_parts);
 	tcase_add_test(tc, test_cluster_map);
+	tcase_add_test(tc, test_admin_out_and_remove);
 	tcase_add_test(tc, test_snapshot);
 	tcase_add_test(tc, test_malformed_entries);
 	tcase_add_test(tc, test_tags);
