@@ -11,7 +11,7 @@
 #     the staging directory (binaries at the configured path), and a broken
 #     unit does not (the check can fail);
 #   - bad descriptions are refused naming the problem;
-#   - shellcheck is clean on infra/ and the netns test.
+#   - shellcheck is clean on infra/, the netns tests and bench/heal.sh.
 set -euo pipefail
 export PATH=/usr/bin:/bin:$PATH
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -153,7 +153,9 @@ refuse "OSDS:" "host a 10.0.0.1 1 yes 1:/dev/sd\$(reboot)"
 refuse "--hosts: zz is not in" -- --hosts a1,zz
 
 if command -v shellcheck >/dev/null; then
-	shellcheck "$TOP/infra/netns-cluster.sh" "$DEPLOY" "$HERE/test_netns_cluster.sh" "$HERE/test_deploy_dryrun.sh" ||
+	# -x: the netns tests source netns_lib.sh.
+	shellcheck -x "$TOP/infra/netns-cluster.sh" "$DEPLOY" "$HERE"/netns_lib.sh "$HERE"/test_*netns*.sh \
+		"$HERE/test_deploy_dryrun.sh" "$TOP/bench/heal.sh" ||
 		fail "shellcheck"
 	echo "ok: shellcheck clean"
 else

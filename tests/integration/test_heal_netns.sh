@@ -22,7 +22,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 NETNS_TEST=test_heal_netns
-# shellcheck source=netns_lib.sh
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
 . "$HERE/netns_lib.sh"
 N=${HEAL_OBJECTS:-150}
 OUT_AFTER=${HEAL_OUT_AFTER:-12s}

@@ -23,7 +23,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 NETNS_TEST=test_netns_cluster
-# shellcheck source=netns_lib.sh
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
 . "$HERE/netns_lib.sh"
 
 step "up: 6 nodes x 2 OSDs, EC 4+2, prefix $PFX, $SUBNET.0/24, seed $SEED"
