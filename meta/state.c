@@ -17,6 +17,10 @@
  *   'C' u64 client                        ClientSession
  *   'G' u64 generation u16 seq            ObjectRecord without inline data:
  *                                         shards to free (GC queue)
+ *   'X' u32 pg, 16-byte object id         u32 count of live records and
+ *                                         parts naming that gw_data PUT's
+ *                                         shards (the reference index)
+ *   "X"                                   u32 1: the index is complete
  *
  * Bucket names never contain 0x00 and keys are checked for it, so 'O'
  * keys sort by bucket, then key bytes: an S3 listing is one range scan.
@@ -365,6 +369,143 @@ static void gc_part(struct tx *t, const char *bucket, const char *key,
 	gc_record(t, &r);
 }
 
+/* ---------------------------------------------------- reference index
+ *
+ * 'X' pg id -> how many live records (ObjectRecord.data_layout, each
+ * Segment.data_layout) and parts (Part.segment) name the shards of that
+ * gw_data PUT. Moved in the same batch as the record: +1 where an op
+ * starts naming a layout, -1 where it stops (the places that queue GC
+ * entries), so the index is a pure function of the 'O' and 'P' tables
+ * (ref_build computes it from them once, for a state written before it
+ * existed). OSDs ask CheckShards whether a shard's id is in it.
+ */
+
+/* The pg and 16-byte object id of an encoded layout (layout.proto fields
+ * 7 and 6), scanned without unpacking (no allocation in apply). false: not
+ * a layout whose shards can be named (corrupt, or an id of another size). */
+bool meta_layout_ref(const uint8_t *p, size_t n, uint32_t *pg, uint8_t id[META_REF_ID_LEN])
+{
+	const uint8_t *end = p + n;
+	bool have_id = false;
+	*pg = 0;
+	while (p < end) {
+		uint64_t tag = 0, v = 0;
+		for (unsigned sh = 0;; sh += 7) {   /* varint tag */
+			if (p == end || sh > 63)
+				return false;
+			tag |= (uint64_t)(*p & 0x7f) << sh;
+			if (!(*p++ & 0x80))
+				break;
+		}
+		uint32_t field = (uint32_t)(tag >> 3);
+		switch (tag & 7) {
+		case 0:
+			for (unsigned sh = 0;; sh += 7) {
+				if (p == end || sh > 63)
+					return false;
+				v |= (uint64_t)(*p & 0x7f) << sh;
+				if (!(*p++ & 0x80))
+					break;
+			}
+			if (field == 7)
+				*pg = (uint32_t)v;
+			break;
+		case 1:
+			if (end - p < 8)
+				return false;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				return false;
+			p += 4;
+			break;
+		case 2:
+			for (unsigned sh = 0;; sh += 7) {
+				if (p == end || sh > 63)
+					return false;
+				v |= (uint64_t)(*p & 0x7f) << sh;
+				if (!(*p++ & 0x80))
+					break;
+			}
+			if (v > (uint64_t)(end - p))
+				return false;
+			if (field == 6) {
+				if (v != META_REF_ID_LEN)
+					return false;
+				memcpy(id, p, META_REF_ID_LEN);
+				have_id = true;
+			}
+			p += v;
+			break;
+		default:
+			return false;
+		}
+	}
+	return have_id;
+}
+
+static void key_ref(struct key *k, uint32_t pg, const uint8_t *id)
+{
+	k_init(k, 'X');
+	k_u32(k, pg);
+	memcpy(k->b + k->n, id, META_REF_ID_LEN);
+	k->n += META_REF_ID_LEN;
+}
+
+static uint32_t get_be32(const char *p)
+{
+	return (uint32_t)(uint8_t)p[0] << 24 | (uint32_t)(uint8_t)p[1] << 16 |
+	       (uint32_t)(uint8_t)p[2] << 8 | (uint8_t)p[3];
+}
+
+/* Move the count of one layout's id by delta (+1 or -1) through the
+ * batch; a count that reaches 0 deletes the key. A layout that names no
+ * shards (undecodable) is not indexed: the gateway cannot read it either. */
+static void ref_layout(struct tx *t, const ProtobufCBinaryData *lay, int delta)
+{
+	uint32_t pg;
+	uint8_t id[META_REF_ID_LEN];
+	if (lay->len == 0 || !meta_layout_ref(lay->data, lay->len, &pg, id))
+		return;
+	struct key k;
+	key_ref(&k, pg, id);
+	char *v;
+	size_t n;
+	int64_t c = 0;
+	int rc = tx_get(t, &k, &v, &n);
+	if (rc == 0) {
+		c = n == 4 ? get_be32(v) : 0;
+		rocksdb_free(v);
+	} else if (rc != IOL_ENOT_FOUND) {
+		return;   /* latched in t->io_err */
+	}
+	c += delta;
+	if (c <= 0) {
+		tx_del(t, &k);
+		return;
+	}
+	char cv[4];
+	cv[0] = (char)(c >> 24);
+	cv[1] = (char)(c >> 16);
+	cv[2] = (char)(c >> 8);
+	cv[3] = (char)c;
+	rocksdb_writebatch_wi_put(t->wb, k.b, k.n, cv, 4);
+}
+
+static void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, int delta)
+{
+	ref_layout(t, &r->data_layout, delta);
+	for (size_t i = 0; i < r->n_segments; i++)
+		ref_layout(t, &r->segments[i]->data_layout, delta);
+}
+
+static void ref_part(struct tx *t, const Iolake__Meta__Part *p, int delta)
+{
+	if (p->segment)
+		ref_layout(t, &p->segment->data_layout, delta);
+}
+
 /* --------------------------------------------------------- operations */
 
 static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
@@ -449,8 +590,11 @@ static int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_
 	key_object(&k, rec->bucket, rec->key);
 	int rc = check_condition(t, &k, op->if_none_match, op->if_generation, &cur);
 	if (rc == 0) {
-		if (cur)
+		if (cur) {
 			gc_record(t, cur);
+			ref_record(t, cur, -1);
+		}
+		ref_record(t, rec, +1);
 		rec->generation = t->gen;
 		rc = tx_put_msg(t, &k, &rec->base);
 		r->generation = t->gen;
@@ -471,6 +615,7 @@ static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
 		rc = IOL_ENOT_FOUND;
 	if (rc == 0) {
 		gc_record(t, cur);
+		ref_record(t, cur, -1);
 		tx_del(t, &k);
 	}
 	meta_state_free_msg(cur);
@@ -526,11 +671,14 @@ static int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op)
 		rc = IOL_ECONFLICT;
 		goto out;
 	}
-	if (old)
+	if (old) {
 		gc_part(t, op->bucket, op->key, old);   /* re-uploaded part */
+		ref_part(t, old, -1);
+	}
 	Iolake__Meta__Part p = *op->part;
 	p.upload_id = op->upload_id;
 	p.generation = t->gen;
+	ref_part(t, &p, +1);
 	rc = tx_put_msg(t, &k, &p.base);
 	if (rc == 0) {
 		/* Complete and Abort may require the parts unchanged since
@@ -569,8 +717,10 @@ static void drop_parts(struct tx *t, const char *bucket, const char *key, const 
 		if (!(j < n_keep && keep[j] == num)) {
 			Iolake__Meta__Part *p =
 				iolake__meta__part__unpack(NULL, vn, (const uint8_t *)vb);
-			if (p)
+			if (p) {
 				gc_part(t, bucket, key, p);
+				ref_part(t, p, -1);
+			}
 			meta_state_free_msg(p);
 		}
 		tx_del(t, &k);
@@ -666,8 +816,14 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	rec.segments = segp;
 	rec.inline_data.len = 0;
 	rec.inline_data.data = NULL;
-	if (cur)
+	if (cur) {
 		gc_record(t, cur);
+		ref_record(t, cur, -1);
+	}
+	/* The kept parts' ids move into the object with their segments
+	 * (drop_parts leaves their counts alone); only a layout of the
+	 * object's own, from the upload's template, starts being named. */
+	ref_layout(t, &rec.data_layout, +1);
 	rc = tx_put_msg(t, &ok, &rec.base);
 	r->generation = t->gen;
 	drop_parts(t, op->bucket, op->key, op->upload_id, nums, n);
@@ -1499,6 +1655,73 @@ static uint64_t gc_scan(struct meta_state *s)
 	return n;
 }
 
+/* Build the reference index from the 'O' and 'P' tables, replacing any
+ * 'X' keys, and mark it complete ("X"), in one write. For a state written
+ * before the index existed (open, import): every member derives the same
+ * keys from the same records. Memory: one batch of all the index keys
+ * (~30 bytes per live layout), once. 0, -EIO, -ENOMEM. */
+static int ref_build(struct meta_state *s)
+{
+	struct tx t = { .s = s };
+	t.wb = rocksdb_writebatch_wi_create(0, 1);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, "X", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn == 0 || kb[0] != 'X')
+			break;
+		rocksdb_writebatch_wi_delete(t.wb, kb, kn);
+	}
+	uint64_t records = 0;
+	for (const char *tab = "OP"; *tab && !t.io_err; tab++) {
+		for (rocksdb_iter_seek(it, tab, 1); rocksdb_iter_valid(it) && !t.io_err;
+		     rocksdb_iter_next(it)) {
+			size_t kn, vn;
+			const char *kb = rocksdb_iter_key(it, &kn);
+			if (kn == 0 || kb[0] != *tab)
+				break;
+			const uint8_t *vb = (const uint8_t *)rocksdb_iter_value(it, &vn);
+			if (*tab == 'O') {
+				Iolake__Meta__ObjectRecord *r =
+					iolake__meta__object_record__unpack(NULL, vn, vb);
+				if (!r) {
+					t.io_err = IOL_ECORRUPT;
+					break;
+				}
+				ref_record(&t, r, +1);
+				meta_state_free_msg(r);
+			} else {
+				Iolake__Meta__Part *pt = iolake__meta__part__unpack(NULL, vn, vb);
+				if (!pt) {
+					t.io_err = IOL_ECORRUPT;
+					break;
+				}
+				ref_part(&t, pt, +1);
+				meta_state_free_msg(pt);
+			}
+			records++;
+		}
+	}
+	char *err = NULL;
+	rocksdb_iter_get_error(it, &err);
+	rocksdb_iter_destroy(it);
+	if (err) {
+		rocksdb_free(err);
+		t.io_err = -EIO;
+	}
+	int rc = t.io_err;
+	if (rc == 0) {
+		static const char one[4] = { 0, 0, 0, 1 };
+		rocksdb_writebatch_wi_put(t.wb, "X", 1, one, 4);
+		rc = write_batch(s, t.wb);
+	}
+	rocksdb_writebatch_wi_destroy(t.wb);
+	if (rc == 0 && records)
+		fprintf(stderr, "meta/state: built the shard reference index from %llu records\n",
+			(unsigned long long)records);
+	return rc;
+}
+
 int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct meta_state **out)
 {
 	int rc = -EIO;
@@ -1578,6 +1801,14 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 		goto out_fail;
 	}
 	atomic_store(&s->gc_entries, gc_scan(s));
+	k_init(&k, 'X');
+	rc = db_get(s, &k, &v, &n);
+	if (rc == 0)
+		rocksdb_free(v);
+	else if (rc == IOL_ENOT_FOUND)
+		rc = ref_build(s);
+	if (rc)
+		goto out_fail;
 	*out = s;
 	return 0;
 out_fail:
@@ -1894,6 +2125,48 @@ int meta_state_list_gc(struct meta_state *s, uint64_t after_gen, uint32_t after_
 	return 0;
 }
 
+int meta_state_check_refs(struct meta_state *s, uint32_t pg, const uint8_t *const *ids,
+			  size_t n, bool *referenced)
+{
+	if (n > META_CHECK_SHARDS_MAX)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	struct key *keys = malloc(n * sizeof(*keys));
+	const char **kp = malloc(n * sizeof(*kp));
+	size_t *kl = malloc(n * sizeof(*kl));
+	char **vals = malloc(n * sizeof(*vals));
+	size_t *vl = malloc(n * sizeof(*vl));
+	char **errs = malloc(n * sizeof(*errs));
+	int rc = -ENOMEM;
+	if (!keys || !kp || !kl || !vals || !vl || !errs)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		key_ref(&keys[i], pg, ids[i]);
+		kp[i] = keys[i].b;
+		kl[i] = keys[i].n;
+	}
+	rocksdb_multi_get(s->db, s->ro, n, kp, kl, vals, vl, errs);
+	rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (errs[i]) {
+			rocksdb_free(errs[i]);
+			rc = -EIO;
+		}
+		referenced[i] = vals[i] != NULL;
+		if (vals[i])
+			rocksdb_free(vals[i]);
+	}
+out:
+	free(errs);
+	free(vl);
+	free(vals);
+	free(kl);
+	free(kp);
+	free(keys);
+	return rc;
+}
+
 /* ---------------------------------------------------- object iterator */
 
 struct meta_state_objiter {
@@ -2159,6 +2432,7 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 
 	/* Validate the framing fully before touching the DB. */
 	uint64_t seen = 0, applied = 0, gc = 0;
+	bool has_refs = false;
 	while (off < end) {
 		if (end - off < 8)
 			return IOL_ECORRUPT;
@@ -2169,6 +2443,8 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 			applied = get_be64((const char *)buf + off + 9);
 		if (kn > 0 && buf[off + 8] == 'G')
 			gc++;
+		if (kn == 1 && buf[off + 8] == 'X')
+			has_refs = true;
 		off += 8 + (size_t)kn + vn;
 		seen++;
 	}
@@ -2200,7 +2476,9 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 	}
 	s->applied = applied;
 	atomic_store(&s->gc_entries, gc);
-	return 0;
+	/* A snapshot of a member without the reference index: build it here,
+	 * as that member's own open will. */
+	return has_refs ? 0 : ref_build(s);
 }
 
 int meta_state_checkpoint(struct meta_state *s, const char *dir_out)
