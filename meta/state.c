@@ -20,7 +20,9 @@
  *   'X' u32 pg, 16-byte object id         u32 count of live records and
  *                                         parts naming that gw_data PUT's
  *                                         shards (the reference index)
- *   "X"                                   u32 1: the index is complete
+ *   "X"                                   u64 the applied index the
+ *                                         reference index is current at
+ *                                         (written with "A"; else rebuilt)
  *
  * Bucket names never contain 0x00 and keys are checked for it, so 'O'
  * keys sort by bucket, then key bytes: an S3 listing is one range scan.
@@ -1555,6 +1557,10 @@ static void put_applied(rocksdb_writebatch_wi_t *wb, uint64_t index)
 	char v[8];
 	put_be64(v, index);
 	rocksdb_writebatch_wi_put(wb, "A", 1, v, 8);
+	/* The reference index is current at this index: a binary that did
+	 * not maintain it (an older one, after a downgrade) leaves "X"
+	 * behind "A", and the next open rebuilds instead of trusting it. */
+	rocksdb_writebatch_wi_put(wb, "X", 1, v, 8);
 }
 
 static int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb)
@@ -1656,9 +1662,10 @@ static uint64_t gc_scan(struct meta_state *s)
 }
 
 /* Build the reference index from the 'O' and 'P' tables, replacing any
- * 'X' keys, and mark it complete ("X"), in one write. For a state written
- * before the index existed (open, import): every member derives the same
- * keys from the same records. Memory: one batch of all the index keys
+ * 'X' keys, and mark it current ("X" = the applied index), in one write.
+ * For a state written before the index existed, or last applied by a
+ * binary that did not keep it (open, import): every member derives the
+ * same keys from the same records. Memory: one batch of all the index keys
  * (~30 bytes per live layout), once. 0, -EIO, -ENOMEM. */
 static int ref_build(struct meta_state *s)
 {
@@ -1711,8 +1718,9 @@ static int ref_build(struct meta_state *s)
 	}
 	int rc = t.io_err;
 	if (rc == 0) {
-		static const char one[4] = { 0, 0, 0, 1 };
-		rocksdb_writebatch_wi_put(t.wb, "X", 1, one, 4);
+		char v[8];
+		put_be64(v, s->applied);
+		rocksdb_writebatch_wi_put(t.wb, "X", 1, v, 8);
 		rc = write_batch(s, t.wb);
 	}
 	rocksdb_writebatch_wi_destroy(t.wb);
@@ -1803,10 +1811,14 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	atomic_store(&s->gc_entries, gc_scan(s));
 	k_init(&k, 'X');
 	rc = db_get(s, &k, &v, &n);
-	if (rc == 0)
+	if (rc == 0) {
+		bool current = n == 8 && get_be64(v) == s->applied;
 		rocksdb_free(v);
-	else if (rc == IOL_ENOT_FOUND)
+		if (!current)
+			rc = ref_build(s);
+	} else if (rc == IOL_ENOT_FOUND) {
 		rc = ref_build(s);
+	}
 	if (rc)
 		goto out_fail;
 	*out = s;
@@ -2432,7 +2444,7 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 
 	/* Validate the framing fully before touching the DB. */
 	uint64_t seen = 0, applied = 0, gc = 0;
-	bool has_refs = false;
+	uint64_t refs_at = UINT64_MAX;
 	while (off < end) {
 		if (end - off < 8)
 			return IOL_ECORRUPT;
@@ -2443,8 +2455,8 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 			applied = get_be64((const char *)buf + off + 9);
 		if (kn > 0 && buf[off + 8] == 'G')
 			gc++;
-		if (kn == 1 && buf[off + 8] == 'X')
-			has_refs = true;
+		if (kn == 1 && buf[off + 8] == 'X' && vn == 8)
+			refs_at = get_be64((const char *)buf + off + 9);
 		off += 8 + (size_t)kn + vn;
 		seen++;
 	}
@@ -2478,7 +2490,7 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 	atomic_store(&s->gc_entries, gc);
 	/* A snapshot of a member without the reference index: build it here,
 	 * as that member's own open will. */
-	return has_refs ? 0 : ref_build(s);
+	return refs_at == applied ? 0 : ref_build(s);
 }
 
 int meta_state_checkpoint(struct meta_state *s, const char *dir_out)

@@ -10,7 +10,8 @@
  * from scratch: the state's digest is unchanged by an import of the same
  * export with every 'X' key stripped (import builds it), and by a reopen
  * of the directory after the 'X' keys were deleted behind the state's
- * back (an older data dir: open builds it).
+ * back (an older data dir: open builds it) or after one was lost with the
+ * marker left behind the applied index (a downgrade: open rebuilds).
  */
 #include <check.h>
 #include <rocksdb/c.h>
@@ -285,8 +286,10 @@ START_TEST(test_refs_multipart)
 END_TEST
 
 /* Delete every 'X' key of the closed state in dir (and the marker): what
- * a data dir written before the index looks like. */
-static void strip_dir(const char *dir)
+ * a data dir written before the index looks like. With stale_only, only
+ * the first index key goes and the marker is set behind "A" instead: what
+ * a binary that did not keep the index (a downgrade) leaves. */
+static void strip_dir(const char *dir, bool stale_only)
 {
 	char *err = NULL;
 	rocksdb_options_t *o = rocksdb_options_create();
@@ -301,9 +304,15 @@ static void strip_dir(const char *dir)
 		const char *k = rocksdb_iter_key(it, &kn);
 		if (k[0] != 'X')
 			break;
-		rocksdb_delete(db, wo, k, kn, &err);
+		if (stale_only && kn == 1) {
+			const char behind[8] = { 0, 0, 0, 0, 0, 0, 0, 1 };
+			rocksdb_put(db, wo, "X", 1, behind, 8, &err);
+		} else {
+			rocksdb_delete(db, wo, k, kn, &err);
+		}
 		ck_assert_ptr_null(err);
-		n++;
+		if (++n == 2 && stale_only)
+			break;
 	}
 	ck_assert_int_ge(n, 2);
 	rocksdb_iter_destroy(it);
@@ -338,7 +347,7 @@ START_TEST(test_refs_build_at_open)
 	digest(s, before);
 	meta_state_close(s);
 
-	strip_dir(dir);
+	strip_dir(dir, false);
 	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
 	ck_assert_uint_eq(meta_state_applied_index(s), 2);
 	digest(s, after);
@@ -348,6 +357,12 @@ START_TEST(test_refs_build_at_open)
 	ck_assert(!ref(s, 3, 11));
 	/* A second open finds the marker and leaves it all as it is. */
 	meta_state_close(s);
+	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
+	digest(s, after);
+	ck_assert_mem_eq(before, after, 32);
+	meta_state_close(s);
+	/* A marker behind "A" (an older binary applied since): rebuilt. */
+	strip_dir(dir, true);
 	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
 	digest(s, after);
 	ck_assert_mem_eq(before, after, 32);
