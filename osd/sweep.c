@@ -88,6 +88,8 @@ struct osd_sweep {
 	uint8_t (*ids)[ID_LEN];
 	size_t n_ids;
 	uint64_t pass_keys, pass_ids, pass_deleted;
+	size_t last_logged_cands;    /* candidates the last logged pass left */
+	uint32_t skipped_in_row;     /* passes abandoned since the last completed */
 
 	/* ids due for deletion in this page, and the one being deleted */
 	struct cand *due;
@@ -204,18 +206,25 @@ static void pass_end(struct osd_sweep *sw, bool completed, const char *why)
 		sw->old = sw->cur;
 		sw->cur = (struct table){ 0 };
 		sw->stats.passes++;
-		if (sw->pass_deleted || sw->old.n)
+		if (sw->skipped_in_row)
+			LOG_INFO("orphan sweep: a pass completed again", "osd=%u abandoned_before=%u",
+				 sw->osd_id, sw->skipped_in_row);
+		sw->skipped_in_row = 0;
+		if (sw->pass_deleted || sw->old.n != sw->last_logged_cands)
 			LOG_INFO("orphan sweep pass done",
 				 "osd=%u shard_keys=%llu ids_checked=%llu candidates=%zu "
 				 "shards_deleted=%llu",
 				 sw->osd_id, (unsigned long long)sw->pass_keys,
 				 (unsigned long long)sw->pass_ids, sw->old.n,
 				 (unsigned long long)sw->pass_deleted);
+		sw->last_logged_cands = sw->old.n;
 	} else {
 		table_free(&sw->cur);
 		sw->stats.passes_skipped++;
-		LOG_WARN("orphan sweep pass abandoned; nothing more deleted until a pass completes",
-			 "osd=%u reason=\"%s\"", sw->osd_id, why);
+		/* Once per outage, not once per pass. */
+		if (sw->skipped_in_row++ == 0)
+			LOG_WARN("orphan sweep pass abandoned; nothing more deleted until a pass "
+				 "completes", "osd=%u reason=\"%s\"", sw->osd_id, why);
 	}
 	sw->stats.candidates = sw->old.n;
 	if (sw->m_cand)
