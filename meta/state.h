@@ -4,7 +4,8 @@
  * Owns one RocksDB directory holding buckets, object records, multipart
  * uploads and parts, users and access keys, the cluster map (OSDs, PG
  * table, epoch), the request table for exactly-once retries and the shard
- * GC queue. The Raft layer hands each committed entry to
+ * GC queue and the shard reference index (what CheckShards answers).
+ * The Raft layer hands each committed entry to
  * meta_state_apply(); everything else here reads.
  *
  * Threads: apply, import and close on one thread (the Raft loop). Reads
