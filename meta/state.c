@@ -17,9 +17,9 @@
  *   'C' u64 client                        ClientSession
  *   'G' u64 generation u16 seq            ObjectRecord without inline data:
  *                                         shards to free (GC queue)
- *   'X' u32 pg, 16-byte object id         u32 count of live records and
- *                                         parts naming that gw_data PUT's
- *                                         shards (the reference index)
+ *   'X' u32 pg, 16-byte object id,        "": the record or part of that
+ *       u64 generation                    generation names that gw_data
+ *                                         PUT's shards (reference index)
  *   "X"                                   u64 the applied index the
  *                                         reference index is current at
  *                                         (written with "A"; else rebuilt)
@@ -373,13 +373,15 @@ static void gc_part(struct tx *t, const char *bucket, const char *key,
 
 /* ---------------------------------------------------- reference index
  *
- * 'X' pg id -> how many live records (ObjectRecord.data_layout, each
- * Segment.data_layout) and parts (Part.segment) name the shards of that
- * gw_data PUT. Moved in the same batch as the record: +1 where an op
- * starts naming a layout, -1 where it stops (the places that queue GC
- * entries), so the index is a pure function of the 'O' and 'P' tables
- * (ref_build computes it from them once, for a state written before it
- * existed). OSDs ask CheckShards whether a shard's id is in it.
+ * 'X' pg id gen -> "" for every live reference to the shards of a gw_data
+ * PUT: gen is the generation of the record (ObjectRecord.data_layout, each
+ * Segment.data_layout) or part (Part.segment) that names it. Put in the
+ * same batch as the record where an op starts naming a layout, deleted
+ * where it stops (the places that queue GC entries), blindly: the record
+ * and its generation say which key, so apply reads nothing more. The
+ * index is a pure function of the 'O' and 'P' tables (ref_build computes
+ * it from them, for a state written before it existed). An id is
+ * referenced while any key has the prefix 'X' pg id: CheckShards.
  */
 
 /* The pg and 16-byte object id of an encoded layout (layout.proto fields
@@ -455,16 +457,10 @@ static void key_ref(struct key *k, uint32_t pg, const uint8_t *id)
 	k->n += META_REF_ID_LEN;
 }
 
-static uint32_t get_be32(const char *p)
-{
-	return (uint32_t)(uint8_t)p[0] << 24 | (uint32_t)(uint8_t)p[1] << 16 |
-	       (uint32_t)(uint8_t)p[2] << 8 | (uint8_t)p[3];
-}
-
-/* Move the count of one layout's id by delta (+1 or -1) through the
- * batch; a count that reaches 0 deletes the key. A layout that names no
- * shards (undecodable) is not indexed: the gateway cannot read it either. */
-static void ref_layout(struct tx *t, const ProtobufCBinaryData *lay, int delta)
+/* Add (or drop) the reference of the record or part of generation gen to
+ * one layout's shards. A layout that names no shards (undecodable) is not
+ * indexed: the gateway cannot read it either. */
+static void ref_layout(struct tx *t, const ProtobufCBinaryData *lay, uint64_t gen, bool add)
 {
 	uint32_t pg;
 	uint8_t id[META_REF_ID_LEN];
@@ -472,40 +468,24 @@ static void ref_layout(struct tx *t, const ProtobufCBinaryData *lay, int delta)
 		return;
 	struct key k;
 	key_ref(&k, pg, id);
-	char *v;
-	size_t n;
-	int64_t c = 0;
-	int rc = tx_get(t, &k, &v, &n);
-	if (rc == 0) {
-		c = n == 4 ? get_be32(v) : 0;
-		rocksdb_free(v);
-	} else if (rc != IOL_ENOT_FOUND) {
-		return;   /* latched in t->io_err */
-	}
-	c += delta;
-	if (c <= 0) {
+	k_u64(&k, gen);
+	if (add)
+		rocksdb_writebatch_wi_put(t->wb, k.b, k.n, "", 0);
+	else
 		tx_del(t, &k);
-		return;
-	}
-	char cv[4];
-	cv[0] = (char)(c >> 24);
-	cv[1] = (char)(c >> 16);
-	cv[2] = (char)(c >> 8);
-	cv[3] = (char)c;
-	rocksdb_writebatch_wi_put(t->wb, k.b, k.n, cv, 4);
 }
 
-static void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, int delta)
+static void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen, bool add)
 {
-	ref_layout(t, &r->data_layout, delta);
+	ref_layout(t, &r->data_layout, gen, add);
 	for (size_t i = 0; i < r->n_segments; i++)
-		ref_layout(t, &r->segments[i]->data_layout, delta);
+		ref_layout(t, &r->segments[i]->data_layout, gen, add);
 }
 
-static void ref_part(struct tx *t, const Iolake__Meta__Part *p, int delta)
+static void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add)
 {
 	if (p->segment)
-		ref_layout(t, &p->segment->data_layout, delta);
+		ref_layout(t, &p->segment->data_layout, p->generation, add);
 }
 
 /* --------------------------------------------------------- operations */
@@ -594,9 +574,9 @@ static int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_
 	if (rc == 0) {
 		if (cur) {
 			gc_record(t, cur);
-			ref_record(t, cur, -1);
+			ref_record(t, cur, cur->generation, false);
 		}
-		ref_record(t, rec, +1);
+		ref_record(t, rec, t->gen, true);
 		rec->generation = t->gen;
 		rc = tx_put_msg(t, &k, &rec->base);
 		r->generation = t->gen;
@@ -617,7 +597,7 @@ static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
 		rc = IOL_ENOT_FOUND;
 	if (rc == 0) {
 		gc_record(t, cur);
-		ref_record(t, cur, -1);
+		ref_record(t, cur, cur->generation, false);
 		tx_del(t, &k);
 	}
 	meta_state_free_msg(cur);
@@ -675,12 +655,12 @@ static int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op)
 	}
 	if (old) {
 		gc_part(t, op->bucket, op->key, old);   /* re-uploaded part */
-		ref_part(t, old, -1);
+		ref_part(t, old, false);
 	}
 	Iolake__Meta__Part p = *op->part;
 	p.upload_id = op->upload_id;
 	p.generation = t->gen;
-	ref_part(t, &p, +1);
+	ref_part(t, &p, true);
 	rc = tx_put_msg(t, &k, &p.base);
 	if (rc == 0) {
 		/* Complete and Abort may require the parts unchanged since
@@ -721,7 +701,7 @@ static void drop_parts(struct tx *t, const char *bucket, const char *key, const 
 				iolake__meta__part__unpack(NULL, vn, (const uint8_t *)vb);
 			if (p) {
 				gc_part(t, bucket, key, p);
-				ref_part(t, p, -1);
+				ref_part(t, p, false);
 			}
 			meta_state_free_msg(p);
 		}
@@ -820,12 +800,13 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	rec.inline_data.data = NULL;
 	if (cur) {
 		gc_record(t, cur);
-		ref_record(t, cur, -1);
+		ref_record(t, cur, cur->generation, false);
 	}
-	/* The kept parts' ids move into the object with their segments
-	 * (drop_parts leaves their counts alone); only a layout of the
-	 * object's own, from the upload's template, starts being named. */
-	ref_layout(t, &rec.data_layout, +1);
+	/* The kept parts' layouts move into the object: the parts stop
+	 * naming them (drop_parts handles the others), the object starts. */
+	for (size_t i = 0; i < n; i++)
+		ref_part(t, parts[i], false);
+	ref_record(t, &rec, t->gen, true);
 	rc = tx_put_msg(t, &ok, &rec.base);
 	r->generation = t->gen;
 	drop_parts(t, op->bucket, op->key, op->upload_id, nums, n);
@@ -1695,7 +1676,7 @@ static int ref_build(struct meta_state *s)
 					t.io_err = IOL_ECORRUPT;
 					break;
 				}
-				ref_record(&t, r, +1);
+				ref_record(&t, r, r->generation, true);
 				meta_state_free_msg(r);
 			} else {
 				Iolake__Meta__Part *pt = iolake__meta__part__unpack(NULL, vn, vb);
@@ -1703,7 +1684,7 @@ static int ref_build(struct meta_state *s)
 					t.io_err = IOL_ECORRUPT;
 					break;
 				}
-				ref_part(&t, pt, +1);
+				ref_part(&t, pt, true);
 				meta_state_free_msg(pt);
 			}
 			records++;
@@ -2144,39 +2125,21 @@ int meta_state_check_refs(struct meta_state *s, uint32_t pg, const uint8_t *cons
 		return -EINVAL;
 	if (n == 0)
 		return 0;
-	struct key *keys = malloc(n * sizeof(*keys));
-	const char **kp = malloc(n * sizeof(*kp));
-	size_t *kl = malloc(n * sizeof(*kl));
-	char **vals = malloc(n * sizeof(*vals));
-	size_t *vl = malloc(n * sizeof(*vl));
-	char **errs = malloc(n * sizeof(*errs));
-	int rc = -ENOMEM;
-	if (!keys || !kp || !kl || !vals || !vl || !errs)
-		goto out;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
 	for (size_t i = 0; i < n; i++) {
-		key_ref(&keys[i], pg, ids[i]);
-		kp[i] = keys[i].b;
-		kl[i] = keys[i].n;
+		struct key k;
+		key_ref(&k, pg, ids[i]);
+		rocksdb_iter_seek(it, k.b, k.n);
+		referenced[i] = iter_has_prefix(it, &k);
 	}
-	rocksdb_multi_get(s->db, s->ro, n, kp, kl, vals, vl, errs);
-	rc = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (errs[i]) {
-			rocksdb_free(errs[i]);
-			rc = -EIO;
-		}
-		referenced[i] = vals[i] != NULL;
-		if (vals[i])
-			rocksdb_free(vals[i]);
+	char *err = NULL;
+	rocksdb_iter_get_error(it, &err);
+	rocksdb_iter_destroy(it);
+	if (err) {
+		rocksdb_free(err);
+		return -EIO;
 	}
-out:
-	free(errs);
-	free(vl);
-	free(vals);
-	free(kl);
-	free(kp);
-	free(keys);
-	return rc;
+	return 0;
 }
 
 /* ---------------------------------------------------- object iterator */

@@ -161,8 +161,8 @@ int meta_state_list_gc(struct meta_state *s, uint64_t after_gen, uint32_t after_
 /* The shard reference index ('X' in state.c): referenced[i] tells
  * whether any live object record or part names a layout with this pg and
  * ids[i] (META_REF_ID_LEN bytes each) — the shards under
- * (pg, ids[i] || be32(segment), *) belong to a live object. One RocksDB
- * multi-get. 0, -EINVAL (n over META_CHECK_SHARDS_MAX), -ENOMEM, -EIO. */
+ * (pg, ids[i] || be32(segment), *) belong to a live object. One iterator
+ * seek per id. 0, -EINVAL (n over META_CHECK_SHARDS_MAX), -EIO. */
 int meta_state_check_refs(struct meta_state *s, uint32_t pg, const uint8_t *const *ids,
 			  size_t n, bool *referenced);
 /* The pg and object id an encoded gw_data layout (layout.proto) names,
