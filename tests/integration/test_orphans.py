@@ -4,7 +4,9 @@ end to end with the real binaries: one iolake-meta, six iolake-osd (256 MiB
 each under /dev/shm, each its own host, so every 4+2 PG spans all six,
 --orphan-grace 5s --orphan-scan-interval 1s), iolake-gw on loopback, boto3.
 
-  1. A few 1 MiB objects are written and read back.
+  1. A few 1 MiB objects are written and read back; a multipart object of
+     two 5 MiB parts is completed and another upload is left open with
+     one 5 MiB part (named only by its part record).
   2. 32 threads PUT 1 MiB objects (body a function of the seed and the
      key) as fast as they can; once 40 more are acknowledged, meta is
      paused (SIGSTOP) for a second, so the PUTs in flight store their six
@@ -17,13 +19,16 @@ each under /dev/shm, each its own host, so every 4+2 PG spans all six,
      was lost). Each is 1 MiB = one segment = six 256 KiB shards, one per
      OSD (a record is committed only once all six shard writes answered,
      and every OSD is up), so what the live objects need is exactly
-     live x 6 x 256 KiB of extents and no inline bytes.
+     6 x 256 KiB of extents per 1 MiB segment (the 1 MiB objects, the
+     multipart object's ten segments, the open part's five) and no inline
+     bytes.
   4. Bounded wait: the OSDs' used bytes (iolake-admin osd df: each OSD's
      own Status) come back to exactly that, with no candidate left; the
      OSDs counted deleted orphan shards (orphans did exist) and held more
      than the live objects needed right after the kill. Every live object
      reads back byte for byte (a deleted live shard would also show as
-     used bytes below the need).
+     used bytes below the need). The open upload still lists its part;
+     aborting it frees exactly that part's shards.
 
 Prints its seed (IOLAKE_TEST_SEED replays the bodies; the kill point is
 timing). Every PID is killed and the temp dir removed on exit.
@@ -48,6 +53,10 @@ SEED = int(os.environ.get("IOLAKE_TEST_SEED", str(random.randrange(1 << 32))))
 
 def body(key):
     return random.Random("%d/%s" % (SEED, key)).randbytes(MIB)
+
+
+def part_body(key, n):
+    return random.Random("%d/%s/%d" % (SEED, key, n)).randbytes(5 * MIB)
 
 
 def main():
@@ -125,6 +134,23 @@ def main():
     expect(all(s3.get_object(Bucket="orph", Key="pre/%d" % n)["Body"].read() ==
                body("pre/%d" % n) for n in range(6)), "six objects read back")
     expect(used() == (6 * 6 * SHARD, 0), "six objects hold exactly 6 x 6 shards of 256 KiB")
+    # A completed multipart object (two 5 MiB parts) and an upload left
+    # open with one 5 MiB part: their shards are named by the object's
+    # segments and by the part record; the sweep must keep both.
+    mp = s3.create_multipart_upload(Bucket="orph", Key="mp/big")["UploadId"]
+    etags = []
+    for n in (1, 2):
+        r = s3.upload_part(Bucket="orph", Key="mp/big", UploadId=mp, PartNumber=n,
+                           Body=part_body("mp/big", n))
+        etags.append({"PartNumber": n, "ETag": r["ETag"]})
+    s3.complete_multipart_upload(Bucket="orph", Key="mp/big", UploadId=mp,
+                                 MultipartUpload={"Parts": etags})
+    pend = s3.create_multipart_upload(Bucket="orph", Key="mp/pending")["UploadId"]
+    s3.upload_part(Bucket="orph", Key="mp/pending", UploadId=pend, PartNumber=1,
+                   Body=part_body("mp/pending", 1))
+    part_need = 5 * 6 * SHARD   # a 5 MiB part: five 1 MiB segments
+    expect(used() == (6 * 6 * SHARD + 3 * part_need, 0),
+           "the multipart object and the open upload's part hold 3 x 5 x 6 shards")
 
     # 2. 32-way PUTs; SIGKILL the gateway in the middle.
     acked, lock, stop = [], threading.Lock(), threading.Event()
@@ -169,11 +195,13 @@ def main():
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket="orph"):
         live += [(o["Key"], o["Size"]) for o in page.get("Contents", [])]
     names = {k for k, _ in live}
-    expect(all(sz == MIB for _, sz in live), "every live object is 1 MiB")
+    expect(all(sz == MIB for k, sz in live if k != "mp/big"),
+           "every live object but the multipart one is 1 MiB")
+    expect(dict(live).get("mp/big") == 10 * MIB, "the multipart object is listed")
     with lock:
         expect(all(k in names for k in acked), "every acknowledged PUT is listed")
-    need = len(live) * 6 * SHARD
-    print("live objects: %d (acknowledged %d + 6 before the load); need %d bytes; "
+    need = (len(live) - 1) * 6 * SHARD + 3 * part_need
+    print("live objects: %d (%d acknowledged under load); need %d bytes; "
           "used right after the kill: %d (+%d inline)" %
           (len(live), n_acked, need, used_kill, inline_kill))
 
@@ -187,7 +215,7 @@ def main():
         print("need:", need, "used now:", used(),
               "candidates:", sweep_metric("iolake_osd_orphan_candidates"))
         raise
-    expect(True, "used bytes == live objects x 6 x 256 KiB, no inline bytes, no candidate")
+    expect(True, "used bytes == 6 x 256 KiB per live segment, no inline bytes, no candidate")
     deleted = sweep_metric("iolake_osd_orphan_shards_deleted_total")
     freed = sweep_metric("iolake_osd_orphan_bytes_deleted_total")
     print("orphan shards deleted: %d (%d bytes)" % (deleted, freed))
@@ -198,12 +226,19 @@ def main():
            "the bytes the sweep freed are exactly the excess after the kill")
     for k, _ in live:
         got = s3.get_object(Bucket="orph", Key=k)["Body"].read()
-        if got != body(k):
+        want = part_body(k, 1) + part_body(k, 2) if k == "mp/big" else body(k)
+        if got != want:
             raise AssertionError("live object %s does not read back" % k)
     expect(True, "all %d live objects read back byte for byte" % len(live))
+    parts = s3.list_parts(Bucket="orph", Key="mp/pending", UploadId=pend)["Parts"]
+    expect(len(parts) == 1 and parts[0]["Size"] == 5 * MIB, "the open upload keeps its part")
     # Still exact a few passes later: nothing live is ever a candidate.
     time.sleep(2)
     expect(used() == (need, 0), "used bytes stay at the need")
+    s3.abort_multipart_upload(Bucket="orph", Key="mp/pending", UploadId=pend)
+    need -= part_need
+    wait_for("the aborted part's shards freed", lambda: used() == (need, 0), timeout=20)
+    expect(True, "abort frees exactly the part's shards")
     gwb.send_signal(signal.SIGTERM)
     expect(gwb.wait(timeout=15) == 0, "gateway B stops cleanly")
     print("PASS test_orphans (%.1f s)" % (time.time() - t0))
