@@ -6,6 +6,7 @@
  *   iolake-aio --data-dir DIR [--s3-listen 127.0.0.1:9000] [--osds 6]
  *              [--ec 4+2] [--osd-size 64G] [--inline-max-size 4096]
  *              [--rpc local|loopback] [--scrub-rate 32M] [--scrub-interval 24h]
+ *              [--orphan-grace 24h] [--orphan-scan-interval 1h]
  *
  * Layout of DIR:
  *   meta/            the meta member's Raft log and RocksDB state
@@ -54,6 +55,7 @@
 #include "meta/client.h"
 #include "meta/node.h"
 #include "osd/service.h"
+#include "osd/sweep.h"
 #include "osd/store/store.h"
 
 #define PROG "iolake-aio"
@@ -75,6 +77,8 @@ static uint64_t f_pg_count = 256;
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
+static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
+static uint64_t f_orphan_interval = OSD_SWEEP_INTERVAL_DEFAULT_MS;
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -102,6 +106,13 @@ static const struct flag_spec specs[] = {
 	  .max = 365ll * 24 * 3600 * 1000, .help = "from the end of one scrub pass to the next" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
+	{ .name = "orphan-grace", .type = FLAG_DURATION, .dst = &f_orphan_grace, .min = 1000,
+	  .max = 365ll * 24 * 3600 * 1000,
+	  .help = "each OSD deletes a shard no live object names once unreferenced this long "
+		  "(must exceed the longest PUT)" },
+	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
+	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
+	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
 	{ 0 }
 };
 
@@ -114,6 +125,7 @@ struct osd_slot {
 	struct osd_service *svc;
 	struct store *st;
 	struct rpc_server *rpc;
+	struct osd_sweep *sweep;  /* NULL: off */
 	char dir[4096];
 	char addr[64];            /* what meta is told */
 	uint64_t capacity;
@@ -281,8 +293,21 @@ static void osd_start_fn(void *arg)
 	} else {
 		snprintf(o->addr, sizeof(o->addr), "%s", local);
 	}
-	if (o->rc)
+	if (o->rc) {
 		snprintf(o->err, sizeof(o->err), "rpc listen: %s", iol_strerror(o->rc));
+		return;
+	}
+	if (f_orphan_interval) {
+		const char *members[1] = { A.meta_target };
+		struct osd_sweep_opts wo = { .osd_id = o->id, .meta = members, .n_meta = 1,
+					     .grace_ms = f_orphan_grace,
+					     .interval_ms = f_orphan_interval, .metrics = A.reg };
+		o->rc = osd_sweep_start(&o->lt.loop, o->st, &wo, &o->sweep);
+		if (o->rc)
+			snprintf(o->err, sizeof(o->err), "orphan sweep: %s", iol_strerror(o->rc));
+		else
+			osd_service_set_sweep(o->svc, o->sweep);
+	}
 }
 
 static void osd_store_closed(void *arg)
@@ -304,6 +329,13 @@ static void osd_drained(void *arg)
 	store_close(o->st, osd_store_closed, sc);
 }
 
+static void osd_sweep_stopped(void *arg)
+{
+	struct sync_call *sc = arg;
+	struct osd_slot *o = sc->arg;
+	osd_service_drain(o->svc, osd_drained, sc);
+}
+
 static void osd_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
@@ -316,6 +348,13 @@ static void osd_close_fn(void *arg)
 		osd_service_free(o->svc);
 		o->svc = NULL;
 		sync_done(sc);
+		return;
+	}
+	if (o->sweep) {
+		/* Its store deletes land before the store closes. */
+		osd_service_set_sweep(o->svc, NULL);
+		osd_sweep_stop(o->sweep, osd_sweep_stopped, sc);
+		o->sweep = NULL;
 		return;
 	}
 	osd_service_drain(o->svc, osd_drained, sc);

@@ -56,7 +56,9 @@
  *   Not covered here: shards of PUTs that never committed (a gateway
  *   killed mid-PUT) are in no record and no queue entry; shards left on an
  *   OSD that has since left the PG's set (the delete goes to the PG's
- *   current OSDs) are for recovery/backfill to find.
+ *   current OSDs) are in no current OSD's view. Each OSD's orphan sweep
+ *   (osd/sweep.h) finds both against meta's reference index (CheckShards)
+ *   and deletes them after --orphan-grace.
  *
  * Thread: the gateway loop. Memory: one page (its copy of the response
  * and a slot per entry) at a time.

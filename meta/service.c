@@ -376,6 +376,38 @@ static void serve_list_gc(struct meta_node *n, struct rpc_req *r)
 	free(v);
 }
 
+/* The orphan sweep's question: which of these ids does a live record or
+ * part name in pg (meta_state_check_refs). */
+static void serve_check_shards(struct meta_node *n, struct rpc_req *r)
+{
+	const Iolake__Meta__CheckShardsRequest *q = REQ(Iolake__Meta__CheckShardsRequest, r);
+	Iolake__Meta__CheckShardsResponse resp = IOLAKE__META__CHECK_SHARDS_RESPONSE__INIT;
+	size_t cnt = q->n_object_ids;
+	bool ok = cnt <= META_CHECK_SHARDS_MAX;
+	for (size_t i = 0; ok && i < cnt; i++)
+		ok = q->object_ids[i].len == META_REF_ID_LEN;
+	if (!ok) {
+		resp.status = IOLAKE__META__STATUS__STATUS_INVALID;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	const uint8_t *ids[META_CHECK_SHARDS_MAX];
+	protobuf_c_boolean refs[META_CHECK_SHARDS_MAX];
+	bool b[META_CHECK_SHARDS_MAX];
+	for (size_t i = 0; i < cnt; i++)
+		ids[i] = q->object_ids[i].data;
+	int rc = meta_state_check_refs(n->state, q->pg, ids, cnt, b);
+	if (rc) {
+		rpc_fail(r, RPC_INTERNAL, "check shards: %s", iol_strerror(rc));
+		return;
+	}
+	for (size_t i = 0; i < cnt; i++)
+		refs[i] = b[i];
+	resp.referenced = refs;
+	resp.n_referenced = cnt;
+	rpc_respond(r, &resp.base, NULL);
+}
+
 void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
 {
 	switch (method) {
@@ -390,6 +422,7 @@ void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
 	case META_M_LIST_PARTS: serve_list_parts(n, r); break;
 	case META_M_LIST_UPLOADS: serve_list_uploads(n, r); break;
 	case META_M_LIST_GC: serve_list_gc(n, r); break;
+	case META_M_CHECK_SHARDS: serve_check_shards(n, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -419,6 +452,7 @@ READ_HANDLER(h_get_upload, META_M_GET_UPLOAD)
 READ_HANDLER(h_list_parts, META_M_LIST_PARTS)
 READ_HANDLER(h_list_uploads, META_M_LIST_UPLOADS)
 READ_HANDLER(h_list_gc, META_M_LIST_GC)
+READ_HANDLER(h_check_shards, META_M_CHECK_SHARDS)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -890,7 +924,8 @@ int node_service_register(struct meta_node *n)
 		[META_M_REPORT_PGS] = h_report_pgs,
 		[META_M_FLAG_PGS] = h_flag_pgs,
 		[META_M_PG_STATS] = h_pg_stats,
+		[META_M_CHECK_SHARDS] = h_check_shards,
 	};
-	_Static_assert(META_M_COUNT == 21, "meta.proto service Meta has 21 methods");
+	_Static_assert(META_M_COUNT == 22, "meta.proto service Meta has 22 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

@@ -17,6 +17,12 @@
  *   'C' u64 client                        ClientSession
  *   'G' u64 generation u16 seq            ObjectRecord without inline data:
  *                                         shards to free (GC queue)
+ *   'X' u32 pg, 16-byte object id,        "": the record or part of that
+ *       u64 generation                    generation names that gw_data
+ *                                         PUT's shards (reference index)
+ *   "X"                                   u64 the applied index the
+ *                                         reference index is current at
+ *                                         (written with "A"; else rebuilt)
  *
  * Bucket names never contain 0x00 and keys are checked for it, so 'O'
  * keys sort by bucket, then key bytes: an S3 listing is one range scan.
@@ -365,6 +371,123 @@ static void gc_part(struct tx *t, const char *bucket, const char *key,
 	gc_record(t, &r);
 }
 
+/* ---------------------------------------------------- reference index
+ *
+ * 'X' pg id gen -> "" for every live reference to the shards of a gw_data
+ * PUT: gen is the generation of the record (ObjectRecord.data_layout, each
+ * Segment.data_layout) or part (Part.segment) that names it. Put in the
+ * same batch as the record where an op starts naming a layout, deleted
+ * where it stops (the places that queue GC entries), blindly: the record
+ * and its generation say which key, so apply reads nothing more. The
+ * index is a pure function of the 'O' and 'P' tables (ref_build computes
+ * it from them, for a state written before it existed). An id is
+ * referenced while any key has the prefix 'X' pg id: CheckShards.
+ */
+
+/* The pg and 16-byte object id of an encoded layout (layout.proto fields
+ * 7 and 6), scanned without unpacking (no allocation in apply). false: not
+ * a layout whose shards can be named (corrupt, or an id of another size). */
+bool meta_layout_ref(const uint8_t *p, size_t n, uint32_t *pg, uint8_t id[META_REF_ID_LEN])
+{
+	const uint8_t *end = p + n;
+	bool have_id = false;
+	*pg = 0;
+	while (p < end) {
+		uint64_t tag = 0, v = 0;
+		for (unsigned sh = 0;; sh += 7) {   /* varint tag */
+			if (p == end || sh > 63)
+				return false;
+			tag |= (uint64_t)(*p & 0x7f) << sh;
+			if (!(*p++ & 0x80))
+				break;
+		}
+		uint32_t field = (uint32_t)(tag >> 3);
+		switch (tag & 7) {
+		case 0:
+			for (unsigned sh = 0;; sh += 7) {
+				if (p == end || sh > 63)
+					return false;
+				v |= (uint64_t)(*p & 0x7f) << sh;
+				if (!(*p++ & 0x80))
+					break;
+			}
+			if (field == 7)
+				*pg = (uint32_t)v;
+			break;
+		case 1:
+			if (end - p < 8)
+				return false;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				return false;
+			p += 4;
+			break;
+		case 2:
+			for (unsigned sh = 0;; sh += 7) {
+				if (p == end || sh > 63)
+					return false;
+				v |= (uint64_t)(*p & 0x7f) << sh;
+				if (!(*p++ & 0x80))
+					break;
+			}
+			if (v > (uint64_t)(end - p))
+				return false;
+			if (field == 6) {
+				if (v != META_REF_ID_LEN)
+					return false;
+				memcpy(id, p, META_REF_ID_LEN);
+				have_id = true;
+			}
+			p += v;
+			break;
+		default:
+			return false;
+		}
+	}
+	return have_id;
+}
+
+static void key_ref(struct key *k, uint32_t pg, const uint8_t *id)
+{
+	k_init(k, 'X');
+	k_u32(k, pg);
+	memcpy(k->b + k->n, id, META_REF_ID_LEN);
+	k->n += META_REF_ID_LEN;
+}
+
+/* Add (or drop) the reference of the record or part of generation gen to
+ * one layout's shards. A layout that names no shards (undecodable) is not
+ * indexed: the gateway cannot read it either. */
+static void ref_layout(struct tx *t, const ProtobufCBinaryData *lay, uint64_t gen, bool add)
+{
+	uint32_t pg;
+	uint8_t id[META_REF_ID_LEN];
+	if (lay->len == 0 || !meta_layout_ref(lay->data, lay->len, &pg, id))
+		return;
+	struct key k;
+	key_ref(&k, pg, id);
+	k_u64(&k, gen);
+	if (add)
+		rocksdb_writebatch_wi_put(t->wb, k.b, k.n, "", 0);
+	else
+		tx_del(t, &k);
+}
+
+static void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen, bool add)
+{
+	ref_layout(t, &r->data_layout, gen, add);
+	for (size_t i = 0; i < r->n_segments; i++)
+		ref_layout(t, &r->segments[i]->data_layout, gen, add);
+}
+
+static void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add)
+{
+	if (p->segment)
+		ref_layout(t, &p->segment->data_layout, p->generation, add);
+}
+
 /* --------------------------------------------------------- operations */
 
 static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
@@ -449,8 +572,11 @@ static int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_
 	key_object(&k, rec->bucket, rec->key);
 	int rc = check_condition(t, &k, op->if_none_match, op->if_generation, &cur);
 	if (rc == 0) {
-		if (cur)
+		if (cur) {
 			gc_record(t, cur);
+			ref_record(t, cur, cur->generation, false);
+		}
+		ref_record(t, rec, t->gen, true);
 		rec->generation = t->gen;
 		rc = tx_put_msg(t, &k, &rec->base);
 		r->generation = t->gen;
@@ -471,6 +597,7 @@ static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
 		rc = IOL_ENOT_FOUND;
 	if (rc == 0) {
 		gc_record(t, cur);
+		ref_record(t, cur, cur->generation, false);
 		tx_del(t, &k);
 	}
 	meta_state_free_msg(cur);
@@ -526,11 +653,14 @@ static int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op)
 		rc = IOL_ECONFLICT;
 		goto out;
 	}
-	if (old)
+	if (old) {
 		gc_part(t, op->bucket, op->key, old);   /* re-uploaded part */
+		ref_part(t, old, false);
+	}
 	Iolake__Meta__Part p = *op->part;
 	p.upload_id = op->upload_id;
 	p.generation = t->gen;
+	ref_part(t, &p, true);
 	rc = tx_put_msg(t, &k, &p.base);
 	if (rc == 0) {
 		/* Complete and Abort may require the parts unchanged since
@@ -569,8 +699,10 @@ static void drop_parts(struct tx *t, const char *bucket, const char *key, const 
 		if (!(j < n_keep && keep[j] == num)) {
 			Iolake__Meta__Part *p =
 				iolake__meta__part__unpack(NULL, vn, (const uint8_t *)vb);
-			if (p)
+			if (p) {
 				gc_part(t, bucket, key, p);
+				ref_part(t, p, false);
+			}
 			meta_state_free_msg(p);
 		}
 		tx_del(t, &k);
@@ -666,8 +798,15 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	rec.segments = segp;
 	rec.inline_data.len = 0;
 	rec.inline_data.data = NULL;
-	if (cur)
+	if (cur) {
 		gc_record(t, cur);
+		ref_record(t, cur, cur->generation, false);
+	}
+	/* The kept parts' layouts move into the object: the parts stop
+	 * naming them (drop_parts handles the others), the object starts. */
+	for (size_t i = 0; i < n; i++)
+		ref_part(t, parts[i], false);
+	ref_record(t, &rec, t->gen, true);
 	rc = tx_put_msg(t, &ok, &rec.base);
 	r->generation = t->gen;
 	drop_parts(t, op->bucket, op->key, op->upload_id, nums, n);
@@ -1445,6 +1584,10 @@ static void put_applied(rocksdb_writebatch_wi_t *wb, uint64_t index)
 	char v[8];
 	put_be64(v, index);
 	rocksdb_writebatch_wi_put(wb, "A", 1, v, 8);
+	/* The reference index is current at this index: a binary that did
+	 * not maintain it (an older one, after a downgrade) leaves "X"
+	 * behind "A", and the next open rebuilds instead of trusting it. */
+	rocksdb_writebatch_wi_put(wb, "X", 1, v, 8);
 }
 
 static int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb)
@@ -1545,6 +1688,75 @@ static uint64_t gc_scan(struct meta_state *s)
 	return n;
 }
 
+/* Build the reference index from the 'O' and 'P' tables, replacing any
+ * 'X' keys, and mark it current ("X" = the applied index), in one write.
+ * For a state written before the index existed, or last applied by a
+ * binary that did not keep it (open, import): every member derives the
+ * same keys from the same records. Memory: one batch of all the index keys
+ * (~30 bytes per live layout), once. 0, -EIO, -ENOMEM. */
+static int ref_build(struct meta_state *s)
+{
+	struct tx t = { .s = s };
+	t.wb = rocksdb_writebatch_wi_create(0, 1);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, "X", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn == 0 || kb[0] != 'X')
+			break;
+		rocksdb_writebatch_wi_delete(t.wb, kb, kn);
+	}
+	uint64_t records = 0;
+	for (const char *tab = "OP"; *tab && !t.io_err; tab++) {
+		for (rocksdb_iter_seek(it, tab, 1); rocksdb_iter_valid(it) && !t.io_err;
+		     rocksdb_iter_next(it)) {
+			size_t kn, vn;
+			const char *kb = rocksdb_iter_key(it, &kn);
+			if (kn == 0 || kb[0] != *tab)
+				break;
+			const uint8_t *vb = (const uint8_t *)rocksdb_iter_value(it, &vn);
+			if (*tab == 'O') {
+				Iolake__Meta__ObjectRecord *r =
+					iolake__meta__object_record__unpack(NULL, vn, vb);
+				if (!r) {
+					t.io_err = IOL_ECORRUPT;
+					break;
+				}
+				ref_record(&t, r, r->generation, true);
+				meta_state_free_msg(r);
+			} else {
+				Iolake__Meta__Part *pt = iolake__meta__part__unpack(NULL, vn, vb);
+				if (!pt) {
+					t.io_err = IOL_ECORRUPT;
+					break;
+				}
+				ref_part(&t, pt, true);
+				meta_state_free_msg(pt);
+			}
+			records++;
+		}
+	}
+	char *err = NULL;
+	rocksdb_iter_get_error(it, &err);
+	rocksdb_iter_destroy(it);
+	if (err) {
+		rocksdb_free(err);
+		t.io_err = -EIO;
+	}
+	int rc = t.io_err;
+	if (rc == 0) {
+		char v[8];
+		put_be64(v, s->applied);
+		rocksdb_writebatch_wi_put(t.wb, "X", 1, v, 8);
+		rc = write_batch(s, t.wb);
+	}
+	rocksdb_writebatch_wi_destroy(t.wb);
+	if (rc == 0 && records)
+		fprintf(stderr, "meta/state: built the shard reference index from %llu records\n",
+			(unsigned long long)records);
+	return rc;
+}
+
 int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct meta_state **out)
 {
 	int rc = -EIO;
@@ -1624,6 +1836,18 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 		goto out_fail;
 	}
 	atomic_store(&s->gc_entries, gc_scan(s));
+	k_init(&k, 'X');
+	rc = db_get(s, &k, &v, &n);
+	if (rc == 0) {
+		bool current = n == 8 && get_be64(v) == s->applied;
+		rocksdb_free(v);
+		if (!current)
+			rc = ref_build(s);
+	} else if (rc == IOL_ENOT_FOUND) {
+		rc = ref_build(s);
+	}
+	if (rc)
+		goto out_fail;
 	*out = s;
 	return 0;
 out_fail:
@@ -1940,6 +2164,30 @@ int meta_state_list_gc(struct meta_state *s, uint64_t after_gen, uint32_t after_
 	return 0;
 }
 
+int meta_state_check_refs(struct meta_state *s, uint32_t pg, const uint8_t *const *ids,
+			  size_t n, bool *referenced)
+{
+	if (n > META_CHECK_SHARDS_MAX)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	for (size_t i = 0; i < n; i++) {
+		struct key k;
+		key_ref(&k, pg, ids[i]);
+		rocksdb_iter_seek(it, k.b, k.n);
+		referenced[i] = iter_has_prefix(it, &k);
+	}
+	char *err = NULL;
+	rocksdb_iter_get_error(it, &err);
+	rocksdb_iter_destroy(it);
+	if (err) {
+		rocksdb_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------- object iterator */
 
 struct meta_state_objiter {
@@ -2205,6 +2453,7 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 
 	/* Validate the framing fully before touching the DB. */
 	uint64_t seen = 0, applied = 0, gc = 0;
+	uint64_t refs_at = UINT64_MAX;
 	while (off < end) {
 		if (end - off < 8)
 			return IOL_ECORRUPT;
@@ -2215,6 +2464,8 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 			applied = get_be64((const char *)buf + off + 9);
 		if (kn > 0 && buf[off + 8] == 'G')
 			gc++;
+		if (kn == 1 && buf[off + 8] == 'X' && vn == 8)
+			refs_at = get_be64((const char *)buf + off + 9);
 		off += 8 + (size_t)kn + vn;
 		seen++;
 	}
@@ -2246,7 +2497,9 @@ int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 	}
 	s->applied = applied;
 	atomic_store(&s->gc_entries, gc);
-	return 0;
+	/* A snapshot of a member without the reference index: build it here,
+	 * as that member's own open will. */
+	return refs_at == applied ? 0 : ref_build(s);
 }
 
 int meta_state_checkpoint(struct meta_state *s, const char *dir_out)

@@ -4,7 +4,8 @@
  * Owns one RocksDB directory holding buckets, object records, multipart
  * uploads and parts, users and access keys, the cluster map (OSDs, PG
  * table, epoch), the request table for exactly-once retries and the shard
- * GC queue. The Raft layer hands each committed entry to
+ * GC queue and the shard reference index (what CheckShards answers).
+ * The Raft layer hands each committed entry to
  * meta_state_apply(); everything else here reads.
  *
  * Threads: apply, import and close on one thread (the Raft loop). Reads
@@ -33,6 +34,8 @@
 #define META_LIST_USERS_MAX 10000
 #define META_PARTS_MAX 10000
 #define META_LIST_GC_MAX 1000            /* GC entries in one page */
+#define META_CHECK_SHARDS_MAX 1000       /* object ids in one CheckShards */
+#define META_REF_ID_LEN 16               /* a gw_data PUT's object id */
 #define META_TAGS_MAX 50                 /* tags on a bucket (objects: 10, gateway) */
 #define META_TAG_KEY_MAX_BYTES 512       /* 128 characters of UTF-8 */
 #define META_TAG_VALUE_MAX_BYTES 1024    /* 256 characters of UTF-8 */
@@ -154,6 +157,17 @@ int meta_state_gc_count(struct meta_state *s, uint64_t *n);
  * meta_state_list_buckets' array. 0, IOL_ECORRUPT, -ENOMEM. */
 int meta_state_list_gc(struct meta_state *s, uint64_t after_gen, uint32_t after_seq,
 		       uint32_t max, Iolake__Meta__GcEntry ***out, size_t *n, bool *truncated);
+
+/* The shard reference index ('X' in state.c): referenced[i] tells
+ * whether any live object record or part names a layout with this pg and
+ * ids[i] (META_REF_ID_LEN bytes each) — the shards under
+ * (pg, ids[i] || be32(segment), *) belong to a live object. One iterator
+ * seek per id. 0, -EINVAL (n over META_CHECK_SHARDS_MAX), -EIO. */
+int meta_state_check_refs(struct meta_state *s, uint32_t pg, const uint8_t *const *ids,
+			  size_t n, bool *referenced);
+/* The pg and object id an encoded gw_data layout (layout.proto) names,
+ * read without unpacking it. false: not decodable, or no 16-byte id. */
+bool meta_layout_ref(const uint8_t *p, size_t n, uint32_t *pg, uint8_t id[META_REF_ID_LEN]);
 
 /* ------------------------------------------------- object iteration
  * A cursor over one bucket's object records in key byte order, on a

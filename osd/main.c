@@ -12,6 +12,8 @@
  *
  * --scrub-rate / --scrub-interval pace the store's background scrubber
  * (osd/store/scrub.h), run by the service until shutdown.
+ * --orphan-grace / --orphan-scan-interval drive the orphan sweep
+ * (osd/sweep.h; with --meta only), stopped first at shutdown.
  *
  * With --metrics-listen, GET /metrics over HTTP (common/metrics_http) on
  * the same loop renders the OSD's registry.
@@ -36,6 +38,7 @@
 #include "common/metrics_http.h"
 #include "common/rpc.h"
 #include "osd/metaclient.h"
+#include "osd/sweep.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
@@ -58,6 +61,8 @@ static const char *f_host;
 static int64_t f_max_inflight = 256;
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
+static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
+static uint64_t f_orphan_interval = OSD_SWEEP_INTERVAL_DEFAULT_MS;
 
 static const struct flag_spec specs[] = {
 	{ .name = "id", .type = FLAG_INT64, .dst = &f_id, .required = true, .min = 0,
@@ -94,6 +99,13 @@ static const struct flag_spec specs[] = {
 	  .help = "background scrub: shard bytes re-read and verified per second (0: off)" },
 	{ .name = "scrub-interval", .type = FLAG_DURATION, .dst = &f_scrub_interval, .min = 1000,
 	  .max = 365ll * 24 * 3600 * 1000, .help = "from the end of one scrub pass to the next" },
+	{ .name = "orphan-grace", .type = FLAG_DURATION, .dst = &f_orphan_grace, .min = 1000,
+	  .max = 365ll * 24 * 3600 * 1000,
+	  .help = "a shard no live object names is deleted once unreferenced this long "
+		  "(must exceed the longest PUT)" },
+	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
+	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
+	  .help = "from the end of one orphan sweep pass to the next (0: no sweep; needs --meta)" },
 	{ 0 }
 };
 
@@ -105,6 +117,7 @@ struct osd {
 	struct rpc_server *rpc;
 	struct metrics_http *mhttp;   /* NULL without --metrics-listen */
 	struct osd_metaclient *mc;
+	struct osd_sweep *sweep;      /* NULL: off */
 	uv_signal_t sigterm, sigint;
 	uv_timer_t watchdog;
 	bool stopping;
@@ -183,6 +196,12 @@ static void on_meta_stopped(void *arg)
 	o->mc = NULL;
 }
 
+static void on_sweep_stopped(void *arg)
+{
+	struct osd *o = arg;
+	osd_service_drain(o->svc, on_drained, o);
+}
+
 static void on_watchdog(uv_timer_t *t)
 {
 	(void)t;
@@ -203,6 +222,13 @@ static void shutdown_begin(struct osd *o, const char *why)
 	o->mhttp = NULL;
 	if (o->mc)
 		osd_metaclient_stop(o->mc, on_meta_stopped, o);
+	if (o->sweep) {
+		/* Its store deletes land before the store closes. */
+		osd_service_set_sweep(o->svc, NULL);
+		osd_sweep_stop(o->sweep, on_sweep_stopped, o);
+		o->sweep = NULL;
+		return;
+	}
 	osd_service_drain(o->svc, on_drained, o);
 }
 
@@ -364,6 +390,19 @@ int main(int argc, char **argv)
 		if (rc)
 			LOG_ERROR("meta client did not start; serving without meta", "err=%s",
 				  LOG_Q(iol_strerror(rc)));
+		if (f_orphan_interval) {
+			struct osd_sweep_opts wo = { .osd_id = (uint32_t)f_id,
+						     .meta = (const char *const *)f_meta.items,
+						     .n_meta = f_meta.n, .grace_ms = f_orphan_grace,
+						     .interval_ms = f_orphan_interval,
+						     .metrics = o.reg };
+			rc = osd_sweep_start(o.loop, o.st, &wo, &o.sweep);
+			if (rc)
+				LOG_ERROR("orphan sweep did not start", "err=%s",
+					  LOG_Q(iol_strerror(rc)));
+			else
+				osd_service_set_sweep(o.svc, o.sweep);
+		}
 	} else {
 		LOG_WARN("no --meta given: not registering with a cluster", "");
 	}

@@ -34,6 +34,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "osd/sweep.h"
 #include "osd/store/scrub.h"
 #include "osd/store/super.h"
 #include "proto/osd.pb-c.h"
@@ -122,6 +123,8 @@ struct osd_service {
 	struct store_scrub_stats scrub_seen; /* last copied into the counters */
 	struct metrics_counter *scrub_bytes, *scrub_shards, *scrub_passes, *scrub_errors;
 	struct metrics_gauge *scrub_pos;
+
+	struct osd_sweep *sweep;      /* the orphan sweep's figures in Status; NULL: off */
 };
 
 /* ------------------------------------------------------------ answers */
@@ -744,6 +747,15 @@ static void h_status(struct rpc_req *r, void *ud)
 	resp.scrub_errors = sc->errors;
 	resp.scrub_position_pg = sc->position_pg;
 	resp.scrub_idle = sc->idle;
+	if (svc->sweep) {
+		struct osd_sweep_stats sw;
+		osd_sweep_stats(svc->sweep, &sw);
+		resp.orphan_candidates = sw.candidates;
+		resp.orphan_shards_deleted = sw.shards_deleted;
+		resp.orphan_bytes_deleted = sw.bytes_deleted;
+		resp.orphan_passes = sw.passes;
+		resp.orphan_passes_skipped = sw.passes_skipped;
+	}
 	char *text = NULL;
 	size_t tlen;
 	if (q->metrics && metrics_render(svc->reg, &text, &tlen) == 0)
@@ -985,4 +997,9 @@ void osd_service_free(struct osd_service *svc)
 		return;
 	free(svc->ops);
 	free(svc);
+}
+
+void osd_service_set_sweep(struct osd_service *svc, struct osd_sweep *sw)
+{
+	svc->sweep = sw;
 }

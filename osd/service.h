@@ -81,6 +81,11 @@ int osd_service_register(struct osd_service *svc, struct rpc_server *srv);
  */
 void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void *arg);
 
+/* Report sw's figures in Status (fields 60-64); NULL when it stops.
+ * The service does not own it. */
+struct osd_sweep;
+void osd_service_set_sweep(struct osd_service *svc, struct osd_sweep *sw);
+
 /* Calls being served now (taken contexts). */
 uint32_t osd_service_inflight(const struct osd_service *svc);
 

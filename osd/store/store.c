@@ -1177,3 +1177,28 @@ void store_note_bad(struct store *s)
 {
 	s->bad_present = true;
 }
+
+int store_next_pg(struct store *s, uint32_t from, uint32_t *pg)
+{
+	uint8_t start[5] = { STORE_KEY_NS, (uint8_t)(from >> 24), (uint8_t)(from >> 16),
+			     (uint8_t)(from >> 8), (uint8_t)from };
+	rocksdb_iterator_t *it = rocksdb_create_iterator(store_kv_db(s->kv), store_kv_ropts(s->kv));
+	rocksdb_iter_seek(it, (const char *)start, sizeof(start));
+	int rc = IOL_ENOT_FOUND;
+	if (rocksdb_iter_valid(it)) {
+		size_t kl;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kl);
+		if (kl >= 5 && k[0] == STORE_KEY_NS) {
+			*pg = (uint32_t)k[1] << 24 | (uint32_t)k[2] << 16 | (uint32_t)k[3] << 8 | k[4];
+			rc = 0;
+		}
+	}
+	char *err = NULL;
+	rocksdb_iter_get_error(it, &err);
+	if (err) {
+		free(err);
+		rc = -EIO;
+	}
+	rocksdb_iter_destroy(it);
+	return rc;
+}

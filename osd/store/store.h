@@ -247,6 +247,13 @@ struct store_list_ent {
 int store_list(struct store *s, uint32_t pg, const struct store_key *after,
 	       struct store_list_ent *out, size_t max, bool *more);
 
+/*
+ * The lowest pg >= from that holds a shard: 0 and *pg, IOL_ENOT_FOUND (no
+ * shard in any pg >= from), or -EIO. One iterator seek (for walks over
+ * every PG, such as the orphan sweep's, that know no PG count).
+ */
+int store_next_pg(struct store *s, uint32_t from, uint32_t *pg);
+
 void store_space(struct store *s, struct store_space *out);
 void store_stats(struct store *s, struct store_stats *out);
 
