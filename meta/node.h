@@ -63,6 +63,9 @@ enum meta_method {
 	META_M_LIST_PARTS,
 	META_M_LIST_UPLOADS,
 	META_M_LIST_GC,
+	META_M_REPORT_PGS,
+	META_M_FLAG_PGS,
+	META_M_PG_STATS,
 	META_M_COUNT
 };
 #define META_SERVICE (&iolake__meta__meta__descriptor)

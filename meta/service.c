@@ -709,6 +709,7 @@ int node_service_register(struct meta_node *n)
 		[META_M_LIST_UPLOADS] = h_list_uploads,
 		[META_M_LIST_GC] = h_list_gc,
 	};
-	_Static_assert(META_M_COUNT == 18, "meta.proto service Meta has 18 methods");
+	/* ReportPgs, FlagPgs, PgStats: not served yet (UNIMPLEMENTED). */
+	_Static_assert(META_M_COUNT == 21, "meta.proto service Meta has 21 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }
