@@ -122,6 +122,8 @@ struct osd_service {
 	struct store_scrub_stats scrub_seen; /* last copied into the counters */
 	struct metrics_counter *scrub_bytes, *scrub_shards, *scrub_passes, *scrub_errors;
 	struct metrics_gauge *scrub_pos;
+
+	struct osd_service_hooks hooks; /* the recovery driver's, or zero */
 };
 
 /* ------------------------------------------------------------ answers */
@@ -367,6 +369,9 @@ static void on_get(struct store_get_req *req, int status)
 	struct rpc_req *r = op->r;
 	if (status == IOL_ECHECKSUM) {
 		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS, "%s on osd %u", req->err, svc->osd_id);
+		/* Stored bytes went bad: have the PG's primary rewrite them. */
+		if (svc->hooks.bad_pg)
+			svc->hooks.bad_pg(svc->hooks.arg, op->key.pg);
 		op_release(op, false);
 		return;
 	}
@@ -744,6 +749,21 @@ static void h_status(struct rpc_req *r, void *ud)
 	resp.scrub_errors = sc->errors;
 	resp.scrub_position_pg = sc->position_pg;
 	resp.scrub_idle = sc->idle;
+	if (svc->hooks.status) {
+		struct osd_service_recovery rs = { 0 };
+		svc->hooks.status(svc->hooks.arg, &rs);
+		resp.recovery_on = true;
+		resp.recovery_rate = rs.rate;
+		resp.recovery_pgs_primary = rs.pgs_primary;
+		resp.recovery_pgs_active = rs.pgs_active;
+		resp.recovery_pgs_queued = rs.pgs_queued;
+		resp.recovery_bytes = rs.bytes;
+		resp.recovery_stripes = rs.stripes;
+		resp.recovery_errors = rs.errors;
+		resp.recovery_bytes_missing = rs.bytes_missing;
+		resp.recovery_unfound = rs.unfound;
+		resp.recovery_scans = rs.scans;
+	}
 	char *text = NULL;
 	size_t tlen;
 	if (q->metrics && metrics_render(svc->reg, &text, &tlen) == 0)
@@ -906,6 +926,8 @@ static void on_scrub_bad(void *arg, const struct store_bad *b)
 		 svc->osd_id, LOG_Q(name), store_bad_kind_name(b->kind),
 		 (unsigned long long)b->from, (unsigned long long)b->to,
 		 (unsigned long long)b->length);
+	if (svc->hooks.bad_pg)
+		svc->hooks.bad_pg(svc->hooks.arg, b->key.pg);
 }
 
 static void scrub_start(struct osd_service *svc)
@@ -985,4 +1007,12 @@ void osd_service_free(struct osd_service *svc)
 		return;
 	free(svc->ops);
 	free(svc);
+}
+
+void osd_service_set_hooks(struct osd_service *svc, const struct osd_service_hooks *h)
+{
+	if (h)
+		svc->hooks = *h;
+	else
+		memset(&svc->hooks, 0, sizeof(svc->hooks));
 }

@@ -81,6 +81,24 @@ int osd_service_register(struct osd_service *svc, struct rpc_server *srv);
  */
 void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void *arg);
 
+/* The recovery driver's figures, for Status (osd.proto fields 26-36). */
+struct osd_service_recovery {
+	uint64_t rate, bytes, stripes, errors, bytes_missing, unfound, scans;
+	uint32_t pgs_primary, pgs_active, pgs_queued;
+};
+
+/* Hooks to the OSD's recovery driver (osd/recover.h), which the service
+ * does not know: bad_pg(arg, pg) runs when a shard of pg is found bad (a
+ * new scrub record, or a GetShard whose stored bytes fail their crc);
+ * status(arg, out) fills the recovery part of a Status answer. Either may
+ * be NULL; h NULL clears them (do so before the driver is freed). */
+struct osd_service_hooks {
+	void (*bad_pg)(void *arg, uint32_t pg);
+	void (*status)(void *arg, struct osd_service_recovery *out);
+	void *arg;
+};
+void osd_service_set_hooks(struct osd_service *svc, const struct osd_service_hooks *h);
+
 /* Calls being served now (taken contexts). */
 uint32_t osd_service_inflight(const struct osd_service *svc);
 
