@@ -78,7 +78,6 @@ void osd_recover_hooks(struct osd_recover *r, struct osd_service_hooks *out);
  * freed (never from inside this call; may be NULL). Once only. */
 void osd_recover_stop(struct osd_recover *r, void (*done_cb)(void *arg), void *arg);
 
-#endif
 
 /* ------------------------------------------------ pure helpers (tested) */
 
@@ -111,3 +110,5 @@ struct osd_recover_stripe_class {
 };
 struct osd_recover_stripe_class osd_recover_classify(const struct osd_recover_sig *s,
 						     unsigned k, uint32_t present_mask);
+
+#endif
