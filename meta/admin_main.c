@@ -716,7 +716,8 @@ static int cmd_pg_check(void)
 			unreachable++;
 			continue;
 		}
-		qsort(ents, n_ents, sizeof(*ents), check_ent_cmp);
+		if (n_ents)
+			qsort(ents, n_ents, sizeof(*ents), check_ent_cmp);
 		uint64_t pg_stripes = 0, pg_incomplete = 0, pg_missing = 0;
 		for (size_t i = 0; i < n_ents;) {
 			size_t j = i;
