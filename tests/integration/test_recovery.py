@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_recovery.py — self-healing end to end with the real binaries (issue
-12, the OSD half): one iolake-meta (one voter, --osd-down-after 2s
---osd-out-after 5s), eight iolake-osd (a 256 MiB file each in /dev/shm,
+12, the OSD half): one iolake-meta (one voter, --osd-down-after 3s
+--osd-out-after 6s: OSDs beat every 2 s, and a 2 s limit flaps under load on
+two cores), eight iolake-osd (a 256 MiB file each in /dev/shm,
 each its own host hN, so a 4+2 PG spans six of them), one iolake-gw, on
 loopback; boto3 drives the gateway. Every OSD runs its recovery driver.
 
@@ -9,6 +10,13 @@ loopback; boto3 drives the gateway. Every OSD runs its recovery driver.
      their MD5s kept; `iolake-admin pg check` (which asks every up slot's
      OSD for its shards, independently of the drivers) finds every stripe
      whole.
+  1b. Bad shards: two shards of one object (data shards 0 and 1; shard 0's
+     OSD is the PG's primary) get a byte flipped on the device; the
+     scrubbers record them; the primary's own record reaches its driver
+     through its service at once, the other OSD's through the backstop
+     rescan (--recovery-rescan-interval 5s here; FlagPgs through meta once
+     meta serves it); the scan counts recorded shards as missing, rebuilds
+     them from the other four, and the puts drop the records.
   2. Lost OSD: the OSD holding the most shards is SIGKILLed and its device
      and index deleted. Once meta marks it out, placement moves its slots;
      the new slot holders must end up holding every shard (pg check clean,
@@ -41,6 +49,19 @@ SEED = int(os.environ.get("IOLAKE_SEED") or random.randrange(1 << 30))
 RATE = os.environ.get("IOLAKE_RECOVERY_RATE")
 
 
+USED_PORTS = set()
+
+
+def port():
+    """A free port not handed out before in this test (free_port() may
+    return a port twice once it is closed again)."""
+    while True:
+        p = free_port()
+        if p not in USED_PORTS and p + 1 not in USED_PORTS:
+            USED_PORTS.add(p)
+            return p
+
+
 def pg_check(meta):
     """(clean, result) from iolake-admin pg check --json."""
     r = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "--json",
@@ -54,22 +75,25 @@ def main():
     print("seed", SEED)
     rnd = random.Random(SEED)
     mport = free_pair()
+    USED_PORTS.update((mport, mport + 1))
     meta = "127.0.0.1:%d" % mport
     P.start("meta", ["iolake-meta", "--id", "1", "--data-dir", os.path.join(TMP, "meta"),
                      "--listen", meta, "--peers", "1@" + meta, "--pg-count", "64",
-                     "--osd-down-after", "2s", "--osd-out-after", "5s"])
+                     "--osd-down-after", "3s", "--osd-out-after", "6s"])
     osds, args, mports = {}, {}, {}
 
     def start_osd(i):
         d = os.path.join(TMP, "osd%d" % i)
         os.makedirs(d, exist_ok=True)
         if i not in args:
-            mports[i] = free_port()
+            mports[i] = port()
             args[i] = [
                 "iolake-osd", "--id", str(i), "--device", os.path.join(d, "dev"),
                 "--size", "256M", "--format", "--meta-dir", os.path.join(d, "idx"),
-                "--listen", "127.0.0.1:%d" % free_port(), "--meta", meta, "--host", "h%d" % i,
-                "--metrics-listen", "127.0.0.1:%d" % mports[i], "--pg-report-interval", "1s"]
+                "--listen", "127.0.0.1:%d" % port(), "--meta", meta, "--host", "h%d" % i,
+                "--metrics-listen", "127.0.0.1:%d" % mports[i], "--pg-report-interval", "1s",
+                "--scrub-rate", "16M", "--scrub-interval", "1s",
+                "--recovery-rescan-interval", "5s"]
             if RATE is not None:
                 args[i] += ["--recovery-rate", RATE]
         osds[i] = P.start("osd%d" % i, args[i])
@@ -87,7 +111,7 @@ def main():
     print("ok: eight OSDs up")
 
     key = admin(meta, "user", "add", "root")
-    gport = free_port()
+    gport = port()
     ep = "http://127.0.0.1:%d" % gport
     P.start("gw", ["iolake-gw", "--s3-listen", "127.0.0.1:%d" % gport, "--meta", meta])
     wait_for("gateway ready",
@@ -154,14 +178,63 @@ def main():
                 tot += int(m.group(1))
         return tot
 
+    # 1b. bad shards found by the scrubbers and rewritten by the primary.
+    body = rnd.randbytes(1 << 20)  # one 1 MiB segment: 4 data shards of 256 KiB
+    s3.put_object(Bucket="heal", Key="scrub-victim", Body=body)
+    md5["scrub-victim"] = hashlib.md5(body).hexdigest()
+    sl = (1 << 20) // 4
+    fixed_before = recovery_bytes()
+    flipped = []
+    for shard in (0, 1):
+        probe = body[shard * sl:shard * sl + 4096]
+        for i in sorted(osds):
+            with open(os.path.join(TMP, "osd%d" % i, "dev"), "r+b") as f:
+                data = f.read()
+                at = data.find(probe)
+                while at >= 0 and at % 4096:
+                    at = data.find(probe, at + 1)
+                if at < 0:
+                    continue
+                f.seek(at + 100)
+                f.write(bytes([data[at + 100] ^ 0x40]))
+                flipped.append((i, shard))
+                break
+    expect([x[1] for x in flipped] == [0, 1],
+           "flipped a byte of shard 0 (osd%d) and of shard 1 (osd%d) of one object" %
+           (flipped[0][0], flipped[1][0]))
+
+    def bad_on(i):
+        for o in admin(meta, "osd", "scrub-status")["osds"]:
+            if o["id"] == i:
+                return len(o.get("bad_shards", []))
+        return 0
+    wait_for("the primary rewrote both shards (records dropped, every stripe whole)",
+             lambda: recovery_bytes() - fixed_before >= 2 * sl and
+             not any(bad_on(i) for i, _ in flipped) and pg_check(meta)[0], timeout=30)
+    expect(recovery_bytes() - fixed_before >= 2 * sl,
+           "the two bad shards were rebuilt (%d bytes written by the drivers)" %
+           (recovery_bytes() - fixed_before))
+    got = s3.get_object(Bucket="heal", Key="scrub-victim")["Body"].read()
+    expect(got == body, "the object reads back byte for byte")
+
     def holders(victim):
         pgs = admin(meta, "pg", "ls")["pgs"]
         return [p["pg"] for p in pgs if victim in p["osds"]]
+
+    def settled():
+        """Every OSD alive is up in the map (a slot of an OSD marked down
+        by a late beat is not checked) and every stripe is whole."""
+        alive = {i for i, p in osds.items() if p.poll() is None}
+        return up_set() == alive and pg_check(meta)[0] and up_set() == alive
 
     # 2. a lost OSD: dead, its disk gone.
     pgs = admin(meta, "pg", "ls")["pgs"]
     count = {i: sum(1 for p in pgs if i in p["osds"]) for i in osds}
     victim = max(count, key=lambda i: (count[i], -i))
+    prim = {}
+    for p in pgs:
+        prim[p["osds"][0]] = prim.get(p["osds"][0], 0) + 1
+    print("PGs per primary (slot 0, all up):", dict(sorted(prim.items())))
     before = recovery_bytes()
     osds[victim].send_signal(signal.SIGKILL)
     osds[victim].wait()
@@ -179,7 +252,7 @@ def main():
     while time.time() < end:
         if t_first is None and recovery_bytes() > before:
             t_first = time.time()
-        if pg_check(meta)[0]:
+        if settled():
             break
         time.sleep(0.05)
     else:
@@ -213,8 +286,8 @@ def main():
     wait_for("osd%d up again" % back, lambda: back in up_set(), timeout=20)
     expect(back not in [o["id"] for o in osd_list() if not o.get("in", True)],
            "osd%d came back before it was marked out" % back)
-    wait_for("osd%d backfilled (up, and every stripe whole)" % back,
-             lambda: pg_check(meta)[0] and back in up_set(), timeout=60)
+    wait_for("osd%d backfilled (every live OSD up, every stripe whole)" % back, settled,
+             timeout=60)
     print("ok: osd%d holds every shard of its slots again, the objects written while it "
           "was down included" % back)
     read_all("after backfill")
