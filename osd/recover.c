@@ -323,6 +323,24 @@ static void send_report(struct osd_recover *r)
 	q.pgs = ptrs;
 	q.n_pgs = j;
 	q.recovery_rate_limit = r->o.rate_bytes;
+	if (log_enabled(LOG_LEVEL_DEBUG)) {
+		/* What meta is told, readable in the OSD's log until meta's
+		 * PgStats shows it. */
+		static const char *const states[] = { "clean", "degraded", "scanning",
+						      "recovering", "backfilling" };
+		unsigned n_state[5] = { 0 };
+		uint64_t missing = 0;
+		for (size_t i = 0; i < j; i++) {
+			for (unsigned t = 0; t < 5; t++)
+				if (!strcmp(reps[i].state, states[t]))
+					n_state[t]++;
+			missing += reps[i].bytes_missing;
+		}
+		LOG_DEBUG("pg report", "osd=%u epoch=%" PRIu64 " pgs=%zu clean=%u degraded=%u "
+			  "scanning=%u recovering=%u backfilling=%u bytes_missing=%" PRIu64,
+			  r->osd_id, r->epoch, j, n_state[0], n_state[1], n_state[2], n_state[3],
+			  n_state[4], missing);
+	}
 	r->report_inflight = true;
 	if (meta_client_call(r->mc, META_M_REPORT_PGS, &q.base, on_report, r))
 		r->report_inflight = false;
