@@ -176,7 +176,12 @@ static void on_map(void *arg, const Iolake__Meta__ClusterMap *m)
 		p->primary = ps >= 0 && p->cur.osds[ps] == r->osd_id;
 		primaries += p->primary;
 		if (!p->primary) {
+			/* Forget the last clean scan: while another OSD leads,
+			 * this one cannot tell what happened to the PG (it may
+			 * be the one that was away, and come back to the very
+			 * same signature), so leading again means a scan. */
 			p->queued = false;
+			p->have_clean = false;
 			p->state = NULL;
 			continue;
 		}
@@ -294,7 +299,9 @@ static void send_report(struct osd_recover *r)
 		 * the current map: the old counts do not apply to it. */
 		bool fresh = p->state && (p->active || osd_recover_sig_eq(&p->rep, &p->cur));
 		const struct osd_recover_sig *sg = fresh ? &p->rep : &p->cur;
-		e->epoch = fresh ? p->epoch : r->epoch;
+		/* A report that still describes the current slots is as good
+		 * as new for this epoch (meta keeps the newest epoch's). */
+		e->epoch = fresh && !osd_recover_sig_eq(sg, &p->cur) ? p->epoch : r->epoch;
 		e->osds = (uint32_t *)sg->osds;
 		e->n_osds = sg->width;
 		e->up_mask = sg->up_mask;
