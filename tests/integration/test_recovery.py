@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """test_recovery.py — self-healing end to end with the real binaries (issue
 12, the OSD half): one iolake-meta (one voter, --osd-down-after 3s
---osd-out-after 6s: OSDs beat every 2 s, and a 2 s limit flaps under load on
-two cores), eight iolake-osd (a 256 MiB file each in /dev/shm,
+--osd-out-after 15s: OSDs beat every 2 s, and a 2 s limit flaps under load
+on two cores; a paused OSD must be down, not out, while the gateway, which
+waits out its calls to it, writes a few objects), eight iolake-osd (a 256 MiB file each in /dev/shm,
 each its own host hN, so a 4+2 PG spans six of them), one iolake-gw, on
 loopback; boto3 drives the gateway. Every OSD runs its recovery driver.
 
@@ -10,13 +11,13 @@ loopback; boto3 drives the gateway. Every OSD runs its recovery driver.
      their MD5s kept; `iolake-admin pg check` (which asks every up slot's
      OSD for its shards, independently of the drivers) finds every stripe
      whole.
-  1b. Bad shards: two shards of one object (data shards 0 and 1; shard 0's
-     OSD is the PG's primary) get a byte flipped on the device; the
-     scrubbers record them; the primary's own record reaches its driver
-     through its service at once, the other OSD's through the backstop
-     rescan (--recovery-rescan-interval 5s here; FlagPgs through meta once
-     meta serves it); the scan counts recorded shards as missing, rebuilds
-     them from the other four, and the puts drop the records.
+  1b. Bad shards: a byte of data shard 1 of one object is flipped on its
+     device and its scrubber records it (that OSD is not the PG's primary:
+     the record waits for a scan, or FlagPgs once meta serves it); then a
+     byte of shard 0, on the primary: its service hands the record to its
+     driver at once, whose scan lists every slot's records, counts them as
+     missing, rebuilds both from the other four shards, and the puts drop
+     the records.
   2. Lost OSD: the OSD holding the most shards is SIGKILLed and its device
      and index deleted. Once meta marks it out, placement moves its slots;
      the new slot holders must end up holding every shard (pg check clean,
@@ -26,6 +27,10 @@ loopback; boto3 drives the gateway. Every OSD runs its recovery driver.
      out) objects are written and some deleted; it is restarted; pg check
      must end clean again (its missing shards backfilled), and the new
      objects read back.
+  3b. The OSD that leads most PGs is paused (SIGSTOP: it keeps its
+     memory) until meta marks it down, objects are written, it resumes
+     with the very slots it had: it must not trust its old "clean", but
+     rescan the PGs it leads and backfill its own slots.
   4. Two more OSDs (other hosts) are SIGKILLed: every object still reads
      back with its MD5 — possible only if step 2 rebuilt the lost shards.
 
@@ -33,7 +38,7 @@ Prints its seed (IOLAKE_SEED replays); IOLAKE_RECOVERY_RATE sets the
 drivers' --recovery-rate (default: the binaries' default). Bounded waits
 with messages naming what did not happen.
 """
-import hashlib, os, random, re, shutil, signal, subprocess, sys, time, urllib.request
+import concurrent.futures, hashlib, os, random, re, shutil, signal, subprocess, sys, time, urllib.request
 
 import boto3
 from botocore.config import Config
@@ -79,7 +84,7 @@ def main():
     meta = "127.0.0.1:%d" % mport
     P.start("meta", ["iolake-meta", "--id", "1", "--data-dir", os.path.join(TMP, "meta"),
                      "--listen", meta, "--peers", "1@" + meta, "--pg-count", "64",
-                     "--osd-down-after", "3s", "--osd-out-after", "6s"])
+                     "--osd-down-after", "3s", "--osd-out-after", "15s"])
     osds, args, mports = {}, {}, {}
 
     def start_osd(i):
@@ -92,8 +97,7 @@ def main():
                 "--size", "256M", "--format", "--meta-dir", os.path.join(d, "idx"),
                 "--listen", "127.0.0.1:%d" % port(), "--meta", meta, "--host", "h%d" % i,
                 "--metrics-listen", "127.0.0.1:%d" % mports[i], "--pg-report-interval", "1s",
-                "--scrub-rate", "16M", "--scrub-interval", "1s",
-                "--recovery-rescan-interval", "5s"]
+                "--scrub-rate", "16M", "--scrub-interval", "1s"]
             if RATE is not None:
                 args[i] += ["--recovery-rate", RATE]
         osds[i] = P.start("osd%d" % i, args[i])
@@ -183,9 +187,15 @@ def main():
     s3.put_object(Bucket="heal", Key="scrub-victim", Body=body)
     md5["scrub-victim"] = hashlib.md5(body).hexdigest()
     sl = (1 << 20) // 4
-    fixed_before = recovery_bytes()
-    flipped = []
-    for shard in (0, 1):
+
+    def bad_on(i):
+        for o in admin(meta, "osd", "scrub-status")["osds"]:
+            if o["id"] == i:
+                return len(o.get("bad_shards", []))
+        return 0
+
+    def flip(shard):
+        """Flip a byte of the shard's first block on the device that holds it."""
         probe = body[shard * sl:shard * sl + 4096]
         for i in sorted(osds):
             with open(os.path.join(TMP, "osd%d" % i, "dev"), "r+b") as f:
@@ -197,17 +207,21 @@ def main():
                     continue
                 f.seek(at + 100)
                 f.write(bytes([data[at + 100] ^ 0x40]))
-                flipped.append((i, shard))
-                break
-    expect([x[1] for x in flipped] == [0, 1],
-           "flipped a byte of shard 0 (osd%d) and of shard 1 (osd%d) of one object" %
-           (flipped[0][0], flipped[1][0]))
-
-    def bad_on(i):
-        for o in admin(meta, "osd", "scrub-status")["osds"]:
-            if o["id"] == i:
-                return len(o.get("bad_shards", []))
-        return 0
+                return i
+        raise AssertionError("shard %d of scrub-victim is on no device" % shard)
+    fixed_before = recovery_bytes()
+    # Shard 1 first, on an OSD that is not the primary (slot 0 leads):
+    # its record waits for a scan of the PG (FlagPgs through meta, once
+    # meta serves it) ...
+    o1 = flip(1)
+    wait_for("osd%d's scrubber records the bad shard 1" % o1,
+             lambda: bad_on(o1) or recovery_bytes() > fixed_before, timeout=30)
+    # ... which the primary's own bad shard 0 starts at once; the scan
+    # lists every slot's records and rewrites both.
+    o0 = flip(0)
+    flipped = [(o0, 0), (o1, 1)]
+    print("flipped a byte of shard 1 (osd%d), recorded bad; then of shard 0 (osd%d, the "
+          "primary)" % (o1, o0))
     wait_for("the primary rewrote both shards (records dropped, every stripe whole)",
              lambda: recovery_bytes() - fixed_before >= 2 * sl and
              not any(bad_on(i) for i, _ in flipped) and pg_check(meta)[0], timeout=30)
@@ -291,6 +305,37 @@ def main():
     print("ok: osd%d holds every shard of its slots again, the objects written while it "
           "was down included" % back)
     read_all("after backfill")
+
+    # 3b. a primary paused (not restarted: it keeps its memory) while
+    # objects are written: once back it must not trust its old "clean".
+    pgs = admin(meta, "pg", "ls")["pgs"]
+    lead = {}
+    for p in pgs:
+        lead[p["osds"][0]] = lead.get(p["osds"][0], 0) + 1
+    paused = max((i for i in lead if i in osds and osds[i].poll() is None),
+                 key=lambda i: lead[i])
+    slots_before = [p["osds"] for p in pgs]
+    osds[paused].send_signal(signal.SIGSTOP)
+    t_p = time.time()
+    wait_for("osd%d marked down" % paused, lambda: paused not in up_set(), timeout=10)
+    # In parallel: the gateway waits out its call to the paused OSD for
+    # each, and the OSD must come back before it is marked out.
+    bodies = {"while-paused-%d" % i: rnd.randbytes(rnd.randrange(64 << 10, 512 << 10))
+              for i in range(8)}
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda kv: s3.put_object(Bucket="heal", Key=kv[0], Body=kv[1]),
+                    bodies.items()))
+    for k, b in bodies.items():
+        md5[k] = hashlib.md5(b).hexdigest()
+    still_in = paused not in [o["id"] for o in osd_list() if not o.get("in", True)]
+    slots_after = [p["osds"] for p in admin(meta, "pg", "ls")["pgs"]]
+    osds[paused].send_signal(signal.SIGCONT)
+    expect(still_in and slots_after == slots_before,
+           "osd%d (slot 0 of %d PGs) paused %.1fs: marked down, not out, its slots kept, "
+           "8 objects written meanwhile" % (paused, lead[paused], time.time() - t_p))
+    wait_for("osd%d backfilled its own PGs after a pause (every stripe whole)" % paused,
+             settled, timeout=60)
+    print("ok: osd%d, primary again, backfilled what it missed while paused" % paused)
 
     # 4. two more OSDs on other hosts die: the data survives only if the
     # lost OSD's shards were rebuilt.
