@@ -19,6 +19,10 @@
  * (osd/store/scrub.h) from attach to drain, logs each newly found bad
  * shard once (WARN), exports its counters and serves ListBadShards.
  *
+ * Recovery: the service does not know the recovery driver; hooks
+ * (osd_service_set_hooks) hand it each PG with a newly found bad shard and
+ * let it fill the recovery fields of Status.
+ *
  * Does not: own the store or the server (the caller opens and closes them),
  * log per request (errors are counted in metrics and returned to callers),
  * or serve HTTP /metrics (the Status call carries the rendered text until a
