@@ -7,6 +7,8 @@
  *              [--ec 4+2] [--osd-size 64G] [--inline-max-size 4096]
  *              [--rpc local|loopback] [--scrub-rate 32M] [--scrub-interval 24h]
  *              [--orphan-grace 24h] [--orphan-scan-interval 1h]
+ *              [--recovery-rate 64M] [--recovery-max-pgs 2] [--pg-report-interval 2s]
+ *              [--recovery-rescan-interval 1h]
  *
  * Layout of DIR:
  *   meta/            the meta member's Raft log and RocksDB state
@@ -25,8 +27,11 @@
  * sends their heartbeats, creates the root user and key, and handles
  * SIGTERM/SIGINT.
  *
+ * Each OSD runs its recovery driver (osd/recover.h) with the --recovery-*
+ * flags: it rebuilds the shards of the PGs it is the primary of.
+ *
  * Shutdown: the gateway closes first (connections, then its meta client
- * and channels), then each OSD drains (calls in flight are answered) and
+ * and channels), then each OSD stops its recovery driver, drains (calls in flight are answered) and
  * closes its store, then the meta member closes Raft and RocksDB. A
  * watchdog exits 1 if this takes longer than SHUTDOWN_LIMIT_S.
  */
@@ -54,6 +59,7 @@
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
 #include "meta/node.h"
+#include "osd/recover.h"
 #include "osd/service.h"
 #include "osd/sweep.h"
 #include "osd/store/store.h"
@@ -79,6 +85,10 @@ static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
 static uint64_t f_orphan_interval = OSD_SWEEP_INTERVAL_DEFAULT_MS;
+static uint64_t f_recovery_rate = 64ull << 20;
+static int64_t f_recovery_max_pgs = 2;
+static uint64_t f_pg_report_interval = 2000;
+static uint64_t f_recovery_rescan = 3600ull * 1000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -104,6 +114,15 @@ static const struct flag_spec specs[] = {
 	  .help = "each OSD's background scrub: bytes re-read and verified per second (0: off)" },
 	{ .name = "scrub-interval", .type = FLAG_DURATION, .dst = &f_scrub_interval, .min = 1000,
 	  .max = 365ll * 24 * 3600 * 1000, .help = "from the end of one scrub pass to the next" },
+	{ .name = "recovery-rate", .type = FLAG_SIZE, .dst = &f_recovery_rate, .metavar = "BYTES",
+	  .help = "each OSD's recovery driver: shard bytes rebuilt per second (0: unthrottled)" },
+	{ .name = "recovery-max-pgs", .type = FLAG_INT64, .dst = &f_recovery_max_pgs, .min = 1,
+	  .max = 64, .help = "PGs each OSD scans and rebuilds at once" },
+	{ .name = "pg-report-interval", .type = FLAG_DURATION, .dst = &f_pg_report_interval,
+	  .min = 100, .max = 3600ll * 1000, .help = "how often each OSD reports its PGs to meta" },
+	{ .name = "recovery-rescan-interval", .type = FLAG_DURATION, .dst = &f_recovery_rescan,
+	  .min = 1000, .max = 365ll * 24 * 3600 * 1000,
+	  .help = "backstop: each OSD rescans every PG it is the primary of this often" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
 	{ .name = "orphan-grace", .type = FLAG_DURATION, .dst = &f_orphan_grace, .min = 1000,
@@ -123,6 +142,7 @@ struct osd_slot {
 	struct loop_thread lt;
 	struct metrics_registry *reg;
 	struct osd_service *svc;
+	struct osd_recover *rec;
 	struct store *st;
 	struct rpc_server *rpc;
 	struct osd_sweep *sweep;  /* NULL: off */
@@ -303,11 +323,28 @@ static void osd_start_fn(void *arg)
 					     .grace_ms = f_orphan_grace,
 					     .interval_ms = f_orphan_interval, .metrics = A.reg };
 		o->rc = osd_sweep_start(&o->lt.loop, o->st, &wo, &o->sweep);
-		if (o->rc)
+		if (o->rc) {
 			snprintf(o->err, sizeof(o->err), "orphan sweep: %s", iol_strerror(o->rc));
-		else
-			osd_service_set_sweep(o->svc, o->sweep);
+			return;
+		}
+		osd_service_set_sweep(o->svc, o->sweep);
 	}
+	const char *members[1] = { A.meta_target };
+	struct osd_recover_opts ro = { .osd_id = o->id, .meta = members, .n_meta = 1,
+				       .rate_bytes = f_recovery_rate,
+				       .max_pgs = (uint32_t)f_recovery_max_pgs,
+				       .report_ms = (uint32_t)f_pg_report_interval,
+				       .rescan_ms = f_recovery_rescan, .metrics = A.reg };
+	int rc = osd_recover_start(&o->lt.loop, &ro, &o->rec);
+	if (rc) {
+		LOG_ERROR("recovery driver did not start; serving without it", "osd=%u err=%s",
+			  o->id, LOG_Q(iol_strerror(rc)));
+		o->rec = NULL;
+		return;
+	}
+	struct osd_service_hooks h;
+	osd_recover_hooks(o->rec, &h);
+	osd_service_set_hooks(o->svc, &h);
 }
 
 static void osd_store_closed(void *arg)
@@ -329,6 +366,8 @@ static void osd_drained(void *arg)
 	store_close(o->st, osd_store_closed, sc);
 }
 
+static void osd_close_fn(void *arg);
+
 static void osd_sweep_stopped(void *arg)
 {
 	struct sync_call *sc = arg;
@@ -336,10 +375,24 @@ static void osd_sweep_stopped(void *arg)
 	osd_service_drain(o->svc, osd_drained, sc);
 }
 
+static void osd_rec_stopped(void *arg)
+{
+	struct sync_call *sc = arg;
+	struct osd_slot *o = sc->arg;
+	o->rec = NULL;
+	osd_close_fn(sc);    /* on to the sweep, then the service */
+}
+
 static void osd_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
 	struct osd_slot *o = sc->arg;
+	if (o->rec) {
+		/* The driver first (its calls cancelled), then the service. */
+		osd_service_set_hooks(o->svc, NULL);
+		osd_recover_stop(o->rec, osd_rec_stopped, sc);
+		return;
+	}
 	if (!o->svc) {
 		sync_done(sc);
 		return;

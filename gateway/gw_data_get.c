@@ -230,16 +230,28 @@ static void seg_advance(struct get_seg *seg)
 	}
 	unsigned coming = nfull + (unsigned)__builtin_popcount(seg->inflight_full);
 	unsigned more = coming >= g->k ? 0 : g->k - coming;
-	uint32_t bad = seg->failed | g->bad | g->l->missing[seg->index];
-	for (unsigned i = 0; i < g->n && more; i++) {
-		uint32_t b = 1u << i;
-		if ((bad | seg->full | seg->inflight) & b)
-			continue;
-		issue(seg, i, true);
-		more--;
+	uint32_t bad = seg->failed | g->bad;
+	/* Shards the PUT could not store are asked last, not never: the
+	 * PG's primary OSD may have rebuilt them since (osd/recover), and
+	 * their bytes are checked against the layout's crc like any. */
+	uint32_t last = g->l->missing[seg->index];
+	unsigned later = 0;
+	for (unsigned pass = 0; pass < 2; pass++) {
+		/* Range reads still out may come back and be asked again in
+		 * full: count on them before a shard of last resort. */
+		later = (unsigned)__builtin_popcount(seg->inflight & ~seg->inflight_full & ~bad);
+		if (pass && more <= later)
+			break;
+		for (unsigned i = 0; i < g->n && more; i++) {
+			uint32_t b = 1u << i;
+			if ((bad | seg->full | seg->inflight) & b)
+				continue;
+			if (!pass && (last & b))
+				continue;
+			issue(seg, i, true);
+			more--;
+		}
 	}
-	/* Range reads still out may come back and be asked again in full. */
-	unsigned later = (unsigned)__builtin_popcount(seg->inflight & ~seg->inflight_full & ~bad);
 	if (more > later)
 		seg_fail(seg,
 			 "segment %u: only %u of %u shards readable, %u needed to decode "
@@ -279,7 +291,10 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 		if (!(seg->need & (1u << i)))
 			continue;
 		if (bad & (1u << i)) {
-			seg->failed |= 1u << i;
+			/* Not stored by the PUT: degraded, but still a
+			 * candidate of last resort (seg_advance). */
+			if (g->bad & (1u << i))
+				seg->failed |= 1u << i;
 			seg->degraded = true;
 		} else {
 			issue(seg, i, false);

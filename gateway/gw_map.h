@@ -3,7 +3,8 @@
  * object → PG (meta/place.h's object hash) → the PG's ordered k+m OSD ids
  * → one rpc_channel per OSD address, opened once and kept.
  *
- * The map is fetched once with GetMap, then kept current by the WatchMap
+ * The map cache itself is meta/mapwatch.h (shared with the OSDs' recovery
+ * drivers). The map is fetched once with GetMap, then kept current by the WatchMap
  * long poll (one call parked at a meta member; it answers as soon as the
  * epoch moves, or after GW_MAP_WATCH_MS unchanged): the gateway never
  * polls OSDs or scans anything to learn a map. A failed call is retried

@@ -8,6 +8,7 @@
  *     osd out|in|rm ID      operator verbs (admin_out through SetOsdState; RemoveOsd)
  *     osd df                each OSD's space, from the OSD itself
  *     osd scrub-status      each OSD's scrubber and the bad shards it found
+ *     pg check              stripes lacking a shard on an up slot's OSD (asked of the OSDs)
  *     user add NAME | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
@@ -945,6 +946,166 @@ static int cmd_pg_ls(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ pg check */
+
+/* Every PG of the map: each up slot's OSD lists the PG (ListShards, all
+ * pages, method 5); a stripe (pg, object id) is complete when every up
+ * slot's OSD holds its own shard index. Independent of the OSDs' recovery
+ * drivers (this is how tests and operators check their work). One PG's
+ * listing in memory at a time. */
+#define OSD_M_LIST 5
+#define CHECK_PAGE 1000
+
+struct check_ent {
+	uint8_t oid[STORE_OID_MAX];
+	uint8_t oid_len;
+	uint8_t slot;
+};
+
+static int check_ent_cmp(const void *pa, const void *pb)
+{
+	const struct check_ent *a = pa, *b = pb;
+	if (a->oid_len != b->oid_len)
+		return a->oid_len < b->oid_len ? -1 : 1;
+	int c = memcmp(a->oid, b->oid, a->oid_len);
+	return c ? c : (int)a->slot - (int)b->slot;
+}
+
+static int cmd_pg_check(void)
+{
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = get_map(&h);
+	size_t n_ch = m->n_osds;
+	struct rpc_channel **ch = calloc(n_ch ? n_ch : 1, sizeof(*ch));
+	struct check_ent *ents = NULL;
+	size_t n_ents = 0, cap = 0;
+	uint64_t stripes = 0, incomplete = 0, shards_missing = 0, unreachable = 0;
+	bool first = true;
+	if (!ch) {
+		fprintf(stderr, "iolake-admin: error: out of memory\n");
+		exit(1);
+	}
+	if (json)
+		printf("{\"epoch\":%" PRIu64 ",\"incomplete_pgs\":[", m->epoch);
+	for (size_t pg = 0; pg < m->n_pgs; pg++) {
+		const Iolake__Meta__PgEntry *p = m->pgs[pg];
+		uint32_t up_mask = 0;
+		n_ents = 0;
+		bool failed = false;
+		for (size_t slot = 0; slot < p->n_osds && slot < 32; slot++) {
+			size_t oi = n_ch;
+			for (size_t j = 0; j < n_ch; j++)
+				if (m->osds[j]->id == p->osds[slot])
+					oi = j;
+			if (oi == n_ch || !m->osds[oi]->up)
+				continue;
+			up_mask |= 1u << slot;
+			if (!ch[oi])
+				ch[oi] = rpc_channel_open(&loop, m->osds[oi]->addr, NULL);
+			Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
+			uint8_t after_oid[STORE_OID_MAX];
+			bool have_after = false;
+			for (;;) {
+				Iolake__Osd__ListShardsRequest q = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
+				q.pg = (uint32_t)pg;
+				q.limit = CHECK_PAGE;
+				if (have_after)
+					q.after = &after;
+				Iolake__Osd__ListShardsResponse *r = NULL;
+				int rc = ch[oi] ? osd_call(ch[oi], OSD_M_LIST, &q.base,
+							   (ProtobufCMessage **)&r) : RPC_UNAVAILABLE;
+				if (!r) {
+					fprintf(stderr, "pg %zu: osd %u: %s\n", pg, m->osds[oi]->id,
+						rpc_status_name(rc));
+					failed = true;
+					break;
+				}
+				for (size_t i = 0; i < r->n_shards; i++) {
+					const Iolake__Osd__ShardKey *k = r->shards[i]->key;
+					if (!k || k->shard != slot || !k->object_id.len ||
+					    k->object_id.len > STORE_OID_MAX)
+						continue;
+					if (n_ents == cap) {
+						cap = cap ? 2 * cap : 4096;
+						ents = realloc(ents, cap * sizeof(*ents));
+						if (!ents) {
+							fprintf(stderr, "iolake-admin: error: out of memory\n");
+							exit(1);
+						}
+					}
+					struct check_ent *e = &ents[n_ents++];
+					e->oid_len = (uint8_t)k->object_id.len;
+					memcpy(e->oid, k->object_id.data, e->oid_len);
+					e->slot = (uint8_t)slot;
+				}
+				bool more = r->more && r->n_shards;
+				if (more) {
+					const Iolake__Osd__ShardKey *lk = r->shards[r->n_shards - 1]->key;
+					after.pg = lk->pg;
+					after.shard = lk->shard;
+					after.object_id.len = lk->object_id.len < STORE_OID_MAX ?
+								      lk->object_id.len : STORE_OID_MAX;
+					memcpy(after_oid, lk->object_id.data, after.object_id.len);
+					after.object_id.data = after_oid;
+					have_after = true;
+				}
+				protobuf_c_message_free_unpacked(&r->base, NULL);
+				if (!more)
+					break;
+			}
+		}
+		if (failed) {
+			unreachable++;
+			continue;
+		}
+		if (n_ents)
+			qsort(ents, n_ents, sizeof(*ents), check_ent_cmp);
+		uint64_t pg_stripes = 0, pg_incomplete = 0, pg_missing = 0;
+		for (size_t i = 0; i < n_ents;) {
+			size_t j = i;
+			uint32_t have = 0;
+			while (j < n_ents && ents[j].oid_len == ents[i].oid_len &&
+			       !memcmp(ents[j].oid, ents[i].oid, ents[i].oid_len))
+				have |= 1u << ents[j++].slot;
+			pg_stripes++;
+			uint32_t lack = up_mask & ~have;
+			if (lack) {
+				pg_incomplete++;
+				pg_missing += (uint64_t)__builtin_popcount(lack);
+			}
+			i = j;
+		}
+		stripes += pg_stripes;
+		incomplete += pg_incomplete;
+		shards_missing += pg_missing;
+		if (!pg_incomplete)
+			continue;
+		if (json)
+			printf("%s{\"pg\":%zu,\"stripes\":%" PRIu64 ",\"incomplete\":%" PRIu64
+			       ",\"shards_missing\":%" PRIu64 "}", first ? "" : ",", pg, pg_stripes,
+			       pg_incomplete, pg_missing);
+		else
+			printf("pg %zu: %" PRIu64 " of %" PRIu64 " stripes lack %" PRIu64 " shards\n",
+			       pg, pg_incomplete, pg_stripes, pg_missing);
+		first = false;
+	}
+	if (json)
+		printf("],\"stripes\":%" PRIu64 ",\"incomplete\":%" PRIu64 ",\"shards_missing\":%"
+		       PRIu64 ",\"pgs_unreachable\":%" PRIu64 "}\n", stripes, incomplete,
+		       shards_missing, unreachable);
+	else
+		printf("stripes: %" PRIu64 "   incomplete: %" PRIu64 "   shards missing: %" PRIu64
+		       "   pgs unreachable: %" PRIu64 "\n", stripes, incomplete, shards_missing,
+		       unreachable);
+	for (size_t i = 0; i < n_ch; i++)
+		if (ch[i])
+			rpc_channel_close(ch[i]);
+	free(ch);
+	free(ents);
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	return incomplete || unreachable ? 3 : 0;
+}
+
 /* ------------------------------------------------------------ users */
 
 static void random_text(char *out, size_t n, const char *alphabet)
@@ -1131,6 +1292,8 @@ static const char synopsis[] =
 	"                            inline bytes), asked directly\n"
 	"  osd scrub-status          each OSD's scrubber (rate, passes, shards, bytes,\n"
 	"                            position, errors) and the bad shards it recorded\n"
+	"  pg check                  asks each PG's up OSDs for their shards: stripes\n"
+	"                            lacking a shard on an up slot (exit 3 if any)\n"
 	"  user add NAME             prints the new access key and secret\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
@@ -1193,6 +1356,8 @@ int main(int argc, char **argv)
 		rc = cmd_osd_rm(a[2]);
 	else if (!strcmp(obj, "pg") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_pg_ls();
+	else if (!strcmp(obj, "pg") && !strcmp(verb, "check") && nargs == 2)
+		rc = cmd_pg_check();
 	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs == 3)
 		rc = cmd_user_add(a[2]);
 	else if (!strcmp(obj, "user") && !strcmp(verb, "rm") && nargs == 3)

@@ -278,6 +278,7 @@ static int final_err(int status)
 	case RPC_NOT_FOUND: return IOL_ENOT_FOUND;
 	case RPC_UNAVAILABLE: return IOL_EUNAVAILABLE;
 	case RPC_DEADLINE_EXCEEDED: return IOL_ETIMEOUT;
+	case RPC_UNIMPLEMENTED: return -EOPNOTSUPP;
 	default: return -EIO;
 	}
 }
@@ -321,6 +322,11 @@ static void handle_failure(struct call *k, const struct rpc_result *res)
 		return;
 	case RPC_RESOURCE_EXHAUSTED:
 		retry_later(k);
+		return;
+	case RPC_UNIMPLEMENTED:
+		/* A member older than this client: the caller decides how
+		 * loud to be (it gets -EOPNOTSUPP). */
+		call_finish(k, -EOPNOTSUPP, NULL);
 		return;
 	default:
 		LOG_WARN("meta call failed", "method=%u status=%s msg=%s", k->method,

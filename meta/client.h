@@ -51,6 +51,7 @@ void meta_client_close(struct meta_client *c);
  *   IOL_ESHUTDOWN     the client was closed
  *   -EINVAL           the member refused the request (INVALID_ARGUMENT)
  *   IOL_ENOT_FOUND    NOT_FOUND
+ *   -EOPNOTSUPP       UNIMPLEMENTED (the member does not serve the method)
  *   -EIO              any other failure status (the text is logged) */
 typedef void (*meta_client_cb)(void *ud, int err, const ProtobufCMessage *resp);
 

@@ -15,10 +15,15 @@
  * --orphan-grace / --orphan-scan-interval drive the orphan sweep
  * (osd/sweep.h; with --meta only), stopped first at shutdown.
  *
+ * With --meta, the recovery driver (osd/recover.h) rebuilds the missing
+ * shards of the PGs this OSD is the primary of, paced by --recovery-rate
+ * (--recovery-max-pgs, --pg-report-interval, --recovery-rescan-interval).
+ *
  * With --metrics-listen, GET /metrics over HTTP (common/metrics_http) on
  * the same loop renders the OSD's registry.
  *
- * Shutdown order: stop serving /metrics; stop meta probing; drain the service (new calls answer
+ * Shutdown order: stop serving /metrics; stop meta probing; stop the
+ * recovery driver (its calls in flight cancelled); drain the service (new calls answer
  * UNAVAILABLE, calls in flight finish and are answered); close the RPC
  * server; close the store (commit thread joined, RocksDB closed); exit 0.
  * A watchdog exits 1 if that takes longer than SHUTDOWN_LIMIT_MS.
@@ -39,6 +44,7 @@
 #include "common/rpc.h"
 #include "osd/metaclient.h"
 #include "osd/sweep.h"
+#include "osd/recover.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
@@ -63,6 +69,10 @@ static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
 static uint64_t f_orphan_interval = OSD_SWEEP_INTERVAL_DEFAULT_MS;
+static uint64_t f_recovery_rate = 64ull << 20;
+static int64_t f_recovery_max_pgs = 2;
+static uint64_t f_pg_report_interval = 2000;
+static uint64_t f_recovery_rescan = 3600ull * 1000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "id", .type = FLAG_INT64, .dst = &f_id, .required = true, .min = 0,
@@ -106,6 +116,16 @@ static const struct flag_spec specs[] = {
 	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep; needs --meta)" },
+	{ .name = "recovery-rate", .type = FLAG_SIZE, .dst = &f_recovery_rate, .metavar = "BYTES",
+	  .help = "shard bytes per second this OSD's recovery driver may write when rebuilding "
+		  "the PGs it is the primary of (0: unthrottled)" },
+	{ .name = "recovery-max-pgs", .type = FLAG_INT64, .dst = &f_recovery_max_pgs, .min = 1,
+	  .max = 64, .help = "PGs this OSD scans and rebuilds at once" },
+	{ .name = "pg-report-interval", .type = FLAG_DURATION, .dst = &f_pg_report_interval,
+	  .min = 100, .max = 3600ll * 1000, .help = "how often the PG states are reported to meta" },
+	{ .name = "recovery-rescan-interval", .type = FLAG_DURATION, .dst = &f_recovery_rescan,
+	  .min = 1000, .max = 365ll * 24 * 3600 * 1000,
+	  .help = "backstop: rescan every PG this OSD is the primary of this often" },
 	{ 0 }
 };
 
@@ -118,6 +138,7 @@ struct osd {
 	struct metrics_http *mhttp;   /* NULL without --metrics-listen */
 	struct osd_metaclient *mc;
 	struct osd_sweep *sweep;      /* NULL: off */
+	struct osd_recover *rec;      /* NULL without --meta */
 	uv_signal_t sigterm, sigint;
 	uv_timer_t watchdog;
 	bool stopping;
@@ -202,6 +223,12 @@ static void on_sweep_stopped(void *arg)
 	osd_service_drain(o->svc, on_drained, o);
 }
 
+static void on_recover_stopped(void *arg)
+{
+	struct osd *o = arg;
+	o->rec = NULL;
+}
+
 static void on_watchdog(uv_timer_t *t)
 {
 	(void)t;
@@ -222,6 +249,12 @@ static void shutdown_begin(struct osd *o, const char *why)
 	o->mhttp = NULL;
 	if (o->mc)
 		osd_metaclient_stop(o->mc, on_meta_stopped, o);
+	/* The recovery driver stops beside the drain: its calls are
+	 * cancelled, it touches no store directly. */
+	if (o->rec) {
+		osd_service_set_hooks(o->svc, NULL);
+		osd_recover_stop(o->rec, on_recover_stopped, o);
+	}
 	if (o->sweep) {
 		/* Its store deletes land before the store closes. */
 		osd_service_set_sweep(o->svc, NULL);
@@ -402,6 +435,23 @@ int main(int argc, char **argv)
 					  LOG_Q(iol_strerror(rc)));
 			else
 				osd_service_set_sweep(o.svc, o.sweep);
+		}
+		/* Until meta marks this OSD up, the map makes it the primary
+		 * of nothing: the driver can start at once. */
+		struct osd_recover_opts ro = { .osd_id = (uint32_t)f_id, .meta = f_meta.items,
+					       .n_meta = f_meta.n, .rate_bytes = f_recovery_rate,
+					       .max_pgs = (uint32_t)f_recovery_max_pgs,
+					       .report_ms = (uint32_t)f_pg_report_interval,
+					       .rescan_ms = f_recovery_rescan, .metrics = o.reg };
+		rc = osd_recover_start(o.loop, &ro, &o.rec);
+		if (rc) {
+			LOG_ERROR("recovery driver did not start; serving without it", "err=%s",
+				  LOG_Q(iol_strerror(rc)));
+			o.rec = NULL;
+		} else {
+			struct osd_service_hooks h;
+			osd_recover_hooks(o.rec, &h);
+			osd_service_set_hooks(o.svc, &h);
 		}
 	} else {
 		LOG_WARN("no --meta given: not registering with a cluster", "");

@@ -12,7 +12,8 @@
  * (meta forgot the OSD) registers again. The OSD keeps serving shards
  * meanwhile: nothing here blocks or gates the store or the RPC service.
  *
- * Does not: learn the cluster map (OSDs need none today), report space in
+ * Does not: learn the cluster map (the recovery driver, osd/recover.h,
+ * watches it), report space in
  * heartbeats (HeartbeatRequest has no field for it yet).
  *
  * Thread: the loop given to start; every function on that loop's thread.

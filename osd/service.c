@@ -125,6 +125,7 @@ struct osd_service {
 	struct metrics_gauge *scrub_pos;
 
 	struct osd_sweep *sweep;      /* the orphan sweep's figures in Status; NULL: off */
+	struct osd_service_hooks hooks; /* the recovery driver's, or zero */
 };
 
 /* ------------------------------------------------------------ answers */
@@ -370,6 +371,9 @@ static void on_get(struct store_get_req *req, int status)
 	struct rpc_req *r = op->r;
 	if (status == IOL_ECHECKSUM) {
 		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS, "%s on osd %u", req->err, svc->osd_id);
+		/* Stored bytes went bad: have the PG's primary rewrite them. */
+		if (svc->hooks.bad_pg)
+			svc->hooks.bad_pg(svc->hooks.arg, op->key.pg);
 		op_release(op, false);
 		return;
 	}
@@ -756,6 +760,21 @@ static void h_status(struct rpc_req *r, void *ud)
 		resp.orphan_passes = sw.passes;
 		resp.orphan_passes_skipped = sw.passes_skipped;
 	}
+	if (svc->hooks.status) {
+		struct osd_service_recovery rs = { 0 };
+		svc->hooks.status(svc->hooks.arg, &rs);
+		resp.recovery_on = true;
+		resp.recovery_rate = rs.rate;
+		resp.recovery_pgs_primary = rs.pgs_primary;
+		resp.recovery_pgs_active = rs.pgs_active;
+		resp.recovery_pgs_queued = rs.pgs_queued;
+		resp.recovery_bytes = rs.bytes;
+		resp.recovery_stripes = rs.stripes;
+		resp.recovery_errors = rs.errors;
+		resp.recovery_bytes_missing = rs.bytes_missing;
+		resp.recovery_unfound = rs.unfound;
+		resp.recovery_scans = rs.scans;
+	}
 	char *text = NULL;
 	size_t tlen;
 	if (q->metrics && metrics_render(svc->reg, &text, &tlen) == 0)
@@ -918,6 +937,8 @@ static void on_scrub_bad(void *arg, const struct store_bad *b)
 		 svc->osd_id, LOG_Q(name), store_bad_kind_name(b->kind),
 		 (unsigned long long)b->from, (unsigned long long)b->to,
 		 (unsigned long long)b->length);
+	if (svc->hooks.bad_pg)
+		svc->hooks.bad_pg(svc->hooks.arg, b->key.pg);
 }
 
 static void scrub_start(struct osd_service *svc)
@@ -1002,4 +1023,12 @@ void osd_service_free(struct osd_service *svc)
 void osd_service_set_sweep(struct osd_service *svc, struct osd_sweep *sw)
 {
 	svc->sweep = sw;
+}
+
+void osd_service_set_hooks(struct osd_service *svc, const struct osd_service_hooks *h)
+{
+	if (h)
+		svc->hooks = *h;
+	else
+		memset(&svc->hooks, 0, sizeof(svc->hooks));
 }

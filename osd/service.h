@@ -19,6 +19,10 @@
  * (osd/store/scrub.h) from attach to drain, logs each newly found bad
  * shard once (WARN), exports its counters and serves ListBadShards.
  *
+ * Recovery: the service does not know the recovery driver; hooks
+ * (osd_service_set_hooks) hand it each PG with a newly found bad shard and
+ * let it fill the recovery fields of Status.
+ *
  * Does not: own the store or the server (the caller opens and closes them),
  * log per request (errors are counted in metrics and returned to callers),
  * or serve HTTP /metrics (the Status call carries the rendered text until a
@@ -85,6 +89,23 @@ void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void
  * The service does not own it. */
 struct osd_sweep;
 void osd_service_set_sweep(struct osd_service *svc, struct osd_sweep *sw);
+/* The recovery driver's figures, for Status (osd.proto fields 26-36). */
+struct osd_service_recovery {
+	uint64_t rate, bytes, stripes, errors, bytes_missing, unfound, scans;
+	uint32_t pgs_primary, pgs_active, pgs_queued;
+};
+
+/* Hooks to the OSD's recovery driver (osd/recover.h), which the service
+ * does not know: bad_pg(arg, pg) runs when a shard of pg is found bad (a
+ * new scrub record, or a GetShard whose stored bytes fail their crc);
+ * status(arg, out) fills the recovery part of a Status answer. Either may
+ * be NULL; h NULL clears them (do so before the driver is freed). */
+struct osd_service_hooks {
+	void (*bad_pg)(void *arg, uint32_t pg);
+	void (*status)(void *arg, struct osd_service_recovery *out);
+	void *arg;
+};
+void osd_service_set_hooks(struct osd_service *svc, const struct osd_service_hooks *h);
 
 /* Calls being served now (taken contexts). */
 uint32_t osd_service_inflight(const struct osd_service *svc);

@@ -1,0 +1,242 @@
+/*
+ * mapwatch.c — cluster map cache over GetMap + the WatchMap long poll, and
+ * the OSD channel table (contracts in mapwatch.h).
+ *
+ * Owns: its meta client (watch only), the current map (an unpacked copy),
+ * a channel per OSD id (reopened when the OSD's address changes), a retry
+ * timer. Invariant: at most one meta call in flight; while `closing`, the
+ * call's callback does nothing (meta_client_close runs it) and the timer's
+ * close callback frees everything.
+ *
+ * Thread: one loop. Does not: interpret the map (placement, primaries:
+ * the users do).
+ */
+#include "meta/mapwatch.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "meta/client.h"
+
+#define RETRY_MS 300
+
+struct chan {
+	uint32_t id;
+	char *addr;
+	struct rpc_channel *ch;
+};
+
+struct meta_mapwatch {
+	uv_loop_t *loop;
+	struct meta_client *mc;
+	Iolake__Meta__ClusterMap *map;
+	struct chan *chans;
+	size_t n_chans, cap_chans;
+	uv_timer_t retry;
+	uint32_t watch_ms;
+	meta_mapwatch_cb on_change;
+	void *arg;
+	char name[32];
+	bool closing;
+};
+
+static void fetch(struct meta_mapwatch *w);
+
+static Iolake__Meta__ClusterMap *copy_map(const Iolake__Meta__ClusterMap *src)
+{
+	size_t len = protobuf_c_message_get_packed_size(&src->base);
+	uint8_t *b = malloc(len ? len : 1);
+	if (!b)
+		return NULL;
+	protobuf_c_message_pack(&src->base, b);
+	Iolake__Meta__ClusterMap *c = iolake__meta__cluster_map__unpack(NULL, len, b);
+	free(b);
+	return c;
+}
+
+static struct chan *chan_for(struct meta_mapwatch *w, uint32_t id)
+{
+	for (size_t i = 0; i < w->n_chans; i++)
+		if (w->chans[i].id == id)
+			return &w->chans[i];
+	return NULL;
+}
+
+/* Open (or reopen on an address change) a channel per OSD of the map. */
+static void sync_channels(struct meta_mapwatch *w)
+{
+	for (size_t i = 0; i < w->map->n_osds; i++) {
+		const Iolake__Meta__OsdInfo *o = w->map->osds[i];
+		if (!o->addr || !*o->addr)
+			continue;
+		struct chan *c = chan_for(w, o->id);
+		if (c && c->addr && strcmp(c->addr, o->addr) == 0)
+			continue;
+		if (!c) {
+			if (w->n_chans == w->cap_chans) {
+				size_t cap = w->cap_chans ? 2 * w->cap_chans : 16;
+				struct chan *nc = realloc(w->chans, cap * sizeof(*nc));
+				if (!nc)
+					return;
+				w->chans = nc;
+				w->cap_chans = cap;
+			}
+			c = &w->chans[w->n_chans++];
+			memset(c, 0, sizeof(*c));
+			c->id = o->id;
+		} else {
+			if (c->ch)
+				rpc_channel_close(c->ch);
+			free(c->addr);
+		}
+		c->addr = strdup(o->addr);
+		c->ch = c->addr ? rpc_channel_open(w->loop, c->addr, NULL) : NULL;
+		LOG_INFO("osd channel", "who=%s osd=%u addr=%s", w->name, o->id, LOG_Q(o->addr));
+	}
+}
+
+static void install(struct meta_mapwatch *w, const Iolake__Meta__ClusterMap *map)
+{
+	Iolake__Meta__ClusterMap *c = copy_map(map);
+	if (!c)
+		return;
+	if (w->map)
+		iolake__meta__cluster_map__free_unpacked(w->map, NULL);
+	w->map = c;
+	sync_channels(w);
+	unsigned up = 0;
+	for (size_t i = 0; i < c->n_osds; i++)
+		up += c->osds[i]->up;
+	LOG_INFO("cluster map", "who=%s epoch=%llu osds=%zu pgs=%zu up=%u", w->name,
+		 (unsigned long long)c->epoch, c->n_osds, c->n_pgs, up);
+	if (w->on_change)
+		w->on_change(w->arg, w->map);
+}
+
+static void free_all(struct meta_mapwatch *w)
+{
+	for (size_t i = 0; i < w->n_chans; i++) {
+		if (w->chans[i].ch)
+			rpc_channel_close(w->chans[i].ch);
+		free(w->chans[i].addr);
+	}
+	free(w->chans);
+	if (w->map)
+		iolake__meta__cluster_map__free_unpacked(w->map, NULL);
+	free(w);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free_all(h->data);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+	fetch(t->data);
+}
+
+static void on_reply(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct meta_mapwatch *w = ud;
+	if (w->closing)
+		return;  /* freed once the timer is closed */
+	if (err) {
+		uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
+		return;
+	}
+	if (resp->descriptor == &iolake__meta__get_map_response__descriptor) {
+		const Iolake__Meta__GetMapResponse *r = (const void *)resp;
+		if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->map) {
+			uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
+			return;
+		}
+		install(w, r->map);
+	} else {
+		const Iolake__Meta__WatchMapResponse *r = (const void *)resp;
+		if (r->changed && r->map)
+			install(w, r->map);
+	}
+	if (!w->closing) /* on_change may have closed us */
+		fetch(w);
+}
+
+static void fetch(struct meta_mapwatch *w)
+{
+	int rc;
+	if (!w->map) {
+		Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+		rc = meta_client_call(w->mc, META_M_GET_MAP, &req.base, on_reply, w);
+	} else {
+		Iolake__Meta__WatchMapRequest req = IOLAKE__META__WATCH_MAP_REQUEST__INIT;
+		req.epoch = w->map->epoch;
+		req.timeout_ms = w->watch_ms;
+		rc = meta_client_call(w->mc, META_M_WATCH_MAP, &req.base, on_reply, w);
+	}
+	if (rc)
+		uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
+}
+
+int meta_mapwatch_start(uv_loop_t *loop, const struct meta_mapwatch_opts *opts,
+			struct meta_mapwatch **out)
+{
+	if (!opts || !opts->n_members)
+		return -EINVAL;
+	struct meta_mapwatch *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->loop = loop;
+	w->watch_ms = opts->watch_ms ? opts->watch_ms : META_MAPWATCH_WATCH_MS;
+	w->on_change = opts->on_change;
+	w->arg = opts->arg;
+	snprintf(w->name, sizeof(w->name), "%s", opts->log_name ? opts->log_name : "");
+	/* One attempt must outlive the long poll; retries are ours. */
+	struct meta_client_opts o = { .members = opts->members, .n_members = opts->n_members,
+				      .attempt_timeout_ms = w->watch_ms + 10000,
+				      .retry_for_ms = w->watch_ms + 20000 };
+	int rc = meta_client_new(loop, &o, &w->mc);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	uv_timer_init(loop, &w->retry);
+	w->retry.data = w;
+	fetch(w);
+	*out = w;
+	return 0;
+}
+
+void meta_mapwatch_close(struct meta_mapwatch *w)
+{
+	if (!w)
+		return;
+	w->closing = true;
+	uv_timer_stop(&w->retry);
+	meta_client_close(w->mc); /* runs the parked call's callback */
+	uv_close((uv_handle_t *)&w->retry, on_timer_closed);
+}
+
+const Iolake__Meta__ClusterMap *meta_mapwatch_map(const struct meta_mapwatch *w)
+{
+	return w->map;
+}
+
+struct rpc_channel *meta_mapwatch_channel(struct meta_mapwatch *w, uint32_t osd_id)
+{
+	struct chan *c = chan_for(w, osd_id);
+	return c ? c->ch : NULL;
+}
+
+const Iolake__Meta__OsdInfo *meta_mapwatch_osd(const struct meta_mapwatch *w, uint32_t osd_id)
+{
+	if (!w->map)
+		return NULL;
+	for (size_t i = 0; i < w->map->n_osds; i++)
+		if (w->map->osds[i]->id == osd_id)
+			return w->map->osds[i];
+	return NULL;
+}

@@ -1,0 +1,114 @@
+/*
+ * recover.h — the per-PG recovery driver of one OSD (issue 12,
+ * self-healing): for every PG this OSD is the primary of (the up OSD in
+ * the PG's lowest slot of the current cluster map), it compares the
+ * shard listings of the PG's OSDs and rebuilds, from k good shards of a
+ * stripe, every shard its slot's OSD lacks (a new OSD in the slot, a
+ * returned OSD, a partial PUT, a bad shard), then reports each PG's state
+ * to meta (ReportPgs). Design and limits: docs/architecture.md, osd/
+ * "Recovery".
+ *
+ * It learns the map through meta/mapwatch.h and talks to the PG's OSDs,
+ * itself included, through the Osd RPC service only: nothing here touches
+ * the local store directly, so the same code drives an iolake-osd process
+ * and each OSD of iolake-aio.
+ *
+ * Thread: the loop given to start (the OSD's); every function on it.
+ */
+#ifndef OSD_RECOVER_H
+#define OSD_RECOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/metrics.h"
+
+struct osd_recover;
+
+struct osd_recover_opts {
+	uint32_t osd_id;
+	const char *const *meta;      /* meta member addresses, copied */
+	size_t n_meta;
+	uint64_t rate_bytes;          /* bytes/s this driver writes; 0: unthrottled */
+	uint32_t max_pgs;             /* PGs scanned/rebuilt at once; 0: 2 */
+	uint32_t stripes_inflight;    /* stripes rebuilt at once per PG; 0: 4 */
+	uint32_t report_ms;           /* ReportPgs period; 0: 2000 */
+	uint64_t rescan_ms;           /* backstop rescan of a clean PG; 0: 1 h */
+	uint32_t rpc_timeout_ms;      /* deadline of each OSD call; 0: 10000 */
+	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
+};
+
+/* Counters for Status and tests (since start). */
+struct osd_recover_stats {
+	uint64_t rate_bytes;          /* configured --recovery-rate */
+	uint32_t pgs_primary;         /* PGs this OSD is the primary of */
+	uint32_t pgs_active;          /* being scanned or rebuilt now */
+	uint32_t pgs_queued;          /* waiting for a scan */
+	uint64_t bytes;               /* shard bytes written by rebuilds */
+	uint64_t stripes;             /* stripes repaired */
+	uint64_t errors;              /* inconsistent stripes, failed sources/puts */
+	uint64_t bytes_missing;       /* of the primary PGs, as last counted */
+	uint64_t unfound;             /* stripes with fewer than k shards, last counted */
+	uint64_t scans;               /* PG scans finished */
+	uint64_t map_epoch;           /* of the map held (0: none yet) */
+};
+
+/* Start: watch the map, and drive recovery from the first map on.
+ * 0 and *out, -EINVAL (no meta address, no registry), -EEXIST (metrics of
+ * this OSD id already registered), -ENOMEM. */
+int osd_recover_start(uv_loop_t *loop, const struct osd_recover_opts *opts,
+		      struct osd_recover **out);
+
+/* A shard of pg was found bad here (scrub, or a read's checksum): ask the
+ * PG's primary, through meta (FlagPgs, batched: at most one call a
+ * second), to rescan it; queued at once when this OSD is the primary. */
+void osd_recover_flag_pg(struct osd_recover *r, uint32_t pg);
+
+void osd_recover_stats(const struct osd_recover *r, struct osd_recover_stats *out);
+
+/* The hooks that connect r to its OSD's service (osd_service_set_hooks):
+ * bad shards flag their PG, Status carries r's figures. */
+struct osd_service_hooks;
+void osd_recover_hooks(struct osd_recover *r, struct osd_service_hooks *out);
+
+/* Stop: no new call starts; calls in flight are cancelled (their channels
+ * closed), handles released; done_cb(arg) runs on the loop once r is
+ * freed (never from inside this call; may be NULL). Once only. */
+void osd_recover_stop(struct osd_recover *r, void (*done_cb)(void *arg), void *arg);
+
+
+/* ------------------------------------------------ pure helpers (tested) */
+
+#define OSD_RECOVER_NONE UINT32_MAX   /* an empty slot (meta/place.h's NONE) */
+
+/* Order of object ids in the shard index (osd/store/rec.h: zero-padded to
+ * 64 bytes, then by length): <0, 0, >0. Listings merge in this order. */
+int osd_recover_oid_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+/* The PG's signature: its slots' OSD ids and which were up. */
+struct osd_recover_sig {
+	uint32_t width;                  /* slots (k+m), <= 16 */
+	uint32_t osds[16];               /* OSD_RECOVER_NONE: empty */
+	uint32_t up_mask;                /* bit i: slot i's OSD up */
+};
+
+bool osd_recover_sig_eq(const struct osd_recover_sig *a, const struct osd_recover_sig *b);
+
+/* Index of the primary's slot: the lowest slot whose OSD is up; -1 when
+ * none is. */
+int osd_recover_primary_slot(const struct osd_recover_sig *s);
+
+/* One stripe as the scan sees it: which slots hold their shard (present:
+ * on the slot's OSD, listed, not recorded bad). */
+struct osd_recover_stripe_class {
+	uint32_t missing;                /* up slots lacking their shard */
+	unsigned present;                /* shards present */
+	bool rebuild;                    /* missing != 0 and present >= k */
+	bool unfound;                    /* present < k */
+};
+struct osd_recover_stripe_class osd_recover_classify(const struct osd_recover_sig *s,
+						     unsigned k, uint32_t present_mask);
+
+#endif

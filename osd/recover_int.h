@@ -1,0 +1,189 @@
+/*
+ * recover_int.h — what the two files of the recovery driver share
+ * (osd/recover.c: map, queue, reports, life; osd/recover_scan.c: scans,
+ * rebuild jobs, token bucket). Internal to osd/recover*: nothing else
+ * includes it. Contracts of the driver are in recover.h.
+ */
+#ifndef OSD_RECOVER_INT_H
+#define OSD_RECOVER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/ec.h"
+#include "common/metrics.h"
+#include "meta/client.h"
+#include "meta/mapwatch.h"
+#include "osd/recover.h"
+#include "proto/osd.pb-c.h"
+
+#define TICK_MS 250
+#define PAGE_LIMIT 1000
+#define BAD_MAX 4096                 /* bad-shard records kept per scan */
+#define FLAG_MAX 256                 /* PGs batched into one FlagPgs */
+#define RETRY_MIN_MS 1000
+#define RETRY_MAX_MS 10000
+#define ERROR_RETRY_MS 60000         /* after inconsistent stripes */
+#define RATE_WINDOW_MS 10000         /* EWMA horizon of the rates */
+#define MAX_JOBS 16
+
+/* Osd service method numbers (osd.proto order). */
+enum { OSD_M_PUT, OSD_M_GET, OSD_M_DELETE, OSD_M_STAT, OSD_M_STATS, OSD_M_LIST, OSD_M_STATUS,
+       OSD_M_LIST_BAD };
+#define OSD_SVC (&iolake__osd__osd__descriptor)
+
+
+/* ------------------------------------------------------------ state */
+
+enum phase { PH_BAD, PH_COUNT, PH_REBUILD };
+
+struct ent {                         /* one listed shard of the cursor's slot */
+	uint8_t oid[64];
+	uint8_t oid_len;
+	uint32_t crc;
+	uint64_t len;
+};
+
+struct cursor {                      /* one slot's OSD listing */
+	bool active;                 /* slot up with an OSD */
+	bool pending, more, started;
+	struct ent *ents;            /* PAGE_LIMIT */
+	size_t n, idx;
+	uint8_t after_oid[64];       /* last key of the last page */
+	uint8_t after_len;
+	uint32_t after_shard, after_pg;
+	struct scan *s;
+	uint8_t slot;
+};
+
+struct bad {
+	uint8_t oid[64];
+	uint8_t oid_len;
+	uint8_t slot;
+};
+
+struct job;
+struct getctx {
+	struct job *j;
+	uint8_t slot;
+};
+
+struct job {
+	struct scan *s;
+	bool used;
+	uint8_t oid[64];
+	uint8_t oid_len;
+	uint64_t len;
+	uint32_t present, missing, fetched, tried, bad_src;
+	bool gone;                   /* a source said NOT_FOUND: deleted meanwhile */
+	uint32_t crc[16];
+	unsigned pending;            /* calls in flight */
+	bool failed;                 /* a put or a source failed: stripe not done */
+	struct buf *buf;             /* width * len */
+	struct getctx ctx[16];
+	struct job *next_wait;       /* token bucket queue */
+	bool waiting;
+};
+
+struct scan {
+	struct osd_recover *r;
+	bool used;
+	uint32_t pg;
+	struct osd_recover_sig sig;
+	uint64_t epoch;
+	unsigned k, m;
+	enum phase phase;
+	struct cursor cur[16];
+	struct bad *bads;
+	size_t n_bads;
+	unsigned pending;            /* listing calls in flight */
+	unsigned jobs;               /* jobs in use */
+	bool failed;                 /* a call failed: wind down, retry later */
+	bool superseded;             /* signature moved: wind down, requeue */
+	bool recovering;             /* some missing slot holds an OSD new to it */
+	uint64_t errors;             /* inconsistent stripes this scan */
+	uint64_t failed_stripes;     /* rebuilds that did not complete */
+	bool in_step;                /* scan_step is on the stack */
+	struct job job[MAX_JOBS];
+};
+
+struct pgst {
+	bool primary, queued, active, flagged, have_clean;
+	struct osd_recover_sig clean;  /* signature of the last finished scan */
+	struct osd_recover_sig cur;    /* in the current map */
+	uint64_t epoch;                /* of the signature reported */
+	struct osd_recover_sig rep;    /* signature the report describes */
+	const char *state;
+	uint64_t stripes, stripes_missing, bytes_missing, stripes_done, bytes_done;
+	uint64_t unfound, bad_shards;
+	uint32_t min_shards;
+	uint64_t scan_started_ms, last_clean_ms, last_scan_end_ms, retry_at_ms;
+	uint32_t backoff_ms;
+	uint64_t rate_acc;             /* bytes since the last tick */
+	double rate;                   /* EWMA bytes/s */
+};
+
+struct osd_recover {
+	uv_loop_t *loop;
+	uint32_t osd_id;
+	struct osd_recover_opts o;
+	struct meta_mapwatch *mw;
+	struct meta_client *mc;
+	struct ec_code *ec;
+	unsigned k, m;
+	uint64_t epoch;
+
+	struct pgst *pgs;
+	uint32_t n_pgs;
+	struct scan *scans;          /* max_pgs */
+
+	uv_timer_t tick, wake, kick; /* wake: token bucket; kick: pump after a scan */
+	double tokens;
+	uint64_t tokens_ms;
+	struct job *wait_head, *wait_tail;
+
+	uint64_t next_report_ms, next_flag_ms;
+	bool report_inflight, flag_inflight, unimpl_logged;
+	uint32_t flags[FLAG_MAX];
+	size_t n_flags;
+
+	bool stopping;
+	unsigned handles;
+	bool closing_handles;
+	void (*done_cb)(void *arg);
+	void *done_arg;
+
+	struct osd_recover_stats st;
+	char id_label[12];
+	struct metrics_counter *m_bytes, *m_stripes, *m_errors;
+	struct metrics_gauge *m_primary, *m_active, *m_missing;
+};
+
+static inline uint64_t unix_ms(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+static inline unsigned popcount(uint32_t x)
+{
+	return (unsigned)__builtin_popcount(x);
+}
+
+/* recover_scan.c: start a scan of pg in the free slot s (the PG is
+ * primary, queued and not active). */
+void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg);
+
+/* recover_scan.c: end every job waiting for tokens (at stop). */
+void osd_recover_scan_drop_waiters(struct osd_recover *r);
+
+/* recover.c: a scan ended (r->st.pgs_active already decremented): start
+ * the next from a clean stack, or finish stopping. */
+void osd_recover_scan_ended(struct osd_recover *r);
+
+#endif
