@@ -171,8 +171,13 @@ static void seg_decode(struct get_seg *seg)
 		seg->state = S_READY;
 		return;
 	}
-	if (!g->reported && d->o.on_degraded &&
-	    ((seg->failed | l->missing[seg->index]) & ~g->bad)) {
+	/* Flag the PG only for a shard that failed on an OSD we could reach
+	 * (missing, bad bytes, an error). Not for the layout's PUT-time
+	 * missing mask: the PUT flagged that PG already, and the mask stays
+	 * set after the primary rebuilt the shard, so every GET of the
+	 * object would ask for a rescan again. An OSD the transport already
+	 * knows dead is recovery's business too. */
+	if (!g->reported && d->o.on_degraded && (seg->failed & ~g->bad)) {
 		g->reported = true;
 		d->o.on_degraded(d->o.degraded_ud, l->pg, GW_DATA_READ_BAD_SHARD);
 	}

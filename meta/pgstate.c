@@ -106,14 +106,12 @@ void meta_pgstate_derive(const struct meta_pg_view *v, const struct meta_pg_repo
 			 uint64_t now_ms, struct meta_pg_derived *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->primary = META_PLACE_NONE;
+	int ps = meta_place_primary_slot(v->pg, v->osds, v->width, v->up_mask);
+	out->primary = ps >= 0 ? v->osds[ps] : META_PLACE_NONE;
 	uint32_t up = 0;
 	for (uint32_t i = 0; i < v->width; i++)
-		if (v->osds[i] != META_PLACE_NONE && (v->up_mask & (1u << i))) {
-			if (out->primary == META_PLACE_NONE)
-				out->primary = v->osds[i];
+		if (v->osds[i] != META_PLACE_NONE && (v->up_mask & (1u << i)))
 			up++;
-		}
 	bool degraded = slots_degraded(v->width, v->osds, v->up_mask);
 	if (rep && !rep->present)
 		rep = NULL;
@@ -166,6 +164,7 @@ int meta_pgstate_view(const Iolake__Meta__ClusterMap *m, uint32_t pg, struct met
 	const Iolake__Meta__PgEntry *e = m->pgs[pg];
 	if (e->n_osds == 0 || e->n_osds > META_PLACE_MAX_WIDTH)
 		return -EINVAL;
+	v->pg = pg;
 	v->k = m->k;
 	v->width = (uint32_t)e->n_osds;
 	v->osds = e->osds;

@@ -96,6 +96,7 @@ struct meta_pg_report {
 
 /* One PG as the current map has it. */
 struct meta_pg_view {
+	uint32_t pg;                  /* its id: the primary's draw depends on it */
 	uint32_t k;
 	uint32_t width;               /* k + m: entries of osds */
 	const uint32_t *osds;         /* slot i's OSD, META_PLACE_NONE: empty */
@@ -105,7 +106,7 @@ struct meta_pg_view {
 struct meta_pg_derived {
 	enum meta_pg_state state;
 	bool report_valid;
-	uint32_t primary;             /* OSD of the lowest slot with an up OSD; NONE */
+	uint32_t primary;             /* meta_place_primary_slot's OSD; NONE: no up OSD */
 	uint64_t eta_s;               /* report's bytes_missing / rate; 0 when no rate */
 	uint64_t age_ms;              /* of the report; 0 without one */
 };

@@ -24,6 +24,7 @@
 
 #define PLACE_SEED 0x696f6c616b65706cULL   /* "iolakepl" */
 #define OBJECT_SEED 0x696f6c616b656f62ULL  /* "iolakeob" */
+#define PRIMARY_SEED 0x696f6c616b657072ULL /* "iolakepr" */
 
 static uint64_t mix64(uint64_t x)
 {
@@ -130,6 +131,23 @@ void meta_place_table_free(struct meta_pg_table *t)
 	free(t->osds);
 	t->osds = NULL;
 	t->pg_count = t->width = 0;
+}
+
+int meta_place_primary_slot(uint32_t pg, const uint32_t *osds, uint32_t width, uint32_t up_mask)
+{
+	int best = -1;
+	uint64_t best_h = 0;
+	uint64_t seed = mix64(PRIMARY_SEED ^ pg);
+	for (uint32_t i = 0; i < width && i < 32; i++) {
+		if (osds[i] == META_PLACE_NONE || !(up_mask >> i & 1))
+			continue;
+		uint64_t h = mix64(seed ^ ((uint64_t)osds[i] * 0x9e3779b97f4a7c15ULL));
+		if (best < 0 || h > best_h) {
+			best = (int)i;
+			best_h = h;
+		}
+	}
+	return best;
 }
 
 long meta_place_diff(const struct meta_pg_table *a, const struct meta_pg_table *b)

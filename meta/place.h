@@ -76,6 +76,19 @@ int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
 		       const struct meta_place_params *p, const struct meta_pg_table *prev,
 		       struct meta_pg_table *out);
 
+/*
+ * The PG's primary: among its slots whose OSD is up (bit i of up_mask;
+ * META_PLACE_NONE slots never count), the one whose OSD draws the highest
+ * hash of (pg, osd id). Slot order follows the order OSDs joined (a
+ * survivor keeps its slot), so "the lowest up slot" would make the first
+ * OSDs to register lead almost every PG; a draw spreads leadership evenly
+ * (recovery is declustered) and moves it only when the primary goes down
+ * or leaves. Meta (PG states) and every OSD (osd/recover) call this and
+ * must agree: like the hashes below it is part of the cluster's contract.
+ * Returns the slot index, or -1 when no slot's OSD is up.
+ */
+int meta_place_primary_slot(uint32_t pg, const uint32_t *osds, uint32_t width, uint32_t up_mask);
+
 /* Number of (pg, slot) positions whose OSD differs between a and b, or
  * -EINVAL when their shapes differ. */
 long meta_place_diff(const struct meta_pg_table *a, const struct meta_pg_table *b);

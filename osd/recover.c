@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "meta/place.h"
 #include "osd/recover_int.h"
 #include "osd/service.h"
 
@@ -55,12 +56,9 @@ bool osd_recover_sig_eq(const struct osd_recover_sig *a, const struct osd_recove
 	return memcmp(a->osds, b->osds, a->width * sizeof(a->osds[0])) == 0;
 }
 
-int osd_recover_primary_slot(const struct osd_recover_sig *s)
+int osd_recover_primary_slot(uint32_t pg, const struct osd_recover_sig *s)
 {
-	for (uint32_t i = 0; i < s->width; i++)
-		if (s->osds[i] != OSD_RECOVER_NONE && (s->up_mask >> i & 1))
-			return (int)i;
-	return -1;
+	return meta_place_primary_slot(pg, s->osds, s->width, s->up_mask);
 }
 
 struct osd_recover_stripe_class osd_recover_classify(const struct osd_recover_sig *s,
@@ -172,7 +170,7 @@ static void on_map(void *arg, const Iolake__Meta__ClusterMap *m)
 			p->retry_at_ms = 0;
 			p->backoff_ms = 0;
 		}
-		int ps = osd_recover_primary_slot(&p->cur);
+		int ps = osd_recover_primary_slot(pg, &p->cur);
 		p->primary = ps >= 0 && p->cur.osds[ps] == r->osd_id;
 		primaries += p->primary;
 		if (!p->primary) {

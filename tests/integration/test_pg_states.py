@@ -4,8 +4,9 @@ the real binaries (issue 12, meta + admin + gateway half): one iolake-meta
 (with --metrics-listen), six iolake-osd on hosts osd1..osd6 (every 4+2 PG
 spans all six), one iolake-gw, on loopback.
 
-  - `iolake-admin pg ls` (table and --json) lists every PG with a state,
-    its OSDs and primary; `cluster status` has a "pgs:" summary and
+  - once the primaries reported, `iolake-admin pg ls` (table and --json)
+    lists every PG active+clean with its OSDs and primary (primaries spread
+    over all six OSDs); `cluster status` has a "pgs:" summary and
     --json pg_states / recovery;
   - the OSD V that holds a data slot (0..k-1) in the most PGs SIGKILLed
     (slot order follows registration order, so a fixed id could sit in a
@@ -75,12 +76,21 @@ def main():
                 return float(line.rsplit(" ", 1)[1])
         return None
 
-    # pg ls and cluster status with PG states.
+    # pg ls and cluster status with PG states: the primaries scan their
+    # (empty) PGs and report them clean within a report interval or two.
+    wait_for("every PG reported active+clean",
+             lambda: admin(meta, "cluster", "status")["pg_states"] == {"active+clean": 256},
+             timeout=20)
     pgs = admin(meta, "pg", "ls")
     expect(len(pgs["pgs"]) == 256 and all(
-        p["state"] == "unknown" and len(p["osds"]) == 6 and p["primary"] == p["osds"][0]
+        p["state"] == "active+clean" and len(p["osds"]) == 6 and p["primary"] in p["osds"]
         and all(p["up"]) for p in pgs["pgs"]),
-        "pg ls --json: 256 PGs, unknown before any report, primary = slot 0's OSD")
+        "pg ls --json: 256 PGs, active+clean, a primary in each set")
+    lead = {}
+    for p in pgs["pgs"]:
+        lead[p["primary"]] = lead.get(p["primary"], 0) + 1
+    expect(len(lead) == 6 and min(lead.values()) >= 20,
+           "primaries spread over the six OSDs: %s" % dict(sorted(lead.items())))
     expect(all(k in pgs["pgs"][0] for k in ("stripes_missing", "bytes_missing",
                                             "rate_bytes_per_s", "eta_s", "report")),
            "pg ls --json: recovery fields and report per PG")
@@ -95,13 +105,13 @@ def main():
     expect(rc == 0 and re.search(r"^PG\s+STATE\s+OSDS\s+PRIMARY\s+MISSING\s+BYTES LEFT\s+RATE\s+ETA",
                                  out, re.M), "pg ls: table header")
     st = admin(meta, "cluster", "status")
-    expect(st["pg_states"] == {"unknown": 256} and st["recovery"]["bytes_missing"] == 0,
+    expect(st["pg_states"] == {"active+clean": 256} and st["recovery"]["bytes_missing"] == 0,
            "cluster status --json: pg_states and recovery")
     rc, out, _ = admin_text(meta, "cluster", "status")
-    expect(rc == 0 and "pgs: 256 unknown" in out, "cluster status: pgs summary line")
-    wait_for("meta /metrics: iolake_pg_state{state=unknown} 256",   # set each second
-             lambda: meta_metric("iolake_pg_state", {"state": "unknown"}) == 256, timeout=5)
-    print("ok: meta /metrics: iolake_pg_state{state=unknown} 256")
+    expect(rc == 0 and "pgs: 256 active+clean" in out, "cluster status: pgs summary line")
+    wait_for("meta /metrics: iolake_pg_state{state=active+clean} 256",   # set each second
+             lambda: meta_metric("iolake_pg_state", {"state": "active+clean"}) == 256, timeout=5)
+    print("ok: meta /metrics: iolake_pg_state{state=active+clean} 256")
 
     key = admin(meta, "user", "add", "root")
     gport = free_port()

@@ -12,12 +12,11 @@ loopback; boto3 drives the gateway. Every OSD runs its recovery driver.
      OSD for its shards, independently of the drivers) finds every stripe
      whole.
   1b. Bad shards: a byte of data shard 1 of one object is flipped on its
-     device and its scrubber records it (that OSD is not the PG's primary:
-     the record waits for a scan, or FlagPgs once meta serves it); then a
-     byte of shard 0, on the primary: its service hands the record to its
-     driver at once, whose scan lists every slot's records, counts them as
-     missing, rebuilds both from the other four shards, and the puts drop
-     the records.
+     device and its scrubber records it and flags the PG (FlagPgs through
+     meta, or straight to its own driver when it leads the PG); then a
+     byte of shard 0: the PG's primary rescans, lists every slot's records,
+     counts them as missing, rebuilds both from the other four shards, and
+     the puts drop the records.
   2. Lost OSD: the OSD holding the most shards is SIGKILLed and its device
      and index deleted. Once meta marks it out, placement moves its slots;
      the new slot holders must end up holding every shard (pg check clean,
@@ -210,18 +209,17 @@ def main():
                 return i
         raise AssertionError("shard %d of scrub-victim is on no device" % shard)
     fixed_before = recovery_bytes()
-    # Shard 1 first, on an OSD that is not the primary (slot 0 leads):
-    # its record waits for a scan of the PG (FlagPgs through meta, once
-    # meta serves it) ...
+    # Shard 1 first: its record reaches the PG's primary as a flag
+    # (through meta unless that OSD leads the PG itself) ...
     o1 = flip(1)
     wait_for("osd%d's scrubber records the bad shard 1" % o1,
              lambda: bad_on(o1) or recovery_bytes() > fixed_before, timeout=30)
-    # ... which the primary's own bad shard 0 starts at once; the scan
-    # lists every slot's records and rewrites both.
+    # ... then shard 0; a scan lists every slot's records and rewrites
+    # whatever is recorded bad.
     o0 = flip(0)
     flipped = [(o0, 0), (o1, 1)]
-    print("flipped a byte of shard 1 (osd%d), recorded bad; then of shard 0 (osd%d, the "
-          "primary)" % (o1, o0))
+    print("flipped a byte of shard 1 (osd%d), recorded bad; then of shard 0 (osd%d)" %
+          (o1, o0))
     wait_for("the primary rewrote both shards (records dropped, every stripe whole)",
              lambda: recovery_bytes() - fixed_before >= 2 * sl and
              not any(bad_on(i) for i, _ in flipped) and pg_check(meta)[0], timeout=30)
@@ -247,8 +245,8 @@ def main():
     victim = max(count, key=lambda i: (count[i], -i))
     prim = {}
     for p in pgs:
-        prim[p["osds"][0]] = prim.get(p["osds"][0], 0) + 1
-    print("PGs per primary (slot 0, all up):", dict(sorted(prim.items())))
+        prim[p["primary"]] = prim.get(p["primary"], 0) + 1
+    print("PGs per primary (all up):", dict(sorted(prim.items())))
     before = recovery_bytes()
     osds[victim].send_signal(signal.SIGKILL)
     osds[victim].wait()
@@ -311,7 +309,7 @@ def main():
     pgs = admin(meta, "pg", "ls")["pgs"]
     lead = {}
     for p in pgs:
-        lead[p["osds"][0]] = lead.get(p["osds"][0], 0) + 1
+        lead[p["primary"]] = lead.get(p["primary"], 0) + 1
     paused = max((i for i in lead if i in osds and osds[i].poll() is None),
                  key=lambda i: lead[i])
     slots_before = [p["osds"] for p in pgs]
@@ -331,7 +329,7 @@ def main():
     slots_after = [p["osds"] for p in admin(meta, "pg", "ls")["pgs"]]
     osds[paused].send_signal(signal.SIGCONT)
     expect(still_in and slots_after == slots_before,
-           "osd%d (slot 0 of %d PGs) paused %.1fs: marked down, not out, its slots kept, "
+           "osd%d (primary of %d PGs) paused %.1fs: marked down, not out, its slots kept, "
            "8 objects written meanwhile" % (paused, lead[paused], time.time() - t_p))
     wait_for("osd%d backfilled its own PGs after a pause (every stripe whole)" % paused,
              settled, timeout=60)

@@ -106,7 +106,11 @@ START_TEST(test_primary_and_eta)
 	r.rate_bytes_per_s = 100;
 	struct meta_pg_derived d;
 	meta_pgstate_derive(&v, &r, 1200, &d);
-	ck_assert_uint_eq(d.primary, 3);   /* slot 0 empty, slot 1 down */
+	/* the draw's pick among the up slots: never the empty slot 0 or the
+	 * down slot 1 (meta_place_primary_slot is tested in test_place) */
+	int ps = meta_place_primary_slot(0, set, 6, 0x3c);
+	ck_assert_int_ge(ps, 2);
+	ck_assert_uint_eq(d.primary, set[ps]);
 	ck_assert_uint_eq(d.eta_s, 10);
 	ck_assert_uint_eq(d.age_ms, 200);
 	ck_assert(d.report_valid);
@@ -162,6 +166,15 @@ static void tmap_init(struct tmap *t)
 	t->m.n_osds = 4;
 	t->m.pgs = t->pp;
 	t->m.n_pgs = 4;
+}
+
+/* The OSD meta_place_primary_slot makes PG pg's primary in t's map. */
+static uint32_t prim(struct tmap *t, uint32_t pg)
+{
+	struct meta_pg_view v;
+	ck_assert_int_eq(meta_pgstate_view(&t->m, pg, &v), 0);
+	int ps = meta_place_primary_slot(pg, v.osds, v.width, v.up_mask);
+	return ps < 0 ? NONE : v.osds[ps];
 }
 
 static void report(struct meta_pgstate *p, struct tmap *t, uint32_t pg, const char *state,
@@ -263,7 +276,7 @@ START_TEST(test_flags)
 	tmap_init(&t);
 	struct meta_pgstate *p;
 	ck_assert_int_eq(meta_pgstate_new(&p), 0);
-	/* PG i's primary is OSD i+1 */
+	uint32_t p1 = prim(&t, 1), p3 = prim(&t, 3);
 	ck_assert_int_eq(meta_pgstate_flag(p, &t.m, 1), 0);
 	ck_assert_int_eq(meta_pgstate_flag(p, &t.m, 1), 0);   /* a set: once */
 	ck_assert_int_eq(meta_pgstate_flag(p, &t.m, 3), 0);
@@ -271,15 +284,24 @@ START_TEST(test_flags)
 	ck_assert_uint_eq(meta_pgstate_flagged(p), 2);
 
 	uint32_t out[4];
-	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, 1, out, 4), 0);
-	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, 2, out, 4), 1);
+	/* an OSD that leads neither PG gets nothing (4 OSDs, 2 primaries) */
+	uint32_t other = 1;
+	while (other == p1 || other == p3)
+		other++;
+	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, other, out, 4), 0);
+	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, p1, out, 4), p1 == p3 ? 2 : 1);
 	ck_assert_uint_eq(out[0], 1);
-	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, 2, out, 4), 0);   /* cleared */
-	/* PG 3 (slots 4,1,2): OSD 4 down, so OSD 1 is its primary now */
-	t.o[3].up = false;
-	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, 4, out, 4), 0);
-	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, 1, out, 4), 1);
-	ck_assert_uint_eq(out[0], 3);
+	ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, p1, out, 4), 0);   /* cleared */
+	if (p3 != p1) {
+		/* PG 3's primary goes down: the flag waits for the new one */
+		t.o[p3 - 1].up = false;
+		uint32_t q = prim(&t, 3);
+		ck_assert_uint_ne(q, p3);
+		ck_assert_uint_ne(q, NONE);
+		ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, p3, out, 4), 0);
+		ck_assert_uint_eq(meta_pgstate_take_rescans(p, &t.m, q, out, 4), 1);
+		ck_assert_uint_eq(out[0], 3);
+	}
 	ck_assert_uint_eq(meta_pgstate_flagged(p), 0);
 
 	meta_pgstate_flag(p, &t.m, 0);

@@ -295,6 +295,49 @@ START_TEST(test_weights)
 }
 END_TEST
 
+/* The primary draw: pinned (meta and OSDs of one cluster must agree),
+ * spread over the OSDs whatever their slots, stable when a non-primary
+ * goes down. */
+START_TEST(test_primary)
+{
+	const uint32_t N = META_PLACE_NONE;
+	uint32_t set[6] = { 1, 2, 3, 4, 5, 6 };
+	/* golden: a change of the draw is a change of the contract */
+	int golden[4];
+	for (uint32_t pg = 0; pg < 4; pg++)
+		golden[pg] = meta_place_primary_slot(pg, set, 6, 0x3f);
+	printf("primary slots of PGs 0..3 over OSDs 1..6: %d %d %d %d\n", golden[0], golden[1],
+	       golden[2], golden[3]);
+	ck_assert_int_eq(golden[0], 1);
+	ck_assert_int_eq(golden[1], 4);
+	ck_assert_int_eq(golden[2], 0);
+	ck_assert_int_eq(golden[3], 0);
+
+	unsigned lead[7] = { 0 };
+	for (uint32_t pg = 0; pg < 4096; pg++) {
+		int ps = meta_place_primary_slot(pg, set, 6, 0x3f);
+		ck_assert_int_ge(ps, 0);
+		lead[set[ps]]++;
+		/* a non-primary slot down: same primary */
+		uint32_t up = 0x3f & ~(1u << ((ps + 3) % 6));
+		ck_assert_int_eq(meta_place_primary_slot(pg, set, 6, up), ps);
+		/* the primary down: another up slot */
+		int q = meta_place_primary_slot(pg, set, 6, 0x3f & ~(1u << ps));
+		ck_assert(q >= 0 && q != ps);
+	}
+	for (int o = 1; o <= 6; o++)   /* 4096 / 6 = 683 */
+		ck_assert(lead[o] > 600 && lead[o] < 770);
+	/* empty slots never lead, even with their up bit set */
+	uint32_t holes[6] = { N, 2, N, 4, N, 6 };
+	for (uint32_t pg = 0; pg < 64; pg++) {
+		int ps = meta_place_primary_slot(pg, holes, 6, 0x3f);
+		ck_assert(ps == 1 || ps == 3 || ps == 5);
+	}
+	ck_assert_int_eq(meta_place_primary_slot(0, holes, 6, 0x15), -1);
+	ck_assert_int_eq(meta_place_primary_slot(0, set, 6, 0), -1);
+}
+END_TEST
+
 START_TEST(test_object_pg)
 {
 	/* Spread of 100k keys over 256 PGs: mean 390.6, sd ~19.7; +-25% is
@@ -327,6 +370,7 @@ int main(void)
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_weights);
 	tcase_add_test(tc, test_object_pg);
+	tcase_add_test(tc, test_primary);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "meta/place.h"
 #include "osd/recover.h"
 #include "osd/store/rec.h"
 
@@ -74,16 +75,35 @@ START_TEST(primary_and_signature)
 {
 	const uint32_t N = OSD_RECOVER_NONE;
 	struct osd_recover_sig s = sig6(4, 2, 7, 1, 3, 5, 0x3f);
-	ck_assert_int_eq(osd_recover_primary_slot(&s), 0);
-	s.up_mask = 0x3e; /* slot 0's OSD down: the next slot leads */
-	ck_assert_int_eq(osd_recover_primary_slot(&s), 1);
+	int p = osd_recover_primary_slot(9, &s);
+	ck_assert_int_ge(p, 0);
+	ck_assert_int_eq(p, meta_place_primary_slot(9, s.osds, 6, 0x3f));
+	/* a slot other than the primary's going down changes nothing */
+	s.up_mask = 0x3f & ~(1u << ((p + 1) % 6));
+	ck_assert_int_eq(osd_recover_primary_slot(9, &s), p);
+	/* the primary's going down hands the PG to another up slot */
+	s.up_mask = 0x3f & ~(1u << p);
+	int q = osd_recover_primary_slot(9, &s);
+	ck_assert_int_ge(q, 0);
+	ck_assert_int_ne(q, p);
 	s = sig6(N, N, 7, 1, 3, 5, 0x3c);
-	ck_assert_int_eq(osd_recover_primary_slot(&s), 2);
+	ck_assert_int_ge(osd_recover_primary_slot(9, &s), 2);
 	s.up_mask = 0;
-	ck_assert_int_eq(osd_recover_primary_slot(&s), -1);
+	ck_assert_int_eq(osd_recover_primary_slot(9, &s), -1);
 	/* An up bit on an empty slot does not make a primary. */
 	s = sig6(N, 2, 3, 4, 5, 6, 0x01);
-	ck_assert_int_eq(osd_recover_primary_slot(&s), -1);
+	ck_assert_int_eq(osd_recover_primary_slot(9, &s), -1);
+	/* Declustered: the same six OSDs in the same slots of 256 PGs (as
+	 * placement leaves them when they all registered in one order) still
+	 * give each OSD about a sixth of the PGs to lead. */
+	unsigned lead[6] = { 0 };
+	s = sig6(1, 2, 3, 4, 5, 6, 0x3f);
+	for (uint32_t pg = 0; pg < 256; pg++)
+		lead[osd_recover_primary_slot(pg, &s)]++;
+	for (int i = 0; i < 6; i++) {
+		ck_assert_uint_ge(lead[i], 20);   /* 256 / 6 = 42.7 */
+		ck_assert_uint_le(lead[i], 70);
+	}
 
 	struct osd_recover_sig a = sig6(1, 2, 3, 4, 5, 6, 0x3f), b = a;
 	ck_assert(osd_recover_sig_eq(&a, &b));
