@@ -205,21 +205,29 @@ static void pump(struct osd_recover *r)
 		struct scan *s = &r->scans[si];
 		if (s->used)
 			continue;
+		/* Size the work before doing it: a queued PG whose signature
+		 * has no count yet gets a count-only scan (listings only)
+		 * before any counted one is rebuilt, so the reports carry all
+		 * the bytes left from the start and the ETA holds. */
 		int best = -1;
 		unsigned best_u = 0;
+		bool best_count = false;
 		for (uint32_t pg = 0; pg < r->n_pgs; pg++) {
 			struct pgst *p = &r->pgs[pg];
 			if (!p->primary || !p->queued || p->active || p->retry_at_ms > now)
 				continue;
+			bool need_count = !p->counted || !osd_recover_sig_eq(&p->counted_sig, &p->cur);
 			unsigned u = urgency(p) + (p->flagged ? 1 : 0);
-			if (best < 0 || u > best_u) {
+			if (best < 0 || (need_count && !best_count) ||
+			    (need_count == best_count && u > best_u)) {
 				best = (int)pg;
 				best_u = u;
+				best_count = need_count;
 			}
 		}
 		if (best < 0)
 			return;
-		osd_recover_scan_start(r, s, (uint32_t)best);
+		osd_recover_scan_start(r, s, (uint32_t)best, best_count);
 	}
 }
 
@@ -405,14 +413,18 @@ static void on_tick(uv_timer_t *t)
 	uint64_t now = loop_now_ms();
 	uint64_t missing = 0, unfound = 0;
 	uint32_t queued = 0;
-	double alpha = (double)TICK_MS / RATE_WINDOW_MS;
 	for (uint32_t pg = 0; pg < r->n_pgs; pg++) {
 		struct pgst *p = &r->pgs[pg];
-		double inst = (double)p->rate_acc * 1000.0 / TICK_MS;
-		p->rate += alpha * (inst - p->rate);
-		if (p->rate < 1)
+		/* The rate of this rebuild from its start (at least a second
+		 * of it): no warm-up, so the sum meta makes over the PGs being
+		 * rebuilt, and the ETA from it, is right from the first
+		 * report; 0 for a PG not being rebuilt. */
+		if (p->active && p->rebuild_started_ms) {
+			uint64_t ms = now - p->rebuild_started_ms;
+			p->rate = (double)p->bytes_done * 1000.0 / (double)(ms > 1000 ? ms : 1000);
+		} else {
 			p->rate = 0;
-		p->rate_acc = 0;
+		}
 		if (!p->primary)
 			continue;
 		missing += p->bytes_missing;

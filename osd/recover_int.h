@@ -28,7 +28,6 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 10000
 #define ERROR_RETRY_MS 60000         /* after inconsistent stripes */
-#define RATE_WINDOW_MS 10000         /* EWMA horizon of the rates */
 #define MAX_JOBS 16
 
 /* Osd service method numbers (osd.proto order). */
@@ -108,6 +107,8 @@ struct scan {
 	uint64_t errors;             /* inconsistent stripes this scan */
 	uint64_t failed_stripes;     /* rebuilds that did not complete */
 	bool in_step;                /* scan_step is on the stack */
+	bool count_only;             /* BAD and COUNT only: size the work first */
+	bool skip_count;             /* BAD then REBUILD: a count of this signature stands */
 	struct job job[MAX_JOBS];
 };
 
@@ -123,8 +124,14 @@ struct pgst {
 	uint32_t min_shards;
 	uint64_t scan_started_ms, last_clean_ms, last_scan_end_ms, retry_at_ms;
 	uint32_t backoff_ms;
-	uint64_t rate_acc;             /* bytes since the last tick */
-	double rate;                   /* EWMA bytes/s */
+	/* A count-only scan sized this signature's work (its counters stand
+	 * until the rebuild): every queued PG is counted before any is
+	 * rebuilt, so bytes_missing, and the ETA meta derives from it, cover
+	 * the whole recovery from its start, not only the PGs being worked. */
+	bool counted, count_recovering;
+	struct osd_recover_sig counted_sig;
+	uint64_t rebuild_started_ms;   /* loop ms its REBUILD phase began; 0: none */
+	double rate;                   /* bytes/s of that rebuild so far; 0 when idle */
 };
 
 struct osd_recover {
@@ -176,8 +183,9 @@ static inline unsigned popcount(uint32_t x)
 }
 
 /* recover_scan.c: start a scan of pg in the free slot s (the PG is
- * primary, queued and not active). */
-void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg);
+ * primary, queued and not active). count_only: list and count, rebuild
+ * nothing (the PG stays queued when it found work). */
+void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg, bool count_only);
 
 /* recover_scan.c: end every job waiting for tokens (at stop). */
 void osd_recover_scan_drop_waiters(struct osd_recover *r);

@@ -238,7 +238,6 @@ static void on_put(void *ud, const struct rpc_result *res)
 		if (p) {
 			p->bytes_done += j->len;
 			p->bytes_missing -= p->bytes_missing >= j->len ? j->len : p->bytes_missing;
-			p->rate_acc += j->len;
 		}
 	} else {
 		j->failed = true;
@@ -585,7 +584,16 @@ static void scan_finish(struct scan *s)
 				if (!s->failed_stripes)
 					p->bytes_missing = 0;
 			}
-			if (p->stripes_missing || s->errors) {
+			if (s->count_only && p->stripes_missing && !s->errors) {
+				/* Sized; the rebuild comes once every queued PG
+				 * of this OSD is (pump). */
+				p->counted = true;
+				p->counted_sig = s->sig;
+				p->count_recovering = s->recovering;
+				p->queued = true;
+				p->retry_at_ms = 0;
+				p->state = s->recovering ? "recovering" : "backfilling";
+			} else if (p->stripes_missing || s->errors) {
 				/* Inconsistent stripes (or a source that went bad)
 				 * remain: retry, but not in a loop. */
 				p->queued = true;
@@ -616,13 +624,16 @@ static bool phase_done(struct scan *s)
 	struct osd_recover *r = s->r;
 	struct pgst *p = &r->pgs[s->pg];
 	if (s->phase == PH_BAD) {
-		s->phase = PH_COUNT;
+		s->phase = s->skip_count ? PH_REBUILD : PH_COUNT;
+		if (s->skip_count)
+			p->rebuild_started_ms = loop_now_ms();
 		p->bad_shards = s->n_bads;
 		reset_cursors(s);
 		return false;
 	}
-	if (s->phase == PH_COUNT && p->stripes_missing) {
+	if (s->phase == PH_COUNT && p->stripes_missing && !s->count_only) {
 		s->phase = PH_REBUILD;
+		p->rebuild_started_ms = loop_now_ms();
 		p->state = active_state(s);
 		reset_cursors(s);
 		return false;
@@ -744,9 +755,12 @@ static void scan_step(struct scan *s)
 	s->in_step = false;
 }
 
-void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg)
+void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg, bool count_only)
 {
 	struct pgst *p = &r->pgs[pg];
+	/* A count of this very signature stands: go from BAD to REBUILD,
+	 * keeping the counters the reports show. */
+	bool skip = !count_only && p->counted && osd_recover_sig_eq(&p->counted_sig, &p->cur);
 	memset(s, 0, sizeof(*s));
 	s->r = r;
 	s->used = true;
@@ -756,6 +770,9 @@ void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg)
 	s->k = r->k;
 	s->m = r->m;
 	s->phase = PH_BAD;
+	s->count_only = count_only;
+	s->skip_count = skip;
+	s->recovering = skip && p->count_recovering;
 	s->bads = calloc(BAD_MAX, sizeof(*s->bads));
 	bool oom = !s->bads;
 	for (uint32_t i = 0; i < s->sig.width; i++) {
@@ -773,11 +790,18 @@ void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg)
 	p->flagged = false;
 	p->rep = s->sig;
 	p->epoch = r->epoch;
-	p->state = "scanning";
-	p->stripes = p->stripes_missing = p->bytes_missing = 0;
-	p->stripes_done = p->bytes_done = p->unfound = p->bad_shards = 0;
-	p->min_shards = s->sig.width;
-	p->scan_started_ms = unix_ms();
+	p->counted = false;
+	if (skip) {
+		p->state = active_state(s);
+	} else {
+		p->state = "scanning";
+		p->stripes = p->stripes_missing = p->bytes_missing = 0;
+		p->unfound = 0;
+		p->min_shards = s->sig.width;
+		p->scan_started_ms = unix_ms();
+	}
+	p->stripes_done = p->bytes_done = p->bad_shards = 0;
+	p->rebuild_started_ms = 0;
 	r->st.pgs_active++;
 	metrics_gauge_set(r->m_active, r->st.pgs_active);
 	if (oom || !r->ec || s->sig.width != r->k + r->m || s->sig.width > EC_MAX_SHARDS ||
