@@ -13,8 +13,9 @@
 # and its drive deleted, and the same client cell run while its PGs
 # recover. Reports the rebuilt bytes (the live OSDs' used bytes after
 # minus before, plus what the dead one held), the time from the OSD going
-# out to every PG active+clean, the rate, and GET 64 KiB p50/p99/max with
-# and without recovery running.
+# out to every PG active+clean, the rate, GET 64 KiB p50/p99/max with and
+# without recovery running, and how the ETA of `iolake-admin cluster
+# status` (sampled every second) compared with the time the run then took.
 set -euo pipefail
 export PATH=/usr/bin:/bin:$PATH
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -50,11 +51,12 @@ import json, sys
 d = json.load(sys.stdin); o = d["osds"] if isinstance(d, dict) else d
 print([int(x.get("used_bytes") or 0) for x in o if x["id"] == int(sys.argv[1])][0])' "$1"
 }
-all_clean() {
+all_clean() { # all_clean [GONE_ID]: every PG active+clean (and none names GONE_ID)
 	admin --json pg ls | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["pgs"]
-sys.exit(0 if p and all(x.get("state") == "active+clean" and 3 not in x["osds"] for x in p) else 1)'
+gone = int(sys.argv[1]) if len(sys.argv) > 1 else -1
+sys.exit(0 if p and all(x.get("state") == "active+clean" and gone not in x["osds"] for x in p) else 1)' "$@"
 }
 is_out() {
 	admin --json osd ls | python3 -c '
@@ -96,9 +98,26 @@ for R in $RATES; do
 	t0=$(date +%s.%N)
 	cell recovering "$DIR/recovering.json" &
 	cellpid=$!
-	until all_clean; do sleep 0.5; done
+	: >"$DIR/eta.log"
+	until all_clean 3; do
+		admin --json cluster status 2>/dev/null | python3 -c '
+import json, sys, time
+r = json.load(sys.stdin).get("recovery") or {}
+print(time.time(), r.get("bytes_missing", 0), r.get("rate_bytes_per_s", 0), r.get("eta_s", 0))' \
+			>>"$DIR/eta.log" || true
+		sleep 1
+	done
 	t1=$(date +%s.%N)
 	wait "$cellpid" || true
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = [p for p in d["phases"] if p["name"] == "get"][0]
+a, b = g["started_ms"] / 1e3, g["finished_ms"] / 1e3
+t0, t1 = float(sys.argv[2]), float(sys.argv[3])
+ov = max(0.0, min(b, t1) - max(a, t0))
+print("  (the GET phase ran %.1f s, %.1f s of it while PGs were recovering)" % (b - a, ov))' \
+		"$DIR/recovering.json" "$t0" "$t1"
 	after=$(used_sum 3)
 	python3 -c '
 import sys
@@ -107,6 +126,21 @@ rebuilt = after - (before - victim)
 print("lost OSD held %.0f MiB; rebuilt %.0f MiB in %.1f s after it went out: %.1f MiB/s" % (
     victim / 2**20, rebuilt / 2**20, t1 - t0, rebuilt / 2**20 / max(t1 - t0, 1e-3)))' \
 		"$before" "$victim" "$after" "$t0" "$t1"
+	python3 - "$DIR/eta.log" "$t1" <<'PY'
+import sys
+end = float(sys.argv[2])
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if len(l.split()) == 4]
+pts = [(t, eta, end - t) for t, left, rate, eta in rows if eta > 0 and end - t > 0.5]
+for t, left, rate, eta in rows:
+    print("  t-%5.1fs  left %7.1f MiB  rate %6.1f MiB/s  eta %4d s" % (
+        end - t, left / 2**20, rate / 2**20, eta))
+if pts:
+    r = sorted(eta / act for _, eta, act in pts)
+    print("ETA / actual time left over %d samples: min %.2f, median %.2f, max %.2f" % (
+        len(r), r[0], r[len(r) // 2], r[-1]))
+else:
+    print("ETA: no sample with an ETA more than 0.5 s before the end")
+PY
 	"$CL" down --dir "$DIR" >/dev/null 2>&1
 	rm -rf "$DIR"
 	DIR=""

@@ -256,6 +256,18 @@ static void pg_summary_text(const Iolake__Meta__PgStatsResponse *ps, const char 
 		printf("unfound: %" PRIu64 " stripes with fewer than k shards\n", ps->unfound);
 }
 
+/* Page on after lk: copy it into after, its object id into after_oid
+ * (STORE_OID_MAX bytes, the caller's, outliving the next request). */
+static void set_after(Iolake__Osd__ShardKey *after, uint8_t *after_oid,
+		      const Iolake__Osd__ShardKey *lk)
+{
+	after->pg = lk->pg;
+	after->shard = lk->shard;
+	after->object_id.len = lk->object_id.len < STORE_OID_MAX ? lk->object_id.len : STORE_OID_MAX;
+	memcpy(after_oid, lk->object_id.data, after->object_id.len);
+	after->object_id.data = after_oid;
+}
+
 /* ------------------------------------------------------- cluster status */
 
 struct member_status {
@@ -663,13 +675,7 @@ static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 			seen += r->n_shards;
 			bool more = r->more && r->n_shards > 0;
 			if (more) {
-				const Iolake__Osd__ShardKey *lk = r->shards[r->n_shards - 1]->key;
-				after.pg = lk->pg;
-				after.shard = lk->shard;
-				after.object_id.len = lk->object_id.len < STORE_OID_MAX ?
-							      lk->object_id.len : STORE_OID_MAX;
-				memcpy(after_oid, lk->object_id.data, after.object_id.len);
-				after.object_id.data = after_oid;
+				set_after(&after, after_oid, r->shards[r->n_shards - 1]->key);
 				have_after = true;
 			}
 			protobuf_c_message_free_unpacked(&r->base, NULL);
@@ -1040,13 +1046,7 @@ static int cmd_pg_check(void)
 				}
 				bool more = r->more && r->n_shards;
 				if (more) {
-					const Iolake__Osd__ShardKey *lk = r->shards[r->n_shards - 1]->key;
-					after.pg = lk->pg;
-					after.shard = lk->shard;
-					after.object_id.len = lk->object_id.len < STORE_OID_MAX ?
-								      lk->object_id.len : STORE_OID_MAX;
-					memcpy(after_oid, lk->object_id.data, after.object_id.len);
-					after.object_id.data = after_oid;
+					set_after(&after, after_oid, r->shards[r->n_shards - 1]->key);
 					have_after = true;
 				}
 				protobuf_c_message_free_unpacked(&r->base, NULL);
