@@ -67,7 +67,7 @@ sys.exit(0 if [x for x in o if x["id"] == 3 and not x["in"]] else 1)'
 cell() { # cell NAME JSON: one 64 KiB PUT+GET cell, figures of the GET phase
 	"$BUILD/iolake-s3-bench" --endpoint "http://$SUBNET.1:9000" --access-key "$AWS_ACCESS_KEY_ID" \
 		--secret-key "$AWS_SECRET_ACCESS_KEY" --bucket heal --prefix "$1/" --size 64KiB \
-		--objects 1000 --concurrency 16 --gets 10 --warmup 0 --json "$2" >/dev/null 2>&1 || true
+		--objects 300 --concurrency 16 --gets 30 --warmup 0 --json "$2" >/dev/null 2>&1 || true
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))

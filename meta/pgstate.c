@@ -23,7 +23,37 @@ struct meta_pgstate {
 	struct meta_pg_report *reps;   /* [n] */
 	uint8_t *flags;                /* [n]: 1 when flagged for a rescan */
 	size_t n_flagged;
+	/* The OSDs' own rebuild rates: one entry per OSD that ever sent one
+	 * (bounded by the map's OSDs, META_PLACE_MAX_OSDS). */
+	struct osd_rate {
+		uint32_t id;
+		uint64_t rate, at_ms;
+	} *rates;
+	size_t n_rates, cap_rates;
 };
+
+int meta_pgstate_osd_rate(struct meta_pgstate *p, uint32_t osd_id, uint64_t rate,
+			  uint64_t now_ms)
+{
+	size_t i = 0;
+	while (i < p->n_rates && p->rates[i].id != osd_id)
+		i++;
+	if (i == p->n_rates) {
+		if (p->n_rates == META_PLACE_MAX_OSDS)
+			return -ENOMEM;
+		if (p->n_rates == p->cap_rates) {
+			size_t cap = p->cap_rates ? p->cap_rates * 2 : 16;
+			struct osd_rate *n = realloc(p->rates, cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			p->rates = n;
+			p->cap_rates = cap;
+		}
+		p->n_rates++;
+	}
+	p->rates[i] = (struct osd_rate){ .id = osd_id, .rate = rate, .at_ms = now_ms };
+	return 0;
+}
 
 static const char *const names[META_PG__COUNT] = {
 	[META_PG_BACKFILLING] = "active+backfilling",
@@ -196,6 +226,7 @@ void meta_pgstate_free(struct meta_pgstate *p)
 		return;
 	free(p->reps);
 	free(p->flags);
+	free(p->rates);
 	free(p);
 }
 
@@ -206,6 +237,7 @@ void meta_pgstate_reset(struct meta_pgstate *p)
 		memset(p->flags, 0, p->n);
 	}
 	p->n_flagged = 0;
+	p->n_rates = 0;
 }
 
 /* Size the table to m's PGs (dropping everything when that changes). */
@@ -354,6 +386,14 @@ void meta_pgstate_derive_all(const struct meta_pgstate *p, const Iolake__Meta__C
 		if (out)
 			out[pg] = d;
 	}
+	uint64_t osd_sum = 0;
+	for (size_t i = 0; i < p->n_rates; i++) {
+		const struct osd_rate *o = &p->rates[i];
+		if (now_ms >= o->at_ms && now_ms - o->at_ms <= META_PGSTATE_MAX_AGE_MS)
+			osd_sum += o->rate;
+	}
+	if (osd_sum)
+		tot->rate_bytes_per_s = osd_sum;
 	if (tot->rate_bytes_per_s)
 		tot->eta_s = tot->bytes_missing / tot->rate_bytes_per_s;
 }

@@ -133,6 +133,13 @@ struct meta_pgstate;
 int meta_pgstate_new(struct meta_pgstate **out);
 void meta_pgstate_free(struct meta_pgstate *p);
 
+/* Keep osd_id's own rebuild rate (ReportPgsRequest.rate_bytes_per_s),
+ * received at now_ms. The totals' rate is the sum of the OSDs' rates
+ * reported within META_PGSTATE_MAX_AGE_MS (the sum of the PGs' when
+ * those are all 0, or none was sent). 0 or -ENOMEM. */
+int meta_pgstate_osd_rate(struct meta_pgstate *p, uint32_t osd_id, uint64_t rate,
+			  uint64_t now_ms);
+
 /* Forget every report and flag (leadership lost or gained). */
 void meta_pgstate_reset(struct meta_pgstate *p);
 

@@ -584,6 +584,10 @@ static void h_report_pgs(struct rpc_req *r, void *ud)
 		return;
 	}
 	uint64_t now = loop_now_ms();
+	if (meta_pgstate_osd_rate(n->pgs, q->osd_id, q->rate_bytes_per_s, now) == -ENOMEM) {
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
 	for (size_t i = 0; i < q->n_pgs; i++) {
 		metrics_counter_inc(n->m_pg_reports);
 		int rc = meta_pgstate_report(n->pgs, n->map, q->osd_id, q->pgs[i], now);

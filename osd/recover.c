@@ -336,6 +336,7 @@ static void send_report(struct osd_recover *r)
 	q.pgs = ptrs;
 	q.n_pgs = j;
 	q.recovery_rate_limit = r->o.rate_bytes;
+	q.rate_bytes_per_s = r->osd_rate;
 	if (log_enabled(LOG_LEVEL_DEBUG)) {
 		/* What meta is told, readable in the OSD's log until meta's
 		 * PgStats shows it. */
@@ -436,6 +437,17 @@ static void on_tick(uv_timer_t *t)
 	}
 	r->st.bytes_missing = missing;
 	r->st.unfound = unfound;
+	if (missing || r->st.pgs_active) {
+		if (!r->busy_since_ms) {
+			r->busy_since_ms = now;
+			r->busy_bytes0 = r->st.bytes;
+		}
+		uint64_t ms = now - r->busy_since_ms;
+		r->osd_rate = (r->st.bytes - r->busy_bytes0) * 1000 / (ms > 1000 ? ms : 1000);
+	} else {
+		r->busy_since_ms = 0;
+		r->osd_rate = 0;
+	}
 	r->st.pgs_queued = queued;
 	metrics_gauge_set(r->m_missing, (int64_t)missing);
 	if (now >= r->next_report_ms) {

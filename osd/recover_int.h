@@ -154,6 +154,11 @@ struct osd_recover {
 	struct job *wait_head, *wait_tail;
 
 	uint64_t next_report_ms, next_flag_ms;
+	/* This OSD's round of work: from the tick that first saw bytes to
+	 * rebuild to the one that saw none; its rate is the bytes rebuilt
+	 * since over the time since (at least 1 s), for ReportPgs. */
+	uint64_t busy_since_ms, busy_bytes0;
+	uint64_t osd_rate;
 	bool report_inflight, flag_inflight, unimpl_logged;
 	uint32_t flags[FLAG_MAX];
 	size_t n_flags;

@@ -228,6 +228,24 @@ START_TEST(test_table_reports)
 	ck_assert_uint_eq(tot.stripes_missing, 150);
 	ck_assert_uint_eq(tot.rate_bytes_per_s, 500);
 	ck_assert_uint_eq(tot.eta_s, 3);
+	/* The OSDs' own rates, when any is non-zero, make the total rate
+	 * (PGs finished between two reports count there); stale ones not. */
+	ck_assert_int_eq(meta_pgstate_osd_rate(p, 1, 0, 150), 0);
+	meta_pgstate_derive_all(p, &t.m, 200, NULL, &tot);
+	ck_assert_uint_eq(tot.rate_bytes_per_s, 500);
+	ck_assert_int_eq(meta_pgstate_osd_rate(p, 1, 700, 150), 0);
+	ck_assert_int_eq(meta_pgstate_osd_rate(p, 2, 800, 190), 0);
+	meta_pgstate_derive_all(p, &t.m, 200, NULL, &tot);
+	ck_assert_uint_eq(tot.rate_bytes_per_s, 1500);
+	ck_assert_uint_eq(tot.eta_s, 1);
+	meta_pgstate_derive_all(p, &t.m, 150 + META_PGSTATE_MAX_AGE_MS + 1, NULL, &tot);
+	ck_assert_uint_eq(tot.rate_bytes_per_s, 800);   /* osd1's is stale */
+	meta_pgstate_reset(p);
+	meta_pgstate_derive_all(p, &t.m, 200, NULL, &tot);
+	ck_assert_uint_eq(tot.rate_bytes_per_s, 0);
+	report(p, &t, 0, "clean", 5, 100, 0, 0);
+	report(p, &t, 1, "recovering", 5, 100, 1000, 100);
+	report(p, &t, 2, "backfilling", 5, 100, 500, 400);
 
 	/* scanning with the same slots keeps the previous state */
 	report(p, &t, 1, "scanning", 5, 300, 0, 0);
