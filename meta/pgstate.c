@@ -28,17 +28,29 @@ struct meta_pgstate {
 	struct osd_rate {
 		uint32_t id;
 		uint64_t rate, at_ms;
-	} *rates;
+	} *rates;                      /* sorted by id */
 	size_t n_rates, cap_rates;
 };
+
+/* Index of osd_id in p->rates, or where it would go (sorted by id). */
+static size_t rate_at(const struct meta_pgstate *p, uint32_t osd_id)
+{
+	size_t lo = 0, hi = p->n_rates;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->rates[mid].id < osd_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 int meta_pgstate_osd_rate(struct meta_pgstate *p, uint32_t osd_id, uint64_t rate,
 			  uint64_t now_ms)
 {
-	size_t i = 0;
-	while (i < p->n_rates && p->rates[i].id != osd_id)
-		i++;
-	if (i == p->n_rates) {
+	size_t i = rate_at(p, osd_id);
+	if (i == p->n_rates || p->rates[i].id != osd_id) {
 		if (p->n_rates == META_PLACE_MAX_OSDS)
 			return -ENOMEM;
 		if (p->n_rates == p->cap_rates) {
@@ -49,6 +61,7 @@ int meta_pgstate_osd_rate(struct meta_pgstate *p, uint32_t osd_id, uint64_t rate
 			p->rates = n;
 			p->cap_rates = cap;
 		}
+		memmove(&p->rates[i + 1], &p->rates[i], (p->n_rates - i) * sizeof(*p->rates));
 		p->n_rates++;
 	}
 	p->rates[i] = (struct osd_rate){ .id = osd_id, .rate = rate, .at_ms = now_ms };
@@ -365,6 +378,8 @@ void meta_pgstate_derive_all(const struct meta_pgstate *p, const Iolake__Meta__C
 			     struct meta_pg_totals *tot)
 {
 	memset(tot, 0, sizeof(*tot));
+	/* bytes left per reporting OSD (p->rates' order); NULL: no per-OSD ETA */
+	uint64_t *miss = calloc(p->n_rates ? p->n_rates : 1, sizeof(*miss));
 	for (uint32_t pg = 0; m && pg < m->n_pgs; pg++) {
 		struct meta_pg_view v;
 		struct meta_pg_derived d;
@@ -380,20 +395,43 @@ void meta_pgstate_derive_all(const struct meta_pgstate *p, const Iolake__Meta__C
 				tot->bytes_missing += r->bytes_missing;
 				tot->rate_bytes_per_s += r->rate_bytes_per_s;
 				tot->unfound += r->unfound;
+				size_t ri = rate_at(p, r->from_osd);
+				if (miss && ri < p->n_rates && p->rates[ri].id == r->from_osd)
+					miss[ri] += r->bytes_missing;
 			}
 		}
 		tot->counts[d.state]++;
 		if (out)
 			out[pg] = d;
 	}
-	uint64_t osd_sum = 0;
+	/* Recovery is declustered: it ends when the OSD with the most left
+	 * for its rate ends, so the ETA is that OSD's, not the total over
+	 * the total rate (an OSD with twice the share takes twice as long).
+	 * An OSD with work but no rate yet is counted at the mean rate. */
+	uint64_t osd_sum = 0, eta = 0;
+	unsigned n_rated = 0;
 	for (size_t i = 0; i < p->n_rates; i++) {
 		const struct osd_rate *o = &p->rates[i];
-		if (now_ms >= o->at_ms && now_ms - o->at_ms <= META_PGSTATE_MAX_AGE_MS)
+		if (now_ms >= o->at_ms && now_ms - o->at_ms <= META_PGSTATE_MAX_AGE_MS && o->rate) {
 			osd_sum += o->rate;
+			n_rated++;
+		}
+	}
+	if (osd_sum && miss) {
+		uint64_t mean = osd_sum / n_rated;
+		for (size_t i = 0; i < p->n_rates; i++) {
+			const struct osd_rate *o = &p->rates[i];
+			bool fresh = now_ms >= o->at_ms && now_ms - o->at_ms <= META_PGSTATE_MAX_AGE_MS;
+			uint64_t rate = fresh && o->rate ? o->rate : mean;
+			if (miss[i] / rate > eta)
+				eta = miss[i] / rate;
+		}
 	}
 	if (osd_sum)
 		tot->rate_bytes_per_s = osd_sum;
-	if (tot->rate_bytes_per_s)
+	free(miss);
+	if (osd_sum && eta)
+		tot->eta_s = eta;
+	else if (tot->rate_bytes_per_s)
 		tot->eta_s = tot->bytes_missing / tot->rate_bytes_per_s;
 }

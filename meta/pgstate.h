@@ -167,7 +167,9 @@ size_t meta_pgstate_flagged(const struct meta_pgstate *p);
 const struct meta_pg_report *meta_pgstate_get(const struct meta_pgstate *p, uint32_t pg);
 
 /* Derive every PG of m at now_ms: out[pg] for pg < m->n_pgs (out may be
- * NULL: totals only) and the totals. */
+ * NULL: totals only) and the totals. The totals' ETA is, when the OSDs
+ * report rates, the longest of (bytes left in the PGs an OSD reported) /
+ * (its rate): recovery ends with its slowest primary. */
 void meta_pgstate_derive_all(const struct meta_pgstate *p, const Iolake__Meta__ClusterMap *m,
 			     uint64_t now_ms, struct meta_pg_derived *out,
 			     struct meta_pg_totals *tot);

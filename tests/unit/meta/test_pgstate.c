@@ -238,6 +238,14 @@ START_TEST(test_table_reports)
 	meta_pgstate_derive_all(p, &t.m, 200, NULL, &tot);
 	ck_assert_uint_eq(tot.rate_bytes_per_s, 1500);
 	ck_assert_uint_eq(tot.eta_s, 1);
+	/* The ETA is the slowest OSD's: PG 1's 1000 bytes left (reported
+	 * by OSD 2) at OSD 2's 100 B/s take 10 s, whatever the others do;
+	 * PG 2's 500 (OSD 3, no rate sent) go at the mean rate. */
+	ck_assert_int_eq(meta_pgstate_osd_rate(p, 2, 100, 190), 0);
+	meta_pgstate_derive_all(p, &t.m, 200, NULL, &tot);
+	ck_assert_uint_eq(tot.rate_bytes_per_s, 800);
+	ck_assert_uint_eq(tot.eta_s, 10);
+	ck_assert_int_eq(meta_pgstate_osd_rate(p, 2, 800, 190), 0);
 	meta_pgstate_derive_all(p, &t.m, 150 + META_PGSTATE_MAX_AGE_MS + 1, NULL, &tot);
 	ck_assert_uint_eq(tot.rate_bytes_per_s, 800);   /* osd1's is stale */
 	meta_pgstate_reset(p);
