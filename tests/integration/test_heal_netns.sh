@@ -12,8 +12,12 @@
 #      byte for byte: redundancy was restored, not just reads served
 #      degraded;
 #   2. backfill: those two return; another OSD is killed, objects are
-#      written and deleted while it is away, it returns on its data; once
-#      every PG is active+clean again, two whole other nodes are killed and
+#      written and deleted while it is away (down, not yet out: it keeps
+#      its slots), it returns on its data; every PG is active+clean again
+#      and meta's shard GC queue drains (the GC acks an entry only once
+#      every slot's OSD deleted its shard or answered it has none, so the
+#      deleted objects' shards are gone from the returning OSD too; its
+#      used bytes are printed); then two whole other nodes are killed and
 #      every live object reads back byte for byte.
 #
 # HEAL_OBJECTS (default 150) sizes the run: the issue's figure is 2000
@@ -25,7 +29,7 @@ NETNS_TEST=test_heal_netns
 # shellcheck source-path=SCRIPTDIR source=netns_lib.sh
 . "$HERE/netns_lib.sh"
 N=${HEAL_OBJECTS:-150}
-OUT_AFTER=${HEAL_OUT_AFTER:-12s}
+OUT_AFTER=${HEAL_OUT_AFTER:-20s}
 
 step "up: 6 nodes x 2 OSDs, EC 4+2, --osd-out-after $OUT_AFTER, $N objects, seed $SEED"
 "$CL" up --dir "$DIR" --build "$B" --prefix "$PFX" --subnet "$SUBNET" --nodes 6 --osds-per-node 2 \
@@ -76,6 +80,15 @@ print("up" if x["up"] else "down", "in" if x["in"] else "out")' "$1"
 }
 is_out() { [[ $(osd_state "$1") == *" out" ]]; }
 is_down() { [[ $(osd_state "$1") == "down "* ]]; }
+used_of() { admin --json osd df | python3 -c '
+import json, sys
+d = json.load(sys.stdin); o = d["osds"] if isinstance(d, dict) else d
+print([int(x.get("used_bytes") or 0) for x in o if x["id"] == int(sys.argv[1])][0])' "$1"; }
+gc_empty() { admin --json cluster status | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+q = [m.get("gc_queue") for m in d["members"] if m.get("role") == "leader"]
+sys.exit(0 if q and q[0] == 0 else 1)'; }
 used_bytes() { admin --json osd df | python3 -c '
 import json, sys
 d = json.load(sys.stdin); o = d["osds"] if isinstance(d, dict) else d
@@ -118,10 +131,18 @@ for f in "$DIR"/objs/obj*; do
 	dels+=("${f##*/}")
 done
 s3 delete "$(ep 1)" "$DIR" "${dels[@]}" || fail "DELETE with OSD 9 down"
+gc_len() { admin --json cluster status | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print([m.get("gc_queue") for m in d["members"] if m.get("role") == "leader"][0])'; }
+echo "  shard GC queue while OSD 9 is away: $(gc_len) entries"
+[[ $(osd_state 9) == "down in" ]] || fail "OSD 9 is $(osd_state 9) before its return, not down and in (--osd-out-after $OUT_AFTER too short here?)"
 step "OSD 9 returns on its data"
 "$CL" start-osd --dir "$DIR" 5 1
-t=$(date +%s)
+used9=$(used_of 9)
 wait_clean 300 "OSD 9 returned"
+poll 90 gc_empty || fail "meta's shard GC queue not empty 90 s after OSD 9 returned"
+echo "  shard GC queue empty; OSD 9 used bytes: $used9 just back, $(used_of 9) now"
 step "kill whole nodes 2 and 3: every live object must still read back"
 "$CL" kill --dir "$DIR" 2
 "$CL" kill --dir "$DIR" 3
