@@ -241,7 +241,7 @@ static void close_handles(struct osd_recover *r);
 void osd_recover_scan_ended(struct osd_recover *r)
 {
 	if (r->stopping) {
-		if (!r->st.pgs_active)
+		if (!r->st.pgs_active && !r->stray_calls)
 			close_handles(r);
 		return;
 	}
@@ -454,6 +454,7 @@ static void on_tick(uv_timer_t *t)
 		r->next_report_ms = now + r->o.report_ms;
 		send_report(r);
 	}
+	osd_recover_stray_tick(r, now);
 	if (now >= r->next_flag_ms && r->n_flags) {
 		r->next_flag_ms = now + 1000;
 		send_flags(r);
@@ -599,6 +600,7 @@ static void on_closed(uv_handle_t *h)
 	ec_free(r->ec);
 	free(r->pgs);
 	free(r->scans);
+	free(r->stray_clean);   /* a round cut short by the stop */
 	free(r);
 	if (cb)
 		cb(arg);
@@ -632,6 +634,12 @@ void osd_recover_stop(struct osd_recover *r, void (*done_cb)(void *arg), void *a
 	r->mw = NULL;
 	meta_client_close(r->mc);
 	r->mc = NULL;
-	if (!r->st.pgs_active)
+	if (!r->st.pgs_active && !r->stray_calls)
+		close_handles(r);
+}
+
+void osd_recover_stray_stopped(struct osd_recover *r)
+{
+	if (!r->st.pgs_active && !r->stray_calls)
 		close_handles(r);
 }

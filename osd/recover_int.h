@@ -163,6 +163,21 @@ struct osd_recover {
 	uint32_t flags[FLAG_MAX];
 	size_t n_flags;
 
+	/* The stray drop (recover_stray.c): one round at a time, one call in
+	 * flight; stray_clean[pg] = meta called pg active+clean at
+	 * stray_epoch without this OSD. */
+	bool stray_busy, stray_failed, stray_skipped, stray_listed;
+	unsigned stray_calls;         /* 0 or 1: PgStats, ListShards or DeleteShard */
+	uint64_t stray_epoch, stray_epoch_done, stray_next_ms, stray_deleted_round;
+	uint8_t *stray_clean;
+	uint32_t stray_pg;
+	unsigned stray_n, stray_i;
+	struct stray_key {
+		uint32_t shard;
+		uint8_t oid_len;
+		uint8_t oid[64];
+	} stray_keys[64];
+
 	bool stopping;
 	unsigned handles;
 	bool closing_handles;
@@ -198,5 +213,14 @@ void osd_recover_scan_drop_waiters(struct osd_recover *r);
 /* recover.c: a scan ended (r->st.pgs_active already decremented): start
  * the next from a clean stack, or finish stopping. */
 void osd_recover_scan_ended(struct osd_recover *r);
+
+/* recover_stray.c: from the tick: start a stray-drop round when one is
+ * due (the map moved since the last complete one, or a retry is due) and
+ * no scan runs. */
+void osd_recover_stray_tick(struct osd_recover *r, uint64_t now);
+
+/* recover.c: a stray call ended while stopping: finish stopping when
+ * nothing else is in flight. */
+void osd_recover_stray_stopped(struct osd_recover *r);
 
 #endif

@@ -8,10 +8,12 @@
 #     (a new host is in a PG's six of seven hosts with chance 6/7, one slot
 #     each: 1/7 of all slots is what moving only the newcomer's share costs);
 #   - every PG is active+clean again by itself (the new slots rebuilt);
-#   - the reader saw no error throughout; then, with two whole old nodes
-#     killed, every object still reads back: the new slots hold real
-#     shards. (The OSDs that lost a slot keep their old shards: dropping
-#     strays once the PG is clean is not built yet.)
+#   - the reader saw no error throughout;
+#   - copy before drop: once their PGs are active+clean, the OSDs that lost
+#     a slot drop those shards, and the shard bytes stored in the cluster
+#     come back to what they were before the expansion;
+#   - then, with two whole old nodes killed, every object still reads
+#     back: the new slots hold real shards.
 # REBALANCE_OBJECTS (default 120) sizes it; SEED replays. Needs root.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -43,11 +45,19 @@ wait_clean() {
 	echo "  every PG active+clean $(($(date +%s) - t0)) s after $2"
 }
 
+# stored: shard bytes on every OSD (extents and inline)
+stored() {
+	admin --json osd df | python3 -c '
+import json, sys
+d = json.load(sys.stdin); o = d["osds"] if isinstance(d, dict) else d
+print(sum(int(x.get("used_bytes") or 0) + int(x.get("inline_bytes") or 0) for x in o))'
+}
 wait_clean 60 "up"
 s3 makemixed "$DIR" "$SEED" "$N"
 s3 putall "$(ep 1)" "$DIR" || fail "PUT of the $N objects"
 wait_clean 120 "the writes"
 admin --json pg ls >"$DIR/pgs.before"
+before=$(stored)
 
 step "reader loop on; add a seventh node"
 s3 checkloop "$(ep 1)" "$DIR" "$DIR/stop" >"$DIR/reader.log" 2>&1 &
@@ -70,6 +80,10 @@ wait_clean 300 "node 7 joined"
 touch "$DIR/stop"
 wait "$reader" || { cat "$DIR/reader.log"; fail "the reader loop saw errors while node 7 joined"; }
 tail -1 "$DIR/reader.log"
+back_to_before() { now=$(stored); [ "$now" -le "$before" ]; }
+t=$(date +%s)
+poll 90 back_to_before || fail "strays not dropped: $(stored) shard bytes stored, $before before the expansion"
+echo "  strays dropped $(($(date +%s) - t)) s after every PG was clean: $now shard bytes stored, $before before the expansion"
 
 step "kill whole nodes 2 and 5: every object must read back from the new layout"
 "$CL" kill --dir "$DIR" 2
