@@ -84,11 +84,12 @@ used_of() { admin --json osd df | python3 -c '
 import json, sys
 d = json.load(sys.stdin); o = d["osds"] if isinstance(d, dict) else d
 print([int(x.get("used_bytes") or 0) for x in o if x["id"] == int(sys.argv[1])][0])' "$1"; }
-gc_empty() { admin --json cluster status | python3 -c '
+# gc_len: entries in meta's shard GC queue (the leader's count).
+gc_len() { admin --json cluster status | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-q = [m.get("gc_queue") for m in d["members"] if m.get("role") == "leader"]
-sys.exit(0 if q and q[0] == 0 else 1)'; }
+print([m.get("gc_queue") for m in d["members"] if m.get("role") == "leader"][0])'; }
+gc_empty() { [ "$(gc_len 2>/dev/null)" = 0 ]; }
 used_bytes() { admin --json osd df | python3 -c '
 import json, sys
 d = json.load(sys.stdin); o = d["osds"] if isinstance(d, dict) else d
@@ -131,10 +132,6 @@ for f in "$DIR"/objs/obj*; do
 	dels+=("${f##*/}")
 done
 s3 delete "$(ep 1)" "$DIR" "${dels[@]}" || fail "DELETE with OSD 9 down"
-gc_len() { admin --json cluster status | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print([m.get("gc_queue") for m in d["members"] if m.get("role") == "leader"][0])'; }
 echo "  shard GC queue while OSD 9 is away: $(gc_len) entries"
 [[ $(osd_state 9) == "down in" ]] || fail "OSD 9 is $(osd_state 9) before its return, not down and in (--osd-out-after $OUT_AFTER too short here?)"
 step "OSD 9 returns on its data"
