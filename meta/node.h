@@ -67,6 +67,8 @@ enum meta_method {
 	META_M_FLAG_PGS,
 	META_M_PG_STATS,
 	META_M_CHECK_SHARDS,
+	META_M_CONFIRM_LEADER,
+	META_M_FETCH_SNAPSHOT,
 	META_M_COUNT
 };
 #define META_SERVICE (&iolake__meta__meta__descriptor)

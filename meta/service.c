@@ -930,6 +930,6 @@ int node_service_register(struct meta_node *n)
 		[META_M_PG_STATS] = h_pg_stats,
 		[META_M_CHECK_SHARDS] = h_check_shards,
 	};
-	_Static_assert(META_M_COUNT == 22, "meta.proto service Meta has 22 methods");
+	_Static_assert(META_M_COUNT == 24, "meta.proto service Meta has 24 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }
