@@ -19,7 +19,8 @@
  *
  * Thread: the node's loop only.
  * Not here: forwarding writes (followers redirect the client with the
- * leader's address instead), leases (reads pay one barrier round trip).
+ * leader's address instead), the reads themselves (node_read.c: ReadIndex
+ * rounds, no log write).
  */
 #include "meta/node_internal.h"
 
@@ -189,8 +190,8 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 			f->applied = true;
 		}
 	}
-	if (n->map_dirty)
-		node_kick(n);
+	if (n->map_dirty || n->ready)
+		node_kick(n);   /* refresh the map; serve reads this index completes */
 	return 0;
 }
 
@@ -424,6 +425,8 @@ static void on_applied(struct raft_apply *req, int status, void *result)
 			break;
 		}
 	n->n_inflight--;
+	if (status == 0 && f->term > n->read_term)
+		n->read_term = f->term;   /* an entry of that term committed (node_read.c) */
 	if (status == 0 && f->applied) {
 		size_t off = 0;
 		struct sub *s = f->subs;
@@ -505,6 +508,7 @@ void node_flush(struct meta_node *n)
 		f->n_ops = k;
 		f->res = res;
 		f->req.data = f;
+		f->term = n->raft.current_term;
 		struct raft_buffer rb = { .base = data, .len = (size_t)len };
 		int rc = raft_apply(&n->raft, &f->req, &rb, 1, on_applied);
 		if (rc) {
@@ -536,88 +540,6 @@ int node_enqueue(struct meta_node *n, struct sub *s)
 	n->q_tail = s;
 	n->q_ops += s->n_ops;
 	node_flush(n);
-	return 0;
-}
-
-/* ------------------------------------------------------------- reads */
-
-static void on_barrier(struct raft_barrier *req, int status)
-{
-	struct barrier *b = req->data;
-	struct meta_node *n = b->n;
-	n->barrier_inflight = false;
-	struct read_req *r = b->reads;
-	while (r) {
-		struct read_req *next = r->next;
-		if (status == 0)
-			node_serve_read(n, r->req, r->method);
-		else
-			rpc_fail(r->req, RPC_UNAVAILABLE, "read barrier failed (%s); retry",
-				 raft_strerror(status));
-		free(r);
-		r = next;
-	}
-	n->n_reads -= b->count;
-	free(b);
-	node_kick(n);
-}
-
-/* One barrier for every read queued so far. */
-static void start_barrier(struct meta_node *n)
-{
-	if (n->barrier_inflight || !n->r_head)
-		return;
-	struct read_req *reads = n->r_head;
-	n->r_head = n->r_tail = NULL;
-	size_t cnt = 0;
-	for (struct read_req *r = reads; r; r = r->next)
-		cnt++;
-	struct barrier *b = NULL;
-	int rc = RAFT_NOTLEADER;
-	if (node_is_leader(n)) {
-		b = calloc(1, sizeof(*b));
-		rc = RAFT_NOMEM;
-		if (b) {
-			b->n = n;
-			b->reads = reads;
-			b->count = cnt;
-			b->req.data = b;
-			rc = raft_barrier(&n->raft, &b->req, on_barrier);
-		}
-	}
-	if (rc == 0) {
-		n->barrier_inflight = true;
-		return;
-	}
-	free(b);
-	n->n_reads -= cnt;
-	while (reads) {
-		struct read_req *next = reads->next;
-		if (rc == RAFT_NOTLEADER)
-			node_fail_not_leader(n, reads->req);
-		else
-			rpc_fail(reads->req, RPC_UNAVAILABLE, "read barrier: %s", raft_strerror(rc));
-		free(reads);
-		reads = next;
-	}
-}
-
-int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method)
-{
-	if (n->n_reads >= META_NODE_READS_MAX)
-		return -EAGAIN;
-	struct read_req *q = calloc(1, sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	q->req = r;
-	q->method = method;
-	if (n->r_tail)
-		n->r_tail->next = q;
-	else
-		n->r_head = q;
-	n->r_tail = q;
-	n->n_reads++;
-	start_barrier(n);
 	return 0;
 }
 
@@ -814,7 +736,7 @@ void node_on_kick(uv_timer_t *t)
 	if (n->map_dirty)
 		refresh_map(n);
 	node_flush(n);
-	start_barrier(n);
+	node_start_reads(n);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -847,6 +769,7 @@ static void on_tick(uv_timer_t *t)
 	n->role = role;
 	metrics_gauge_set(n->m_term, (int64_t)n->raft.current_term);
 	metrics_gauge_set(n->m_commit, (int64_t)n->raft.commit_index);
+	metrics_gauge_set(n->m_last_index, (int64_t)raft_last_index(&n->raft));
 	metrics_gauge_set(n->m_applied, (int64_t)raft_last_applied(&n->raft));
 	metrics_gauge_set(n->m_is_leader, role == RAFT_LEADER);
 	if (role == RAFT_LEADER && raft_last_applied(&n->raft) >= n->raft.commit_index) {
@@ -1012,6 +935,21 @@ static int register_metrics(struct meta_node *n)
 						  "PgReports or flags naming no PG of the map.", l);
 	if (!n->m_rec_bytes || !n->m_rec_stripes || !n->m_rec_rate || !n->m_rec_eta ||
 	    !n->m_unfound || !n->m_pg_reports || !n->m_pg_reports_bad)
+		return -errno;
+
+	/* Reads: a GET-only load shows rounds, no barriers, no new entries. */
+	n->m_read_barriers = metrics_counter_new(
+		g, "iolake_meta_read_barriers_total",
+		"Raft barriers appended for reads (the first reads of a leader's term).", l);
+	n->m_read_rounds = metrics_counter_new(g, "iolake_meta_read_rounds_total",
+					       "ReadIndex rounds (no log write) for reads.", l);
+	n->m_read_rounds_failed = metrics_counter_new(
+		g, "iolake_meta_read_rounds_failed_total",
+		"ReadIndex rounds a majority did not confirm (reads retried).", l);
+	n->m_last_index = metrics_gauge_new(g, "iolake_meta_raft_last_index",
+					    "Index of the last entry in the Raft log.", l);
+	if (!n->m_read_barriers || !n->m_read_rounds || !n->m_read_rounds_failed ||
+	    !n->m_last_index)
 		return -errno;
 	return 0;
 }
@@ -1219,14 +1157,7 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 	struct sub *q = n->q_head;
 	n->q_head = n->q_tail = NULL;
 	fail_subs(n, q, RPC_UNAVAILABLE, "member stopping");
-	struct read_req *r = n->r_head;
-	n->r_head = n->r_tail = NULL;
-	while (r) {
-		struct read_req *next = r->next;
-		rpc_fail(r->req, RPC_UNAVAILABLE, "member stopping");
-		free(r);
-		r = next;
-	}
+	node_reads_close(n);
 	node_wake_watches(n, true);
 	node_cancel_changes(n);
 	digest_fail_waiters(n);
@@ -1248,6 +1179,8 @@ void meta_node_info(struct meta_node *n, struct meta_node_info *out)
 	out->epoch = n->epoch;
 	out->restores = n->restores;
 	out->entries_proposed = n->entries_proposed;
+	out->read_barriers = n->read_barriers;
+	out->read_rounds = n->read_rounds;
 	out->ops_committed = n->ops_committed;
 }
 

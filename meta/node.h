@@ -124,6 +124,7 @@ struct meta_node_info {
 	uint64_t epoch;                  /* map epoch */
 	uint64_t restores;               /* snapshots installed while running */
 	uint64_t entries_proposed, ops_committed;
+	uint64_t read_barriers, read_rounds;   /* since start (node_read.c) */
 };
 void meta_node_info(struct meta_node *n, struct meta_node_info *out);
 

@@ -41,6 +41,7 @@ struct inflight {
 	struct sub *subs;              /* in op order */
 	size_t n_ops;
 	struct meta_op_result *res;    /* filled by the FSM when it applies the entry */
+	uint64_t term;                 /* current term when proposed */
 	bool applied;
 };
 
@@ -56,6 +57,16 @@ struct barrier {
 	struct meta_node *n;
 	struct read_req *reads;
 	size_t count;
+	uint64_t term;                 /* current term when proposed */
+};
+
+struct read_round;                 /* node_read.c */
+
+/* A peer voter's RPC channel for ReadIndex rounds. */
+struct node_peer_ch {
+	uint64_t id;
+	char addr[META_NODE_ADDR_MAX]; /* RPC address: its Raft address, port - 1 */
+	struct rpc_channel *ch;        /* NULL: slot free */
 };
 
 /* Last beat of an OSD (leader memory only). */
@@ -118,11 +129,16 @@ struct meta_node {
 	struct meta_op_result *res;    /* FSM scratch, META_BATCH_MAX_OPS */
 	Iolake__Meta__Op **batch_ops;  /* flush scratch, META_BATCH_MAX_OPS */
 	uint64_t entries_proposed, ops_committed;
+	uint64_t read_barriers, read_rounds;
 
-	/* reads */
+	/* reads (node_read.c) */
 	struct read_req *r_head, *r_tail;
-	size_t n_reads;                /* queued + under a barrier */
+	size_t n_reads;                /* queued + under a barrier or round */
 	bool barrier_inflight;
+	uint64_t read_term;            /* a barrier of this term committed: rounds allowed */
+	struct read_round *round;      /* confirming, at most one */
+	struct read_round *ready, *ready_tail; /* confirmed, waiting for the applied index */
+	struct node_peer_ch peer_ch[META_NODE_MAX_PEERS];
 
 	/* map */
 	uint64_t epoch;
@@ -168,6 +184,8 @@ struct meta_node {
 	struct metrics_gauge *m_rec_bytes, *m_rec_stripes, *m_rec_rate, *m_rec_eta, *m_unfound;
 	struct metrics_counter *m_pg_flags[NODE_FLAG_REASONS];
 	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
+	struct metrics_counter *m_read_barriers, *m_read_rounds, *m_read_rounds_failed;
+	struct metrics_gauge *m_last_index;
 
 	/* closing */
 	bool closing;
@@ -188,8 +206,16 @@ void node_flush(struct meta_node *n);
 /* Queue s for the next entry. 0, or -EAGAIN when the queue is full (s
  * stays the caller's). */
 int node_enqueue(struct meta_node *n, struct sub *s);
-/* Queue a read for the next barrier. 0, -EAGAIN (full), -ENOMEM. */
+/* node_read.c. Queue a linearizable read for the next ReadIndex round (or
+ * barrier). 0, -EAGAIN (full), -ENOMEM. */
 int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method);
+/* Serve confirmed reads the applied index reached; start the next round
+ * for the queued ones. On the kick (never from inside libraft). */
+void node_start_reads(struct meta_node *n);
+/* Closing: fail every read, close the peer channels. */
+void node_reads_close(struct meta_node *n);
+/* Answer ConfirmLeader r. */
+void node_confirm_leader(struct meta_node *n, struct rpc_req *r);
 uint64_t node_read_epoch(struct meta_node *n);
 /* Answer Status r with the state digest: now when the last one still
  * covers the applied state, else once a scan off the loop has ended. */

@@ -904,6 +904,11 @@ void node_cancel_changes(struct meta_node *n)
 		}
 }
 
+static void h_confirm_leader(struct rpc_req *r, void *ud)
+{
+	node_confirm_leader(ud, r);
+}
+
 int node_service_register(struct meta_node *n)
 {
 	static const rpc_handler_fn handlers[META_M_COUNT] = {
@@ -929,6 +934,7 @@ int node_service_register(struct meta_node *n)
 		[META_M_FLAG_PGS] = h_flag_pgs,
 		[META_M_PG_STATS] = h_pg_stats,
 		[META_M_CHECK_SHARDS] = h_check_shards,
+		[META_M_CONFIRM_LEADER] = h_confirm_leader,
 	};
 	_Static_assert(META_M_COUNT == 24, "meta.proto service Meta has 24 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);

@@ -13,6 +13,9 @@
  *   status_digest_changes  Status's state_digest is meta_state_digest's
  *               hex at the index it names; asked twice, the same; after
  *               one more write, another
+ *   read_index  reads write nothing: 3,000 reads leave the Raft log as it
+ *               was (ReadIndex rounds, no barrier); read-your-writes
+ *               through every member across a leader change
  *   failover    3 voters under a steady write load; the leader's member is
  *               closed (its sockets vanish as if killed); a new leader is
  *               elected, the load resumes; every acknowledged put is present
@@ -884,6 +887,129 @@ START_TEST(status_digest_changes)
 }
 END_TEST
 
+/* A put of key through cli (bucket "bkt"), synchronously: its generation. */
+static uint64_t put_sync(uv_loop_t *loop, struct meta_client *cli, const char *key)
+{
+	Iolake__Meta__ObjectRecord rec = IOLAKE__META__OBJECT_RECORD__INIT;
+	rec.bucket = "bkt";
+	rec.key = (char *)key;
+	rec.size = 1;
+	rec.etag = "e";
+	rec.owner = "tester";
+	rec.inline_data.data = (uint8_t *)"x";
+	rec.inline_data.len = 1;
+	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
+	po.record = &rec;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
+	op.put_object = &po;
+	Iolake__Meta__OpResult *r = (void *)run_call(loop, cli, -1, &op.base);
+	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+	uint64_t gen = r->generation;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return gen;
+}
+
+/* The generation HeadObject answers for key through cli (0: not found). */
+static uint64_t head_gen(uv_loop_t *loop, struct meta_client *cli, const char *key)
+{
+	Iolake__Meta__HeadObjectRequest q = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
+	q.bucket = "bkt";
+	q.key = (char *)key;
+	Iolake__Meta__HeadObjectResponse *r = (void *)run_call(loop, cli, META_M_HEAD_OBJECT, &q.base);
+	uint64_t gen = r->status == IOLAKE__META__STATUS__STATUS_OK ? r->record->generation : 0;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return gen;
+}
+
+/*
+ * read_index: linearizable reads write nothing. 3 voters; after one write,
+ * 3,000 HeadObjects through clients that start at each member leave the
+ * leader's last log index where it was and take no barrier (ReadIndex
+ * rounds only). Then, each put is read back through a client starting at
+ * every member, and the leader is closed at a seeded point in the middle:
+ * every read returns the generation its put was acknowledged with.
+ */
+START_TEST(read_index)
+{
+	uint32_t seed = test_seed("read_index");
+	struct cluster c;
+	cluster_init(&c, NMEMB, 0, 0);
+	for (size_t i = 0; i < NMEMB; i++)
+		m_start(&c, i);
+	int leader = wait_leader(&c, 10000);
+	ck_assert_int_ge(leader, 0);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct meta_client *cli[NMEMB];
+	for (size_t j = 0; j < NMEMB; j++) {
+		const char *members[NMEMB];
+		for (size_t i = 0; i < NMEMB; i++)
+			members[i] = c.m[(j + i) % NMEMB].addr;
+		struct meta_client_opts o = { .members = members, .n_members = NMEMB,
+					      .attempt_timeout_ms = 1000, .retry_for_ms = 30000 };
+		ck_assert_int_eq(meta_client_new(&loop, &o, &cli[j]), 0);
+	}
+	Iolake__Meta__Bucket b = IOLAKE__META__BUCKET__INIT;
+	b.name = "bkt";
+	b.owner = "tester";
+	Iolake__Meta__CreateBucket cb = IOLAKE__META__CREATE_BUCKET__INIT;
+	cb.bucket = &b;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_CREATE_BUCKET;
+	op.create_bucket = &cb;
+	free_msg(run_call(&loop, cli[0], -1, &op.base));
+	uint64_t g0 = put_sync(&loop, cli[0], "k0");
+
+	wait_converged(&c, 10000);
+	leader = wait_leader(&c, 5000);
+	struct meta_node_info before = m_info(&c, (size_t)leader, NULL);
+	for (unsigned i = 0; i < 3000; i++)
+		ck_assert_uint_eq(head_gen(&loop, cli[i % NMEMB], "k0"), g0);
+	struct meta_node_info after = m_info(&c, (size_t)leader, NULL);
+	printf("read_index: 3000 reads: last index %llu -> %llu, barriers %llu -> %llu, "
+	       "rounds %llu -> %llu\n",
+	       (unsigned long long)before.last_index, (unsigned long long)after.last_index,
+	       (unsigned long long)before.read_barriers, (unsigned long long)after.read_barriers,
+	       (unsigned long long)before.read_rounds, (unsigned long long)after.read_rounds);
+	ck_assert_int_eq(after.role, RAFT_LEADER);
+	ck_assert_uint_eq(after.last_index, before.last_index);
+	ck_assert_uint_eq(after.read_barriers, before.read_barriers);
+	ck_assert_uint_gt(after.read_rounds, before.read_rounds);
+
+	/* Read your writes through every member, across a leader change. */
+	unsigned kill_at = 20 + seed % 60;
+	for (unsigned i = 0; i < 150; i++) {
+		char key[32];
+		key_of(i, key);
+		uint64_t g = put_sync(&loop, cli[i % NMEMB], key);
+		for (size_t j = 0; j < NMEMB; j++)
+			ck_assert_msg(head_gen(&loop, cli[j], key) == g,
+				      "read %u through member %zu missed its write", i, j + 1);
+		if (i == kill_at) {
+			printf("read_index: closing leader %d after put %u\n", leader + 1, i);
+			m_stop(&c, (size_t)leader);
+		}
+	}
+	int nl = wait_leader(&c, 10000);
+	ck_assert_int_ge(nl, 0);
+	ck_assert_int_ne(nl, leader);
+	struct meta_node_info ni = m_info(&c, (size_t)nl, NULL);
+	printf("read_index: new leader %d: barriers %llu rounds %llu\n", nl + 1,
+	       (unsigned long long)ni.read_barriers, (unsigned long long)ni.read_rounds);
+	ck_assert_uint_gt(ni.read_rounds, 0);
+
+	for (size_t j = 0; j < NMEMB; j++)
+		meta_client_close(cli[j]);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	m_start(&c, (size_t)leader);
+	wait_converged(&c, 20000);
+	assert_digests_equal(&c, NULL);
+	cluster_free(&c);
+}
+END_TEST
+
 START_TEST(failover)
 {
 	uint32_t seed = test_seed("failover");
@@ -992,6 +1118,7 @@ int main(void)
 	tcase_add_test(tc, single);
 	tcase_add_test(tc, pg_health);
 	tcase_add_test(tc, status_digest_changes);
+	tcase_add_test(tc, read_index);
 	tcase_add_test(tc, failover);
 	tcase_add_test(tc, snapshot_catch_up);
 	suite_add_tcase(s, tc);
