@@ -9,7 +9,7 @@
 
 #include "common/flags.h"
 
-#define N_SPECS 26 /* the table below, terminator included */
+#define N_SPECS 27 /* the table below, terminator included */
 
 static void defaults(struct s3b_config *c)
 {
@@ -69,6 +69,9 @@ static void make_specs(struct s3b_config *c, struct flag_spec *s)
 		  .max = 100000000, .metavar = "N", .help = "warm up with N PUTs instead of --warmup" },
 		{ .name = "list", .type = FLAG_BOOL, .dst = &c->do_list,
 		  .help = "LIST phase: ListObjectsV2 pages over the prefix" },
+		{ .name = "skip-put", .type = FLAG_BOOL, .dst = &c->skip_put,
+		  .help = "no warm-up or PUT: the --objects were written by an earlier run "
+			  "with the same --prefix (a GET-only load)" },
 		{ .name = "delete", .type = FLAG_BOOL, .dst = &c->do_delete,
 		  .help = "DELETE phase: delete every object written" },
 		{ .name = "verify", .type = FLAG_BOOL, .dst = &c->verify,
@@ -131,6 +134,10 @@ int s3b_config_parse(struct s3b_config *c, int argc, char **argv, char *err, siz
 			    c->get_order);
 	if (c->timeout_ms == 0)
 		return fail(err, errlen, "flag --timeout: must be above 0");
+	if (c->skip_put && (!c->objects || c->duration_ms))
+		return fail(err, errlen, "flag --skip-put: needs --objects N (the objects that exist)");
+	if (c->skip_put && c->verify)
+		return fail(err, errlen, "flag --skip-put: --verify needs the bodies this run PUT");
 	if (c->verify && c->gets == 0)
 		return fail(err, errlen, "flag --verify: needs a GET phase (--gets 1 or more)");
 	return 0;

@@ -38,6 +38,7 @@ struct s3b_config {
 	uint64_t warmup_ops;      /* ... or op count, when > 0 */
 	bool do_list;             /* LIST phase (ListObjectsV2 over the prefix) */
 	bool do_delete;           /* DELETE phase (every object written) */
+	bool skip_put;            /* the --objects exist (an earlier run, same prefix): no PUT */
 	bool verify;              /* compare GET bodies with what was PUT */
 	bool sign_payload;        /* x-amz-content-sha256 = body hash, not UNSIGNED-PAYLOAD */
 	uint64_t timeout_ms;      /* per request */

@@ -369,7 +369,12 @@ int s3b_run_all(struct s3b_run *r, char *err, size_t errlen)
 		}
 	}
 
-	if (cfg->warmup_ops || cfg->warmup_ms) {
+	if (cfg->skip_put) {
+		/* A GET-only load over the objects an earlier run wrote. */
+		for (uint64_t i = 0; i < cfg->objects; i++)
+			r->written[i] = 1;
+		r->put_range = cfg->objects;
+	} else if (cfg->warmup_ops || cfg->warmup_ms) {
 		if (!(d = phase_begin(r, "warmup", D_WARMUP, false)))
 			return -ENOMEM;
 		if (cfg->warmup_ops)
@@ -384,14 +389,16 @@ int s3b_run_all(struct s3b_run *r, char *err, size_t errlen)
 			return rc;
 	}
 
-	if (!(d = phase_begin(r, "put", D_PUT, true)))
-		return -ENOMEM;
-	if (cfg->objects)
-		d->total = cfg->objects;
-	else
-		d->deadline_ns = uv_hrtime() + cfg->duration_ms * 1000000ull;
-	if ((rc = phase_run(r, d, conc(r))) < 0)
-		return rc;
+	if (!cfg->skip_put) {
+		if (!(d = phase_begin(r, "put", D_PUT, true)))
+			return -ENOMEM;
+		if (cfg->objects)
+			d->total = cfg->objects;
+		else
+			d->deadline_ns = uv_hrtime() + cfg->duration_ms * 1000000ull;
+		if ((rc = phase_run(r, d, conc(r))) < 0)
+			return rc;
+	}
 
 	uint64_t n_ok = fill_schedule(r);
 	if (cfg->gets && n_ok) {
