@@ -4,8 +4,9 @@
  * Owns: a map watch (meta/mapwatch.h, whose OSD channels every call here
  * uses, the call to this OSD itself included), a meta client for ReportPgs
  * and FlagPgs, one state per PG of the map, a fixed pool of max_pgs scan
- * slots, each with stripes_inflight rebuild jobs, a token bucket, and one
- * 250 ms tick (retries, backstop rescans, rates, reports, flags).
+ * slots, each with stripes_inflight rebuild (or deep-scrub) jobs, a token
+ * bucket, and one 250 ms tick (retries, backstop rescans, deep scrubs due,
+ * rates, reports, flags).
  *
  * Scans and rebuilds are recover_scan.c's (its top comment has the
  * phases and their invariant); this file holds the PG states, the queue
@@ -509,11 +510,14 @@ static void on_tick(uv_timer_t *t)
 		    now >= p->last_scan_end_ms + r->o.rescan_ms)
 			p->queued = true;
 		queued += p->queued;
-		if (p->deep_due_ms && now >= p->deep_due_ms && !p->deep_wanted)
+		if (p->deep_due_ms && now >= p->deep_due_ms && p->have_clean && !p->queued &&
+		    !p->active)
 			deep_due++;
 	}
 	/* Deep scrubs only while nothing is left to rebuild here: they share
-	 * the bucket and the scan slots with recovery, and come second. */
+	 * the bucket and the scan slots with recovery, and come second. A PG
+	 * whose deep scan gave way to a rebuild (deep_wanted still set) is
+	 * queued again here once clean. */
 	if (deep_due && !missing) {
 		for (uint32_t pg = 0; pg < r->n_pgs; pg++) {
 			struct pgst *p = &r->pgs[pg];
