@@ -108,16 +108,21 @@ TEST_LIB_SRC := $(wildcard tests/lib/*.c)
 UNIT_SRC    := $(wildcard tests/unit/*/test_*.c)
 UNITS       := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRC))
 
+# Test tools the integration tests run (tests/tools/x_y.c -> tests/tools/x-y).
+TOOL_SRC    := $(wildcard tests/tools/*.c)
+TOOLS       := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(subst _,-,$(TOOL_SRC)))
+
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS     := $(patsubst tests/fuzz/%.c,$(B)/%,$(FUZZ_SRC))
 FUZZ_TIME   ?= 60
 
 ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
-               $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC)
+               $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC) \
+               $(TOOL_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio
-all: $(LIBS) $(BINS) $(BENCHES) $(UNITS)
+all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
 deps:
 	scripts/deps.sh
@@ -165,6 +170,11 @@ $(B)/iolake-s3-bench: $(B)/obj/bench/s3bench/main.o $(LIBS)
 
 # Benches may use the test helpers (tests/lib: in-process OSD clusters).
 $(B)/bench-%: $(B)/obj/bench/bench_%.o $(call obj,$(TEST_LIB_SRC)) $(LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/tools/osd-shard: $(B)/obj/tests/tools/osd_shard.o $(call obj,$(TEST_LIB_SRC)) $(LIBS)
+	@mkdir -p $(@D)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -8,7 +8,7 @@
  *              [--rpc local|loopback] [--scrub-rate 32M] [--scrub-interval 24h]
  *              [--orphan-grace 24h] [--orphan-scan-interval 1h]
  *              [--recovery-rate 64M] [--recovery-max-pgs 2] [--pg-report-interval 2s]
- *              [--recovery-rescan-interval 1h]
+ *              [--recovery-rescan-interval 1h] [--deep-scrub-interval 7d]
  *
  * Layout of DIR:
  *   meta/            the meta member's Raft log and RocksDB state
@@ -28,7 +28,8 @@
  * SIGTERM/SIGINT.
  *
  * Each OSD runs its recovery driver (osd/recover.h) with the --recovery-*
- * flags: it rebuilds the shards of the PGs it is the primary of.
+ * flags: it rebuilds the shards of the PGs it is the primary of, and
+ * deep-scrubs them every --deep-scrub-interval.
  *
  * Shutdown: the gateway closes first (connections, then its meta client
  * and channels), then each OSD stops its recovery driver, drains (calls in flight are answered) and
@@ -89,6 +90,7 @@ static uint64_t f_recovery_rate = 64ull << 20;
 static int64_t f_recovery_max_pgs = 2;
 static uint64_t f_pg_report_interval = 2000;
 static uint64_t f_recovery_rescan = 3600ull * 1000;
+static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -123,6 +125,11 @@ static const struct flag_spec specs[] = {
 	{ .name = "recovery-rescan-interval", .type = FLAG_DURATION, .dst = &f_recovery_rescan,
 	  .min = 1000, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "backstop: each OSD rescans every PG it is the primary of this often" },
+	{ .name = "deep-scrub-interval", .type = FLAG_DURATION, .dst = &f_deep_scrub,
+	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
+	  .help = "each OSD deep-scrubs every PG it is the primary of this often: reads all "
+		  "k+m shards of each whole stripe, re-encodes, rewrites the one shard that "
+		  "disagrees (0: off)" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
 	{ .name = "orphan-grace", .type = FLAG_DURATION, .dst = &f_orphan_grace, .min = 1000,
@@ -334,7 +341,8 @@ static void osd_start_fn(void *arg)
 				       .rate_bytes = f_recovery_rate,
 				       .max_pgs = (uint32_t)f_recovery_max_pgs,
 				       .report_ms = (uint32_t)f_pg_report_interval,
-				       .rescan_ms = f_recovery_rescan, .metrics = A.reg };
+				       .rescan_ms = f_recovery_rescan,
+				       .deep_scrub_ms = f_deep_scrub, .metrics = A.reg };
 	int rc = osd_recover_start(&o->lt.loop, &ro, &o->rec);
 	if (rc) {
 		LOG_ERROR("recovery driver did not start; serving without it", "osd=%u err=%s",

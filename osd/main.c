@@ -17,7 +17,8 @@
  *
  * With --meta, the recovery driver (osd/recover.h) rebuilds the missing
  * shards of the PGs this OSD is the primary of, paced by --recovery-rate
- * (--recovery-max-pgs, --pg-report-interval, --recovery-rescan-interval).
+ * (--recovery-max-pgs, --pg-report-interval, --recovery-rescan-interval),
+ * and deep-scrubs them every --deep-scrub-interval.
  *
  * With --metrics-listen, GET /metrics over HTTP (common/metrics_http) on
  * the same loop renders the OSD's registry.
@@ -73,6 +74,7 @@ static uint64_t f_recovery_rate = 64ull << 20;
 static int64_t f_recovery_max_pgs = 2;
 static uint64_t f_pg_report_interval = 2000;
 static uint64_t f_recovery_rescan = 3600ull * 1000;
+static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
 
 static const struct flag_spec specs[] = {
 	{ .name = "id", .type = FLAG_INT64, .dst = &f_id, .required = true, .min = 0,
@@ -126,6 +128,11 @@ static const struct flag_spec specs[] = {
 	{ .name = "recovery-rescan-interval", .type = FLAG_DURATION, .dst = &f_recovery_rescan,
 	  .min = 1000, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "backstop: rescan every PG this OSD is the primary of this often" },
+	{ .name = "deep-scrub-interval", .type = FLAG_DURATION, .dst = &f_deep_scrub,
+	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
+	  .help = "deep-scrub every PG this OSD is the primary of this often: read all k+m "
+		  "shards of each whole stripe, re-encode, rewrite the one shard that "
+		  "disagrees (0: off; needs --meta)" },
 	{ 0 }
 };
 
@@ -442,7 +449,8 @@ int main(int argc, char **argv)
 					       .n_meta = f_meta.n, .rate_bytes = f_recovery_rate,
 					       .max_pgs = (uint32_t)f_recovery_max_pgs,
 					       .report_ms = (uint32_t)f_pg_report_interval,
-					       .rescan_ms = f_recovery_rescan, .metrics = o.reg };
+					       .rescan_ms = f_recovery_rescan,
+					       .deep_scrub_ms = f_deep_scrub, .metrics = o.reg };
 		rc = osd_recover_start(o.loop, &ro, &o.rec);
 		if (rc) {
 			LOG_ERROR("recovery driver did not start; serving without it", "err=%s",

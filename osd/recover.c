@@ -4,8 +4,9 @@
  * Owns: a map watch (meta/mapwatch.h, whose OSD channels every call here
  * uses, the call to this OSD itself included), a meta client for ReportPgs
  * and FlagPgs, one state per PG of the map, a fixed pool of max_pgs scan
- * slots, each with stripes_inflight rebuild jobs, a token bucket, and one
- * 250 ms tick (retries, backstop rescans, rates, reports, flags).
+ * slots, each with stripes_inflight rebuild (or deep-scrub) jobs, a token
+ * bucket, and one 250 ms tick (retries, backstop rescans, deep scrubs due,
+ * rates, reports, flags).
  *
  * Scans and rebuilds are recover_scan.c's (its top comment has the
  * phases and their invariant); this file holds the PG states, the queue
@@ -76,6 +77,67 @@ struct osd_recover_stripe_class osd_recover_classify(const struct osd_recover_si
 	return c;
 }
 
+int osd_recover_deep_check(const struct ec_code *ec, size_t len, const uint8_t *const *shards,
+			   uint8_t *scratch, unsigned *bad)
+{
+	unsigned k = ec_k(ec), m = ec_m(ec), w = k + m;
+	if (!m || !len)
+		return OSD_RECOVER_DEEP_OK;
+	/* The common case first: encode the data, compare the parity. */
+	const uint8_t *data[EC_MAX_SHARDS];
+	uint8_t *par[EC_MAX_SHARDS];
+	for (unsigned i = 0; i < k; i++)
+		data[i] = shards[i];
+	for (unsigned i = 0; i < m; i++)
+		par[i] = scratch + (size_t)(i + 1) * len;
+	ec_encode(ec, len, data, par);
+	bool same = true;
+	for (unsigned i = 0; i < m && same; i++)
+		same = memcmp(par[i], shards[k + i], len) == 0;
+	if (same)
+		return OSD_RECOVER_DEEP_OK;
+	/* Which shard? Leave each out in turn: decode every slot but the
+	 * first k others from those k, and compare the m-1 others with what
+	 * is stored. The code's distance is m+1, so with m >= 2 and one bad
+	 * shard exactly one exclusion (the bad one's) is consistent. */
+	int found = -1;
+	for (unsigned e = 0; e < w; e++) {
+		uint8_t *sh[EC_MAX_SHARDS];
+		uint32_t present = 0, want = 0;
+		unsigned n = 0, t = 1;
+		for (unsigned i = 0; i < w; i++) {
+			if (i != e && n < k) {
+				sh[i] = (uint8_t *)shards[i]; /* present: only read */
+				present |= 1u << i;
+				n++;
+			}
+		}
+		for (unsigned i = 0; i < w; i++) {
+			if (present >> i & 1)
+				continue;
+			/* e's decode lands in scratch slot 1, the rest after. */
+			sh[i] = scratch + (size_t)(i == e ? 1 : ++t) * len;
+			want |= 1u << i;
+		}
+		if (ec_decode(ec, len, sh, present, want))
+			return -EINVAL;
+		bool ok = true;
+		for (unsigned i = 0; i < w && ok; i++)
+			if ((want >> i & 1) && i != e)
+				ok = memcmp(sh[i], shards[i], len) == 0;
+		if (!ok)
+			continue;
+		if (found >= 0)
+			return OSD_RECOVER_DEEP_INCONSISTENT; /* two explanations: none */
+		found = (int)e;
+		memcpy(scratch, sh[e], len);
+	}
+	if (found < 0)
+		return OSD_RECOVER_DEEP_INCONSISTENT;
+	*bad = (unsigned)found;
+	return OSD_RECOVER_DEEP_ONE;
+}
+
 static void pump(struct osd_recover *r);
 
 /* ------------------------------------------------------------ map */
@@ -126,6 +188,16 @@ static unsigned urgency(const struct pgst *p)
 	return n;
 }
 
+/* The first deep scrub of a PG this OSD comes to lead: somewhere in the
+ * interval, by a hash of (pg, osd), so that PGs do not all start at once
+ * after a start (or a map that hands this OSD many PGs). */
+static uint64_t deep_stagger_ms(const struct osd_recover *r, uint32_t pg)
+{
+	uint64_t h = ((uint64_t)pg << 32 | r->osd_id) * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	return h % r->o.deep_scrub_ms;
+}
+
 static void on_map(void *arg, const Iolake__Meta__ClusterMap *m)
 {
 	struct osd_recover *r = arg;
@@ -173,7 +245,11 @@ static void on_map(void *arg, const Iolake__Meta__ClusterMap *m)
 		int ps = osd_recover_primary_slot(pg, &p->cur);
 		p->primary = ps >= 0 && p->cur.osds[ps] == r->osd_id;
 		primaries += p->primary;
+		if (p->primary && !p->deep_due_ms && r->o.deep_scrub_ms)
+			p->deep_due_ms = loop_now_ms() + deep_stagger_ms(r, pg);
 		if (!p->primary) {
+			p->deep_due_ms = 0;
+			p->deep_wanted = false;
 			/* Forget the last clean scan: while another OSD leads,
 			 * this one cannot tell what happened to the PG (it may
 			 * be the one that was away, and come back to the very
@@ -413,7 +489,7 @@ static void on_tick(uv_timer_t *t)
 	struct osd_recover *r = t->data;
 	uint64_t now = loop_now_ms();
 	uint64_t missing = 0, unfound = 0;
-	uint32_t queued = 0;
+	uint32_t queued = 0, deep_due = 0;
 	for (uint32_t pg = 0; pg < r->n_pgs; pg++) {
 		struct pgst *p = &r->pgs[pg];
 		/* The rate of this rebuild from its start (at least a second
@@ -434,6 +510,24 @@ static void on_tick(uv_timer_t *t)
 		    now >= p->last_scan_end_ms + r->o.rescan_ms)
 			p->queued = true;
 		queued += p->queued;
+		if (p->deep_due_ms && now >= p->deep_due_ms && p->have_clean && !p->queued &&
+		    !p->active)
+			deep_due++;
+	}
+	/* Deep scrubs only while nothing is left to rebuild here: they share
+	 * the bucket and the scan slots with recovery, and come second. A PG
+	 * whose deep scan gave way to a rebuild (deep_wanted still set) is
+	 * queued again here once clean. */
+	if (deep_due && !missing) {
+		for (uint32_t pg = 0; pg < r->n_pgs; pg++) {
+			struct pgst *p = &r->pgs[pg];
+			if (!p->primary || !p->have_clean || p->queued || p->active ||
+			    !p->deep_due_ms || now < p->deep_due_ms)
+				continue;
+			p->deep_wanted = true;
+			p->queued = true;
+			queued++;
+		}
 	}
 	r->st.bytes_missing = missing;
 	r->st.unfound = unfound;
@@ -487,6 +581,22 @@ static int make_metrics(struct osd_recover *r)
 	NEW_OR_FAIL(r->m_missing = metrics_gauge_new(reg, "iolake_osd_recovery_bytes_missing",
 		"Shard bytes still to rebuild in this OSD's primary PGs, as last counted.",
 		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(r->m_deep_stripes = metrics_counter_new(reg,
+		"iolake_osd_deep_scrub_stripes_total",
+		"Stripes deep-scrubbed (all k+m shards read and compared) by this OSD's driver.",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(r->m_deep_bytes = metrics_counter_new(reg, "iolake_osd_deep_scrub_bytes_total",
+		"Shard bytes read by this OSD's deep scrubs.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(r->m_deep_repaired = metrics_counter_new(reg,
+		"iolake_osd_deep_scrub_repaired_total",
+		"Shards rewritten by deep scrub: the one shard that disagreed with its stripe.",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(r->m_deep_inconsistent = metrics_counter_new(reg,
+		"iolake_osd_deep_scrub_inconsistent_total",
+		"Stripes deep scrub found inconsistent with no single shard to blame (left alone).",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(r->m_deep_pgs = metrics_counter_new(reg, "iolake_osd_deep_scrub_pgs_total",
+		"PG deep scrubs completed by this OSD's driver.", METRICS_LABELS("osd", id)));
 #undef NEW_OR_FAIL
 	return 0;
 }
@@ -544,8 +654,8 @@ int osd_recover_start(uv_loop_t *loop, const struct osd_recover_opts *opts,
 	r->tokens_ms = loop_now_ms();
 	uv_timer_start(&r->tick, on_tick, TICK_MS, TICK_MS);
 	LOG_INFO("recovery driver started", "osd=%u rate=%" PRIu64 " max_pgs=%u report_ms=%u "
-		 "rescan_ms=%" PRIu64, r->osd_id, r->o.rate_bytes, r->o.max_pgs, r->o.report_ms,
-		 r->o.rescan_ms);
+		 "rescan_ms=%" PRIu64 " deep_scrub_ms=%" PRIu64, r->osd_id, r->o.rate_bytes,
+		 r->o.max_pgs, r->o.report_ms, r->o.rescan_ms, r->o.deep_scrub_ms);
 	*out = r;
 	return 0;
 

@@ -5,8 +5,10 @@
  * shard listings of the PG's OSDs and rebuilds, from k good shards of a
  * stripe, every shard its slot's OSD lacks (a new OSD in the slot, a
  * returned OSD, a partial PUT, a bad shard), then reports each PG's state
- * to meta (ReportPgs). Design and limits: docs/architecture.md, osd/
- * "Recovery".
+ * to meta (ReportPgs). Every deep_scrub_ms it also deep-scrubs each such
+ * PG: all k+m shards of every whole stripe are read and compared through
+ * the code, and the one shard that disagrees is rewritten. Design and
+ * limits: docs/architecture.md, osd/ "Recovery" and "Deep scrub".
  *
  * It learns the map through meta/mapwatch.h and talks to the PG's OSDs,
  * itself included, through the Osd RPC service only: nothing here touches
@@ -37,6 +39,7 @@ struct osd_recover_opts {
 	uint32_t report_ms;           /* ReportPgs period; 0: 2000 */
 	uint64_t rescan_ms;           /* backstop rescan of a clean PG; 0: 1 h */
 	uint32_t rpc_timeout_ms;      /* deadline of each OSD call; 0: 10000 */
+	uint64_t deep_scrub_ms;       /* deep scrub of each primary PG this often; 0: never */
 	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
 };
 
@@ -53,6 +56,11 @@ struct osd_recover_stats {
 	uint64_t unfound;             /* stripes with fewer than k shards, last counted */
 	uint64_t scans;               /* PG scans finished */
 	uint64_t map_epoch;           /* of the map held (0: none yet) */
+	uint64_t deep_stripes;        /* stripes deep-scrubbed (all k+m shards compared) */
+	uint64_t deep_bytes;          /* shard bytes read by deep scrub */
+	uint64_t deep_repaired;       /* shards rewritten: the one that disagreed */
+	uint64_t deep_inconsistent;   /* stripes no single shard explains: left alone */
+	uint64_t deep_pgs;            /* PG deep scrubs completed */
 };
 
 /* Start: watch the map, and drive recovery from the first map on.
@@ -111,5 +119,23 @@ struct osd_recover_stripe_class {
 };
 struct osd_recover_stripe_class osd_recover_classify(const struct osd_recover_sig *s,
 						     unsigned k, uint32_t present_mask);
+
+
+/* Deep scrub of one stripe whose k+m shards (shards[i], len bytes each,
+ * data first) all passed their crc32c: are they one codeword?
+ * OSD_RECOVER_DEEP_OK: the parity encoded from the data equals the stored
+ * parity (also when m == 0: nothing to compare). OSD_RECOVER_DEEP_ONE:
+ * exactly one shard's exclusion leaves the other k+m-1 consistent: *bad
+ * is its slot and scratch[0, len) holds its right bytes (decoded from the
+ * others). OSD_RECOVER_DEEP_INCONSISTENT: no shard, or more than one
+ * (always when m == 1), explains the mismatch: with 4+2, two bad shards
+ * are told from one except when the corruption happens to lie one shard
+ * away from another codeword (chance ~2^-8 per byte changed). -EINVAL
+ * when the code does not decode. scratch: (m + 1) * len bytes, the
+ * caller's; shards are only read. Pure; allocates nothing. */
+enum { OSD_RECOVER_DEEP_OK, OSD_RECOVER_DEEP_ONE, OSD_RECOVER_DEEP_INCONSISTENT };
+struct ec_code;
+int osd_recover_deep_check(const struct ec_code *ec, size_t len, const uint8_t *const *shards,
+			   uint8_t *scratch, unsigned *bad);
 
 #endif

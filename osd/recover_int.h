@@ -38,7 +38,7 @@ enum { OSD_M_PUT, OSD_M_GET, OSD_M_DELETE, OSD_M_STAT, OSD_M_STATS, OSD_M_LIST, 
 
 /* ------------------------------------------------------------ state */
 
-enum phase { PH_BAD, PH_COUNT, PH_REBUILD };
+enum phase { PH_BAD, PH_COUNT, PH_REBUILD, PH_DEEP };
 
 struct ent {                         /* one listed shard of the cursor's slot */
 	uint8_t oid[64];
@@ -86,6 +86,8 @@ struct job {
 	struct getctx ctx[16];
 	struct job *next_wait;       /* token bucket queue */
 	bool waiting;
+	bool deep;                   /* a deep scrub: fetch all k+m, compare, fix one */
+	uint64_t cost;               /* token bucket charge: bytes written, or read (deep) */
 };
 
 struct scan {
@@ -109,6 +111,9 @@ struct scan {
 	bool in_step;                /* scan_step is on the stack */
 	bool count_only;             /* BAD and COUNT only: size the work first */
 	bool skip_count;             /* BAD then REBUILD: a count of this signature stands */
+	bool deep;                   /* DEEP after a COUNT that found nothing to rebuild */
+	uint64_t deep_failed;        /* deep jobs that did not complete (retry soon) */
+	uint64_t deep_stripes, deep_repaired, deep_inconsistent; /* this scan's, for its log */
 	struct job job[MAX_JOBS];
 };
 
@@ -132,6 +137,11 @@ struct pgst {
 	struct osd_recover_sig counted_sig;
 	uint64_t rebuild_started_ms;   /* loop ms its REBUILD phase began; 0: none */
 	double rate;                   /* bytes/s of that rebuild so far; 0 when idle */
+	/* Deep scrub (in memory: a restart staggers every PG anew): due at
+	 * deep_due_ms (loop ms; 0: not scheduled, set on becoming primary);
+	 * deep_wanted: the next scan of the PG runs the DEEP phase. */
+	uint64_t deep_due_ms, last_deep_ms;
+	bool deep_wanted;
 };
 
 struct osd_recover {
@@ -188,6 +198,8 @@ struct osd_recover {
 	char id_label[12];
 	struct metrics_counter *m_bytes, *m_stripes, *m_errors;
 	struct metrics_gauge *m_primary, *m_active, *m_missing;
+	struct metrics_counter *m_deep_stripes, *m_deep_bytes, *m_deep_repaired,
+		*m_deep_inconsistent, *m_deep_pgs;
 };
 
 static inline uint64_t unix_ms(void)

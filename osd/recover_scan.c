@@ -14,9 +14,16 @@
  *          object id (k-way merge, one page per OSD in memory): counts the
  *          stripes, the ones to rebuild, their bytes and the unfound;
  *   REBUILD (only when COUNT found something) the same merge again, each
- *          rebuildable stripe handed to a job.
+ *          rebuildable stripe handed to a job;
+ *   DEEP   (only in a scan asked for one, when COUNT found nothing to
+ *          rebuild) the merge again, each stripe with all k+m shards
+ *          handed to a deep job: GetShard all, crc-check each, re-encode
+ *          the data, and when the parity differs find the one shard whose
+ *          exclusion leaves the rest consistent and PutShard its decoded
+ *          bytes (none found: logged, counted, nothing written).
  * Invariant: shard i counts only on slot i's OSD; nothing is written
- * unless k sources and every other present shard agree (crc32c), and no
+ * unless k sources and every other present shard agree (crc32c; for a
+ * deep repair: the k+m-1 other shards are one codeword), and no
  * new call starts once the PG's signature moved, a call failed or the
  * driver stops: the scan winds down (calls in flight finish) and the PG is
  * retried.
@@ -65,7 +72,7 @@ static void wake_waiters(struct osd_recover *r)
 		j->waiting = false;
 		/* Debt allowed: a stripe larger than the burst still goes, and
 		 * the next waits the longer. */
-		r->tokens -= (double)j->len * popcount(j->missing);
+		r->tokens -= (double)j->cost;
 		job_start_gets(j);
 	}
 	if (r->wait_head && !r->stopping) {
@@ -132,6 +139,7 @@ static struct rpc_channel *chan(struct scan *s, uint32_t slot)
 }
 
 static void job_puts(struct job *j);
+static void job_deep(struct job *j);
 
 static void on_get(void *ud, const struct rpc_result *res)
 {
@@ -164,6 +172,10 @@ static void on_get(void *ud, const struct rpc_result *res)
 			if (plen)
 				memcpy(j->buf->data + (size_t)c->slot * j->len, data, plen);
 			j->fetched |= bit;
+			if (j->deep) {
+				r->st.deep_bytes += plen;
+				metrics_counter_add(r->m_deep_bytes, plen);
+			}
 		} else {
 			j->bad_src |= bit;
 			r->st.errors++;
@@ -188,11 +200,22 @@ static void job_start_gets(struct job *j)
 		return;
 	}
 	unsigned k = s->k, have = popcount(j->fetched);
-	if (have >= k) {
-		job_puts(j);
+	if (j->deep && !j->pending && (j->tried & j->present) == j->present &&
+	    have < popcount(j->present)) {
+		/* A shard failed its crc32c (or its read): not deep scrub's to
+		 * judge; the stripe becomes a rebuild of that shard, as a scan
+		 * of its bad-shard record would make it. */
+		j->deep = false;
+	}
+	unsigned need = j->deep ? popcount(j->present) : k;
+	if (have >= need) {
+		if (j->deep)
+			job_deep(j);
+		else
+			job_puts(j);
 		return;
 	}
-	unsigned want = k - have;
+	unsigned want = need - have;
 	/* Data slots first: with all k data shards no decode is needed for
 	 * them (ec_decode then only recomputes parity). */
 	for (uint32_t i = 0; i < s->sig.width && want; i++) {
@@ -231,7 +254,11 @@ static void on_put(void *ud, const struct rpc_result *res)
 	struct scan *s = j->s;
 	struct osd_recover *r = s->r;
 	j->pending--;
-	if (res->status == RPC_OK) {
+	if (res->status == RPC_OK && j->deep) {
+		r->st.deep_repaired++;
+		s->deep_repaired++;
+		metrics_counter_inc(r->m_deep_repaired);
+	} else if (res->status == RPC_OK) {
 		struct pgst *p = s->pg < r->n_pgs ? &r->pgs[s->pg] : NULL;
 		r->st.bytes += j->len;
 		metrics_counter_add(r->m_bytes, j->len);
@@ -252,6 +279,8 @@ static void on_put(void *ud, const struct rpc_result *res)
 	if (!j->pending)
 		job_end(j);
 }
+
+static void job_put_slots(struct job *j, uint32_t to);
 
 static void job_puts(struct job *j)
 {
@@ -289,8 +318,18 @@ static void job_puts(struct job *j)
 	}
 	/* A source that turned out bad is missing too (its OSD is up: it
 	 * listed it); rewrite it. */
-	uint32_t to = j->missing | (j->bad_src & j->present);
+	job_put_slots(j, j->missing | (j->bad_src & j->present));
+}
+
+/* PutShard slot i's bytes (in j->buf) to slot i's OSD, for every bit of
+ * to, with their crc32c; the job ends with the last answer. */
+static void job_put_slots(struct job *j, uint32_t to)
+{
+	struct scan *s = j->s;
+	struct osd_recover *r = s->r;
+	uint32_t width = s->sig.width;
 	for (uint32_t i = 0; i < width; i++) {
+		const uint8_t *shard = j->buf->data + (size_t)i * j->len;
 		if (!(to >> i & 1))
 			continue;
 		struct rpc_channel *ch = chan(s, i);
@@ -308,7 +347,7 @@ static void job_puts(struct job *j)
 		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
 		q.key = &key;
 		q.length = j->len;
-		q.crc32c = crc32c(0, shards[i], j->len);
+		q.crc32c = crc32c(0, shard, j->len);
 		struct buf_slice pl = { .buf = j->len ? j->buf : NULL,
 					.off = (size_t)i * j->len, .len = j->len };
 		struct rpc_call_opts co = { .timeout_ms = r->o.rpc_timeout_ms };
@@ -320,13 +359,65 @@ static void job_puts(struct job *j)
 		job_end(j);
 }
 
+static void hex_oid(const struct job *j, char out[2 * 64 + 1])
+{
+	out[0] = 0;
+	for (unsigned b = 0; b < j->oid_len; b++)
+		snprintf(out + 2 * b, 3, "%02x", j->oid[b]);
+}
+
+/* Every shard fetched and crc-checked: are they one codeword? One shard
+ * that disagrees with the other k+m-1 is rewritten with the bytes they
+ * decode to; a stripe no single shard explains is logged and left. */
+static void job_deep(struct job *j)
+{
+	struct scan *s = j->s;
+	struct osd_recover *r = s->r;
+	uint32_t width = s->sig.width;
+	const uint8_t *shards[EC_MAX_SHARDS];
+	for (uint32_t i = 0; i < width; i++)
+		shards[i] = j->buf->data + (size_t)i * j->len;
+	uint8_t *scratch = j->buf->data + (size_t)width * j->len;
+	unsigned bad = 0;
+	int rc = osd_recover_deep_check(r->ec, j->len, shards, scratch, &bad);
+	char hex[2 * 64 + 1];
+	if (rc == OSD_RECOVER_DEEP_OK) {
+		job_end(j);
+		return;
+	}
+	hex_oid(j, hex);
+	if (rc == OSD_RECOVER_DEEP_ONE) {
+		LOG_WARN("deep scrub: a shard disagrees with the rest of its stripe; rewriting it",
+			 "osd=%u pg=%u object=%s slot=%u to=%u", r->osd_id, s->pg, hex, bad,
+			 s->sig.osds[bad]);
+		memcpy(j->buf->data + (size_t)bad * j->len, scratch, j->len);
+		job_put_slots(j, 1u << bad);
+		return;
+	}
+	LOG_ERROR("deep scrub: inconsistent stripe, no single shard explains it; nothing written",
+		  "osd=%u pg=%u object=%s len=%" PRIu64 " rc=%d", r->osd_id, s->pg, hex, j->len, rc);
+	r->st.deep_inconsistent++;
+	s->deep_inconsistent++;
+	metrics_counter_inc(r->m_deep_inconsistent);
+	job_end(j);
+}
+
 static void job_end(struct job *j)
 {
 	struct scan *s = j->s;
 	struct osd_recover *r = s->r;
-	if (j->failed && !j->gone && !scan_winding(s))
+	if (j->deep) {
+		if (j->failed && !j->gone && !scan_winding(s))
+			s->deep_failed++;
+		if (!j->failed && !j->gone && !scan_winding(s)) {
+			r->st.deep_stripes++;
+			s->deep_stripes++;
+			metrics_counter_inc(r->m_deep_stripes);
+		}
+	} else if (j->failed && !j->gone && !scan_winding(s)) {
 		s->failed_stripes++;
-	if (!j->failed && !j->gone && !scan_winding(s)) {
+	}
+	if (!j->deep && !j->failed && !j->gone && !scan_winding(s)) {
 		r->st.stripes++;
 		metrics_counter_inc(r->m_stripes);
 		if (s->pg < r->n_pgs) {
@@ -346,7 +437,7 @@ static void job_end(struct job *j)
 
 /* Hand one rebuildable stripe to a free job. */
 static void job_launch(struct scan *s, const uint8_t *oid, uint8_t oid_len, uint64_t len,
-		       uint32_t present, uint32_t missing, const uint32_t *crc)
+		       uint32_t present, uint32_t missing, const uint32_t *crc, bool deep)
 {
 	struct job *j = NULL;
 	for (uint32_t i = 0; i < s->r->o.stripes_inflight; i++)
@@ -365,7 +456,12 @@ static void job_launch(struct scan *s, const uint8_t *oid, uint8_t oid_len, uint
 	j->present = present;
 	j->missing = missing;
 	memcpy(j->crc, crc, sizeof(j->crc));
-	size_t bytes = (size_t)s->sig.width * len;
+	j->deep = deep;
+	/* Rebuilds are charged the bytes they write, deep scrubs the bytes
+	 * they read (every shard). */
+	j->cost = deep ? len * popcount(present) : len * popcount(missing);
+	/* A deep scrub also needs (m + 1) shards of scratch for its check. */
+	size_t bytes = (size_t)(s->sig.width + (deep ? s->m + 1 : 0)) * len;
 	j->buf = buf_new(bytes ? bytes : 1);
 	s->jobs++;
 	if (!j->buf) {
@@ -539,6 +635,14 @@ static const char *active_state(const struct scan *s)
 	return s->recovering ? "recovering" : "backfilling";
 }
 
+static bool full_sig(const struct osd_recover_sig *sg)
+{
+	bool full = popcount(sg->up_mask) == sg->width;
+	for (uint32_t i = 0; i < sg->width; i++)
+		full &= sg->osds[i] != OSD_RECOVER_NONE;
+	return full;
+}
+
 static void scan_free(struct scan *s)
 {
 	for (uint32_t i = 0; i < 16; i++) {
@@ -574,9 +678,22 @@ static void scan_finish(struct scan *s)
 			r->st.scans++;
 			p->backoff_ms = 0;
 			p->last_scan_end_ms = now;
-			bool full = popcount(s->sig.up_mask) == s->sig.width;
-			for (uint32_t i = 0; i < s->sig.width; i++)
-				full &= s->sig.osds[i] != OSD_RECOVER_NONE;
+			bool full = full_sig(&s->sig);
+			if (s->phase == PH_DEEP) {
+				/* Done: next one an interval on; a stripe whose
+				 * repair did not complete is looked at again
+				 * after a minute. */
+				p->deep_wanted = s->deep_failed != 0;
+				p->deep_due_ms = now + (s->deep_failed ? ERROR_RETRY_MS
+								       : r->o.deep_scrub_ms);
+				p->last_deep_ms = unix_ms();
+				r->st.deep_pgs++;
+				metrics_counter_inc(r->m_deep_pgs);
+				LOG_INFO("pg deep-scrubbed", "osd=%u pg=%u stripes=%" PRIu64
+					 " repaired=%" PRIu64 " inconsistent=%" PRIu64 " failed=%" PRIu64,
+					 r->osd_id, s->pg, s->deep_stripes, s->deep_repaired,
+					 s->deep_inconsistent, s->deep_failed);
+			}
 			if (s->phase == PH_REBUILD) {
 				/* What is left: rebuilds that did not complete
 				 * (stripes deleted meanwhile are not owed). */
@@ -638,6 +755,15 @@ static bool phase_done(struct scan *s)
 		reset_cursors(s);
 		return false;
 	}
+	if (s->phase == PH_COUNT && s->deep && !p->stripes_missing && !s->errors) {
+		/* Nothing to rebuild: the PG is as clean (or degraded) as the
+		 * count says while its stripes are compared; a third merge of
+		 * the listings hands each whole stripe to a deep job. */
+		s->phase = PH_DEEP;
+		p->state = full_sig(&s->sig) ? "clean" : "degraded";
+		reset_cursors(s);
+		return false;
+	}
 	scan_finish(s);
 	return true;
 }
@@ -686,6 +812,31 @@ static void stripe(struct scan *s, const struct ent *first)
 		}
 		return;
 	}
+	if (s->phase == PH_DEEP) {
+		/* Only whole stripes: one lacking a shard is the rebuild's. */
+		uint32_t all = (1u << s->sig.width) - 1;
+		if (present != all)
+			return;
+		if (len_mismatch) {
+			char hex[2 * 64 + 1];
+			for (unsigned b = 0; b < oid_len; b++)
+				snprintf(hex + 2 * b, 3, "%02x", oid[b]);
+			LOG_ERROR("deep scrub: shards of one stripe differ in length; nothing written",
+				  "osd=%u pg=%u object=%s", r->osd_id, s->pg, hex);
+			r->st.deep_inconsistent++;
+			s->deep_inconsistent++;
+			metrics_counter_inc(r->m_deep_inconsistent);
+			return;
+		}
+		if (!len) {
+			r->st.deep_stripes++;
+			s->deep_stripes++;
+			metrics_counter_inc(r->m_deep_stripes);
+			return;
+		}
+		job_launch(s, oid, oid_len, len, present, 0, crc, true);
+		return;
+	}
 	if (!cl.rebuild)
 		return;
 	if (len_mismatch) {
@@ -694,7 +845,7 @@ static void stripe(struct scan *s, const struct ent *first)
 		metrics_counter_inc(r->m_errors);
 		return;
 	}
-	job_launch(s, oid, oid_len, len, present, cl.missing, crc);
+	job_launch(s, oid, oid_len, len, present, cl.missing, crc, false);
 }
 
 static void scan_step(struct scan *s)
@@ -748,7 +899,8 @@ static void scan_step(struct scan *s)
 			s->in_step = true;
 			continue;
 		}
-		if (s->phase == PH_REBUILD && s->jobs >= r->o.stripes_inflight)
+		if ((s->phase == PH_REBUILD || s->phase == PH_DEEP) &&
+		    s->jobs >= r->o.stripes_inflight)
 			break;
 		stripe(s, min);
 	}
@@ -772,6 +924,7 @@ void osd_recover_scan_start(struct osd_recover *r, struct scan *s, uint32_t pg, 
 	s->phase = PH_BAD;
 	s->count_only = count_only;
 	s->skip_count = skip;
+	s->deep = p->deep_wanted && r->o.deep_scrub_ms && !skip;
 	s->recovering = skip && p->count_recovering;
 	s->bads = calloc(BAD_MAX, sizeof(*s->bads));
 	bool oom = !s->bads;

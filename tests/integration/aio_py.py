@@ -20,12 +20,13 @@ def free_port():
 
 
 class Aio:
-    def __init__(self, osd_size="256M"):
+    def __init__(self, osd_size="256M", args=()):
         self.tmp = tempfile.mkdtemp(prefix="iolake-py.", dir="/dev/shm")
         self.data = os.path.join(self.tmp, "data")
         self.port = free_port()
         self.ep = "http://127.0.0.1:%d" % self.port
         self.osd_size = osd_size
+        self.args = list(args)  # more iolake-aio flags, on every start
         self.proc = None
         self.log = open(os.path.join(self.tmp, "aio.log"), "ab")
 
@@ -33,7 +34,7 @@ class Aio:
         env = dict(os.environ, IOLAKE_ROOT_ACCESS_KEY=AK, IOLAKE_ROOT_SECRET_KEY=SK)
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "iolake-aio"), "--data-dir", self.data, "--s3-listen",
-             "127.0.0.1:%d" % self.port, "--osd-size", self.osd_size],
+             "127.0.0.1:%d" % self.port, "--osd-size", self.osd_size] + self.args,
             stdout=self.log, stderr=self.log, env=env)
         end = time.time() + timeout
         while time.time() < end:
