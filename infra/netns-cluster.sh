@@ -24,10 +24,13 @@ Usage:
                    [--prefix iol] [--subnet 10.77.0] [--ec 4+2] [--osd-size 256M]
                    [--osd-down-after 10s] [--osd-out-after 1h] [--timeout 60]
                    [--osd-flags "--recovery-rate 32M ..."]
+                   [--meta-flags "--snapshot-bytes 8M ..."]
   netns-cluster.sh down    --dir DIR
   netns-cluster.sh status  --dir DIR
   netns-cluster.sh kill    --dir DIR NODE     SIGKILL every process of NODE
   netns-cluster.sh start   --dir DIR NODE     restart NODE's processes on its data
+  netns-cluster.sh kill-meta  --dir DIR NODE   SIGKILL NODE's meta member only
+  netns-cluster.sh start-meta --dir DIR NODE   restart NODE's meta member on its data
   netns-cluster.sh kill-osd  --dir DIR NODE J [--destroy]
                                              SIGKILL NODE's OSD J; --destroy also
                                              deletes its device file and index
@@ -73,6 +76,7 @@ load_state() {
 		DOWN_AFTER) DOWN_AFTER=$val ;;
 		OUT_AFTER) OUT_AFTER=$val ;;
 		OSD_FLAGS) OSD_FLAGS=$val ;;
+		META_FLAGS) META_FLAGS=$val ;;
 		BRIDGE) BRIDGE=$val ;;
 		NETNS) ;;  # one line per namespace, read by down
 		VETH) ;;   # one line per root-side veth, read by down
@@ -145,16 +149,23 @@ start_osd() {
 		--meta "$(meta_addrs)" --host "n$n" "${fmt[@]}" "${extra[@]}"
 }
 
+# start_meta NODE: NODE's meta member on its data.
+start_meta() {
+	local n=$1 extra=()
+	# shellcheck disable=SC2206  # META_FLAGS is a flag list, split on spaces
+	[ -z "$META_FLAGS" ] || extra=($META_FLAGS)
+	spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
+		--listen "$(node_ip "$n"):$META_PORT" --peers "$(meta_peers)" \
+		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC" "${extra[@]}"
+}
+
 start_node() {
-	local n=$1 j ip
-	ip=$(node_ip "$n")
+	local n=$1 j
 	mkdir -p "$DIR/n$n"
 	# Nodes added after up (add-node) hold OSDs and a gateway, no member.
-	[ "$n" -gt "$MEMBERS" ] || spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
-		--listen "$ip:$META_PORT" --peers "$(meta_peers)" \
-		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC"
+	[ "$n" -gt "$MEMBERS" ] || start_meta "$n"
 	for j in $(seq 1 "$OSDS"); do start_osd "$n" "$j"; done
-	spawn "$n" gw iolake-gw --s3-listen "$ip:$S3_PORT" --meta "$(meta_addrs)" --ec "$EC"
+	spawn "$n" gw iolake-gw --s3-listen "$(node_ip "$n"):$S3_PORT" --meta "$(meta_addrs)" --ec "$EC"
 }
 
 # ours PID: the process is alive and is one of this cluster's: its
@@ -310,6 +321,7 @@ cmd_up() {
 		echo "DOWN_AFTER=$DOWN_AFTER"
 		echo "OUT_AFTER=$OUT_AFTER"
 		echo "OSD_FLAGS=$OSD_FLAGS"
+		echo "META_FLAGS=$META_FLAGS"
 		echo "BRIDGE=$BRIDGE"
 	} >"$DIR/state"
 	: >"$DIR/pids"
@@ -487,6 +499,32 @@ check_started() {
 	done < <(tail -n "+$2" "$DIR/pids")
 }
 
+meta_node_arg() {
+	local n
+	n=$(node_arg "$1")
+	[ "$n" -le "$MEMBERS" ] || die "node $n runs no meta member (members are nodes 1..$MEMBERS)"
+	echo "$n"
+}
+
+cmd_kill_meta() {
+	local n
+	n=$(meta_node_arg "$1")
+	# shellcheck disable=SC2046
+	stop_pids KILL $(role_pids "$n" meta)
+	log "killed node $n's meta member"
+}
+
+cmd_start_meta() {
+	local n first
+	n=$(meta_node_arg "$1")
+	[ -z "$(role_pids "$n" meta)" ] || die "start-meta: node $n's member is running (kill-meta it first)"
+	first=$(($(wc -l <"$DIR/pids") + 1))
+	start_meta "$n"
+	until_ok "node $n's meta member to answer" "$TIMEOUT" member_answers "$n"
+	check_started "$n" "$first"
+	log "started node $n's meta member"
+}
+
 cmd_start() {
 	local n
 	n=$(node_arg "$1")
@@ -576,7 +614,7 @@ shift
 case "$VERB" in -h | --help | help) usage; exit 0 ;; esac
 
 DIR="" BUILD="" NODES=6 OSDS=2 PREFIX=iol SUBNET=10.77.0 EC=4+2 OSD_SIZE=256M
-DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" DESTROY=0
+DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" META_FLAGS="" DESTROY=0
 ARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -592,6 +630,7 @@ while [ $# -gt 0 ]; do
 	--osd-out-after) OUT_AFTER=${2:?--osd-out-after needs a value}; shift 2 ;;
 	--timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
 	--osd-flags) OSD_FLAGS=${2?--osd-flags needs a value}; shift 2 ;;
+	--meta-flags) META_FLAGS=${2?--meta-flags needs a value}; shift 2 ;;
 	--destroy) DESTROY=1; shift ;;
 	--) ARGS+=("$@"); break ;;
 	*) ARGS+=("$1"); shift ;;
@@ -608,10 +647,10 @@ up) [ ${#ARGS[@]} -eq 0 ] || die "up: unexpected argument ${ARGS[0]}"; cmd_up ;;
 down) cmd_down ;;
 status) load_state; cmd_status ;;
 add-node) [ ${#ARGS[@]} -eq 0 ] || die "add-node: no argument expected"; load_state; cmd_add_node ;;
-kill | start | isolate | heal | unslow)
+kill | start | isolate | heal | unslow | kill-meta | start-meta)
 	[ ${#ARGS[@]} -eq 1 ] || die "$VERB: one NODE expected"
 	load_state
-	"cmd_$VERB" "${ARGS[0]}"
+	"cmd_${VERB/-/_}" "${ARGS[0]}"
 	;;
 kill-osd | start-osd)
 	[ ${#ARGS[@]} -eq 2 ] || die "$VERB: NODE and OSD number expected"
