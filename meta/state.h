@@ -215,7 +215,12 @@ void meta_state_objiter_free(struct meta_state_objiter *it);
 int meta_state_digest(struct meta_state *s, uint8_t out[32]);
 
 /*
- * Export the whole state as one buffer for a Raft snapshot:
+ * Not used by meta/node.c any more (its snapshots are checkpoints:
+ * meta_state_checkpoint / meta_state_install); kept for the unit tests,
+ * which build states through it (test_refs: a state without the reference
+ * index). Do not use it on a large state.
+ *
+ * Export the whole state as one buffer:
  * "IOLMSNP1", u64 pair count, pairs (u32 klen, u32 vlen, key, value),
  * then SHA-256 of all that. alloc is raft_malloc for Raft (malloc in
  * tests), release its inverse (used only on failure); the caller owns
