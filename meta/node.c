@@ -15,9 +15,16 @@
  *     applies strictly in order and advances last_applied after apply);
  *     meta_state records it in the same write, so a replay is skipped.
  *   - A storage error in apply is fatal (abort): a member that cannot apply
- *     must not go on voting with a state that diverged from its log.
+ *     must not go on voting with a state that diverged from its log; so is
+ *     a failed snapshot install once running (libraft has already replaced
+ *     the log; the restart resumes the install).
+ *   - A Raft snapshot is a descriptor of a RocksDB checkpoint (meta/snap.h),
+ *     never the state: taken off the loop (fsm v3 snapshot_async), reused
+ *     while the state's "A" stays, installed by a streamed fetch and load
+ *     during which the loop waits (libraft 0.15's restore is synchronous).
  *
- * Thread: the node's loop only.
+ * Thread: the node's loop, except fsm_snapshot_async (libuv pool) and the
+ * fetch thread of an install (meta/snap.c).
  * Not here: forwarding writes (followers redirect the client with the
  * leader's address instead), leases (reads pay one barrier round trip).
  */

@@ -4,8 +4,9 @@
  * service (common/proto/meta.proto) in front of it.
  *
  * A member owns, under its data dir:
- *   DIR/raft    raft_uv's log segments, metadata and snapshots
+ *   DIR/raft    raft_uv's log segments, metadata and snapshot descriptors
  *   DIR/state   the RocksDB state (meta/state.h)
+ *   DIR/snap    checkpoints of the state, the files of snapshots (meta/snap.h)
  * and two listening sockets: the RPC server on `listen` ("host:port") and
  * Raft's TCP transport on the same host, port + 1 (documented in
  * docs/architecture.md: DESIGN.md gives a member one address, so the Raft
@@ -21,6 +22,8 @@
  * must be run by one thread (a loop_thread, or main's loop). RocksDB
  * applies and reads run on that loop (they are the state machine's own
  * calls; apply writes are not synced: the Raft log is the durable copy).
+ * Snapshots are checkpoints taken on the libuv pool; installing one blocks
+ * the loop while a thread of its own fetches the files (meta/snap.h).
  */
 #ifndef META_NODE_H
 #define META_NODE_H
