@@ -27,6 +27,9 @@
  *               digest equals the others'; then all three restart: each
  *               restores its own snapshot without loading anything
  *               (restore counter 0, nothing fetched)
+ *   snapshot_by_bytes  one voter, entry threshold 1024 but 32 KiB of
+ *               commands: ~750 small entries take several snapshots (by
+ *               bytes), and a restart loads none of them
  *   snapshot_resume  as above, but the member's in-<A> directory already
  *               holds half of every file of the leader's checkpoint and one
  *               whole file with a flipped byte: it fetches only the rest and
@@ -1069,6 +1072,35 @@ START_TEST(snapshot_catch_up)
 }
 END_TEST
 
+START_TEST(snapshot_by_bytes)
+{
+	struct cluster c;
+	cluster_init(&c, 1, 0, 0);
+	c.m[0].o.snapshot_bytes = 32 << 10;
+	m_start(&c, 0);
+	ck_assert_int_ge(wait_leader(&c, 10000), 0);
+	struct load L;
+	load_init(&L, &c, 3000, 4);
+	load_wait(&L, 60000);
+	ck_assert_uint_eq(atomic_load(&L.acked), 3000);
+	struct meta_node_info i = m_info(&c, 0, NULL);
+	printf("snapshot_by_bytes: %llu entries, %llu snapshots\n",
+	       (unsigned long long)i.last_index, (unsigned long long)i.snapshots);
+	ck_assert_uint_lt(i.last_index, 1024);
+	ck_assert_uint_ge(i.snapshots, 2);
+	uint8_t d0[32], d1[32];
+	m_info(&c, 0, d0);
+	m_stop(&c, 0);
+	m_start(&c, 0);
+	ck_assert_int_ge(wait_leader(&c, 10000), 0);
+	i = m_info(&c, 0, d1);
+	ck_assert_uint_eq(i.restores, 0);
+	ck_assert(!memcmp(d0, d1, 32));
+	load_free(&L);
+	cluster_free(&c);
+}
+END_TEST
+
 static void copy_part(const char *from, const char *to, uint64_t len, bool flip)
 {
 	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
@@ -1180,6 +1212,7 @@ int main(void)
 	tcase_add_test(tc, status_digest_changes);
 	tcase_add_test(tc, failover);
 	tcase_add_test(tc, snapshot_catch_up);
+	tcase_add_test(tc, snapshot_by_bytes);
 	tcase_add_test(tc, snapshot_resume);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
