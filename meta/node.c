@@ -278,7 +278,10 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 		snprintf(j->dir, sizeof(j->dir), "%s", n->snap_dir);
 		j->member_id = n->o.id;
 		snprintf(j->member_addr, sizeof(j->member_addr), "%s", n->rpc_addr);
-		j->prev = n->snap_last.applied_index ? &n->snap_last : NULL;
+		/* Only our own: an installed descriptor names the source's SST
+		 * numbers, which may name other files here. */
+		j->prev = n->snap_last.applied_index && n->snap_last.member_id == n->o.id
+				  ? &n->snap_last : NULL;
 		uint64_t now = loop_now_ms();
 		for (size_t i = 0; i < SNAP_PINS; i++)
 			if (n->snap_pins[i].name[0] && now - n->snap_pins[i].at_ms < SNAP_PIN_MS)
