@@ -377,7 +377,7 @@ static size_t fetch_sources(struct meta_node *n, const struct snap_desc *d,
 
 /*
  * Install d into the state: from this member's own checkpoint when it
- * holds it, else fetched from the members into DIR/snap/in-<A>. Blocks
+ * holds it, else fetched from the members into DIR/snap/in-<name>. Blocks
  * the loop until done: libraft 0.15's restore is synchronous, and a
  * follower being installed has nothing better to do (it cannot apply or
  * vote usefully on a state it does not have). 0 or a negative error.

@@ -3,9 +3,12 @@
  * from another member, serve one (contracts in snap.h).
  *
  * Invariants:
- *   - A checkpoint directory cp-<A> is complete once it has that name
- *     (taken into tmp-cp, renamed; fetched into in-<A>, renamed after
- *     its files were verified and installed). Its files never change.
+ *   - A checkpoint directory cp-<A>-<member> is complete once it has that
+ *     name (taken into tmp-cp, renamed; fetched into in-cp-<A>-<member>,
+ *     renamed after its files were verified and installed). Its files
+ *     never change, and every member holding that name holds the same
+ *     files: the name carries the member that took it (two members at the
+ *     same A have different files).
  *   - A fetched file is trusted only when its size and crc32c match the
  *     descriptor; a partial file is resumed from its size.
  *
@@ -297,7 +300,8 @@ static void prune(const struct snap_take_job *j, uint64_t a)
 	while ((e = readdir(dh))) {
 		unsigned long long v;
 		char tail;
-		if (sscanf(e->d_name, "cp-%llu%c", &v, &tail) != 1)
+		unsigned long long who;
+		if (sscanf(e->d_name, "cp-%llu-%llu%c", &v, &who, &tail) != 2)
 			continue;
 		for (int i = 0; i < SNAP_KEEP; i++)
 			if (v > keep[i]) {
@@ -310,15 +314,15 @@ static void prune(const struct snap_take_job *j, uint64_t a)
 	}
 	rewinddir(dh);
 	while ((e = readdir(dh))) {
-		unsigned long long v;
+		unsigned long long v, who;
 		char tail, path[1024];
 		bool drop = false;
-		if (sscanf(e->d_name, "cp-%llu%c", &v, &tail) == 1) {
+		if (sscanf(e->d_name, "cp-%llu-%llu%c", &v, &who, &tail) == 2) {
 			drop = v != a && !pinned(j, e->d_name);
 			for (int i = 0; i < SNAP_KEEP; i++)
 				if (keep[i] == v)
 					drop = false;
-		} else if (sscanf(e->d_name, "in-%llu%c", &v, &tail) == 1) {
+		} else if (sscanf(e->d_name, "in-cp-%llu-%llu%c", &v, &who, &tail) == 2) {
 			drop = v <= a;
 		}
 		if (drop) {
@@ -348,7 +352,8 @@ int snap_take(struct snap_take_job *j)
 		rm_rf(tmp);
 		return rc;
 	}
-	snprintf(final, sizeof(final), "%s/cp-%llu", j->dir, (unsigned long long)a);
+	snprintf(final, sizeof(final), "%s/cp-%llu-%llu", j->dir, (unsigned long long)a,
+		 (unsigned long long)j->member_id);
 	struct stat st;
 	if (stat(final, &st) == 0) {
 		rm_rf(tmp);   /* the same state checkpointed before: reuse it */
@@ -364,7 +369,8 @@ int snap_take(struct snap_take_job *j)
 	j->desc.member_id = j->member_id;
 	snprintf(j->desc.member_addr, sizeof(j->desc.member_addr), "%s", j->member_addr);
 	j->desc.applied_index = a;
-	snprintf(j->desc.checkpoint, sizeof(j->desc.checkpoint), "cp-%llu", (unsigned long long)a);
+	snprintf(j->desc.checkpoint, sizeof(j->desc.checkpoint), "cp-%llu-%llu", (unsigned long long)a,
+		 (unsigned long long)j->member_id);
 	prune(j, a);
 	j->elapsed_ns = loop_now_ns() - t0;
 	return 0;
@@ -386,7 +392,7 @@ bool snap_local_complete(const char *dir, const struct snap_desc *d, char *path,
 void snap_adopt(const char *dir, const struct snap_desc *d)
 {
 	char from[700], to[700];
-	snprintf(from, sizeof(from), "%s/in-%llu", dir, (unsigned long long)d->applied_index);
+	snprintf(from, sizeof(from), "%s/in-%s", dir, d->checkpoint);
 	snprintf(to, sizeof(to), "%s/%s", dir, d->checkpoint);
 	struct stat st;
 	if (stat(to, &st) == 0)
@@ -553,13 +559,19 @@ static void fetch_step(struct fetcher *f)
 		}
 		uint32_t crc;
 		if (crc_fd(f->fd, sf->size, &crc, NULL) || crc != sf->crc32c) {
+			/* Bad bytes on disk, or a source that is: fetch it again
+			 * from the next one. */
 			LOG_WARN("snapshot fetch: file does not match its crc32c: fetching it again",
 				 "file=%s", sf->name);
-			if (++f->crc_failures > 3 || ftruncate(f->fd, 0)) {
+			if (++f->crc_failures > 3 * j->n_addrs || ftruncate(f->fd, 0)) {
 				fetch_finish(f, -EIO);
 				return;
 			}
 			f->off = 0;
+			if (f->crc_failures > 1) {
+				fetch_fail_over(f, "crc32c mismatch");
+				return;
+			}
 			continue;
 		}
 		int rc = fsync(f->fd) ? -errno : 0;
@@ -596,8 +608,7 @@ int snap_fetch(struct snap_fetch_job *j)
 		j->chunk_bytes = SNAP_CHUNK_BYTES;
 	if (mkdir(j->dir, 0700) && errno != EEXIST)
 		return -errno;
-	snprintf(j->path, sizeof(j->path), "%s/in-%llu", j->dir,
-		 (unsigned long long)j->desc->applied_index);
+	snprintf(j->path, sizeof(j->path), "%s/in-%s", j->dir, j->desc->checkpoint);
 	if (mkdir(j->path, 0700) && errno != EEXIST)
 		return -errno;
 	struct fetcher *f = calloc(1, sizeof(*f));

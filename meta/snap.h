@@ -4,12 +4,15 @@
  * (proto SnapshotDescriptor) naming a RocksDB checkpoint directory under
  * DIR/snap of one member; the files move out of band with FetchSnapshot.
  *
- *   DIR/snap/cp-<A>    a checkpoint of the state at applied index A (hard
- *                      links to the live SST files: cheap); the newest
- *                      SNAP_KEEP are kept, and any fetched recently
- *   DIR/snap/in-<A>    files being fetched from another member; renamed
- *                      cp-<A> once installed (then this member serves it)
- *   DIR/snap/tmp-cp    a checkpoint being taken
+ *   DIR/snap/cp-<A>-<M>     a checkpoint of member M's state at applied
+ *                           index A (hard links to the live SST files:
+ *                           cheap); the newest SNAP_KEEP are kept, and any
+ *                           fetched recently. The name is unique in the
+ *                           group: every holder of it holds the same files
+ *   DIR/snap/in-cp-<A>-<M>  files being fetched from another member;
+ *                           renamed cp-<A>-<M> once installed (then this
+ *                           member serves it too)
+ *   DIR/snap/tmp-cp         a checkpoint being taken
  *
  * Threads: snap_take runs off the loop (libraft's async work); snap_fetch
  * blocks its caller and runs its calls on a thread and loop of its own;
@@ -84,7 +87,7 @@ struct snap_take_job {
 	uint64_t crc_bytes;           /* bytes read to checksum */
 };
 
-/* Checkpoint the state into DIR/snap/cp-<A> (A read back from the
+/* Checkpoint the state into DIR/snap/cp-<A>-<member> (A read back from the
  * checkpoint: applies go on meanwhile, so A may be above the index Raft
  * snapshots at), list its files with sizes and crc32c, prune older
  * checkpoints. Any thread but the loop's. 0, -EIO, -ENOMEM. */
@@ -93,7 +96,7 @@ int snap_take(struct snap_take_job *j);
 /* One checkpoint to fetch (blocking). */
 struct snap_fetch_job {
 	const struct snap_desc *desc;
-	char dir[600];                /* DIR/snap: files go to DIR/snap/in-<A> */
+	char dir[600];                /* DIR/snap: files go to DIR/snap/in-<checkpoint> */
 	char addrs[META_NODE_MAX_PEERS + 1][META_NODE_ADDR_MAX];   /* source first */
 	size_t n_addrs;
 	uint64_t timeout_ms;          /* give up after (0: 300 s) */
@@ -104,7 +107,7 @@ struct snap_fetch_job {
 	char path[700];               /* the complete checkpoint directory */
 };
 
-/* Fetch every file of desc that DIR/snap/in-<A> does not already hold
+/* Fetch every file of desc that DIR/snap/in-<checkpoint> does not already hold
  * whole (a partial file resumes from its size; a file whose size and
  * crc32c do not match is fetched again), from addrs in turn: a source
  * that does not answer or lost the checkpoint costs a switch to the next,
@@ -117,7 +120,7 @@ int snap_fetch(struct snap_fetch_job *j);
  * size (a local checkpoint, e.g. this member's own). */
 bool snap_local_complete(const char *dir, const struct snap_desc *d, char *path, size_t cap);
 
-/* After an install from DIR/snap/in-<A>: rename it cp-<A> so this member
+/* After an install from DIR/snap/in-<checkpoint>: rename it <checkpoint> so this member
  * can serve it too. Best effort. */
 void snap_adopt(const char *dir, const struct snap_desc *d);
 

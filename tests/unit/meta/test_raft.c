@@ -30,11 +30,14 @@
  *   snapshot_by_bytes  one voter, entry threshold 1024 but 32 KiB of
  *               commands: ~750 small entries take several snapshots (by
  *               bytes), and a restart loads none of them
- *   snapshot_resume  as above, but the member's in-<A> directory already
+ *   snapshot_resume  as above, but the member's in-cp-<A>-<leader> directory already
  *               holds half of every file of the leader's checkpoint and one
  *               whole file with a flipped byte: it fetches only the rest and
  *               that file again (fetched < checkpoint bytes), and ends with
- *               the leader's digest
+ *               the leader's digest; then snap_fetch directly: a dead first
+ *               source and one that lacks the checkpoint (NOT_FOUND) cost a
+ *               switch each and the leader serves it whole; a checkpoint
+ *               nobody has times out (-ETIMEDOUT)
  *
  * The load's window and the kill point come from a seed, printed;
  * RAFT_TEST_SEED=<n> replays one.
@@ -56,7 +59,9 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "meta/client.h"
+#include "common/crc.h"
 #include "meta/node.h"
+#include "meta/snap.h"
 #include "meta_test_util.h"
 
 #define NMEMB 3
@@ -985,8 +990,9 @@ static int snapshot_setup(struct cluster *c, struct load *L, const char *name, s
 	return leader;
 }
 
-/* The newest checkpoint of a member's DIR/snap: cp-<A>; A, 0 if none. */
-static unsigned long long newest_cp(const char *dir, char out[256])
+/* The newest checkpoint member `id` took, in its DIR/snap: cp-<A>-<id>
+ * (path in out); A, 0 if none. */
+static unsigned long long newest_cp(const char *dir, unsigned id, char out[256])
 {
 	char snap[128];
 	snprintf(snap, sizeof(snap), "%s/snap", dir);
@@ -994,13 +1000,13 @@ static unsigned long long newest_cp(const char *dir, char out[256])
 	unsigned long long best = 0;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		unsigned long long a;
-		if (sscanf(e->d_name, "cp-%llu", &a) == 1 && a > best)
+		unsigned long long a, who;
+		if (sscanf(e->d_name, "cp-%llu-%llu", &a, &who) == 2 && who == id && a > best)
 			best = a;
 	}
 	if (d)
 		closedir(d);
-	snprintf(out, 256, "%s/cp-%llu", snap, best);
+	snprintf(out, 256, "%s/cp-%llu-%u", snap, best, id);
 	return best;
 }
 
@@ -1028,7 +1034,7 @@ START_TEST(snapshot_catch_up)
 	size_t down;
 	int leader = snapshot_setup(&c, &L, "snapshot_catch_up", &down);
 	char cp[256];
-	ck_assert_uint_gt(newest_cp(c.m[leader].dir, cp), 0);
+	ck_assert_uint_gt(newest_cp(c.m[leader].dir, (unsigned)leader + 1, cp), 0);
 	uint64_t cp_bytes = dir_bytes(cp);
 
 	uint64_t t0 = loop_now_ms();
@@ -1137,7 +1143,7 @@ START_TEST(snapshot_resume)
 		snaps = now;
 	}
 	char cp[256];
-	unsigned long long a = newest_cp(c.m[leader].dir, cp);
+	unsigned long long a = newest_cp(c.m[leader].dir, (unsigned)leader + 1, cp);
 	ck_assert_uint_gt(a, 0);
 
 	/* A fetch that stopped midway: half of every file, and the largest one
@@ -1145,7 +1151,7 @@ START_TEST(snapshot_resume)
 	char in[256];
 	snprintf(in, sizeof(in), "%s/snap", c.m[down].dir);
 	mkdir(in, 0700);
-	snprintf(in, sizeof(in), "%s/snap/in-%llu", c.m[down].dir, a);
+	snprintf(in, sizeof(in), "%s/snap/in-cp-%llu-%d", c.m[down].dir, a, leader + 1);
 	ck_assert_int_eq(mkdir(in, 0700), 0);
 	DIR *d = opendir(cp);
 	ck_assert_ptr_nonnull(d);
@@ -1179,8 +1185,8 @@ START_TEST(snapshot_resume)
 			seeded += len;
 	}
 	closedir(d);
-	printf("snapshot_resume: checkpoint cp-%llu of %llu bytes; seeded %llu bytes and %s "
-	       "(%llu bytes, corrupt)\n", a, (unsigned long long)total,
+	printf("snapshot_resume: checkpoint %s of %llu bytes; seeded %llu bytes and %s "
+	       "(%llu bytes, corrupt)\n", strrchr(cp, '/') + 1, (unsigned long long)total,
 	       (unsigned long long)seeded, big, (unsigned long long)big_size);
 
 	m_start(&c, down);
@@ -1194,6 +1200,58 @@ START_TEST(snapshot_resume)
 	ck_assert_uint_eq(di.snapshot_fetch_bytes, total - seeded);
 	assert_digests_equal(&c, NULL);
 	verify_member(&c, down, &L, L.total);
+
+	/* The fetch on its own: fail-over between sources, and its deadline. */
+	struct snap_desc sd = { .member_id = (uint64_t)leader + 1, .applied_index = a };
+	snprintf(sd.member_addr, sizeof(sd.member_addr), "%s", c.m[leader].addr);
+	snprintf(sd.checkpoint, sizeof(sd.checkpoint), "%s", strrchr(cp, '/') + 1);
+	sd.files = calloc(64, sizeof(*sd.files));
+	d = opendir(cp);
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		ck_assert_uint_lt(sd.n_files, 64);
+		struct snap_file *f = &sd.files[sd.n_files++];
+		ck_assert_uint_lt(strlen(e->d_name), sizeof(f->name));
+		memcpy(f->name, e->d_name, strlen(e->d_name) + 1);
+		f->size = (uint64_t)st.st_size;
+		FILE *fh = fopen(p, "rb");
+		char buf[65536];
+		size_t k;
+		while ((k = fread(buf, 1, sizeof(buf), fh)) > 0)
+			f->crc32c = crc32c(f->crc32c, buf, k);
+		fclose(fh);
+		sd.bytes += f->size;
+	}
+	closedir(d);
+	size_t other = 3 - (size_t)leader - down;   /* running, has its own cp-<A>-<other> */
+	struct snap_fetch_job fj = { .desc = &sd, .n_addrs = 3, .timeout_ms = 20000,
+				     .chunk_bytes = 16384 };
+	char fdir[128];
+	tmpdir(fdir);
+	snprintf(fj.dir, sizeof(fj.dir), "%s/snap", fdir);
+	snprintf(fj.addrs[0], sizeof(fj.addrs[0]), "127.0.0.1:%d", free_port_pair());   /* dead */
+	snprintf(fj.addrs[1], sizeof(fj.addrs[1]), "%s", c.m[other].addr);
+	snprintf(fj.addrs[2], sizeof(fj.addrs[2]), "%s", c.m[leader].addr);
+	uint64_t t0 = loop_now_ms();
+	ck_assert_int_eq(snap_fetch(&fj), 0);
+	printf("snapshot_resume: snap_fetch past a dead source and member %zu: %llu bytes in %llu "
+	       "ms, 16 KiB calls\n", other + 1, (unsigned long long)fj.fetched_bytes,
+	       (unsigned long long)(loop_now_ms() - t0));
+	ck_assert_uint_eq(fj.fetched_bytes, total);
+	snprintf(sd.checkpoint, sizeof(sd.checkpoint), "cp-%llu-%d", a + 1000000, leader + 1);
+	sd.applied_index = a + 1000000;
+	struct snap_fetch_job gone = fj;
+	gone.fetched_bytes = 0;
+	gone.timeout_ms = 1500;
+	t0 = loop_now_ms();
+	ck_assert_int_eq(snap_fetch(&gone), -ETIMEDOUT);
+	ck_assert_uint_lt(loop_now_ms() - t0, 6000);
+	snap_desc_free(&sd);
+	rm_rf(fdir);
 
 	load_free(&L);
 	cluster_free(&c);
