@@ -336,8 +336,10 @@ static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[
 	n->snap_job = NULL;
 	if (!j)
 		return 0;
-	metrics_counter_inc(n->m_snapshots);
-	n->snaps_taken++;
+	if (n->snap_reuse || j->desc.applied_index) {   /* else the checkpoint failed */
+		metrics_counter_inc(n->m_snapshots);
+		n->snaps_taken++;
+	}
 	if (!n->snap_reuse && j->desc.applied_index) {
 		snap_desc_free(&n->snap_last);
 		n->snap_last = j->desc;   /* moved */
@@ -347,11 +349,11 @@ static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[
 			 j->desc.n_files, (unsigned long long)j->desc.bytes,
 			 (unsigned long long)j->crc_bytes,
 			 (unsigned long long)(j->elapsed_ns / 1000000));
-	} else {
-		if (!n->snap_reuse)
-			snap_desc_free(&j->desc);
+	} else if (n->snap_reuse) {
 		LOG_DEBUG("snapshot reuses the last checkpoint", "applied=%llu",
 			  (unsigned long long)n->snap_last.applied_index);
+	} else {
+		snap_desc_free(&j->desc);
 	}
 	free(j);
 	return 0;
