@@ -38,6 +38,19 @@ static bool read_failed(struct rpc_req *r, int rc)
 	return true;
 }
 
+/* ------------------------------------------------------ file snapshots */
+
+/* Any member: a byte range of one file of one of its checkpoints
+ * (meta/snap.h), read on the libuv pool. */
+static void h_fetch_snapshot(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__FetchSnapshotRequest *q = REQ(Iolake__Meta__FetchSnapshotRequest, r);
+	if (snap_name_ok(q->checkpoint))
+		node_snap_pin(n, q->checkpoint);
+	snap_serve_fetch(n->loop, n->snap_dir, r);
+}
+
 /* ------------------------------------------------------------ writes */
 
 static void h_submit(struct rpc_req *r, void *ud)
@@ -902,19 +915,6 @@ void node_cancel_changes(struct meta_node *n)
 			rpc_fail(ch->req, RPC_UNAVAILABLE, "member stopping");
 			ch->req = NULL;
 		}
-}
-
-/* ------------------------------------------------------ file snapshots */
-
-/* Any member: a byte range of one file of one of its checkpoints
- * (meta/snap.h), read on the libuv pool. */
-static void h_fetch_snapshot(struct rpc_req *r, void *ud)
-{
-	struct meta_node *n = ud;
-	const Iolake__Meta__FetchSnapshotRequest *q = REQ(Iolake__Meta__FetchSnapshotRequest, r);
-	if (snap_name_ok(q->checkpoint))
-		node_snap_pin(n, q->checkpoint);
-	snap_serve_fetch(n->loop, n->snap_dir, r);
 }
 
 int node_service_register(struct meta_node *n)
