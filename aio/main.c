@@ -91,6 +91,9 @@ static int64_t f_recovery_max_pgs = 2;
 static uint64_t f_pg_report_interval = 2000;
 static uint64_t f_recovery_rescan = 3600ull * 1000;
 static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
+static uint64_t f_meta_cache = 256ull << 20;
+static uint64_t f_meta_wbuf = 64ull << 20;
+static uint64_t f_snap_bytes = 64ull << 20;
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -101,6 +104,15 @@ static const struct flag_spec specs[] = {
 	  .help = "OSDs to run (each a sparse file DIR/osd-N/dev)" },
 	{ .name = "ec", .type = FLAG_STRING, .dst = &f_ec, .metavar = "K+M",
 	  .help = "erasure code (fixed when the cluster is created)" },
+	{ .name = "meta-cache", .type = FLAG_SIZE, .dst = &f_meta_cache, .min = 8 << 20,
+	  .max = 1ull << 40, .metavar = "BYTES",
+	  .help = "meta's RocksDB block cache (data, index and filter blocks)" },
+	{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &f_meta_wbuf, .min = 1 << 20,
+	  .max = 1ull << 34, .metavar = "BYTES",
+	  .help = "meta's RocksDB memtable (at most two in memory)" },
+	{ .name = "snapshot-bytes", .type = FLAG_SIZE, .dst = &f_snap_bytes, .min = 1 << 20,
+	  .max = 1ull << 40, .metavar = "BYTES",
+	  .help = "meta snapshots after this many command bytes (or 1024 entries)" },
 	{ .name = "osd-size", .type = FLAG_SIZE, .dst = &f_osd_size, .min = 64 << 20,
 	  .max = 1ll << 50, .help = "size of each OSD's file, created sparse on first start" },
 	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &f_inline_max, .min = 0,
@@ -228,7 +240,8 @@ static void meta_start_fn(void *arg)
 				    .local_name = "meta", .peers = &peer, .n_peers = 1,
 				    .pg_count = (uint32_t)f_pg_count, .ec_k = A.k, .ec_m = A.m,
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
-				    .metrics = A.reg };
+				    .snapshot_bytes = f_snap_bytes, .cache_bytes = f_meta_cache,
+				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg };
 	*rc = meta_node_start(&A.meta_lt.loop, &o, &A.meta);
 }
 

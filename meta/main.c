@@ -67,6 +67,7 @@ int main(int argc, char **argv)
 	struct flag_list peers = { 0 };
 	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
+	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000;
 	const struct flag_spec specs[] = {
@@ -87,6 +88,15 @@ int main(int argc, char **argv)
 		  .help = "debug, info, warn, error" },
 		{ .name = "snapshot-threshold", .type = FLAG_UINT64, .dst = &snap_threshold, .min = 16,
 		  .max = 1 << 24, .help = "entries between snapshots" },
+		{ .name = "snapshot-bytes", .type = FLAG_SIZE, .dst = &snap_bytes, .min = 1 << 20,
+		  .max = 1ull << 40, .metavar = "BYTES",
+		  .help = "or command bytes applied between snapshots, whichever comes first" },
+		{ .name = "meta-cache", .type = FLAG_SIZE, .dst = &cache_bytes, .min = 8 << 20,
+		  .max = 1ull << 40, .metavar = "BYTES",
+		  .help = "RocksDB block cache of the state (data, index and filter blocks)" },
+		{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &wbuf_bytes, .min = 1 << 20,
+		  .max = 1ull << 34, .metavar = "BYTES",
+		  .help = "RocksDB memtable of the state (at most two in memory)" },
 		{ .name = "snapshot-trailing", .type = FLAG_UINT64, .dst = &snap_trailing, .min = 0,
 		  .max = 1 << 24, .help = "entries kept in the log after a snapshot" },
 		{ .name = "election-timeout", .type = FLAG_DURATION, .dst = &election_ms, .min = 50,
@@ -164,6 +174,9 @@ int main(int argc, char **argv)
 		.join = join,
 		.snapshot_threshold = (unsigned)snap_threshold,
 		.snapshot_trailing = (unsigned)snap_trailing,
+		.snapshot_bytes = snap_bytes,
+		.cache_bytes = cache_bytes,
+		.write_buffer_bytes = wbuf_bytes,
 		.election_timeout_ms = (unsigned)election_ms,
 		.heartbeat_timeout_ms = (unsigned)heartbeat_ms,
 		.osd_down_after_ms = down_after_ms,

@@ -15,9 +15,16 @@
  *     applies strictly in order and advances last_applied after apply);
  *     meta_state records it in the same write, so a replay is skipped.
  *   - A storage error in apply is fatal (abort): a member that cannot apply
- *     must not go on voting with a state that diverged from its log.
+ *     must not go on voting with a state that diverged from its log; so is
+ *     a failed snapshot install once running (libraft has already replaced
+ *     the log; the restart resumes the install).
+ *   - A Raft snapshot is a descriptor of a RocksDB checkpoint (meta/snap.h),
+ *     never the state: taken off the loop (fsm v3 snapshot_async), reused
+ *     while the state's "A" stays, installed by a streamed fetch and load
+ *     during which the loop waits (libraft 0.15's restore is synchronous).
  *
- * Thread: the node's loop only.
+ * Thread: the node's loop, except fsm_snapshot_async (libuv pool) and the
+ * fetch thread of an install (meta/snap.c).
  * Not here: forwarding writes (followers redirect the client with the
  * leader's address instead), the reads themselves (node_read.c: ReadIndex
  * rounds, no log write).
@@ -171,6 +178,14 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	}
 	*result = NULL;
 	metrics_histogram_observe(n->m_apply_us, (loop_now_ns() - t0) / 1000);
+	/* Snapshot by bytes too: libraft 0.15 counts entries only, so past
+	 * the byte threshold lower its entry threshold to 1 (the next check,
+	 * right after this apply, snapshots); fsm_snapshot restores it. */
+	n->snap_bytes_since += buf->len;
+	if (!n->snap_lowered && n->snap_bytes_since >= n->o.snapshot_bytes) {
+		raft_set_snapshot_threshold(&n->raft, 1);
+		n->snap_lowered = true;
+	}
 	if (rc == IOL_EPROTOCOL)
 		LOG_WARN("entry does not decode: skipped", "index=%llu", (unsigned long long)index);
 	int nops = rc > 0 ? rc : 0;
@@ -195,48 +210,280 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	return 0;
 }
 
+/* ----------------------------------------------------- snapshots
+ * A snapshot is a RocksDB checkpoint of the state, described by a small
+ * SnapshotDescriptor (meta/snap.h); libraft stores and ships only the
+ * descriptor. fsm version 3: `snapshot` runs on the loop and costs
+ * nothing that grows with the state (it reuses the last checkpoint when
+ * the state's applied index "A" has not moved: the state did not change);
+ * `snapshot_async` takes the checkpoint on libraft's async work (libuv
+ * pool); `snapshot_finalize` frees the buffer back on the loop.
+ *
+ * Applies go on while the checkpoint is taken, so its "A" may be above the
+ * index libraft records the snapshot at. That is sound: libraft replays
+ * the entries after its index onto the installed state, and apply skips
+ * every entry at or below the state's "A" (meta_state_apply), so none is
+ * applied twice and none is lost. */
+
+void node_snap_pin(struct meta_node *n, const char *name)
+{
+	uint64_t now = loop_now_ms();
+	size_t slot = 0;
+	for (size_t i = 0; i < SNAP_PINS; i++) {
+		if (!strcmp(n->snap_pins[i].name, name)) {
+			slot = i;
+			break;
+		}
+		if (n->snap_pins[i].at_ms < n->snap_pins[slot].at_ms)
+			slot = i;
+	}
+	snprintf(n->snap_pins[slot].name, sizeof(n->snap_pins[slot].name), "%s", name);
+	n->snap_pins[slot].at_ms = now;
+}
+
+static void snap_restore_threshold(struct meta_node *n)
+{
+	n->snap_bytes_since = 0;
+	if (n->snap_lowered) {
+		raft_set_snapshot_threshold(&n->raft, n->o.snapshot_threshold);
+		n->snap_lowered = false;
+	}
+}
+
+static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs);
+
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
 	struct meta_node *n = fsm->data;
-	uint8_t *data;
-	size_t len;
-	int rc = meta_state_export(n->state, raft_malloc, raft_free, &data, &len);
-	if (rc) {
-		LOG_ERROR("snapshot export failed", "err=%s", iol_strerror(rc));
+	*bufs = NULL;
+	*n_bufs = 0;
+	if (n->snap_job || meta_state_applied_index(n->state) == 0)
+		return RAFT_BUSY;   /* one at a time; nothing to snapshot yet (BUSY: retried later) */
+	struct snap_take_job *j = calloc(1, sizeof(*j));
+	if (!j)
 		return RAFT_NOMEM;
+	snap_restore_threshold(n);
+	n->snap_reuse = n->snap_last.applied_index &&
+			n->snap_last.applied_index == meta_state_applied_index(n->state);
+	if (n->snap_reuse) {
+		struct raft_buffer *b = raft_malloc(sizeof(*b));
+		if (!b || snap_desc_encode(&n->snap_last, &b->base, &b->len)) {
+			raft_free(b);
+			free(j);
+			return RAFT_NOMEM;
+		}
+		*bufs = b;
+		*n_bufs = 1;
+	} else {
+		j->state = n->state;
+		snprintf(j->dir, sizeof(j->dir), "%s", n->snap_dir);
+		j->member_id = n->o.id;
+		snprintf(j->member_addr, sizeof(j->member_addr), "%s", n->rpc_addr);
+		/* Only our own: an installed descriptor names the source's SST
+		 * numbers, which may name other files here. */
+		j->prev = n->snap_last.applied_index && n->snap_last.member_id == n->o.id
+				  ? &n->snap_last : NULL;
+		uint64_t now = loop_now_ms();
+		for (size_t i = 0; i < SNAP_PINS; i++)
+			if (n->snap_pins[i].name[0] && now - n->snap_pins[i].at_ms < SNAP_PIN_MS)
+				memcpy(j->pinned[j->n_pinned++], n->snap_pins[i].name, SNAP_NAME_MAX);
 	}
-	*bufs = raft_malloc(sizeof(**bufs));
-	if (!*bufs) {
-		raft_free(data);
-		return RAFT_NOMEM;
+	n->snap_job = j;
+	if (!n->fsm.snapshot_async && !n->snap_reuse &&
+	    fsm_snapshot_async(fsm, bufs, n_bufs) != 0) {
+		n->snap_job = NULL;   /* no finalize follows a failed snapshot */
+		free(j);
+		return RAFT_IOERR;
 	}
-	(*bufs)[0].base = data;
-	(*bufs)[0].len = len;
-	*n_bufs = 1;
-	metrics_counter_inc(n->m_snapshots);
-	LOG_INFO("snapshot taken", "applied=%llu bytes=%zu",
-		 (unsigned long long)meta_state_applied_index(n->state), len);
 	return 0;
+}
+
+/* Off the loop (libuv pool): the checkpoint. Reads only the job (and
+ * n->snap_last through j->prev, which the loop leaves alone until
+ * finalize). */
+static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+	struct meta_node *n = fsm->data;
+	struct snap_take_job *j = n->snap_job;
+	if (!j || n->snap_reuse)
+		return 0;
+	int rc = snap_take(j);
+	if (rc) {
+		LOG_ERROR("snapshot: checkpoint failed", "err=%s", iol_strerror(rc));
+		return RAFT_IOERR;
+	}
+	struct raft_buffer *b = raft_malloc(sizeof(*b));
+	if (!b || snap_desc_encode(&j->desc, &b->base, &b->len)) {
+		raft_free(b);
+		return RAFT_NOMEM;
+	}
+	*bufs = b;
+	*n_bufs = 1;
+	metrics_histogram_observe(n->m_snap_seconds, j->elapsed_ns / 1000);
+	metrics_gauge_set(n->m_snap_bytes, (int64_t)j->desc.bytes);
+	return 0;
+}
+
+static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[],
+				 unsigned *n_bufs)
+{
+	struct meta_node *n = fsm->data;
+	for (unsigned i = 0; *bufs && i < *n_bufs; i++)
+		raft_free((*bufs)[i].base);
+	raft_free(*bufs);
+	*bufs = NULL;
+	*n_bufs = 0;
+	struct snap_take_job *j = n->snap_job;
+	n->snap_job = NULL;
+	if (!j)
+		return 0;
+	if (n->snap_reuse || j->desc.applied_index) {   /* else the checkpoint failed */
+		metrics_counter_inc(n->m_snapshots);
+		n->snaps_taken++;
+	}
+	if (!n->snap_reuse && j->desc.applied_index) {
+		snap_desc_free(&n->snap_last);
+		n->snap_last = j->desc;   /* moved */
+		LOG_INFO("snapshot taken", "applied=%llu checkpoint=%s files=%zu bytes=%llu "
+			 "crc_bytes=%llu ms=%llu",
+			 (unsigned long long)j->desc.applied_index, j->desc.checkpoint,
+			 j->desc.n_files, (unsigned long long)j->desc.bytes,
+			 (unsigned long long)j->crc_bytes,
+			 (unsigned long long)(j->elapsed_ns / 1000000));
+	} else if (n->snap_reuse) {
+		LOG_DEBUG("snapshot reuses the last checkpoint", "applied=%llu",
+			  (unsigned long long)n->snap_last.applied_index);
+	} else {
+		snap_desc_free(&j->desc);
+	}
+	free(j);
+	return 0;
+}
+
+/* Where to fetch d from: its member first, then every other member of the
+ * configuration (one that installed d holds it under the same name). */
+static size_t fetch_sources(struct meta_node *n, const struct snap_desc *d,
+			    char addrs[][META_NODE_ADDR_MAX], size_t cap)
+{
+	size_t k = 0;
+	if (d->member_addr[0] && d->member_id != n->o.id)
+		snprintf(addrs[k++], META_NODE_ADDR_MAX, "%s", d->member_addr);
+	for (unsigned i = 0; i < n->raft.configuration.n && k < cap; i++) {
+		const struct raft_server *sv = &n->raft.configuration.servers[i];
+		char a[META_NODE_ADDR_MAX];
+		if (sv->id == n->o.id || sv->id == d->member_id || meta_node_rpc_addr(sv->address, a))
+			continue;
+		snprintf(addrs[k++], META_NODE_ADDR_MAX, "%s", a);
+	}
+	return k;
+}
+
+/*
+ * Install d into the state: from this member's own checkpoint when it
+ * holds it, else fetched from the members into DIR/snap/in-<name>. Blocks
+ * the loop until done: libraft 0.15's restore is synchronous, and a
+ * follower being installed has nothing better to do (it cannot apply or
+ * vote usefully on a state it does not have). 0 or a negative error.
+ */
+static int snap_install(struct meta_node *n, const struct snap_desc *d)
+{
+	uint64_t t0 = loop_now_ms();
+	char local[700];
+	struct snap_fetch_job *fj = NULL;
+	const char *src = local;
+	int rc = 0;
+	if (!snap_local_complete(n->snap_dir, d, local, sizeof(local))) {
+		fj = calloc(1, sizeof(*fj));
+		if (!fj)
+			return -ENOMEM;
+		fj->desc = d;
+		snprintf(fj->dir, sizeof(fj->dir), "%s", n->snap_dir);
+		fj->n_addrs = fetch_sources(n, d, fj->addrs, META_NODE_MAX_PEERS + 1);
+		fj->timeout_ms = n->o.snapshot_fetch_timeout_ms;
+		fj->chunk_bytes = n->o.snapshot_fetch_chunk_bytes;
+		fj->m_fetch_bytes = n->m_fetch_bytes;
+		LOG_INFO("snapshot install: fetching", "checkpoint=%s from=%s applied=%llu files=%zu "
+			 "bytes=%llu", d->checkpoint, d->member_addr,
+			 (unsigned long long)d->applied_index, d->n_files,
+			 (unsigned long long)d->bytes);
+		rc = snap_fetch(fj);
+		n->fetch_bytes += fj->fetched_bytes;
+		src = fj->path;
+	}
+	uint64_t t1 = loop_now_ms();
+	if (rc == 0)
+		rc = meta_state_install(n->state, src, d->checkpoint, 0);
+	if (rc == 0 && fj)
+		snap_adopt(n->snap_dir, d);
+	if (rc == 0) {
+		snap_desc_free(&n->snap_last);
+		rc = snap_desc_copy(&n->snap_last, d);
+		if (rc)
+			n->snap_last.applied_index = 0;
+		rc = 0;
+	}
+	n->last_install_ms = loop_now_ms() - t0;
+	LOG_INFO("snapshot install", "checkpoint=%s applied=%llu fetched=%llu fetch_ms=%llu "
+		 "load_ms=%llu err=%s", d->checkpoint, (unsigned long long)d->applied_index,
+		 (unsigned long long)(fj ? fj->fetched_bytes : 0), (unsigned long long)(t1 - t0),
+		 (unsigned long long)(loop_now_ms() - t1), rc ? iol_strerror(rc) : "none");
+	free(fj);
+	return rc;
 }
 
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct meta_node *n = fsm->data;
-	int rc = meta_state_import(n->state, buf->base, buf->len);
+	struct snap_desc d;
+	int rc = snap_desc_decode(buf->base, buf->len, &d);
 	if (rc) {
-		LOG_ERROR("snapshot restore failed", "err=%s", iol_strerror(rc));
+		/* libraft frees buf when restore fails. */
+		LOG_ERROR("snapshot restore: not a snapshot descriptor", "len=%zu", buf->len);
 		return RAFT_CORRUPT;
 	}
-	raft_free(buf->base);
-	if (n->started) {   /* installed from the leader, not loaded at start */
-		n->restores++;
-		metrics_counter_inc(n->m_restores);
+	char tag[SNAP_NAME_MAX];
+	int pending = meta_state_install_pending(n->state, tag, sizeof(tag));
+	uint64_t local = meta_state_applied_index(n->state);
+	if (pending == 0 && local >= d.applied_index) {
+		/* Every restart lands here (libraft restores its own latest
+		 * snapshot): the state already holds it, nothing to load. */
+		char path[700];
+		if (d.member_id == n->o.id && !n->snap_last.applied_index &&
+		    snap_local_complete(n->snap_dir, &d, path, sizeof(path)))
+			n->snap_last = d;   /* moved: reused while "A" stays */
+		else
+			snap_desc_free(&d);
+		raft_free(buf->base);
+		LOG_INFO("snapshot restore: state already there", "applied=%llu snapshot=%llu",
+			 (unsigned long long)local, (unsigned long long)meta_state_applied_index(n->state));
+		return 0;
 	}
+	if (pending > 0)
+		LOG_WARN("snapshot restore: an install was interrupted: redoing it", "was=%s now=%s",
+			 tag, d.checkpoint);
+	rc = pending < 0 ? -EIO : snap_install(n, &d);
+	if (rc) {
+		/* libraft 0.15 has already replaced its log with this snapshot
+		 * (and keeps it on disk): a failed restore would leave this
+		 * member with a log it can never apply. Stop loudly instead; at
+		 * the next start libraft restores the same descriptor and the
+		 * install resumes (fetched files are kept, the marker redoes a
+		 * half load). At start (not running yet), fail the start. */
+		LOG_ERROR("snapshot install failed", "checkpoint=%s from=%s err=%s", d.checkpoint,
+			  d.member_addr, iol_strerror(rc));
+		snap_desc_free(&d);
+		if (n->started)
+			abort();
+		return RAFT_IOERR;
+	}
+	snap_desc_free(&d);
+	raft_free(buf->base);
+	n->restores++;
+	metrics_counter_inc(n->m_restores);
+	n->snap_bytes_since = 0;
 	n->epoch = node_read_epoch(n);
 	n->map_dirty = true;
 	node_kick(n);
-	LOG_INFO("snapshot restored", "applied=%llu running=%d",
-		 (unsigned long long)meta_state_applied_index(n->state), n->started);
 	return 0;
 }
 
@@ -834,6 +1081,7 @@ static void node_free(struct meta_node *n)
 {
 	meta_state_free_msg(n->map);
 	meta_pgstate_free(n->pgs);
+	snap_desc_free(&n->snap_last);
 	if (n->own_metrics)
 		metrics_registry_free(n->metrics);
 	free(n->beats);
@@ -898,6 +1146,17 @@ static int register_metrics(struct meta_node *n)
 					      "Time to apply one entry.", l, lat, nb, 1e-6);
 	n->m_batch_ops = metrics_histogram_new(g, "iolake_meta_batch_ops", "Ops per entry proposed.",
 					       l, ops_b, sizeof(ops_b) / sizeof(ops_b[0]), 1);
+	static const uint64_t snap_b[] = { 1000, 5000, 20000, 100000, 500000, 2000000, 10000000,
+					   60000000 };
+	n->m_snap_bytes = metrics_gauge_new(g, "iolake_meta_snapshot_bytes",
+					    "Bytes of the files of the last checkpoint taken.", l);
+	n->m_fetch_bytes = metrics_counter_new(g, "iolake_meta_snapshot_fetch_bytes_total",
+					       "Snapshot file bytes fetched from other members.", l);
+	n->m_snap_seconds = metrics_histogram_new(g, "iolake_meta_snapshot_seconds",
+						  "Time to take one checkpoint (off the loop).", l,
+						  snap_b, sizeof(snap_b) / sizeof(snap_b[0]), 1e-6);
+	if (!n->m_snap_bytes || !n->m_fetch_bytes || !n->m_snap_seconds)
+		return -errno;
 	if (!n->m_term || !n->m_commit || !n->m_applied || !n->m_is_leader || !n->m_epoch ||
 	    !n->m_leader_changes || !n->m_entries || !n->m_ops || !n->m_snapshots || !n->m_restores ||
 	    !n->m_apply_us || !n->m_batch_ops)
@@ -977,6 +1236,8 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		n->o.snapshot_threshold = 1024;
 	if (!n->o.snapshot_trailing)
 		n->o.snapshot_trailing = 128;
+	if (!n->o.snapshot_bytes)
+		n->o.snapshot_bytes = 64ull << 20;
 	if (!n->o.election_timeout_ms)
 		n->o.election_timeout_ms = 1000;
 	if (!n->o.heartbeat_timeout_ms)
@@ -999,6 +1260,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		return -EINVAL;
 	}
 	snprintf(n->dir, sizeof(n->dir), "%s", opts->data_dir);
+	snprintf(n->snap_dir, sizeof(n->snap_dir), "%s/snap", opts->data_dir);
 	n->res = calloc(META_BATCH_MAX_OPS, sizeof(*n->res));
 	n->batch_ops = calloc(META_BATCH_MAX_OPS, sizeof(*n->batch_ops));
 	if (!n->res || !n->batch_ops) {
@@ -1023,7 +1285,9 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 
 	char path[sizeof(n->dir) + 16];
 	snprintf(path, sizeof(path), "%s/state", n->dir);
-	rc = meta_state_open(path, NULL, &n->state);
+	struct meta_state_opts so = { .cache_bytes = opts->cache_bytes,
+				      .write_buffer_bytes = opts->write_buffer_bytes };
+	rc = meta_state_open(path, &so, &n->state);
 	if (rc)
 		goto err_free;
 	n->epoch = node_read_epoch(n);
@@ -1070,14 +1334,22 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	/* Reach a restarted peer soon (default 1 s, above small election
 	 * timeouts: the peer would start pre-votes first). */
 	raft_uv_set_connect_retry_delay(&n->io, 200);
-	n->fsm.version = 1;
+	/* Snapshots off the loop need raft_io version 2's async_work. Debian's
+	 * 0.15 raft_uv fills async_work but leaves io.version at 1, and
+	 * raft_init refuses an async fsm on it: the field is there, so say
+	 * so. Without it, the checkpoint would run inside fsm_snapshot. */
+	if (n->io.async_work && n->io.version < 2)
+		n->io.version = 2;
+	n->fsm.version = 3;
 	n->fsm.data = n;
 	n->fsm.apply = fsm_apply;
 	n->fsm.snapshot = fsm_snapshot;
 	n->fsm.restore = fsm_restore;
+	n->fsm.snapshot_finalize = fsm_snapshot_finalize;
+	n->fsm.snapshot_async = n->io.async_work ? fsm_snapshot_async : NULL;
 	rc = raft_init(&n->raft, &n->io, &n->fsm, opts->id, n->raft_addr);
 	if (rc) {
-		LOG_ERROR("raft_init failed", "err=%s", raft_strerror(rc));
+		LOG_ERROR("raft_init failed", "err=%s msg=%s", raft_strerror(rc), LOG_Q(raft_errmsg(&n->raft)));
 		raft_uv_close(&n->io);
 		raft_uv_tcp_close(&n->transport);
 		rc = -EIO;
@@ -1178,6 +1450,9 @@ void meta_node_info(struct meta_node *n, struct meta_node_info *out)
 	node_leader_addr(n, &out->leader_id, out->leader_addr);
 	out->epoch = n->epoch;
 	out->restores = n->restores;
+	out->snapshots = n->snaps_taken;
+	out->snapshot_fetch_bytes = n->fetch_bytes;
+	out->last_install_ms = n->last_install_ms;
 	out->entries_proposed = n->entries_proposed;
 	out->read_barriers = n->read_barriers;
 	out->read_rounds = n->read_rounds;

@@ -4,8 +4,9 @@
  * service (common/proto/meta.proto) in front of it.
  *
  * A member owns, under its data dir:
- *   DIR/raft    raft_uv's log segments, metadata and snapshots
+ *   DIR/raft    raft_uv's log segments, metadata and snapshot descriptors
  *   DIR/state   the RocksDB state (meta/state.h)
+ *   DIR/snap    checkpoints of the state, the files of snapshots (meta/snap.h)
  * and two listening sockets: the RPC server on `listen` ("host:port") and
  * Raft's TCP transport on the same host, port + 1 (documented in
  * docs/architecture.md: DESIGN.md gives a member one address, so the Raft
@@ -21,6 +22,8 @@
  * must be run by one thread (a loop_thread, or main's loop). RocksDB
  * applies and reads run on that loop (they are the state machine's own
  * calls; apply writes are not synced: the Raft log is the durable copy).
+ * Snapshots are checkpoints taken on the libuv pool; installing one blocks
+ * the loop while a thread of its own fetches the files (meta/snap.h).
  */
 #ifndef META_NODE_H
 #define META_NODE_H
@@ -89,6 +92,12 @@ struct meta_node_opts {
 	                                  * leader to add it (AddMember); peers need only
 	                                  * hold this one */
 	unsigned snapshot_threshold;     /* entries between snapshots; 0: 1024 */
+	uint64_t snapshot_bytes;         /* or command bytes applied between them,
+	                                  * whichever comes first; 0: 64 MiB */
+	uint64_t snapshot_fetch_timeout_ms;  /* an install gives up after; 0: 300 s */
+	uint32_t snapshot_fetch_chunk_bytes; /* per FetchSnapshot; 0: 4 MiB */
+	uint64_t cache_bytes;            /* RocksDB block cache; 0: 256 MiB */
+	uint64_t write_buffer_bytes;     /* RocksDB memtable; 0: 64 MiB */
 	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
 	unsigned election_timeout_ms;    /* 0: 1000 */
 	unsigned heartbeat_timeout_ms;   /* 0: 100 */
@@ -122,7 +131,10 @@ struct meta_node_info {
 	uint64_t leader_id;              /* 0: none known */
 	char leader_addr[META_NODE_ADDR_MAX];  /* RPC address; "" when none */
 	uint64_t epoch;                  /* map epoch */
-	uint64_t restores;               /* snapshots installed while running */
+	uint64_t restores;               /* snapshots installed (files loaded) */
+	uint64_t snapshots;              /* snapshots taken */
+	uint64_t snapshot_fetch_bytes;   /* snapshot bytes fetched from peers */
+	uint64_t last_install_ms;        /* time the last install blocked the loop */
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;   /* since start (node_read.c) */
 };

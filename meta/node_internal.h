@@ -13,6 +13,7 @@
 #include "common/rpc.h"
 #include "meta/node.h"
 #include "meta/pgstate.h"
+#include "meta/snap.h"
 
 struct meta_node;
 
@@ -174,6 +175,20 @@ struct meta_node {
 	struct digest_wait *dg_waiters;
 	size_t dg_n_waiters;           /* at most META_NODE_DIGEST_WAITERS */
 
+	/* file snapshots (meta/snap.h) */
+	char snap_dir[600];            /* DIR/snap */
+	struct snap_desc snap_last;    /* the last snapshot taken or installed;
+	                                * applied_index 0: none */
+	struct snap_take_job *snap_job;  /* between fsm snapshot and finalize */
+	bool snap_reuse;               /* that one reuses snap_last: no checkpoint */
+	uint64_t snap_bytes_since;     /* command bytes applied since the last one */
+	bool snap_lowered;             /* raft's entry threshold lowered to 1 */
+	struct {
+		char name[SNAP_NAME_MAX];
+		uint64_t at_ms;
+	} snap_pins[SNAP_PINS];        /* checkpoints fetched from us lately */
+	uint64_t snaps_taken, fetch_bytes, last_install_ms;
+
 	/* metrics */
 	struct metrics_registry *metrics;
 	bool own_metrics;
@@ -186,6 +201,9 @@ struct meta_node {
 	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
 	struct metrics_counter *m_read_barriers, *m_read_rounds, *m_read_rounds_failed;
 	struct metrics_gauge *m_last_index;
+	struct metrics_gauge *m_snap_bytes;
+	struct metrics_counter *m_fetch_bytes;
+	struct metrics_histogram *m_snap_seconds;
 
 	/* closing */
 	bool closing;
@@ -226,6 +244,10 @@ void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd);
 /* Leader: set the PG state and recovery gauges from the PG table (zero
  * them on a follower). */
 void node_pg_metrics(struct meta_node *n, uint64_t now_ms);
+
+/* Remember that checkpoint `name` is being fetched from this member: the
+ * next snapshots do not prune it for SNAP_PIN_MS. */
+void node_snap_pin(struct meta_node *n, const char *name);
 
 /* service.c */
 int node_service_register(struct meta_node *n);

@@ -38,6 +38,19 @@ static bool read_failed(struct rpc_req *r, int rc)
 	return true;
 }
 
+/* ------------------------------------------------------ file snapshots */
+
+/* Any member: a byte range of one file of one of its checkpoints
+ * (meta/snap.h), read on the libuv pool. */
+static void h_fetch_snapshot(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	const Iolake__Meta__FetchSnapshotRequest *q = REQ(Iolake__Meta__FetchSnapshotRequest, r);
+	if (snap_name_ok(q->checkpoint))
+		node_snap_pin(n, q->checkpoint);
+	snap_serve_fetch(n->loop, n->snap_dir, r);
+}
+
 /* ------------------------------------------------------------ writes */
 
 static void h_submit(struct rpc_req *r, void *ud)
@@ -912,6 +925,7 @@ static void h_confirm_leader(struct rpc_req *r, void *ud)
 int node_service_register(struct meta_node *n)
 {
 	static const rpc_handler_fn handlers[META_M_COUNT] = {
+		[META_M_FETCH_SNAPSHOT] = h_fetch_snapshot,   /* peers: file snapshots */
 		[META_M_SUBMIT] = h_submit,
 		[META_M_GET_BUCKET] = h_get_bucket,
 		[META_M_LIST_BUCKETS] = h_list_buckets,

@@ -66,6 +66,8 @@
 struct meta_state {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
+	rocksdb_cache_t *cache;            /* the block cache, bounded (opts) */
+	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_readoptions_t *ro;
 	rocksdb_writeoptions_t *wo;
 	uint64_t applied;          /* mirror of "A"; apply thread only */
@@ -1784,6 +1786,23 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 		rocksdb_options_destroy(s->opts);
 		s->opts = tuned;
 	}
+	/* Bounded memory: data, index and filter blocks all live in one LRU
+	 * cache of cache_bytes (index and filter blocks outside the cache
+	 * would grow with the number of records), memtables are at most two
+	 * of write_buffer_bytes. On the final options: the tuned path above
+	 * replaced s->opts. */
+	uint64_t cache_bytes = opts && opts->cache_bytes ? opts->cache_bytes : META_STATE_CACHE_BYTES;
+	uint64_t wbuf_bytes = opts && opts->write_buffer_bytes ? opts->write_buffer_bytes
+							    : META_STATE_WRITE_BUFFER_BYTES;
+	s->cache = rocksdb_cache_create_lru(cache_bytes);
+	s->bbto = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_cache(s->bbto, s->cache);
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks(s->bbto, 1);
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(s->bbto, 1);
+	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(s->bbto, 1);
+	rocksdb_options_set_block_based_table_factory(s->opts, s->bbto);
+	rocksdb_options_set_write_buffer_size(s->opts, wbuf_bytes);
+	rocksdb_options_set_max_write_buffer_number(s->opts, 2);
 	s->ro = rocksdb_readoptions_create();
 	s->wo = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(s->wo, opts && opts->sync);
@@ -1864,6 +1883,10 @@ void meta_state_close(struct meta_state *s)
 	rocksdb_writeoptions_destroy(s->wo);
 	rocksdb_readoptions_destroy(s->ro);
 	rocksdb_options_destroy(s->opts);
+	if (s->bbto)
+		rocksdb_block_based_options_destroy(s->bbto);
+	if (s->cache)
+		rocksdb_cache_destroy(s->cache);
 	free(s);
 }
 
@@ -2516,4 +2539,219 @@ int meta_state_checkpoint(struct meta_state *s, const char *dir_out)
 		return -EIO;
 	}
 	return 0;
+}
+
+int meta_state_checkpoint_applied(const char *dir, uint64_t *applied)
+{
+	char *err = NULL;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_t *db = rocksdb_open_for_read_only(o, dir, 0, &err);
+	int rc = 0;
+	*applied = 0;
+	if (!err) {
+		size_t n = 0;
+		rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+		char *v = rocksdb_get(db, ro, "A", 1, &n, &err);
+		rocksdb_readoptions_destroy(ro);
+		if (v && n == 8)
+			*applied = get_be64(v);
+		rocksdb_free(v);
+	}
+	if (db)
+		rocksdb_close(db);
+	rocksdb_options_destroy(o);
+	if (err) {
+		fprintf(stderr, "meta/state: checkpoint %s: %s\n", dir, err);
+		rocksdb_free(err);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/* The marker of an install in progress: outside every table (tables are
+ * one letter), and skipped by the install's own pass. */
+#define INSTALL_KEY "~installing"
+#define INSTALL_KEY_LEN (sizeof(INSTALL_KEY) - 1)
+
+static int put_synced(struct meta_state *s, const char *k, size_t kn, const char *v, size_t vn,
+		      bool del)
+{
+	char *err = NULL;
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(wo, 1);
+	if (del)
+		rocksdb_delete(s->db, wo, k, kn, &err);
+	else
+		rocksdb_put(s->db, wo, k, kn, v, vn, &err);
+	rocksdb_writeoptions_destroy(wo);
+	if (err) {
+		fprintf(stderr, "meta/state: install marker: %s\n", err);
+		rocksdb_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+int meta_state_install_pending(struct meta_state *s, char *tag, size_t cap)
+{
+	char *err = NULL;
+	size_t n = 0;
+	char *v = rocksdb_get(s->db, s->ro, INSTALL_KEY, INSTALL_KEY_LEN, &n, &err);
+	if (err) {
+		rocksdb_free(err);
+		return -EIO;
+	}
+	if (!v)
+		return 0;
+	if (cap) {
+		size_t k = n < cap - 1 ? n : cap - 1;
+		memcpy(tag, v, k);
+		tag[k] = 0;
+	}
+	rocksdb_free(v);
+	return 1;
+}
+
+static int key_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	if (c)
+		return c;
+	return an < bn ? -1 : an > bn;
+}
+
+int meta_state_install(struct meta_state *s, const char *cp_dir, const char *tag,
+		       size_t batch_bytes)
+{
+	if (!batch_bytes)
+		batch_bytes = 4u << 20;
+	char *err = NULL;
+	rocksdb_options_t *co = rocksdb_options_create();
+	/* A small cache of its own: one sequential pass, no reuse. */
+	rocksdb_cache_t *cc = rocksdb_cache_create_lru(8u << 20);
+	rocksdb_block_based_table_options_t *cb = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_cache(cb, cc);
+	rocksdb_options_set_block_based_table_factory(co, cb);
+	rocksdb_t *cp = rocksdb_open_for_read_only(co, cp_dir, 0, &err);
+	int rc = 0;
+	if (err) {
+		fprintf(stderr, "meta/state: install: open %s: %s\n", cp_dir, err);
+		rocksdb_free(err);
+		err = NULL;
+		rc = -EIO;
+		goto out_opts;
+	}
+	size_t an = 0;
+	char *av = rocksdb_get(cp, s->ro, "A", 1, &an, &err);
+	uint64_t applied = av && an == 8 ? get_be64(av) : 0;
+	rocksdb_free(av);
+	if (err || !applied) {
+		rc = err ? -EIO : IOL_ECORRUPT;
+		rocksdb_free(err);
+		err = NULL;
+		goto out_cp;
+	}
+	rc = put_synced(s, INSTALL_KEY, INSTALL_KEY_LEN, tag, strlen(tag), false);
+	if (rc)
+		goto out_cp;
+
+	/* Both iterators pin their view when created: the live one sees the
+	 * state before the batches below, so it never meets its own writes. */
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_fill_cache(ro, 0);
+	rocksdb_iterator_t *li = rocksdb_create_iterator(s->db, ro);
+	rocksdb_iterator_t *ci = rocksdb_create_iterator(cp, ro);
+	rocksdb_iter_seek_to_first(li);
+	rocksdb_iter_seek_to_first(ci);
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	size_t pending = 0;
+	uint64_t gc = 0, puts = 0, dels = 0;
+	uint64_t refs_at = UINT64_MAX;
+	while (rc == 0 && (rocksdb_iter_valid(li) || rocksdb_iter_valid(ci))) {
+		size_t lkn = 0, ckn = 0, vn, lvn;
+		const char *lk = rocksdb_iter_valid(li) ? rocksdb_iter_key(li, &lkn) : NULL;
+		const char *ck = rocksdb_iter_valid(ci) ? rocksdb_iter_key(ci, &ckn) : NULL;
+		if (lk && lkn == INSTALL_KEY_LEN && !memcmp(lk, INSTALL_KEY, lkn)) {
+			rocksdb_iter_next(li);
+			continue;
+		}
+		int c = !lk ? 1 : !ck ? -1 : key_cmp(lk, lkn, ck, ckn);
+		if (c < 0) {   /* only here: gone from the source */
+			rocksdb_writebatch_delete(wb, lk, lkn);
+			pending += lkn + 16;
+			dels++;
+			rocksdb_iter_next(li);
+			continue;
+		}
+		const char *v = rocksdb_iter_value(ci, &vn);
+		if (ckn > 0 && ck[0] == 'G')
+			gc++;
+		if (ckn == 1 && ck[0] == 'X' && vn == 8)
+			refs_at = get_be64(v);
+		bool same = false;
+		if (c == 0) {
+			const char *lv = rocksdb_iter_value(li, &lvn);
+			same = lvn == vn && !memcmp(lv, v, vn);
+			rocksdb_iter_next(li);
+		}
+		if (!same) {
+			rocksdb_writebatch_put(wb, ck, ckn, v, vn);
+			pending += ckn + vn + 16;
+			puts++;
+		}
+		rocksdb_iter_next(ci);
+		if (pending >= batch_bytes) {
+			rocksdb_write(s->db, s->wo, wb, &err);
+			rocksdb_writebatch_clear(wb);
+			pending = 0;
+			if (err)
+				rc = -EIO;
+		}
+	}
+	if (rc == 0 && pending)
+		rocksdb_write(s->db, s->wo, wb, &err);
+	if (!err)
+		rocksdb_iter_get_error(li, &err);
+	if (!err)
+		rocksdb_iter_get_error(ci, &err);
+	if (err && rc == 0)
+		rc = -EIO;
+	rocksdb_writebatch_destroy(wb);
+	rocksdb_iter_destroy(ci);
+	rocksdb_iter_destroy(li);
+	rocksdb_readoptions_destroy(ro);
+	if (rc == 0) {
+		/* The batches skipped the WAL: into files before the marker
+		 * goes, so that a crash after it cannot lose them. */
+		rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+		rocksdb_flushoptions_set_wait(fo, 1);
+		rocksdb_flush(s->db, fo, &err);
+		rocksdb_flushoptions_destroy(fo);
+		if (err)
+			rc = -EIO;
+	}
+	if (err) {
+		fprintf(stderr, "meta/state: install %s: %s\n", cp_dir, err);
+		rocksdb_free(err);
+		err = NULL;
+	}
+	if (rc == 0) {
+		s->applied = applied;
+		atomic_store(&s->gc_entries, gc);
+		if (refs_at != applied)
+			rc = ref_build(s);
+	}
+	if (rc == 0)
+		rc = put_synced(s, INSTALL_KEY, INSTALL_KEY_LEN, NULL, 0, true);
+	if (rc == 0)
+		fprintf(stderr, "meta/state: installed %s at %llu: %llu puts, %llu deletes\n", cp_dir,
+			(unsigned long long)applied, (unsigned long long)puts,
+			(unsigned long long)dels);
+out_cp:
+	rocksdb_close(cp);
+out_opts:
+	rocksdb_options_destroy(co);
+	rocksdb_block_based_options_destroy(cb);
+	rocksdb_cache_destroy(cc);
+	return rc;
 }

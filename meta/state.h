@@ -8,10 +8,14 @@
  * The Raft layer hands each committed entry to
  * meta_state_apply(); everything else here reads.
  *
- * Threads: apply, import and close on one thread (the Raft loop). Reads
- * (get_*, list, iterators, digest, export, checkpoint) may run on any
- * thread concurrently with apply: every apply is one atomic RocksDB write,
- * so a reader sees the state before or after a whole entry, never half.
+ * Threads: apply, import, install and close on one thread (the Raft
+ * loop). Reads (get_*, list, iterators, digest, export, checkpoint) may
+ * run on any thread concurrently with apply: every apply is one atomic
+ * RocksDB write, so a reader sees the state before or after a whole
+ * entry, never half (an install is many writes: see meta_state_install).
+ *
+ * Memory: bounded by meta_state_opts (block cache, memtables), not by the
+ * number of records; snapshots are checkpoints (files), never a buffer.
  *
  * Records returned by reads are protobuf-c messages unpacked with the
  * default allocator; the caller frees them with meta_state_free_msg().
@@ -59,10 +63,17 @@ struct meta_op_result {
 	char etag[48];           /* complete-multipart: "<md5 hex>-<parts>" */
 };
 
+#define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
+#define META_STATE_WRITE_BUFFER_BYTES (64ull << 20)  /* default memtable */
+
 struct meta_state_opts {
 	bool sync;               /* fsync each apply's write. Off by default:
 	                          * the Raft log is the durable copy and replay
 	                          * from it is idempotent (see apply). */
+	uint64_t cache_bytes;    /* RocksDB block cache (data, index and filter
+	                          * blocks); 0: META_STATE_CACHE_BYTES */
+	uint64_t write_buffer_bytes;  /* one memtable (at most two exist);
+	                               * 0: META_STATE_WRITE_BUFFER_BYTES */
 };
 
 /* Open or create the state in dir (created if missing, parent must
@@ -204,7 +215,12 @@ void meta_state_objiter_free(struct meta_state_objiter *it);
 int meta_state_digest(struct meta_state *s, uint8_t out[32]);
 
 /*
- * Export the whole state as one buffer for a Raft snapshot:
+ * Not used by meta/node.c any more (its snapshots are checkpoints:
+ * meta_state_checkpoint / meta_state_install); kept for the unit tests,
+ * which build states through it (test_refs: a state without the reference
+ * index). Do not use it on a large state.
+ *
+ * Export the whole state as one buffer:
  * "IOLMSNP1", u64 pair count, pairs (u32 klen, u32 vlen, key, value),
  * then SHA-256 of all that. alloc is raft_malloc for Raft (malloc in
  * tests), release its inverse (used only on failure); the caller owns
@@ -222,8 +238,36 @@ int meta_state_export(struct meta_state *s, void *(*alloc)(size_t), void (*relea
 int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len);
 
 /* A RocksDB checkpoint (hard links where possible) in dir_out, which must
- * not exist. For backups and seeding a member; meta_state_open(dir_out)
- * opens it. 0 or -EIO. */
+ * not exist. Flushes the memtables first (applies skip RocksDB's WAL, so
+ * only flushed data is in files). For snapshots (meta/snap.c), backups
+ * and seeding a member; meta_state_open(dir_out) opens it. Any thread,
+ * beside applies. 0 or -EIO. */
 int meta_state_checkpoint(struct meta_state *s, const char *dir_out);
+
+/* The applied index "A" stored in the checkpoint at dir (opened read-only;
+ * 0 when it has none). 0, or -EIO (not a RocksDB directory, unreadable). */
+int meta_state_checkpoint_applied(const char *dir, uint64_t *applied);
+
+/*
+ * Replace the whole state with the checkpoint at cp_dir (a directory made
+ * by meta_state_checkpoint, here or on another member), in one ordered
+ * pass over both without holding either in memory: every current key the
+ * checkpoint lacks is deleted, every pair of the checkpoint put (where it
+ * differs), in write batches of at most batch_bytes (0: 4 MiB).
+ *
+ * Crash safety: a durable "installing" marker (with tag, e.g. the
+ * checkpoint's name) is written first (synced, through the WAL) and removed
+ * last, after the batches were flushed to files; a crash in between
+ * leaves the marker, which meta_state_install_pending reports, and the
+ * caller redoes the install. Readers on other threads may see a mix until
+ * it returns. Apply thread. 0, -EIO, -ENOMEM, IOL_ECORRUPT (the checkpoint
+ * lacks "A").
+ */
+int meta_state_install(struct meta_state *s, const char *cp_dir, const char *tag,
+		       size_t batch_bytes);
+
+/* Whether an install was interrupted: 1 and its tag in tag[0..cap) (NUL
+ * terminated, truncated to fit), 0 when none, -EIO. */
+int meta_state_install_pending(struct meta_state *s, char *tag, size_t cap);
 
 #endif

@@ -2,7 +2,10 @@
 # test_meta_members.sh — voters added and removed at run time, over real
 # iolake-meta processes on 127.0.0.1: three voters take writes; members 4
 # and 5 start empty with --join and are added with `iolake-admin member
-# add`; they catch up (the same state digest as the others); with two
+# add`; they catch up (the same state digest as the others) through a
+# file snapshot (--snapshot-threshold 64: the log they would need is
+# truncated, so each fetches the leader's checkpoint with FetchSnapshot and
+# logs the install); with two
 # members SIGKILLed, the leader among them, the five-voter group still
 # commits; `member rm` removes a dead one and every live member's status
 # shows the new configuration (1..5 without it).
@@ -34,7 +37,8 @@ start() {   # id [--join]
 	local peers=$PEERS
 	[ $# -gt 1 ] && peers="$1@$(addr "$1")"
 	"$B/iolake-meta" --id "$1" --data-dir "$DIR/m$1" --listen "$(addr "$1")" --peers "$peers" \
-		--election-timeout 500ms "${@:2}" >>"$DIR/log$1" 2>&1 &
+		--election-timeout 500ms --snapshot-threshold 64 --snapshot-trailing 16 \
+		"${@:2}" >>"$DIR/log$1" 2>&1 &
 	PID[$1]=$!
 }
 admin() { "$B/iolake-admin" --meta "$META" --timeout 5s "$@"; }
@@ -70,7 +74,8 @@ wait_check() {   # ids, configuration; prints "leader index digest"; up to ~20 s
 
 for i in 1 2 3; do start $i; done
 wait_check "1 2 3" "1 2 3" >/dev/null || fail "three voters: no leader or no agreement"
-for i in $(seq 20); do admin user add "before$i" >/dev/null || fail "user add before$i"; done
+# 120 entries: past one snapshot (64) and its trailing log (16).
+for i in $(seq 120); do admin user add "before$i" >/dev/null || fail "user add before$i"; done
 
 start 4 --join
 start 5 --join
@@ -79,6 +84,11 @@ admin member add "5@$(addr 5)" || fail "member add 5"
 read -r L IDX DIG < <(wait_check "1 2 3 4 5" "1 2 3 4 5") ||
 	fail "members 4 and 5 did not catch up as voters"
 echo "five voters, leader $L: state index $IDX digest $DIG on all five"
+for i in 4 5; do
+	line=$(grep 'msg="snapshot install"' "$DIR/log$i" | grep -v 'err=[^n]' | head -1)
+	echo "member $i: ${line:-no snapshot install}"
+	case "$line" in *" fetched=0 "* | "") fail "member $i did not catch up through a file snapshot" ;; esac
+done
 admin cluster status
 
 # Two down, the leader among them: 3 of 5 still commit.

@@ -23,15 +23,31 @@
  *               twice (each put has if_none_match: a second apply would
  *               answer CONFLICT); the old leader rejoins; digests agree;
  *               all three restart with the same digest
- *   snapshot    a follower is down while 10,000 ops commit (snapshot
- *               threshold 64 entries, trailing 16); restarted, it installs a
- *               snapshot from the leader (its restore counter) and its
- *               digest equals the others'
+ *   snapshot_catch_up  a follower is down while 10,000 ops commit
+ *               (snapshot threshold 64 entries, trailing 16); restarted, it
+ *               installs one file snapshot (a checkpoint fetched with
+ *               FetchSnapshot: restore counter 1, fetched bytes > 0) and its
+ *               digest equals the others'; then all three restart: each
+ *               restores its own snapshot without loading anything
+ *               (restore counter 0, nothing fetched)
+ *   snapshot_by_bytes  one voter, entry threshold 1024 but 32 KiB of
+ *               commands: ~750 small entries take several snapshots (by
+ *               bytes), and a restart loads none of them
+ *   snapshot_resume  as above, but the member's in-cp-<A>-<leader> directory already
+ *               holds half of every file of the leader's checkpoint and one
+ *               whole file with a flipped byte: it fetches only the rest and
+ *               that file again (fetched < checkpoint bytes), and ends with
+ *               the leader's digest; then snap_fetch directly: a dead first
+ *               source and one that lacks the checkpoint (NOT_FOUND) cost a
+ *               switch each and the leader serves it whole; a checkpoint
+ *               nobody has times out (-ETIMEDOUT)
  *
  * The load's window and the kill point come from a seed, printed;
  * RAFT_TEST_SEED=<n> replays one.
  */
 #include <check.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <raft.h>
 #include <signal.h>
@@ -46,7 +62,9 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "meta/client.h"
+#include "common/crc.h"
 #include "meta/node.h"
+#include "meta/snap.h"
 #include "meta_test_util.h"
 
 #define NMEMB 3
@@ -1069,39 +1087,297 @@ START_TEST(failover)
 }
 END_TEST
 
-START_TEST(snapshot_catch_up)
+/* Stop member `down`, commit 10,000 ops with few per entry (window 4:
+ * thousands of entries, far past the threshold and the trailing log). */
+static int snapshot_setup(struct cluster *c, struct load *L, const char *name, size_t *down_out)
 {
-	uint32_t seed = test_seed("snapshot_catch_up");
-	struct cluster c;
-	cluster_init(&c, NMEMB, 64, 16);
+	uint32_t seed = test_seed(name);
+	cluster_init(c, NMEMB, 64, 16);
 	for (size_t i = 0; i < NMEMB; i++)
-		m_start(&c, i);
-	int leader = wait_leader(&c, 10000);
+		m_start(c, i);
+	int leader = wait_leader(c, 10000);
 	ck_assert_int_ge(leader, 0);
 	size_t down = ((size_t)leader + 1 + seed % 2) % NMEMB;
-	wait_converged(&c, 10000);
-	m_stop(&c, down);
-	printf("snapshot_catch_up: member %zu down during the load\n", down + 1);
-
-	/* Few ops per entry (window 4): 10,000 ops make thousands of entries,
-	 * far past the threshold and the trailing log. */
+	wait_converged(c, 10000);
+	m_stop(c, down);
+	printf("%s: member %zu down during the load\n", name, down + 1);
 	const unsigned total = 10000;
-	struct load L;
-	load_init(&L, &c, total, 4);
-	load_wait(&L, 60000);
-	ck_assert_uint_eq(atomic_load(&L.acked), total);
-	struct meta_node_info li = m_info(&c, (size_t)leader, NULL);
-	printf("snapshot_catch_up: leader at index %llu\n", (unsigned long long)li.last_index);
+	load_init(L, c, total, 4);
+	load_wait(L, 60000);
+	ck_assert_uint_eq(atomic_load(&L->acked), total);
+	leader = wait_leader(c, 10000);
+	ck_assert_int_ge(leader, 0);
+	struct meta_node_info li = m_info(c, (size_t)leader, NULL);
+	printf("%s: leader %d at index %llu, %llu snapshots taken\n", name, leader + 1,
+	       (unsigned long long)li.last_index, (unsigned long long)li.snapshots);
 	ck_assert_uint_gt(li.last_index, 64 + 16 + 100);
+	ck_assert_uint_gt(li.snapshots, 0);
+	*down_out = down;
+	return leader;
+}
+
+/* The newest checkpoint member `id` took, in its DIR/snap: cp-<A>-<id>
+ * (path in out); A, 0 if none. */
+static unsigned long long newest_cp(const char *dir, unsigned id, char out[256])
+{
+	char snap[128];
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	DIR *d = opendir(snap);
+	unsigned long long best = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		unsigned long long a, who;
+		if (sscanf(e->d_name, "cp-%llu-%llu", &a, &who) == 2 && who == id && a > best)
+			best = a;
+	}
+	if (d)
+		closedir(d);
+	snprintf(out, 256, "%s/cp-%llu-%u", snap, best, id);
+	return best;
+}
+
+static uint64_t dir_bytes(const char *path)
+{
+	DIR *d = opendir(path);
+	uint64_t sum = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		if (!stat(p, &st) && S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+START_TEST(snapshot_catch_up)
+{
+	struct cluster c;
+	struct load L;
+	size_t down;
+	int leader = snapshot_setup(&c, &L, "snapshot_catch_up", &down);
+	char cp[256];
+	ck_assert_uint_gt(newest_cp(c.m[leader].dir, (unsigned)leader + 1, cp), 0);
+	uint64_t cp_bytes = dir_bytes(cp);
+
+	uint64_t t0 = loop_now_ms();
+	m_start(&c, down);
+	wait_converged(&c, 30000);
+	struct meta_node_info di = m_info(&c, down, NULL);
+	printf("snapshot_catch_up: restarted member installed %llu snapshot(s): fetched %llu bytes "
+	       "(leader's checkpoint %llu bytes), install blocked its loop %llu ms, caught up in "
+	       "%llu ms\n", (unsigned long long)di.restores,
+	       (unsigned long long)di.snapshot_fetch_bytes, (unsigned long long)cp_bytes,
+	       (unsigned long long)di.last_install_ms, (unsigned long long)(loop_now_ms() - t0));
+	ck_assert_uint_eq(di.restores, 1);
+	ck_assert_uint_gt(di.snapshot_fetch_bytes, 0);
+	assert_digests_equal(&c, NULL);
+	verify_member(&c, down, &L, L.total);
+
+	/* Every member restarts from its own snapshot: nothing reloaded. */
+	uint8_t before[32], after[32];
+	assert_digests_equal(&c, before);
+	for (size_t i = 0; i < NMEMB; i++)
+		m_stop(&c, i);
+	for (size_t i = 0; i < NMEMB; i++) {
+		uint64_t s0 = loop_now_ms();
+		m_start(&c, i);
+		uint64_t ms = loop_now_ms() - s0;
+		struct meta_node_info ri = m_info(&c, i, NULL);
+		printf("snapshot_catch_up: member %zu restarted in %llu ms, installs %llu, fetched %llu\n",
+		       i + 1, (unsigned long long)ms, (unsigned long long)ri.restores,
+		       (unsigned long long)ri.snapshot_fetch_bytes);
+		ck_assert_uint_eq(ri.restores, 0);
+		ck_assert_uint_eq(ri.snapshot_fetch_bytes, 0);
+		ck_assert_uint_lt(ms, 2000);
+	}
+	ck_assert_int_ge(wait_leader(&c, 10000), 0);
+	wait_converged(&c, 20000);
+	assert_digests_equal(&c, after);
+	ck_assert_msg(!memcmp(before, after, 32), "state changed across a restart");
+
+	load_free(&L);
+	cluster_free(&c);
+}
+END_TEST
+
+START_TEST(snapshot_by_bytes)
+{
+	struct cluster c;
+	cluster_init(&c, 1, 0, 0);
+	c.m[0].o.snapshot_bytes = 32 << 10;
+	m_start(&c, 0);
+	ck_assert_int_ge(wait_leader(&c, 10000), 0);
+	struct load L;
+	load_init(&L, &c, 3000, 4);
+	load_wait(&L, 60000);
+	ck_assert_uint_eq(atomic_load(&L.acked), 3000);
+	struct meta_node_info i = m_info(&c, 0, NULL);
+	printf("snapshot_by_bytes: %llu entries, %llu snapshots\n",
+	       (unsigned long long)i.last_index, (unsigned long long)i.snapshots);
+	ck_assert_uint_lt(i.last_index, 1024);
+	ck_assert_uint_ge(i.snapshots, 2);
+	uint8_t d0[32], d1[32];
+	m_info(&c, 0, d0);
+	m_stop(&c, 0);
+	m_start(&c, 0);
+	ck_assert_int_ge(wait_leader(&c, 10000), 0);
+	i = m_info(&c, 0, d1);
+	ck_assert_uint_eq(i.restores, 0);
+	ck_assert(!memcmp(d0, d1, 32));
+	load_free(&L);
+	cluster_free(&c);
+}
+END_TEST
+
+static void copy_part(const char *from, const char *to, uint64_t len, bool flip)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(out);
+	char buf[65536];
+	uint64_t done = 0;
+	while (done < len) {
+		size_t want = len - done < sizeof(buf) ? (size_t)(len - done) : sizeof(buf);
+		size_t k = fread(buf, 1, want, in);
+		ck_assert_uint_gt(k, 0);
+		if (flip && done <= len / 2 && len / 2 < done + k)
+			buf[len / 2 - done] ^= 0x5a;
+		ck_assert_uint_eq(fwrite(buf, 1, k, out), k);
+		done += k;
+	}
+	fclose(in);
+	fclose(out);
+}
+
+START_TEST(snapshot_resume)
+{
+	struct cluster c;
+	struct load L;
+	size_t down;
+	int leader = snapshot_setup(&c, &L, "snapshot_resume", &down);
+	/* The leader's snapshot count settles once its last checkpoint is done. */
+	uint64_t snaps = m_info(&c, (size_t)leader, NULL).snapshots;
+	for (int k = 0; k < 50; k++) {
+		usleep(20000);
+		uint64_t now = m_info(&c, (size_t)leader, NULL).snapshots;
+		if (now != snaps)
+			k = 0;
+		snaps = now;
+	}
+	char cp[256];
+	unsigned long long a = newest_cp(c.m[leader].dir, (unsigned)leader + 1, cp);
+	ck_assert_uint_gt(a, 0);
+
+	/* A fetch that stopped midway: half of every file, and the largest one
+	 * whole but with a flipped byte. */
+	char in[256];
+	snprintf(in, sizeof(in), "%s/snap", c.m[down].dir);
+	mkdir(in, 0700);
+	snprintf(in, sizeof(in), "%s/snap/in-cp-%llu-%d", c.m[down].dir, a, leader + 1);
+	ck_assert_int_eq(mkdir(in, 0700), 0);
+	DIR *d = opendir(cp);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	char big[256] = "";
+	uint64_t big_size = 0, total = 0, seeded = 0;
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		total += (uint64_t)st.st_size;
+		if ((uint64_t)st.st_size > big_size) {
+			big_size = (uint64_t)st.st_size;
+			snprintf(big, sizeof(big), "%s", e->d_name);
+		}
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		char p[512], q[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(q, sizeof(q), "%s/%s", in, e->d_name);
+		bool whole = !strcmp(e->d_name, big);
+		uint64_t len = whole ? (uint64_t)st.st_size : (uint64_t)st.st_size / 2;
+		copy_part(p, q, len, whole);
+		if (!whole)
+			seeded += len;
+	}
+	closedir(d);
+	printf("snapshot_resume: checkpoint %s of %llu bytes; seeded %llu bytes and %s "
+	       "(%llu bytes, corrupt)\n", strrchr(cp, '/') + 1, (unsigned long long)total,
+	       (unsigned long long)seeded, big, (unsigned long long)big_size);
 
 	m_start(&c, down);
 	wait_converged(&c, 30000);
 	struct meta_node_info di = m_info(&c, down, NULL);
-	printf("snapshot_catch_up: restarted member installed %llu snapshot(s)\n",
-	       (unsigned long long)di.restores);
-	ck_assert_uint_ge(di.restores, 1);
+	printf("snapshot_resume: installs %llu, fetched %llu bytes, install %llu ms\n",
+	       (unsigned long long)di.restores, (unsigned long long)di.snapshot_fetch_bytes,
+	       (unsigned long long)di.last_install_ms);
+	ck_assert_uint_eq(di.restores, 1);
+	/* The rest of every file, and the corrupt one again. */
+	ck_assert_uint_eq(di.snapshot_fetch_bytes, total - seeded);
 	assert_digests_equal(&c, NULL);
-	verify_member(&c, down, &L, total);
+	verify_member(&c, down, &L, L.total);
+
+	/* The fetch on its own: fail-over between sources, and its deadline. */
+	struct snap_desc sd = { .member_id = (uint64_t)leader + 1, .applied_index = a };
+	snprintf(sd.member_addr, sizeof(sd.member_addr), "%s", c.m[leader].addr);
+	snprintf(sd.checkpoint, sizeof(sd.checkpoint), "%s", strrchr(cp, '/') + 1);
+	sd.files = calloc(64, sizeof(*sd.files));
+	d = opendir(cp);
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		ck_assert_uint_lt(sd.n_files, 64);
+		struct snap_file *f = &sd.files[sd.n_files++];
+		ck_assert_uint_lt(strlen(e->d_name), sizeof(f->name));
+		memcpy(f->name, e->d_name, strlen(e->d_name) + 1);
+		f->size = (uint64_t)st.st_size;
+		FILE *fh = fopen(p, "rb");
+		char buf[65536];
+		size_t k;
+		while ((k = fread(buf, 1, sizeof(buf), fh)) > 0)
+			f->crc32c = crc32c(f->crc32c, buf, k);
+		fclose(fh);
+		sd.bytes += f->size;
+	}
+	closedir(d);
+	size_t other = 3 - (size_t)leader - down;   /* running, has its own cp-<A>-<other> */
+	struct snap_fetch_job fj = { .desc = &sd, .n_addrs = 3, .timeout_ms = 20000,
+				     .chunk_bytes = 16384 };
+	char fdir[128];
+	tmpdir(fdir);
+	snprintf(fj.dir, sizeof(fj.dir), "%s/snap", fdir);
+	snprintf(fj.addrs[0], sizeof(fj.addrs[0]), "127.0.0.1:%d", free_port_pair());   /* dead */
+	snprintf(fj.addrs[1], sizeof(fj.addrs[1]), "%s", c.m[other].addr);
+	snprintf(fj.addrs[2], sizeof(fj.addrs[2]), "%s", c.m[leader].addr);
+	uint64_t t0 = loop_now_ms();
+	ck_assert_int_eq(snap_fetch(&fj), 0);
+	printf("snapshot_resume: snap_fetch past a dead source and member %zu: %llu bytes in %llu "
+	       "ms, 16 KiB calls\n", other + 1, (unsigned long long)fj.fetched_bytes,
+	       (unsigned long long)(loop_now_ms() - t0));
+	ck_assert_uint_eq(fj.fetched_bytes, total);
+	snprintf(sd.checkpoint, sizeof(sd.checkpoint), "cp-%llu-%d", a + 1000000, leader + 1);
+	sd.applied_index = a + 1000000;
+	struct snap_fetch_job gone = fj;
+	gone.fetched_bytes = 0;
+	gone.timeout_ms = 1500;
+	t0 = loop_now_ms();
+	ck_assert_int_eq(snap_fetch(&gone), -ETIMEDOUT);
+	ck_assert_uint_lt(loop_now_ms() - t0, 6000);
+	snap_desc_free(&sd);
+	rm_rf(fdir);
 
 	load_free(&L);
 	cluster_free(&c);
@@ -1121,6 +1397,8 @@ int main(void)
 	tcase_add_test(tc, read_index);
 	tcase_add_test(tc, failover);
 	tcase_add_test(tc, snapshot_catch_up);
+	tcase_add_test(tc, snapshot_by_bytes);
+	tcase_add_test(tc, snapshot_resume);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
