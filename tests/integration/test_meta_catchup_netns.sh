@@ -27,17 +27,18 @@ NETNS_TEST=test_meta_catchup_netns
 # shellcheck source-path=SCRIPTDIR source=netns_lib.sh
 . "$HERE/netns_lib.sh"
 N=${CATCHUP_OBJECTS:-20000}
-RSS_MAX=${CATCHUP_RSS_MAX_MIB:-512}
+RSS_MAX=${CATCHUP_RSS_MAX_MIB:-256}
 
 step "up: 3 nodes x 1 OSD, EC 2+1, snapshots every 64 entries / 1 MiB"
 "$CL" up --dir "$DIR" --build "$B" --prefix "$PFX" --subnet "$SUBNET" --nodes 3 --osds-per-node 1 \
-	--ec 2+1 --osd-size 1G --meta-flags "--snapshot-threshold 64 --snapshot-trailing 16 --snapshot-bytes 1M" ||
+	--ec 2+1 --osd-size 1G --meta-flags "--snapshot-threshold 64 --snapshot-trailing 16 --snapshot-bytes 1M --meta-cache 64MiB --meta-write-buffer 16MiB" ||
 	fail "up"
 netns_env 3
 
 # meta_pid NODE: the PID of NODE's member (the last one recorded).
 meta_pid() { awk -v n="n$1" '$1 == n && $2 == "meta" { p = $3 } END { print p }' "$DIR/pids"; }
 hwm_mib() { awk '/^VmHWM:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
+rss_mib() { awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
 
 step "kill node 3's member; fill $N objects of 1 KiB through node 1's gateway"
 "$CL" kill-meta --dir "$DIR" 3 || fail "kill-meta 3"
@@ -60,7 +61,7 @@ if d['leaders'] != 1 or any(i not in ms for i in ids):
 got = {(ms[i]['state_applied_index'], ms[i]['state_digest']) for i in ids}
 if len(got) == 1 and all(g[1] for g in got):
     print(*got.pop()); sys.exit(0)
-print('WAIT', sorted(got)); sys.exit(1)" "$1"
+print('WAIT', sorted(got)); sys.exit(1)" "$1" 2>/dev/null
 }
 # wait_same IDS: poll until members IDS agree (up to 30 s); prints it.
 wait_same() {
@@ -77,6 +78,7 @@ wait_same() {
 }
 before=$(wait_same "1 2") || fail "members 1 and 2 disagree after the fill: $before"
 echo "    members 1 and 2 at state index/digest: $before"
+for i in 1 2; do echo "    member $i: RSS $(rss_mib "$(meta_pid "$i")") MiB, peak $(hwm_mib "$(meta_pid "$i")") MiB after the fill"; done
 
 step "start node 3's member: it must catch up through a file snapshot"
 t=$(date +%s%N)
@@ -93,7 +95,7 @@ step "peak memory of each member"
 for i in 1 2 3; do
 	p=$(meta_pid "$i")
 	m=$(hwm_mib "$p")
-	echo "    member $i (pid $p): peak RSS $m MiB"
+	echo "    member $i (pid $p): RSS $(rss_mib "$p") MiB, peak $m MiB"
 	[ "$m" -lt "$RSS_MAX" ] || fail "member $i peaked at $m MiB (bound $RSS_MAX MiB)"
 done
 
