@@ -532,7 +532,11 @@ static void on_tick(uv_timer_t *t)
 	r->st.bytes_missing = missing;
 	r->st.unfound = unfound;
 	if (missing || r->st.pgs_active) {
-		if (!r->busy_since_ms) {
+		/* The rate counts from the first byte rebuilt: the count-only
+		 * scans of every queued PG come first, and counting their time
+		 * made the first ETAs 2-3x too long. Until a byte is rebuilt
+		 * the rate is unknown (0) and meta falls back to the others'. */
+		if (!r->busy_since_ms || r->st.bytes == r->busy_bytes0) {
 			r->busy_since_ms = now;
 			r->busy_bytes0 = r->st.bytes;
 		}
