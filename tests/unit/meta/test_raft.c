@@ -249,6 +249,17 @@ static int wait_leader(struct cluster *c, int timeout_ms)
 	return -1;
 }
 
+/* Every member of an NMEMB cluster started; the leader's index. */
+static int cluster_up(struct cluster *c, unsigned snap_threshold, unsigned trailing)
+{
+	cluster_init(c, NMEMB, snap_threshold, trailing);
+	for (size_t i = 0; i < NMEMB; i++)
+		m_start(c, i);
+	int leader = wait_leader(c, 10000);
+	ck_assert_int_ge(leader, 0);
+	return leader;
+}
+
 /* Wait until every running member applied the leader's last index. */
 static void wait_converged(struct cluster *c, int timeout_ms)
 {
@@ -952,11 +963,7 @@ START_TEST(read_index)
 {
 	uint32_t seed = test_seed("read_index");
 	struct cluster c;
-	cluster_init(&c, NMEMB, 0, 0);
-	for (size_t i = 0; i < NMEMB; i++)
-		m_start(&c, i);
-	int leader = wait_leader(&c, 10000);
-	ck_assert_int_ge(leader, 0);
+	int leader = cluster_up(&c, 0, 0);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct meta_client *cli[NMEMB];
@@ -1032,11 +1039,7 @@ START_TEST(failover)
 {
 	uint32_t seed = test_seed("failover");
 	struct cluster c;
-	cluster_init(&c, NMEMB, 0, 0);
-	for (size_t i = 0; i < NMEMB; i++)
-		m_start(&c, i);
-	int leader = wait_leader(&c, 10000);
-	ck_assert_int_ge(leader, 0);
+	int leader = cluster_up(&c, 0, 0);
 
 	const unsigned total = 6000;
 	unsigned window = 8 + seed % 57;
