@@ -640,16 +640,29 @@ static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 		jstr(o->addr);
 		printf(",\"scrub_rate\":%" PRIu64 ",\"passes\":%" PRIu64 ",\"shards\":%" PRIu64
 		       ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"position_pg\":%u,\"idle\":%s"
-		       ",\"bad_shards\":[",
+		       ",\"deep\":{\"on\":%s,\"interval_ms\":%" PRIu64 ",\"pgs\":%" PRIu64
+		       ",\"stripes\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"repaired\":%" PRIu64
+		       ",\"inconsistent\":%" PRIu64 "},\"bad_shards\":[",
 		       st->scrub_rate, st->scrub_passes, st->scrub_shards, st->scrub_bytes,
-		       st->scrub_errors, st->scrub_position_pg, st->scrub_idle ? "true" : "false");
+		       st->scrub_errors, st->scrub_position_pg, st->scrub_idle ? "true" : "false",
+		       st->recovery_on && st->deep_scrub_interval_ms ? "true" : "false",
+		       st->deep_scrub_interval_ms, st->deep_pgs, st->deep_stripes, st->deep_bytes,
+		       st->deep_repaired, st->deep_inconsistent);
 	} else if (!list) {
 		char state[24];
 		snprintf(state, sizeof(state), "%s", !st->scrub_rate ? "off" :
 			 st->scrub_idle ? "idle" : "scanning");
+		char deep[64];
+		if (st->recovery_on && st->deep_scrub_interval_ms)
+			snprintf(deep, sizeof(deep), "%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
+				 st->deep_pgs, st->deep_stripes, st->deep_repaired,
+				 st->deep_inconsistent);
+		else
+			snprintf(deep, sizeof(deep), "off");
 		printf("%-6u %-22s %-9s %12" PRIu64 " %8" PRIu64 " %12" PRIu64 " %14" PRIu64 " %8u %8"
-		       PRIu64 "\n", o->id, o->addr, state, st->scrub_rate, st->scrub_passes,
-		       st->scrub_shards, st->scrub_bytes, st->scrub_position_pg, st->scrub_errors);
+		       PRIu64 "  %s\n", o->id, o->addr, state, st->scrub_rate, st->scrub_passes,
+		       st->scrub_shards, st->scrub_bytes, st->scrub_position_pg, st->scrub_errors,
+		       deep);
 	}
 	protobuf_c_message_free_unpacked(&st->base, NULL);
 	/* JSON: always list; table: only in the second (listing) round. */
@@ -700,8 +713,9 @@ static int cmd_osd_scrub_status(void)
 			scrub_osd(m->osds[i], i == 0, false);
 		printf("]}\n");
 	} else {
-		printf("%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s\n", "ID", "ADDRESS", "SCRUB",
-		       "RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS");
+		printf("%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s  %s\n", "ID", "ADDRESS", "SCRUB",
+		       "RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS",
+		       "DEEP PGS/STRIPES/REPAIRED/INCONSISTENT");
 		for (size_t i = 0; i < n; i++)
 			scrub_osd(m->osds[i], i == 0, false);
 		printf("bad shards:\n");
@@ -1291,7 +1305,8 @@ static const char synopsis[] =
 	"  osd df                    each OSD's space (its Status: total, used, free,\n"
 	"                            inline bytes), asked directly\n"
 	"  osd scrub-status          each OSD's scrubber (rate, passes, shards, bytes,\n"
-	"                            position, errors) and the bad shards it recorded\n"
+	"                            position, errors), its deep scrub (PGs, stripes,\n"
+	"                            repaired, inconsistent) and the bad shards it recorded\n"
 	"  pg check                  asks each PG's up OSDs for their shards: stripes\n"
 	"                            lacking a shard on an up slot (exit 3 if any)\n"
 	"  user add NAME             prints the new access key and secret\n"

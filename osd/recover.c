@@ -695,6 +695,12 @@ static void hook_status(void *arg, struct osd_service_recovery *o)
 	o->pgs_primary = r->st.pgs_primary;
 	o->pgs_active = r->st.pgs_active;
 	o->pgs_queued = r->st.pgs_queued;
+	o->deep_interval_ms = r->o.deep_scrub_ms;
+	o->deep_pgs = r->st.deep_pgs;
+	o->deep_stripes = r->st.deep_stripes;
+	o->deep_bytes = r->st.deep_bytes;
+	o->deep_repaired = r->st.deep_repaired;
+	o->deep_inconsistent = r->st.deep_inconsistent;
 }
 
 void osd_recover_hooks(struct osd_recover *r, struct osd_service_hooks *out)

@@ -774,6 +774,12 @@ static void h_status(struct rpc_req *r, void *ud)
 		resp.recovery_bytes_missing = rs.bytes_missing;
 		resp.recovery_unfound = rs.unfound;
 		resp.recovery_scans = rs.scans;
+		resp.deep_scrub_interval_ms = rs.deep_interval_ms;
+		resp.deep_pgs = rs.deep_pgs;
+		resp.deep_stripes = rs.deep_stripes;
+		resp.deep_bytes = rs.deep_bytes;
+		resp.deep_repaired = rs.deep_repaired;
+		resp.deep_inconsistent = rs.deep_inconsistent;
 	}
 	char *text = NULL;
 	size_t tlen;

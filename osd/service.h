@@ -93,6 +93,8 @@ void osd_service_set_sweep(struct osd_service *svc, struct osd_sweep *sw);
 struct osd_service_recovery {
 	uint64_t rate, bytes, stripes, errors, bytes_missing, unfound, scans;
 	uint32_t pgs_primary, pgs_active, pgs_queued;
+	uint64_t deep_interval_ms, deep_pgs, deep_stripes, deep_bytes, deep_repaired,
+		deep_inconsistent;
 };
 
 /* Hooks to the OSD's recovery driver (osd/recover.h), which the service

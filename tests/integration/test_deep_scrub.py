@@ -133,6 +133,15 @@ def main():
                (m["repaired"], m["inconsistent"]))
         print("ok: repaired in %.1f s after the restart; %d PG scrubs, %d stripes, %.1f MB read"
               % (took, m["pgs"], m["stripes"], m["bytes"] / 1e6))
+        st = admin(meta, "osd", "scrub-status")
+        deep = {o["id"]: o["deep"] for o in st["osds"]}
+        expect(all(d["on"] and d["interval_ms"] == 2000 for d in deep.values()),
+               "iolake-admin osd scrub-status: deep scrub on, every 2 s, on every OSD")
+        expect(sum(d["repaired"] for d in deep.values()) == 1 and
+               sum(d["inconsistent"] for d in deep.values()) == 0 and
+               sum(d["pgs"] for d in deep.values()) >= PGS,
+               "iolake-admin osd scrub-status shows the repair: %s" %
+               {i: (d["pgs"], d["repaired"]) for i, d in sorted(deep.items())})
         rc, t = aio.stop()
         expect(rc == 0, "iolake-aio stopped cleanly (%.1f s)" % t)
         print("PASS test_deep_scrub")
