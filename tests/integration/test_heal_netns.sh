@@ -15,10 +15,14 @@
 #      written and deleted while it is away (down, not yet out: it keeps
 #      its slots), it returns on its data; every PG is active+clean again
 #      and meta's shard GC queue drains (the GC acks an entry only once
-#      every slot's OSD deleted its shard or answered it has none, so the
-#      deleted objects' shards are gone from the returning OSD too; its
-#      used bytes are printed); then two whole other nodes are killed and
-#      every live object reads back byte for byte.
+#      every slot's OSD deleted its shard or answered it has none); the
+#      returning OSD's shards that no live object names are counted
+#      (tests/tools/osd-shard unreferenced: its shards listed and asked of
+#      meta's CheckShards) just back and after the GC drained, with its
+#      used bytes. Today some stay (a SKIP step says how many: issue 12's
+#      open gap, removed only by the orphan sweep after its grace); then two
+#      whole other nodes are killed and every live object reads back byte
+#      for byte.
 #
 # HEAL_OBJECTS (default 150) sizes the run: the issue's figure is 2000
 # (`HEAL_OBJECTS=2000 IOLAKE_BUILD=build tests/integration/test_heal_netns.sh`).
@@ -137,9 +141,31 @@ echo "  shard GC queue while OSD 9 is away: $(gc_len) entries"
 step "OSD 9 returns on its data"
 "$CL" start-osd --dir "$DIR" 5 1
 used9=$(used_of 9)
+# unref9: OSD 9's shards that no live object names (meta's CheckShards,
+# tests/tools/osd-shard), as JSON: {"shards","bytes","unreferenced",...}.
+NPGS=$(admin --json pg ls | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["pgs"]))')
+unref9() { "$B/tests/tools/osd-shard" unreferenced "$SUBNET.5:7101" "$NPGS" "$META"; }
+back=$(unref9) || fail "listing OSD 9's shards"
+echo "  OSD 9 just back: used $used9 bytes; its shards: $back"
 wait_clean 300 "OSD 9 returned"
 poll 90 gc_empty || fail "meta's shard GC queue not empty 90 s after OSD 9 returned"
-echo "  shard GC queue empty; OSD 9 used bytes: $used9 just back, $(used_of 9) now"
+now=$(unref9) || fail "listing OSD 9's shards"
+echo "  shard GC queue empty; OSD 9 used bytes: $used9 just back, $(used_of 9) now; its shards: $now"
+none_unref() {
+	now=$(unref9) || return 1
+	python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["unreferenced"] != 0)' "$now"
+}
+t=$(date +%s)
+if poll 20 none_unref; then
+	echo "  OSD 9 holds only referenced shards $(($(date +%s) - t)) s later: $now, used $(used_of 9) bytes"
+else
+	# Known gap (issue 12, "GC deletes reach the OSDs that actually hold
+	# the shards"): the GC deletes (pg, object, segment, slot i) on slot
+	# i's current OSD only, and the stray drop only PGs an OSD left; shards
+	# a returning OSD holds under another shard index stay until its
+	# orphan sweep (--orphan-grace, 24 h). Shown, not yet asserted.
+	echo "SKIP step: OSD 9 still holds shards of deleted objects 20 s after the GC queue drained: $now (issue 12 gap; the orphan sweep removes them after --orphan-grace)"
+fi
 step "kill whole nodes 2 and 3: every live object must still read back"
 "$CL" kill --dir "$DIR" 2
 "$CL" kill --dir "$DIR" 3

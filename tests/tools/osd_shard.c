@@ -12,11 +12,20 @@
  *   osd-shard crc ADDR PG OIDHEX SHARD
  *       Prints {"crc":C,"len":L} of the stored shard (payload checked
  *       against its range crc).
+ *   osd-shard unreferenced ADDR NPGS META[,META...]
+ *       Lists every shard of PGs 0..NPGS-1 on the OSD at ADDR and asks
+ *       meta (CheckShards, the orphan sweep's question) whether a live
+ *       object names each one's object id. Prints {"shards":N,"bytes":B,
+ *       "unreferenced":U,"unreferenced_bytes":UB}: shards of deleted
+ *       objects left behind show as unreferenced (so do PUTs in flight:
+ *       ask when none is).
  *
  * Not for production: synchronous calls on a private loop (tests/lib/
  * osd_call.h). Exit 0, 1 (a call failed: message on stderr), 2 (usage).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +35,16 @@
 #include "common/buf.h"
 #include "common/crc.h"
 #include "common/rpc.h"
+#include "meta/client.h"
+#include "meta/node.h"
+#include "meta/state.h"
 #include "tests/lib/osd_call.h"
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: osd-shard corrupt ADDR NPGS MINLEN MAXSHARD\n"
-			"       osd-shard crc ADDR PG OIDHEX SHARD\n");
+			"       osd-shard crc ADDR PG OIDHEX SHARD\n"
+			"       osd-shard unreferenced ADDR NPGS META[,META...]\n");
 	return 2;
 }
 
@@ -157,6 +170,118 @@ static int crc(uv_loop_t *loop, struct rpc_channel *ch, uint32_t pg, const char 
 	return 0;
 }
 
+struct check_call {
+	bool done;
+	int err;
+	size_t n;
+	bool referenced[META_CHECK_SHARDS_MAX];
+};
+
+static void on_checked(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct check_call *c = ud;
+	c->done = true;
+	c->err = err;
+	if (err)
+		return;
+	const Iolake__Meta__CheckShardsResponse *r = (const void *)resp;
+	if (r->status != IOLAKE__META__STATUS__STATUS_OK || r->n_referenced != c->n) {
+		c->err = -EPROTO;
+		return;
+	}
+	memcpy(c->referenced, r->referenced, c->n * sizeof(bool));
+}
+
+/* One page of a PG's shards: ask meta about their object ids, count. */
+static int check_page(uv_loop_t *loop, struct meta_client *mc, uint32_t pg,
+		      const Iolake__Osd__ListShardsResponse *l, uint64_t out[4])
+{
+	ProtobufCBinaryData ids[META_CHECK_SHARDS_MAX];
+	struct check_call c = { .n = 0 };
+	for (size_t i = 0; i < l->n_shards; i++) {
+		const Iolake__Osd__ShardInfo *si = l->shards[i];
+		if (si->key->object_id.len < META_REF_ID_LEN)
+			return 1;
+		ids[c.n].data = si->key->object_id.data;
+		ids[c.n].len = META_REF_ID_LEN;   /* object id || be32(segment) */
+		c.n++;
+	}
+	if (!c.n)
+		return 0;
+	Iolake__Meta__CheckShardsRequest q = IOLAKE__META__CHECK_SHARDS_REQUEST__INIT;
+	q.pg = pg;
+	q.object_ids = ids;
+	q.n_object_ids = c.n;
+	if (meta_client_call(mc, META_M_CHECK_SHARDS, &q.base, on_checked, &c))
+		return 1;
+	while (!c.done)
+		uv_run(loop, UV_RUN_ONCE);
+	if (c.err) {
+		fprintf(stderr, "osd-shard: CheckShards pg %u: %d\n", pg, c.err);
+		return 1;
+	}
+	for (size_t i = 0; i < l->n_shards; i++) {
+		out[0]++;
+		out[1] += l->shards[i]->length;
+		if (!c.referenced[i]) {
+			out[2]++;
+			out[3] += l->shards[i]->length;
+		}
+	}
+	return 0;
+}
+
+static int unreferenced(uv_loop_t *loop, struct rpc_channel *ch, uint32_t npgs, char *meta)
+{
+	const char *members[META_CLIENT_MAX_MEMBERS];
+	size_t n = 0;
+	for (char *tok = strtok(meta, ","); tok && n < META_CLIENT_MAX_MEMBERS;
+	     tok = strtok(NULL, ","))
+		members[n++] = tok;
+	struct meta_client *mc;
+	struct meta_client_opts mo = { .members = members, .n_members = n };
+	if (!n || meta_client_new(loop, &mo, &mc))
+		return usage();
+	uint64_t sum[4] = { 0 };
+	int rc = 0;
+	for (uint32_t pg = 0; pg < npgs && !rc; pg++) {
+		Iolake__Osd__ShardKey after;
+		uint8_t after_oid[64];
+		bool have_after = false, more = true;
+		while (more && !rc) {
+			Iolake__Osd__ListShardsRequest lq = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
+			lq.pg = pg;
+			lq.limit = META_CHECK_SHARDS_MAX;
+			if (have_after)
+				lq.after = &after;
+			struct osd_call lc;
+			int st = osd_call_sync(loop, ch, OSD_M_LIST, &lq.base, NULL, &lc);
+			if (st != RPC_OK) {
+				fprintf(stderr, "osd-shard: ListShards: %s %s\n", rpc_status_name(st),
+					lc.message);
+				rc = 1;
+				break;
+			}
+			const Iolake__Osd__ListShardsResponse *l = (const void *)lc.resp;
+			rc = check_page(loop, mc, pg, l, sum);
+			more = l->more && l->n_shards;
+			if (more) {
+				const Iolake__Osd__ShardKey *k = l->shards[l->n_shards - 1]->key;
+				size_t len = k->object_id.len <= 64 ? k->object_id.len : 64;
+				memcpy(after_oid, k->object_id.data, len);
+				key_of(&after, pg, after_oid, len, k->shard);
+				have_after = true;
+			}
+			osd_call_clear(&lc);
+		}
+	}
+	meta_client_close(mc);
+	if (!rc)
+		printf("{\"shards\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"unreferenced\":%" PRIu64
+		       ",\"unreferenced_bytes\":%" PRIu64 "}\n", sum[0], sum[1], sum[2], sum[3]);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -173,6 +298,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "corrupt") && argc == 6)
 		rc = corrupt(&loop, ch, (uint32_t)strtoul(argv[3], NULL, 10),
 			     strtoull(argv[4], NULL, 10), (uint32_t)strtoul(argv[5], NULL, 10));
+	else if (!strcmp(argv[1], "unreferenced") && argc == 5)
+		rc = unreferenced(&loop, ch, (uint32_t)strtoul(argv[3], NULL, 10), argv[4]);
 	else if (!strcmp(argv[1], "crc") && argc == 6)
 		rc = crc(&loop, ch, (uint32_t)strtoul(argv[3], NULL, 10), argv[4],
 			 (uint32_t)strtoul(argv[5], NULL, 10));
