@@ -193,6 +193,8 @@ static void on_checked(void *ud, int err, const ProtobufCMessage *resp)
 }
 
 /* One page of a PG's shards: ask meta about their object ids, count. */
+static char unref_list[4096];   /* "pg/shard" of the first unreferenced ones */
+
 static int check_page(uv_loop_t *loop, struct meta_client *mc, uint32_t pg,
 		      const Iolake__Osd__ListShardsResponse *l, uint64_t out[4])
 {
@@ -226,6 +228,10 @@ static int check_page(uv_loop_t *loop, struct meta_client *mc, uint32_t pg,
 		if (!c.referenced[i]) {
 			out[2]++;
 			out[3] += l->shards[i]->length;
+			size_t at = strlen(unref_list);
+			if (at + 24 < sizeof(unref_list))
+				snprintf(unref_list + at, sizeof(unref_list) - at, "%s\"%u/%u\"",
+					 at ? "," : "", pg, l->shards[i]->key->shard);
 		}
 	}
 	return 0;
@@ -278,7 +284,8 @@ static int unreferenced(uv_loop_t *loop, struct rpc_channel *ch, uint32_t npgs, 
 	meta_client_close(mc);
 	if (!rc)
 		printf("{\"shards\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"unreferenced\":%" PRIu64
-		       ",\"unreferenced_bytes\":%" PRIu64 "}\n", sum[0], sum[1], sum[2], sum[3]);
+		       ",\"unreferenced_bytes\":%" PRIu64 ",\"unreferenced_at\":[%s]}\n", sum[0],
+		       sum[1], sum[2], sum[3], unref_list);
 	return rc;
 }
 
