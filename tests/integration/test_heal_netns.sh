@@ -18,11 +18,10 @@
 #      every slot's OSD deleted its shard or answered it has none); the
 #      returning OSD's shards that no live object names are counted
 #      (tests/tools/osd-shard unreferenced: its shards listed and asked of
-#      meta's CheckShards) just back and after the GC drained, with its
-#      used bytes. Today some stay (a SKIP step says how many: issue 12's
-#      open gap, removed only by the orphan sweep after its grace); then two
-#      whole other nodes are killed and every live object reads back byte
-#      for byte.
+#      meta's CheckShards): none before it went away, those of the objects
+#      deleted meanwhile just back, and none once the GC drained (printed
+#      with its used bytes); then two whole other nodes are killed and
+#      every live object reads back byte for byte.
 #
 # HEAL_OBJECTS (default 150) sizes the run: the issue's figure is 2000
 # (`HEAL_OBJECTS=2000 IOLAKE_BUILD=build tests/integration/test_heal_netns.sh`).
@@ -124,6 +123,14 @@ step "OSDs 7 and 12 return"
 "$CL" start-osd --dir "$DIR" 4 1
 "$CL" start-osd --dir "$DIR" 6 2
 wait_clean 300 "OSDs 7 and 12 returned"
+# unref9: OSD 9's shards that no live object names (meta's CheckShards,
+# tests/tools/osd-shard), as JSON: {"shards","bytes","unreferenced",...}.
+NPGS=$(admin --json pg ls | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["pgs"]))')
+unref9() { "$B/tests/tools/osd-shard" unreferenced "$SUBNET.5:7101" "$NPGS" "$META"; }
+before=$(unref9) || fail "listing OSD 9's shards"
+echo "  OSD 9 before: $before"
+python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["unreferenced"] != 0)' "$before" ||
+	fail "OSD 9 holds shards meta's reference index does not name, before any delete: $before"
 step "kill node 5's osd1 (id 9); write and delete objects while it is away"
 "$CL" kill-osd --dir "$DIR" 5 1
 poll 30 is_down 9 || fail "OSD 9 not down within 30 s"
@@ -141,10 +148,6 @@ echo "  shard GC queue while OSD 9 is away: $(gc_len) entries"
 step "OSD 9 returns on its data"
 "$CL" start-osd --dir "$DIR" 5 1
 used9=$(used_of 9)
-# unref9: OSD 9's shards that no live object names (meta's CheckShards,
-# tests/tools/osd-shard), as JSON: {"shards","bytes","unreferenced",...}.
-NPGS=$(admin --json pg ls | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["pgs"]))')
-unref9() { "$B/tests/tools/osd-shard" unreferenced "$SUBNET.5:7101" "$NPGS" "$META"; }
 back=$(unref9) || fail "listing OSD 9's shards"
 echo "  OSD 9 just back: used $used9 bytes; its shards: $back"
 wait_clean 300 "OSD 9 returned"
@@ -156,14 +159,7 @@ none_unref() {
 	python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["unreferenced"] != 0)' "$now"
 }
 t=$(date +%s)
-if poll 20 none_unref; then
-	echo "  OSD 9 holds only referenced shards $(($(date +%s) - t)) s later: $now, used $(used_of 9) bytes"
-else
-	# Known bug (issue 12): shards of objects deleted while OSD 9 was away
-	# stay on it after the GC queue drained, at its own slot of PGs it is
-	# in (the "where" line), so the GC's deletes to that slot did not
-	# remove them; cause not found yet. The orphan sweep removes them
-	# after --orphan-grace (24 h). Shown, not yet asserted.
+if ! poll 20 none_unref; then
 	admin --json pg ls >"$DIR/pgs.json" 2>/dev/null || true
 	python3 -c '
 import json, sys
@@ -176,8 +172,9 @@ for at in d.get("unreferenced_at", []):
     elif 9 in osds: where["other slot of a PG with OSD 9"] += 1
     else: where["PG without OSD 9"] += 1
 print("  where they are:", where)' "$now" "$DIR/pgs.json" || true
-	echo "SKIP step: OSD 9 still holds shards of deleted objects 20 s after the GC queue drained: $now (issue 12 bug; the orphan sweep removes them after --orphan-grace)"
+	fail "OSD 9 still holds shards no live object names 20 s after the GC queue drained: $now"
 fi
+echo "  OSD 9 holds only shards live objects name ($(($(date +%s) - t)) s later): $now; used $(used_of 9) bytes"
 step "kill whole nodes 2 and 3: every live object must still read back"
 "$CL" kill --dir "$DIR" 2
 "$CL" kill --dir "$DIR" 3

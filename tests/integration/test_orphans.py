@@ -66,17 +66,27 @@ def main():
     meta = "127.0.0.1:%d" % mport
     pmeta = start("meta", ["iolake-meta", "--id", "1", "--data-dir", os.path.join(TMP, "meta"),
                    "--listen", meta, "--peers", "1@" + meta])
-    mports = {}
+    # Port 0 for both listeners, the metrics port read back from the log:
+    # a port picked here and bound later by the OSD could be taken in
+    # between by another process of the test (it once was, by an OSD's RPC
+    # listener started a moment before).
     for i in range(1, 7):
         d = os.path.join(TMP, "osd%d" % i)
         os.makedirs(d)
-        mports[i] = free_port()
         start("osd%d" % i, ["iolake-osd", "--id", str(i), "--device", os.path.join(d, "dev"),
                             "--format", "--size", "256M", "--meta-dir", os.path.join(d, "idx"),
-                            "--listen", "127.0.0.1:%d" % free_port(), "--meta", meta,
-                            "--host", "osd%d" % i,
-                            "--metrics-listen", "127.0.0.1:%d" % mports[i],
+                            "--listen", "127.0.0.1:0", "--meta", meta,
+                            "--host", "osd%d" % i, "--metrics-listen", "127.0.0.1:0",
                             "--orphan-grace", "5s", "--orphan-scan-interval", "1s"])
+
+    def metrics_port(i):
+        with open(os.path.join(TMP, "osd%d.log" % i), errors="replace") as f:
+            m = re.search(r'msg="metrics listening" .*port=(\d+)', f.read())
+        return int(m.group(1)) if m else None
+    mports = {}
+    for i in range(1, 7):
+        wait_for("osd%d's metrics port in its log" % i, lambda: metrics_port(i) is not None)
+        mports[i] = metrics_port(i)
 
     def all_up():
         r = admin(meta, "osd", "ls")

@@ -189,7 +189,8 @@ static void on_checked(void *ud, int err, const ProtobufCMessage *resp)
 		c->err = -EPROTO;
 		return;
 	}
-	memcpy(c->referenced, r->referenced, c->n * sizeof(bool));
+	for (size_t i = 0; i < c->n; i++)   /* protobuf_c_boolean is an int, not a bool */
+		c->referenced[i] = r->referenced[i] != 0;
 }
 
 /* One page of a PG's shards: ask meta about their object ids, count. */
