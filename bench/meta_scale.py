@@ -29,6 +29,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 import urllib.request
@@ -75,7 +76,6 @@ def get_phase(bench, ep, prefix, objects, gets, conc, workdir):
 
 
 def run_bench(cmd, jpath, phase):
-    import subprocess
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode or not os.path.exists(jpath):
         raise benchlib.BenchError("iolake-s3-bench exited %d:\n%s" % (r.returncode, r.stdout[-2000:]))

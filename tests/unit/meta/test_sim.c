@@ -151,31 +151,11 @@ static void log_put(struct sim *s, unsigned who, uint64_t index, const struct ra
 		s->log_cap = cap;
 	}
 	struct entry *e = &s->log[index];
-	if (e->buf && (e->len != buf->len || memcmp(e->buf, buf->base, buf->len))) {
-		uint32_t a, b;
-		memcpy(&a, e->buf + 4, 4);
-		memcpy(&b, (uint8_t *)buf->base + 4, 4);
-		Iolake__Meta__OpBatch *x = iolake__meta__op_batch__unpack(NULL, a, e->buf + 8);
-		Iolake__Meta__OpBatch *y = iolake__meta__op_batch__unpack(NULL, b, (uint8_t *)buf->base + 8);
-		fprintf(stderr, "index %llu: first applied by member %u: %.*s; now member %u: %.*s\n",
-			(unsigned long long)index, e->who,
-			(int)x->ops[0]->put_object->record->inline_data.len,
-			(char *)x->ops[0]->put_object->record->inline_data.data, who,
-			(int)y->ops[0]->put_object->record->inline_data.len,
-			(char *)y->ops[0]->put_object->record->inline_data.data);
-		for (unsigned i = 0; i < s->n; i++) {
-			struct raft *r = raft_fixture_get(&s->f, i);
-			fprintf(stderr, "  member %u: state %d term %llu commit %llu applied %llu last %llu alive %d\n", i,
-				raft_state(r), (unsigned long long)r->current_term,
-				(unsigned long long)r->commit_index, (unsigned long long)raft_last_applied(r),
-				(unsigned long long)raft_last_index(r), raft_fixture_alive(&s->f, i));
-		}
-	}
 	if (e->buf) {
 		/* State machine safety: one entry per index, on every member. */
 		ck_assert_msg(e->len == buf->len && !memcmp(e->buf, buf->base, buf->len),
-			      "two different entries applied at index %llu",
-			      (unsigned long long)index);
+			      "two different entries applied at index %llu (members %u and %u)",
+			      (unsigned long long)index, e->who, who);
 		return;
 	}
 	e->buf = malloc(buf->len);
@@ -227,6 +207,16 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	return 0;
 }
 
+/* The OpBatch of a logged entry ("IOLM", u32 length, protobuf). */
+static Iolake__Meta__OpBatch *entry_batch(const struct entry *e)
+{
+	uint32_t plen;
+	memcpy(&plen, e->buf + 4, 4);
+	Iolake__Meta__OpBatch *b = iolake__meta__op_batch__unpack(NULL, plen, e->buf + 8);
+	ck_assert_ptr_nonnull(b);
+	return b;
+}
+
 /* ------------------------------------------------------------ the model */
 
 /* The model after the log's entries 1..upto. Entries not ours (none
@@ -245,10 +235,7 @@ static void model_at(struct sim *s, uint64_t upto, struct model *md)
 		const struct entry *e = &s->log[i];
 		if (!e->buf)
 			continue;   /* raft's own entries (configuration, barriers) */
-		uint32_t plen;
-		memcpy(&plen, e->buf + 4, 4);
-		Iolake__Meta__OpBatch *b = iolake__meta__op_batch__unpack(NULL, plen, e->buf + 8);
-		ck_assert_ptr_nonnull(b);
+		Iolake__Meta__OpBatch *b = entry_batch(e);
 		for (size_t k = 0; k < b->n_ops; k++) {
 			const Iolake__Meta__Op *op = b->ops[k];
 			const char *key = NULL;
@@ -569,10 +556,7 @@ static uint64_t sim_run(uint64_t seed, unsigned steps, unsigned n, bool verbose)
 	for (uint64_t i = 1; i <= last; i++) {
 		if (!s->log[i].buf)
 			continue;
-		uint32_t plen;
-		memcpy(&plen, s->log[i].buf + 4, 4);
-		Iolake__Meta__OpBatch *b = iolake__meta__op_batch__unpack(NULL, plen, s->log[i].buf + 8);
-		ck_assert_ptr_nonnull(b);
+		Iolake__Meta__OpBatch *b = entry_batch(&s->log[i]);
 		if (b->n_ops && b->ops[0]->body_case == IOLAKE__META__OP__BODY_PUT_OBJECT) {
 			const char *v = (const char *)b->ops[0]->put_object->record->inline_data.data;
 			uint64_t id = v[0] == 'v' ? strtoull(v + 1, NULL, 10) : 0;
