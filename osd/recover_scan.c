@@ -236,6 +236,7 @@ static void job_start_gets(struct job *j)
 		key.shard = i;
 		Iolake__Osd__GetShardRequest q = IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
 		q.key = &key;
+		q.background = true;
 		struct rpc_call_opts co = { .timeout_ms = s->r->o.rpc_timeout_ms };
 		j->pending++;
 		rpc_call(ch, OSD_SVC, OSD_M_GET, &q.base, NULL, &co, on_get, &j->ctx[i]);
@@ -347,6 +348,7 @@ static void job_put_slots(struct job *j, uint32_t to)
 		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
 		q.key = &key;
 		q.length = j->len;
+		q.background = true;
 		q.crc32c = crc32c(0, shard, j->len);
 		struct buf_slice pl = { .buf = j->len ? j->buf : NULL,
 					.off = (size_t)i * j->len, .len = j->len };

@@ -18,6 +18,13 @@
  *    every block it returns, and its checksum error becomes DATA_LOSS.
  *  - The scrubber (if on) runs from attach until drain; drain completes
  *    only after it stopped, so the store is never closed under it.
+ *  - Client calls first: a PutShard or GetShard marked background
+ *    (recovery, deep scrub) is validated at once, then parked in FIFO
+ *    order while any client call is doing store work, or while
+ *    BG_INFLIGHT_MAX background calls are; a parked call goes anyway once
+ *    it has waited BG_MAX_WAIT_MS, so recovery never starves. Parked calls
+ *    hold no op and no store resource; they count toward max_inflight
+ *    (beyond it: busy) and are answered UNAVAILABLE by a drain.
  * Does not: retry, log per call, or hold shard bytes beyond the call (the
  * store copies a put's payload into its own aligned buffer).
  */
@@ -72,6 +79,18 @@ static const char *const ek_name[] = {
 };
 
 enum op_kind { OP_PUT, OP_GET, OP_DEL, OP_KINDS };
+
+/* Background calls: at most this many doing store work while no client
+ * call is, and none waits longer than this behind client calls. */
+#define BG_INFLIGHT_MAX 8
+#define BG_MAX_WAIT_MS 100
+
+/* A background call waiting for its turn (validated, not started). */
+struct parked {
+	struct rpc_req *r;
+	unsigned method;              /* M_PUT or M_GET */
+	uint64_t since_ms;
+};
 static const char *const op_method[] = { "PutShard", "GetShard", "DeleteShard" };
 
 /* One call doing store I/O. From the pool; the store request is first so
@@ -88,6 +107,7 @@ struct op {
 	enum op_kind kind;
 	uint64_t bytes;      /* put payload counted against max_inflight_bytes */
 	uint64_t t0_us;
+	bool bg;             /* a background call */
 	struct op *next_free;
 };
 
@@ -103,6 +123,13 @@ struct osd_service {
 	uint32_t max_inflight, inflight;
 	uint64_t max_bytes, bytes;
 
+	/* background calls: a ring of max_inflight parked ones */
+	struct parked *parked;
+	uint32_t park_head, n_parked;
+	uint32_t fg_inflight, bg_inflight;  /* ops taken, by kind of caller */
+	uv_timer_t bg_timer;          /* the next release: now, or when the head ages */
+	bool bg_timer_open;
+
 	uv_timer_t timer;             /* gauge refresh */
 	uint32_t refresh_ms;
 	bool timer_open;
@@ -116,6 +143,8 @@ struct osd_service {
 	struct metrics_histogram *lat[OP_KINDS];
 	struct metrics_histogram *batch, *kv_flush, *data_flush;
 	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inline_b, *inflight_g;
+	struct metrics_counter *bg_deferred;
+	struct metrics_histogram *bg_wait;
 
 	struct store_scrub *scrub;    /* NULL when off or stopped */
 	uint64_t scrub_rate, scrub_interval_ms;
@@ -250,16 +279,93 @@ static void info_to(const struct store_stat *st, Iolake__Osd__ShardKey *key,
 
 static void maybe_drained(struct osd_service *svc)
 {
-	if (!svc->draining || svc->inflight || svc->timer_open || svc->scrub || !svc->drain_cb)
+	if (!svc->draining || svc->inflight || svc->timer_open || svc->bg_timer_open ||
+	    svc->scrub || !svc->drain_cb)
 		return;
 	void (*cb)(void *) = svc->drain_cb;
 	svc->drain_cb = NULL;
 	cb(svc->drain_arg);
 }
 
+/* ------------------------------------------------------------ background */
+
+static void on_bg_timer(uv_timer_t *t);
+
+/* Release parked calls from a clean stack in ms (0: on the next loop turn). */
+static void bg_kick(struct osd_service *svc, uint64_t ms)
+{
+	if (svc->bg_timer_open && !svc->draining)
+		uv_timer_start(&svc->bg_timer, on_bg_timer, ms, 0);
+}
+
+/* Park background call r (validated) when client calls are doing store
+ * work, other background calls wait, or enough of them run. true: parked
+ * (or answered busy); false: start it now. */
+static bool bg_defer(struct osd_service *svc, struct rpc_req *r, unsigned method)
+{
+	if (!svc->n_parked && !svc->fg_inflight && svc->bg_inflight < BG_INFLIGHT_MAX)
+		return false;
+	if (svc->inflight + svc->n_parked >= svc->max_inflight) {
+		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED,
+		     "osd %u busy: %u calls in flight and %u background calls parked (limit %u); "
+		     "retry with backoff",
+		     svc->osd_id, svc->inflight, svc->n_parked, svc->max_inflight);
+		return true;
+	}
+	struct parked *p = &svc->parked[(svc->park_head + svc->n_parked) % svc->max_inflight];
+	p->r = r;
+	p->method = method;
+	p->since_ms = loop_now_ms();
+	if (!svc->n_parked++)
+		bg_kick(svc, BG_MAX_WAIT_MS);
+	metrics_counter_inc(svc->bg_deferred);
+	return true;
+}
+
+static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg);
+static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg);
+
+/* Start the parked calls whose turn came: all of them while no client
+ * call does store work (up to BG_INFLIGHT_MAX running), and any that has
+ * waited BG_MAX_WAIT_MS regardless. */
+static void on_bg_timer(uv_timer_t *t)
+{
+	struct osd_service *svc = t->data;
+	uint64_t now = loop_now_ms();
+	while (svc->n_parked && !svc->draining) {
+		struct parked p = svc->parked[svc->park_head];
+		bool aged = now - p.since_ms >= BG_MAX_WAIT_MS;
+		if (!aged && (svc->fg_inflight || svc->bg_inflight >= BG_INFLIGHT_MAX))
+			break;
+		svc->park_head = (svc->park_head + 1) % svc->max_inflight;
+		svc->n_parked--;
+		metrics_histogram_observe(svc->bg_wait, (now - p.since_ms) * 1000);
+		if (p.method == M_PUT)
+			put_go(svc, p.r, true);
+		else
+			get_go(svc, p.r, true);
+	}
+	if (svc->n_parked && !svc->draining) {
+		uint64_t since = svc->parked[svc->park_head].since_ms;
+		uint64_t due = since + BG_MAX_WAIT_MS > now ? since + BG_MAX_WAIT_MS - now : 0;
+		bg_kick(svc, due);
+	}
+}
+
+/* Drain: every parked call is answered UNAVAILABLE. */
+static void bg_fail_parked(struct osd_service *svc)
+{
+	while (svc->n_parked) {
+		struct parked *p = &svc->parked[svc->park_head];
+		svc->park_head = (svc->park_head + 1) % svc->max_inflight;
+		svc->n_parked--;
+		fail(svc, p->r, EK_UNAVAILABLE, RPC_UNAVAILABLE, "osd %u shutting down", svc->osd_id);
+	}
+}
+
 /* Take a context for a store call, or answer busy. */
 static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_kind kind,
-			  uint64_t bytes)
+			  uint64_t bytes, bool bg)
 {
 	struct op *op = svc->free_ops;
 	if (!op || svc->bytes + bytes > svc->max_bytes) {
@@ -273,6 +379,11 @@ static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_ki
 	svc->free_ops = op->next_free;
 	svc->inflight++;
 	svc->bytes += bytes;
+	if (bg)
+		svc->bg_inflight++;
+	else
+		svc->fg_inflight++;
+	op->bg = bg;
 	op->svc = svc;
 	op->r = r;
 	op->kind = kind;
@@ -291,6 +402,12 @@ static void op_release(struct op *op, bool observe)
 		metrics_histogram_observe(svc->lat[op->kind], loop_now_ns() / 1000 - op->t0_us);
 	svc->bytes -= op->bytes;
 	svc->inflight--;
+	if (op->bg)
+		svc->bg_inflight--;
+	else
+		svc->fg_inflight--;
+	if (svc->n_parked && (op->bg || !svc->fg_inflight))
+		bg_kick(svc, 0);
 	op->r = NULL;
 	op->next_free = svc->free_ops;
 	svc->free_ops = op;
@@ -347,11 +464,25 @@ static void h_put(struct rpc_req *r, void *ud)
 		     name, crc, q->crc32c);
 		return;
 	}
+	if (q->background && bg_defer(svc, r, M_PUT))
+		return;
+	put_go(svc, r, q->background);
+}
+
+/* Store a validated PutShard: now, or when its background turn came. */
+static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg)
+{
+	const Iolake__Osd__PutShardRequest *q = (const void *)rpc_req_msg(r);
+	const struct buf_slice *pl = rpc_req_payload(r);
+	struct buf_slice data = pl->buf ? *pl : (struct buf_slice){ 0 };
+	struct store_key k;
+	char name[KEY_NAME_MAX];
 	if (rpc_req_cancelled(r)) {
 		fail(svc, r, EK_CANCELLED, RPC_CANCELLED, "caller gone before the put started");
 		return;
 	}
-	struct op *op = op_take(svc, r, OP_PUT, data.len);
+	key_from(svc, r, q->key, &k, name); /* validated by h_put */
+	struct op *op = op_take(svc, r, OP_PUT, data.len, bg);
 	if (!op)
 		return;
 	op->key = k;
@@ -413,14 +544,25 @@ static void h_get(struct rpc_req *r, void *ud)
 	struct osd_service *svc = ud;
 	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
 	struct store_key k;
-	char name[KEY_NAME_MAX];
-	if (refuse(svc, r) || key_from(svc, r, q->key, &k, name))
+	if (refuse(svc, r) || key_from(svc, r, q->key, &k, NULL))
 		return;
+	if (q->background && bg_defer(svc, r, M_GET))
+		return;
+	get_go(svc, r, q->background);
+}
+
+/* Read a validated GetShard: now, or when its background turn came. */
+static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg)
+{
+	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
+	struct store_key k;
+	char name[KEY_NAME_MAX];
 	if (rpc_req_cancelled(r)) {
 		fail(svc, r, EK_CANCELLED, RPC_CANCELLED, "caller gone before the read started");
 		return;
 	}
-	struct op *op = op_take(svc, r, OP_GET, 0);
+	key_from(svc, r, q->key, &k, name); /* validated by h_get */
+	struct op *op = op_take(svc, r, OP_GET, 0, bg);
 	if (!op)
 		return;
 	op->key = k;
@@ -464,7 +606,7 @@ static void h_del(struct rpc_req *r, void *ud)
 	char name[KEY_NAME_MAX];
 	if (refuse(svc, r) || key_from(svc, r, q->key, &k, name))
 		return;
-	struct op *op = op_take(svc, r, OP_DEL, 0);
+	struct op *op = op_take(svc, r, OP_DEL, 0, false);
 	if (!op)
 		return;
 	op->key = k;
@@ -869,6 +1011,14 @@ static int register_metrics(struct osd_service *svc)
 		METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->inflight_g = metrics_gauge_new(reg, "iolake_osd_inflight_calls",
 		"Shard calls doing store work now.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->bg_deferred = metrics_counter_new(reg,
+		"iolake_osd_background_deferred_total",
+		"Background shard calls (recovery, deep scrub) parked behind client calls.",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->bg_wait = metrics_histogram_new(reg,
+		"iolake_osd_background_wait_seconds",
+		"Time a parked background call waited for its turn.",
+		METRICS_LABELS("osd", id), lat, nlat, 1e-6));
 	NEW_OR_FAIL(svc->scrub_bytes = metrics_counter_new(reg, "iolake_osd_scrub_bytes_total",
 		"Shard bytes the background scrubber read and verified.", METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->scrub_shards = metrics_counter_new(reg, "iolake_osd_scrub_shards_total",
@@ -905,8 +1055,9 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	svc->scrub_interval_ms = o->scrub_interval_ms;
 	int rc = -ENOMEM;
 	svc->ops = calloc(svc->max_inflight, sizeof(*svc->ops));
-	if (!svc->ops)
-		goto out_free;
+	svc->parked = calloc(svc->max_inflight, sizeof(*svc->parked));
+	if (!svc->ops || !svc->parked)
+		goto out_ops;
 	for (uint32_t i = svc->max_inflight; i-- > 0;) {
 		svc->ops[i].next_free = svc->free_ops;
 		svc->free_ops = &svc->ops[i];
@@ -920,14 +1071,17 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 		goto out_ops;
 	svc->timer.data = svc;
 	svc->timer_open = true;
+	uv_timer_init(loop, &svc->bg_timer); /* cannot fail once the first did */
+	svc->bg_timer.data = svc;
+	svc->bg_timer_open = true;
 	*out = svc;
 	return 0;
 
 	/* Metrics registered so far stay in the registry (never unregistered):
 	 * harmless, they read zero. */
 out_ops:
+	free(svc->parked);
 	free(svc->ops);
-out_free:
 	free(svc);
 	return rc;
 }
@@ -993,6 +1147,13 @@ static void on_timer_closed(uv_handle_t *h)
 	maybe_drained(svc);
 }
 
+static void on_bg_timer_closed(uv_handle_t *h)
+{
+	struct osd_service *svc = h->data;
+	svc->bg_timer_open = false;
+	maybe_drained(svc);
+}
+
 static void on_scrub_stopped(void *arg)
 {
 	struct osd_service *svc = arg;
@@ -1009,7 +1170,9 @@ void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void
 		refresh_scrub(svc);
 		store_scrub_stop(svc->scrub, on_scrub_stopped, svc);
 	}
-	/* Closing the timer also defers done_cb past this call. */
+	bg_fail_parked(svc);
+	/* Closing the timers also defers done_cb past this call. */
+	uv_close((uv_handle_t *)&svc->bg_timer, on_bg_timer_closed);
 	uv_close((uv_handle_t *)&svc->timer, on_timer_closed);
 }
 
@@ -1022,6 +1185,7 @@ void osd_service_free(struct osd_service *svc)
 {
 	if (!svc)
 		return;
+	free(svc->parked);
 	free(svc->ops);
 	free(svc);
 }

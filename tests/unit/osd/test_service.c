@@ -9,7 +9,8 @@
  * byte flipped on the device makes GetShard answer DATA_LOSS naming the
  * shard; a full device answers RESOURCE_EXHAUSTED and keeps what it held;
  * too many calls in flight answer RESOURCE_EXHAUSTED (busy); a draining
- * service answers UNAVAILABLE; with a scrub rate the service scrubs in the
+ * service answers UNAVAILABLE; background calls (recovery's) wait behind
+ * client calls and then all succeed; with a scrub rate the service scrubs in the
  * background and ListBadShards pages through the shards it found bad.
  *
  * The store (and so RocksDB's threads) lives only in Check's forked test
@@ -44,7 +45,7 @@ static const char *const tname[] = { "h2", "local" };
 /* Files are named by the runner's pid so its teardown can remove what a
  * failed (forked) test left. */
 static int runner_pid;
-static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz", "sb" };
+static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz", "sb", "bg" };
 
 /* Scrub rate of the next srv_setup (0: off, as most tests want). */
 static uint64_t next_scrub_rate;
@@ -629,6 +630,94 @@ START_TEST(busy_then_draining)
 }
 END_TEST
 
+/* Answer order, across the calls of one test. */
+static int answer_seq;
+
+static void note_answer(struct osd_call *c)
+{
+	c->ud = (void *)(intptr_t)++answer_seq;
+}
+
+static uint64_t metric_value(const char *text, const char *series)
+{
+	const char *p = strstr(text, series);
+	return p ? strtoull(p + strlen(series), NULL, 10) : 0;
+}
+
+/* Background GetShards (recovery's) sent right behind a burst of client
+ * PutShards are parked while the puts do store work, then all answered
+ * with the right bytes; no background call is answered before the first
+ * client one (a parked call only ages out after 100 ms). */
+START_TEST(background_yields_to_clients)
+{
+	struct fx f;
+	fx_setup(&f, _i, "bg", 256 << 20, 0);
+	struct buf *src = pattern(64 << 10, 3);
+	struct osd_call c0;
+	ck_assert_int_eq(put(&f, 2, "bg-src", 0, src, &c0), RPC_OK);
+	osd_call_clear(&c0);
+
+	enum { NFG = 16, NBG = 12 };
+	struct osd_call fg[NFG], bg[NBG];
+	struct buf *b = pattern(256 << 10, 5);
+	Iolake__Osd__ShardKey kf[NFG], kb;
+	char oid[NFG][24];
+	answer_seq = 0;
+	for (int i = 0; i < NFG; i++) {
+		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+		snprintf(oid[i], sizeof(oid[i]), "fg-%d", i);
+		osd_key(&kf[i], 2, oid[i], 0);
+		q.key = &kf[i];
+		q.length = b->len;
+		q.crc32c = crc32c(0, b->data, b->len);
+		struct buf_slice pl = { b, 0, b->len };
+		memset(&fg[i], 0, sizeof(fg[i]));
+		fg[i].then = note_answer;
+		osd_call_start(&f.loop, f.ch, OSD_M_PUT, &q.base, &pl, 0, &fg[i]);
+	}
+	osd_key(&kb, 2, "bg-src", 0);
+	for (int i = 0; i < NBG; i++) {
+		Iolake__Osd__GetShardRequest q = IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
+		q.key = &kb;
+		q.background = true;
+		memset(&bg[i], 0, sizeof(bg[i]));
+		bg[i].then = note_answer;
+		osd_call_start(&f.loop, f.ch, OSD_M_GET, &q.base, NULL, 0, &bg[i]);
+	}
+	int first_fg = INT32_MAX, first_bg = INT32_MAX;
+	for (int i = 0; i < NFG; i++) {
+		osd_call_wait(&f.loop, &fg[i]);
+		ck_assert_msg(fg[i].status == RPC_OK, "put %d: %s %s", i,
+			      rpc_status_name(fg[i].status), fg[i].message);
+		int seq = (int)(intptr_t)fg[i].ud;
+		first_fg = seq < first_fg ? seq : first_fg;
+		osd_call_clear(&fg[i]);
+	}
+	for (int i = 0; i < NBG; i++) {
+		osd_call_wait(&f.loop, &bg[i]);
+		ck_assert_msg(bg[i].status == RPC_OK, "background get %d: %s %s", i,
+			      rpc_status_name(bg[i].status), bg[i].message);
+		ck_assert_uint_eq(bg[i].payload.len, src->len);
+		ck_assert(memcmp(buf_slice_data(&bg[i].payload), src->data, src->len) == 0);
+		int seq = (int)(intptr_t)bg[i].ud;
+		first_bg = seq < first_bg ? seq : first_bg;
+		osd_call_clear(&bg[i]);
+	}
+	const Iolake__Osd__StatusResponse *sp = status(&f, &c0);
+	uint64_t deferred = metric_value(sp->metrics_text,
+					 "iolake_osd_background_deferred_total{osd=\"7\"} ");
+	printf("bg: first client answer #%d, first background answer #%d, %llu deferred\n",
+	       first_fg, first_bg, (unsigned long long)deferred);
+	ck_assert_uint_gt(deferred, 0);
+	ck_assert_int_lt(first_fg, first_bg);
+	ck_assert_ptr_nonnull(strstr(sp->metrics_text, "iolake_osd_background_wait_seconds_bucket"));
+	osd_call_clear(&c0);
+	buf_unref(b);
+	buf_unref(src);
+	fx_teardown(&f);
+}
+END_TEST
+
 static void setup_once(void)
 {
 	runner_pid = (int)getpid();
@@ -772,6 +861,7 @@ static Suite *service_suite(void)
 	tcase_add_loop_test(tc, flipped_byte_is_data_loss, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, no_space_keeps_data, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, busy_then_draining, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, background_yields_to_clients, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, scrub_lists_bad_shards_paged, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
