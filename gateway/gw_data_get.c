@@ -172,12 +172,13 @@ static void seg_decode(struct get_seg *seg)
 		return;
 	}
 	/* Flag the PG only for a shard that failed on an OSD we could reach
-	 * (missing, bad bytes, an error). Not for the layout's PUT-time
-	 * missing mask: the PUT flagged that PG already, and the mask stays
-	 * set after the primary rebuilt the shard, so every GET of the
-	 * object would ask for a rescan again. An OSD the transport already
-	 * knows dead is recovery's business too. */
-	if (!g->reported && d->o.on_degraded && (seg->failed & ~g->bad)) {
+	 * (missing, bad bytes, an error). Not for one in the layout's
+	 * PUT-time missing mask: the PUT flagged that PG already, and until
+	 * the primary rebuilt the shard every GET of the object would ask
+	 * for a rescan again. An OSD the transport already knows dead is
+	 * recovery's business too. */
+	uint32_t known = g->bad | l->missing[seg->index];
+	if (!g->reported && d->o.on_degraded && (seg->failed & ~known)) {
 		g->reported = true;
 		d->o.on_degraded(d->o.degraded_ud, l->pg, GW_DATA_READ_BAD_SHARD);
 	}
@@ -291,15 +292,16 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 		seg->w_len[i] = (uint32_t)(oh - ol);
 	}
 	g->d->st.segments_read++;
-	uint32_t bad = g->bad | l->missing[s];
+	/* A data shard the PUT could not store is asked for first all the
+	 * same when its OSD is not known bad: the PG's primary rebuilds it
+	 * (osd/recover) and the mask never changes, so a healed object
+	 * reads at full speed again. Until then the read fails NOT_FOUND and
+	 * costs one round trip before parity is asked (seg_advance). */
 	for (unsigned i = 0; i < g->k; i++) {
 		if (!(seg->need & (1u << i)))
 			continue;
-		if (bad & (1u << i)) {
-			/* Not stored by the PUT: degraded, but still a
-			 * candidate of last resort (seg_advance). */
-			if (g->bad & (1u << i))
-				seg->failed |= 1u << i;
+		if (g->bad & (1u << i)) {
+			seg->failed |= 1u << i;
 			seg->degraded = true;
 		} else {
 			issue(seg, i, false);
