@@ -60,6 +60,7 @@
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
 #include "meta/node.h"
+#include "meta/rootkey.h"
 #include "osd/recover.h"
 #include "osd/service.h"
 #include "osd/sweep.h"
@@ -555,22 +556,6 @@ static void on_registered(void *ud, int err, const Iolake__Meta__OpResult *res, 
 		control_next();
 }
 
-static void on_user_step(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
-{
-	(void)idx;
-	(void)ud;
-	A.outstanding--;
-	if (A.stopping)
-		return;
-	if (err || (res->status != IOLAKE__META__STATUS__STATUS_OK &&
-		    res->status != IOLAKE__META__STATUS__STATUS_EXISTS &&
-		    res->status != IOLAKE__META__STATUS__STATUS_NOT_FOUND)) {
-		retry_later();
-		return;
-	}
-	control_next();
-}
-
 static int submit(Iolake__Meta__Op *op, meta_client_submit_cb cb, void *ud)
 {
 	A.outstanding++;
@@ -580,88 +565,31 @@ static int submit(Iolake__Meta__Op *op, meta_client_submit_cb cb, void *ud)
 	return rc;
 }
 
-/* The root user and key: user (EXISTS fine), then the key; a key of the
- * same id with another secret (credentials changed in the environment)
- * is replaced. */
-static int user_sub;  /* 0 get key, 1 put user, 2 delete old key, 3 put key, 4 done */
-
-static void on_key(void *ud, int err, const ProtobufCMessage *resp)
+/* The root user and key (meta/rootkey.h), then beating. */
+static void on_root_key(void *ud, int err)
 {
 	(void)ud;
 	A.outstanding--;
 	if (A.stopping)
 		return;
-	const Iolake__Meta__GetAccessKeyResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
+	if (err) {
 		retry_later();
 		return;
 	}
-	if (!err && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key) {
-		user_sub = strcmp(r->key->secret_key, A.sk) == 0 ? 4 : 2;
-	} else {
-		user_sub = 1;
-	}
+	A.phase = 3;
+	announce();
 	control_next();
 }
 
 static void user_step(void)
 {
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	switch (user_sub) {
-	case 0: {
-		Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
-		req.access_key_id = A.ak;
-		A.outstanding++;
-		if (meta_client_call(A.mc, META_M_GET_ACCESS_KEY, &req.base, on_key, NULL)) {
-			A.outstanding--;
-			retry_later();
-		}
-		return;
-	}
-	case 1: {
-		Iolake__Meta__User u = IOLAKE__META__USER__INIT;
-		u.name = "root";
-		u.display_name = "root";
-		u.admin = true;
-		u.created_ms = (uint64_t)time(NULL) * 1000;
-		Iolake__Meta__PutUser pu = IOLAKE__META__PUT_USER__INIT;
-		pu.user = &u;
-		op.body_case = IOLAKE__META__OP__BODY_PUT_USER;
-		op.put_user = &pu;
-		user_sub = 3;
-		if (submit(&op, on_user_step, NULL))
-			retry_later();
-		return;
-	}
-	case 2: {
-		Iolake__Meta__DeleteAccessKey dk = IOLAKE__META__DELETE_ACCESS_KEY__INIT;
-		dk.access_key_id = A.ak;
-		op.body_case = IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY;
-		op.delete_access_key = &dk;
-		user_sub = 1;
-		if (submit(&op, on_user_step, NULL))
-			retry_later();
-		return;
-	}
-	case 3: {
-		Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
-		k.access_key_id = A.ak;
-		k.secret_key = A.sk;
-		k.user = "root";
-		k.created_ms = (uint64_t)time(NULL) * 1000;
-		Iolake__Meta__PutAccessKey pk = IOLAKE__META__PUT_ACCESS_KEY__INIT;
-		pk.key = &k;
-		op.body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
-		op.put_access_key = &pk;
-		user_sub = 0; /* read it back to confirm */
-		if (submit(&op, on_user_step, NULL))
-			retry_later();
-		return;
-	}
-	default:
-		A.phase = 3;
-		announce();
-		control_next();
+	struct rootkey_creds c;
+	snprintf(c.access_key, sizeof(c.access_key), "%s", A.ak);
+	snprintf(c.secret_key, sizeof(c.secret_key), "%s", A.sk);
+	A.outstanding++;
+	if (rootkey_ensure(A.mc, &c, on_root_key, NULL)) {
+		A.outstanding--;
+		retry_later();
 	}
 }
 
@@ -768,34 +696,18 @@ static void random_key(char *out, size_t n, const char *alphabet)
 
 static void credentials(void)
 {
-	const char *ak = getenv("IOLAKE_ROOT_ACCESS_KEY"), *sk = getenv("IOLAKE_ROOT_SECRET_KEY");
-	if (ak && *ak && sk && *sk) {
-		if (strlen(ak) > 128 || strlen(sk) > 128 || strlen(sk) < 16)
-			die("IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY: key at most 128 "
-			    "characters, secret 16 to 128");
-		snprintf(A.ak, sizeof(A.ak), "%s", ak);
-		snprintf(A.sk, sizeof(A.sk), "%s", sk);
-		return;
+	struct rootkey_creds c;
+	char err[512], path[4200];
+	int rc = rootkey_from_env(&c, err, sizeof(err));
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "%s/root-credentials", f_data_dir);
+		rc = rootkey_from_file(path, &c, err, sizeof(err));
 	}
-	if ((ak && *ak) != (sk && *sk))
-		die("set both IOLAKE_ROOT_ACCESS_KEY and IOLAKE_ROOT_SECRET_KEY, or neither");
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/root-credentials", f_data_dir);
-	FILE *f = fopen(path, "r");
-	if (f) {
-		char line[300];
-		while (fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\r\n")] = 0;
-			if (strlen(line) > 11 + 128)
-				continue;
-			if (strncmp(line, "access_key=", 11) == 0)
-				memcpy(A.ak, line + 11, strlen(line + 11) + 1);
-			else if (strncmp(line, "secret_key=", 11) == 0)
-				memcpy(A.sk, line + 11, strlen(line + 11) + 1);
-		}
-		fclose(f);
-		if (!A.ak[0] || !A.sk[0])
-			die("%s: no access_key= / secret_key= lines", path);
+	if (rc < 0)
+		die("%s", err);
+	if (rc > 0) {
+		snprintf(A.ak, sizeof(A.ak), "%s", c.access_key);
+		snprintf(A.sk, sizeof(A.sk), "%s", c.secret_key);
 		return;
 	}
 	random_key(A.ak, 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");

@@ -5,6 +5,11 @@
  *
  *   iolake-gw --s3-listen 0.0.0.0:9000 --meta 10.0.0.1:7000,10.0.0.2:7000
  *
+ * Root credentials: IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY, or
+ * --root-credentials FILE, are put in meta as user root's key in the
+ * background (meta/rootkey.h), so a cluster deployed with known keys
+ * answers them.
+ *
  * Everything runs on the main thread's loop. Shutdown: stop accepting and
  * close connections (s3_server_close), then close meta clients and OSD
  * channels (s3_ops_free); a watchdog exits 1 after SHUTDOWN_LIMIT_MS.
@@ -21,6 +26,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "gateway/s3_ops.h"
+#include "meta/rootkey.h"
 
 #define PROG "iolake-gw"
 #define SHUTDOWN_LIMIT_MS 10000
@@ -33,6 +39,7 @@ static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
 static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
+static const char *f_root_creds;
 
 static const struct flag_spec specs[] = {
 	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
@@ -53,11 +60,15 @@ static const struct flag_spec specs[] = {
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
+	{ .name = "root-credentials", .type = FLAG_STRING, .dst = &f_root_creds,
+	  .metavar = "FILE", .help = "access_key= and secret_key= lines: user root gets that "
+		  "key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
 	{ 0 }
 };
 
 static struct s3_ops *ops;
 static struct s3_server *srv;
+static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int;
 static uv_timer_t watchdog;
 
@@ -85,6 +96,8 @@ static void on_signal(uv_signal_t *s, int signum)
 	uv_close((uv_handle_t *)&sig_int, NULL);
 	uv_timer_start(&watchdog, on_watchdog, SHUTDOWN_LIMIT_MS, 0);
 	uv_unref((uv_handle_t *)&watchdog);
+	rootkey_runner_stop(rootkey);
+	rootkey = NULL;
 	s3_server_close(srv, on_server_closed, NULL);
 }
 
@@ -131,6 +144,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: flag --ec: want K+M such as 4+2, not '%s'\n", PROG, f_ec);
 		return 2;
 	}
+	struct rootkey_creds creds;
+	char cerr[512];
+	int have_creds = rootkey_load(f_root_creds, &creds, cerr, sizeof(cerr));
+	if (have_creds < 0) {
+		fprintf(stderr, "%s: root credentials: %s\n", PROG, cerr);
+		return 2;
+	}
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=gw");
 	signal(SIGPIPE, SIG_IGN);
@@ -156,6 +176,13 @@ int main(int argc, char **argv)
 		s3_ops_free(ops);
 		uv_run(loop, UV_RUN_DEFAULT);
 		return 1;
+	}
+	if (have_creds) {
+		rc = rootkey_runner_start(loop, (const char *const *)f_meta.items, f_meta.n, &creds,
+					  &rootkey);
+		if (rc)
+			LOG_ERROR("cannot ensure the root credentials", "err=%s",
+				  LOG_Q(iol_strerror(rc)));
 	}
 	uv_signal_init(loop, &sig_term);
 	uv_signal_init(loop, &sig_int);

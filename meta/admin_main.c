@@ -9,7 +9,7 @@
  *     osd df                each OSD's space, from the OSD itself
  *     osd scrub-status      each OSD's scrubber and the bad shards it found
  *     pg check              stripes lacking a shard on an up slot's OSD (asked of the OSDs)
- *     user add NAME | user ls | user rm NAME
+ *     user add NAME [--access-key K --secret-key S] | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
  *
@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "common/rpc.h"
 #include "meta/client.h"
+#include "meta/rootkey.h"
 #include "osd/store/rec.h"
 #include "proto/osd.pb-c.h"
 
@@ -1133,8 +1134,60 @@ static void random_text(char *out, size_t n, const char *alphabet)
 	out[n] = 0;
 }
 
-static int cmd_user_add(const char *name)
+/* `user add NAME [--access-key K --secret-key S]`: args after NAME. 0 and
+ * *ak, *sk (NULL: generate), or 2 after printing what is wrong. */
+static int user_add_args(int n, char **a, const char **ak, const char **sk)
 {
+	*ak = *sk = NULL;
+	for (int i = 0; i < n; i++) {
+		const char **dst = NULL, *v = NULL;
+		const char *names[2] = { "--access-key", "--secret-key" };
+		for (int k = 0; k < 2 && !dst; k++) {
+			size_t l = strlen(names[k]);
+			if (!strncmp(a[i], names[k], l) && (a[i][l] == '=' || !a[i][l])) {
+				dst = k ? sk : ak;
+				v = a[i][l] == '=' ? a[i] + l + 1 : (i + 1 < n ? a[++i] : NULL);
+			}
+		}
+		if (!dst || !v) {
+			fprintf(stderr, "user add: %s %s\n", dst ? "no value for" : "unknown option",
+				a[i]);
+			return 2;
+		}
+		*dst = v;
+	}
+	if (!*ak != !*sk) {
+		fprintf(stderr, "user add: give both --access-key and --secret-key, or neither\n");
+		return 2;
+	}
+	const char *why;
+	if (*ak && rootkey_check(*ak, *sk, &why)) {
+		fprintf(stderr, "user add: %s\n", why);
+		return 2;
+	}
+	return 0;
+}
+
+static int cmd_user_add(const char *name, const char *given_ak, const char *given_sk)
+{
+	if (given_ak) {
+		/* Refuse before the user is made: a key id in use stays its
+		 * owner's (meta would answer EXISTS for the key alone). */
+		Iolake__Meta__GetAccessKeyRequest q = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
+		q.access_key_id = (char *)given_ak;
+		int err;
+		ProtobufCMessage *m = try_call(META_M_GET_ACCESS_KEY, &q.base, &err);
+		const Iolake__Meta__GetAccessKeyResponse *r = (const void *)m;
+		bool taken = m && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key;
+		if (m)
+			protobuf_c_message_free_unpacked(m, NULL);
+		if (err && err != IOL_ENOT_FOUND)
+			die_unreachable(err);
+		if (taken) {
+			fprintf(stderr, "add user: access key %s is already in use\n", given_ak);
+			return 1;
+		}
+	}
 	Iolake__Meta__User u = IOLAKE__META__USER__INIT;
 	u.name = (char *)name;
 	u.display_name = (char *)name;
@@ -1155,10 +1208,15 @@ static int cmd_user_add(const char *name)
 
 	/* AWS-shaped credentials: a 20-char id, a 40-char secret. The secret
 	 * alphabet has 64 symbols (no modulo bias); the id's 32 neither. */
-	char id[21], secret[41];
-	random_text(id + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
-	memcpy(id, "IOL", 3);
-	random_text(secret, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	char gen_id[21], gen_secret[41];
+	random_text(gen_id + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+	memcpy(gen_id, "IOL", 3);
+	random_text(gen_secret, 40,
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	/* An imported key (a deployment's known credentials) must not take
+	 * over another user's: meta answers EXISTS for a key id in use. */
+	char *id = given_ak ? (char *)given_ak : gen_id;
+	char *secret = given_sk ? (char *)given_sk : gen_secret;
 	Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
 	k.access_key_id = id;
 	k.secret_key = secret;
@@ -1309,7 +1367,9 @@ static const char synopsis[] =
 	"                            repaired, inconsistent) and the bad shards it recorded\n"
 	"  pg check                  asks each PG's up OSDs for their shards: stripes\n"
 	"                            lacking a shard on an up slot (exit 3 if any)\n"
-	"  user add NAME             prints the new access key and secret\n"
+	"  user add NAME [--access-key K --secret-key S]\n"
+	"                            prints the new access key and secret (generated,\n"
+	"                            or the ones given: a deployment's known keys)\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
 	"  member add ID@HOST:PORT | member rm ID\n";
@@ -1373,8 +1433,12 @@ int main(int argc, char **argv)
 		rc = cmd_pg_ls();
 	else if (!strcmp(obj, "pg") && !strcmp(verb, "check") && nargs == 2)
 		rc = cmd_pg_check();
-	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs == 3)
-		rc = cmd_user_add(a[2]);
+	else if (!strcmp(obj, "user") && !strcmp(verb, "add") && nargs >= 3) {
+		const char *ak, *sk;
+		rc = user_add_args(nargs - 3, a + 3, &ak, &sk);
+		if (!rc)
+			rc = cmd_user_add(a[2], ak, sk);
+	}
 	else if (!strcmp(obj, "user") && !strcmp(verb, "rm") && nargs == 3)
 		rc = cmd_user_rm(a[2]);
 	else if (!strcmp(obj, "user") && !strcmp(verb, "ls") && nargs == 2)

@@ -12,6 +12,11 @@
  *
  * The Raft transport listens on HOST:PORT+1 (docs/architecture.md).
  *
+ * Root credentials: with IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY
+ * in the environment, or --root-credentials FILE, the member makes sure
+ * meta holds user root with that key once a leader is there
+ * (meta/rootkey.h); every member may do it, it is idempotent.
+ *
  * --metrics-listen HOST:PORT: GET /metrics over HTTP (common/metrics_http)
  * on the same loop, rendering the member's registry (the one the Metrics
  * RPC renders). Off unless given.
@@ -31,9 +36,11 @@
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "meta/node.h"
+#include "meta/rootkey.h"
 
 static struct meta_node *node;
 static struct metrics_http *mhttp;
+static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int;
 
 static void on_closed(void *ud)
@@ -49,6 +56,8 @@ static void on_signal(uv_signal_t *s, int signum)
 	LOG_INFO("stopping", "signal=%d", signum);
 	uv_signal_stop(&sig_term);
 	uv_signal_stop(&sig_int);
+	rootkey_runner_stop(rootkey);
+	rootkey = NULL;
 	if (mhttp) {
 		metrics_http_close(mhttp, NULL, NULL);
 		mhttp = NULL;
@@ -63,7 +72,7 @@ int main(int argc, char **argv)
 {
 	int64_t id = 0;
 	const char *data_dir = NULL, *listen = NULL, *log_level = "info", *ec = "4+2";
-	const char *metrics_listen = NULL;
+	const char *metrics_listen = NULL, *root_creds = NULL;
 	struct flag_list peers = { 0 };
 	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
@@ -111,6 +120,9 @@ int main(int argc, char **argv)
 		  .help = "PGs of a new cluster map (power of two)" },
 		{ .name = "ec", .type = FLAG_STRING, .dst = &ec, .metavar = "K+M",
 		  .help = "erasure code of a new cluster map" },
+		{ .name = "root-credentials", .type = FLAG_STRING, .dst = &root_creds,
+		  .metavar = "FILE", .help = "access_key= and secret_key= lines: user root gets "
+			  "that key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
 		{ 0 }
 	};
 	int rc = flags_parse_program(argv[0], "", specs, argc, argv, NULL);
@@ -133,6 +145,13 @@ int main(int argc, char **argv)
 	}
 	if (down_after_ms >= out_after_ms) {
 		fprintf(stderr, "%s: flag --osd-out-after must be above --osd-down-after\n", argv[0]);
+		goto bad_flag;
+	}
+	struct rootkey_creds creds;
+	char cerr[512];
+	int have_creds = rootkey_load(root_creds, &creds, cerr, sizeof(cerr));
+	if (have_creds < 0) {
+		fprintf(stderr, "%s: root credentials: %s\n", argv[0], cerr);
 		goto bad_flag;
 	}
 	log_set_level(lvl);
@@ -211,6 +230,15 @@ int main(int argc, char **argv)
 		}
 		LOG_INFO("metrics listening", "addr=%s port=%d", LOG_Q(metrics_listen),
 			 metrics_http_port(mhttp));
+	}
+	if (have_creds) {
+		const char *members[META_NODE_MAX_PEERS];
+		for (size_t i = 0; i < peers.n; i++)
+			members[i] = pv[i].addr;
+		rc = rootkey_runner_start(&loop, members, peers.n, &creds, &rootkey);
+		if (rc)
+			LOG_ERROR("cannot ensure the root credentials", "err=%s",
+				  LOG_Q(iol_strerror(rc)));
 	}
 	uv_signal_init(&loop, &sig_term);
 	uv_signal_init(&loop, &sig_int);
