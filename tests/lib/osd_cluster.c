@@ -7,6 +7,7 @@
 #include "tests/lib/osd_cluster.h"
 
 #include <ftw.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,33 @@ static void track(struct osd_cluster *c, struct osd_cluster *with)
 		}
 }
 
+#define RUNNER_ENV "IOLAKE_TEST_RUNNER_PID"
+
+/* The pid files are named by: the runner's when it said so. */
+static int owner_pid(void)
+{
+	const char *e = getenv(RUNNER_ENV);
+	return e && *e ? atoi(e) : (int)getpid();
+}
+
+void osd_cluster_runner_begin(void)
+{
+	char v[16];
+	snprintf(v, sizeof(v), "%d", (int)getpid());
+	setenv(RUNNER_ENV, v, 1);
+}
+
+void osd_cluster_runner_end(void)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "/dev/shm/iolake-*-%d-osd*", (int)getpid());
+	glob_t g;
+	if (glob(pat, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			nftw(g.gl_pathv[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	globfree(&g);
+}
+
 int osd_cluster_start(struct osd_cluster *c, unsigned n, const char *tag, uint64_t dev_size)
 {
 	memset(c, 0, sizeof(*c));
@@ -129,9 +157,9 @@ int osd_cluster_start(struct osd_cluster *c, unsigned n, const char *tag, uint64
 		s->id = i;
 		s->dev_size = dev_size;
 		snprintf(s->dev, sizeof(s->dev), "/dev/shm/iolake-%s-%d-osd%u.dev", tag,
-			 (int)getpid(), i);
+			 owner_pid(), i);
 		snprintf(s->meta, sizeof(s->meta), "/dev/shm/iolake-%s-%d-osd%u.meta", tag,
-			 (int)getpid(), i);
+			 owner_pid(), i);
 		snprintf(s->local, sizeof(s->local), "%s-%d-osd%u", tag, (int)getpid(), i);
 		unlink(s->dev);
 		nftw(s->meta, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -46,6 +46,13 @@ struct osd_cluster {
  * tag and the pid. 0, or the first failure (a message on stderr). */
 int osd_cluster_start(struct osd_cluster *c, unsigned n, const char *tag, uint64_t dev_size);
 
+/* Check's forked tests end a failed assertion with _exit, past every
+ * teardown and atexit hook. A test binary calls runner_begin before
+ * srunner_run_all (files are then named by the runner's pid) and
+ * runner_end after it (removes every /dev/shm file its tests left). */
+void osd_cluster_runner_begin(void);
+void osd_cluster_runner_end(void);
+
 /* "127.0.0.1:PORT" (local == false) or "local:NAME" of node i. */
 void osd_cluster_target(const struct osd_cluster *c, unsigned i, bool local, char *out,
 			size_t cap);

@@ -990,7 +990,9 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IONBF, 0); /* a failing forked test exits unflushed */
 	SRunner *sr = srunner_create(data_suite());
+	osd_cluster_runner_begin();
 	srunner_run_all(sr, CK_NORMAL);
+	osd_cluster_runner_end();
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? 1 : 0;

@@ -571,7 +571,9 @@ int main(void)
 	tcase_add_test(td, deep_scrub_repairs_one_consistent_bad_shard);
 	suite_add_tcase(s, td);
 	SRunner *sr = srunner_create(s);
+	osd_cluster_runner_begin();
 	srunner_run_all(sr, CK_NORMAL);
+	osd_cluster_runner_end();
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
