@@ -130,8 +130,7 @@ static const struct flag_spec specs[] = {
 	{ .name = "scrub-interval", .type = FLAG_DURATION, .dst = &f_scrub_interval, .min = 1000,
 	  .max = 365ll * 24 * 3600 * 1000, .help = "from the end of one scrub pass to the next" },
 	{ .name = "recovery-rate", .type = FLAG_SIZE, .dst = &f_recovery_rate, .metavar = "BYTES",
-	  .help = "each OSD's recovery driver: shard bytes rebuilt per second, a quarter of it "
-		  "while its OSD serves client calls (0: unthrottled)" },
+	  .help = "each OSD's recovery driver: shard bytes rebuilt per second (0: unthrottled)" },
 	{ .name = "recovery-max-pgs", .type = FLAG_INT64, .dst = &f_recovery_max_pgs, .min = 1,
 	  .max = 64, .help = "PGs each OSD scans and rebuilds at once" },
 	{ .name = "pg-report-interval", .type = FLAG_DURATION, .dst = &f_pg_report_interval,
@@ -357,8 +356,7 @@ static void osd_start_fn(void *arg)
 				       .max_pgs = (uint32_t)f_recovery_max_pgs,
 				       .report_ms = (uint32_t)f_pg_report_interval,
 				       .rescan_ms = f_recovery_rescan,
-				       .deep_scrub_ms = f_deep_scrub, .metrics = A.reg,
-				       .svc = o->svc };
+				       .deep_scrub_ms = f_deep_scrub, .metrics = A.reg };
 	int rc = osd_recover_start(&o->lt.loop, &ro, &o->rec);
 	if (rc) {
 		LOG_ERROR("recovery driver did not start; serving without it", "osd=%u err=%s",

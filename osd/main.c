@@ -120,8 +120,7 @@ static const struct flag_spec specs[] = {
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep; needs --meta)" },
 	{ .name = "recovery-rate", .type = FLAG_SIZE, .dst = &f_recovery_rate, .metavar = "BYTES",
 	  .help = "shard bytes per second this OSD's recovery driver may write when rebuilding "
-		  "the PGs it is the primary of, a quarter of it while the OSD serves client calls "
-		  "(0: unthrottled)" },
+		  "the PGs it is the primary of (0: unthrottled)" },
 	{ .name = "recovery-max-pgs", .type = FLAG_INT64, .dst = &f_recovery_max_pgs, .min = 1,
 	  .max = 64, .help = "PGs this OSD scans and rebuilds at once" },
 	{ .name = "pg-report-interval", .type = FLAG_DURATION, .dst = &f_pg_report_interval,
@@ -451,8 +450,7 @@ int main(int argc, char **argv)
 					       .max_pgs = (uint32_t)f_recovery_max_pgs,
 					       .report_ms = (uint32_t)f_pg_report_interval,
 					       .rescan_ms = f_recovery_rescan,
-					       .deep_scrub_ms = f_deep_scrub, .metrics = o.reg,
-					       .svc = o.svc };
+					       .deep_scrub_ms = f_deep_scrub, .metrics = o.reg };
 		rc = osd_recover_start(o.loop, &ro, &o.rec);
 		if (rc) {
 			LOG_ERROR("recovery driver did not start; serving without it", "err=%s",

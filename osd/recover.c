@@ -489,11 +489,6 @@ static void on_tick(uv_timer_t *t)
 	struct osd_recover *r = t->data;
 	uint64_t now = loop_now_ms();
 	uint64_t missing = 0, unfound = 0;
-	if (r->o.svc) {
-		uint64_t calls = osd_service_client_calls(r->o.svc);
-		r->clients_busy = calls != r->client_calls;
-		r->client_calls = calls;
-	}
 	uint32_t queued = 0, deep_due = 0;
 	for (uint32_t pg = 0; pg < r->n_pgs; pg++) {
 		struct pgst *p = &r->pgs[pg];

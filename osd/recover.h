@@ -28,7 +28,6 @@
 #include "common/metrics.h"
 
 struct osd_recover;
-struct osd_service;
 
 struct osd_recover_opts {
 	uint32_t osd_id;
@@ -41,8 +40,6 @@ struct osd_recover_opts {
 	uint64_t rescan_ms;           /* backstop rescan of a clean PG; 0: 1 h */
 	uint32_t rpc_timeout_ms;      /* deadline of each OSD call; 0: 10000 */
 	uint64_t deep_scrub_ms;       /* deep scrub of each primary PG this often; 0: never */
-	const struct osd_service *svc; /* its OSD's service: while it serves client calls
-	                               * the driver writes at rate_bytes / 4; NULL: never */
 	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
 };
 

@@ -161,8 +161,6 @@ struct osd_recover {
 	uv_timer_t tick, wake, kick; /* wake: token bucket; kick: pump after a scan */
 	double tokens;
 	uint64_t tokens_ms;
-	uint64_t client_calls;       /* the service's count at the last tick */
-	bool clients_busy;           /* it moved since the tick before: rate / 4 */
 	struct job *wait_head, *wait_tail;
 
 	uint64_t next_report_ms, next_flag_ms;

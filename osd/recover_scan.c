@@ -48,20 +48,11 @@ static void job_end(struct job *j);
 
 /* ------------------------------------------------------------ token bucket */
 
-/* The bucket's rate: a quarter of --recovery-rate while this OSD served
- * client calls in the last tick (client I/O first; the OSDs also park
- * background calls behind client ones, osd/service.c). */
-static double rate_now(const struct osd_recover *r)
-{
-	return (double)r->o.rate_bytes / (r->clients_busy ? 4 : 1);
-}
-
 static void refill(struct osd_recover *r)
 {
 	uint64_t now = loop_now_ms();
-	double rate = rate_now(r);
-	double burst = rate / 4; /* 250 ms worth */
-	r->tokens += (double)(now - r->tokens_ms) * rate / 1000.0;
+	double burst = (double)r->o.rate_bytes / 4; /* 250 ms worth */
+	r->tokens += (double)(now - r->tokens_ms) * (double)r->o.rate_bytes / 1000.0;
 	if (r->tokens > burst)
 		r->tokens = burst;
 	r->tokens_ms = now;
@@ -85,7 +76,7 @@ static void wake_waiters(struct osd_recover *r)
 		job_start_gets(j);
 	}
 	if (r->wait_head && !r->stopping) {
-		uint64_t ms = (uint64_t)(-r->tokens * 1000.0 / rate_now(r)) + 1;
+		uint64_t ms = (uint64_t)(-r->tokens * 1000.0 / (double)r->o.rate_bytes) + 1;
 		uv_timer_start(&r->wake, on_wake, ms, 0);
 	}
 }
@@ -115,7 +106,7 @@ static void throttle(struct job *j)
 		if (r->tokens >= 0) {
 			wake_waiters(r);
 		} else {
-			uint64_t ms = (uint64_t)(-r->tokens * 1000.0 / rate_now(r)) + 1;
+			uint64_t ms = (uint64_t)(-r->tokens * 1000.0 / (double)r->o.rate_bytes) + 1;
 			uv_timer_start(&r->wake, on_wake, ms, 0);
 		}
 	}

@@ -127,7 +127,6 @@ struct osd_service {
 	struct parked *parked;
 	uint32_t park_head, n_parked;
 	uint32_t fg_inflight, bg_inflight;  /* ops taken, by kind of caller */
-	uint64_t fg_calls;            /* client ops taken since start */
 	uv_timer_t bg_timer;          /* the next release: now, or when the head ages */
 	bool bg_timer_open;
 
@@ -382,10 +381,8 @@ static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_ki
 	svc->bytes += bytes;
 	if (bg)
 		svc->bg_inflight++;
-	else {
+	else
 		svc->fg_inflight++;
-		svc->fg_calls++;
-	}
 	op->bg = bg;
 	op->svc = svc;
 	op->r = r;
@@ -1182,11 +1179,6 @@ void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void
 uint32_t osd_service_inflight(const struct osd_service *svc)
 {
 	return svc->inflight;
-}
-
-uint64_t osd_service_client_calls(const struct osd_service *svc)
-{
-	return svc->fg_calls;
 }
 
 void osd_service_free(struct osd_service *svc)

@@ -112,10 +112,6 @@ void osd_service_set_hooks(struct osd_service *svc, const struct osd_service_hoo
 /* Calls being served now (taken contexts). */
 uint32_t osd_service_inflight(const struct osd_service *svc);
 
-/* Client (not background) shard calls admitted since start: the recovery
- * driver slows down while this moves (client I/O first). */
-uint64_t osd_service_client_calls(const struct osd_service *svc);
-
 /* Free svc. Requires: drained (done_cb ran), no server routing to it. */
 void osd_service_free(struct osd_service *svc);
 
