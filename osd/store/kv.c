@@ -24,6 +24,11 @@
  * (store_kv_write_sync) use RocksDB's synced WAL. A group too large for
  * the log waits until everything before it is flushed, then is written
  * with a synced WAL write (so no older record can be replayed over it).
+ * After each of those points (a flush that returned, a synced write) the
+ * I/O seam's kv_durable hook runs (io.h), before anything relies on it:
+ * the log is trimmed, and the synced write acknowledged, only once it
+ * returned 0. The commit log's file I/O and the clock go through the
+ * seam too; RocksDB's own files do not.
  *
  * Why copy batches: the C API cannot append one WriteBatch to another, so
  * a group is re-played into a combined batch (rocksdb_writebatch_iterate);
@@ -59,6 +64,8 @@
 #define CLOG_DEFAULT_BYTES (64ull << 20)
 
 struct store_kv {
+	const struct store_io *io;
+	char *dir;                       /* for the kv_durable hook */
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_writeoptions_t *wopts;   /* synced: open-time records, oversized groups */
@@ -139,6 +146,15 @@ static size_t batch_bytes(rocksdb_writebatch_t *wb)
 	return n;
 }
 
+/* RocksDB now holds durably everything written to it before: tell the
+ * seam (io.h). 0 or -EIO. */
+static int durable(struct store_kv *kv)
+{
+	if (!kv->io->kv_durable)
+		return 0;
+	return kv->io->kv_durable(kv->io, kv->db, kv->dir) ? -EIO : 0;
+}
+
 /* Make everything written to RocksDB so far durable there: flush the
  * memtable to a table file and wait (group writes skip RocksDB's WAL).
  * Any thread; RocksDB takes writes meanwhile. */
@@ -153,7 +169,19 @@ static int persist(struct store_kv *kv)
 		free(err);
 		return -EIO;
 	}
-	return 0;
+	return durable(kv);
+}
+
+/* A synced write (RocksDB's own WAL, outside the commit log). 0 or -EIO. */
+static int write_synced(struct store_kv *kv, rocksdb_writebatch_t *wb)
+{
+	char *err = NULL;
+	rocksdb_write(kv->db, kv->wopts, wb, &err);
+	if (err) {
+		free(err);
+		return -EIO;
+	}
+	return durable(kv);
 }
 
 static void *ck_main(void *arg)
@@ -248,12 +276,7 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 			/* Larger than the log: a synced write, after all before
 			 * it is durable (replay must never apply an older record
 			 * over it). */
-			rocksdb_write(kv->db, kv->wopts, group, &err);
-			if (err) {
-				free(err);
-				return -EIO;
-			}
-			return 0;
+			return write_synced(kv, group);
 		}
 	}
 	if (!store_clog_fits(kv->clog, len))
@@ -265,12 +288,12 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 	const char *rep = rocksdb_writebatch_data(group, &got);
 	if (got != len)
 		abort(); /* the WriteBatch encoding is not what open measured */
-	uint64_t t0 = loop_now_ns();
+	uint64_t t0 = kv->io->now_ns(kv->io);
 	if (store_clog_append(kv->clog, rep, len)) {
 		kv->broken = true; /* the log's state is unknown: stop */
 		return -EIO;
 	}
-	kv->log_ns += loop_now_ns() - t0;
+	kv->log_ns += kv->io->now_ns(kv->io) - t0;
 	kv->log_bytes += len;
 	if (atomic_load(&kv->drop_db))
 		return 0;
@@ -329,9 +352,9 @@ static void *commit_main(void *arg)
 		rocksdb_writebatch_clear(group);
 		for (struct store_kv_req *r = list; r; r = r->next)
 			rocksdb_writebatch_iterate(r->wb, group, put_cb, del_cb);
-		uint64_t t0 = loop_now_ns();
+		uint64_t t0 = kv->io->now_ns(kv->io);
 		int status = write_group(kv, group);
-		uint64_t dt = loop_now_ns() - t0;
+		uint64_t dt = kv->io->now_ns(kv->io) - t0;
 		last_n = n;
 		last_dt = dt;
 
@@ -409,8 +432,8 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/%s", dir, CLOG_FILE);
-	int rc = store_clog_open(path, bytes ? bytes : CLOG_DEFAULT_BYTES, &kv->clog, errbuf,
-				 errlen);
+	int rc = store_clog_open(kv->io, path, bytes ? bytes : CLOG_DEFAULT_BYTES, &kv->clog,
+				 errbuf, errlen);
 	if (rc)
 		return rc;
 	kv->group_cap = store_clog_capacity(kv->clog) / 4;
@@ -446,13 +469,19 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 	return 0;
 }
 
-int store_kv_open(const char *dir, uint32_t max_pending, uint64_t clog_bytes,
-		  struct store_kv **out, char *errbuf, size_t errlen)
+int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
+		  uint64_t clog_bytes, struct store_kv **out, char *errbuf, size_t errlen)
 {
 	int rc = -ENOMEM;
 	struct store_kv *kv = calloc(1, sizeof(*kv));
 	if (!kv)
 		goto out;
+	kv->io = store_io_or_default(io);
+	kv->dir = strdup(dir);
+	if (!kv->dir) {
+		free(kv);
+		goto out;
+	}
 	kv->max_pending = max_pending ? max_pending : 4096;
 	kv->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(kv->opts, 1);
@@ -527,6 +556,7 @@ out_opts:
 	rocksdb_writeoptions_destroy(kv->wopts_log);
 	rocksdb_writeoptions_destroy(kv->wopts);
 	rocksdb_options_destroy(kv->opts);
+	free(kv->dir);
 	free(kv);
 out:
 	return rc;
@@ -563,13 +593,7 @@ int store_kv_commit(struct store_kv *kv, struct store_kv_req *req, rocksdb_write
 
 int store_kv_write_sync(struct store_kv *kv, rocksdb_writebatch_t *wb)
 {
-	char *err = NULL;
-	rocksdb_write(kv->db, kv->wopts, wb, &err);
-	if (err) {
-		free(err);
-		return -EIO;
-	}
-	return 0;
+	return write_synced(kv, wb);
 }
 
 int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, size_t *vlen)
@@ -633,6 +657,7 @@ void store_kv_close(struct store_kv *kv)
 	pthread_cond_destroy(&kv->ck_cv);
 	pthread_cond_destroy(&kv->cv);
 	pthread_mutex_destroy(&kv->mu);
+	free(kv->dir);
 	free(kv);
 }
 

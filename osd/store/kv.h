@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/loop.h"
+#include "osd/store/io.h"
 
 struct store_kv;
 struct store_kv_req;
@@ -60,12 +61,13 @@ struct store_kv_stats {
  * Open (creating if missing) the RocksDB under dir and its commit log
  * (created clog_bytes large if missing, 0: 64 MiB; an existing log keeps
  * its size), replay the log records RocksDB lacks, sync, and start the
- * commit thread. max_pending bounds enqueued-but-untaken requests (0:
- * 4096). Returns 0, or -EIO / -errno / IOL_ECORRUPT (bad commit log) with
- * a message in err.
+ * commit thread. The log's I/O, the clock and the kv_durable hook go
+ * through io (NULL: the default), which must outlive kv. max_pending
+ * bounds enqueued-but-untaken requests (0: 4096). Returns 0, or -EIO /
+ * -errno / IOL_ECORRUPT (bad commit log) with a message in err.
  */
-int store_kv_open(const char *dir, uint32_t max_pending, uint64_t clog_bytes,
-		  struct store_kv **out, char *err, size_t errlen);
+int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
+		  uint64_t clog_bytes, struct store_kv **out, char *err, size_t errlen);
 
 /*
  * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)

@@ -114,7 +114,7 @@ START_TEST(group_commit)
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 
 	for (c.round = 0; c.round < ROUNDS; c.round++) {
@@ -145,7 +145,7 @@ START_TEST(group_commit)
 
 	/* Bounded: a full queue refuses with -EAGAIN, the caller keeps req. */
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(dir, 1, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 1, 0, &c.kv, err, sizeof(err)), 0);
 	/* (The commit thread may take the first at once; fill until refused.) */
 	struct item *its[64];
 	int queued = 0, refused = 0;
@@ -172,7 +172,7 @@ START_TEST(group_commit)
 	store_kv_close(c.kv);
 
 	/* Reopen: every write is there. */
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	for (int r = 0; r < ROUNDS; r++)
 		for (int t = 0; t < THREADS; t++)
 			for (int i = 0; i < PER_THREAD; i++) {
@@ -245,7 +245,7 @@ START_TEST(log_replay)
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
 	rm_tree(dir);
-	ck_assert_int_eq(store_kv_open(dir, 0, LOG_BYTES, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, LOG_BYTES, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 	/* Six times around the log (63 records of 4 KiB each), each key
 	 * rewritten many times; 428 = 6 * 63 + 50, so the 24 records below
@@ -264,7 +264,7 @@ START_TEST(log_replay)
 	 * below then fit whatever the checkpoint thread's pace. The tail
 	 * stays where it was. */
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	/* From here RocksDB "loses" every group: only the log has them.
@@ -286,7 +286,7 @@ START_TEST(log_replay)
 	ck_assert_int_eq(c.errors, 0);
 	store_kv_close(c.kv);
 
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 24);
 	for (int i = 0; i < KEYS; i++) {
@@ -300,7 +300,7 @@ START_TEST(log_replay)
 	val(v, VLEN, 1, ++gen[1]);
 	commit_one(&c, &loop, k, v, VLEN);
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	expect(c.kv, k, v, VLEN);
@@ -331,7 +331,7 @@ START_TEST(crash_and_oversized)
 		uv_loop_t loop;
 		uv_loop_init(&loop);
 		struct ctx c = { .loop_thread = pthread_self() };
-		if (store_kv_open(dir, 0, STORE_CLOG_MIN_BYTES, &c.kv, err, sizeof(err)) ||
+		if (store_kv_open(NULL, dir, 0, STORE_CLOG_MIN_BYTES, &c.kv, err, sizeof(err)) ||
 		    loop_queue_init(&c.q, &loop))
 			_exit(2);
 		commit_one(&c, &loop, "A", "a1", 2);
@@ -346,7 +346,7 @@ START_TEST(crash_and_oversized)
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	char err[256];
 	struct store_kv *kv;
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &kv, err, sizeof(err)), 0);
 	struct store_kv_stats ks;
 	store_kv_stats(kv, &ks);
 	ck_assert_uint_eq(ks.replayed, 2); /* C and the deletion of B */
