@@ -43,7 +43,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +76,6 @@ struct store_kv {
 	bool broken;                     /* the clog failed: every write fails */
 	uint64_t log_ns;                 /* commit thread: time in clog appends */
 	uint64_t log_bytes;              /* ... and the bytes they wrote */
-	atomic_bool drop_db;             /* test hook: see store_kv_test_drop_db */
 	/* Checkpointer (under mu): the commit thread asks for everything
 	 * before log position ck_target to be made durable in RocksDB; the
 	 * checkpointer thread does it and publishes ck_done. */
@@ -195,13 +193,11 @@ static void *ck_main(void *arg)
 			break;
 		uint64_t target = kv->ck_target;
 		pthread_mutex_unlock(&kv->mu);
-		/* With drop_db RocksDB lacks those records: keep them logged. */
-		bool skip = atomic_load(&kv->drop_db);
-		int rc = skip ? 0 : persist(kv);
+		int rc = persist(kv);
 		pthread_mutex_lock(&kv->mu);
 		if (rc) {
 			kv->ck_failed = true;
-		} else if (!skip) {
+		} else {
 			kv->ck_done = target;
 			kv->st.checkpoints++;
 		}
@@ -269,7 +265,7 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 		return -EIO;
 	char *err = NULL;
 	size_t len = batch_bytes(group) + kv->clog_key_bytes;
-	if (!store_clog_fits(kv->clog, len) && !atomic_load(&kv->drop_db)) {
+	if (!store_clog_fits(kv->clog, len)) {
 		if (ck_wait_all(kv))
 			return -EIO;
 		if (store_clog_need(len) > store_clog_capacity(kv->clog)) {
@@ -279,8 +275,6 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 			return write_synced(kv, group);
 		}
 	}
-	if (!store_clog_fits(kv->clog, len))
-		return -EIO; /* only with drop_db: the test wrote too much */
 	uint64_t seq, end_off;
 	store_clog_next(kv->clog, len, &seq, &end_off);
 	put_clog_key(group, seq, end_off);
@@ -295,8 +289,6 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 	}
 	kv->log_ns += kv->io->now_ns(kv->io) - t0;
 	kv->log_bytes += len;
-	if (atomic_load(&kv->drop_db))
-		return 0;
 	rocksdb_write(kv->db, kv->wopts_log, group, &err);
 	if (err) {
 		/* The record is durable and replays at the next open; RocksDB
@@ -646,7 +638,7 @@ void store_kv_close(struct store_kv *kv)
 	pthread_mutex_unlock(&kv->mu);
 	pthread_join(kv->thread, NULL);
 	stop_ck(kv);
-	if (!kv->broken && !atomic_load(&kv->drop_db))
+	if (!kv->broken)
 		persist(kv); /* a clean stop leaves nothing to replay */
 	store_clog_close(kv->clog);
 	rocksdb_close(kv->db);
@@ -659,11 +651,6 @@ void store_kv_close(struct store_kv *kv)
 	pthread_mutex_destroy(&kv->mu);
 	free(kv->dir);
 	free(kv);
-}
-
-void store_kv_test_drop_db(struct store_kv *kv, bool on)
-{
-	atomic_store(&kv->drop_db, on);
 }
 
 int store_kv_destroy(const char *dir, char *errbuf, size_t errlen)

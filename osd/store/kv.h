@@ -109,12 +109,6 @@ void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg)
  */
 void store_kv_close(struct store_kv *kv);
 
-/* Tests only: while on, groups are appended to the commit log but not
- * applied to RocksDB, and no checkpoint runs: what a power cut leaves when
- * RocksDB's unsynced WAL tail is lost. Reopen must replay them. Writes
- * that would overflow the log then fail with -EIO. */
-void store_kv_test_drop_db(struct store_kv *kv, bool on);
-
 /* Delete a whole database directory and its commit log (used when a
  * device is reformatted, so its old index cannot outlive it). 0, -EIO or
  * -errno. */
