@@ -480,27 +480,16 @@ static void rm_tree(const char *path)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static int x_kv_durable(const struct store_io *io, struct rocksdb_t *db, const char *dir)
+/* Under mu: dir's RocksDB as db holds it durably now is what a cut leaves. */
+static int snapshot(struct fault_io *f, struct rocksdb_t *db, const char *dir)
 {
-	struct fault_io *f = of(io);
-	pthread_mutex_lock(&f->mu);
-	int rc = begin(f, FAULT_IO_KV_DURABLE, true);
-	if (rc)
-		goto out;
-	if (event_cuts(f)) {
-		do_cut(f);
-		rc = -EIO;
-		goto out;
-	}
 	struct db_snap *d = NULL;
 	for (int i = 0; i < f->ndbs; i++)
 		if (strcmp(f->dbs[i].dir, dir) == 0)
 			d = &f->dbs[i];
 	if (!d) {
-		if (f->ndbs == MAX_DBS) {
-			rc = -ENOSPC;
-			goto out;
-		}
+		if (f->ndbs == MAX_DBS)
+			return -ENOSPC;
 		d = &f->dbs[f->ndbs++];
 		snprintf(d->dir, sizeof(d->dir), "%s", dir);
 		d->snap[0] = '\0';
@@ -520,14 +509,26 @@ static int x_kv_durable(const struct store_io *io, struct rocksdb_t *db, const c
 		fprintf(stderr, "fault_io: checkpoint of %s: %s\n", dir, err);
 		free(err);
 		rm_tree(path);
-		rc = -EIO;
-		goto out;
+		return -EIO;
 	}
 	if (d->snap[0])
 		rm_tree(d->snap);
 	snprintf(d->snap, sizeof(d->snap), "%s", path);
 	f->st.snapshots++;
-out:
+	return 0;
+}
+
+static int x_kv_durable(const struct store_io *io, struct rocksdb_t *db, const char *dir)
+{
+	struct fault_io *f = of(io);
+	pthread_mutex_lock(&f->mu);
+	int rc = begin(f, FAULT_IO_KV_DURABLE, true);
+	if (rc == 0 && event_cuts(f)) {
+		do_cut(f);
+		rc = -EIO;
+	}
+	if (rc == 0)
+		rc = snapshot(f, db, dir);
 	pthread_mutex_unlock(&f->mu);
 	return rc;
 }
@@ -879,6 +880,14 @@ bool fault_io_is_cut(struct fault_io *f)
 	bool dead = f->dead;
 	pthread_mutex_unlock(&f->mu);
 	return dead;
+}
+
+int fault_io_kv_flushed(struct fault_io *f, struct rocksdb_t *db, const char *dir)
+{
+	pthread_mutex_lock(&f->mu);
+	int rc = f->dead ? -EIO : snapshot(f, db, dir);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
 int fault_io_recover(struct fault_io *f, char *err, size_t errlen)

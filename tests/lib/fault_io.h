@@ -39,17 +39,19 @@
  * RocksDB files with the last such snapshot (files opened through the
  * seam, i.e. the commit log, stay). The restored state is exactly the
  * least RocksDB guarantees at the cut: what kv made durable through it,
- * nothing of its WAL-less memtable writes.
+ * nothing of its WAL-less memtable writes. A test can also model RocksDB
+ * being ahead of that (its own background flushes): flush the memtable
+ * and call fault_io_kv_flushed().
  *
  * Not modelled: namespace and size operations (create, rename, unlink,
  * fallocate, directory fsync) are durable when they return; a write that
  * extended a file and is dropped leaves zeros, not a shorter file; torn
  * sectors (a sector is all old or all new); corrupted or misdirected
  * writes and read errors other than injected ones; RocksDB states newer
- * than the last kv_durable (its background flushes that completed after
- * it are dropped too — a stricter world than a real crash), and damage
- * to RocksDB's own files (its crash consistency is trusted). The clock
- * is the real one.
+ * than the last kv_durable unless the test says so (fault_io_kv_flushed:
+ * otherwise its background flushes that completed after it are dropped
+ * too, a stricter world than a real crash), and damage to RocksDB's own
+ * files (its crash consistency is trusted). The clock is the real one.
  *
  * Determinism: the seed fixes the random choices (delays, cut tears) in
  * the order they are drawn; thread scheduling (kv's commit and checkpoint
@@ -129,6 +131,12 @@ void fault_io_cut_at(struct fault_io *f, uint64_t nth, uint32_t keep_permille);
 void fault_io_cut(struct fault_io *f, uint32_t keep_permille);
 
 bool fault_io_is_cut(struct fault_io *f);
+
+/* RocksDB made db's state durable on its own (the caller flushed its
+ * memtable, as RocksDB's background flushes do): a cut from now on leaves
+ * at least that. Models RocksDB ahead of kv's last kv_durable. 0 or -EIO
+ * (also when the power is off). Any thread. */
+int fault_io_kv_flushed(struct fault_io *f, struct rocksdb_t *db, const char *dir);
 
 /* After a cut, once the store using the seam is closed: put back the last
  * RocksDB snapshot of every database the seam saw, and make the seam
