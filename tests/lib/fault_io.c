@@ -320,12 +320,12 @@ static void do_cut(struct fault_io *f)
 
 /* ------------------------------------------------------------ files */
 
-static void maybe_sleep(struct fault_io *f)
+static void maybe_sleep(struct fault_io *f, uint32_t max_us)
 {
-	if (!f->o.sync_delay_max_us)
+	if (!max_us)
 		return;
 	pthread_mutex_lock(&f->mu);
-	uint64_t us = rnd(f) % (f->o.sync_delay_max_us + 1u);
+	uint64_t us = rnd(f) % (max_us + 1u);
 	pthread_mutex_unlock(&f->mu);
 	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 	nanosleep(&ts, NULL);
@@ -403,7 +403,7 @@ static ssize_t x_pwrite(const struct store_io *io, int fd, const void *buf, size
 			uint64_t off)
 {
 	struct fault_io *f = of(io);
-	maybe_sleep(f);
+	maybe_sleep(f, f->o.sync_delay_max_us);
 	pthread_mutex_lock(&f->mu);
 	ssize_t rc = begin(f, FAULT_IO_PWRITE, true);
 	struct tfile *t = file_of(f, fd);
@@ -426,7 +426,7 @@ static ssize_t x_pwrite(const struct store_io *io, int fd, const void *buf, size
 static int x_fdatasync(const struct store_io *io, int fd)
 {
 	struct fault_io *f = of(io);
-	maybe_sleep(f);
+	maybe_sleep(f, f->o.sync_delay_max_us);
 	pthread_mutex_lock(&f->mu);
 	int rc = begin(f, FAULT_IO_FDATASYNC, true);
 	struct tfile *t = file_of(f, fd);
@@ -521,6 +521,9 @@ static int snapshot(struct fault_io *f, struct rocksdb_t *db, const char *dir)
 static int x_kv_durable(const struct store_io *io, struct rocksdb_t *db, const char *dir)
 {
 	struct fault_io *f = of(io);
+	/* A slow sync point: the store's other threads go on meanwhile, and
+	 * a cut may come before it counts. */
+	maybe_sleep(f, f->o.kv_delay_max_us);
 	pthread_mutex_lock(&f->mu);
 	int rc = begin(f, FAULT_IO_KV_DURABLE, true);
 	if (rc == 0 && event_cuts(f)) {

@@ -93,6 +93,7 @@ struct fault_io_opts {
 	uint32_t dev_max_turns;     /* device completions wait 0..this loop
 	                             * turns (0: the next turn, in order) */
 	uint32_t sync_delay_max_us; /* file pwrite/fdatasync sleep 0..this */
+	uint32_t kv_delay_max_us;   /* kv_durable sleeps 0..this first */
 };
 
 struct fault_io_stats {

@@ -154,6 +154,7 @@ struct key {
 	struct ver cand;
 	bool busy;
 	uint32_t next_gen;
+	uint32_t lens[512];    /* length of each generation (for messages) */
 };
 
 struct stats {
@@ -318,6 +319,7 @@ static bool start_one(struct world *w)
 	case OP_PUT: {
 		uint32_t len = pick_len(w);
 		op->next = (struct ver){ true, ++k->next_gen, len };
+		k->lens[op->next.gen % 512] = len;
 		struct buf *b = len ? buf_new(len) : NULL;
 		if (b) {
 			fill(b->data, len, w->seed, k->idx, op->next.gen);
@@ -510,13 +512,22 @@ static void verify(struct world *w)
 			CHECK(rc == 0, "key %u (%llu bytes, %s) does not read back: %s %s (%s)",
 			      k->idx, (unsigned long long)st.length,
 			      st.is_inline ? "inline" : "extent", iol_strerror(rc), msg, d);
-			if (same(w, k, &k->acked, &b))
+			if (same(w, k, &k->acked, &b)) {
 				got = k->acked;
-			else if (k->uncertain && same(w, k, &k->cand, &b))
+			} else if (k->uncertain && same(w, k, &k->cand, &b)) {
 				got = k->cand;
-			else
-				CHECK(false, "key %u holds %zu bytes that are no version it may hold (%s)",
-				      k->idx, b.len, d);
+			} else {
+				/* Name what it is, if it is any version at all. */
+				uint32_t g = k->next_gen;
+				for (; g > 0 && k->next_gen - g < 512; g--) {
+					struct ver v = { true, g, k->lens[g % 512] };
+					if (same(w, k, &v, &b))
+						break;
+				}
+				CHECK(false, "key %u holds %zu bytes that are no version it may hold: "
+				      "%s%u (%s)", k->idx, b.len, g ? "generation " : "none of its "
+				      "generations, ", g, d);
+			}
 			buf_unref(b.buf);
 		}
 		if (k->uncertain) {
@@ -617,7 +628,8 @@ static void round_run(uint64_t seed, struct stats *tot)
 	w->o.inline_max_bytes = rnd(&w->rng) % 4 == 0 ? 16u << 10 : 0;
 	struct fault_io_opts fo = { .seed = rnd(&w->rng), .snap_dir = snap,
 				    .dev_max_turns = turns[rnd(&w->rng) % 3],
-				    .sync_delay_max_us = rnd(&w->rng) % 4 == 0 ? 200 : 0 };
+				    .sync_delay_max_us = rnd(&w->rng) % 4 == 0 ? 200 : 0,
+				    .kv_delay_max_us = rnd(&w->rng) % 2 ? 3000 : 0 };
 	CHECK(fault_io_new(&fo, &w->fi) == 0, "fault_io_new");
 	w->o.io = fault_io_ops(w->fi);
 	for (uint32_t i = 0; i < KEYS; i++) {
