@@ -7,6 +7,8 @@
 #                   FUZZ_TIME seconds (default 60); make test replays them
 #                   deterministically (fixed seed and run count)
 #   make bench-common   run the common-runtime microbenchmarks
+#   make soak-powercut  1,000 rounds of the store's power-cut test (make test
+#                   runs 50; POWERCUT_SEED=N replays one, POWERCUT_ROUNDS=N)
 #   make bench      a short end-to-end benchmark of a fresh iolake-aio next to
 #                   nginx/wrk, fio and MD5 ceilings (bench/e2e.py; root, or
 #                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
@@ -121,7 +123,8 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
                $(TOOL_SRC)
 
 .SECONDARY:
-.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio
+.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio \
+        soak-powercut
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
 deps:
@@ -223,6 +226,10 @@ aio: $(B)/iolake-aio
 
 bench-common: $(B)/bench-common
 	$(B)/bench-common
+
+# The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).
+soak-powercut: $(B)/tests/unit/osd/test_store_powercut
+	POWERCUT_ROUNDS=$${POWERCUT_ROUNDS:-1000} $<
 
 bench: $(B)/iolake-aio $(B)/iolake-s3-bench
 	bench/e2e.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)

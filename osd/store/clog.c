@@ -8,7 +8,9 @@
  * record after it). Invariant: lpos - live_from <= capacity, so the live
  * span [live_from, lpos) never overlaps itself.
  * Writes are plain pwrite + fdatasync over blocks written at creation:
- * the file never grows, so fdatasync has no metadata to commit.
+ * the file never grows, so fdatasync has no metadata to commit. Every
+ * read, write and flush of the file goes through the I/O seam (io.h);
+ * the rename and directory sync at creation do not.
  */
 #include "osd/store/clog.h"
 
@@ -33,6 +35,7 @@
 #define REC_MAGIC 0x474f4c43u
 
 struct store_clog {
+	const struct store_io *io;
 	int fd;
 	uint64_t size;       /* file size; records live in [BLOCK, size) */
 	uint64_t salt;
@@ -87,57 +90,21 @@ static int grow_buf(struct store_clog *c, size_t need)
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	const uint8_t *b = p;
-	while (n) {
-		ssize_t w = pwrite(fd, b, n, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *p, size_t n, uint64_t off)
-{
-	uint8_t *b = p;
-	while (n) {
-		ssize_t r = pread(fd, b, n, (off_t)off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO; /* shorter than its header says */
-		b += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
 static uint32_t hdr_block_crc(const uint8_t *h)
 {
 	return crc32c(0, h, HDR_FIXED);
 }
 
 /* Create path (as path.tmp first): header block, zeros, synced. */
-static int create_ring(const char *path, uint64_t size, char *err, size_t errlen)
+static int create_ring(const struct store_io *io, const char *path, uint64_t size, char *err,
+		       size_t errlen)
 {
 	char tmp[1024];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = io->open(io, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		int rc = -errno;
-		msg(err, errlen, "commit log %s: %s", tmp, strerror(errno));
-		return rc;
+		msg(err, errlen, "commit log %s: %s", tmp, strerror(-fd));
+		return fd;
 	}
 	int rc = -ENOMEM;
 	size_t chunk = 1u << 20;
@@ -164,13 +131,16 @@ static int create_ring(const char *path, uint64_t size, char *err, size_t errlen
 	 * (a journal commit) on the first fdatasync over them. */
 	for (uint64_t off = 0; off < size; off += chunk) {
 		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
-		rc = write_all(fd, z, n, off);
+		rc = store_io_pwrite_all(io, fd, z, n, off);
 		if (rc)
 			goto out_buf;
 		if (off == 0)
 			memset(z, 0, STORE_CLOG_BLOCK);
 	}
-	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+	rc = io->fdatasync(io, fd);
+	if (rc)
+		goto out_buf;
+	if (rename(tmp, path) < 0) {
 		rc = -errno;
 		goto out_buf;
 	}
@@ -185,7 +155,7 @@ static int create_ring(const char *path, uint64_t size, char *err, size_t errlen
 out_buf:
 	free(z);
 out_fd:
-	close(fd);
+	io->close(io, fd);
 	if (rc) {
 		unlink(tmp);
 		msg(err, errlen, "commit log %s: %s", path, iol_strerror(rc));
@@ -196,7 +166,7 @@ out_fd:
 static int read_header(struct store_clog *c, const char *path, char *err, size_t errlen)
 {
 	uint8_t h[HDR_FIXED + 4];
-	int rc = read_all(c->fd, h, sizeof(h), 0);
+	int rc = store_io_pread_all(c->io, c->fd, h, sizeof(h), 0);
 	if (rc) {
 		msg(err, errlen, "commit log %s: %s", path, "short header");
 		return IOL_ECORRUPT;
@@ -221,24 +191,26 @@ static int read_header(struct store_clog *c, const char *path, char *err, size_t
 	return 0;
 }
 
-int store_clog_open(const char *path, uint64_t size_bytes, struct store_clog **out, char *err,
-		    size_t errlen)
+int store_clog_open(const struct store_io *io, const char *path, uint64_t size_bytes,
+		    struct store_clog **out, char *err, size_t errlen)
 {
+	io = store_io_or_default(io);
 	size_bytes &= ~(uint64_t)(STORE_CLOG_BLOCK - 1);
 	if (size_bytes < STORE_CLOG_MIN_BYTES)
 		size_bytes = STORE_CLOG_MIN_BYTES;
 	if (access(path, F_OK) != 0) {
-		int rc = create_ring(path, size_bytes, err, errlen);
+		int rc = create_ring(io, path, size_bytes, err, errlen);
 		if (rc)
 			return rc;
 	}
 	struct store_clog *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->fd = open(path, O_RDWR | O_CLOEXEC);
+	c->io = io;
+	c->fd = io->open(io, path, O_RDWR | O_CLOEXEC, 0);
 	if (c->fd < 0) {
-		int rc = -errno;
-		msg(err, errlen, "commit log %s: %s", path, strerror(errno));
+		int rc = c->fd;
+		msg(err, errlen, "commit log %s: %s", path, strerror(-rc));
 		free(c);
 		return rc;
 	}
@@ -246,7 +218,7 @@ int store_clog_open(const char *path, uint64_t size_bytes, struct store_clog **o
 	if (rc == 0)
 		rc = grow_buf(c, 64u << 10);
 	if (rc) {
-		close(c->fd);
+		io->close(io, c->fd);
 		free(c->buf);
 		free(c);
 		return rc;
@@ -276,7 +248,7 @@ static int read_rec(struct store_clog *c, uint64_t off, uint64_t seq, size_t *le
 	if (off < STORE_CLOG_BLOCK || off + STORE_CLOG_HDR > c->size)
 		return 0;
 	uint8_t h[STORE_CLOG_HDR];
-	int rc = read_all(c->fd, h, sizeof(h), off);
+	int rc = store_io_pread_all(c->io, c->fd, h, sizeof(h), off);
 	if (rc)
 		return rc;
 	uint32_t magic, crc, plen;
@@ -293,7 +265,7 @@ static int read_rec(struct store_clog *c, uint64_t off, uint64_t seq, size_t *le
 	rc = grow_buf(c, store_clog_need(plen));
 	if (rc)
 		return rc;
-	rc = read_all(c->fd, c->buf, plen, off + STORE_CLOG_HDR);
+	rc = store_io_pread_all(c->io, c->fd, c->buf, plen, off + STORE_CLOG_HDR);
 	if (rc)
 		return rc;
 	if (rec_crc(c, h, c->buf, plen) != le32toh(crc))
@@ -383,9 +355,9 @@ int store_clog_append(struct store_clog *c, const void *payload, size_t len)
 	memset(h + STORE_CLOG_HDR + len, 0, need - STORE_CLOG_HDR - len);
 	u32 = htole32(rec_crc(c, h, payload, len));
 	memcpy(h + 4, &u32, 4);
-	rc = write_all(c->fd, h, need, off);
-	if (rc == 0 && fdatasync(c->fd) < 0)
-		rc = -errno;
+	rc = store_io_pwrite_all(c->io, c->fd, h, need, off);
+	if (rc == 0)
+		rc = c->io->fdatasync(c->io, c->fd);
 	if (rc)
 		return rc;
 	c->tail = off + need;
@@ -416,7 +388,7 @@ void store_clog_close(struct store_clog *c)
 {
 	if (!c)
 		return;
-	close(c->fd);
+	c->io->close(c->io, c->fd);
 	free(c->buf);
 	free(c);
 }

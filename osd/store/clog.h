@@ -52,6 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "osd/store/io.h"
+
 #define STORE_CLOG_BLOCK 4096u
 #define STORE_CLOG_HDR 32u
 #define STORE_CLOG_MIN_BYTES (64u << 10)
@@ -62,11 +64,12 @@ struct store_clog;
  * Open the ring at path; if missing, create it size_bytes large (rounded
  * down to 4 KiB, at least STORE_CLOG_MIN_BYTES): written with zeros,
  * synced, renamed into place, directory synced. An existing ring keeps
- * its own size. Returns 0, -errno, or IOL_ECORRUPT (bad header block),
- * with a message in err.
+ * its own size. Every read, write and flush of the file goes through io
+ * (NULL: the default), which must outlive the ring. Returns 0, -errno,
+ * or IOL_ECORRUPT (bad header block), with a message in err.
  */
-int store_clog_open(const char *path, uint64_t size_bytes, struct store_clog **out, char *err,
-		    size_t errlen);
+int store_clog_open(const struct store_io *io, const char *path, uint64_t size_bytes,
+		    struct store_clog **out, char *err, size_t errlen);
 
 /* Called by replay for each record in order; a non-zero return stops the
  * replay and is returned by it. end_off is the offset just past the

@@ -1,36 +1,30 @@
 /*
- * dev.c — io_uring O_DIRECT I/O completed on a libuv loop.
+ * dev.c — O_DIRECT device I/O over the seam's engine (io.h), completed on
+ * a libuv loop.
  *
- * Owns: one ring and an eventfd the kernel signals on every completion;
- * a uv_poll on that eventfd reaps the completion queue on the loop thread.
- * Invariant: in_ring <= depth; requests beyond it wait in a FIFO and enter
- * the ring in submission order as completions free slots. Submission is
- * batched: requests made while reaping (callbacks submitting follow-ups)
- * are flushed to the kernel with one io_uring_submit at the end.
- * Loop thread only. Does not retry errors; short transfers are continued.
+ * Owns: the device fd, one engine, the wait FIFO and the stats.
+ * Invariant: in_ring <= depth; requests beyond it wait in the FIFO and
+ * enter the engine in submission order as completions free slots (the
+ * default engine, io_uring, relies on it: its SQ has depth entries).
+ * Follow-ups submitted from completion callbacks are batched by the
+ * engine (one io_uring_submit per reap). Loop thread only. Does not retry
+ * errors; short transfers are continued.
  */
 #include "osd/store/dev.h"
 
 #include <errno.h>
-#include <liburing.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
+#include "common/loop.h"
 #include "osd/store/super.h"
 
 struct store_dev {
-	uv_loop_t *loop;
+	const struct store_io *io;
+	struct store_io_aio *aio;
 	int fd;
-	int efd;
-	struct io_uring ring;
-	uv_poll_t poll;
 	uint32_t depth;
-	uint32_t in_ring;
-	uint32_t unsubmitted;     /* SQEs prepared but not yet submitted */
-	bool reaping;             /* inside on_poll: defer the submit */
+	uint32_t in_ring;         /* requests in the engine */
 	bool closing;
 	struct store_dev_req *wait_head, *wait_tail;
 	uint32_t waiting;
@@ -39,51 +33,16 @@ struct store_dev {
 	void *done_arg;
 };
 
-static void submit_now(struct store_dev *d)
-{
-	if (d->unsubmitted == 0)
-		return;
-	int rc;
-	do
-		rc = io_uring_submit(&d->ring);
-	while (rc == -EINTR);
-	/* A failure here (e.g. -EAGAIN under memory pressure) leaves the
-	 * SQEs in the ring; the next submit retries them. */
-	if (rc > 0)
-		d->unsubmitted -= (uint32_t)rc > d->unsubmitted ? d->unsubmitted : (uint32_t)rc;
-}
-
-/* Put req's (remaining) I/O into the ring; there must be room. */
+/* Hand req's (remaining) I/O to the engine; there must be room. */
 static void prep(struct store_dev *d, struct store_dev_req *req)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&d->ring);
-	if (!sqe) { /* SQ full of unsubmitted entries: flush and retry */
-		submit_now(d);
-		sqe = io_uring_get_sqe(&d->ring);
+	if (req->io.op != STORE_IO_FSYNC) {
+		req->io.buf = req->buf + req->done;
+		req->io.len = req->len - req->done;
+		req->io.off = req->off + req->done;
 	}
-	/* in_ring <= depth == SQ size and every submitted entry left the SQ,
-	 * so an SQE is always available after a submit. */
-	if (!sqe)
-		abort();
-	switch (req->op) {
-	case STORE_DEV_READ:
-		io_uring_prep_read(sqe, d->fd, req->buf + req->done, req->len - req->done,
-				   req->off + req->done);
-		break;
-	case STORE_DEV_WRITE:
-		io_uring_prep_write(sqe, d->fd, req->buf + req->done, req->len - req->done,
-				    req->off + req->done);
-		break;
-	case STORE_DEV_FSYNC:
-		io_uring_prep_fsync(sqe, d->fd, IORING_FSYNC_DATASYNC);
-		req->off = uv_hrtime(); /* start time, for the fsync latency */
-		break;
-	}
-	io_uring_sqe_set_data(sqe, req);
 	d->in_ring++;
-	d->unsubmitted++;
-	if (!d->reaping)
-		submit_now(d);
+	d->io->aio_submit(d->aio, &req->io);
 }
 
 static void fill_from_wait(struct store_dev *d)
@@ -98,11 +57,10 @@ static void fill_from_wait(struct store_dev *d)
 	}
 }
 
-static void complete(struct store_dev *d, struct store_dev_req *req, int res)
+static void finish(struct store_dev *d, struct store_dev_req *req, int res)
 {
-	d->in_ring--;
-	if (req->op == STORE_DEV_FSYNC) {
-		d->st.fsync_ns_total += uv_hrtime() - req->off;
+	if (req->io.op == STORE_IO_FSYNC) {
+		d->st.fsync_ns_total += d->io->now_ns(d->io) - req->start_ns;
 		req->cb(req, res < 0 ? res : 0);
 		return;
 	}
@@ -123,41 +81,21 @@ static void complete(struct store_dev *d, struct store_dev_req *req, int res)
 	req->cb(req, 0);
 }
 
-static void on_poll(uv_poll_t *p, int status, int events)
+/* The engine's completion callback. */
+static void on_complete(void *arg, struct store_io_req *ioreq, int res)
 {
-	(void)events;
-	struct store_dev *d = p->data;
-	uint64_t v;
-	if (read(d->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		status = status ? status : -errno;
-	d->reaping = true;
-	for (;;) {
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
-		/* Collect first, then run callbacks outside the CQ walk:
-		 * callbacks may prep new SQEs. */
-		struct store_dev_req *done[64];
-		int res[64];
-		io_uring_for_each_cqe(&d->ring, head, cqe) {
-			done[n] = io_uring_cqe_get_data(cqe);
-			res[n] = cqe->res;
-			if (++n == 64)
-				break;
-		}
-		if (n == 0)
-			break;
-		io_uring_cq_advance(&d->ring, n);
-		for (unsigned i = 0; i < n; i++)
-			complete(d, done[i], res[i]);
-	}
+	struct store_dev *d = arg;
+	struct store_dev_req *req = container_of(ioreq, struct store_dev_req, io);
+	d->in_ring--;
+	finish(d, req, res);
 	fill_from_wait(d);
-	d->reaping = false;
-	submit_now(d);
 }
 
-int store_dev_open(uv_loop_t *loop, int fd, uint32_t queue_depth, struct store_dev **out)
+int store_dev_open(uv_loop_t *loop, const struct store_io *io, int fd, uint32_t queue_depth,
+		   struct store_dev **out)
 {
 	int rc;
+	io = store_io_or_default(io);
 	if (queue_depth == 0)
 		queue_depth = 128;
 	struct store_dev *d = calloc(1, sizeof(*d));
@@ -165,58 +103,35 @@ int store_dev_open(uv_loop_t *loop, int fd, uint32_t queue_depth, struct store_d
 		rc = -ENOMEM;
 		goto out_fd;
 	}
-	d->loop = loop;
+	d->io = io;
 	d->fd = fd;
 	d->depth = queue_depth;
-	rc = io_uring_queue_init(queue_depth, &d->ring, 0);
+	rc = io->aio_open(io, loop, fd, queue_depth, on_complete, d, &d->aio);
 	if (rc < 0)
 		goto out_free;
-	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (d->efd < 0) {
-		rc = -errno;
-		goto out_ring;
-	}
-	rc = io_uring_register_eventfd(&d->ring, d->efd);
-	if (rc < 0)
-		goto out_efd;
-	rc = uv_poll_init(loop, &d->poll, d->efd);
-	if (rc < 0)
-		goto out_efd;
-	d->poll.data = d;
-	rc = uv_poll_start(&d->poll, UV_READABLE, on_poll);
-	if (rc < 0) {
-		/* The handle is initialised: it must be closed through the loop.
-		 * Rare enough to leak the struct to the close path. */
-		uv_close((uv_handle_t *)&d->poll, NULL);
-		io_uring_queue_exit(&d->ring);
-		close(d->efd);
-		close(fd);
-		return rc;
-	}
 	*out = d;
 	return 0;
 
-out_efd:
-	close(d->efd);
-out_ring:
-	io_uring_queue_exit(&d->ring);
 out_free:
 	free(d);
 out_fd:
-	close(fd);
+	io->close(io, fd);
 	return rc;
 }
 
-static int submit(struct store_dev *d, struct store_dev_req *req, enum store_dev_op op,
+static int submit(struct store_dev *d, struct store_dev_req *req, enum store_io_op op,
 		  void *buf, uint32_t len, uint64_t off, store_dev_cb cb)
 {
 	if (d->closing)
 		return -ESHUTDOWN;
-	if (op != STORE_DEV_FSYNC &&
+	if (op != STORE_IO_FSYNC &&
 	    (len == 0 || len % STORE_BLOCK_SIZE || off % STORE_BLOCK_SIZE ||
 	     (uintptr_t)buf % STORE_BLOCK_SIZE))
 		return -EINVAL;
-	req->op = op;
+	req->io.op = op;
+	req->io.buf = NULL;
+	req->io.len = 0;
+	req->io.off = 0;
 	req->buf = buf;
 	req->len = len;
 	req->off = off;
@@ -224,16 +139,17 @@ static int submit(struct store_dev *d, struct store_dev_req *req, enum store_dev
 	req->cb = cb;
 	req->next = NULL;
 	switch (op) {
-	case STORE_DEV_READ:
+	case STORE_IO_READ:
 		d->st.reads++;
 		d->st.read_bytes += len;
 		break;
-	case STORE_DEV_WRITE:
+	case STORE_IO_WRITE:
 		d->st.writes++;
 		d->st.write_bytes += len;
 		break;
-	case STORE_DEV_FSYNC:
+	case STORE_IO_FSYNC:
 		d->st.fsyncs++;
+		req->start_ns = d->io->now_ns(d->io);
 		break;
 	}
 	if (d->in_ring < d->depth && !d->wait_head) {
@@ -252,19 +168,19 @@ static int submit(struct store_dev *d, struct store_dev_req *req, enum store_dev
 int store_dev_read(struct store_dev *d, struct store_dev_req *req, void *buf,
 		   uint32_t len, uint64_t off, store_dev_cb cb)
 {
-	return submit(d, req, STORE_DEV_READ, buf, len, off, cb);
+	return submit(d, req, STORE_IO_READ, buf, len, off, cb);
 }
 
 int store_dev_write(struct store_dev *d, struct store_dev_req *req, const void *buf,
 		    uint32_t len, uint64_t off, store_dev_cb cb)
 {
-	/* The kernel only reads from buf; the cast keeps one request type. */
-	return submit(d, req, STORE_DEV_WRITE, (void *)buf, len, off, cb);
+	/* The engine only reads from buf; the cast keeps one request type. */
+	return submit(d, req, STORE_IO_WRITE, (void *)buf, len, off, cb);
 }
 
 int store_dev_fsync(struct store_dev *d, struct store_dev_req *req, store_dev_cb cb)
 {
-	return submit(d, req, STORE_DEV_FSYNC, NULL, 0, 0, cb);
+	return submit(d, req, STORE_IO_FSYNC, NULL, 0, 0, cb);
 }
 
 void store_dev_stats(const struct store_dev *d, struct store_dev_stats *out)
@@ -279,15 +195,14 @@ uint32_t store_dev_inflight(const struct store_dev *d)
 	return d->in_ring + d->waiting;
 }
 
-static void on_poll_closed(uv_handle_t *h)
+static void on_engine_closed(void *arg)
 {
-	struct store_dev *d = h->data;
+	struct store_dev *d = arg;
 	void (*cb)(void *) = d->done_cb;
-	void *arg = d->done_arg;
-	close(d->efd);
+	void *cb_arg = d->done_arg;
 	free(d);
 	if (cb)
-		cb(arg);
+		cb(cb_arg);
 }
 
 void store_dev_close(struct store_dev *d, void (*done_cb)(void *arg), void *arg)
@@ -295,10 +210,6 @@ void store_dev_close(struct store_dev *d, void (*done_cb)(void *arg), void *arg)
 	d->closing = true;
 	d->done_cb = done_cb;
 	d->done_arg = arg;
-	uv_poll_stop(&d->poll);
-	io_uring_unregister_eventfd(&d->ring);
-	io_uring_queue_exit(&d->ring);
-	close(d->fd);
-	/* The eventfd is closed after the poll handle (libuv's rule). */
-	uv_close((uv_handle_t *)&d->poll, on_poll_closed);
+	d->io->aio_close(d->aio, on_engine_closed, d);
+	d->io->close(d->io, d->fd);
 }

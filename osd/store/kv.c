@@ -24,6 +24,11 @@
  * (store_kv_write_sync) use RocksDB's synced WAL. A group too large for
  * the log waits until everything before it is flushed, then is written
  * with a synced WAL write (so no older record can be replayed over it).
+ * After each of those points (a flush that returned, a synced write) the
+ * I/O seam's kv_durable hook runs (io.h), before anything relies on it:
+ * the log is trimmed, and the synced write acknowledged, only once it
+ * returned 0. The commit log's file I/O and the clock go through the
+ * seam too; RocksDB's own files do not.
  *
  * Why copy batches: the C API cannot append one WriteBatch to another, so
  * a group is re-played into a combined batch (rocksdb_writebatch_iterate);
@@ -38,7 +43,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +63,8 @@
 #define CLOG_DEFAULT_BYTES (64ull << 20)
 
 struct store_kv {
+	const struct store_io *io;
+	char *dir;                       /* for the kv_durable hook */
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_writeoptions_t *wopts;   /* synced: open-time records, oversized groups */
@@ -70,7 +76,6 @@ struct store_kv {
 	bool broken;                     /* the clog failed: every write fails */
 	uint64_t log_ns;                 /* commit thread: time in clog appends */
 	uint64_t log_bytes;              /* ... and the bytes they wrote */
-	atomic_bool drop_db;             /* test hook: see store_kv_test_drop_db */
 	/* Checkpointer (under mu): the commit thread asks for everything
 	 * before log position ck_target to be made durable in RocksDB; the
 	 * checkpointer thread does it and publishes ck_done. */
@@ -139,6 +144,15 @@ static size_t batch_bytes(rocksdb_writebatch_t *wb)
 	return n;
 }
 
+/* RocksDB now holds durably everything written to it before: tell the
+ * seam (io.h). 0 or -EIO. */
+static int durable(struct store_kv *kv)
+{
+	if (!kv->io->kv_durable)
+		return 0;
+	return kv->io->kv_durable(kv->io, kv->db, kv->dir) ? -EIO : 0;
+}
+
 /* Make everything written to RocksDB so far durable there: flush the
  * memtable to a table file and wait (group writes skip RocksDB's WAL).
  * Any thread; RocksDB takes writes meanwhile. */
@@ -153,7 +167,19 @@ static int persist(struct store_kv *kv)
 		free(err);
 		return -EIO;
 	}
-	return 0;
+	return durable(kv);
+}
+
+/* A synced write (RocksDB's own WAL, outside the commit log). 0 or -EIO. */
+static int write_synced(struct store_kv *kv, rocksdb_writebatch_t *wb)
+{
+	char *err = NULL;
+	rocksdb_write(kv->db, kv->wopts, wb, &err);
+	if (err) {
+		free(err);
+		return -EIO;
+	}
+	return durable(kv);
 }
 
 static void *ck_main(void *arg)
@@ -167,13 +193,11 @@ static void *ck_main(void *arg)
 			break;
 		uint64_t target = kv->ck_target;
 		pthread_mutex_unlock(&kv->mu);
-		/* With drop_db RocksDB lacks those records: keep them logged. */
-		bool skip = atomic_load(&kv->drop_db);
-		int rc = skip ? 0 : persist(kv);
+		int rc = persist(kv);
 		pthread_mutex_lock(&kv->mu);
 		if (rc) {
 			kv->ck_failed = true;
-		} else if (!skip) {
+		} else {
 			kv->ck_done = target;
 			kv->st.checkpoints++;
 		}
@@ -241,23 +265,16 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 		return -EIO;
 	char *err = NULL;
 	size_t len = batch_bytes(group) + kv->clog_key_bytes;
-	if (!store_clog_fits(kv->clog, len) && !atomic_load(&kv->drop_db)) {
+	if (!store_clog_fits(kv->clog, len)) {
 		if (ck_wait_all(kv))
 			return -EIO;
 		if (store_clog_need(len) > store_clog_capacity(kv->clog)) {
 			/* Larger than the log: a synced write, after all before
 			 * it is durable (replay must never apply an older record
 			 * over it). */
-			rocksdb_write(kv->db, kv->wopts, group, &err);
-			if (err) {
-				free(err);
-				return -EIO;
-			}
-			return 0;
+			return write_synced(kv, group);
 		}
 	}
-	if (!store_clog_fits(kv->clog, len))
-		return -EIO; /* only with drop_db: the test wrote too much */
 	uint64_t seq, end_off;
 	store_clog_next(kv->clog, len, &seq, &end_off);
 	put_clog_key(group, seq, end_off);
@@ -265,15 +282,13 @@ static int write_group(struct store_kv *kv, rocksdb_writebatch_t *group)
 	const char *rep = rocksdb_writebatch_data(group, &got);
 	if (got != len)
 		abort(); /* the WriteBatch encoding is not what open measured */
-	uint64_t t0 = loop_now_ns();
+	uint64_t t0 = kv->io->now_ns(kv->io);
 	if (store_clog_append(kv->clog, rep, len)) {
 		kv->broken = true; /* the log's state is unknown: stop */
 		return -EIO;
 	}
-	kv->log_ns += loop_now_ns() - t0;
+	kv->log_ns += kv->io->now_ns(kv->io) - t0;
 	kv->log_bytes += len;
-	if (atomic_load(&kv->drop_db))
-		return 0;
 	rocksdb_write(kv->db, kv->wopts_log, group, &err);
 	if (err) {
 		/* The record is durable and replays at the next open; RocksDB
@@ -329,9 +344,9 @@ static void *commit_main(void *arg)
 		rocksdb_writebatch_clear(group);
 		for (struct store_kv_req *r = list; r; r = r->next)
 			rocksdb_writebatch_iterate(r->wb, group, put_cb, del_cb);
-		uint64_t t0 = loop_now_ns();
+		uint64_t t0 = kv->io->now_ns(kv->io);
 		int status = write_group(kv, group);
-		uint64_t dt = loop_now_ns() - t0;
+		uint64_t dt = kv->io->now_ns(kv->io) - t0;
 		last_n = n;
 		last_dt = dt;
 
@@ -409,8 +424,8 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/%s", dir, CLOG_FILE);
-	int rc = store_clog_open(path, bytes ? bytes : CLOG_DEFAULT_BYTES, &kv->clog, errbuf,
-				 errlen);
+	int rc = store_clog_open(kv->io, path, bytes ? bytes : CLOG_DEFAULT_BYTES, &kv->clog,
+				 errbuf, errlen);
 	if (rc)
 		return rc;
 	kv->group_cap = store_clog_capacity(kv->clog) / 4;
@@ -446,13 +461,19 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 	return 0;
 }
 
-int store_kv_open(const char *dir, uint32_t max_pending, uint64_t clog_bytes,
-		  struct store_kv **out, char *errbuf, size_t errlen)
+int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
+		  uint64_t clog_bytes, struct store_kv **out, char *errbuf, size_t errlen)
 {
 	int rc = -ENOMEM;
 	struct store_kv *kv = calloc(1, sizeof(*kv));
 	if (!kv)
 		goto out;
+	kv->io = store_io_or_default(io);
+	kv->dir = strdup(dir);
+	if (!kv->dir) {
+		free(kv);
+		goto out;
+	}
 	kv->max_pending = max_pending ? max_pending : 4096;
 	kv->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(kv->opts, 1);
@@ -527,6 +548,7 @@ out_opts:
 	rocksdb_writeoptions_destroy(kv->wopts_log);
 	rocksdb_writeoptions_destroy(kv->wopts);
 	rocksdb_options_destroy(kv->opts);
+	free(kv->dir);
 	free(kv);
 out:
 	return rc;
@@ -563,13 +585,7 @@ int store_kv_commit(struct store_kv *kv, struct store_kv_req *req, rocksdb_write
 
 int store_kv_write_sync(struct store_kv *kv, rocksdb_writebatch_t *wb)
 {
-	char *err = NULL;
-	rocksdb_write(kv->db, kv->wopts, wb, &err);
-	if (err) {
-		free(err);
-		return -EIO;
-	}
-	return 0;
+	return write_synced(kv, wb);
 }
 
 int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, size_t *vlen)
@@ -622,7 +638,7 @@ void store_kv_close(struct store_kv *kv)
 	pthread_mutex_unlock(&kv->mu);
 	pthread_join(kv->thread, NULL);
 	stop_ck(kv);
-	if (!kv->broken && !atomic_load(&kv->drop_db))
+	if (!kv->broken)
 		persist(kv); /* a clean stop leaves nothing to replay */
 	store_clog_close(kv->clog);
 	rocksdb_close(kv->db);
@@ -633,12 +649,8 @@ void store_kv_close(struct store_kv *kv)
 	pthread_cond_destroy(&kv->ck_cv);
 	pthread_cond_destroy(&kv->cv);
 	pthread_mutex_destroy(&kv->mu);
+	free(kv->dir);
 	free(kv);
-}
-
-void store_kv_test_drop_db(struct store_kv *kv, bool on)
-{
-	atomic_store(&kv->drop_db, on);
 }
 
 int store_kv_destroy(const char *dir, char *errbuf, size_t errlen)

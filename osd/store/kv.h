@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/loop.h"
+#include "osd/store/io.h"
 
 struct store_kv;
 struct store_kv_req;
@@ -60,12 +61,13 @@ struct store_kv_stats {
  * Open (creating if missing) the RocksDB under dir and its commit log
  * (created clog_bytes large if missing, 0: 64 MiB; an existing log keeps
  * its size), replay the log records RocksDB lacks, sync, and start the
- * commit thread. max_pending bounds enqueued-but-untaken requests (0:
- * 4096). Returns 0, or -EIO / -errno / IOL_ECORRUPT (bad commit log) with
- * a message in err.
+ * commit thread. The log's I/O, the clock and the kv_durable hook go
+ * through io (NULL: the default), which must outlive kv. max_pending
+ * bounds enqueued-but-untaken requests (0: 4096). Returns 0, or -EIO /
+ * -errno / IOL_ECORRUPT (bad commit log) with a message in err.
  */
-int store_kv_open(const char *dir, uint32_t max_pending, uint64_t clog_bytes,
-		  struct store_kv **out, char *err, size_t errlen);
+int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
+		  uint64_t clog_bytes, struct store_kv **out, char *err, size_t errlen);
 
 /*
  * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)
@@ -106,12 +108,6 @@ void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg)
  * commit thread.
  */
 void store_kv_close(struct store_kv *kv);
-
-/* Tests only: while on, groups are appended to the commit log but not
- * applied to RocksDB, and no checkpoint runs: what a power cut leaves when
- * RocksDB's unsynced WAL tail is lost. Reopen must replay them. Writes
- * that would overflow the log then fail with -EIO. */
-void store_kv_test_drop_db(struct store_kv *kv, bool on);
 
 /* Delete a whole database directory and its commit log (used when a
  * device is reformatted, so its old index cannot outlive it). 0, -EIO or

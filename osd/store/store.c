@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/crc.h"
 #include "common/err.h"
@@ -69,6 +68,7 @@ struct deferred {
 
 struct store {
 	uv_loop_t *loop;
+	const struct store_io *io;    /* the I/O seam (io.h) */
 	struct store_super sb;
 	struct store_dev *dev;
 	struct store_kv *kv;
@@ -376,7 +376,7 @@ static void on_flushed(struct store_dev_req *dreq, int status)
 		uint32_t n = 0;
 		for (struct store_put_req *r = list; r; r = r->next)
 			n++;
-		s->obs.data_flush(s->obs.arg, n, loop_now_ns() - s->fl_start_ns);
+		s->obs.data_flush(s->obs.arg, n, s->io->now_ns(s->io) - s->fl_start_ns);
 	}
 	while (list) {
 		struct store_put_req *next = list->next;
@@ -396,7 +396,7 @@ static void flush_start(struct store *s)
 	s->fl_cur = s->fl_wait_head;
 	s->fl_wait_head = s->fl_wait_tail = NULL;
 	s->flushing = true;
-	s->fl_start_ns = loop_now_ns();
+	s->fl_start_ns = s->io->now_ns(s->io);
 	int rc = store_dev_fsync(s->dev, &s->fl_req, on_flushed);
 	if (rc) {
 		/* Only while closing, which waits for these very puts: fail them. */
@@ -1019,6 +1019,7 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 		return -ENOMEM;
 	}
 	s->loop = loop;
+	s->io = store_io_or_default(o->io);
 	s->inline_max = o->inline_max_bytes ? o->inline_max_bytes : 64 << 10;
 	s->max_shard = o->max_shard_bytes ? o->max_shard_bytes : 64ull << 20;
 	if (s->max_shard > ((uint64_t)UINT32_MAX & ~(uint64_t)(STORE_BLOCK_SIZE - 1)))
@@ -1032,7 +1033,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 					.create_sparse = o->create_sparse };
 	int fd;
 	bool formatted;
-	rc = store_super_open(o->device_path, &ex, &fl, &fd, &s->sb, &formatted, err, errlen);
+	rc = store_super_open(s->io, o->device_path, &ex, &fl, &fd, &s->sb, &formatted, err,
+			      errlen);
 	if (rc)
 		goto out_free;
 	if (formatted) {
@@ -1042,8 +1044,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 			goto out_fd;
 	}
 	/* kv's bound is above ours, so a commit is never refused for space. */
-	rc = store_kv_open(o->meta_dir, s->max_inflight * 2, o->commit_log_bytes, &s->kv, err,
-			   errlen);
+	rc = store_kv_open(s->io, o->meta_dir, s->max_inflight * 2, o->commit_log_bytes, &s->kv,
+			   err, errlen);
 	if (rc)
 		goto out_fd;
 	s->obs = o->observer;
@@ -1056,7 +1058,7 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 		/* Meta first (identity above), then the superblock: a crash in
 		 * between leaves a device that is still unformatted, or a
 		 * created file that is not yet at its path. */
-		rc = store_super_commit(fd, o->device_path, &s->sb, err, errlen);
+		rc = store_super_commit(s->io, fd, o->device_path, &s->sb, err, errlen);
 		if (rc)
 			goto out_kv;
 	}
@@ -1069,9 +1071,10 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 		snprintf(err, errlen, "loop queue: %s", iol_strerror(rc));
 		goto out_alloc;
 	}
-	rc = store_dev_open(loop, fd, o->queue_depth, &s->dev); /* takes fd */
+	rc = store_dev_open(loop, s->io, fd, o->queue_depth, &s->dev); /* takes fd */
 	if (rc) {
-		snprintf(err, errlen, "%s: io_uring setup: %s", o->device_path, iol_strerror(rc));
+		snprintf(err, errlen, "%s: device engine (io_uring) setup: %s", o->device_path,
+			 iol_strerror(rc));
 		/* The queue's handle closes through the loop; s goes with it. */
 		loop_queue_close(&s->q, free_on_queue_closed);
 		store_alloc_destroy(s->alloc);
@@ -1087,7 +1090,7 @@ out_alloc:
 out_kv:
 	store_kv_close(s->kv);
 out_fd:
-	close(fd);
+	s->io->close(s->io, fd);
 out_free:
 	free(s);
 	return rc;

@@ -19,6 +19,10 @@
  * callback exactly once, or returns a negative error now and never calls
  * it. The request struct belongs to the caller until the callback.
  *
+ * Every read, write and flush of the device and the commit log, and the
+ * clock, go through the I/O seam named in store_opts.io (io.h), so a test
+ * can fail, delay or drop them; RocksDB's own files do not (kv.h).
+ *
  * Index reads (get's lookup, stat, stat_many, list) are synchronous
  * RocksDB reads on the loop thread (memtable / block cache; they can block
  * on a cache miss). Does not log: errors come back as codes and messages.
@@ -35,6 +39,7 @@
 #include "common/buf.h"
 #include "common/loop.h"
 #include "osd/store/dev.h"
+#include "osd/store/io.h"
 #include "osd/store/kv.h"
 #include "osd/store/rec.h"
 
@@ -67,6 +72,8 @@ struct store_opts {
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
 	uint64_t commit_log_bytes;  /* size of a new commit log; 0: 64 MiB */
 	struct store_observer observer; /* hooks may be NULL */
+	const struct store_io *io;  /* the I/O seam (io.h); NULL: the real
+	                             * one. Must outlive the store. */
 };
 
 /* Metadata of one shard. */

@@ -5,7 +5,10 @@
  * Invariant: a device is handed out only if its superblock names the
  * expected cluster and OSD, or was written by this call because the caller
  * asked for a format. Runs synchronously on the opener's thread, before
- * the store's loop work starts. Does not log; messages go to err.
+ * the store's loop work starts. The device's open, superblock read and
+ * write, flush and close go through the I/O seam (io.h); creating the
+ * file (fallocate), flock, fstat, rename and directory sync do not.
+ * Does not log; messages go to err.
  */
 #include "osd/store/super.h"
 
@@ -170,10 +173,11 @@ static int new_super(const struct store_super_expect *expect, uint64_t size,
 	return 0;
 }
 
-int store_super_commit(int fd, const char *path, const struct store_super *sb, char *err,
-		       size_t errlen)
+int store_super_commit(const struct store_io *io, int fd, const char *path,
+		       const struct store_super *sb, char *err, size_t errlen)
 {
 	int rc = 0;
+	io = store_io_or_default(io);
 	struct buf *b = buf_new_aligned(STORE_SUPER_SIZE, STORE_BLOCK_SIZE);
 	if (!b) {
 		msg(err, errlen, "out of memory");
@@ -181,9 +185,10 @@ int store_super_commit(int fd, const char *path, const struct store_super *sb, c
 	}
 	struct store_super_disk *blk = (struct store_super_disk *)b->data;
 	store_super_encode(sb, blk);
-	ssize_t n = pwrite(fd, blk, STORE_SUPER_SIZE, 0);
-	if (n != (ssize_t)STORE_SUPER_SIZE || fdatasync(fd) < 0) {
-		rc = n < 0 || n == STORE_SUPER_SIZE ? -errno : -EIO;
+	rc = store_io_pwrite_all(io, fd, blk, STORE_SUPER_SIZE, 0);
+	if (rc == 0)
+		rc = io->fdatasync(io, fd);
+	if (rc) {
 		msg(err, errlen, "%s: writing superblock: %s", path, strerror(-rc));
 		goto out;
 	}
@@ -218,11 +223,12 @@ out:
 	return rc;
 }
 
-int store_super_open(const char *path, const struct store_super_expect *expect,
-		     const struct store_super_flags *flags, int *fd_out,
-		     struct store_super *sb, bool *formatted, char *err, size_t errlen)
+int store_super_open(const struct store_io *io, const char *path,
+		     const struct store_super_expect *expect, const struct store_super_flags *flags,
+		     int *fd_out, struct store_super *sb, bool *formatted, char *err, size_t errlen)
 {
 	int rc;
+	io = store_io_or_default(io);
 	bool created = false;
 	char open_path[4096];
 	*formatted = false;
@@ -257,10 +263,10 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 		created = true;
 	}
 
-	int fd = open(open_path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	int fd = io->open(io, open_path, O_RDWR | O_DIRECT | O_CLOEXEC, 0);
 	if (fd < 0) {
-		rc = -errno;
-		msg(err, errlen, "%s: open O_DIRECT: %s", path, strerror(errno));
+		rc = fd;
+		msg(err, errlen, "%s: open O_DIRECT: %s", path, strerror(-rc));
 		goto out_unlink;
 	}
 	/* A process killed with io_uring requests in flight releases its
@@ -295,11 +301,10 @@ int store_super_open(const char *path, const struct store_super_expect *expect,
 		goto out_close;
 	}
 	struct store_super_disk *blk = (struct store_super_disk *)b->data;
-	ssize_t n = pread(fd, blk, STORE_SUPER_SIZE, 0);
-	if (n != (ssize_t)STORE_SUPER_SIZE) {
-		rc = n < 0 ? -errno : -EIO;
+	rc = store_io_pread_all(io, fd, blk, STORE_SUPER_SIZE, 0);
+	if (rc) {
 		msg(err, errlen, "%s: reading superblock: %s", path,
-		    n < 0 ? strerror(errno) : "short read");
+		    rc == -EIO ? "short read or I/O error" : strerror(-rc));
 		goto out_buf;
 	}
 
@@ -365,7 +370,7 @@ ok:
 out_buf:
 	buf_unref(b);
 out_close:
-	close(fd);
+	io->close(io, fd);
 out_unlink:
 	if (created)
 		unlink(open_path);

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "osd/store/io.h"
+
 #define STORE_SUPER_MAGIC "IOLKOSD"      /* + NUL: 8 bytes on disk */
 #define STORE_SUPER_LEVEL 1              /* the newest format we know */
 #define STORE_BLOCK_SIZE 4096u
@@ -77,10 +79,10 @@ struct store_super_flags {
 };
 
 /*
- * Open path O_DIRECT|O_RDWR, take an exclusive flock, and check or write
- * its superblock.
+ * Open path O_DIRECT|O_RDWR through io (NULL: the default), take an
+ * exclusive flock, and check or write its superblock.
  *
- * Returns 0 with *fd_out (caller closes it) and *sb filled. *formatted
+ * Returns 0 with *fd_out (caller closes it through io) and *sb filled. *formatted
  * true means a format is due and NOTHING is written yet: sb holds the new
  * superblock (fresh format uuid); the caller prepares its metadata for it
  * and then calls store_super_commit(). Until then the device keeps its old
@@ -98,14 +100,15 @@ struct store_super_flags {
  *   IOL_EBAD_FORMAT    a newer format level than STORE_SUPER_LEVEL
  *   -errno             an I/O error
  */
-int store_super_open(const char *path, const struct store_super_expect *expect,
-		     const struct store_super_flags *flags, int *fd_out,
-		     struct store_super *sb, bool *formatted, char *err, size_t errlen);
+int store_super_open(const struct store_io *io, const char *path,
+		     const struct store_super_expect *expect, const struct store_super_flags *flags,
+		     int *fd_out, struct store_super *sb, bool *formatted, char *err, size_t errlen);
 
 /* Write sb (from a store_super_open that returned *formatted) to fd and
- * flush it; for a created file, rename it into place. 0 or -errno. */
-int store_super_commit(int fd, const char *path, const struct store_super *sb, char *err,
-		       size_t errlen);
+ * flush it, through io (NULL: the default); for a created file, rename it
+ * into place. 0 or -errno. */
+int store_super_commit(const struct store_io *io, int fd, const char *path,
+		       const struct store_super *sb, char *err, size_t errlen);
 
 /* Encode sb into a 4 KiB block (crc filled). Pure. */
 void store_super_encode(const struct store_super *sb, struct store_super_disk *out);

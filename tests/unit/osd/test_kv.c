@@ -2,10 +2,12 @@
  * test_kv.c — group commit: concurrent callers on several threads all
  * complete on the owner's loop, share flushes (batches < writes), and
  * their writes survive a reopen. Commit log: groups that RocksDB lost
- * (the test hook drops them, as a power cut drops its unflushed memtable)
- * come back at reopen, in order, across log wraps and checkpoints; so do
- * those of a process that exits without closing, and a group too large
- * for the log is not overwritten by an older logged one.
+ * (a power cut through the fault seam, tests/lib/fault_io.h, while its
+ * checkpoints are held: RocksDB comes back as the last open left it, its
+ * WAL-less memtable gone) come back at reopen, in order, across log wraps
+ * and checkpoints; so do those of a process that exits without closing,
+ * and a group too large for the log is not overwritten by an older
+ * logged one.
  */
 #include <check.h>
 #include <errno.h>
@@ -22,16 +24,18 @@
 #include "common/loop.h"
 #include "osd/store/clog.h"
 #include "osd/store/kv.h"
+#include "tests/lib/fault_io.h"
 
 #define THREADS 4
 #define PER_THREAD 8      /* 32 in flight per round */
 #define ROUNDS 20
 
-static char dir[128];
+static char dir[128], snap[128];
 
 static void setup_once(void)
 {
 	snprintf(dir, sizeof(dir), "/dev/shm/iolake-test-kv-%d", (int)getpid());
+	snprintf(snap, sizeof(snap), "/dev/shm/iolake-test-kv-%d.snap", (int)getpid());
 }
 
 /* Remove a directory tree with plain syscalls: the runner process must not
@@ -53,6 +57,7 @@ static void rm_tree(const char *path)
 static void teardown_once(void)
 {
 	rm_tree(dir);
+	rm_tree(snap);
 }
 
 struct ctx {
@@ -114,7 +119,7 @@ START_TEST(group_commit)
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 
 	for (c.round = 0; c.round < ROUNDS; c.round++) {
@@ -145,7 +150,7 @@ START_TEST(group_commit)
 
 	/* Bounded: a full queue refuses with -EAGAIN, the caller keeps req. */
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(dir, 1, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 1, 0, &c.kv, err, sizeof(err)), 0);
 	/* (The commit thread may take the first at once; fill until refused.) */
 	struct item *its[64];
 	int queued = 0, refused = 0;
@@ -172,7 +177,7 @@ START_TEST(group_commit)
 	store_kv_close(c.kv);
 
 	/* Reopen: every write is there. */
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	for (int r = 0; r < ROUNDS; r++)
 		for (int t = 0; t < THREADS; t++)
 			for (int i = 0; i < PER_THREAD; i++) {
@@ -245,7 +250,7 @@ START_TEST(log_replay)
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
 	rm_tree(dir);
-	ck_assert_int_eq(store_kv_open(dir, 0, LOG_BYTES, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, LOG_BYTES, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 	/* Six times around the log (63 records of 4 KiB each), each key
 	 * rewritten many times; 428 = 6 * 63 + 50, so the 24 records below
@@ -260,16 +265,22 @@ START_TEST(log_replay)
 	struct store_kv_stats st;
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_gt(st.checkpoints, 0);
-	/* Reopen so the log starts empty (a clean close flushes): the records
-	 * below then fit whatever the checkpoint thread's pace. The tail
-	 * stays where it was. */
+	/* Reopen through the fault seam so the log starts empty (a clean
+	 * close flushes): the records below then fit whatever the checkpoint
+	 * thread's pace. The tail stays where it was. */
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	struct fault_io *fi;
+	struct fault_io_opts fo = { .seed = 1, .snap_dir = snap };
+	ck_assert_int_eq(fault_io_new(&fo, &fi), 0);
+	const struct store_io *io = fault_io_ops(fi);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
-	/* From here RocksDB "loses" every group: only the log has them.
-	 * Rewrite some keys, delete others, rewrite one twice. */
-	store_kv_test_drop_db(c.kv, true);
+	/* From here no checkpoint completes (they wait in the seam), so the
+	 * log keeps every group, and the power cut below leaves RocksDB as
+	 * this open made it durable: only the log has the groups. Rewrite
+	 * some keys, delete others, rewrite one twice. */
+	fault_io_hold(fi, FAULT_IO_KV_DURABLE, true);
 	bool deleted[KEYS] = { false };
 	for (int n = 0; n < 24; n++) {
 		int i = (n * 5) % KEYS;
@@ -284,9 +295,11 @@ START_TEST(log_replay)
 		}
 	}
 	ck_assert_int_eq(c.errors, 0);
-	store_kv_close(c.kv);
+	fault_io_cut(fi, 0);
+	store_kv_close(c.kv); /* what it flushes now goes nowhere */
+	ck_assert_msg(fault_io_recover(fi, err, sizeof(err)) == 0, "%s", err);
 
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 24);
 	for (int i = 0; i < KEYS; i++) {
@@ -300,11 +313,12 @@ START_TEST(log_replay)
 	val(v, VLEN, 1, ++gen[1]);
 	commit_one(&c, &loop, k, v, VLEN);
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	expect(c.kv, k, v, VLEN);
 	store_kv_close(c.kv);
+	fault_io_destroy(fi);
 	ck_assert_int_eq(c.errors, 0);
 	loop_queue_close(&c.q, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
@@ -331,7 +345,7 @@ START_TEST(crash_and_oversized)
 		uv_loop_t loop;
 		uv_loop_init(&loop);
 		struct ctx c = { .loop_thread = pthread_self() };
-		if (store_kv_open(dir, 0, STORE_CLOG_MIN_BYTES, &c.kv, err, sizeof(err)) ||
+		if (store_kv_open(NULL, dir, 0, STORE_CLOG_MIN_BYTES, &c.kv, err, sizeof(err)) ||
 		    loop_queue_init(&c.q, &loop))
 			_exit(2);
 		commit_one(&c, &loop, "A", "a1", 2);
@@ -346,7 +360,7 @@ START_TEST(crash_and_oversized)
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	char err[256];
 	struct store_kv *kv;
-	ck_assert_int_eq(store_kv_open(dir, 0, 0, &kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &kv, err, sizeof(err)), 0);
 	struct store_kv_stats ks;
 	store_kv_stats(kv, &ks);
 	ck_assert_uint_eq(ks.replayed, 2); /* C and the deletion of B */

@@ -86,7 +86,7 @@ START_TEST(order_wrap_torn)
 	char err[256];
 	struct seen none = { 0 };
 	struct store_clog *c;
-	ck_assert_int_eq(store_clog_open(path, RING, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, RING, &c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(store_clog_capacity(c), RING - STORE_CLOG_BLOCK);
 	ck_assert_int_eq(store_clog_replay(c, 0, 0, on_rec, &none), 0); /* new: empty */
 	uint64_t seq, end, end_b;
@@ -101,7 +101,7 @@ START_TEST(order_wrap_torn)
 	store_clog_close(c);
 
 	struct seen s = { 0 };
-	ck_assert_int_eq(store_clog_open(path, 0, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, 0, &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_clog_replay(c, 0, 0, on_rec, &s), 2);
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_uint_eq(s.seqs[0], 1);
@@ -126,13 +126,13 @@ START_TEST(order_wrap_torn)
 
 	/* From after 2: 3 is found at the start (the writer wrapped), then 4. */
 	memset(&s, 0, sizeof(s));
-	ck_assert_int_eq(store_clog_open(path, 0, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, 0, &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_clog_replay(c, 2, end_b, on_rec, &s), 2);
 	ck_assert_int_eq(s.tags[0], 3);
 	ck_assert_int_eq(s.tags[1], 4);
 	store_clog_close(c);
 	/* From the start expecting seq 1: record 3 overwrote it: nothing. */
-	ck_assert_int_eq(store_clog_open(path, 0, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, 0, &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_clog_replay(c, 0, 0, on_rec, &none), 0);
 	store_clog_close(c);
 
@@ -145,7 +145,7 @@ START_TEST(order_wrap_torn)
 	ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
 	close(fd);
 	memset(&s, 0, sizeof(s));
-	ck_assert_int_eq(store_clog_open(path, 0, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, 0, &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_clog_replay(c, 2, end_b, on_rec, &s), 1);
 	ck_assert_int_eq(s.tags[0], 3);
 	/* The next record goes where the torn one was, with its seq. */
@@ -161,10 +161,10 @@ START_TEST(foreign_and_damaged)
 	struct seen none = { 0 };
 	struct store_clog *c, *c2;
 	uint64_t seq, end;
-	ck_assert_int_eq(store_clog_open(path, RING, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, RING, &c, err, sizeof(err)), 0);
 	append(c, 5, &seq, &end);
 	store_clog_close(c);
-	ck_assert_int_eq(store_clog_open(path2, RING, &c2, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path2, RING, &c2, err, sizeof(err)), 0);
 	store_clog_close(c2);
 
 	/* Copy ring 1's record 1 into ring 2 where ring 2's record 1 goes:
@@ -174,10 +174,10 @@ START_TEST(foreign_and_damaged)
 	ck_assert_int_eq(pread(fd, blk, sizeof(blk), STORE_CLOG_BLOCK), (ssize_t)sizeof(blk));
 	ck_assert_int_eq(pwrite(fd2, blk, sizeof(blk), STORE_CLOG_BLOCK), (ssize_t)sizeof(blk));
 	close(fd2);
-	ck_assert_int_eq(store_clog_open(path2, 0, &c2, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path2, 0, &c2, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_clog_replay(c2, 0, 0, on_rec, &none), 0);
 	store_clog_close(c2);
-	ck_assert_int_eq(store_clog_open(path, 0, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, 0, &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(store_clog_replay(c, 0, 0, on_rec, &none), 1);
 	store_clog_close(c);
 
@@ -185,7 +185,7 @@ START_TEST(foreign_and_damaged)
 	fd = open(path, O_RDWR);
 	ck_assert_int_eq(pwrite(fd, "X", 1, 3), 1);
 	close(fd);
-	ck_assert_int_eq(store_clog_open(path, RING, &c, err, sizeof(err)), IOL_ECORRUPT);
+	ck_assert_int_eq(store_clog_open(NULL, path, RING, &c, err, sizeof(err)), IOL_ECORRUPT);
 	ck_assert_ptr_nonnull(strstr(err, "bad header"));
 }
 END_TEST
@@ -197,7 +197,7 @@ START_TEST(empty_log_wraps_large_record)
 	char err[256];
 	struct store_clog *c;
 	uint64_t seq, end;
-	ck_assert_int_eq(store_clog_open(path, RING, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_clog_open(NULL, path, RING, &c, err, sizeof(err)), 0);
 	append(c, 6, &seq, &end); /* tail at 4 KiB + 24 KiB */
 	store_clog_trim_to(c, store_clog_pos(c));
 	size_t big = RING - STORE_CLOG_BLOCK - STORE_CLOG_HDR; /* the whole capacity */

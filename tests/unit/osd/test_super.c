@@ -55,14 +55,14 @@ static int try_open(const struct store_super_expect *e, bool format, bool force,
 {
 	struct store_super_flags f = { .format = format, .force = force, .create_size = create };
 	int fd = -1;
-	int rc = store_super_open(path, e, &f, &fd, sb, formatted, err, 256);
+	int rc = store_super_open(NULL, path, e, &f, &fd, sb, formatted, err, 256);
 	if (rc == 0) {
 		ck_assert_int_ge(fd, 0);
 		if (*formatted) {
 			/* Nothing is on disk before the commit. */
 			if (sb->created)
 				ck_assert_int_eq(access(path, F_OK), -1);
-			ck_assert_int_eq(store_super_commit(fd, path, sb, err, 256), 0);
+			ck_assert_int_eq(store_super_commit(NULL, fd, path, sb, err, 256), 0);
 		}
 		close(fd);
 	}
@@ -107,9 +107,9 @@ START_TEST(sparse_create)
 	bool fmt = false;
 	struct store_super_flags f = { .create_size = 64u << 20, .create_sparse = true };
 	int fd = -1;
-	ck_assert_int_eq(store_super_open(path, &me, &f, &fd, &sb, &fmt, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_super_open(NULL, path, &me, &f, &fd, &sb, &fmt, err, sizeof(err)), 0);
 	ck_assert(fmt);
-	ck_assert_int_eq(store_super_commit(fd, path, &sb, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_super_commit(NULL, fd, path, &sb, err, sizeof(err)), 0);
 	close(fd);
 	struct stat st;
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -131,7 +131,7 @@ START_TEST(missing_path_refuses)
 	const char *dev = "/dev/iolake-no-such-disk";
 	struct store_super_flags f = { .format = true, .create_size = SIZE };
 	int fd;
-	ck_assert_int_eq(store_super_open(dev, &me, &f, &fd, &sb, &fmt, err, sizeof(err)),
+	ck_assert_int_eq(store_super_open(NULL, dev, &me, &f, &fd, &sb, &fmt, err, sizeof(err)),
 			 -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, dev));
 	ck_assert_int_eq(access(dev, F_OK), -1);
@@ -147,7 +147,7 @@ START_TEST(interrupted_create_retries)
 	bool fmt;
 	struct store_super_flags f = { .create_size = SIZE };
 	int fd;
-	ck_assert_int_eq(store_super_open(path, &me, &f, &fd, &sb, &fmt, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_super_open(NULL, path, &me, &f, &fd, &sb, &fmt, err, sizeof(err)), 0);
 	ck_assert(fmt && sb.created);
 	close(fd); /* "crash": no commit */
 	ck_assert_int_eq(access(path, F_OK), -1);
