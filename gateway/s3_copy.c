@@ -99,7 +99,7 @@ static int reader_next(struct src_reader *rd)
 	rd->get_done = false;
 	uint64_t base = 0, n = rd->end - rd->pos;
 	int rc;
-	if (s3o_rec_is_multipart(r)) {
+	if (gw_rec_is_multipart(r)) {
 		while (rd->seg < r->n_segments &&
 		       r->segments[rd->seg]->offset + r->segments[rd->seg]->length <= rd->pos)
 			rd->seg++;
@@ -109,9 +109,9 @@ static int reader_next(struct src_reader *rd)
 		base = sg->offset;
 		if (sg->offset + sg->length < rd->end)
 			n = sg->offset + sg->length - rd->pos;
-		rc = s3o_seg_layout(sg, &rd->lay);
+		rc = gw_rec_seg_layout(sg, &rd->lay);
 	} else {
-		rc = s3o_rec_layout(r, &rd->lay);
+		rc = gw_rec_layout(r, &rd->lay);
 	}
 	if (rc)
 		return rc;
@@ -130,7 +130,7 @@ static int reader_next(struct src_reader *rd)
 static int reader_read(struct src_reader *rd, struct buf_slice *out)
 {
 	const Iolake__Meta__ObjectRecord *r = rd->rec;
-	if (s3o_rec_is_inline(r)) {
+	if (gw_rec_is_inline(r)) {
 		if (rd->pos >= rd->end)
 			return 0;
 		if (r->inline_data.len < rd->end)

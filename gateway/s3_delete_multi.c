@@ -151,7 +151,7 @@ static void on_key_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	struct dm_key *k = ud;
 	int st = err ? -1 : (int)res->status;
 	if (st == IOLAKE__META__STATUS__STATUS_OK)
-		s3o_drop_shards(k->d->x->o, k->cur);
+		gw_rec_drop_shards(k->d->x->o->map, k->d->x->o->data, k->cur);
 	if (st == IOLAKE__META__STATUS__STATUS_OK || st == IOLAKE__META__STATUS__STATUS_NOT_FOUND) {
 		key_done(k, S3E_OK);
 	} else if (st == IOLAKE__META__STATUS__STATUS_CONFLICT && k->d->x->c &&

@@ -77,7 +77,7 @@ static bool etag_norm(const char *in, char out[33])
 static void drop_part(struct s3_ops *o, const Iolake__Meta__Part *p)
 {
 	if (p && p->segment)
-		s3o_drop_layout(o, p->segment->data_layout.data, p->segment->data_layout.len);
+		gw_rec_drop_encoded(o->map, o->data, p->segment->data_layout.data, p->segment->data_layout.len);
 }
 
 static struct opx *new_upload_opx(struct s3_call *c)
@@ -445,7 +445,7 @@ static void on_complete_commit(void *ud, int err, const Iolake__Meta__OpResult *
 	x->pending--;
 	int st = err ? -1 : (int)res->status;
 	if (st == ST(OK)) {
-		s3o_drop_shards(x->o, x->cur);
+		gw_rec_drop_shards(x->o->map, x->o->data, x->cur);
 		complete_drop_unused(x);
 		if (x->c)
 			complete_respond(x, res->etag);

@@ -23,108 +23,6 @@
 #include "gateway/gw_map.h"
 #include "gateway/s3_ops_int.h"
 
-bool s3o_rec_is_inline(const Iolake__Meta__ObjectRecord *r)
-{
-	return r->data_layout.len == 0 && r->n_segments == 0;
-}
-
-bool s3o_rec_is_multipart(const Iolake__Meta__ObjectRecord *r)
-{
-	return r->data_layout.len == 0 && r->n_segments > 0;
-}
-
-int s3o_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l)
-{
-	int rc = gw_data_layout_decode(sg->data_layout.data, sg->data_layout.len, l);
-	if (rc)
-		return rc;
-	if (l->size != sg->length) {
-		gw_data_layout_clear(l);
-		return IOL_ECORRUPT;
-	}
-	return 0;
-}
-
-/* Start deleting the shards of a decoded layout on its PG's current OSDs. */
-static int drop_decoded(struct s3_ops *o, const struct gw_data_layout *l, gw_data_delete_cb cb,
-			void *ud)
-{
-	struct gw_data_target t;
-	int rc = gw_map_target(o->map, l->pg, &t);
-	if (rc == 0)
-		rc = gw_data_delete(o->data, &t, l, cb, ud);
-	return rc;
-}
-
-void s3o_drop_layout(struct s3_ops *o, const uint8_t *enc, size_t len)
-{
-	struct gw_data_layout l = { 0 };
-	if (!len || gw_data_layout_decode(enc, len, &l))
-		return;
-	drop_decoded(o, &l, s3o_on_drop_done, NULL);
-	gw_data_layout_clear(&l);
-}
-
-/* The record's shard layout into *l (release with gw_data_layout_clear):
- * 0, IOL_ECORRUPT (malformed, or not matching the record's size),
- * -ENOMEM. */
-int s3o_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l)
-{
-	int rc = gw_data_layout_decode(r->data_layout.data, r->data_layout.len, l);
-	if (rc)
-		return rc;
-	if (l->size != r->size) {
-		gw_data_layout_clear(l);
-		return IOL_ECORRUPT;
-	}
-	return 0;
-}
-
-void s3o_on_drop_done(void *ud, int status, uint32_t failed)
-{
-	(void)ud;
-	if (status)
-		LOG_WARN("shard delete incomplete", "failed=%u", failed);
-}
-
-size_t s3o_rec_n_layouts(const Iolake__Meta__ObjectRecord *r)
-{
-	if (s3o_rec_is_multipart(r))
-		return r->n_segments;
-	return s3o_rec_is_inline(r) ? 0 : 1;
-}
-
-int s3o_drop_rec_layout(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r, size_t i,
-			gw_data_delete_cb cb, void *ud)
-{
-	struct gw_data_layout l = { 0 };
-	int rc;
-	if (s3o_rec_is_multipart(r)) {
-		const Iolake__Meta__Segment *sg = r->segments[i];
-		if (!sg->data_layout.len)
-			return 1;   /* names no shards */
-		rc = gw_data_layout_decode(sg->data_layout.data, sg->data_layout.len, &l);
-	} else {
-		rc = s3o_rec_layout(r, &l);
-	}
-	if (rc)
-		return rc;
-	rc = drop_decoded(o, &l, cb, ud);
-	gw_data_layout_clear(&l);
-	return rc;
-}
-
-/* Best effort: delete the shards of a version no record names any more.
- * What fails here stays in meta's GC queue for gw_gc to retry. */
-void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r)
-{
-	if (!r)
-		return;
-	size_t n = s3o_rec_n_layouts(r);
-	for (size_t i = 0; i < n; i++)
-		s3o_drop_rec_layout(o, r, i, s3o_on_drop_done, NULL);
-}
-
 /* ------------------------------------------------------------ PutObject */
 
 static void put_commit(struct opx *x);
@@ -143,7 +41,7 @@ static void put_respond(struct opx *x)
 void s3o_put_drop_new(struct opx *x)
 {
 	if (x->put && x->data_done) {
-		gw_data_delete(x->o->data, &x->target, gw_data_put_layout(x->put), s3o_on_drop_done, NULL);
+		gw_data_delete(x->o->data, &x->target, gw_data_put_layout(x->put), gw_rec_on_drop_done, NULL);
 	}
 }
 
@@ -154,7 +52,7 @@ static void on_put_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	x->pending--;
 	int st = err ? -1 : (int)res->status;
 	if (st == IOLAKE__META__STATUS__STATUS_OK) {
-		s3o_drop_shards(x->o, x->cur);
+		gw_rec_drop_shards(x->o->map, x->o->data, x->cur);
 		if (x->c)
 			x->respond ? x->respond(x) : put_respond(x);
 		opx_maybe_free(x);
@@ -772,7 +670,7 @@ static int mget_next(struct opx *x)
 	const Iolake__Meta__Segment *sg = r->segments[x->mseg];
 	uint64_t seg_end = sg->offset + sg->length;
 	uint64_t n = (seg_end < x->mend ? seg_end : x->mend) - x->mpos;
-	int rc = s3o_seg_layout(sg, &x->lay);
+	int rc = gw_rec_seg_layout(sg, &x->lay);
 	if (rc)
 		return rc;
 	struct gw_data_target t;
@@ -861,7 +759,7 @@ static void on_inline_written(struct http_stream *s, int status, void *arg)
 static int part_range(const Iolake__Meta__ObjectRecord *r, uint32_t pn, uint64_t *off,
 		      uint64_t *len)
 {
-	if (!s3o_rec_is_multipart(r) || r->parts_count == 0)
+	if (!gw_rec_is_multipart(r) || r->parts_count == 0)
 		return pn == 1 ? 0 : -1;
 	if (pn > r->parts_count)
 		return -1;
@@ -924,7 +822,7 @@ static void get_respond(struct opx *x)
 		http_respond_end(s);
 		return;
 	}
-	if (s3o_rec_is_multipart(r)) {
+	if (gw_rec_is_multipart(r)) {
 		if (x->len == 0) {
 			add_object_headers(x);
 			http_respond(s, 200, NULL, 0, NULL, NULL);
@@ -943,7 +841,7 @@ static void get_respond(struct opx *x)
 		get_pump(x);
 		return;
 	}
-	if (s3o_rec_is_inline(r)) {
+	if (gw_rec_is_inline(r)) {
 		/* Inline: the record holds the body; it lives until finish. */
 		if (r->inline_data.len < x->off + x->len) {
 			s3o_fail(x, S3E_InternalError, NULL);
@@ -955,7 +853,7 @@ static void get_respond(struct opx *x)
 		return;
 	}
 	struct gw_data_target t;
-	int rc = s3o_rec_layout(r, &x->lay);
+	int rc = gw_rec_layout(r, &x->lay);
 	if (rc) {
 		s3o_fail(x, rc == -ENOMEM ? S3E_ServiceUnavailable : S3E_InternalError,
 		     rc == -ENOMEM ? NULL : "Unreadable object layout");
@@ -1048,7 +946,7 @@ static void on_del_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	x->pending--;
 	int st = err ? -1 : (int)res->status;
 	if (st == IOLAKE__META__STATUS__STATUS_OK)
-		s3o_drop_shards(x->o, x->cur);
+		gw_rec_drop_shards(x->o->map, x->o->data, x->cur);
 	if (!x->c) {
 		opx_maybe_free(x);
 		return;

@@ -740,7 +740,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	}
 	if (cfg->gc_interval_ms) {
 		struct gw_gc_opts go = { .interval_ms = cfg->gc_interval_ms };
-		rc = gw_gc_start(o, &go, &o->gc);
+		rc = gw_gc_start(loop, o->mc, o->map, o->data, o->reg, &go, &o->gc);
 		if (rc) {
 			gw_heal_close(o->heal);
 			gw_map_close(o->map);

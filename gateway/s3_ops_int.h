@@ -23,6 +23,7 @@
 
 #include "gateway/gw_data.h"
 #include "gateway/gw_gc.h"
+#include "gateway/gw_rec.h"
 #include "gateway/gw_heal.h"
 #include "gateway/s3_ops.h"
 #include "gateway/s3_server.h"
@@ -146,30 +147,6 @@ void s3o_fail(struct opx *x, enum s3_err e, const char *msg);
 /* The user owning the request's access key (falls back to the key). */
 const char *s3o_owner_of(struct s3_ops *o, struct s3_call *c);
 
-/* ------------------------------------------------------------ records and shards (s3_object.c) */
-
-/* Whether the record's body is inline (no shards). */
-bool s3o_rec_is_inline(const Iolake__Meta__ObjectRecord *r);
-/* The record's shard layout into *l (release with gw_data_layout_clear):
- * 0, IOL_ECORRUPT (malformed, or not matching the record's size), -ENOMEM. */
-int s3o_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l);
-/* Best effort: delete the shards of a version no record names any more
- * (every layout of s3o_drop_rec_layout, completions only logged). */
-void s3o_drop_shards(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r);
-/* The shard layouts r names: a multipart record one per segment, an
- * erasure-coded one 1, an inline one 0. */
-size_t s3o_rec_n_layouts(const Iolake__Meta__ObjectRecord *r);
-/* Start deleting the shards of r's i-th layout (i < s3o_rec_n_layouts)
- * on its PG's OSDs in the current map; cb(ud, ...) follows (gw_data_delete:
- * NOT_FOUND counts as deleted). 0 (cb follows), 1 (the layout names no
- * shards: nothing to do, no cb), IOL_ECORRUPT or -EINVAL (the layout does
- * not decode or does not fit the record: it never will), -EAGAIN (no map
- * yet, or gw_data at max_ops), -ERANGE (no such PG), -ENOMEM. */
-int s3o_drop_rec_layout(struct s3_ops *o, const Iolake__Meta__ObjectRecord *r, size_t i,
-			gw_data_delete_cb cb, void *ud);
-/* gw_data_delete completion that only logs a partial failure. */
-void s3o_on_drop_done(void *ud, int status, uint32_t failed);
-
 /* ------------------------------------------------------------ small XML bodies (s3_tagging.c) */
 
 /* Read the request body (at most max bytes, else
@@ -206,15 +183,6 @@ bool s3o_cond_range_ok(struct opx *x, const Iolake__Meta__ObjectRecord *r);
  * none). S3E_OK, PreconditionFailed, NoSuchKey (If-Match, no object) or
  * NotImplemented (If-None-Match other than *). */
 enum s3_err s3o_cond_put(struct s3_call *c, const Iolake__Meta__ObjectRecord *cur);
-/* Whether r is a multipart record (its body in rec->segments, each with
- * its own encoded layout). */
-bool s3o_rec_is_multipart(const Iolake__Meta__ObjectRecord *r);
-/* A segment's layout (multipart records): as s3o_rec_layout, checked
- * against the segment's length. */
-int s3o_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l);
-/* Best effort: delete the shards of one encoded layout (a part's). */
-void s3o_drop_layout(struct s3_ops *o, const uint8_t *enc, size_t len);
-
 /* ------------------------------------------------------------ the PUT pipeline (s3_object.c)
  * PutObject, UploadPart and the copies share it: a body (the request's or
  * a copy pump's) goes inline into x->inl or through gw_data to x->pg's
