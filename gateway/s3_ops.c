@@ -33,6 +33,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "gateway/gw_map.h"
+#include "gateway/s3_status.h"
 #include "meta/client.h"
 #include "meta/list.h"
 
@@ -189,9 +190,7 @@ int s3o_msubmit(struct opx *x, Iolake__Meta__Op *op, meta_client_submit_cb cb)
 /* A meta failure as the S3 error to answer with. */
 enum s3_err s3o_meta_err(int err)
 {
-	if (err == -EAGAIN || iol_err_retryable(err))
-		return S3E_ServiceUnavailable;
-	return S3E_InternalError;
+	return s3_status_client_err(err);
 }
 
 void s3o_fail(struct opx *x, enum s3_err e, const char *msg)
