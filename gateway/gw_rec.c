@@ -24,28 +24,27 @@ bool gw_rec_is_multipart(const Iolake__Meta__ObjectRecord *r)
 	return r->data_layout.len == 0 && r->n_segments > 0;
 }
 
-int gw_rec_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l)
+/* Decode enc into *l and check it describes size bytes. */
+static int decode_sized(const ProtobufCBinaryData *enc, uint64_t size, struct gw_data_layout *l)
 {
-	int rc = gw_data_layout_decode(sg->data_layout.data, sg->data_layout.len, l);
+	int rc = gw_data_layout_decode(enc->data, enc->len, l);
 	if (rc)
 		return rc;
-	if (l->size != sg->length) {
+	if (l->size != size) {
 		gw_data_layout_clear(l);
 		return IOL_ECORRUPT;
 	}
 	return 0;
 }
 
+int gw_rec_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l)
+{
+	return decode_sized(&sg->data_layout, sg->length, l);
+}
+
 int gw_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l)
 {
-	int rc = gw_data_layout_decode(r->data_layout.data, r->data_layout.len, l);
-	if (rc)
-		return rc;
-	if (l->size != r->size) {
-		gw_data_layout_clear(l);
-		return IOL_ECORRUPT;
-	}
-	return 0;
+	return decode_sized(&r->data_layout, r->size, l);
 }
 
 /* Start deleting the shards of a decoded layout on its PG's current OSDs. */
