@@ -7,6 +7,9 @@
  * A checksum goes out only for the bytes it was computed over, the whole
  * object: the callers do not ask for it on a range or one part.
  *
+ * Owns nothing. Does not compute checksums (s3_checksum and the front end
+ * do) nor commit records (s3_put.c).
+ *
  * Thread: the gateway loop.
  */
 #ifndef GATEWAY_S3_ATTRS_H

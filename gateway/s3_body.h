@@ -7,6 +7,9 @@
  * CompleteMultipartUpload reads its own (larger, and refused as
  * MalformedXML rather than by length): s3_multipart.c.
  *
+ * Owns the body buffer (in the caller's struct s3_body) until
+ * s3_body_free; does not parse it.
+ *
  * Thread: the gateway loop.
  */
 #ifndef GATEWAY_S3_BODY_H

@@ -4,6 +4,9 @@
  * record a handler read, and the answer when they do not hold.
  *
  * Thread: the gateway loop.
+ *
+ * Owns nothing; does not read records (the caller passes the one it
+ * read) nor evaluate conditions itself (s3_cond).
  */
 #ifndef GATEWAY_S3_COND_OPS_H
 #define GATEWAY_S3_COND_OPS_H

@@ -7,6 +7,8 @@
  * "AccessDenied: Request has expired" for an expired presigned URL): the
  * enum names the situation, s3_err_code() the string clients switch on.
  *
+ * Does not map meta's answers to these: that is s3_status's one table.
+ *
  * Pure: no I/O, no allocation beyond the caller's xml_w; any thread.
  */
 #ifndef GATEWAY_S3_ERR_H

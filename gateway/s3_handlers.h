@@ -18,6 +18,9 @@
  *   s3_attrs.c      GetObjectAttributes
  *
  * Thread: the handlers run on the gateway loop.
+ *
+ * Owns nothing: the tables' declarations. Does not dispatch (s3_server)
+ * nor install them (s3_ops_bind).
  */
 #ifndef GATEWAY_S3_HANDLERS_H
 #define GATEWAY_S3_HANDLERS_H

@@ -8,6 +8,9 @@
  * (UploadPart) or CopyPartResult (UploadPartCopy).
  *
  * Thread: the gateway loop.
+ *
+ * Owns nothing beyond the caller's struct s3_part. Does not stream the
+ * body (s3_put.h) nor list or complete uploads (s3_multipart.c).
  */
 #ifndef GATEWAY_S3_PART_H
 #define GATEWAY_S3_PART_H

@@ -15,6 +15,9 @@
  * INVALID for a bad argument), and a storage failure there has always been
  * answered as the thing missing.
  *
+ * Owns the table only. Does not answer anything (handlers do, with
+ * s3_rq_fail) nor decide retries (a CONFLICT is the caller's).
+ *
  * Pure: no I/O, no state; any thread.
  */
 #ifndef GATEWAY_S3_STATUS_H

@@ -7,8 +7,11 @@
  * (Put/Get/DeleteObjectTagging and ...BucketTagging) are handlers in
  * s3_tagging.c's table (s3_handlers.h).
  *
- * The tag-set functions are pure: no I/O, no allocation; strings live in
- * caller storage; any thread. The header ones run on the gateway loop.
+ * Owns nothing: strings live in caller storage. Does not read or write
+ * records (the handlers in s3_tagging.c and s3_put.c do).
+ *
+ * The tag-set functions are pure: no I/O, no allocation; any thread. The
+ * header ones run on the gateway loop.
  */
 #ifndef GATEWAY_S3_TAGGING_H
 #define GATEWAY_S3_TAGGING_H

@@ -4,6 +4,8 @@
  * and query parameters.
  *
  * Pure apart from the clock; any thread.
+ *
+ * Owns nothing. Knows no request state and makes no meta call.
  */
 #ifndef GATEWAY_S3_UTIL_H
 #define GATEWAY_S3_UTIL_H
