@@ -47,4 +47,8 @@ extern const struct s3_handler s3_copy_handlers[];
 extern const struct s3_handler s3_tagging_handlers[];
 extern const struct s3_handler s3_attrs_handlers[];
 
+/* All of the above (s3_ops.c): what s3_ops_bind installs. */
+extern const struct s3_handler *const s3_handler_tables[];
+extern const size_t s3_n_handler_tables;
+
 #endif

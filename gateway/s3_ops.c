@@ -227,12 +227,12 @@ err_free:
 	return rc;
 }
 
-/* Every handler module's table (s3_handlers.h). */
-static const struct s3_handler *const modules[] = {
+const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
 	s3_tagging_handlers, s3_attrs_handlers,
 };
+const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
 static uint64_t creds_generation_hook(void *ctx)
 {
@@ -247,8 +247,8 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
-	for (size_t m = 0; m < sizeof(modules) / sizeof(modules[0]); m++)
-		for (const struct s3_handler *h = modules[m]; h->fn; h++) {
+	for (size_t m = 0; m < s3_n_handler_tables; m++)
+		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			if (s->ops[h->op])
 				LOG_ERROR("s3: an operation in two handler tables", "op=%s",
 					  s3_op_name(h->op));
