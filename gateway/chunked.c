@@ -4,6 +4,10 @@
  * Framing lines (chunk headers, the CRLF after data, trailer lines) are
  * gathered byte by byte into a bounded line buffer; chunk data moves in
  * bulk, hashed (for the signature) and handed on without copying.
+ *
+ * Owns nothing but the decoder state the caller holds; allocates nothing.
+ * Does not check the payload digest, Content-MD5 or the additional
+ * checksum of the whole body (s3_server does), nor touch a socket.
  */
 #include "gateway/chunked.h"
 

@@ -11,6 +11,10 @@
  * a consumer may outlive the gw_data.
  *
  * Loop: the gw_data's, except pool_release (any thread, under pool->mu).
+ *
+ * Owns the gw_data context, its buffer pool and its deferred work. Does
+ * not know S3 or meta: callers keep the layouts in their records and
+ * decide what to delete.
  */
 #include "gateway/gw_data.h"
 

@@ -7,6 +7,8 @@
  * pool's release path (a buffer's last reference may drop on an OSD's loop
  * thread when the in-process transport carried it), which takes the pool's
  * mutex and touches only the pool.
+ *
+ * Owns nothing: shared declarations only.
  */
 #ifndef GATEWAY_GW_DATA_INT_H
 #define GATEWAY_GW_DATA_INT_H

@@ -17,6 +17,9 @@
  * the deferred kick, never inside a gw_data_put_* call.
  *
  * Loop: the gw_data's.
+ *
+ * Owns a PUT's segment slots, buffers and shard calls. Does not commit
+ * anything nor know records: the caller gets the layout and ETag.
  */
 #include <errno.h>
 #include <stdarg.h>

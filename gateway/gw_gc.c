@@ -14,7 +14,7 @@
  * across rounds (a round resumes where the last stopped, and starts over
  * from the head after it reached the end, so entries that keep failing do
  * not hide those behind them); for each entry every shard layout its
- * record names is deleted through s3_object's s3o_drop_rec_layout (the
+ * record names is deleted through gw_rec's gw_rec_drop_layout (the
  * code path the commit-time deletes take: gw_data_delete on the PG's
  * current OSDs; NOT_FOUND counts as deleted), `window` layouts at a time;
  * an entry whose deletes all succeeded is acked with GcAck.entries, the
@@ -75,7 +75,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "gateway/gw_map.h"
-#include "gateway/s3_ops_int.h"
+#include "gateway/gw_rec.h"
+#include "meta/client.h"
 
 #define ROUND_DEFAULT 256
 #define PAGE_DEFAULT 128
@@ -94,7 +95,9 @@ struct slot {
 };
 
 struct gw_gc {
-	struct s3_ops *o;
+	struct meta_client *mc;    /* ListGc, GcAck */
+	struct gw_map *map;        /* the PGs' current OSDs */
+	struct gw_data *data;      /* the deletes */
 	struct gw_gc_opts opt;
 	uv_timer_t timer;
 	bool closing, timer_closed, running;
@@ -182,7 +185,7 @@ static void round_start(struct gw_gc *g)
 {
 	if (g->closing || g->running)
 		return;
-	if (gw_map_epoch(g->o->map) == 0) {   /* no map: meta not reached yet */
+	if (gw_map_epoch(g->map) == 0) {   /* no map: meta not reached yet */
 		arm(g, g->opt.interval_ms);
 		return;
 	}
@@ -275,7 +278,7 @@ static void page_done(struct gw_gc *g)
 		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 		op.body_case = IOLAKE__META__OP__BODY_GC_ACK;
 		op.gc_ack = &ack;
-		rc = meta_client_submit(g->o->mc, &op, on_ack, g);   /* op is copied */
+		rc = meta_client_submit(g->mc, &op, on_ack, g);   /* op is copied */
 	}
 	free(kp);
 	free(keys);
@@ -313,7 +316,7 @@ static bool start_one(struct gw_gc *g, struct slot *s, const Iolake__Meta__Objec
 {
 	if (s->failed || s->next >= s->n_layouts)
 		return false;   /* a failed entry is retried whole next round */
-	int rc = s3o_drop_rec_layout(g->o, r, s->next++, on_deleted, s);
+	int rc = gw_rec_drop_layout(g->map, g->data, r, s->next++, on_deleted, s);
 	if (rc == 0) {
 		s->inflight++;
 		g->inflight++;
@@ -391,7 +394,7 @@ static void on_page(void *ud, int err, const ProtobufCMessage *resp)
 		const Iolake__Meta__GcEntry *e = g->page->entries[i];
 		g->slots[i].g = g;
 		/* An entry without a record names nothing: ack it. */
-		g->slots[i].n_layouts = e->record ? s3o_rec_n_layouts(e->record) : 0;
+		g->slots[i].n_layouts = e->record ? gw_rec_n_layouts(e->record) : 0;
 	}
 	/* The cursor moves past the page now: failed entries are found
 	 * again when a later round comes back to the head. */
@@ -410,7 +413,7 @@ static void list_page(struct gw_gc *g)
 	q.start_after_seq = g->after_seq;
 	uint32_t left = g->opt.round_entries - g->looked;
 	q.max_entries = left < g->opt.page_entries ? left : g->opt.page_entries;
-	int rc = meta_client_call(g->o->mc, META_M_LIST_GC, &q.base, on_page, g);
+	int rc = meta_client_call(g->mc, META_M_LIST_GC, &q.base, on_page, g);
 	if (rc) {
 		LOG_WARN("gc: cannot list the queue", "err=%s", iol_strerror(rc));
 		g->more = true;
@@ -429,14 +432,17 @@ static void on_timer_closed(uv_handle_t *h)
 	maybe_free(g);
 }
 
-int gw_gc_start(struct s3_ops *o, const struct gw_gc_opts *opts, struct gw_gc **out)
+int gw_gc_start(uv_loop_t *loop, struct meta_client *mc, struct gw_map *map, struct gw_data *data,
+		struct metrics_registry *reg, const struct gw_gc_opts *opts, struct gw_gc **out)
 {
 	if (!opts || !opts->interval_ms)
 		return -EINVAL;
 	struct gw_gc *g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	g->o = o;
+	g->mc = mc;
+	g->map = map;
+	g->data = data;
 	g->opt = *opts;
 	if (!g->opt.round_entries)
 		g->opt.round_entries = ROUND_DEFAULT;
@@ -446,20 +452,20 @@ int gw_gc_start(struct s3_ops *o, const struct gw_gc_opts *opts, struct gw_gc **
 		g->opt.page_entries = META_LIST_GC_MAX;
 	if (!g->opt.window)
 		g->opt.window = WINDOW_DEFAULT;
-	uv_timer_init(o->loop, &g->timer);
+	uv_timer_init(loop, &g->timer);
 	g->timer.data = g;
 	/* A second worker in one registry (several gateways in one process)
 	 * gets NULL here and counts nothing. */
 	static const char *help = "shard-GC queue entries, by outcome";
-	g->m_freed = metrics_counter_new(o->reg, "iolake_gw_gc_entries_total", help,
+	g->m_freed = metrics_counter_new(reg, "iolake_gw_gc_entries_total", help,
 					 METRICS_LABELS("result", "freed"));
-	g->m_failed = metrics_counter_new(o->reg, "iolake_gw_gc_entries_total", help,
+	g->m_failed = metrics_counter_new(reg, "iolake_gw_gc_entries_total", help,
 					  METRICS_LABELS("result", "failed"));
-	g->m_skipped = metrics_counter_new(o->reg, "iolake_gw_gc_entries_total", help,
+	g->m_skipped = metrics_counter_new(reg, "iolake_gw_gc_entries_total", help,
 					   METRICS_LABELS("result", "skipped"));
-	g->m_rounds = metrics_counter_new(o->reg, "iolake_gw_gc_rounds_total",
+	g->m_rounds = metrics_counter_new(reg, "iolake_gw_gc_rounds_total",
 					  "shard-GC rounds run", NULL);
-	g->m_queue = metrics_gauge_new(o->reg, "iolake_gw_gc_queue_entries",
+	g->m_queue = metrics_gauge_new(reg, "iolake_gw_gc_queue_entries",
 				       "meta's shard-GC queue length at the last ListGc", NULL);
 	arm(g, g->opt.interval_ms);
 	*out = g;

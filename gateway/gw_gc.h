@@ -4,15 +4,23 @@
  * replaced) by deleting their shards on the OSDs and acking the entries
  * it freed. Details and the safety argument at the top of gw_gc.c.
  *
- * Thread: the gateway loop of the s3_ops it belongs to; every function on
- * that loop's thread.
+ * Below the S3 handlers: it deletes through gw_rec (the code path their
+ * commit-time deletes take) and talks to meta itself; it calls nothing of
+ * the S3 layer.
+ *
+ * Thread: the gateway loop it was started on; every function on that
+ * loop's thread.
  */
 #ifndef GATEWAY_GW_GC_H
 #define GATEWAY_GW_GC_H
 
 #include <stdint.h>
+#include <uv.h>
 
-struct s3_ops;
+struct gw_data;
+struct gw_map;
+struct meta_client;
+struct metrics_registry;
 
 struct gw_gc_opts {
 	uint32_t interval_ms;        /* between rounds; 0: no worker (gw_gc_start refuses) */
@@ -23,13 +31,16 @@ struct gw_gc_opts {
 
 struct gw_gc;
 
-/* Start a worker over o's meta client, map and data path; the first round
- * runs one interval from now. 0 and *out, -EINVAL (interval 0), -ENOMEM. */
-int gw_gc_start(struct s3_ops *o, const struct gw_gc_opts *opts, struct gw_gc **out);
+/* Start a worker on loop over a meta client (ListGc, GcAck), the map (the
+ * PGs' current OSDs) and the data path (the deletes), all of which must
+ * outlive it; its metrics go to reg. The first round runs one interval
+ * from now. 0 and *out, -EINVAL (interval 0), -ENOMEM. */
+int gw_gc_start(uv_loop_t *loop, struct meta_client *mc, struct gw_map *map, struct gw_data *data,
+		struct metrics_registry *reg, const struct gw_gc_opts *opts, struct gw_gc **out);
 
 /* Stop: no new round or call starts, and g frees itself once the calls in
  * flight have come back (meta_client_close and gw_map_close make them come
- * back). Call before closing o's meta client. NULL is ignored. */
+ * back). Call before closing its meta client. NULL is ignored. */
 void gw_gc_close(struct gw_gc *g);
 
 #endif

@@ -10,6 +10,9 @@
  *
  * Invariant: for each reason, n_pending == popcount(bits) and pending[]
  * holds exactly the set bits.
+ *
+ * Owns the pending bitmaps and the one FlagPgs call in flight; does not
+ * look at PGs beyond their ids (gw_heal.h says what it does not do).
  */
 #include "gateway/gw_heal.h"
 

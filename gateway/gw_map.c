@@ -5,6 +5,9 @@
  * (contracts in gw_map.h).
  *
  * Owns: the mapwatch. Thread: one loop.
+ *
+ * Does not place objects itself (meta/place.h) nor talk to OSDs beyond
+ * the channels the mapwatch opens.
  */
 #include "gateway/gw_map.h"
 

@@ -6,6 +6,9 @@
  * of one field arrive back to back, the field's span is simply extended.
  * Limits are enforced in those callbacks (a nonzero return aborts the
  * parser; error_status remembers why).
+ *
+ * Owns nothing but the caller's parser state and its head arena; no I/O,
+ * no allocation.
  */
 #include "gateway/http_parse.h"
 

@@ -13,6 +13,9 @@
  * Everything runs on the main thread's loop. Shutdown: stop accepting and
  * close connections (s3_server_close), then close meta clients and OSD
  * channels (s3_ops_free); a watchdog exits 1 after SHUTDOWN_LIMIT_MS.
+ *
+ * Owns the process: flags, the loop, signals and the shutdown watchdog.
+ * Serves nothing itself.
  */
 #include <errno.h>
 #include <signal.h>

@@ -13,16 +13,23 @@
  * A multipart object's value is composite ("<base64>-<parts>",
  * x-amz-checksum-type COMPOSITE), which SDKs do not check against a body.
  *
- * Thread: the gateway loop, like everything in s3_ops.
+ * Owns nothing beyond the request's base; does not compute checksums
+ * (gateway/s3_checksum and the front end do) nor store them (s3_put.c
+ * commits what s3_attrs_record_checksum fills).
+ *
+ * Thread: the gateway loop.
  */
+#include "gateway/s3_attrs.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "common/err.h"
-#include "gateway/s3_ops_int.h"
+#include "gateway/s3_handlers.h"
+#include "gateway/s3_rq.h"
+#include "gateway/s3_util.h"
 
-bool s3o_record_checksum(const struct s3_call *c, Iolake__Meta__Checksum *out)
+bool s3_attrs_record_checksum(const struct s3_call *c, Iolake__Meta__Checksum *out)
 {
 	const struct s3_ck_value *v = s3_call_checksum(c);
 	if (!v->algo)
@@ -58,7 +65,7 @@ static const char *checksum_type(const Iolake__Meta__Checksum *ck)
 	return ck->composite ? "COMPOSITE" : "FULL_OBJECT";
 }
 
-void s3o_put_checksum_header(struct s3_call *c)
+void s3_attrs_put_checksum_header(struct s3_call *c)
 {
 	const struct s3_ck_value *v = s3_call_checksum(c);
 	char b64[S3_CK_B64_MAX];
@@ -68,13 +75,13 @@ void s3o_put_checksum_header(struct s3_call *c)
 	http_add_header(s3_call_stream(c), "x-amz-checksum-type", "FULL_OBJECT");
 }
 
-bool s3o_checksum_mode(struct s3_call *c)
+bool s3_attrs_checksum_mode(struct s3_call *c)
 {
-	const struct sigv4_header *h = s3o_hdr(c, "x-amz-checksum-mode");
+	const struct sigv4_header *h = s3u_hdr(c, "x-amz-checksum-mode");
 	return h && h->value_len == 7 && strncasecmp(h->value, "ENABLED", 7) == 0;
 }
 
-void s3o_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r)
+void s3_attrs_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r)
 {
 	for (size_t i = 0; i < r->n_checksums; i++) {
 		char v[S3_CK_B64_MAX + 16];
@@ -139,11 +146,11 @@ static int parse_attributes(struct s3_call *c)
 	return mask;
 }
 
-static void attrs_respond(struct opx *x, int mask, const Iolake__Meta__ObjectRecord *r)
+static void attrs_respond(struct s3_rq *rq, int mask, const Iolake__Meta__ObjectRecord *r)
 {
-	struct s3_call *c = x->c;
+	struct s3_call *c = rq->c;
 	char date[40];
-	s3o_http_date(r->mtime_ms, date);
+	s3u_http_date(r->mtime_ms, date);
 	http_add_header(s3_call_stream(c), "Last-Modified", date);
 	struct xml_w *w = s3_call_xml(c);
 	xml_decl(w);
@@ -175,38 +182,15 @@ static void attrs_respond(struct opx *x, int mask, const Iolake__Meta__ObjectRec
 	s3_call_send_xml(c, 200);
 }
 
-static void on_attrs_bucket(void *ud, int err, const ProtobufCMessage *resp)
+static void on_attrs_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
-	struct opx *x = ud;
-	if (!opx_back(x))
-		return;
-	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND)
-		s3o_fail(x, s3o_meta_err(err), NULL);
+	if (e == S3E_NoSuchKey)
+		s3_rq_no_such_key(rq, rq->bucket);
+	else if (e)
+		s3_rq_fail(rq, e, NULL);
 	else
-		s3o_fail(x, !err && r->status == IOLAKE__META__STATUS__STATUS_OK ? S3E_NoSuchKey
-										  : S3E_NoSuchBucket, NULL);
-}
-
-static void on_attrs_head(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct opx *x = ud;
-	if (!opx_back(x))
-		return;
-	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
-		s3o_fail(x, s3o_meta_err(err), NULL);
-		return;
-	}
-	if (err || r->status != IOLAKE__META__STATUS__STATUS_OK || !r->record) {
-		/* NoSuchKey or NoSuchBucket? */
-		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-		req.name = x->bucket;
-		if (s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_attrs_bucket))
-			s3o_fail(x, S3E_ServiceUnavailable, NULL);
-		return;
-	}
-	attrs_respond(x, parse_attributes(x->c), r->record); /* checked before the call */
+		attrs_respond(rq, parse_attributes(rq->c), rec); /* checked before the call */
+	s3u_free_msg(rec);
 }
 
 static void op_get_object_attributes(struct s3_call *c)
@@ -219,19 +203,12 @@ static void op_get_object_attributes(struct s3_call *c)
 							  "is either missing or empty");
 		return;
 	}
-	struct opx *x = opx_new(c);
-	if (!x) {
-		s3_call_error(c, S3E_InternalError, NULL);
-		return;
-	}
-	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
-	req.bucket = x->bucket;
-	req.key = x->key;
-	if (s3o_mcall(x, META_M_HEAD_OBJECT, &req.base, on_attrs_head))
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
+	struct s3_rq *rq = s3_rq_new(c, sizeof(*rq));
+	if (rq)
+		s3_rq_head(rq, rq->bucket, rq->key, on_attrs_head);
 }
 
-void s3_attrs_bind(struct s3_server_cfg *s)
-{
-	s->ops[S3_OP_GetObjectAttributes] = op_get_object_attributes;
-}
+const struct s3_handler s3_attrs_handlers[] = {
+	{ S3_OP_GetObjectAttributes, op_get_object_attributes },
+	S3_HANDLERS_END,
+};

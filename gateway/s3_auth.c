@@ -6,6 +6,9 @@
  * FNV-1a of the access key. A lookup scans its set (4 strcmp at most);
  * insertion takes a free or expired slot, else the one expiring first.
  * Secrets are wiped (explicit_bzero) when a slot is dropped.
+ *
+ * Owns the credential cache and the signing-key cache. Does not fetch
+ * credentials (the source callback does) nor read request bodies.
  */
 #include "gateway/s3_auth.h"
 

@@ -5,6 +5,9 @@
  * finished value (crc32_gzip_refl inverts on entry and exit, so it
  * chains), CRC32C and CRC64NVME as the raw register (inverted once at
  * final). Values are serialised big-endian, as S3 does.
+ *
+ * Owns nothing: calculators live in the caller's storage. Does not decide
+ * which algorithm a request uses (s3_server does).
  */
 #include "gateway/s3_checksum.h"
 

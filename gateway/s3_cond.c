@@ -3,6 +3,8 @@
  *
  * Dates are parsed by hand (sscanf numbers and a month table), not with
  * strptime: no locale, no timezone state.
+ *
+ * Owns nothing; never answers a request (s3_cond_ops does).
  */
 #include "gateway/s3_cond.h"
 

@@ -19,7 +19,7 @@
  * whether a Range is served (206) or ignored for the whole object (200).
  *
  * Pure: no I/O, no allocation, any thread; the handler glue that answers
- * 304/412 is s3o_cond_* in s3_ops_int.h.
+ * 304/412 is s3_cond_ops.h.
  */
 #ifndef GATEWAY_S3_COND_H
 #define GATEWAY_S3_COND_H

@@ -2,13 +2,12 @@
  * s3_copy.c — CopyObject and UploadPartCopy over one server-side copy
  * pump: the source's bytes (inline in its record, one layout, or one
  * layout per multipart segment) are read through gw_data GETs and fed to
- * the destination's PUT pipeline (s3_object.c: inline, or a gw_data PUT),
+ * the destination's PUT pipeline (s3_put.h: inline, or a gw_data PUT),
  * whose commit is PutObject's (CopyObject: the source's metadata with the
  * COPY directive, the request's with REPLACE; answered with
- * CopyObjectResult) or a part's (UploadPartCopy: s3_multipart.c,
- * answered with CopyPartResult). The destination's data is whole and
- * durable before anything is committed; a failed copy deletes what it
- * wrote.
+ * CopyObjectResult) or a part's (UploadPartCopy: s3_part.h, answered
+ * with CopyPartResult). The destination's data is whole and durable
+ * before anything is committed; a failed copy deletes what it wrote.
  *
  * Checks before any byte moves: the destination bucket (or upload), the
  * source record, the x-amz-copy-source-if-* conditions (412
@@ -16,6 +15,11 @@
  *
  * Reads are pulled only as fast as the PUT takes them: a piece the PUT's
  * window refused is held (one at a time) until on_writable.
+ *
+ * Owns the source's record, its reader (layout and gw_data GET) and the
+ * piece held; the destination's state is the PUT pipeline's. Never shares
+ * a layout between two records: a copy writes new shards (gw_gc.c relies
+ * on it).
  *
  * Thread: the gateway loop; no blocking call.
  */
@@ -29,14 +33,16 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "gateway/gw_map.h"
-#include "gateway/s3_ops_int.h"
-
-#define ST(x) IOLAKE__META__STATUS__STATUS_##x
+#include "gateway/gw_rec.h"
+#include "gateway/s3_handlers.h"
+#include "gateway/s3_part.h"
+#include "gateway/s3_put.h"
+#include "gateway/s3_util.h"
 
 /* The source reader: bytes [pos, end) of a record, in order. */
 struct src_reader {
-	struct opx *x;
-	const Iolake__Meta__ObjectRecord *rec;   /* cp->src */
+	struct copy_rq *cr;
+	const Iolake__Meta__ObjectRecord *rec;   /* cr->src */
 	uint64_t pos, end;
 	uint32_t seg;                 /* multipart: next segment to look at */
 	struct gw_data_layout lay;    /* of the GET in flight */
@@ -44,19 +50,25 @@ struct src_reader {
 	bool get_done;                /* the GET in flight handed out everything */
 };
 
-struct copy {
-	bool part;                    /* UploadPartCopy */
+struct copy_rq {
+	struct s3_put put;            /* the destination */
+	struct s3_part part;          /* UploadPartCopy's commit */
+	bool is_part;                 /* UploadPartCopy */
 	bool replace;                 /* x-amz-metadata-directive: REPLACE */
 	char *src_bucket, *src_key;
 	uint64_t off, len;            /* source range */
-	bool has_range;
 	Iolake__Meta__ObjectRecord *src;
 	struct src_reader rd;
 	struct buf *held;             /* a piece the PUT has not taken yet */
-	size_t held_off, held_len;
+	size_t held_len;
 	const uint8_t *held_p;
 	bool read_done, failed, finished;
 };
+
+static struct copy_rq *copy_of(struct s3_rq *rq)
+{
+	return container_of(rq, struct copy_rq, put.rq);
+}
 
 static void reader_clear(struct src_reader *rd)
 {
@@ -67,39 +79,40 @@ static void reader_clear(struct src_reader *rd)
 	gw_data_layout_clear(&rd->lay);
 }
 
-static void copy_free(void *p)
+static void copy_fini(struct s3_rq *rq)
 {
-	struct copy *cp = p;
-	reader_clear(&cp->rd);
-	if (cp->held)
-		buf_unref(cp->held);
-	s3o_free_msg(cp->src);
-	free(cp->src_bucket);
-	free(cp->src_key);
-	free(cp);
+	struct copy_rq *cr = copy_of(rq);
+	reader_clear(&cr->rd);
+	if (cr->held)
+		buf_unref(cr->held);
+	s3u_free_msg(cr->src);
+	free(cr->src_bucket);
+	free(cr->src_key);
+	s3_part_fini(&cr->part);
+	s3_put_fini(rq);
 }
 
-static void pump(struct opx *x);
+static void pump(struct copy_rq *cr);
 
 static void on_src_readable(struct gw_data_get *g, void *ud)
 {
 	(void)g;
-	struct opx *x = ud;
-	if (x->c)
-		pump(x);
+	struct copy_rq *cr = ud;
+	if (cr->put.rq.c)
+		pump(cr);
 }
 
 /* Start the GET of the next run of the source: the whole layout of a
  * simple record, or the next segment of a multipart one. */
 static int reader_next(struct src_reader *rd)
 {
-	struct opx *x = rd->x;
+	struct s3_ops *o = rd->cr->put.rq.o;
 	const Iolake__Meta__ObjectRecord *r = rd->rec;
 	reader_clear(rd);
 	rd->get_done = false;
 	uint64_t base = 0, n = rd->end - rd->pos;
 	int rc;
-	if (s3o_rec_is_multipart(r)) {
+	if (gw_rec_is_multipart(r)) {
 		while (rd->seg < r->n_segments &&
 		       r->segments[rd->seg]->offset + r->segments[rd->seg]->length <= rd->pos)
 			rd->seg++;
@@ -109,16 +122,16 @@ static int reader_next(struct src_reader *rd)
 		base = sg->offset;
 		if (sg->offset + sg->length < rd->end)
 			n = sg->offset + sg->length - rd->pos;
-		rc = s3o_seg_layout(sg, &rd->lay);
+		rc = gw_rec_seg_layout(sg, &rd->lay);
 	} else {
-		rc = s3o_rec_layout(r, &rd->lay);
+		rc = gw_rec_layout(r, &rd->lay);
 	}
 	if (rc)
 		return rc;
 	struct gw_data_target t;
-	if (gw_map_target(x->o->map, rd->lay.pg, &t))
+	if (gw_map_target(o->map, rd->lay.pg, &t))
 		return IOL_EUNAVAILABLE;
-	rc = gw_data_get_start(x->o->data, &t, &rd->lay, rd->pos - base, n, on_src_readable, x,
+	rc = gw_data_get_start(o->data, &t, &rd->lay, rd->pos - base, n, on_src_readable, rd->cr,
 			       &rd->get);
 	if (rc)
 		return rc;
@@ -130,7 +143,7 @@ static int reader_next(struct src_reader *rd)
 static int reader_read(struct src_reader *rd, struct buf_slice *out)
 {
 	const Iolake__Meta__ObjectRecord *r = rd->rec;
-	if (s3o_rec_is_inline(r)) {
+	if (gw_rec_is_inline(r)) {
 		if (rd->pos >= rd->end)
 			return 0;
 		if (r->inline_data.len < rd->end)
@@ -161,144 +174,145 @@ static int reader_read(struct src_reader *rd, struct buf_slice *out)
 
 /* ------------------------------------------------------------ the pump */
 
-static void copy_fail(struct opx *x, enum s3_err e, const char *msg)
+static void copy_fail(struct copy_rq *cr, enum s3_err e, const char *msg)
 {
-	struct copy *cp = x->ext;
-	if (cp->failed)
+	struct s3_put *p = &cr->put;
+	if (cr->failed)
 		return;
-	cp->failed = true;
-	reader_clear(&cp->rd);
-	if (x->put && !x->data_done) {
-		gw_data_put_free(x->put);   /* deletes what it wrote */
-		x->put = NULL;
+	cr->failed = true;
+	reader_clear(&cr->rd);
+	if (p->put && !p->data_done) {
+		gw_data_put_free(p->put);   /* deletes what it wrote */
+		p->put = NULL;
 	}
-	s3o_fail(x, e, msg);
+	s3_rq_fail(&p->rq, e, msg);
 }
 
 /* Offer the held piece to the destination; true when it was all taken. */
-static bool feed_held(struct opx *x)
+static bool feed_held(struct copy_rq *cr)
 {
-	struct copy *cp = x->ext;
-	while (cp->held_len) {
+	struct s3_put *p = &cr->put;
+	while (cr->held_len) {
 		size_t n;
-		if (x->is_inline) {
-			if (x->inl_len + cp->held_len > x->size)
+		if (p->is_inline) {
+			if (p->inl_len + cr->held_len > p->size)
 				return false;
-			memcpy(x->inl + x->inl_len, cp->held_p, cp->held_len);
-			x->inl_len += cp->held_len;
-			n = cp->held_len;
+			memcpy(p->inl + p->inl_len, cr->held_p, cr->held_len);
+			p->inl_len += cr->held_len;
+			n = cr->held_len;
 		} else {
-			ssize_t w = gw_data_put_write(x->put, cp->held_p, cp->held_len);
+			ssize_t w = gw_data_put_write(p->put, cr->held_p, cr->held_len);
 			if (w < 0)
 				return false;   /* on_done reports */
 			if (w == 0)
 				return false;   /* window full: on_writable */
 			n = (size_t)w;
 		}
-		cp->held_p += n;
-		cp->held_len -= n;
+		cr->held_p += n;
+		cr->held_len -= n;
 	}
-	buf_unref(cp->held);
-	cp->held = NULL;
+	buf_unref(cr->held);
+	cr->held = NULL;
 	return true;
 }
 
-static void pump(struct opx *x)
+static void pump(struct copy_rq *cr)
 {
-	struct copy *cp = x->ext;
-	while (x->c && !cp->failed && !cp->read_done) {
-		if (cp->held && !feed_held(x))
+	struct s3_put *p = &cr->put;
+	while (p->rq.c && !cr->failed && !cr->read_done) {
+		if (cr->held && !feed_held(cr))
 			return;
 		struct buf_slice sl;
-		int rc = reader_read(&cp->rd, &sl);
+		int rc = reader_read(&cr->rd, &sl);
 		if (rc == -EAGAIN)
 			return;
 		if (rc < 0) {
-			LOG_WARN("copy source read failed", "bucket=%s key=%s err=%s", cp->src_bucket,
-				 LOG_Q(cp->src_key),
-				 LOG_Q(cp->rd.get ? gw_data_get_error(cp->rd.get) : iol_strerror(rc)));
-			copy_fail(x, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
+			LOG_WARN("copy source read failed", "bucket=%s key=%s err=%s", cr->src_bucket,
+				 LOG_Q(cr->src_key),
+				 LOG_Q(cr->rd.get ? gw_data_get_error(cr->rd.get) : iol_strerror(rc)));
+			copy_fail(cr, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
 				  rc == IOL_ECORRUPT ? "Unreadable source layout"
 						     : "Not enough storage nodes reachable to read the source");
 			return;
 		}
 		if (rc == 0) {
-			cp->read_done = true;
-			reader_clear(&cp->rd);
+			cr->read_done = true;
+			reader_clear(&cr->rd);
 			break;
 		}
-		cp->held = sl.buf;
-		cp->held_p = sl.buf->data + sl.off;
-		cp->held_len = sl.len;
+		cr->held = sl.buf;
+		cr->held_p = sl.buf->data + sl.off;
+		cr->held_len = sl.len;
 	}
-	if (!x->c || cp->failed || !cp->read_done || cp->finished)
+	if (!p->rq.c || cr->failed || !cr->read_done || cr->finished)
 		return;
-	cp->finished = true;
-	if (x->is_inline) {
-		if (x->inl_len != x->size) {
-			copy_fail(x, S3E_InternalError, "Source shorter than its record");
+	cr->finished = true;
+	if (p->is_inline) {
+		if (p->inl_len != p->size) {
+			copy_fail(cr, S3E_InternalError, "Source shorter than its record");
 			return;
 		}
-		s3o_put_ready(x);
-	} else if (gw_data_put_finish(x->put)) {
-		copy_fail(x, S3E_InternalError, "Source shorter than its record");
+		s3_put_ready(p);
+	} else if (gw_data_put_finish(p->put)) {
+		copy_fail(cr, S3E_InternalError, "Source shorter than its record");
 	}
 	/* else on_done commits */
 }
 
-static void on_dst_writable(struct gw_data_put *p, void *ud)
+static void on_dst_writable(struct gw_data_put *dp, void *ud)
 {
-	(void)p;
-	struct opx *x = ud;
-	if (x->c)
-		pump(x);
+	(void)dp;
+	struct copy_rq *cr = ud;
+	if (cr->put.rq.c)
+		pump(cr);
 }
 
-static void on_dst_done(struct gw_data_put *p, int status, void *ud)
+static void on_dst_done(struct gw_data_put *dp, int status, void *ud)
 {
-	struct opx *x = ud;
+	struct copy_rq *cr = ud;
 	if (status) {
-		LOG_WARN("copy put failed", "bucket=%s key=%s err=%s", x->bucket, LOG_Q(x->key),
-			 LOG_Q(gw_data_put_error(p)));
-		copy_fail(x, status == IOL_EUNAVAILABLE ? S3E_ServiceUnavailable : S3E_InternalError,
+		LOG_WARN("copy put failed", "bucket=%s key=%s err=%s", cr->put.rq.bucket,
+			 LOG_Q(cr->put.rq.key), LOG_Q(gw_data_put_error(dp)));
+		copy_fail(cr, status == IOL_EUNAVAILABLE ? S3E_ServiceUnavailable : S3E_InternalError,
 			  status == IOL_EUNAVAILABLE ? "Not enough storage nodes reachable to store the object"
 						     : NULL);
 		return;
 	}
-	s3o_put_ready(x);
+	s3_put_ready(&cr->put);
 }
 
-static void copy_start(struct opx *x)
+static void copy_start(struct copy_rq *cr)
 {
-	struct copy *cp = x->ext;
-	x->size = cp->len;
-	x->is_inline = cp->part ? cp->len == 0 : cp->len <= x->o->inline_max;
-	if (x->is_inline && cp->len && !(x->inl = malloc(cp->len))) {
-		s3o_fail(x, S3E_InternalError, NULL);
+	struct s3_put *p = &cr->put;
+	struct s3_rq *rq = &p->rq;
+	p->size = cr->len;
+	p->is_inline = cr->is_part ? cr->len == 0 : cr->len <= rq->o->inline_max;
+	if (p->is_inline && cr->len && !(p->inl = malloc(cr->len))) {
+		s3_rq_fail(rq, S3E_InternalError, NULL);
 		return;
 	}
-	if (gw_map_object_pg(x->o->map, x->bucket, x->key, &x->pg)) {
-		if (!x->is_inline) {
-			s3o_fail(x, S3E_ServiceUnavailable, "No cluster map yet");
+	if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg)) {
+		if (!p->is_inline) {
+			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
 			return;
 		}
-		x->pg = 0;
+		p->pg = 0;
 	}
-	if (!x->is_inline) {
+	if (!p->is_inline) {
 		struct gw_data_put_cbs cbs = { .on_writable = on_dst_writable, .on_done = on_dst_done };
-		if (gw_map_target(x->o->map, x->pg, &x->target) ||
-		    gw_data_put_start(x->o->data, &x->target, x->size, NULL, &cbs, x, &x->put)) {
-			s3o_fail(x, S3E_ServiceUnavailable, "No cluster map yet");
+		if (gw_map_target(rq->o->map, p->pg, &p->target) ||
+		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, cr, &p->put)) {
+			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
 			return;
 		}
 	}
-	if (!cp->replace && !cp->part)
-		x->meta_from = cp->src;
-	cp->rd.x = x;
-	cp->rd.rec = cp->src;
-	cp->rd.pos = cp->off;
-	cp->rd.end = cp->off + cp->len;
-	pump(x);
+	if (!cr->replace && !cr->is_part)
+		p->meta_from = cr->src;
+	cr->rd.cr = cr;
+	cr->rd.rec = cr->src;
+	cr->rd.pos = cr->off;
+	cr->rd.end = cr->off + cr->len;
+	pump(cr);
 }
 
 /* ------------------------------------------------------------ conditions */
@@ -347,18 +361,18 @@ static bool conditions_hold(struct s3_call *c, const Iolake__Meta__ObjectRecord 
 	char v[512];
 	const char *etag = src->etag ? src->etag : "";
 	long long mtime = (long long)(src->mtime_ms / 1000);
-	bool has_match = s3o_hdr_str(c, "x-amz-copy-source-if-match", v, sizeof(v)) != NULL;
+	bool has_match = s3u_hdr_str(c, "x-amz-copy-source-if-match", v, sizeof(v)) != NULL;
 	if (has_match && !etag_matches(v, etag))
 		return false;
-	if (!has_match && s3o_hdr_str(c, "x-amz-copy-source-if-unmodified-since", v, sizeof(v))) {
+	if (!has_match && s3u_hdr_str(c, "x-amz-copy-source-if-unmodified-since", v, sizeof(v))) {
 		long long t = http_time(v);
 		if (t >= 0 && mtime > t)
 			return false;
 	}
-	bool has_none = s3o_hdr_str(c, "x-amz-copy-source-if-none-match", v, sizeof(v)) != NULL;
+	bool has_none = s3u_hdr_str(c, "x-amz-copy-source-if-none-match", v, sizeof(v)) != NULL;
 	if (has_none && etag_matches(v, etag))
 		return false;
-	if (!has_none && s3o_hdr_str(c, "x-amz-copy-source-if-modified-since", v, sizeof(v))) {
+	if (!has_none && s3u_hdr_str(c, "x-amz-copy-source-if-modified-since", v, sizeof(v))) {
 		long long t = http_time(v);
 		if (t >= 0 && mtime <= t)
 			return false;
@@ -387,110 +401,70 @@ static bool parse_copy_range(const char *v, uint64_t size, uint64_t *off, uint64
 
 /* ------------------------------------------------------------ the steps */
 
-static void on_src_bucket(void *ud, int err, const ProtobufCMessage *resp)
+static void on_src(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
-	struct opx *x = ud;
-	if (!opx_back(x))
-		return;
-	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND)
-		s3o_fail(x, s3o_meta_err(err), NULL);
-	else
-		s3o_fail(x, !err && r->status == ST(OK) ? S3E_NoSuchKey : S3E_NoSuchBucket, NULL);
-}
-
-static void on_src(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct opx *x = ud;
-	struct copy *cp = x->ext;
-	if (!opx_back(x))
-		return;
-	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
-		s3o_fail(x, s3o_meta_err(err), NULL);
+	struct copy_rq *cr = copy_of(rq);
+	if (e == S3E_NoSuchKey) {
+		s3_rq_no_such_key(rq, cr->src_bucket);
 		return;
 	}
-	if (err || r->status != ST(OK) || !r->record) {
-		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-		req.name = cp->src_bucket;
-		if (s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_src_bucket))
-			s3o_fail(x, S3E_ServiceUnavailable, NULL);
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
 		return;
 	}
-	if (!(cp->src = (Iolake__Meta__ObjectRecord *)s3o_copy_msg(&r->record->base))) {
-		s3o_fail(x, S3E_InternalError, NULL);
+	cr->src = rec;
+	if (!conditions_hold(rq->c, cr->src)) {
+		s3_rq_fail(rq, S3E_PreconditionFailed, NULL);
 		return;
 	}
-	if (!conditions_hold(x->c, cp->src)) {
-		s3o_fail(x, S3E_PreconditionFailed, NULL);
-		return;
-	}
-	cp->off = 0;
-	cp->len = cp->src->size;
+	cr->off = 0;
+	cr->len = cr->src->size;
 	char v[128];
-	if (cp->part && s3o_hdr_str(x->c, "x-amz-copy-source-range", v, sizeof(v)) &&
-	    !parse_copy_range(v, cp->src->size, &cp->off, &cp->len)) {
+	if (cr->is_part && s3u_hdr_str(rq->c, "x-amz-copy-source-range", v, sizeof(v)) &&
+	    !parse_copy_range(v, cr->src->size, &cr->off, &cr->len)) {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "Range specified is not valid for source object of size: %llu",
-			 (unsigned long long)cp->src->size);
-		s3o_fail(x, S3E_InvalidArgument, msg);
+			 (unsigned long long)cr->src->size);
+		s3_rq_fail(rq, S3E_InvalidArgument, msg);
 		return;
 	}
-	if (cp->len > S3_MAX_PUT_BYTES) {
-		s3o_fail(x, S3E_InvalidRequest,
-			 "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120");
+	if (cr->len > S3_MAX_PUT_BYTES) {
+		s3_rq_fail(rq, S3E_InvalidRequest,
+			   "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120");
 		return;
 	}
-	copy_start(x);
-}
-
-static void read_src(struct opx *x)
-{
-	struct copy *cp = x->ext;
-	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
-	req.bucket = cp->src_bucket;
-	req.key = cp->src_key;
-	if (s3o_mcall(x, META_M_HEAD_OBJECT, &req.base, on_src))
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
+	copy_start(cr);
 }
 
 /* The destination exists (bucket, or upload for a part): read the source. */
-static void on_dst(void *ud, int err, const ProtobufCMessage *resp)
+static void on_dst(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
 {
-	struct opx *x = ud;
-	struct copy *cp = x->ext;
-	if (!opx_back(x))
-		return;
-	/* GetBucketResponse and GetUploadResponse both lead with status. */
-	Iolake__Meta__Status st = err ? ST(NOT_FOUND)
-				      : cp->part ? ((const Iolake__Meta__GetUploadResponse *)resp)->status
-						 : ((const Iolake__Meta__GetBucketResponse *)resp)->status;
-	if (err && err != IOL_ENOT_FOUND)
-		s3o_fail(x, s3o_meta_err(err), NULL);
-	else if (st != ST(OK))
-		s3o_fail(x, cp->part ? S3E_NoSuchUpload : S3E_NoSuchBucket, NULL);
+	(void)resp;
+	struct copy_rq *cr = copy_of(rq);
+	if (e)
+		s3_rq_fail(rq, e, NULL);
 	else
-		read_src(x);
+		s3_rq_head(rq, cr->src_bucket, cr->src_key, on_src);
 }
 
-static void copy_respond(struct opx *x)
+static void copy_respond(struct s3_put *p)
 {
 	char d[40], etag[40];
-	s3o_iso_date(x->mtime_ms, d);
-	snprintf(etag, sizeof(etag), "\"%s\"", x->etag);
-	struct xml_w *w = s3_call_xml(x->c);
+	s3u_iso_date(p->mtime_ms, d);
+	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
+	struct xml_w *w = s3_call_xml(p->rq.c);
 	xml_decl(w);
 	xml_open_ns(w, "CopyObjectResult", S3_XMLNS);
 	xml_elem(w, "LastModified", d);
 	xml_elem(w, "ETag", etag);
 	xml_close(w);
-	s3_call_send_xml(x->c, 200);
+	s3_call_send_xml(p->rq.c, 200);
 }
 
 /* x-amz-copy-source: [/]bucket/key[?versionId=…], percent-encoded. */
-static enum s3_err parse_source(struct s3_call *c, struct copy *cp)
+static enum s3_err parse_source(struct s3_call *c, struct copy_rq *cr)
 {
-	const struct sigv4_header *h = s3o_hdr(c, "x-amz-copy-source");
+	const struct sigv4_header *h = s3u_hdr(c, "x-amz-copy-source");
 	if (!h || !h->value_len)
 		return S3E_InvalidArgument;
 	char *dec = malloc(h->value_len + 1);
@@ -521,80 +495,60 @@ static enum s3_err parse_source(struct s3_call *c, struct copy *cp)
 		return S3E_InvalidArgument;
 	}
 	*slash = 0;
-	cp->src_bucket = strdup(p);
-	cp->src_key = strdup(slash + 1);
+	cr->src_bucket = strdup(p);
+	cr->src_key = strdup(slash + 1);
 	free(dec);
-	return cp->src_bucket && cp->src_key ? S3E_OK : S3E_InternalError;
+	return cr->src_bucket && cr->src_key ? S3E_OK : S3E_InternalError;
 }
 
-static void copy_begin(struct s3_call *c, bool part)
+static void copy_begin(struct s3_call *c, bool is_part)
 {
-	struct opx *x = opx_new(c);
-	if (!x) {
-		s3_call_error(c, S3E_InternalError, NULL);
+	struct copy_rq *cr = s3_rq_new(c, sizeof(*cr));
+	if (!cr)
 		return;
-	}
-	struct copy *cp = calloc(1, sizeof(*cp));
-	if (!cp) {
-		s3o_fail(x, S3E_InternalError, NULL);
-		return;
-	}
-	cp->part = part;
-	x->ext = cp;
-	x->ext_free = copy_free;
-	enum s3_err e = parse_source(c, cp);
+	struct s3_rq *rq = &cr->put.rq;
+	rq->stop = s3_put_stop;
+	rq->fini = copy_fini;
+	cr->is_part = is_part;
+	enum s3_err e = parse_source(c, cr);
 	if (e) {
-		s3o_fail(x, e, e == S3E_InvalidArgument ? "Invalid copy source" : NULL);
+		s3_rq_fail(rq, e, e == S3E_InvalidArgument ? "Invalid copy source" : NULL);
 		return;
 	}
 	char v[32];
-	if (!part && s3o_hdr_str(c, "x-amz-metadata-directive", v, sizeof(v))) {
+	if (!is_part && s3u_hdr_str(c, "x-amz-metadata-directive", v, sizeof(v))) {
 		if (strcmp(v, "REPLACE") == 0)
-			cp->replace = true;
+			cr->replace = true;
 		else if (strcmp(v, "COPY") != 0) {
-			s3o_fail(x, S3E_InvalidArgument, "Unknown metadata directive.");
+			s3_rq_fail(rq, S3E_InvalidArgument, "Unknown metadata directive.");
 			return;
 		}
 	}
-	if (!part && !cp->replace && strcmp(cp->src_bucket, x->bucket) == 0 &&
-	    strcmp(cp->src_key, x->key) == 0) {
-		s3o_fail(x, S3E_InvalidRequest,
-			 "This copy request is illegal because it is trying to copy an object to itself "
-			 "without changing the object's metadata, storage class, website redirect "
-			 "location or encryption attributes.");
+	if (!is_part && !cr->replace && strcmp(cr->src_bucket, rq->bucket) == 0 &&
+	    strcmp(cr->src_key, rq->key) == 0) {
+		s3_rq_fail(rq, S3E_InvalidRequest,
+			   "This copy request is illegal because it is trying to copy an object to itself "
+			   "without changing the object's metadata, storage class, website redirect "
+			   "location or encryption attributes.");
 		return;
 	}
-	int rc;
-	if (part) {
-		const struct s3_req *r = s3_call_req(c);
-		bool id_ok = r->upload_id && r->upload_id_len == 16;
-		for (size_t i = 0; id_ok && i < 16; i++)
-			id_ok = (r->upload_id[i] >= '0' && r->upload_id[i] <= '9') ||
-				(r->upload_id[i] >= 'a' && r->upload_id[i] <= 'f');
-		if (!id_ok) {
-			s3o_fail(x, S3E_NoSuchUpload, NULL);
-			return;
-		}
-		if (s3_mpu_part_setup(x, true)) {
-			s3o_fail(x, S3E_InternalError, NULL);
-			return;
-		}
-		Iolake__Meta__GetUploadRequest req = IOLAKE__META__GET_UPLOAD_REQUEST__INIT;
-		char id[17];
-		memcpy(id, r->upload_id, 16);
-		id[16] = 0;
-		req.bucket = x->bucket;
-		req.key = x->key;
-		req.upload_id = id;
-		rc = s3o_mcall(x, META_M_GET_UPLOAD, &req.base, on_dst);
-	} else {
-		x->respond = copy_respond;
+	if (!is_part) {
+		cr->put.respond = copy_respond;
 		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-		req.name = x->bucket;
-		rc = s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_dst);
+		req.name = rq->bucket;
+		s3_rq_call(rq, META_M_GET_BUCKET, &req.base, S3_SUBJ_BUCKET_READ, on_dst);
+		return;
 	}
-	if (rc)
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
+	if (!s3u_upload_id_ok(s3_call_req(c))) {
+		s3_rq_fail(rq, S3E_NoSuchUpload, NULL);
+		return;
+	}
+	s3_part_setup(&cr->put, &cr->part, true);
+	Iolake__Meta__GetUploadRequest req = IOLAKE__META__GET_UPLOAD_REQUEST__INIT;
+	req.bucket = rq->bucket;
+	req.key = rq->key;
+	req.upload_id = cr->part.upload_id;
+	s3_rq_call(rq, META_M_GET_UPLOAD, &req.base, S3_SUBJ_UPLOAD_READ, on_dst);
 }
 
 static void op_copy_object(struct s3_call *c)
@@ -607,8 +561,8 @@ static void op_upload_part_copy(struct s3_call *c)
 	copy_begin(c, true);
 }
 
-void s3_copy_bind(struct s3_server_cfg *s)
-{
-	s->ops[S3_OP_CopyObject] = op_copy_object;
-	s->ops[S3_OP_UploadPartCopy] = op_upload_part_copy;
-}
+const struct s3_handler s3_copy_handlers[] = {
+	{ S3_OP_CopyObject, op_copy_object },
+	{ S3_OP_UploadPartCopy, op_upload_part_copy },
+	S3_HANDLERS_END,
+};

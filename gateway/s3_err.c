@@ -1,5 +1,8 @@
 /*
  * s3_err.c — the S3 error table and its XML rendering. See s3_err.h.
+ *
+ * Owns the table. Does not decide which error a situation gets: the
+ * handlers do, and meta's answers go through s3_status.
  */
 #include "gateway/s3_err.h"
 

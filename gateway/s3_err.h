@@ -7,6 +7,8 @@
  * "AccessDenied: Request has expired" for an expired presigned URL): the
  * enum names the situation, s3_err_code() the string clients switch on.
  *
+ * Does not map meta's answers to these: that is s3_status's one table.
+ *
  * Pure: no I/O, no allocation beyond the caller's xml_w; any thread.
  */
 #ifndef GATEWAY_S3_ERR_H
@@ -28,12 +30,16 @@
 	X(BucketAlreadyOwnedByYou,      409, "BucketAlreadyOwnedByYou",      "Your previous request to create the named bucket succeeded and you already own it.") \
 	X(BucketNotEmpty,               409, "BucketNotEmpty",               "The bucket you tried to delete is not empty") \
 	X(EntityTooLarge,               400, "EntityTooLarge",               "Your proposed upload exceeds the maximum allowed object size.") \
+	X(RecordTooLarge,               400, "EntityTooLarge",               "The object's record (one layout per part) is too large") \
 	X(EntityTooSmall,               400, "EntityTooSmall",               "Your proposed upload is smaller than the minimum allowed object size.") \
 	X(ExpiredToken,                 400, "ExpiredToken",                 "The provided token has expired.") \
 	X(IncompleteBody,               400, "IncompleteBody",               "You did not provide the number of bytes specified by the Content-Length HTTP header.") \
 	X(InternalError,                500, "InternalError",                "We encountered an internal error. Please try again.") \
 	X(InvalidAccessKeyId,           403, "InvalidAccessKeyId",           "The AWS Access Key Id you provided does not exist in our records.") \
 	X(InvalidArgument,              400, "InvalidArgument",              "Invalid Argument")         \
+	X(InvalidContinuationToken,     400, "InvalidArgument",              "The continuation token provided is incorrect") \
+	X(ListArgumentTooLong,          400, "InvalidArgument",              "Prefix, delimiter or key-marker too long") \
+	X(MetadataTooLarge,             400, "InvalidArgument",              "Your metadata headers exceed the maximum allowed metadata size.") \
 	X(InvalidBucketName,            400, "InvalidBucketName",            "The specified bucket is not valid.") \
 	X(InvalidDigest,                400, "InvalidDigest",                "The Content-MD5 you specified is not valid.") \
 	X(InvalidPart,                  400, "InvalidPart",                  "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.") \

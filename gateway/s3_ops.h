@@ -1,23 +1,17 @@
 /*
- * s3_ops.h — the S3 operations over meta and the erasure-coded data path:
- * the handlers gateway/s3_server dispatches to (buckets, objects,
- * listings), the credential source over meta's GetAccessKey, readiness and
- * /metrics. One struct s3_ops per gateway loop.
+ * s3_ops.h — the gateway's S3 layer as the rest of the process sees it:
+ * the operation handlers gateway/s3_server dispatches to, the credential
+ * source over meta's GetAccessKey, readiness and /metrics, over meta and
+ * the erasure-coded data path. One struct s3_ops per gateway loop.
  *
- * Served: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
- * GetBucketLocation, PutObject, GetObject (whole and Range), HeadObject,
- * DeleteObject, ListObjects (v1) and ListObjectsV2. Everything else stays
- * NULL in the table (the front end answers NotImplemented).
+ * Served: the operations of the handler tables listed in s3_handlers.h
+ * (buckets, listings, object PUT / GET / HEAD / DELETE, DeleteObjects,
+ * multipart uploads, copies, tagging, GetObjectAttributes). Everything
+ * else stays NULL in the front end's table (it answers NotImplemented).
  *
- * PUT: the bucket and the current record are read from meta first (in
- * parallel, the body paused meanwhile); a body of at most inline_max bytes
- * is kept in the record, a larger one streams through gw_data to the PG's
- * OSDs. The record is committed with a condition on the generation read
- * (or if-none-match): on CONFLICT (a concurrent writer won the race) the
- * current record is read again and the commit retried, so of concurrent
- * PUTs the last to commit wins and every replaced version's shards are
- * deleted, by the writer that replaced it, after its record committed.
- * Nothing is acknowledged before the record is committed.
+ * Nothing is acknowledged before its meta commit: a PUT's data is durable
+ * on a write quorum and its record committed conditioned on the version it
+ * replaces (s3_put.h) before the 200.
  *
  * Thread: the loop given to s3_ops_new; every handler runs there.
  */

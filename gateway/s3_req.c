@@ -8,6 +8,9 @@
  * (x-id=GetObject from newer SDKs, response-content-type, ...); a bare
  * name it does not know ("?cors") is a subresource we do not serve, and is
  * answered NotImplemented rather than silently treated as a GET.
+ *
+ * Owns nothing: writes only into the caller's scratch. Does not
+ * authenticate nor look anything up.
  */
 #include "gateway/s3_req.h"
 

@@ -8,6 +8,9 @@
  * until the credential source answers. Then the op handler runs. The call
  * goes back to the pool when the exchange finishes, or, if a lookup is
  * still in flight then, when the lookup returns.
+ *
+ * Owns the call pool and the credential cache (s3_server.h). Knows no
+ * operation: the handlers come from cfg.ops.
  */
 #include "gateway/s3_server.h"
 

@@ -1,9 +1,8 @@
 /*
  * s3_tagging.c — object and bucket tagging: Put/Get/DeleteObjectTagging,
  * Put/Get/DeleteBucketTagging, the x-amz-tagging header of PutObject and
- * x-amz-tagging-count of GetObject/HeadObject; the pure tag-set functions
- * of s3_tagging.h; and the small-XML-body reader the XML operations share
- * (s3o_small_body).
+ * x-amz-tagging-count of GetObject/HeadObject; and the pure tag-set
+ * functions of s3_tagging.h.
  *
  * Invariant: a tag change never replaces the object's data. Object tags
  * are written by meta's SetObjectTags conditioned on the generation just
@@ -11,6 +10,10 @@
  * again, so tags meant for the old version never land on the new one);
  * the generation stays, nothing is queued for GC and this module never
  * deletes shards.
+ *
+ * Owns the request's body (the Tagging document) and, for an object, the
+ * record it read. Does not store a PUT's tags itself (s3_put.c commits
+ * what s3_tagging_from_header builds).
  *
  * Thread: the gateway loop; no blocking call.
  */
@@ -23,7 +26,10 @@
 #include <strings.h>
 
 #include "common/err.h"
-#include "gateway/s3_ops_int.h"
+#include "gateway/s3_body.h"
+#include "gateway/s3_handlers.h"
+#include "gateway/s3_rq.h"
+#include "gateway/s3_util.h"
 #include "gateway/xml_parse.h"
 
 /* ------------------------------------------------------------ tag sets (pure) */
@@ -134,61 +140,46 @@ enum s3_err s3_tags_check(const struct s3_tagset *ts, size_t max, const char **m
 	return S3E_OK;
 }
 
-/* ------------------------------------------------------------ small bodies */
+/* ------------------------------------------------------------ requests */
 
-void s3o_body_collect(struct s3_call *c, const char *data, size_t len)
+struct tag_rq {
+	struct s3_rq rq;
+	struct s3_body body;               /* Put*Tagging: the Tagging document */
+	Iolake__Meta__ObjectRecord *rec;   /* object tags: the record read */
+};
+
+static struct tag_rq *tag_of(struct s3_rq *rq)
 {
-	struct opx *x = s3_call_user(c);
-	/* More than announced cannot reach here unnoticed: the front end's
-	 * verdict is IncompleteBody then. Keep what fits. */
-	size_t room = x->size - x->inl_len;
-	size_t n = len < room ? len : room;
-	memcpy(x->inl + x->inl_len, data, n);
-	x->inl_len += n;
+	return container_of(rq, struct tag_rq, rq);
 }
 
-enum s3_err s3o_small_body(struct opx *x, size_t max, s3_body_end_fn on_end)
+static void tag_fini(struct s3_rq *rq)
 {
-	struct s3_call *c = x->c;
-	const struct http_request *hr = s3_call_http(c);
-	uint64_t size = hr->content_length;
-	char num[24];
-	if (s3o_hdr_str(c, "x-amz-decoded-content-length", num, sizeof(num))) {
-		char *end;
-		size = strtoull(num, &end, 10);
-		if (!num[0] || *end)
-			return S3E_InvalidArgument;
-	} else if (hr->has_body && !hr->has_content_length) {
-		return S3E_MissingContentLength;
-	}
-	if (size > max)
-		return S3E_MaxMessageLengthExceeded;
-	x->size = size;
-	if (!(x->inl = malloc(size + 1)))
-		return S3E_InternalError;
-	x->inl_len = 0;
-	if (!hr->has_body) {
-		on_end(c, S3E_OK); /* nothing to read: the front end saw the end */
-		return S3E_OK;
-	}
-	enum s3_err e = s3_call_read_body(c, s3o_body_collect, on_end);
-	if (e == S3E_OK)
-		http_resume(s3_call_stream(c));
-	return e;
+	struct tag_rq *t = tag_of(rq);
+	s3_body_free(&t->body);
+	s3u_free_msg(t->rec);
+}
+
+static struct tag_rq *tag_new(struct s3_call *c)
+{
+	struct tag_rq *t = s3_rq_new(c, sizeof(*t));
+	if (t)
+		t->rq.fini = tag_fini;
+	return t;
 }
 
 /* The body's Tagging document into ts (strings in *arena, the caller
  * frees it), checked against max: S3E_OK or the error with *msg. */
-static enum s3_err parse_tagging(struct opx *x, size_t max, struct s3_tagset *ts, char **arena,
-				 const char **msg)
+static enum s3_err parse_tagging(const struct s3_body *b, size_t max, struct s3_tagset *ts,
+				 char **arena, const char **msg)
 {
 	*msg = NULL;
-	size_t cap = x->inl_len + 1;
+	size_t cap = b->len + 1;
 	if (!(*arena = malloc(cap)))
 		return S3E_InternalError;
 	struct xmlp_tagging t = { .keys = ts->keys, .values = ts->values,
 				  .max_tags = S3_TAGS_BUCKET_MAX, .arena = *arena, .arena_cap = cap };
-	int rc = xmlp_tagging(x->inl ? (const char *)x->inl : "", x->inl_len, S3_TAGGING_BODY_MAX, &t);
+	int rc = xmlp_tagging(b->buf ? (const char *)b->buf : "", b->len, S3_TAGGING_BODY_MAX, &t);
 	ts->n = t.n_tags;
 	if (rc == -E2BIG && t.n_tags == S3_TAGS_BUCKET_MAX) {
 		ts->n = max + 1; /* more than any limit: s3_tags_check words it */
@@ -210,7 +201,7 @@ static void tagset_of_record(const Iolake__Meta__ObjectRecord *r, struct s3_tags
 	}
 }
 
-void s3o_tagging_count_header(struct http_stream *s, const Iolake__Meta__ObjectRecord *r)
+void s3_tagging_count_header(struct http_stream *s, const Iolake__Meta__ObjectRecord *r)
 {
 	if (r->n_tags == 0)
 		return;
@@ -219,12 +210,12 @@ void s3o_tagging_count_header(struct http_stream *s, const Iolake__Meta__ObjectR
 	http_add_header(s, "x-amz-tagging-count", v);
 }
 
-enum s3_err s3o_tagging_from_header(struct s3_call *c, Iolake__Meta__ObjectRecord *r, void **mem,
-				    const char **msg)
+enum s3_err s3_tagging_from_header(struct s3_call *c, Iolake__Meta__ObjectRecord *r, void **mem,
+				   const char **msg)
 {
 	*mem = NULL;
 	*msg = NULL;
-	const struct sigv4_header *h = s3o_hdr(c, "x-amz-tagging");
+	const struct sigv4_header *h = s3u_hdr(c, "x-amz-tagging");
 	if (!h)
 		return S3E_OK;
 	struct s3_tagset ts;
@@ -277,7 +268,7 @@ enum s3_err s3o_tagging_from_header(struct s3_call *c, Iolake__Meta__ObjectRecor
 	return S3E_OK;
 }
 
-void s3o_tagging_mem_free(void *mem)
+void s3_tagging_mem_free(void *mem)
 {
 	void **both = mem;
 	if (!both)
@@ -287,9 +278,9 @@ void s3o_tagging_mem_free(void *mem)
 	free(both);
 }
 
-static void send_tagset(struct opx *x, const struct s3_tagset *ts)
+static void send_tagset(struct s3_rq *rq, const struct s3_tagset *ts)
 {
-	struct xml_w *w = s3_call_xml(x->c);
+	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "Tagging", S3_XMLNS);
 	xml_open(w, "TagSet");
@@ -301,65 +292,41 @@ static void send_tagset(struct opx *x, const struct s3_tagset *ts)
 	}
 	xml_close(w);
 	xml_close(w);
-	s3_call_send_xml(x->c, 200);
+	s3_call_send_xml(rq->c, 200);
 }
 
 /* ------------------------------------------------------------ object tagging */
 
-static void otag_read(struct opx *x);
+static void otag_read(struct tag_rq *t);
 
-static void on_otag_bucket(void *ud, int err, const ProtobufCMessage *resp)
+static void on_otag_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
 {
-	struct opx *x = ud;
-	if (!opx_back(x))
+	if (!rq->c)
 		return;
-	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND)
-		s3o_fail(x, s3o_meta_err(err), NULL);
-	else
-		s3o_fail(x, !err && r->status == IOLAKE__META__STATUS__STATUS_OK ? S3E_NoSuchKey
-										  : S3E_NoSuchBucket, NULL);
-}
-
-/* No record: NoSuchKey when the bucket exists, else NoSuchBucket. */
-static void otag_missing(struct opx *x)
-{
-	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-	req.name = x->bucket;
-	if (s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_otag_bucket))
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
-}
-
-static void on_otag_commit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
-{
-	(void)idx;
-	struct opx *x = ud;
-	if (!opx_back(x))
-		return;
-	int st = err ? -1 : (int)res->status;
-	if (st == IOLAKE__META__STATUS__STATUS_OK) {
-		bool del = s3_call_req(x->c)->op == S3_OP_DeleteObjectTagging;
-		http_respond(s3_call_stream(x->c), del ? 204 : 200, NULL, 0, NULL, NULL);
-	} else if (st == IOLAKE__META__STATUS__STATUS_CONFLICT && ++x->tries < COMMIT_TRIES) {
-		otag_read(x); /* overwritten meanwhile: tag the new version */
-	} else if (st == IOLAKE__META__STATUS__STATUS_NOT_FOUND) {
-		otag_missing(x);
+	if (e == S3E_OK) {
+		bool del = s3_call_req(rq->c)->op == S3_OP_DeleteObjectTagging;
+		http_respond(s3_call_stream(rq->c), del ? 204 : 200, NULL, 0, NULL, NULL);
+	} else if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES) {
+		otag_read(tag_of(rq)); /* overwritten meanwhile: tag the new version */
+	} else if (e == S3E_NoSuchKey) {
+		s3_rq_no_such_key(rq, rq->bucket);
 	} else {
-		s3o_fail(x, err ? s3o_meta_err(err) : S3E_InternalError, NULL);
+		s3_rq_fail(rq, e, NULL);
 	}
 }
 
-/* Submit SetObjectTags for the record just read (x->rec). */
-static void otag_commit(struct opx *x)
+/* Submit SetObjectTags for the record just read (t->rec). */
+static void otag_commit(struct tag_rq *t)
 {
+	struct s3_rq *rq = &t->rq;
 	struct s3_tagset ts = { .n = 0 };
 	char *arena = NULL;
 	const char *msg;
-	if (s3_call_req(x->c)->op == S3_OP_PutObjectTagging) {
-		enum s3_err e = parse_tagging(x, S3_TAGS_OBJECT_MAX, &ts, &arena, &msg);
+	if (s3_call_req(rq->c)->op == S3_OP_PutObjectTagging) {
+		enum s3_err e = parse_tagging(&t->body, S3_TAGS_OBJECT_MAX, &ts, &arena, &msg);
 		if (e) { /* checked before the read: only no memory here */
 			free(arena);
-			s3o_fail(x, e, msg);
+			s3_rq_fail(rq, e, msg);
 			return;
 		}
 	}
@@ -371,114 +338,93 @@ static void otag_commit(struct opx *x)
 		ents[i].value = (char *)ts.values[i];
 		p[i] = &ents[i];
 	}
-	st.bucket = x->bucket;
-	st.key = x->key;
-	st.if_generation = x->rec->generation;
+	st.bucket = rq->bucket;
+	st.key = rq->key;
+	st.if_generation = t->rec->generation;
 	st.n_tags = ts.n;
 	st.tags = p;
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS;
 	op.put_object_tags = &st;
-	int rc = s3o_msubmit(x, &op, on_otag_commit);
+	s3_rq_submit(rq, &op, S3_SUBJ_OBJECT_TAGS, on_otag_commit);
 	free(arena);
-	if (rc)
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
 }
 
-static void on_otag_head(void *ud, int err, const ProtobufCMessage *resp)
+static void on_otag_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
-	struct opx *x = ud;
-	if (!opx_back(x))
-		return;
-	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
-		s3o_fail(x, s3o_meta_err(err), NULL);
-		return;
-	}
-	if (err || r->status != IOLAKE__META__STATUS__STATUS_OK || !r->record) {
-		otag_missing(x);
+	struct tag_rq *t = tag_of(rq);
+	s3u_free_msg(t->rec);
+	t->rec = rec;
+	if (e == S3E_NoSuchKey) {
+		s3_rq_no_such_key(rq, rq->bucket);
 		return;
 	}
-	if (s3_call_req(x->c)->op == S3_OP_GetObjectTagging) {
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	if (s3_call_req(rq->c)->op == S3_OP_GetObjectTagging) {
 		struct s3_tagset ts;
-		tagset_of_record(r->record, &ts);
-		send_tagset(x, &ts);
+		tagset_of_record(rec, &ts);
+		send_tagset(rq, &ts);
 		return;
 	}
-	s3o_free_msg(x->rec);
-	x->rec = (Iolake__Meta__ObjectRecord *)s3o_copy_msg(&r->record->base);
-	if (!x->rec) {
-		s3o_fail(x, S3E_InternalError, NULL);
-		return;
-	}
-	otag_commit(x);
+	otag_commit(t);
 }
 
-static void otag_read(struct opx *x)
+static void otag_read(struct tag_rq *t)
 {
-	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
-	req.bucket = x->bucket;
-	req.key = x->key;
-	if (s3o_mcall(x, META_M_HEAD_OBJECT, &req.base, on_otag_head))
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
+	s3_rq_head(&t->rq, t->rq.bucket, t->rq.key, on_otag_head);
 }
 
-static void on_otag_body(struct s3_call *c, enum s3_err verdict)
+static void on_otag_body(struct s3_rq *rq, enum s3_err verdict)
 {
-	struct opx *x = s3_call_user(c);
-	if (!verdict && x->inl_len != x->size)
-		verdict = S3E_IncompleteBody;
+	struct tag_rq *t = tag_of(rq);
 	if (verdict) {
-		s3o_fail(x, verdict, NULL);
+		s3_rq_fail(rq, verdict, NULL);
 		return;
 	}
 	/* Refuse a bad document before touching meta. */
 	struct s3_tagset ts;
 	char *arena = NULL;
 	const char *msg;
-	enum s3_err e = parse_tagging(x, S3_TAGS_OBJECT_MAX, &ts, &arena, &msg);
+	enum s3_err e = parse_tagging(&t->body, S3_TAGS_OBJECT_MAX, &ts, &arena, &msg);
 	free(arena);
 	if (e) {
-		s3o_fail(x, e, msg);
+		s3_rq_fail(rq, e, msg);
 		return;
 	}
-	otag_read(x);
+	otag_read(t);
 }
 
 static void op_object_tagging(struct s3_call *c)
 {
-	struct opx *x = opx_new(c);
-	if (!x) {
-		s3_call_error(c, S3E_InternalError, NULL);
+	struct tag_rq *t = tag_new(c);
+	if (!t)
 		return;
-	}
 	if (s3_call_req(c)->op != S3_OP_PutObjectTagging) {
-		otag_read(x);
+		otag_read(t);
 		return;
 	}
-	enum s3_err e = s3o_small_body(x, S3_TAGGING_BODY_MAX, on_otag_body);
+	enum s3_err e = s3_body_read(&t->rq, &t->body, S3_TAGGING_BODY_MAX, on_otag_body);
 	if (e)
-		s3o_fail(x, e, NULL);
+		s3_rq_fail(&t->rq, e, NULL);
 }
 
 /* ------------------------------------------------------------ bucket tagging */
 
-static void on_btag_commit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
+static void on_btag_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
 {
-	(void)idx;
-	struct opx *x = ud;
-	if (!opx_back(x))
+	(void)res;
+	if (!rq->c)
 		return;
-	int st = err ? -1 : (int)res->status;
-	if (st == IOLAKE__META__STATUS__STATUS_OK)
-		http_respond(s3_call_stream(x->c), 204, NULL, 0, NULL, NULL);
-	else if (st == IOLAKE__META__STATUS__STATUS_NOT_FOUND)
-		s3o_fail(x, S3E_NoSuchBucket, NULL);
+	if (e == S3E_OK)
+		http_respond(s3_call_stream(rq->c), 204, NULL, 0, NULL, NULL);
 	else
-		s3o_fail(x, err ? s3o_meta_err(err) : S3E_InternalError, NULL);
+		s3_rq_fail(rq, e, NULL);
 }
 
-static void btag_commit(struct opx *x, const struct s3_tagset *ts)
+static void btag_commit(struct s3_rq *rq, const struct s3_tagset *ts)
 {
 	Iolake__Meta__SetBucketTags__TagsEntry ents[S3_TAGS_BUCKET_MAX], *p[S3_TAGS_BUCKET_MAX];
 	Iolake__Meta__SetBucketTags st = IOLAKE__META__SET_BUCKET_TAGS__INIT;
@@ -488,91 +434,75 @@ static void btag_commit(struct opx *x, const struct s3_tagset *ts)
 		ents[i].value = (char *)ts->values[i];
 		p[i] = &ents[i];
 	}
-	st.name = x->bucket;
+	st.name = rq->bucket;
 	st.n_tags = ts->n;
 	st.tags = p;
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_PUT_BUCKET_TAGS;
 	op.put_bucket_tags = &st;
-	if (s3o_msubmit(x, &op, on_btag_commit))
-		s3o_fail(x, S3E_ServiceUnavailable, NULL);
+	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET, on_btag_commit);
 }
 
-static void on_btag_body(struct s3_call *c, enum s3_err verdict)
+static void on_btag_body(struct s3_rq *rq, enum s3_err verdict)
 {
-	struct opx *x = s3_call_user(c);
-	if (!verdict && x->inl_len != x->size)
-		verdict = S3E_IncompleteBody;
+	struct tag_rq *t = tag_of(rq);
 	if (verdict) {
-		s3o_fail(x, verdict, NULL);
+		s3_rq_fail(rq, verdict, NULL);
 		return;
 	}
 	struct s3_tagset ts;
 	char *arena = NULL;
 	const char *msg;
-	enum s3_err e = parse_tagging(x, S3_TAGS_BUCKET_MAX, &ts, &arena, &msg);
+	enum s3_err e = parse_tagging(&t->body, S3_TAGS_BUCKET_MAX, &ts, &arena, &msg);
 	if (e)
-		s3o_fail(x, e, msg);
+		s3_rq_fail(rq, e, msg);
 	else
-		btag_commit(x, &ts); /* the op is copied: arena can go */
+		btag_commit(rq, &ts); /* the op is copied: arena can go */
 	free(arena);
 }
 
-static void on_btag_get(void *ud, int err, const ProtobufCMessage *resp)
+static void on_btag_get(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
-	struct opx *x = ud;
-	if (!opx_back(x))
-		return;
-	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
-	if (err && err != IOL_ENOT_FOUND) {
-		s3o_fail(x, s3o_meta_err(err), NULL);
-		return;
-	}
-	if (err || r->status != IOLAKE__META__STATUS__STATUS_OK || !r->bucket) {
-		s3o_fail(x, S3E_NoSuchBucket, NULL);
-		return;
-	}
-	if (r->bucket->n_tags == 0) {
-		s3o_fail(x, S3E_NoSuchTagSet, NULL);
+	if (!e && !b)
+		e = S3E_NoSuchBucket;
+	if (!e && b->n_tags == 0)
+		e = S3E_NoSuchTagSet;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
 		return;
 	}
 	struct s3_tagset ts = { .n = 0 };
-	for (size_t i = 0; i < r->bucket->n_tags && i < S3_TAGS_BUCKET_MAX; i++) {
-		ts.keys[ts.n] = r->bucket->tags[i]->key;
-		ts.values[ts.n++] = r->bucket->tags[i]->value;
+	for (size_t i = 0; i < b->n_tags && i < S3_TAGS_BUCKET_MAX; i++) {
+		ts.keys[ts.n] = b->tags[i]->key;
+		ts.values[ts.n++] = b->tags[i]->value;
 	}
-	send_tagset(x, &ts);
+	send_tagset(rq, &ts);
 }
 
 static void op_bucket_tagging(struct s3_call *c)
 {
-	struct opx *x = opx_new(c);
-	if (!x) {
-		s3_call_error(c, S3E_InternalError, NULL);
+	struct tag_rq *t = tag_new(c);
+	if (!t)
 		return;
-	}
 	enum s3_op op = s3_call_req(c)->op;
 	if (op == S3_OP_GetBucketTagging) {
-		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-		req.name = x->bucket;
-		if (s3o_mcall(x, META_M_GET_BUCKET, &req.base, on_btag_get))
-			s3o_fail(x, S3E_ServiceUnavailable, NULL);
+		s3_rq_bucket(&t->rq, t->rq.bucket, on_btag_get);
 	} else if (op == S3_OP_DeleteBucketTagging) {
 		struct s3_tagset none = { .n = 0 };
-		btag_commit(x, &none);
+		btag_commit(&t->rq, &none);
 	} else {
-		enum s3_err e = s3o_small_body(x, S3_TAGGING_BODY_MAX, on_btag_body);
+		enum s3_err e = s3_body_read(&t->rq, &t->body, S3_TAGGING_BODY_MAX, on_btag_body);
 		if (e)
-			s3o_fail(x, e, NULL);
+			s3_rq_fail(&t->rq, e, NULL);
 	}
 }
 
-void s3_tagging_bind(struct s3_server_cfg *s)
-{
-	s->ops[S3_OP_PutObjectTagging] = op_object_tagging;
-	s->ops[S3_OP_GetObjectTagging] = op_object_tagging;
-	s->ops[S3_OP_DeleteObjectTagging] = op_object_tagging;
-	s->ops[S3_OP_PutBucketTagging] = op_bucket_tagging;
-	s->ops[S3_OP_GetBucketTagging] = op_bucket_tagging;
-	s->ops[S3_OP_DeleteBucketTagging] = op_bucket_tagging;
-}
+const struct s3_handler s3_tagging_handlers[] = {
+	{ S3_OP_PutObjectTagging, op_object_tagging },
+	{ S3_OP_GetObjectTagging, op_object_tagging },
+	{ S3_OP_DeleteObjectTagging, op_object_tagging },
+	{ S3_OP_PutBucketTagging, op_bucket_tagging },
+	{ S3_OP_GetBucketTagging, op_bucket_tagging },
+	{ S3_OP_DeleteBucketTagging, op_bucket_tagging },
+	S3_HANDLERS_END,
+};

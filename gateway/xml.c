@@ -4,6 +4,8 @@
  * Growth doubles the buffer, capped at max_bytes, so a ListObjects page of
  * 1,000 keys costs a handful of reallocs at most; callers that render many
  * documents on one connection xml_reset and keep the buffer.
+ *
+ * Owns the writer's buffer. Does not parse (xml_parse does).
  */
 #include "gateway/xml.h"
 

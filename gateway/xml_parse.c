@@ -4,6 +4,9 @@
  * One small SAX core: a stack of element names (depth-bounded), the text
  * of the innermost element gathered into a bounded buffer, and an
  * end-element hook per document type that sees the path and the text.
+ *
+ * Owns nothing beyond one parse. Does not choose S3 errors: callers
+ * answer a failure with MalformedXML.
  */
 #include "gateway/xml_parse.h"
 

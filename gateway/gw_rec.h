@@ -1,0 +1,69 @@
+/*
+ * gw_rec.h — an object record's data as shards: whether a record keeps its
+ * body inline or in multipart segments, the shard layouts it names (decoded
+ * and checked against the record), and deleting those shards on the PG's
+ * current OSDs.
+ *
+ * Below both users: the S3 handlers (a writer frees the shards of the
+ * version its commit replaced or removed, after that commit) and the shard
+ * GC worker gw_gc (which retries what those deletes missed). It knows
+ * meta's ObjectRecord / Segment shapes, gw_data's layouts and gw_map's
+ * targets; it knows nothing of S3, requests or meta calls.
+ *
+ * Thread: the gateway loop (gw_map and gw_data are loop-bound); the
+ * record and layout functions are pure and run anywhere.
+ */
+#ifndef GATEWAY_GW_REC_H
+#define GATEWAY_GW_REC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gateway/gw_data.h"
+#include "gateway/gw_map.h"
+#include "proto/meta.pb-c.h"
+
+/* Whether r's body is inline (in r->inline_data, no shards). */
+bool gw_rec_is_inline(const Iolake__Meta__ObjectRecord *r);
+
+/* Whether r is a multipart record (its body in r->segments, each with its
+ * own encoded layout; no record-level data_layout). */
+bool gw_rec_is_multipart(const Iolake__Meta__ObjectRecord *r);
+
+/* r's record-level layout into *l (release with gw_data_layout_clear): 0,
+ * IOL_ECORRUPT (malformed, or not matching the record's size), -ENOMEM. */
+int gw_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l);
+
+/* A multipart segment's layout, as gw_rec_layout, checked against the
+ * segment's length. */
+int gw_rec_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l);
+
+/* The shard layouts r names: a multipart record one per segment, an
+ * erasure-coded one 1, an inline one 0. */
+size_t gw_rec_n_layouts(const Iolake__Meta__ObjectRecord *r);
+
+/* Start deleting the shards of r's i-th layout (i < gw_rec_n_layouts) on
+ * its PG's OSDs in map's current map; cb(ud, ...) follows (gw_data_delete:
+ * NOT_FOUND counts as deleted). 0 (cb follows), 1 (the layout names no
+ * shards: nothing to do, no cb), IOL_ECORRUPT or -EINVAL (the layout does
+ * not decode or does not fit the record: it never will), -EAGAIN (no map
+ * yet, or gw_data at max_ops), -ERANGE (no such PG), -ENOMEM. */
+int gw_rec_drop_layout(struct gw_map *map, struct gw_data *data,
+		       const Iolake__Meta__ObjectRecord *r, size_t i, gw_data_delete_cb cb,
+		       void *ud);
+
+/* Best effort: delete the shards of a version no record names any more
+ * (every layout of gw_rec_drop_layout, completions only logged). What
+ * fails stays in meta's GC queue for gw_gc. NULL r is ignored. */
+void gw_rec_drop_shards(struct gw_map *map, struct gw_data *data,
+			const Iolake__Meta__ObjectRecord *r);
+
+/* Best effort: delete the shards of one encoded layout (a part's). */
+void gw_rec_drop_encoded(struct gw_map *map, struct gw_data *data, const uint8_t *enc,
+			 size_t len);
+
+/* A gw_data_delete_cb that only logs a partial failure. */
+void gw_rec_on_drop_done(void *ud, int status, uint32_t failed);
+
+#endif

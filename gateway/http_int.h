@@ -1,0 +1,134 @@
+/*
+ * http_int.h — what the two halves of the HTTP/1.1 server (http.h) share
+ * inside gateway/: the connection with its write slots and buffers, the
+ * server, and the few functions one half calls in the other. http.c owns
+ * connections (accept, reading and parsing, timers, lingering close, the
+ * server's lifecycle); http_resp.c owns responses (the head, writes, the
+ * exchange's API a handler calls). Not an API outside http*.c.
+ *
+ * Thread: the server's loop.
+ */
+#ifndef GATEWAY_HTTP_INT_H
+#define GATEWAY_HTTP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <uv.h>
+
+#include "gateway/http.h"
+
+enum phase { ACTIVE, LINGER, CLOSING };
+
+struct wslot {
+	uv_write_t req;
+	struct conn *c;
+	http_write_cb cb;
+	void *arg;
+	size_t bytes;
+	bool used;
+	bool last;                 /* completes the response */
+	char chunk_hdr[20];        /* "%zx\r\n" for chunked bodies */
+};
+
+struct http_stream {
+	struct conn *c;
+};
+
+struct conn {
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	uv_shutdown_t shut;
+	struct http_server *srv;
+	struct conn *prev, *next;  /* live list (or free list via next) */
+	struct conn *kick_next;
+	bool kick_queued;
+	enum phase phase;
+	int handles_open;
+	int close_err;
+
+	struct http_parse hp;
+	size_t rpos, rlen;
+	bool reading;
+	bool in_process;
+	uint64_t linger_bytes;
+	int timer_mode;            /* which timeout is armed (enum below) */
+
+	/* The exchange. */
+	struct http_stream stream;
+	void *user;
+	bool active;               /* on_request called, on_finish not yet */
+	bool body_done;
+	bool paused;               /* by the handler */
+	bool continue_pending;
+	bool close_after;
+	bool resp_started;
+	bool head_pending;         /* head composed, not yet written */
+	bool resp_chunked;
+	bool resp_ended;           /* last write submitted */
+	bool head_only;            /* HEAD: no body bytes go out */
+	int64_t resp_remaining;    /* Content-Length bytes still to write */
+	int status;
+	char request_id[64];
+	size_t uhdr_len;
+	size_t head_len;
+	int writes;
+	uint64_t queued;
+	struct wslot w[HTTP_MAX_WRITES];
+	char uhdr[HTTP_OUT_HEAD_MAX];
+	char head[HTTP_OUT_HEAD_MAX + 512 + HTTP_INLINE_BODY_MAX];
+	char rbuf[HTTP_READ_BUF];
+};
+
+enum { T_NONE, T_IDLE, T_HEAD, T_BODY, T_LINGER };
+
+struct http_server {
+	uv_loop_t *loop;
+	uv_tcp_t listener;
+	uv_idle_t kick;
+	struct http_server_cfg cfg;
+	struct conn *pool;
+	struct conn *free_list;
+	struct conn *live;
+	struct conn *kick_head, *kick_tail;
+	bool accept_waiting;
+	bool closing;
+	int handles_open;
+	void (*close_cb)(void *);
+	void *close_arg;
+	struct http_stats stats;
+	uint64_t id_seq;
+	uint32_t id_prefix;
+	time_t date_at;
+	char date[40];
+	int port;
+};
+
+/* ------------------------------------------------------------ http.c */
+
+/* Close the connection (an active exchange gets on_finish(err)). */
+void conn_close(struct conn *c, int err);
+/* The response is fully handed to the kernel: finish the exchange, then
+ * linger or read the next request. */
+void conn_maybe_finish(struct conn *c);
+/* Shut our side down and read and discard for a while before closing. */
+void conn_linger(struct conn *c);
+/* Parse again from the loop (never inside a handler call). */
+void conn_kick(struct conn *c);
+/* Start or stop reading / pick the timeout for the connection's state. */
+void conn_update_reading(struct conn *c);
+void conn_update_timer(struct conn *c, bool restart);
+
+/* ------------------------------------------------------------ http_resp.c */
+
+/* The Date header's value, formatted once a second. */
+const char *conn_date(struct http_server *srv);
+/* Submit bufs as one write (a slot of c->w; last: it completes the
+ * response). 0 or -errno (-EAGAIN: no slot; the socket gone: c closed). */
+int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, void *arg,
+		bool last, struct wslot **out);
+/* "100 Continue", once. */
+void conn_send_continue(struct conn *c);
+
+#endif

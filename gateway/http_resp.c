@@ -1,0 +1,382 @@
+/*
+ * http_resp.c — the HTTP/1.1 server's response side (model in http.h,
+ * shared state in http_int.h): the status line and headers composed into
+ * the connection's head buffer, whole responses in one uv_write, streamed
+ * ones with Content-Length or chunked, write slots and their completions,
+ * 100 Continue, and the exchange's accessors a handler uses.
+ *
+ * Does not read, parse, time out or close connections (http.c does; a
+ * write that fails or completes a response hands back to it).
+ * Write completions are libuv callbacks, never synchronous, so http_write
+ * never calls back into the handler.
+ *
+ * Thread: the server's loop.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/loop.h"
+#include "gateway/http_int.h"
+
+/* ------------------------------------------------------------ utils */
+
+const char *http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 412: return "Precondition Failed";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 416: return "Range Not Satisfiable";
+	case 417: return "Expectation Failed";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}
+
+const char *conn_date(struct http_server *srv)
+{
+	time_t now = time(NULL);
+	if (now != srv->date_at) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(srv->date, sizeof(srv->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		srv->date_at = now;
+	}
+	return srv->date;
+}
+
+/* ------------------------------------------------------------ writing */
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct wslot *w = container_of(req, struct wslot, req);
+	struct conn *c = w->c;
+	struct http_server *srv = c->srv;
+	srv->stats.write_queued_bytes -= w->bytes;
+	c->queued -= w->bytes;
+	c->writes--;
+	if (status == 0)
+		srv->stats.bytes_out += w->bytes;
+	http_write_cb cb = w->cb;
+	void *arg = w->arg;
+	bool last = w->last;
+	w->used = false;
+	if (cb && c->active)
+		cb(&c->stream, status, arg);
+	if (status < 0) {
+		conn_close(c, -EPIPE);
+		return;
+	}
+	if (last && c->phase == ACTIVE) {
+		if (c->active)
+			conn_maybe_finish(c);
+		else
+			conn_linger(c); /* the server's own error reply */
+	}
+}
+
+/* Submit bufs as one write. 0 or -errno. */
+int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, void *arg,
+		  bool last, struct wslot **out)
+{
+	if (c->phase != ACTIVE)
+		return -EPIPE;
+	struct wslot *w = NULL;
+	for (int i = 0; i < HTTP_MAX_WRITES; i++)
+		if (!c->w[i].used) {
+			w = &c->w[i];
+			break;
+		}
+	if (!w)
+		return -EAGAIN;
+	size_t bytes = 0;
+	for (unsigned i = 0; i < n; i++)
+		bytes += bufs[i].len;
+	w->c = c;
+	w->cb = cb;
+	w->arg = arg;
+	w->bytes = bytes;
+	w->last = last;
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_written);
+	if (rc) { /* the socket is gone: the exchange ends with on_finish */
+		conn_close(c, rc);
+		return rc;
+	}
+	w->used = true;
+	c->writes++;
+	c->queued += bytes;
+	struct http_stats *st = &c->srv->stats;
+	st->write_queued_bytes += bytes;
+	if (st->write_queued_bytes > st->write_queued_max)
+		st->write_queued_max = st->write_queued_bytes;
+	if (out)
+		*out = w;
+	return 0;
+}
+
+void conn_send_continue(struct conn *c)
+{
+	static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	c->continue_pending = false;
+	uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
+	if (conn_submit(c, &b, 1, NULL, NULL, false, NULL))
+		conn_close(c, -EPIPE);
+}
+
+/* Compose status line, server headers, user headers and the blank line
+ * into c->head. cl < 0: chunked (or close-delimited for HTTP/1.0). */
+static int compose_head(struct conn *c, int status, int64_t cl)
+{
+	struct http_server *srv = c->srv;
+	const struct http_request *r = &c->hp.req;
+	bool http10 = r->http_minor == 0;
+	if (!r->keep_alive || srv->closing)
+		c->close_after = true;
+	if (r->has_body && !c->body_done) {
+		/* Answering before the body was read: the rest of it would be
+		 * taken for the next request. Close after, lingering. */
+		c->close_after = true;
+		c->continue_pending = false;
+	}
+	bool bodyless = status == 204 || status == 304 || (status >= 100 && status < 200);
+	c->resp_chunked = false;
+	if (cl < 0 && !bodyless) {
+		if (http10)
+			c->close_after = true;
+		else
+			c->resp_chunked = true;
+	}
+	int n = snprintf(c->head, sizeof(c->head),
+			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\n", status,
+			 http_reason(status), conn_date(srv), srv->cfg.server_name,
+			 srv->cfg.request_id_header, c->request_id);
+	if (!bodyless && cl >= 0)
+		n += snprintf(c->head + n, sizeof(c->head) - (size_t)n, "Content-Length: %lld\r\n",
+			      (long long)cl);
+	if (c->resp_chunked)
+		n += snprintf(c->head + n, sizeof(c->head) - (size_t)n,
+			      "Transfer-Encoding: chunked\r\n");
+	if (c->close_after)
+		n += snprintf(c->head + n, sizeof(c->head) - (size_t)n, "Connection: close\r\n");
+	else if (http10)
+		n += snprintf(c->head + n, sizeof(c->head) - (size_t)n, "Connection: keep-alive\r\n");
+	memcpy(c->head + n, c->uhdr, c->uhdr_len);
+	n += (int)c->uhdr_len;
+	memcpy(c->head + n, "\r\n", 2);
+	c->head_len = (size_t)n + 2;
+	c->status = status;
+	c->resp_started = true;
+	c->head_only = r->method == HTTP_HEAD || bodyless;
+	c->resp_remaining = cl;
+	int cls = status / 100;
+	if (cls >= 1 && cls <= 5)
+		srv->stats.responses[cls]++;
+	return 0;
+}
+
+/* ------------------------------------------------------------ exchange */
+
+const struct http_request *http_stream_request(const struct http_stream *s)
+{
+	return &s->c->hp.req;
+}
+
+void *http_stream_ctx(const struct http_stream *s)
+{
+	return s->c->srv->cfg.handler.ctx;
+}
+
+void http_stream_set_user(struct http_stream *s, void *user)
+{
+	s->c->user = user;
+}
+
+void *http_stream_user(const struct http_stream *s)
+{
+	return s->c->user;
+}
+
+const char *http_stream_request_id(const struct http_stream *s)
+{
+	return s->c->request_id;
+}
+
+void http_stream_set_request_id(struct http_stream *s, const char *id)
+{
+	snprintf(s->c->request_id, sizeof(s->c->request_id), "%s", id);
+}
+
+uint64_t http_stream_queued(const struct http_stream *s)
+{
+	return s->c->queued;
+}
+
+void http_set_close(struct http_stream *s)
+{
+	s->c->close_after = true;
+}
+
+static bool bad_token(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0')
+			return true;
+	return false;
+}
+
+int http_add_header_n(struct http_stream *s, const char *name, size_t name_len,
+		      const char *value, size_t value_len)
+{
+	struct conn *c = s->c;
+	if (c->resp_started)
+		return -EALREADY;
+	if (!name_len || bad_token(name, name_len) || bad_token(value, value_len) ||
+	    memchr(name, ':', name_len))
+		return -EINVAL;
+	size_t need = name_len + 2 + value_len + 2;
+	if (need > sizeof(c->uhdr) - c->uhdr_len)
+		return -ENOSPC;
+	char *p = c->uhdr + c->uhdr_len;
+	memcpy(p, name, name_len);
+	p += name_len;
+	*p++ = ':';
+	*p++ = ' ';
+	memcpy(p, value, value_len);
+	p += value_len;
+	*p++ = '\r';
+	*p++ = '\n';
+	c->uhdr_len += need;
+	return 0;
+}
+
+int http_add_header(struct http_stream *s, const char *name, const char *value)
+{
+	return http_add_header_n(s, name, strlen(name), value, strlen(value));
+}
+
+int http_respond(struct http_stream *s, int status, const void *body, size_t len,
+		 http_write_cb cb, void *arg)
+{
+	struct conn *c = s->c;
+	if (c->resp_started)
+		return -EALREADY;
+	if (!cb && len > HTTP_INLINE_BODY_MAX)
+		return -E2BIG;
+	compose_head(c, status, (int64_t)len);
+	uv_buf_t bufs[2];
+	unsigned n = 1;
+	bool send_body = !c->head_only && len > 0;
+	if (send_body && !cb) {
+		memcpy(c->head + c->head_len, body, len);
+		c->head_len += len;
+	} else if (send_body) {
+		bufs[n++] = uv_buf_init((char *)body, (unsigned)len);
+	}
+	bufs[0] = uv_buf_init(c->head, (unsigned)c->head_len);
+	c->head_pending = false;
+	c->resp_ended = true;
+	c->resp_remaining = 0;
+	int rc = conn_submit(c, bufs, n, cb, arg, true, NULL);
+	if (rc)
+		conn_close(c, -EPIPE);
+	return rc;
+}
+
+int http_respond_start(struct http_stream *s, int status, int64_t content_length)
+{
+	struct conn *c = s->c;
+	if (c->resp_started)
+		return -EALREADY;
+	compose_head(c, status, content_length);
+	c->head_pending = true;
+	return 0;
+}
+
+int http_write(struct http_stream *s, const void *data, size_t len, http_write_cb cb, void *arg)
+{
+	struct conn *c = s->c;
+	static char crlf[] = "\r\n";
+	if (!c->resp_started || c->resp_ended)
+		return -EALREADY;
+	if (c->phase != ACTIVE)
+		return -EPIPE;
+	if (!c->resp_chunked && c->resp_remaining >= 0 && (int64_t)len > c->resp_remaining)
+		return -EMSGSIZE;
+	uv_buf_t bufs[4];
+	unsigned n = 0;
+	if (c->head_pending)
+		bufs[n++] = uv_buf_init(c->head, (unsigned)c->head_len);
+	struct wslot *w = NULL;
+	bool body = !c->head_only && len > 0;
+	unsigned chunk_at = n;
+	if (body && c->resp_chunked)
+		bufs[n++] = uv_buf_init(NULL, 0); /* filled once the slot is known */
+	if (body)
+		bufs[n++] = uv_buf_init((char *)data, (unsigned)len);
+	if (body && c->resp_chunked)
+		bufs[n++] = uv_buf_init(crlf, 2);
+	if (n == 0) /* HEAD or empty write: still complete asynchronously */
+		bufs[n++] = uv_buf_init(crlf, 0);
+	/* The chunk header lives in the slot; find it first. */
+	struct wslot *free_slot = NULL;
+	for (int i = 0; i < HTTP_MAX_WRITES && !free_slot; i++)
+		if (!c->w[i].used)
+			free_slot = &c->w[i];
+	if (!free_slot)
+		return -EAGAIN;
+	if (body && c->resp_chunked) {
+		int hl = snprintf(free_slot->chunk_hdr, sizeof(free_slot->chunk_hdr), "%zx\r\n", len);
+		bufs[chunk_at] = uv_buf_init(free_slot->chunk_hdr, (unsigned)hl);
+	}
+	int rc = conn_submit(c, bufs, n, cb, arg, false, &w);
+	if (rc)
+		return rc;
+	c->head_pending = false;
+	if (c->resp_remaining >= 0 && !c->resp_chunked)
+		c->resp_remaining -= (int64_t)len;
+	return 0;
+}
+
+int http_respond_end(struct http_stream *s)
+{
+	struct conn *c = s->c;
+	static char last_chunk[] = "0\r\n\r\n";
+	if (!c->resp_started || c->resp_ended)
+		return -EALREADY;
+	uv_buf_t bufs[2];
+	unsigned n = 0;
+	if (c->head_pending)
+		bufs[n++] = uv_buf_init(c->head, (unsigned)c->head_len);
+	if (c->resp_chunked && !c->head_only)
+		bufs[n++] = uv_buf_init(last_chunk, 5);
+	if (n == 0)
+		bufs[n++] = uv_buf_init(last_chunk, 0);
+	if (!c->resp_chunked && c->resp_remaining > 0 && !c->head_only)
+		c->close_after = true; /* short body: framing is lost */
+	int rc = conn_submit(c, bufs, n, NULL, NULL, true, NULL);
+	if (rc)
+		return rc;
+	c->head_pending = false;
+	c->resp_ended = true;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * s3_attrs.h — an object's additional checksums on the S3 surface: the
+ * record's Checksum entry from a PUT's verified body, the
+ * x-amz-checksum-<algo> response headers, and GetObjectAttributes (a
+ * handler in s3_attrs.c's table, s3_handlers.h).
+ *
+ * A checksum goes out only for the bytes it was computed over, the whole
+ * object: the callers do not ask for it on a range or one part.
+ *
+ * Owns nothing. Does not compute checksums (s3_checksum and the front end
+ * do) nor commit records (s3_put.c).
+ *
+ * Thread: the gateway loop.
+ */
+#ifndef GATEWAY_S3_ATTRS_H
+#define GATEWAY_S3_ATTRS_H
+
+#include <stdbool.h>
+
+#include "gateway/s3_server.h"
+#include "proto/meta.pb-c.h"
+
+/* The verified body's additional checksum (s3_call_checksum) as a record
+ * entry into *out, pointing into the call (valid while it is); false when
+ * the request had none. */
+bool s3_attrs_record_checksum(const struct s3_call *c, Iolake__Meta__Checksum *out);
+
+/* An upload's response: x-amz-checksum-<algo> of the verified body, when
+ * there was one. */
+void s3_attrs_put_checksum_header(struct s3_call *c);
+
+/* The request says x-amz-checksum-mode: ENABLED. */
+bool s3_attrs_checksum_mode(struct s3_call *c);
+
+/* The record's checksum as response headers (x-amz-checksum-<algo>,
+ * x-amz-checksum-type). Only for a response carrying the whole object. */
+void s3_attrs_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * s3_bucket.c — the bucket operations: ListBuckets, CreateBucket,
+ * HeadBucket, GetBucketLocation, DeleteBucket, each one meta call (a
+ * GetBucket or ListBuckets read, a CreateBucket or DeleteBucket op)
+ * answered through s3_status's table.
+ *
+ * Owns no state beyond the request's base. Does not do bucket tagging
+ * (s3_tagging.c) nor listings of a bucket's contents (s3_list.c).
+ *
+ * Thread: the gateway loop.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/s3_handlers.h"
+#include "gateway/s3_rq.h"
+#include "gateway/s3_util.h"
+
+static void on_list_buckets(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	const Iolake__Meta__ListBucketsResponse *r = (const void *)resp;
+	const char *owner = s3_rq_owner(rq);
+	struct xml_w *w = s3_call_xml(rq->c);
+	xml_decl(w);
+	xml_open_ns(w, "ListAllMyBucketsResult", S3_XMLNS);
+	xml_open(w, "Owner");
+	xml_elem(w, "ID", owner);
+	xml_elem(w, "DisplayName", owner);
+	xml_close(w);
+	xml_open(w, "Buckets");
+	for (size_t i = 0; i < r->n_buckets; i++) {
+		char d[40];
+		s3u_iso_date(r->buckets[i]->created_ms, d);
+		xml_open(w, "Bucket");
+		xml_elem(w, "Name", r->buckets[i]->name);
+		xml_elem(w, "CreationDate", d);
+		xml_close(w);
+	}
+	xml_close(w);
+	xml_close(w);
+	s3_call_send_xml(rq->c, 200);
+}
+
+static void op_list_buckets(struct s3_call *c)
+{
+	struct s3_rq *rq = s3_rq_new(c, sizeof(*rq));
+	if (!rq)
+		return;
+	Iolake__Meta__ListBucketsRequest req = IOLAKE__META__LIST_BUCKETS_REQUEST__INIT;
+	req.owner = "";
+	s3_rq_call(rq, META_M_LIST_BUCKETS, &req.base, S3_SUBJ_NONE, on_list_buckets);
+}
+
+static void on_create_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
+{
+	(void)res;
+	if (!rq->c)
+		return;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	char loc[S3_BUCKET_MAX + 2];
+	snprintf(loc, sizeof(loc), "/%s", rq->bucket);
+	http_add_header(s3_call_stream(rq->c), "Location", loc);
+	http_respond(s3_call_stream(rq->c), 200, NULL, 0, NULL, NULL);
+}
+
+static void op_create_bucket(struct s3_call *c)
+{
+	struct s3_rq *rq = s3_rq_new(c, sizeof(*rq));
+	if (!rq)
+		return;
+	Iolake__Meta__Bucket b = IOLAKE__META__BUCKET__INIT;
+	b.name = rq->bucket;
+	b.owner = (char *)s3_rq_owner(rq);
+	b.created_ms = s3u_wall_ms();
+	b.region = rq->o->region;
+	Iolake__Meta__CreateBucket cb = IOLAKE__META__CREATE_BUCKET__INIT;
+	cb.bucket = &b;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_CREATE_BUCKET;
+	op.create_bucket = &cb;
+	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET_NEW, on_create_bucket);
+}
+
+static void on_delete_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
+{
+	(void)res;
+	if (!rq->c)
+		return;
+	if (e)
+		s3_rq_fail(rq, e, NULL);
+	else
+		http_respond(s3_call_stream(rq->c), 204, NULL, 0, NULL, NULL);
+}
+
+static void op_delete_bucket(struct s3_call *c)
+{
+	struct s3_rq *rq = s3_rq_new(c, sizeof(*rq));
+	if (!rq)
+		return;
+	Iolake__Meta__DeleteBucket db = IOLAKE__META__DELETE_BUCKET__INIT;
+	db.name = rq->bucket;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_DELETE_BUCKET;
+	op.delete_bucket = &db;
+	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET, on_delete_bucket);
+}
+
+/* HeadBucket and GetBucketLocation. */
+static void on_get_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+{
+	if (!e && !b)
+		e = S3E_NoSuchBucket;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	if (s3_call_req(rq->c)->op == S3_OP_HeadBucket) {
+		http_add_header(s3_call_stream(rq->c), "x-amz-bucket-region", rq->o->region);
+		http_respond(s3_call_stream(rq->c), 200, NULL, 0, NULL, NULL);
+		return;
+	}
+	struct xml_w *w = s3_call_xml(rq->c);
+	xml_decl(w);
+	xml_open_ns(w, "LocationConstraint", S3_XMLNS);
+	/* us-east-1 is reported as an empty constraint, as S3 does. */
+	const char *reg = b->region && *b->region ? b->region : rq->o->region;
+	if (strcmp(reg, "us-east-1") != 0)
+		xml_text(w, reg, strlen(reg));
+	xml_close(w);
+	s3_call_send_xml(rq->c, 200);
+}
+
+static void op_get_bucket(struct s3_call *c)
+{
+	struct s3_rq *rq = s3_rq_new(c, sizeof(*rq));
+	if (rq)
+		s3_rq_bucket(rq, rq->bucket, on_get_bucket);
+}
+
+const struct s3_handler s3_bucket_handlers[] = {
+	{ S3_OP_ListBuckets, op_list_buckets },
+	{ S3_OP_CreateBucket, op_create_bucket },
+	{ S3_OP_HeadBucket, op_get_bucket },
+	{ S3_OP_GetBucketLocation, op_get_bucket },
+	{ S3_OP_DeleteBucket, op_delete_bucket },
+	S3_HANDLERS_END,
+};

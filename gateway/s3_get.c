@@ -1,0 +1,431 @@
+/*
+ * s3_get.c — GetObject and HeadObject: the record read from meta (a
+ * linearizable leader read), conditional headers (304 / 412), the range
+ * (Range with If-Range, or partNumber), then the bytes: inline from the
+ * record, one gw_data GET of the record's layout, or a multipart object
+ * read segment by segment (each its own layout and its own gw_data GET).
+ *
+ * Invariant: the response starts only once the first bytes are verified,
+ * so an object that cannot be read is a 503, never a short or wrong body;
+ * a later segment failing cuts the connection (a short body, never wrong
+ * bytes). At most GET_WRITES response writes are in flight; the data path
+ * reads ahead only as fast as they complete.
+ *
+ * Owns the request's copy of the record, its layout and its gw_data GET.
+ * Does not write anything, nor answer GetObjectAttributes (s3_attrs.c).
+ *
+ * Thread: the gateway loop; no blocking call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "gateway/gw_map.h"
+#include "gateway/gw_rec.h"
+#include "gateway/s3_attrs.h"
+#include "gateway/s3_cond_ops.h"
+#include "gateway/s3_handlers.h"
+#include "gateway/s3_rq.h"
+#include "gateway/s3_tagging.h"
+#include "gateway/s3_util.h"
+
+#define GET_WRITES 4   /* response writes in flight per GET */
+
+struct get_rq {
+	struct s3_rq rq;
+	Iolake__Meta__ObjectRecord *rec;
+	struct gw_data_get *get;
+	struct gw_data_layout lay;     /* the GET's layout: outlives get */
+	uint64_t off, len;             /* the bytes answered */
+	bool partial, started, ended, head;
+	unsigned writes;               /* response writes in flight */
+	unsigned whead;
+	struct buf *wbufs[GET_WRITES];
+	/* A multipart object: the segments the range touches, one at a time. */
+	bool mpu;
+	uint32_t mseg;                 /* segment being read */
+	uint64_t mpos, mend;           /* object bytes [mpos, mend) still to read */
+};
+
+static struct get_rq *get_of(struct s3_rq *rq)
+{
+	return container_of(rq, struct get_rq, rq);
+}
+
+static void get_stop(struct s3_rq *rq)
+{
+	struct get_rq *g = get_of(rq);
+	if (g->get) {
+		gw_data_get_free(g->get);
+		g->get = NULL;
+	}
+}
+
+static void get_fini(struct s3_rq *rq)
+{
+	struct get_rq *g = get_of(rq);
+	get_stop(rq);
+	gw_data_layout_clear(&g->lay);
+	s3u_free_msg(g->rec);
+}
+
+static void get_pump(struct get_rq *g);
+
+static void add_object_headers(struct get_rq *g)
+{
+	struct s3_call *c = g->rq.c;
+	struct http_stream *s = s3_call_stream(c);
+	const Iolake__Meta__ObjectRecord *r = g->rec;
+	char v[64];
+	snprintf(v, sizeof(v), "\"%s\"", r->etag ? r->etag : "");
+	http_add_header(s, "ETag", v);
+	s3u_http_date(r->mtime_ms, v);
+	http_add_header(s, "Last-Modified", v);
+	http_add_header(s, "Accept-Ranges", "bytes");
+	http_add_header(s, "Content-Type",
+			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
+	if (r->content_encoding && *r->content_encoding)
+		http_add_header(s, "Content-Encoding", r->content_encoding);
+	if (r->content_disposition && *r->content_disposition)
+		http_add_header(s, "Content-Disposition", r->content_disposition);
+	if (r->content_language && *r->content_language)
+		http_add_header(s, "Content-Language", r->content_language);
+	if (r->cache_control && *r->cache_control)
+		http_add_header(s, "Cache-Control", r->cache_control);
+	if (r->expires && *r->expires)
+		http_add_header(s, "Expires", r->expires);
+	for (size_t i = 0; i < r->n_user_meta; i++) {
+		char name[300];
+		snprintf(name, sizeof(name), "x-amz-meta-%s", r->user_meta[i]->key);
+		http_add_header(s, name, r->user_meta[i]->value);
+	}
+	s3_tagging_count_header(s, r);
+	/* The object's checksum only with the whole object (not a range,
+	 * not one part). */
+	if (!g->partial && !s3_call_req(c)->part_number && s3_attrs_checksum_mode(c))
+		s3_attrs_checksum_headers(c, r);
+	if (s3_call_req(c)->part_number && r->parts_count) {
+		snprintf(v, sizeof(v), "%u", (unsigned)r->parts_count);
+		http_add_header(s, "x-amz-mp-parts-count", v);
+	}
+	if (g->partial) {
+		char cr[96];
+		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)g->off,
+			 (unsigned long long)(g->off + g->len - 1), (unsigned long long)r->size);
+		http_add_header(s, "Content-Range", cr);
+	}
+}
+
+/* Range: bytes=a-b | a- | -n. 0 (whole object: no or ignored header),
+ * 1 (a satisfiable range in off and len), -1 (unsatisfiable). */
+static int parse_range(struct s3_call *c, uint64_t size, uint64_t *off, uint64_t *len)
+{
+	char v[128];
+	if (!s3u_hdr_str(c, "range", v, sizeof(v)))
+		return 0;
+	if (strncmp(v, "bytes=", 6) != 0 || strchr(v, ','))
+		return 0;
+	char *p = v + 6, *end;
+	if (*p == '-') {
+		unsigned long long n = strtoull(p + 1, &end, 10);
+		if (end == p + 1 || *end)
+			return 0;
+		if (n == 0 || size == 0)
+			return -1;
+		if (n > size)
+			n = size;
+		*off = size - n;
+		*len = n;
+		return 1;
+	}
+	unsigned long long a = strtoull(p, &end, 10), b;
+	if (end == p || *end != '-')
+		return 0;
+	p = end + 1;
+	if (!*p) {
+		b = size ? size - 1 : 0;
+	} else {
+		b = strtoull(p, &end, 10);
+		if (*end || b < a)
+			return 0;
+	}
+	if (a >= size)
+		return -1;
+	if (b >= size)
+		b = size - 1;
+	*off = a;
+	*len = b - a + 1;
+	return 1;
+}
+
+static void on_get_written(struct http_stream *s, int status, void *arg)
+{
+	(void)s, (void)status;
+	struct get_rq *g = arg;
+	buf_unref(g->wbufs[g->whead++ % GET_WRITES]);
+	g->writes--;
+	if (s3_rq_back(&g->rq))
+		get_pump(g);
+}
+
+static void on_get_readable(struct gw_data_get *dg, void *ud)
+{
+	(void)dg;
+	struct get_rq *g = ud;
+	if (g->rq.c)
+		get_pump(g);
+}
+
+/* Multipart GET: start reading the next segment the range touches (its
+ * own layout, its own gw_data GET). 0, or an error (the GET fails). */
+static int mget_next(struct get_rq *g)
+{
+	const Iolake__Meta__ObjectRecord *r = g->rec;
+	struct s3_ops *o = g->rq.o;
+	if (g->get) {
+		gw_data_get_free(g->get);   /* before its layout goes */
+		g->get = NULL;
+	}
+	gw_data_layout_clear(&g->lay);
+	while (g->mseg < r->n_segments &&
+	       r->segments[g->mseg]->offset + r->segments[g->mseg]->length <= g->mpos)
+		g->mseg++;
+	if (g->mseg >= r->n_segments || r->segments[g->mseg]->offset > g->mpos)
+		return IOL_ECORRUPT;   /* a hole in the record */
+	const Iolake__Meta__Segment *sg = r->segments[g->mseg];
+	uint64_t seg_end = sg->offset + sg->length;
+	uint64_t n = (seg_end < g->mend ? seg_end : g->mend) - g->mpos;
+	int rc = gw_rec_seg_layout(sg, &g->lay);
+	if (rc)
+		return rc;
+	struct gw_data_target t;
+	if (gw_map_target(o->map, g->lay.pg, &t))
+		return IOL_EUNAVAILABLE;
+	rc = gw_data_get_start(o->data, &t, &g->lay, g->mpos - sg->offset, n, on_get_readable, g,
+			       &g->get);
+	if (rc)
+		return rc;
+	g->mpos += n;
+	g->mseg++;
+	return 0;
+}
+
+static void get_pump(struct get_rq *g)
+{
+	struct http_stream *s = s3_call_stream(g->rq.c);
+	while (!g->ended && g->writes < GET_WRITES) {
+		struct buf_slice sl;
+		int rc = g->get ? gw_data_get_read(g->get, &sl) : IOL_EUNAVAILABLE;
+		if (rc == 0 && g->mpu && g->mpos < g->mend) {
+			rc = mget_next(g);
+			if (rc == 0)
+				continue;
+		}
+		if (rc == -EAGAIN)
+			return;
+		if (rc < 0) {
+			LOG_WARN("get failed", "bucket=%s key=%s err=%s", g->rq.bucket, LOG_Q(g->rq.key),
+				 LOG_Q(g->get ? gw_data_get_error(g->get) : iol_strerror(rc)));
+			g->ended = true;
+			if (!g->started) {
+				s3_rq_fail(&g->rq, S3E_ServiceUnavailable,
+					   "Not enough storage nodes reachable to read the object");
+			} else {
+				/* Bytes already went out: cut the connection, the
+				 * client sees a short body, never wrong bytes. */
+				http_set_close(s);
+				http_respond_end(s);
+			}
+			return;
+		}
+		if (!g->started) {
+			g->started = true;
+			add_object_headers(g);
+			http_respond_start(s, g->partial ? 206 : 200, (int64_t)g->len);
+		}
+		if (rc == 0) {
+			g->ended = true;
+			http_respond_end(s);
+			return;
+		}
+		unsigned slot = (g->whead + g->writes) % GET_WRITES;
+		g->wbufs[slot] = sl.buf;
+		g->writes++;
+		g->rq.pending++;
+		if (http_write(s, sl.buf->data + sl.off, sl.len, on_get_written, g)) {
+			g->writes--;
+			g->rq.pending--;
+			buf_unref(sl.buf);
+			g->ended = true;
+			return;
+		}
+	}
+}
+
+static void on_inline_written(struct http_stream *s, int status, void *arg)
+{
+	(void)s, (void)status, (void)arg; /* the record lives until finish */
+}
+
+/* partNumber=N: that part's bytes of a multipart object (1: the whole of
+ * any other). 1 (a part of a multipart object, in off/len), 0 (the whole
+ * object), -1 (no such part). */
+static int part_range(const Iolake__Meta__ObjectRecord *r, uint32_t pn, uint64_t *off,
+		      uint64_t *len)
+{
+	if (!gw_rec_is_multipart(r) || r->parts_count == 0)
+		return pn == 1 ? 0 : -1;
+	if (pn > r->parts_count)
+		return -1;
+	/* Empty parts have no segment: they sit where the next one starts. */
+	*off = 0;
+	*len = 0;
+	for (size_t i = 0; i < r->n_segments; i++) {
+		const Iolake__Meta__Segment *sg = r->segments[i];
+		if (sg->part_number == pn) {
+			*off = sg->offset;
+			*len = sg->length;
+			break;
+		}
+		if (sg->part_number > pn)
+			break;
+		*off = sg->offset + sg->length;
+	}
+	return 1;
+}
+
+/* The range asked for into g->off / g->len / g->partial; false after
+ * answering (InvalidRequest, InvalidPartNumber, InvalidRange). */
+static bool get_range(struct get_rq *g)
+{
+	struct s3_call *c = g->rq.c;
+	const Iolake__Meta__ObjectRecord *r = g->rec;
+	uint32_t pn = s3_call_req(c)->part_number;
+	int rg;
+	if (pn) {
+		if (s3u_hdr(c, "range")) {
+			s3_rq_fail(&g->rq, S3E_InvalidRequest,
+				   "Cannot specify both Range header and partNumber query parameter");
+			return false;
+		}
+		rg = part_range(r, pn, &g->off, &g->len);
+		if (rg < 0) {
+			s3_rq_fail(&g->rq, S3E_InvalidPartNumber, NULL);
+			return false;
+		}
+	} else {
+		/* If-Range that does not match: the Range is ignored, whole 200. */
+		rg = s3_cond_ops_range_ok(c, r) ? parse_range(c, r->size, &g->off, &g->len) : 0;
+		if (rg < 0) {
+			char cr[40]; /* RFC 7233, as S3: the size the range missed */
+			snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)r->size);
+			http_add_header(s3_call_stream(c), "Content-Range", cr);
+			s3_rq_fail(&g->rq, S3E_InvalidRange, NULL);
+			return false;
+		}
+	}
+	if (rg == 0) {
+		g->off = 0;
+		g->len = r->size;
+	}
+	/* An empty part has no byte range to name. */
+	g->partial = rg == 1 && g->len > 0;
+	return true;
+}
+
+static void get_respond(struct get_rq *g)
+{
+	const Iolake__Meta__ObjectRecord *r = g->rec;
+	struct s3_ops *o = g->rq.o;
+	struct http_stream *s = s3_call_stream(g->rq.c);
+	if (!get_range(g))
+		return;
+	if (g->head) {
+		/* As S3: a satisfiable Range (or partNumber) changes only the
+		 * status and Content-Length (plus Content-Range) of a HEAD. */
+		add_object_headers(g);
+		http_respond_start(s, g->partial ? 206 : 200, (int64_t)g->len);
+		http_respond_end(s);
+		return;
+	}
+	if (gw_rec_is_multipart(r)) {
+		if (g->len == 0) {
+			add_object_headers(g);
+			http_respond(s, 200, NULL, 0, NULL, NULL);
+			return;
+		}
+		g->mpu = true;
+		g->mseg = 0;
+		g->mpos = g->off;
+		g->mend = g->off + g->len;
+		int rc = mget_next(g);
+		if (rc) {
+			s3_rq_fail(&g->rq, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
+				   rc == IOL_ECORRUPT ? "Unreadable object layout" : NULL);
+			return;
+		}
+		get_pump(g);
+		return;
+	}
+	if (gw_rec_is_inline(r)) {
+		/* Inline: the record holds the body; it lives until finish. */
+		if (r->inline_data.len < g->off + g->len) {
+			s3_rq_fail(&g->rq, S3E_InternalError, NULL);
+			return;
+		}
+		add_object_headers(g);
+		http_respond(s, g->partial ? 206 : 200, r->inline_data.data + g->off, g->len,
+			     on_inline_written, NULL);
+		return;
+	}
+	struct gw_data_target t;
+	int rc = gw_rec_layout(r, &g->lay);
+	if (rc) {
+		s3_rq_fail(&g->rq, rc == -ENOMEM ? S3E_ServiceUnavailable : S3E_InternalError,
+			   rc == -ENOMEM ? NULL : "Unreadable object layout");
+		return;
+	}
+	if (gw_map_target(o->map, g->lay.pg, &t)) {
+		s3_rq_fail(&g->rq, S3E_ServiceUnavailable, "No cluster map yet");
+		return;
+	}
+	rc = gw_data_get_start(o->data, &t, &g->lay, g->off, g->len, on_get_readable, g, &g->get);
+	if (rc) {
+		s3_rq_fail(&g->rq, rc == -EAGAIN || rc == -ENOMEM ? S3E_ServiceUnavailable
+								 : S3E_InternalError, NULL);
+		return;
+	}
+	get_pump(g);
+}
+
+static void on_get_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	struct get_rq *g = get_of(rq);
+	g->rec = rec;
+	if (e == S3E_NoSuchKey)
+		s3_rq_no_such_key(rq, rq->bucket);
+	else if (e)
+		s3_rq_fail(rq, e, NULL);
+	else if (!s3_cond_ops_get(rq, rec)) /* else answered 304 or 412 */
+		get_respond(g);
+}
+
+static void op_get_object(struct s3_call *c)
+{
+	struct get_rq *g = s3_rq_new(c, sizeof(*g));
+	if (!g)
+		return;
+	g->rq.stop = get_stop;
+	g->rq.fini = get_fini;
+	g->head = s3_call_req(c)->op == S3_OP_HeadObject;
+	s3_rq_head(&g->rq, g->rq.bucket, g->rq.key, on_get_head);
+}
+
+const struct s3_handler s3_get_handlers[] = {
+	{ S3_OP_GetObject, op_get_object },
+	{ S3_OP_HeadObject, op_get_object },
+	S3_HANDLERS_END,
+};

@@ -1,0 +1,572 @@
+/*
+ * s3_put.c — PutObject and the PUT pipeline it shares with UploadPart and
+ * the copies (contracts in s3_put.h): size checks, the body streamed
+ * inline or through gw_data with back-pressure (bytes the data path's
+ * window refused wait in a spill buffer while the body is paused), the
+ * commit once the body's verdict is OK and the data durable, and
+ * PutObject's record commit (the current record read, If-Match /
+ * If-None-Match checked against it, the new record committed conditioned
+ * on its generation, CONFLICT read again), then the replaced version's
+ * shards deleted.
+ *
+ * Also what a PUT stores from its headers (Content-*, Cache-Control,
+ * Expires, x-amz-meta-*), which CreateMultipartUpload stores too.
+ *
+ * Does not answer GET/HEAD (s3_get.c), parts (s3_part.c) or copies'
+ * sources (s3_copy.c). Nothing is acknowledged before the record commit.
+ *
+ * Thread: the gateway loop; no blocking call.
+ */
+#include "gateway/s3_put.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/err.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "gateway/gw_map.h"
+#include "gateway/gw_rec.h"
+#include "gateway/s3_attrs.h"
+#include "gateway/s3_cond_ops.h"
+#include "gateway/s3_handlers.h"
+#include "gateway/s3_tagging.h"
+#include "gateway/s3_util.h"
+
+void s3_put_drop_new(struct s3_put *p)
+{
+	if (p->put && p->data_done && !p->new_settled) {
+		p->new_settled = true;
+		gw_data_delete(p->rq.o->data, &p->target, gw_data_put_layout(p->put),
+			       gw_rec_on_drop_done, NULL);
+	}
+}
+
+void s3_put_stop(struct s3_rq *rq)
+{
+	struct s3_put *p = s3_put_of(rq);
+	/* An unfinished data PUT deletes what it wrote. */
+	if (p->put && !p->data_done) {
+		gw_data_put_free(p->put);
+		p->put = NULL;
+	}
+}
+
+void s3_put_fini(struct s3_rq *rq)
+{
+	struct s3_put *p = s3_put_of(rq);
+	/* Ended with no commit holding the new shards (the client left while
+	 * the current record was being read): they are nobody's. */
+	s3_put_drop_new(p);
+	if (p->put)
+		gw_data_put_free(p->put);
+	free(p->spill);
+	s3u_free_msg(p->cur);
+	free(p->inl);
+}
+
+/* ------------------------------------------------------------ the record commit */
+
+static void put_read_cur(struct s3_put *p);
+
+static void put_respond(struct s3_put *p)
+{
+	struct s3_call *c = p->rq.c;
+	char etag[40];
+	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
+	http_add_header(s3_call_stream(c), "ETag", etag);
+	s3_attrs_put_checksum_header(c);
+	http_respond(s3_call_stream(c), 200, NULL, 0, NULL, NULL);
+}
+
+enum s3_put_outcome s3_put_committed(struct s3_put *p, enum s3_err e,
+				     const Iolake__Meta__OpResult *res)
+{
+	struct s3_rq *rq = &p->rq;
+	if (e == S3E_OK) {
+		p->new_settled = true;
+		return S3_PUT_COMMITTED;
+	}
+	/* A concurrent writer committed first: read again and go again (its
+	 * shards become ours to delete). */
+	if (s3_rq_conflict(res) && rq->c && ++rq->tries < S3_COMMIT_TRIES)
+		return S3_PUT_RETRY;
+	/* Not committed, or unknown: a failure after which meta may have
+	 * applied it leaves the shards (a record may name them now). */
+	if (s3_rq_in_doubt(rq))
+		p->new_settled = true;
+	else
+		s3_put_drop_new(p);
+	s3_rq_fail(rq, e, NULL);
+	return S3_PUT_FAILED;
+}
+
+static void on_put_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
+{
+	struct s3_put *p = s3_put_of(rq);
+	switch (s3_put_committed(p, e, res)) {
+	case S3_PUT_COMMITTED:
+		gw_rec_drop_shards(rq->o->map, rq->o->data, p->cur);
+		if (rq->c)
+			p->respond ? p->respond(p) : put_respond(p);
+		break;
+	case S3_PUT_RETRY:
+		put_read_cur(p);
+		break;
+	case S3_PUT_FAILED:
+		break;
+	}
+}
+
+static bool is_user_meta(const struct sigv4_header *h)
+{
+	return h->name_len > 11 && strncasecmp(h->name, "x-amz-meta-", 11) == 0;
+}
+
+void s3_put_user_meta_free(struct s3_put_user_meta *um)
+{
+	free(um->ents), free(um->pents), free(um->names), free(um->vals);
+	memset(um, 0, sizeof(*um));
+}
+
+static int user_meta_get(struct s3_call *c, struct s3_put_user_meta *um)
+{
+	const struct http_request *hr = s3_call_http(c);
+	memset(um, 0, sizeof(*um));
+	size_t n_um = 0;
+	for (size_t i = 0; i < hr->n_headers; i++)
+		n_um += is_user_meta(&hr->headers[i]);
+	if (!n_um)
+		return 0;
+	um->ents = calloc(n_um, sizeof(*um->ents));
+	um->pents = calloc(n_um, sizeof(*um->pents));
+	size_t nb = 0, vb = 0;
+	for (size_t i = 0; i < hr->n_headers; i++)
+		if (is_user_meta(&hr->headers[i])) {
+			nb += hr->headers[i].name_len;
+			vb += hr->headers[i].value_len + 1;
+		}
+	um->names = malloc(nb + 1);
+	um->vals = malloc(vb + 1);
+	if (!um->ents || !um->pents || !um->names || !um->vals) {
+		s3_put_user_meta_free(um);
+		return -ENOMEM;
+	}
+	char *np = um->names, *vp = um->vals;
+	size_t j = 0;
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		if (!is_user_meta(h))
+			continue;
+		iolake__meta__object_record__user_meta_entry__init(&um->ents[j]);
+		um->ents[j].key = np;
+		for (size_t b = 11; b < h->name_len; b++)
+			*np++ = (char)((h->name[b] >= 'A' && h->name[b] <= 'Z') ? h->name[b] + 32 : h->name[b]);
+		*np++ = 0;
+		um->ents[j].value = vp;
+		memcpy(vp, h->value, h->value_len);
+		vp += h->value_len;
+		*vp++ = 0;
+		um->pents[j] = &um->ents[j];
+		j++;
+	}
+	um->n = n_um;
+	return 0;
+}
+
+int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
+			    struct s3_put_hdrs *b)
+{
+	r->content_type = s3u_hdr_str(c, "content-type", b->ct, sizeof(b->ct));
+	r->content_encoding = s3u_hdr_str(c, "content-encoding", b->ce, sizeof(b->ce));
+	/* aws-chunked is transfer framing, not the object's encoding. */
+	if (r->content_encoding && strncasecmp(r->content_encoding, "aws-chunked", 11) == 0) {
+		char *rest = r->content_encoding + 11;
+		while (*rest == ',' || *rest == ' ')
+			rest++;
+		r->content_encoding = rest;
+	}
+	r->content_disposition = s3u_hdr_str(c, "content-disposition", b->cd, sizeof(b->cd));
+	r->cache_control = s3u_hdr_str(c, "cache-control", b->cc, sizeof(b->cc));
+	r->expires = s3u_hdr_str(c, "expires", b->ex, sizeof(b->ex));
+	r->content_language = s3u_hdr_str(c, "content-language", b->cl, sizeof(b->cl));
+	if (user_meta_get(c, &b->um))
+		return -ENOMEM;
+	r->n_user_meta = b->um.n;
+	r->user_meta = b->um.pents;
+	return 0;
+}
+
+/* The request cannot commit: its new shards go, and e is answered. */
+static void put_abandon(struct s3_put *p, enum s3_err e)
+{
+	s3_rq_fail(&p->rq, e, NULL);
+	s3_put_drop_new(p);
+}
+
+static void put_commit(struct s3_put *p)
+{
+	struct s3_rq *rq = &p->rq;
+	struct s3_call *c = rq->c;
+	const Iolake__Meta__ObjectRecord *src = p->meta_from;
+	struct s3_put_hdrs hb;
+	Iolake__Meta__ObjectRecord r = IOLAKE__META__OBJECT_RECORD__INIT;
+	struct s3_put_user_meta *um = &hb.um;
+	memset(um, 0, sizeof(*um));
+	r.bucket = rq->bucket;
+	r.key = rq->key;
+	r.size = p->size;
+	r.etag = p->etag;
+	if (src) {
+		/* CopyObject with the COPY directive: the source's headers and
+		 * user metadata. */
+		r.content_type = src->content_type;
+		r.content_encoding = src->content_encoding;
+		r.content_disposition = src->content_disposition;
+		r.cache_control = src->cache_control;
+		r.expires = src->expires;
+		r.content_language = src->content_language;
+		r.n_user_meta = src->n_user_meta;
+		r.user_meta = src->user_meta;
+	} else if (s3_put_rec_from_headers(c, &r, &hb)) {
+		put_abandon(p, S3E_InternalError);
+		return;
+	}
+	r.mtime_ms = p->mtime_ms;
+	r.owner = (char *)s3_rq_owner(rq);
+	r.pg = p->pg;
+	Iolake__Meta__Checksum ck, *pck = &ck;
+	if (s3_attrs_record_checksum(c, &ck)) {
+		r.n_checksums = 1;
+		r.checksums = &pck;
+	} else if (src) {
+		r.n_checksums = src->n_checksums; /* the same bytes: the same sums */
+		r.checksums = src->checksums;
+	}
+	uint8_t *lbuf = NULL;
+	if (p->is_inline) {
+		r.inline_data.data = p->inl;
+		r.inline_data.len = p->inl_len;
+	} else {
+		const struct gw_data_layout *l = gw_data_put_layout(p->put);
+		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
+		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
+			free(lbuf);
+			s3_put_user_meta_free(um);
+			put_abandon(p, S3E_InternalError);
+			return;
+		}
+		r.data_layout.data = lbuf;
+		r.data_layout.len = (size_t)n;
+	}
+	void *tmem = NULL; /* x-amz-tagging (checked when the request came in) */
+	const char *tmsg;
+	char tdir[16];
+	if (src && !(s3u_hdr_str(c, "x-amz-tagging-directive", tdir, sizeof(tdir)) &&
+		     strcasecmp(tdir, "REPLACE") == 0)) {
+		r.n_tags = src->n_tags; /* CopyObject: the source's tags by default */
+		r.tags = src->tags;
+	} else if (s3_tagging_from_header(c, &r, &tmem, &tmsg)) {
+		free(lbuf);
+		s3_put_user_meta_free(um);
+		put_abandon(p, S3E_InternalError);
+		return;
+	}
+	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
+	po.record = &r;
+	if (p->cur)
+		po.if_generation = p->cur->generation;
+	else
+		po.if_none_match = true;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
+	op.put_object = &po;
+	p->committing = true;
+	int rc = s3_rq_submit(rq, &op, S3_SUBJ_OBJECT, on_put_commit);
+	free(lbuf);
+	s3_put_user_meta_free(um);
+	s3_tagging_mem_free(tmem);
+	if (rc)
+		s3_put_drop_new(p);
+}
+
+static void on_put_cur(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	struct s3_put *p = s3_put_of(rq);
+	s3u_free_msg(p->cur);
+	p->cur = rec;
+	if (e && e != S3E_NoSuchKey) {
+		put_abandon(p, e);
+		return;
+	}
+	enum s3_err ce = s3_cond_ops_put(rq->c, p->cur); /* If-None-Match: *, If-Match */
+	if (ce) {
+		put_abandon(p, ce);
+		return;
+	}
+	put_commit(p);
+}
+
+/* Read the current record (its generation is the commit's condition). */
+static void put_read_cur(struct s3_put *p)
+{
+	if (s3_rq_head(&p->rq, p->rq.bucket, p->rq.key, on_put_cur))
+		s3_put_drop_new(p);
+}
+
+/* ------------------------------------------------------------ the body */
+
+/* Body verified and data durable: commit. */
+static void put_maybe_commit(struct s3_put *p)
+{
+	if (!p->rq.c || !p->body_done || !p->data_done || p->committing)
+		return;
+	p->mtime_ms = s3u_wall_ms();
+	if (p->is_inline) {
+		uint8_t d[16];
+		hash_md5(p->inl ? p->inl : (const uint8_t *)"", p->inl_len, d);
+		hash_hex(d, 16, p->etag);
+	} else {
+		snprintf(p->etag, sizeof(p->etag), "%s", gw_data_put_etag(p->put));
+	}
+	p->committing = true;
+	if (p->commit)
+		p->commit(p);
+	else
+		put_read_cur(p);
+}
+
+void s3_put_ready(struct s3_put *p)
+{
+	p->body_done = p->data_done = true;
+	put_maybe_commit(p);
+}
+
+static void put_body_finish(struct s3_put *p);
+
+/* Feed the spilled bytes; true when none are left. */
+static bool put_drain_spill(struct s3_put *p)
+{
+	if (!p->spill_len)
+		return true;
+	ssize_t n = gw_data_put_write(p->put, p->spill, p->spill_len);
+	if (n < 0) {
+		p->spill_len = 0; /* the PUT failed: on_done reports */
+		return false;
+	}
+	memmove(p->spill, p->spill + n, p->spill_len - (size_t)n);
+	p->spill_len -= (size_t)n;
+	return p->spill_len == 0;
+}
+
+static void on_put_writable(struct gw_data_put *dp, void *ud)
+{
+	(void)dp;
+	struct s3_put *p = ud;
+	if (!p->rq.c || !p->put || !put_drain_spill(p))
+		return;
+	if (p->end_deferred) {
+		p->end_deferred = false;
+		put_body_finish(p);
+	} else {
+		http_resume(s3_call_stream(p->rq.c));
+	}
+}
+
+static void on_put_done(struct gw_data_put *dp, int status, void *ud)
+{
+	struct s3_put *p = ud;
+	if (status) {
+		LOG_WARN("put failed", "bucket=%s key=%s err=%s", p->rq.bucket, LOG_Q(p->rq.key),
+			 LOG_Q(gw_data_put_error(dp)));
+		s3_rq_fail(&p->rq, status == IOL_EUNAVAILABLE ? S3E_ServiceUnavailable : S3E_InternalError,
+			   status == IOL_EUNAVAILABLE ? "Not enough storage nodes reachable to store the object" : NULL);
+		return;
+	}
+	p->data_done = true;
+	put_maybe_commit(p);
+}
+
+static void on_put_body(struct s3_call *c, const char *data, size_t len)
+{
+	struct s3_put *p = s3_put_of(s3_call_user(c));
+	if (p->is_inline) {
+		if (p->inl_len + len > p->size)
+			return; /* over-long: the verdict says IncompleteBody */
+		memcpy(p->inl + p->inl_len, data, len);
+		p->inl_len += len;
+		return;
+	}
+	if (!p->put)
+		return;
+	size_t n = 0;
+	if (!p->spill_len) {
+		ssize_t w = gw_data_put_write(p->put, data, len);
+		if (w < 0)
+			return; /* failed or over-fed: on_done / the verdict reports */
+		n = (size_t)w;
+	}
+	if (n == len)
+		return;
+	/* The window is full: keep the rest and stop the body until
+	 * on_writable. */
+	size_t rest = len - n;
+	if (p->spill_len + rest > p->spill_cap) {
+		size_t cap = p->spill_cap ? p->spill_cap : 65536;
+		while (cap < p->spill_len + rest)
+			cap *= 2;
+		uint8_t *b = realloc(p->spill, cap);
+		if (!b) {
+			gw_data_put_abort(p->put);
+			return;
+		}
+		p->spill = b;
+		p->spill_cap = cap;
+	}
+	memcpy(p->spill + p->spill_len, data + n, rest);
+	p->spill_len += rest;
+	http_pause(s3_call_stream(c));
+}
+
+/* Every body byte has been fed: finish the PUT. */
+static void put_body_finish(struct s3_put *p)
+{
+	if (p->put && gw_data_put_finish(p->put)) {
+		gw_data_put_free(p->put);
+		p->put = NULL;
+		s3_call_error(p->rq.c, S3E_IncompleteBody, NULL);
+		return;
+	}
+	put_maybe_commit(p);
+}
+
+static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
+{
+	struct s3_put *p = s3_put_of(s3_call_user(c));
+	if (verdict) {
+		if (p->put) {
+			gw_data_put_free(p->put);
+			p->put = NULL;
+		}
+		s3_call_error(c, verdict, NULL);
+		return;
+	}
+	p->body_done = true;
+	if (p->is_inline) {
+		if (p->inl_len != p->size) {
+			s3_call_error(c, S3E_IncompleteBody, NULL);
+			return;
+		}
+		p->data_done = true;
+	} else if (p->spill_len) {
+		p->end_deferred = true; /* on_writable finishes */
+		return;
+	} else {
+		put_body_finish(p);
+		return;
+	}
+	put_maybe_commit(p);
+}
+
+void s3_put_stream(struct s3_put *p)
+{
+	struct s3_rq *rq = &p->rq;
+	struct s3_call *c = rq->c;
+	if (!s3_call_http(c)->has_body) {
+		/* No body at all: the front end already saw its end. Check the
+		 * signed digest, Content-MD5 and checksum (of nothing) now. */
+		enum s3_err v = p->size ? S3E_IncompleteBody : s3_call_check_empty_body(c);
+		if (v) {
+			s3_rq_fail(rq, v, NULL);
+			return;
+		}
+		p->body_done = p->data_done = true;
+		put_maybe_commit(p);
+		return;
+	}
+	if (!p->is_inline) {
+		struct gw_data_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
+		if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg) ||
+		    gw_map_target(rq->o->map, p->pg, &p->target) ||
+		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, p, &p->put)) {
+			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
+			return;
+		}
+	} else if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg)) {
+		p->pg = 0; /* inline data needs no PG */
+	}
+	enum s3_err e = s3_call_read_body(c, on_put_body, on_put_body_end);
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	http_resume(s3_call_stream(c));
+}
+
+struct s3_put *s3_put_begin(struct s3_call *c, size_t size, bool allow_inline)
+{
+	struct s3_ops *o = s3_call_ctx(c);
+	const struct http_request *hr = s3_call_http(c);
+	uint64_t len;
+	enum s3_err e = s3u_body_size(c, true, &len);
+	if (e) {
+		s3_call_error(c, e, NULL);
+		return NULL;
+	}
+	if (len > S3_MAX_PUT_BYTES) {
+		s3_call_error(c, S3E_EntityTooLarge, NULL);
+		return NULL;
+	}
+	const char *tmsg;
+	void *tmem;
+	enum s3_err te = s3_tagging_from_header(c, NULL, &tmem, &tmsg);
+	if (te) {
+		s3_call_error(c, te, tmsg);
+		return NULL;
+	}
+	struct s3_put *p = s3_rq_new(c, size);
+	if (!p)
+		return NULL;
+	p->rq.stop = s3_put_stop;
+	p->rq.fini = s3_put_fini;
+	p->size = len;
+	p->is_inline = allow_inline ? len <= o->inline_max : len == 0;
+	if (p->is_inline && len && !(p->inl = malloc(len))) {
+		s3_rq_fail(&p->rq, S3E_InternalError, NULL);
+		return NULL;
+	}
+	/* Hold the body (unread bytes would be discarded) until the
+	 * caller's checks (the bucket exists, the upload exists) pass. */
+	if (hr->has_body)
+		http_pause(s3_call_stream(c));
+	return p;
+}
+
+/* ------------------------------------------------------------ PutObject */
+
+void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	(void)resp;
+	if (e)
+		s3_rq_fail(rq, e, NULL);
+	else
+		s3_put_stream(s3_put_of(rq));
+}
+
+static void op_put_object(struct s3_call *c)
+{
+	struct s3_put *p = s3_put_begin(c, sizeof(*p), true);
+	if (!p)
+		return;
+	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
+	req.name = p->rq.bucket;
+	s3_rq_call(&p->rq, META_M_GET_BUCKET, &req.base, S3_SUBJ_BUCKET_READ, s3_put_on_checked);
+}
+
+const struct s3_handler s3_put_handlers[] = {
+	{ S3_OP_PutObject, op_put_object },
+	S3_HANDLERS_END,
+};

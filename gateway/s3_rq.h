@@ -1,0 +1,195 @@
+/*
+ * s3_rq.h — the S3 layer's core: the context every request runs in
+ * (struct s3_ops, one per gateway loop), the base every handler's request
+ * state starts with (struct s3_rq), its lifecycle, and the meta helpers
+ * every handler uses — a read, a submitted op, HeadObject, GetBucket, the
+ * NoSuchKey-or-NoSuchBucket decision — whose answers come through
+ * s3_status's one table.
+ *
+ * Owns: nothing beyond a request's base. Does not know any operation: the
+ * handlers live one file per resource (s3_handlers.h lists them) and hang
+ * their per-operation state off the base by embedding it:
+ *
+ *     struct get_rq { struct s3_rq rq; ...GetObject's own fields... };
+ *     struct get_rq *g = s3_rq_new(c, sizeof(*g));
+ *     ... struct get_rq *g = container_of(rq, struct get_rq, rq);
+ *
+ * Lifecycle: a request lives until its exchange is over (the front end's
+ * finish hook: rq->c becomes NULL, rq->stop runs) AND every callback it is
+ * owed has come back (rq->pending: meta calls, data-path callbacks,
+ * response writes); then rq->fini runs and it is freed. A callback that
+ * comes back for a finished exchange only drops its result, except a
+ * commit's, which must still free what the commit replaced.
+ *
+ * Meta calls: at most one per request at a time (the operations are
+ * sequences of steps); DeleteObjects' keys use s3_head_start and the meta
+ * client directly, each with its own state.
+ *
+ * Thread: the gateway loop; no blocking call.
+ */
+#ifndef GATEWAY_S3_RQ_H
+#define GATEWAY_S3_RQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/loop.h"
+#include "common/metrics.h"
+#include "gateway/s3_server.h"
+#include "gateway/s3_status.h"
+#include "meta/client.h"
+#include "proto/meta.pb-c.h"
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define S3_COMMIT_TRIES 8   /* commits of one request (a CONFLICT reads again) */
+#define S3_USER_CACHE 64
+
+struct gw_data;
+struct gw_gc;
+struct s3_body;
+struct gw_heal;
+struct gw_map;
+
+/* An access key's user, as the last credential lookup of the key said. */
+struct s3_user_ent {
+	char key[S3_AUTH_SECRET_MAX];
+	char user[64];
+};
+
+/* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
+struct s3_ops {
+	uv_loop_t *loop;
+	struct meta_client *mc;
+	struct gw_map *map;
+	struct gw_data *data;
+	char region[64];
+	uint32_t inline_max;
+	unsigned quorum;
+	struct metrics_registry *reg;
+	bool own_reg;
+	struct gw_gc *gc;               /* shard GC worker; NULL: disabled */
+	struct gw_heal *heal;           /* FlagPgs batcher (degraded PGs seen) */
+	struct metrics_counter *m_req[S3_OP__COUNT];
+	struct metrics_counter *m_unavail;
+	struct s3_user_ent users[S3_USER_CACHE]; /* access key -> user (owners) */
+	unsigned users_next;
+};
+
+struct s3_rq;
+typedef void (*s3_rq_fn)(struct s3_rq *rq);
+
+/* Meta answers, as S3 sees them (e: S3E_OK or the error to answer with). */
+typedef void (*s3_rq_read_cb)(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp);
+typedef void (*s3_rq_done_cb)(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res);
+typedef void (*s3_rq_head_cb)(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec);
+typedef void (*s3_rq_bucket_cb)(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b);
+
+/* A HeadObject read in flight, owned by the caller until its callback. */
+struct s3_head;
+typedef void (*s3_head_cb)(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRecord *rec);
+struct s3_head {
+	s3_head_cb cb;
+};
+
+/* The base of every request's state. */
+struct s3_rq {
+	struct s3_ops *o;
+	struct s3_call *c;          /* NULL once the exchange is over */
+	unsigned pending;           /* callbacks owed: meta calls, data path, writes */
+	int tries;                  /* commits tried */
+	char bucket[S3_BUCKET_MAX + 1];
+	char *key;                  /* NULL for a bucket or service operation */
+	s3_rq_fn stop;              /* exchange over: stop the data path; NULL: none */
+	s3_rq_fn fini;              /* release the operation's state; NULL: none */
+	struct s3_body *body;       /* a small body being read (s3_body.h) */
+	/* The meta call in flight. */
+	bool in_call;
+	int merr;                   /* the meta client's error of the last one */
+	enum s3_subj subj;
+	union {
+		s3_rq_read_cb read;
+		s3_rq_done_cb done;
+		s3_rq_head_cb head;
+		s3_rq_bucket_cb bucket;
+	} cb;
+	struct s3_head head;
+};
+
+/* ------------------------------------------------------------ lifecycle */
+
+/* A request's state of size bytes (the base first, the rest the
+ * operation's), zeroed, with bucket and key copied, set as the call's user
+ * and counted in iolake_gw_requests_total. NULL after answering
+ * InternalError (no memory). */
+void *s3_rq_new(struct s3_call *c, size_t size);
+
+/* Take back one owed callback: true while the exchange is live; false when
+ * it is over (rq may have been freed: touch nothing). */
+bool s3_rq_back(struct s3_rq *rq);
+
+/* Free rq (fini first) when the exchange is over and nothing is owed. */
+void s3_rq_maybe_free(struct s3_rq *rq);
+
+/* Answer the S3 error (msg NULL: the default, or the front end's detail);
+ * nothing when the exchange is over. */
+void s3_rq_fail(struct s3_rq *rq, enum s3_err e, const char *msg);
+
+/* The user owning the request's access key (falls back to the key). */
+const char *s3_rq_owner(struct s3_rq *rq);
+
+/* ------------------------------------------------------------ meta */
+
+/* A meta read (method of enum meta_method) on behalf of rq. cb runs only
+ * while the exchange is live, with e from s3_status_err(subj, ...) (the
+ * answer's `status` field, when it has one) and resp (valid during cb;
+ * NULL when the call itself failed). Returns 0, or the client's error
+ * after answering ServiceUnavailable (no cb then). */
+int s3_rq_call(struct s3_rq *rq, unsigned method, const ProtobufCMessage *req,
+	       enum s3_subj subj, s3_rq_read_cb cb);
+
+/* One op through Raft on behalf of rq (op is copied). cb runs even when
+ * the exchange is over (rq->c NULL): a commit must still free what it
+ * replaced; rq is freed after cb when nothing else is owed. e as above
+ * (CONFLICT is the subject's error: test s3_rq_conflict first). Returns 0,
+ * or the client's error after answering ServiceUnavailable. */
+int s3_rq_submit(struct s3_rq *rq, const Iolake__Meta__Op *op, enum s3_subj subj,
+		 s3_rq_done_cb cb);
+
+/* The op's condition (if_generation, if_none_match, ...) did not hold. */
+bool s3_rq_conflict(const Iolake__Meta__OpResult *res);
+
+/* The op was applied (status OK; a subject may read other statuses as
+ * success too, as DeleteObject reads NOT_FOUND, without anything having
+ * changed). */
+bool s3_rq_applied(const Iolake__Meta__OpResult *res);
+
+/* The last submit failed in the meta client in a way after which meta may
+ * still have applied the op (a retryable error: the answer was lost, not
+ * the op); its outcome is unknown. */
+bool s3_rq_in_doubt(const struct s3_rq *rq);
+
+/* HeadObject of (bucket, key) on behalf of rq (a linearizable leader
+ * read). cb, only while the exchange is live: S3E_OK and rec, a copy cb
+ * owns (s3u_free_msg); S3E_NoSuchKey and NULL when there is no such
+ * record (the bucket may be missing too: s3_rq_no_such_key tells); or the
+ * error of a failed call (or InternalError: no memory for the copy).
+ * Returns 0, or after answering ServiceUnavailable. */
+int s3_rq_head(struct s3_rq *rq, const char *bucket, const char *key, s3_rq_head_cb cb);
+
+/* GetBucket of name on behalf of rq. cb, only while live: S3E_OK and b
+ * (valid during cb; NULL if meta sent none), NoSuchBucket, or the error of
+ * a failed call. Returns 0, or after answering ServiceUnavailable. */
+int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb);
+
+/* A record was not found: answer NoSuchKey when bucket exists, else
+ * NoSuchBucket (one GetBucket). */
+void s3_rq_no_such_key(struct s3_rq *rq, const char *bucket);
+
+/* HeadObject without a request (h stays the caller's until cb; cb always
+ * runs, with the arguments of s3_rq_head_cb). 0, or the meta client's
+ * error (no cb then). */
+int s3_head_start(struct meta_client *mc, struct s3_head *h, const char *bucket, const char *key,
+		  s3_head_cb cb);
+
+#endif

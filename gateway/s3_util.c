@@ -1,0 +1,120 @@
+/*
+ * s3_util.c — the S3 handlers' small stateless helpers (s3_util.h). Owns
+ * nothing; knows no request, no meta call and no S3 error.
+ */
+#include "gateway/s3_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+ProtobufCMessage *s3u_copy_msg(const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *b = malloc(len ? len : 1);
+	if (!b)
+		return NULL;
+	protobuf_c_message_pack(m, b);
+	ProtobufCMessage *c = protobuf_c_message_unpack(m->descriptor, NULL, len, b);
+	free(b);
+	return c;
+}
+
+void s3u_free_msg(void *m)
+{
+	if (m)
+		protobuf_c_message_free_unpacked(m, NULL);
+}
+
+uint64_t s3u_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void s3u_http_date(uint64_t ms, char out[40])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+void s3u_iso_date(uint64_t ms, char out[40])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 40 - n, ".%03uZ", (unsigned)(ms % 1000));
+}
+
+const struct sigv4_header *s3u_hdr(struct s3_call *c, const char *name)
+{
+	return http_request_header(s3_call_http(c), name);
+}
+
+char *s3u_hdr_str(struct s3_call *c, const char *name, char *buf, size_t cap)
+{
+	const struct sigv4_header *h = s3u_hdr(c, name);
+	if (!h)
+		return NULL;
+	size_t n = h->value_len < cap - 1 ? h->value_len : cap - 1;
+	memcpy(buf, h->value, n);
+	buf[n] = 0;
+	return buf;
+}
+
+const char *s3u_qval(const struct s3_req *r, const char *name)
+{
+	const struct s3_qparam *q = s3_req_query(r, name);
+	return q && q->has_value ? q->value : NULL;
+}
+
+long s3u_qnum(const struct s3_req *r, const char *name, long def)
+{
+	const char *v = s3u_qval(r, name);
+	if (!v)
+		return def;
+	char *end;
+	long n = strtol(v, &end, 10);
+	return (!*v || *end || n < 0) ? -1 : n;
+}
+
+bool s3u_upload_id_ok(const struct s3_req *r)
+{
+	if (!r->upload_id || r->upload_id_len != 16)
+		return false;
+	for (size_t i = 0; i < 16; i++) {
+		char ch = r->upload_id[i];
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+void s3u_owner_elems(struct xml_w *w, const char *tag, const char *owner)
+{
+	xml_open(w, tag);
+	xml_elem(w, "ID", owner && *owner ? owner : "root");
+	xml_elem(w, "DisplayName", owner && *owner ? owner : "root");
+	xml_close(w);
+}
+
+enum s3_err s3u_body_size(struct s3_call *c, bool need_length, uint64_t *size)
+{
+	const struct http_request *hr = s3_call_http(c);
+	char num[24];
+	*size = hr->content_length;
+	if (s3u_hdr_str(c, "x-amz-decoded-content-length", num, sizeof(num))) {
+		char *end;
+		*size = strtoull(num, &end, 10);
+		if (!num[0] || *end)
+			return S3E_InvalidArgument;
+	} else if (!hr->has_content_length && (need_length || hr->has_body)) {
+		return S3E_MissingContentLength;
+	}
+	return S3E_OK;
+}
