@@ -9,28 +9,8 @@
 # add is present afterwards, and none was answered "exists" (an op
 # applied twice would be).
 set -u
-B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
-DIR=$(mktemp -d /dev/shm/iolake-metacl-XXXXXX)
-declare -A PID
-cleanup() {
-	for i in "${!PID[@]}"; do kill -9 "${PID[$i]}" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$DIR"/log*; do echo "== $f"; tail -20 "$f"; done; exit 1; }
-
-# Ports: a free base with room for RPC (p) and Raft (p+1) of each member.
-BASE=$(python3 -c 'import socket,random
-for _ in range(200):
-    p=random.randrange(20000,60000,10); ok=True
-    for q in range(p,p+6):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",q))
-        except OSError: ok=False
-        s.close()
-    if ok: print(p); break')
-addr() { echo "127.0.0.1:$((BASE + 2 * ($1 - 1)))"; }
+. "$(dirname "$0")/meta_lib.sh"
+meta_lib_init metacl 6
 PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
 META="$(addr 1),$(addr 2),$(addr 3)"
 start() {

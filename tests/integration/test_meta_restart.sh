@@ -13,30 +13,10 @@
 # leader's digest (it must differ from the one before); member 3, started
 # again, catches up to the new digest.
 set -u
-B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
-DIR=$(mktemp -d /dev/shm/iolake-metart-XXXXXX)
-declare -A PID
+. "$(dirname "$0")/meta_lib.sh"
+meta_lib_init metart 6
 LOADPIDS=""
-cleanup() {
-	touch "$DIR/stop-load" 2>/dev/null
-	for p in $LOADPIDS; do kill "$p" 2>/dev/null; done
-	for i in "${!PID[@]}"; do kill -9 "${PID[$i]}" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$DIR"/log*; do echo "== $f"; tail -20 "$f"; done; exit 1; }
-
-BASE=$(python3 -c 'import socket,random
-for _ in range(200):
-    p=random.randrange(20000,60000,10); ok=True
-    for q in range(p,p+6):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",q))
-        except OSError: ok=False
-        s.close()
-    if ok: print(p); break')
-addr() { echo "127.0.0.1:$((BASE + 2 * ($1 - 1)))"; }
+META_LIB_ON_EXIT='touch "$DIR/stop-load" 2>/dev/null; for p in $LOADPIDS; do kill "$p" 2>/dev/null; done'
 PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
 META="$(addr 1),$(addr 2),$(addr 3)"
 start() {

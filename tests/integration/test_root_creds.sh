@@ -10,27 +10,8 @@
 # line or in the environment stop with a clear error and exit 2.
 set -u
 export PATH=/usr/bin:/bin:$PATH
-B=${IOLAKE_BUILD:?set IOLAKE_BUILD to the build dir}
-DIR=$(mktemp -d /dev/shm/iolake-rootcr-XXXXXX)
-declare -A PID
-cleanup() {
-	for i in "${!PID[@]}"; do kill -9 "${PID[$i]}" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$DIR"/log*; do echo "== $f"; tail -20 "$f"; done; exit 1; }
-
-BASE=$(python3 -c 'import socket,random
-for _ in range(200):
-    p=random.randrange(20000,60000,10); ok=True
-    for q in range(p,p+8):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",q))
-        except OSError: ok=False
-        s.close()
-    if ok: print(p); break')
-addr() { echo "127.0.0.1:$((BASE + 2 * ($1 - 1)))"; }
+. "$(dirname "$0")/meta_lib.sh"
+meta_lib_init rootcr 8
 PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
 META="$(addr 1),$(addr 2),$(addr 3)"
 S3="127.0.0.1:$((BASE + 7))"
