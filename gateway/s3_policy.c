@@ -539,6 +539,24 @@ static const char *value_text(const struct json_value *v)
 	}
 }
 
+/* The next ':' of an ARN, not counting those inside a ${...} variable
+ * ("arn:aws:iam::${aws:PrincipalAccount}:user/x" has six parts). */
+static const char *arn_colon(const char *p, bool vars)
+{
+	for (; *p; p++) {
+		if (vars && p[0] == '$' && p[1] == '{') {
+			const char *close = strchr(p, '}');
+			if (close) {
+				p = close;
+				continue;
+			}
+		}
+		if (*p == ':')
+			return p;
+	}
+	return NULL;
+}
+
 static int compile_value(struct ctx *c, struct cond *cd, const char *t, struct cond_val *v)
 {
 	size_t n = strlen(t);
@@ -571,7 +589,7 @@ static int compile_value(struct ctx *c, struct cond *cd, const char *t, struct c
 		 * Guide, "Amazon Resource Name (ARN) condition operators"). */
 		const char *p = t;
 		for (int i = 0; i < ARN_PARTS; i++) {
-			const char *colon = i < ARN_PARTS - 1 ? strchr(p, ':') : NULL;
+			const char *colon = i < ARN_PARTS - 1 ? arn_colon(p, c->p->v2012) : NULL;
 			if (i < ARN_PARTS - 1 && !colon)
 				return bad(c, MSG_SYNTAX);
 			size_t pn = colon ? (size_t)(colon - p) : strlen(p);

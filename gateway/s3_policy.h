@@ -167,6 +167,12 @@ bool s3_policy_is_public(const struct s3_policy *p);
  * "Invalid principal in policy", as AWS does. */
 int s3_policy_users(const struct s3_policy *p, int (*cb)(const char *user, void *arg), void *arg);
 
+/* Does the policy use condition key `key` (in a Condition, or as a
+ * ${variable})? A key ending in '/' is a prefix: "s3:ExistingObjectTag/"
+ * asks about any object tag. Names compare as in evaluation. Lets the S3
+ * layer skip gathering costly keys (an object's tags) no statement reads. */
+bool s3_policy_mentions_key(const struct s3_policy *p, const char *key);
+
 /* The document's Version: "2012-10-17" or "2008-10-17". */
 const char *s3_policy_version(const struct s3_policy *p);
 

@@ -664,3 +664,43 @@ bool s3_policy_is_public(const struct s3_policy *p)
 	}
 	return false;
 }
+
+/* ---------------------------------------------------------------- keys */
+
+static bool key_named(const char *have, const char *want, size_t wn, bool prefix)
+{
+	return prefix ? strncasecmp(have, want, wn) == 0 : s3p_key_eq(have, want);
+}
+
+static bool pat_names(const struct pat *p, const char *want, size_t wn, bool prefix)
+{
+	for (uint32_t k = 0; k < p->n && p->n_vars; k++)
+		if (p->it[k].kind == PAT_VAR && key_named(p->it[k].s, want, wn, prefix))
+			return true;
+	return false;
+}
+
+bool s3_policy_mentions_key(const struct s3_policy *p, const char *key)
+{
+	size_t n = strlen(key);
+	bool prefix = n && key[n - 1] == '/';
+	for (uint32_t i = 0; p && i < p->n_st; i++) {
+		const struct stmt *st = &p->st[i];
+		for (uint32_t j = 0; j < st->n_res; j++)
+			if (pat_names(&st->res[j], key, n, prefix))
+				return true;
+		for (uint32_t j = 0; j < st->n_cond; j++) {
+			const struct cond *c = &st->cond[j];
+			if (key_named(c->key, key, n, prefix))
+				return true;
+			for (uint32_t v = 0; v < c->n; v++) {
+				if (pat_names(&c->v[v].pat, key, n, prefix))
+					return true;
+				for (int a = 0; c->base == COP_ARN_LIKE && a < ARN_PARTS; a++)
+					if (pat_names(&c->v[v].arn[a], key, n, prefix))
+						return true;
+			}
+		}
+	}
+	return false;
+}

@@ -811,6 +811,14 @@ START_TEST(test_string_ops)
 	ck_assert_int_eq(ev(p, NULL, false, "s3:GetObject", "k", "aws:SourceArn", "arn:aws:iam:x:123:user/dev-a", NULL), NONE);
 	ck_assert_int_eq(ev(p, NULL, false, "s3:GetObject", "k", "aws:SourceArn", "not-an-arn", NULL), NONE);
 	s3_policy_free(p);
+	/* A variable (with its own colon) inside one part of the ARN. */
+	p = P(stmt("\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\"," OK_R ","
+		   "\"Condition\":{\"ArnEquals\":{\"aws:SourceArn\":\"arn:aws:iam::${aws:PrincipalAccount}:user/x\"}}"));
+	ck_assert_int_eq(ev(p, NULL, false, "s3:GetObject", "k", "aws:SourceArn", "arn:aws:iam::42:user/x",
+			    "aws:PrincipalAccount", "42", NULL), ALLOW);
+	ck_assert_int_eq(ev(p, NULL, false, "s3:GetObject", "k", "aws:SourceArn", "arn:aws:iam::43:user/x",
+			    "aws:PrincipalAccount", "42", NULL), NONE);
+	s3_policy_free(p);
 }
 END_TEST
 
@@ -973,6 +981,25 @@ START_TEST(test_is_public)
 }
 END_TEST
 
+START_TEST(test_mentions_key)
+{
+	struct s3_policy *p = P("{" V "\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
+				"\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::examplebucket/${aws:username}/*\","
+				"\"Condition\":{\"StringEquals\":{\"s3:ExistingObjectTag/Env\":\"prod\"},"
+				"\"ArnLike\":{\"aws:SourceArn\":\"arn:aws:s3:::${aws:Referer}:*:*:*\"}}}]}");
+	ck_assert(s3_policy_mentions_key(p, "s3:ExistingObjectTag/"));
+	ck_assert(s3_policy_mentions_key(p, "s3:existingobjecttag/Env"));
+	ck_assert(!s3_policy_mentions_key(p, "s3:ExistingObjectTag/env"));
+	ck_assert(s3_policy_mentions_key(p, "AWS:USERNAME"));
+	ck_assert(s3_policy_mentions_key(p, "aws:SourceArn"));
+	ck_assert(s3_policy_mentions_key(p, "aws:Referer"));
+	ck_assert(!s3_policy_mentions_key(p, "aws:SourceIp"));
+	ck_assert(!s3_policy_mentions_key(p, "s3:RequestObjectTag/"));
+	ck_assert(!s3_policy_mentions_key(NULL, "aws:SourceIp"));
+	s3_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_action_table)
 {
 	for (int a = 0; a < S3_ACTION__COUNT; a++)
@@ -1035,6 +1062,7 @@ int main(void)
 	tcase_add_test(tc, test_variables);
 	tcase_add_test(tc, test_principals);
 	tcase_add_test(tc, test_is_public);
+	tcase_add_test(tc, test_mentions_key);
 	tcase_add_test(tc, test_action_table);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
