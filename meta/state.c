@@ -17,6 +17,9 @@
  *   'C' u64 client                        ClientSession
  *   'G' u64 generation u16 seq            ObjectRecord without inline data:
  *                                         shards to free (GC queue)
+ *   'g' u64 group id                      GroupDesc (root group: the table
+ *                                         of Raft groups >= 1, tombstones
+ *                                         of deleted ones included)
  *   'X' u32 pg, 16-byte object id,        "": the record or part of that
  *       u64 generation                    generation names that gw_data
  *                                         PUT's shards (reference index)
@@ -63,10 +66,16 @@
 #define NAME_MAX_BYTES 128
 #define KEYBUF (1 + BUCKET_MAX + 1 + META_KEY_MAX + 1 + 16 + 8)
 
+/* A block cache several states share (the groups of one member). */
+struct meta_state_cache {
+	rocksdb_cache_t *cache;
+};
+
 struct meta_state {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_cache_t *cache;            /* the block cache, bounded (opts) */
+	bool own_cache;                    /* else a meta_state_cache's: not destroyed */
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_readoptions_t *ro;
 	rocksdb_writeoptions_t *wo;
@@ -1337,6 +1346,113 @@ static int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *o
 	return rc;
 }
 
+/* ---- the table of Raft groups (root group) */
+
+static void key_group(struct key *k, uint64_t id)
+{
+	k_init(k, 'g');
+	k_u64(k, id);
+}
+
+/* "host:port" with a non-empty host and a port 1..65535, short enough for
+ * a member address. */
+static bool valid_member_addr(const char *a)
+{
+	size_t n = a ? strlen(a) : 0;
+	const char *colon = n ? strrchr(a, ':') : NULL;
+	if (!colon || colon == a || n >= 64)
+		return false;
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	return *end == 0 && end != colon + 1 && port >= 1 && port <= 65535;
+}
+
+/* Live (not deleted) groups in the table, up to META_GROUPS_MAX + 1. */
+static int count_live_groups(struct tx *t, size_t *out)
+{
+	struct key lo;
+	k_init(&lo, 'g');
+	size_t n = 0;
+	int rc = 0;
+	rocksdb_iterator_t *it = tx_iter(t, &lo);
+	for (; iter_has_prefix(it, &lo) && n <= META_GROUPS_MAX; rocksdb_iter_next(it)) {
+		size_t vn;
+		const char *vb = rocksdb_iter_value(it, &vn);
+		Iolake__Meta__GroupDesc *g = (Iolake__Meta__GroupDesc *)protobuf_c_message_unpack(
+			&iolake__meta__group_desc__descriptor, NULL, vn, (const uint8_t *)vb);
+		if (!g) {
+			t->io_err = -EIO;   /* our own encoding: on-disk corruption */
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if (!g->deleted)
+			n++;
+		meta_state_free_msg(g);
+	}
+	rocksdb_iter_destroy(it);
+	*out = n;
+	return rc;
+}
+
+static int op_create_group(struct tx *t, const Iolake__Meta__CreateGroup *op,
+			   struct meta_op_result *r)
+{
+	const Iolake__Meta__GroupDesc *d = op->group;
+	if (!d || d->id == 0 || d->n_voters == 0 || d->n_voters > META_GROUP_VOTERS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < d->n_voters; i++) {
+		if (!d->voters[i] || d->voters[i]->id == 0 || !valid_member_addr(d->voters[i]->address))
+			return -EINVAL;
+		for (size_t j = 0; j < i; j++)
+			if (d->voters[j]->id == d->voters[i]->id)
+				return -EINVAL;
+	}
+	struct key k;
+	key_group(&k, d->id);
+	if (tx_exists(t, &k))
+		return IOL_EEXISTS;   /* live or a tombstone: ids are never reused */
+	if (t->io_err)
+		return t->io_err;
+	size_t live;
+	int rc = count_live_groups(t, &live);
+	if (rc)
+		return rc;
+	if (live >= META_GROUPS_MAX)
+		return -EINVAL;
+	Iolake__Meta__GroupDesc g = *d;
+	g.deleted = false;
+	g.created_index = t->index;
+	g.deleted_index = 0;
+	rc = tx_put_msg(t, &k, &g.base);
+	if (rc == 0)
+		r->groups = true;
+	return rc;
+}
+
+static int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op,
+			   struct meta_op_result *r)
+{
+	if (op->id == 0)
+		return -EINVAL;
+	struct key k;
+	key_group(&k, op->id);
+	Iolake__Meta__GroupDesc *g = NULL;
+	int rc = tx_get_msg(t, &k, &iolake__meta__group_desc__descriptor, (void **)&g);
+	if (rc)
+		return rc;
+	if (g->deleted) {
+		meta_state_free_msg(g);
+		return IOL_ENOT_FOUND;
+	}
+	g->deleted = true;
+	g->deleted_index = t->index;
+	rc = tx_put_msg(t, &k, &g->base);
+	meta_state_free_msg(g);
+	if (rc == 0)
+		r->groups = true;
+	return rc;
+}
+
 static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
 	switch (op->body_case) {
@@ -1366,6 +1482,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_object_tags(t, op->put_object_tags);
 	case IOLAKE__META__OP__BODY_PUT_BUCKET_TAGS:
 		return op_set_bucket_tags(t, op->put_bucket_tags);
+	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
+	case IOLAKE__META__OP__BODY_DELETE_GROUP: return op_delete_group(t, op->delete_group, r);
 	default: return -EINVAL;
 	}
 }
@@ -1769,7 +1887,8 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	s->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(s->opts, 1);
 	rocksdb_options_set_keep_log_file_num(s->opts, 2);
-	rocksdb_options_set_max_open_files(s->opts, 256);
+	rocksdb_options_set_max_open_files(s->opts, opts && opts->max_open_files
+							    ? opts->max_open_files : 256);
 	/* A whole-key bloom filter on the memtable: apply's lookups that miss
 	 * (request table, new object keys) skip the skip-list search. */
 	rocksdb_options_t *tuned = rocksdb_options_create();
@@ -1794,7 +1913,12 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	uint64_t cache_bytes = opts && opts->cache_bytes ? opts->cache_bytes : META_STATE_CACHE_BYTES;
 	uint64_t wbuf_bytes = opts && opts->write_buffer_bytes ? opts->write_buffer_bytes
 							    : META_STATE_WRITE_BUFFER_BYTES;
-	s->cache = rocksdb_cache_create_lru(cache_bytes);
+	if (opts && opts->cache) {
+		s->cache = opts->cache->cache;
+	} else {
+		s->cache = rocksdb_cache_create_lru(cache_bytes);
+		s->own_cache = true;
+	}
 	s->bbto = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_cache(s->bbto, s->cache);
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks(s->bbto, 1);
@@ -1885,9 +2009,36 @@ void meta_state_close(struct meta_state *s)
 	rocksdb_options_destroy(s->opts);
 	if (s->bbto)
 		rocksdb_block_based_options_destroy(s->bbto);
-	if (s->cache)
+	if (s->cache && s->own_cache)
 		rocksdb_cache_destroy(s->cache);
 	free(s);
+}
+
+int meta_state_cache_new(uint64_t bytes, struct meta_state_cache **out)
+{
+	struct meta_state_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cache = rocksdb_cache_create_lru(bytes ? bytes : META_STATE_CACHE_BYTES);
+	if (!c->cache) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+void meta_state_cache_free(struct meta_state_cache *c)
+{
+	if (!c)
+		return;
+	rocksdb_cache_destroy(c->cache);
+	free(c);
+}
+
+uint64_t meta_state_cache_usage(const struct meta_state_cache *c)
+{
+	return c ? (uint64_t)rocksdb_cache_get_usage(c->cache) : 0;
 }
 
 uint64_t meta_state_applied_index(const struct meta_state *s)
@@ -1983,6 +2134,12 @@ int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Met
 {
 	return list_table(s, 'B', &iolake__meta__bucket__descriptor, owner ? bucket_owned_by : NULL,
 			  owner, META_LIST_BUCKETS_MAX, (ProtobufCMessage ***)out, n_out);
+}
+
+int meta_state_list_groups(struct meta_state *s, Iolake__Meta__GroupDesc ***out, size_t *n_out)
+{
+	return list_table(s, 'g', &iolake__meta__group_desc__descriptor, NULL, NULL, SIZE_MAX,
+			  (ProtobufCMessage ***)out, n_out);
 }
 
 int meta_state_list_users(struct meta_state *s, Iolake__Meta__User ***out, size_t *n_out)

@@ -4,7 +4,9 @@
  * Owns one RocksDB directory holding buckets, object records, multipart
  * uploads and parts, users and access keys, the cluster map (OSDs, PG
  * table, epoch), the request table for exactly-once retries and the shard
- * GC queue and the shard reference index (what CheckShards answers).
+ * GC queue and the shard reference index (what CheckShards answers);
+ * in the root group's state, also the table of the other Raft groups
+ * (CreateGroup / DeleteGroup; the member starts and stops them).
  * The Raft layer hands each committed entry to
  * meta_state_apply(); everything else here reads.
  *
@@ -43,6 +45,8 @@
 #define META_TAGS_MAX 50                 /* tags on a bucket (objects: 10, gateway) */
 #define META_TAG_KEY_MAX_BYTES 512       /* 128 characters of UTF-8 */
 #define META_TAG_VALUE_MAX_BYTES 1024    /* 256 characters of UTF-8 */
+#define META_GROUPS_MAX 1024             /* live Raft groups >= 1 in the root's table */
+#define META_GROUP_VOTERS_MAX 9          /* voters of one group */
 
 /* Errors besides common/err.h's: a bucket that is not empty, a request id
  * the request table no longer remembers, a part that is missing or whose
@@ -61,10 +65,21 @@ struct meta_op_result {
 	uint64_t epoch;          /* map ops: epoch after the op */
 	char upload_id[17];      /* create-multipart: the new upload id */
 	char etag[48];           /* complete-multipart: "<md5 hex>-<parts>" */
+	bool groups;             /* create/delete-group: the table of groups changed */
 };
 
 #define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
 #define META_STATE_WRITE_BUFFER_BYTES (64ull << 20)  /* default memtable */
+
+/* A RocksDB block cache shared by several states (a member's groups), so
+ * that their blocks together stay within one bound. Free it after every
+ * state that uses it is closed. */
+struct meta_state_cache;
+/* 0 and *out, or -ENOMEM. bytes 0: META_STATE_CACHE_BYTES. */
+int meta_state_cache_new(uint64_t bytes, struct meta_state_cache **out);
+void meta_state_cache_free(struct meta_state_cache *c);   /* NULL ok */
+/* Bytes held in the cache now. Any thread. */
+uint64_t meta_state_cache_usage(const struct meta_state_cache *c);
 
 struct meta_state_opts {
 	bool sync;               /* fsync each apply's write. Off by default:
@@ -74,6 +89,9 @@ struct meta_state_opts {
 	                          * blocks); 0: META_STATE_CACHE_BYTES */
 	uint64_t write_buffer_bytes;  /* one memtable (at most two exist);
 	                               * 0: META_STATE_WRITE_BUFFER_BYTES */
+	struct meta_state_cache *cache;  /* shared block cache (cache_bytes is then
+	                                  * ignored); NULL: a cache of its own */
+	int max_open_files;      /* RocksDB's table files kept open; 0: 256 */
 };
 
 /* Open or create the state in dir (created if missing, parent must
@@ -135,6 +153,10 @@ int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__
  * meta_state_free_msg and the array with free. */
 int meta_state_list_buckets(struct meta_state *s, const char *owner, Iolake__Meta__Bucket ***out,
 			    size_t *n);
+/* The table of Raft groups (root group), live ones and tombstones, in id
+ * order; freed like meta_state_list_buckets' array. At most
+ * META_GROUPS_MAX live entries; tombstones are a few dozen bytes each. */
+int meta_state_list_groups(struct meta_state *s, Iolake__Meta__GroupDesc ***out, size_t *n);
 /* Users in name order, at most META_LIST_USERS_MAX; freed like
  * meta_state_list_buckets' array. */
 int meta_state_list_users(struct meta_state *s, Iolake__Meta__User ***out, size_t *n);

@@ -4,7 +4,10 @@
  * fed the same log, conditional puts, request-id dedupe and its window,
  * bucket delete when not empty, users and keys, multipart, the cluster map
  * (with an operator's sticky out, osd in, and RemoveOsd of a down+out OSD),
- * snapshots (export/import, checkpoint), malformed entries and tag changes.
+ * snapshots (export/import, checkpoint), malformed entries and tag changes,
+ * the table of Raft groups (CreateGroup / DeleteGroup: validation,
+ * tombstones, ids never reused, the live bound) and two states sharing one
+ * block cache.
  */
 #include <check.h>
 #include <errno.h>
@@ -984,6 +987,176 @@ START_TEST(test_admin_out_and_remove)
 }
 END_TEST
 
+/* CreateGroup id with voters ids[0..n) at "127.0.0.1:<7000 + 2 id>". */
+static void tb_create_group(struct tb *t, uint64_t id, const uint64_t *ids, size_t n)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__CreateGroup *cg = tb_alloc(t, sizeof(*cg));
+	Iolake__Meta__GroupDesc *d = tb_alloc(t, sizeof(*d));
+	iolake__meta__create_group__init(cg);
+	iolake__meta__group_desc__init(d);
+	d->id = id;
+	d->n_voters = n;
+	d->voters = tb_alloc(t, (n ? n : 1) * sizeof(*d->voters));
+	for (size_t i = 0; i < n; i++) {
+		d->voters[i] = tb_alloc(t, sizeof(**d->voters));
+		iolake__meta__group_voter__init(d->voters[i]);
+		d->voters[i]->id = ids[i];
+		char a[32];
+		snprintf(a, sizeof(a), "127.0.0.1:%u", (unsigned)(7000 + 2 * ids[i]));
+		d->voters[i]->address = tb_str(t, a);
+	}
+	cg->group = d;
+	op->body_case = IOLAKE__META__OP__BODY_CREATE_GROUP;
+	op->create_group = cg;
+}
+
+static void tb_delete_group(struct tb *t, uint64_t id)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__DeleteGroup *dg = tb_alloc(t, sizeof(*dg));
+	iolake__meta__delete_group__init(dg);
+	dg->id = id;
+	op->body_case = IOLAKE__META__OP__BODY_DELETE_GROUP;
+	op->delete_group = dg;
+}
+
+START_TEST(test_groups)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	const uint64_t v3[] = { 1, 2, 3 }, dup[] = { 1, 2, 1 }, zero[] = { 1, 0 };
+	const uint64_t v10[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct tb *t = tb_new();
+	tb_create_group(t, 1, v3, 3);
+	tb_create_group(t, 2, v3 + 1, 2);
+	tb_create_group(t, 1, v3, 3);        /* taken */
+	tb_create_group(t, 0, v3, 3);        /* the root's id */
+	tb_create_group(t, 3, v3, 0);        /* no voters */
+	tb_create_group(t, 3, v10, 10);      /* too many */
+	tb_create_group(t, 3, dup, 3);       /* a voter twice */
+	tb_create_group(t, 3, zero, 2);      /* voter id 0 */
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 8);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert(res[0].groups);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(res[2].err, IOL_EEXISTS);
+	ck_assert(!res[2].groups);
+	for (int i = 3; i < 8; i++)
+		ck_assert_int_eq(res[i].err, -EINVAL);
+
+	/* A bad address is refused too. */
+	t = tb_new();
+	tb_create_group(t, 3, v3, 3);
+	t->ops[0]->create_group->group->voters[1]->address = tb_str(t, "no-port");
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 1);
+	ck_assert_int_eq(res[0].err, -EINVAL);
+
+	Iolake__Meta__GroupDesc **g;
+	size_t n;
+	ck_assert_int_eq(meta_state_list_groups(s, &g, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(g[0]->id, 1);
+	ck_assert_uint_eq(g[0]->n_voters, 3);
+	ck_assert_str_eq(g[0]->voters[2]->address, "127.0.0.1:7006");
+	ck_assert_uint_eq(g[0]->created_index, 1);
+	ck_assert(!g[0]->deleted);
+	ck_assert_uint_eq(g[1]->id, 2);
+	ck_assert_uint_eq(g[1]->voters[0]->id, 2);
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(g[i]);
+	free(g);
+
+	/* Delete: a tombstone; a second delete and an unknown id NOT_FOUND;
+	 * the id is never taken again. */
+	t = tb_new();
+	tb_delete_group(t, 1);
+	tb_delete_group(t, 1);
+	tb_delete_group(t, 9);
+	tb_delete_group(t, 0);
+	tb_create_group(t, 1, v3, 3);
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 5);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert(res[0].groups);
+	ck_assert_int_eq(res[1].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[2].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[3].err, -EINVAL);
+	ck_assert_int_eq(res[4].err, IOL_EEXISTS);
+	ck_assert_int_eq(meta_state_list_groups(s, &g, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(g[0]->deleted);
+	ck_assert_uint_eq(g[0]->deleted_index, 3);
+	ck_assert(!g[1]->deleted);
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(g[i]);
+	free(g);
+
+	/* At most META_GROUPS_MAX live groups: tombstones do not count. */
+	t = tb_new();
+	for (uint64_t id = 10; id < 10 + META_GROUPS_MAX; id++)
+		tb_create_group(t, id, v3, 1);
+	ck_assert_int_eq(tb_apply(s, 4, t, res), META_GROUPS_MAX);
+	ck_assert_int_eq(res[META_GROUPS_MAX - 2].err, 0);
+	ck_assert_int_eq(res[META_GROUPS_MAX - 1].err, -EINVAL);   /* group 2 is live */
+
+	/* The table survives a reopen, and digests cover it. */
+	uint8_t d1[32], d2[32];
+	digest(s, d1);
+	meta_state_close(s);
+	s = open_at(dir);
+	digest(s, d2);
+	ck_assert(!memcmp(d1, d2, 32));
+	ck_assert_int_eq(meta_state_list_groups(s, &g, &n), 0);
+	ck_assert_uint_eq(n, 2 + META_GROUPS_MAX - 1);
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(g[i]);
+	free(g);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+/* Two states on one shared block cache: both read through it, and closing
+ * them leaves the cache to its owner. */
+START_TEST(test_shared_cache)
+{
+	struct meta_state_cache *cache;
+	ck_assert_int_eq(meta_state_cache_new(16 << 20, &cache), 0);
+	char d1[64], d2[64];
+	tmpdir(d1);
+	tmpdir(d2);
+	struct meta_state_opts o = { .cache = cache, .write_buffer_bytes = 4 << 20,
+				     .max_open_files = 32 };
+	struct meta_state *s1, *s2;
+	ck_assert_int_eq(meta_state_open(d1, &o, &s1), 0);
+	ck_assert_int_eq(meta_state_open(d2, &o, &s2), 0);
+	struct meta_state *both[2] = { s1, s2 };
+	for (int k = 0; k < 2; k++) {
+		struct tb *t = tb_new();
+		tb_create_bucket(t, 0, 0, "bkt", "me");
+		for (int i = 0; i < 200; i++) {
+			char key[32];
+			snprintf(key, sizeof(key), "k%03d", i);
+			tb_put(t, 0, 0, "bkt", key, 100);
+		}
+		ck_assert_int_eq(tb_apply(both[k], 1, t, res), 201);
+		char cp[80];
+		snprintf(cp, sizeof(cp), "%s/cp", k ? d2 : d1);
+		ck_assert_int_eq(meta_state_checkpoint(both[k], cp), 0);   /* flushes: SSTs */
+		Iolake__Meta__ObjectRecord *rec;
+		ck_assert_int_eq(meta_state_head_object(both[k], "bkt", "k007", &rec), 0);
+		meta_state_free_msg(rec);
+	}
+	ck_assert_uint_gt(meta_state_cache_usage(cache), 0);
+	meta_state_close(s1);
+	meta_state_close(s2);
+	meta_state_cache_free(cache);
+	rm_rf(d1);
+	rm_rf(d2);
+}
+END_TEST
+
 static void *xmalloc(size_t n)
 {
 	return malloc(n);
@@ -1301,6 +1474,8 @@ int main(void)
 	tcase_add_test(tc, test_install);
 	tcase_add_test(tc, test_malformed_entries);
 	tcase_add_test(tc, test_tags);
+	tcase_add_test(tc, test_groups);
+	tcase_add_test(tc, test_shared_cache);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
