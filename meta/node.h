@@ -1,29 +1,41 @@
 /*
- * node.h — one member of the meta Raft group: canonical/raft (raft_uv +
- * raft_uv_tcp) driving meta/state.h as its state machine, and the Meta RPC
- * service (common/proto/meta.proto) in front of it.
+ * node.h — one member of the meta service: the Raft groups it hosts
+ * (canonical/raft, raft_uv over one TCP port shared by all of them:
+ * meta/raft_mux.h), each driving a meta/state.h state machine, and the Meta
+ * RPC service (common/proto/meta.proto) in front of them.
+ *
+ * Groups: the root group (id 0) holds users, buckets, the cluster map and
+ * the table of the other groups; every member of the meta service is a
+ * member of the root. A group >= 1 is created with CreateGroup through the
+ * root, and each of its voters starts it (meta/hosting.c). For now a group
+ * >= 1 runs the same ops as the root (objects may be put into any group);
+ * ranges decide later which records live where.
  *
  * A member owns, under its data dir:
- *   DIR/raft    raft_uv's log segments, metadata and snapshot descriptors
- *   DIR/state   the RocksDB state (meta/state.h)
- *   DIR/snap    checkpoints of the state, the files of snapshots (meta/snap.h)
+ *   DIR/raft    the root's raft_uv log segments, metadata and snapshot descriptors
+ *   DIR/state   the root's RocksDB state (meta/state.h)
+ *   DIR/snap    checkpoints of the root's state, the files of snapshots (meta/snap.h)
+ *   DIR/groups/<id>/{raft,state,snap}  the same for group <id> >= 1
  * and two listening sockets: the RPC server on `listen` ("host:port") and
- * Raft's TCP transport on the same host, port + 1 (documented in
- * docs/architecture.md: DESIGN.md gives a member one address, so the Raft
- * address is derived from it, and peers are named by their RPC address).
+ * the Raft transport multiplexer on the same host, port + 1, which carries
+ * every group (documented in docs/architecture.md: DESIGN.md gives a
+ * member one address, so the Raft address is derived from it, and peers
+ * are named by their RPC address). The Raft host must be an IPv4 address.
  *
- * Writes: Submit calls are queued; the leader packs every queued op into
- * one OpBatch entry (group commit) with at most META_NODE_PIPELINE entries
- * and META_NODE_ENTRY_BYTES per entry in flight, and answers each call
- * with its ops' results once its entry is applied. Reads that must be
- * linearizable wait for a raft_barrier issued after they arrived.
+ * Writes: Submit calls are queued per group; a group's leader packs every
+ * queued op into one OpBatch entry (group commit) with at most
+ * META_NODE_PIPELINE entries and META_NODE_ENTRY_BYTES per entry in
+ * flight, and answers each call with its ops' results once its entry is
+ * applied. Reads that must be linearizable wait for a ReadIndex round
+ * (meta/node_read.c).
  *
  * Threads: everything runs on the loop given to meta_node_start, which
  * must be run by one thread (a loop_thread, or main's loop). RocksDB
  * applies and reads run on that loop (they are the state machine's own
  * calls; apply writes are not synced: the Raft log is the durable copy).
  * Snapshots are checkpoints taken on the libuv pool; installing one blocks
- * the loop while a thread of its own fetches the files (meta/snap.h).
+ * the loop (every group of the member) while a thread of its own fetches
+ * the files (meta/snap.h).
  */
 #ifndef META_NODE_H
 #define META_NODE_H
@@ -110,20 +122,21 @@ struct meta_node_opts {
 
 struct meta_node;
 
-/* Open the state, start Raft (bootstrapping the peers as voters when the
- * log is empty and not opts->join; a restart, even after a crash in the
- * first seconds, finds RAFT_CANTBOOTSTRAP and carries on) and start
- * serving. On the loop's
- * thread. 0 and *out, -EINVAL (bad options, id not among peers, address
- * not "host:port"), -errno, or -EIO (Raft or RocksDB failed: text logged). */
+/* Open the root's state, start its Raft (bootstrapping the peers as
+ * voters when the log is empty and not opts->join; a restart, even after a
+ * crash in the first seconds, finds RAFT_CANTBOOTSTRAP and carries on),
+ * start every group the root's table gives this member, and start
+ * serving. On the loop's thread. 0 and *out, -EINVAL (bad options, id not
+ * among peers, address not "host:port", Raft host not IPv4), -errno, or
+ * -EIO (Raft, its port or RocksDB failed: text logged). */
 int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct meta_node **out);
 
-/* Stop serving (pending calls fail UNAVAILABLE), close Raft, the state and
- * the sockets; cb(ud) runs on the loop once everything is released and
- * the node freed. Loop thread. */
+/* Stop serving (pending calls fail UNAVAILABLE), close every group (Raft
+ * and state) and the sockets; cb(ud) runs on the loop once everything is
+ * released and the node freed. Loop thread. */
 void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud);
 
-/* A snapshot of the member's view (loop thread). */
+/* A snapshot of the member's view of one group (loop thread). */
 struct meta_node_info {
 	uint64_t id;
 	int role;                        /* RAFT_LEADER, RAFT_FOLLOWER, ... */
@@ -138,10 +151,18 @@ struct meta_node_info {
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;   /* since start (node_read.c) */
 };
+/* The root group's view. */
 void meta_node_info(struct meta_node *n, struct meta_node_info *out);
+/* Group `group`'s view (0: the root). 0, or -ENOENT when not hosted. */
+int meta_node_group_info(struct meta_node *n, uint64_t group, struct meta_node_info *out);
 
-/* The member's state machine, for reads and digests on the loop thread. */
+/* The root's state machine, for reads and digests on the loop thread. */
 struct meta_state *meta_node_state(struct meta_node *n);
+/* Group `group`'s, or NULL when not hosted. */
+struct meta_state *meta_node_group_state(struct meta_node *n, uint64_t group);
+/* The ids of the groups hosted (root first, then ascending), up to cap of
+ * them into ids; returns how many are hosted. */
+size_t meta_node_groups(struct meta_node *n, uint64_t *ids, size_t cap);
 
 /* "leader", "follower", "candidate", "unavailable". */
 const char *meta_node_role_name(int role);

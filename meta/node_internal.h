@@ -1,7 +1,19 @@
 /*
- * node_internal.h — what node.c (Raft, group commit, reads, liveness) and
- * service.c (the Meta RPC handlers) share. Not for other modules: they use
- * meta/node.h. Everything here runs on the node's loop.
+ * node_internal.h — what the files of a meta member share: node.c (the
+ * member), group.c (one Raft group), hosting.c (the member's table of
+ * groups: their lifecycle from the root's state, leader spread),
+ * node_read.c (linearizable reads) and service.c (the Meta RPC handlers).
+ * Not for other modules: they use meta/node.h. Everything here runs on the
+ * member's loop.
+ *
+ * A member (struct meta_node) owns the loop's timers, the RPC server, the
+ * Raft transport multiplexer (one port for every group), the shared
+ * RocksDB block cache, the table of the groups it hosts and what only the
+ * root group's leader does (OSD liveness, the map cache and WatchMap, PG
+ * health, membership changes). A group (struct meta_group) owns what is
+ * per Raft group: raft and its raft_uv, transport and FSM, its meta_state,
+ * its group-commit queue and entries in flight, its reads, snapshots,
+ * digest, view of its leader, and its metrics. Group 0 is the root.
  */
 #ifndef META_NODE_INTERNAL_H
 #define META_NODE_INTERNAL_H
@@ -13,14 +25,24 @@
 #include "common/rpc.h"
 #include "meta/node.h"
 #include "meta/pgstate.h"
+#include "meta/raft_mux.h"
 #include "meta/snap.h"
 
 struct meta_node;
+struct meta_group;
 
 /* FlagPgs reasons counted apart (iolake_pg_flags_total{reason}); anything
  * else counts as "other". */
 #define NODE_FLAG_REASONS 4
 extern const char *const node_flag_reasons[NODE_FLAG_REASONS];
+
+#define GROUP_DIR_MAX 560              /* DIR or DIR/groups/<id> */
+#define GROUP_SEGMENT_BYTES (1u << 20) /* raft_uv segments of groups >= 1 */
+#define GROUP_MIN_WRITE_BUFFER (4ull << 20)   /* memtable floor of groups >= 1 */
+#define GROUP_MAX_OPEN_FILES 64        /* RocksDB table files of groups >= 1 */
+#define NODE_PEER_CHANNELS 16        /* peers a member keeps a channel to */
+#define SPREAD_INTERVAL_MS 1000        /* leader spread: one look a second */
+#define SPREAD_GROUP_QUIET_MS 5000     /* at most one transfer per group per this */
 
 /* One Submit call (or a leader-internal op, req NULL) waiting for its
  * entry. ops point into the call's request message, valid until the call
@@ -38,7 +60,7 @@ struct sub {
 struct inflight {
 	struct raft_apply req;         /* req.index: the entry's index */
 	struct inflight *next;
-	struct meta_node *n;
+	struct meta_group *g;
 	struct sub *subs;              /* in op order */
 	size_t n_ops;
 	struct meta_op_result *res;    /* filled by the FSM when it applies the entry */
@@ -46,7 +68,7 @@ struct inflight {
 	bool applied;
 };
 
-/* A linearizable read waiting for a barrier. */
+/* A linearizable read waiting for a ReadIndex round or a barrier. */
 struct read_req {
 	struct read_req *next;
 	struct rpc_req *req;
@@ -55,7 +77,7 @@ struct read_req {
 
 struct barrier {
 	struct raft_barrier req;
-	struct meta_node *n;
+	struct meta_group *g;
 	struct read_req *reads;
 	size_t count;
 	uint64_t term;                 /* current term when proposed */
@@ -92,7 +114,8 @@ struct digest_wait {
 	struct rpc_req *req;
 };
 
-/* A membership change in progress (AddMember / RemoveMember). */
+/* A membership change of the root group in progress (AddMember /
+ * RemoveMember). */
 struct change {
 	struct raft_change c;
 	struct change *next;
@@ -102,33 +125,63 @@ struct change {
 	bool add;
 };
 
-struct meta_node {
-	uv_loop_t *loop;
-	struct meta_node_opts o;       /* defaults filled; peers not kept */
-	void *peers_copy;
-	char dir[512];
-	char rpc_addr[META_NODE_ADDR_MAX];
-	char raft_addr[META_NODE_ADDR_MAX];
+/* A group's metrics. The root's carry {member} (the series of a member
+ * before groups existed); a group >= 1 registers a subset with {member,
+ * group}, the others stay NULL (the m_* helpers skip them). */
+struct group_metrics {
+	struct metrics_gauge *term, *commit, *applied, *is_leader, *last_index;
+	struct metrics_counter *leader_changes, *entries, *ops, *snapshots, *restores;
+	struct metrics_histogram *apply_us, *batch_ops;
+	struct metrics_gauge *snap_bytes;
+	struct metrics_counter *fetch_bytes;
+	struct metrics_histogram *snap_seconds;
+	struct metrics_counter *read_barriers, *read_rounds, *read_rounds_failed;
+};
+
+static inline void m_add(struct metrics_counter *c, uint64_t v)
+{
+	if (c)
+		metrics_counter_add(c, v);
+}
+static inline void m_inc(struct metrics_counter *c)
+{
+	m_add(c, 1);
+}
+static inline void m_set(struct metrics_gauge *g, int64_t v)
+{
+	if (g)
+		metrics_gauge_set(g, v);
+}
+static inline void m_observe(struct metrics_histogram *h, uint64_t v)
+{
+	if (h)
+		metrics_histogram_observe(h, v);
+}
+
+/* One Raft group hosted by this member. */
+struct meta_group {
+	struct meta_node *n;
+	uint64_t id;                   /* 0: the root */
+	char dir[GROUP_DIR_MAX];       /* DIR (root) or DIR/groups/<id> */
 	struct meta_state *state;
 
 	struct raft raft;
 	struct raft_io io;
-	struct raft_uv_transport transport;
+	struct raft_uv_transport transport;   /* on the member's mux, for this id */
 	struct raft_fsm fsm;
 	bool started;                  /* raft_start returned: restores now come from a leader */
+	unsigned snapshot_threshold;   /* entries */
+	uint64_t snapshot_bytes;       /* or command bytes applied */
 
-	struct rpc_server *srv;
-	uv_timer_t tick;               /* leadership poll, OSD sweep, watch expiry */
-	uv_timer_t kick;               /* deferred flush / barrier / map refresh */
-	bool kick_armed;
+	/* deferred work: on the member's kick list */
+	bool kicked;
+	struct meta_group *kick_next;
 
 	/* group commit */
 	struct sub *q_head, *q_tail;
 	size_t q_ops;
 	struct inflight *inflight;
 	unsigned n_inflight;
-	struct meta_op_result *res;    /* FSM scratch, META_BATCH_MAX_OPS */
-	Iolake__Meta__Op **batch_ops;  /* flush scratch, META_BATCH_MAX_OPS */
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;
 
@@ -139,29 +192,16 @@ struct meta_node {
 	uint64_t read_term;            /* a barrier of this term committed: rounds allowed */
 	struct read_round *round;      /* confirming, at most one */
 	struct read_round *ready, *ready_tail; /* confirmed, waiting for the applied index */
-	struct node_peer_ch peer_ch[META_NODE_MAX_PEERS];
 
-	/* map */
-	uint64_t epoch;
-	bool map_dirty;                /* an apply or restore changed it */
-	Iolake__Meta__ClusterMap *map; /* cached, refreshed on the kick */
-	struct watch *watches;
-	size_t n_watches;
-	bool init_map_pending;
-
-	/* leadership and liveness */
+	/* leadership, as the tick last saw it */
 	int role;
 	uint64_t leader_id;
-	uint64_t leader_since_ms;
-	uint64_t last_sweep_ms;
-	struct beat *beats;
-	size_t n_beats, cap_beats;
-	struct change *changes;
 	uint64_t restores;
 
-	/* PG health (leader memory, dropped on every leadership change) */
-	struct meta_pgstate *pgs;
-	uint64_t last_pg_metrics_ms;
+	/* leader spread (hosting.c): one transfer at a time */
+	struct raft_transfer xfer;
+	bool xfer_busy;
+	uint64_t xfer_ms;              /* when the last transfer of this group started */
 
 	/* Status digest: one state scan at a time on the libuv pool; the
 	 * last result is kept while the state stays at dg_index. */
@@ -176,7 +216,7 @@ struct meta_node {
 	size_t dg_n_waiters;           /* at most META_NODE_DIGEST_WAITERS */
 
 	/* file snapshots (meta/snap.h) */
-	char snap_dir[600];            /* DIR/snap */
+	char snap_dir[GROUP_DIR_MAX + 8];   /* <dir>/snap */
 	struct snap_desc snap_last;    /* the last snapshot taken or installed;
 	                                * applied_index 0: none */
 	struct snap_take_job *snap_job;  /* between fsm snapshot and finalize */
@@ -189,74 +229,185 @@ struct meta_node {
 	} snap_pins[SNAP_PINS];        /* checkpoints fetched from us lately */
 	uint64_t snaps_taken, fetch_bytes, last_install_ms;
 
-	/* metrics */
-	struct metrics_registry *metrics;
-	bool own_metrics;
-	struct metrics_gauge *m_term, *m_commit, *m_applied, *m_is_leader, *m_epoch;
-	struct metrics_counter *m_leader_changes, *m_entries, *m_ops, *m_snapshots, *m_restores;
-	struct metrics_histogram *m_apply_us, *m_batch_ops;
-	struct metrics_gauge *m_pg_state[META_PG__COUNT];
-	struct metrics_gauge *m_rec_bytes, *m_rec_stripes, *m_rec_rate, *m_rec_eta, *m_unfound;
-	struct metrics_counter *m_pg_flags[NODE_FLAG_REASONS];
-	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
-	struct metrics_counter *m_read_barriers, *m_read_rounds, *m_read_rounds_failed;
-	struct metrics_gauge *m_last_index;
-	struct metrics_gauge *m_snap_bytes;
-	struct metrics_counter *m_fetch_bytes;
-	struct metrics_histogram *m_snap_seconds;
+	struct group_metrics m;
 
 	/* closing */
 	bool closing;
 	bool raft_closed;              /* the state waits for a digest scan to end */
+	bool remove_dir;               /* deleted: remove dir once closed */
+	int close_pending;
+	struct meta_group *close_next; /* on the member's closing list */
+};
+
+struct meta_node {
+	uv_loop_t *loop;
+	struct meta_node_opts o;       /* defaults filled; peers not kept */
+	char dir[512];
+	char rpc_addr[META_NODE_ADDR_MAX];
+	char raft_addr[META_NODE_ADDR_MAX];
+	struct raft_mux *mux;          /* every group's Raft transport: RPC port + 1 */
+	struct meta_state_cache *cache;   /* one block cache for every group's state */
+
+	struct rpc_server *srv;
+	uv_timer_t tick;               /* leadership poll, OSD sweep, watch expiry */
+	uv_timer_t kick;               /* deferred flush / reads / map refresh / groups */
+	bool kick_armed;
+	struct meta_group *kicked;     /* groups with deferred work */
+
+	/* groups (hosting.c): sorted by id, the root first */
+	struct meta_group *root;
+	struct meta_group **groups;
+	size_t n_groups, cap_groups;
+	struct meta_group *closing_groups;
+	bool groups_dirty;             /* the root's table changed: reconcile on the kick */
+	uint64_t groups_retry_ms;      /* a group failed to open: reconcile again then */
+	unsigned rm_busy;              /* group dirs being removed off the loop */
+	uint64_t last_spread_ms;
+	uint64_t spread_transfers;     /* leadership transfers started by the spread */
+
+	/* RPC channels to peers (ReadIndex rounds of every group) */
+	struct node_peer_ch peer_ch[NODE_PEER_CHANNELS];
+
+	/* FSM and flush scratch, shared by the groups (one loop, no re-entry) */
+	struct meta_op_result *res;    /* META_BATCH_MAX_OPS */
+	Iolake__Meta__Op **batch_ops;  /* META_BATCH_MAX_OPS */
+
+	/* map (root) */
+	uint64_t epoch;
+	bool map_dirty;                /* an apply or restore changed it */
+	Iolake__Meta__ClusterMap *map; /* cached, refreshed on the kick */
+	struct watch *watches;
+	size_t n_watches;
+	bool init_map_pending;
+
+	/* root leadership and OSD liveness */
+	uint64_t leader_since_ms;
+	uint64_t last_sweep_ms;
+	struct beat *beats;
+	size_t n_beats, cap_beats;
+	struct change *changes;
+
+	/* PG health (leader memory, dropped on every leadership change) */
+	struct meta_pgstate *pgs;
+	uint64_t last_pg_metrics_ms;
+
+	/* metrics */
+	struct metrics_registry *metrics;
+	bool own_metrics;
+	struct metrics_gauge *m_epoch;
+	struct metrics_gauge *m_pg_state[META_PG__COUNT];
+	struct metrics_gauge *m_rec_bytes, *m_rec_stripes, *m_rec_rate, *m_rec_eta, *m_unfound;
+	struct metrics_counter *m_pg_flags[NODE_FLAG_REASONS];
+	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
+	struct metrics_gauge *m_groups;
+
+	/* closing */
+	bool closing;
 	int close_pending;
 	void (*close_cb)(void *ud);
 	void *close_ud;
 };
 
-/* node.c */
+/* ------------------------------------------------------------ node.c */
 uint64_t node_wall_ms(void);
+/* Whether this member leads the root group. */
 bool node_is_leader(struct meta_node *n);
-void node_leader_addr(struct meta_node *n, uint64_t *id, char out[META_NODE_ADDR_MAX]);
-void node_fail_not_leader(struct meta_node *n, struct rpc_req *r);
+/* While the member closes: one of the things meta_node_close waits for
+ * (a group closing, a group dir being removed) is done. */
+void node_close_step(struct meta_node *n);
+/* Arm the member's kick: deferred work runs on the next loop turn
+ * (callbacks from inside libraft must not re-enter it). */
 void node_kick(struct meta_node *n);
-void node_on_kick(uv_timer_t *t);
-void node_flush(struct meta_node *n);
-/* Queue s for the next entry. 0, or -EAGAIN when the queue is full (s
- * stays the caller's). */
-int node_enqueue(struct meta_node *n, struct sub *s);
-/* node_read.c. Queue a linearizable read for the next ReadIndex round (or
- * barrier). 0, -EAGAIN (full), -ENOMEM. */
-int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method);
-/* Serve confirmed reads the applied index reached; start the next round
- * for the queued ones. On the kick (never from inside libraft). */
-void node_start_reads(struct meta_node *n);
-/* Closing: fail every read, close the peer channels. */
-void node_reads_close(struct meta_node *n);
-/* Answer ConfirmLeader r. */
-void node_confirm_leader(struct meta_node *n, struct rpc_req *r);
+/* The root applied ops (results res[0..nops)): map epoch, group table. */
+void node_root_applied(struct meta_node *n, const struct meta_op_result *res, int nops);
+/* The root's state was replaced by a snapshot install. */
+void node_root_restored(struct meta_node *n);
 uint64_t node_read_epoch(struct meta_node *n);
-/* Answer Status r with the state digest: now when the last one still
- * covers the applied state, else once a scan off the loop has ended. */
-void node_status_digest(struct meta_node *n, struct rpc_req *r);
 struct beat *node_beat(struct meta_node *n, uint32_t id, bool create);
 void node_osd_beat(struct meta_node *n, const Iolake__Meta__OsdInfo *osd);
-
 /* Leader: set the PG state and recovery gauges from the PG table (zero
  * them on a follower). */
 void node_pg_metrics(struct meta_node *n, uint64_t now_ms);
 
+/* ------------------------------------------------------------ group.c */
+/* Open group id under the member (the root: DIR, else DIR/groups/<id>,
+ * created), its state on the shared cache and its raft on the mux, and
+ * start it. boot: the configuration to bootstrap when the log is empty
+ * (RAFT_CANTBOOTSTRAP, a restart, is fine), or NULL (join: never). 0 and
+ * *out; else a negative error, and whatever was started is closed on its
+ * own (the member counts it on its closing list until it is). */
+int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration *boot,
+	       struct meta_group **out);
+/* Fail everything queued on g, close its raft and its state; the member
+ * hears of the end through hosting_group_closed. remove_dir: a deleted
+ * group, whose directory goes too. */
+void group_close(struct meta_group *g, bool remove_dir);
+/* Free a group hosting_group_closed was handed. */
+void group_free(struct meta_group *g);
+bool group_is_leader(struct meta_group *g);
+/* The leader's RPC address as this member knows it ("" when none). */
+void group_leader_addr(struct meta_group *g, uint64_t *id, char out[META_NODE_ADDR_MAX]);
+/* FAILED_PRECONDITION "not leader; leader=HOST:PORT" (this group's). */
+void group_fail_not_leader(struct meta_group *g, struct rpc_req *r);
+/* Run g's flush and reads on the member's next kick. */
+void group_kick(struct meta_group *g);
+/* The kick's work for g: propose queued calls, serve and start reads. */
+void group_on_kick(struct meta_group *g);
+/* Poll raft (libraft has no leadership callback): role and leader, and
+ * the group's gauges. Returns the role the previous tick saw. */
+int group_tick(struct meta_group *g, uint64_t now_ms);
+/* Propose queued calls while the pipeline has room. */
+void group_flush(struct meta_group *g);
+/* Queue s for the next entry. 0, or -EAGAIN when the queue is full (s
+ * stays the caller's). */
+int group_enqueue(struct meta_group *g, struct sub *s);
+void group_info(struct meta_group *g, struct meta_node_info *out);
+/* Answer Status r with the group's state digest: now when the last one
+ * still covers the applied state, else once a scan off the loop ended. */
+void group_status_digest(struct meta_group *g, struct rpc_req *r);
 /* Remember that checkpoint `name` is being fetched from this member: the
  * next snapshots do not prune it for SNAP_PIN_MS. */
-void node_snap_pin(struct meta_node *n, const char *name);
+void group_snap_pin(struct meta_group *g, const char *name);
 
-/* service.c */
+/* ------------------------------------------------------------ hosting.c */
+/* The hosted group with this id, or NULL (not hosted, or closing). */
+struct meta_group *hosting_find(struct meta_node *n, uint64_t id);
+/* Add g to the table (sorted by id). 0 or -ENOMEM. */
+int hosting_add(struct meta_node *n, struct meta_group *g);
+/* Start what the root's table gives this member and close what it no
+ * longer does (deleted groups' dirs removed). On the kick, never from
+ * inside libraft; also at start, after the root's state opened. */
+void hosting_reconcile(struct meta_node *n);
+/* A group closed by group_close is done: free it (and its dir, when
+ * deleted). */
+void hosting_group_closed(struct meta_group *g);
+/* Leader spread: when this member leads more than its share of the
+ * groups it hosts, transfer one to the member leading the fewest. On the
+ * tick. */
+void hosting_spread(struct meta_node *n, uint64_t now_ms);
+
+/* ------------------------------------------------------------ node_read.c */
+/* Queue a linearizable read of g for the next ReadIndex round (or
+ * barrier). 0, -EAGAIN (full), -ENOMEM. */
+int node_queue_read(struct meta_group *g, struct rpc_req *r, unsigned method);
+/* Serve confirmed reads the applied index reached; start the next round
+ * for the queued ones. On the kick (never from inside libraft). */
+void node_start_reads(struct meta_group *g);
+/* Closing g: fail every read (a round in flight is left to its answers). */
+void node_reads_close(struct meta_group *g);
+/* Closing the member, after its groups: close the peer channels. */
+void node_peers_close(struct meta_node *n);
+/* Answer ConfirmLeader r (for the group it names). */
+void node_confirm_leader(struct meta_node *n, struct rpc_req *r);
+
+/* ------------------------------------------------------------ service.c */
 int node_service_register(struct meta_node *n);
-/* Answer Status with the member's view and this digest ("" when none)
- * of the state at applied index digest_index. */
-void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *digest,
+/* Answer Status with g's view and this digest ("" when none) of its state
+ * at applied index digest_index, and every hosted group's summary. */
+void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *digest,
 			 uint64_t digest_index);
-/* Answer a read now, from the applied state. */
-void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method);
+/* Answer a read of g now, from its applied state. */
+void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method);
 /* Answer watches whose epoch is passed (all of them when closing). */
 void node_wake_watches(struct meta_node *n, bool closing);
 void node_expire_watches(struct meta_node *n, uint64_t now_ms);

@@ -1,8 +1,11 @@
 /*
- * node_read.c — linearizable reads of a meta member: ReadIndex rounds
- * (nothing written to the Raft log), with a Raft barrier only for the
- * first reads of a leader's term. Contracts in node_internal.h; the read
- * handlers themselves are in service.c (node_serve_read).
+ * node_read.c — linearizable reads of one Raft group of a meta member:
+ * ReadIndex rounds (nothing written to the Raft log), with a Raft barrier
+ * only for the first reads of a leader's term. Each group runs its own
+ * rounds over the member's channels to its peers (one per peer, shared by
+ * the groups); ConfirmLeader names the group, so a peer answers for it.
+ * Contracts in node_internal.h; the read handlers themselves are in
+ * service.c (node_serve_read).
  *
  * A read is linearizable if it sees every write acknowledged before it
  * arrived. The leader gets there without a log write, as etcd and TiKV do:
@@ -35,41 +38,41 @@
 #define ROUND_TIMEOUT_MS 2000
 
 struct read_round {
-	struct meta_node *n;
-	struct read_req *reads;        /* moved to n->ready once confirmed */
+	struct meta_group *g;
+	struct read_req *reads;        /* moved to g->ready once confirmed */
 	size_t count;
 	uint64_t term;
 	uint64_t index;                /* commit index when the round started */
 	unsigned acks, needed, waiting;
 	bool decided;
-	bool queued;                   /* in n->ready */
+	bool queued;                   /* in g->ready */
 	struct read_round *next;
 };
 
-static void fail_reads(struct meta_node *n, struct read_req *r, size_t count, int status,
+static void fail_reads(struct meta_group *g, struct read_req *r, size_t count, int status,
 		       const char *why)
 {
 	while (r) {
 		struct read_req *next = r->next;
 		if (status == RPC_FAILED_PRECONDITION)
-			node_fail_not_leader(n, r->req);
+			group_fail_not_leader(g, r->req);
 		else
 			rpc_fail(r->req, status, "%s", why);
 		free(r);
 		r = next;
 	}
-	n->n_reads -= count;
+	g->n_reads -= count;
 }
 
-static void serve_reads(struct meta_node *n, struct read_req *r, size_t count)
+static void serve_reads(struct meta_group *g, struct read_req *r, size_t count)
 {
 	while (r) {
 		struct read_req *next = r->next;
-		node_serve_read(n, r->req, r->method);
+		node_serve_read(g, r->req, r->method);
 		free(r);
 		r = next;
 	}
-	n->n_reads -= count;
+	g->n_reads -= count;
 }
 
 /* ------------------------------------------------------------ barrier */
@@ -77,41 +80,41 @@ static void serve_reads(struct meta_node *n, struct read_req *r, size_t count)
 static void on_barrier(struct raft_barrier *req, int status)
 {
 	struct barrier *b = req->data;
-	struct meta_node *n = b->n;
-	n->barrier_inflight = false;
+	struct meta_group *g = b->g;
+	g->barrier_inflight = false;
 	if (status == 0) {
 		/* An entry of term b->term committed: raft's commit index is
 		 * complete for that term from now on. */
-		if (b->term > n->read_term)
-			n->read_term = b->term;
-		serve_reads(n, b->reads, b->count);
+		if (b->term > g->read_term)
+			g->read_term = b->term;
+		serve_reads(g, b->reads, b->count);
 	} else {
 		char why[96];
 		snprintf(why, sizeof(why), "read barrier failed (%s); retry", raft_strerror(status));
-		fail_reads(n, b->reads, b->count, RPC_UNAVAILABLE, why);
+		fail_reads(g, b->reads, b->count, RPC_UNAVAILABLE, why);
 	}
 	free(b);
-	node_kick(n);
+	group_kick(g);
 }
 
-static int start_barrier(struct meta_node *n, struct read_req *reads, size_t cnt)
+static int start_barrier(struct meta_group *g, struct read_req *reads, size_t cnt)
 {
 	struct barrier *b = calloc(1, sizeof(*b));
 	if (!b)
 		return RAFT_NOMEM;
-	b->n = n;
+	b->g = g;
 	b->reads = reads;
 	b->count = cnt;
-	b->term = n->raft.current_term;
+	b->term = g->raft.current_term;
 	b->req.data = b;
-	int rc = raft_barrier(&n->raft, &b->req, on_barrier);
+	int rc = raft_barrier(&g->raft, &b->req, on_barrier);
 	if (rc) {
 		free(b);
 		return rc;
 	}
-	n->barrier_inflight = true;
-	metrics_counter_inc(n->m_read_barriers);
-	n->read_barriers++;
+	g->barrier_inflight = true;
+	m_inc(g->m.read_barriers);
+	g->read_barriers++;
 	return 0;
 }
 
@@ -128,7 +131,7 @@ static struct rpc_channel *peer_channel(struct meta_node *n, uint64_t id, const 
 	snprintf(addr, sizeof(addr), "%.*s:%d", (int)(colon - raft_addr), raft_addr,
 		 atoi(colon + 1) - 1);
 	struct node_peer_ch *free_slot = NULL;
-	for (size_t i = 0; i < META_NODE_MAX_PEERS; i++) {
+	for (size_t i = 0; i < NODE_PEER_CHANNELS; i++) {
 		struct node_peer_ch *p = &n->peer_ch[i];
 		if (p->ch && p->id == id) {
 			if (!strcmp(p->addr, addr))
@@ -139,8 +142,24 @@ static struct rpc_channel *peer_channel(struct meta_node *n, uint64_t id, const 
 		if (!p->ch && !free_slot)
 			free_slot = p;
 	}
-	if (!free_slot)
-		return NULL;
+	if (!free_slot) {
+		/* Every slot taken (members came and went): drop one the root's
+		 * configuration no longer names. Its calls in flight are
+		 * answered CANCELLED now: those rounds fail and retry. */
+		const struct raft_configuration *c = n->root ? &n->root->raft.configuration : NULL;
+		for (size_t i = 0; c && i < NODE_PEER_CHANNELS && !free_slot; i++) {
+			bool named = false;
+			for (unsigned k = 0; k < c->n; k++)
+				named |= c->servers[k].id == n->peer_ch[i].id;
+			if (!named) {
+				rpc_channel_close(n->peer_ch[i].ch);
+				n->peer_ch[i].ch = NULL;
+				free_slot = &n->peer_ch[i];
+			}
+		}
+		if (!free_slot)
+			return NULL;
+	}
 	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_max_ms = 1000 };
 	free_slot->ch = rpc_channel_open(n->loop, addr, &co);
 	if (!free_slot->ch)
@@ -156,50 +175,55 @@ static void round_maybe_free(struct read_round *rr)
 		free(rr);
 }
 
-static void serve_ready(struct meta_node *n)
+static void serve_ready(struct meta_group *g)
 {
-	uint64_t applied = raft_last_applied(&n->raft);
-	while (n->ready && n->ready->index <= applied) {
-		struct read_round *rr = n->ready;
-		n->ready = rr->next;
-		if (!n->ready)
-			n->ready_tail = NULL;
+	uint64_t applied = raft_last_applied(&g->raft);
+	while (g->ready && g->ready->index <= applied) {
+		struct read_round *rr = g->ready;
+		g->ready = rr->next;
+		if (!g->ready)
+			g->ready_tail = NULL;
 		rr->queued = false;
-		serve_reads(n, rr->reads, rr->count);
+		serve_reads(g, rr->reads, rr->count);
 		rr->reads = NULL;
 		round_maybe_free(rr);
 	}
 }
 
-/* Confirmed: the reads wait in n->ready for the applied index; else they
- * fail. The caller then calls round_maybe_free(rr) and serve_ready(n), in
+/* Confirmed: the reads wait in g->ready for the applied index; else they
+ * fail. The caller then calls round_maybe_free(rr) and serve_ready(g), in
  * that order (serve_ready may free rr). */
 static void round_decide(struct read_round *rr, bool confirmed, const char *why)
 {
-	struct meta_node *n = rr->n;
+	struct meta_group *g = rr->g;
 	rr->decided = true;
-	n->round = NULL;
-	bool still = node_is_leader(n) && n->raft.current_term == rr->term;
+	g->round = NULL;
+	bool still = group_is_leader(g) && g->raft.current_term == rr->term;
 	if (confirmed && still) {
 		rr->next = NULL;
 		rr->queued = true;
-		if (n->ready_tail)
-			n->ready_tail->next = rr;
+		if (g->ready_tail)
+			g->ready_tail->next = rr;
 		else
-			n->ready = rr;
-		n->ready_tail = rr;
+			g->ready = rr;
+		g->ready_tail = rr;
 	} else {
-		fail_reads(n, rr->reads, rr->count,
+		fail_reads(g, rr->reads, rr->count,
 			   still ? RPC_UNAVAILABLE : RPC_FAILED_PRECONDITION, why);
 		rr->reads = NULL;
-		metrics_counter_inc(n->m_read_rounds_failed);
+		m_inc(g->m.read_rounds_failed);
 	}
-	node_kick(n);   /* the next round, for the reads that queued meanwhile */
+	group_kick(g);   /* the next round, for the reads that queued meanwhile */
 }
 
 static void on_confirm(void *ud, const struct rpc_result *res)
 {
 	struct read_round *rr = ud;
+	if (!rr->g) {   /* its group closed: only the count is left to keep */
+		rr->waiting--;
+		round_maybe_free(rr);
+		return;
+	}
 	if (res->status == RPC_OK) {
 		const Iolake__Meta__ConfirmLeaderResponse *m =
 			(const Iolake__Meta__ConfirmLeaderResponse *)res->resp;
@@ -214,49 +238,50 @@ static void on_confirm(void *ud, const struct rpc_result *res)
 			round_decide(rr, false, "leadership not confirmed by a majority; retry");
 	}
 	rr->waiting = left;   /* only now: rr stays alive through round_decide */
-	struct meta_node *n = rr->n;
+	struct meta_group *g = rr->g;
 	round_maybe_free(rr);
-	serve_ready(n);
+	serve_ready(g);
 }
 
-static int start_round(struct meta_node *n, struct read_req *reads, size_t cnt)
+static int start_round(struct meta_group *g, struct read_req *reads, size_t cnt)
 {
 	struct read_round *rr = calloc(1, sizeof(*rr));
 	if (!rr)
 		return RAFT_NOMEM;
-	rr->n = n;
+	rr->g = g;
 	rr->reads = reads;
 	rr->count = cnt;
-	rr->term = n->raft.current_term;
-	rr->index = n->raft.commit_index;
-	const struct raft_configuration *c = &n->raft.configuration;
+	rr->term = g->raft.current_term;
+	rr->index = g->raft.commit_index;
+	const struct raft_configuration *c = &g->raft.configuration;
 	unsigned voters = 0;
 	for (unsigned i = 0; i < c->n; i++)
 		if (c->servers[i].role == RAFT_VOTER)
 			voters++;
 	rr->needed = voters / 2 + 1;
 	rr->acks = 1;   /* the leader is a voter */
-	n->round = rr;
-	metrics_counter_inc(n->m_read_rounds);
-	n->read_rounds++;
+	g->round = rr;
+	m_inc(g->m.read_rounds);
+	g->read_rounds++;
 	struct rpc_channel *chs[META_NODE_MAX_PEERS];
 	unsigned nch = 0;
 	for (unsigned i = 0; i < c->n && nch < META_NODE_MAX_PEERS; i++) {
-		if (c->servers[i].role != RAFT_VOTER || c->servers[i].id == n->o.id)
+		if (c->servers[i].role != RAFT_VOTER || c->servers[i].id == g->n->o.id)
 			continue;
-		struct rpc_channel *ch = peer_channel(n, c->servers[i].id, c->servers[i].address);
+		struct rpc_channel *ch = peer_channel(g->n, c->servers[i].id, c->servers[i].address);
 		if (ch)
 			chs[nch++] = ch;
 	}
 	if (rr->acks >= rr->needed || rr->acks + nch < rr->needed) {
 		round_decide(rr, rr->acks >= rr->needed, "no channel to a majority of members; retry");
 		round_maybe_free(rr);
-		serve_ready(n);
+		serve_ready(g);
 		return 0;
 	}
 	Iolake__Meta__ConfirmLeaderRequest q = IOLAKE__META__CONFIRM_LEADER_REQUEST__INIT;
 	q.term = rr->term;
-	q.leader_id = n->o.id;
+	q.leader_id = g->n->o.id;
+	q.group = g->id;
 	struct rpc_call_opts co = { .timeout_ms = ROUND_TIMEOUT_MS };
 	rr->waiting = nch;   /* answers come on later loop turns, never inside rpc_call */
 	for (unsigned i = 0; i < nch; i++)
@@ -267,74 +292,89 @@ static int start_round(struct meta_node *n, struct read_req *reads, size_t cnt)
 
 /* ------------------------------------------------------------ queue */
 
-void node_start_reads(struct meta_node *n)
+void node_start_reads(struct meta_group *g)
 {
-	if (n->ready)
-		serve_ready(n);
-	if (n->barrier_inflight || n->round || !n->r_head || n->closing)
+	if (g->ready)
+		serve_ready(g);
+	if (g->barrier_inflight || g->round || !g->r_head || g->closing)
 		return;
-	struct read_req *reads = n->r_head;
-	n->r_head = n->r_tail = NULL;
+	struct read_req *reads = g->r_head;
+	g->r_head = g->r_tail = NULL;
 	size_t cnt = 0;
 	for (struct read_req *r = reads; r; r = r->next)
 		cnt++;
-	if (!node_is_leader(n)) {
-		fail_reads(n, reads, cnt, RPC_FAILED_PRECONDITION, NULL);
+	if (!group_is_leader(g)) {
+		fail_reads(g, reads, cnt, RPC_FAILED_PRECONDITION, NULL);
 		return;
 	}
-	int rc = n->read_term == n->raft.current_term
-			 ? start_round(n, reads, cnt)
-			 : start_barrier(n, reads, cnt);
+	int rc = g->read_term == g->raft.current_term
+			 ? start_round(g, reads, cnt)
+			 : start_barrier(g, reads, cnt);
 	if (rc == RAFT_NOTLEADER) {
-		fail_reads(n, reads, cnt, RPC_FAILED_PRECONDITION, NULL);
+		fail_reads(g, reads, cnt, RPC_FAILED_PRECONDITION, NULL);
 	} else if (rc) {
 		char why[96];
 		snprintf(why, sizeof(why), "read barrier: %s", raft_strerror(rc));
-		fail_reads(n, reads, cnt, RPC_UNAVAILABLE, why);
+		fail_reads(g, reads, cnt, RPC_UNAVAILABLE, why);
 	}
 }
 
-int node_queue_read(struct meta_node *n, struct rpc_req *r, unsigned method)
+int node_queue_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 {
-	if (n->n_reads >= META_NODE_READS_MAX)
+	if (g->n_reads >= META_NODE_READS_MAX)
 		return -EAGAIN;
 	struct read_req *q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->req = r;
 	q->method = method;
-	if (n->r_tail)
-		n->r_tail->next = q;
+	if (g->r_tail)
+		g->r_tail->next = q;
 	else
-		n->r_head = q;
-	n->r_tail = q;
-	n->n_reads++;
-	node_start_reads(n);
+		g->r_head = q;
+	g->r_tail = q;
+	g->n_reads++;
+	node_start_reads(g);
 	return 0;
 }
 
-void node_reads_close(struct meta_node *n)
+void node_reads_close(struct meta_group *g)
 {
-	struct read_req *r = n->r_head;
-	n->r_head = n->r_tail = NULL;
+	struct read_req *r = g->r_head;
+	g->r_head = g->r_tail = NULL;
 	size_t cnt = 0;
 	for (struct read_req *p = r; p; p = p->next)
 		cnt++;
-	fail_reads(n, r, cnt, RPC_UNAVAILABLE, "member stopping");
+	fail_reads(g, r, cnt, RPC_UNAVAILABLE, "member stopping");
 	/* Confirmed rounds waiting for apply: their reads fail too. */
-	while (n->ready) {
-		struct read_round *rr = n->ready;
-		n->ready = rr->next;
-		fail_reads(n, rr->reads, rr->count, RPC_UNAVAILABLE, "member stopping");
+	while (g->ready) {
+		struct read_round *rr = g->ready;
+		g->ready = rr->next;
+		fail_reads(g, rr->reads, rr->count, RPC_UNAVAILABLE, "member stopping");
 		rr->reads = NULL;
 		rr->next = NULL;
 		rr->queued = false;
 		round_maybe_free(rr);
 	}
-	n->ready_tail = NULL;
-	/* Closing a channel answers its calls now (CANCELLED): the round in
-	 * flight decides (fails its reads) and is freed by its last answer. */
-	for (size_t i = 0; i < META_NODE_MAX_PEERS; i++)
+	g->ready_tail = NULL;
+	/* The round in flight: its reads fail now; its calls stay on the
+	 * member's channels, and their answers find it orphaned (no group)
+	 * and free it with the last one. */
+	struct read_round *rr = g->round;
+	if (rr) {
+		g->round = NULL;
+		fail_reads(g, rr->reads, rr->count, RPC_UNAVAILABLE, "member stopping");
+		rr->reads = NULL;
+		rr->decided = true;
+		rr->g = NULL;
+		round_maybe_free(rr);
+	}
+}
+
+void node_peers_close(struct meta_node *n)
+{
+	/* Closing a channel answers its calls now (CANCELLED). */
+	for (size_t i = 0; i < NODE_PEER_CHANNELS; i++)
 		if (n->peer_ch[i].ch) {
 			rpc_channel_close(n->peer_ch[i].ch);
 			n->peer_ch[i].ch = NULL;
@@ -342,17 +382,24 @@ void node_reads_close(struct meta_node *n)
 }
 
 /* ConfirmLeader, on a peer: ok while this member follows the caller in
- * the caller's term. */
+ * the caller's term, in the group the call names (not hosted here:
+ * NOT_FOUND, not ok). */
 void node_confirm_leader(struct meta_node *n, struct rpc_req *r)
 {
 	const Iolake__Meta__ConfirmLeaderRequest *q =
 		(const Iolake__Meta__ConfirmLeaderRequest *)rpc_req_msg(r);
 	Iolake__Meta__ConfirmLeaderResponse resp = IOLAKE__META__CONFIRM_LEADER_RESPONSE__INIT;
+	struct meta_group *g = n->closing ? NULL : hosting_find(n, q->group);
+	if (!g) {
+		resp.status = IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
 	raft_id lid = 0;
 	const char *laddr = NULL;
-	raft_leader(&n->raft, &lid, &laddr);
-	resp.term = n->raft.current_term;
-	resp.ok = !n->closing && raft_state(&n->raft) == RAFT_FOLLOWER &&
-		  n->raft.current_term == q->term && lid == q->leader_id;
+	raft_leader(&g->raft, &lid, &laddr);
+	resp.term = g->raft.current_term;
+	resp.ok = !g->closing && raft_state(&g->raft) == RAFT_FOLLOWER &&
+		  g->raft.current_term == q->term && lid == q->leader_id;
 	rpc_respond(r, &resp.base, NULL);
 }

@@ -1,14 +1,18 @@
 /*
  * service.c — the Meta RPC service of a member (meta.proto `service Meta`):
- * decoding calls, leadership checks and redirects, turning state reads
- * into responses, WatchMap long polls and membership changes. The Raft
- * side (queues, barriers, FSM) is node.c.
+ * decoding calls, finding the Raft group a call addresses, leadership
+ * checks and redirects, turning state reads into responses, WatchMap long
+ * polls and membership changes. The Raft side (queues, barriers, FSM) is
+ * group.c and node.c.
  *
- * Leader-only calls on a follower fail FAILED_PRECONDITION with
- * "not leader; leader=HOST:PORT" (meta/client.c parses it). Input from the
- * network is validated and answered, never asserted on.
+ * A call with a `group` field (100) goes to that group (0 or absent: the
+ * root); a group this member does not host fails NOT_FOUND "no group N on
+ * member M". Every other call is the root's. Leader-only calls on a
+ * follower fail FAILED_PRECONDITION with "not leader; leader=HOST:PORT",
+ * that group's leader (meta/client.c parses it). Input from the network
+ * is validated and answered, never asserted on.
  *
- * Thread: the node's loop.
+ * Thread: the member's loop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +27,29 @@
 #define WATCH_MAX_MS 60000
 
 #define REQ(type, r) ((const type *)rpc_req_msg(r))
+
+/* The group a request names: its uint64 field 100 (meta.proto), 0 when
+ * the message has none (root-only calls) or leaves it unset. */
+static uint64_t req_group_id(struct rpc_req *r)
+{
+	const ProtobufCMessage *m = rpc_req_msg(r);
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(m->descriptor, 100);
+	if (!f || f->type != PROTOBUF_C_TYPE_UINT64 || f->label == PROTOBUF_C_LABEL_REPEATED)
+		return 0;
+	return *(const uint64_t *)((const char *)m + f->offset);
+}
+
+/* The hosted group r addresses, or NULL after answering NOT_FOUND. */
+static struct meta_group *req_group(struct meta_node *n, struct rpc_req *r)
+{
+	uint64_t id = req_group_id(r);
+	struct meta_group *g = n->closing ? NULL : hosting_find(n, id);
+	if (!g)
+		rpc_fail(r, RPC_NOT_FOUND, "no group %llu on member %llu", (unsigned long long)id,
+			 (unsigned long long)n->o.id);
+	return g;
+}
 
 static Iolake__Meta__Status st_of(int err)
 {
@@ -46,19 +73,70 @@ static void h_fetch_snapshot(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
 	const Iolake__Meta__FetchSnapshotRequest *q = REQ(Iolake__Meta__FetchSnapshotRequest, r);
+	struct meta_group *g = req_group(n, r);
+	if (!g)
+		return;
 	if (snap_name_ok(q->checkpoint))
-		node_snap_pin(n, q->checkpoint);
-	snap_serve_fetch(n->loop, n->snap_dir, r);
+		group_snap_pin(g, q->checkpoint);
+	snap_serve_fetch(n->loop, g->snap_dir, r);
 }
 
 /* ------------------------------------------------------------ writes */
+
+/* A CreateGroup on the root's leader: every voter must be a voter of the
+ * root's configuration; an empty address is filled in from it, another
+ * must match it (so every member bootstraps the configuration the root
+ * knows). The request message is the server's until answered, and
+ * protobuf-c frees a string that is not the field's default with the
+ * allocator it unpacked with (the default one: free), so a strdup'd
+ * address replaces an empty one safely. 0, or an error answered. */
+static int check_create_group(struct meta_node *n, struct rpc_req *r, Iolake__Meta__CreateGroup *cg)
+{
+	const struct raft_configuration *c = &n->root->raft.configuration;
+	if (!cg->group) {
+		rpc_fail(r, RPC_INVALID_ARGUMENT, "CreateGroup without a group");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < cg->group->n_voters; i++) {
+		Iolake__Meta__GroupVoter *v = cg->group->voters[i];
+		const struct raft_server *sv = NULL;
+		for (unsigned k = 0; k < c->n; k++)
+			if (c->servers[k].id == v->id && c->servers[k].role == RAFT_VOTER)
+				sv = &c->servers[k];
+		char a[META_NODE_ADDR_MAX];
+		if (!sv || meta_node_rpc_addr(sv->address, a)) {
+			rpc_fail(r, RPC_INVALID_ARGUMENT,
+				 "group %llu: member %llu is not a voter of the root group",
+				 (unsigned long long)cg->group->id, (unsigned long long)v->id);
+			return -EINVAL;
+		}
+		if (!v->address || !v->address[0]) {
+			char *dup = strdup(a);
+			if (!dup) {
+				rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+				return -ENOMEM;
+			}
+			v->address = dup;
+		} else if (strcmp(v->address, a) != 0) {
+			rpc_fail(r, RPC_INVALID_ARGUMENT,
+				 "group %llu: member %llu is at %s, not %s",
+				 (unsigned long long)cg->group->id, (unsigned long long)v->id, a,
+				 v->address);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
 
 static void h_submit(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
 	const Iolake__Meta__SubmitRequest *q = REQ(Iolake__Meta__SubmitRequest, r);
-	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+	struct meta_group *g = req_group(n, r);
+	if (!g)
+		return;
+	if (!group_is_leader(g)) {
+		group_fail_not_leader(g, r);
 		return;
 	}
 	if (q->n_ops == 0 || q->n_ops > META_BATCH_MAX_OPS) {
@@ -71,6 +149,16 @@ static void h_submit(struct rpc_req *r, void *ud)
 			rpc_fail(r, RPC_INVALID_ARGUMENT, "op %zu has no body", i);
 			return;
 		}
+		bool group_op = q->ops[i]->body_case == IOLAKE__META__OP__BODY_CREATE_GROUP ||
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_DELETE_GROUP;
+		if (group_op && g->id != 0) {
+			rpc_fail(r, RPC_INVALID_ARGUMENT, "op %zu: groups are created and deleted "
+				 "through the root group", i);
+			return;
+		}
+		if (q->ops[i]->body_case == IOLAKE__META__OP__BODY_CREATE_GROUP &&
+		    check_create_group(n, r, q->ops[i]->create_group))
+			return;
 		bytes += protobuf_c_message_get_packed_size(&q->ops[i]->base) + 8;
 	}
 	if (bytes + 64 > META_ENTRY_MAX_BYTES) {
@@ -86,7 +174,7 @@ static void h_submit(struct rpc_req *r, void *ud)
 	s->ops = q->ops;
 	s->n_ops = q->n_ops;
 	s->bytes = bytes;
-	if (node_enqueue(n, s)) {
+	if (group_enqueue(g, s)) {
 		free(s);
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "write queue full; retry later");
 	}
@@ -94,11 +182,11 @@ static void h_submit(struct rpc_req *r, void *ud)
 
 /* ------------------------------------------------------------- reads */
 
-static void serve_get_bucket(struct meta_node *n, struct rpc_req *r)
+static void serve_get_bucket(struct meta_group *g, struct rpc_req *r)
 {
 	Iolake__Meta__GetBucketResponse resp = IOLAKE__META__GET_BUCKET_RESPONSE__INIT;
 	Iolake__Meta__Bucket *b = NULL;
-	int rc = meta_state_get_bucket(n->state, REQ(Iolake__Meta__GetBucketRequest, r)->name, &b);
+	int rc = meta_state_get_bucket(g->state, REQ(Iolake__Meta__GetBucketRequest, r)->name, &b);
 	if (read_failed(r, rc))
 		return;
 	resp.status = st_of(rc);
@@ -107,13 +195,13 @@ static void serve_get_bucket(struct meta_node *n, struct rpc_req *r)
 	meta_state_free_msg(b);
 }
 
-static void serve_list_buckets(struct meta_node *n, struct rpc_req *r)
+static void serve_list_buckets(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListBucketsRequest *q = REQ(Iolake__Meta__ListBucketsRequest, r);
 	Iolake__Meta__ListBucketsResponse resp = IOLAKE__META__LIST_BUCKETS_RESPONSE__INIT;
 	Iolake__Meta__Bucket **v = NULL;
 	size_t cnt = 0;
-	int rc = meta_state_list_buckets(n->state, q->owner[0] ? q->owner : NULL, &v, &cnt);
+	int rc = meta_state_list_buckets(g->state, q->owner[0] ? q->owner : NULL, &v, &cnt);
 	if (rc) {
 		rpc_fail(r, RPC_INTERNAL, "list buckets: %s", iol_strerror(rc));
 		return;
@@ -126,12 +214,12 @@ static void serve_list_buckets(struct meta_node *n, struct rpc_req *r)
 	free(v);
 }
 
-static void serve_head_object(struct meta_node *n, struct rpc_req *r)
+static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__HeadObjectRequest *q = REQ(Iolake__Meta__HeadObjectRequest, r);
 	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
 	Iolake__Meta__ObjectRecord *rec = NULL;
-	int rc = meta_state_head_object(n->state, q->bucket, q->key, &rec);
+	int rc = meta_state_head_object(g->state, q->bucket, q->key, &rec);
 	if (read_failed(r, rc))
 		return;
 	resp.status = st_of(rc);
@@ -140,12 +228,12 @@ static void serve_head_object(struct meta_node *n, struct rpc_req *r)
 	meta_state_free_msg(rec);
 }
 
-static void serve_list_objects(struct meta_node *n, struct rpc_req *r)
+static void serve_list_objects(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListObjectsRequest *q = REQ(Iolake__Meta__ListObjectsRequest, r);
 	Iolake__Meta__ListObjectsResponse resp = IOLAKE__META__LIST_OBJECTS_RESPONSE__INIT;
 	Iolake__Meta__Bucket *b = NULL;
-	int rc = meta_state_get_bucket(n->state, q->bucket, &b);
+	int rc = meta_state_get_bucket(g->state, q->bucket, &b);
 	meta_state_free_msg(b);
 	if (read_failed(r, rc))
 		return;
@@ -165,7 +253,7 @@ static void serve_list_objects(struct meta_node *n, struct rpc_req *r)
 	};
 	struct meta_list_page page;
 	memset(&page, 0, sizeof(page));
-	rc = meta_list(n->state, &lr, &page);
+	rc = meta_list(g->state, &lr, &page);
 	if (read_failed(r, rc)) {
 		meta_list_page_free(&page);
 		return;
@@ -203,12 +291,12 @@ static void serve_list_objects(struct meta_node *n, struct rpc_req *r)
 	meta_list_page_free(&page);
 }
 
-static void serve_get_access_key(struct meta_node *n, struct rpc_req *r)
+static void serve_get_access_key(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__GetAccessKeyRequest *q = REQ(Iolake__Meta__GetAccessKeyRequest, r);
 	Iolake__Meta__GetAccessKeyResponse resp = IOLAKE__META__GET_ACCESS_KEY_RESPONSE__INIT;
 	Iolake__Meta__AccessKey *k = NULL;
-	int rc = meta_state_get_access_key(n->state, q->access_key_id, &k);
+	int rc = meta_state_get_access_key(g->state, q->access_key_id, &k);
 	if (read_failed(r, rc))
 		return;
 	resp.status = st_of(rc);
@@ -217,12 +305,12 @@ static void serve_get_access_key(struct meta_node *n, struct rpc_req *r)
 	meta_state_free_msg(k);
 }
 
-static void serve_list_users(struct meta_node *n, struct rpc_req *r)
+static void serve_list_users(struct meta_group *g, struct rpc_req *r)
 {
 	Iolake__Meta__ListUsersResponse resp = IOLAKE__META__LIST_USERS_RESPONSE__INIT;
 	Iolake__Meta__User **v = NULL;
 	size_t cnt = 0;
-	int rc = meta_state_list_users(n->state, &v, &cnt);
+	int rc = meta_state_list_users(g->state, &v, &cnt);
 	if (rc) {
 		rpc_fail(r, RPC_INTERNAL, "list users: %s", iol_strerror(rc));
 		return;
@@ -235,11 +323,11 @@ static void serve_list_users(struct meta_node *n, struct rpc_req *r)
 	free(v);
 }
 
-static void serve_get_map(struct meta_node *n, struct rpc_req *r)
+static void serve_get_map(struct meta_group *g, struct rpc_req *r)
 {
 	Iolake__Meta__GetMapResponse resp = IOLAKE__META__GET_MAP_RESPONSE__INIT;
 	Iolake__Meta__ClusterMap *m = NULL;
-	int rc = meta_state_get_map(n->state, &m);
+	int rc = meta_state_get_map(g->state, &m);
 	if (read_failed(r, rc))
 		return;
 	resp.status = st_of(rc);
@@ -250,17 +338,17 @@ static void serve_get_map(struct meta_node *n, struct rpc_req *r)
 
 /* ------------------------------------------------- multipart reads */
 
-static void serve_get_upload(struct meta_node *n, struct rpc_req *r)
+static void serve_get_upload(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__GetUploadRequest *q = REQ(Iolake__Meta__GetUploadRequest, r);
 	Iolake__Meta__GetUploadResponse resp = IOLAKE__META__GET_UPLOAD_RESPONSE__INIT;
 	Iolake__Meta__MultipartUpload *u = NULL;
 	Iolake__Meta__Part *p = NULL;
-	int rc = meta_state_get_upload(n->state, q->bucket, q->key, q->upload_id, &u);
+	int rc = meta_state_get_upload(g->state, q->bucket, q->key, q->upload_id, &u);
 	if (read_failed(r, rc))
 		return;
 	if (rc == 0 && q->part_number > 0) {
-		int prc = meta_state_get_part(n->state, q->upload_id, q->part_number, &p);
+		int prc = meta_state_get_part(g->state, q->upload_id, q->part_number, &p);
 		if (read_failed(r, prc)) {
 			meta_state_free_msg(u);
 			return;
@@ -274,7 +362,7 @@ static void serve_get_upload(struct meta_node *n, struct rpc_req *r)
 	meta_state_free_msg(u);
 }
 
-static void serve_list_parts(struct meta_node *n, struct rpc_req *r)
+static void serve_list_parts(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListPartsRequest *q = REQ(Iolake__Meta__ListPartsRequest, r);
 	Iolake__Meta__ListPartsResponse resp = IOLAKE__META__LIST_PARTS_RESPONSE__INIT;
@@ -282,11 +370,11 @@ static void serve_list_parts(struct meta_node *n, struct rpc_req *r)
 	Iolake__Meta__Part **v = NULL;
 	size_t cnt = 0;
 	bool trunc = false;
-	int rc = meta_state_get_upload(n->state, q->bucket, q->key, q->upload_id, &u);
+	int rc = meta_state_get_upload(g->state, q->bucket, q->key, q->upload_id, &u);
 	if (read_failed(r, rc))
 		return;
 	if (rc == 0) {
-		int lrc = meta_state_list_parts(n->state, q->upload_id, q->part_number_marker,
+		int lrc = meta_state_list_parts(g->state, q->upload_id, q->part_number_marker,
 						q->max_parts, &v, &cnt, &trunc);
 		if (lrc) {
 			meta_state_free_msg(u);
@@ -306,12 +394,12 @@ static void serve_list_parts(struct meta_node *n, struct rpc_req *r)
 	meta_state_free_msg(u);
 }
 
-static void serve_list_uploads(struct meta_node *n, struct rpc_req *r)
+static void serve_list_uploads(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListUploadsRequest *q = REQ(Iolake__Meta__ListUploadsRequest, r);
 	Iolake__Meta__ListUploadsResponse resp = IOLAKE__META__LIST_UPLOADS_RESPONSE__INIT;
 	Iolake__Meta__Bucket *b = NULL;
-	int rc = meta_state_get_bucket(n->state, q->bucket, &b);
+	int rc = meta_state_get_bucket(g->state, q->bucket, &b);
 	meta_state_free_msg(b);
 	if (read_failed(r, rc))
 		return;
@@ -329,7 +417,7 @@ static void serve_list_uploads(struct meta_node *n, struct rpc_req *r)
 		.max_uploads = q->max_uploads == 0 ? META_LIST_MAX_KEYS : q->max_uploads,
 	};
 	struct meta_list_page page;
-	rc = meta_list_uploads(n->state, &lr, &page);
+	rc = meta_list_uploads(g->state, &lr, &page);
 	if (read_failed(r, rc)) {
 		meta_list_page_free(&page);
 		return;
@@ -366,20 +454,20 @@ static void serve_list_uploads(struct meta_node *n, struct rpc_req *r)
 }
 
 /* A page of the shard-GC queue for the gateways' GC workers. */
-static void serve_list_gc(struct meta_node *n, struct rpc_req *r)
+static void serve_list_gc(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListGcRequest *q = REQ(Iolake__Meta__ListGcRequest, r);
 	Iolake__Meta__ListGcResponse resp = IOLAKE__META__LIST_GC_RESPONSE__INIT;
 	Iolake__Meta__GcEntry **v = NULL;
 	size_t cnt = 0;
 	bool trunc = false;
-	int rc = meta_state_list_gc(n->state, q->start_after_generation, q->start_after_seq,
+	int rc = meta_state_list_gc(g->state, q->start_after_generation, q->start_after_seq,
 				    q->max_entries, &v, &cnt, &trunc);
 	if (rc) {
 		rpc_fail(r, RPC_INTERNAL, "list gc: %s", iol_strerror(rc));
 		return;
 	}
-	meta_state_gc_count(n->state, &resp.queue_length);
+	meta_state_gc_count(g->state, &resp.queue_length);
 	resp.entries = v;
 	resp.n_entries = cnt;
 	resp.is_truncated = trunc;
@@ -391,7 +479,7 @@ static void serve_list_gc(struct meta_node *n, struct rpc_req *r)
 
 /* The orphan sweep's question: which of these ids does a live record or
  * part name in pg (meta_state_check_refs). */
-static void serve_check_shards(struct meta_node *n, struct rpc_req *r)
+static void serve_check_shards(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__CheckShardsRequest *q = REQ(Iolake__Meta__CheckShardsRequest, r);
 	Iolake__Meta__CheckShardsResponse resp = IOLAKE__META__CHECK_SHARDS_RESPONSE__INIT;
@@ -409,7 +497,7 @@ static void serve_check_shards(struct meta_node *n, struct rpc_req *r)
 	bool b[META_CHECK_SHARDS_MAX];
 	for (size_t i = 0; i < cnt; i++)
 		ids[i] = q->object_ids[i].data;
-	int rc = meta_state_check_refs(n->state, q->pg, ids, cnt, b);
+	int rc = meta_state_check_refs(g->state, q->pg, ids, cnt, b);
 	if (rc) {
 		rpc_fail(r, RPC_INTERNAL, "check shards: %s", iol_strerror(rc));
 		return;
@@ -421,33 +509,37 @@ static void serve_check_shards(struct meta_node *n, struct rpc_req *r)
 	rpc_respond(r, &resp.base, NULL);
 }
 
-void node_serve_read(struct meta_node *n, struct rpc_req *r, unsigned method)
+void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 {
 	switch (method) {
-	case META_M_GET_BUCKET: serve_get_bucket(n, r); break;
-	case META_M_LIST_BUCKETS: serve_list_buckets(n, r); break;
-	case META_M_HEAD_OBJECT: serve_head_object(n, r); break;
-	case META_M_LIST_OBJECTS: serve_list_objects(n, r); break;
-	case META_M_GET_ACCESS_KEY: serve_get_access_key(n, r); break;
-	case META_M_LIST_USERS: serve_list_users(n, r); break;
-	case META_M_GET_MAP: serve_get_map(n, r); break;
-	case META_M_GET_UPLOAD: serve_get_upload(n, r); break;
-	case META_M_LIST_PARTS: serve_list_parts(n, r); break;
-	case META_M_LIST_UPLOADS: serve_list_uploads(n, r); break;
-	case META_M_LIST_GC: serve_list_gc(n, r); break;
-	case META_M_CHECK_SHARDS: serve_check_shards(n, r); break;
+	case META_M_GET_BUCKET: serve_get_bucket(g, r); break;
+	case META_M_LIST_BUCKETS: serve_list_buckets(g, r); break;
+	case META_M_HEAD_OBJECT: serve_head_object(g, r); break;
+	case META_M_LIST_OBJECTS: serve_list_objects(g, r); break;
+	case META_M_GET_ACCESS_KEY: serve_get_access_key(g, r); break;
+	case META_M_LIST_USERS: serve_list_users(g, r); break;
+	case META_M_GET_MAP: serve_get_map(g, r); break;
+	case META_M_GET_UPLOAD: serve_get_upload(g, r); break;
+	case META_M_LIST_PARTS: serve_list_parts(g, r); break;
+	case META_M_LIST_UPLOADS: serve_list_uploads(g, r); break;
+	case META_M_LIST_GC: serve_list_gc(g, r); break;
+	case META_M_CHECK_SHARDS: serve_check_shards(g, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
 
-/* Every linearizable read: leader only, after a barrier. */
+/* Every linearizable read: the addressed group's leader only, after a
+ * ReadIndex round (or a barrier). */
 static void h_read(struct rpc_req *r, struct meta_node *n, unsigned method)
 {
-	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+	struct meta_group *g = req_group(n, r);
+	if (!g)
+		return;
+	if (!group_is_leader(g)) {
+		group_fail_not_leader(g, r);
 		return;
 	}
-	int rc = node_queue_read(n, r, method);
+	int rc = node_queue_read(g, r, method);
 	if (rc)
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "read queue: %s", iol_strerror(rc));
 }
@@ -473,7 +565,7 @@ static void answer_watch(struct meta_node *n, struct rpc_req *r, bool changed)
 {
 	Iolake__Meta__WatchMapResponse resp = IOLAKE__META__WATCH_MAP_RESPONSE__INIT;
 	Iolake__Meta__ClusterMap *m = NULL;
-	if (changed && meta_state_get_map(n->state, &m))
+	if (changed && meta_state_get_map(n->root->state, &m))
 		changed = false;
 	resp.changed = changed;
 	resp.map = m;
@@ -550,7 +642,7 @@ static void h_heartbeat(struct rpc_req *r, void *ud)
 	struct meta_node *n = ud;
 	const Iolake__Meta__HeartbeatRequest *q = REQ(Iolake__Meta__HeartbeatRequest, r);
 	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+		group_fail_not_leader(n->root, r);
 		return;
 	}
 	Iolake__Meta__HeartbeatResponse resp = IOLAKE__META__HEARTBEAT_RESPONSE__INIT;
@@ -581,7 +673,7 @@ static void h_report_pgs(struct rpc_req *r, void *ud)
 	struct meta_node *n = ud;
 	const Iolake__Meta__ReportPgsRequest *q = REQ(Iolake__Meta__ReportPgsRequest, r);
 	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+		group_fail_not_leader(n->root, r);
 		return;
 	}
 	Iolake__Meta__ReportPgsResponse resp = IOLAKE__META__REPORT_PGS_RESPONSE__INIT;
@@ -629,7 +721,7 @@ static void h_flag_pgs(struct rpc_req *r, void *ud)
 	struct meta_node *n = ud;
 	const Iolake__Meta__FlagPgsRequest *q = REQ(Iolake__Meta__FlagPgsRequest, r);
 	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+		group_fail_not_leader(n->root, r);
 		return;
 	}
 	Iolake__Meta__FlagPgsResponse resp = IOLAKE__META__FLAG_PGS_RESPONSE__INIT;
@@ -658,7 +750,7 @@ static void h_pg_stats(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
 	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+		group_fail_not_leader(n->root, r);
 		return;
 	}
 	Iolake__Meta__PgStatsResponse resp = IOLAKE__META__PG_STATS_RESPONSE__INIT;
@@ -754,14 +846,17 @@ out:
  * then node_status_respond answers. */
 static void h_status(struct rpc_req *r, void *ud)
 {
-	node_status_digest(ud, r);
+	struct meta_group *g = req_group(ud, r);
+	if (g)
+		group_status_digest(g, r);
 }
 
-void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *digest,
+void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *digest,
 			 uint64_t digest_index)
 {
+	struct meta_node *n = g->n;
 	struct meta_node_info info;
-	meta_node_info(n, &info);
+	group_info(g, &info);
 	Iolake__Meta__StatusResponse resp = IOLAKE__META__STATUS_RESPONSE__INIT;
 	resp.id = info.id;
 	resp.address = n->rpc_addr;
@@ -776,8 +871,9 @@ void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *dig
 	resp.snapshot_restores = info.restores;
 	resp.state_digest = (char *)digest;
 	resp.state_applied_index = digest_index;
-	meta_state_gc_count(n->state, &resp.gc_queue);
-	const struct raft_configuration *c = &n->raft.configuration;
+	meta_state_gc_count(g->state, &resp.gc_queue);
+	resp.group = g->id;
+	const struct raft_configuration *c = &g->raft.configuration;
 	Iolake__Meta__MemberInfo mi[META_NODE_MAX_PEERS * 2];
 	Iolake__Meta__MemberInfo *mp[META_NODE_MAX_PEERS * 2];
 	char addrs[META_NODE_MAX_PEERS * 2][META_NODE_ADDR_MAX];
@@ -793,7 +889,47 @@ void node_status_respond(struct meta_node *n, struct rpc_req *r, const char *dig
 	}
 	resp.members = mp;
 	resp.n_members = k;
+	/* Every hosted group, in id order. */
+	size_t ng = n->n_groups;
+	Iolake__Meta__GroupStatus *gs = calloc(ng ? ng : 1, sizeof(*gs));
+	Iolake__Meta__GroupStatus **gp = calloc(ng ? ng : 1, sizeof(*gp));
+	char (*gaddr)[META_NODE_ADDR_MAX] = calloc(ng ? ng : 1, sizeof(*gaddr));
+	uint64_t *voters = calloc((ng ? ng : 1) * META_NODE_MAX_PEERS, sizeof(*voters));
+	if (!gs || !gp || !gaddr || !voters)
+		ng = 0;   /* answered without the list rather than not at all */
+	for (size_t i = 0; i < ng; i++) {
+		struct meta_group *h = n->groups[i];
+		struct meta_node_info hi;
+		group_info(h, &hi);
+		iolake__meta__group_status__init(&gs[i]);
+		gs[i].id = h->id;
+		gs[i].role = (char *)meta_node_role_name(hi.role);
+		gs[i].leader_id = hi.leader_id;
+		memcpy(gaddr[i], hi.leader_addr, sizeof(gaddr[i]));
+		gs[i].leader_address = gaddr[i];
+		gs[i].term = hi.term;
+		gs[i].commit_index = hi.commit_index;
+		gs[i].applied_index = hi.applied_index;
+		gs[i].last_index = hi.last_index;
+		gs[i].snapshots = hi.snapshots;
+		gs[i].snapshot_restores = hi.restores;
+		const struct raft_configuration *hc = &h->raft.configuration;
+		uint64_t *vv = voters + i * META_NODE_MAX_PEERS;
+		size_t nv = 0;
+		for (unsigned k2 = 0; k2 < hc->n && nv < META_NODE_MAX_PEERS; k2++)
+			if (hc->servers[k2].role == RAFT_VOTER)
+				vv[nv++] = hc->servers[k2].id;
+		gs[i].voters = vv;
+		gs[i].n_voters = nv;
+		gp[i] = &gs[i];
+	}
+	resp.groups = gp;
+	resp.n_groups = ng;
 	rpc_respond(r, &resp.base, NULL);
+	free(voters);
+	free(gaddr);
+	free(gp);
+	free(gs);
 }
 
 static void h_metrics(struct rpc_req *r, void *ud)
@@ -850,7 +986,7 @@ static void on_added(struct raft_change *c, int status)
 	struct change *ch = c->data;
 	if (status == 0 && !ch->n->closing) {
 		/* Promote: libraft catches the new member up before it votes. */
-		status = raft_assign(&ch->n->raft, &ch->c, ch->id, RAFT_VOTER, on_assigned);
+		status = raft_assign(&ch->n->root->raft, &ch->c, ch->id, RAFT_VOTER, on_assigned);
 		if (status == 0)
 			return;
 	}
@@ -866,7 +1002,7 @@ static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 {
 	const Iolake__Meta__MemberChangeRequest *q = REQ(Iolake__Meta__MemberChangeRequest, r);
 	if (!node_is_leader(n)) {
-		node_fail_not_leader(n, r);
+		group_fail_not_leader(n->root, r);
 		return;
 	}
 	char ra[META_NODE_ADDR_MAX];
@@ -884,8 +1020,8 @@ static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 	ch->id = q->id;
 	ch->add = add;
 	ch->c.data = ch;
-	int rc = add ? raft_add(&n->raft, &ch->c, q->id, ra, on_added)
-		     : raft_remove(&n->raft, &ch->c, q->id, on_removed);
+	int rc = add ? raft_add(&n->root->raft, &ch->c, q->id, ra, on_added)
+		     : raft_remove(&n->root->raft, &ch->c, q->id, on_removed);
 	if (rc) {
 		rpc_fail(r, RPC_FAILED_PRECONDITION,
 			 "membership change: %s", raft_strerror(rc));

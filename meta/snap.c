@@ -553,6 +553,7 @@ static void fetch_step(struct fetcher *f)
 			q.file = (char *)sf->name;
 			q.offset = f->off;
 			q.max_bytes = j->chunk_bytes;
+			q.group = j->group;
 			struct rpc_call_opts o = { .timeout_ms = CALL_TIMEOUT_MS };
 			rpc_call(f->ch, META_SERVICE, META_M_FETCH_SNAPSHOT, &q.base, NULL, &o, on_chunk, f);
 			return;

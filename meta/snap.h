@@ -1,8 +1,10 @@
 /*
- * snap.h — file snapshots of a member's state (internal to meta/: node.c
- * and service.c use it). A Raft snapshot of meta is a small descriptor
- * (proto SnapshotDescriptor) naming a RocksDB checkpoint directory under
- * DIR/snap of one member; the files move out of band with FetchSnapshot.
+ * snap.h — file snapshots of a Raft group's state (internal to meta/:
+ * group.c and service.c use it). A Raft snapshot of meta is a small
+ * descriptor (proto SnapshotDescriptor) naming a RocksDB checkpoint
+ * directory under DIR/snap of one member (DIR: the group's directory,
+ * DIR/groups/<id> for a group >= 1); the files move out of band with
+ * FetchSnapshot, which names the group.
  *
  *   DIR/snap/cp-<A>-<M>     a checkpoint of member M's state at applied
  *                           index A (hard links to the live SST files:
@@ -96,6 +98,7 @@ int snap_take(struct snap_take_job *j);
 /* One checkpoint to fetch (blocking). */
 struct snap_fetch_job {
 	const struct snap_desc *desc;
+	uint64_t group;               /* the Raft group whose checkpoint it is (0: root) */
 	char dir[600];                /* DIR/snap: files go to DIR/snap/in-<checkpoint> */
 	char addrs[META_NODE_MAX_PEERS + 1][META_NODE_ADDR_MAX];   /* source first */
 	size_t n_addrs;
