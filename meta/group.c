@@ -337,56 +337,102 @@ static size_t fetch_sources(struct meta_group *g, const struct snap_desc *d,
 /*
  * Install d into the state: from this member's own checkpoint when it
  * holds it, else fetched from the group's members into <dir>/snap/in-<name>.
+ * When no member holds d's checkpoint any more (a stale InstallSnapshot:
+ * meta/snap.h, snap_newest), the newest checkpoint a member holds at or
+ * above d's applied index is installed instead: libraft replays the
+ * entries after its own index and apply skips those at or below the
+ * state's "A", as for any checkpoint taken while applies went on.
  * Blocks the loop until done: libraft 0.15's restore is synchronous, and a
  * follower being installed has nothing better to do in this group (it
  * cannot apply or vote usefully on a state it does not have); the member's
  * other groups wait too. 0 or a negative error.
  */
+#define INSTALL_FALLBACKS 3
+
 static int snap_install(struct meta_group *g, const struct snap_desc *d)
 {
 	struct meta_node *n = g->n;
 	uint64_t t0 = loop_now_ms();
 	char local[700];
 	struct snap_fetch_job *fj = NULL;
+	struct snap_newest_job *nj = NULL;
+	const struct snap_desc *want = d;
+	uint64_t fetched = 0;
 	int rc = 0;
 	const char *src = local;
 	if (!snap_local_complete(g->snap_dir, d, local, sizeof(local))) {
 		fj = calloc(1, sizeof(*fj));
-		if (!fj)
+		nj = calloc(1, sizeof(*nj));
+		if (!fj || !nj) {
+			free(fj);
+			free(nj);
 			return -ENOMEM;
-		fj->desc = d;
-		fj->group = g->id;
-		snprintf(fj->dir, sizeof(fj->dir), "%s", g->snap_dir);
-		fj->n_addrs = fetch_sources(g, d, fj->addrs, META_NODE_MAX_PEERS + 1);
-		fj->timeout_ms = n->o.snapshot_fetch_timeout_ms;
-		fj->chunk_bytes = n->o.snapshot_fetch_chunk_bytes;
-		fj->m_fetch_bytes = g->m.fetch_bytes;
-		LOG_INFO("snapshot install: fetching", "group=%llu checkpoint=%s from=%s applied=%llu "
-			 "files=%zu bytes=%llu", (unsigned long long)g->id, d->checkpoint,
-			 d->member_addr, (unsigned long long)d->applied_index, d->n_files,
-			 (unsigned long long)d->bytes);
-		rc = snap_fetch(fj);
-		g->fetch_bytes += fj->fetched_bytes;
-		src = fj->path;
+		}
+		for (int attempt = 0;; attempt++) {
+			memset(fj, 0, sizeof(*fj));
+			fj->desc = want;
+			fj->group = g->id;
+			snprintf(fj->dir, sizeof(fj->dir), "%s", g->snap_dir);
+			fj->n_addrs = fetch_sources(g, want, fj->addrs, META_NODE_MAX_PEERS + 1);
+			fj->timeout_ms = n->o.snapshot_fetch_timeout_ms;
+			fj->chunk_bytes = n->o.snapshot_fetch_chunk_bytes;
+			fj->give_up_when_gone = attempt < INSTALL_FALLBACKS;
+			fj->m_fetch_bytes = g->m.fetch_bytes;
+			LOG_INFO("snapshot install: fetching", "group=%llu checkpoint=%s from=%s "
+				 "applied=%llu files=%zu bytes=%llu", (unsigned long long)g->id,
+				 want->checkpoint, want->member_addr,
+				 (unsigned long long)want->applied_index, want->n_files,
+				 (unsigned long long)want->bytes);
+			rc = snap_fetch(fj);
+			fetched += fj->fetched_bytes;
+			if (rc != -ENOENT)
+				break;
+			/* Nobody holds it: the newest checkpoint anyone holds. */
+			if (nj->found)
+				snap_desc_free(&nj->out);
+			nj->group = g->id;
+			nj->min_applied = d->applied_index;
+			memcpy(nj->addrs, fj->addrs, sizeof(nj->addrs));
+			nj->n_addrs = fj->n_addrs;
+			rc = snap_newest(nj);
+			if (rc)
+				break;
+			LOG_WARN("snapshot install: no member holds the checkpoint libraft sent: "
+				 "installing a newer one", "group=%llu sent=%s sent_applied=%llu "
+				 "newer=%s applied=%llu", (unsigned long long)g->id, d->checkpoint,
+				 (unsigned long long)d->applied_index, nj->out.checkpoint,
+				 (unsigned long long)nj->out.applied_index);
+			want = &nj->out;
+			if (snap_local_complete(g->snap_dir, want, local, sizeof(local))) {
+				fj->path[0] = 0;
+				break;
+			}
+		}
+		g->fetch_bytes += fetched;
+		if (fj->path[0])
+			src = fj->path;
 	}
 	uint64_t t1 = loop_now_ms();
 	if (rc == 0)
-		rc = meta_state_install(g->state, src, d->checkpoint, 0);
-	if (rc == 0 && fj)
-		snap_adopt(g->snap_dir, d);
+		rc = meta_state_install(g->state, src, want->checkpoint, 0);
+	if (rc == 0 && src != local)
+		snap_adopt(g->snap_dir, want);
 	if (rc == 0) {
 		snap_desc_free(&g->snap_last);
-		rc = snap_desc_copy(&g->snap_last, d);
+		rc = snap_desc_copy(&g->snap_last, want);
 		if (rc)
 			g->snap_last.applied_index = 0;
 		rc = 0;
 	}
 	g->last_install_ms = loop_now_ms() - t0;
 	LOG_INFO("snapshot install", "group=%llu checkpoint=%s applied=%llu fetched=%llu "
-		 "fetch_ms=%llu load_ms=%llu err=%s", (unsigned long long)g->id, d->checkpoint,
-		 (unsigned long long)d->applied_index,
-		 (unsigned long long)(fj ? fj->fetched_bytes : 0), (unsigned long long)(t1 - t0),
-		 (unsigned long long)(loop_now_ms() - t1), rc ? iol_strerror(rc) : "none");
+		 "fetch_ms=%llu load_ms=%llu err=%s", (unsigned long long)g->id, want->checkpoint,
+		 (unsigned long long)want->applied_index, (unsigned long long)fetched,
+		 (unsigned long long)(t1 - t0), (unsigned long long)(loop_now_ms() - t1),
+		 rc ? iol_strerror(rc) : "none");
+	if (nj && nj->found)
+		snap_desc_free(&nj->out);
+	free(nj);
 	free(fj);
 	return rc;
 }

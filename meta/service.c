@@ -67,8 +67,9 @@ static bool read_failed(struct rpc_req *r, int rc)
 
 /* ------------------------------------------------------ file snapshots */
 
-/* Any member: a byte range of one file of one of its checkpoints
- * (meta/snap.h), read on the libuv pool. */
+/* Any member: a byte range of one file of one of its checkpoints of the
+ * group named (meta/snap.h), read on the libuv pool; or, with `newest`,
+ * the descriptor of its newest one. */
 static void h_fetch_snapshot(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
@@ -76,6 +77,11 @@ static void h_fetch_snapshot(struct rpc_req *r, void *ud)
 	struct meta_group *g = req_group(n, r);
 	if (!g)
 		return;
+	if (q->newest) {
+		if (snap_serve_newest(g->snap_dir, &g->snap_last, r) == 0)
+			group_snap_pin(g, g->snap_last.checkpoint);
+		return;
+	}
 	if (snap_name_ok(q->checkpoint))
 		group_snap_pin(g, q->checkpoint);
 	snap_serve_fetch(n->loop, g->snap_dir, r);

@@ -419,6 +419,7 @@ struct fetcher {
 	int fd;
 	uint64_t off;
 	unsigned crc_failures;
+	unsigned gone_in_row;         /* sources in a row that lack the checkpoint */
 	bool finished;
 };
 
@@ -459,8 +460,9 @@ static void on_backoff(uv_timer_t *t)
 	fetch_step(f);
 }
 
-/* The source failed us: the next one, and a pause after a whole round. */
-static void fetch_fail_over(struct fetcher *f, const char *why)
+/* The source failed us: the next one, and a pause after a whole round.
+ * gone: it answered that it does not hold the checkpoint (or the group). */
+static void fetch_fail_over_why(struct fetcher *f, const char *why, bool gone)
 {
 	LOG_WARN("snapshot fetch: source failed", "addr=%s why=%s", f->j->addrs[f->addr_i],
 		 LOG_Q(why));
@@ -469,6 +471,11 @@ static void fetch_fail_over(struct fetcher *f, const char *why)
 	f->ch = NULL;
 	if (loop_now_ms() >= f->deadline_ms) {
 		fetch_finish(f, -ETIMEDOUT);
+		return;
+	}
+	f->gone_in_row = gone ? f->gone_in_row + 1 : 0;
+	if (f->j->give_up_when_gone && f->gone_in_row >= SNAP_GONE_ROUNDS * f->j->n_addrs) {
+		fetch_finish(f, -ENOENT);
 		return;
 	}
 	f->addr_i = (f->addr_i + 1) % f->j->n_addrs;
@@ -481,6 +488,11 @@ static void fetch_fail_over(struct fetcher *f, const char *why)
 	uv_timer_start(&f->timer, on_backoff, wait, 0);
 }
 
+static void fetch_fail_over(struct fetcher *f, const char *why)
+{
+	fetch_fail_over_why(f, why, false);
+}
+
 static void on_chunk(void *ud, const struct rpc_result *res)
 {
 	struct fetcher *f = ud;
@@ -488,7 +500,7 @@ static void on_chunk(void *ud, const struct rpc_result *res)
 		return;
 	const struct snap_file *sf = &f->j->desc->files[f->file_i];
 	if (res->status != RPC_OK) {
-		fetch_fail_over(f, res->message);
+		fetch_fail_over_why(f, res->message, res->status == RPC_NOT_FOUND);
 		return;
 	}
 	const Iolake__Meta__FetchSnapshotResponse *m =
@@ -496,11 +508,12 @@ static void on_chunk(void *ud, const struct rpc_result *res)
 	size_t len = res->payload.buf ? res->payload.len : 0;
 	if (m->status != IOLAKE__META__STATUS__STATUS_OK || m->file_size != sf->size || len == 0 ||
 	    len > sf->size - f->off) {
-		fetch_fail_over(f, m->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND
-					   ? "checkpoint gone there"
-					   : "answer does not match the descriptor");
+		bool gone = m->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+		fetch_fail_over_why(f, gone ? "checkpoint gone there"
+					    : "answer does not match the descriptor", gone);
 		return;
 	}
+	f->gone_in_row = 0;
 	const uint8_t *p = buf_slice_data(&res->payload);
 	size_t done = 0;
 	while (done < len) {
@@ -632,6 +645,127 @@ int snap_fetch(struct snap_fetch_job *j)
 	uv_sem_destroy(&f->done);
 	free(f);
 	return rc;
+}
+
+/* ---------------------------------------------------------- newest */
+
+struct newest {
+	struct snap_newest_job *j;
+	struct loop_thread lt;
+	struct loop_work start;
+	uv_sem_t done;
+	struct rpc_channel *ch[META_NODE_MAX_PEERS + 1];
+	size_t waiting;
+	int rc;
+};
+
+static void newest_finish(struct newest *w)
+{
+	for (size_t i = 0; i < w->j->n_addrs; i++)
+		if (w->ch[i])
+			rpc_channel_close(w->ch[i]);
+	uv_sem_post(&w->done);
+}
+
+static void on_newest(void *ud, const struct rpc_result *res)
+{
+	struct newest *w = ud;
+	struct snap_newest_job *j = w->j;
+	const Iolake__Meta__FetchSnapshotResponse *m =
+		(const Iolake__Meta__FetchSnapshotResponse *)res->resp;
+	struct snap_desc d;
+	if (res->status == RPC_OK && m->status == IOLAKE__META__STATUS__STATUS_OK &&
+	    res->payload.buf && snap_desc_decode(buf_slice_data(&res->payload), res->payload.len,
+						 &d) == 0) {
+		if (d.applied_index >= j->min_applied &&
+		    (!j->found || d.applied_index > j->out.applied_index)) {
+			if (j->found)
+				snap_desc_free(&j->out);
+			j->out = d;   /* moved */
+			j->found = true;
+		} else {
+			snap_desc_free(&d);
+		}
+	}
+	if (--w->waiting == 0)
+		newest_finish(w);
+}
+
+static void newest_start(struct loop_work *lw)
+{
+	struct newest *w = container_of(lw, struct newest, start);
+	struct snap_newest_job *j = w->j;
+	Iolake__Meta__FetchSnapshotRequest q = IOLAKE__META__FETCH_SNAPSHOT_REQUEST__INIT;
+	q.checkpoint = "";
+	q.file = "";
+	q.newest = true;
+	q.group = j->group;
+	struct rpc_call_opts o = { .timeout_ms = CALL_TIMEOUT_MS };
+	struct rpc_channel_opts co = { .connect_timeout_ms = 2000 };
+	for (size_t i = 0; i < j->n_addrs; i++)
+		w->ch[i] = rpc_channel_open(&w->lt.loop, j->addrs[i], &co);
+	w->waiting = j->n_addrs;
+	for (size_t i = 0; i < j->n_addrs; i++) {
+		if (!w->ch[i]) {
+			if (--w->waiting == 0)
+				newest_finish(w);
+			continue;
+		}
+		rpc_call(w->ch[i], META_SERVICE, META_M_FETCH_SNAPSHOT, &q.base, NULL, &o, on_newest,
+			 w);
+	}
+}
+
+int snap_newest(struct snap_newest_job *j)
+{
+	if (!j->n_addrs || j->n_addrs > META_NODE_MAX_PEERS + 1)
+		return -EINVAL;
+	j->found = false;
+	struct newest *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->j = j;
+	uv_sem_init(&w->done, 0);
+	int rc = loop_thread_start(&w->lt, "meta-snapnewest");
+	if (rc == 0) {
+		rc = loop_queue_post(&w->lt.queue, &w->start, newest_start);
+		if (rc == 0)
+			uv_sem_wait(&w->done);
+		loop_thread_stop(&w->lt);
+	}
+	uv_sem_destroy(&w->done);
+	free(w);
+	if (rc == 0 && !j->found)
+		rc = -ENOENT;
+	return rc;
+}
+
+int snap_serve_newest(const char *dir, const struct snap_desc *last, struct rpc_req *r)
+{
+	char path[700];
+	Iolake__Meta__FetchSnapshotResponse resp = IOLAKE__META__FETCH_SNAPSHOT_RESPONSE__INIT;
+	void *base = NULL;
+	size_t len = 0;
+	if (!last->applied_index || !snap_local_complete(dir, last, path, sizeof(path)) ||
+	    snap_desc_encode(last, &base, &len)) {
+		resp.status = IOLAKE__META__STATUS__STATUS_NOT_FOUND;
+		rpc_respond(r, &resp.base, NULL);
+		return -ENOENT;
+	}
+	struct buf *b = buf_new(len);
+	if (!b) {
+		raft_free(base);
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(b->data, base, len);
+	b->len = len;
+	raft_free(base);
+	resp.status = IOLAKE__META__STATUS__STATUS_OK;
+	struct buf_slice p = { .buf = b, .off = 0, .len = len };
+	rpc_respond(r, &resp.base, &p);
+	buf_unref(b);
+	return 0;
 }
 
 /* ---------------------------------------------------------- serve */

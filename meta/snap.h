@@ -40,6 +40,7 @@
 #define SNAP_FILES_MAX 100000         /* files in one descriptor */
 #define SNAP_PINS 4                   /* checkpoints being fetched, remembered */
 #define SNAP_PIN_MS 120000            /* a fetched checkpoint outlives pruning this long */
+#define SNAP_GONE_ROUNDS 2            /* give_up_when_gone: rounds of "not here" answers */
 
 struct snap_file {
 	char name[SNAP_NAME_MAX];     /* no '/' */
@@ -104,6 +105,8 @@ struct snap_fetch_job {
 	size_t n_addrs;
 	uint64_t timeout_ms;          /* give up after (0: 300 s) */
 	uint32_t chunk_bytes;         /* per call (0 or above: SNAP_CHUNK_BYTES) */
+	bool give_up_when_gone;       /* -ENOENT once every source said SNAP_GONE_ROUNDS times
+	                               * in a row that it lacks the checkpoint */
 	struct metrics_counter *m_fetch_bytes;   /* may be NULL */
 	/* out */
 	uint64_t fetched_bytes;       /* over the network, this call */
@@ -116,8 +119,32 @@ struct snap_fetch_job {
  * that does not answer or lost the checkpoint costs a switch to the next,
  * a round of failures a backoff (100 ms doubling to 2 s). Runs its calls
  * on a loop_thread of its own and blocks the caller until done. 0,
- * -ETIMEDOUT, -EIO. */
+ * -ETIMEDOUT, -EIO, -ENOENT (give_up_when_gone: no source holds it). */
 int snap_fetch(struct snap_fetch_job *j);
+
+/* Ask every source for its newest checkpoint of the group (FetchSnapshot
+ * with `newest`): the one with the highest applied index, at least
+ * min_applied. For a descriptor whose checkpoint no member holds any more
+ * (libraft 0.15 can deliver an InstallSnapshot it queued for a member
+ * while that member was down, naming a checkpoint its source has pruned
+ * since): a newer checkpoint of the same group is an equally good state to
+ * install, as apply skips every entry at or below the state's "A". */
+struct snap_newest_job {
+	uint64_t group;
+	char addrs[META_NODE_MAX_PEERS + 1][META_NODE_ADDR_MAX];
+	size_t n_addrs;
+	uint64_t min_applied;
+	/* out */
+	bool found;
+	struct snap_desc out;         /* the caller frees it (snap_desc_free) */
+};
+/* Blocking, calls on a loop_thread of its own. 0 and j->out, -ENOENT (no
+ * source has one at min_applied or above), -EINVAL, -ENOMEM. */
+int snap_newest(struct snap_newest_job *j);
+/* The server side of FetchSnapshot `newest`: answer last (this member's
+ * newest checkpoint of the group, taken or installed) when dir holds it
+ * whole, else NOT_FOUND. 0, or -ENOENT / -ENOMEM (answered). */
+int snap_serve_newest(const char *dir, const struct snap_desc *last, struct rpc_req *r);
 
 /* Whether DIR/snap/<desc->checkpoint> holds every file of desc with its
  * size (a local checkpoint, e.g. this member's own). */
