@@ -18,11 +18,19 @@
  * Coalescing: a submit ready to go (first try or retry) joins the pending
  * list; a uv_idle handle (it keeps the next poll from blocking and runs
  * at the start of the next loop turn) sends everything pending as one
- * SubmitRequest per SUBMIT_BATCH_OPS ops. Callers that submit in the same
+ * SubmitRequest per group per SUBMIT_BATCH_OPS ops. Callers that submit in the same
  * turn so share one RPC, one leader queue slot and usually one Raft entry.
  * An answer is split back per op; a failed batch sends each op through
  * the same retry rules a lone submit follows, so re-sent ops coalesce
  * again.
+ *
+ * Groups: a call addresses the Raft group its request names (field 100,
+ * `group`; 0: the root); submits name theirs with meta_client_submit_group.
+ * Each group's leader is remembered apart (the root's in `leader`, the
+ * others in a direct-mapped cache of LEADER_CACHE slots: a miss starts at
+ * the root's leader). A member that does not host the group answers
+ * NOT_FOUND "no group"; the call then tries the other members once each
+ * before it fails NOT_FOUND.
  *
  * Thread: the client's loop.
  */
@@ -43,6 +51,7 @@
 #define BACKOFF_MAX_MS 320
 #define DEDUPE_SPAN (META_DEDUPE_WINDOW / 2)
 #define SUBMIT_BATCH_OPS 256          /* ops per coalesced SubmitRequest */
+#define LEADER_CACHE 256              /* groups >= 1 whose leader is remembered */
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */
@@ -58,6 +67,8 @@ struct call {
 	uint64_t deadline_ms;
 	uint32_t backoff_ms;
 	int target;                    /* member the attempt went to */
+	uint64_t group;                /* the Raft group the call addresses */
+	unsigned no_group;             /* members that answered "no group" */
 	bool single;                   /* call_member: one attempt */
 	bool timer_init;
 	uv_timer_t timer;              /* backoff between attempts */
@@ -73,12 +84,18 @@ struct batch {
 	Iolake__Meta__Op *ops[SUBMIT_BATCH_OPS];
 };
 
+struct leader_slot {
+	uint64_t group;                /* 0: empty */
+	size_t member;
+};
+
 struct meta_client {
 	uv_loop_t *loop;
 	struct rpc_channel *ch[META_CLIENT_MAX_MEMBERS];
 	char *addr[META_CLIENT_MAX_MEMBERS];
 	size_t n;
-	size_t leader;                 /* member tried first */
+	size_t leader;                 /* member tried first (root group) */
+	struct leader_slot lc[LEADER_CACHE];   /* leaders of groups >= 1 */
 	struct call *calls;
 	struct call *s_head, *s_tail;
 	struct call *s_held;           /* first submit not yet sent (span) */
@@ -144,6 +161,44 @@ static uint32_t rnd(struct meta_client *c)
 	c->rng ^= c->rng >> 17;
 	c->rng ^= c->rng << 5;
 	return c->rng;
+}
+
+/* ------------------------------------------------------------ leaders */
+
+static size_t leader_of(const struct meta_client *c, uint64_t group)
+{
+	if (group == 0)
+		return c->leader;
+	const struct leader_slot *e = &c->lc[group % LEADER_CACHE];
+	return e->group == group && e->member < c->n ? e->member : c->leader;
+}
+
+static void set_leader(struct meta_client *c, uint64_t group, size_t member)
+{
+	if (group == 0) {
+		c->leader = member;
+		return;
+	}
+	c->lc[group % LEADER_CACHE].group = group;
+	c->lc[group % LEADER_CACHE].member = member;
+}
+
+/* The member that answered for group was not its leader and named none:
+ * the next one is tried first. */
+static void leader_next(struct meta_client *c, uint64_t group, int target)
+{
+	if (leader_of(c, group) == (size_t)target)
+		set_leader(c, group, (size_t)(target + 1) % c->n);
+}
+
+/* The group a request names: its uint64 field 100 (meta.proto), else 0. */
+static uint64_t msg_group(const ProtobufCMessage *m)
+{
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(m->descriptor, 100);
+	if (!f || f->type != PROTOBUF_C_TYPE_UINT64 || f->label == PROTOBUF_C_LABEL_REPEATED)
+		return 0;
+	return *(const uint64_t *)((const char *)m + f->offset);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -302,22 +357,32 @@ static void handle_failure(struct call *k, const struct rpc_result *res)
 		{
 			int j = leader_hint(c, res->message);
 			if (j >= 0 && j != k->target) {
-				c->leader = (size_t)j;
+				set_leader(c, k->group, (size_t)j);
 				c->stats.redirects++;
 				attempt(k);
 				return;
 			}
-			if (j < 0 && c->leader == (size_t)k->target)
-				c->leader = (c->leader + 1) % c->n;
+			if (j < 0)
+				leader_next(c, k->group, k->target);
 		}
 		retry_later(k);
+		return;
+	case RPC_NOT_FOUND:
+		if (res->message && strstr(res->message, "no group") && ++k->no_group < c->n) {
+			/* This member does not host it (yet): another may. */
+			leader_next(c, k->group, k->target);
+			retry_later(k);
+			return;
+		}
+		LOG_WARN("meta call failed", "method=%u status=%s msg=%s", k->method,
+			 rpc_status_name(res->status), LOG_Q(res->message));
+		call_finish(k, IOL_ENOT_FOUND, NULL);
 		return;
 	case RPC_UNAVAILABLE:
 	case RPC_DEADLINE_EXCEEDED:
 	case RPC_CANCELLED:
 		/* The member is gone or lost leadership: ask the next one. */
-		if (c->leader == (size_t)k->target)
-			c->leader = (c->leader + 1) % c->n;
+		leader_next(c, k->group, k->target);
 		retry_later(k);
 		return;
 	case RPC_RESOURCE_EXHAUSTED:
@@ -377,8 +442,9 @@ static void on_batch_result(void *ud, const struct rpc_result *res)
 	free(b);
 }
 
-/* End of a loop turn: send the pending submits, SUBMIT_BATCH_OPS per call,
- * each to the member believed to lead. */
+/* End of a loop turn: send the pending submits, one SubmitRequest per
+ * group and SUBMIT_BATCH_OPS ops, each to the member believed to lead that
+ * group. */
 static void on_flush(uv_idle_t *h)
 {
 	struct meta_client *c = h->data;
@@ -390,10 +456,18 @@ static void on_flush(uv_idle_t *h)
 		b->c = c;
 		b->n = 0;
 		uint64_t now = loop_now_ms(), left = UINT64_MAX;
-		int target = (int)c->leader;
-		while (c->pend_head && b->n < SUBMIT_BATCH_OPS) {
-			struct call *k = c->pend_head;
-			c->pend_head = k->bnext;
+		uint64_t group = c->pend_head->group;
+		int target = (int)leader_of(c, group);
+		/* Take the head's group's calls, in order; the others stay. */
+		struct call **pp = &c->pend_head, *last = NULL;
+		while (*pp && b->n < SUBMIT_BATCH_OPS) {
+			struct call *k = *pp;
+			if (k->group != group) {
+				last = k;
+				pp = &k->bnext;
+				continue;
+			}
+			*pp = k->bnext;
 			k->bnext = NULL;
 			if (now >= k->deadline_ms) {
 				call_finish(k, IOL_ETIMEOUT, NULL);
@@ -407,6 +481,8 @@ static void on_flush(uv_idle_t *h)
 			b->ops[b->n] = k->op;
 			b->n++;
 		}
+		if (!*pp)
+			c->pend_tail = last;
 		if (!c->pend_head)
 			c->pend_tail = NULL;
 		if (b->n == 0) {
@@ -416,6 +492,7 @@ static void on_flush(uv_idle_t *h)
 		iolake__meta__submit_request__init(&b->req);
 		b->req.ops = b->ops;
 		b->req.n_ops = b->n;
+		b->req.group = group;
 		struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms
 							  ? (uint32_t)left
 							  : c->attempt_timeout_ms };
@@ -446,7 +523,7 @@ static void attempt(struct call *k)
 		return;
 	}
 	if (!k->single)
-		k->target = (int)c->leader;
+		k->target = (int)leader_of(c, k->group);
 	uint64_t left = k->deadline_ms - loop_now_ms();
 	struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms ? (uint32_t)left
 									: c->attempt_timeout_ms };
@@ -508,6 +585,7 @@ static int start_call(struct meta_client *c, struct call *k, const ProtobufCMess
 		free(k);
 		return -ENOMEM;
 	}
+	k->group = msg_group(k->req);
 	call_link(k);
 	attempt(k);
 	return 0;
@@ -537,6 +615,12 @@ int meta_client_call_member(struct meta_client *c, size_t member, unsigned metho
 int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 		       meta_client_submit_cb cb, void *ud)
 {
+	return meta_client_submit_group(c, 0, op, cb, ud);
+}
+
+int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
+			     meta_client_submit_cb cb, void *ud)
+{
 	struct call *k = call_new(c, META_M_SUBMIT, NULL, ud);
 	if (!k)
 		return c->closing ? IOL_ESHUTDOWN : -ENOMEM;
@@ -552,9 +636,11 @@ int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 	}
 	k->op->client_id = c->client_id;
 	k->op->request_id = c->next_request_id++;
+	k->group = group;
 	iolake__meta__submit_request__init(&k->sreq);
 	k->sreq.ops = &k->op;
 	k->sreq.n_ops = 1;
+	k->sreq.group = group;
 	k->req = &k->sreq.base;
 	k->sprev = c->s_tail;
 	if (c->s_tail)

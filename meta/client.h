@@ -1,9 +1,11 @@
 /*
  * client.h — the library gateways, OSDs and iolake-admin use to talk to
- * the meta group: given the members' addresses, it finds the leader,
- * follows "not leader; leader=ADDR" redirects, and retries on leader
- * change or an unreachable member with backoff, without the caller
- * noticing, until the call's retry budget runs out.
+ * the meta service: given the members' addresses, it finds the leader of
+ * the Raft group a call addresses (the root, group 0, unless the request's
+ * `group` field or meta_client_submit_group names another), follows
+ * "not leader; leader=ADDR" redirects, and retries on leader change or an
+ * unreachable member with backoff, without the caller noticing, until the
+ * call's retry budget runs out. Each group's leader is remembered apart.
  *
  * Exactly-once writes: every op submitted carries this client's random
  * client_id and a fresh increasing request_id, kept across retries, and
@@ -55,7 +57,9 @@ void meta_client_close(struct meta_client *c);
  *   -EIO              any other failure status (the text is logged) */
 typedef void (*meta_client_cb)(void *ud, int err, const ProtobufCMessage *resp);
 
-/* Call `method` (enum meta_method) on the leader with retries. req is
+/* Call `method` (enum meta_method) on the leader with retries: of the
+ * group req names in its `group` field (0 or none: the root). A group no
+ * member hosts fails IOL_ENOT_FOUND once every member said so. req is
  * copied before this returns. 0, or -EAGAIN (max_calls outstanding),
  * -ENOMEM, -EINVAL (method out of range); cb does not run then. */
 int meta_client_call(struct meta_client *c, unsigned method, const ProtobufCMessage *req,
@@ -69,6 +73,11 @@ typedef void (*meta_client_submit_cb)(void *ud, int err, const Iolake__Meta__OpR
 				      uint64_t index);
 int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 		       meta_client_submit_cb cb, void *ud);
+/* The same through Raft group `group` (0: the root, as meta_client_submit).
+ * Submits of one loop turn coalesce per group. Request ids are the
+ * client's across groups; each group's state keeps its own answers. */
+int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
+			     meta_client_submit_cb cb, void *ud);
 
 /* One attempt at one member, no redirect, no retry (cluster status asks
  * each member itself). err as above, IOL_EUNAVAILABLE when unreachable. */
