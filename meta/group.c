@@ -945,11 +945,12 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 	if (id != 0) {
 		/* Hundreds of groups per member: each gets an eighth of the
 		 * root's memtable and of its snapshot byte threshold (which
-		 * bounds the Raft log libraft keeps in memory), and fewer open
-		 * table files. */
+		 * bounds the Raft log libraft keeps in memory), fewer open
+		 * table files, and a MANIFEST preallocated at 64 KiB, not 4 MiB. */
 		so.write_buffer_bytes = wbuf / 8 > GROUP_MIN_WRITE_BUFFER ? wbuf / 8
 									   : GROUP_MIN_WRITE_BUFFER;
 		so.max_open_files = GROUP_MAX_OPEN_FILES;
+		so.manifest_preallocation_bytes = GROUP_MANIFEST_BYTES;
 		g->snapshot_bytes = g->snapshot_bytes / 8 > GROUP_MIN_WRITE_BUFFER
 					    ? g->snapshot_bytes / 8 : GROUP_MIN_WRITE_BUFFER;
 	}

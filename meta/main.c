@@ -1,7 +1,8 @@
 /*
- * main.c — iolake-meta: one member of the meta Raft group (meta/node.h)
- * on the main thread's loop, until SIGTERM or SIGINT (clean close: Raft,
- * RocksDB and the sockets are closed before exit).
+ * main.c — iolake-meta: one member of the meta service (meta/node.h): the
+ * root Raft group and the groups the root gives it, on the main thread's
+ * loop, until SIGTERM or SIGINT (clean close: every group's Raft and
+ * RocksDB, and the sockets, are closed before exit).
  *
  *   iolake-meta --id N --data-dir DIR --listen HOST:PORT --peers ID@HOST:PORT,... [--join]
  *
@@ -10,7 +11,8 @@
  * add ID@HOST:PORT`), then catches up from the leader. --peers must hold
  * this member (and may hold only it).
  *
- * The Raft transport listens on HOST:PORT+1 (docs/architecture.md).
+ * The Raft transport (one port for every group) listens on HOST:PORT+1
+ * (docs/architecture.md); HOST must be an IPv4 address.
  *
  * Root credentials: with IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY
  * in the environment, or --root-credentials FILE, the member makes sure
@@ -102,10 +104,12 @@ int main(int argc, char **argv)
 		  .help = "or command bytes applied between snapshots, whichever comes first" },
 		{ .name = "meta-cache", .type = FLAG_SIZE, .dst = &cache_bytes, .min = 8 << 20,
 		  .max = 1ull << 40, .metavar = "BYTES",
-		  .help = "RocksDB block cache of the state (data, index and filter blocks)" },
+		  .help = "RocksDB block cache (data, index and filter blocks), shared by every "
+			  "group's state" },
 		{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &wbuf_bytes, .min = 1 << 20,
 		  .max = 1ull << 34, .metavar = "BYTES",
-		  .help = "RocksDB memtable of the state (at most two in memory)" },
+		  .help = "RocksDB memtable of the root's state (at most two in memory; "
+			  "other groups an eighth, at least 4 MiB)" },
 		{ .name = "snapshot-trailing", .type = FLAG_UINT64, .dst = &snap_trailing, .min = 0,
 		  .max = 1 << 24, .help = "entries kept in the log after a snapshot" },
 		{ .name = "election-timeout", .type = FLAG_DURATION, .dst = &election_ms, .min = 50,

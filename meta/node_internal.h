@@ -40,6 +40,7 @@ extern const char *const node_flag_reasons[NODE_FLAG_REASONS];
 #define GROUP_SEGMENT_BYTES (1u << 20) /* raft_uv segments of groups >= 1 */
 #define GROUP_MIN_WRITE_BUFFER (4ull << 20)   /* memtable floor of groups >= 1 */
 #define GROUP_MAX_OPEN_FILES 64        /* RocksDB table files of groups >= 1 */
+#define GROUP_MANIFEST_BYTES (64u << 10)   /* RocksDB MANIFEST preallocation, groups >= 1 */
 #define NODE_PEER_CHANNELS 16        /* peers a member keeps a channel to */
 #define SPREAD_INTERVAL_MS 1000        /* leader spread: one look a second */
 #define SPREAD_GROUP_QUIET_MS 5000     /* at most one transfer per group per this */

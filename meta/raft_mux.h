@@ -23,7 +23,9 @@
  *    40    L  the connecting server's Raft address, NUL-terminated,
  *             printable ASCII, padded to L (padding bytes not checked)
  *
- * Not used by meta/node.c yet (it still runs raft_uv_tcp on RPC port + 1).
+ * A meta member runs every group it hosts over one mux on RPC port + 1
+ * (meta/group.c: the root is group 0). A raft_uv_tcp member (from before
+ * groups) cannot talk to a mux member: all members move together.
  * Everything here runs on the mux's loop thread.
  */
 #ifndef META_RAFT_MUX_H

@@ -1889,6 +1889,9 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	rocksdb_options_set_keep_log_file_num(s->opts, 2);
 	rocksdb_options_set_max_open_files(s->opts, opts && opts->max_open_files
 							    ? opts->max_open_files : 256);
+	if (opts && opts->manifest_preallocation_bytes)
+		rocksdb_options_set_manifest_preallocation_size(s->opts,
+								opts->manifest_preallocation_bytes);
 	/* A whole-key bloom filter on the memtable: apply's lookups that miss
 	 * (request table, new object keys) skip the skip-list search. */
 	rocksdb_options_t *tuned = rocksdb_options_create();

@@ -92,6 +92,8 @@ struct meta_state_opts {
 	struct meta_state_cache *cache;  /* shared block cache (cache_bytes is then
 	                                  * ignored); NULL: a cache of its own */
 	int max_open_files;      /* RocksDB's table files kept open; 0: 256 */
+	uint64_t manifest_preallocation_bytes;  /* 0: RocksDB's (4 MiB, allocated on disk
+	                                         * by each state even when empty) */
 };
 
 /* Open or create the state in dir (created if missing, parent must
@@ -237,7 +239,7 @@ void meta_state_objiter_free(struct meta_state_objiter *it);
 int meta_state_digest(struct meta_state *s, uint8_t out[32]);
 
 /*
- * Not used by meta/node.c any more (its snapshots are checkpoints:
+ * Not used by meta/group.c (its snapshots are checkpoints:
  * meta_state_checkpoint / meta_state_install); kept for the unit tests,
  * which build states through it (test_refs: a state without the reference
  * index). Do not use it on a large state.
