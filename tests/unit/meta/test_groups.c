@@ -540,6 +540,20 @@ static void wait_digests(uv_loop_t *loop, struct meta_client *cli, struct cluste
 			return;
 		usleep(50000);
 	}
+	for (size_t i = 0; i < NMEMB; i++) {   /* what each said, for the failure */
+		if (!c->m[i].running)
+			continue;
+		int err;
+		Iolake__Meta__StatusResponse *s = status(loop, cli, i, group, &err);
+		printf("member %zu group %llu: err %d digest %.16s at %llu, applied %llu commit %llu "
+		       "last %llu role %s\n", i + 1, (unsigned long long)group, err,
+		       err ? "" : s->state_digest,
+		       (unsigned long long)(err ? 0 : s->state_applied_index),
+		       (unsigned long long)(err ? 0 : s->applied_index),
+		       (unsigned long long)(err ? 0 : s->commit_index),
+		       (unsigned long long)(err ? 0 : s->last_index), err ? "" : s->role);
+		free_msg(s);
+	}
 	ck_abort_msg("group %llu: digests differ", (unsigned long long)group);
 }
 
