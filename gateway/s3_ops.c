@@ -37,7 +37,6 @@
 /* ------------------------------------------------------------ credentials */
 
 struct lookup {
-	struct s3_ops *o;
 	struct s3_cred_lookup *l;
 };
 
@@ -45,7 +44,6 @@ static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct lookup *lk = ud;
 	struct s3_cred_lookup *l = lk->l;
-	struct s3_ops *o = lk->o;
 	free(lk);
 	if (err) {
 		l->done(l, err == IOL_ENOT_FOUND ? -ENOENT : -EIO, NULL);
@@ -53,14 +51,16 @@ static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
 	}
 	const Iolake__Meta__GetAccessKeyResponse *r = (const void *)resp;
 	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->key || r->key->disabled ||
-	    !r->key->secret_key) {
+	    !r->key->secret_key || !r->key->user || !*r->key->user) {
 		l->done(l, -ENOENT, NULL);
 		return;
 	}
-	struct s3_user_ent *u = &o->users[o->users_next++ % S3_USER_CACHE];
-	snprintf(u->key, sizeof(u->key), "%s", l->access_key);
-	snprintf(u->user, sizeof(u->user), "%s", r->key->user ? r->key->user : "");
-	l->done(l, 0, r->key->secret_key);
+	/* The key's user travels with the secret into the credential cache
+	 * and from there onto every request the key signs: the owner of
+	 * what a request creates is always the key's user. */
+	struct s3_cred cred = { .secret = r->key->secret_key, .user = r->key->user,
+				.admin = r->admin };
+	l->done(l, 0, &cred);
 }
 
 static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
@@ -71,7 +71,6 @@ static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
 		l->done(l, -ENOMEM, NULL);
 		return;
 	}
-	lk->o = o;
 	lk->l = l;
 	Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
 	req.access_key_id = (char *)l->access_key;

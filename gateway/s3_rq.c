@@ -55,6 +55,7 @@ void *s3_rq_new(struct s3_call *c, size_t size)
 	rq->c = c;
 	if (r->bucket)
 		snprintf(rq->bucket, sizeof(rq->bucket), "%s", r->bucket);
+	snprintf(rq->user, sizeof(rq->user), "%s", s3_call_auth(c)->user);
 	if (r->key && !(rq->key = strdup(r->key))) {
 		free(rq);
 		goto nomem;
@@ -88,12 +89,7 @@ void s3_rq_fail(struct s3_rq *rq, enum s3_err e, const char *msg)
 
 const char *s3_rq_owner(struct s3_rq *rq)
 {
-	struct s3_ops *o = rq->o;
-	const char *ak = s3_call_auth(rq->c)->claim.access_key;
-	for (unsigned i = 0; i < S3_USER_CACHE; i++)
-		if (strcmp(o->users[i].key, ak) == 0)
-			return o->users[i].user;
-	return ak;
+	return rq->user;
 }
 
 /* ------------------------------------------------------------ meta calls */

@@ -43,19 +43,12 @@
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define S3_COMMIT_TRIES 8   /* commits of one request (a CONFLICT reads again) */
-#define S3_USER_CACHE 64
 
 struct gw_data;
 struct gw_gc;
 struct s3_body;
 struct gw_heal;
 struct gw_map;
-
-/* An access key's user, as the last credential lookup of the key said. */
-struct s3_user_ent {
-	char key[S3_AUTH_SECRET_MAX];
-	char user[64];
-};
 
 /* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
 struct s3_ops {
@@ -72,8 +65,6 @@ struct s3_ops {
 	struct gw_heal *heal;           /* FlagPgs batcher (degraded PGs seen) */
 	struct metrics_counter *m_req[S3_OP__COUNT];
 	struct metrics_counter *m_unavail;
-	struct s3_user_ent users[S3_USER_CACHE]; /* access key -> user (owners) */
-	unsigned users_next;
 };
 
 struct s3_rq;
@@ -100,6 +91,7 @@ struct s3_rq {
 	int tries;                  /* commits tried */
 	char bucket[S3_BUCKET_MAX + 1];
 	char *key;                  /* NULL for a bucket or service operation */
+	char user[S3_AUTH_USER_MAX + 1]; /* who signed ("": anonymous) */
 	s3_rq_fn stop;              /* exchange over: stop the data path; NULL: none */
 	s3_rq_fn fini;              /* release the operation's state; NULL: none */
 	struct s3_body *body;       /* a small body being read (s3_body.h) */
@@ -135,7 +127,8 @@ void s3_rq_maybe_free(struct s3_rq *rq);
  * nothing when the exchange is over. */
 void s3_rq_fail(struct s3_rq *rq, enum s3_err e, const char *msg);
 
-/* The user owning the request's access key (falls back to the key). */
+/* The user the request's access key belongs to (s3_auth carries it from
+ * the credential lookup); "" for an anonymous request. */
 const char *s3_rq_owner(struct s3_rq *rq);
 
 /* ------------------------------------------------------------ meta */

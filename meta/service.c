@@ -213,7 +213,11 @@ static void serve_get_access_key(struct meta_node *n, struct rpc_req *r)
 		return;
 	resp.status = st_of(rc);
 	resp.key = k;
+	Iolake__Meta__User *u = NULL;
+	if (k && k->user && meta_state_get_user(n->state, k->user, &u) == 0)
+		resp.admin = u->admin;
 	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(u);
 	meta_state_free_msg(k);
 }
 
