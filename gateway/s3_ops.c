@@ -128,6 +128,8 @@ static void register_metrics(struct s3_ops *o)
 						  METRICS_LABELS("op", s3_op_name(i)));
 	o->m_unavail = metrics_counter_new(o->reg, "iolake_gw_unavailable_total",
 					   "requests answered 503 ServiceUnavailable", NULL);
+	o->m_denied = metrics_counter_new(o->reg, "iolake_gw_access_denied_total",
+					  "authorization decisions that refused (s3_authz)", NULL);
 	static const struct {
 		const char *name, *help;
 		metrics_gauge_fn fn;
@@ -229,7 +231,7 @@ err_free:
 const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
-	s3_tagging_handlers, s3_attrs_handlers,
+	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
@@ -246,12 +248,17 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
+	/* Every operation goes through the gate (s3_rq_gate: the one
+	 * authorization point), which runs its row's handler when allowed;
+	 * so anonymous requests may reach it too. */
+	s->anonymous_ok = true;
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
-			if (s->ops[h->op])
+			if (o->rows[h->op])
 				LOG_ERROR("s3: an operation in two handler tables", "op=%s",
 					  s3_op_name(h->op));
-			s->ops[h->op] = h->fn;
+			o->rows[h->op] = h;
+			s->ops[h->op] = s3_rq_gate;
 		}
 }
 
