@@ -100,11 +100,17 @@ bool s3u_upload_id_ok(const struct s3_req *r)
 void s3u_owner_elems(struct xml_w *w, const char *tag, const char *owner)
 {
 	char id[S3_ID_HEX + 1];
-	const char *name = owner && *owner ? owner : "root";
-	s3_acl_user_id_hex(name, id);
 	xml_open(w, tag);
-	xml_elem(w, "ID", id);
-	xml_elem(w, "DisplayName", name);
+	if (owner && *owner) {
+		s3_acl_user_id_hex(owner, id);
+		xml_elem(w, "ID", id);
+		xml_elem(w, "DisplayName", owner);
+	} else {
+		/* Written anonymously (a public-read-write bucket): S3's
+		 * anonymous principal. */
+		xml_elem(w, "ID", "65a011a29cdf8ec533ec3d1ccaae921c");
+		xml_elem(w, "DisplayName", "anonymous");
+	}
 	xml_close(w);
 }
 

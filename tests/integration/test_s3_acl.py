@@ -69,6 +69,12 @@ def main():
     aio.start()
     try:
         run(aio)
+        # A clean exit (under ASan: no leak, no error report).
+        rc, took = aio.stop(limit=15)
+        if rc != 0:
+            aio.log.flush()
+            print(open(aio.log.name, errors="replace").read()[-4000:])
+        expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
     finally:
         aio.close()
     if FAILS:
