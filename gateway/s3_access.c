@@ -144,7 +144,7 @@ struct acl_rq {
 	bool set_acl;
 	bool set_ownership;
 	Iolake__Meta__ObjectOwnership ownership;
-	enum s3_action action;      /* decided again after a re-read */
+	enum s3_authz_action action;      /* decided again after a re-read */
 };
 
 static struct acl_rq *acl_of(struct s3_rq *rq)
@@ -157,7 +157,7 @@ static void acl_fini(struct s3_rq *rq)
 	s3_body_free(&acl_of(rq)->body);
 }
 
-static struct acl_rq *acl_new(struct s3_call *c, enum s3_action action)
+static struct acl_rq *acl_new(struct s3_call *c, enum s3_authz_action action)
 {
 	struct acl_rq *a = s3_rq_new(c, sizeof(*a));
 	if (!a)

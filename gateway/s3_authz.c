@@ -22,32 +22,37 @@ static const struct {
 #undef S3_ACT_ROW
 };
 
-const char *s3_action_name(enum s3_action a)
+const char *s3_action_name(enum s3_authz_action a)
 {
 	return (unsigned)a < S3_ACT__COUNT ? actions[a].name : "s3:None";
 }
 
-enum s3_authz_res s3_action_res(enum s3_action a)
+enum s3_authz_res s3_action_res(enum s3_authz_action a)
 {
 	return (unsigned)a < S3_ACT__COUNT ? actions[a].res : S3_RES_NONE;
 }
 
 /* ------------------------------------------------------------ policy hook */
 
-enum s3_policy_verdict { S3_POLICY_NONE, S3_POLICY_ALLOW, S3_POLICY_DENY };
+enum authz_policy_verdict { AUTHZ_POLICY_NONE, AUTHZ_POLICY_ALLOW, AUTHZ_POLICY_DENY };
 
 /*
  * POLICY HOOK. The bucket policy's verdict on the request: an explicit
  * Deny refuses whatever the ACLs say, an Allow allows, no statement
- * matching leaves it to the ACLs. The policy engine (gateway/s3_policy,
- * being built apart) plugs in here, and only here: the bucket record will
- * carry the policy, q has the principal, the action's name
- * (s3_action_name), the bucket and the key. Today: no policies, NONE.
+ * matching leaves it to the ACLs. The policy engine (gateway/s3_policy)
+ * plugs in here, and only here: the bucket record will carry the
+ * compiled policy, and s3_policy_eval takes an s3_policy_req made of
+ * q->who->user (NULL: anonymous), whether it is q->bucket.owner, the
+ * action's name (s3_action_name(q->action): AWS's "s3:GetObject" form,
+ * which is the engine's), q->key and the request's condition keys; its
+ * NONE / ALLOW / DENY map one to one onto the values below. (Admins are
+ * decided before this hook: a policy cannot lock them out.) Today: no
+ * policies, NONE.
  */
-static enum s3_policy_verdict authz_policy(const struct s3_authz_req *q)
+static enum authz_policy_verdict authz_policy(const struct s3_authz_req *q)
 {
 	(void)q;
-	return S3_POLICY_NONE;
+	return AUTHZ_POLICY_NONE;
 }
 
 /* ------------------------------------------------------------ decision */
@@ -84,10 +89,10 @@ enum s3_verdict s3_authz_decide(const struct s3_authz_req *q)
 		return S3_DENY;
 	if (p->admin && p->user)
 		return S3_ALLOW;
-	enum s3_policy_verdict pv = authz_policy(q);
-	if (pv == S3_POLICY_DENY)
+	enum authz_policy_verdict pv = authz_policy(q);
+	if (pv == AUTHZ_POLICY_DENY)
 		return S3_DENY;
-	if (pv == S3_POLICY_ALLOW)
+	if (pv == AUTHZ_POLICY_ALLOW)
 		return S3_ALLOW;
 
 	enum s3_authz_rule rule = actions[q->action].rule;

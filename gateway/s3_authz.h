@@ -70,7 +70,7 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(GetObjectTagging,            OBJECT, OBJECT_OWNER,  0)                          \
 	X(PutObjectTagging,            OBJECT, OBJECT_OWNER,  0)
 
-enum s3_action {
+enum s3_authz_action {
 	S3_ACT_NONE = 0,
 #define S3_ACT_ENUM(name, res, rule, perm) S3_ACT_##name,
 	S3_ACTIONS(S3_ACT_ENUM)
@@ -79,8 +79,8 @@ enum s3_action {
 };
 
 /* "s3:GetObject"; "s3:None" out of range. */
-const char *s3_action_name(enum s3_action a);
-enum s3_authz_res s3_action_res(enum s3_action a);
+const char *s3_action_name(enum s3_authz_action a);
+enum s3_authz_res s3_action_res(enum s3_authz_action a);
 
 enum s3_ownership { S3_OWN_UNSET = 0, S3_OWN_ENFORCED, S3_OWN_PREFERRED, S3_OWN_WRITER };
 
@@ -92,7 +92,7 @@ struct s3_authz_rec {
 
 struct s3_authz_req {
 	const struct s3_principal *who;
-	enum s3_action action;
+	enum s3_authz_action action;
 	const char *bucket_name;     /* for the policy hook */
 	const char *key;             /* ditto; NULL for bucket actions */
 	struct s3_authz_rec bucket;  /* S3_RES_BUCKET and OBJECT */

@@ -38,7 +38,7 @@
 struct s3_handler {
 	enum s3_op op;
 	s3_op_fn fn;
-	enum s3_action action;
+	enum s3_authz_action action;
 };
 
 #define S3_HANDLERS_END { S3_OP_NONE, NULL, S3_ACT_NONE }

@@ -329,7 +329,7 @@ static const struct s3_acl *acl_of(const Iolake__Meta__Acl *m, struct s3_acl *a)
 	return a;
 }
 
-enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_action action,
+enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
 			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec)
 {
 	struct s3_acl *acls = malloc(2 * sizeof(*acls));
@@ -359,7 +359,7 @@ enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_action action,
 
 /* What a HeadObject with its bucket says, decided for action: S3E_OK, or
  * the error to answer (rec then freed and *recp NULL). */
-static enum s3_err head_verdict(struct s3_rq *rq, enum s3_action action, enum s3_err e,
+static enum s3_err head_verdict(struct s3_rq *rq, enum s3_authz_action action, enum s3_err e,
 				Iolake__Meta__ObjectRecord **recp)
 {
 	if (e != S3E_OK && e != S3E_NoSuchKey)
@@ -384,7 +384,7 @@ static void on_head_authz(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectR
 }
 
 int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
-		     enum s3_action action, s3_rq_head_cb cb)
+		     enum s3_authz_action action, s3_rq_head_cb cb)
 {
 	rq->authz_cb = cb;
 	rq->authz_action = action;

@@ -121,7 +121,7 @@ struct s3_rq {
 	Iolake__Meta__ObjectRecord *obj;
 	bool bkt_served;
 	s3_rq_head_cb authz_cb;     /* s3_rq_head_authz's caller */
-	enum s3_action authz_action;
+	enum s3_authz_action authz_action;
 	s3_rq_fn stop;              /* exchange over: stop the data path; NULL: none */
 	s3_rq_fn fini;              /* release the operation's state; NULL: none */
 	struct s3_body *body;       /* a small body being read (s3_body.h) */
@@ -175,7 +175,7 @@ void s3_rq_gate(struct s3_call *c);
 
 /* The decision for rq's principal on action over the bucket b and the
  * object rec (NULL: missing, or a bucket action). */
-enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_action action,
+enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
 			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec);
 
 /* HeadObject of (bucket, key) with its bucket, authorized for action (a
@@ -183,7 +183,7 @@ enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_action action,
  * s3_rq_head's, e AccessDenied when refused, NoSuchBucket, or NoSuchKey
  * (only when the caller may list the bucket). 0, or after answering. */
 int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
-		     enum s3_action action, s3_rq_head_cb cb);
+		     enum s3_authz_action action, s3_rq_head_cb cb);
 
 /* ------------------------------------------------------------ meta */
 

@@ -21,7 +21,7 @@ static void principal(enum who w, struct s3_principal *p)
 }
 
 /* A bucket of alice's with ACL bacl; an object of obj_owner with oacl. */
-static enum s3_verdict ask(enum who w, enum s3_action act, enum s3_ownership own,
+static enum s3_verdict ask(enum who w, enum s3_authz_action act, enum s3_ownership own,
 			   enum s3_canned bacl, const char *obj_owner, enum s3_canned oacl,
 			   bool have_obj)
 {
@@ -45,7 +45,7 @@ static enum s3_verdict ask(enum who w, enum s3_action act, enum s3_ownership own
 /* Bucket actions under ObjectWriter (ACLs on): owner, other, anon, admin. */
 static const struct {
 	enum s3_canned acl;
-	enum s3_action act;
+	enum s3_authz_action act;
 	enum s3_verdict v[4];
 } bucket_rows[] = {
 	{ S3_CANNED_PRIVATE, S3_ACT_ListBucket, { A, D, D, A } },
@@ -91,7 +91,7 @@ END_TEST
  * anon, admin, writer (carol). */
 static const struct {
 	enum s3_canned acl;
-	enum s3_action act;
+	enum s3_authz_action act;
 	enum s3_verdict v[5];
 } object_rows[] = {
 	{ S3_CANNED_PRIVATE, S3_ACT_GetObject, { D, D, D, A, A } },
@@ -127,7 +127,7 @@ END_TEST
  * everything on the bucket and every object in it, whoever wrote it. */
 START_TEST(test_enforced)
 {
-	static const enum s3_action acts[] = { S3_ACT_ListBucket, S3_ACT_PutObject,
+	static const enum s3_authz_action acts[] = { S3_ACT_ListBucket, S3_ACT_PutObject,
 					       S3_ACT_GetObject, S3_ACT_GetObjectAcl,
 					       S3_ACT_PutObjectAcl, S3_ACT_GetObjectTagging };
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {

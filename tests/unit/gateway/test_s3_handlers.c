@@ -18,7 +18,7 @@ static const enum s3_op not_served[] = {
 /* The action each operation must be decided on: AWS's mapping. */
 static const struct {
 	enum s3_op op;
-	enum s3_action act;
+	enum s3_authz_action act;
 } want_action[] = {
 	{ S3_OP_ListBuckets, S3_ACT_ListAllMyBuckets },
 	{ S3_OP_CreateBucket, S3_ACT_CreateBucket },
@@ -52,7 +52,7 @@ START_TEST(test_tables)
 {
 	int seen[S3_OP__COUNT];
 	memset(seen, 0, sizeof(seen));
-	enum s3_action act[S3_OP__COUNT];
+	enum s3_authz_action act[S3_OP__COUNT];
 	memset(act, 0, sizeof(act));
 	ck_assert_uint_eq(s3_n_handler_tables, 11);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
