@@ -209,6 +209,6 @@ static void op_get_object_attributes(struct s3_call *c)
 }
 
 const struct s3_handler s3_attrs_handlers[] = {
-	{ S3_OP_GetObjectAttributes, op_get_object_attributes },
+	{ S3_OP_GetObjectAttributes, op_get_object_attributes, S3_ACT_GetObjectAttributes },
 	S3_HANDLERS_END,
 };

@@ -30,6 +30,8 @@
 struct cache_slot {
 	char access_key[sizeof(((struct sigv4_auth *)0)->access_key)];
 	char secret[S3_AUTH_SECRET_MAX + 1];
+	char user[S3_AUTH_USER_MAX + 1];   /* the key's user, as the source said */
+	bool admin;
 	uint64_t expires_ms;
 	bool used;
 	bool negative;
@@ -113,7 +115,8 @@ static struct cache_slot *cache_find(struct s3_auth *a, const char *ak, uint64_t
 	return NULL;
 }
 
-static void cache_put(struct s3_auth *a, const char *ak, const char *secret, uint64_t now_ms)
+static void cache_put(struct s3_auth *a, const char *ak, const struct s3_cred *cred,
+		      uint64_t now_ms)
 {
 	struct cache_slot *set = set_of(a, ak), *victim = NULL;
 	for (int i = 0; i < WAYS && !victim; i++)
@@ -131,8 +134,10 @@ static void cache_put(struct s3_auth *a, const char *ak, const char *secret, uin
 	slot_drop(victim);
 	victim->used = true;
 	snprintf(victim->access_key, sizeof(victim->access_key), "%s", ak);
-	if (secret) {
-		snprintf(victim->secret, sizeof(victim->secret), "%s", secret);
+	if (cred) {
+		snprintf(victim->secret, sizeof(victim->secret), "%s", cred->secret);
+		snprintf(victim->user, sizeof(victim->user), "%s", cred->user ? cred->user : "");
+		victim->admin = cred->admin;
 		victim->expires_ms = now_ms + a->cfg.ttl_ms;
 	} else {
 		victim->negative = true;
@@ -252,8 +257,31 @@ static int failf(struct s3_auth_req *r, enum s3_err e, const char *fmt, ...)
 	return fail(r, e, r->res.msg_buf);
 }
 
+/* No Authorization, no presigned query: an anonymous request. Its body
+ * has no signature; a hex x-amz-content-sha256 is still checked (a client
+ * may send one), a streaming mode (chunk signatures need a key) is not
+ * accepted. */
+static void anonymous(struct s3_auth_req *r)
+{
+	struct s3_auth_result *res = &r->res;
+	res->anonymous = true;
+	res->payload = S3_PAYLOAD_UNSIGNED;
+	const struct sigv4_header *ph = find_header(r, "x-amz-content-sha256");
+	if (ph && s3_auth_payload_mode(ph->value, ph->value_len, &res->payload,
+				       res->payload_sha256) == 0 &&
+	    res->payload != S3_PAYLOAD_SHA256 && res->payload != S3_PAYLOAD_UNSIGNED) {
+		fail(r, S3E_InvalidRequest, "An anonymous request cannot carry a signed or "
+					    "streaming payload");
+		return;
+	}
+	if (ph && res->payload != S3_PAYLOAD_SHA256)
+		res->payload = S3_PAYLOAD_UNSIGNED;
+	res->err = S3E_OK;
+	res->msg = NULL;
+}
+
 /* Everything before the credentials: 0 to continue, or a failure recorded
- * in r->res (returns 1). */
+ * in r->res, or an anonymous request (res.anonymous, err OK) (returns 1). */
 static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 {
 	struct s3_auth_result *res = &r->res;
@@ -295,7 +323,7 @@ static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 			fail(r, S3E_InvalidRequest, "The authorization mechanism you have provided is "
 						    "not supported. Please use AWS4-HMAC-SHA256.");
 		else
-			fail(r, S3E_AccessDenied, "Anonymous access is not allowed");
+			anonymous(r);
 		return 1;
 	}
 
@@ -403,6 +431,7 @@ static void check_signature(struct s3_auth_req *r, const char *secret,
 			    struct cache_slot *slot)
 {
 	struct s3_auth_result *res = &r->res;
+	res->user[0] = '\0';
 	const struct sigv4_auth *c = &res->claim;
 	char scope[sizeof(slot->key_scope)];
 	snprintf(scope, sizeof(scope), "%s/%s/%s", c->date, c->region, c->service);
@@ -438,6 +467,15 @@ static void check_signature(struct s3_auth_req *r, const char *secret,
 		explicit_bzero(res->signing_key, sizeof(res->signing_key));
 }
 
+/* The signer, once the signature verified. */
+static void set_signer(struct s3_auth_req *r, const char *user, bool admin)
+{
+	if (r->res.err)
+		return;
+	snprintf(r->res.user, sizeof(r->res.user), "%s", user);
+	r->res.admin = admin;
+}
+
 static void finish(struct s3_auth_req *r)
 {
 	r->finished_ = true;
@@ -445,20 +483,22 @@ static void finish(struct s3_auth_req *r)
 		r->done_(r);
 }
 
-static void on_lookup(struct s3_cred_lookup *l, int rc, const char *secret)
+static void on_lookup(struct s3_cred_lookup *l, int rc, const struct s3_cred *cred)
 {
 	struct s3_auth_req *r = container_of(l, struct s3_auth_req, lookup_);
 	struct s3_auth *a = r->auth_;
 	/* An invalidation since the lookup started may have revoked what the
 	 * source just told us: answer this request, cache nothing. */
 	bool cacheable = r->gen_ == a->gen;
-	if (rc == 0 && secret && strlen(secret) <= S3_AUTH_SECRET_MAX) {
+	if (rc == 0 && cred && cred->secret && strlen(cred->secret) <= S3_AUTH_SECRET_MAX &&
+	    cred->user && *cred->user && strlen(cred->user) <= S3_AUTH_USER_MAX) {
 		struct cache_slot *slot = NULL;
 		if (cacheable) {
-			cache_put(a, r->res.claim.access_key, secret, r->now_ms);
+			cache_put(a, r->res.claim.access_key, cred, r->now_ms);
 			slot = cache_find(a, r->res.claim.access_key, r->now_ms);
 		}
-		check_signature(r, secret, slot);
+		check_signature(r, cred->secret, slot);
+		set_signer(r, cred->user, cred->admin);
 	} else if (rc == -ENOENT) {
 		if (cacheable)
 			cache_put(a, r->res.claim.access_key, NULL, r->now_ms);
@@ -488,6 +528,7 @@ int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct
 		}
 		a->stats.hits++;
 		check_signature(r, slot->secret, slot);
+		set_signer(r, slot->user, slot->admin);
 		return 0;
 	}
 	a->stats.misses++;

@@ -14,7 +14,9 @@
  *
  * Order of checks (cheap and local first, so bogus requests never reach
  * meta): parse -> scope/date/expiry -> payload-hash mode -> credentials
- * (cache, else the source) -> signature. Revocation: s3_auth_invalidate
+ * (cache, else the source) -> signature. A request with neither an
+ * Authorization header nor a presigned query is anonymous: it passes here
+ * (res.anonymous) and is authorized or refused later like any other. Revocation: s3_auth_invalidate
  * drops a key's entry at once, and a lookup that was in flight when it was
  * called does not repopulate the cache.
  *
@@ -39,15 +41,25 @@
 
 /* ------------------------------------------------------------ credentials */
 
+#define S3_AUTH_USER_MAX 128   /* meta's user names: at most 128 bytes */
+
+/* What a credential lookup found: the secret and whom the key belongs to.
+ * The strings are copied before done returns. */
+struct s3_cred {
+	const char *secret;
+	const char *user;       /* the key's user (owner of what it creates) */
+	bool admin;             /* that user is an admin (User.admin) */
+};
+
 /* One credential lookup, embedded in s3_auth_req. The source reads
- * access_key and, exactly once, calls done(l, rc, secret): rc 0 with the
- * secret (copied before done returns), -ENOENT for an unknown or revoked
- * key (negative-cached), any other negative errno for a transient failure
- * (not cached; the request gets ServiceUnavailable). done may be called
- * from inside lookup() (synchronous source) or later on the same loop. */
+ * access_key and, exactly once, calls done(l, rc, cred): rc 0 with the
+ * credential, -ENOENT for an unknown or revoked key (negative-cached; cred
+ * NULL), any other negative errno for a transient failure (not cached;
+ * the request gets ServiceUnavailable). done may be called from inside
+ * lookup() (synchronous source) or later on the same loop. */
 struct s3_cred_lookup {
 	const char *access_key;
-	void (*done)(struct s3_cred_lookup *l, int rc, const char *secret);
+	void (*done)(struct s3_cred_lookup *l, int rc, const struct s3_cred *cred);
 };
 
 struct s3_cred_source {
@@ -96,7 +108,16 @@ enum s3_payload_mode {
 };
 
 struct s3_auth_result {
-	enum s3_err err;             /* S3E_OK when the signature verified */
+	enum s3_err err;             /* S3E_OK when the signature verified (or the
+				      * request is anonymous) */
+	/* Who signed: the user the access key belongs to, always (from the
+	 * credential lookup, cached with the secret), and whether it is an
+	 * admin. anonymous: no Authorization header and no presigned query;
+	 * err is then S3E_OK and user empty: what an anonymous request may
+	 * do is the authorization's to decide (s3_authz), not ours. */
+	bool anonymous;
+	bool admin;
+	char user[S3_AUTH_USER_MAX + 1];
 	const char *msg;             /* detail for the error body, or NULL */
 	char msg_buf[192];           /* msg may point here */
 	enum s3_payload_mode payload;

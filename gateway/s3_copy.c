@@ -404,11 +404,7 @@ static bool parse_copy_range(const char *v, uint64_t size, uint64_t *off, uint64
 static void on_src(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
 	struct copy_rq *cr = copy_of(rq);
-	if (e == S3E_NoSuchKey) {
-		s3_rq_no_such_key(rq, cr->src_bucket);
-		return;
-	}
-	if (e) {
+	if (e) {   /* NoSuchKey here means the source bucket exists */
 		s3_rq_fail(rq, e, NULL);
 		return;
 	}
@@ -443,8 +439,8 @@ static void on_dst(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp
 	struct copy_rq *cr = copy_of(rq);
 	if (e)
 		s3_rq_fail(rq, e, NULL);
-	else
-		s3_rq_head(rq, cr->src_bucket, cr->src_key, on_src);
+	else   /* the copy's second question: may the caller read the source? */
+		s3_rq_head_authz(rq, cr->src_bucket, cr->src_key, S3_ACT_GetObject, on_src);
 }
 
 static void copy_respond(struct s3_put *p)
@@ -533,10 +529,14 @@ static void copy_begin(struct s3_call *c, bool is_part)
 		return;
 	}
 	if (!is_part) {
+		/* The gate read the destination bucket and decided s3:PutObject
+		 * on it; the ACL the copy asks for is checked now. */
 		cr->put.respond = copy_respond;
-		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-		req.name = rq->bucket;
-		s3_rq_call(rq, META_M_GET_BUCKET, &req.base, S3_SUBJ_BUCKET_READ, on_dst);
+		e = s3_put_check_access(rq);
+		if (e)
+			s3_rq_fail(rq, e, NULL);
+		else
+			on_dst(rq, S3E_OK, NULL);
 		return;
 	}
 	if (!s3u_upload_id_ok(s3_call_req(c))) {
@@ -562,7 +562,7 @@ static void op_upload_part_copy(struct s3_call *c)
 }
 
 const struct s3_handler s3_copy_handlers[] = {
-	{ S3_OP_CopyObject, op_copy_object },
-	{ S3_OP_UploadPartCopy, op_upload_part_copy },
+	{ S3_OP_CopyObject, op_copy_object, S3_ACT_PutObject },
+	{ S3_OP_UploadPartCopy, op_upload_part_copy, S3_ACT_PutObject },
 	S3_HANDLERS_END,
 };

@@ -366,7 +366,7 @@ static void op_delete_objects(struct s3_call *c)
 }
 
 const struct s3_handler s3_delete_handlers[] = {
-	{ S3_OP_DeleteObject, op_delete_object },
-	{ S3_OP_DeleteObjects, op_delete_objects },
+	{ S3_OP_DeleteObject, op_delete_object, S3_ACT_DeleteObject },
+	{ S3_OP_DeleteObjects, op_delete_objects, S3_ACT_DeleteObject },
 	S3_HANDLERS_END,
 };

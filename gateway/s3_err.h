@@ -21,6 +21,7 @@
 /*       enum name                    status  wire code                      default message */
 #define S3_ERRORS(X)                                                                                   \
 	X(AccessDenied,                 403, "AccessDenied",                 "Access Denied")            \
+	X(AccessControlListNotSupported, 400, "AccessControlListNotSupported", "The bucket does not allow ACLs") \
 	X(RequestExpired,               403, "AccessDenied",                 "Request has expired")      \
 	X(RequestNotYetValid,           403, "AccessDenied",                 "Request is not valid yet") \
 	X(AuthorizationHeaderMalformed, 400, "AuthorizationHeaderMalformed", "The authorization header is malformed") \
@@ -41,6 +42,7 @@
 	X(ListArgumentTooLong,          400, "InvalidArgument",              "Prefix, delimiter or key-marker too long") \
 	X(MetadataTooLarge,             400, "InvalidArgument",              "Your metadata headers exceed the maximum allowed metadata size.") \
 	X(InvalidBucketName,            400, "InvalidBucketName",            "The specified bucket is not valid.") \
+	X(InvalidBucketAclWithObjectOwnership, 400, "InvalidBucketAclWithObjectOwnership", "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting") \
 	X(InvalidDigest,                400, "InvalidDigest",                "The Content-MD5 you specified is not valid.") \
 	X(InvalidPart,                  400, "InvalidPart",                  "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.") \
 	X(InvalidPartNumber,            416, "InvalidPartNumber",            "The requested partnumber is not satisfiable") \
@@ -50,6 +52,7 @@
 	X(InvalidTag,                   400, "InvalidTag",                   "The TagKey you have provided is invalid") \
 	X(InvalidURI,                   400, "InvalidURI",                   "Couldn't parse the specified URI.") \
 	X(KeyTooLongError,              400, "KeyTooLongError",              "Your key is too long")     \
+	X(MalformedACLError,            400, "MalformedACLError",            "The XML you provided was not well-formed or did not validate against our published schema") \
 	X(MalformedXML,                 400, "MalformedXML",                 "The XML you provided was not well-formed or did not validate against our published schema.") \
 	X(MaxMessageLengthExceeded,     400, "MaxMessageLengthExceeded",     "Your request was too big.") \
 	X(MethodNotAllowed,             405, "MethodNotAllowed",             "The specified method is not allowed against this resource.") \
@@ -59,6 +62,8 @@
 	X(NoSuchKey,                    404, "NoSuchKey",                    "The specified key does not exist.") \
 	X(NoSuchUpload,                 404, "NoSuchUpload",                 "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.") \
 	X(NoSuchTagSet,                 404, "NoSuchTagSet",                 "The TagSet does not exist") \
+	X(OwnershipControlsNotFoundError, 404, "OwnershipControlsNotFoundError", "The bucket ownership controls were not found") \
+	X(UnresolvableGrantByEmailAddress, 400, "UnresolvableGrantByEmailAddress", "The email address you provided does not match any account on record.") \
 	X(NotImplemented,               501, "NotImplemented",               "A header you provided implies functionality that is not implemented") \
 	X(PreconditionFailed,           412, "PreconditionFailed",           "At least one of the pre-conditions you specified did not hold") \
 	X(RequestTimeTooSkewed,         403, "RequestTimeTooSkewed",         "The difference between the request time and the server's time is too large.") \
@@ -66,6 +71,7 @@
 	X(ServiceUnavailable,           503, "ServiceUnavailable",           "Please reduce your request rate.") \
 	X(SignatureDoesNotMatch,        403, "SignatureDoesNotMatch",        "The request signature we calculated does not match the signature you provided. Check your key and signing method.") \
 	X(SlowDown,                     503, "SlowDown",                     "Please reduce your request rate.") \
+	X(UnexpectedContent,            400, "UnexpectedContent",            "This request does not support content") \
 	X(XAmzContentSHA256Mismatch,    400, "XAmzContentSHA256Mismatch",    "The provided 'x-amz-content-sha256' header does not match what was computed.")
 
 enum s3_err {

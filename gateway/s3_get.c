@@ -425,7 +425,7 @@ static void op_get_object(struct s3_call *c)
 }
 
 const struct s3_handler s3_get_handlers[] = {
-	{ S3_OP_GetObject, op_get_object },
-	{ S3_OP_HeadObject, op_get_object },
+	{ S3_OP_GetObject, op_get_object, S3_ACT_GetObject },
+	{ S3_OP_HeadObject, op_get_object, S3_ACT_GetObject },
 	S3_HANDLERS_END,
 };

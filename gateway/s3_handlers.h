@@ -16,6 +16,8 @@
  *   s3_copy.c       CopyObject, UploadPartCopy
  *   s3_tagging.c    Put/Get/DeleteObjectTagging, Put/Get/DeleteBucketTagging
  *   s3_attrs.c      GetObjectAttributes
+ *   s3_access.c     Get/PutBucketAcl, Get/PutObjectAcl,
+ *                   Get/Put/DeleteBucketOwnershipControls
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -25,16 +27,21 @@
 #ifndef GATEWAY_S3_HANDLERS_H
 #define GATEWAY_S3_HANDLERS_H
 
+#include "gateway/s3_authz.h"
 #include "gateway/s3_req.h"
 #include "gateway/s3_server.h"
 
-/* One row of a module's table; a table ends with S3_HANDLERS_END. */
+/* One row of a module's table; a table ends with S3_HANDLERS_END. The
+ * action is what the operation needs (s3_authz.h: the rule, and whether
+ * it is decided on nothing, the bucket, or the object): the gate
+ * (s3_rq_gate) decides it before fn runs. */
 struct s3_handler {
 	enum s3_op op;
 	s3_op_fn fn;
+	enum s3_authz_action action;
 };
 
-#define S3_HANDLERS_END { S3_OP_NONE, NULL }
+#define S3_HANDLERS_END { S3_OP_NONE, NULL, S3_ACT_NONE }
 
 extern const struct s3_handler s3_bucket_handlers[];
 extern const struct s3_handler s3_list_handlers[];
@@ -46,6 +53,7 @@ extern const struct s3_handler s3_part_handlers[];
 extern const struct s3_handler s3_copy_handlers[];
 extern const struct s3_handler s3_tagging_handlers[];
 extern const struct s3_handler s3_attrs_handlers[];
+extern const struct s3_handler s3_access_handlers[];
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */
 extern const struct s3_handler *const s3_handler_tables[];

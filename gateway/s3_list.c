@@ -261,8 +261,8 @@ static void op_list_uploads(struct s3_call *c)
 }
 
 const struct s3_handler s3_list_handlers[] = {
-	{ S3_OP_ListObjects, op_list_objects },
-	{ S3_OP_ListObjectsV2, op_list_objects },
-	{ S3_OP_ListMultipartUploads, op_list_uploads },
+	{ S3_OP_ListObjects, op_list_objects, S3_ACT_ListBucket },
+	{ S3_OP_ListObjectsV2, op_list_objects, S3_ACT_ListBucket },
+	{ S3_OP_ListMultipartUploads, op_list_uploads, S3_ACT_ListBucketMultipartUploads },
 	S3_HANDLERS_END,
 };

@@ -26,6 +26,7 @@
 
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
+#include "gateway/s3_access.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
@@ -110,13 +111,22 @@ static void op_create(struct s3_call *c)
 	uint32_t pg = 0;
 	if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &pg) == 0)
 		meta.pg = pg;
-	meta.owner = (char *)s3_rq_owner(rq);
+	/* The object's owner and ACL, taken by Complete from the upload. */
+	struct s3_obj_access *acc = malloc(sizeof(*acc));
+	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	if (ae) {
+		free(acc);
+		s3_put_user_meta_free(&hb.um);
+		s3_rq_fail(rq, ae, NULL);
+		return;
+	}
+	s3_access_to_record(acc, &meta);
 	Iolake__Meta__MultipartUpload u = IOLAKE__META__MULTIPART_UPLOAD__INIT;
 	u.bucket = rq->bucket;
 	u.key = rq->key;
 	u.upload_id = "";
 	u.initiated_ms = s3u_wall_ms();
-	u.owner = meta.owner;
+	u.owner = (char *)s3_rq_owner(rq);   /* the initiator */
 	u.meta = &meta;
 	Iolake__Meta__CreateMultipart cm = IOLAKE__META__CREATE_MULTIPART__INIT;
 	cm.upload = &u;
@@ -124,6 +134,7 @@ static void op_create(struct s3_call *c)
 	op.body_case = IOLAKE__META__OP__BODY_CREATE_MULTIPART;
 	op.create_multipart = &cm;
 	s3_rq_submit(rq, &op, S3_SUBJ_OBJECT, on_create);
+	free(acc);
 	s3_put_user_meta_free(&hb.um);
 }
 
@@ -518,9 +529,9 @@ static void op_list_parts(struct s3_call *c)
 }
 
 const struct s3_handler s3_multipart_handlers[] = {
-	{ S3_OP_CreateMultipartUpload, op_create },
-	{ S3_OP_CompleteMultipartUpload, op_complete },
-	{ S3_OP_AbortMultipartUpload, op_abort },
-	{ S3_OP_ListParts, op_list_parts },
+	{ S3_OP_CreateMultipartUpload, op_create, S3_ACT_PutObject },
+	{ S3_OP_CompleteMultipartUpload, op_complete, S3_ACT_PutObject },
+	{ S3_OP_AbortMultipartUpload, op_abort, S3_ACT_AbortMultipartUpload },
+	{ S3_OP_ListParts, op_list_parts, S3_ACT_ListMultipartUploadParts },
 	S3_HANDLERS_END,
 };

@@ -37,7 +37,6 @@
 /* ------------------------------------------------------------ credentials */
 
 struct lookup {
-	struct s3_ops *o;
 	struct s3_cred_lookup *l;
 };
 
@@ -45,7 +44,6 @@ static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct lookup *lk = ud;
 	struct s3_cred_lookup *l = lk->l;
-	struct s3_ops *o = lk->o;
 	free(lk);
 	if (err) {
 		l->done(l, err == IOL_ENOT_FOUND ? -ENOENT : -EIO, NULL);
@@ -53,14 +51,16 @@ static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
 	}
 	const Iolake__Meta__GetAccessKeyResponse *r = (const void *)resp;
 	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->key || r->key->disabled ||
-	    !r->key->secret_key) {
+	    !r->key->secret_key || !r->key->user || !*r->key->user) {
 		l->done(l, -ENOENT, NULL);
 		return;
 	}
-	struct s3_user_ent *u = &o->users[o->users_next++ % S3_USER_CACHE];
-	snprintf(u->key, sizeof(u->key), "%s", l->access_key);
-	snprintf(u->user, sizeof(u->user), "%s", r->key->user ? r->key->user : "");
-	l->done(l, 0, r->key->secret_key);
+	/* The key's user travels with the secret into the credential cache
+	 * and from there onto every request the key signs: the owner of
+	 * what a request creates is always the key's user. */
+	struct s3_cred cred = { .secret = r->key->secret_key, .user = r->key->user,
+				.admin = r->admin };
+	l->done(l, 0, &cred);
 }
 
 static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
@@ -71,7 +71,6 @@ static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
 		l->done(l, -ENOMEM, NULL);
 		return;
 	}
-	lk->o = o;
 	lk->l = l;
 	Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
 	req.access_key_id = (char *)l->access_key;
@@ -129,6 +128,8 @@ static void register_metrics(struct s3_ops *o)
 						  METRICS_LABELS("op", s3_op_name(i)));
 	o->m_unavail = metrics_counter_new(o->reg, "iolake_gw_unavailable_total",
 					   "requests answered 503 ServiceUnavailable", NULL);
+	o->m_denied = metrics_counter_new(o->reg, "iolake_gw_access_denied_total",
+					  "authorization decisions that refused (s3_authz)", NULL);
 	static const struct {
 		const char *name, *help;
 		metrics_gauge_fn fn;
@@ -230,7 +231,7 @@ err_free:
 const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
-	s3_tagging_handlers, s3_attrs_handlers,
+	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
@@ -247,12 +248,17 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
+	/* Every operation goes through the gate (s3_rq_gate: the one
+	 * authorization point), which runs its row's handler when allowed;
+	 * so anonymous requests may reach it too. */
+	s->anonymous_ok = true;
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
-			if (s->ops[h->op])
+			if (o->rows[h->op])
 				LOG_ERROR("s3: an operation in two handler tables", "op=%s",
 					  s3_op_name(h->op));
-			s->ops[h->op] = h->fn;
+			o->rows[h->op] = h;
+			s->ops[h->op] = s3_rq_gate;
 		}
 }
 

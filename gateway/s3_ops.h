@@ -6,8 +6,10 @@
  *
  * Served: the operations of the handler tables listed in s3_handlers.h
  * (buckets, listings, object PUT / GET / HEAD / DELETE, DeleteObjects,
- * multipart uploads, copies, tagging, GetObjectAttributes). Everything
- * else stays NULL in the front end's table (it answers NotImplemented).
+ * multipart uploads, copies, tagging, GetObjectAttributes, ACLs and
+ * ownership controls), each through the gate (s3_rq_gate: the one
+ * authorization point, s3_authz). Everything else stays NULL in the front
+ * end's table (it answers NotImplemented).
  *
  * Nothing is acknowledged before its meta commit: a PUT's data is durable
  * on a write quorum and its record committed conditioned on the version it

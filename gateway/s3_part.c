@@ -193,6 +193,6 @@ static void op_upload_part(struct s3_call *c)
 }
 
 const struct s3_handler s3_part_handlers[] = {
-	{ S3_OP_UploadPart, op_upload_part },
+	{ S3_OP_UploadPart, op_upload_part, S3_ACT_PutObject },
 	S3_HANDLERS_END,
 };

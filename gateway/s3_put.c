@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
+#include "gateway/s3_access.h"
 #include "gateway/s3_attrs.h"
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
@@ -236,7 +237,17 @@ static void put_commit(struct s3_put *p)
 		return;
 	}
 	r.mtime_ms = p->mtime_ms;
-	r.owner = (char *)s3_rq_owner(rq);
+	/* Owner and ACL: the bucket's Object Ownership and x-amz-acl /
+	 * x-amz-grant-* (checked when the request came in). */
+	struct s3_obj_access *acc = malloc(sizeof(*acc));
+	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	if (ae) {
+		free(acc);
+		s3_put_user_meta_free(um);
+		put_abandon(p, ae);
+		return;
+	}
+	s3_access_to_record(acc, &r);
 	r.pg = p->pg;
 	Iolake__Meta__Checksum ck, *pck = &ck;
 	if (s3_attrs_record_checksum(c, &ck)) {
@@ -255,6 +266,7 @@ static void put_commit(struct s3_put *p)
 		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
 		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
 			free(lbuf);
+			free(acc);
 			s3_put_user_meta_free(um);
 			put_abandon(p, S3E_InternalError);
 			return;
@@ -271,6 +283,7 @@ static void put_commit(struct s3_put *p)
 		r.tags = src->tags;
 	} else if (s3_tagging_from_header(c, &r, &tmem, &tmsg)) {
 		free(lbuf);
+		free(acc);
 		s3_put_user_meta_free(um);
 		put_abandon(p, S3E_InternalError);
 		return;
@@ -287,6 +300,7 @@ static void put_commit(struct s3_put *p)
 	p->committing = true;
 	int rc = s3_rq_submit(rq, &op, S3_SUBJ_OBJECT, on_put_commit);
 	free(lbuf);
+	free(acc);
 	s3_put_user_meta_free(um);
 	s3_tagging_mem_free(tmem);
 	if (rc)
@@ -556,17 +570,30 @@ void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *
 		s3_put_stream(s3_put_of(rq));
 }
 
+/* The ACL headers of a write, checked before its body is read (and again
+ * at the commit, which stores them). */
+enum s3_err s3_put_check_access(struct s3_rq *rq)
+{
+	struct s3_obj_access *acc = malloc(sizeof(*acc));
+	enum s3_err e = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	free(acc);
+	return e;
+}
+
 static void op_put_object(struct s3_call *c)
 {
 	struct s3_put *p = s3_put_begin(c, sizeof(*p), true);
 	if (!p)
 		return;
-	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-	req.name = p->rq.bucket;
-	s3_rq_call(&p->rq, META_M_GET_BUCKET, &req.base, S3_SUBJ_BUCKET_READ, s3_put_on_checked);
+	/* The gate read the bucket (it exists; p->rq.bkt). */
+	enum s3_err e = s3_put_check_access(&p->rq);
+	if (e)
+		s3_rq_fail(&p->rq, e, NULL);
+	else
+		s3_put_stream(p);
 }
 
 const struct s3_handler s3_put_handlers[] = {
-	{ S3_OP_PutObject, op_put_object },
+	{ S3_OP_PutObject, op_put_object, S3_ACT_PutObject },
 	S3_HANDLERS_END,
 };

@@ -84,6 +84,11 @@ void s3_put_stream(struct s3_put *p);
  * the body streams when it passed, else e is answered. */
 void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp);
 
+/* The ACL headers of an object write (PutObject, CopyObject) against the
+ * bucket the gate read (s3_access_for_object): S3E_OK or the error to
+ * answer before any body is read. */
+enum s3_err s3_put_check_access(struct s3_rq *rq);
+
 /* The data is whole and durable (a copy pump fed it): commit. */
 void s3_put_ready(struct s3_put *p);
 

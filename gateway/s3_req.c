@@ -158,6 +158,7 @@ enum {
 	SR_ACL = 1u << 8,
 	SR_ATTRIBUTES = 1u << 9,
 	SR_LIST_TYPE = 1u << 10,
+	SR_OWNERSHIP = 1u << 11,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -180,7 +181,7 @@ static const struct qname qnames[] = {
 	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_UNSUPPORTED },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
 	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_UNSUPPORTED },
-	{ "ownershipControls", SR_UNSUPPORTED }, { "policy", SR_UNSUPPORTED },
+	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_UNSUPPORTED },
 	{ "policyStatus", SR_UNSUPPORTED }, { "publicAccessBlock", SR_UNSUPPORTED },
 	{ "replication", SR_UNSUPPORTED }, { "requestPayment", SR_UNSUPPORTED },
 	{ "restore", SR_UNSUPPORTED },     { "retention", SR_UNSUPPORTED },
@@ -327,6 +328,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_VERSIONING ? S3_OP_GetBucketVersioning
 				: bits & SR_VERSIONS   ? S3_OP_ListObjectVersions
 				: bits & SR_ACL        ? S3_OP_GetBucketAcl
+				: bits & SR_OWNERSHIP  ? S3_OP_GetBucketOwnershipControls
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -343,9 +345,12 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 			r->op = bits & SR_TAGGING      ? S3_OP_PutBucketTagging
 				: bits & SR_VERSIONING ? S3_OP_PutBucketVersioning
 				: bits & SR_ACL        ? S3_OP_PutBucketAcl
+				: bits & SR_OWNERSHIP  ? S3_OP_PutBucketOwnershipControls
 						       : S3_OP_CreateBucket;
 		} else if (del) {
-			r->op = bits & SR_TAGGING ? S3_OP_DeleteBucketTagging : S3_OP_DeleteBucket;
+			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
+				: bits & SR_OWNERSHIP ? S3_OP_DeleteBucketOwnershipControls
+						      : S3_OP_DeleteBucket;
 		} else if (post) {
 			if (!(bits & SR_DELETE)) {
 				r->err_msg = "POST object (browser form upload) is not implemented";

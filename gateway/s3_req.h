@@ -49,7 +49,9 @@
 	X(CreateMultipartUpload) X(UploadPart) X(UploadPartCopy)                   \
 	X(CompleteMultipartUpload) X(AbortMultipartUpload) X(ListParts)            \
 	X(GetObjectTagging) X(PutObjectTagging) X(DeleteObjectTagging)             \
-	X(GetObjectAttributes) X(GetObjectAcl) X(PutObjectAcl)
+	X(GetObjectAttributes) X(GetObjectAcl) X(PutObjectAcl)                     \
+	X(GetBucketOwnershipControls) X(PutBucketOwnershipControls)                \
+	X(DeleteBucketOwnershipControls)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */

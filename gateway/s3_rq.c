@@ -1,7 +1,8 @@
 /*
  * s3_rq.c — the S3 layer's core (contracts in s3_rq.h): a request's base
- * and lifecycle, and the meta calls every handler makes, with their
- * answers turned into S3 errors by s3_status's table.
+ * and lifecycle, the gate every request passes (authorization, once, on
+ * the records its action needs), and the meta calls every handler makes,
+ * with their answers turned into S3 errors by s3_status's table.
  *
  * Owns each request's base until the request is freed, and the one meta
  * call a request has in flight. Knows no operation: per-operation state
@@ -18,6 +19,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "gateway/s3_handlers.h"
 #include "gateway/s3_util.h"
 
 /* ------------------------------------------------------------ lifecycle */
@@ -28,6 +30,8 @@ void s3_rq_maybe_free(struct s3_rq *rq)
 		return;
 	if (rq->fini)
 		rq->fini(rq);
+	s3u_free_msg(rq->bkt);
+	s3u_free_msg(rq->obj);
 	free(rq->key);
 	free(rq);
 }
@@ -55,13 +59,25 @@ void *s3_rq_new(struct s3_call *c, size_t size)
 	rq->c = c;
 	if (r->bucket)
 		snprintf(rq->bucket, sizeof(rq->bucket), "%s", r->bucket);
+	const struct s3_auth_result *who = s3_call_auth(c);
+	snprintf(rq->user, sizeof(rq->user), "%s", who->anonymous ? "" : who->user);
+	s3_principal_init(&rq->who, rq->user, who->admin);
 	if (r->key && !(rq->key = strdup(r->key))) {
 		free(rq);
 		goto nomem;
 	}
 	s3_call_set_user(c, rq);
 	s3_call_on_finish(c, on_call_finish);
-	metrics_counter_inc(o->m_req[r->op]);
+	if (o->handoff) {
+		/* The gate's records (the request was counted there). */
+		rq->bkt = o->handoff_bkt;
+		rq->obj = o->handoff_obj;
+		o->handoff_bkt = NULL;
+		o->handoff_obj = NULL;
+		o->handoff = false;
+	} else {
+		metrics_counter_inc(o->m_req[r->op]);
+	}
 	return rq;
 nomem:
 	s3_call_error(c, S3E_InternalError, NULL);
@@ -88,12 +104,7 @@ void s3_rq_fail(struct s3_rq *rq, enum s3_err e, const char *msg)
 
 const char *s3_rq_owner(struct s3_rq *rq)
 {
-	struct s3_ops *o = rq->o;
-	const char *ak = s3_call_auth(rq->c)->claim.access_key;
-	for (unsigned i = 0; i < S3_USER_CACHE; i++)
-		if (strcmp(o->users[i].key, ak) == 0)
-			return o->users[i].user;
-	return ak;
+	return rq->user;
 }
 
 /* ------------------------------------------------------------ meta calls */
@@ -201,6 +212,13 @@ static void on_head(void *ud, int err, const ProtobufCMessage *resp)
 	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
 	enum s3_err e = s3_status_err(S3_SUBJ_OBJECT_READ, err, err ? 0 : (int)r->status);
 	Iolake__Meta__ObjectRecord *rec = NULL;
+	h->bkt = NULL;
+	if (h->with_bucket && !err) {
+		if (!r->bucket)
+			e = S3E_NoSuchBucket;
+		else if (!(h->bkt = (Iolake__Meta__Bucket *)s3u_copy_msg(&r->bucket->base)))
+			e = S3E_InternalError;
+	}
 	if (e == S3E_OK && !r->record)
 		e = S3E_NoSuchKey;
 	if (e == S3E_OK && !(rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&r->record->base)))
@@ -214,7 +232,9 @@ int s3_head_start(struct meta_client *mc, struct s3_head *h, const char *bucket,
 	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
 	req.bucket = (char *)bucket;
 	req.key = (char *)key;
+	req.with_bucket = h->with_bucket;
 	h->cb = cb;
+	h->bkt = NULL;
 	return meta_client_call(mc, META_M_HEAD_OBJECT, &req.base, on_head, h);
 }
 
@@ -225,18 +245,34 @@ static void on_rq_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRec
 	rq->in_call = false;
 	if (!s3_rq_back(rq)) {
 		s3u_free_msg(rec);
+		s3u_free_msg(h->bkt);
+		h->bkt = NULL;
 		return;
 	}
 	cb(rq, e, rec);
 }
 
-int s3_rq_head(struct s3_rq *rq, const char *bucket, const char *key, s3_rq_head_cb cb)
+static int head_start(struct s3_rq *rq, const char *bucket, const char *key, bool with_bucket,
+		      s3_rq_head_cb cb)
 {
 	if (!call_begin(rq, S3_SUBJ_OBJECT_READ))
 		return -EBUSY;
 	rq->cb.head = cb;
+	rq->head.with_bucket = with_bucket;
 	int rc = s3_head_start(rq->o->mc, &rq->head, bucket, key, on_rq_head);
 	return rc ? call_failed(rq, rc) : 0;
+}
+
+int s3_rq_head(struct s3_rq *rq, const char *bucket, const char *key, s3_rq_head_cb cb)
+{
+	if (rq->obj && strcmp(rq->obj->bucket, bucket) == 0 && strcmp(rq->obj->key, key) == 0) {
+		/* The record the gate authorized on, read just now. */
+		Iolake__Meta__ObjectRecord *rec = rq->obj;
+		rq->obj = NULL;
+		cb(rq, S3E_OK, rec);
+		return 0;
+	}
+	return head_start(rq, bucket, key, false, cb);
 }
 
 /* ------------------------------------------------------------ GetBucket */
@@ -255,6 +291,12 @@ static void on_bucket(void *ud, int err, const ProtobufCMessage *resp)
 
 int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb)
 {
+	if (rq->bkt && !rq->bkt_served && strcmp(rq->bkt->name, name) == 0) {
+		/* The record the gate authorized on, read just now. */
+		rq->bkt_served = true;
+		cb(rq, S3E_OK, rq->bkt);
+		return 0;
+	}
 	if (!call_begin(rq, S3_SUBJ_BUCKET_READ))
 		return -EBUSY;
 	rq->cb.bucket = cb;
@@ -273,4 +315,183 @@ static void on_no_such_key(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__
 void s3_rq_no_such_key(struct s3_rq *rq, const char *bucket)
 {
 	s3_rq_bucket(rq, bucket, on_no_such_key);
+}
+
+/* ------------------------------------------------------------ authorization */
+
+/* A record's ACL for the decision; an unreadable one is private. */
+static const struct s3_acl *acl_of(const Iolake__Meta__Acl *m, struct s3_acl *a)
+{
+	if (!m)
+		return NULL;
+	if (!s3_acl_from_msg(m, a))
+		LOG_WARN("s3: a stored ACL does not decode; read as private", "grants=%zu", m->n_grants);
+	return a;
+}
+
+enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
+			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec)
+{
+	struct s3_acl *acls = malloc(2 * sizeof(*acls));
+	if (!acls)
+		return S3_DENY;
+	struct s3_authz_req q = { .who = &rq->who, .action = action, .bucket_name = rq->bucket,
+				  .key = rq->key };
+	struct s3_authz_rec orec;
+	if (b) {
+		q.bucket_name = b->name;
+		q.bucket.owner = b->owner;
+		q.bucket.acl = acl_of(b->acl, &acls[0]);
+		q.ownership = (enum s3_ownership)b->object_ownership;
+	}
+	if (rec) {
+		q.key = rec->key;
+		orec.owner = rec->owner;
+		orec.acl = acl_of(rec->acl, &acls[1]);
+		q.object = &orec;
+	}
+	enum s3_verdict v = s3_authz_decide(&q);
+	free(acls);
+	if (v == S3_DENY)
+		metrics_counter_inc(rq->o->m_denied);
+	return v;
+}
+
+/* What a HeadObject with its bucket says, decided for action: S3E_OK, or
+ * the error to answer (rec then freed and *recp NULL). */
+static enum s3_err head_verdict(struct s3_rq *rq, enum s3_authz_action action, enum s3_err e,
+				Iolake__Meta__ObjectRecord **recp)
+{
+	if (e != S3E_OK && e != S3E_NoSuchKey)
+		return e;
+	if (!rq->head.bkt)
+		return S3E_NoSuchBucket;
+	if (s3_rq_decide(rq, action, rq->head.bkt, *recp) == S3_DENY)
+		e = S3E_AccessDenied;
+	if (e) {
+		s3u_free_msg(*recp);
+		*recp = NULL;
+	}
+	return e;
+}
+
+static void on_head_authz(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	e = head_verdict(rq, rq->authz_action, e, &rec);
+	s3u_free_msg(rq->head.bkt);
+	rq->head.bkt = NULL;
+	rq->authz_cb(rq, e, rec);
+}
+
+int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
+		     enum s3_authz_action action, s3_rq_head_cb cb)
+{
+	rq->authz_cb = cb;
+	rq->authz_action = action;
+	return head_start(rq, bucket, key, true, on_head_authz);
+}
+
+/* The gate's own request: the base, and the row it opens the way to. */
+struct gate {
+	struct s3_rq rq;
+	const struct s3_handler *h;
+};
+
+/* Allowed: run the handler with the records the decision was made on.
+ * The gate's request steps aside first (the handler's s3_rq_new becomes
+ * the call's user and takes the records), then is freed. */
+static void gate_pass(struct gate *g)
+{
+	struct s3_rq *rq = &g->rq;
+	struct s3_ops *o = rq->o;
+	struct s3_call *c = rq->c;
+	s3_call_set_user(c, NULL);
+	s3_call_on_finish(c, NULL);
+	rq->c = NULL;
+	o->handoff = true;
+	o->handoff_bkt = rq->bkt;
+	o->handoff_obj = rq->obj;
+	rq->bkt = NULL;
+	rq->obj = NULL;
+	/* The body was held while we read; the handler takes it from here
+	 * (resuming is deferred to the loop: it may pause again first). */
+	if (s3_call_http(c)->has_body)
+		http_resume(s3_call_stream(c));
+	g->h->fn(c);
+	if (o->handoff) {   /* the handler made no request (it answered) */
+		s3u_free_msg(o->handoff_bkt);
+		s3u_free_msg(o->handoff_obj);
+		o->handoff_bkt = NULL;
+		o->handoff_obj = NULL;
+		o->handoff = false;
+	}
+	s3_rq_maybe_free(rq);
+}
+
+static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+{
+	struct gate *g = container_of(rq, struct gate, rq);
+	if (!e && !b)
+		e = S3E_NoSuchBucket;
+	if (!e && s3_rq_decide(rq, g->h->action, b, NULL) == S3_DENY)
+		e = S3E_AccessDenied;
+	if (!e && !(rq->bkt = (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base)))
+		e = S3E_InternalError;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	gate_pass(g);
+}
+
+static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	struct gate *g = container_of(rq, struct gate, rq);
+	e = head_verdict(rq, g->h->action, e, &rec);
+	rq->bkt = rq->head.bkt;
+	rq->head.bkt = NULL;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	rq->obj = rec;
+	gate_pass(g);
+}
+
+void s3_rq_gate(struct s3_call *c)
+{
+	struct s3_ops *o = s3_call_ctx(c);
+	const struct s3_req *r = s3_call_req(c);
+	const struct s3_handler *h = o->rows[r->op];
+	if (!h) {
+		s3_call_error(c, S3E_NotImplemented, NULL);
+		return;
+	}
+	enum s3_authz_res res = s3_action_res(h->action);
+	if (res == S3_RES_NONE) {
+		/* Decided on the caller alone (ListBuckets, CreateBucket). */
+		const struct s3_auth_result *a = s3_call_auth(c);
+		struct s3_principal p;
+		s3_principal_init(&p, a->anonymous ? NULL : a->user, a->admin);
+		struct s3_authz_req q = { .who = &p, .action = h->action };
+		if (s3_authz_decide(&q) == S3_DENY) {
+			metrics_counter_inc(o->m_denied);
+			metrics_counter_inc(o->m_req[r->op]);
+			s3_call_error(c, S3E_AccessDenied, NULL);
+			return;
+		}
+		h->fn(c);
+		return;
+	}
+	struct gate *g = s3_rq_new(c, sizeof(*g));
+	if (!g)
+		return;
+	g->h = h;
+	/* Nothing of a body is read before the decision. */
+	if (s3_call_http(c)->has_body)
+		http_pause(s3_call_stream(c));
+	if (res == S3_RES_BUCKET)
+		s3_rq_bucket(&g->rq, g->rq.bucket, on_gate_bucket);
+	else
+		head_start(&g->rq, g->rq.bucket, g->rq.key, true, on_gate_object);
 }

@@ -1,7 +1,8 @@
 /*
  * s3_rq.h — the S3 layer's core: the context every request runs in
  * (struct s3_ops, one per gateway loop), the base every handler's request
- * state starts with (struct s3_rq), its lifecycle, and the meta helpers
+ * state starts with (struct s3_rq), its lifecycle, the gate that
+ * authorizes every request before its handler runs, and the meta helpers
  * every handler uses — a read, a submitted op, HeadObject, GetBucket, the
  * NoSuchKey-or-NoSuchBucket decision — whose answers come through
  * s3_status's one table.
@@ -36,6 +37,8 @@
 
 #include "common/loop.h"
 #include "common/metrics.h"
+#include "gateway/s3_acl.h"
+#include "gateway/s3_authz.h"
 #include "gateway/s3_server.h"
 #include "gateway/s3_status.h"
 #include "meta/client.h"
@@ -43,19 +46,13 @@
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define S3_COMMIT_TRIES 8   /* commits of one request (a CONFLICT reads again) */
-#define S3_USER_CACHE 64
 
 struct gw_data;
 struct gw_gc;
 struct s3_body;
 struct gw_heal;
 struct gw_map;
-
-/* An access key's user, as the last credential lookup of the key said. */
-struct s3_user_ent {
-	char key[S3_AUTH_SECRET_MAX];
-	char user[64];
-};
+struct s3_handler;
 
 /* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
 struct s3_ops {
@@ -72,8 +69,15 @@ struct s3_ops {
 	struct gw_heal *heal;           /* FlagPgs batcher (degraded PGs seen) */
 	struct metrics_counter *m_req[S3_OP__COUNT];
 	struct metrics_counter *m_unavail;
-	struct s3_user_ent users[S3_USER_CACHE]; /* access key -> user (owners) */
-	unsigned users_next;
+	struct metrics_counter *m_denied;
+	/* The handler of each operation (s3_ops_bind), which the front end
+	 * reaches only through the gate (s3_rq_gate). */
+	const struct s3_handler *rows[S3_OP__COUNT];
+	/* The records the gate authorized on, between the gate and the
+	 * handler's s3_rq_new (synchronous: set, fn(c), cleared). */
+	bool handoff;
+	Iolake__Meta__Bucket *handoff_bkt;
+	Iolake__Meta__ObjectRecord *handoff_obj;
 };
 
 struct s3_rq;
@@ -90,6 +94,11 @@ struct s3_head;
 typedef void (*s3_head_cb)(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRecord *rec);
 struct s3_head {
 	s3_head_cb cb;
+	/* with_bucket: the bucket record is read too; the callback then
+	 * finds a copy in bkt (the caller's to free) when the bucket exists,
+	 * and e is NoSuchBucket when it does not. */
+	bool with_bucket;
+	Iolake__Meta__Bucket *bkt;
 };
 
 /* The base of every request's state. */
@@ -100,6 +109,19 @@ struct s3_rq {
 	int tries;                  /* commits tried */
 	char bucket[S3_BUCKET_MAX + 1];
 	char *key;                  /* NULL for a bucket or service operation */
+	char user[S3_AUTH_USER_MAX + 1]; /* who signed ("": anonymous) */
+	struct s3_principal who;    /* the same, as s3_authz sees it (who.user -> user) */
+	/* The records the gate authorized the request on (copies, freed with
+	 * the request): the bucket for bucket and object actions, the object
+	 * for object actions. s3_rq_bucket answers its first read of that
+	 * bucket from bkt and s3_rq_head its first read of that object from
+	 * obj (handing it over), so authorizing costs no extra meta read
+	 * where the handler read them anyway. */
+	Iolake__Meta__Bucket *bkt;
+	Iolake__Meta__ObjectRecord *obj;
+	bool bkt_served;
+	s3_rq_head_cb authz_cb;     /* s3_rq_head_authz's caller */
+	enum s3_authz_action authz_action;
 	s3_rq_fn stop;              /* exchange over: stop the data path; NULL: none */
 	s3_rq_fn fini;              /* release the operation's state; NULL: none */
 	struct s3_body *body;       /* a small body being read (s3_body.h) */
@@ -135,8 +157,33 @@ void s3_rq_maybe_free(struct s3_rq *rq);
  * nothing when the exchange is over. */
 void s3_rq_fail(struct s3_rq *rq, enum s3_err e, const char *msg);
 
-/* The user owning the request's access key (falls back to the key). */
+/* The user the request's access key belongs to (s3_auth carries it from
+ * the credential lookup); "" for an anonymous request. */
 const char *s3_rq_owner(struct s3_rq *rq);
+
+/* ------------------------------------------------------------ authorization */
+
+/* The one authorization point: the front end's handler for every served
+ * operation (s3_ops_bind installs it). It reads what the operation's
+ * action (its handler row, s3_handlers.h) is decided on — nothing, the
+ * bucket (GetBucket), or the object with its bucket (one HeadObject with
+ * with_bucket) —, asks s3_authz_decide, and answers AccessDenied (or
+ * NoSuchBucket, or NoSuchKey when the caller may list the bucket) or runs
+ * the handler, whose request starts with those records (rq->bkt, rq->obj).
+ * Anonymous requests come through here too, with a null principal. */
+void s3_rq_gate(struct s3_call *c);
+
+/* The decision for rq's principal on action over the bucket b and the
+ * object rec (NULL: missing, or a bucket action). */
+enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
+			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec);
+
+/* HeadObject of (bucket, key) with its bucket, authorized for action (a
+ * second question a request asks: CopyObject's source). cb as
+ * s3_rq_head's, e AccessDenied when refused, NoSuchBucket, or NoSuchKey
+ * (only when the caller may list the bucket). 0, or after answering. */
+int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
+		     enum s3_authz_action action, s3_rq_head_cb cb);
 
 /* ------------------------------------------------------------ meta */
 

@@ -461,6 +461,10 @@ static void after_auth(struct s3_call *c)
 		s3_call_error(c, c->auth.res.err, c->auth.res.msg);
 		return;
 	}
+	if (c->auth.res.anonymous && !c->srv->cfg.anonymous_ok) {
+		s3_call_error(c, S3E_AccessDenied, "Anonymous access is not allowed");
+		return;
+	}
 	s3_op_fn fn = c->srv->cfg.ops[c->req.op];
 	if (!fn) {
 		s3_call_error(c, S3E_NotImplemented, NULL);

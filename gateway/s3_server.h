@@ -20,7 +20,7 @@
  * Unauthenticated: GET /health/live and /health/ready (200 "ok", or 503
  * while cfg.ready says not ready) and GET /metrics (when cfg.metrics is
  * set) when the request carries no Authorization header; everything else
- * needs SigV4.
+ * needs SigV4, or cfg.anonymous_ok (then the handlers decide).
  */
 #ifndef GATEWAY_S3_SERVER_H
 #define GATEWAY_S3_SERVER_H
@@ -69,6 +69,11 @@ struct s3_server_cfg {
 	 * a change empties the credential cache, so a removed key stops
 	 * working at once, not when its TTL runs out. NULL: TTL only. */
 	uint64_t (*creds_generation)(void *ctx);
+	/* Anonymous requests (no Authorization, no presigned query): false,
+	 * refused here with AccessDenied; true, dispatched like any other
+	 * with s3_call_auth(c)->anonymous set — only for handlers that
+	 * authorize every request themselves (s3_ops's do, through s3_authz). */
+	bool anonymous_ok;
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

@@ -32,12 +32,12 @@
 #define S3_SUBJECTS(X)                                                                       \
 	X(NONE,        true,  InternalError)             /* ListBuckets (no status) */        \
 	X(BUCKET_NEW,  false, InternalError)             /* CreateBucket */                   \
-	X(BUCKET,      false, InternalError)             /* DeleteBucket, SetBucketTags */    \
+	X(BUCKET,      false, InternalError)             /* DeleteBucket, SetBucketTags, Access */ \
 	X(BUCKET_READ, true,  NoSuchBucket)              /* GetBucket */                      \
 	X(OBJECT,      false, InternalError)             /* PutObject, CreateMultipart */     \
 	X(OBJECT_READ, true,  NoSuchKey)                 /* HeadObject (OK without a record: NoSuchKey too) */ \
 	X(OBJECT_DEL,  false, InternalError)             /* DeleteObject */                   \
-	X(OBJECT_TAGS, false, InternalError)             /* SetObjectTags */                  \
+	X(OBJECT_TAGS, false, InternalError)             /* SetObjectTags, SetObjectAcl */    \
 	X(UPLOAD,      false, InternalError)             /* PutPart, AbortMultipart */        \
 	X(UPLOAD_READ, true,  NoSuchUpload)              /* GetUpload, ListParts */           \
 	X(COMPLETE,    false, InternalError)             /* CompleteMultipart */              \

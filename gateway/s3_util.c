@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gateway/s3_acl.h"
+
 ProtobufCMessage *s3u_copy_msg(const ProtobufCMessage *m)
 {
 	size_t len = protobuf_c_message_get_packed_size(m);
@@ -97,9 +99,18 @@ bool s3u_upload_id_ok(const struct s3_req *r)
 
 void s3u_owner_elems(struct xml_w *w, const char *tag, const char *owner)
 {
+	char id[S3_ID_HEX + 1];
 	xml_open(w, tag);
-	xml_elem(w, "ID", owner && *owner ? owner : "root");
-	xml_elem(w, "DisplayName", owner && *owner ? owner : "root");
+	if (owner && *owner) {
+		s3_acl_user_id_hex(owner, id);
+		xml_elem(w, "ID", id);
+		xml_elem(w, "DisplayName", owner);
+	} else {
+		/* Written anonymously (a public-read-write bucket): S3's
+		 * anonymous principal. */
+		xml_elem(w, "ID", "65a011a29cdf8ec533ec3d1ccaae921c");
+		xml_elem(w, "DisplayName", "anonymous");
+	}
 	xml_close(w);
 }
 

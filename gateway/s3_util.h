@@ -49,8 +49,9 @@ enum s3_err s3u_body_size(struct s3_call *c, bool need_length, uint64_t *size);
 /* The request's uploadId is one of ours (16 lower-case hex digits). */
 bool s3u_upload_id_ok(const struct s3_req *r);
 
-/* <tag><ID>owner</ID><DisplayName>owner</DisplayName></tag>, "root" for
- * no owner (listings' Owner and Initiator). */
+/* <tag><ID>owner's canonical id</ID><DisplayName>owner</DisplayName></tag>
+ * (listings' Owner and Initiator); no owner (written anonymously): S3's
+ * anonymous principal. */
 void s3u_owner_elems(struct xml_w *w, const char *tag, const char *owner);
 
 #endif

@@ -159,6 +159,27 @@ void xml_open_ns(struct xml_w *w, const char *name, const char *xmlns)
 	w->stack[w->depth++] = name;
 }
 
+void xml_open_attrs(struct xml_w *w, const char *name, const char *const *attrs, size_t n)
+{
+	if (w->err)
+		return;
+	if (w->depth == XML_MAX_DEPTH) {
+		w->err = -EINVAL;
+		return;
+	}
+	put(w, "<", 1);
+	puts_(w, name);
+	for (size_t i = 0; i < n; i++) {
+		put(w, " ", 1);
+		puts_(w, attrs[2 * i]);
+		put(w, "=\"", 2);
+		xml_text(w, attrs[2 * i + 1], strlen(attrs[2 * i + 1]));
+		put(w, "\"", 1);
+	}
+	put(w, ">", 1);
+	w->stack[w->depth++] = name;
+}
+
 void xml_open(struct xml_w *w, const char *name)
 {
 	xml_open_ns(w, name, NULL);

@@ -53,6 +53,10 @@ void xml_decl(struct xml_w *w);
 void xml_open(struct xml_w *w, const char *name);
 void xml_open_ns(struct xml_w *w, const char *name, const char *xmlns);
 
+/* Open <name a0="v0" a1="v1" ...> with n attribute pairs (attrs[2i] the
+ * name, written as is: literals; attrs[2i+1] the value, escaped). */
+void xml_open_attrs(struct xml_w *w, const char *name, const char *const *attrs, size_t n);
+
 /* Close the innermost open element. */
 void xml_close(struct xml_w *w);
 

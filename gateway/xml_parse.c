@@ -21,6 +21,7 @@ struct sax {
 	int err;                         /* 0 or negative */
 	int depth;
 	const char *path[XMLP_MAX_DEPTH];/* names: valid during the callbacks */
+	const XML_Char **attrs;          /* the element's, during on_start */
 	size_t text_len;
 	char text[XMLP_TEXT_MAX + 1];
 	void (*on_start)(struct sax *s);
@@ -37,7 +38,6 @@ static void stop(struct sax *s, int err)
 
 static void XMLCALL el_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
-	(void)attrs;
 	struct sax *s = ud;
 	if (s->err)
 		return;
@@ -47,8 +47,10 @@ static void XMLCALL el_start(void *ud, const XML_Char *name, const XML_Char **at
 	}
 	s->path[s->depth++] = name;
 	s->text_len = 0;
+	s->attrs = attrs;
 	if (s->on_start)
 		s->on_start(s);
+	s->attrs = NULL;
 }
 
 static void XMLCALL el_end(void *ud, const XML_Char *name)
@@ -333,6 +335,160 @@ int xmlp_tagging(const char *body, size_t len, size_t max_len, struct xmlp_taggi
 	struct sax s = { .on_start = tag_start, .on_end = tag_end, .ud = &x };
 	int rc = sax_run(&s, body, len, max_len);
 	if (rc == 0 && !x.have_set)
+		rc = -EBADMSG;
+	return rc;
+}
+
+/* ------------------------------------------------------------ AccessControlPolicy */
+
+struct aclp {
+	struct xmlp_acl *a;
+	bool have_list;
+	struct xmlp_grant cur;
+};
+
+/* Inside AccessControlPolicy/AccessControlList/Grant (at any depth >= 3). */
+static bool in_grant(const struct sax *s)
+{
+	return s->depth >= 3 && strcmp(s->path[0], "AccessControlPolicy") == 0 &&
+	       strcmp(s->path[1], "AccessControlList") == 0 && strcmp(s->path[2], "Grant") == 0;
+}
+
+static void acl_start(struct sax *s)
+{
+	struct aclp *x = s->ud;
+	if (s->depth == 1 && strcmp(s->path[0], "AccessControlPolicy") != 0) {
+		stop(s, -EBADMSG);
+		return;
+	}
+	if (at(s, 2, "AccessControlPolicy", "AccessControlList", NULL))
+		x->have_list = true;
+	if (!in_grant(s))
+		return;
+	if (s->depth == 3) {
+		memset(&x->cur, 0, sizeof(x->cur));
+		return;
+	}
+	if (s->depth != 4 || strcmp(s->path[3], "Grantee") != 0)
+		return;
+	if (x->cur.has_grantee) {
+		stop(s, -EBADMSG);
+		return;
+	}
+	x->cur.has_grantee = true;
+	for (const XML_Char **p = s->attrs; p && p[0] && p[1]; p += 2) {
+		/* xsi:type, under whatever prefix the client bound. */
+		const char *colon = strchr(p[0], ':');
+		if (strcmp(colon ? colon + 1 : p[0], "type") != 0)
+			continue;
+		if (strlen(p[1]) >= sizeof(x->cur.type)) {
+			stop(s, -EBADMSG);
+			return;
+		}
+		snprintf(x->cur.type, sizeof(x->cur.type), "%s", p[1]);
+	}
+}
+
+/* Copy the element's text into a grant field; false (stopped) when it
+ * does not fit or the field came twice. */
+static bool acl_take(struct sax *s, char *dst, size_t cap, bool *have)
+{
+	if (*have || s->text_len >= cap) {
+		stop(s, -EBADMSG);
+		return false;
+	}
+	memcpy(dst, s->text, s->text_len + 1);
+	*have = true;
+	return true;
+}
+
+static void acl_end(struct sax *s)
+{
+	struct aclp *x = s->ud;
+	struct xmlp_acl *a = x->a;
+	if (s->depth == 3 && strcmp(s->path[0], "AccessControlPolicy") == 0 &&
+	    strcmp(s->path[1], "Owner") == 0 && strcmp(s->path[2], "ID") == 0) {
+		acl_take(s, a->owner_id, sizeof(a->owner_id), &a->has_owner);
+		return;
+	}
+	if (!in_grant(s))
+		return;
+	struct xmlp_grant *g = &x->cur;
+	if (s->depth == 3) {   /* </Grant> */
+		if (!g->has_grantee || !g->has_perm) {
+			stop(s, -EBADMSG);
+			return;
+		}
+		if (a->n_grants == a->max_grants) {
+			stop(s, -E2BIG);
+			return;
+		}
+		a->grants[a->n_grants++] = *g;
+	} else if (s->depth == 4 && strcmp(s->path[3], "Permission") == 0) {
+		acl_take(s, g->perm, sizeof(g->perm), &g->has_perm);
+	} else if (s->depth == 5 && strcmp(s->path[3], "Grantee") == 0) {
+		const char *n = s->path[4];
+		if (strcmp(n, "ID") == 0)
+			acl_take(s, g->id, sizeof(g->id), &g->has_id);
+		else if (strcmp(n, "URI") == 0)
+			acl_take(s, g->uri, sizeof(g->uri), &g->has_uri);
+		else if (strcmp(n, "EmailAddress") == 0)
+			acl_take(s, g->email, sizeof(g->email), &g->has_email);
+	}
+}
+
+int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a)
+{
+	a->n_grants = 0;
+	a->has_owner = false;
+	a->owner_id[0] = '\0';
+	struct aclp *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->a = a;
+	struct sax s = { .on_start = acl_start, .on_end = acl_end, .ud = x };
+	int rc = sax_run(&s, body, len, max_len);
+	if (rc == 0 && !x->have_list)
+		rc = -EBADMSG;
+	free(x);
+	return rc;
+}
+
+/* ------------------------------------------------------------ OwnershipControls */
+
+struct ownp {
+	char *out;
+	size_t cap;
+	int rules, values;
+};
+
+static void own_start(struct sax *s)
+{
+	struct ownp *x = s->ud;
+	if (s->depth == 1 && strcmp(s->path[0], "OwnershipControls") != 0)
+		stop(s, -EBADMSG);
+	else if (at(s, 2, "OwnershipControls", "Rule", NULL))
+		x->rules++;
+}
+
+static void own_end(struct sax *s)
+{
+	struct ownp *x = s->ud;
+	if (!at(s, 3, "OwnershipControls", "Rule", "ObjectOwnership"))
+		return;
+	if (x->values++ || s->text_len >= x->cap) {
+		stop(s, -EBADMSG);
+		return;
+	}
+	memcpy(x->out, s->text, s->text_len + 1);
+}
+
+int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap)
+{
+	struct ownp x = { .out = out, .cap = cap };
+	struct sax s = { .on_start = own_start, .on_end = own_end, .ud = &x };
+	int rc = sax_run(&s, body, len, max_len);
+	if (rc == 0 && (x.rules != 1 || x.values != 1))
 		rc = -EBADMSG;
 	return rc;
 }

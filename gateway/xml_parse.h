@@ -75,4 +75,42 @@ struct xmlp_tagging {
  * max_len or arena full). */
 int xmlp_tagging(const char *body, size_t len, size_t max_len, struct xmlp_tagging *t);
 
+/* ------------------------------------------------------------ ACL */
+
+#define XMLP_ACL_TEXT_MAX 128   /* an ID, URI or e-mail address */
+
+struct xmlp_grant {
+	char type[24];                          /* Grantee's xsi:type, "" when absent */
+	char id[XMLP_ACL_TEXT_MAX + 1];         /* <ID> */
+	char uri[XMLP_ACL_TEXT_MAX + 1];        /* <URI> */
+	char email[XMLP_ACL_TEXT_MAX + 1];      /* <EmailAddress> */
+	char perm[16];                          /* <Permission> */
+	bool has_id, has_uri, has_email, has_perm, has_grantee;
+};
+
+struct xmlp_acl {
+	char owner_id[XMLP_ACL_TEXT_MAX + 1];   /* <Owner><ID>, when has_owner */
+	bool has_owner;
+	struct xmlp_grant *grants;              /* caller's array of max_grants */
+	size_t max_grants;
+	size_t n_grants;
+};
+
+/* <AccessControlPolicy><Owner><ID>…</ID></Owner><AccessControlList>
+ * <Grant><Grantee xsi:type="…"><ID|URI|EmailAddress>…</…></Grantee>
+ * <Permission>…</Permission></Grant>…</AccessControlList>
+ * </AccessControlPolicy>. Strings as sent (the caller checks their
+ * values: a permission's name, an id's form, a group's URI). Returns 0,
+ * -EBADMSG (malformed, wrong root, no AccessControlList, a Grant without
+ * one Grantee and one Permission, a text over its field), -E2BIG (more
+ * than max_grants grants, or len > max_len). */
+int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a);
+
+/* <OwnershipControls><Rule><ObjectOwnership>…</ObjectOwnership></Rule>
+ * </OwnershipControls>: the one rule's value, as sent, into out (cap
+ * bytes). Returns 0, -EBADMSG (malformed, wrong root, not exactly one
+ * Rule with one ObjectOwnership, a value over cap), -E2BIG (len >
+ * max_len). */
+int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap);
+
 #endif

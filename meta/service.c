@@ -225,13 +225,23 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 	const Iolake__Meta__HeadObjectRequest *q = REQ(Iolake__Meta__HeadObjectRequest, r);
 	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
 	Iolake__Meta__ObjectRecord *rec = NULL;
+	Iolake__Meta__Bucket *b = NULL;
+	if (q->with_bucket) {
+		int brc = meta_state_get_bucket(g->state, q->bucket, &b);
+		if (read_failed(r, brc))
+			return;
+	}
 	int rc = meta_state_head_object(g->state, q->bucket, q->key, &rec);
-	if (read_failed(r, rc))
+	if (read_failed(r, rc)) {
+		meta_state_free_msg(b);
 		return;
+	}
 	resp.status = st_of(rc);
 	resp.record = rec;
+	resp.bucket = b;
 	rpc_respond(r, &resp.base, NULL);
 	meta_state_free_msg(rec);
+	meta_state_free_msg(b);
 }
 
 static void serve_list_objects(struct meta_group *g, struct rpc_req *r)
@@ -307,7 +317,11 @@ static void serve_get_access_key(struct meta_group *g, struct rpc_req *r)
 		return;
 	resp.status = st_of(rc);
 	resp.key = k;
+	Iolake__Meta__User *u = NULL;
+	if (k && k->user && meta_state_get_user(g->state, k->user, &u) == 0)
+		resp.admin = u->admin;
 	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(u);
 	meta_state_free_msg(k);
 }
 

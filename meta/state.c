@@ -501,16 +501,46 @@ static void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add)
 
 /* --------------------------------------------------------- operations */
 
+/* An ACL as apply accepts it: at most META_ACL_GRANTS_MAX grants, each a
+ * known permission and either a group or a 32-byte user id; a canned
+ * name is known. (What S3 allows where is the gateway's.) */
+static bool valid_acl(const Iolake__Meta__Acl *a)
+{
+	if (!a)
+		return true;
+	if ((unsigned)a->canned > IOLAKE__META__CANNED_ACL__CANNED_LOG_DELIVERY_WRITE ||
+	    a->n_grants > META_ACL_GRANTS_MAX)
+		return false;
+	for (size_t i = 0; i < a->n_grants; i++) {
+		const Iolake__Meta__AclGrant *g = a->grants[i];
+		if (g->permission < IOLAKE__META__ACL_PERMISSION__ACL_PERM_READ ||
+		    g->permission > IOLAKE__META__ACL_PERMISSION__ACL_PERM_FULL_CONTROL ||
+		    (unsigned)g->group > IOLAKE__META__ACL_GROUP__ACL_GROUP_LOG_DELIVERY ||
+		    (g->group == IOLAKE__META__ACL_GROUP__ACL_GROUP_NONE) != (g->user_id.len == 32) ||
+		    (g->group != IOLAKE__META__ACL_GROUP__ACL_GROUP_NONE && g->user_id.len))
+			return false;
+	}
+	return true;
+}
+
+static bool valid_ownership(Iolake__Meta__ObjectOwnership o)
+{
+	return (unsigned)o <= IOLAKE__META__OBJECT_OWNERSHIP__OWNERSHIP_OBJECT_WRITER;
+}
+
 static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
 {
-	if (!op->bucket || !valid_bucket(op->bucket->name) || !valid_name(op->bucket->owner))
+	if (!op->bucket || !valid_bucket(op->bucket->name) || !valid_name(op->bucket->owner) ||
+	    !valid_acl(op->bucket->acl) || !valid_ownership(op->bucket->object_ownership))
 		return -EINVAL;
 	struct key k;
 	k_init(&k, 'B');
 	k_str(&k, op->bucket->name);
 	if (tx_exists(t, &k))
 		return IOL_EEXISTS;
-	return tx_put_msg(t, &k, &op->bucket->base);
+	Iolake__Meta__Bucket b = *op->bucket;
+	b.generation = t->gen;
+	return tx_put_msg(t, &k, &b.base);
 }
 
 static bool prefix_nonempty(struct tx *t, const struct key *prefix)
@@ -575,7 +605,7 @@ static int check_condition(struct tx *t, const struct key *k, bool if_none_match
 static int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_op_result *r)
 {
 	Iolake__Meta__ObjectRecord *rec = op->record, *cur = NULL;
-	if (!rec || !valid_bucket(rec->bucket) || !valid_key(rec->key))
+	if (!rec || !valid_bucket(rec->bucket) || !valid_key(rec->key) || !valid_acl(rec->acl))
 		return -EINVAL;
 	if (!bucket_exists(t, rec->bucket))
 		return IOL_ENOT_FOUND;
@@ -1313,6 +1343,55 @@ out:
 	return rc;
 }
 
+static int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op)
+{
+	if (!valid_bucket(op->bucket) || !valid_key(op->key) || !valid_acl(op->acl))
+		return -EINVAL;
+	Iolake__Meta__ObjectRecord *cur = NULL;
+	struct key k;
+	key_object(&k, op->bucket, op->key);
+	int rc = check_condition(t, &k, false, op->if_generation, &cur);
+	if (rc == 0 && !cur)
+		rc = IOL_ENOT_FOUND;
+	if (rc == 0) {
+		/* Swap the new ACL in for the write, then back (as tags). */
+		Iolake__Meta__Acl *old = cur->acl;
+		cur->acl = op->acl;
+		rc = tx_put_msg(t, &k, &cur->base);
+		cur->acl = old;
+	}
+	meta_state_free_msg(cur);
+	return rc;
+}
+
+static int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op)
+{
+	if (!valid_bucket(op->name) || !valid_acl(op->acl) ||
+	    !valid_ownership(op->object_ownership))
+		return -EINVAL;
+	Iolake__Meta__Bucket *b = NULL;
+	struct key k;
+	k_init(&k, 'B');
+	k_str(&k, op->name);
+	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
+	if (rc)
+		return rc;
+	if (op->conditional && b->generation != op->if_generation) {
+		meta_state_free_msg(b);
+		return IOL_ECONFLICT;
+	}
+	Iolake__Meta__Acl *old = b->acl;
+	if (op->set_acl)
+		b->acl = op->acl;
+	if (op->set_ownership)
+		b->object_ownership = op->object_ownership;
+	b->generation = t->gen;
+	rc = tx_put_msg(t, &k, &b->base);
+	b->acl = old;
+	meta_state_free_msg(b);
+	return rc;
+}
+
 static int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op)
 {
 	const char *keys[META_TAGS_MAX], *vals[META_TAGS_MAX];
@@ -1484,6 +1563,10 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_bucket_tags(t, op->put_bucket_tags);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP: return op_delete_group(t, op->delete_group, r);
+	case IOLAKE__META__OP__BODY_SET_OBJECT_ACL:
+		return op_set_object_acl(t, op->set_object_acl);
+	case IOLAKE__META__OP__BODY_SET_BUCKET_ACCESS:
+		return op_set_bucket_access(t, op->set_bucket_access);
 	default: return -EINVAL;
 	}
 }

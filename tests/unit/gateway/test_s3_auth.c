@@ -28,6 +28,7 @@ struct fake {
 	const char *ak, *sk;   /* the one known key; sk NULL: revoked */
 	bool async;
 	int fail_rc;           /* nonzero: answer with this */
+	bool admin;            /* the key's user is an admin */
 	int lookups;
 	struct s3_cred_lookup *pending;
 };
@@ -38,7 +39,7 @@ static void fake_answer(struct s3_cred_lookup *l)
 	if (fk.fail_rc)
 		l->done(l, fk.fail_rc, NULL);
 	else if (fk.sk && strcmp(l->access_key, fk.ak) == 0)
-		l->done(l, 0, fk.sk);
+		l->done(l, 0, &(struct s3_cred){ .secret = fk.sk, .user = "alice", .admin = fk.admin });
 	else
 		l->done(l, -ENOENT, NULL);
 }
@@ -130,11 +131,16 @@ START_TEST(test_get_example)
 	ck_assert_int_eq(memcmp(r.res.signing_key, want, 32), 0);
 	ck_assert_str_eq(r.res.claim.access_key, AK);
 	ck_assert_str_eq(r.res.claim.signature, GET_SIG);
+	/* The signer is the key's user, as the lookup said. */
+	ck_assert_str_eq(r.res.user, "alice");
+	ck_assert(!r.res.admin && !r.res.anonymous);
 
-	/* Second: from the cache, synchronously, no lookup, same signing key. */
+	/* Second: from the cache, synchronously, no lookup, same signing key,
+	 * same user (the cache keeps who the key belongs to). */
 	get_request(&r, GET_SIG, T0 + 61, 2000);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
 	ck_assert_int_eq(fk.lookups, 1);
+	ck_assert_str_eq(r.res.user, "alice");
 	ck_assert_int_eq(memcmp(r.res.signing_key, want, 32), 0);
 	struct s3_auth_stats st;
 	s3_auth_get_stats(a, &st);
@@ -147,6 +153,7 @@ START_TEST(test_get_example)
 	get_request(&r, bad, T0, 3000);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_SignatureDoesNotMatch);
 	ck_assert_int_eq(s3_err_status(r.res.err), 403);
+	ck_assert_str_eq(r.res.user, "");   /* no signer without a signature */
 
 	/* A signed header changed in flight. */
 	get_request(&r, GET_SIG, T0, 3000);
@@ -408,7 +415,11 @@ START_TEST(test_malformed_and_scope)
 	r.path_len = 1;
 	r.headers = hs;
 	r.n_headers = 3;
-	ck_assert_int_eq(verify_sync(a, &r), S3E_AccessDenied);
+	/* Anonymous passes here (authorization is s3_authz's); its payload
+	 * digest is still the one claimed. */
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert(r.res.anonymous);
+	ck_assert_str_eq(r.res.user, "");
 	r.query = "AWSAccessKeyId=AK&Expires=1&Signature=x";
 	r.query_len = strlen(r.query);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_InvalidRequest);

@@ -1,8 +1,10 @@
 /*
  * test_s3_handlers.c — the handler modules' tables (s3_handlers.h): every
  * operation the gateway serves is in exactly one table, and the set served
- * is the one the gateway served before the tables (everything S3_OPS names
- * but versioning and ACLs, which answer NotImplemented).
+ * is everything S3_OPS names but versioning (NotImplemented); every row
+ * names the S3 action the gate decides (s3_authz), and the operations
+ * that read or write an object's data, ACL or tags are decided on the
+ * object (S3_RES_OBJECT) or, for writes, on the bucket.
  */
 #include <check.h>
 #include <string.h>
@@ -11,21 +13,61 @@
 
 static const enum s3_op not_served[] = {
 	S3_OP_ListObjectVersions, S3_OP_GetBucketVersioning, S3_OP_PutBucketVersioning,
-	S3_OP_GetBucketAcl,       S3_OP_PutBucketAcl,        S3_OP_GetObjectAcl,
-	S3_OP_PutObjectAcl,
+};
+
+/* The action each operation must be decided on: AWS's mapping. */
+static const struct {
+	enum s3_op op;
+	enum s3_authz_action act;
+} want_action[] = {
+	{ S3_OP_ListBuckets, S3_ACT_ListAllMyBuckets },
+	{ S3_OP_CreateBucket, S3_ACT_CreateBucket },
+	{ S3_OP_HeadBucket, S3_ACT_ListBucket },
+	{ S3_OP_ListObjects, S3_ACT_ListBucket },
+	{ S3_OP_ListObjectsV2, S3_ACT_ListBucket },
+	{ S3_OP_ListMultipartUploads, S3_ACT_ListBucketMultipartUploads },
+	{ S3_OP_DeleteBucket, S3_ACT_DeleteBucket },
+	{ S3_OP_GetBucketLocation, S3_ACT_GetBucketLocation },
+	{ S3_OP_GetBucketAcl, S3_ACT_GetBucketAcl },
+	{ S3_OP_PutBucketAcl, S3_ACT_PutBucketAcl },
+	{ S3_OP_PutObject, S3_ACT_PutObject },
+	{ S3_OP_CopyObject, S3_ACT_PutObject },
+	{ S3_OP_CreateMultipartUpload, S3_ACT_PutObject },
+	{ S3_OP_UploadPart, S3_ACT_PutObject },
+	{ S3_OP_UploadPartCopy, S3_ACT_PutObject },
+	{ S3_OP_CompleteMultipartUpload, S3_ACT_PutObject },
+	{ S3_OP_DeleteObject, S3_ACT_DeleteObject },
+	{ S3_OP_DeleteObjects, S3_ACT_DeleteObject },
+	{ S3_OP_GetObject, S3_ACT_GetObject },
+	{ S3_OP_HeadObject, S3_ACT_GetObject },
+	{ S3_OP_GetObjectAcl, S3_ACT_GetObjectAcl },
+	{ S3_OP_PutObjectAcl, S3_ACT_PutObjectAcl },
+	{ S3_OP_GetObjectAttributes, S3_ACT_GetObjectAttributes },
+	{ S3_OP_GetObjectTagging, S3_ACT_GetObjectTagging },
+	{ S3_OP_PutObjectTagging, S3_ACT_PutObjectTagging },
+	{ S3_OP_DeleteObjectTagging, S3_ACT_PutObjectTagging },
 };
 
 START_TEST(test_tables)
 {
 	int seen[S3_OP__COUNT];
 	memset(seen, 0, sizeof(seen));
-	ck_assert_uint_eq(s3_n_handler_tables, 10);
+	enum s3_authz_action act[S3_OP__COUNT];
+	memset(act, 0, sizeof(act));
+	ck_assert_uint_eq(s3_n_handler_tables, 11);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			ck_assert_msg(h->op > S3_OP_NONE && h->op < S3_OP__COUNT, "table %zu: op %d",
 				      m, (int)h->op);
+			ck_assert_msg(h->action > S3_ACT_NONE && h->action < S3_ACT__COUNT,
+				      "%s: no action", s3_op_name(h->op));
 			seen[h->op]++;
+			act[h->op] = h->action;
 		}
+	for (size_t i = 0; i < sizeof(want_action) / sizeof(want_action[0]); i++)
+		ck_assert_msg(act[want_action[i].op] == want_action[i].act, "%s: %s, want %s",
+			      s3_op_name(want_action[i].op), s3_action_name(act[want_action[i].op]),
+			      s3_action_name(want_action[i].act));
 	for (int op = 1; op < S3_OP__COUNT; op++) {
 		int want = 1;
 		for (size_t i = 0; i < sizeof(not_served) / sizeof(not_served[0]); i++)

@@ -51,7 +51,10 @@ static struct {
 static void creds(void *ctx, struct s3_cred_lookup *l)
 {
 	(void)ctx;
-	l->done(l, strcmp(l->access_key, AK) == 0 ? 0 : -ENOENT, SK);
+	if (strcmp(l->access_key, AK) == 0)
+		l->done(l, 0, &(struct s3_cred){ .secret = SK, .user = "tester" });
+	else
+		l->done(l, -ENOENT, NULL);
 }
 
 static void op_list_buckets(struct s3_call *c)

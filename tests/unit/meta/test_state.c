@@ -1455,12 +1455,130 @@ START_TEST(test_tags)
 }
 END_TEST
 
+static Iolake__Meta__Acl *tb_acl(struct tb *t, Iolake__Meta__CannedAcl canned, size_t n_users,
+				  uint32_t perm)
+{
+	Iolake__Meta__Acl *a = tb_alloc(t, sizeof(*a));
+	iolake__meta__acl__init(a);
+	a->canned = canned;
+	a->n_grants = n_users;
+	a->grants = tb_alloc(t, (n_users + 1) * sizeof(*a->grants));
+	for (size_t i = 0; i < n_users; i++) {
+		Iolake__Meta__AclGrant *g = tb_alloc(t, sizeof(*g));
+		iolake__meta__acl_grant__init(g);
+		g->permission = (Iolake__Meta__AclPermission)perm;
+		g->user_id.len = 32;
+		g->user_id.data = tb_alloc(t, 32);
+		memset(g->user_id.data, (int)i, 32);
+		a->grants[i] = g;
+	}
+	return a;
+}
+
+static Iolake__Meta__SetBucketAccess *tb_bucket_access(struct tb *t, const char *name)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetBucketAccess *sa = tb_alloc(t, sizeof(*sa));
+	iolake__meta__set_bucket_access__init(sa);
+	sa->name = tb_str(t, name);
+	op->body_case = IOLAKE__META__OP__BODY_SET_BUCKET_ACCESS;
+	op->set_bucket_access = sa;
+	return sa;
+}
+
+static Iolake__Meta__SetObjectAcl *tb_object_acl(struct tb *t, const char *bucket, const char *key,
+						 Iolake__Meta__Acl *acl)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetObjectAcl *sa = tb_alloc(t, sizeof(*sa));
+	iolake__meta__set_object_acl__init(sa);
+	sa->bucket = tb_str(t, bucket);
+	sa->key = tb_str(t, key);
+	sa->acl = acl;
+	op->body_case = IOLAKE__META__OP__BODY_SET_OBJECT_ACL;
+	op->set_object_acl = sa;
+	return sa;
+}
+
+/* ACLs and Object Ownership: SetBucketAccess (conditional on the bucket's
+ * generation, which it moves), SetObjectAcl (keeps the object's
+ * generation and data), the shape checks. */
+START_TEST(test_access)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "acl", "alice");
+	tb_put(t, 0, 0, "acl", "obj", 5000);
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	uint64_t g1 = res[1].generation;
+	Iolake__Meta__Bucket *b;
+	ck_assert_int_eq(meta_state_get_bucket(s, "acl", &b), 0);
+	uint64_t bg = b->generation;
+	ck_assert_uint_ne(bg, 0);   /* assigned at create */
+	ck_assert_ptr_null(b->acl);
+	meta_state_free_msg(b);
+
+	t = tb_new();
+	Iolake__Meta__SetBucketAccess *sa = tb_bucket_access(t, "acl");      /* ok */
+	sa->conditional = true;
+	sa->if_generation = bg;
+	sa->set_acl = true;
+	sa->acl = tb_acl(t, IOLAKE__META__CANNED_ACL__CANNED_PUBLIC_READ, 0, 0);
+	sa->set_ownership = true;
+	sa->object_ownership = IOLAKE__META__OBJECT_OWNERSHIP__OWNERSHIP_OBJECT_WRITER;
+	sa = tb_bucket_access(t, "acl");                                   /* stale generation */
+	sa->conditional = true;
+	sa->if_generation = bg;
+	sa->set_ownership = true;
+	sa = tb_bucket_access(t, "nobucket");                              /* no bucket */
+	sa = tb_bucket_access(t, "acl");                                   /* bad grant */
+	sa->set_acl = true;
+	sa->acl = tb_acl(t, 0, 1, 9);
+	sa = tb_bucket_access(t, "acl");                                   /* 101 grants */
+	sa->set_acl = true;
+	sa->acl = tb_acl(t, 0, META_ACL_GRANTS_MAX + 1, 1);
+	tb_object_acl(t, "acl", "obj", tb_acl(t, 0, 2, 5))->if_generation = g1;   /* ok */
+	tb_object_acl(t, "acl", "obj", NULL)->if_generation = g1 + 1;            /* stale */
+	tb_object_acl(t, "acl", "nope", NULL);                                   /* no record */
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 8);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[2].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[3].err, -EINVAL);
+	ck_assert_int_eq(res[4].err, -EINVAL);
+	ck_assert_int_eq(res[5].err, 0);
+	ck_assert_int_eq(res[6].err, IOL_ECONFLICT);
+	ck_assert_int_eq(res[7].err, IOL_ENOT_FOUND);
+
+	ck_assert_int_eq(meta_state_get_bucket(s, "acl", &b), 0);
+	ck_assert_uint_gt(b->generation, bg);
+	ck_assert_ptr_nonnull(b->acl);
+	ck_assert_int_eq(b->acl->canned, IOLAKE__META__CANNED_ACL__CANNED_PUBLIC_READ);
+	ck_assert_int_eq(b->object_ownership, IOLAKE__META__OBJECT_OWNERSHIP__OWNERSHIP_OBJECT_WRITER);
+	ck_assert_str_eq(b->owner, "alice");
+	meta_state_free_msg(b);
+	Iolake__Meta__ObjectRecord *r;
+	ck_assert_int_eq(meta_state_head_object(s, "acl", "obj", &r), 0);
+	ck_assert_uint_eq(r->generation, g1);   /* an ACL change keeps it */
+	ck_assert_uint_eq(r->size, 5000);
+	ck_assert_ptr_nonnull(r->acl);
+	ck_assert_uint_eq(r->acl->n_grants, 2);
+	ck_assert_int_eq(r->acl->grants[1]->permission, IOLAKE__META__ACL_PERMISSION__ACL_PERM_FULL_CONTROL);
+	meta_state_free_msg(r);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("state");
 	TCase *tc = tcase_create("state");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_basic);
+	tcase_add_test(tc, test_access);
 	tcase_add_test(tc, test_replay_and_members);
 	tcase_add_test(tc, test_conditional_put);
 	tcase_add_test(tc, test_dedupe);

@@ -1,0 +1,138 @@
+/*
+ * s3_authz.c — the authorization decision (rules and table in
+ * s3_authz.h). Pure: no I/O; any thread.
+ *
+ * Owns the action table. Does not read records (s3_rq's gate does and
+ * hands them here) nor evaluate bucket policies (authz_policy below is
+ * where that engine plugs in).
+ */
+#include "gateway/s3_authz.h"
+
+#include <string.h>
+
+static const struct {
+	const char *name;
+	enum s3_authz_res res;
+	enum s3_authz_rule rule;
+	unsigned perm;
+} actions[S3_ACT__COUNT] = {
+	[S3_ACT_NONE] = { "s3:None", S3_RES_NONE, S3_RULE_USER, 0 },
+#define S3_ACT_ROW(n, r, ru, p) [S3_ACT_##n] = { "s3:" #n, S3_RES_##r, S3_RULE_##ru, p },
+	S3_ACTIONS(S3_ACT_ROW)
+#undef S3_ACT_ROW
+};
+
+const char *s3_action_name(enum s3_authz_action a)
+{
+	return (unsigned)a < S3_ACT__COUNT ? actions[a].name : "s3:None";
+}
+
+enum s3_authz_res s3_action_res(enum s3_authz_action a)
+{
+	return (unsigned)a < S3_ACT__COUNT ? actions[a].res : S3_RES_NONE;
+}
+
+/* ------------------------------------------------------------ policy hook */
+
+enum authz_policy_verdict { AUTHZ_POLICY_NONE, AUTHZ_POLICY_ALLOW, AUTHZ_POLICY_DENY };
+
+/*
+ * POLICY HOOK. The bucket policy's verdict on the request: an explicit
+ * Deny refuses whatever the ACLs say, an Allow allows, no statement
+ * matching leaves it to the ACLs. The policy engine (gateway/s3_policy)
+ * plugs in here, and only here: the bucket record will carry the
+ * compiled policy, and s3_policy_eval takes an s3_policy_req made of
+ * q->who->user (NULL: anonymous), whether it is q->bucket.owner, the
+ * action's name (s3_action_name(q->action): AWS's "s3:GetObject" form,
+ * which is the engine's), q->key and the request's condition keys; its
+ * NONE / ALLOW / DENY map one to one onto the values below. (Admins are
+ * decided before this hook: a policy cannot lock them out.) Today: no
+ * policies, NONE.
+ */
+static enum authz_policy_verdict authz_policy(const struct s3_authz_req *q)
+{
+	(void)q;
+	return AUTHZ_POLICY_NONE;
+}
+
+/* ------------------------------------------------------------ decision */
+
+static bool is(const char *user, const char *name)
+{
+	return user && name && strcmp(user, name) == 0;
+}
+
+/* The permissions an ACL gives who on a resource owned by owner (whose
+ * bucket belongs to bucket_owner), the owner's implicit READ_ACP and
+ * WRITE_ACP included. */
+static unsigned acl_perms(const struct s3_authz_req *q, const struct s3_authz_rec *r)
+{
+	const struct s3_principal *p = q->who;
+	unsigned bits = is(p->user, r->owner) ? S3_PERM_READ_ACP | S3_PERM_WRITE_ACP : 0;
+	struct s3_acl stored, exp;
+	const struct s3_acl *a = r->acl;
+	if (!a) {
+		s3_acl_canned(&stored, S3_CANNED_PRIVATE);
+		a = &stored;
+	}
+	uint8_t oid[S3_ID_LEN], bid[S3_ID_LEN];
+	s3_acl_user_id(r->owner, oid);
+	s3_acl_user_id(q->bucket.owner, bid);
+	s3_acl_expand(a, oid, bid, &exp);
+	return bits | s3_acl_perms(&exp, p);
+}
+
+enum s3_verdict s3_authz_decide(const struct s3_authz_req *q)
+{
+	const struct s3_principal *p = q->who;
+	if ((unsigned)q->action >= S3_ACT__COUNT || q->action == S3_ACT_NONE)
+		return S3_DENY;
+	if (p->admin && p->user)
+		return S3_ALLOW;
+	enum authz_policy_verdict pv = authz_policy(q);
+	if (pv == AUTHZ_POLICY_DENY)
+		return S3_DENY;
+	if (pv == AUTHZ_POLICY_ALLOW)
+		return S3_ALLOW;
+
+	enum s3_authz_rule rule = actions[q->action].rule;
+	unsigned need = actions[q->action].perm;
+	bool enforced = q->ownership == S3_OWN_ENFORCED;
+	bool bucket_owner = is(p->user, q->bucket.owner);
+	if (rule == S3_RULE_USER)
+		return p->user ? S3_ALLOW : S3_DENY;
+	if (actions[q->action].res == S3_RES_OBJECT && !q->object) {
+		/* Missing object: may the caller learn so? (s3:ListBucket) */
+		struct s3_authz_req lq = *q;
+		lq.action = S3_ACT_ListBucket;
+		lq.key = NULL;
+		return s3_authz_decide(&lq);
+	}
+	switch (rule) {
+	case S3_RULE_BUCKET_OWNER:
+		return bucket_owner ? S3_ALLOW : S3_DENY;
+	case S3_RULE_OBJECT_OWNER:
+		if (enforced)
+			return bucket_owner ? S3_ALLOW : S3_DENY;
+		return is(p->user, q->object->owner) ? S3_ALLOW : S3_DENY;
+	case S3_RULE_BUCKET_ACL:
+		if (enforced)
+			return bucket_owner ? S3_ALLOW : S3_DENY;
+		return (acl_perms(q, &q->bucket) & need) == need ? S3_ALLOW : S3_DENY;
+	case S3_RULE_OBJECT_ACL:
+		if (enforced)
+			return bucket_owner ? S3_ALLOW : S3_DENY;
+		return (acl_perms(q, q->object) & need) == need ? S3_ALLOW : S3_DENY;
+	default:
+		return S3_DENY;
+	}
+}
+
+const char *s3_authz_object_owner(enum s3_ownership own, const char *bucket_owner,
+				  const char *writer, enum s3_canned canned)
+{
+	if (own == S3_OWN_ENFORCED ||
+	    (own == S3_OWN_PREFERRED && canned == S3_CANNED_BUCKET_OWNER_FULL_CONTROL))
+		return bucket_owner;
+	return writer;
+}

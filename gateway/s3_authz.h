@@ -1,0 +1,118 @@
+/*
+ * s3_authz.h — the one authorization decision: may this principal (a
+ * user, an admin, or anonymous) do this S3 action on this bucket (and this
+ * object)? Every request is decided here once, before its handler does
+ * any work (s3_rq's gate, with the records it read; CopyObject's source
+ * is the second question of a copy, asked here too).
+ *
+ * The rules, AWS's (acl-overview, "Mapping of ACL permissions and access
+ * policy permissions"), in order:
+ *   1. An admin user (User.admin) may do everything.
+ *   2. The bucket policy hook (authz_policy in s3_authz.c): DENY refuses,
+ *      ALLOW allows, NONE goes on. Today it answers NONE; the policy
+ *      engine (s3_policy) plugs in there and nowhere else.
+ *   3. Actions without a resource: ListAllMyBuckets and CreateBucket, any
+ *      user (not anonymous).
+ *   4. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging
+ *      and ownership controls: the bucket owner; object tagging: the
+ *      object owner).
+ *   5. The ACL: a bucket's for bucket actions (READ: ListBucket,
+ *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
+ *      upload steps; READ_ACP / WRITE_ACP: Get/PutBucketAcl), an object's
+ *      for object actions (READ: GetObject, GetObjectAttributes;
+ *      READ_ACP / WRITE_ACP: Get/PutObjectAcl). The owner of a resource
+ *      always has READ_ACP and WRITE_ACP on it.
+ *   With ObjectOwnership BucketOwnerEnforced ACLs are disabled: they give
+ *   nobody anything, the bucket owner owns every object in the bucket
+ *   (whoever wrote it) and has every permission on the bucket and them.
+ *
+ * Owns the action table (S3_ACTIONS). Pure: no I/O; any thread.
+ */
+#ifndef GATEWAY_S3_AUTHZ_H
+#define GATEWAY_S3_AUTHZ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gateway/s3_acl.h"
+
+/* What an action is decided on: nothing (the caller alone), the bucket
+ * record, or the object record too (with the bucket's). */
+enum s3_authz_res { S3_RES_NONE, S3_RES_BUCKET, S3_RES_OBJECT };
+
+/* Who may: any user; the bucket's / object's owner; a bucket / object ACL
+ * permission (with the owner's implicit READ_ACP and WRITE_ACP). */
+enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
+		     S3_RULE_BUCKET_ACL, S3_RULE_OBJECT_ACL };
+
+/*      action (s3:<name>)            resource       rule             ACL permission */
+#define S3_ACTIONS(X)                                                                    \
+	X(ListAllMyBuckets,            NONE,   USER,          0)                          \
+	X(CreateBucket,                NONE,   USER,          0)                          \
+	X(ListBucket,                  BUCKET, BUCKET_ACL,    S3_PERM_READ)               \
+	X(ListBucketMultipartUploads,  BUCKET, BUCKET_ACL,    S3_PERM_READ)               \
+	X(GetBucketLocation,           BUCKET, BUCKET_OWNER,  0)                          \
+	X(DeleteBucket,                BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketAcl,                BUCKET, BUCKET_ACL,    S3_PERM_READ_ACP)           \
+	X(PutBucketAcl,                BUCKET, BUCKET_ACL,    S3_PERM_WRITE_ACP)          \
+	X(GetBucketTagging,            BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketTagging,            BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketOwnershipControls,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketOwnershipControls,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutObject,                   BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
+	X(DeleteObject,                BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
+	X(AbortMultipartUpload,        BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
+	X(ListMultipartUploadParts,    BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
+	X(GetObject,                   OBJECT, OBJECT_ACL,    S3_PERM_READ)               \
+	X(GetObjectAttributes,         OBJECT, OBJECT_ACL,    S3_PERM_READ)               \
+	X(GetObjectAcl,                OBJECT, OBJECT_ACL,    S3_PERM_READ_ACP)           \
+	X(PutObjectAcl,                OBJECT, OBJECT_ACL,    S3_PERM_WRITE_ACP)          \
+	X(GetObjectTagging,            OBJECT, OBJECT_OWNER,  0)                          \
+	X(PutObjectTagging,            OBJECT, OBJECT_OWNER,  0)
+
+enum s3_authz_action {
+	S3_ACT_NONE = 0,
+#define S3_ACT_ENUM(name, res, rule, perm) S3_ACT_##name,
+	S3_ACTIONS(S3_ACT_ENUM)
+#undef S3_ACT_ENUM
+	S3_ACT__COUNT
+};
+
+/* "s3:GetObject"; "s3:None" out of range. */
+const char *s3_action_name(enum s3_authz_action a);
+enum s3_authz_res s3_action_res(enum s3_authz_action a);
+
+enum s3_ownership { S3_OWN_UNSET = 0, S3_OWN_ENFORCED, S3_OWN_PREFERRED, S3_OWN_WRITER };
+
+/* A bucket or object as the decision sees it (from its record). */
+struct s3_authz_rec {
+	const char *owner;           /* user name */
+	const struct s3_acl *acl;    /* as stored (canned or grants); NULL: private */
+};
+
+struct s3_authz_req {
+	const struct s3_principal *who;
+	enum s3_authz_action action;
+	const char *bucket_name;     /* for the policy hook */
+	const char *key;             /* ditto; NULL for bucket actions */
+	struct s3_authz_rec bucket;  /* S3_RES_BUCKET and OBJECT */
+	enum s3_ownership ownership;
+	const struct s3_authz_rec *object;   /* S3_RES_OBJECT; NULL: no such object */
+};
+
+enum s3_verdict { S3_DENY = 0, S3_ALLOW = 1 };
+
+/* The decision. For an S3_RES_OBJECT action on a missing object
+ * (object NULL) the answer is whether the caller may learn that it is
+ * missing (s3:ListBucket on the bucket, as S3: NoSuchKey when allowed,
+ * AccessDenied otherwise). */
+enum s3_verdict s3_authz_decide(const struct s3_authz_req *q);
+
+/* The owner an object written now by who into a bucket owned by
+ * bucket_owner gets: the bucket owner under BucketOwnerEnforced, and
+ * under BucketOwnerPreferred when the writer's ACL is the canned
+ * bucket-owner-full-control; else the writer. */
+const char *s3_authz_object_owner(enum s3_ownership own, const char *bucket_owner,
+				  const char *writer, enum s3_canned canned);
+
+#endif
