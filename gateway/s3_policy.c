@@ -417,10 +417,16 @@ static int compile_principal(struct ctx *c, const struct json_value *v, struct s
 			if (strcmp(m->key, "AWS") == 0) {
 				rc = aws_principal(c, s, &pr[k]);
 			} else if (strcmp(m->key, "CanonicalUser") == 0) {
-				/* IOLake's canonical user ID is the user's name. */
-				if (!user_name_ok(s))
+				/* IOLake's canonical user id is what ACLs show as
+				 * Owner ID (s3_acl.h: 64 hex digits of a hash of
+				 * the name); the name itself is accepted too. */
+				size_t l = strlen(s), h = strspn(s, "0123456789abcdefABCDEF");
+				if (l == 64 && h == 64)
+					pr[k] = (struct princ){ .kind = PR_CANONICAL, .name = s };
+				else if (user_name_ok(s))
+					pr[k] = (struct princ){ .kind = PR_USER, .name = s };
+				else
 					return bad(c, MSG_PRINCIPAL);
-				pr[k] = (struct princ){ .kind = PR_USER, .name = s };
 			} else if (strcmp(m->key, "Service") == 0) {
 				if (!*s)
 					return bad(c, MSG_PRINCIPAL);

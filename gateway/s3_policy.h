@@ -30,11 +30,14 @@
  *     "Resource" | "NotResource": string | [string],  exactly one
  *     "Condition": { operator: { key: value | [value, ...] } } }
  *
- * Principals. IOLake has no AWS accounts: a user is its own account, its
- * canonical ID is its name. The mapping:
+ * Principals. IOLake has no AWS accounts: a user is its own account; its
+ * canonical ID is what ACLs show as Owner ID (s3_acl.h: 64 hex digits).
+ * The mapping:
  *   "*", {"AWS": "*"}                   everyone, anonymous requests too
  *   {"AWS": "alice"}                    the IOLake user "alice"
  *   {"AWS": "arn:aws:iam::<any>:user/[path/]alice"}   the user "alice"
+ *   {"CanonicalUser": "<64 hex>"}       the user whose canonical id it is
+ *                                       (req.principal_id)
  *   {"CanonicalUser": "alice"}          the user "alice"
  *   {"AWS": "arn:aws:iam::<any>:root"}, {"AWS": "<12 digits>"}
  *                                       the bucket owner's "account", i.e.
@@ -130,6 +133,8 @@ struct s3_policy_kv {
 
 struct s3_policy_req {
 	const char *principal;          /* authenticated user name; NULL: anonymous */
+	const char *principal_id;       /* its canonical id as 64 lower-case hex digits
+	                                 * (s3_acl_user_id_hex); NULL: not given */
 	bool is_bucket_owner;           /* principal owns the bucket */
 	const char *action;             /* an S3 action name, e.g. "s3:GetObject" */
 	const char *key;                /* object key; NULL for a bucket-level action */

@@ -558,6 +558,11 @@ static bool principal_matches(const struct stmt *st, const struct s3_policy_req 
 			if (r->principal && strcmp(r->principal, p->name) == 0)
 				return true;
 			break;
+		case PR_CANONICAL:
+			if (r->principal && r->principal_id &&
+			    strcasecmp(r->principal_id, p->name) == 0)
+				return true;
+			break;
 		case PR_OWNER:
 			if (r->principal && r->is_bucket_owner)
 				return true;

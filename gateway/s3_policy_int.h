@@ -119,6 +119,7 @@ struct cond {
 enum princ_kind {
 	PR_ANY,         /* "*" */
 	PR_USER,        /* an IOLake user by name */
+	PR_CANONICAL,   /* {"CanonicalUser": 64 hex digits}: the ACLs' canonical id */
 	PR_OWNER,       /* arn:aws:iam::<acct>:root or a bare account id: the bucket owner */
 	PR_SERVICE,     /* {"Service": ...}: never matches */
 };

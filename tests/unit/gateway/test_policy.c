@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/s3_acl.h"
 #include "gateway/s3_policy.h"
 
 #define BUCKET "examplebucket"
@@ -917,6 +918,25 @@ START_TEST(test_principals)
 	char names[256] = "";
 	ck_assert_int_eq(s3_policy_users(p, collect, names), 0);
 	ck_assert_str_eq(names, "alice,bob,carol,dave,");
+	s3_policy_free(p);
+
+	/* {"CanonicalUser": <64 hex>} is the id ACLs show as Owner ID
+	 * (s3_acl_user_id_hex), matched against the request's. */
+	char frank[S3_ID_HEX + 1], gina[S3_ID_HEX + 1], doc[512];
+	s3_acl_user_id_hex("frank", frank);
+	s3_acl_user_id_hex("gina", gina);
+	snprintf(doc, sizeof(doc), "{" V "\"Statement\":{\"Effect\":\"Allow\",\"Principal\":"
+		 "{\"CanonicalUser\":\"%s\"},\"Action\":\"s3:GetObject\"," OK_R "}}", frank);
+	p = P(doc);
+	struct s3_policy_req rq = { .principal = "frank", .principal_id = frank,
+				    .action = "s3:GetObject", .key = "k" };
+	ck_assert_int_eq(s3_policy_eval(p, &rq), ALLOW);
+	rq.principal = "gina";
+	rq.principal_id = gina;
+	ck_assert_int_eq(s3_policy_eval(p, &rq), NONE);
+	rq.principal = NULL;       /* anonymous never matches a user */
+	rq.principal_id = frank;
+	ck_assert_int_eq(s3_policy_eval(p, &rq), NONE);
 	s3_policy_free(p);
 
 	p = P(stmt("\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[\"a\",\"stop\",\"z\"]},\"Action\":\"s3:GetObject\"," OK_R));
