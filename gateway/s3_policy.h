@@ -133,13 +133,14 @@ struct s3_policy_kv {
 
 struct s3_policy_req {
 	const char *principal;          /* authenticated user name; NULL: anonymous */
-	const char *principal_id;       /* its canonical id as 64 lower-case hex digits
-	                                 * (s3_acl_user_id_hex); NULL: not given */
 	bool is_bucket_owner;           /* principal owns the bucket */
 	const char *action;             /* an S3 action name, e.g. "s3:GetObject" */
 	const char *key;                /* object key; NULL for a bucket-level action */
 	const struct s3_policy_kv *ctx; /* the request's condition keys */
 	size_t n_ctx;
+	const char *principal_id;       /* the principal's canonical id, 64 hex digits
+	                                 * (s3_acl_user_id_hex); NULL: not given. Last,
+	                                 * so positional initializers stay valid */
 };
 
 enum s3_policy_verdict {
