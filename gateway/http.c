@@ -356,6 +356,24 @@ static void unkick(struct conn *c)
 }
 
 static void server_maybe_done(struct http_server *srv);
+/* The client's address as text, for policies (aws:SourceIp) and logs. An
+ * IPv4-mapped IPv6 address is shown as IPv4. */
+static void peer_name(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	c->peer[0] = 0;
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
+		return;
+	if (ss.ss_family == AF_INET) {
+		uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof(c->peer));
+	} else if (ss.ss_family == AF_INET6) {
+		uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof(c->peer));
+		if (!strncmp(c->peer, "::ffff:", 7) && strchr(c->peer + 7, '.'))
+			memmove(c->peer, c->peer + 7, strlen(c->peer + 7) + 1);
+	}
+}
+
 static void accept_one(struct http_server *srv);
 static void on_srv_handle_closed(uv_handle_t *h);
 
@@ -431,6 +449,7 @@ static void accept_one(struct http_server *srv)
 	}
 	srv->stats.conns_accepted++;
 	uv_tcp_nodelay(&c->tcp, 1);
+	peer_name(c);
 	http_parse_init(&c->hp, &parse_cb, c);
 	conn_update_reading(c);
 	conn_update_timer(c, false);

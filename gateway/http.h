@@ -123,6 +123,12 @@ void http_stream_set_user(struct http_stream *s, void *user);
 void *http_stream_user(const struct http_stream *s);
 const char *http_stream_request_id(const struct http_stream *s);
 
+/* The client's IP address as text (IPv4 dotted, IPv6 literal; "" when
+ * unknown), and whether the connection speaks TLS (aws:SourceIp and
+ * aws:SecureTransport in bucket policies). Valid for the exchange. */
+const char *http_stream_peer_addr(const struct http_stream *s);
+bool http_stream_is_tls(const struct http_stream *s);
+
 /* Replace the request id the server generated (at most 63 chars); it is
  * sent in the request-id header of the response. */
 void http_stream_set_request_id(struct http_stream *s, const char *id);

@@ -71,6 +71,8 @@ struct conn {
 	int64_t resp_remaining;    /* Content-Length bytes still to write */
 	int status;
 	char request_id[64];
+	char peer[48];             /* the client's address, textual ("" unknown) */
+	bool tls;                  /* the connection speaks TLS */
 	size_t uhdr_len;
 	size_t head_len;
 	int writes;

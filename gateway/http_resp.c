@@ -221,6 +221,16 @@ const char *http_stream_request_id(const struct http_stream *s)
 	return s->c->request_id;
 }
 
+const char *http_stream_peer_addr(const struct http_stream *s)
+{
+	return s->c->peer;
+}
+
+bool http_stream_is_tls(const struct http_stream *s)
+{
+	return s->c->tls;
+}
+
 void http_stream_set_request_id(struct http_stream *s, const char *id)
 {
 	snprintf(s->c->request_id, sizeof(s->c->request_id), "%s", id);
