@@ -50,6 +50,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/check.h"
 #include "common/ec.h"
 #include "common/err.h"
 #include "common/flags.h"
@@ -63,8 +64,8 @@
 #include "meta/rootkey.h"
 #include "osd/recover.h"
 #include "osd/service.h"
-#include "osd/sweep.h"
 #include "osd/store/store.h"
+#include "osd/sweep.h"
 
 #define PROG "iolake-aio"
 #define MAX_OSDS 32
@@ -805,7 +806,7 @@ int main(int argc, char **argv)
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 A.loopback ? A.meta_addr : "local:meta");
 	A.reg = metrics_registry_new();
-	if (!A.reg)
+	if (!A.reg || iol_check_register_metrics(A.reg))
 		die("out of memory");
 
 	/* meta */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "gateway/gw_gc.h"
@@ -173,7 +174,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	if (!o->reg) {
 		o->reg = metrics_registry_new();
 		o->own_reg = true;
-		if (!o->reg)
+		if (!o->reg || iol_check_register_metrics(o->reg))
 			goto err_free;
 	}
 	struct gw_data_opts dop = cfg->data;
