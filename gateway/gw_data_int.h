@@ -17,11 +17,11 @@
 #include <stdatomic.h>
 
 #include "common/loop.h"
+#include "common/proto/osd_methods.h"
 #include "gateway/gw_data.h"
 #include "proto/osd.pb-c.h"
 
-#define OSD_SVC (&iolake__osd__osd__descriptor)
-enum { GWD_M_PUT = 0, GWD_M_GET = 1, GWD_M_DEL = 2 }; /* method indexes in osd.proto */
+enum { GWD_M_PUT = OSD_M_PUT, GWD_M_GET = OSD_M_GET, GWD_M_DEL = OSD_M_DEL };
 
 #define GWD_CLASSES 64   /* pool size classes: 4 KiB, 6 KiB, 8 KiB, ... */
 #define GWD_CODES 4      /* cached (k, m) codes */
