@@ -95,6 +95,7 @@ static uint64_t f_recovery_rescan = 3600ull * 1000;
 static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
 static uint64_t f_meta_cache = 256ull << 20;
 static uint64_t f_meta_wbuf = 64ull << 20;
+static bool f_sigv2 = true;
 static uint64_t f_snap_bytes = 64ull << 20;
 
 static const struct flag_spec specs[] = {
@@ -122,6 +123,8 @@ static const struct flag_spec specs[] = {
 	{ .name = "rpc", .type = FLAG_STRING, .dst = &f_rpc, .metavar = "local|loopback",
 	  .help = "in-process RPC, or HTTP/2 over 127.0.0.1 (for comparison)" },
 	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
+	{ .name = "sigv2", .type = FLAG_BOOL, .dst = &f_sigv2,
+	  .help = "accept AWS Signature Version 2 (Debian 12's boto3 presigns with it)" },
 	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
 	  .help = "placement groups of a new cluster (power of two)" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
@@ -454,6 +457,7 @@ static void gw_start_fn(void *arg)
 	sc.http.addr = A.s3_host;
 	sc.http.port = A.s3_port;
 	sc.region = f_region;
+	sc.no_sigv2 = !f_sigv2;
 	s3_ops_bind(A.ops, &sc);
 	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
 	if (*rc) {
