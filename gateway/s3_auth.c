@@ -479,7 +479,7 @@ static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 			fail(r, S3E_RequestNotYetValid, NULL);
 			return 1;
 		}
-		if ((int64_t)r->now > (int64_t)t + (int64_t)c->expires_s) {
+		if (c->expires_s == 0 || (int64_t)r->now > (int64_t)t + (int64_t)c->expires_s) {
 			fail(r, S3E_RequestExpired, NULL);
 			return 1;
 		}
