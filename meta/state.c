@@ -34,7 +34,7 @@
  * so the applied index and the data it covers never diverge; an entry at
  * or below "A" is skipped. (2) apply reads no clock and no randomness;
  * generations are (raft index << 16) | position in the batch, upload ids
- * the hex of that, PG tables come from meta/place.c (integer only).
+ * the hex of that, PG tables come from common/place.c (integer only).
  * (3) ops read through the batch being built (a WriteBatchWithIndex), so a
  * batch behaves as its ops applied one after another.
  *
@@ -57,7 +57,7 @@
 
 #include "common/err.h"
 #include "common/hash.h"
-#include "meta/place.h"
+#include "common/place.h"
 
 #define FORMAT_VERSION 1u
 #define ENTRY_MAGIC 0x4d4c4f49u   /* "IOLM" little-endian */

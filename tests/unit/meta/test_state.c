@@ -19,7 +19,7 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "meta/list.h"
-#include "meta/place.h"
+#include "common/place.h"
 #include "meta/state.h"
 #include "meta_test_util.h"
 
