@@ -8,15 +8,23 @@
  * The rules, AWS's (acl-overview, "Mapping of ACL permissions and access
  * policy permissions"), in order:
  *   1. An admin user (User.admin) may do everything.
- *   2. The bucket policy hook (authz_policy in s3_authz.c): DENY refuses,
- *      ALLOW allows, NONE goes on. Today it answers NONE; the policy
- *      engine (s3_policy) plugs in there and nowhere else.
- *   3. Actions without a resource: ListAllMyBuckets and CreateBucket, any
+ *   2. The bucket owner may always Get/Put/DeleteBucketPolicy (AWS keeps
+ *      the owner's root from locking itself out with a Deny).
+ *   3. The bucket policy (authz_policy in s3_authz.c, s3_policy's
+ *      verdict on the request's principal, action, resource and
+ *      condition keys): an explicit Deny refuses, whatever else says
+ *      yes; an Allow allows (after the missing-object rule below), unless
+ *      RestrictPublicBuckets is on, the policy is public and the caller
+ *      is not the bucket owner; no statement matching goes on. A stored
+ *      policy that no longer parses refuses everyone but the owner's
+ *      policy operations (fail closed).
+ *   4. Actions without a resource: ListAllMyBuckets and CreateBucket, any
  *      user (not anonymous).
- *   4. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging
- *      and ownership controls: the bucket owner; object tagging: the
- *      object owner).
- *   5. The ACL: a bucket's for bucket actions (READ: ListBucket,
+ *   5. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
+ *      ownership controls, policy and PublicAccessBlock: the bucket
+ *      owner; object tagging: the object owner).
+ *   6. The ACL (IgnorePublicAcls: grants to AllUsers / AuthenticatedUsers
+ *      give nothing): a bucket's for bucket actions (READ: ListBucket,
  *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
  *      upload steps; READ_ACP / WRITE_ACP: Get/PutBucketAcl), an object's
  *      for object actions (READ: GetObject, GetObjectAttributes;
@@ -35,6 +43,10 @@
 #include <stdint.h>
 
 #include "gateway/s3_acl.h"
+#include "gateway/s3_pab.h"
+
+struct s3_policy;
+struct s3_policy_kv;
 
 /* What an action is decided on: nothing (the caller alone), the bucket
  * record, or the object record too (with the bucket's). */
@@ -68,7 +80,14 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(GetObjectAcl,                OBJECT, OBJECT_ACL,    S3_PERM_READ_ACP)           \
 	X(PutObjectAcl,                OBJECT, OBJECT_ACL,    S3_PERM_WRITE_ACP)          \
 	X(GetObjectTagging,            OBJECT, OBJECT_OWNER,  0)                          \
-	X(PutObjectTagging,            OBJECT, OBJECT_OWNER,  0)
+	X(PutObjectTagging,            OBJECT, OBJECT_OWNER,  0)                          \
+	X(DeleteObjectTagging,         OBJECT, OBJECT_OWNER,  0)                          \
+	X(GetBucketPolicy,             BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketPolicy,             BUCKET, BUCKET_OWNER,  0)                          \
+	X(DeleteBucketPolicy,          BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketPolicyStatus,       BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)
 
 enum s3_authz_action {
 	S3_ACT_NONE = 0,
@@ -94,10 +113,19 @@ struct s3_authz_req {
 	const struct s3_principal *who;
 	enum s3_authz_action action;
 	const char *bucket_name;     /* for the policy hook */
-	const char *key;             /* ditto; NULL for bucket actions */
+	const char *key;             /* ditto; NULL for bucket actions (the object
+	                              * actions decided on the bucket, PutObject,
+	                              * DeleteObject, the upload steps, have one) */
 	struct s3_authz_rec bucket;  /* S3_RES_BUCKET and OBJECT */
 	enum s3_ownership ownership;
 	const struct s3_authz_rec *object;   /* S3_RES_OBJECT; NULL: no such object */
+	/* The bucket's policy (s3_policy_cache) and PublicAccessBlock. */
+	const struct s3_policy *policy;      /* NULL: none (or broken) */
+	bool policy_public;                  /* s3_policy_is_public(policy) */
+	bool policy_broken;                  /* stored but unparseable: fail closed */
+	struct s3_pab pab;
+	const struct s3_policy_kv *ctx;      /* the request's condition keys */
+	size_t n_ctx;
 };
 
 enum s3_verdict { S3_DENY = 0, S3_ALLOW = 1 };
