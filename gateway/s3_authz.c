@@ -142,8 +142,7 @@ enum s3_verdict s3_authz_decide(const struct s3_authz_req *q)
 		/* Missing object: may the caller learn so? (s3:ListBucket) */
 		struct s3_authz_req lq = *q;
 		lq.action = S3_ACT_ListBucket;
-		lq.key = NULL;
-		lq.n_ctx = 0;   /* the listing's keys are not this request's */
+		lq.key = NULL;   /* the request's condition keys stay (no s3:prefix in them) */
 		return s3_authz_decide(&lq);
 	}
 	if (pv == AUTHZ_POLICY_ALLOW)
