@@ -8,6 +8,8 @@
  *
  * PutBucketPolicy parses the document with the policy engine
  * (s3_policy: MalformedPolicy with its message, nothing stored), refuses
+ * a policy naming a user that does not exist (one ListUsers, only when
+ * it names users: MalformedPolicy "Invalid principal in policy", as AWS),
  * a public one under BlockPublicPolicy (AccessDenied), and stores the
  * document as sent — or, when the text is over 20 KiB only because of its
  * whitespace (the engine counts without it, as AWS), without the
@@ -40,6 +42,7 @@ struct pol_rq {
 	bool set_policy;
 	char *policy;                 /* NUL-terminated; "" deletes */
 	bool policy_public;
+	struct s3_policy *parsed;     /* until its users are checked */
 	bool set_pab;
 	bool has_pab;                 /* false: delete the configuration */
 	struct s3_pab pab;
@@ -56,6 +59,7 @@ static void pol_fini(struct s3_rq *rq)
 	struct pol_rq *p = pol_of(rq);
 	s3_body_free(&p->body);
 	free(p->policy);
+	s3_policy_free(p->parsed);
 }
 
 static struct pol_rq *pol_new(struct s3_call *c, enum s3_authz_action action, int status)
@@ -179,6 +183,36 @@ static char *compact(const char *doc, size_t len)
 	return out;
 }
 
+static int count_user(const char *user, void *arg)
+{
+	(void)user, (void)arg;
+	return 1;
+}
+
+/* 1 (stop) when user is not among the listed users. */
+static int user_missing(const char *user, void *arg)
+{
+	const Iolake__Meta__ListUsersResponse *r = arg;
+	for (size_t i = 0; i < r->n_users; i++)
+		if (r->users[i]->name && strcmp(r->users[i]->name, user) == 0)
+			return 0;
+	return 1;
+}
+
+static void on_users(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	struct pol_rq *p = pol_of(rq);
+	if (e || !resp) {
+		s3_rq_fail(rq, e ? e : S3E_ServiceUnavailable, NULL);
+		return;
+	}
+	if (s3_policy_users(p->parsed, user_missing, (void *)resp)) {
+		s3_rq_fail(rq, S3E_MalformedPolicy, "Invalid principal in policy");
+		return;
+	}
+	pol_commit(p);
+}
+
 static void on_policy_body(struct s3_rq *rq, enum s3_err verdict)
 {
 	struct pol_rq *p = pol_of(rq);
@@ -200,7 +234,7 @@ static void on_policy_body(struct s3_rq *rq, enum s3_err verdict)
 		return;
 	}
 	p->policy_public = s3_policy_is_public(pol);
-	s3_policy_free(pol);
+	p->parsed = pol;
 	if (memchr(doc, '\0', len)) {   /* the engine refuses NULs; be sure */
 		s3_rq_fail(rq, S3E_MalformedPolicy, "This policy contains invalid Json");
 		return;
@@ -223,7 +257,14 @@ static void on_policy_body(struct s3_rq *rq, enum s3_err verdict)
 		return;
 	}
 	p->set_policy = true;
-	pol_commit(p);
+	if (s3_policy_users(p->parsed, count_user, NULL) == 0) {
+		pol_commit(p);   /* names no user */
+		return;
+	}
+	/* The users it names must exist, as AWS's "Invalid principal in
+	 * policy": one ListUsers (bounded by meta), only for such policies. */
+	Iolake__Meta__ListUsersRequest req = IOLAKE__META__LIST_USERS_REQUEST__INIT;
+	s3_rq_call(rq, META_M_LIST_USERS, &req.base, S3_SUBJ_NONE, on_users);
 }
 
 static void on_policy_sent(struct http_stream *s, int status, void *arg)

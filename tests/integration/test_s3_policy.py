@@ -160,6 +160,13 @@ def api(alice, bob, anon, root):
          "Could not parse the policy: Statement is empty!"),
         (policy(b, stmt("Allow", "*", "s3:ListBucket", arn(b, "*"))),
          "Action does not apply to any resource(s) in statement"),
+        # A user that does not exist (AWS refuses unknown principals too).
+        (policy(b, stmt("Allow", {"AWS": ["bob", "nobody"]}, "s3:GetObject", arn(b, "*"))),
+         "Invalid principal in policy"),
+        (policy(b, stmt("Allow", {"AWS": "arn:aws:iam::123456789012:user/ghost"}, "s3:GetObject",
+                        arn(b, "*"))), "Invalid principal in policy"),
+        (policy(b, stmt("Allow", {"AWS": "arn:aws:iam::123456789012:role/r"}, "s3:GetObject",
+                        arn(b, "*"))), "Invalid principal in policy"),
     ]
     for doc, msg in bad:
         c, st, m = err(alice.put_bucket_policy, Bucket=b, Policy=doc)
