@@ -349,6 +349,21 @@ def conditions(alice, bob, anon):
     expect(code(bob.list_objects_v2, Bucket=b, Prefix="home/alice/"), D, "s3:prefix home/alice/")
     expect(code(bob.list_objects_v2, Bucket=b), D, "no prefix: s3:prefix absent")
     expect(code(bob.list_objects, Bucket=b, Prefix="home/bob/"), OK, "ListObjects v1 too")
+    # s3:max-keys and s3:x-amz-acl (AWS's examples: cap a listing; make
+    # another user's uploads carry bucket-owner-full-control).
+    alice.put_bucket_policy(Bucket=b, Policy=policy(
+        b,
+        stmt("Allow", {"AWS": "bob"}, "s3:ListBucket", arn(b),
+             {"NumericLessThanEquals": {"s3:max-keys": "100"}}),
+        stmt("Allow", {"AWS": "bob"}, "s3:PutObject", arn(b, "drop/*"),
+             {"StringEquals": {"s3:x-amz-acl": "bucket-owner-full-control"}})))
+    expect(code(bob.list_objects_v2, Bucket=b, MaxKeys=50), OK, "s3:max-keys 50 <= 100")
+    expect(code(bob.list_objects_v2, Bucket=b, MaxKeys=500), D, "s3:max-keys 500 > 100")
+    expect(code(bob.put_object, Bucket=b, Key="drop/x", Body=b"x",
+                ACL="bucket-owner-full-control"), OK, "s3:x-amz-acl bucket-owner-full-control")
+    expect(code(bob.put_object, Bucket=b, Key="drop/y", Body=b"y"), D, "no x-amz-acl: refused")
+    expect(code(bob.put_object, Bucket=b, Key="drop/z", Body=b"z", ACL="private"), D,
+           "x-amz-acl private: refused")
     # aws:SecureTransport: a Deny when false refuses plain HTTP, even the owner.
     alice.put_bucket_policy(Bucket=b, Policy=policy(
         b, stmt("Deny", "*", "s3:*", [arn(b), arn(b, "*")],
@@ -362,7 +377,7 @@ def conditions(alice, bob, anon):
                 {"Bool": {"aws:SecureTransport": "true"}})))
     expect(code(alice.get_object, Bucket=b, Key="local/a"), OK, "Deny on TLS: plain GET passes")
     alice.delete_bucket_policy(Bucket=b)
-    print("ok: aws:SourceIp, s3:prefix, aws:SecureTransport")
+    print("ok: aws:SourceIp, s3:prefix, s3:max-keys, s3:x-amz-acl, aws:SecureTransport")
 
 
 # ---------------------------------------------------------------- PublicAccessBlock
