@@ -5,31 +5,33 @@
  * any work (s3_rq's gate, with the records it read; CopyObject's source
  * is the second question of a copy, asked here too).
  *
- * The rules, AWS's (acl-overview, "Mapping of ACL permissions and access
- * policy permissions"), in order:
+ * The rules, AWS's ("How Amazon S3 authorizes a request", IAM "Policy
+ * evaluation logic", acl-overview's "Mapping of ACL permissions and
+ * access policy permissions"), in order:
  *   1. An admin user (User.admin) may do everything.
- *   2. The bucket owner may always Get/Put/DeleteBucketPolicy (AWS keeps
- *      the owner's root from locking itself out with a Deny).
- *   3. The bucket policy (authz_policy in s3_authz.c, s3_policy's
- *      verdict on the request's principal, action, resource and
- *      condition keys): an explicit Deny refuses, whatever else says
- *      yes; an Allow allows (after the missing-object rule below), unless
- *      RestrictPublicBuckets is on, the policy is public and the caller
- *      is not the bucket owner; no statement matching goes on. A stored
- *      policy that no longer parses refuses everyone but the owner's
- *      policy operations (fail closed).
- *   4. Actions without a resource: ListAllMyBuckets and CreateBucket, any
+ *   2. Actions without a resource: ListAllMyBuckets and CreateBucket, any
  *      user (not anonymous).
- *   5. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
- *      ownership controls, policy and PublicAccessBlock: the bucket
- *      owner; object tagging: the object owner).
- *   6. The ACL (IgnorePublicAcls: grants to AllUsers / AuthenticatedUsers
- *      give nothing): a bucket's for bucket actions (READ: ListBucket,
+ *   3. The bucket owner may always Get/Put/DeleteBucketPolicy (AWS keeps
+ *      the owner's root from locking itself out with a Deny).
+ *   4. The bucket policy (authz_policy in s3_authz.c: s3_policy_eval on
+ *      the principal, the action's AWS name, the key and the request's
+ *      condition keys): an explicit Deny refuses, whatever else says yes,
+ *      the owner included. A stored policy that no longer parses refuses
+ *      (fail closed).
+ *   5. An object action on a missing object: allowed (to learn NoSuchKey)
+ *      only if s3:ListBucket on the bucket would be.
+ *   6. A policy Allow allows — unless RestrictPublicBuckets is on, the
+ *      policy is public and the caller is not the bucket owner.
+ *   7. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
+ *      ownership controls, policy, PublicAccessBlock: the bucket owner;
+ *      object tagging: the object owner).
+ *   8. The ACL: a bucket's for bucket actions (READ: ListBucket,
  *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
  *      upload steps; READ_ACP / WRITE_ACP: Get/PutBucketAcl), an object's
  *      for object actions (READ: GetObject, GetObjectAttributes;
  *      READ_ACP / WRITE_ACP: Get/PutObjectAcl). The owner of a resource
- *      always has READ_ACP and WRITE_ACP on it.
+ *      always has READ_ACP and WRITE_ACP on it. IgnorePublicAcls: grants
+ *      to AllUsers / AuthenticatedUsers give nothing.
  *   With ObjectOwnership BucketOwnerEnforced ACLs are disabled: they give
  *   nobody anything, the bucket owner owns every object in the bucket
  *   (whoever wrote it) and has every permission on the bucket and them.
