@@ -262,7 +262,9 @@ static void on_policy_body(struct s3_rq *rq, enum s3_err verdict)
 		return;
 	}
 	/* The users it names must exist, as AWS's "Invalid principal in
-	 * policy": one ListUsers (bounded by meta), only for such policies. */
+	 * policy": one ListUsers, only for such policies. (Meta lists at most
+	 * META_LIST_USERS_MAX = 10,000 users: past that a real user may be
+	 * refused; a lookup by name would need a new meta read.) */
 	Iolake__Meta__ListUsersRequest req = IOLAKE__META__LIST_USERS_REQUEST__INIT;
 	s3_rq_call(rq, META_M_LIST_USERS, &req.base, S3_SUBJ_NONE, on_users);
 }
