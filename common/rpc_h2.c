@@ -748,14 +748,25 @@ static nghttp2_session_callbacks *make_callbacks(bool server);
 static struct h2_conn *chan_connect(struct h2_chan *ch);
 
 /* Probe the peer at its retry time (or look again then, when another
- * channel probes it). Nothing to do while this channel has a connection:
- * its own PINGs tell. */
+ * channel probes it). A channel that has a connection PINGs on it
+ * instead. */
 static void on_probe_timer(uv_timer_t *t);
+
+static void conn_ping(struct h2_conn *c);
 
 static void probe_arm(struct h2_chan *ch)
 {
 	struct rpc_peer *p = ch->base.peer;
-	if (!p || ch->base.closing || ch->conn || uv_is_active((uv_handle_t *)&ch->probe_timer))
+	struct h2_conn *c = ch->conn;
+	if (c && c->sess && !c->dead && !c->ping_sent_ms && !ch->base.closing) {
+		/* Another channel saw the peer fail while this connection
+		 * lives: its PING answer (closes the circuit) or its silence
+		 * (declares it dead) settles the question quickly. */
+		conn_ping(c);
+		conn_pump(c);
+		return;
+	}
+	if (!p || ch->base.closing || c || uv_is_active((uv_handle_t *)&ch->probe_timer))
 		return;
 	uint64_t now = loop_now_ms(), at = rpc_peer_retry_at(p);
 	uint64_t delay = at > now ? at - now : 0;
