@@ -213,6 +213,10 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 		o.max_ops = 4096;
 	if (!o.pool_max_bytes)
 		o.pool_max_bytes = 256ull << 20;
+	/* A process-wide switch for operators and A/B benchmarks. */
+	const char *hedge = getenv("IOLAKE_GW_HEDGE");
+	if (hedge && strcmp(hedge, "off") == 0)
+		o.hedge_off = true;
 	if (o.k < 1 || o.k + o.m > EC_MAX_SHARDS || o.segment_bytes > MAX_SEGMENT ||
 	    o.write_quorum < o.k || o.write_quorum > o.k + o.m || o.window > 64)
 		return -EINVAL;

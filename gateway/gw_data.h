@@ -92,7 +92,8 @@ struct gw_data_opts {
 	uint32_t max_ops;            /* live puts + gets + deletes; 0: 4096 */
 	uint64_t pool_max_bytes;     /* idle pooled buffer memory kept; 0: 256 MiB */
 	/* Hedged reads: the delay is the p95 of recent shard reads clamped
-	 * to [hedge_min_ms, hedge_max_ms]; 0, 0: [5, 500]. hedge_off: never. */
+	 * to [hedge_min_ms, hedge_max_ms]; 0, 0: [5, 500]. hedge_off: never
+	 * (also set by IOLAKE_GW_HEDGE=off in the environment). */
 	uint32_t hedge_min_ms, hedge_max_ms;
 	bool hedge_off;
 	/* PG pg looks degraded (see enum gw_data_degraded): at most once per
