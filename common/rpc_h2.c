@@ -35,8 +35,8 @@
  * Failure detection (client connections): after connect a PING goes out
  * at once; then a tick on the connection's timer PINGs when calls are
  * outstanding and nothing was read for ping_busy_ms, or when idle for
- * ping_idle_ms. A PING unanswered for ping_timeout_ms declares the
- * connection dead: conn_fail (its calls fail UNAVAILABLE now) and the
+ * ping_idle_ms. A PING unanswered while nothing at all was read for
+ * ping_timeout_ms declares the connection dead: conn_fail (its calls fail UNAVAILABLE now) and the
  * peer's circuit opens (rpc_health.c). While the circuit is not closed,
  * calls fail at once; the channel's probe timer reconnects at the peer's
  * retry time and the PING answer closes the circuit. Every socket, client
@@ -863,7 +863,11 @@ static void on_health_tick(uv_timer_t *t)
 	const struct rpc_channel_opts *o = &c->ch->base.opts;
 	uint64_t now = uv_now(c->tcp.loop);
 	if (c->ping_sent_ms) {
-		if (now - c->ping_sent_ms < o->ping_timeout_ms)
+		/* Bytes still arriving mean a live path (the answer may be
+		 * queued behind DATA on a slow link): dead only after
+		 * ping_timeout_ms of silence since the PING. */
+		uint64_t since = c->ping_sent_ms > c->last_rx_ms ? c->ping_sent_ms : c->last_rx_ms;
+		if (now - since < o->ping_timeout_ms)
 			return;
 		char why[96];
 		snprintf(why, sizeof(why), "declared dead: no PING answer in %u ms",
