@@ -99,7 +99,9 @@ struct gw_data_opts {
 	/* PG pg looks degraded (see enum gw_data_degraded): at most once per
 	 * PUT or GET, on the loop, from inside gw_data; it must only record
 	 * the PG (not call into gw_data). A shard on a known-down OSD (NULL
-	 * channel) does not make a GET report. NULL: nobody is told. */
+	 * channel, or down in the map) does not make a GET report; one whose
+	 * RPC circuit is open does (up in the map, yet unreachable). NULL:
+	 * nobody is told. */
 	void (*on_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
 	void *degraded_ud;
 };

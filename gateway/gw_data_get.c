@@ -88,6 +88,7 @@ struct gw_data_get {
 	unsigned n, k;
 	uint32_t bad;              /* shards without a channel */
 	uint32_t avoid;            /* OSD down in the map or circuit open: last resort */
+	uint32_t open;             /* of which the circuit is open (not UP) */
 	uint64_t off, end;
 	uint32_t last_seg;
 	uint32_t next_start, next_emit;
@@ -197,7 +198,7 @@ static void seg_decode(struct get_seg *seg)
 	 * the primary rebuilt the shard every GET of the object would ask
 	 * for a rescan again. An OSD the transport already knows dead is
 	 * recovery's business too. */
-	uint32_t known = g->bad | g->avoid | seg->slow | l->missing[seg->index];
+	uint32_t known = g->bad | (g->avoid & ~g->open) | seg->slow | l->missing[seg->index];
 	if (!g->reported && d->o.on_degraded && (seg->failed & ~known)) {
 		g->reported = true;
 		d->o.on_degraded(d->o.degraded_ud, l->pg, GW_DATA_READ_BAD_SHARD);
@@ -428,7 +429,13 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 			seg->failed |= 1u << i;
 			seg->degraded = true;
 		} else if (g->avoid & (1u << i)) {
-			/* Down or circuit open: decode around it up front. */
+			/* Down or circuit open: decode around it up front. An
+			 * open circuit counts as a failed read (the OSD is up
+			 * in the map but unreachable: the PG is flagged, as
+			 * the refused call would have); a map-down OSD is the
+			 * map's business. */
+			if (g->open & (1u << i))
+				seg->failed |= 1u << i;
 			seg->degraded = true;
 			g->d->st.shard_gets_avoided++;
 		} else {
@@ -554,10 +561,12 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 	for (unsigned i = 0; i < g->n; i++) {
 		if (!target->osds[i])
 			g->bad |= 1u << i;
-		else if ((target->down & (1u << i)) ||
-			 rpc_channel_peer_state(target->osds[i]) != RPC_PEER_UP)
+		else if (rpc_channel_peer_state(target->osds[i]) != RPC_PEER_UP)
+			g->open |= 1u << i;
+		else if (target->down & (1u << i))
 			g->avoid |= 1u << i;
 	}
+	g->avoid |= g->open;
 	g->off = off;
 	g->end = off + len;
 	g->empty = len == 0;
