@@ -36,8 +36,8 @@
  * at once; then a tick on the connection's timer PINGs when calls are
  * outstanding and nothing was read for ping_busy_ms, or when idle for
  * ping_idle_ms. A PING unanswered while nothing at all was read for
- * ping_timeout_ms declares the connection dead: conn_fail (its calls fail UNAVAILABLE now) and the
- * peer's circuit opens (rpc_health.c). While the circuit is not closed,
+ * ping_timeout_ms declares the connection dead: conn_fail (its calls
+ * fail UNAVAILABLE now) and the peer's circuit opens (rpc_health.c). While the circuit is not closed,
  * calls fail at once; the channel's probe timer reconnects at the peer's
  * retry time and the PING answer closes the circuit. Every socket, client
  * and server, gets SO_KEEPALIVE and TCP_USER_TIMEOUT: the kernel's own
