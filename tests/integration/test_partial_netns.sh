@@ -14,9 +14,11 @@
 #      measured in the 5 s before it; no request fails. After the heal,
 #      every circuit of both client gateways is closed again within 5 s
 #      (their peers are in use again).
-#   2. One OSD process SIGSTOPped (its kernel still ACKs, nothing answers):
-#      GET p99 within 2x the healthy p99 from the first moment (hedged
-#      reads), PUT p99 from 3 s on (PING detection); no request fails.
+#   2. One node's OSD processes SIGSTOPped (both of them: every PG has one
+#      shard on that node, so about 2 GETs in 3 need a shard from it; its
+#      kernel still ACKs, nothing answers): GET p99 within 2x the healthy
+#      p99 from the first moment (hedged reads), PUT p99 from 3 s on (PING
+#      detection); no request fails.
 # Pass/fail is on errors and on those p99 bounds (the healthy p99 is
 # floored at 20 ms: below that one context switch on a loaded two-core host
 # is a doubling). Short mode (default, ~90 s): 8 s faults, under the map's
@@ -41,7 +43,8 @@ LOADPID=""
 # the load must end before down: resume and stop them first.
 finish() {
 	local rc=$?
-	[ -z "$STOPPED" ] || kill -CONT "$STOPPED" 2>/dev/null || true
+	# shellcheck disable=SC2086
+	[ -z "$STOPPED" ] || kill -CONT $STOPPED 2>/dev/null || true
 	if [ -n "$LOADPID" ]; then
 		touch "$STOPF"
 		wait "$LOADPID" 2>/dev/null || true
@@ -69,9 +72,9 @@ X=$((L % 6 + 1))          # isolated: not the leader's node
 G1=$((X % 6 + 1))
 G2=$((G1 % 6 + 1))
 [ "$G2" != "$L" ] || G2=$((G2 % 6 + 1))
-Y=$L                      # its OSD 1 is SIGSTOPped in part 2
+Y=$L                      # its OSDs are SIGSTOPped in part 2 (meta goes on)
 EPS="$(ep "$G1"),$(ep "$G2")"
-echo "meta leader: node $L; isolate node $X; load through nodes $G1 and $G2; SIGSTOP node $Y's osd1"
+echo "meta leader: node $L; isolate node $X; load through nodes $G1 and $G2; SIGSTOP node $Y's OSDs"
 
 python3 "$LOADPY" prep "$(ep "$G1")" 48 65536 || fail "prepare objects"
 
@@ -102,14 +105,16 @@ back=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
 echo "node $X back in use (every circuit closed) $back s after the heal"
 sleep 6
 
-step "part 2: SIGSTOP node $Y's osd1 for $FAULT s"
-P=$(awk -v n="n$Y" '$1 == n && $2 == "osd1" { p = $3 } END { print p }' "$DIR/pids")
-[ -n "$P" ] || fail "no pid recorded for node $Y's osd1"
+step "part 2: SIGSTOP node $Y's OSD processes for $FAULT s"
+P=$(awk -v n="n$Y" '$1 == n && $2 ~ /^osd/ { p[$2] = $3 } END { for (r in p) print p[r] }' "$DIR/pids")
+[ -n "$P" ] || fail "no pid recorded for node $Y's OSDs"
 echo "sigstop+ $(now) 0 3" >>"$EV"
-kill -STOP "$P"
+# shellcheck disable=SC2086  # one PID per word
+kill -STOP $P
 STOPPED=$P
 sleep "$FAULT"
-kill -CONT "$P"
+# shellcheck disable=SC2086
+kill -CONT $P
 STOPPED=""
 echo "sigstop- $(now)" >>"$EV"
 sleep 5
