@@ -49,6 +49,9 @@ finish() {
 		touch "$STOPF"
 		wait "$LOADPID" 2>/dev/null || true
 	fi
+	# cleanup reads the status from $?; under errexit a failing
+	# (exit $rc) would end the trap before it runs.
+	set +e
 	(exit $rc)
 	cleanup
 }
