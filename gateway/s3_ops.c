@@ -111,6 +111,10 @@ EC_GAUGE(decodes)
 EC_GAUGE(shard_put_failures)
 EC_GAUGE(shard_get_failures)
 EC_GAUGE(buffered_bytes)
+EC_GAUGE(hedges)
+EC_GAUGE(hedge_wins)
+EC_GAUGE(shard_gets_avoided)
+EC_GAUGE(hedge_delay_ms)
 
 static double g_epoch(void *arg)
 {
@@ -158,6 +162,10 @@ static void register_metrics(struct s3_ops *o)
 		{ "iolake_gw_data_shard_put_failures", "PutShard calls failed", g_shard_put_failures },
 		{ "iolake_gw_data_shard_get_failures", "GetShard calls failed or mismatching", g_shard_get_failures },
 		{ "iolake_gw_data_buffered_bytes", "segment and decode buffer bytes held", g_buffered_bytes },
+		{ "iolake_gw_data_hedges", "segments that asked parity because a shard read was slow", g_hedges },
+		{ "iolake_gw_data_hedge_wins", "hedged segments decoded before the slow read answered", g_hedge_wins },
+		{ "iolake_gw_data_shard_gets_avoided", "data shard reads not tried first: OSD down or circuit open", g_shard_gets_avoided },
+		{ "iolake_gw_data_hedge_delay_ms", "hedge delay now: p95 of shard reads, clamped", g_hedge_delay_ms },
 		{ "iolake_gw_map_epoch", "cluster map epoch held", g_epoch },
 		{ "iolake_gw_osds_up", "OSDs up in the map held", g_up },
 		{ "iolake_gw_policy_cache_hits", "bucket policies found compiled (s3_policy_cache)", g_policy_hits },
@@ -165,6 +173,7 @@ static void register_metrics(struct s3_ops *o)
 	};
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
+	rpc_health_register_metrics(o->reg); /* PINGs, circuits, fast fails */
 }
 
 /* gw_data saw a degraded PG: queue a rescan flag (never on the request's
