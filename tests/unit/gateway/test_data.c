@@ -542,10 +542,14 @@ START_TEST(two_down_reads_everything)
 		}
 	}
 	struct gw_data_stats st = stats(&f);
-	printf("two down: decodes %llu, shard get failures %llu\n",
-	       (unsigned long long)(st.decodes - dec0), (unsigned long long)st.shard_get_failures);
+	printf("two down: decodes %llu, shard get failures %llu, avoided %llu\n",
+	       (unsigned long long)(st.decodes - dec0), (unsigned long long)st.shard_get_failures,
+	       (unsigned long long)st.shard_gets_avoided);
 	ck_assert_uint_gt(st.decodes, dec0);
-	ck_assert_uint_gt(st.shard_get_failures, 0);
+	/* Over HTTP/2 the stopped OSDs' circuits may open before the first
+	 * read (a refused reconnect): their shards are then avoided, not
+	 * tried and failed. Either way the reader knew they were gone. */
+	ck_assert_uint_gt(st.shard_get_failures + st.shard_gets_avoided, 0);
 	ck_assert_uint_gt(st.shard_gets_by_index[4], 0);
 	ck_assert_uint_eq(st.gets_failed, 0);
 	free_set(&s);
