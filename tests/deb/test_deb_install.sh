@@ -385,6 +385,12 @@ start_aio_chroot() {   # LABEL
 	[ -n "$user" ] || fail "the unit has no User="
 	load_unit
 	for k in "${!ENV[@]}"; do envargs+=("$k=${ENV[$k]}"); done
+	# Without CAP_SYS_RESOURCE systemd sets the closest limit it can (its
+	# setrlimit_closest): the hard limit.
+	if [ -n "$nofile" ] && [ "$(ulimit -Hn)" != unlimited ] && [ "$nofile" -gt "$(ulimit -Hn)" ]; then
+		echo "  LimitNOFILE=$nofile above this shell's hard limit: $(ulimit -Hn), as systemd would"
+		nofile=$(ulimit -Hn)
+	fi
 	echo "start ($1): User=$user Group=${group:-$user} LimitNOFILE=${nofile:-default} UMask=${um:-0022}"
 	echo "  ExecStart: ${ARGV[*]}"
 	LOG=$W/aio.log
@@ -434,12 +440,16 @@ start_aio_nspawn() {   # LABEL
 	load_unit   # ENV, for the test's own use (data dir)
 	in_root systemctl start iolake-aio.service || fail "systemctl start iolake-aio ($1)"
 	for ((t = 0; t < 600; t++)); do
-		st=$(in_root systemctl is-active iolake-aio.service || true)
+		# A start that failed shows as SubState auto-restart (Restart=on-failure)
+		# or failed.
+		st=$(in_root systemctl show -p ActiveState -p SubState --value iolake-aio.service | tr '\n' ' ')
 		case "$st" in
-		active | activating) ;;
-		*) journal; fail "iolake-aio ($1) is $st: $(in_root systemctl show -p Result -p ExecMainStatus iolake-aio | tr '\n' ' ')" ;;
+		"active running "*) ;;
+		*auto-restart* | *failed* | inactive*)
+			journal
+			fail "iolake-aio ($1) did not start: $st$(in_root systemctl show -p Result -p ExecMainStatus -p NRestarts iolake-aio | tr '\n' ' ')" ;;
 		esac
-		[ "$st" = active ] && curl -sf -o /dev/null "http://127.0.0.1:$PORT/health/ready" && break
+		[ "$st" = "active running " ] && curl -sf -o /dev/null "http://127.0.0.1:$PORT/health/ready" && break
 		sleep 0.1
 	done
 	[ "$t" -lt 600 ] || { journal; fail "aio ($1) not ready on 127.0.0.1:$PORT within 60 s"; }
