@@ -28,8 +28,8 @@ OUT=$2
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 P=$TOP/packaging
 
-for t in dpkg-deb dpkg-shlibdeps strip; do
-	command -v "$t" >/dev/null || die "$t not found (Debian package dpkg-dev / binutils)"
+for t in dpkg-deb dpkg-shlibdeps strip help2man; do
+	command -v "$t" >/dev/null || die "$t not found (Debian packages dpkg-dev, binutils, help2man: scripts/deps.sh)"
 done
 BIN_MAIN=(iolake-aio iolake-meta iolake-osd iolake-gw iolake-admin)
 BIN_TOOLS=(iolake-s3-bench)
@@ -60,6 +60,7 @@ version() {
 VERSION=$(version)
 [[ $VERSION =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || die "'$VERSION' is not a valid Debian version"
 ARCH=$(dpkg --print-architecture)
+MAINTAINER=${DEB_MAINTAINER:-IOLake developers <iolake@example.org>}
 # Reproducible timestamps inside the packages: the commit's time.
 SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct 2>/dev/null || date +%s)
 export SOURCE_DATE_EPOCH
@@ -71,12 +72,28 @@ mkdir -p "$W/debian" "$OUT"
 printf 'Source: iolake\n\nPackage: iolake\nArchitecture: any\n\nPackage: iolake-tools\nArchitecture: any\n' \
 	>"$W/debian/control"
 
+# One line for each binary's manual page (NAME section).
+declare -A SUMMARY=(
+	[iolake-aio]="a whole IOLake object store (meta, OSDs, S3 gateway) in one process"
+	[iolake-meta]="IOLake metadata service, one member of its Raft group"
+	[iolake-osd]="IOLake object storage daemon, one device"
+	[iolake-gw]="IOLake S3 gateway"
+	[iolake-admin]="administer an IOLake cluster"
+	[iolake-s3-bench]="S3 load generator: PUT then GET phase, latency percentiles"
+)
+
+# Binaries stripped, each with a manual page made from its --help
+# (help2man; --help is the reference, the page only carries it to man).
 install_bins() {   # ROOT BIN...
 	local r=$1; shift
-	install -d -m 0755 "$r/usr/bin"
+	install -d -m 0755 "$r/usr/bin" "$r/usr/share/man/man1"
 	for b in "$@"; do
 		install -m 0755 "$B/$b" "$r/usr/bin/$b"
 		strip --strip-unneeded --remove-section=.comment --remove-section=.note "$r/usr/bin/$b"
+		help2man --no-info --no-discard-stderr --version-string="$VERSION" \
+			--name="${SUMMARY[$b]}" "$B/$b" | gzip -9n >"$r/usr/share/man/man1/$b.1.gz" ||
+			die "help2man $b failed"
+		chmod 0644 "$r/usr/share/man/man1/$b.1.gz"
 	done
 }
 
@@ -84,9 +101,10 @@ doc() {   # ROOT PKG
 	local d=$1/usr/share/doc/$2
 	install -d -m 0755 "$d"
 	install -m 0644 "$P/debian/copyright" "$d/copyright"
-	printf '%s (%s) unstable; urgency=medium\n\n  * Built from commit %s by scripts/mkdeb.sh.\n\n -- IOLake developers <iolake@localhost>  %s\n' \
-		"$2" "$VERSION" "$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-		"$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -9n >"$d/changelog.Debian.gz"
+	# A native package (no Debian revision): changelog.gz.
+	printf '%s (%s) unstable; urgency=medium\n\n  * Built from commit %s by scripts/mkdeb.sh.\n\n -- %s  %s\n' \
+		"$2" "$VERSION" "$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)" "$MAINTAINER" \
+		"$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -9n >"$d/changelog.gz"
 }
 
 # ---------------------------------------------------------------- iolake
@@ -105,6 +123,8 @@ install -d -m 0755 "$R/usr/share/doc/iolake/examples"
 install -m 0644 "$P/examples/meta-ID.env" "$P/examples/osd-ID.env" "$R/usr/share/doc/iolake/examples/"
 install -m 0644 "$TOP/README.md" "$R/usr/share/doc/iolake/README.md"
 install -m 0644 "$TOP/docs/operations.md" "$R/usr/share/doc/iolake/operations.md"
+install -d -m 0755 "$R/usr/share/lintian/overrides"
+install -m 0644 "$P/lintian/iolake" "$R/usr/share/lintian/overrides/iolake"
 install -d -m 0755 "$R/DEBIAN"
 for s in postinst prerm postrm; do
 	install -m 0755 "$P/debian/iolake.$s" "$R/DEBIAN/$s"
@@ -131,7 +151,7 @@ control() {   # ROOT PKG DEPENDS SECTION SUMMARY LONG
 		echo "Package: $2"
 		echo "Version: $VERSION"
 		echo "Architecture: $ARCH"
-		echo "Maintainer: IOLake developers <iolake@localhost>"
+		echo "Maintainer: $MAINTAINER"
 		echo "Installed-Size: $size"
 		echo "Depends: $3"
 		echo "Section: $4"
