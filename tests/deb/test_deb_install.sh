@@ -34,6 +34,8 @@
 #    aws-cli makes a bucket, puts a 5 MiB object, gets it back byte for
 #    byte and lists it; SIGTERM (exit 0, "stopped clean=true"); started
 #    again, the object read again; stopped.
+#    nspawn mode: a reinstall (postinst as on an upgrade) restarts the
+#    running unit and starts no other.
 # 5. remove keeps the conffiles and data; purge deletes /etc/iolake and
 #    keeps /var/lib/iolake; a reinstall purged with IOLAKE_PURGE_DATA=yes
 #    deletes the data too.
@@ -510,6 +512,22 @@ rm -f "$W/back"
 s3 s3 cp --quiet s3://debtest/dir/obj.bin "$W/back" || fail "aws s3 cp (get after restart)"
 cmp "$W/obj" "$W/back" || fail "the object read after the restart differs"
 ok "after a restart: the 5 MiB object read byte for byte"
+if [ "$MODE" = nspawn ]; then
+	# An upgrade (here a reinstall: postinst configure with the old
+	# version) restarts the running unit, and only that.
+	mp0=$(in_root systemctl show -p MainPID --value iolake-aio.service)
+	in_root apt-get install -y -q --reinstall "$DEBDIR/$(basename "$DEB_MAIN")" >>"$W/apt.log" 2>&1 ||
+		fail "apt-get install --reinstall iolake"
+	start_aio upgraded   # waits until ready; a no-op start of the running unit
+	mp1=$(in_root systemctl show -p MainPID --value iolake-aio.service)
+	[ "$mp1" != "$mp0" ] || fail "the reinstall did not restart the running unit (MainPID $mp0)"
+	st=$(in_root systemctl is-active iolake-gw.service || true)
+	[ "$st" = inactive ] || fail "the reinstall started iolake-gw: $st"
+	rm -f "$W/back"
+	s3 s3 cp --quiet s3://debtest/dir/obj.bin "$W/back" || fail "aws s3 cp (get after the upgrade)"
+	cmp "$W/obj" "$W/back" || fail "the object read after the upgrade differs"
+	ok "apt-get install --reinstall: aio restarted (MainPID $mp0 -> $mp1), gw still inactive, the object read byte for byte"
+fi
 stop_aio second
 
 # ---------------------------------------------------------------- 5. remove, purge
