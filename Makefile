@@ -208,8 +208,12 @@ test: all
 
 # Debian packages (not part of make test: test-deb downloads a Debian base).
 DEB_OUT ?= $(B)/deb
+ifneq ($(filter deb test-deb,$(MAKECMDGOALS)),)
+ifneq ($(SAN)$(FUZZ)$(FAULT),)
+$(error make deb packages a release build: no SAN, FUZZ or FAULT)
+endif
+endif
 deb: $(BINS)
-	$(if $(SAN)$(FUZZ)$(FAULT),$(error make deb packages a release build: no SAN, FUZZ or FAULT))
 	$(Q)scripts/mkdeb.sh $(B) $(DEB_OUT)
 
 test-deb: deb
