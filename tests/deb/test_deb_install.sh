@@ -35,7 +35,9 @@
 #    byte and lists it; SIGTERM (exit 0, "stopped clean=true"); started
 #    again, the object read again; stopped.
 #    nspawn mode: a reinstall (postinst as on an upgrade) restarts the
-#    running unit and starts no other.
+#    running unit and starts no other; then the cluster units (meta@1,
+#    osd@1..6 on 256M files, gw with the same root key) from env files as
+#    docs/operations.md writes them, a 5 MiB object through their gateway.
 # 5. remove keeps the conffiles and data; purge deletes /etc/iolake and
 #    keeps /var/lib/iolake; a reinstall purged with IOLAKE_PURGE_DATA=yes
 #    deletes the data too.
@@ -67,6 +69,8 @@ fi
 PASS=0
 step() { echo "== $*"; }
 ok() { echo "ok: $*"; PASS=$((PASS + 1)); }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }   # seconds since $1
 fail() {
 	echo "FAIL: $*" >&2
 	if [ -n "${LEADER:-}" ] && [ -n "${LOG:-}" ]; then
@@ -169,7 +173,7 @@ DEBDIR=/root/iolake-debs
 
 LEADER=
 boot_container() {   # -> 0 when the root's systemd runs as the container's PID 1
-	local t st
+	local t st t0
 	if ! command -v systemd-nspawn >/dev/null; then
 		echo "installing systemd-container (systemd-nspawn)"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd-container >/dev/null 2>&1 ||
@@ -179,6 +183,7 @@ boot_container() {   # -> 0 when the root's systemd runs as the container's PID 
 	systemd-nspawn --boot --register=no --keep-unit --console=passive -q -D "$R" \
 		>"$W/nspawn.log" 2>&1 </dev/null &
 	NSPAWN=$!
+	t0=$(now)
 	for ((t = 0; t < 600; t++)); do
 		kill -0 "$NSPAWN" 2>/dev/null || { echo "systemd-nspawn exited: $(tail -3 "$W/nspawn.log")"; NSPAWN=; return 1; }
 		LEADER=$(pgrep -P "$NSPAWN" | head -1 || true)
@@ -189,7 +194,7 @@ boot_container() {   # -> 0 when the root's systemd runs as the container's PID 
 		sleep 0.1
 	done
 	[ "$t" -lt 600 ] || { echo "the container's systemd is not running after 60 s (state: ${st:-none})"; return 1; }
-	echo "container booted in $((t / 10)).$((t % 10)) s: systemd-nspawn pid $NSPAWN, its systemd is host pid $LEADER (state $st)"
+	echo "container booted in $(since "$t0") s: systemd-nspawn pid $NSPAWN, its systemd is host pid $LEADER (state $st)"
 }
 
 if [ "$MODE" != chroot ]; then
@@ -380,7 +385,7 @@ load_unit() {
 }
 
 start_aio_chroot() {   # LABEL
-	local user group nofile um envargs=() k t
+	local user group nofile um envargs=() k t t0
 	user=$(unit_key User)
 	group=$(unit_key Group)
 	nofile=$(unit_key LimitNOFILE)
@@ -406,6 +411,7 @@ start_aio_chroot() {   # LABEL
 			"${envargs[@]}" "${ARGV[@]}"
 	) >>"$LOG" 2>&1 </dev/null &
 	PID=$!
+	t0=$(now)
 	for ((t = 0; t < 600; t++)); do
 		kill -0 "$PID" 2>/dev/null || { wait "$PID" || true; fail "aio ($1) exited before it was ready"; }
 		if curl -sf -o /dev/null "http://127.0.0.1:$PORT/health/ready"; then
@@ -417,11 +423,12 @@ start_aio_chroot() {   # LABEL
 	local puid
 	puid=$(awk '/^Uid:/ {print $2}' "/proc/$PID/status")
 	[ "$puid" = "$uid" ] || fail "aio runs as uid $puid, not iolake ($uid)"
-	ok "aio ($1) ready on 127.0.0.1:$PORT in $((t / 10)).$((t % 10)) s, pid $PID, uid $puid (iolake)"
+	ok "aio ($1) ready on 127.0.0.1:$PORT in $(since "$t0") s, pid $PID, uid $puid (iolake)"
 }
 
 stop_aio_chroot() {   # LABEL
-	local t rc=0
+	local t rc=0 t0
+	t0=$(now)
 	kill -TERM "$PID"
 	for ((t = 0; t < 300; t++)); do
 		kill -0 "$PID" 2>/dev/null || break
@@ -432,15 +439,16 @@ stop_aio_chroot() {   # LABEL
 	PID=
 	[ "$rc" = 0 ] || fail "aio ($1) exited $rc after SIGTERM"
 	tail -5 "$LOG" | grep -q 'stopped.*clean=true' || fail "aio ($1) did not log a clean stop"
-	ok "aio ($1) SIGTERM: exit 0 in $((t / 10)).$((t % 10)) s, clean=true"
+	ok "aio ($1) SIGTERM: exit 0 in $(since "$t0") s, clean=true"
 }
 
 # nspawn mode: systemctl in the container; the journal is the log.
 journal() { in_root journalctl -u iolake-aio --no-pager -o cat >"$LOG" 2>&1 || true; }
 start_aio_nspawn() {   # LABEL
-	local t st mp
+	local t st mp t0
 	LOG=$W/aio.log
 	load_unit   # ENV, for the test's own use (data dir)
+	t0=$(now)
 	in_root systemctl start iolake-aio.service || fail "systemctl start iolake-aio ($1)"
 	for ((t = 0; t < 600; t++)); do
 		# A start that failed shows as SubState auto-restart (Restart=on-failure)
@@ -461,13 +469,13 @@ start_aio_nspawn() {   # LABEL
 	[ "$st" = "$uid 1" ] || fail "aio's MainPID $mp: uid and NoNewPrivs are '$st', want '$uid 1'"
 	in_root awk '$5 == "/" && $6 ~ /^ro/ {f=1} END {exit !f}' "/proc/$mp/mountinfo" ||
 		fail "aio's / is writable: ProtectSystem=strict not in effect"
-	ok "systemctl start iolake-aio ($1): ready on 127.0.0.1:$PORT in $((t / 10)).$((t % 10)) s, MainPID $mp, uid $uid (iolake), NoNewPrivs, / read-only"
+	ok "systemctl start iolake-aio ($1): ready on 127.0.0.1:$PORT in $(since "$t0") s, MainPID $mp, uid $uid (iolake), NoNewPrivs, / read-only"
 }
 stop_aio_nspawn() {   # LABEL
 	local n0 n1 res t0
 	journal
 	n0=$(grep -c 'stopped.*clean=true' "$LOG" || true)
-	t0=$(date +%s.%N)
+	t0=$(now)
 	in_root systemctl stop iolake-aio.service || fail "systemctl stop iolake-aio ($1)"
 	# Death by SIGTERM's default action would be ExecMainStatus=15 (with
 	# Result=success: systemd counts SIGTERM as clean); aio exits 0.
@@ -477,7 +485,7 @@ stop_aio_nspawn() {   # LABEL
 	journal
 	n1=$(grep -c 'stopped.*clean=true' "$LOG" || true)
 	[ "$n1" -gt "$n0" ] || fail "aio ($1) did not log a clean stop"
-	ok "systemctl stop iolake-aio ($1): SIGTERM, exit 0 (${res% }) in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s, clean=true"
+	ok "systemctl stop iolake-aio ($1): SIGTERM, exit 0 (${res% }) in $(since "$t0") s, clean=true"
 }
 start_aio() { if [ "$MODE" = nspawn ]; then start_aio_nspawn "$@"; else start_aio_chroot "$@"; fi; }
 stop_aio() { if [ "$MODE" = nspawn ]; then stop_aio_nspawn "$@"; else stop_aio_chroot "$@"; fi; }
@@ -529,6 +537,71 @@ if [ "$MODE" = nspawn ]; then
 	ok "apt-get install --reinstall: aio restarted (MainPID $mp0 -> $mp1), gw still inactive, the object read byte for byte"
 fi
 stop_aio second
+
+# ---------------------------------------------------------------- 4b. cluster units
+# nspawn mode: the cluster's units on this one host, from their env files
+# as docs/operations.md says: iolake-meta@1 (one voter), iolake-osd@1..6
+# (256M files, each its own --host), iolake-gw with a known root key.
+if [ "$MODE" = nspawn ]; then
+	step "the cluster units: iolake-meta@1, iolake-osd@1..6, iolake-gw"
+	BASE=$(python3 -c '
+import random, socket
+for _ in range(200):
+    b = random.randrange(20000, 60000)
+    try:
+        ss = [socket.socket() for _ in range(9)]
+        for i, x in enumerate(ss): x.bind(("127.0.0.1", b + i))
+        print(b); break
+    except OSError: pass
+    finally:
+        for x in ss: x.close()')
+	[ -n "$BASE" ] || fail "no 9 free consecutive ports"
+	E=$R/etc/iolake
+	printf 'IOLAKE_DATA_DIR=/var/lib/iolake/meta-1\nIOLAKE_LISTEN=127.0.0.1:%s\nIOLAKE_PEERS=1@127.0.0.1:%s\nIOLAKE_FLAGS=--ec 4+2\n' \
+		"$BASE" "$BASE" >"$E/meta-1.env"
+	units=(iolake-meta@1.service)
+	for i in 1 2 3 4 5 6; do
+		printf 'IOLAKE_DEVICE=/var/lib/iolake/osd-%s.dev\nIOLAKE_META_DIR=/var/lib/iolake/osd-%s\nIOLAKE_LISTEN=127.0.0.1:%s\nIOLAKE_META=127.0.0.1:%s\nIOLAKE_HOST=h%s\nIOLAKE_FLAGS=--size 256M --format\n' \
+			"$i" "$i" $((BASE + 1 + i)) "$BASE" "$i" >"$E/osd-$i.env"
+		units+=("iolake-osd@$i.service")
+	done
+	GWPORT=$((BASE + 8))
+	printf 'IOLAKE_S3_LISTEN=127.0.0.1:%s\nIOLAKE_META=127.0.0.1:%s\nIOLAKE_FLAGS=--ec 4+2\nIOLAKE_ROOT_ACCESS_KEY=%s\nIOLAKE_ROOT_SECRET_KEY=%s\n' \
+		"$GWPORT" "$BASE" "$AK" "$SK" >"$E/gw.env"
+	units+=(iolake-gw.service)
+	in_root chown root:iolake /etc/iolake/meta-1.env /etc/iolake/gw.env /etc/iolake/osd-{1,2,3,4,5,6}.env
+	in_root chmod 0640 /etc/iolake/meta-1.env /etc/iolake/gw.env /etc/iolake/osd-{1,2,3,4,5,6}.env
+	s3gw() { env -i PATH=/usr/bin:/bin HOME="$W" AWS_ACCESS_KEY_ID="$AK" AWS_SECRET_ACCESS_KEY="$SK" \
+		AWS_DEFAULT_REGION=us-east-1 aws --endpoint-url "http://127.0.0.1:$GWPORT" "$@"; }
+	t0=$(now)
+	in_root systemctl start "${units[@]}" || fail "systemctl start ${units[*]}"
+	for ((t = 0; t < 600; t++)); do
+		for u in "${units[@]}"; do
+			st=$(in_root systemctl show -p ActiveState -p SubState --value "$u" | tr '\n' ' ')
+			case "$st" in "active running ") ;; *)
+				in_root journalctl -u "$u" --no-pager -o cat | tail -15 >&2
+				fail "$u did not start: $st" ;;
+			esac
+		done
+		curl -sf -o /dev/null "http://127.0.0.1:$GWPORT/health/ready" &&
+			s3gw s3 mb s3://cluster >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ "$t" -lt 600 ] || fail "the cluster's gateway did not take a bucket in 600 tries"
+	ok "9 units active (meta@1, osd@1..6, gw) under systemd; gw on 127.0.0.1:$GWPORT took a bucket $(since "$t0") s after systemctl start"
+	s3gw s3 cp --quiet "$W/obj" s3://cluster/obj.bin || fail "aws s3 cp (put, cluster)"
+	rm -f "$W/back"
+	s3gw s3 cp --quiet s3://cluster/obj.bin "$W/back" || fail "aws s3 cp (get, cluster)"
+	cmp "$W/obj" "$W/back" || fail "the object read from the cluster differs"
+	ok "aws-cli against the cluster units: 5 MiB put, got back byte for byte"
+	in_root systemctl stop "${units[@]}" || fail "systemctl stop the cluster units"
+	for u in "${units[@]}"; do
+		res=$(in_root systemctl show -p Result -p ExecMainStatus "$u" | sort | tr '\n' ' ')
+		[ "$res" = "ExecMainStatus=0 Result=success " ] || fail "$u after systemctl stop: $res"
+	done
+	ok "systemctl stop: all 9 exit 0 on SIGTERM"
+	rm -f "$E"/meta-1.env "$E"/osd-?.env
+fi
 
 # ---------------------------------------------------------------- 5. remove, purge
 step "remove and purge"
