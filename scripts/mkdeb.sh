@@ -36,7 +36,9 @@ BIN_TOOLS=(iolake-s3-bench)
 for b in "${BIN_MAIN[@]}" "${BIN_TOOLS[@]}"; do
 	[ -x "$B/$b" ] || die "$B/$b missing: run make first"
 	# A sanitizer or fuzz build is no release.
-	if nm -D "$B/$b" 2>/dev/null | grep -q '__asan_init\|__sanitizer_'; then
+	# (grep reads a file, not a pipe: grep -q closing early would make nm
+	# die of SIGPIPE and pipefail hide the match.)
+	if grep -q '__asan_init\|__sanitizer_' <(nm -D "$B/$b" 2>/dev/null); then
 		die "$B/$b is a sanitizer build: make deb builds from a plain make"
 	fi
 done

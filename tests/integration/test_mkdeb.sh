@@ -31,7 +31,7 @@ for t in dpkg-deb dpkg-shlibdeps help2man; do
 	command -v "$t" >/dev/null || { echo "SKIP test_mkdeb: $t not installed (scripts/deps.sh)"; exit 0; }
 done
 
-if nm -D "$B/iolake-aio" 2>/dev/null | grep -q '__asan_init'; then
+if grep -q '__asan_init' <(nm -D "$B/iolake-aio" 2>/dev/null); then
 	echo "SKIP test_mkdeb: $B is a sanitizer build (make deb packs release builds only)"
 	exit 0
 fi
