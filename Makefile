@@ -14,6 +14,11 @@
 #                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
 #   make aio DATA=DIR   build, then run iolake-aio on DIR in the foreground
 #                   (OSD_SIZE per sparse OSD file, default 64G; AIO_FLAGS for more)
+#   make deb        Debian packages iolake*.deb of the release binaries into
+#                   DEB_OUT (default build/deb): scripts/mkdeb.sh, packaging/
+#   make test-deb   make deb, then install them in a fresh Debian 12 root
+#                   (debootstrap, cached in /var/tmp) and run the aio unit
+#                   there against aws-cli (root, network to Debian; minutes)
 #   make clean      remove build directories
 #
 # Quiet unless V=1. Debian packages are installed by scripts/deps.sh the
@@ -125,7 +130,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio \
-        soak-powercut
+        soak-powercut deb test-deb
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
 deps:
@@ -200,6 +205,19 @@ test: all
 	$(Q)tests/run-unit.sh $(B) $(UNITS)
 	$(Q)tests/run-integration.sh $(B)
 	$(Q)$(MAKE) --no-print-directory fuzz-replay
+
+# Debian packages (not part of make test: test-deb downloads a Debian base).
+DEB_OUT ?= $(B)/deb
+ifneq ($(filter deb test-deb,$(MAKECMDGOALS)),)
+ifneq ($(SAN)$(FUZZ)$(FAULT),)
+$(error make deb packages a release build: no SAN, FUZZ or FAULT)
+endif
+endif
+deb: $(BINS)
+	$(Q)scripts/mkdeb.sh $(B) $(DEB_OUT)
+
+test-deb: deb
+	$(Q)DEB_OUT=$(DEB_OUT) tests/deb/test_deb_install.sh
 
 unit: all
 	$(Q)tests/run-unit.sh $(B) $(UNITS)

@@ -6,7 +6,7 @@
 # Usage: scripts/deps.sh [--check]   (--check: list what is missing, install nothing)
 set -eu
 
-PKGS="build-essential pkg-config
+PKGS="build-essential pkg-config dpkg-dev help2man
 liburing-dev libisal-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check
