@@ -270,7 +270,7 @@ for b in iolake-aio iolake-meta iolake-osd iolake-gw iolake-admin iolake-s3-benc
 	fi
 	in_root "/usr/bin/$b" --help >"$W/help.out" 2>&1 || fail "/usr/bin/$b --help: $(head -3 "$W/help.out")"
 	grep -q -- '--' "$W/help.out" || fail "/usr/bin/$b --help printed no flags"
-	zcat "$R/usr/share/man/man1/$b.1.gz" 2>/dev/null | grep -q '^\.TH' || fail "no manual page $b.1.gz"
+	grep -q '^\.TH' <(zcat "$R/usr/share/man/man1/$b.1.gz" 2>/dev/null) || fail "no manual page $b.1.gz"
 done
 ok "6 binaries: every library resolved (ldd), --help answers, a manual page each"
 

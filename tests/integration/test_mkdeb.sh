@@ -67,8 +67,8 @@ check_depends() {   # DEB
 			path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|AArch64|64bit/ {print $NF; exit}')
 			[ -n "$path" ] || path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
 			[ -n "$path" ] || fail "$(basename "$f") needs $lib, not found by ldconfig"
-			pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1) ||
-				pkg=$(dpkg -S "$path" | head -1 | cut -d: -f1)
+			pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | awk -F: 'NR == 1 { print $1 }') ||
+				pkg=$(dpkg -S "$path" | awk -F: 'NR == 1 { print $1 }')
 			[ -n "$pkg" ] || fail "no package owns $path"
 			echo "$deps" | grep -Eq "(^|, )$pkg \(>= [^)]+\)" ||
 				fail "$(basename "$deb"): $(basename "$f") links $lib ($pkg), not in Depends: $deps"
@@ -79,7 +79,7 @@ check_depends() {   # DEB
 }
 check_depends "$MAIN"
 check_depends "$TOOLS"
-dpkg-deb -f "$MAIN" Depends | grep -q '^adduser, ' || fail "iolake does not depend on adduser (postinst calls it)"
+grep -q '^adduser, ' <<<"$(dpkg-deb -f "$MAIN" Depends)" || fail "iolake does not depend on adduser (postinst calls it)"
 
 # Contents.
 rm -rf "$W/m"
@@ -96,7 +96,7 @@ done
 (cd "$W/m" && md5sum --quiet -c DEBIAN/md5sums) || fail "md5sums do not match the files"
 ! grep -q '^[0-9a-f]*  etc/' "$W/m/DEBIAN/md5sums" || fail "md5sums lists a conffile"
 tools_list=$(dpkg-deb -c "$TOOLS")
-echo "$tools_list" | grep -q ' ./usr/bin/iolake-s3-bench$' || fail "iolake-tools lacks iolake-s3-bench"
+grep -q ' ./usr/bin/iolake-s3-bench$' <<<"$tools_list" || fail "iolake-tools lacks iolake-s3-bench"
 for s in postinst prerm postrm; do
 	[ -x "$W/m/DEBIAN/$s" ] || fail "$s is not executable"
 	sh -n "$W/m/DEBIAN/$s" || fail "$s does not parse"
