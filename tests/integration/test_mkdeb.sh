@@ -64,8 +64,8 @@ check_depends() {   # DEB
 	dpkg-deb -x "$deb" "$W/x"
 	for f in "$W"/x/usr/bin/*; do
 		for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-			path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|AArch64|64bit/ {print $NF; exit}')
-			[ -n "$path" ] || path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+			path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|AArch64|64bit/ && !p {print $NF; p = 1}')
+			[ -n "$path" ] || path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !p {print $NF; p = 1}')
 			[ -n "$path" ] || fail "$(basename "$f") needs $lib, not found by ldconfig"
 			pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | awk -F: 'NR == 1 { print $1 }') ||
 				pkg=$(dpkg -S "$path" | awk -F: 'NR == 1 { print $1 }')
