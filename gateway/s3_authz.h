@@ -13,8 +13,8 @@
  *      engine (s3_policy) plugs in there and nowhere else.
  *   3. Actions without a resource: ListAllMyBuckets and CreateBucket, any
  *      user (not anonymous).
- *   4. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging
- *      and ownership controls: the bucket owner; object tagging: the
+ *   4. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
+ *      ownership controls and CORS: the bucket owner; object tagging: the
  *      object owner).
  *   5. The ACL: a bucket's for bucket actions (READ: ListBucket,
  *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
@@ -59,6 +59,8 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(PutBucketTagging,            BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetBucketOwnershipControls,  BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutBucketOwnershipControls,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketCORS,               BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketCORS,               BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutObject,                   BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
 	X(DeleteObject,                BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
 	X(AbortMultipartUpload,        BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \

@@ -51,7 +51,9 @@
 	X(GetObjectTagging) X(PutObjectTagging) X(DeleteObjectTagging)             \
 	X(GetObjectAttributes) X(GetObjectAcl) X(PutObjectAcl)                     \
 	X(GetBucketOwnershipControls) X(PutBucketOwnershipControls)                \
-	X(DeleteBucketOwnershipControls)
+	X(DeleteBucketOwnershipControls)                                           \
+	X(GetBucketCors) X(PutBucketCors) X(DeleteBucketCors) X(OptionsObject)      \
+	X(PostObject)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */
@@ -78,6 +80,7 @@ struct s3_req_in {
 	const char *host;          /* Host header value, NULL if absent */
 	size_t host_len;
 	bool has_copy_source;      /* x-amz-copy-source present */
+	bool form_data;            /* Content-Type multipart/form-data (POST object) */
 };
 
 /* One query parameter, decoded ('+' -> space, %XX); NUL-terminated in the

@@ -19,6 +19,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "gateway/s3_cors.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_util.h"
 
@@ -431,6 +432,7 @@ static void gate_pass(struct gate *g)
 static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
+	s3_cors_headers(rq->c, b); /* on the answer, whatever it is */
 	if (!e && !b)
 		e = S3E_NoSuchBucket;
 	if (!e && s3_rq_decide(rq, g->h->action, b, NULL) == S3_DENY)
@@ -447,6 +449,7 @@ static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__
 static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
+	s3_cors_headers(rq->c, rq->head.bkt); /* on the answer, whatever it is */
 	e = head_verdict(rq, g->h->action, e, &rec);
 	rq->bkt = rq->head.bkt;
 	rq->head.bkt = NULL;
