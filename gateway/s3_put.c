@@ -135,20 +135,19 @@ void s3_put_user_meta_free(struct s3_put_user_meta *um)
 
 static int user_meta_get(const struct sigv4_header *hs, size_t nh, struct s3_put_user_meta *um)
 {
-	const struct { const struct sigv4_header *headers; size_t n_headers; } l = { hs, nh }, *hr = &l;
 	memset(um, 0, sizeof(*um));
 	size_t n_um = 0;
-	for (size_t i = 0; i < hr->n_headers; i++)
-		n_um += is_user_meta(&hr->headers[i]);
+	for (size_t i = 0; i < nh; i++)
+		n_um += is_user_meta(&hs[i]);
 	if (!n_um)
 		return 0;
 	um->ents = calloc(n_um, sizeof(*um->ents));
 	um->pents = calloc(n_um, sizeof(*um->pents));
 	size_t nb = 0, vb = 0;
-	for (size_t i = 0; i < hr->n_headers; i++)
-		if (is_user_meta(&hr->headers[i])) {
-			nb += hr->headers[i].name_len;
-			vb += hr->headers[i].value_len + 1;
+	for (size_t i = 0; i < nh; i++)
+		if (is_user_meta(&hs[i])) {
+			nb += hs[i].name_len;
+			vb += hs[i].value_len + 1;
 		}
 	um->names = malloc(nb + 1);
 	um->vals = malloc(vb + 1);
@@ -158,8 +157,8 @@ static int user_meta_get(const struct sigv4_header *hs, size_t nh, struct s3_put
 	}
 	char *np = um->names, *vp = um->vals;
 	size_t j = 0;
-	for (size_t i = 0; i < hr->n_headers; i++) {
-		const struct sigv4_header *h = &hr->headers[i];
+	for (size_t i = 0; i < nh; i++) {
+		const struct sigv4_header *h = &hs[i];
 		if (!is_user_meta(h))
 			continue;
 		iolake__meta__object_record__user_meta_entry__init(&um->ents[j]);
