@@ -12,7 +12,7 @@ librocksdb-dev libssl-dev libraft-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check
 clang libclang-rt-14-dev
 awscli python3-boto3 python3-requests s3cmd python3-prometheus-client
-nodejs npm chromium
+nodejs chromium
 nginx wrk fio
 iproute2 shellcheck"
 
