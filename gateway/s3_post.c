@@ -4,9 +4,10 @@
  * A request's steps: the form parser (gateway/form) takes the body as it
  * streams; the fields are kept (at most 20 KiB in all, form.h). When the
  * file part begins the body is paused and what the parser hands on of the
- * file meanwhile is held: the signature is checked (the key's secret from
- * the credential source, as s3_auth gets it), the policy evaluated
- * (gateway/post_policy), the bucket read and s3:PutObject decided for the
+ * file meanwhile is held: the bucket is read (its CORS headers go on every
+ * answer from then on, refusals too), the policy evaluated
+ * (gateway/post_policy), the signature checked (the key's secret from the
+ * credential source, as s3_auth gets it), s3:PutObject decided for the
  * signer (or anonymous, without a policy), the ACL field checked; then the
  * PUT pipeline (s3_put.h) opens for the file's size, takes the held bytes
  * and the rest as they come (its back-pressure pauses the body), and
@@ -301,12 +302,18 @@ static enum s3_err make_key(struct post_rq *q)
 	return S3E_OK;
 }
 
-static void on_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b);
+static void open_file(struct post_rq *q);
 
-/* Who signed is known (or nobody): the bucket and the decision. */
-static void read_bucket(struct post_rq *q)
+/* Who signed is known (or nobody): s3:PutObject on the bucket read first
+ * (rq->bkt), decided as the gate decides it. */
+static void decide(struct post_rq *q)
 {
-	s3_rq_bucket(&q->put.rq, q->put.rq.bucket, on_bucket);
+	struct s3_rq *rq = &q->put.rq;
+	if (s3_rq_decide(rq, S3_ACT_PutObject, rq->bkt, NULL) == S3_DENY) {
+		post_fail(q, S3E_AccessDenied, NULL);
+		return;
+	}
+	open_file(q);
 }
 
 static bool sig_matches(struct post_rq *q, const char *secret)
@@ -349,7 +356,7 @@ static void on_cred(struct s3_cred_lookup *l, int rc, const struct s3_cred *cred
 	}
 	snprintf(rq->user, sizeof(rq->user), "%s", cred->user);
 	s3_principal_init(&rq->who, rq->user, cred->admin);
-	read_bucket(q);
+	decide(q);
 }
 
 /* x-amz-credential "AK/YYYYMMDD/region/s3/aws4_request" into q. */
@@ -374,14 +381,12 @@ static bool parse_credential(struct post_rq *q, const struct post_field *cr)
 	return true;
 }
 
-static void authorize(struct post_rq *q)
+/* The signer: the policy's signature checked against the key's secret
+ * (looked up), the policy evaluated; then decide. */
+static void check_signer(struct post_rq *q)
 {
 	struct s3_rq *rq = &q->put.rq;
-	enum s3_err e = make_key(q);
-	if (e) {
-		post_fail(q, e, q->msg[0] ? q->msg : NULL);
-		return;
-	}
+	enum s3_err e;
 	const struct post_field *pol = field(q, "policy");
 	const struct post_field *sig4 = field(q, "x-amz-signature");
 	const struct post_field *sig2 = field(q, "signature");
@@ -389,7 +394,7 @@ static void authorize(struct post_rq *q)
 	if (!pol && !sig4 && !sig2) {
 		/* Anonymous: as the request's own authentication says (a signed
 		 * POST keeps its signer); the bucket's ACL decides. */
-		read_bucket(q);
+		decide(q);
 		return;
 	}
 	if (!pol) {
@@ -486,6 +491,8 @@ static void open_file(struct post_rq *q)
 		http_resume(s3_call_stream(p->rq.c));
 }
 
+/* The bucket first, so that every answer after it, refusals included,
+ * carries the bucket's CORS headers (a page can read why it failed). */
 static void on_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
 	struct post_rq *q = post_of(rq);
@@ -493,15 +500,23 @@ static void on_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucke
 		e = S3E_NoSuchBucket;
 	if (!e)
 		s3_cors_headers(rq->c, b);
-	if (!e && s3_rq_decide(rq, S3_ACT_PutObject, b, NULL) == S3_DENY)
-		e = S3E_AccessDenied;
 	if (!e && !rq->bkt && !(rq->bkt = (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base)))
 		e = S3E_InternalError;
 	if (e) {
 		post_fail(q, e, NULL);
 		return;
 	}
-	open_file(q);
+	check_signer(q);
+}
+
+static void authorize(struct post_rq *q)
+{
+	enum s3_err e = make_key(q);
+	if (e) {
+		post_fail(q, e, q->msg[0] ? q->msg : NULL);
+		return;
+	}
+	s3_rq_bucket(&q->put.rq, q->put.rq.bucket, on_bucket);
 }
 
 /* ------------------------------------------------------------ the answer */

@@ -149,6 +149,21 @@ def run(aio):
     p = s3v4.generate_presigned_post(B, "bad/policy")
     refused("a policy that is not base64 JSON", p, (400, "InvalidPolicyDocument"), "bad/policy",
             files=f, fields={"policy": "bm90IGpzb24="})
+    # With CORS on the bucket, a refusal carries its headers (the page can
+    # read why), and so does a success.
+    s3.put_bucket_cors(Bucket=B, CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": ["http://page.example"], "AllowedMethods": ["POST"]}]})
+    p = s3v4.generate_presigned_post(B, "bad/expired2", ExpiresIn=-10)
+    r = requests.post(p["url"], data=p["fields"], files=f, headers={"Origin": "http://page.example"},
+                      timeout=10)
+    expect((err(r)[:2], r.headers.get("Access-Control-Allow-Origin")),
+           ((403, "AccessDenied"), "http://page.example"), "a refused POST carries the CORS headers")
+    p = s3v4.generate_presigned_post(B, "cors/ok")
+    r = requests.post(p["url"], data=p["fields"], files=f, headers={"Origin": "http://page.example"},
+                      timeout=10)
+    expect((r.status_code, r.headers.get("Access-Control-Allow-Origin")), (204, "http://page.example"),
+           "a POST from an allowed origin carries the CORS headers")
+    s3.delete_bucket_cors(Bucket=B)
     r = requests.post(aio.ep + "/" + B, data=b"plain", headers={"Content-Type": "text/plain"}, timeout=10)
     expect(err(r)[:2], (412, "PreconditionFailed"), "a bucket POST that is not a form")
 
