@@ -1,6 +1,6 @@
 /*
  * s3_cors.c — Put/Get/DeleteBucketCors, the preflight OPTIONS, and the
- * CORS headers of ordinary responses. See s3_cors.h.
+ * preflight's answer. See s3_cors.h.
  *
  * The configuration lives in the bucket record (Bucket.cors), set by one
  * SetBucketCors op. Ordinary requests get their CORS headers from the
@@ -18,6 +18,7 @@
 
 #include "common/loop.h"
 #include "gateway/s3_body.h"
+#include "gateway/s3_cors_hdr.h"
 #include "gateway/s3_cors_rules.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
@@ -25,7 +26,6 @@
 #include "gateway/xml_parse.h"
 
 #define CORS_ITEMS_MAX 4096     /* elements of a document's rules in all */
-#define CORS_HDR_MAX 4096       /* one joined header value */
 
 struct cors_rq {
 	struct s3_rq rq;
@@ -41,60 +41,6 @@ static struct cors_rq *cors_of(struct s3_rq *rq)
 static void cors_fini(struct s3_rq *rq)
 {
 	s3_body_free(&cors_of(rq)->body);
-}
-
-/* ------------------------------------------------------------ headers */
-
-static void add_joined(struct http_stream *s, const char *name, char **v, size_t n)
-{
-	if (!n)
-		return;
-	char buf[CORS_HDR_MAX];
-	size_t len = 0;
-	for (size_t i = 0; i < n; i++) {
-		int w = snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? ", " : "", v[i]);
-		if (w < 0 || (size_t)w >= sizeof(buf) - len)
-			break;
-		len += (size_t)w;
-	}
-	http_add_header_n(s, name, strlen(name), buf, len);
-}
-
-/* The headers of an admitted request (rule r, for origin). */
-static void allow_headers(struct http_stream *s, const Iolake__Meta__CorsRule *r,
-			  const struct sigv4_header *origin)
-{
-	if (s3_cors_any_origin(r, origin->value, origin->value_len)) {
-		http_add_header(s, "Access-Control-Allow-Origin", "*");
-	} else {
-		http_add_header_n(s, "Access-Control-Allow-Origin", 27, origin->value,
-				  origin->value_len);
-		http_add_header(s, "Access-Control-Allow-Credentials", "true");
-	}
-	add_joined(s, "Access-Control-Allow-Methods", r->allowed_methods, r->n_allowed_methods);
-	add_joined(s, "Access-Control-Expose-Headers", r->expose_headers, r->n_expose_headers);
-	if (r->has_max_age) {
-		char num[16];
-		snprintf(num, sizeof(num), "%d", r->max_age_seconds);
-		http_add_header(s, "Access-Control-Max-Age", num);
-	}
-}
-
-static const char vary[] = "Origin, Access-Control-Request-Headers, Access-Control-Request-Method";
-
-void s3_cors_headers(struct s3_call *c, const Iolake__Meta__Bucket *b)
-{
-	if (!c || !b || !b->cors || !b->cors->n_rules)
-		return;
-	const struct sigv4_header *origin = s3u_hdr(c, "origin");
-	if (!origin)
-		return;
-	struct http_stream *s = s3_call_stream(c);
-	const char *m = s3_call_http(c)->method_name;
-	int i = s3_cors_match(b->cors, origin->value, origin->value_len, m, strlen(m), NULL, 0);
-	if (i >= 0)
-		allow_headers(s, b->cors->rules[i], origin);
-	http_add_header(s, "Vary", vary);
 }
 
 /* ------------------------------------------------------------ preflight */
@@ -119,12 +65,8 @@ static void on_pre_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__B
 		s3_rq_fail(rq, S3E_CORSForbidden, NULL);
 		return;
 	}
-	struct http_stream *s = s3_call_stream(c);
-	allow_headers(s, b->cors->rules[i], origin);
-	if (h && h->value_len)
-		http_add_header_n(s, "Access-Control-Allow-Headers", 28, h->value, h->value_len);
-	http_add_header(s, "Vary", vary);
-	http_respond(s, 200, NULL, 0, NULL, NULL);
+	s3_cors_preflight_headers(c, b->cors->rules[i], h);
+	http_respond(s3_call_stream(c), 200, NULL, 0, NULL, NULL);
 }
 
 void s3_cors_preflight(struct s3_call *c)

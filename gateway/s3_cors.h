@@ -22,11 +22,4 @@
 /* The preflight handler (S3_OP_OptionsObject). */
 void s3_cors_preflight(struct s3_call *c);
 
-/* When the request carries Origin and b has a CORS configuration: Vary,
- * and when a rule admits the Origin and the request's method,
- * Access-Control-Allow-Origin, -Allow-Methods, -Expose-Headers, -Max-Age
- * and -Allow-Credentials, added to the response not yet started. b NULL,
- * no Origin, or the response started: nothing. */
-void s3_cors_headers(struct s3_call *c, const Iolake__Meta__Bucket *b);
-
 #endif

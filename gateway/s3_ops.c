@@ -66,13 +66,6 @@ static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
 	l->done(l, 0, &cred);
 }
 
-static void cred_lookup(void *ctx, struct s3_cred_lookup *l);
-
-void s3_ops_cred_lookup(struct s3_ops *o, struct s3_cred_lookup *l)
-{
-	cred_lookup(o, l);
-}
-
 static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
 {
 	struct s3_ops *o = ctx;

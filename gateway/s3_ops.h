@@ -51,11 +51,6 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
  * and metrics hooks. */
 void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *scfg);
 
-/* Look up an access key as the front end's credential source does
- * (GetAccessKey): l->done(l, rc, cred) later on the loop (s3_auth.h's
- * contract). For a browser POST, whose signature is in its body. */
-void s3_ops_cred_lookup(struct s3_ops *o, struct s3_cred_lookup *l);
-
 /* Ready: a map is known with at least write-quorum OSDs up. */
 bool s3_ops_ready(struct s3_ops *o);
 

@@ -37,8 +37,7 @@
 #include "common/sigv4.h"
 #include "gateway/form.h"
 #include "gateway/post_policy.h"
-#include "gateway/s3_cors.h"
-#include "gateway/s3_ops.h"
+#include "gateway/s3_cors_hdr.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
@@ -451,7 +450,7 @@ static void check_signer(struct post_rq *q)
 	q->lookup.access_key = q->access_key;
 	q->lookup.done = on_cred;
 	rq->pending++;
-	s3_ops_cred_lookup(rq->o, &q->lookup);
+	s3_call_cred_lookup(rq->c, &q->lookup);
 }
 
 static void open_file(struct post_rq *q)

@@ -19,7 +19,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
-#include "gateway/s3_cors.h"
+#include "gateway/s3_cors_hdr.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_util.h"
 

@@ -205,6 +205,10 @@ void *s3_call_ctx(const struct s3_call *c) { return c->srv->cfg.ops_ctx; }
 void s3_call_set_user(struct s3_call *c, void *user) { c->user = user; }
 void *s3_call_user(const struct s3_call *c) { return c->user; }
 void s3_call_on_finish(struct s3_call *c, s3_finish_fn fn) { c->on_finish = fn; }
+void s3_call_cred_lookup(struct s3_call *c, struct s3_cred_lookup *l)
+{
+	c->srv->cfg.creds.lookup(c->srv->cfg.creds.ctx, l);
+}
 struct s3_auth *s3_server_auth(struct s3_server *srv) { return srv->auth; }
 int s3_server_port(const struct s3_server *srv) { return http_server_port(srv->http); }
 
