@@ -6,7 +6,7 @@
  *
  * Owns: the mapwatch. Thread: one loop.
  *
- * Does not place objects itself (meta/place.h) nor talk to OSDs beyond
+ * Does not place objects itself (common/place.h) nor talk to OSDs beyond
  * the channels the mapwatch opens.
  */
 #include "gateway/gw_map.h"
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "meta/mapwatch.h"
-#include "meta/place.h"
+#include "common/place.h"
 
 struct gw_map {
 	struct meta_mapwatch *w;

@@ -1,6 +1,6 @@
 /*
  * gw_map.h — the gateway's copy of the cluster map and its OSD channels:
- * object → PG (meta/place.h's object hash) → the PG's ordered k+m OSD ids
+ * object → PG (common/place.h's object hash) → the PG's ordered k+m OSD ids
  * → one rpc_channel per OSD address, opened once and kept.
  *
  * The map cache itself is meta/mapwatch.h (shared with the OSDs' recovery

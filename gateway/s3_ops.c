@@ -33,6 +33,7 @@
 #include "gateway/gw_map.h"
 #include "gateway/s3_cors.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_policy_cache.h"
 #include "gateway/s3_post.h"
 #include "gateway/s3_rq.h"
 #include "meta/client.h"
@@ -123,6 +124,20 @@ static double g_up(void *arg)
 	return (double)gw_map_osds_up(((struct s3_ops *)arg)->map);
 }
 
+static double g_policy_hits(void *arg)
+{
+	struct s3_policy_cache_stats st;
+	s3_policy_cache_stats(((struct s3_ops *)arg)->policies, &st);
+	return (double)st.hits;
+}
+
+static double g_policy_misses(void *arg)
+{
+	struct s3_policy_cache_stats st;
+	s3_policy_cache_stats(((struct s3_ops *)arg)->policies, &st);
+	return (double)st.misses;
+}
+
 static void register_metrics(struct s3_ops *o)
 {
 	for (int i = 1; i < S3_OP__COUNT; i++)
@@ -147,6 +162,8 @@ static void register_metrics(struct s3_ops *o)
 		{ "iolake_gw_data_buffered_bytes", "segment and decode buffer bytes held", g_buffered_bytes },
 		{ "iolake_gw_map_epoch", "cluster map epoch held", g_epoch },
 		{ "iolake_gw_osds_up", "OSDs up in the map held", g_up },
+		{ "iolake_gw_policy_cache_hits", "bucket policies found compiled (s3_policy_cache)", g_policy_hits },
+		{ "iolake_gw_policy_cache_misses", "bucket policies parsed (s3_policy_cache)", g_policy_misses },
 	};
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
@@ -170,6 +187,8 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 		return -ENOMEM;
 	int rc = -ENOMEM;
 	o->loop = loop;
+	if (!(o->policies = s3_policy_cache_new(S3_POLICY_CACHE_DEFAULT)))
+		goto err_free;
 	snprintf(o->region, sizeof(o->region), "%s", cfg->region ? cfg->region : "us-east-1");
 	o->inline_max = cfg->inline_max_bytes ? cfg->inline_max_bytes : 4096;
 	o->reg = cfg->metrics;
@@ -227,6 +246,7 @@ err_reg:
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
 err_free:
+	s3_policy_cache_free(o->policies);
 	free(o);
 	return rc;
 }
@@ -234,7 +254,8 @@ err_free:
 const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
-	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_cors_handlers,
+	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_bucket_policy_handlers,
+	s3_cors_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
@@ -329,5 +350,6 @@ void s3_ops_free(struct s3_ops *o)
 	data_free_when_idle(o->loop, o->data);
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
+	s3_policy_cache_free(o->policies);
 	free(o);
 }

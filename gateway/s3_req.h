@@ -51,7 +51,9 @@
 	X(GetObjectTagging) X(PutObjectTagging) X(DeleteObjectTagging)             \
 	X(GetObjectAttributes) X(GetObjectAcl) X(PutObjectAcl)                     \
 	X(GetBucketOwnershipControls) X(PutBucketOwnershipControls)                \
-	X(DeleteBucketOwnershipControls)                                           \
+	X(DeleteBucketOwnershipControls) X(GetBucketPolicy) X(PutBucketPolicy)    \
+	X(DeleteBucketPolicy) X(GetBucketPolicyStatus) X(GetPublicAccessBlock)    \
+	X(PutPublicAccessBlock) X(DeletePublicAccessBlock)    \
 	X(GetBucketCors) X(PutBucketCors) X(DeleteBucketCors) X(OptionsObject)      \
 	X(PostObject)
 

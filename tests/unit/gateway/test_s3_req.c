@@ -58,6 +58,13 @@ static const struct rcase cases[] = {
 	OK("DELETE", "/bucket?tagging", NULL, DeleteBucketTagging, "bucket", NULL),
 	OK("GET", "/bucket?acl", NULL, GetBucketAcl, "bucket", NULL),
 	OK("PUT", "/bucket?acl", NULL, PutBucketAcl, "bucket", NULL),
+	OK("GET", "/bucket?policy", NULL, GetBucketPolicy, "bucket", NULL),
+	OK("PUT", "/bucket?policy", NULL, PutBucketPolicy, "bucket", NULL),
+	OK("DELETE", "/bucket?policy", NULL, DeleteBucketPolicy, "bucket", NULL),
+	OK("GET", "/bucket?policyStatus", NULL, GetBucketPolicyStatus, "bucket", NULL),
+	OK("GET", "/bucket?publicAccessBlock", NULL, GetPublicAccessBlock, "bucket", NULL),
+	OK("PUT", "/bucket?publicAccessBlock", NULL, PutPublicAccessBlock, "bucket", NULL),
+	OK("DELETE", "/bucket?publicAccessBlock", NULL, DeletePublicAccessBlock, "bucket", NULL),
 	OK("POST", "/bucket?delete", NULL, DeleteObjects, "bucket", NULL),
 	OK("POST", "/bucket/?delete=", NULL, DeleteObjects, "bucket", NULL),
 	/* POST object: a form; anything else as S3 (412, "Bucket POST must
