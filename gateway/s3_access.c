@@ -89,10 +89,16 @@ static bool blocked_public(const Iolake__Meta__Bucket *b, const struct s3_acl *a
 
 enum s3_err s3_access_for_object(struct s3_rq *rq, struct s3_obj_access *a)
 {
+	return s3_access_for_object_from(rq, a, hdr_of_call, rq->c);
+}
+
+enum s3_err s3_access_for_object_from(struct s3_rq *rq, struct s3_obj_access *a,
+				      s3_acl_hdr_fn hdr, void *ctx)
+{
 	const Iolake__Meta__Bucket *b = rq->bkt;
 	memset(a, 0, offsetof(struct s3_obj_access, acl));
 	a->owner = rq->user;
-	enum s3_err e = s3_acl_from_headers(hdr_of_call, rq->c, &a->acl, &a->present);
+	enum s3_err e = s3_acl_from_headers(hdr, ctx, &a->acl, &a->present);
 	if (e)
 		return e;
 	if (!b)   /* the gate reads it for every write: never */

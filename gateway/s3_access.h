@@ -37,6 +37,11 @@ struct s3_obj_access {
  * the owner chosen (s3_authz_object_owner). S3E_OK or the error. */
 enum s3_err s3_access_for_object(struct s3_rq *rq, struct s3_obj_access *a);
 
+/* The same with the ACL "headers" from hdr(ctx, …) instead of the
+ * request's (a browser POST's form fields). */
+enum s3_err s3_access_for_object_from(struct s3_rq *rq, struct s3_obj_access *a,
+				      s3_acl_hdr_fn hdr, void *ctx);
+
 /* Put a's owner and ACL into r (pointers into a and rq: valid while they
  * are). */
 void s3_access_to_record(struct s3_obj_access *a, Iolake__Meta__ObjectRecord *r);

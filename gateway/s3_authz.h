@@ -23,7 +23,7 @@
  *   6. A policy Allow allows — unless RestrictPublicBuckets is on, the
  *      policy is public and the caller is not the bucket owner.
  *   7. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
- *      ownership controls, policy, PublicAccessBlock: the bucket owner;
+ *      ownership controls, policy, PublicAccessBlock, CORS: the bucket owner;
  *      object tagging: the object owner).
  *   8. The ACL: a bucket's for bucket actions (READ: ListBucket,
  *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
@@ -73,6 +73,8 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(PutBucketTagging,            BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetBucketOwnershipControls,  BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutBucketOwnershipControls,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketCORS,               BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketCORS,               BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutObject,                   BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
 	X(DeleteObject,                BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
 	X(AbortMultipartUpload,        BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \

@@ -21,6 +21,14 @@
 /*       enum name                    status  wire code                      default message */
 #define S3_ERRORS(X)                                                                                   \
 	X(AccessDenied,                 403, "AccessDenied",                 "Access Denied")            \
+	X(CORSForbidden,                403, "AccessForbidden",              "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.") \
+	X(CORSNotEnabled,               403, "AccessForbidden",              "CORSResponse: CORS is not enabled for this bucket.") \
+	X(CORSBadRequest,               400, "BadRequest",                   "Insufficient information. Origin request header needed.") \
+	X(NoSuchCORSConfiguration,      404, "NoSuchCORSConfiguration",      "The CORS configuration does not exist") \
+	X(InvalidPolicyDocument,        400, "InvalidPolicyDocument",        "Invalid Policy") \
+	X(MalformedPOSTRequest,         400, "MalformedPOSTRequest",         "The body of your POST request is not well-formed multipart/form-data.") \
+	X(MaxPostPreDataLengthExceeded, 400, "MaxPostPreDataLengthExceededError", "Your POST request fields preceding the upload file were too large.") \
+	X(IncorrectNumberOfFilesInPostRequest, 400, "IncorrectNumberOfFilesInPostRequest", "POST requires exactly one file upload per request.") \
 	X(AccessControlListNotSupported, 400, "AccessControlListNotSupported", "The bucket does not allow ACLs") \
 	X(RequestExpired,               403, "AccessDenied",                 "Request has expired")      \
 	X(RequestNotYetValid,           403, "AccessDenied",                 "Request is not valid yet") \

@@ -20,6 +20,8 @@
  *                   Get/Put/DeleteBucketOwnershipControls
  *   s3_bucket_policy.c Put/Get/DeleteBucketPolicy, GetBucketPolicyStatus,
  *                   Put/Get/DeletePublicAccessBlock
+ *   s3_cors.c       Get/Put/DeleteBucketCors (the preflight OPTIONS is
+ *                   installed outside the gate: s3_cors.h)
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -56,6 +58,7 @@ extern const struct s3_handler s3_copy_handlers[];
 extern const struct s3_handler s3_tagging_handlers[];
 extern const struct s3_handler s3_attrs_handlers[];
 extern const struct s3_handler s3_access_handlers[];
+extern const struct s3_handler s3_cors_handlers[];
 extern const struct s3_handler s3_bucket_policy_handlers[];
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */

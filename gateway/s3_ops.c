@@ -31,8 +31,10 @@
 #include "gateway/gw_gc.h"
 #include "gateway/gw_heal.h"
 #include "gateway/gw_map.h"
+#include "gateway/s3_cors.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_policy_cache.h"
+#include "gateway/s3_post.h"
 #include "gateway/s3_rq.h"
 #include "meta/client.h"
 
@@ -262,6 +264,7 @@ const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
 	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_bucket_policy_handlers,
+	s3_cors_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
@@ -290,6 +293,12 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 			o->rows[h->op] = h;
 			s->ops[h->op] = s3_rq_gate;
 		}
+	/* The CORS preflight authorizes nothing (it only reads the bucket's
+	 * CORS configuration): not through the gate (s3_cors.h). */
+	s->ops[S3_OP_OptionsObject] = s3_cors_preflight;
+	/* A browser POST's signer is in its body: it authorizes itself, with
+	 * s3_rq_decide for s3:PutObject, once its fields are in (s3_post.h). */
+	s->ops[S3_OP_PostObject] = s3_post_object;
 }
 
 bool s3_ops_ready(struct s3_ops *o)

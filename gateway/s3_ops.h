@@ -7,9 +7,11 @@
  * Served: the operations of the handler tables listed in s3_handlers.h
  * (buckets, listings, object PUT / GET / HEAD / DELETE, DeleteObjects,
  * multipart uploads, copies, tagging, GetObjectAttributes, ACLs and
- * ownership controls), each through the gate (s3_rq_gate: the one
- * authorization point, s3_authz). Everything else stays NULL in the front
- * end's table (it answers NotImplemented).
+ * ownership controls, CORS), each through the gate (s3_rq_gate: the one
+ * authorization point, s3_authz); and two outside it: the CORS preflight
+ * (s3_cors.h: authorizes nothing) and the browser POST upload (s3_post.h:
+ * its signer is in its body; it asks s3_rq_decide itself). Everything
+ * else stays NULL in the front end's table (it answers NotImplemented).
  *
  * Nothing is acknowledged before its meta commit: a PUT's data is durable
  * on a write quorum and its record committed conditioned on the version it

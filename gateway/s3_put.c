@@ -133,22 +133,21 @@ void s3_put_user_meta_free(struct s3_put_user_meta *um)
 	memset(um, 0, sizeof(*um));
 }
 
-static int user_meta_get(struct s3_call *c, struct s3_put_user_meta *um)
+static int user_meta_get(const struct sigv4_header *hs, size_t nh, struct s3_put_user_meta *um)
 {
-	const struct http_request *hr = s3_call_http(c);
 	memset(um, 0, sizeof(*um));
 	size_t n_um = 0;
-	for (size_t i = 0; i < hr->n_headers; i++)
-		n_um += is_user_meta(&hr->headers[i]);
+	for (size_t i = 0; i < nh; i++)
+		n_um += is_user_meta(&hs[i]);
 	if (!n_um)
 		return 0;
 	um->ents = calloc(n_um, sizeof(*um->ents));
 	um->pents = calloc(n_um, sizeof(*um->pents));
 	size_t nb = 0, vb = 0;
-	for (size_t i = 0; i < hr->n_headers; i++)
-		if (is_user_meta(&hr->headers[i])) {
-			nb += hr->headers[i].name_len;
-			vb += hr->headers[i].value_len + 1;
+	for (size_t i = 0; i < nh; i++)
+		if (is_user_meta(&hs[i])) {
+			nb += hs[i].name_len;
+			vb += hs[i].value_len + 1;
 		}
 	um->names = malloc(nb + 1);
 	um->vals = malloc(vb + 1);
@@ -158,8 +157,8 @@ static int user_meta_get(struct s3_call *c, struct s3_put_user_meta *um)
 	}
 	char *np = um->names, *vp = um->vals;
 	size_t j = 0;
-	for (size_t i = 0; i < hr->n_headers; i++) {
-		const struct sigv4_header *h = &hr->headers[i];
+	for (size_t i = 0; i < nh; i++) {
+		const struct sigv4_header *h = &hs[i];
 		if (!is_user_meta(h))
 			continue;
 		iolake__meta__object_record__user_meta_entry__init(&um->ents[j]);
@@ -178,11 +177,27 @@ static int user_meta_get(struct s3_call *c, struct s3_put_user_meta *um)
 	return 0;
 }
 
-int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
-			    struct s3_put_hdrs *b)
+/* A header of the list, copied NUL-terminated into buf (truncated to
+ * cap); NULL when absent. */
+static char *list_str(const struct sigv4_header *h, size_t n, const char *name, char *buf,
+		      size_t cap)
 {
-	r->content_type = s3u_hdr_str(c, "content-type", b->ct, sizeof(b->ct));
-	r->content_encoding = s3u_hdr_str(c, "content-encoding", b->ce, sizeof(b->ce));
+	size_t nl = strlen(name);
+	for (size_t i = 0; i < n; i++)
+		if (h[i].name_len == nl && strncasecmp(h[i].name, name, nl) == 0) {
+			size_t l = h[i].value_len < cap - 1 ? h[i].value_len : cap - 1;
+			memcpy(buf, h[i].value, l);
+			buf[l] = '\0';
+			return buf;
+		}
+	return NULL;
+}
+
+int s3_put_rec_from_list(const struct sigv4_header *h, size_t n, Iolake__Meta__ObjectRecord *r,
+			 struct s3_put_hdrs *b)
+{
+	r->content_type = list_str(h, n, "content-type", b->ct, sizeof(b->ct));
+	r->content_encoding = list_str(h, n, "content-encoding", b->ce, sizeof(b->ce));
 	/* aws-chunked is transfer framing, not the object's encoding. */
 	if (r->content_encoding && strncasecmp(r->content_encoding, "aws-chunked", 11) == 0) {
 		char *rest = r->content_encoding + 11;
@@ -190,15 +205,44 @@ int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
 			rest++;
 		r->content_encoding = rest;
 	}
-	r->content_disposition = s3u_hdr_str(c, "content-disposition", b->cd, sizeof(b->cd));
-	r->cache_control = s3u_hdr_str(c, "cache-control", b->cc, sizeof(b->cc));
-	r->expires = s3u_hdr_str(c, "expires", b->ex, sizeof(b->ex));
-	r->content_language = s3u_hdr_str(c, "content-language", b->cl, sizeof(b->cl));
-	if (user_meta_get(c, &b->um))
+	r->content_disposition = list_str(h, n, "content-disposition", b->cd, sizeof(b->cd));
+	r->cache_control = list_str(h, n, "cache-control", b->cc, sizeof(b->cc));
+	r->expires = list_str(h, n, "expires", b->ex, sizeof(b->ex));
+	r->content_language = list_str(h, n, "content-language", b->cl, sizeof(b->cl));
+	if (user_meta_get(h, n, &b->um))
 		return -ENOMEM;
 	r->n_user_meta = b->um.n;
 	r->user_meta = b->um.pents;
 	return 0;
+}
+
+int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
+			    struct s3_put_hdrs *b)
+{
+	const struct http_request *hr = s3_call_http(c);
+	return s3_put_rec_from_list(hr->headers, hr->n_headers, r, b);
+}
+
+/* The ACL "headers" of a POST: its form fields. */
+static const char *form_hdr(void *ctx, const char *name, size_t *len)
+{
+	const struct s3_put *p = ctx;
+	size_t nl = strlen(name);
+	for (size_t i = 0; i < p->n_form_hdrs; i++) {
+		const struct sigv4_header *h = &p->form_hdrs[i];
+		if (h->name_len == nl && strncasecmp(h->name, name, nl) == 0) {
+			*len = h->value_len;
+			return h->value;
+		}
+	}
+	return NULL;
+}
+
+static enum s3_err put_access(struct s3_put *p, struct s3_obj_access *acc)
+{
+	if (p->form_hdrs)
+		return s3_access_for_object_from(&p->rq, acc, form_hdr, p);
+	return s3_access_for_object(&p->rq, acc);
 }
 
 /* The request cannot commit: its new shards go, and e is answered. */
@@ -232,7 +276,8 @@ static void put_commit(struct s3_put *p)
 		r.content_language = src->content_language;
 		r.n_user_meta = src->n_user_meta;
 		r.user_meta = src->user_meta;
-	} else if (s3_put_rec_from_headers(c, &r, &hb)) {
+	} else if (p->form_hdrs ? s3_put_rec_from_list(p->form_hdrs, p->n_form_hdrs, &r, &hb)
+				: s3_put_rec_from_headers(c, &r, &hb)) {
 		put_abandon(p, S3E_InternalError);
 		return;
 	}
@@ -240,7 +285,7 @@ static void put_commit(struct s3_put *p)
 	/* Owner and ACL: the bucket's Object Ownership and x-amz-acl /
 	 * x-amz-grant-* (checked when the request came in). */
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
-	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	enum s3_err ae = acc ? put_access(p, acc) : S3E_InternalError;
 	if (ae) {
 		free(acc);
 		s3_put_user_meta_free(um);
@@ -404,9 +449,9 @@ static void on_put_done(struct gw_data_put *dp, int status, void *ud)
 	put_maybe_commit(p);
 }
 
-static void on_put_body(struct s3_call *c, const char *data, size_t len)
+void s3_put_feed(struct s3_put *p, const char *data, size_t len)
 {
-	struct s3_put *p = s3_put_of(s3_call_user(c));
+	struct s3_call *c = p->rq.c;
 	if (p->is_inline) {
 		if (p->inl_len + len > p->size)
 			return; /* over-long: the verdict says IncompleteBody */
@@ -445,6 +490,11 @@ static void on_put_body(struct s3_call *c, const char *data, size_t len)
 	http_pause(s3_call_stream(c));
 }
 
+static void on_put_body(struct s3_call *c, const char *data, size_t len)
+{
+	s3_put_feed(s3_put_of(s3_call_user(c)), data, len);
+}
+
 /* Every body byte has been fed: finish the PUT. */
 static void put_body_finish(struct s3_put *p)
 {
@@ -468,6 +518,12 @@ static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
 		s3_call_error(c, verdict, NULL);
 		return;
 	}
+	s3_put_feed_end(p);
+}
+
+void s3_put_feed_end(struct s3_put *p)
+{
+	struct s3_call *c = p->rq.c;
 	p->body_done = true;
 	if (p->is_inline) {
 		if (p->inl_len != p->size) {
@@ -483,6 +539,28 @@ static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
 		return;
 	}
 	put_maybe_commit(p);
+}
+
+int s3_put_open(struct s3_put *p)
+{
+	struct s3_rq *rq = &p->rq;
+	if (!p->is_inline) {
+		struct gw_data_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
+		if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg) ||
+		    gw_map_target(rq->o->map, p->pg, &p->target) ||
+		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, p, &p->put)) {
+			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
+			return -EAGAIN;
+		}
+	} else {
+		if (p->size && !p->inl && !(p->inl = malloc(p->size))) {
+			s3_rq_fail(rq, S3E_InternalError, NULL);
+			return -ENOMEM;
+		}
+		if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg))
+			p->pg = 0; /* inline data needs no PG */
+	}
+	return 0;
 }
 
 void s3_put_stream(struct s3_put *p)
@@ -501,17 +579,8 @@ void s3_put_stream(struct s3_put *p)
 		put_maybe_commit(p);
 		return;
 	}
-	if (!p->is_inline) {
-		struct gw_data_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
-		if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg) ||
-		    gw_map_target(rq->o->map, p->pg, &p->target) ||
-		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, p, &p->put)) {
-			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
-			return;
-		}
-	} else if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg)) {
-		p->pg = 0; /* inline data needs no PG */
-	}
+	if (s3_put_open(p))
+		return;
 	enum s3_err e = s3_call_read_body(c, on_put_body, on_put_body_end);
 	if (e) {
 		s3_rq_fail(rq, e, NULL);
@@ -575,7 +644,7 @@ void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *
 enum s3_err s3_put_check_access(struct s3_rq *rq)
 {
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
-	enum s3_err e = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	enum s3_err e = acc ? put_access(s3_put_of(rq), acc) : S3E_InternalError;
 	free(acc);
 	return e;
 }

@@ -61,6 +61,11 @@ struct s3_put {
 	void (*commit)(struct s3_put *p);
 	void (*respond)(struct s3_put *p);
 	void *commit_ud;            /* the commit's own state (s3_part) */
+	/* A browser POST: the object's headers (Content-Type, Cache-Control,
+	 * x-amz-meta-*, x-amz-acl, ...) come from these form fields instead
+	 * of the request's headers; NULL: the request's. */
+	const struct sigv4_header *form_hdrs;
+	size_t n_form_hdrs;
 };
 
 static inline struct s3_put *s3_put_of(struct s3_rq *rq)
@@ -79,6 +84,16 @@ struct s3_put *s3_put_begin(struct s3_call *c, size_t size, bool allow_inline);
  * started, the body read, the commit when it is whole and durable.
  * Answers errors itself. */
 void s3_put_stream(struct s3_put *p);
+
+/* For an operation that reads the body itself (browser POST, whose file
+ * is one part of a form): s3_put_open starts the data path for p->size
+ * bytes (is_inline set by the caller), 0 or after answering;
+ * s3_put_feed hands on body bytes (back-pressure as s3_put_stream's: the
+ * request's HTTP stream is paused while gw_data's window is full);
+ * s3_put_feed_end says the body is whole and verified. */
+int s3_put_open(struct s3_put *p);
+void s3_put_feed(struct s3_put *p, const char *data, size_t len);
+void s3_put_feed_end(struct s3_put *p);
 
 /* A read callback for the check before the body (the bucket, the upload):
  * the body streams when it passed, else e is answered. */
@@ -131,5 +146,8 @@ struct s3_put_hdrs {
 };
 int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
 			    struct s3_put_hdrs *b);
+/* The same from a list of headers (a browser POST's form fields). */
+int s3_put_rec_from_list(const struct sigv4_header *h, size_t n, Iolake__Meta__ObjectRecord *r,
+			 struct s3_put_hdrs *b);
 
 #endif

@@ -162,6 +162,7 @@ enum {
 	SR_POLICY = 1u << 12,
 	SR_POLICY_STATUS = 1u << 13,
 	SR_PAB = 1u << 14,
+	SR_CORS = 1u << 15,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -179,7 +180,7 @@ static const struct qname qnames[] = {
 	{ "acl", SR_ACL },                 { "attributes", SR_ATTRIBUTES },
 	{ "list-type", SR_LIST_TYPE },
 	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
-	{ "cors", SR_UNSUPPORTED },        { "encryption", SR_UNSUPPORTED },
+	{ "cors", SR_CORS },        { "encryption", SR_UNSUPPORTED },
 	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
 	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_UNSUPPORTED },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
@@ -308,7 +309,8 @@ static bool method_is(const char *m, const char *lit)
 	return strcmp(m, lit) == 0;
 }
 
-static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool copy_source)
+static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool copy_source,
+			   bool form_data)
 {
 	if (bits & SR_UNSUPPORTED) {
 		r->err_msg = "This subresource is not implemented";
@@ -316,6 +318,11 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 	}
 	bool get = method_is(m, "GET"), head = method_is(m, "HEAD"), put = method_is(m, "PUT"),
 	     post = method_is(m, "POST"), del = method_is(m, "DELETE");
+	if (method_is(m, "OPTIONS") && r->bucket) {
+		/* A CORS preflight, of the bucket or of an object in it. */
+		r->op = S3_OP_OptionsObject;
+		return S3E_OK;
+	}
 	if (!r->bucket) {
 		if (get) {
 			r->op = S3_OP_ListBuckets;
@@ -335,6 +342,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY     ? S3_OP_GetBucketPolicy
 				: bits & SR_POLICY_STATUS ? S3_OP_GetBucketPolicyStatus
 				: bits & SR_PAB        ? S3_OP_GetPublicAccessBlock
+				: bits & SR_CORS       ? S3_OP_GetBucketCors
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -354,19 +362,24 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_OWNERSHIP  ? S3_OP_PutBucketOwnershipControls
 				: bits & SR_POLICY     ? S3_OP_PutBucketPolicy
 				: bits & SR_PAB        ? S3_OP_PutPublicAccessBlock
+				: bits & SR_CORS       ? S3_OP_PutBucketCors
 						       : S3_OP_CreateBucket;
 		} else if (del) {
 			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
 				: bits & SR_OWNERSHIP ? S3_OP_DeleteBucketOwnershipControls
 				: bits & SR_POLICY    ? S3_OP_DeleteBucketPolicy
 				: bits & SR_PAB       ? S3_OP_DeletePublicAccessBlock
+				: bits & SR_CORS      ? S3_OP_DeleteBucketCors
 						      : S3_OP_DeleteBucket;
 		} else if (post) {
-			if (!(bits & SR_DELETE)) {
-				r->err_msg = "POST object (browser form upload) is not implemented";
-				return S3E_NotImplemented;
+			if (bits & SR_DELETE) {
+				r->op = S3_OP_DeleteObjects;
+			} else if (form_data) {
+				r->op = S3_OP_PostObject;
+			} else {
+				r->err_msg = "Bucket POST must be of the enclosure-type multipart/form-data";
+				return S3E_PreconditionFailed;
 			}
-			r->op = S3_OP_DeleteObjects;
 		} else {
 			return S3E_MethodNotAllowed;
 		}
@@ -525,7 +538,7 @@ static enum s3_err route(struct s3_req *r, const struct s3_req_cfg *cfg,
 		if (slash + 1 < plen && (e = set_key(r, path + slash + 1, plen - slash - 1, &s)))
 			return e;
 	}
-	return pick_op(r, in->method, bits, in->has_copy_source);
+	return pick_op(r, in->method, bits, in->has_copy_source, in->form_data);
 }
 
 enum s3_err s3_req_parse(struct s3_req *r, const struct s3_req_cfg *cfg,

@@ -53,7 +53,9 @@
 	X(GetBucketOwnershipControls) X(PutBucketOwnershipControls)                \
 	X(DeleteBucketOwnershipControls) X(GetBucketPolicy) X(PutBucketPolicy)    \
 	X(DeleteBucketPolicy) X(GetBucketPolicyStatus) X(GetPublicAccessBlock)    \
-	X(PutPublicAccessBlock) X(DeletePublicAccessBlock)
+	X(PutPublicAccessBlock) X(DeletePublicAccessBlock)    \
+	X(GetBucketCors) X(PutBucketCors) X(DeleteBucketCors) X(OptionsObject)      \
+	X(PostObject)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */
@@ -80,6 +82,7 @@ struct s3_req_in {
 	const char *host;          /* Host header value, NULL if absent */
 	size_t host_len;
 	bool has_copy_source;      /* x-amz-copy-source present */
+	bool form_data;            /* Content-Type multipart/form-data (POST object) */
 };
 
 /* One query parameter, decoded ('+' -> space, %XX); NUL-terminated in the

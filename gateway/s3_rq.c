@@ -19,6 +19,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "gateway/s3_cors_hdr.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_pab.h"
 #include "gateway/s3_policy_cache.h"
@@ -501,6 +502,7 @@ static bool per_key(const struct s3_rq *rq, const Iolake__Meta__Bucket *b)
 static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
+	s3_cors_headers(rq->c, b); /* on the answer, whatever it is */
 	if (!e && !b)
 		e = S3E_NoSuchBucket;
 	if (!e && s3_rq_decide(rq, g->h->action, b, NULL) == S3_DENY && !per_key(rq, b))
@@ -517,6 +519,7 @@ static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__
 static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
+	s3_cors_headers(rq->c, rq->head.bkt); /* on the answer, whatever it is */
 	e = head_verdict(rq, g->h->action, rq->key, e, &rec);
 	rq->bkt = rq->head.bkt;
 	rq->head.bkt = NULL;

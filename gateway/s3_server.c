@@ -205,6 +205,10 @@ void *s3_call_ctx(const struct s3_call *c) { return c->srv->cfg.ops_ctx; }
 void s3_call_set_user(struct s3_call *c, void *user) { c->user = user; }
 void *s3_call_user(const struct s3_call *c) { return c->user; }
 void s3_call_on_finish(struct s3_call *c, s3_finish_fn fn) { c->on_finish = fn; }
+void s3_call_cred_lookup(struct s3_call *c, struct s3_cred_lookup *l)
+{
+	c->srv->cfg.creds.lookup(c->srv->cfg.creds.ctx, l);
+}
 struct s3_auth *s3_server_auth(struct s3_server *srv) { return srv->auth; }
 int s3_server_port(const struct s3_server *srv) { return http_server_port(srv->http); }
 
@@ -542,9 +546,19 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 		.method = hr->method_name, .target = hr->target, .target_len = hr->target_len,
 		.host = hr->host, .host_len = hr->host_len,
 		.has_copy_source = http_request_header(hr, "x-amz-copy-source") != NULL,
+		.form_data = hdr_has(hr, "content-type", "multipart/form-data"),
 	};
 	if (s3_req_parse(&c->req, &srv->route, &in, c->scratch, sizeof(c->scratch))) {
 		s3_call_error(c, c->req.err, c->req.err_msg);
+		return;
+	}
+	if (c->req.op == S3_OP_OptionsObject) {
+		/* A CORS preflight is never signed (a browser sends it before
+		 * the request it asks about, presigned query and all): it is
+		 * answered from the bucket's CORS rules alone. */
+		memset(&c->auth.res, 0, sizeof(c->auth.res));
+		c->auth.res.anonymous = true;
+		after_auth(c);
 		return;
 	}
 	bool upload = c->req.op == S3_OP_PutObject || c->req.op == S3_OP_UploadPart;

@@ -132,6 +132,12 @@ enum s3_err s3_call_check_empty_body(struct s3_call *c);
 const struct s3_ck_value *s3_call_checksum(const struct s3_call *c);
 void s3_call_on_finish(struct s3_call *c, s3_finish_fn fn);
 
+/* Look up an access key through the server's credential source (not its
+ * cache): l->done(l, rc, cred) as s3_auth.h says, l the caller's until
+ * then. For a signature that is not in the request's head (a browser
+ * POST's, in its form). */
+void s3_call_cred_lookup(struct s3_call *c, struct s3_cred_lookup *l);
+
 /* Respond with the S3 XML error for e (message NULL: the default), the
  * request path as Resource and the request id. */
 void s3_call_error(struct s3_call *c, enum s3_err e, const char *message);

@@ -494,6 +494,60 @@ int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size
 	return rc;
 }
 
+/* ------------------------------------------------------------ CORSConfiguration */
+
+static const char *const cors_fields[] = {
+	[XMLP_CORS_ID] = "ID",
+	[XMLP_CORS_ORIGIN] = "AllowedOrigin",
+	[XMLP_CORS_METHOD] = "AllowedMethod",
+	[XMLP_CORS_HEADER] = "AllowedHeader",
+	[XMLP_CORS_EXPOSE] = "ExposeHeader",
+	[XMLP_CORS_MAX_AGE] = "MaxAgeSeconds",
+};
+
+static void cors_start(struct sax *s)
+{
+	struct xmlp_cors *c = s->ud;
+	if (s->depth == 1 && strcmp(s->path[0], "CORSConfiguration") != 0)
+		stop(s, -EBADMSG);
+	else if (at(s, 2, "CORSConfiguration", "CORSRule", NULL) && c->n_rules++ == XMLP_CORS_RULES_MAX)
+		stop(s, -E2BIG);
+}
+
+static void cors_end(struct sax *s)
+{
+	struct xmlp_cors *c = s->ud;
+	if (s->depth != 3 || !at(s, 3, "CORSConfiguration", "CORSRule", s->path[2]))
+		return;
+	size_t f = 0;
+	while (f < sizeof(cors_fields) / sizeof(cors_fields[0]) && strcmp(cors_fields[f], s->path[2]))
+		f++;
+	if (f == sizeof(cors_fields) / sizeof(cors_fields[0]))
+		return; /* unknown element: ignored, as S3 does */
+	if (c->n_items == c->max_items || s->text_len + 1 > c->arena_cap - c->arena_len) {
+		stop(s, -E2BIG);
+		return;
+	}
+	char *v = c->arena + c->arena_len;
+	memcpy(v, s->text, s->text_len + 1);
+	c->arena_len += s->text_len + 1;
+	c->items[c->n_items++] = (struct xmlp_cors_item){ .rule = (uint32_t)(c->n_rules - 1),
+							   .field = (enum xmlp_cors_field)f,
+							   .value = v, .len = s->text_len };
+}
+
+int xmlp_cors(const char *body, size_t len, size_t max_len, struct xmlp_cors *c)
+{
+	c->n_rules = 0;
+	c->n_items = 0;
+	c->arena_len = 0;
+	struct sax s = { .on_start = cors_start, .on_end = cors_end, .ud = c };
+	int rc = sax_run(&s, body, len, max_len);
+	if (rc == 0 && s.depth == 0 && c->n_rules == 0)
+		rc = -EBADMSG;
+	return rc;
+}
+
 /* ------------------------------------------------------------ PublicAccessBlockConfiguration */
 
 static const char *const pab_names[XMLP_PAB_N] = { "BlockPublicAcls", "IgnorePublicAcls",

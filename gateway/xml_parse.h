@@ -113,6 +113,43 @@ int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a);
  * max_len). */
 int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap);
 
+/* ------------------------------------------------------------ CORS */
+
+#define XMLP_CORS_RULES_MAX 100   /* S3's limit on CORSRules */
+
+enum xmlp_cors_field {
+	XMLP_CORS_ID, XMLP_CORS_ORIGIN, XMLP_CORS_METHOD, XMLP_CORS_HEADER, XMLP_CORS_EXPOSE,
+	XMLP_CORS_MAX_AGE,
+};
+
+/* One child element of a CORSRule, its text as sent (NUL-terminated in
+ * the arena). */
+struct xmlp_cors_item {
+	uint32_t rule;                 /* 0-based, in document order */
+	enum xmlp_cors_field field;
+	const char *value;
+	size_t len;
+};
+
+struct xmlp_cors {
+	size_t n_rules;
+	struct xmlp_cors_item *items;  /* caller's array of max_items */
+	size_t max_items;
+	size_t n_items;
+	char *arena;                   /* caller's storage for the texts */
+	size_t arena_cap;
+	size_t arena_len;
+};
+
+/* <CORSConfiguration><CORSRule><ID>…</ID><AllowedOrigin>…</AllowedOrigin>
+ * <AllowedMethod>…</AllowedMethod><AllowedHeader>…</AllowedHeader>
+ * <ExposeHeader>…</ExposeHeader><MaxAgeSeconds>…</MaxAgeSeconds>
+ * </CORSRule>…</CORSConfiguration>: every rule's children as items, in
+ * document order (the caller checks their values and which are
+ * required). Returns 0, -EBADMSG (malformed, wrong root, no CORSRule),
+ * -E2BIG (more than XMLP_CORS_RULES_MAX rules, more than max_items items,
+ * arena full, or len > max_len). */
+int xmlp_cors(const char *body, size_t len, size_t max_len, struct xmlp_cors *c);
 /* ------------------------------------------------------------ PublicAccessBlock */
 
 #define XMLP_PAB_N 4   /* BlockPublicAcls, IgnorePublicAcls, BlockPublicPolicy,

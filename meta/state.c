@@ -1442,6 +1442,42 @@ static int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *o
 	return rc;
 }
 
+/* A CORS configuration as apply accepts it: its shape only (the gateway
+ * validated the rules' values before proposing). */
+static bool valid_cors(const Iolake__Meta__CorsConfig *c)
+{
+	if (!c)
+		return true;
+	if (c->n_rules > META_CORS_RULES_MAX)
+		return false;
+	for (size_t i = 0; i < c->n_rules; i++) {
+		const Iolake__Meta__CorsRule *r = c->rules[i];
+		if (!r || r->n_allowed_origins == 0 || r->n_allowed_methods == 0)
+			return false;
+	}
+	return true;
+}
+
+static int op_set_bucket_cors(struct tx *t, const Iolake__Meta__SetBucketCors *op)
+{
+	if (!valid_bucket(op->name) || !valid_cors(op->cors))
+		return -EINVAL;
+	Iolake__Meta__Bucket *b = NULL;
+	struct key k;
+	k_init(&k, 'B');
+	k_str(&k, op->name);
+	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
+	if (rc)
+		return rc;
+	/* Swap the new configuration in for the write, then back (b owns the old). */
+	Iolake__Meta__CorsConfig *old = b->cors;
+	b->cors = op->cors && op->cors->n_rules ? op->cors : NULL;
+	rc = tx_put_msg(t, &k, &b->base);
+	b->cors = old;
+	meta_state_free_msg(b);
+	return rc;
+}
+
 /* ---- the table of Raft groups (root group) */
 
 static void key_group(struct key *k, uint64_t id)
@@ -1578,6 +1614,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_object_tags(t, op->put_object_tags);
 	case IOLAKE__META__OP__BODY_PUT_BUCKET_TAGS:
 		return op_set_bucket_tags(t, op->put_bucket_tags);
+	case IOLAKE__META__OP__BODY_SET_BUCKET_CORS:
+		return op_set_bucket_cors(t, op->set_bucket_cors);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP: return op_delete_group(t, op->delete_group, r);
 	case IOLAKE__META__OP__BODY_SET_OBJECT_ACL:

@@ -44,6 +44,7 @@
 #define META_REF_ID_LEN 16               /* a gw_data PUT's object id */
 #define META_POLICY_MAX 20480           /* a bucket policy's bytes (S3: 20 KB) */
 #define META_TAGS_MAX 50                 /* tags on a bucket (objects: 10, gateway) */
+#define META_CORS_RULES_MAX 100          /* CORSRules of a bucket (S3's limit) */
 #define META_ACL_GRANTS_MAX 100   /* grants in one ACL (S3: 100) */
 #define META_TAG_KEY_MAX_BYTES 512       /* 128 characters of UTF-8 */
 #define META_TAG_VALUE_MAX_BYTES 1024    /* 256 characters of UTF-8 */

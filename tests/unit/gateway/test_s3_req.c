@@ -24,10 +24,12 @@ struct rcase {
 	enum s3_op op;
 	const char *bucket;    /* NULL: expect none */
 	const char *key;       /* NULL: expect none */
+	bool form;             /* Content-Type multipart/form-data */
 };
 
 #define OK(m, t, h, op, b, k) { m, t, h, false, S3E_OK, S3_OP_##op, b, k }
 #define OKC(m, t, op, b, k) { m, t, NULL, true, S3E_OK, S3_OP_##op, b, k }
+#define OKF(m, t, op, b, k) { m, t, NULL, false, S3E_OK, S3_OP_##op, b, k, true }
 #define ERR(m, t, h, e) { m, t, h, false, S3E_##e, S3_OP_NONE, NULL, NULL }
 
 static const struct rcase cases[] = {
@@ -65,7 +67,11 @@ static const struct rcase cases[] = {
 	OK("DELETE", "/bucket?publicAccessBlock", NULL, DeletePublicAccessBlock, "bucket", NULL),
 	OK("POST", "/bucket?delete", NULL, DeleteObjects, "bucket", NULL),
 	OK("POST", "/bucket/?delete=", NULL, DeleteObjects, "bucket", NULL),
-	ERR("POST", "/bucket", NULL, NotImplemented),
+	/* POST object: a form; anything else as S3 (412, "Bucket POST must
+	 * be of the enclosure-type multipart/form-data"). */
+	OKF("POST", "/bucket", PostObject, "bucket", NULL),
+	OKF("POST", "/bucket/", PostObject, "bucket", NULL),
+	ERR("POST", "/bucket", NULL, PreconditionFailed),
 	ERR("PATCH", "/bucket", NULL, MethodNotAllowed),
 	/* objects */
 	OK("PUT", "/bucket/key", NULL, PutObject, "bucket", "key"),
@@ -95,10 +101,15 @@ static const struct rcase cases[] = {
 	ERR("PUT", "/bucket/key?uploadId=a", NULL, InvalidArgument),
 	ERR("POST", "/bucket/key", NULL, NotImplemented),
 	ERR("POST", "/bucket/key?restore", NULL, NotImplemented),
-	ERR("GET", "/bucket?cors", NULL, NotImplemented),
+	OK("GET", "/bucket?cors", NULL, GetBucketCors, "bucket", NULL),
+	OK("PUT", "/bucket?cors", NULL, PutBucketCors, "bucket", NULL),
+	OK("DELETE", "/bucket?cors", NULL, DeleteBucketCors, "bucket", NULL),
 	ERR("GET", "/bucket?lifecycle", NULL, NotImplemented),
 	ERR("GET", "/bucket?unknownsub", NULL, NotImplemented),
-	ERR("OPTIONS", "/bucket/key", NULL, MethodNotAllowed),
+	/* CORS preflight, of an object or the bucket; not of the service. */
+	OK("OPTIONS", "/bucket/key", NULL, OptionsObject, "bucket", "key"),
+	OK("OPTIONS", "/bucket", NULL, OptionsObject, "bucket", NULL),
+	ERR("OPTIONS", "/", NULL, MethodNotAllowed),
 	/* key decoding */
 	OK("GET", "/bucket/a%2Fb", NULL, GetObject, "bucket", "a/b"),
 	OK("GET", "/bucket/a/b/", NULL, GetObject, "bucket", "a/b/"),
@@ -155,7 +166,7 @@ static void run_case(size_t i, const struct rcase *c)
 	struct s3_req_in in = {
 		.method = c->method, .target = c->target, .target_len = strlen(c->target),
 		.host = c->host ? c->host : "127.0.0.1:9000",
-		.host_len = strlen(c->host ? c->host : "127.0.0.1:9000"), .has_copy_source = c->copy,
+		.host_len = strlen(c->host ? c->host : "127.0.0.1:9000"), .has_copy_source = c->copy, .form_data = c->form,
 	};
 	size_t sl = S3_REQ_SCRATCH(in.target_len);
 	char *scratch = malloc(sl); /* exact size: ASan catches an overrun */

@@ -1383,6 +1383,89 @@ static void tb_bucket_tags(struct tb *t, const char *name, size_t n)
 	op->put_bucket_tags = st;
 }
 
+/* A SetBucketCors op with n rules (rules without a method when bad). */
+static void tb_bucket_cors(struct tb *t, const char *name, size_t n, bool bad)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetBucketCors *sc = tb_alloc(t, sizeof(*sc));
+	iolake__meta__set_bucket_cors__init(sc);
+	sc->name = tb_str(t, name);
+	if (n) {
+		Iolake__Meta__CorsConfig *c = tb_alloc(t, sizeof(*c));
+		iolake__meta__cors_config__init(c);
+		c->n_rules = n;
+		c->rules = tb_alloc(t, n * sizeof(*c->rules));
+		for (size_t i = 0; i < n; i++) {
+			Iolake__Meta__CorsRule *r = tb_alloc(t, sizeof(*r));
+			iolake__meta__cors_rule__init(r);
+			r->n_allowed_origins = 1;
+			r->allowed_origins = tb_alloc(t, sizeof(char *));
+			r->allowed_origins[0] = tb_str(t, "http://a.example");
+			if (!bad) {
+				r->n_allowed_methods = 1;
+				r->allowed_methods = tb_alloc(t, sizeof(char *));
+				r->allowed_methods[0] = tb_str(t, "GET");
+			}
+			r->has_max_age = true;
+			r->max_age_seconds = (int32_t)i;
+			c->rules[i] = r;
+		}
+		sc->cors = c;
+	}
+	op->body_case = IOLAKE__META__OP__BODY_SET_BUCKET_CORS;
+	op->set_bucket_cors = sc;
+}
+
+/* Bucket CORS (issue 18): set, kept with the other fields, the generation
+ * unchanged; refused shapes change nothing; absent deletes it. */
+START_TEST(test_bucket_cors)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "corsb", "alice");
+	tb_bucket_tags(t, "corsb", 2);
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	Iolake__Meta__Bucket *b;
+	ck_assert_int_eq(meta_state_get_bucket(s, "corsb", &b), 0);
+	uint64_t gen = b->generation;
+	ck_assert_ptr_null(b->cors);
+	meta_state_free_msg(b);
+
+	t = tb_new();
+	tb_bucket_cors(t, "corsb", 3, false);
+	tb_bucket_cors(t, "nobucket", 1, false);
+	tb_bucket_cors(t, "corsb", 1, true);                     /* a rule without a method */
+	tb_bucket_cors(t, "corsb", META_CORS_RULES_MAX + 1, false); /* too many */
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 4);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[2].err, -EINVAL);
+	ck_assert_int_eq(res[3].err, -EINVAL);
+	ck_assert_int_eq(meta_state_get_bucket(s, "corsb", &b), 0);
+	ck_assert_ptr_nonnull(b->cors);
+	ck_assert_uint_eq(b->cors->n_rules, 3);
+	ck_assert_str_eq(b->cors->rules[2]->allowed_methods[0], "GET");
+	ck_assert_int_eq(b->cors->rules[2]->max_age_seconds, 2);
+	ck_assert_uint_eq(b->n_tags, 2);
+	ck_assert_str_eq(b->owner, "alice");
+	ck_assert_uint_eq(b->generation, gen);
+	meta_state_free_msg(b);
+
+	t = tb_new();
+	tb_bucket_cors(t, "corsb", 0, false);
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(meta_state_get_bucket(s, "corsb", &b), 0);
+	ck_assert_ptr_null(b->cors);
+	ck_assert_uint_eq(b->n_tags, 2);
+	meta_state_free_msg(b);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_tags)
 {
 	char dir[64];
@@ -1663,6 +1746,7 @@ int main(void)
 	tcase_add_test(tc, test_install);
 	tcase_add_test(tc, test_malformed_entries);
 	tcase_add_test(tc, test_tags);
+	tcase_add_test(tc, test_bucket_cors);
 	tcase_add_test(tc, test_groups);
 	tcase_add_test(tc, test_shared_cache);
 	suite_add_tcase(s, tc);
