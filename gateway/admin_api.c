@@ -713,7 +713,7 @@ static void dispatch(struct admin_call *c)
 	switch (c->route.id) {
 	case ADMIN_R_ROOT:
 		http_add_header(c->s, "Location", "/console/");
-		send_body(c, 302, "text/plain", NULL, 0);
+		send_body(c, 307, "text/plain", NULL, 0);
 		return;
 	case ADMIN_R_CONSOLE:
 		do_console(c);

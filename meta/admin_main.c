@@ -2,7 +2,7 @@
  * admin_main.c — iolake-admin: operator commands against the meta group
  * through meta/client.h.
  *
- *   iolake-admin --meta ADDR,... [--json] [--timeout DUR] COMMAND
+ *   iolake-admin (--meta ADDR,... | --data-dir AIO_DIR) [--json] [--timeout DUR] COMMAND
  *     cluster status        every member's own view (asked directly)
  *     osd ls | pg ls        the cluster map; pg ls with each PG's state (PgStats)
  *     osd out|in|rm ID      operator verbs (admin_out through SetOsdState; RemoveOsd)
@@ -12,6 +12,10 @@
  *     user add NAME [--access-key K --secret-key S] | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
+ *
+ * --data-dir finds a local iolake-aio by AIO_DIR/aio.json (meta/admin_aio.h):
+ * its meta admin address stands for --meta; a missing or stale file (aio
+ * not running) is exit 2 with a line saying which.
  *
  * Output is a table for people, or JSON with --json. Exit 0 on success,
  * 1 when the cluster refused or could not be reached (one line on stderr
@@ -33,6 +37,7 @@
 #include "common/log.h"
 #include "common/proto/osd_methods.h"
 #include "common/rpc.h"
+#include "meta/admin_aio.h"
 #include "meta/client.h"
 #include "meta/rootkey.h"
 #include "osd/store/rec.h"
@@ -1376,9 +1381,12 @@ int main(int argc, char **argv)
 {
 	struct flag_list members = { 0 };
 	uint64_t timeout_ms = 10000;
+	const char *aio_dir = NULL;
 	const struct flag_spec specs[] = {
-		{ .name = "meta", .type = FLAG_LIST, .dst = &members, .required = true,
+		{ .name = "meta", .type = FLAG_LIST, .dst = &members,
 		  .metavar = "ADDR,...", .help = "meta members (any of them)" },
+		{ .name = "data-dir", .type = FLAG_STRING, .dst = &aio_dir, .metavar = "AIO_DIR",
+		  .help = "a local iolake-aio's data dir: its meta, from AIO_DIR/aio.json" },
 		{ .name = "json", .type = FLAG_BOOL, .dst = &json, .help = "JSON output" },
 		{ .name = "timeout", .type = FLAG_DURATION, .dst = &timeout_ms, .min = 100,
 		  .max = 3600000, .help = "give up on a command after this long" },
@@ -1401,11 +1409,25 @@ int main(int argc, char **argv)
 		flags_usage(stderr, argv[0], synopsis, specs);
 		return 2;
 	}
+	if (!members.n == !aio_dir) {
+		fprintf(stderr, "%s: give --meta ADDR,... or --data-dir AIO_DIR (one of them)\n",
+			argv[0]);
+		return 2;
+	}
+	struct admin_aio_info aio;
+	const char *aio_meta[1] = { aio.meta_admin };
+	if (aio_dir) {
+		char why[8192];
+		if (admin_aio_find(aio_dir, &aio, why, sizeof(why))) {
+			fprintf(stderr, "iolake-admin: error: %s\n", why);
+			return 2;
+		}
+	}
 	log_set_level(LOG_LEVEL_ERROR);
 	uv_loop_init(&loop);
 	struct meta_client_opts o = {
-		.members = members.items,
-		.n_members = members.n,
+		.members = aio_dir ? aio_meta : (const char *const *)members.items,
+		.n_members = aio_dir ? 1 : members.n,
 		.attempt_timeout_ms = 2000,
 		.retry_for_ms = (uint32_t)timeout_ms,
 	};
