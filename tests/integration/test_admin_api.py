@@ -359,6 +359,32 @@ def main():
            "not built yet" in page and "/api/v1/cluster" in page,
            "GET /console/: the placeholder page, linking /api/v1/cluster")
 
+    # --- iolake-gw --admin-api-listen, against aio's meta admin address: the
+    # API works from another process; aio's OSDs are in-process only
+    # ("local:osd-N"), so their space is unknown there, and said so.
+    gport = free_port()
+    gw = subprocess.Popen([os.path.join(BUILD, "iolake-gw"), "--s3-listen", "127.0.0.1:0",
+                           "--meta", info["meta_admin"],
+                           "--admin-api-listen", "127.0.0.1:%d" % gport],
+                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "gw.err"), "w"))
+    procs.append(gw)
+    gapi = Api("http://127.0.0.1:%d" % gport, ak, sk)
+
+    def gw_up():
+        try:
+            st, d = gapi.signed("GET", "/api/v1/cluster")
+        except ValueError:
+            return None
+        return d if st == 200 else None
+    d = wait_for(gw_up, "iolake-gw --admin-api-listen: GET /api/v1/cluster", 30)
+    expect(d["health"] == "ok" and d["osds"]["up"] == 6, "gw's admin API: health ok, 6 OSDs up")
+    st, d = gapi.signed("GET", "/api/v1/osds")
+    expect(st == 200 and len(d["osds"]) == 6 and
+           all(o["space"] is None and o["space_error"] for o in d["osds"]),
+           "gw's admin API: OSDs it cannot reach have space null and a space_error")
+    gw.send_signal(signal.SIGTERM)
+    expect(gw.wait(timeout=20) == 0, "iolake-gw with the admin API stops cleanly on SIGTERM")
+
     # --- clean stop removes aio.json
     p.send_signal(signal.SIGTERM)
     expect(p.wait(timeout=20) == 0, "SIGTERM: aio exits 0")
