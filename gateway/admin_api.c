@@ -705,11 +705,6 @@ static void dispatch(struct admin_call *c)
 		admin_reply_error(c, 400, "InvalidRequest", "malformed id or name in the path");
 		return;
 	}
-	if (c->body_over) {
-		http_set_close(c->s);
-		admin_reply_error(c, 413, "EntityTooLarge", "request bodies are limited to 16 KiB");
-		return;
-	}
 	switch (c->route.id) {
 	case ADMIN_R_ROOT:
 		http_add_header(c->s, "Location", "/console/");
@@ -757,6 +752,18 @@ static void dispatch(struct admin_call *c)
 }
 
 /* ------------------------------------------------------------ HTTP */
+
+/* A body over ADMIN_BODY_MAX: answered at once (not after reading it
+ * all), and the connection closed after the answer. */
+static void too_large(struct admin_call *c)
+{
+	c->body_over = true;
+	free(c->body);
+	c->body = NULL;
+	c->body_len = 0;
+	http_set_close(c->s);
+	admin_reply_error(c, 413, "EntityTooLarge", "request bodies are limited to 16 KiB");
+}
 
 /* Copy the head: s3_auth may read it after the exchange is gone. */
 static int copy_head(struct admin_call *c, const struct http_request *req)
@@ -816,7 +823,7 @@ static void on_request(struct http_stream *s, const struct http_request *req)
 	http_stream_set_user(s, c);
 	c->route_rc = admin_route_parse(c->method, c->path, c->path_len, &c->route);
 	if (req->has_content_length && req->content_length > ADMIN_BODY_MAX)
-		c->body_over = true;
+		too_large(c);
 }
 
 static void on_body(struct http_stream *s, const char *data, size_t len)
@@ -825,10 +832,7 @@ static void on_body(struct http_stream *s, const char *data, size_t len)
 	if (!c || c->body_over)
 		return;
 	if (c->body_len + len > ADMIN_BODY_MAX) {
-		c->body_over = true;
-		free(c->body);
-		c->body = NULL;
-		c->body_len = 0;
+		too_large(c);
 		return;
 	}
 	char *b = realloc(c->body, c->body_len + len + 1);
@@ -845,7 +849,7 @@ static void on_body(struct http_stream *s, const char *data, size_t len)
 static void on_body_end(struct http_stream *s)
 {
 	struct admin_call *c = http_stream_user(s);
-	if (!c)
+	if (!c || c->replied)
 		return;
 	dispatch(c);
 }
