@@ -12,6 +12,8 @@
  *     user add NAME [--access-key K --secret-key S] | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
+ *     api METHOD PATH [BODY]  one call to the admin HTTP API (--data-dir only:
+ *                           its URL from aio.json, signed with the root key)
  *
  * --data-dir finds a local iolake-aio by AIO_DIR/aio.json (meta/admin_aio.h):
  * its meta admin address stands for --meta; a missing or stale file (aio
@@ -38,6 +40,7 @@
 #include "common/proto/osd_methods.h"
 #include "common/rpc.h"
 #include "meta/admin_aio.h"
+#include "meta/admin_http.h"
 #include "meta/client.h"
 #include "meta/rootkey.h"
 #include "osd/store/rec.h"
@@ -1347,6 +1350,58 @@ static int cmd_member(bool add, const char *arg)
 	return 0;
 }
 
+/* ------------------------------------------------------------ api */
+
+/* `api METHOD PATH [BODY]` against a local aio's admin API, signed with
+ * the root key (IOLAKE_ROOT_ACCESS_KEY / _SECRET_KEY, else
+ * AIO_DIR/root-credentials, as aio takes them). Prints the answer's body;
+ * exit 0 on 2xx, 1 otherwise. */
+static int cmd_api(const char *dir, const struct admin_aio_info *aio, int n, char **a)
+{
+	if (n < 3 || n > 4) {
+		fprintf(stderr, "iolake-admin: api METHOD PATH [BODY]\n");
+		return 2;
+	}
+	if (!aio->admin_api[0]) {
+		fprintf(stderr, "iolake-admin: error: %s/aio.json names no admin API\n", dir);
+		return 1;
+	}
+	struct rootkey_creds c;
+	char err[4800], path[4200];
+	int rc = rootkey_from_env(&c, err, sizeof(err));
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "%s/root-credentials", dir);
+		rc = rootkey_from_file(path, &c, err, sizeof(err));
+		if (rc == 0)
+			snprintf(err, sizeof(err), "no root credentials: %s does not exist and "
+				 "IOLAKE_ROOT_ACCESS_KEY is not set", path);
+	}
+	if (rc <= 0) {
+		fprintf(stderr, "iolake-admin: error: %s\n", err);
+		return 2;
+	}
+	struct admin_http_req r = { .url = aio->admin_api, .method = a[1], .path = a[2],
+				    .body = n == 4 ? a[3] : NULL, .access_key = c.access_key,
+				    .secret_key = c.secret_key,
+				    .region = aio->region[0] ? aio->region : NULL };
+	int status;
+	char *body;
+	size_t len;
+	if (admin_http_call(&r, &status, &body, &len, err, sizeof(err))) {
+		fprintf(stderr, "iolake-admin: error: %s\n", err);
+		return 1;
+	}
+	fwrite(body, 1, len, stdout);
+	if (len && body[len - 1] != '\n')
+		putchar('\n');
+	free(body);
+	if (status < 200 || status > 299) {
+		fprintf(stderr, "iolake-admin: error: HTTP %d\n", status);
+		return 1;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 static const char synopsis[] =
@@ -1375,7 +1430,10 @@ static const char synopsis[] =
 	"                            or the ones given: a deployment's known keys)\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
-	"  member add ID@HOST:PORT | member rm ID\n";
+	"  member add ID@HOST:PORT | member rm ID\n"
+	"  api METHOD PATH [BODY]    one call to the admin HTTP API (with --data-dir:\n"
+	"                            the URL from aio.json, signed with the root key);\n"
+	"                            PATH \"cluster\" is /api/v1/cluster\n";
 
 int main(int argc, char **argv)
 {
@@ -1422,6 +1480,15 @@ int main(int argc, char **argv)
 			fprintf(stderr, "iolake-admin: error: %s\n", why);
 			return 2;
 		}
+	}
+	if (!strcmp(a[0], "api")) {
+		if (!aio_dir) {
+			fprintf(stderr, "%s: api needs --data-dir AIO_DIR\n", argv[0]);
+			return 2;
+		}
+		rc = cmd_api(aio_dir, &aio, nargs, a);
+		flags_free(specs);
+		return rc;
 	}
 	log_set_level(LOG_LEVEL_ERROR);
 	uv_loop_init(&loop);

@@ -86,8 +86,9 @@ def banner_value(text, label):
 
 
 def admin(*args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IOLAKE_ROOT_")}
     return subprocess.run([ADMIN, "--data-dir", data] + list(args), capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)
 
 
 class Api:
@@ -268,6 +269,20 @@ def main():
            "GET /api/v1/users: names, admin flags, key ids")
     expect(u["secret_key"] not in raw and sk not in raw and "secret" not in raw,
            "GET /api/v1/users: no secret in the answer")
+
+    # --- iolake-admin api: the API signed with DIR/root-credentials
+    r = admin("api", "GET", "cluster")
+    expect(r.returncode == 0 and json.loads(r.stdout)["health"] == "ok",
+           "iolake-admin --data-dir DIR api GET cluster (root key from DIR/root-credentials)")
+    r = admin("api", "POST", "/api/v1/users", '{"name": "frank"}')
+    expect(r.returncode == 0 and json.loads(r.stdout)["user"] == "frank",
+           "iolake-admin api POST /api/v1/users")
+    r = admin("api", "DELETE", "users/frank")
+    expect(r.returncode == 0 and json.loads(r.stdout)["deleted"] == "frank",
+           "iolake-admin api DELETE users/frank")
+    r = admin("api", "GET", "nothing")
+    expect(r.returncode == 1 and is_error(json.loads(r.stdout), "NotFound") and
+           "HTTP 404" in r.stderr, "iolake-admin api on an unknown resource: exit 1, HTTP 404")
 
     # --- bad requests
     for body, code in (('{"name": "dave"', "MalformedJSON"), ("[1,2]", "InvalidRequest"),
