@@ -278,6 +278,24 @@ static void set_after(Iolake__Osd__ShardKey *after, uint8_t *after_oid,
 	after->object_id.data = after_oid;
 }
 
+/* An OSD's channel, or NULL: an aio's OSDs ("local:osd-N") live inside
+ * its process, where no other process can reach them (their calls would
+ * wait for a listener that never comes); the admin HTTP API, served in
+ * that process, can. Said once. */
+static struct rpc_channel *osd_open(const char *addr)
+{
+	static bool told;
+	if (!strncmp(addr, "local:", 6)) {
+		if (!told)
+			fprintf(stderr, "iolake-admin: the OSDs of an iolake-aio run inside its "
+				"process and answer only there; ask its admin API: iolake-admin "
+				"--data-dir DIR api GET osds\n");
+		told = true;
+		return NULL;
+	}
+	return rpc_channel_open(&loop, addr, NULL);
+}
+
 /* ------------------------------------------------------- cluster status */
 
 struct member_status {
@@ -517,7 +535,7 @@ static int cmd_osd_df(void)
 	unsigned left = 0;
 	for (size_t i = 0; i < n; i++) {
 		calls[i].left = &left;
-		ch[i] = rpc_channel_open(&loop, m->osds[i]->addr, NULL);
+		ch[i] = osd_open(m->osds[i]->addr);
 		if (!ch[i]) {
 			calls[i].done = true;
 			calls[i].status = RPC_INVALID_ARGUMENT;
@@ -622,7 +640,7 @@ static void bad_row(const Iolake__Meta__OsdInfo *o, const Iolake__Osd__BadShard 
 static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 {
 	size_t seen = 0;
-	struct rpc_channel *ch = rpc_channel_open(&loop, o->addr, NULL);
+	struct rpc_channel *ch = osd_open(o->addr);
 	Iolake__Osd__StatusResponse *st = NULL;
 	int rc = RPC_INVALID_ARGUMENT;
 	if (ch) {
@@ -1028,7 +1046,7 @@ static int cmd_pg_check(void)
 				continue;
 			up_mask |= 1u << slot;
 			if (!ch[oi])
-				ch[oi] = rpc_channel_open(&loop, m->osds[oi]->addr, NULL);
+				ch[oi] = osd_open(m->osds[oi]->addr);
 			Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
 			uint8_t after_oid[STORE_OID_MAX];
 			bool have_after = false;

@@ -180,6 +180,11 @@ def main():
     expect(r.returncode == 0 and len(re.findall(r"^\d+ .* up +in", r.stdout, re.M)) == 6,
            "iolake-admin --data-dir DIR osd ls: 6 OSDs up and in")
 
+    r = admin("osd", "df")
+    expect(r.returncode == 0 and "api GET osds" in r.stderr,
+           "iolake-admin --data-dir DIR osd df: aio's in-process OSDs are not waited for; "
+           "it points at the admin API")
+
     # --- authentication
     st, doc, hdr = api.plain("GET", "/api/v1/cluster")
     expect(st == 401 and is_error(doc, "Unauthenticated"), "no credentials: 401 JSON error")
