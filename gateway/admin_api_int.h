@@ -20,17 +20,82 @@
 #include "gateway/admin_api.h"
 #include "gateway/admin_req.h"
 #include "gateway/http.h"
+#include "gateway/s3_auth.h"
 #include "meta/client.h"
 
 #define ADMIN_OSD_CHANNELS 256   /* OSD channels kept open (by address) */
 #define ADMIN_OSD_TIMEOUT_MS 2000
+#define ADMIN_CSRF_HEADER "x-iolake-console"
 
-struct admin_call;
+/* ------------------------------------------------------------ core and auth only
+ * The structs are admin_api.c's and admin_api_auth.c's; resource files
+ * use the accessors below. */
 
-/* A handler's state: freed with the call by free_fn (NULL: free()). */
-struct admin_call_state {
-	void (*free_fn)(void *p);
+struct osd_chan {
+	char addr[META_NODE_ADDR_MAX];
+	struct rpc_channel *ch;
 };
+
+struct admin_api {
+	uv_loop_t *loop;
+	struct http_server *http;
+	struct meta_client *mc;
+	struct s3_auth *auth;
+	char region[64];
+	uint8_t token_key[32];           /* session tokens' HMAC key: random, per process */
+	uint32_t session_ttl_s;
+	struct osd_chan chans[ADMIN_OSD_CHANNELS];
+	size_t n_chans;
+	void (*close_cb)(void *);
+	void *close_arg;
+	bool closing;
+};
+
+struct admin_call {
+	struct admin_api *api;
+	struct http_stream *s;           /* NULL once the exchange finished */
+	unsigned pending;                /* meta / OSD / credential calls out */
+	struct admin_route route;
+	int route_rc;
+	/* the request head, copied */
+	char method[16];
+	char *path, *query;
+	size_t path_len, query_len;
+	struct sigv4_header *headers;
+	size_t n_headers;
+	char *head_mem;
+	/* the body */
+	char *body;
+	size_t body_len;
+	bool body_over, replied;
+	/* who */
+	char body_sha256[65];            /* hex, when the client sent no digest */
+	char user[S3_AUTH_USER_MAX + 1];
+	char access_key[ADMIN_KEY_MAX + 1];
+	bool by_cookie;
+	struct s3_auth_req ar;
+	struct s3_cred_lookup lk;        /* token and login lookups */
+	struct admin_login login;
+	/* the handler's */
+	void *state;
+	void (*state_free)(void *);
+};
+
+/* admin_api.c: the call is authenticated; 403 unless admin, then the
+ * resource's handler. */
+void admin_call_authorized(struct admin_call *c, bool admin);
+/* admin_api.c: free c once its exchange is over and nothing is pending. */
+void admin_call_release(struct admin_call *c);
+/* admin_api_auth.c: the credential source of the API's s3_auth (ctx: the
+ * struct admin_api). */
+void admin_cred_lookup(void *ctx, struct s3_cred_lookup *l);
+/* admin_api_auth.c: authenticate a resource call (SigV4 or session). */
+void admin_authenticate(struct admin_call *c);
+/* admin_api_auth.c: POST /api/v1/login, /logout. */
+void admin_login(struct admin_call *c);
+void admin_logout(struct admin_call *c);
+
+/* ------------------------------------------------------------ for resources */
 
 /* The authenticated user of the call. */
 const char *admin_call_user(const struct admin_call *c);
@@ -40,6 +105,7 @@ const char *admin_call_body(const struct admin_call *c, size_t *len);
 const char *admin_call_query(const struct admin_call *c, size_t *len);
 /* false once the client is gone: reply nothing, release state. */
 bool admin_call_live(const struct admin_call *c);
+/* A handler's state, freed with the call by free_fn (NULL: free()). */
 void admin_call_set_state(struct admin_call *c, void *state, void (*free_fn)(void *));
 void *admin_call_state(const struct admin_call *c);
 struct meta_client *admin_call_meta(const struct admin_call *c);
