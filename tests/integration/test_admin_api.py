@@ -35,11 +35,21 @@ procs = []
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A free port, none of the pair aio's meta keeps in DIR/meta/rpc-addr
+    (its RPC and Raft ports, taken again at each start)."""
+    keep = set()
+    try:
+        mp = int(open(os.path.join(data, "meta", "rpc-addr")).read().split(":")[1])
+        keep = {mp, mp + 1}
+    except (OSError, ValueError, IndexError):
+        pass
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        p = s.getsockname()[1]
+        s.close()
+        if p not in keep and p + 1 not in keep and p + 2 not in keep:
+            return p
 
 
 def port_free(p):
@@ -413,7 +423,18 @@ def main():
     expect(r.returncode == 2 and "aio.json does not exist" in r.stderr,
            "iolake-admin --data-dir after a clean stop: exit 2, 'does not exist'")
 
-    # --- defaults: S3 port + 1 and + 2
+    # --- defaults: S3 port + 1 and + 2 (an explicit port that is taken is an error)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    r = subprocess.run([AIO, "--data-dir", data, "--osd-size", "256M", "--s3-listen",
+                        "127.0.0.1:%d" % free_port(), "--admin-api-listen",
+                        "127.0.0.1:%d" % busy.getsockname()[1]],
+                       capture_output=True, text=True, timeout=60)
+    busy.close()
+    expect(r.returncode == 1 and "--admin-api-listen" in r.stderr and
+           not os.path.exists(os.path.join(data, "aio.json")),
+           "--admin-api-listen on a taken port: exit 1 naming the flag, no aio.json")
     for _ in range(50):
         s3p = free_port()
         if s3p < 65000 and port_free(s3p + 1) and port_free(s3p + 2):
@@ -425,6 +446,29 @@ def main():
            "no admin flags: meta admin on S3 port + 1, admin API on + 2")
     r = admin("osd", "ls")
     expect(r.returncode == 0, "iolake-admin --data-dir finds the restarted aio")
+    p.send_signal(signal.SIGTERM)
+    expect(p.wait(timeout=20) == 0, "SIGTERM again: exit 0")
+
+    # --- a default port that is taken: a free one instead, with a warning
+    for _ in range(50):
+        s3p = free_port()
+        if s3p < 65000 and port_free(s3p + 1) and port_free(s3p + 2):
+            break
+    squat = socket.socket()
+    squat.bind(("127.0.0.1", s3p + 2))
+    squat.listen(1)
+    p, text = start(["--s3-listen", "127.0.0.1:%d" % s3p])
+    squat.close()
+    info = json.load(open(os.path.join(data, "aio.json")))
+    url = banner_value(text, "admin API")
+    expect(info["meta_admin"] == "127.0.0.1:%d" % (s3p + 1) and url == info["admin_api"] and
+           url != "http://127.0.0.1:%d/api/v1/" % (s3p + 2),
+           "S3 port + 2 taken: the admin API took another port, banner and aio.json say which")
+    expect("default admin API address is taken" in open(os.path.join(tmp, "aio.err")).read(),
+           "... and aio logged a warning")
+    r = admin("api", "GET", "cluster")
+    expect(r.returncode == 0, "iolake-admin api follows aio.json to that port")
+
     # --- kill -9: aio.json stays, stale
     p.send_signal(signal.SIGKILL)
     p.wait()
