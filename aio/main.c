@@ -49,6 +49,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -278,12 +279,6 @@ static void meta_start_fn(void *arg)
 	snprintf(adm, sizeof(adm), "%s:%d", A.madm_host, A.madm_port);
 	o.admin_listen = adm;
 	*rc = meta_node_start(&A.meta_lt.loop, &o, &A.meta);
-	if (*rc == -EADDRINUSE && A.madm_default && A.madm_port) {
-		LOG_WARN("the default admin address is taken; meta's admin RPC takes a free port",
-			 "addr=%s", adm);
-		snprintf(adm, sizeof(adm), "%s:0", A.madm_host);
-		*rc = meta_node_start(&A.meta_lt.loop, &o, &A.meta);
-	}
 	if (!*rc)
 		A.madm_port = meta_node_admin_port(A.meta);
 }
@@ -292,6 +287,29 @@ static void meta_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
 	meta_node_close(A.meta, sync_done, sc);
+}
+
+/* A default port for meta's admin address that is taken (aio started on
+ * a random S3 port, whose + 1 someone holds) is replaced by any free one
+ * before meta starts: a failed meta_node_start cannot simply be retried
+ * (its metrics are registered by then). A port given by flag is kept and
+ * fails loudly. The bind test uses SO_REUSEADDR, as libuv's listen does. */
+static void madm_check(void)
+{
+	if (!A.madm_default || !A.madm_port)
+		return;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)A.madm_port) };
+	if (inet_pton(AF_INET, A.madm_host, &sa.sin_addr) != 1)
+		return;   /* a name or IPv6: meta reports what it finds */
+	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	bool ok = bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(s);
+	if (!ok) {
+		LOG_WARN("the default admin address is taken; meta's admin RPC takes a free port",
+			 "addr=%s:%d", A.madm_host, A.madm_port);
+		A.madm_port = 0;
+	}
 }
 
 /* Reuse the address chosen on first start; else pick a free port whose
@@ -964,6 +982,7 @@ int main(int argc, char **argv)
 	credentials();
 	if ((rc = meta_address()))
 		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
+	madm_check();
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 A.loopback ? A.meta_addr : "local:meta");
 	A.reg = metrics_registry_new();

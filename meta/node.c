@@ -576,22 +576,13 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		rc = -ENOMEM;
 		goto err_free;
 	}
-	rc = node_service_register(n);
-	if (!rc)
-		rc = rpc_server_listen(n->srv, opts->listen);
-	if (!rc && opts->local_name) {
-		char a[96];
-		snprintf(a, sizeof(a), "local:%s", opts->local_name);
-		rc = rpc_server_listen(n->srv, a);
-	}
-	if (rc) {
-		LOG_ERROR("cannot listen", "addr=%s err=%s", opts->listen, iol_strerror(rc));
-		goto err_srv;
-	}
 	if (opts->admin_listen) {
 		/* A second server with the same handlers: one rpc_server holds
 		 * one TCP listener, and this address must stay out of Raft's
-		 * configuration (node_service_register registers on n->srv). */
+		 * configuration (node_service_register registers on n->srv).
+		 * First, so that when its port is taken nothing else is bound
+		 * yet (no local name, no port) and a caller may start again
+		 * with another address at once. */
 		struct rpc_server *main_srv = n->srv;
 		n->admin_srv = rpc_server_new(loop, NULL);
 		rc = n->admin_srv ? 0 : -ENOMEM;
@@ -607,6 +598,18 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 				  iol_strerror(rc));
 			goto err_srv;
 		}
+	}
+	rc = node_service_register(n);
+	if (!rc)
+		rc = rpc_server_listen(n->srv, opts->listen);
+	if (!rc && opts->local_name) {
+		char a[96];
+		snprintf(a, sizeof(a), "local:%s", opts->local_name);
+		rc = rpc_server_listen(n->srv, a);
+	}
+	if (rc) {
+		LOG_ERROR("cannot listen", "addr=%s err=%s", opts->listen, iol_strerror(rc));
+		goto err_srv;
 	}
 	/* Every group's Raft on one port, RPC port + 1 (IPv4 numeric). */
 	rc = raft_mux_init(&n->mux, loop, n->raft_addr);

@@ -432,6 +432,8 @@ def main():
                         "127.0.0.1:%d" % busy.getsockname()[1]],
                        capture_output=True, text=True, timeout=60)
     busy.close()
+    if r.returncode != 1 or "--admin-api-listen" not in r.stderr:
+        print("exit", r.returncode, r.stderr[-3000:])
     expect(r.returncode == 1 and "--admin-api-listen" in r.stderr and
            not os.path.exists(os.path.join(data, "aio.json")),
            "--admin-api-listen on a taken port: exit 1 naming the flag, no aio.json")
@@ -454,20 +456,29 @@ def main():
         s3p = free_port()
         if s3p < 65000 and port_free(s3p + 1) and port_free(s3p + 2):
             break
-    squat = socket.socket()
-    squat.bind(("127.0.0.1", s3p + 2))
-    squat.listen(1)
+    squats = []
+    for off in (1, 2):
+        q = socket.socket()
+        q.bind(("127.0.0.1", s3p + off))
+        q.listen(1)
+        squats.append(q)
     p, text = start(["--s3-listen", "127.0.0.1:%d" % s3p])
-    squat.close()
+    for q in squats:
+        q.close()
     info = json.load(open(os.path.join(data, "aio.json")))
     url = banner_value(text, "admin API")
-    expect(info["meta_admin"] == "127.0.0.1:%d" % (s3p + 1) and url == info["admin_api"] and
-           url != "http://127.0.0.1:%d/api/v1/" % (s3p + 2),
-           "S3 port + 2 taken: the admin API took another port, banner and aio.json say which")
-    expect("default admin API address is taken" in open(os.path.join(tmp, "aio.err")).read(),
-           "... and aio logged a warning")
+    madm = banner_value(text, "meta admin")
+    expect(madm == info["meta_admin"] and madm != "127.0.0.1:%d" % (s3p + 1) and
+           url == info["admin_api"] and url != "http://127.0.0.1:%d/api/v1/" % (s3p + 2),
+           "S3 port + 1 and + 2 taken: meta admin and admin API took other ports, "
+           "banner and aio.json say which")
+    log = open(os.path.join(tmp, "aio.err")).read()
+    expect("default admin address is taken" in log and
+           "default admin API address is taken" in log, "... and aio logged warnings")
+    r = admin("cluster", "status")
+    expect(r.returncode == 0 and madm in r.stdout, "iolake-admin follows aio.json to meta's port")
     r = admin("api", "GET", "cluster")
-    expect(r.returncode == 0, "iolake-admin api follows aio.json to that port")
+    expect(r.returncode == 0, "iolake-admin api follows aio.json to the API's port")
 
     # --- kill -9: aio.json stays, stale
     p.send_signal(signal.SIGKILL)
