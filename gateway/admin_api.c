@@ -32,9 +32,7 @@
 #include "common/log.h"
 #include "gateway/admin_api_int.h"
 #include "gateway/s3_auth.h"
-#include "proto/osd.pb-c.h"
-
-#define OSD_M_STATUS 6           /* service Osd, method order in osd.proto */
+#include "common/proto/osd_methods.h"
 
 /* ------------------------------------------------------------ small */
 
@@ -328,7 +326,7 @@ void admin_osd_status(struct admin_call *c, const char *addr, admin_osd_cb cb, v
 	c->pending++;
 	Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
 	struct rpc_call_opts co = { .timeout_ms = ADMIN_OSD_TIMEOUT_MS };
-	rpc_call(ch, &iolake__osd__osd__descriptor, OSD_M_STATUS, &q.base, NULL, &co, on_osd, t);
+	rpc_call(ch, OSD_SVC, OSD_M_STATUS, &q.base, NULL, &co, on_osd, t);
 }
 
 ProtobufCMessage *admin_msg_copy(const ProtobufCMessage *m)
