@@ -597,7 +597,9 @@ int admin_api_start(uv_loop_t *loop, const struct admin_api_cfg *cfg, struct adm
 	struct s3_auth_cfg ac = { .region = cfg->region ? a->region : NULL,
 				  .ttl_ms = 10000, .neg_ttl_ms = 2000, .cache_slots = 64,
 				  .source = { .lookup = admin_cred_lookup, .ctx = a },
-				  .alt_service = "iolake-admin" };
+				  .alt_service = "iolake-admin",
+				  /* SigV4 only: SigV2 is for old S3 clients */
+				  .no_sigv2 = true };
 	a->auth = s3_auth_new(&ac);
 	if (!a->auth) {
 		meta_client_close(a->mc);
