@@ -9,7 +9,14 @@
  *              [--orphan-grace 24h] [--orphan-scan-interval 1h]
  *              [--recovery-rate 64M] [--recovery-max-pgs 2] [--pg-report-interval 2s]
  *              [--recovery-rescan-interval 1h] [--deep-scrub-interval 7d]
+ *              [--admin-listen HOST:PORT] [--admin-api-listen HOST:PORT]
  *
+ * Addresses: S3 on --s3-listen (default 127.0.0.1:9000); meta's RPC for
+ * iolake-admin on --admin-listen (default: the S3 host, port + 1); the
+ * admin HTTP API and the console's files on --admin-api-listen (default:
+ * the S3 host, port + 2). Port 0 picks a free port. A default address whose
+ * port is taken falls back to a free port (with a warning); an address given
+ * by flag that is taken is an error.
  * Layout of DIR:
  *   meta/            the meta member's Raft log and RocksDB state
  *   meta/rpc-addr    its RPC address, chosen on first start and kept (the
@@ -18,6 +25,10 @@
  *   osd-N/meta       OSD N's RocksDB index
  *   root-credentials the root access key and secret (0600), unless given
  *                    by IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY
+ *   aio.json         what this running aio serves (S3 endpoint, meta's admin
+ *                    address, admin API and console URLs, pid): written
+ *                    (write + rename) once it is up, removed on a clean
+ *                    shutdown; `iolake-admin --data-dir DIR` reads it
  *
  * Threads: every service runs on its own loop_thread (meta, osd.N, gw);
  * they talk over the in-process RPC transport ("local:NAME"), or HTTP/2 on
@@ -38,6 +49,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -54,10 +66,12 @@
 #include "common/ec.h"
 #include "common/err.h"
 #include "common/flags.h"
+#include "common/jsonw.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "common/rpc.h"
+#include "gateway/admin_api.h"
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
 #include "meta/node.h"
@@ -97,6 +111,8 @@ static uint64_t f_meta_cache = 256ull << 20;
 static uint64_t f_meta_wbuf = 64ull << 20;
 static bool f_sigv2 = true;
 static uint64_t f_snap_bytes = 64ull << 20;
+static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
+static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -149,6 +165,12 @@ static const struct flag_spec specs[] = {
 		  "disagrees (0: off)" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
+	{ .name = "admin-listen", .type = FLAG_STRING, .dst = &f_admin_listen,
+	  .metavar = "HOST:PORT", .help = "meta's RPC for iolake-admin (default: the S3 host, "
+	  "S3 port + 1; port 0: any free port)" },
+	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
+	  .metavar = "HOST:PORT", .help = "the admin HTTP API and the console (default: the S3 "
+	  "host, S3 port + 2; port 0: any free port)" },
 	{ .name = "orphan-grace", .type = FLAG_DURATION, .dst = &f_orphan_grace, .min = 1000,
 	  .max = 365ll * 24 * 3600 * 1000,
 	  .help = "each OSD deletes a shard no live object names once unreferenced this long "
@@ -192,8 +214,14 @@ static struct {
 	struct loop_thread gw_lt;
 	struct s3_ops *ops;
 	struct s3_server *srv;
+	struct admin_api *api;
 	char s3_host[64];
 	int s3_port;
+	/* meta's admin address and the admin API's: host, port (0: any), and
+	 * whether the port is a default that may fall back to any free one */
+	char madm_host[64], api_host[64];
+	int madm_port, api_port;
+	bool madm_default, api_default;
 	char ak[129], sk[129];
 	/* control */
 	struct meta_client *mc;
@@ -247,13 +275,41 @@ static void meta_start_fn(void *arg)
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
 				    .snapshot_bytes = f_snap_bytes, .cache_bytes = f_meta_cache,
 				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg };
+	char adm[96];
+	snprintf(adm, sizeof(adm), "%s:%d", A.madm_host, A.madm_port);
+	o.admin_listen = adm;
 	*rc = meta_node_start(&A.meta_lt.loop, &o, &A.meta);
+	if (!*rc)
+		A.madm_port = meta_node_admin_port(A.meta);
 }
 
 static void meta_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
 	meta_node_close(A.meta, sync_done, sc);
+}
+
+/* A default port for meta's admin address that is taken (aio started on
+ * a random S3 port, whose + 1 someone holds) is replaced by any free one
+ * before meta starts: a failed meta_node_start cannot simply be retried
+ * (its metrics are registered by then). A port given by flag is kept and
+ * fails loudly. The bind test uses SO_REUSEADDR, as libuv's listen does. */
+static void madm_check(void)
+{
+	if (!A.madm_default || !A.madm_port)
+		return;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)A.madm_port) };
+	if (inet_pton(AF_INET, A.madm_host, &sa.sin_addr) != 1)
+		return;   /* a name or IPv6: meta reports what it finds */
+	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	bool ok = bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(s);
+	if (!ok) {
+		LOG_WARN("the default admin address is taken; meta's admin RPC takes a free port",
+			 "addr=%s:%d", A.madm_host, A.madm_port);
+		A.madm_port = 0;
+	}
 }
 
 /* Reuse the address chosen on first start; else pick a free port whose
@@ -466,6 +522,21 @@ static void gw_start_fn(void *arg)
 		return;
 	}
 	A.s3_port = s3_server_port(A.srv);
+	struct admin_api_cfg ac = { .addr = A.api_host, .port = A.api_port, .meta = members,
+				    .n_meta = 1, .region = f_region };
+	*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
+	if (*rc == -EADDRINUSE && A.api_default && A.api_port) {
+		LOG_WARN("the default admin API address is taken; it takes a free port",
+			 "addr=%s:%d", A.api_host, A.api_port);
+		ac.port = 0;
+		*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
+	}
+	if (*rc) {
+		/* the S3 server stays up: shutdown_all closes it */
+		A.api = NULL;
+		return;
+	}
+	A.api_port = admin_api_port(A.api);
 }
 
 static void gw_closed(void *arg)
@@ -476,9 +547,24 @@ static void gw_closed(void *arg)
 	sync_done(sc);
 }
 
+static void gw_api_closed(void *arg)
+{
+	struct sync_call *sc = arg;
+	A.api = NULL;
+	if (!A.srv) {
+		sync_done(sc);
+		return;
+	}
+	s3_server_close(A.srv, gw_closed, sc);
+}
+
 static void gw_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
+	if (A.api) {
+		admin_api_close(A.api, gw_api_closed, sc);
+		return;
+	}
 	if (!A.srv) {
 		sync_done(sc);
 		return;
@@ -513,13 +599,20 @@ static void retry_later(void)
 		uv_timer_start(&A.timer, on_timer, RETRY_MS, 0);
 }
 
+static void write_aio_json(void);
+
 static void announce(void)
 {
 	if (A.announced)
 		return;
 	A.announced = true;
+	write_aio_json();
 	printf("IOLake aio is up: %d OSDs (%u+%u), data in %s\n", A.n_osds, A.k, A.m, f_data_dir);
 	printf("  S3 endpoint:  http://%s:%d\n", A.s3_host, A.s3_port);
+	printf("  meta admin:   %s:%d   (iolake-admin --data-dir %s cluster status)\n",
+	       A.madm_host, A.madm_port, f_data_dir);
+	printf("  admin API:    http://%s:%d/api/v1/\n", A.api_host, A.api_port);
+	printf("  console:      http://%s:%d/console/\n", A.api_host, A.api_port);
 	printf("  access key:   %s\n", A.ak);
 	printf("  secret key:   %s\n", A.sk);
 	printf("  region:       %s\n", f_region);
@@ -684,6 +777,58 @@ static void control_next(void)
 	}
 }
 
+/* ------------------------------------------------------------ aio.json */
+
+/* DIR/aio.json: what this aio serves, for `iolake-admin --data-dir` and
+ * scripts. Written whole to a temporary name and renamed over, so a reader
+ * sees the old file or the new one, never half of one. */
+static void write_aio_json(void)
+{
+	char url[160], path[4200], tmp[4300];
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ki64(&w, "pid", (int64_t)getpid());
+	jsonw_kstr(&w, "data_dir", f_data_dir);
+	snprintf(url, sizeof(url), "http://%s:%d", A.s3_host, A.s3_port);
+	jsonw_kstr(&w, "s3_endpoint", url);
+	jsonw_kstr(&w, "region", f_region);
+	snprintf(url, sizeof(url), "%s:%d", A.madm_host, A.madm_port);
+	jsonw_kstr(&w, "meta_admin", url);
+	snprintf(url, sizeof(url), "http://%s:%d/api/v1/", A.api_host, A.api_port);
+	jsonw_kstr(&w, "admin_api", url);
+	snprintf(url, sizeof(url), "http://%s:%d/console/", A.api_host, A.api_port);
+	jsonw_kstr(&w, "console", url);
+	jsonw_kstr(&w, "root_credentials", getenv("IOLAKE_ROOT_ACCESS_KEY") ? "environment"
+		   : "root-credentials");
+	jsonw_obj_end(&w);
+	char *doc;
+	size_t len;
+	if (jsonw_finish(&w, &doc, &len)) {
+		LOG_ERROR("cannot write aio.json", "err=%s", LOG_Q("out of memory"));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/aio.json", f_data_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	bool ok = fd >= 0 && write(fd, doc, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
+	if (fd >= 0 && close(fd))
+		ok = false;
+	if (!ok || rename(tmp, path)) {
+		LOG_ERROR("cannot write aio.json", "path=%s err=%s", path, LOG_Q(strerror(errno)));
+		unlink(tmp);
+	}
+	free(doc);
+}
+
+static void remove_aio_json(void)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/aio.json", f_data_dir);
+	if (unlink(path) && errno != ENOENT)
+		LOG_WARN("cannot remove aio.json", "path=%s err=%s", path, LOG_Q(strerror(errno)));
+}
+
 /* ------------------------------------------------------------ credentials */
 
 static void random_key(char *out, size_t n, const char *alphabet)
@@ -726,6 +871,31 @@ static void credentials(void)
 }
 
 /* ------------------------------------------------------------ main */
+
+/* --NAME HOST:PORT, or when not given the S3 host and port + off (0 when
+ * the S3 port is 0 or the sum leaves the range). 0, or 2 after saying why. */
+static int derive_addr(const char *name, const char *given, int off, char host[64], int *port,
+		       bool *is_default)
+{
+	*is_default = !given;
+	if (!given) {
+		snprintf(host, 64, "%s", A.s3_host);
+		*port = A.s3_port && A.s3_port + off <= 65535 ? A.s3_port + off : 0;
+		return 0;
+	}
+	const char *colon = strrchr(given, ':');
+	char *end;
+	long p = colon ? strtol(colon + 1, &end, 10) : -1;
+	if (!colon || colon == given || (size_t)(colon - given) >= 64 || !colon[1] || *end ||
+	    p < 0 || p > 65535) {
+		fprintf(stderr, "%s: flag --%s: '%s' is not host:port\n", PROG, name, given);
+		return 2;
+	}
+	memcpy(host, given, (size_t)(colon - given));
+	host[colon - given] = 0;
+	*port = (int)p;
+	return 0;
+}
 
 static void shutdown_all(void)
 {
@@ -792,6 +962,11 @@ int main(int argc, char **argv)
 	}
 	memcpy(A.s3_host, f_listen, (size_t)(colon - f_listen));
 	A.s3_port = atoi(colon + 1);
+	if (derive_addr("admin-listen", f_admin_listen, 1, A.madm_host, &A.madm_port,
+			&A.madm_default) ||
+	    derive_addr("admin-api-listen", f_admin_api_listen, 2, A.api_host, &A.api_port,
+			&A.api_default))
+		return 2;
 	A.loopback = strcmp(f_rpc, "loopback") == 0;
 	A.n_osds = (int)f_osds;
 	log_set_level((enum log_level)lvl);
@@ -807,6 +982,7 @@ int main(int argc, char **argv)
 	credentials();
 	if ((rc = meta_address()))
 		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
+	madm_check();
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 A.loopback ? A.meta_addr : "local:meta");
 	A.reg = metrics_registry_new();
@@ -818,6 +994,9 @@ int main(int argc, char **argv)
 		die("cannot start a thread");
 	int mrc = 0;
 	loop_thread_call(&A.meta_lt, meta_start_fn, &mrc);
+	if (mrc == -EADDRINUSE)
+		die("meta: cannot start: an address is in use (its RPC %s, or --admin-listen %s:%d)",
+		    A.meta_addr, A.madm_host, A.madm_port);
 	if (mrc)
 		die("meta: cannot start: %s", iol_strerror(mrc));
 
@@ -846,6 +1025,12 @@ int main(int argc, char **argv)
 		die("cannot start a thread");
 	int grc = 0;
 	loop_thread_call(&A.gw_lt, gw_start_fn, &grc);
+	if (grc && A.srv) {
+		fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
+			A.api_port, iol_strerror(grc));
+		shutdown_all();
+		return 1;
+	}
 	if (grc) {
 		fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen, iol_strerror(grc));
 		shutdown_all();
@@ -863,12 +1048,14 @@ int main(int argc, char **argv)
 	uv_signal_init(A.loop, &A.sig_int);
 	uv_signal_start(&A.sig_term, on_signal, SIGTERM);
 	uv_signal_start(&A.sig_int, on_signal, SIGINT);
-	LOG_INFO("started", "s3=%s:%d meta=%s osds=%d ec=%u+%u rpc=%s", A.s3_host, A.s3_port,
-		 A.meta_addr, A.n_osds, A.k, A.m, f_rpc);
+	LOG_INFO("started", "s3=%s:%d meta=%s meta_admin=%s:%d admin_api=%s:%d osds=%d ec=%u+%u rpc=%s",
+		 A.s3_host, A.s3_port, A.meta_addr, A.madm_host, A.madm_port, A.api_host, A.api_port,
+		 A.n_osds, A.k, A.m, f_rpc);
 	control_next();
 	uv_run(A.loop, UV_RUN_DEFAULT);
 
 	shutdown_all();
+	remove_aio_json();
 	uv_loop_close(A.loop);
 	metrics_registry_free(A.reg);
 	flags_free(specs);

@@ -5,6 +5,10 @@
  *
  *   iolake-gw --s3-listen 0.0.0.0:9000 --meta 10.0.0.1:7000,10.0.0.2:7000
  *
+ * --admin-api-listen HOST:PORT also serves the admin HTTP API
+ * (gateway/admin_api.h) there, against the same meta members; off unless
+ * given.
+ *
  * Root credentials: IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY, or
  * --root-credentials FILE, are put in meta as user root's key in the
  * background (meta/rootkey.h), so a cluster deployed with known keys
@@ -28,6 +32,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "gateway/admin_api.h"
 #include "gateway/s3_ops.h"
 #include "meta/rootkey.h"
 
@@ -44,6 +49,7 @@ static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
+static const char *f_admin_api_listen;
 
 static const struct flag_spec specs[] = {
 	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
@@ -69,10 +75,13 @@ static const struct flag_spec specs[] = {
 	{ .name = "root-credentials", .type = FLAG_STRING, .dst = &f_root_creds,
 	  .metavar = "FILE", .help = "access_key= and secret_key= lines: user root gets that "
 		  "key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
+	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
+	  .metavar = "HOST:PORT", .help = "also serve the admin HTTP API here (off unless given)" },
 	{ 0 }
 };
 
 static struct s3_ops *ops;
+static struct admin_api *api;
 static struct s3_server *srv;
 static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int;
@@ -83,6 +92,12 @@ static void on_watchdog(uv_timer_t *t)
 	(void)t;
 	LOG_ERROR("shutdown took too long; exiting", "limit_ms=%d", SHUTDOWN_LIMIT_MS);
 	_exit(1);
+}
+
+static void on_api_closed(void *arg)
+{
+	(void)arg;
+	api = NULL;
 }
 
 static void on_server_closed(void *arg)
@@ -104,6 +119,8 @@ static void on_signal(uv_signal_t *s, int signum)
 	uv_unref((uv_handle_t *)&watchdog);
 	rootkey_runner_stop(rootkey);
 	rootkey = NULL;
+	if (api)
+		admin_api_close(api, on_api_closed, NULL);
 	s3_server_close(srv, on_server_closed, NULL);
 }
 
@@ -182,6 +199,24 @@ int main(int argc, char **argv)
 		s3_ops_free(ops);
 		uv_run(loop, UV_RUN_DEFAULT);
 		return 1;
+	}
+	if (f_admin_api_listen) {
+		char ahost[256];
+		int aport;
+		struct admin_api_cfg ac = { .addr = ahost, .meta = (const char *const *)f_meta.items,
+					    .n_meta = f_meta.n, .region = f_region };
+		rc = split_addr(f_admin_api_listen, ahost, sizeof(ahost), &aport);
+		ac.port = aport;
+		if (!rc)
+			rc = admin_api_start(loop, &ac, &api);
+		if (rc) {
+			fprintf(stderr, "%s: flag --admin-api-listen %s: %s\n", PROG,
+				f_admin_api_listen, rc == -EINVAL ? "not host:port" : iol_strerror(rc));
+			s3_server_close(srv, on_server_closed, NULL);
+			uv_run(loop, UV_RUN_DEFAULT);
+			return rc == -EINVAL ? 2 : 1;
+		}
+		LOG_INFO("admin API listening", "addr=%s:%d", ahost, admin_api_port(api));
 	}
 	if (have_creds) {
 		rc = rootkey_runner_start(loop, (const char *const *)f_meta.items, f_meta.n, &creds,

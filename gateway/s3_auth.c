@@ -453,7 +453,8 @@ static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 				    "wrong; expecting '%s'", c->region, a->cfg.region);
 		return 1;
 	}
-	if (strcmp(c->service, "s3") != 0) {
+	if (strcmp(c->service, "s3") != 0 &&
+	    !(a->cfg.alt_service && !strcmp(c->service, a->cfg.alt_service))) {
 		failf(r, malformed, "The authorization header is malformed; incorrect service "
 				    "\"%s\". This endpoint belongs to \"%s\".", c->service, "s3");
 		return 1;

@@ -84,6 +84,8 @@ struct s3_auth_cfg {
 	uint32_t cache_slots;       /* 0 -> 1024; rounded up to a multiple of 4 */
 	bool no_sigv2;              /* refuse SigV2 (header and presigned query) */
 	struct s3_cred_source source;
+	const char *alt_service;    /* a scope service accepted besides "s3" (the
+				     * admin API's "iolake-admin"); NULL: none */
 };
 
 struct s3_auth;

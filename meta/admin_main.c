@@ -2,7 +2,7 @@
  * admin_main.c — iolake-admin: operator commands against the meta group
  * through meta/client.h.
  *
- *   iolake-admin --meta ADDR,... [--json] [--timeout DUR] COMMAND
+ *   iolake-admin (--meta ADDR,... | --data-dir AIO_DIR) [--json] [--timeout DUR] COMMAND
  *     cluster status        every member's own view (asked directly)
  *     osd ls | pg ls        the cluster map; pg ls with each PG's state (PgStats)
  *     osd out|in|rm ID      operator verbs (admin_out through SetOsdState; RemoveOsd)
@@ -12,6 +12,12 @@
  *     user add NAME [--access-key K --secret-key S] | user ls | user rm NAME
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
+ *     api METHOD PATH [BODY]  one call to the admin HTTP API (--data-dir only:
+ *                           its URL from aio.json, signed with the root key)
+ *
+ * --data-dir finds a local iolake-aio by AIO_DIR/aio.json (meta/admin_aio.h):
+ * its meta admin address stands for --meta; a missing or stale file (aio
+ * not running) is exit 2 with a line saying which.
  *
  * Output is a table for people, or JSON with --json. Exit 0 on success,
  * 1 when the cluster refused or could not be reached (one line on stderr
@@ -33,6 +39,8 @@
 #include "common/log.h"
 #include "common/proto/osd_methods.h"
 #include "common/rpc.h"
+#include "meta/admin_aio.h"
+#include "meta/admin_http.h"
 #include "meta/client.h"
 #include "meta/rootkey.h"
 #include "osd/store/rec.h"
@@ -268,6 +276,24 @@ static void set_after(Iolake__Osd__ShardKey *after, uint8_t *after_oid,
 	after->object_id.len = lk->object_id.len < STORE_OID_MAX ? lk->object_id.len : STORE_OID_MAX;
 	memcpy(after_oid, lk->object_id.data, after->object_id.len);
 	after->object_id.data = after_oid;
+}
+
+/* An OSD's channel, or NULL: an aio's OSDs ("local:osd-N") live inside
+ * its process, where no other process can reach them (their calls would
+ * wait for a listener that never comes); the admin HTTP API, served in
+ * that process, can. Said once. */
+static struct rpc_channel *osd_open(const char *addr)
+{
+	static bool told;
+	if (!strncmp(addr, "local:", 6)) {
+		if (!told)
+			fprintf(stderr, "iolake-admin: the OSDs of an iolake-aio run inside its "
+				"process and answer only there; ask its admin API: iolake-admin "
+				"--data-dir DIR api GET osds\n");
+		told = true;
+		return NULL;
+	}
+	return rpc_channel_open(&loop, addr, NULL);
 }
 
 /* ------------------------------------------------------- cluster status */
@@ -509,7 +535,7 @@ static int cmd_osd_df(void)
 	unsigned left = 0;
 	for (size_t i = 0; i < n; i++) {
 		calls[i].left = &left;
-		ch[i] = rpc_channel_open(&loop, m->osds[i]->addr, NULL);
+		ch[i] = osd_open(m->osds[i]->addr);
 		if (!ch[i]) {
 			calls[i].done = true;
 			calls[i].status = RPC_INVALID_ARGUMENT;
@@ -614,7 +640,7 @@ static void bad_row(const Iolake__Meta__OsdInfo *o, const Iolake__Osd__BadShard 
 static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 {
 	size_t seen = 0;
-	struct rpc_channel *ch = rpc_channel_open(&loop, o->addr, NULL);
+	struct rpc_channel *ch = osd_open(o->addr);
 	Iolake__Osd__StatusResponse *st = NULL;
 	int rc = RPC_INVALID_ARGUMENT;
 	if (ch) {
@@ -1020,7 +1046,7 @@ static int cmd_pg_check(void)
 				continue;
 			up_mask |= 1u << slot;
 			if (!ch[oi])
-				ch[oi] = rpc_channel_open(&loop, m->osds[oi]->addr, NULL);
+				ch[oi] = osd_open(m->osds[oi]->addr);
 			Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
 			uint8_t after_oid[STORE_OID_MAX];
 			bool have_after = false;
@@ -1342,6 +1368,58 @@ static int cmd_member(bool add, const char *arg)
 	return 0;
 }
 
+/* ------------------------------------------------------------ api */
+
+/* `api METHOD PATH [BODY]` against a local aio's admin API, signed with
+ * the root key (IOLAKE_ROOT_ACCESS_KEY / _SECRET_KEY, else
+ * AIO_DIR/root-credentials, as aio takes them). Prints the answer's body;
+ * exit 0 on 2xx, 1 otherwise. */
+static int cmd_api(const char *dir, const struct admin_aio_info *aio, int n, char **a)
+{
+	if (n < 3 || n > 4) {
+		fprintf(stderr, "iolake-admin: api METHOD PATH [BODY]\n");
+		return 2;
+	}
+	if (!aio->admin_api[0]) {
+		fprintf(stderr, "iolake-admin: error: %s/aio.json names no admin API\n", dir);
+		return 1;
+	}
+	struct rootkey_creds c;
+	char err[4800], path[4200];
+	int rc = rootkey_from_env(&c, err, sizeof(err));
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "%s/root-credentials", dir);
+		rc = rootkey_from_file(path, &c, err, sizeof(err));
+		if (rc == 0)
+			snprintf(err, sizeof(err), "no root credentials: %s does not exist and "
+				 "IOLAKE_ROOT_ACCESS_KEY is not set", path);
+	}
+	if (rc <= 0) {
+		fprintf(stderr, "iolake-admin: error: %s\n", err);
+		return 2;
+	}
+	struct admin_http_req r = { .url = aio->admin_api, .method = a[1], .path = a[2],
+				    .body = n == 4 ? a[3] : NULL, .access_key = c.access_key,
+				    .secret_key = c.secret_key,
+				    .region = aio->region[0] ? aio->region : NULL };
+	int status;
+	char *body;
+	size_t len;
+	if (admin_http_call(&r, &status, &body, &len, err, sizeof(err))) {
+		fprintf(stderr, "iolake-admin: error: %s\n", err);
+		return 1;
+	}
+	fwrite(body, 1, len, stdout);
+	if (len && body[len - 1] != '\n')
+		putchar('\n');
+	free(body);
+	if (status < 200 || status > 299) {
+		fprintf(stderr, "iolake-admin: error: HTTP %d\n", status);
+		return 1;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 static const char synopsis[] =
@@ -1370,15 +1448,21 @@ static const char synopsis[] =
 	"                            or the ones given: a deployment's known keys)\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
-	"  member add ID@HOST:PORT | member rm ID\n";
+	"  member add ID@HOST:PORT | member rm ID\n"
+	"  api METHOD PATH [BODY]    one call to the admin HTTP API (with --data-dir:\n"
+	"                            the URL from aio.json, signed with the root key);\n"
+	"                            PATH \"cluster\" is /api/v1/cluster\n";
 
 int main(int argc, char **argv)
 {
 	struct flag_list members = { 0 };
 	uint64_t timeout_ms = 10000;
+	const char *aio_dir = NULL;
 	const struct flag_spec specs[] = {
-		{ .name = "meta", .type = FLAG_LIST, .dst = &members, .required = true,
+		{ .name = "meta", .type = FLAG_LIST, .dst = &members,
 		  .metavar = "ADDR,...", .help = "meta members (any of them)" },
+		{ .name = "data-dir", .type = FLAG_STRING, .dst = &aio_dir, .metavar = "AIO_DIR",
+		  .help = "a local iolake-aio's data dir: its meta, from AIO_DIR/aio.json" },
 		{ .name = "json", .type = FLAG_BOOL, .dst = &json, .help = "JSON output" },
 		{ .name = "timeout", .type = FLAG_DURATION, .dst = &timeout_ms, .min = 100,
 		  .max = 3600000, .help = "give up on a command after this long" },
@@ -1401,11 +1485,34 @@ int main(int argc, char **argv)
 		flags_usage(stderr, argv[0], synopsis, specs);
 		return 2;
 	}
+	if (!members.n == !aio_dir) {
+		fprintf(stderr, "%s: give --meta ADDR,... or --data-dir AIO_DIR (one of them)\n",
+			argv[0]);
+		return 2;
+	}
+	struct admin_aio_info aio;
+	const char *aio_meta[1] = { aio.meta_admin };
+	if (aio_dir) {
+		char why[8192];
+		if (admin_aio_find(aio_dir, &aio, why, sizeof(why))) {
+			fprintf(stderr, "iolake-admin: error: %s\n", why);
+			return 2;
+		}
+	}
+	if (!strcmp(a[0], "api")) {
+		if (!aio_dir) {
+			fprintf(stderr, "%s: api needs --data-dir AIO_DIR\n", argv[0]);
+			return 2;
+		}
+		rc = cmd_api(aio_dir, &aio, nargs, a);
+		flags_free(specs);
+		return rc;
+	}
 	log_set_level(LOG_LEVEL_ERROR);
 	uv_loop_init(&loop);
 	struct meta_client_opts o = {
-		.members = members.items,
-		.n_members = members.n,
+		.members = aio_dir ? aio_meta : (const char *const *)members.items,
+		.n_members = aio_dir ? 1 : members.n,
 		.attempt_timeout_ms = 2000,
 		.retry_for_ms = (uint32_t)timeout_ms,
 	};

@@ -576,6 +576,29 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		rc = -ENOMEM;
 		goto err_free;
 	}
+	if (opts->admin_listen) {
+		/* A second server with the same handlers: one rpc_server holds
+		 * one TCP listener, and this address must stay out of Raft's
+		 * configuration (node_service_register registers on n->srv).
+		 * First, so that when its port is taken nothing else is bound
+		 * yet (no local name, no port) and a caller may start again
+		 * with another address at once. */
+		struct rpc_server *main_srv = n->srv;
+		n->admin_srv = rpc_server_new(loop, NULL);
+		rc = n->admin_srv ? 0 : -ENOMEM;
+		if (!rc) {
+			n->srv = n->admin_srv;
+			rc = node_service_register(n);
+			n->srv = main_srv;
+		}
+		if (!rc)
+			rc = rpc_server_listen(n->admin_srv, opts->admin_listen);
+		if (rc) {
+			LOG_ERROR("cannot listen", "admin_addr=%s err=%s", opts->admin_listen,
+				  iol_strerror(rc));
+			goto err_srv;
+		}
+	}
 	rc = node_service_register(n);
 	if (!rc)
 		rc = rpc_server_listen(n->srv, opts->listen);
@@ -638,6 +661,8 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	return 0;
 
 err_srv:
+	if (n->admin_srv)
+		rpc_server_close(n->admin_srv);
 	rpc_server_close(n->srv);
 err_free:
 	node_free(n);
@@ -658,6 +683,8 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 		uv_close((uv_handle_t *)&n->kick, on_handle_closed);
 	}
 	rpc_server_close(n->srv);
+	if (n->admin_srv)
+		rpc_server_close(n->admin_srv);
 	node_wake_watches(n, true);
 	node_cancel_changes(n);
 	/* Groups closing already (deleted, or failed to start) and those
@@ -677,6 +704,11 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 		raft_mux_close(n->mux, on_mux_closed, n);
 	}
 	maybe_done(n);
+}
+
+int meta_node_admin_port(const struct meta_node *n)
+{
+	return n->admin_srv ? rpc_server_port(n->admin_srv) : 0;
 }
 
 void meta_node_info(struct meta_node *n, struct meta_node_info *out)

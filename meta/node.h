@@ -98,6 +98,10 @@ struct meta_node_opts {
 	const char *data_dir;            /* must exist */
 	const char *listen;              /* RPC "host:port" (the Raft port is +1) */
 	const char *local_name;          /* also serve "local:NAME"; NULL: no */
+	const char *admin_listen;        /* also serve the same RPC service on this
+	                                  * "host:port" (port 0: any free one), an
+	                                  * address that is not the member's name in
+	                                  * Raft (aio's fixed admin address); NULL: no */
 	const struct meta_peer *peers;   /* initial voters (bootstrap), this one included */
 	size_t n_peers;
 	bool join;                       /* never bootstrap: an empty member waits for a
@@ -155,6 +159,9 @@ struct meta_node_info {
 void meta_node_info(struct meta_node *n, struct meta_node_info *out);
 /* Group `group`'s view (0: the root). 0, or -ENOENT when not hosted. */
 int meta_node_group_info(struct meta_node *n, uint64_t group, struct meta_node_info *out);
+
+/* The TCP port opts.admin_listen bound (useful with port 0), or 0. */
+int meta_node_admin_port(const struct meta_node *n);
 
 /* The root's state machine, for reads and digests on the loop thread. */
 struct meta_state *meta_node_state(struct meta_node *n);

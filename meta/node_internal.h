@@ -250,6 +250,7 @@ struct meta_node {
 	struct meta_state_cache *cache;   /* one block cache for every group's state */
 
 	struct rpc_server *srv;
+	struct rpc_server *admin_srv;  /* opts.admin_listen's; NULL: none */
 	uv_timer_t tick;               /* leadership poll, OSD sweep, watch expiry */
 	uv_timer_t kick;               /* deferred flush / reads / map refresh / groups */
 	bool kick_armed;

@@ -1,0 +1,294 @@
+/*
+ * admin_api_osds.c — the OSD and PG resources:
+ *   GET  /api/v1/osds             the map's OSDs (host, up/down, in/out,
+ *                                 held out by an operator) with each OSD's
+ *                                 space from its own Status (asked at once,
+ *                                 ADMIN_OSD_TIMEOUT_MS each; an OSD that
+ *                                 does not answer has "space": null)
+ *   POST /api/v1/osds/{id}/out    out and held out (SetOsdState admin_out),
+ *   POST /api/v1/osds/{id}/in     as `iolake-admin osd out|in ID`
+ *   GET  /api/v1/pgs              PG counts by state, recovery progress,
+ *                                 rate and ETA (meta's PgStats), and each PG
+ * Everything through meta's RPCs and the OSDs' Status; nothing decided here.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/admin_api_int.h"
+#include "proto/osd.pb-c.h"
+
+#define SLOT_NONE 0xFFFFFFFFu   /* an empty PG slot (meta/place.h) */
+
+/* ------------------------------------------------------------ GET osds */
+
+struct osds_state {
+	Iolake__Meta__GetMapResponse *map;
+	Iolake__Osd__StatusResponse **st;   /* per OSD of the map; NULL: no answer */
+	int *rpc_status;
+	size_t n, left;
+};
+
+static void osds_free(void *p)
+{
+	struct osds_state *s = p;
+	for (size_t i = 0; s->st && i < s->n; i++)
+		if (s->st[i])
+			admin_msg_free(&s->st[i]->base);
+	free(s->st);
+	free(s->rpc_status);
+	if (s->map)
+		admin_msg_free(&s->map->base);
+	free(s);
+}
+
+static const char *osd_state(const Iolake__Meta__OsdInfo *o)
+{
+	if (o->up)
+		return o->in ? "up+in" : "up+out";
+	return o->in ? "down+in" : "down+out";
+}
+
+static void osds_reply(struct admin_call *c, struct osds_state *s)
+{
+	const Iolake__Meta__ClusterMap *m = s->map->map;
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "epoch", m->epoch);
+	uint64_t used = 0, total = 0;
+	size_t up = 0, in = 0;
+	jsonw_key(&w, "osds");
+	jsonw_arr_begin(&w);
+	for (size_t i = 0; i < s->n; i++) {
+		const Iolake__Meta__OsdInfo *o = m->osds[i];
+		const Iolake__Osd__StatusResponse *st = s->st[i];
+		up += o->up;
+		in += o->in;
+		jsonw_obj_begin(&w);
+		jsonw_ku64(&w, "id", o->id);
+		jsonw_kstr(&w, "addr", o->addr);
+		jsonw_kstr(&w, "host", o->host);
+		jsonw_kstr(&w, "state", osd_state(o));
+		jsonw_kbool(&w, "up", o->up);
+		jsonw_kbool(&w, "in", o->in);
+		jsonw_kbool(&w, "admin_out", o->admin_out);
+		jsonw_ku64(&w, "weight", o->weight);
+		jsonw_ku64(&w, "capacity_bytes", o->capacity_bytes);
+		jsonw_key(&w, "space");
+		if (st) {
+			jsonw_obj_begin(&w);
+			jsonw_ku64(&w, "total_bytes", st->total_bytes);
+			jsonw_ku64(&w, "used_bytes", st->used_bytes);
+			jsonw_ku64(&w, "reserved_bytes", st->reserved_bytes);
+			jsonw_ku64(&w, "free_bytes", st->free_bytes);
+			jsonw_ku64(&w, "inline_bytes", st->inline_bytes);
+			jsonw_obj_end(&w);
+			used += st->used_bytes;
+			total += st->total_bytes;
+		} else {
+			jsonw_null(&w);
+			jsonw_kstr(&w, "space_error", rpc_status_name(s->rpc_status[i]));
+		}
+		jsonw_obj_end(&w);
+	}
+	jsonw_arr_end(&w);
+	jsonw_key(&w, "summary");
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "total", s->n);
+	jsonw_ku64(&w, "up", up);
+	jsonw_ku64(&w, "in", in);
+	jsonw_ku64(&w, "used_bytes", used);
+	jsonw_ku64(&w, "total_bytes", total);
+	jsonw_obj_end(&w);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+static void osd_done(struct admin_call *c)
+{
+	struct osds_state *s = admin_call_state(c);
+	if (--s->left == 0)
+		osds_reply(c, s);
+}
+
+static void on_osd_status(struct admin_call *c, void *ud, int rpc_status,
+			  const ProtobufCMessage *resp)
+{
+	struct osds_state *s = admin_call_state(c);
+	size_t i = (size_t)(uintptr_t)ud;
+	s->rpc_status[i] = rpc_status;
+	if (rpc_status == RPC_OK)
+		s->st[i] = (Iolake__Osd__StatusResponse *)admin_msg_copy(resp);
+	osd_done(c);
+}
+
+static void on_osds_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
+	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->map) {
+		admin_reply_error(c, 503, "ServiceUnavailable", "no cluster map yet");
+		return;
+	}
+	struct osds_state *s = calloc(1, sizeof(*s));
+	if (s) {
+		s->map = (Iolake__Meta__GetMapResponse *)admin_msg_copy(resp);
+		s->n = s->map ? s->map->map->n_osds : 0;
+		s->st = calloc(s->n ? s->n : 1, sizeof(*s->st));
+		s->rpc_status = calloc(s->n ? s->n : 1, sizeof(*s->rpc_status));
+	}
+	if (!s || !s->map || !s->st || !s->rpc_status) {
+		if (s)
+			osds_free(s);
+		admin_reply_error(c, 500, "InternalError", "out of memory");
+		return;
+	}
+	admin_call_set_state(c, s, osds_free);
+	s->left = 1 + s->n;
+	for (size_t i = 0; i < s->n; i++)
+		admin_osd_status(c, s->map->map->osds[i]->addr, on_osd_status, (void *)(uintptr_t)i);
+	osd_done(c);
+}
+
+void admin_h_osds(struct admin_call *c)
+{
+	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	int rc = admin_meta_call(c, META_M_GET_MAP, &req.base, on_osds_map, NULL);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+/* ------------------------------------------------------------ out / in */
+
+static void on_set_state(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
+{
+	const struct admin_route *r = admin_call_route(c);
+	bool out = r->id == ADMIN_R_OSD_OUT;
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		admin_reply_status(c, res->status, out ? "osd out" : "osd in");
+		return;
+	}
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "osd", r->osd_id);
+	jsonw_kbool(&w, "in", !out);
+	jsonw_kbool(&w, "admin_out", out);
+	jsonw_ku64(&w, "epoch", res->epoch);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+void admin_h_osd_out_in(struct admin_call *c)
+{
+	const struct admin_route *r = admin_call_route(c);
+	bool out = r->id == ADMIN_R_OSD_OUT;
+	/* As iolake-admin's osd out|in: out sets the operator's hold and
+	 * takes it out; in clears the hold and takes it in. */
+	Iolake__Meta__SetOsdState ss = IOLAKE__META__SET_OSD_STATE__INIT;
+	ss.id = r->osd_id;
+	ss.set_admin_out = true;
+	ss.admin_out = out;
+	ss.set_in = true;
+	ss.in = !out;
+	ss.time_ms = admin_wall_ms();
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
+	op.set_osd_state = &ss;
+	int rc = admin_meta_submit(c, &op, on_set_state);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+/* ------------------------------------------------------------ GET pgs */
+
+static void on_pgstats(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	const Iolake__Meta__PgStatsResponse *ps = (const void *)resp;
+	if (ps->status != IOLAKE__META__STATUS__STATUS_OK) {
+		admin_reply_error(c, 503, "ServiceUnavailable", "no cluster map yet");
+		return;
+	}
+	/* Progress of the rebuild under way: what the primaries' reports say
+	 * is done against what is done plus what is left. */
+	uint64_t done = 0, left = 0, sdone = 0;
+	for (size_t i = 0; i < ps->n_pgs; i++) {
+		const Iolake__Meta__PgReport *r = ps->pgs[i]->report;
+		if (r && ps->pgs[i]->report_valid) {
+			done += r->bytes_done;
+			sdone += r->stripes_done;
+			left += r->bytes_missing;
+		}
+	}
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "epoch", ps->epoch);
+	jsonw_ku64(&w, "total", ps->n_pgs);
+	jsonw_key(&w, "states");
+	jsonw_obj_begin(&w);
+	for (size_t i = 0; i < ps->n_counts; i++)
+		jsonw_ku64(&w, ps->counts[i]->state, ps->counts[i]->pgs);
+	jsonw_obj_end(&w);
+	jsonw_key(&w, "recovery");
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "stripes_missing", ps->stripes_missing);
+	jsonw_ku64(&w, "bytes_missing", ps->bytes_missing);
+	jsonw_ku64(&w, "stripes_done", sdone);
+	jsonw_ku64(&w, "bytes_done", done);
+	/* per mille, so JSON stays integers: 1000 when nothing is left */
+	jsonw_ku64(&w, "progress_permille", done + left ? done * 1000 / (done + left) : 1000);
+	jsonw_ku64(&w, "rate_bytes_per_s", ps->rate_bytes_per_s);
+	jsonw_ku64(&w, "eta_s", ps->eta_s);
+	jsonw_ku64(&w, "unfound", ps->unfound);
+	jsonw_obj_end(&w);
+	jsonw_key(&w, "pgs");
+	jsonw_arr_begin(&w);
+	for (size_t i = 0; i < ps->n_pgs; i++) {
+		const Iolake__Meta__PgStat *p = ps->pgs[i];
+		jsonw_obj_begin(&w);
+		jsonw_ku64(&w, "pg", p->pg);
+		jsonw_kstr(&w, "state", p->state);
+		jsonw_key(&w, "osds");
+		jsonw_arr_begin(&w);
+		for (size_t j = 0; j < p->n_osds; j++)
+			jsonw_i64(&w, p->osds[j] == SLOT_NONE ? -1 : (int64_t)p->osds[j]);
+		jsonw_arr_end(&w);
+		jsonw_key(&w, "up");
+		jsonw_arr_begin(&w);
+		for (size_t j = 0; j < p->n_osds; j++)
+			jsonw_bool(&w, j < 32 && (p->up_mask & (1u << j)));
+		jsonw_arr_end(&w);
+		jsonw_ki64(&w, "primary", p->primary == SLOT_NONE ? -1 : (int64_t)p->primary);
+		const Iolake__Meta__PgReport *r = p->report;
+		jsonw_ku64(&w, "stripes_missing", r ? r->stripes_missing : 0);
+		jsonw_ku64(&w, "bytes_missing", r ? r->bytes_missing : 0);
+		jsonw_ku64(&w, "eta_s", p->eta_s);
+		jsonw_obj_end(&w);
+	}
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+void admin_h_pgs(struct admin_call *c)
+{
+	Iolake__Meta__PgStatsRequest req = IOLAKE__META__PG_STATS_REQUEST__INIT;
+	int rc = admin_meta_call(c, META_M_PG_STATS, &req.base, on_pgstats, NULL);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}

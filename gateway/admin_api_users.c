@@ -1,0 +1,246 @@
+/*
+ * admin_api_users.c — users and their keys:
+ *   GET    /api/v1/users          names, admin flag, access key ids (never
+ *                                 a secret)
+ *   POST   /api/v1/users          {"name", "admin"?, "access_key"?,
+ *                                 "secret_key"?}: PutUser then PutAccessKey
+ *                                 (as `iolake-admin user add`); 201 with the
+ *                                 key and secret, shown this once
+ *   DELETE /api/v1/users/{name}   DeleteUser (its keys go with it); a user
+ *                                 cannot delete itself (409)
+ * A given access key already in use is 409 before the user is made.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "gateway/admin_api_int.h"
+#include "common/err.h"
+#include "meta/rootkey.h"
+
+/* ------------------------------------------------------------ list */
+
+static void on_users(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	const Iolake__Meta__ListUsersResponse *r = (const void *)resp;
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_key(&w, "users");
+	jsonw_arr_begin(&w);
+	for (size_t i = 0; i < r->n_users; i++) {
+		const Iolake__Meta__User *u = r->users[i];
+		jsonw_obj_begin(&w);
+		jsonw_kstr(&w, "name", u->name);
+		jsonw_kstr(&w, "display_name", u->display_name);
+		jsonw_kbool(&w, "admin", u->admin);
+		jsonw_ku64(&w, "created_ms", u->created_ms);
+		jsonw_key(&w, "access_keys");
+		jsonw_arr_begin(&w);
+		for (size_t j = 0; j < u->n_access_keys; j++)
+			jsonw_str(&w, u->access_keys[j]);
+		jsonw_arr_end(&w);
+		jsonw_obj_end(&w);
+	}
+	jsonw_arr_end(&w);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+void admin_h_users(struct admin_call *c)
+{
+	Iolake__Meta__ListUsersRequest req = IOLAKE__META__LIST_USERS_REQUEST__INIT;
+	int rc = admin_meta_call(c, META_M_LIST_USERS, &req.base, on_users, NULL);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+/* ------------------------------------------------------------ create */
+
+struct create_state {
+	struct admin_user_create in;
+	char access_key[ADMIN_KEY_MAX + 1], secret_key[ADMIN_KEY_MAX + 1];
+	uint64_t created_ms;
+};
+
+static void random_text(char *out, size_t n, const char *alphabet)
+{
+	size_t k = strlen(alphabet);
+	uint8_t r[64];
+	while (getrandom(r, n, 0) != (ssize_t)n)
+		;
+	for (size_t i = 0; i < n; i++)
+		out[i] = alphabet[r[i] % k];   /* 32 and 64 symbols: no modulo bias */
+	out[n] = 0;
+}
+
+static void on_key_put(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
+{
+	struct create_state *s = admin_call_state(c);
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		/* The user exists without a key: say so, the operator may
+		 * delete it and try again. */
+		admin_reply_status(c, res->status, "user made, but its access key was refused");
+		return;
+	}
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_kstr(&w, "user", s->in.name);
+	jsonw_kbool(&w, "admin", s->in.admin);
+	jsonw_kstr(&w, "access_key", s->access_key);
+	jsonw_kstr(&w, "secret_key", s->secret_key);
+	jsonw_ku64(&w, "created_ms", s->created_ms);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 201, &w);
+}
+
+static void on_user_put(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
+{
+	struct create_state *s = admin_call_state(c);
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		admin_reply_status(c, res->status, "create user");
+		return;
+	}
+	Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
+	k.access_key_id = s->access_key;
+	k.secret_key = s->secret_key;
+	k.user = s->in.name;
+	k.created_ms = s->created_ms;
+	Iolake__Meta__PutAccessKey pk = IOLAKE__META__PUT_ACCESS_KEY__INIT;
+	pk.key = &k;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
+	op.put_access_key = &pk;
+	int rc = admin_meta_submit(c, &op, on_key_put);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+static void put_user(struct admin_call *c, struct create_state *s)
+{
+	Iolake__Meta__User u = IOLAKE__META__USER__INIT;
+	u.name = s->in.name;
+	u.display_name = s->in.name;
+	u.created_ms = s->created_ms;
+	u.admin = s->in.admin;
+	Iolake__Meta__PutUser pu = IOLAKE__META__PUT_USER__INIT;
+	pu.user = &u;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_USER;
+	op.put_user = &pu;
+	int rc = admin_meta_submit(c, &op, on_user_put);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+static void on_key_taken(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	struct create_state *s = admin_call_state(c);
+	const Iolake__Meta__GetAccessKeyResponse *r = (const void *)resp;
+	if (err && err != IOL_ENOT_FOUND) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (!err && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key) {
+		admin_reply_error(c, 409, "AlreadyExists", "the access key is already in use");
+		return;
+	}
+	put_user(c, s);
+}
+
+void admin_h_user_create(struct admin_call *c)
+{
+	struct create_state *s = calloc(1, sizeof(*s));
+	if (!s) {
+		admin_reply_error(c, 500, "InternalError", "out of memory");
+		return;
+	}
+	admin_call_set_state(c, s, NULL);
+	size_t len;
+	const char *body = admin_call_body(c, &len);
+	const char *why = "";
+	int rc = admin_parse_user_create(body, len, &s->in, &why);
+	if (rc) {
+		admin_reply_error(c, 400, rc == -EBADMSG ? "MalformedJSON" : "InvalidRequest", why);
+		return;
+	}
+	if (s->in.has_key && rootkey_check(s->in.access_key, s->in.secret_key, &why)) {
+		admin_reply_error(c, 400, "InvalidRequest", why);
+		return;
+	}
+	s->created_ms = admin_wall_ms();
+	if (s->in.has_key) {
+		snprintf(s->access_key, sizeof(s->access_key), "%s", s->in.access_key);
+		snprintf(s->secret_key, sizeof(s->secret_key), "%s", s->in.secret_key);
+		/* A key id in use stays its owner's: refuse before the user is
+		 * made (meta would refuse the key alone, leaving a keyless user). */
+		Iolake__Meta__GetAccessKeyRequest q = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
+		q.access_key_id = s->access_key;
+		rc = admin_meta_call(c, META_M_GET_ACCESS_KEY, &q.base, on_key_taken, NULL);
+		if (rc)
+			admin_reply_meta_error(c, rc);
+		return;
+	}
+	/* AWS-shaped, as iolake-admin's: "IOL" + 17 of base32, 40 of base64. */
+	memcpy(s->access_key, "IOL", 3);
+	random_text(s->access_key + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+	random_text(s->secret_key, 40,
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	put_user(c, s);
+}
+
+/* ------------------------------------------------------------ delete */
+
+static void on_deleted(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
+{
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		admin_reply_status(c, res->status, "delete user");
+		return;
+	}
+	/* Its keys must stop working here at once, not when cached entries
+	 * expire (the S3 front end follows meta's creds_epoch itself). */
+	admin_api_forget_creds(c);
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_kstr(&w, "deleted", admin_call_route(c)->name);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+void admin_h_user_delete(struct admin_call *c)
+{
+	const char *name = admin_call_route(c)->name;
+	if (!strcmp(name, admin_call_user(c))) {
+		admin_reply_error(c, 409, "Conflict", "a user cannot delete itself through the "
+				  "admin API (use another admin, or iolake-admin user rm)");
+		return;
+	}
+	Iolake__Meta__DeleteUser du = IOLAKE__META__DELETE_USER__INIT;
+	du.name = (char *)name;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_DELETE_USER;
+	op.delete_user = &du;
+	int rc = admin_meta_submit(c, &op, on_deleted);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}

@@ -1,0 +1,117 @@
+/*
+ * admin_req.h — the admin HTTP API's request parsing, bytes in, results
+ * out: the route of a method and path, the JSON bodies of login and user
+ * creation (through common/json), session tokens (made and checked with
+ * an HMAC key the caller holds) and where a request carries one (an
+ * Authorization: Bearer header or the iolake_session cookie).
+ *
+ * Pure: no I/O, no clock (the caller passes the time), no globals; so
+ * tests/fuzz/fuzz_admin_req.c drives all of it. What a route does is
+ * gateway/admin_api*.c's; how a user or key is stored is meta's.
+ */
+#ifndef GATEWAY_ADMIN_REQ_H
+#define GATEWAY_ADMIN_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sigv4.h"
+
+#define ADMIN_BODY_MAX (16 * 1024)    /* request bodies: beyond, 413 */
+#define ADMIN_NAME_MAX 128            /* user names (meta's bound) */
+#define ADMIN_KEY_MAX 128             /* access key ids and secrets */
+#define ADMIN_TOKEN_MAX 400           /* a session token, NUL excluded */
+#define ADMIN_COOKIE "iolake_session"
+
+enum admin_route_id {
+	ADMIN_R_ROOT,          /* GET /            -> redirect to the console */
+	ADMIN_R_CONSOLE,       /* GET /console/... (static files, no auth) */
+	ADMIN_R_LOGIN,         /* POST /api/v1/login */
+	ADMIN_R_LOGOUT,        /* POST /api/v1/logout */
+	ADMIN_R_CLUSTER,       /* GET /api/v1/cluster */
+	ADMIN_R_OSDS,          /* GET /api/v1/osds */
+	ADMIN_R_OSD_OUT,       /* POST /api/v1/osds/{id}/out */
+	ADMIN_R_OSD_IN,        /* POST /api/v1/osds/{id}/in */
+	ADMIN_R_PGS,           /* GET /api/v1/pgs */
+	ADMIN_R_BUCKETS,       /* GET /api/v1/buckets */
+	ADMIN_R_USERS,         /* GET /api/v1/users */
+	ADMIN_R_USER_CREATE,   /* POST /api/v1/users */
+	ADMIN_R_USER_DELETE,   /* DELETE /api/v1/users/{name} */
+	ADMIN_R__COUNT
+};
+
+struct admin_route {
+	enum admin_route_id id;
+	uint32_t osd_id;                  /* ADMIN_R_OSD_OUT / _IN */
+	char name[ADMIN_NAME_MAX + 1];    /* ADMIN_R_USER_DELETE, percent-decoded */
+	const char *file;                 /* ADMIN_R_CONSOLE: path after /console/ (a span
+	                                   * into the input, file_len bytes) */
+	size_t file_len;
+};
+
+/* Route method (e.g. "GET"; HEAD routes as GET) and path (before '?').
+ * 0 and *r; -ENOENT no such resource (404); -EOPNOTSUPP the resource
+ * exists but not with this method (405); -EINVAL a malformed id or name
+ * (400). A trailing '/' after a resource is accepted. */
+int admin_route_parse(const char *method, const char *path, size_t path_len,
+		      struct admin_route *r);
+
+/* The methods a resource takes ("GET", "POST", "DELETE" joined by ", "),
+ * for the Allow header of a 405; "" when the path is unknown. */
+const char *admin_route_allow(const char *path, size_t path_len);
+
+/* User names the API creates: 1..64 of A-Z a-z 0-9 and + = , . @ _ -
+ * (IAM's set). */
+bool admin_user_name_ok(const char *s, size_t len);
+
+/* POST /api/v1/login: {"access_key": "...", "secret_key": "..."}. */
+struct admin_login {
+	char access_key[ADMIN_KEY_MAX + 1];
+	char secret_key[ADMIN_KEY_MAX + 1];
+};
+
+/* POST /api/v1/users: {"name": "...", "admin": false, "access_key": "...",
+ * "secret_key": "..."}; admin and the key pair are optional (the pair both
+ * or neither: given, a deployment's known key; absent, generated). */
+struct admin_user_create {
+	char name[ADMIN_NAME_MAX + 1];
+	bool admin;
+	bool has_key;
+	char access_key[ADMIN_KEY_MAX + 1];
+	char secret_key[ADMIN_KEY_MAX + 1];
+};
+
+/* Parse a body. 0 and *out; -EBADMSG not JSON (why: the parser's reason);
+ * -EINVAL JSON of the wrong shape (an unknown member, a wrong type, a
+ * missing or bad value: why says which); -E2BIG over ADMIN_BODY_MAX. why
+ * is static text. Unknown members are refused, so a typo is not ignored. */
+int admin_parse_login(const char *body, size_t len, struct admin_login *out, const char **why);
+int admin_parse_user_create(const char *body, size_t len, struct admin_user_create *out,
+			    const char **why);
+
+/* A session token for access_key (3..128 of A-Z a-z 0-9, rootkey's set)
+ * valid until expires_s (Unix seconds):
+ *   "v1." <expires_s> "." <hex of the access key> "." <64 hex: HMAC-SHA256>
+ * with the HMAC under key over everything before the last '.'. Returns the
+ * length, or -EINVAL (bad access key). */
+int admin_token_make(const uint8_t key[32], const char *access_key, uint64_t expires_s,
+		     char out[ADMIN_TOKEN_MAX + 1]);
+
+/* Check a token: 0 and the access key it names; -EINVAL malformed or a
+ * wrong MAC (compared in constant time); -ETIMEDOUT expired (now_s >=
+ * expires). */
+int admin_token_check(const uint8_t key[32], const char *tok, size_t len, uint64_t now_s,
+		      char access_key[ADMIN_KEY_MAX + 1]);
+
+/* Where a request carries a session token: "Authorization: Bearer T"
+ * (*from_cookie false), else a Cookie header's iolake_session=T (true).
+ * 0 and the span; -ENOENT none. Other Authorization schemes are not
+ * tokens (-ENOENT, unless a cookie holds one). */
+int admin_find_token(const struct sigv4_header *h, size_t n, const char **tok, size_t *len,
+		     bool *from_cookie);
+
+/* The value of header name (case-insensitive), or NULL; *len set. */
+const char *admin_header(const struct sigv4_header *h, size_t n, const char *name, size_t *len);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * test_admin_req.c — the admin API's request parsing: routes (ids, names,
+ * methods, 404/405/400), the Allow list, login and user-create bodies
+ * (shapes refused with a reason), session tokens (round trip, expiry, a
+ * changed byte, another key) and where a token is carried.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/admin_req.h"
+
+static int route(const char *m, const char *p, struct admin_route *r)
+{
+	return admin_route_parse(m, p, strlen(p), r);
+}
+
+START_TEST(test_routes)
+{
+	struct admin_route r;
+	ck_assert_int_eq(route("GET", "/api/v1/cluster", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_CLUSTER);
+	ck_assert_int_eq(route("HEAD", "/api/v1/cluster/", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_CLUSTER);
+	ck_assert_int_eq(route("GET", "/api/v1/osds", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_OSDS);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/12/out", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_OSD_OUT);
+	ck_assert_uint_eq(r.osd_id, 12);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/0/in", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_OSD_IN);
+	ck_assert_uint_eq(r.osd_id, 0);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/4294967295/out", &r), -EINVAL);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/12a/out", &r), -EINVAL);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/12345678901/out", &r), -EINVAL);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/1/sideways", &r), -ENOENT);
+	ck_assert_int_eq(route("GET", "/api/v1/pgs", &r), 0);
+	ck_assert_int_eq(route("GET", "/api/v1/buckets", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_BUCKETS);
+	ck_assert_int_eq(route("GET", "/api/v1/users", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_USERS);
+	ck_assert_int_eq(route("POST", "/api/v1/users", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_USER_CREATE);
+	ck_assert_int_eq(route("DELETE", "/api/v1/users/al%20ice", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_USER_DELETE);
+	ck_assert_str_eq(r.name, "al ice");
+	ck_assert_int_eq(route("DELETE", "/api/v1/users/a%2Fb", &r), -EINVAL);   /* '/' */
+	ck_assert_int_eq(route("DELETE", "/api/v1/users/a%0a", &r), -EINVAL);    /* control */
+	ck_assert_int_eq(route("DELETE", "/api/v1/users/a%4", &r), -EINVAL);     /* bad escape */
+	ck_assert_int_eq(route("POST", "/api/v1/login", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_LOGIN);
+	ck_assert_int_eq(route("GET", "/api/v1/login", &r), -EOPNOTSUPP);
+	ck_assert_int_eq(route("DELETE", "/api/v1/cluster", &r), -EOPNOTSUPP);
+	ck_assert_int_eq(route("PUT", "/api/v1/users", &r), -EOPNOTSUPP);
+	ck_assert_int_eq(route("GET", "/api/v2/cluster", &r), -ENOENT);
+	ck_assert_int_eq(route("GET", "/api/v1//cluster", &r), -ENOENT);
+	ck_assert_int_eq(route("GET", "/api/v1", &r), -ENOENT);
+	ck_assert_int_eq(route("GET", "/api/v1/nothing", &r), -ENOENT);
+	ck_assert_int_eq(route("GET", "/console/", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_CONSOLE);
+	ck_assert_uint_eq(r.file_len, 0);
+	ck_assert_int_eq(route("GET", "/console/app.js", &r), 0);
+	ck_assert_uint_eq(r.file_len, 6);
+	ck_assert_int_eq(route("GET", "/", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_ROOT);
+	ck_assert_str_eq(admin_route_allow("/api/v1/users", 13), "GET, POST");
+	ck_assert_str_eq(admin_route_allow("/api/v1/users/x", 15), "DELETE");
+	ck_assert_str_eq(admin_route_allow("/api/v1/osds/3/out", 18), "POST");
+	ck_assert_str_eq(admin_route_allow("/nope", 5), "");
+}
+END_TEST
+
+static int login(const char *b, struct admin_login *l, const char **why)
+{
+	return admin_parse_login(b, strlen(b), l, why);
+}
+
+static int create(const char *b, struct admin_user_create *u, const char **why)
+{
+	return admin_parse_user_create(b, strlen(b), u, why);
+}
+
+START_TEST(test_bodies)
+{
+	struct admin_login l;
+	struct admin_user_create u;
+	const char *why = NULL;
+	ck_assert_int_eq(login("{\"access_key\":\"AK1\",\"secret_key\":\"s e\"}", &l, &why), 0);
+	ck_assert_str_eq(l.access_key, "AK1");
+	ck_assert_str_eq(l.secret_key, "s e");
+	ck_assert_int_eq(login("{\"access_key\":\"AK1\"}", &l, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "required"));
+	ck_assert_int_eq(login("{\"access_key\":\"AK1\",\"secret_key\":1}", &l, &why), -EINVAL);
+	ck_assert_int_eq(login("{\"access_key\":\"A\\u0000K\",\"secret_key\":\"x\"}", &l, &why),
+			 -EINVAL);
+	ck_assert_int_eq(login("{\"access_key\":\"AK1\"", &l, &why), -EBADMSG);
+	ck_assert_int_eq(login("{\"access_key\":\"a\",\"access_key\":\"b\"}", &l, &why), -EBADMSG);
+	ck_assert_int_eq(login("[]", &l, &why), -EINVAL);
+
+	ck_assert_int_eq(create("{\"name\":\"carol\"}", &u, &why), 0);
+	ck_assert_str_eq(u.name, "carol");
+	ck_assert(!u.admin && !u.has_key);
+	ck_assert_int_eq(create("{\"name\":\"a.b@c\",\"admin\":true,\"access_key\":\"K12\","
+				"\"secret_key\":\"sssssssssssssssss\"}", &u, &why), 0);
+	ck_assert(u.admin && u.has_key);
+	ck_assert_str_eq(u.access_key, "K12");
+	ck_assert_int_eq(create("{\"name\":\"carol\",\"admin\":\"yes\"}", &u, &why), -EINVAL);
+	ck_assert_int_eq(create("{\"name\":\"car/ol\"}", &u, &why), -EINVAL);
+	ck_assert_int_eq(create("{\"name\":\"\"}", &u, &why), -EINVAL);
+	ck_assert_int_eq(create("{\"admin\":true}", &u, &why), -EINVAL);
+	ck_assert_int_eq(create("{\"name\":\"c\",\"access_key\":\"K12\"}", &u, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "both"));
+	ck_assert_int_eq(create("{\"name\":\"c\",\"nmae\":\"x\"}", &u, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "unknown"));
+	char big[ADMIN_BODY_MAX + 32];
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "{}", 2);
+	ck_assert_int_eq(admin_parse_user_create(big, sizeof(big), &u, &why), -E2BIG);
+	ck_assert(admin_user_name_ok("Ab0+=,.@_-", 10));
+	ck_assert(!admin_user_name_ok("a b", 3));
+	ck_assert(!admin_user_name_ok("", 0));
+	char n65[65];
+	memset(n65, 'a', 65);
+	ck_assert(!admin_user_name_ok(n65, 65));
+	ck_assert(admin_user_name_ok(n65, 64));
+}
+END_TEST
+
+START_TEST(test_tokens)
+{
+	uint8_t k1[32] = { 1 }, k2[32] = { 2 };
+	char t[ADMIN_TOKEN_MAX + 1], ak[ADMIN_KEY_MAX + 1];
+	int n = admin_token_make(k1, "AKIAEXAMPLE1", 1000, t);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq((int)strlen(t), n);
+	ck_assert_int_eq(strncmp(t, "v1.1000.", 8), 0);
+	ck_assert_int_eq(admin_token_check(k1, t, (size_t)n, 999, ak), 0);
+	ck_assert_str_eq(ak, "AKIAEXAMPLE1");
+	ck_assert_int_eq(admin_token_check(k1, t, (size_t)n, 1000, ak), -ETIMEDOUT);
+	ck_assert_int_eq(admin_token_check(k2, t, (size_t)n, 0, ak), -EINVAL);
+	for (int i = 0; i < n; i++) {
+		char c[ADMIN_TOKEN_MAX + 1];
+		memcpy(c, t, (size_t)n + 1);
+		c[i] = c[i] == '1' ? '2' : '1';
+		ck_assert_int_ne(admin_token_check(k1, c, (size_t)n, 0, ak), 0);
+	}
+	/* a later expiry written in: the MAC no longer matches */
+	char forged[ADMIN_TOKEN_MAX + 1];
+	snprintf(forged, sizeof(forged), "v1.9999%s", t + 7);
+	ck_assert_int_eq(admin_token_check(k1, forged, strlen(forged), 0, ak), -EINVAL);
+	ck_assert_int_eq(admin_token_check(k1, t, (size_t)n - 1, 0, ak), -EINVAL);
+	ck_assert_int_eq(admin_token_make(k1, "A-B", 1, t), -EINVAL);
+	ck_assert_int_eq(admin_token_make(k1, "AB", 1, t), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_find_token)
+{
+	struct sigv4_header h[2] = {
+		{ "Authorization", 13, "Bearer abc ", 11 },
+		{ "Cookie", 6, "x=1; iolake_session=tok; y=2", 28 },
+	};
+	const char *tok;
+	size_t len;
+	bool cookie;
+	ck_assert_int_eq(admin_find_token(h, 2, &tok, &len, &cookie), 0);
+	ck_assert(!cookie);
+	ck_assert_int_eq((int)len, 3);
+	ck_assert_int_eq(memcmp(tok, "abc", 3), 0);
+	ck_assert_int_eq(admin_find_token(h + 1, 1, &tok, &len, &cookie), 0);
+	ck_assert(cookie);
+	ck_assert_int_eq((int)len, 3);
+	ck_assert_int_eq(memcmp(tok, "tok", 3), 0);
+	struct sigv4_header s[1] = { { "authorization", 13, "AWS4-HMAC-SHA256 Cred", 21 } };
+	ck_assert_int_eq(admin_find_token(s, 1, &tok, &len, &cookie), -ENOENT);
+	struct sigv4_header c[1] = { { "cookie", 6, "iolake_session_x=1", 18 } };
+	ck_assert_int_eq(admin_find_token(c, 1, &tok, &len, &cookie), -ENOENT);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("admin_req");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_bodies);
+	tcase_add_test(tc, test_tokens);
+	tcase_add_test(tc, test_find_token);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
