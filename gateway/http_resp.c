@@ -17,8 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdlib.h>
+
 #include "common/loop.h"
 #include "gateway/http_int.h"
+#include "gateway/tls.h"
 
 /* ------------------------------------------------------------ utils */
 
@@ -81,6 +84,8 @@ static void on_written(uv_write_t *req, int status)
 	void *arg = w->arg;
 	bool last = w->last;
 	w->used = false;
+	free(w->ct);
+	w->ct = NULL;
 	if (cb && c->active)
 		cb(&c->stream, status, arg);
 	if (status < 0) {
@@ -92,6 +97,62 @@ static void on_written(uv_write_t *req, int status)
 			conn_maybe_finish(c);
 		else
 			conn_linger(c); /* the server's own error reply */
+	}
+}
+
+/* TLS: bufs -> one ciphertext buffer (with whatever else was queued, in
+ * order), owned by the slot until its write completes. */
+static int encrypt(struct conn *c, struct wslot *w, const uv_buf_t *bufs, unsigned n,
+		   uv_buf_t *out)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (bufs[i].len && tls_conn_write(c->tc, bufs[i].base, bufs[i].len)) {
+			c->srv->stats.tls_failures++;
+			conn_close(c, -EPROTO);
+			return -EPIPE;
+		}
+	size_t len = tls_conn_pending(c->tc);
+	w->ct = malloc(len ? len : 1);
+	if (!w->ct) {
+		conn_close(c, -ENOMEM);
+		return -ENOMEM;
+	}
+	len = tls_conn_take(c->tc, w->ct, len);
+	*out = uv_buf_init(w->ct, (unsigned)len);
+	return 0;
+}
+
+struct tls_out {
+	uv_write_t req;
+	struct conn *c;
+	char data[];
+};
+
+static void on_tls_out(uv_write_t *req, int status)
+{
+	struct tls_out *o = container_of(req, struct tls_out, req);
+	struct conn *c = o->c;
+	free(o);
+	if (status < 0 && c->phase == ACTIVE)
+		conn_close(c, -EPIPE);
+}
+
+void conn_tls_flush(struct conn *c)
+{
+	size_t len = c->tc ? tls_conn_pending(c->tc) : 0;
+	if (!len || c->phase == CLOSING)
+		return;
+	struct tls_out *o = malloc(sizeof(*o) + len);
+	if (!o) {
+		conn_close(c, -ENOMEM);
+		return;
+	}
+	o->c = c;
+	len = tls_conn_take(c->tc, o->data, len);
+	uv_buf_t b = uv_buf_init(o->data, (unsigned)len);
+	if (uv_write(&o->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_out)) {
+		free(o);
+		conn_close(c, -EPIPE);
 	}
 }
 
@@ -117,8 +178,21 @@ int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, vo
 	w->arg = arg;
 	w->bytes = bytes;
 	w->last = last;
+	uv_buf_t ctb;
+	if (c->tc) {
+		/* Encrypt now: the plaintext is the handler's until cb, and cb
+		 * still fires when the ciphertext was handed to the kernel, so
+		 * back-pressure and the slots mean what they mean in plain. */
+		int rc = encrypt(c, w, bufs, n, &ctb);
+		if (rc)
+			return rc;
+		bufs = &ctb;
+		n = 1;
+	}
 	int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_written);
 	if (rc) { /* the socket is gone: the exchange ends with on_finish */
+		free(w->ct);
+		w->ct = NULL;
 		conn_close(c, rc);
 		return rc;
 	}

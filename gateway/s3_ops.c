@@ -248,6 +248,7 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
+	s->http.metrics = o->reg; /* the HTTP layer's counters (limits, TLS) */
 	/* Every operation goes through the gate (s3_rq_gate: the one
 	 * authorization point), which runs its row's handler when allowed;
 	 * so anonymous requests may reach it too. */

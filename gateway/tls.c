@@ -1,0 +1,418 @@
+/*
+ * tls.c — TLS over memory BIOs for the gateway's HTTP server (model in
+ * tls.h). Owns the SSL_CTX (behind a mutex, swapped on reload) and, per
+ * connection, an SSL with two BIO_s_mem: rbio holds ciphertext fed from
+ * the socket until SSL_read consumes it, wbio collects what OpenSSL
+ * writes until the caller takes it for the socket.
+ *
+ * Invariants: memory stays bounded because the caller feeds only when
+ * tls_conn_drained() (everything fed was consumed into at most one
+ * partial record) and takes all output after each call that can make
+ * some. OpenSSL's per-thread error queue is cleared before every call, so
+ * one connection's failure never shows up as another's.
+ *
+ * Does not: touch sockets, timers or HTTP; verify clients (no mutual TLS
+ * yet); negotiate HTTP/2.
+ *
+ * Threads: a tls_conn is used on one thread (the server's loop); the
+ * context pointer is read under the mutex by tls_conn_new and replaced by
+ * tls_server_reload from any thread; the counters are atomics.
+ */
+#include "gateway/tls.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/metrics.h"
+
+#define SESSION_CACHE_SIZE 4096
+#define SESSION_TIMEOUT_S 7200
+#define TICKET_KEYS_LEN 80 /* name 16 + HMAC 32 + AES 32 (OpenSSL's layout) */
+
+static const unsigned char alpn_http11[] = "\x08http/1.1";
+
+struct tls_server {
+	pthread_mutex_t mu;
+	SSL_CTX *ctx;                   /* current; SSLs hold their own reference */
+	atomic_uint_fast64_t handshakes, failures, resumed, tls12, tls13, reloads,
+		reload_failures;
+};
+
+struct tls_conn {
+	struct tls_server *ts;
+	SSL *ssl;
+	BIO *rbio, *wbio;               /* owned by ssl */
+	bool started;                   /* bytes were fed */
+	bool done;                      /* handshake complete */
+	bool failed;                    /* counted as a failure */
+	bool want_input;                /* the last read consumed all input */
+	bool notified;                  /* close_notify queued */
+};
+
+/* ------------------------------------------------------------ context */
+
+static void set_err(char *err, size_t cap, const char *what, const char *file)
+{
+	unsigned long e = ERR_peek_last_error();
+	char reason[256] = "unknown error";
+	if (e)
+		ERR_error_string_n(e, reason, sizeof(reason));
+	if (err && cap)
+		snprintf(err, cap, "%s %s: %s", what, file, reason);
+	ERR_clear_error();
+}
+
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned int inlen, void *arg)
+{
+	(void)ssl;
+	(void)arg;
+	unsigned char *sel;
+	unsigned char sel_len;
+	if (SSL_select_next_proto(&sel, &sel_len, alpn_http11, sizeof(alpn_http11) - 1, in,
+				  inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK; /* no ALPN answer; still HTTP/1.1 */
+	*out = sel;
+	*outlen = sel_len;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static SSL_CTX *make_ctx(const char *cert, const char *key, char *err, size_t cap)
+{
+	ERR_clear_error();
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	if (!ctx) {
+		set_err(err, cap, "cannot create a TLS context for", cert);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+	if (SSL_CTX_get_security_level(ctx) < 2)
+		SSL_CTX_set_security_level(ctx, 2);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+					 SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+	static const unsigned char sid_ctx[] = "iolake-s3";
+	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+	SSL_CTX_sess_set_cache_size(ctx, SESSION_CACHE_SIZE);
+	SSL_CTX_set_timeout(ctx, SESSION_TIMEOUT_S);
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		set_err(err, cap, "cannot load the certificate", cert);
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		set_err(err, cap, "cannot load the private key", key);
+		goto fail;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		set_err(err, cap, "the key does not match the certificate:", key);
+		goto fail;
+	}
+	return ctx;
+fail:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+int tls_server_new(const char *cert_file, const char *key_file, struct tls_server **out,
+		   char *err, size_t err_len)
+{
+	struct tls_server *ts = calloc(1, sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	ts->ctx = make_ctx(cert_file, key_file, err, err_len);
+	if (!ts->ctx) {
+		free(ts);
+		return -EINVAL;
+	}
+	pthread_mutex_init(&ts->mu, NULL);
+	*out = ts;
+	return 0;
+}
+
+int tls_server_reload(struct tls_server *ts, const char *cert_file, const char *key_file,
+		      char *err, size_t err_len)
+{
+	SSL_CTX *ctx = make_ctx(cert_file, key_file, err, err_len);
+	if (!ctx) {
+		ts->reload_failures++;
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&ts->mu);
+	SSL_CTX *old = ts->ctx;
+	/* Tickets issued before the reload stay valid: resumption survives a
+	 * certificate rotation. */
+	unsigned char keys[TICKET_KEYS_LEN];
+	if (SSL_CTX_get_tlsext_ticket_keys(old, keys, sizeof(keys)) == 1)
+		SSL_CTX_set_tlsext_ticket_keys(ctx, keys, sizeof(keys));
+	ts->ctx = ctx;
+	pthread_mutex_unlock(&ts->mu);
+	SSL_CTX_free(old);
+	ts->reloads++;
+	return 0;
+}
+
+void tls_server_free(struct tls_server *ts)
+{
+	if (!ts)
+		return;
+	SSL_CTX_free(ts->ctx);
+	pthread_mutex_destroy(&ts->mu);
+	free(ts);
+}
+
+void tls_server_stats(const struct tls_server *ts, struct tls_stats *o)
+{
+	o->handshakes = ts->handshakes;
+	o->failures = ts->failures;
+	o->resumed = ts->resumed;
+	o->tls12 = ts->tls12;
+	o->tls13 = ts->tls13;
+	o->reloads = ts->reloads;
+	o->reload_failures = ts->reload_failures;
+}
+
+#define TLS_GAUGE(f)                                          \
+	static double g_##f(void *arg)                        \
+	{                                                     \
+		return (double)((struct tls_server *)arg)->f; \
+	}
+TLS_GAUGE(handshakes)
+TLS_GAUGE(failures)
+TLS_GAUGE(resumed)
+TLS_GAUGE(tls12)
+TLS_GAUGE(tls13)
+TLS_GAUGE(reloads)
+TLS_GAUGE(reload_failures)
+
+int tls_server_register_metrics(struct tls_server *ts, struct metrics_registry *reg)
+{
+	static const char *const v12[] = { "version", "TLSv1.2", NULL };
+	static const char *const v13[] = { "version", "TLSv1.3", NULL };
+	static const struct {
+		const char *name, *help;
+		const char *const *labels;
+		metrics_gauge_fn fn;
+	} g[] = {
+		{ "iolake_gw_tls_handshakes", "TLS handshakes completed", NULL, g_handshakes },
+		{ "iolake_gw_tls_handshake_failures", "TLS connections that failed before a "
+		  "completed handshake (plain HTTP, bad hello, unknown CA, timeout)", NULL, g_failures },
+		{ "iolake_gw_tls_resumed", "TLS handshakes that resumed a session", NULL, g_resumed },
+		{ "iolake_gw_tls_version_handshakes", "TLS handshakes by version",
+		  v12, g_tls12 },
+		{ "iolake_gw_tls_version_handshakes", "TLS handshakes by version",
+		  v13, g_tls13 },
+		{ "iolake_gw_tls_reloads", "certificate reloads (SIGHUP) that took effect", NULL,
+		  g_reloads },
+		{ "iolake_gw_tls_reload_failures", "certificate reloads refused (old kept)", NULL,
+		  g_reload_failures },
+	};
+	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
+		if (!metrics_gauge_fn_new(reg, g[i].name, g[i].help, g[i].labels, g[i].fn, ts))
+			return -errno;
+	return 0;
+}
+
+void tls_server_serial(struct tls_server *ts, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	pthread_mutex_lock(&ts->mu);
+	X509 *x = SSL_CTX_get0_certificate(ts->ctx);
+	if (x) {
+		BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+		char *hex = bn ? BN_bn2hex(bn) : NULL;
+		if (hex)
+			snprintf(buf, cap, "%s", hex);
+		OPENSSL_free(hex);
+		BN_free(bn);
+	}
+	pthread_mutex_unlock(&ts->mu);
+}
+
+/* ------------------------------------------------------------ connections */
+
+struct tls_conn *tls_conn_new(struct tls_server *ts)
+{
+	struct tls_conn *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->ts = ts;
+	pthread_mutex_lock(&ts->mu);
+	t->ssl = SSL_new(ts->ctx);
+	pthread_mutex_unlock(&ts->mu);
+	if (!t->ssl)
+		goto err_free;
+	t->rbio = BIO_new(BIO_s_mem());
+	t->wbio = BIO_new(BIO_s_mem());
+	if (!t->rbio || !t->wbio)
+		goto err_bio;
+	/* An empty input BIO means "retry later", not end of stream. */
+	BIO_set_mem_eof_return(t->rbio, -1);
+	BIO_set_mem_eof_return(t->wbio, -1);
+	SSL_set_bio(t->ssl, t->rbio, t->wbio);
+	SSL_set_accept_state(t->ssl);
+	t->want_input = true;
+	return t;
+err_bio:
+	BIO_free(t->rbio);
+	BIO_free(t->wbio);
+	SSL_free(t->ssl);
+err_free:
+	ERR_clear_error();
+	free(t);
+	return NULL;
+}
+
+void tls_conn_free(struct tls_conn *t)
+{
+	if (!t)
+		return;
+	if (t->started && !t->done && !t->failed)
+		t->ts->failures++; /* gave up or timed out mid-handshake */
+	SSL_free(t->ssl);
+	free(t);
+}
+
+int tls_conn_feed(struct tls_conn *t, const void *data, size_t len)
+{
+	if (!len)
+		return 0;
+	t->started = true;
+	while (len > 0) {
+		int chunk = len > (1u << 30) ? 1 << 30 : (int)len;
+		int n = BIO_write(t->rbio, data, chunk);
+		if (n <= 0) {
+			ERR_clear_error();
+			return -ENOMEM;
+		}
+		data = (const char *)data + n;
+		len -= (size_t)n;
+	}
+	t->want_input = false;
+	return 0;
+}
+
+static void handshake_finished(struct tls_conn *t)
+{
+	t->done = true;
+	struct tls_server *ts = t->ts;
+	ts->handshakes++;
+	if (SSL_session_reused(t->ssl))
+		ts->resumed++;
+	if (SSL_version(t->ssl) == TLS1_3_VERSION)
+		ts->tls13++;
+	else
+		ts->tls12++;
+}
+
+static ssize_t fail(struct tls_conn *t)
+{
+	ERR_clear_error();
+	if (!t->done && !t->failed)
+		t->ts->failures++;
+	t->failed = true;
+	t->want_input = true; /* nothing more will be consumed */
+	return -EPROTO;
+}
+
+ssize_t tls_conn_read(struct tls_conn *t, void *buf, size_t cap)
+{
+	if (t->failed)
+		return -EPROTO;
+	ERR_clear_error();
+	int n = SSL_read(t->ssl, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
+	if (!t->done && SSL_is_init_finished(t->ssl))
+		handshake_finished(t);
+	if (n > 0)
+		return n;
+	switch (SSL_get_error(t->ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+		/* All input consumed (at most a partial record is held). */
+		if (BIO_ctrl_pending(t->rbio) == 0)
+			t->want_input = true;
+		return 0;
+	case SSL_ERROR_WANT_WRITE: /* memory BIOs never refuse */
+		return 0;
+	case SSL_ERROR_ZERO_RETURN:
+		t->want_input = true;
+		return TLS_EOF;
+	default:
+		return fail(t);
+	}
+}
+
+bool tls_conn_drained(const struct tls_conn *t)
+{
+	return t->want_input && SSL_pending(t->ssl) == 0;
+}
+
+int tls_conn_write(struct tls_conn *t, const void *data, size_t len)
+{
+	if (!t->done || t->failed)
+		return -EPROTO;
+	while (len > 0) {
+		int chunk = len > (1u << 30) ? 1 << 30 : (int)len;
+		ERR_clear_error();
+		int n = SSL_write(t->ssl, data, chunk);
+		if (n <= 0) {
+			fail(t);
+			return -EPROTO;
+		}
+		data = (const char *)data + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+size_t tls_conn_pending(const struct tls_conn *t)
+{
+	return BIO_ctrl_pending(t->wbio);
+}
+
+size_t tls_conn_take(struct tls_conn *t, void *buf, size_t cap)
+{
+	size_t got = 0;
+	while (got < cap) {
+		size_t want = cap - got;
+		int n = BIO_read(t->wbio, (char *)buf + got, want > INT32_MAX ? INT32_MAX : (int)want);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	ERR_clear_error();
+	return got;
+}
+
+void tls_conn_close_notify(struct tls_conn *t)
+{
+	if (t->notified || !t->done || t->failed)
+		return;
+	t->notified = true;
+	ERR_clear_error();
+	SSL_shutdown(t->ssl); /* queues close_notify; we do not wait for the peer's */
+	ERR_clear_error();
+}
+
+bool tls_conn_handshake_done(const struct tls_conn *t)
+{
+	return t->done;
+}
+
+bool tls_conn_started(const struct tls_conn *t)
+{
+	return t->started;
+}
+
+const char *tls_conn_version(const struct tls_conn *t)
+{
+	return t->done ? SSL_get_version(t->ssl) : "";
+}
