@@ -278,6 +278,11 @@ void tls_conn_free(struct tls_conn *t)
 		return;
 	if (t->started && !t->done && !t->failed)
 		t->ts->failures++; /* gave up or timed out mid-handshake */
+	/* A connection that ends without close_notify (idle timeout, the
+	 * client just closing) but without error keeps its session
+	 * resumable: OpenSSL drops sessions of SSLs freed "unshut". */
+	if (t->done && !t->failed)
+		SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 	SSL_free(t->ssl);
 	free(t);
 }
