@@ -72,6 +72,8 @@ static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
 		return;
 	}
 	lk->l = l;
+	if (o->m_cred_lookups)
+		metrics_counter_inc(o->m_cred_lookups);
 	Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
 	req.access_key_id = (char *)l->access_key;
 	int rc = meta_client_call(o->mc, META_M_GET_ACCESS_KEY, &req.base, on_access_key, lk);
@@ -130,6 +132,9 @@ static void register_metrics(struct s3_ops *o)
 					   "requests answered 503 ServiceUnavailable", NULL);
 	o->m_denied = metrics_counter_new(o->reg, "iolake_gw_access_denied_total",
 					  "authorization decisions that refused (s3_authz)", NULL);
+	o->m_cred_lookups = metrics_counter_new(o->reg, "iolake_gw_cred_lookups_total",
+						"access keys looked up in meta (credential cache "
+						"misses, positive and negative)", NULL);
 	static const struct {
 		const char *name, *help;
 		metrics_gauge_fn fn;
