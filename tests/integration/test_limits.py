@@ -13,6 +13,9 @@ port (issue 16), all from 127.0.0.1 (loopback is not exempt):
 - the negative credential cache: many requests signed with an unknown
   key are all InvalidAccessKeyId and reach meta once
   (iolake_gw_cred_lookups_total);
+- named limits on what a client controls: user metadata of 2 KiB is
+  taken, one byte more is MetadataTooLarge (before the body is read);
+  a key of 1,024 bytes is taken, 1,025 is KeyTooLongError;
 - the minimum body rate (--min-body-rate 1000): a PUT body trickling at
   ~100 B/s is cut after the 10 s window, counted; the object is not
   created.
@@ -159,6 +162,33 @@ def test_negative_cache(aio):
     print("ok: 15 requests with an unknown key: InvalidAccessKeyId each, 1 meta lookup")
 
 
+def test_client_limits(aio):
+    time.sleep(4)
+    c = aio.client()
+    c.create_bucket(Bucket="lim")
+    meta = {"a": "x" * 1000, "bb": "y" * 1045}  # 1 + 1000 + 2 + 1045 = 2048
+    c.put_object(Bucket="lim", Key="m", Body=b"1", Metadata=meta)
+    got = c.head_object(Bucket="lim", Key="m")["Metadata"]
+    if got != meta:
+        fail("metadata round trip")
+    meta["bb"] += "z"
+    try:
+        c.put_object(Bucket="lim", Key="m2", Body=b"1" * 100000, Metadata=meta)
+        fail("2,049 bytes of metadata taken")
+    except ClientError as e:
+        if e.response["Error"]["Code"] != "MetadataTooLarge":
+            fail("metadata: %s" % e.response["Error"]["Code"])
+    c.put_object(Bucket="lim", Key="k" * 1024, Body=b"1")
+    try:
+        c.put_object(Bucket="lim", Key="k" * 1025, Body=b"1")
+        fail("a 1,025-byte key taken")
+    except ClientError as e:
+        if e.response["Error"]["Code"] != "KeyTooLongError":
+            fail("key: %s" % e.response["Error"]["Code"])
+    print("ok: 2,048 bytes of metadata taken, 2,049 MetadataTooLarge; 1,024-byte key taken, "
+          "1,025 KeyTooLongError")
+
+
 def test_slow_body(aio):
     time.sleep(2)
     c = aio.client()
@@ -200,6 +230,7 @@ def main():
         test_rate(aio)
         test_conns(aio)
         test_negative_cache(aio)
+        test_client_limits(aio)
         test_slow_body(aio)
         aio.stop()
     finally:
