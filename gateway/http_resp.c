@@ -111,13 +111,8 @@ static int encrypt(struct conn *c, struct wslot *w, const uv_buf_t *bufs, unsign
 			conn_close(c, -EPROTO);
 			return -EPIPE;
 		}
-	size_t len = tls_conn_pending(c->tc);
-	w->ct = malloc(len ? len : 1);
-	if (!w->ct) {
-		conn_close(c, -ENOMEM);
-		return -ENOMEM;
-	}
-	len = tls_conn_take(c->tc, w->ct, len);
+	size_t len;
+	w->ct = tls_conn_take_all(c->tc, &len); /* NULL for an empty write */
 	*out = uv_buf_init(w->ct, (unsigned)len);
 	return 0;
 }
@@ -125,13 +120,14 @@ static int encrypt(struct conn *c, struct wslot *w, const uv_buf_t *bufs, unsign
 struct tls_out {
 	uv_write_t req;
 	struct conn *c;
-	char data[];
+	char *data;                /* ciphertext, from tls_conn_take_all */
 };
 
 static void on_tls_out(uv_write_t *req, int status)
 {
 	struct tls_out *o = container_of(req, struct tls_out, req);
 	struct conn *c = o->c;
+	free(o->data);
 	free(o);
 	if (status < 0 && c->phase == ACTIVE)
 		conn_close(c, -EPIPE);
@@ -142,15 +138,16 @@ void conn_tls_flush(struct conn *c)
 	size_t len = c->tc ? tls_conn_pending(c->tc) : 0;
 	if (!len || c->phase == CLOSING)
 		return;
-	struct tls_out *o = malloc(sizeof(*o) + len);
+	struct tls_out *o = malloc(sizeof(*o));
 	if (!o) {
 		conn_close(c, -ENOMEM);
 		return;
 	}
 	o->c = c;
-	len = tls_conn_take(c->tc, o->data, len);
+	o->data = tls_conn_take_all(c->tc, &len);
 	uv_buf_t b = uv_buf_init(o->data, (unsigned)len);
 	if (uv_write(&o->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_out)) {
+		free(o->data);
 		free(o);
 		conn_close(c, -EPIPE);
 	}

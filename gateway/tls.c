@@ -1,9 +1,12 @@
 /*
  * tls.c — TLS over memory BIOs for the gateway's HTTP server (model in
  * tls.h). Owns the SSL_CTX (behind a mutex, swapped on reload) and, per
- * connection, an SSL with two BIO_s_mem: rbio holds ciphertext fed from
- * the socket until SSL_read consumes it, wbio collects what OpenSSL
- * writes until the caller takes it for the socket.
+ * connection, an SSL with two memory BIOs: rbio (a BIO_s_mem) holds
+ * ciphertext fed from the socket until SSL_read consumes it; wbio is our
+ * own sink that appends what OpenSSL writes to one malloc'd buffer, sized
+ * up front for a whole tls_conn_write, which tls_conn_take_all hands to
+ * the caller as is: the only copies of response bytes are the encryption
+ * itself and the kernel's (a BIO_s_mem would add two more, and reallocs).
  *
  * Invariants: memory stays bounded because the caller feeds only when
  * tls_conn_drained() (everything fed was consumed into at most one
@@ -49,6 +52,8 @@ struct tls_conn {
 	struct tls_server *ts;
 	SSL *ssl;
 	BIO *rbio, *wbio;               /* owned by ssl */
+	char *out;                      /* ciphertext to send (wbio's sink) */
+	size_t out_len, out_cap;
 	bool started;                   /* bytes were fed */
 	bool done;                      /* handshake complete */
 	bool failed;                    /* counted as a failure */
@@ -238,6 +243,67 @@ void tls_server_serial(struct tls_server *ts, char *buf, size_t cap)
 	pthread_mutex_unlock(&ts->mu);
 }
 
+/* ------------------------------------------------------------ output sink */
+
+#define RECORD_OVERHEAD 64 /* per 16 KiB record: header, nonce, tag, type, slack */
+
+static int reserve(struct tls_conn *t, size_t more)
+{
+	if (t->out_cap - t->out_len >= more)
+		return 0;
+	size_t cap = t->out_len + more;
+	if (cap < 2 * t->out_cap)
+		cap = 2 * t->out_cap;
+	if (cap < 4096)
+		cap = 4096;
+	char *p = realloc(t->out, cap);
+	if (!p)
+		return -ENOMEM;
+	t->out = p;
+	t->out_cap = cap;
+	return 0;
+}
+
+static int sink_write(BIO *b, const char *data, int len)
+{
+	struct tls_conn *t = BIO_get_data(b);
+	if (len <= 0)
+		return 0;
+	if (reserve(t, (size_t)len))
+		return -1;
+	memcpy(t->out + t->out_len, data, (size_t)len);
+	t->out_len += (size_t)len;
+	return len;
+}
+
+static long sink_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	(void)num;
+	(void)ptr;
+	struct tls_conn *t = BIO_get_data(b);
+	switch (cmd) {
+	case BIO_CTRL_FLUSH:
+		return 1;
+	case BIO_CTRL_PENDING:
+	case BIO_CTRL_WPENDING:
+		return t ? (long)t->out_len : 0;
+	default:
+		return 0;
+	}
+}
+
+static BIO_METHOD *sink_method;
+static pthread_once_t sink_once = PTHREAD_ONCE_INIT;
+
+static void sink_init(void)
+{
+	sink_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "iolake-tls-out");
+	if (sink_method) {
+		BIO_meth_set_write(sink_method, sink_write);
+		BIO_meth_set_ctrl(sink_method, sink_ctrl);
+	}
+}
+
 /* ------------------------------------------------------------ connections */
 
 struct tls_conn *tls_conn_new(struct tls_server *ts)
@@ -251,13 +317,15 @@ struct tls_conn *tls_conn_new(struct tls_server *ts)
 	pthread_mutex_unlock(&ts->mu);
 	if (!t->ssl)
 		goto err_free;
+	pthread_once(&sink_once, sink_init);
 	t->rbio = BIO_new(BIO_s_mem());
-	t->wbio = BIO_new(BIO_s_mem());
+	t->wbio = sink_method ? BIO_new(sink_method) : NULL;
 	if (!t->rbio || !t->wbio)
 		goto err_bio;
+	BIO_set_data(t->wbio, t);
+	BIO_set_init(t->wbio, 1);
 	/* An empty input BIO means "retry later", not end of stream. */
 	BIO_set_mem_eof_return(t->rbio, -1);
-	BIO_set_mem_eof_return(t->wbio, -1);
 	SSL_set_bio(t->ssl, t->rbio, t->wbio);
 	SSL_set_accept_state(t->ssl);
 	t->want_input = true;
@@ -284,6 +352,7 @@ void tls_conn_free(struct tls_conn *t)
 	if (t->done && !t->failed)
 		SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 	SSL_free(t->ssl);
+	free(t->out);
 	free(t);
 }
 
@@ -364,6 +433,9 @@ int tls_conn_write(struct tls_conn *t, const void *data, size_t len)
 {
 	if (!t->done || t->failed)
 		return -EPROTO;
+	/* Room for all of it at once: no realloc copies while encrypting. */
+	if (reserve(t, len + (len / 16384 + 1) * RECORD_OVERHEAD))
+		return -ENOMEM;
 	while (len > 0) {
 		int chunk = len > (1u << 30) ? 1 << 30 : (int)len;
 		ERR_clear_error();
@@ -380,21 +452,31 @@ int tls_conn_write(struct tls_conn *t, const void *data, size_t len)
 
 size_t tls_conn_pending(const struct tls_conn *t)
 {
-	return BIO_ctrl_pending(t->wbio);
+	return t->out_len;
 }
 
 size_t tls_conn_take(struct tls_conn *t, void *buf, size_t cap)
 {
-	size_t got = 0;
-	while (got < cap) {
-		size_t want = cap - got;
-		int n = BIO_read(t->wbio, (char *)buf + got, want > INT32_MAX ? INT32_MAX : (int)want);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
+	size_t n = t->out_len < cap ? t->out_len : cap;
+	if (!n)
+		return 0;
+	memcpy(buf, t->out, n);
+	memmove(t->out, t->out + n, t->out_len - n);
+	t->out_len -= n;
+	return n;
+}
+
+char *tls_conn_take_all(struct tls_conn *t, size_t *len)
+{
+	char *p = t->out;
+	*len = t->out_len;
+	if (!p || !*len) {
+		*len = 0;
+		return NULL;
 	}
-	ERR_clear_error();
-	return got;
+	t->out = NULL;
+	t->out_len = t->out_cap = 0;
+	return p;
 }
 
 void tls_conn_close_notify(struct tls_conn *t)

@@ -81,7 +81,7 @@ ssize_t tls_conn_read(struct tls_conn *t, void *buf, size_t cap);
 bool tls_conn_drained(const struct tls_conn *t);
 
 /* Encrypt len bytes (all of them; output grows by about len + 22 per 16
- * KiB record). Only once the handshake is done. 0, -EPROTO. */
+ * KiB record). Only once the handshake is done. 0, -EPROTO, -ENOMEM. */
 int tls_conn_write(struct tls_conn *t, const void *data, size_t len);
 
 /* Ciphertext waiting to be sent. */
@@ -89,6 +89,10 @@ size_t tls_conn_pending(const struct tls_conn *t);
 
 /* Move up to cap bytes of output into buf; returns the bytes moved. */
 size_t tls_conn_take(struct tls_conn *t, void *buf, size_t cap);
+
+/* All output, without a copy: the buffer becomes the caller's (free()).
+ * NULL (and *len 0) when there is none. */
+char *tls_conn_take_all(struct tls_conn *t, size_t *len);
 
 /* Queue a close_notify (once; output follows through tls_conn_take). */
 void tls_conn_close_notify(struct tls_conn *t);
