@@ -53,7 +53,7 @@ struct tls_conn {
 	SSL *ssl;
 	BIO *rbio, *wbio;               /* owned by ssl */
 	char *out;                      /* ciphertext to send (wbio's sink) */
-	size_t out_len, out_cap;
+	size_t out_off, out_len, out_cap; /* [out_off, out_len) not yet taken */
 	bool started;                   /* bytes were fed */
 	bool done;                      /* handshake complete */
 	bool failed;                    /* counted as a failure */
@@ -251,6 +251,13 @@ static int reserve(struct tls_conn *t, size_t more)
 {
 	if (t->out_cap - t->out_len >= more)
 		return 0;
+	if (t->out_off) { /* reclaim what was taken, once */
+		memmove(t->out, t->out + t->out_off, t->out_len - t->out_off);
+		t->out_len -= t->out_off;
+		t->out_off = 0;
+		if (t->out_cap - t->out_len >= more)
+			return 0;
+	}
 	size_t cap = t->out_len + more;
 	if (cap < 2 * t->out_cap)
 		cap = 2 * t->out_cap;
@@ -286,7 +293,7 @@ static long sink_ctrl(BIO *b, int cmd, long num, void *ptr)
 		return 1;
 	case BIO_CTRL_PENDING:
 	case BIO_CTRL_WPENDING:
-		return t ? (long)t->out_len : 0;
+		return t ? (long)(t->out_len - t->out_off) : 0;
 	default:
 		return 0;
 	}
@@ -452,30 +459,32 @@ int tls_conn_write(struct tls_conn *t, const void *data, size_t len)
 
 size_t tls_conn_pending(const struct tls_conn *t)
 {
-	return t->out_len;
+	return t->out_len - t->out_off;
 }
 
 size_t tls_conn_take(struct tls_conn *t, void *buf, size_t cap)
 {
-	size_t n = t->out_len < cap ? t->out_len : cap;
+	size_t have = t->out_len - t->out_off;
+	size_t n = have < cap ? have : cap;
 	if (!n)
 		return 0;
-	memcpy(buf, t->out, n);
-	memmove(t->out, t->out + n, t->out_len - n);
-	t->out_len -= n;
+	memcpy(buf, t->out + t->out_off, n);
+	t->out_off += n;
+	if (t->out_off == t->out_len)
+		t->out_off = t->out_len = 0;
 	return n;
 }
 
 char *tls_conn_take_all(struct tls_conn *t, size_t *len)
 {
-	char *p = t->out;
-	*len = t->out_len;
-	if (!p || !*len) {
-		*len = 0;
+	*len = t->out_len - t->out_off;
+	if (!*len)
 		return NULL;
-	}
+	if (t->out_off)
+		memmove(t->out, t->out + t->out_off, *len);
+	char *p = t->out;
 	t->out = NULL;
-	t->out_len = t->out_cap = 0;
+	t->out_off = t->out_len = t->out_cap = 0;
 	return p;
 }
 
