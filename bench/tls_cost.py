@@ -114,6 +114,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--secs", type=int, default=8)
     ap.add_argument("--workdir", default="/dev/shm")
+    ap.add_argument("--cells", default="get4k,get4m,put4m", help="subset, comma separated")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="iolake-tlscost.", dir=a.workdir)
     certs(work)
@@ -132,6 +133,7 @@ def main():
                  ("PUT 4 MiB", "put4m", "PUT", 4, 4 << 20)]
         res = {}
         print("machine: %s; load %s" % (benchlib.machine(), benchlib.uptime()), file=sys.stderr)
+        cells = [c for c in cells if c[1] in a.cells.split(",")]
         for name, cell, method, conns, body in cells:
             runs = {"plain": [], "tls": []}
             for side in ("plain", "tls", "tls", "plain"):

@@ -385,6 +385,8 @@ void conn_maybe_finish(struct conn *c)
 	c->active = false;
 	c->srv->cfg.handler.on_finish(&c->stream, 0);
 	c->user = NULL;
+	if (c->tc)
+		tls_conn_trim(c->tc); /* an idle connection keeps no output buffers */
 	if (c->phase != ACTIVE)
 		return;
 	if (c->close_after || (c->hp.req.has_body && !c->body_done) || c->srv->closing) {

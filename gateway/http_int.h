@@ -30,6 +30,7 @@ struct wslot {
 	bool used;
 	bool last;                 /* completes the response */
 	char *ct;                  /* TLS: the ciphertext being written (malloc'd) */
+	size_t ct_cap;             /* its allocation (given back to the tls_conn) */
 	char chunk_hdr[20];        /* "%zx\r\n" for chunked bodies */
 };
 

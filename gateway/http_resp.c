@@ -84,7 +84,10 @@ static void on_written(uv_write_t *req, int status)
 	void *arg = w->arg;
 	bool last = w->last;
 	w->used = false;
-	free(w->ct);
+	if (c->tc)
+		tls_conn_recycle(c->tc, w->ct, w->ct_cap);
+	else
+		free(w->ct);
 	w->ct = NULL;
 	if (cb && c->active)
 		cb(&c->stream, status, arg);
@@ -129,7 +132,7 @@ static int encrypt(struct conn *c, struct wslot *w, const uv_buf_t *bufs, unsign
 			return -EPIPE;
 		}
 	size_t len;
-	w->ct = tls_conn_take_all(c->tc, &len); /* NULL for an empty write */
+	w->ct = tls_conn_take_all(c->tc, &len, &w->ct_cap); /* NULL for an empty write */
 	*out = uv_buf_init(w->ct, (unsigned)len);
 	return 0;
 }
@@ -161,7 +164,8 @@ void conn_tls_flush(struct conn *c)
 		return;
 	}
 	o->c = c;
-	o->data = tls_conn_take_all(c->tc, &len);
+	size_t cap;
+	o->data = tls_conn_take_all(c->tc, &len, &cap);
 	uv_buf_t b = uv_buf_init(o->data, (unsigned)len);
 	if (uv_write(&o->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_out)) {
 		free(o->data);

@@ -38,6 +38,7 @@
 #define SESSION_CACHE_SIZE 4096
 #define SESSION_TIMEOUT_S 7200
 #define TICKET_KEYS_LEN 80 /* name 16 + HMAC 32 + AES 32 (OpenSSL's layout) */
+#define TLS_SPARES 2
 
 static const unsigned char alpn_http11[] = "\x08http/1.1";
 
@@ -54,6 +55,8 @@ struct tls_conn {
 	BIO *rbio, *wbio;               /* owned by ssl */
 	char *out;                      /* ciphertext to send (wbio's sink) */
 	size_t out_off, out_len, out_cap; /* [out_off, out_len) not yet taken */
+	char *spare[TLS_SPARES];        /* taken buffers given back, for reuse */
+	size_t spare_cap[TLS_SPARES];
 	bool started;                   /* bytes were fed */
 	bool done;                      /* handshake complete */
 	bool failed;                    /* counted as a failure */
@@ -251,6 +254,14 @@ static int reserve(struct tls_conn *t, size_t more)
 {
 	if (t->out_cap - t->out_len >= more)
 		return 0;
+	if (!t->out) /* a buffer given back is already faulted in */
+		for (int i = 0; i < TLS_SPARES; i++)
+			if (t->spare[i] && t->spare_cap[i] >= more) {
+				t->out = t->spare[i];
+				t->out_cap = t->spare_cap[i];
+				t->spare[i] = NULL;
+				return 0;
+			}
 	if (t->out_off) { /* reclaim what was taken, once */
 		memmove(t->out, t->out + t->out_off, t->out_len - t->out_off);
 		t->out_len -= t->out_off;
@@ -360,6 +371,7 @@ void tls_conn_free(struct tls_conn *t)
 		SSL_set_shutdown(t->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 	SSL_free(t->ssl);
 	free(t->out);
+	tls_conn_trim(t);
 	free(t);
 }
 
@@ -475,9 +487,10 @@ size_t tls_conn_take(struct tls_conn *t, void *buf, size_t cap)
 	return n;
 }
 
-char *tls_conn_take_all(struct tls_conn *t, size_t *len)
+char *tls_conn_take_all(struct tls_conn *t, size_t *len, size_t *cap)
 {
 	*len = t->out_len - t->out_off;
+	*cap = t->out_cap;
 	if (!*len)
 		return NULL;
 	if (t->out_off)
@@ -486,6 +499,37 @@ char *tls_conn_take_all(struct tls_conn *t, size_t *len)
 	t->out = NULL;
 	t->out_off = t->out_len = t->out_cap = 0;
 	return p;
+}
+
+void tls_conn_recycle(struct tls_conn *t, char *buf, size_t cap)
+{
+	if (!buf)
+		return;
+	int small = -1;
+	for (int i = 0; i < TLS_SPARES; i++) {
+		if (!t->spare[i]) {
+			t->spare[i] = buf;
+			t->spare_cap[i] = cap;
+			return;
+		}
+		if (small < 0 || t->spare_cap[i] < t->spare_cap[small])
+			small = i;
+	}
+	if (t->spare_cap[small] < cap) { /* keep the bigger ones */
+		free(t->spare[small]);
+		t->spare[small] = buf;
+		t->spare_cap[small] = cap;
+		return;
+	}
+	free(buf);
+}
+
+void tls_conn_trim(struct tls_conn *t)
+{
+	for (int i = 0; i < TLS_SPARES; i++) {
+		free(t->spare[i]);
+		t->spare[i] = NULL;
+	}
 }
 
 void tls_conn_close_notify(struct tls_conn *t)

@@ -90,9 +90,19 @@ size_t tls_conn_pending(const struct tls_conn *t);
 /* Move up to cap bytes of output into buf; returns the bytes moved. */
 size_t tls_conn_take(struct tls_conn *t, void *buf, size_t cap);
 
-/* All output, without a copy: the buffer becomes the caller's (free()).
- * NULL (and *len 0) when there is none. */
-char *tls_conn_take_all(struct tls_conn *t, size_t *len);
+/* All output, without a copy: the buffer (*cap bytes allocated) becomes
+ * the caller's, to free() or give back. NULL (and *len 0) when there is
+ * none. */
+char *tls_conn_take_all(struct tls_conn *t, size_t *len, size_t *cap);
+
+/* Give back a buffer from tls_conn_take_all once written: up to two are
+ * kept and reused for later output (no fresh pages to fault in for each
+ * large write), the rest freed. */
+void tls_conn_recycle(struct tls_conn *t, char *buf, size_t cap);
+
+/* Free the buffers kept for reuse (the server calls it between exchanges,
+ * so an idle connection holds none). */
+void tls_conn_trim(struct tls_conn *t);
 
 /* Queue a close_notify (once; output follows through tls_conn_take). */
 void tls_conn_close_notify(struct tls_conn *t);

@@ -350,6 +350,29 @@ START_TEST(test_partial_and_large)
 	ck_assert_uint_eq(got, big);
 	ck_assert(!memcmp(src, dst, big));
 
+	/* Output handed over whole and given back is reused, not reallocated. */
+	ck_assert_int_eq(tls_conn_write(t, src, 100000), 0);
+	size_t len, cap;
+	char *ct = tls_conn_take_all(t, &len, &cap);
+	ck_assert_ptr_nonnull(ct);
+	ck_assert_uint_gt(len, 100000);
+	ck_assert_uint_ge(cap, len);
+	ck_assert_int_eq(BIO_write(cl.rbio, ct, (int)len), (int)len);
+	tls_conn_recycle(t, ct, cap);
+	ck_assert_int_eq(tls_conn_write(t, src, 50000), 0);
+	char *again = tls_conn_take_all(t, &len, &cap);
+	ck_assert_ptr_eq(again, ct);
+	ck_assert_int_eq(BIO_write(cl.rbio, again, (int)len), (int)len);
+	tls_conn_recycle(t, again, cap);
+	tls_conn_trim(t);
+	ck_assert_ptr_null(tls_conn_take_all(t, &len, &cap));
+	got = 0;
+	while (got < 150000 && (n = SSL_read(cl.ssl, dst + got, (int)(150000 - got))) > 0)
+		got += (size_t)n;
+	ck_assert_uint_eq(got, 150000);
+	ck_assert(!memcmp(dst, src, 100000));
+	ck_assert(!memcmp(dst + 100000, src, 50000));
+
 	/* close_notify from the server reaches the client; only once. */
 	tls_conn_close_notify(t);
 	size_t first = s2c(t, &cl, 4096);
