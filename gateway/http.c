@@ -53,7 +53,6 @@
 static void process(struct conn *c);
 static void on_kick(uv_idle_t *h);
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
-static void reply_error(struct conn *c, int status);
 
 static void count(struct metrics_counter *m, uint64_t *stat)
 {

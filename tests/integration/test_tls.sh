@@ -36,6 +36,8 @@ cp "$C/one.key" "$C/srv.key"
 AIO_SCHEME=https AIO_CURL_OPTS="--cacert $C/ca.pem"
 aio_start "$T/data" --tls-cert "$C/srv.pem" --tls-key "$C/srv.key"
 echo "ok: aio up at $EP"
+# The banner follows readiness by a moment.
+for _ in $(seq 50); do grep -q "S3 endpoint:" "$T/aio.out" && break; sleep 0.1; done
 grep -q "S3 endpoint:  https://" "$T/aio.out" || fail "banner does not say https"
 
 serial() { # the serial a new connection sees
