@@ -4,7 +4,7 @@
 # requests, in one run (phases without / with / without the flood).
 #
 #   bench/flood.sh [BUILD] [--flood-rate 10000] [--victim-rate 500] [--phase-secs 10]
-#                  [--phases off,on,off,on,off] [-- extra iolake-aio flags]
+#                  [--phases off,on,off,on,off] [--flood-nice N] [-- extra iolake-aio flags]
 #
 # A fresh iolake-aio with its default limits before authentication
 # (--rate-per-addr 2000 --rate-burst 4000 --max-conns-per-addr 256) on a
@@ -12,17 +12,20 @@
 # iolake-s3-bench; the victim (build/bench-flood) GETs them through
 # presigned (SigV4) URLs at --victim-rate from 127.0.0.1 over 4 keep-alive
 # connections; the flooder sends "GET /flood/x" without credentials from
-# 127.0.0.2 over 64 connections at up to --flood-rate. Prints bench-flood's
-# table and the gateway's refusal counters.
+# 127.0.0.2 over 64 connections at up to --flood-rate (--flood-nice 19: the
+# flooder yields the shared CPU, as a flood from other machines would).
+# Prints bench-flood's table (with the server's, its gateway thread's and
+# the bench's own CPU per phase) and the gateway's refusal counters.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd); shift || true
-FLOOD_RATE=10000 VICTIM_RATE=500 SECS=10 PHASES=off,on,off,on,off
+FLOOD_RATE=10000 VICTIM_RATE=500 SECS=10 PHASES=off,on,off,on,off NICE=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--flood-rate) FLOOD_RATE=$2; shift 2 ;;
 	--victim-rate) VICTIM_RATE=$2; shift 2 ;;
 	--phase-secs) SECS=$2; shift 2 ;;
 	--phases) PHASES=$2; shift 2 ;;
+	--flood-nice) NICE=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "flood.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -63,7 +66,7 @@ echo "victim: presigned GET 4 KiB at $VICTIM_RATE/s from 127.0.0.1 (4 connection
 echo
 rc=0
 "$BUILD/bench-flood" --target "127.0.0.1:$PORT" --paths "$W/paths" --victim-rate "$VICTIM_RATE" \
-	--flood-rate "$FLOOD_RATE" --phase-secs "$SECS" --phases "$PHASES" --pid "$PID" || rc=$?
+	--flood-rate "$FLOOD_RATE" --phase-secs "$SECS" --phases "$PHASES" --pid "$PID" --flood-nice "$NICE" || rc=$?
 echo
 curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^iolake_gw_http_refused_total|^iolake_gw_cred_lookups_total' || true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
