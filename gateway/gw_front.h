@@ -53,7 +53,7 @@ struct gw_front {
 	{ .name = "rate-burst", .type = FLAG_INT64, .dst = &(f).rate_burst, .min = 0,         \
 	  .max = 1 << 26, .help = "requests a client address may send at once (its bucket)" }, \
 	{ .name = "min-body-rate", .type = FLAG_SIZE, .dst = &(f).min_body_rate,              \
-	  .max = 1ull << 32, .metavar = "BYTES",                                               \
+	  .max = UINT32_MAX, .metavar = "BYTES",                                               \
 	  .help = "request bodies slower than this per second (over 10 s) are cut (0: off)" }
 
 /* Check the flags and load the certificate. 0, or -EINVAL with a
