@@ -72,6 +72,7 @@
 #include "common/metrics.h"
 #include "common/rpc.h"
 #include "gateway/admin_api.h"
+#include "gateway/gw_front.h"
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
 #include "meta/node.h"
@@ -113,6 +114,7 @@ static bool f_sigv2 = true;
 static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
+static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -175,6 +177,7 @@ static const struct flag_spec specs[] = {
 	  .max = 365ll * 24 * 3600 * 1000,
 	  .help = "each OSD deletes a shard no live object names once unreferenced this long "
 		  "(must exceed the longest PUT)" },
+	GW_FRONT_FLAGS(front),
 	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
@@ -226,7 +229,7 @@ static struct {
 	/* control */
 	struct meta_client *mc;
 	uv_timer_t timer;
-	uv_signal_t sig_term, sig_int;
+	uv_signal_t sig_term, sig_int, sig_hup;
 	int phase;                /* 0 map, 1 register, 2 user, 3 beating */
 	unsigned outstanding;
 	bool announced, stopping;
@@ -514,6 +517,7 @@ static void gw_start_fn(void *arg)
 	sc.http.port = A.s3_port;
 	sc.region = f_region;
 	sc.no_sigv2 = !f_sigv2;
+	gw_front_apply(&front, &sc.http);
 	s3_ops_bind(A.ops, &sc);
 	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
 	if (*rc) {
@@ -608,7 +612,7 @@ static void announce(void)
 	A.announced = true;
 	write_aio_json();
 	printf("IOLake aio is up: %d OSDs (%u+%u), data in %s\n", A.n_osds, A.k, A.m, f_data_dir);
-	printf("  S3 endpoint:  http://%s:%d\n", A.s3_host, A.s3_port);
+	printf("  S3 endpoint:  %s://%s:%d\n", gw_front_scheme(&front), A.s3_host, A.s3_port);
 	printf("  meta admin:   %s:%d   (iolake-admin --data-dir %s cluster status)\n",
 	       A.madm_host, A.madm_port, f_data_dir);
 	printf("  admin API:    http://%s:%d/api/v1/\n", A.api_host, A.api_port);
@@ -619,7 +623,8 @@ static void announce(void)
 	printf("Try:\n");
 	printf("  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=%s\n",
 	       A.ak, A.sk, f_region);
-	printf("  aws --endpoint-url http://%s:%d s3 mb s3://demo\n", A.s3_host, A.s3_port);
+	printf("  aws --endpoint-url %s://%s:%d s3 mb s3://demo\n", gw_front_scheme(&front), A.s3_host,
+	       A.s3_port);
 	fflush(stdout);
 }
 
@@ -921,8 +926,18 @@ static void on_signal(uv_signal_t *s, int signum)
 	uv_close((uv_handle_t *)&A.timer, NULL);
 	uv_close((uv_handle_t *)&A.sig_term, NULL);
 	uv_close((uv_handle_t *)&A.sig_int, NULL);
+	uv_close((uv_handle_t *)&A.sig_hup, NULL);
 	meta_client_close(A.mc);
 	A.mc = NULL;
+}
+
+/* SIGHUP: reload the S3 certificate (thread-safe; the gateway's loop
+ * picks the new one up at its next accept). */
+static void on_sighup(uv_signal_t *s, int signum)
+{
+	(void)s;
+	(void)signum;
+	gw_front_reload(&front);
 }
 
 int main(int argc, char **argv)
@@ -988,6 +1003,9 @@ int main(int argc, char **argv)
 	A.reg = metrics_registry_new();
 	if (!A.reg || iol_check_register_metrics(A.reg))
 		die("out of memory");
+	char ferr[512];
+	if (gw_front_setup(&front, ferr, sizeof(ferr)))
+		die("%s", ferr);
 
 	/* meta */
 	if (loop_thread_start(&A.meta_lt, "meta"))
@@ -1048,6 +1066,8 @@ int main(int argc, char **argv)
 	uv_signal_init(A.loop, &A.sig_int);
 	uv_signal_start(&A.sig_term, on_signal, SIGTERM);
 	uv_signal_start(&A.sig_int, on_signal, SIGINT);
+	uv_signal_init(A.loop, &A.sig_hup);
+	uv_signal_start(&A.sig_hup, on_sighup, SIGHUP);
 	LOG_INFO("started", "s3=%s:%d meta=%s meta_admin=%s:%d admin_api=%s:%d osds=%d ec=%u+%u rpc=%s",
 		 A.s3_host, A.s3_port, A.meta_addr, A.madm_host, A.madm_port, A.api_host, A.api_port,
 		 A.n_osds, A.k, A.m, f_rpc);
@@ -1058,6 +1078,7 @@ int main(int argc, char **argv)
 	remove_aio_json();
 	uv_loop_close(A.loop);
 	metrics_registry_free(A.reg);
+	gw_front_free(&front);
 	flags_free(specs);
 	LOG_INFO("stopped", "clean=true");
 	return 0;

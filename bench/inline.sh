@@ -39,7 +39,7 @@ echo "|---:|---:|---|---:|---|---:|---:|---:|---:|"
 for I in $SIZES; do
 	rm -rf "$D/aio"
 	"$BUILD/iolake-aio" --data-dir "$D/aio" --s3-listen "127.0.0.1:$PORT" --osd-size 4G \
-		--inline-max-size "$I" >"$D/aio.log" 2>&1 &
+		--inline-max-size "$I" --rate-per-addr 0 >"$D/aio.log" 2>&1 &
 	PID=$!
 	for _ in $(seq 150); do grep -q "S3 endpoint" "$D/aio.log" && break; sleep 0.2; done
 	osd0=$(du -sb "$D"/aio/osd-*/meta | awk '{s += $1} END {print s}')

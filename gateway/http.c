@@ -18,6 +18,19 @@
  * exchange put the connection on the server's kick list, drained by a
  * uv_idle callback.
  *
+ * TLS (cfg.tls): ciphertext read from the socket goes into the
+ * connection's tls_conn (gateway/tls.h) and comes out as plaintext in
+ * rbuf, decrypted only as far as rbuf has room; the socket is read again
+ * only once the TLS state holds nothing unconsumed, so back-pressure works
+ * as in plain. Writes are encrypted in conn_submit (http_resp.c). The
+ * header timeout runs from accept through the handshake to the end of the
+ * first head. A first byte that cannot start a TLS record (plain HTTP) is
+ * answered with a plain 400.
+ *
+ * Per-address limits (cfg.limit, gateway/http_limit.h) are checked at
+ * accept (connections) and at each request head before the handler sees
+ * it (rate), so refused requests cost no SigV4 work.
+ *
  * Thread: the server's loop.
  */
 #include "gateway/http.h"
@@ -30,7 +43,9 @@
 #include <unistd.h>
 
 #include "common/loop.h"
+#include "common/metrics.h"
 #include "gateway/http_int.h"
+#include "gateway/tls.h"
 
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (1u << 20)
@@ -38,6 +53,13 @@
 static void process(struct conn *c);
 static void on_kick(uv_idle_t *h);
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
+
+static void count(struct metrics_counter *m, uint64_t *stat)
+{
+	(*stat)++;
+	if (m)
+		metrics_counter_inc(m);
+}
 
 /* ------------------------------------------------------------ utils */
 
@@ -95,7 +117,7 @@ void conn_update_timer(struct conn *c, bool restart)
 	const struct http_server_cfg *cfg = &c->srv->cfg;
 	if (c->phase == LINGER)
 		return;
-	if (http_parse_in_head(&c->hp))
+	if (http_parse_in_head(&c->hp) || (c->tc && !tls_conn_handshake_done(c->tc)))
 		arm(c, T_HEAD, cfg->header_timeout_ms, false);
 	else if (c->active && !c->body_done && !c->paused && c->hp.head_done)
 		arm(c, T_BODY, cfg->body_timeout_ms, restart);
@@ -115,6 +137,10 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 		*b = uv_buf_init(c->rbuf, sizeof(c->rbuf));
 		return;
 	}
+	if (c->tc) { /* consumed (copied into the TLS state) in on_read */
+		*b = uv_buf_init(c->srv->tls_in, HTTP_TLS_IN_BUF);
+		return;
+	}
 	if (c->rpos > 0) {
 		memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
 		c->rlen -= c->rpos;
@@ -127,7 +153,8 @@ void conn_update_reading(struct conn *c)
 {
 	bool want = c->phase == LINGER ||
 		    (c->phase == ACTIVE && !c->paused && !http_parse_paused(&c->hp) &&
-		     !http_parse_error(&c->hp) && c->rlen - c->rpos < sizeof(c->rbuf));
+		     !http_parse_error(&c->hp) && !c->limited &&
+		     c->rlen - c->rpos < sizeof(c->rbuf) && (!c->tc || tls_conn_drained(c->tc)));
 	if (want == c->reading)
 		return;
 	c->reading = want;
@@ -137,17 +164,93 @@ void conn_update_reading(struct conn *c)
 		uv_read_stop((uv_stream_t *)&c->tcp);
 }
 
+/* The peer is gone (EOF, reset, close_notify). */
+static void conn_eof(struct conn *c)
+{
+	/* EOF between requests is a normal goodbye. */
+	bool quiet = c->phase == LINGER ||
+		     (!c->active && !http_parse_in_head(&c->hp) && c->rpos == c->rlen);
+	conn_close(c, quiet ? 0 : -ECONNRESET);
+}
+
+/* Plain HTTP on a TLS port: say so in plain text, then linger. */
+static void plain_on_tls(struct conn *c)
+{
+	static char msg[] = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+			    "Content-Length: 35\r\nConnection: close\r\n\r\n"
+			    "This port speaks HTTPS (TLS) only.\n";
+	struct http_server *srv = c->srv;
+	count(srv->m_plain_on_tls, &srv->stats.plain_on_tls);
+	srv->stats.bad_requests++;
+	tls_conn_free(c->tc); /* not a TLS failure worth counting twice */
+	c->tc = NULL;
+	c->rpos = c->rlen = 0;
+	uv_buf_t b = uv_buf_init(msg, sizeof(msg) - 1);
+	if (conn_submit(c, &b, 1, NULL, NULL, true, NULL))
+		return;
+	arm(c, T_NONE, 0, false);
+	c->reading = false;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+/* Decrypt into rbuf as far as it has room; send what the TLS state wants
+ * sent. false: the connection was closed. */
+static bool tls_fill(struct conn *c)
+{
+	for (;;) {
+		if (c->rpos > 0) {
+			memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+			c->rlen -= c->rpos;
+			c->rpos = 0;
+		}
+		size_t room = sizeof(c->rbuf) - c->rlen;
+		if (!room)
+			break;
+		bool was_done = tls_conn_handshake_done(c->tc);
+		ssize_t n = tls_conn_read(c->tc, c->rbuf + c->rlen, room);
+		if (n > 0) {
+			c->rlen += (size_t)n;
+			continue;
+		}
+		conn_tls_flush(c);
+		if (n == 0) {
+			if (!was_done && tls_conn_handshake_done(c->tc))
+				continue; /* data may follow the handshake */
+			break;
+		}
+		if (n == TLS_EOF) {
+			conn_eof(c);
+		} else {
+			c->srv->stats.tls_failures++;
+			conn_close(c, -EPROTO);
+		}
+		return false;
+	}
+	conn_tls_flush(c);
+	return c->phase == ACTIVE;
+}
+
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
-	(void)b;
 	struct conn *c = st->data;
 	if (n == 0 || n == UV_ENOBUFS)
 		return;
 	if (n < 0) {
-		/* EOF between requests is a normal goodbye. */
-		bool quiet = c->phase == LINGER ||
-			     (!c->active && !http_parse_in_head(&c->hp) && c->rpos == c->rlen);
-		conn_close(c, quiet ? 0 : -ECONNRESET);
+		conn_eof(c);
+		return;
+	}
+	if (c->tc && c->phase == ACTIVE) {
+		c->srv->stats.bytes_in += (uint64_t)n;
+		/* A TLS record starts with 0x16 (handshake); a letter is HTTP. */
+		if (!tls_conn_started(c->tc) && (unsigned char)b->base[0] != 0x16) {
+			plain_on_tls(c);
+			return;
+		}
+		if (tls_conn_feed(c->tc, b->base, (size_t)n)) {
+			conn_close(c, -ENOMEM);
+			return;
+		}
+		process(c);
 		return;
 	}
 	c->srv->stats.bytes_in += (uint64_t)n;
@@ -168,6 +271,7 @@ void http_pause(struct http_stream *s)
 {
 	struct conn *c = s->c;
 	c->paused = true;
+	c->body_win_ns = 0; /* the minimum body rate does not count pauses */
 	/* A bodiless request's completion is still delivered (on_body_end
 	 * right after on_request), so its exchange can finish cleanly. */
 	if (c->hp.req.has_body && !c->body_done)
@@ -182,6 +286,7 @@ void http_resume(struct http_stream *s)
 	if (!c->paused)
 		return;
 	c->paused = false;
+	c->body_win_ns = 0;
 	http_parse_unpause(&c->hp);
 	if (c->continue_pending && !c->resp_started)
 		conn_send_continue(c);
@@ -194,7 +299,16 @@ static void ev_head(void *ud, struct http_request *req)
 {
 	struct conn *c = ud;
 	struct http_server *srv = c->srv;
+	if (srv->limit && !http_limit_request(srv->limit, c->limit_slot, loop_now_ns())) {
+		/* Refused before the handler (and SigV4) sees it. */
+		count(srv->m_refused_rate, &srv->stats.limit_requests_refused);
+		c->limited = true;
+		http_parse_pause(&c->hp);
+		return;
+	}
 	c->active = true;
+	c->body_win_ns = 0;
+	c->body_win_bytes = 0;
 	c->body_done = false;
 	c->paused = false;
 	c->close_after = false;
@@ -212,11 +326,43 @@ static void ev_head(void *ud, struct http_request *req)
 		conn_send_continue(c);
 }
 
+/* The body arrives slower than min_body_rate_bps over a window: a
+ * slow-loris body. Judged only when bytes arrive; a silent client meets
+ * the body timeout instead. */
+static bool body_too_slow(struct conn *c, size_t len)
+{
+	uint32_t min = c->srv->cfg.min_body_rate_bps;
+	if (!min)
+		return false;
+	uint64_t now = loop_now_ns();
+	if (!c->body_win_ns) {
+		c->body_win_ns = now;
+		c->body_win_bytes = len;
+		return false;
+	}
+	c->body_win_bytes += len;
+	uint64_t dt = now - c->body_win_ns;
+	if (dt < (uint64_t)HTTP_BODY_RATE_WINDOW_MS * 1000000u)
+		return false;
+	bool slow = c->body_win_bytes * 1000000000u / dt < min;
+	c->body_win_ns = now;
+	c->body_win_bytes = 0;
+	return slow;
+}
+
 static void ev_body(void *ud, const char *data, size_t len)
 {
 	struct conn *c = ud;
-	if (c->active && c->phase == ACTIVE)
-		c->srv->cfg.handler.on_body(&c->stream, data, len);
+	if (!c->active || c->phase != ACTIVE)
+		return;
+	if (body_too_slow(c, len)) {
+		struct http_server *srv = c->srv;
+		count(srv->m_slow_body, &srv->stats.slow_bodies);
+		srv->stats.timeouts++;
+		conn_close(c, -ETIMEDOUT);
+		return;
+	}
+	c->srv->cfg.handler.on_body(&c->stream, data, len);
 }
 
 static void ev_complete(void *ud)
@@ -238,6 +384,8 @@ void conn_maybe_finish(struct conn *c)
 	c->active = false;
 	c->srv->cfg.handler.on_finish(&c->stream, 0);
 	c->user = NULL;
+	if (c->tc)
+		tls_conn_trim(c->tc); /* an idle connection keeps no output buffers */
 	if (c->phase != ACTIVE)
 		return;
 	if (c->close_after || (c->hp.req.has_body && !c->body_done) || c->srv->closing) {
@@ -253,21 +401,33 @@ void conn_maybe_finish(struct conn *c)
 	conn_kick(c); /* pipelined bytes may be waiting; resume reading */
 }
 
-/* A malformed head: answer it ourselves and close. */
+/* A malformed head, or one refused by the rate limit (503: an S3
+ * SlowDown error, as S3 answers throttling): answer it ourselves and
+ * close. */
 static void reply_error(struct conn *c, int status)
 {
 	struct http_server *srv = c->srv;
-	srv->stats.bad_requests++;
+	if (status != 503)
+		srv->stats.bad_requests++;
 	if (c->active) { /* bad body framing after the handler took over */
 		conn_close(c, -EPROTO);
 		return;
 	}
 	new_request_id(c);
+	char body[320] = "";
+	if (status == 503)
+		snprintf(body, sizeof(body),
+			 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
+			 "<Message>Please reduce your request rate.</Message>"
+			 "<RequestId>%s</RequestId></Error>", c->request_id);
+	size_t blen = strlen(body);
 	int n = snprintf(c->head, sizeof(c->head),
-			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\n"
-			 "Content-Length: 0\r\nConnection: close\r\n\r\n",
+			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\n%s"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
 			 status, http_reason(status), conn_date(srv), srv->cfg.server_name,
-			 srv->cfg.request_id_header, c->request_id);
+			 srv->cfg.request_id_header, c->request_id,
+			 blen ? "Content-Type: application/xml\r\n" : "", blen,
+			 c->hp.req.method == HTTP_HEAD ? "" : body);
 	srv->stats.responses[status / 100]++;
 	uv_buf_t b = uv_buf_init(c->head, (unsigned)n);
 	if (conn_submit(c, &b, 1, NULL, NULL, true, NULL)) {
@@ -286,15 +446,19 @@ static void process(struct conn *c)
 	if (c->in_process)
 		return; /* the outer call's loop picks up the new state */
 	c->in_process = true;
-	while (c->phase == ACTIVE && c->rpos < c->rlen && !http_parse_paused(&c->hp) &&
-	       !http_parse_error(&c->hp))
+	while (c->phase == ACTIVE) {
+		if (c->tc && !tls_fill(c))
+			break;
+		if (c->rpos == c->rlen || http_parse_paused(&c->hp) || http_parse_error(&c->hp))
+			break;
 		c->rpos += http_parse_feed(&c->hp, c->rbuf + c->rpos, c->rlen - c->rpos);
+	}
 	c->in_process = false;
 	if (c->phase != ACTIVE)
 		return;
 	int err = http_parse_error(&c->hp);
-	if (err) {
-		reply_error(c, err);
+	if (err || c->limited) {
+		reply_error(c, err ? err : 503);
 		return;
 	}
 	if (c->rpos == c->rlen)
@@ -330,6 +494,12 @@ void conn_linger(struct conn *c)
 		return;
 	c->phase = LINGER;
 	c->linger_bytes = 0;
+	if (c->tc) { /* close_notify goes out before the FIN */
+		tls_conn_close_notify(c->tc);
+		conn_tls_flush(c);
+		if (c->phase == CLOSING)
+			return;
+	}
 	if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown)) {
 		conn_close(c, 0);
 		return;
@@ -363,11 +533,15 @@ static void peer_name(struct conn *c)
 	struct sockaddr_storage ss;
 	int len = sizeof(ss);
 	c->peer[0] = 0;
+	memset(c->peer_bin, 0, sizeof(c->peer_bin));
 	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
 		return;
 	if (ss.ss_family == AF_INET) {
+		c->peer_bin[10] = c->peer_bin[11] = 0xff;
+		memcpy(c->peer_bin + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
 		uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof(c->peer));
 	} else if (ss.ss_family == AF_INET6) {
+		memcpy(c->peer_bin, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
 		uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof(c->peer));
 		if (!strncmp(c->peer, "::ffff:", 7) && strchr(c->peer + 7, '.'))
 			memmove(c->peer, c->peer + 7, strlen(c->peer + 7) + 1);
@@ -389,6 +563,10 @@ static void on_conn_closed(uv_handle_t *h)
 		srv->cfg.handler.on_finish(&c->stream, c->close_err ? c->close_err : -ECONNRESET);
 	}
 	unkick(c);
+	if (srv->limit)
+		http_limit_conn_close(srv->limit, c->limit_slot);
+	tls_conn_free(c->tc);
+	c->tc = NULL;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -431,6 +609,7 @@ static void accept_one(struct http_server *srv)
 	srv->free_list = c->next;
 	/* Reset the state, not the buffers. */
 	memset(c, 0, offsetof(struct conn, w));
+	c->limit_slot = HTTP_LIMIT_NONE;
 	c->srv = srv;
 	c->stream.c = c;
 	c->phase = ACTIVE;
@@ -450,6 +629,20 @@ static void accept_one(struct http_server *srv)
 	srv->stats.conns_accepted++;
 	uv_tcp_nodelay(&c->tcp, 1);
 	peer_name(c);
+	if (srv->limit &&
+	    !http_limit_conn_open(srv->limit, c->peer_bin, loop_now_ns(), &c->limit_slot)) {
+		count(srv->m_refused_conns, &srv->stats.limit_conns_refused);
+		conn_close(c, 0);
+		return;
+	}
+	if (srv->cfg.tls) {
+		c->tc = tls_conn_new(srv->cfg.tls);
+		if (!c->tc) {
+			conn_close(c, 0);
+			return;
+		}
+		c->tls = true;
+	}
 	http_parse_init(&c->hp, &parse_cb, c);
 	conn_update_reading(c);
 	conn_update_timer(c, false);
@@ -461,6 +654,27 @@ static void on_connection(uv_stream_t *l, int status)
 	if (status < 0 || srv->closing)
 		return;
 	accept_one(srv);
+}
+
+/* Counters in cfg.metrics (errors ignored: EEXIST when a second server
+ * shares the registry; that one keeps http_stats only). */
+static void register_metrics(struct http_server *srv)
+{
+	struct metrics_registry *reg = srv->cfg.metrics;
+	if (!reg)
+		return;
+	static const char name[] = "iolake_gw_http_refused_total";
+	static const char help[] = "connections and requests refused before authentication";
+	srv->m_refused_conns = metrics_counter_new(reg, name, help,
+						   METRICS_LABELS("reason", "conns_per_addr"));
+	srv->m_refused_rate = metrics_counter_new(reg, name, help,
+						  METRICS_LABELS("reason", "rate_per_addr"));
+	srv->m_slow_body = metrics_counter_new(reg, "iolake_gw_http_slow_bodies_total",
+					       "request bodies cut off under the minimum rate", NULL);
+	srv->m_plain_on_tls = metrics_counter_new(reg, "iolake_gw_http_plain_on_tls_total",
+						  "plain HTTP requests sent to the TLS port", NULL);
+	if (srv->cfg.tls)
+		tls_server_register_metrics(srv->cfg.tls, reg);
 }
 
 int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct http_server **out)
@@ -493,6 +707,18 @@ int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct
 		rc = -ENOMEM;
 		goto err_srv;
 	}
+	rc = -ENOMEM;
+	if (k->limit.max_conns || k->limit.rate) {
+		srv->limit = http_limit_new(&k->limit, 0);
+		if (!srv->limit)
+			goto err_pool;
+	}
+	if (k->tls) {
+		srv->tls_in = malloc(HTTP_TLS_IN_BUF);
+		if (!srv->tls_in)
+			goto err_pool;
+	}
+	register_metrics(srv);
 	for (uint32_t i = k->max_conns; i-- > 0;) {
 		srv->pool[i].next = srv->free_list;
 		srv->free_list = &srv->pool[i];
@@ -531,6 +757,8 @@ err_listener:
 	uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
 	return rc;
 err_pool:
+	http_limit_free(srv->limit);
+	free(srv->tls_in);
 	free(srv->pool);
 err_srv:
 	free(srv);
@@ -553,6 +781,8 @@ static void server_maybe_done(struct http_server *srv)
 		return;
 	void (*cb)(void *) = srv->close_cb;
 	void *arg = srv->close_arg;
+	http_limit_free(srv->limit);
+	free(srv->tls_in);
 	free(srv->pool);
 	free(srv);
 	if (cb)

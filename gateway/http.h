@@ -42,15 +42,20 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "gateway/http_limit.h"
 #include "gateway/http_parse.h"
 
 #define HTTP_READ_BUF (32 * 1024)
 #define HTTP_OUT_HEAD_MAX (8 * 1024)
 #define HTTP_INLINE_BODY_MAX (16 * 1024)
 #define HTTP_MAX_WRITES 8
+#define HTTP_TLS_IN_BUF (64 * 1024)        /* one read of ciphertext (shared per server) */
+#define HTTP_BODY_RATE_WINDOW_MS 10000     /* min_body_rate_bps is judged over this */
 
 struct http_server;
 struct http_stream;
+struct tls_server;
+struct metrics_registry;
 
 /* A write finished: status 0, or negative (-ECANCELED when the connection
  * closed first). The bytes given to that write may be released now. */
@@ -85,6 +90,21 @@ struct http_server_cfg {
 	const char *request_id_header;  /* NULL: "x-amz-request-id" */
 	const char *server_name;        /* Server header; NULL: "IOLake" */
 	struct http_handler handler;
+	/* TLS on every connection (gateway/tls.h; must outlive the server);
+	 * NULL: plain HTTP. */
+	struct tls_server *tls;
+	/* Per client address, before the handler sees a request: open
+	 * connections over limit.max_conns are closed at once; a request
+	 * without a token is answered 503 SlowDown (S3 XML) with Connection:
+	 * close. Zeros: no limits. */
+	struct http_limit_cfg limit;
+	/* A request body arriving slower than this (bytes/s, judged over
+	 * HTTP_BODY_RATE_WINDOW_MS while the handler is not pausing) is cut
+	 * off like a body timeout. 0: no minimum. */
+	uint32_t min_body_rate_bps;
+	/* Counters iolake_gw_http_* (limits, plain HTTP on a TLS port, slow
+	 * bodies) and the TLS ones go here; NULL: none. */
+	struct metrics_registry *metrics;
 };
 
 struct http_stats {
@@ -99,6 +119,11 @@ struct http_stats {
 	uint64_t bytes_in, bytes_out;
 	uint64_t write_queued_bytes;    /* now: handed to uv_write, not completed */
 	uint64_t write_queued_max;      /* high-water mark of the above */
+	uint64_t limit_conns_refused;   /* connections over the per-address cap */
+	uint64_t limit_requests_refused;/* requests answered 503 SlowDown by the rate limit */
+	uint64_t slow_bodies;           /* bodies cut off under min_body_rate_bps */
+	uint64_t plain_on_tls;          /* plain HTTP sent to a TLS server (answered 400) */
+	uint64_t tls_failures;          /* connections closed for a TLS error */
 };
 
 /* Bind, listen and start accepting on loop. Returns 0 and *out, or -errno

@@ -29,6 +29,8 @@ struct wslot {
 	size_t bytes;
 	bool used;
 	bool last;                 /* completes the response */
+	char *ct;                  /* TLS: the ciphertext being written (malloc'd) */
+	size_t ct_cap;             /* its allocation (given back to the tls_conn) */
 	char chunk_hdr[20];        /* "%zx\r\n" for chunked bodies */
 };
 
@@ -73,6 +75,12 @@ struct conn {
 	char request_id[64];
 	char peer[48];             /* the client's address, textual ("" unknown) */
 	bool tls;                  /* the connection speaks TLS */
+	struct tls_conn *tc;       /* its TLS state (gateway/tls.h), NULL: plain */
+	uint32_t limit_slot;       /* http_limit's entry for the peer */
+	bool limited;              /* this request is refused (rate limit) */
+	uint64_t body_win_ns;      /* start of the body-rate window (0: none) */
+	uint64_t body_win_bytes;   /* body bytes seen in that window */
+	uint8_t peer_bin[16];      /* the peer as IPv6 (IPv4 mapped) */
 	size_t uhdr_len;
 	size_t head_len;
 	int writes;
@@ -100,6 +108,9 @@ struct http_server {
 	void (*close_cb)(void *);
 	void *close_arg;
 	struct http_stats stats;
+	struct http_limit *limit;  /* NULL: no per-address limits */
+	char *tls_in;              /* HTTP_TLS_IN_BUF: ciphertext of one read */
+	struct metrics_counter *m_refused_conns, *m_refused_rate, *m_slow_body, *m_plain_on_tls;
 	uint64_t id_seq;
 	uint32_t id_prefix;
 	time_t date_at;
@@ -130,6 +141,9 @@ const char *conn_date(struct http_server *srv);
  * response). 0 or -errno (-EAGAIN: no slot; the socket gone: c closed). */
 int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, void *arg,
 		bool last, struct wslot **out);
+/* TLS: send whatever ciphertext the connection has queued (handshake,
+ * alerts, close_notify) as its own write. */
+void conn_tls_flush(struct conn *c);
 /* "100 Continue", once. */
 void conn_send_continue(struct conn *c);
 

@@ -17,8 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdlib.h>
+
 #include "common/loop.h"
 #include "gateway/http_int.h"
+#include "gateway/tls.h"
 
 /* ------------------------------------------------------------ utils */
 
@@ -81,6 +84,11 @@ static void on_written(uv_write_t *req, int status)
 	void *arg = w->arg;
 	bool last = w->last;
 	w->used = false;
+	if (c->tc)
+		tls_conn_recycle(c->tc, w->ct, w->ct_cap);
+	else
+		free(w->ct);
+	w->ct = NULL;
 	if (cb && c->active)
 		cb(&c->stream, status, arg);
 	if (status < 0) {
@@ -92,6 +100,77 @@ static void on_written(uv_write_t *req, int status)
 			conn_maybe_finish(c);
 		else
 			conn_linger(c); /* the server's own error reply */
+	}
+}
+
+/* TLS: bufs -> one ciphertext buffer (with whatever else was queued, in
+ * order), owned by the slot until its write completes. */
+static int encrypt(struct conn *c, struct wslot *w, const uv_buf_t *bufs, unsigned n,
+		   uv_buf_t *out)
+{
+	/* A small response (head + body) goes out as one record, not one per
+	 * buffer: half the records, tags and syscalls for small GETs. */
+	static _Thread_local char small[16384]; /* servers may run on several loops */
+	size_t total = 0;
+	for (unsigned i = 0; i < n; i++)
+		total += bufs[i].len;
+	uv_buf_t one;
+	if (n > 1 && total <= sizeof(small)) {
+		size_t off = 0;
+		for (unsigned i = 0; i < n; i++) {
+			memcpy(small + off, bufs[i].base, bufs[i].len);
+			off += bufs[i].len;
+		}
+		one = uv_buf_init(small, (unsigned)total);
+		bufs = &one;
+		n = 1;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (bufs[i].len && tls_conn_write(c->tc, bufs[i].base, bufs[i].len)) {
+			c->srv->stats.tls_failures++;
+			conn_close(c, -EPROTO);
+			return -EPIPE;
+		}
+	size_t len;
+	w->ct = tls_conn_take_all(c->tc, &len, &w->ct_cap); /* NULL for an empty write */
+	*out = uv_buf_init(w->ct, (unsigned)len);
+	return 0;
+}
+
+struct tls_out {
+	uv_write_t req;
+	struct conn *c;
+	char *data;                /* ciphertext, from tls_conn_take_all */
+};
+
+static void on_tls_out(uv_write_t *req, int status)
+{
+	struct tls_out *o = container_of(req, struct tls_out, req);
+	struct conn *c = o->c;
+	free(o->data);
+	free(o);
+	if (status < 0 && c->phase == ACTIVE)
+		conn_close(c, -EPIPE);
+}
+
+void conn_tls_flush(struct conn *c)
+{
+	size_t len = c->tc ? tls_conn_pending(c->tc) : 0;
+	if (!len || c->phase == CLOSING)
+		return;
+	struct tls_out *o = malloc(sizeof(*o));
+	if (!o) {
+		conn_close(c, -ENOMEM);
+		return;
+	}
+	o->c = c;
+	size_t cap;
+	o->data = tls_conn_take_all(c->tc, &len, &cap);
+	uv_buf_t b = uv_buf_init(o->data, (unsigned)len);
+	if (uv_write(&o->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_out)) {
+		free(o->data);
+		free(o);
+		conn_close(c, -EPIPE);
 	}
 }
 
@@ -117,8 +196,21 @@ int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, vo
 	w->arg = arg;
 	w->bytes = bytes;
 	w->last = last;
+	uv_buf_t ctb;
+	if (c->tc) {
+		/* Encrypt now: the plaintext is the handler's until cb, and cb
+		 * still fires when the ciphertext was handed to the kernel, so
+		 * back-pressure and the slots mean what they mean in plain. */
+		int rc = encrypt(c, w, bufs, n, &ctb);
+		if (rc)
+			return rc;
+		bufs = &ctb;
+		n = 1;
+	}
 	int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_written);
 	if (rc) { /* the socket is gone: the exchange ends with on_finish */
+		free(w->ct);
+		w->ct = NULL;
 		conn_close(c, rc);
 		return rc;
 	}

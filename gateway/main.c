@@ -33,6 +33,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "gateway/admin_api.h"
+#include "gateway/gw_front.h"
 #include "gateway/s3_ops.h"
 #include "meta/rootkey.h"
 
@@ -50,6 +51,7 @@ static uint64_t f_gc_interval = 10000;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
 static const char *f_admin_api_listen;
+static struct gw_front front = GW_FRONT_DEFAULTS;
 
 static const struct flag_spec specs[] = {
 	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
@@ -77,6 +79,7 @@ static const struct flag_spec specs[] = {
 		  "key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
 	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
 	  .metavar = "HOST:PORT", .help = "also serve the admin HTTP API here (off unless given)" },
+	GW_FRONT_FLAGS(front),
 	{ 0 }
 };
 
@@ -84,7 +87,7 @@ static struct s3_ops *ops;
 static struct admin_api *api;
 static struct s3_server *srv;
 static struct rootkey_runner *rootkey;
-static uv_signal_t sig_term, sig_int;
+static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t watchdog;
 
 static void on_watchdog(uv_timer_t *t)
@@ -115,6 +118,7 @@ static void on_signal(uv_signal_t *s, int signum)
 	LOG_INFO("stopping", "signal=%d", signum);
 	uv_close((uv_handle_t *)&sig_term, NULL);
 	uv_close((uv_handle_t *)&sig_int, NULL);
+	uv_close((uv_handle_t *)&sig_hup, NULL);
 	uv_timer_start(&watchdog, on_watchdog, SHUTDOWN_LIMIT_MS, 0);
 	uv_unref((uv_handle_t *)&watchdog);
 	rootkey_runner_stop(rootkey);
@@ -122,6 +126,13 @@ static void on_signal(uv_signal_t *s, int signum)
 	if (api)
 		admin_api_close(api, on_api_closed, NULL);
 	s3_server_close(srv, on_server_closed, NULL);
+}
+
+static void on_sighup(uv_signal_t *s, int signum)
+{
+	(void)s;
+	(void)signum;
+	gw_front_reload(&front);
 }
 
 /* "host:port" -> host (into buf) and port. 0 or -EINVAL. */
@@ -176,6 +187,10 @@ int main(int argc, char **argv)
 	}
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=gw");
+	if (gw_front_setup(&front, cerr, sizeof(cerr))) {
+		fprintf(stderr, "%s: %s\n", PROG, cerr);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	uv_loop_t *loop = uv_default_loop();
@@ -192,6 +207,7 @@ int main(int argc, char **argv)
 					      .max_conns = (uint32_t)f_max_conns },
 				    .domains = f_domain.items, .n_domains = f_domain.n,
 				    .region = f_region, .no_sigv2 = !f_sigv2 };
+	gw_front_apply(&front, &sc.http);
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);
 	if (rc) {
@@ -229,11 +245,14 @@ int main(int argc, char **argv)
 	uv_signal_init(loop, &sig_int);
 	uv_signal_start(&sig_term, on_signal, SIGTERM);
 	uv_signal_start(&sig_int, on_signal, SIGINT);
+	uv_signal_init(loop, &sig_hup);
+	uv_signal_start(&sig_hup, on_sighup, SIGHUP);
 	uv_timer_init(loop, &watchdog);
-	LOG_INFO("listening", "s3=%s:%d meta=%zu region=%s ec=%u+%u", host, s3_server_port(srv),
-		 f_meta.n, f_region, k, m);
+	LOG_INFO("listening", "s3=%s://%s:%d meta=%zu region=%s ec=%u+%u", gw_front_scheme(&front),
+		 host, s3_server_port(srv), f_meta.n, f_region, k, m);
 	uv_run(loop, UV_RUN_DEFAULT);
 	uv_loop_close(loop);
+	gw_front_free(&front);
 	flags_free(specs);
 	return 0;
 }

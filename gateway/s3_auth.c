@@ -125,6 +125,16 @@ static void cache_put(struct s3_auth *a, const char *ak, const struct s3_cred *c
 	for (int i = 0; i < WAYS && !victim; i++)
 		if (!set[i].used || now_ms >= set[i].expires_ms)
 			victim = &set[i];
+	/* An unknown key never pushes out a known one: a flood of made-up
+	 * keys must not turn every good request into a meta lookup. It
+	 * replaces only another negative entry, else is not cached. */
+	if (!victim && !cred) {
+		for (int i = 0; i < WAYS; i++)
+			if (set[i].negative && (!victim || set[i].expires_ms < victim->expires_ms))
+				victim = &set[i];
+		if (!victim)
+			return;
+	}
 	if (!victim) {
 		victim = &set[0];
 		for (int i = 1; i < WAYS; i++)

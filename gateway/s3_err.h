@@ -48,7 +48,7 @@
 	X(InvalidArgument,              400, "InvalidArgument",              "Invalid Argument")         \
 	X(InvalidContinuationToken,     400, "InvalidArgument",              "The continuation token provided is incorrect") \
 	X(ListArgumentTooLong,          400, "InvalidArgument",              "Prefix, delimiter or key-marker too long") \
-	X(MetadataTooLarge,             400, "InvalidArgument",              "Your metadata headers exceed the maximum allowed metadata size.") \
+	X(MetadataTooLarge,             400, "MetadataTooLarge",             "Your metadata headers exceed the maximum allowed metadata size.") \
 	X(InvalidBucketName,            400, "InvalidBucketName",            "The specified bucket is not valid.") \
 	X(InvalidBucketAclWithObjectOwnership, 400, "InvalidBucketAclWithObjectOwnership", "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting") \
 	X(InvalidDigest,                400, "InvalidDigest",                "The Content-MD5 you specified is not valid.") \

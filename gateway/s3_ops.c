@@ -76,6 +76,8 @@ static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
 		return;
 	}
 	lk->l = l;
+	if (o->m_cred_lookups)
+		metrics_counter_inc(o->m_cred_lookups);
 	Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
 	req.access_key_id = (char *)l->access_key;
 	int rc = meta_client_call(o->mc, META_M_GET_ACCESS_KEY, &req.base, on_access_key, lk);
@@ -152,6 +154,9 @@ static void register_metrics(struct s3_ops *o)
 					   "requests answered 503 ServiceUnavailable", NULL);
 	o->m_denied = metrics_counter_new(o->reg, "iolake_gw_access_denied_total",
 					  "authorization decisions that refused (s3_authz)", NULL);
+	o->m_cred_lookups = metrics_counter_new(o->reg, "iolake_gw_cred_lookups_total",
+						"access keys looked up in meta (credential cache "
+						"misses, positive and negative)", NULL);
 	static const struct {
 		const char *name, *help;
 		metrics_gauge_fn fn;
@@ -281,6 +286,7 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
+	s->http.metrics = o->reg; /* the HTTP layer's counters (limits, TLS) */
 	/* Every operation goes through the gate (s3_rq_gate: the one
 	 * authorization point), which runs its row's handler when allowed;
 	 * so anonymous requests may reach it too. */

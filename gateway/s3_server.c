@@ -503,6 +503,20 @@ static bool path_is(const struct http_request *hr, const char *p)
 	return hr->path_len == strlen(p) && memcmp(hr->path, p, hr->path_len) == 0;
 }
 
+
+/* User metadata as S3 counts it: each x-amz-meta-* name (without the
+ * prefix) and value, in bytes. */
+static size_t user_meta_bytes(const struct http_request *hr)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		if (h->name_len > 11 && strncasecmp(h->name, "x-amz-meta-", 11) == 0)
+			n += h->name_len - 11 + h->value_len;
+	}
+	return n;
+}
+
 static void on_request(struct http_stream *s, const struct http_request *hr)
 {
 	struct s3_server *srv = http_stream_ctx(s);
@@ -564,6 +578,10 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 	bool upload = c->req.op == S3_OP_PutObject || c->req.op == S3_OP_UploadPart;
 	if (upload && !hr->has_content_length && !hr->chunked) {
 		s3_call_error(c, S3E_MissingContentLength, NULL);
+		return;
+	}
+	if (user_meta_bytes(hr) > S3_USER_META_MAX) {
+		s3_call_error(c, S3E_MetadataTooLarge, NULL);
 		return;
 	}
 	if (upload && hr->content_length > S3_MAX_PUT_BYTES + (S3_MAX_PUT_BYTES >> 6)) {

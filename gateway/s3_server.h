@@ -39,6 +39,9 @@
 #include "gateway/xml.h"
 
 #define S3_MAX_PUT_BYTES (5ull << 30) /* single PUT / part: 5 GiB as S3 */
+/* x-amz-meta-* names (after the prefix) plus values, in bytes: 2 KiB as
+ * S3 (MetadataTooLarge), checked when the head arrives. */
+#define S3_USER_META_MAX 2048
 
 struct s3_server;
 struct s3_call;

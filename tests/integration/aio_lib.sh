@@ -35,12 +35,13 @@ free_port() {
 aio_start() {
 	local dir=$1; shift
 	PORT=${PORT:-$(free_port)}
-	EP=http://127.0.0.1:$PORT
+	EP=${AIO_SCHEME:-http}://127.0.0.1:$PORT  # AIO_SCHEME=https + AIO_CURL_OPTS for TLS
 	"$B/iolake-aio" --data-dir "$dir" --s3-listen 127.0.0.1:$PORT --osd-size ${OSD_SIZE:-256M} "$@" \
 		>>"$T/aio.out" 2>>"$T/aio.err" &
 	AIO_PID=$!
 	for _ in $(seq 1 200); do
-		if curl -sf "$EP/health/ready" >/dev/null 2>&1; then return 0; fi
+		# shellcheck disable=SC2086
+		if curl -sf ${AIO_CURL_OPTS:-} "$EP/health/ready" >/dev/null 2>&1; then return 0; fi
 		kill -0 "$AIO_PID" 2>/dev/null || { tail -20 "$T/aio.err"; echo "aio died"; return 1; }
 		sleep 0.1
 	done

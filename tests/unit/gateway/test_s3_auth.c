@@ -621,6 +621,42 @@ START_TEST(test_cache_bounded)
 }
 END_TEST
 
+/* A flood of made-up keys never pushes a known key out of the cache (a
+ * good client keeps verifying without a lookup), and the made-up keys
+ * themselves stay negative-cached as far as room allows. */
+START_TEST(test_unknown_keys_never_evict_known)
+{
+	struct s3_auth *a = mk("us-east-1");
+	struct s3_auth_req r;
+	get_request(&r, GET_SIG, T0, 0);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_int_eq(fk.lookups, 1);
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 200; i++) {
+			char ak[32], h[512];
+			snprintf(ak, sizeof(ak), "AKIAFLOOD%06d", i);
+			/* Late in the known key's TTL: its entry expires before
+			 * the negative ones would. */
+			get_request(&r, GET_SIG, T0, 56000 + (uint64_t)round);
+			snprintf(h, sizeof(h),
+				 "AWS4-HMAC-SHA256 Credential=%s/20130524/us-east-1/s3/aws4_request,"
+				 "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,Signature=" GET_SIG,
+				 ak);
+			get_hs[4].value = h;
+			get_hs[4].value_len = strlen(h);
+			ck_assert_int_eq(verify_sync(a, &r), S3E_InvalidAccessKeyId);
+		}
+	int before = fk.lookups;
+	get_request(&r, GET_SIG, T0, 56010);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_int_eq(fk.lookups, before); /* still cached */
+	struct s3_auth_stats st;
+	s3_auth_get_stats(a, &st);
+	ck_assert_uint_ge(st.hits, 1);
+	s3_auth_free(a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("s3_auth");
@@ -634,6 +670,7 @@ int main(void)
 	tcase_add_test(tc, test_date_header_and_streaming);
 	tcase_add_test(tc, test_sigv2);
 	tcase_add_test(tc, test_cache_bounded);
+	tcase_add_test(tc, test_unknown_keys_never_evict_known);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -98,7 +98,7 @@ END_TEST
  * call sites used to pass by hand. */
 START_TEST(test_wire)
 {
-	ck_assert_str_eq(s3_err_code(S3E_MetadataTooLarge), "InvalidArgument");
+	ck_assert_str_eq(s3_err_code(S3E_MetadataTooLarge), "MetadataTooLarge"); /* AWS's code */
 	ck_assert_str_eq(s3_err_message(S3E_MetadataTooLarge),
 			 "Your metadata headers exceed the maximum allowed metadata size.");
 	ck_assert_int_eq(s3_err_status(S3E_MetadataTooLarge), 400);

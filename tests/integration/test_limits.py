@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""test_limits.py — the limits before authentication on iolake-aio's S3
+port (issue 16), all from 127.0.0.1 (loopback is not exempt):
+
+- request rate per address (--rate-per-addr 5 --rate-burst 20): a burst
+  of requests gets about the bucket's worth through, the rest 503
+  SlowDown with an S3 XML body and Connection: close (HEAD: no body);
+  boto3 sees the SlowDown code; after a pause the address is served
+  again; /metrics counts exactly the refusals seen;
+- connections per address (--max-conns-per-addr 4): the fifth open
+  connection is closed at once without a response, counted; closing one
+  makes room again;
+- the negative credential cache: many requests signed with an unknown
+  key are all InvalidAccessKeyId and reach meta once
+  (iolake_gw_cred_lookups_total);
+- named limits on what a client controls: user metadata of 2 KiB is
+  taken, one byte more is MetadataTooLarge (before the body is read);
+  a key of 1,024 bytes is taken, 1,025 is KeyTooLongError;
+- the minimum body rate (--min-body-rate 1000): a PUT body trickling at
+  ~100 B/s is cut after the 10 s window, counted; the object is not
+  created.
+"""
+import os, socket, sys, time
+import http.client
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import aio_py  # noqa: E402
+import s3sign  # noqa: E402
+import boto3  # noqa: E402
+from botocore.config import Config  # noqa: E402
+from botocore.exceptions import ClientError  # noqa: E402
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def metric(port, name):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    fail("no metric %s" % name)
+
+
+def one(port, method="GET", path="/health/live"):
+    """A request on a fresh connection: (status, headers, body)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request(method, path)
+    r = c.getresponse()
+    out = r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    c.close()
+    return out
+
+
+def test_rate(aio):
+    refused0 = metric(aio.port, 'iolake_gw_http_refused_total{reason="rate_per_addr"}')
+    # Made before (making one takes longer than a refill), without retries
+    # (Debian's botocore counts max_attempts as retries).
+    client = boto3.client("s3", endpoint_url=aio.ep, aws_access_key_id=aio_py.AK,
+                          aws_secret_access_key=aio_py.SK, region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"},
+                                        retries={"max_attempts": 0}))
+    time.sleep(4)  # the bucket refills after start-up's requests
+    t0 = time.monotonic()
+    ok = slow = 0
+    for i in range(100):
+        st, h, body = one(aio.port, "HEAD" if i == 99 else "GET")
+        if st == 200:
+            ok += 1
+        elif st == 503:
+            slow += 1
+            if i == 99:
+                if body:
+                    fail("HEAD 503 with a body")
+                continue
+            if s3sign.error_code(body) != "SlowDown":
+                fail("503 body: %r" % body)
+            if h.get("connection", "").lower() != "close":
+                fail("503 without Connection: close: %r" % h)
+            if h.get("content-type") != "application/xml":
+                fail("503 content-type %r" % h.get("content-type"))
+        else:
+            fail("status %d" % st)
+    dt = time.monotonic() - t0
+    most = 20 + 5 * dt + 1
+    if not (20 <= ok <= most) or ok + slow != 100:
+        fail("burst of 100 in %.2f s: %d ok, %d SlowDown (wanted 20..%d ok)" % (dt, ok, slow, most))
+    print("ok: 100 requests in %.2f s from one address: %d served, %d 503 SlowDown (XML, "
+          "Connection: close)" % (dt, ok, slow))
+    while one(aio.port)[0] == 200:  # empty the bucket again
+        pass
+    slow += 1
+    try:
+        client.list_buckets()
+        fail("boto3 was not throttled")
+    except ClientError as e:
+        if e.response["Error"]["Code"] != "SlowDown":
+            fail("boto3 got %s" % e.response["Error"]["Code"])
+        slow += 1
+    print("ok: boto3 sees SlowDown")
+    time.sleep(0.5)  # 2.5 tokens back
+    if one(aio.port)[0] != 200:
+        fail("not served again after a pause")
+    refused = metric(aio.port, 'iolake_gw_http_refused_total{reason="rate_per_addr"}')
+    if refused - refused0 != slow:
+        fail("metric counts %d refusals, saw %d" % (refused - refused0, slow))
+    print("ok: served again after a pause; /metrics counted the %d refusals" % slow)
+
+
+def test_conns(aio):
+    time.sleep(1.5)
+    held = [socket.create_connection(("127.0.0.1", aio.port)) for _ in range(4)]
+    time.sleep(0.2)
+    extra = socket.create_connection(("127.0.0.1", aio.port))
+    extra.settimeout(3)
+    try:
+        extra.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = extra.recv(100)
+    except (ConnectionResetError, BrokenPipeError):
+        got = b""
+    if got:
+        fail("a fifth connection was served: %r" % got)
+    extra.close()
+    print("ok: the fifth connection from one address is closed without a response")
+    # The held ones still work.
+    held[0].sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+    if not held[0].recv(100).startswith(b"HTTP/1.1 200"):
+        fail("a held connection does not answer")
+    held.pop().close()
+    time.sleep(0.2)
+    st = one(aio.port)[0]
+    if st != 200:
+        fail("after a close: %d" % st)
+    for s in held:
+        s.close()
+    time.sleep(0.2)
+    n = metric(aio.port, 'iolake_gw_http_refused_total{reason="conns_per_addr"}')
+    if n != 1:
+        fail("conns_per_addr refusals %d, wanted 1" % n)
+    print("ok: room again after one closes; /metrics counted 1 refusal")
+
+
+def test_negative_cache(aio):
+    time.sleep(4)
+    before = metric(aio.port, "iolake_gw_cred_lookups_total")
+    bad = aio.client(ak="AKIAUNKNOWNKEY000001", sk="x" * 40)
+    for _ in range(15):
+        try:
+            bad.list_buckets()
+            fail("an unknown key listed buckets")
+        except ClientError as e:
+            if e.response["Error"]["Code"] != "InvalidAccessKeyId":
+                fail("unknown key: %s" % e.response["Error"]["Code"])
+    after = metric(aio.port, "iolake_gw_cred_lookups_total")
+    if after - before != 1:
+        fail("15 requests with one unknown key made %d meta lookups" % (after - before))
+    print("ok: 15 requests with an unknown key: InvalidAccessKeyId each, 1 meta lookup")
+
+
+def test_client_limits(aio):
+    time.sleep(4)
+    c = aio.client()
+    c.create_bucket(Bucket="lim")
+    meta = {"a": "x" * 1000, "bb": "y" * 1045}  # 1 + 1000 + 2 + 1045 = 2048
+    c.put_object(Bucket="lim", Key="m", Body=b"1", Metadata=meta)
+    got = c.head_object(Bucket="lim", Key="m")["Metadata"]
+    if got != meta:
+        fail("metadata round trip")
+    meta["bb"] += "z"
+    try:
+        c.put_object(Bucket="lim", Key="m2", Body=b"1" * 100000, Metadata=meta)
+        fail("2,049 bytes of metadata taken")
+    except ClientError as e:
+        if e.response["Error"]["Code"] != "MetadataTooLarge":
+            fail("metadata: %s" % e.response["Error"]["Code"])
+    c.put_object(Bucket="lim", Key="k" * 1024, Body=b"1")
+    try:
+        c.put_object(Bucket="lim", Key="k" * 1025, Body=b"1")
+        fail("a 1,025-byte key taken")
+    except ClientError as e:
+        if e.response["Error"]["Code"] != "KeyTooLongError":
+            fail("key: %s" % e.response["Error"]["Code"])
+    print("ok: 2,048 bytes of metadata taken, 2,049 MetadataTooLarge; 1,024-byte key taken, "
+          "1,025 KeyTooLongError")
+
+
+def test_slow_body(aio):
+    time.sleep(2)
+    c = aio.client()
+    c.create_bucket(Bucket="slow")
+    sg = s3sign.Signer(aio_py.AK, aio_py.SK)
+    host = "127.0.0.1:%d" % aio.port
+    h, _, _ = sg.sign_headers("PUT", "/slow/obj", {"host": host, "content-length": "100000"},
+                              "UNSIGNED-PAYLOAD")
+    s = socket.create_connection(("127.0.0.1", aio.port))
+    s.sendall(("PUT /slow/obj HTTP/1.1\r\n" + "".join("%s: %s\r\n" % kv for kv in h.items())
+               + "\r\n").encode())
+    t0 = time.monotonic()
+    cut = False
+    try:
+        while time.monotonic() - t0 < 20:
+            s.sendall(b"x" * 20)
+            time.sleep(0.2)
+    except (BrokenPipeError, ConnectionResetError):
+        cut = True
+    dt = time.monotonic() - t0
+    s.close()
+    if not cut or not 9 <= dt <= 15:
+        fail("a 100 B/s body: cut=%s after %.1f s" % (cut, dt))
+    if metric(aio.port, "iolake_gw_http_slow_bodies_total") != 1:
+        fail("slow body not counted")
+    try:
+        c.head_object(Bucket="slow", Key="obj")
+        fail("the slow PUT created the object")
+    except ClientError:
+        pass
+    print("ok: a body at 100 B/s is cut after %.1f s (minimum 1000 B/s); no object" % dt)
+
+
+def main():
+    aio = aio_py.Aio(args=["--rate-per-addr", "5", "--rate-burst", "20",
+                           "--max-conns-per-addr", "4", "--min-body-rate", "1000"])
+    try:
+        aio.start()
+        test_rate(aio)
+        test_conns(aio)
+        test_negative_cache(aio)
+        test_client_limits(aio)
+        test_slow_body(aio)
+        aio.stop()
+    finally:
+        aio.close()
+    print("PASS test_limits")
+
+
+if __name__ == "__main__":
+    main()
