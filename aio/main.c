@@ -82,6 +82,7 @@ static const char *f_rpc = "local";
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static uint64_t f_pg_count = 256;
+static uint64_t f_range_groups = META_RANGE_GROUPS_DEFAULT;
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
@@ -123,6 +124,9 @@ static const struct flag_spec specs[] = {
 	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
 	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
 	  .help = "placement groups of a new cluster (power of two)" },
+	{ .name = "range-groups", .type = FLAG_UINT64, .dst = &f_range_groups, .min = 0,
+	  .max = META_GROUPS_MAX, .help = "Raft groups kept for key ranges of object records "
+	  "(0: object records stay in the root group)" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
@@ -242,7 +246,8 @@ static void meta_start_fn(void *arg)
 				    .pg_count = (uint32_t)f_pg_count, .ec_k = A.k, .ec_m = A.m,
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
 				    .snapshot_bytes = f_snap_bytes, .cache_bytes = f_meta_cache,
-				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg };
+				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg,
+				    .range_groups = (unsigned)f_range_groups };
 	*rc = meta_node_start(&A.meta_lt.loop, &o, &A.meta);
 }
 

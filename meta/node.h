@@ -55,6 +55,7 @@
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
+#define META_RANGE_GROUPS_DEFAULT 4      /* --range-groups of iolake-meta and -aio */
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 
@@ -84,6 +85,7 @@ enum meta_method {
 	META_M_CHECK_SHARDS,
 	META_M_CONFIRM_LEADER,
 	META_M_FETCH_SNAPSHOT,
+	META_M_GET_RANGES,
 	META_M_COUNT
 };
 #define META_SERVICE (&iolake__meta__meta__descriptor)
@@ -118,6 +120,10 @@ struct meta_node_opts {
 	uint32_t pg_count;               /* InitMap on first leadership; 0: 256 */
 	uint32_t ec_k, ec_m;             /* 0: 4 + 2 */
 	struct metrics_registry *metrics;  /* NULL: the member makes its own */
+	unsigned range_groups;           /* the root's leader keeps this many Raft groups
+	                                  * >= 1 for key ranges (CreateGroup over every
+	                                  * root voter when fewer exist); 0: none made,
+	                                  * object records stay in the root */
 };
 
 struct meta_node;
