@@ -37,7 +37,7 @@ struct meta_route {
 	bool valid[ROUTE_SLOTS];
 };
 
-enum kind { K_CALL, K_SUBMIT, K_LIST, K_UPLOADS, K_DELETE_BUCKET };
+enum kind { K_CALL, K_SUBMIT, K_LIST, K_UPLOADS, K_DELETE_BUCKET, K_CHECK };
 
 struct rcall {
 	struct meta_route *r;
@@ -67,6 +67,10 @@ struct rcall {
 	size_t sealed;
 	Iolake__Meta__Status del_status;
 	int del_err;
+	/* CheckShards over every group: referenced by any of them */
+	protobuf_c_boolean *refd;
+	size_t n_refd;
+	int check_err;
 };
 
 /* ------------------------------------------------------------ cache */
@@ -199,6 +203,10 @@ bool meta_route_wants_call(unsigned method, const ProtobufCMessage *req)
 	case META_M_LIST_OBJECTS:
 	case META_M_LIST_UPLOADS:
 		break;
+	case META_M_CHECK_SHARDS: {
+		const uint64_t *g = u64_field(req, 100);
+		return g && !*g;
+	}
 	default:
 		return false;
 	}
@@ -221,6 +229,7 @@ static void rc_free(struct rcall *k)
 		protobuf_c_message_free_unpacked(k->pages[i], NULL);
 	free(k->pages);
 	meta_range_table_clear(&k->del);
+	free(k->refd);
 	free(k);
 }
 
@@ -1013,6 +1022,77 @@ static void delete_start(struct rcall *k)
 	seal_next(k);
 }
 
+/* ---- CheckShards: a shard is unreferenced only when no group names it.
+ * The groups come from the root's table, read for every call (a group
+ * made since a cached read could hold the only reference); any group that
+ * does not answer makes the whole answer an error, which the orphan
+ * sweep treats as "referenced" (it deletes nothing). */
+
+static void on_checked_one(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct rcall *k = ud;
+	const Iolake__Meta__CheckShardsResponse *r = (const void *)resp;
+	if (!err && (r->status != IOLAKE__META__STATUS__STATUS_OK || r->n_referenced != k->n_refd))
+		err = -EPROTO;
+	if (err && !k->check_err)
+		k->check_err = err;
+	for (size_t i = 0; !err && i < k->n_refd; i++)
+		k->refd[i] = k->refd[i] || r->referenced[i];
+	if (--k->waiting)
+		return;
+	if (k->check_err) {
+		finish_call(k, k->check_err, NULL);
+		return;
+	}
+	Iolake__Meta__CheckShardsResponse out = IOLAKE__META__CHECK_SHARDS_RESPONSE__INIT;
+	out.referenced = k->refd;
+	out.n_referenced = k->n_refd;
+	finish_call(k, 0, &out.base);
+}
+
+static void on_check_groups(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct rcall *k = ud;
+	const Iolake__Meta__GetRangesResponse *g = (const void *)resp;
+	if (err && err != -EOPNOTSUPP) {
+		finish_call(k, err, NULL);
+		return;
+	}
+	Iolake__Meta__CheckShardsRequest *q = (void *)k->req;
+	size_t n = 1 + (err ? 0 : g->n_groups);
+	k->n_refd = q->n_object_ids;
+	k->refd = calloc(k->n_refd + 1, sizeof(*k->refd));
+	if (!k->refd) {
+		finish_call(k, -ENOMEM, NULL);
+		return;
+	}
+	/* Every call is started before any answer can run (answers come on
+	 * a later loop turn), so waiting counts them all. */
+	k->waiting = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		q->group = i == 0 ? 0 : g->groups[i - 1];
+		int rc = meta_client_call_direct(k->r->c, META_M_CHECK_SHARDS, &q->base,
+						 on_checked_one, k);
+		if (rc) {
+			if (!k->check_err)
+				k->check_err = rc;
+			if (--k->waiting == 0) {
+				finish_call(k, k->check_err, NULL);
+				return;
+			}
+		}
+	}
+}
+
+static void check_start(struct rcall *k)
+{
+	Iolake__Meta__GetRangesRequest q = IOLAKE__META__GET_RANGES_REQUEST__INIT;
+	q.bucket = "";
+	int rc = meta_client_call_direct(k->r->c, META_M_GET_RANGES, &q.base, on_check_groups, k);
+	if (rc)
+		finish_err(k, rc);
+}
+
 /* ------------------------------------------------------------ entry */
 
 static void step(struct rcall *k)
@@ -1033,11 +1113,16 @@ static void step(struct rcall *k)
 			uploads_start(k);
 		break;
 	case K_DELETE_BUCKET: delete_start(k); break;
+	case K_CHECK: check_start(k); break;
 	}
 }
 
 static void start(struct rcall *k)
 {
+	if (k->kind == K_CHECK) {
+		check_start(k);
+		return;
+	}
 	if (k->kind == K_DELETE_BUCKET)
 		table_drop(k->r, k->bucket);   /* seal what the root says now */
 	if (table_get(k->r, k->bucket))
@@ -1058,13 +1143,15 @@ int meta_route_call(struct meta_route *r, unsigned method, const ProtobufCMessag
 	k->ud = ud;
 	k->kind = method == META_M_LIST_OBJECTS ? K_LIST
 		  : method == META_M_LIST_UPLOADS ? K_UPLOADS
+		  : method == META_M_CHECK_SHARDS ? K_CHECK
 						  : K_CALL;
 	k->req = meta_client_copy_msg(req);
 	if (!k->req) {
 		free(k);
 		return -ENOMEM;
 	}
-	snprintf(k->bucket, sizeof(k->bucket), "%s", str_field(k->req, 1));
+	const char *b = k->kind == K_CHECK ? "" : str_field(k->req, 1);
+	snprintf(k->bucket, sizeof(k->bucket), "%s", b ? b : "");
 	k->key = k->kind == K_CALL ? str_field(k->req, 2) : "";
 	if (!k->key)
 		k->key = "";

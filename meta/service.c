@@ -958,6 +958,16 @@ void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *di
 	resp.state_digest = (char *)digest;
 	resp.state_applied_index = digest_index;
 	meta_state_gc_count(g->state, &resp.gc_queue);
+	if (g->id == 0) {
+		/* The root's answer counts every group this member hosts: range
+		 * groups keep the GC entries of the records they hold. */
+		struct meta_node *mn = g->n;
+		for (size_t i = 0; i < mn->n_groups; i++) {
+			uint64_t more = 0;
+			if (mn->groups[i] != g && !meta_state_gc_count(mn->groups[i]->state, &more))
+				resp.gc_queue += more;
+		}
+	}
 	resp.group = g->id;
 	const struct raft_configuration *c = &g->raft.configuration;
 	Iolake__Meta__MemberInfo mi[META_NODE_MAX_PEERS * 2];
