@@ -636,6 +636,7 @@ int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 		return IOL_ESHUTDOWN;
 	if (meta_route_wants_op(op))
 		return meta_route_submit(c->route, op, cb, ud);
+	meta_route_root_changed(c->route);
 	return meta_client_submit_group(c, 0, op, cb, ud);
 }
 

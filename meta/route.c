@@ -28,13 +28,25 @@
 #define ROUTE_SLOTS 256
 #define ROUTE_TRIES 6            /* table re-reads per routed call */
 #define ROUTE_TTL_MS 60000       /* a cached table is re-read after this */
+#define BUCKET_TTL_MS 1000       /* a bucket record served beside a HeadObject */
 #define WRONG_RANGE IOLAKE__META__STATUS__STATUS_WRONG_RANGE
 #define HEAD_RETRY 1             /* head_err: refused, retry (errors are < 0) */
+
+/* A bucket record read from the root for a HeadObject routed to a range
+ * group (the gateway authorizes on both): kept BUCKET_TTL_MS, and dropped
+ * whole whenever this client submits an op to the root (its own bucket
+ * changes are seen at once; another client's within the TTL). */
+struct bucket_slot {
+	char name[64];
+	ProtobufCMessage *resp;        /* GetBucketResponse, OK */
+	uint64_t at_ms;
+};
 
 struct meta_route {
 	struct meta_client *c;
 	struct meta_range_table slot[ROUTE_SLOTS];
 	bool valid[ROUTE_SLOTS];
+	struct bucket_slot bkt[ROUTE_SLOTS];
 };
 
 enum kind { K_CALL, K_SUBMIT, K_LIST, K_UPLOADS, K_DELETE_BUCKET, K_CHECK };
@@ -56,7 +68,11 @@ struct rcall {
 	int waiting;
 	ProtobufCMessage *head_copy, *bucket_copy;
 	int head_err, bucket_err;
-	/* listings */
+	/* listings: the table as it was when the walk (re)started, so that
+	 * another bucket taking the cache slot cannot change it mid-page */
+	struct meta_range_table tab;
+	bool tab_ok, reseek;
+	bool walking;                  /* the walk began (list_start passed) */
 	struct meta_range_walk walk;
 	size_t ri;                     /* range asked now */
 	ProtobufCMessage **pages;
@@ -111,10 +127,20 @@ int meta_route_new(struct meta_client *c, struct meta_route **out)
 	return 0;
 }
 
+void meta_route_root_changed(struct meta_route *r)
+{
+	for (size_t i = 0; i < ROUTE_SLOTS; i++) {
+		if (r->bkt[i].resp)
+			protobuf_c_message_free_unpacked(r->bkt[i].resp, NULL);
+		r->bkt[i].resp = NULL;
+	}
+}
+
 void meta_route_free(struct meta_route *r)
 {
 	if (!r)
 		return;
+	meta_route_root_changed(r);
 	for (size_t i = 0; i < ROUTE_SLOTS; i++)
 		meta_range_table_clear(&r->slot[i]);
 	free(r);
@@ -229,6 +255,7 @@ static void rc_free(struct rcall *k)
 		protobuf_c_message_free_unpacked(k->pages[i], NULL);
 	free(k->pages);
 	meta_range_table_clear(&k->del);
+	meta_range_table_clear(&k->tab);
 	free(k->refd);
 	free(k);
 }
@@ -274,6 +301,7 @@ static bool refused(struct rcall *k, uint64_t range_id)
 		return false;
 	table_drop(k->r, k->bucket);
 	k->open_id = range_id;
+	k->reseek = true;
 	fetch(k);
 	return true;
 }
@@ -420,6 +448,15 @@ static void on_head_bucket(void *ud, int err, const ProtobufCMessage *resp)
 	k->bucket_err = err;
 	if (!err && !(k->bucket_copy = meta_client_copy_msg(resp)))
 		k->bucket_err = -ENOMEM;
+	if (!k->bucket_err &&
+	    ((const Iolake__Meta__GetBucketResponse *)resp)->status == IOLAKE__META__STATUS__STATUS_OK) {
+		struct bucket_slot *b = &k->r->bkt[slot_of(k->bucket)];
+		if (b->resp)
+			protobuf_c_message_free_unpacked(b->resp, NULL);
+		b->resp = meta_client_copy_msg(resp);
+		b->at_ms = loop_now_ms();
+		snprintf(b->name, sizeof(b->name), "%s", k->bucket);
+	}
 	if (--k->waiting == 0)
 		head_merge(k);
 }
@@ -471,7 +508,16 @@ static void send_call(struct rcall *k)
 		with_bucket = h->with_bucket;
 		h->with_bucket = false;   /* the bucket lives in the root */
 	}
-	if (with_bucket) {
+	struct bucket_slot *bs = &k->r->bkt[slot_of(k->bucket)];
+	if (with_bucket && bs->resp && !strcmp(bs->name, k->bucket) &&
+	    loop_now_ms() - bs->at_ms < BUCKET_TTL_MS) {
+		k->bucket_copy = meta_client_copy_msg(bs->resp);
+		if (!k->bucket_copy) {
+			finish_err(k, -ENOMEM);
+			return;
+		}
+		k->waiting = 1;   /* only the HeadObject */
+	} else if (with_bucket) {
 		k->waiting = 2;
 		Iolake__Meta__GetBucketRequest q = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
 		q.name = k->bucket;
@@ -518,7 +564,7 @@ static int keep_page(struct rcall *k, const ProtobufCMessage *resp)
 
 static bool more_ranges(struct rcall *k, const char *prefix)
 {
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	return t && k->ri + 1 < t->n && meta_range_may_hold_prefix(t, k->ri + 1, prefix);
 }
 
@@ -557,7 +603,7 @@ static void on_list_page(void *ud, int err, const ProtobufCMessage *resp)
 	struct rcall *k = ud;
 	Iolake__Meta__ListObjectsRequest *q = (void *)k->req;
 	const Iolake__Meta__ListObjectsResponse *pg = (const void *)resp;
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	uint64_t rid = t && k->ri < t->n ? t->v[k->ri].id : 0;
 	if (((!err && pg->status == WRONG_RANGE) || (err == IOL_ENOT_FOUND && rid)) &&
 	    refused(k, rid))
@@ -612,7 +658,7 @@ static void on_list_page(void *ud, int err, const ProtobufCMessage *resp)
 static void list_send(struct rcall *k)
 {
 	Iolake__Meta__ListObjectsRequest *q = (void *)k->req;
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	if (k->no_bucket || !t || t->n == 0) {
 		/* The root lists it (or says NoSuchBucket): as before. */
 		int rc = meta_client_call_direct(k->r->c, k->method, k->req, on_called, k);
@@ -620,10 +666,11 @@ static void list_send(struct rcall *k)
 			finish_err(k, rc);
 		return;
 	}
-	if (k->open_id) {
+	if (k->reseek || k->ri >= t->n) {
 		/* after a refusal, restart from the range holding the marker */
 		const char *from = strcmp(k->walk.marker, q->prefix) > 0 ? k->walk.marker : q->prefix;
 		k->ri = meta_range_find(t, from);
+		k->reseek = false;
 		if (open_if_needed(k, &t->v[k->ri]))
 			return;
 		k->open_id = 0;
@@ -643,7 +690,7 @@ static void list_send(struct rcall *k)
 static void list_start(struct rcall *k)
 {
 	Iolake__Meta__ListObjectsRequest *q = (void *)k->req;
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	char marker[META_KEY_MAX + 1];
 	if (k->no_bucket || !t || t->n == 0 || q->max_keys == 0) {
 		k->ri = 0;
@@ -674,6 +721,8 @@ static void list_start(struct rcall *k)
 	meta_range_walk_init(&k->walk, max, marker);
 	const char *from = strcmp(marker, q->prefix) > 0 ? marker : q->prefix;
 	k->ri = meta_range_find(t, from);
+	k->walking = true;
+	k->reseek = false;
 	list_send(k);
 }
 
@@ -743,7 +792,7 @@ static void on_uploads_page(void *ud, int err, const ProtobufCMessage *resp)
 	struct rcall *k = ud;
 	Iolake__Meta__ListUploadsRequest *q = (void *)k->req;
 	const Iolake__Meta__ListUploadsResponse *pg = (const void *)resp;
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	uint64_t rid = t && k->ri < t->n ? t->v[k->ri].id : 0;
 	if (((!err && pg->status == WRONG_RANGE) || (err == IOL_ENOT_FOUND && rid)) &&
 	    refused(k, rid))
@@ -826,7 +875,7 @@ oom:
 static void uploads_send(struct rcall *k)
 {
 	Iolake__Meta__ListUploadsRequest *q = (void *)k->req;
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	if (k->no_bucket || !t || t->n == 0) {
 		int rc = meta_client_call_direct(k->r->c, k->method, k->req, on_called, k);
 		if (rc)
@@ -838,9 +887,10 @@ static void uploads_send(struct rcall *k)
 	size_t kl = z ? (size_t)(z - k->walk.marker) : k->walk.marker_len;
 	memcpy(km, k->walk.marker, kl);
 	km[kl] = 0;
-	if (k->open_id) {
+	if (k->reseek || k->ri >= t->n) {
 		const char *from = strcmp(km, q->prefix) > 0 ? km : q->prefix;
 		k->ri = meta_range_find(t, from);
+		k->reseek = false;
 		if (open_if_needed(k, &t->v[k->ri]))
 			return;
 		k->open_id = 0;
@@ -865,7 +915,7 @@ static void uploads_send(struct rcall *k)
 static void uploads_start(struct rcall *k)
 {
 	Iolake__Meta__ListUploadsRequest *q = (void *)k->req;
-	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
 	unsigned max = q->max_uploads == 0 || q->max_uploads > META_LIST_MAX_KEYS
 			       ? META_LIST_MAX_KEYS
 			       : q->max_uploads;
@@ -888,6 +938,8 @@ static void uploads_start(struct rcall *k)
 	}
 	const char *from = strcmp(m, q->prefix) > 0 ? m : q->prefix;
 	k->ri = meta_range_find(t, from);
+	k->walking = true;
+	k->reseek = false;
 	uploads_send(k);
 }
 
@@ -946,6 +998,7 @@ static void on_root_deleted(void *ud, int err, const Iolake__Meta__OpResult *res
 {
 	struct rcall *k = ud;
 	table_drop(k->r, k->bucket);
+	meta_route_root_changed(k->r);
 	if (!err && res->status != IOLAKE__META__STATUS__STATUS_OK &&
 	    res->status != IOLAKE__META__STATUS__STATUS_NOT_FOUND) {
 		k->del_status = res->status;
@@ -1095,19 +1148,50 @@ static void check_start(struct rcall *k)
 
 /* ------------------------------------------------------------ entry */
 
+/* A private copy of the bucket's cached table for a listing walk. */
+static int snapshot_table(struct rcall *k)
+{
+	const struct meta_range_table *t = table_get(k->r, k->bucket);
+	k->tab_ok = false;
+	meta_range_table_clear(&k->tab);
+	if (!t)
+		return 0;   /* no bucket: the root answers */
+	Iolake__Meta__RangeDesc *ds = calloc(t->n + 1, sizeof(*ds)), **dp = calloc(t->n + 1, sizeof(*dp));
+	int rc = ds && dp ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < t->n; i++) {
+		iolake__meta__range_desc__init(&ds[i]);
+		ds[i].id = t->v[i].id;
+		ds[i].group = t->v[i].group;
+		ds[i].bucket = k->bucket;
+		ds[i].start = t->v[i].start;
+		ds[i].end = t->v[i].end;
+		dp[i] = &ds[i];
+	}
+	if (!rc)
+		rc = meta_range_table_set(&k->tab, k->bucket, dp, t->n);
+	free(ds);
+	free(dp);
+	k->tab_ok = rc == 0;
+	return rc;
+}
+
 static void step(struct rcall *k)
 {
+	if ((k->kind == K_LIST || k->kind == K_UPLOADS) && snapshot_table(k)) {
+		finish_err(k, -ENOMEM);
+		return;
+	}
 	switch (k->kind) {
 	case K_SUBMIT: send_submit(k); break;
 	case K_CALL: send_call(k); break;
 	case K_LIST:
-		if (k->open_id || k->n_pages)
+		if (k->walking)
 			list_send(k);
 		else
 			list_start(k);
 		break;
 	case K_UPLOADS:
-		if (k->open_id || k->n_pages)
+		if (k->walking)
 			uploads_send(k);
 		else
 			uploads_start(k);

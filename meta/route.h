@@ -27,6 +27,10 @@ void meta_route_free(struct meta_route *r);
 bool meta_route_wants_call(unsigned method, const ProtobufCMessage *req);
 bool meta_route_wants_op(const Iolake__Meta__Op *op);
 
+/* This client submitted an op to the root: bucket records it cached for
+ * HeadObject may be stale (route.c: struct bucket_slot). */
+void meta_route_root_changed(struct meta_route *r);
+
 /* As meta_client_call / meta_client_submit. */
 int meta_route_call(struct meta_route *r, unsigned method, const ProtobufCMessage *req,
 		    meta_client_cb cb, void *ud);
