@@ -55,7 +55,15 @@
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
-#define META_RANGE_GROUPS_DEFAULT 4      /* --range-groups of iolake-meta and -aio */
+/* --range-groups defaults, by measurement (docs/performance.md, "Key
+ * ranges"): on one member (iolake-aio) every group shares one loop, so range
+ * groups only split the group commit; on this project's 2-core machine a
+ * three-member cluster with three range groups and spread leaders also
+ * measured slower than one group (CPU-bound: more, smaller entries). Both
+ * 0 until a multi-host measurement says otherwise; --range-groups N turns
+ * ranges on. */
+#define META_RANGE_GROUPS_DEFAULT 0      /* iolake-meta */
+#define META_RANGE_GROUPS_DEFAULT_AIO 0  /* iolake-aio */
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 
