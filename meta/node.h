@@ -7,9 +7,10 @@
  * Groups: the root group (id 0) holds users, buckets, the cluster map and
  * the table of the other groups; every member of the meta service is a
  * member of the root. A group >= 1 is created with CreateGroup through the
- * root, and each of its voters starts it (meta/hosting.c). For now a group
- * >= 1 runs the same ops as the root (objects may be put into any group);
- * ranges decide later which records live where.
+ * root, and each of its voters starts it (meta/hosting.c). Every group
+ * runs the same state machine; the root's range table decides which
+ * object records a group >= 1 holds (docs/architecture.md, "Key ranges";
+ * the root leader keeps opts->range_groups of them).
  *
  * A member owns, under its data dir:
  *   DIR/raft    the root's raft_uv log segments, metadata and snapshot descriptors

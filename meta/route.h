@@ -8,7 +8,9 @@
  * opens a range its group has not opened yet, and retries, at most
  * ROUTE_TRIES times. Listings walk the ranges in order (meta/range.h);
  * DeleteBucket seals every range first (and unseals them when one is not
- * empty). A bucket without ranges goes to the root as before.
+ * empty), and CheckShards is asked of the root and every live group (a
+ * shard is referenced when any group says so; any group not answering
+ * fails the call). A bucket without ranges goes to the root as before.
  *
  * Thread: the client's loop. Every routed call has one inner call in
  * flight at all times, so closing the client finishes them all.

@@ -6,7 +6,10 @@
  * table, epoch), the request table for exactly-once retries and the shard
  * GC queue and the shard reference index (what CheckShards answers);
  * in the root group's state, also the table of the other Raft groups
- * (CreateGroup / DeleteGroup; the member starts and stops them).
+ * (CreateGroup / DeleteGroup; the member starts and stops them) and the
+ * range table (which group holds which keys of a bucket); in a range
+ * group's, the ranges it serves (open or sealed), which fence every
+ * object op by the range id it carries (meta.proto RangeDesc).
  * The Raft layer hands each committed entry to
  * meta_state_apply(); everything else here reads.
  *
