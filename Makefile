@@ -39,14 +39,15 @@ WARN    = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
 OPT     = -O2 -g
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 ifneq ($(SAN),)
-OPT     = -O1 -g -fno-omit-frame-pointer $(SANFLAGS)
+OPT     = -O1 -g -fno-omit-frame-pointer $(SANFLAGS) -DIOLAKE_DEBUG
 endif
 CFLAGS  = -std=gnu17 $(OPT) $(WARN) -D_GNU_SOURCE -MMD -MP \
           -I. -I$(B)/gen $(PKG_CFLAGS)
 LDFLAGS = $(if $(SAN),$(SANFLAGS))
 # FUZZ=1 (with CC=clang): instrument everything for libFuzzer.
 ifneq ($(FUZZ),)
-OPT     = -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+OPT     = -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+          -DIOLAKE_DEBUG
 LDFLAGS = -fsanitize=fuzzer,address,undefined
 endif
 # FAULT=1: a test build with fault-injection knobs (IOLAKE_FAULT_* env vars,

@@ -50,6 +50,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/check.h"
 #include "common/ec.h"
 #include "common/err.h"
 #include "common/flags.h"
@@ -63,8 +64,8 @@
 #include "meta/rootkey.h"
 #include "osd/recover.h"
 #include "osd/service.h"
-#include "osd/sweep.h"
 #include "osd/store/store.h"
+#include "osd/sweep.h"
 
 #define PROG "iolake-aio"
 #define MAX_OSDS 32
@@ -95,6 +96,7 @@ static uint64_t f_recovery_rescan = 3600ull * 1000;
 static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
 static uint64_t f_meta_cache = 256ull << 20;
 static uint64_t f_meta_wbuf = 64ull << 20;
+static bool f_sigv2 = true;
 static uint64_t f_snap_bytes = 64ull << 20;
 
 static const struct flag_spec specs[] = {
@@ -122,6 +124,8 @@ static const struct flag_spec specs[] = {
 	{ .name = "rpc", .type = FLAG_STRING, .dst = &f_rpc, .metavar = "local|loopback",
 	  .help = "in-process RPC, or HTTP/2 over 127.0.0.1 (for comparison)" },
 	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
+	{ .name = "sigv2", .type = FLAG_BOOL, .dst = &f_sigv2,
+	  .help = "accept AWS Signature Version 2 (Debian 12's boto3 presigns with it)" },
 	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
 	  .help = "placement groups of a new cluster (power of two)" },
 	{ .name = "range-groups", .type = FLAG_UINT64, .dst = &f_range_groups, .min = 0,
@@ -458,6 +462,7 @@ static void gw_start_fn(void *arg)
 	sc.http.addr = A.s3_host;
 	sc.http.port = A.s3_port;
 	sc.region = f_region;
+	sc.no_sigv2 = !f_sigv2;
 	s3_ops_bind(A.ops, &sc);
 	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
 	if (*rc) {
@@ -810,7 +815,7 @@ int main(int argc, char **argv)
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 A.loopback ? A.meta_addr : "local:meta");
 	A.reg = metrics_registry_new();
-	if (!A.reg)
+	if (!A.reg || iol_check_register_metrics(A.reg))
 		die("out of memory");
 
 	/* meta */

@@ -28,14 +28,13 @@
 #include "common/flags.h"
 #include "common/loop.h"
 #include "common/metrics.h"
+#include "common/proto/osd_methods.h"
 #include "common/rpc.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
-#include "tests/lib/flush_rate.h"
 #include "proto/osd.pb-c.h"
+#include "tests/lib/flush_rate.h"
 
-#define SVC (&iolake__osd__osd__descriptor)
-enum { M_PUT = 0, M_STATUS = 6 };
 
 static const char *f_dir = "/dev/shm";
 static uint64_t f_ms = 2000;
@@ -171,7 +170,7 @@ static void issue(struct bench *b)
 		struct rpc_call_opts co = { .timeout_ms = 30000 };
 		b->started++;
 		b->inflight++;
-		rpc_call(b->ch, SVC, M_PUT, &q.base, &pl, &co, on_put, b);
+		rpc_call(b->ch, OSD_SVC, OSD_M_PUT, &q.base, &pl, &co, on_put, b);
 	}
 }
 
@@ -198,7 +197,7 @@ static struct status_res status(struct bench *b)
 	struct status_res s = { 0 };
 	Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
 	struct rpc_call_opts co = { .timeout_ms = 10000 };
-	rpc_call(b->ch, SVC, M_STATUS, &q.base, NULL, &co, on_status, &s);
+	rpc_call(b->ch, OSD_SVC, OSD_M_STATUS, &q.base, NULL, &co, on_status, &s);
 	while (!s.done)
 		uv_run(&b->loop, UV_RUN_ONCE);
 	return s;

@@ -207,18 +207,28 @@ int rpc_chan_init(struct rpc_channel *ch, const struct rpc_chan_ops *ops, uv_loo
 	if (!ch->opts.backoff_min_ms)
 		ch->opts.backoff_min_ms = 50;
 	if (!ch->opts.backoff_max_ms)
-		ch->opts.backoff_max_ms = 5000;
+		ch->opts.backoff_max_ms = 2000;
 	if (ch->opts.backoff_max_ms < ch->opts.backoff_min_ms)
 		ch->opts.backoff_max_ms = ch->opts.backoff_min_ms;
 	if (!ch->opts.max_message_bytes)
 		ch->opts.max_message_bytes = RPC_DEFAULT_MAX_MESSAGE;
 	if (!ch->opts.max_pending_calls)
 		ch->opts.max_pending_calls = 65536;
+	struct rpc_health_opts h;
+	rpc_health_defaults(&h);
+	if (!ch->opts.ping_busy_ms)
+		ch->opts.ping_busy_ms = h.ping_busy_ms;
+	if (!ch->opts.ping_idle_ms)
+		ch->opts.ping_idle_ms = h.ping_idle_ms;
+	if (!ch->opts.ping_timeout_ms)
+		ch->opts.ping_timeout_ms = h.ping_timeout_ms;
 	ch->target_str = strdup(target);
 	if (!ch->target_str)
 		return -ENOMEM;
 	if (t->kind == RPC_TARGET_LOCAL)
 		ch->target.name = ch->target_str + (t->name - target);
+	else
+		ch->peer = rpc_peer_get(target);
 	uv_timer_init(loop, &ch->defer_timer);
 	uv_timer_init(loop, &ch->dl_timer);
 	ch->defer_timer.data = ch->dl_timer.data = ch;

@@ -7,7 +7,9 @@
  *                 application/grpc, 5-byte length prefix per message,
  *                 grpc-status / grpc-message trailers, grpc-timeout.
  *                 One multiplexed connection per channel, reused by every
- *                 call; reconnects with exponential backoff.
+ *                 call; PINGs detect a dead or hung peer, whose circuit
+ *                 (shared per peer) then fails calls at once while it is
+ *                 probed with exponential backoff (see "peer health").
  *   "local:NAME"  in-process: the same messages and handlers, no sockets,
  *                 no framing. The call crosses threads through the server
  *                 loop's queue; payloads move by reference, not by copy.
@@ -71,9 +73,14 @@ struct rpc_channel;
 struct rpc_channel_opts {
 	uint32_t connect_timeout_ms;   /* 0: 3000 */
 	uint32_t backoff_min_ms;       /* 0: 50; doubles per failure, jittered */
-	uint32_t backoff_max_ms;       /* 0: 5000 */
+	uint32_t backoff_max_ms;       /* 0: 2000 (a healed peer is probed at least this often) */
 	uint32_t max_message_bytes;    /* 0: 256 MiB; larger responses fail RESOURCE_EXHAUSTED */
 	uint32_t max_pending_calls;    /* 0: 65536; beyond it calls fail RESOURCE_EXHAUSTED */
+	/* Failure detection (TCP only; see "Peer health" below). 0: the
+	 * default, from the environment variable named when set. */
+	uint32_t ping_busy_ms;         /* calls out, nothing heard: PING; 1000 (IOLAKE_RPC_PING_BUSY_MS) */
+	uint32_t ping_idle_ms;         /* idle connection: PING; 10000 (IOLAKE_RPC_PING_IDLE_MS) */
+	uint32_t ping_timeout_ms;      /* unanswered PING: dead; 2000 (IOLAKE_RPC_PING_TIMEOUT_MS) */
 };
 
 /* Open a channel to target ("host:port" or "local:NAME") on loop. Does not
@@ -120,6 +127,53 @@ void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
 	      unsigned method, const ProtobufCMessage *req,
 	      const struct buf_slice *payload, const struct rpc_call_opts *opts,
 	      rpc_call_cb cb, void *ud);
+
+/* ------------------------------------------------------------ peer health
+ *
+ * Every TCP peer ("host:port") has one circuit, shared by all channels of
+ * the process (common/rpc_health.c):
+ *   RPC_PEER_UP       calls go out.
+ *   RPC_PEER_DOWN     a connection failed (refused, connect timeout, lost,
+ *                     or declared dead: a PING unanswered within
+ *                     ping_timeout_ms); every call fails at once with
+ *                     RPC_UNAVAILABLE until a probe succeeds.
+ *   RPC_PEER_PROBING  past the backoff (exponential, jittered, from
+ *                     backoff_min_ms to backoff_max_ms) one channel
+ *                     reconnects and PINGs; calls still fail at once. The
+ *                     answer makes the peer UP again.
+ * Connections PING when calls are outstanding and nothing was heard for
+ * ping_busy_ms, or after ping_idle_ms idle; sockets carry SO_KEEPALIVE and
+ * TCP_USER_TIMEOUT on both sides. In-process ("local:") targets have no
+ * circuit and are always UP. */
+
+enum rpc_peer_state { RPC_PEER_UP = 0, RPC_PEER_DOWN = 1, RPC_PEER_PROBING = 2 };
+
+/* State of target's circuit (any thread); RPC_PEER_UP for a target never
+ * called or not TCP. */
+int rpc_peer_state(const char *target);
+/* The same for a channel's peer, without a lookup (any thread). NULL
+ * counts as RPC_PEER_DOWN. */
+int rpc_channel_peer_state(const struct rpc_channel *ch);
+/* "up", "down", "probing". */
+const char *rpc_peer_state_name(int state);
+
+struct rpc_health_stats {
+	uint64_t pings, ping_acks;         /* PINGs sent, answers received */
+	uint64_t ping_rtt_us_sum, ping_rtt_us_max;
+	uint64_t dead_declared;            /* connections whose PING went unanswered */
+	uint64_t circuit_opens, circuit_closes;
+	uint64_t probes;                   /* reconnect + PING attempts on down peers */
+	uint64_t fast_fails;               /* calls failed at once: circuit not closed */
+	uint64_t peers_not_up;             /* now */
+};
+
+/* Process-wide counters (any thread). */
+void rpc_health_stats(struct rpc_health_stats *out);
+
+struct metrics_registry;
+/* Register gauges iolake_rpc_* reading rpc_health_stats on reg. 0 or
+ * -errno (already registered counts as done). */
+int rpc_health_register_metrics(struct metrics_registry *reg);
 
 /* ------------------------------------------------------------ server */
 

@@ -32,10 +32,23 @@
  * protocol error, close) fails its calls at once with UNAVAILABLE, drops
  * the session and frees itself after uv_close.
  *
+ * Failure detection (client connections): after connect a PING goes out
+ * at once; then a tick on the connection's timer PINGs when calls are
+ * outstanding and nothing was read for ping_busy_ms, or when idle for
+ * ping_idle_ms. A PING unanswered while nothing at all was read for
+ * ping_timeout_ms declares the connection dead: conn_fail (its calls
+ * fail UNAVAILABLE now) and the peer's circuit opens (rpc_health.c). While the circuit is not closed,
+ * calls fail at once; the channel's probe timer reconnects at the peer's
+ * retry time and the PING answer closes the circuit. Every socket, client
+ * and server, gets SO_KEEPALIVE and TCP_USER_TIMEOUT: the kernel's own
+ * backstop, and the only one on the server side, which does not PING.
+ *
  * Not done here: DNS (targets are numeric), TLS, compression, graceful
  * GOAWAY draining (a GOAWAY is treated as a lost connection).
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,11 +78,15 @@ struct h2_sreq;
 
 struct h2_conn {
 	uv_tcp_t tcp;
-	uv_timer_t timer;              /* client: connect timeout */
+	uv_timer_t timer;              /* client: connect timeout, then health tick */
 	uv_connect_t connect_req;
 	uv_write_t wreq;
 	nghttp2_session *sess;         /* NULL until connected */
 	bool server, dead, writing, in_session, pumping;
+	bool declared_dead;            /* client: failed by PING timeout */
+	uint64_t last_rx_ms;           /* uv_now of the last bytes read */
+	uint64_t ping_sent_ms;         /* uv_now of the PING unanswered, 0: none */
+	uint64_t ping_sent_ns;         /* its uv_hrtime, for the RTT */
 	int handles;                   /* libuv handles not yet closed */
 	struct h2_chan *ch;            /* client */
 	struct rpc_h2_server *hs;      /* server, while listed in hs->conns */
@@ -93,9 +110,8 @@ struct h2_chan {
 	struct sockaddr_storage addr;
 	struct h2_conn *conn;          /* connecting or connected, or NULL */
 	struct h2_call *calls;         /* not yet completed */
-	uint32_t backoff_ms;           /* last backoff, 0 after a good connect */
-	uint64_t retry_at_ms;          /* no connect attempt before this */
-	uint32_t rng;
+	uv_timer_t probe_timer;        /* reconnect to a down peer at its retry time */
+	bool probing;                  /* ch->conn is the peer's probe */
 };
 
 struct h2_call {
@@ -359,6 +375,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 		conn_fail(c, nread == UV_EOF ? "connection closed by peer" : uv_strerror((int)nread));
 		return;
 	}
+	c->last_rx_ms = uv_now(st->loop);
 	c->in_session = true;
 	ssize_t rv = nghttp2_session_mem_recv(c->sess, c->rbuf, (size_t)nread);
 	c->in_session = false;
@@ -367,6 +384,24 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 		return;
 	}
 	conn_pump(c);
+}
+
+/* Keepalive and TCP_USER_TIMEOUT: a peer that vanished (link down, host
+ * gone) is dropped by the kernel even where nobody PINGs. Best effort: a
+ * failure leaves the socket as it was. */
+static void set_health_sockopts(struct h2_conn *c)
+{
+	struct rpc_health_opts h;
+	rpc_health_defaults(&h);
+	uv_os_fd_t fd;
+	if (uv_fileno((uv_handle_t *)&c->tcp, &fd))
+		return;
+	uv_tcp_keepalive(&c->tcp, 1, h.keepalive_idle_s);
+	int intvl = (int)h.keepalive_intvl_s, cnt = (int)h.keepalive_cnt;
+	unsigned int uto = h.user_timeout_ms;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
 }
 
 static int session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, uint32_t streams)
@@ -387,6 +422,7 @@ static int session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs
 	if (rv)
 		return -EPROTO;
 	uv_tcp_nodelay(&c->tcp, 1);
+	set_health_sockopts(c);
 	rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 	return rv;
 }
@@ -619,6 +655,20 @@ static int http_to_status(int http)
 	}
 }
 
+/* The peer answered our PING: it is alive and its loop runs. */
+static void conn_ping_answered(struct h2_conn *c)
+{
+	if (!c->ping_sent_ns)
+		return; /* an answer to nothing we sent: ignore */
+	rpc_health_count_ack((uv_hrtime() - c->ping_sent_ns) / 1000);
+	c->ping_sent_ns = c->ping_sent_ms = 0;
+	struct h2_chan *ch = c->ch;
+	if (ch->base.peer && ch->conn == c) {
+		rpc_peer_ok(ch->base.peer);
+		ch->probing = false;
+	}
+}
+
 static int cl_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *ud)
 {
 	struct h2_conn *c = ud;
@@ -626,8 +676,10 @@ static int cl_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *ud)
 		/* No graceful drain: new calls need a new connection anyway. */
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	}
-	if (f->hd.type == NGHTTP2_SETTINGS && c->ch)
-		c->ch->backoff_ms = 0; /* the peer speaks HTTP/2: a good connection */
+	if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK)) {
+		conn_ping_answered(c);
+		return 0;
+	}
 	if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
 	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
@@ -693,20 +745,50 @@ static nghttp2_session_callbacks *make_callbacks(bool server);
 
 /* ------------------------------------------------------------ client channel */
 
-static void backoff_start(struct h2_chan *ch)
+static struct h2_conn *chan_connect(struct h2_chan *ch);
+
+/* Probe the peer at its retry time (or look again then, when another
+ * channel probes it). A channel that has a connection PINGs on it
+ * instead. */
+static void on_probe_timer(uv_timer_t *t);
+
+static void conn_ping(struct h2_conn *c);
+
+static void probe_arm(struct h2_chan *ch)
 {
-	const struct rpc_channel_opts *o = &ch->base.opts;
-	uint32_t b = ch->backoff_ms ? ch->backoff_ms * 2 : o->backoff_min_ms;
-	if (b > o->backoff_max_ms)
-		b = o->backoff_max_ms;
-	ch->backoff_ms = b;
-	/* Jitter in [0.8, 1.2): peers restarting together do not reconnect
-	 * in lockstep. xorshift32 is plenty for that. */
-	ch->rng ^= ch->rng << 13;
-	ch->rng ^= ch->rng >> 17;
-	ch->rng ^= ch->rng << 5;
-	uint64_t j = (uint64_t)b * (800 + ch->rng % 400) / 1000;
-	ch->retry_at_ms = loop_now_ms() + j;
+	struct rpc_peer *p = ch->base.peer;
+	struct h2_conn *c = ch->conn;
+	if (c && c->sess && !c->dead && !c->ping_sent_ms && !ch->base.closing) {
+		/* Another channel saw the peer fail while this connection
+		 * lives: its PING answer (closes the circuit) or its silence
+		 * (declares it dead) settles the question quickly. */
+		conn_ping(c);
+		conn_pump(c);
+		return;
+	}
+	if (!p || ch->base.closing || c || uv_is_active((uv_handle_t *)&ch->probe_timer))
+		return;
+	uint64_t now = loop_now_ms(), at = rpc_peer_retry_at(p);
+	uint64_t delay = at > now ? at - now : 0;
+	if (rpc_peer_load(p) == RPC_PEER_PROBING && delay < ch->base.opts.backoff_min_ms)
+		delay = ch->base.opts.backoff_min_ms; /* someone else probes: look later */
+	uv_timer_start(&ch->probe_timer, on_probe_timer, delay, 0);
+}
+
+static void on_probe_timer(uv_timer_t *t)
+{
+	struct h2_chan *ch = t->data;
+	struct rpc_peer *p = ch->base.peer;
+	if (ch->base.closing || ch->conn || rpc_peer_load(p) == RPC_PEER_UP)
+		return; /* up again: the next call connects as usual */
+	if (rpc_peer_probe_begin(p)) {
+		ch->probing = true;
+		if (!chan_connect(ch)) {
+			ch->probing = false;
+			rpc_peer_failed(p, &ch->base.opts, false);
+		}
+	}
+	probe_arm(ch);
 }
 
 /* Tear a connection down: every call it carries fails with UNAVAILABLE
@@ -722,8 +804,14 @@ static void conn_fail(struct h2_conn *c, const char *why)
 		struct h2_chan *ch = c->ch;
 		if (ch->conn == c) {
 			ch->conn = NULL;
-			if (!ch->base.closing)
-				backoff_start(ch);
+			if (ch->base.closing) {
+				if (ch->probing && ch->base.peer)
+					rpc_peer_probe_abandon(ch->base.peer);
+			} else if (ch->base.peer) {
+				rpc_peer_failed(ch->base.peer, &ch->base.opts, c->declared_dead);
+				probe_arm(ch);
+			}
+			ch->probing = false;
 		}
 		run_done(c);
 		char msg[160];
@@ -758,6 +846,43 @@ static void conn_fail(struct h2_conn *c, const char *why)
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 }
 
+static void conn_ping(struct h2_conn *c)
+{
+	if (nghttp2_submit_ping(c->sess, NGHTTP2_FLAG_NONE, NULL))
+		return; /* out of memory: the next tick tries again */
+	c->ping_sent_ms = uv_now(c->tcp.loop);
+	c->ping_sent_ns = uv_hrtime();
+	rpc_health_count_ping();
+}
+
+static void on_health_tick(uv_timer_t *t)
+{
+	struct h2_conn *c = t->data;
+	if (c->dead || !c->sess)
+		return;
+	const struct rpc_channel_opts *o = &c->ch->base.opts;
+	uint64_t now = uv_now(c->tcp.loop);
+	if (c->ping_sent_ms) {
+		/* Bytes still arriving mean a live path (the answer may be
+		 * queued behind DATA on a slow link): dead only after
+		 * ping_timeout_ms of silence since the PING. */
+		uint64_t since = c->ping_sent_ms > c->last_rx_ms ? c->ping_sent_ms : c->last_rx_ms;
+		if (now - since < o->ping_timeout_ms)
+			return;
+		char why[96];
+		snprintf(why, sizeof(why), "declared dead: no PING answer in %u ms",
+			 o->ping_timeout_ms);
+		c->declared_dead = true;
+		conn_fail(c, why);
+		return;
+	}
+	uint64_t quiet = now - c->last_rx_ms;
+	if ((c->streams && quiet >= o->ping_busy_ms) || quiet >= o->ping_idle_ms) {
+		conn_ping(c);
+		conn_pump(c);
+	}
+}
+
 static void on_connect_timeout(uv_timer_t *t)
 {
 	conn_fail(t->data, "connect timeout");
@@ -780,6 +905,14 @@ static void on_connect(uv_connect_t *req, int status)
 		conn_fail(c, "cannot start HTTP/2 session");
 		return;
 	}
+	/* The first PING proves the peer's loop answers (it closes the
+	 * circuit of a probe); then the tick watches the connection. */
+	const struct rpc_channel_opts *o = &c->ch->base.opts;
+	uint64_t tick = (o->ping_busy_ms < o->ping_timeout_ms ? o->ping_busy_ms : o->ping_timeout_ms) / 4;
+	tick = tick < 10 ? 10 : tick > 250 ? 250 : tick;
+	c->last_rx_ms = uv_now(c->tcp.loop);
+	conn_ping(c);
+	uv_timer_start(&c->timer, on_health_tick, tick, tick);
 	/* Send what queued while connecting, oldest first. */
 	struct h2_chan *ch = c->ch;
 	struct h2_call *last = ch->calls;
@@ -817,6 +950,20 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 	struct h2_chan *ch = (struct h2_chan *)base;
 	const char *why = "out of memory";
 	int status = RPC_RESOURCE_EXHAUSTED;
+	char down[160];
+	if (base->peer && rpc_peer_load(base->peer) != RPC_PEER_UP) {
+		/* Known dead: fail now, not after a deadline. The probe timer
+		 * brings the peer back. */
+		uint64_t now = loop_now_ms(), at = rpc_peer_retry_at(base->peer);
+		snprintf(down, sizeof(down), "%s is %s (circuit open; next probe in %llu ms)",
+			 base->target_str, rpc_peer_state_name(rpc_peer_load(base->peer)),
+			 (unsigned long long)(at > now ? at - now : 0));
+		rpc_health_count_fast_fail();
+		probe_arm(ch);
+		why = down;
+		status = RPC_UNAVAILABLE;
+		goto fail;
+	}
 	const char *mname = a->svc->methods[a->method].name;
 	size_t plen = strlen(a->svc->name) + strlen(mname) + 3;
 	size_t ilen = strnlen(a->request_id, RPC_MAX_REQUEST_ID) + 1;
@@ -844,10 +991,6 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 	struct h2_conn *c = ch->conn;
 	if (!c) {
 		status = RPC_UNAVAILABLE;
-		if (loop_now_ms() < ch->retry_at_ms) {
-			why = "backing off after connection failure";
-			goto fail_call;
-		}
 		why = "cannot start connecting";
 		if (!(c = chan_connect(ch)))
 			goto fail_call;
@@ -872,6 +1015,12 @@ fail:
 	rpc_chan_defer_fail(base, a->cb, a->ud, status, why);
 }
 
+static void on_probe_closed(uv_handle_t *h)
+{
+	struct h2_chan *ch = h->data;
+	rpc_chan_unref(&ch->base);
+}
+
 static void h2_close(struct rpc_channel *base)
 {
 	struct h2_chan *ch = (struct h2_chan *)base;
@@ -882,6 +1031,9 @@ static void h2_close(struct rpc_channel *base)
 		call_finish(ch->calls, RPC_CANCELLED, "channel closed");
 	if (c)
 		conn_fail(c, "channel closed");
+	/* The probe timer holds a reference until it is closed. */
+	base->refs++;
+	uv_close((uv_handle_t *)&ch->probe_timer, on_probe_closed);
 }
 
 static void h2_free(struct rpc_channel *base)
@@ -906,7 +1058,8 @@ struct rpc_channel *rpc_h2_channel_open(uv_loop_t *loop, const char *target,
 		goto err;
 	if (rpc_chan_init(&ch->base, &h2_chan_ops, loop, target, t, opts))
 		goto err;
-	ch->rng = (uint32_t)loop_now_ns() | 1;
+	uv_timer_init(loop, &ch->probe_timer);
+	ch->probe_timer.data = ch;
 	return &ch->base;
 err:
 	free(ch);

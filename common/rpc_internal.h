@@ -125,6 +125,7 @@ struct rpc_chan_ops {
 };
 
 struct rpc_deferred;
+struct rpc_peer;
 
 struct rpc_channel {
 	const struct rpc_chan_ops *ops;
@@ -132,6 +133,7 @@ struct rpc_channel {
 	char *target_str;
 	struct rpc_target target;
 	struct rpc_channel_opts opts;  /* defaults filled in */
+	struct rpc_peer *peer;         /* TCP: the shared circuit; NULL: none */
 	uint32_t npending;             /* calls accepted, not yet completed */
 	int refs;
 	bool closing;
@@ -178,6 +180,37 @@ struct rpc_channel *rpc_h2_channel_open(uv_loop_t *loop, const char *target,
 struct rpc_channel *rpc_local_channel_open(uv_loop_t *loop, const char *target,
 					   const struct rpc_target *t,
 					   const struct rpc_channel_opts *opts);
+
+/* ------------------------------------------------------------ peer health
+ * (rpc_health.c; the contract of the states is in rpc.h) */
+
+struct rpc_health_opts {
+	uint32_t ping_busy_ms, ping_idle_ms, ping_timeout_ms;
+	uint32_t user_timeout_ms;          /* TCP_USER_TIMEOUT */
+	uint32_t keepalive_idle_s, keepalive_intvl_s, keepalive_cnt;
+};
+
+/* Defaults, with the IOLAKE_RPC_* environment overrides applied. */
+void rpc_health_defaults(struct rpc_health_opts *o);
+
+/* The circuit of target, created UP on first use; NULL when the table is
+ * full (no circuit: calls go out as if UP). Never freed. */
+struct rpc_peer *rpc_peer_get(const char *target);
+int rpc_peer_load(const struct rpc_peer *p);
+uint64_t rpc_peer_retry_at(const struct rpc_peer *p);
+/* A connection to p failed (declared_dead: its PING went unanswered):
+ * open the circuit, retry after the next backoff of o. */
+void rpc_peer_failed(struct rpc_peer *p, const struct rpc_channel_opts *o, bool declared_dead);
+/* True when the caller should probe now (p DOWN, past retry_at): p is
+ * PROBING until rpc_peer_ok, rpc_peer_failed or rpc_peer_probe_abandon. */
+bool rpc_peer_probe_begin(struct rpc_peer *p);
+void rpc_peer_probe_abandon(struct rpc_peer *p);
+/* A PING was answered: close the circuit. */
+void rpc_peer_ok(struct rpc_peer *p);
+
+void rpc_health_count_ping(void);
+void rpc_health_count_ack(uint64_t rtt_us);
+void rpc_health_count_fast_fail(void);
 
 /* ------------------------------------------------------------ server */
 

@@ -553,8 +553,9 @@ int sigv4_parse_query(const char *q, size_t n, struct sigv4_auth *a)
 	char *end = NULL;
 	errno = 0;
 	unsigned long e = strtoul(expires, &end, 10);
-	/* S3 allows at most 7 days. */
-	if (!expires[0] || *end || errno || e < 1 || e > 604800)
+	/* S3 allows at most 7 days. 0 parses: it is a URL that has expired
+	 * (403 AccessDenied, as S3 answers), not a malformed one. */
+	if (!expires[0] || *end || errno || e > 604800)
 		return -EINVAL;
 	a->expires_s = (uint32_t)e;
 	time_t t;

@@ -213,6 +213,10 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 		o.max_ops = 4096;
 	if (!o.pool_max_bytes)
 		o.pool_max_bytes = 256ull << 20;
+	/* A process-wide switch for operators and A/B benchmarks. */
+	const char *hedge = getenv("IOLAKE_GW_HEDGE");
+	if (hedge && strcmp(hedge, "off") == 0)
+		o.hedge_off = true;
 	if (o.k < 1 || o.k + o.m > EC_MAX_SHARDS || o.segment_bytes > MAX_SEGMENT ||
 	    o.write_quorum < o.k || o.write_quorum > o.k + o.m || o.window > 64)
 		return -EINVAL;
@@ -233,10 +237,21 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 		rc = -EINVAL;
 		goto free_pool;
 	}
+	if (!o.hedge_min_ms && !o.hedge_max_ms) {
+		d->o.hedge_min_ms = 5;
+		d->o.hedge_max_ms = 500;
+	}
+	if (d->o.hedge_max_ms < d->o.hedge_min_ms)
+		d->o.hedge_max_ms = d->o.hedge_min_ms;
+	/* Until samples come: a guess between loopback and a busy disk. */
+	gw_lat_init(&d->lat, 950, 20000);
 	rc = uv_timer_init(loop, &d->kick);
 	if (rc)
 		goto free_code;
 	d->kick.data = d;
+	uv_timer_init(loop, &d->hedge);
+	d->hedge.data = d;
+	d->handles = 2;
 	*out = d;
 	return 0;
 
@@ -249,9 +264,11 @@ free_d:
 	return rc;
 }
 
-static void on_kick_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
-	free(h->data);
+	struct gw_data *d = h->data;
+	if (--d->handles == 0)
+		free(d);
 }
 
 static void free_lists(struct gw_data *d);
@@ -267,7 +284,8 @@ void gw_data_free(struct gw_data *d)
 		ec_free(d->codes[i]);
 	pool_unref(d->pool);
 	uv_timer_stop(&d->kick);
-	uv_close((uv_handle_t *)&d->kick, on_kick_closed);
+	uv_close((uv_handle_t *)&d->kick, on_handle_closed);
+	uv_close((uv_handle_t *)&d->hedge, on_handle_closed);
 }
 
 void gw_data_stats(const struct gw_data *d, struct gw_data_stats *out)
@@ -275,6 +293,7 @@ void gw_data_stats(const struct gw_data *d, struct gw_data_stats *out)
 	*out = d->st;
 	out->buffered_bytes = atomic_load(&d->pool->buffered);
 	out->buffered_peak = atomic_load(&d->pool->peak);
+	out->hedge_delay_ms = d->o.hedge_off ? 0 : gwd_hedge_delay_ms(d);
 }
 
 bool gw_data_is_inline(const struct gw_data *d, uint64_t size)

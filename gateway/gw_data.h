@@ -27,7 +27,15 @@
  * what the consumer has taken. Every response is checked end to end (the
  * range's crc32c, and the shard's crc32c against the layout). A failed or
  * mismatching data shard makes that segment read whole shards (data first,
- * then parity) and decode. A segment's bytes are handed out only when all
+ * then parity) and decode. A shard whose OSD the map says is down
+ * (target->down) or whose channel's circuit is not closed
+ * (rpc_channel_peer_state) is not asked first: parity is read in its
+ * place, and it is asked only when nothing else is left. Hedged reads: a
+ * segment whose shard reads have not all answered after the hedge delay
+ * (the p95 of recent shard-read latencies of this gw_data, clamped to
+ * [hedge_min_ms, hedge_max_ms]) asks enough parity shards in full, in
+ * addition, to decode without the slow ones, and takes whichever k answer
+ * first; a slow answer that comes later is dropped. A segment's bytes are handed out only when all
  * of them are known good; with more than m shards unreadable the consumer
  * gets IOL_EUNAVAILABLE before any byte of that segment.
  *
@@ -83,10 +91,17 @@ struct gw_data_opts {
 	uint32_t inline_max_bytes;   /* see gw_data_is_inline; 0: 4096 */
 	uint32_t max_ops;            /* live puts + gets + deletes; 0: 4096 */
 	uint64_t pool_max_bytes;     /* idle pooled buffer memory kept; 0: 256 MiB */
+	/* Hedged reads: the delay is the p95 of recent shard reads clamped
+	 * to [hedge_min_ms, hedge_max_ms]; 0, 0: [5, 500]. hedge_off: never
+	 * (also set by IOLAKE_GW_HEDGE=off in the environment). */
+	uint32_t hedge_min_ms, hedge_max_ms;
+	bool hedge_off;
 	/* PG pg looks degraded (see enum gw_data_degraded): at most once per
 	 * PUT or GET, on the loop, from inside gw_data; it must only record
 	 * the PG (not call into gw_data). A shard on a known-down OSD (NULL
-	 * channel) does not make a GET report. NULL: nobody is told. */
+	 * channel, or down in the map) does not make a GET report; one whose
+	 * RPC circuit is open does (up in the map, yet unreachable). NULL:
+	 * nobody is told. */
 	void (*on_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
 	void *degraded_ud;
 };
@@ -97,6 +112,10 @@ struct gw_data_target {
 	/* osds[i] holds shard i (k+m entries), each opened on the gw_data's
 	 * loop. NULL: known down, that shard fails without a call. */
 	struct rpc_channel *osds[EC_MAX_SHARDS];
+	/* Bit i: the map says shard i's OSD is down (gw_map_target). A GET
+	 * reads it only when nothing else is left; a PUT still writes it
+	 * (the call fails at once while the OSD's circuit is open). */
+	uint32_t down;
 };
 
 /* The shard layout of one stored object (see layout.proto). */
@@ -121,6 +140,10 @@ struct gw_data_stats {
 	uint64_t shard_gets, shard_get_failures;
 	uint64_t shard_gets_by_index[EC_MAX_SHARDS]; /* GetShard calls per shard index */
 	uint64_t crc_mismatches;                   /* responses failing the end-to-end check */
+	uint64_t hedges;                           /* segments that asked parity for slow reads */
+	uint64_t hedge_wins;                       /* ... and were decoded before the slow read came */
+	uint64_t shard_gets_avoided;               /* data shard reads not tried first: OSD down/circuit open */
+	uint32_t hedge_delay_ms;                   /* the hedge delay now */
 	uint64_t shard_deletes, shard_delete_failures;
 	uint64_t buffered_bytes, buffered_peak;    /* segment/decode buffers + held responses */
 	uint32_t live_ops;

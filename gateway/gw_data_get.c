@@ -18,6 +18,20 @@
  * Per segment, states: FETCH -> READY -> EMITTED -> (calls drained) IDLE,
  * or FETCH -> FAILED (sticky: no later segment starts).
  *
+ * Shard order: shards on OSDs that are up and whose circuit is closed
+ * first; then shards the layout records as missing; then shards whose OSD
+ * is down in the map or whose circuit is open (g->avoid), only when
+ * nothing else is left. An avoided data shard is treated as failed up
+ * front: the segment decodes from parity instead.
+ *
+ * Hedging: a fetching segment is queued on d->hq with its hedge time
+ * (now + the clamped p95 of shard-read latencies, d->lat). If it is still
+ * fetching then, the shards still out are marked slow: planning treats
+ * them as failed (enough other shards are asked in full to decode) but
+ * their answers are still taken if they come first. One hedge per
+ * segment. A segment that decoded before its slow read answered keeps its
+ * slot until that call ends (the answer is dropped).
+ *
  * Loop: the gw_data's. The readable callback runs only at the end of an
  * RPC callback, and g is not touched after it.
  */
@@ -39,6 +53,7 @@ struct get_call {
 	uint32_t shard;
 	bool full;               /* asked for the whole shard */
 	uint32_t off, len;       /* asked range */
+	uint64_t t0_ns;          /* when asked: latency sample */
 };
 
 struct get_seg {
@@ -54,7 +69,10 @@ struct get_seg {
 	uint32_t got_acct[EC_MAX_SHARDS];    /* bytes counted as buffered */
 	uint32_t have, full, failed, inflight; /* shard masks */
 	uint32_t inflight_full;
+	uint32_t slow;                       /* out when the hedge fired, not answered */
 	bool degraded;
+	bool hedged;
+	struct gwd_hnode hn;                 /* on d->hq while waiting to hedge */
 	unsigned emit_next;
 	unsigned pending;
 	struct get_call calls[EC_MAX_SHARDS];
@@ -69,6 +87,8 @@ struct gw_data_get {
 	void *ud;
 	unsigned n, k;
 	uint32_t bad;              /* shards without a channel */
+	uint32_t avoid;            /* OSD down in the map or circuit open: last resort */
+	uint32_t open;             /* of which the circuit is open (not UP) */
 	uint64_t off, end;
 	uint32_t last_seg;
 	uint32_t next_start, next_emit;
@@ -147,6 +167,7 @@ static void issue(struct get_seg *seg, unsigned i, bool full)
 		seg->inflight_full |= 1u << i;
 	seg->pending++;
 	g->pending++;
+	c->t0_ns = loop_now_ns();
 	d->st.shard_gets++;
 	d->st.shard_gets_by_index[i]++;
 	Iolake__Osd__ShardKey key;
@@ -177,7 +198,7 @@ static void seg_decode(struct get_seg *seg)
 	 * the primary rebuilt the shard every GET of the object would ask
 	 * for a rescan again. An OSD the transport already knows dead is
 	 * recovery's business too. */
-	uint32_t known = g->bad | l->missing[seg->index];
+	uint32_t known = g->bad | (g->avoid & ~g->open) | seg->slow | l->missing[seg->index];
 	if (!g->reported && d->o.on_degraded && (seg->failed & ~known)) {
 		g->reported = true;
 		d->o.on_degraded(d->o.degraded_ud, l->pg, GW_DATA_READ_BAD_SHARD);
@@ -215,6 +236,8 @@ static void seg_decode(struct get_seg *seg)
 		}
 	buf_unref(dec);
 	d->st.decodes++;
+	if (want & seg->slow)
+		d->st.hedge_wins++;
 	seg->state = S_READY;
 }
 
@@ -224,45 +247,145 @@ static void seg_advance(struct get_seg *seg)
 	struct gw_data_get *g = seg->g;
 	if (seg->state != S_FETCH)
 		return;
-	if (!seg->degraded) {
-		if ((seg->have & seg->need) == seg->need)
-			seg->state = S_READY;
+	/* Every wanted byte held and verified: done, however we got here
+	 * (a slow shard that answered after all, a failed parity read). */
+	if ((seg->have & seg->need) == seg->need) {
+		seg->state = S_READY;
 		return;
 	}
+	if (!seg->degraded)
+		return;
 	unsigned nfull = (unsigned)__builtin_popcount(seg->full);
 	if (nfull >= g->k) {
 		seg_decode(seg);
 		return;
 	}
-	unsigned coming = nfull + (unsigned)__builtin_popcount(seg->inflight_full);
+	unsigned coming = nfull + (unsigned)__builtin_popcount(seg->inflight_full & ~seg->slow);
 	unsigned more = coming >= g->k ? 0 : g->k - coming;
-	uint32_t bad = seg->failed | g->bad;
-	/* Shards the PUT could not store are asked last, not never: the
-	 * PG's primary OSD may have rebuilt them since (osd/recover), and
-	 * their bytes are checked against the layout's crc like any. */
+	uint32_t bad = seg->failed | g->bad | seg->slow;
+	/* Shards the PUT could not store are asked after the healthy ones,
+	 * not never: the PG's primary OSD may have rebuilt them since
+	 * (osd/recover), and their bytes are checked against the layout's
+	 * crc like any. Shards on OSDs known down come last of all. */
 	uint32_t last = g->l->missing[seg->index];
 	unsigned later = 0;
-	for (unsigned pass = 0; pass < 2; pass++) {
+	for (unsigned pass = 0; pass < 3; pass++) {
 		/* Range reads still out may come back and be asked again in
 		 * full: count on them before a shard of last resort. */
 		later = (unsigned)__builtin_popcount(seg->inflight & ~seg->inflight_full & ~bad);
 		if (pass && more <= later)
 			break;
+		uint32_t skip = pass == 0 ? last | g->avoid : pass == 1 ? g->avoid : 0;
 		for (unsigned i = 0; i < g->n && more; i++) {
 			uint32_t b = 1u << i;
-			if ((bad | seg->full | seg->inflight) & b)
-				continue;
-			if (!pass && (last & b))
+			if ((bad | seg->full | seg->inflight | skip) & b)
 				continue;
 			issue(seg, i, true);
 			more--;
 		}
 	}
-	if (more > later)
+	/* Slow reads still out may yet answer: wait for them. */
+	unsigned slow_out = (unsigned)__builtin_popcount(seg->slow & seg->inflight);
+	if (more > later + slow_out)
 		seg_fail(seg,
 			 "segment %u: only %u of %u shards readable, %u needed to decode "
 			 "(unreadable shard mask 0x%x)",
 			 seg->index, g->n - (unsigned)__builtin_popcount(bad), g->n, g->k, bad);
+}
+
+/* ------------------------------------------------------------ hedging */
+
+uint32_t gwd_hedge_delay_ms(const struct gw_data *d)
+{
+	uint32_t ms = (gw_lat_get(&d->lat) + 999) / 1000;
+	return ms < d->o.hedge_min_ms ? d->o.hedge_min_ms
+	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
+}
+
+static void hedge_unqueue(struct gw_data *d, struct gwd_hnode *h)
+{
+	if (!h->queued)
+		return;
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		d->hq_head = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	else
+		d->hq_tail = h->prev;
+	h->prev = h->next = NULL;
+	h->queued = false;
+}
+
+static void hedge_timer_arm(struct gw_data *d)
+{
+	if (!d->hq_head) {
+		if (d->hedge_armed_ms)
+			uv_timer_stop(&d->hedge);
+		d->hedge_armed_ms = 0;
+		return;
+	}
+	uint64_t at = d->hq_head->at_ms;
+	if (d->hedge_armed_ms && d->hedge_armed_ms <= at)
+		return; /* fires no later than needed; re-arms then */
+	uv_update_time(d->loop);
+	uint64_t now = uv_now(d->loop);
+	uv_timer_start(&d->hedge, gwd_hedge_fire, at > now ? at - now : 0, 0);
+	d->hedge_armed_ms = at;
+}
+
+static void hedge_queue(struct get_seg *seg)
+{
+	struct gw_data *d = seg->g->d;
+	struct gwd_hnode *h = &seg->hn;
+	if (d->o.hedge_off || seg->g->n <= seg->g->k)
+		return;
+	hedge_unqueue(d, h);
+	h->at_ms = loop_now_ms() + gwd_hedge_delay_ms(d);
+	h->next = NULL;
+	h->prev = d->hq_tail;
+	if (d->hq_tail)
+		d->hq_tail->next = h;
+	else
+		d->hq_head = h;
+	d->hq_tail = h;
+	h->queued = true;
+	hedge_timer_arm(d);
+}
+
+static void notify(struct gw_data_get *g);
+
+/* The hedge time of seg came: ask parity in place of the reads still out. */
+static void seg_hedge(struct get_seg *seg)
+{
+	struct gw_data_get *g = seg->g;
+	if (g->freed || seg->state != S_FETCH || seg->hedged)
+		return;
+	uint32_t slow = seg->inflight & ~seg->have;
+	if (!slow)
+		return;
+	seg->hedged = true;
+	seg->slow = slow;
+	seg->degraded = true;
+	unsigned before = seg->pending;
+	seg_advance(seg);
+	if (seg->pending > before)
+		g->d->st.hedges++;
+	notify(g);
+}
+
+void gwd_hedge_fire(uv_timer_t *t)
+{
+	struct gw_data *d = t->data;
+	uint64_t now = loop_now_ms();
+	d->hedge_armed_ms = 0;
+	while (d->hq_head && d->hq_head->at_ms <= now) {
+		struct gwd_hnode *h = d->hq_head;
+		hedge_unqueue(d, h);
+		seg_hedge(container_of(h, struct get_seg, hn));
+	}
+	hedge_timer_arm(d);
 }
 
 static void seg_start(struct get_seg *seg, uint32_t s)
@@ -276,7 +399,9 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 	seg->sl = gw_data_layout_shard_len(l, s);
 	seg->need = seg->have = seg->full = seg->failed = 0;
 	seg->inflight = seg->inflight_full = 0;
+	seg->slow = 0;
 	seg->degraded = false;
+	seg->hedged = false;
 	seg->emit_next = 0;
 	uint64_t a = (g->off > base ? g->off : base) - base;
 	uint64_t b = (g->end < base + seg->seg_len ? g->end : base + seg->seg_len) - base;
@@ -303,11 +428,23 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 		if (g->bad & (1u << i)) {
 			seg->failed |= 1u << i;
 			seg->degraded = true;
+		} else if (g->avoid & (1u << i)) {
+			/* Down or circuit open: decode around it up front. An
+			 * open circuit counts as a failed read (the OSD is up
+			 * in the map but unreachable: the PG is flagged, as
+			 * the refused call would have); a map-down OSD is the
+			 * map's business. */
+			if (g->open & (1u << i))
+				seg->failed |= 1u << i;
+			seg->degraded = true;
+			g->d->st.shard_gets_avoided++;
 		} else {
 			issue(seg, i, false);
 		}
 	}
 	seg_advance(seg);
+	if (seg->state == S_FETCH && seg->inflight)
+		hedge_queue(seg);
 }
 
 static void pump(struct gw_data_get *g)
@@ -331,6 +468,9 @@ static void on_get(void *ud, const struct rpc_result *res)
 	g->pending--;
 	seg->inflight &= ~b;
 	seg->inflight_full &= ~b;
+	seg->slow &= ~b;
+	if (res->status == RPC_OK)
+		gw_lat_add(&d->lat, (loop_now_ns() - c->t0_ns) / 1000);
 	if (g->freed) {
 		if (!g->pending)
 			get_release(g);
@@ -371,12 +511,19 @@ static void on_get(void *ud, const struct rpc_result *res)
 		seg->state = S_IDLE;
 		pump(g);
 	}
-	if (g->waiting) {
-		struct get_seg *h = slot(g, g->next_emit);
-		if (h->index == g->next_emit && (h->state == S_READY || h->state == S_FAILED)) {
-			g->waiting = false;
-			g->cb(g, g->ud);
-		}
+	notify(g);
+}
+
+/* Tell a waiting consumer the next segment is settled. g may be freed by
+ * the callback: nothing touches it after. */
+static void notify(struct gw_data_get *g)
+{
+	if (!g->waiting)
+		return;
+	struct get_seg *h = slot(g, g->next_emit);
+	if (h->index == g->next_emit && (h->state == S_READY || h->state == S_FAILED)) {
+		g->waiting = false;
+		g->cb(g, g->ud);
 	}
 }
 
@@ -411,9 +558,15 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 	g->ud = ud;
 	g->k = l->k;
 	g->n = l->k + l->m;
-	for (unsigned i = 0; i < g->n; i++)
+	for (unsigned i = 0; i < g->n; i++) {
 		if (!target->osds[i])
 			g->bad |= 1u << i;
+		else if (rpc_channel_peer_state(target->osds[i]) != RPC_PEER_UP)
+			g->open |= 1u << i;
+		else if (target->down & (1u << i))
+			g->avoid |= 1u << i;
+	}
+	g->avoid |= g->open;
 	g->off = off;
 	g->end = off + len;
 	g->empty = len == 0;
@@ -481,8 +634,10 @@ const char *gw_data_get_error(const struct gw_data_get *g)
 static void get_release(struct gw_data_get *g)
 {
 	struct gw_data *d = g->d;
-	for (unsigned j = 0; j < d->o.window; j++)
+	for (unsigned j = 0; j < d->o.window; j++) {
 		drop_all(&g->segs[j]);
+		hedge_unqueue(d, &g->segs[j].hn);
+	}
 	d->st.live_ops--;
 	g->next_free = d->free_gets;
 	d->free_gets = g;

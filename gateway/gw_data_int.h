@@ -17,11 +17,12 @@
 #include <stdatomic.h>
 
 #include "common/loop.h"
+#include "common/proto/osd_methods.h"
 #include "gateway/gw_data.h"
+#include "gateway/gw_lat.h"
 #include "proto/osd.pb-c.h"
 
-#define OSD_SVC (&iolake__osd__osd__descriptor)
-enum { GWD_M_PUT = 0, GWD_M_GET = 1, GWD_M_DEL = 2 }; /* method indexes in osd.proto */
+enum { GWD_M_PUT = OSD_M_PUT, GWD_M_GET = OSD_M_GET, GWD_M_DEL = OSD_M_DEL };
 
 #define GWD_CLASSES 64   /* pool size classes: 4 KiB, 6 KiB, 8 KiB, ... */
 #define GWD_CODES 4      /* cached (k, m) codes */
@@ -58,6 +59,13 @@ struct gwd_walk {
 	void (*done)(struct gwd_walk *w);
 };
 
+/* A segment waiting for its hedge time (gw_data_get.c), on d->hq. */
+struct gwd_hnode {
+	struct gwd_hnode *prev, *next;
+	uint64_t at_ms;          /* loop_now_ms() clock */
+	bool queued;
+};
+
 struct gw_data {
 	uv_loop_t *loop;
 	struct gw_data_opts o;
@@ -65,6 +73,11 @@ struct gw_data {
 	unsigned ncodes;
 	struct gwd_pool *pool;
 	uv_timer_t kick;
+	uv_timer_t hedge;        /* fires for the head of hq */
+	uint64_t hedge_armed_ms; /* when it fires, 0: stopped */
+	struct gwd_hnode *hq_head, *hq_tail; /* in at_ms order (nearly: the delay moves) */
+	struct gw_lat lat;       /* shard read latencies (us) */
+	int handles;             /* libuv handles open: d is freed at 0 */
 	struct gwd_deferred *dhead, *dtail;
 	struct gw_data_put *free_puts;
 	struct gw_data_get *free_gets;
@@ -94,6 +107,11 @@ void gwd_walk_start(struct gwd_walk *w);
 /* Free the idle operation structs (gw_data_free). */
 void gwd_put_free_list(struct gw_data *d);
 void gwd_get_free_list(struct gw_data *d);
+
+/* The hedge timer's callback (gw_data_get.c). */
+void gwd_hedge_fire(uv_timer_t *t);
+/* Current hedge delay in ms (clamped p95). */
+uint32_t gwd_hedge_delay_ms(const struct gw_data *d);
 
 /* Layout arrays for nsegs segments of n shards: 0 or -ENOMEM. */
 int gwd_layout_alloc(struct gw_data_layout *l);

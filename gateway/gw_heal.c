@@ -24,7 +24,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "meta/client.h"
-#include "meta/place.h"
+#include "common/place.h"
 
 #define DEFAULT_INTERVAL_MS 500
 #define DEFAULT_MAX_PENDING 4096

@@ -6,7 +6,7 @@
  *
  * Owns: the mapwatch. Thread: one loop.
  *
- * Does not place objects itself (meta/place.h) nor talk to OSDs beyond
+ * Does not place objects itself (common/place.h) nor talk to OSDs beyond
  * the channels the mapwatch opens.
  */
 #include "gateway/gw_map.h"
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "meta/mapwatch.h"
-#include "meta/place.h"
+#include "common/place.h"
 
 struct gw_map {
 	struct meta_mapwatch *w;
@@ -81,9 +81,13 @@ int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t)
 	for (size_t i = 0; i < e->n_osds && i < EC_MAX_SHARDS; i++) {
 		if (e->osds[i] == META_PLACE_NONE)
 			continue;
-		/* A down OSD keeps its slot (down_keeps_slot): it is still
-		 * tried, and a refused call is a failed shard. */
+		/* A down OSD keeps its slot (down_keeps_slot): PUTs still
+		 * write it (the call fails at once while its circuit is
+		 * open); GETs read it only as a last resort (t->down). */
 		t->osds[i] = meta_mapwatch_channel(m->w, e->osds[i]);
+		const Iolake__Meta__OsdInfo *osd = meta_mapwatch_osd(m->w, e->osds[i]);
+		if (osd && !osd->up)
+			t->down |= 1u << i;
 	}
 	return 0;
 }

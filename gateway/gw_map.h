@@ -1,6 +1,6 @@
 /*
  * gw_map.h — the gateway's copy of the cluster map and its OSD channels:
- * object → PG (meta/place.h's object hash) → the PG's ordered k+m OSD ids
+ * object → PG (common/place.h's object hash) → the PG's ordered k+m OSD ids
  * → one rpc_channel per OSD address, opened once and kept.
  *
  * The map cache itself is meta/mapwatch.h (shared with the OSDs' recovery
@@ -43,7 +43,8 @@ uint64_t gw_map_epoch(const struct gw_map *m);
 int gw_map_object_pg(const struct gw_map *m, const char *bucket, const char *key,
 		     uint32_t *pg);
 
-/* The PG's OSD channels (slot i: shard i; NULL for an empty slot).
+/* The PG's OSD channels (slot i: shard i; NULL for an empty slot) and
+ * t->down: the slots whose OSD the map says is down.
  * 0, -EAGAIN (no map yet), -ERANGE (no such PG). */
 int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t);
 

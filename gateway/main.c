@@ -43,6 +43,7 @@ static uint64_t f_inline_max = 4096;
 static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
 static const char *f_root_creds;
+static bool f_sigv2 = true;
 
 static const struct flag_spec specs[] = {
 	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
@@ -61,6 +62,8 @@ static const struct flag_spec specs[] = {
 	  .max = 65536, .help = "client connections served at once" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
+	{ .name = "sigv2", .type = FLAG_BOOL, .dst = &f_sigv2,
+	  .help = "accept AWS Signature Version 2 (Debian 12's boto3 presigns with it)" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .help = "debug, info, warn or error" },
 	{ .name = "root-credentials", .type = FLAG_STRING, .dst = &f_root_creds,
@@ -171,7 +174,7 @@ int main(int argc, char **argv)
 	struct s3_server_cfg sc = { .http = { .addr = host, .port = port,
 					      .max_conns = (uint32_t)f_max_conns },
 				    .domains = f_domain.items, .n_domains = f_domain.n,
-				    .region = f_region };
+				    .region = f_region, .no_sigv2 = !f_sigv2 };
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);
 	if (rc) {

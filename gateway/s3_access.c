@@ -22,6 +22,7 @@
 
 #include "gateway/s3_body.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_pab.h"
 #include "gateway/s3_util.h"
 #include "gateway/xml_parse.h"
 
@@ -74,6 +75,16 @@ static bool owner_full_only(const struct s3_acl *acl, const char *owner)
 	return false;
 }
 
+/* BlockPublicAcls: the bucket refuses a public ACL (AllUsers or
+ * AuthenticatedUsers grants) on itself and on the objects in it. */
+static bool blocked_public(const Iolake__Meta__Bucket *b, const struct s3_acl *acl)
+{
+	return b->public_access_block && b->public_access_block->block_public_acls &&
+	       s3_pab_acl_is_public(acl);
+}
+
+#define BLOCKED_MSG "Access Denied: BlockPublicAcls refuses a public ACL"
+
 /* ------------------------------------------------------------ writes */
 
 enum s3_err s3_access_for_object(struct s3_rq *rq, struct s3_obj_access *a)
@@ -86,6 +97,8 @@ enum s3_err s3_access_for_object(struct s3_rq *rq, struct s3_obj_access *a)
 		return e;
 	if (!b)   /* the gate reads it for every write: never */
 		return S3E_InternalError;
+	if (a->present && blocked_public(b, &a->acl))
+		return S3E_AccessDenied;
 	enum s3_canned canned = a->present ? (enum s3_canned)a->acl.canned : S3_CANNED_NONE;
 	a->owner = s3_authz_object_owner((enum s3_ownership)b->object_ownership, b->owner, rq->user,
 					 canned);
@@ -261,6 +274,10 @@ static void bucket_commit(struct acl_rq *a)
 	sba.conditional = true;
 	sba.if_generation = b->generation;
 	struct s3_acl_msg *msg = NULL;
+	if (a->set_acl && blocked_public(b, &a->acl)) {
+		s3_rq_fail(rq, S3E_AccessDenied, BLOCKED_MSG);
+		return;
+	}
 	if (a->set_acl) {
 		bool owner_only = owner_full_only(&a->acl, b->owner) ||
 				  a->acl.canned == S3_CANNED_BUCKET_OWNER_READ ||
@@ -429,6 +446,10 @@ static void oacl_commit(struct acl_rq *a)
 	sa.key = rq->key;
 	sa.if_generation = o->generation;
 	struct s3_acl_msg *msg = NULL;
+	if (blocked_public(b, &a->acl)) {
+		s3_rq_fail(rq, S3E_AccessDenied, BLOCKED_MSG);
+		return;
+	}
 	if (enforced(b)) {
 		/* ACLs disabled: only full control for the bucket owner (it
 		 * owns the object), and nothing stored. */

@@ -1,5 +1,5 @@
 /*
- * s3_auth.c — SigV4 request verification and the credential cache. See
+ * s3_auth.c — SigV4 and SigV2 request verification and the credential cache. See
  * s3_auth.h for the contract and the order of checks.
  *
  * Cache layout: cache_slots entries in sets of 4, a key's set chosen by
@@ -280,6 +280,95 @@ static void anonymous(struct s3_auth_req *r)
 	res->msg = NULL;
 }
 
+/* SigV2's Date / x-amz-date: IMF-fixdate, or the RFC 2822 form with a
+ * "+0000" zone that AWS's own SigV2 examples use. */
+static int v2_date(const struct sigv4_header *d, time_t *t)
+{
+	if (s3_auth_parse_http_date(d->value, d->value_len, t) == 0)
+		return 0;
+	if (d->value_len != 31 || memcmp(d->value + 25, " +0000", 6) != 0)
+		return -EINVAL;
+	char buf[29];
+	memcpy(buf, d->value, 25);
+	memcpy(buf + 25, " GMT", 4);
+	return s3_auth_parse_http_date(buf, sizeof(buf), t);
+}
+
+/* Body protection of a SigV2 request (which signs no body): as for an
+ * anonymous one. 0 or a failure recorded (1). */
+static int v2_payload(struct s3_auth_req *r)
+{
+	anonymous(r);
+	r->res.anonymous = false;
+	return r->res.err ? 1 : 0;
+}
+
+/* A SigV2 request: -1 when the request is not one (SigV4 or anonymous:
+ * the caller goes on), else check_claim's 0 / 1. */
+static int check_v2(struct s3_auth *a, struct s3_auth_req *r, const struct sigv4_header *authz)
+{
+	struct sigv2_auth *v = &r->v2_;
+	int rc;
+	bool presigned = false;
+	if (authz) {
+		rc = sigv2_parse_header(authz->value, authz->value_len, v);
+		if (rc == -ENOENT)
+			return -1;
+	} else {
+		rc = sigv2_parse_query(r->query ? r->query : "", r->query ? r->query_len : 0, v);
+		if (rc == -ENOENT)
+			return -1;
+		presigned = true;
+	}
+	if (a->cfg.no_sigv2) {
+		fail(r, S3E_InvalidRequest, "The authorization mechanism you have provided is not "
+					    "supported. Please use AWS4-HMAC-SHA256.");
+		return 1;
+	}
+	if (rc && presigned) {
+		fail(r, S3E_AccessDenied, "Query-string authentication requires the Signature, "
+					  "Expires and AWSAccessKeyId parameters");
+		return 1;
+	}
+	if (rc) {
+		fail(r, S3E_InvalidArgument, "AWS authorization header is invalid.  Expected "
+					     "AwsAccessKeyId:signature");
+		return 1;
+	}
+	struct sigv2_auth q2;
+	if (authz && r->query && sigv2_parse_query(r->query, r->query_len, &q2) != -ENOENT) {
+		fail(r, S3E_InvalidArgument, "Only one auth mechanism allowed");
+		return 1;
+	}
+	r->is_v2_ = true;
+	struct s3_auth_result *res = &r->res;
+	snprintf(res->claim.access_key, sizeof(res->claim.access_key), "%s", v->access_key);
+	res->claim.presigned = presigned;
+	if (presigned) {
+		if ((int64_t)r->now > v->expires) {
+			fail(r, S3E_AccessDenied, "Request has expired");
+			return 1;
+		}
+		return v2_payload(r);
+	}
+	/* The request time: x-amz-date, else Date, both IMF-fixdate. */
+	const struct sigv4_header *d = find_header(r, "x-amz-date");
+	if (!d)
+		d = find_header(r, "date");
+	time_t t;
+	if (!d || v2_date(d, &t)) {
+		fail(r, S3E_AccessDenied, "AWS authentication requires a valid Date or x-amz-date "
+					  "header");
+		return 1;
+	}
+	int64_t skew = (int64_t)a->cfg.max_skew_s;
+	if ((int64_t)r->now - (int64_t)t > skew || (int64_t)t - (int64_t)r->now > skew) {
+		fail(r, S3E_RequestTimeTooSkewed, NULL);
+		return 1;
+	}
+	return v2_payload(r);
+}
+
 /* Everything before the credentials: 0 to continue, or a failure recorded
  * in r->res, or an anonymous request (res.anonymous, err OK) (returns 1). */
 static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
@@ -287,6 +376,10 @@ static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 	struct s3_auth_result *res = &r->res;
 	struct sigv4_auth *c = &res->claim;
 	const struct sigv4_header *authz = find_header(r, "authorization");
+	r->is_v2_ = false;
+	int v2 = check_v2(a, r, authz);
+	if (v2 >= 0)
+		return v2;
 	int qrc = sigv4_parse_query(r->query ? r->query : "", r->query ? r->query_len : 0, c);
 	bool presigned = qrc != -ENOENT;
 	enum s3_err malformed = presigned ? S3E_AuthorizationQueryParametersError
@@ -386,7 +479,7 @@ static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 			fail(r, S3E_RequestNotYetValid, NULL);
 			return 1;
 		}
-		if ((int64_t)r->now > (int64_t)t + (int64_t)c->expires_s) {
+		if (c->expires_s == 0 || (int64_t)r->now > (int64_t)t + (int64_t)c->expires_s) {
 			fail(r, S3E_RequestExpired, NULL);
 			return 1;
 		}
@@ -426,11 +519,66 @@ bad_date:
 	return 1;
 }
 
+/* SigV2's signature check. Clients differ in two places, and a request
+ * verifies if it matches any of their forms (each is a StringToSign over
+ * the same request under the same secret):
+ *   - the Date line when both Date and x-amz-date are sent (sigv2.h);
+ *   - a path-style bucket request ("/bucket", no key): botocore signs the
+ *     resource "/bucket/", as AWS's examples write it, while the path it
+ *     sends has no trailing slash. */
+static void check_signature_v2(struct s3_auth_req *r, const char *secret)
+{
+	struct sigv2_request q = {
+		.method = r->method, .path = r->path, .path_len = r->path_len,
+		.query = r->query, .query_len = r->query ? r->query_len : 0,
+		.headers = r->headers, .n_headers = r->n_headers,
+		.vhost_bucket = r->vhost_bucket, .vhost_bucket_len = r->vhost_bucket_len,
+	};
+	bool two_dates = !r->v2_.presigned && find_header(r, "x-amz-date") && find_header(r, "date");
+	bool bucket_only = !r->vhost_bucket && r->path_len > 1 && r->path[0] == '/' &&
+			   !memchr(r->path + 1, '/', r->path_len - 1) && r->path_len < 80;
+	char slashed[80];
+	if (bucket_only) {
+		memcpy(slashed, r->path, r->path_len);
+		slashed[r->path_len] = '/';
+	}
+	char sig[SIGV2_SIG_LEN + 1];
+	bool ok = false;
+	int rc = 0;
+	for (int v = 0; v < 4 && !ok; v++) {
+		bool blank = v & 1, slash = v & 2;
+		if ((blank && !two_dates) || (slash && !bucket_only))
+			continue;
+		r->v2_.blank_date = blank;
+		q.path = slash ? slashed : r->path;
+		q.path_len = r->path_len + (slash ? 1 : 0);
+		rc = sigv2_sign(secret, &q, &r->v2_, sig);
+		ok = rc == 0 && sigv2_equal(sig, r->v2_.signature);
+		if (rc)
+			break;
+	}
+	if (ok) {
+		r->res.err = S3E_OK;
+		r->res.msg = NULL;
+	} else if (rc == -E2BIG) {
+		fail(r, S3E_InvalidURI, NULL);
+	} else if (rc) {
+		fail(r, S3E_InternalError, NULL);
+	} else {
+		fail(r, S3E_SignatureDoesNotMatch, NULL);
+	}
+}
+
 /* The signature check, with the secret in hand. */
 static void check_signature(struct s3_auth_req *r, const char *secret,
 			    struct cache_slot *slot)
 {
 	struct s3_auth_result *res = &r->res;
+	if (r->is_v2_) {
+		res->user[0] = '\0';
+		check_signature_v2(r, secret);
+		return;
+	}
 	res->user[0] = '\0';
 	const struct sigv4_auth *c = &res->claim;
 	char scope[sizeof(slot->key_scope)];

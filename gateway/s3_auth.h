@@ -12,6 +12,12 @@
  * its own (the caller passes wall time for date checks and a monotonic
  * millisecond clock for cache expiry, so tests are deterministic).
  *
+ * SigV2 (common/sigv2: "Authorization: AWS AK:sig" or the AWSAccessKeyId /
+ * Signature / Expires query) is verified too unless cfg.no_sigv2: its
+ * body is unsigned (a hex x-amz-content-sha256 is still checked, as for an
+ * anonymous request), streaming payloads are refused, and res.claim holds
+ * only the access key (no signing key: no aws-chunked).
+ *
  * Order of checks (cheap and local first, so bogus requests never reach
  * meta): parse -> scope/date/expiry -> payload-hash mode -> credentials
  * (cache, else the source) -> signature. A request with neither an
@@ -33,6 +39,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/sigv2.h"
 #include "common/sigv4.h"
 #include "gateway/s3_err.h"
 
@@ -75,6 +82,7 @@ struct s3_auth_cfg {
 	uint32_t ttl_ms;            /* positive cache TTL; 0 -> 60 s */
 	uint32_t neg_ttl_ms;        /* negative cache TTL; 0 -> 5 s */
 	uint32_t cache_slots;       /* 0 -> 1024; rounded up to a multiple of 4 */
+	bool no_sigv2;              /* refuse SigV2 (header and presigned query) */
 	struct s3_cred_source source;
 };
 
@@ -139,6 +147,8 @@ struct s3_auth_req {
 	size_t n_headers;
 	time_t now;                          /* wall clock, seconds */
 	uint64_t now_ms;                     /* monotonic, for the cache */
+	const char *vhost_bucket;            /* bucket named by Host (SigV2's resource) */
+	size_t vhost_bucket_len;
 	/* out */
 	struct s3_auth_result res;
 	/* private */
@@ -147,6 +157,8 @@ struct s3_auth_req {
 	const char *payload_hash_;
 	char payload_hash_buf_[72];
 	struct s3_cred_lookup lookup_;
+	struct sigv2_auth v2_;
+	bool is_v2_;
 	uint64_t gen_;
 	bool in_verify_, finished_;
 };

@@ -2,13 +2,15 @@
  * s3_authz.c — the authorization decision (rules and table in
  * s3_authz.h). Pure: no I/O; any thread.
  *
- * Owns the action table. Does not read records (s3_rq's gate does and
- * hands them here) nor evaluate bucket policies (authz_policy below is
- * where that engine plugs in).
+ * Owns the action table and the order of the checks. Does not read
+ * records nor compile policies (s3_rq's gate does, with s3_policy_cache,
+ * and hands them here); the policy language is s3_policy's.
  */
 #include "gateway/s3_authz.h"
 
 #include <string.h>
+
+#include "gateway/s3_policy.h"
 
 static const struct {
 	const char *name;
@@ -36,35 +38,63 @@ enum s3_authz_res s3_action_res(enum s3_authz_action a)
 
 enum authz_policy_verdict { AUTHZ_POLICY_NONE, AUTHZ_POLICY_ALLOW, AUTHZ_POLICY_DENY };
 
-/*
- * POLICY HOOK. The bucket policy's verdict on the request: an explicit
- * Deny refuses whatever the ACLs say, an Allow allows, no statement
- * matching leaves it to the ACLs. The policy engine (gateway/s3_policy)
- * plugs in here, and only here: the bucket record will carry the
- * compiled policy, and s3_policy_eval takes an s3_policy_req made of
- * q->who->user (NULL: anonymous), whether it is q->bucket.owner, the
- * action's name (s3_action_name(q->action): AWS's "s3:GetObject" form,
- * which is the engine's), q->key and the request's condition keys; its
- * NONE / ALLOW / DENY map one to one onto the values below. (Admins are
- * decided before this hook: a policy cannot lock them out.) Today: no
- * policies, NONE.
- */
-static enum authz_policy_verdict authz_policy(const struct s3_authz_req *q)
-{
-	(void)q;
-	return AUTHZ_POLICY_NONE;
-}
-
-/* ------------------------------------------------------------ decision */
-
 static bool is(const char *user, const char *name)
 {
 	return user && name && strcmp(user, name) == 0;
 }
 
+/*
+ * POLICY HOOK. The bucket policy's verdict on the request (s3_policy_eval
+ * on the principal, AWS's action name, the key and the request's
+ * condition keys): an explicit Deny refuses whatever the ACLs say, an
+ * Allow allows, no statement matching leaves it to the ACLs. Admins are
+ * decided before this hook: a policy cannot lock them out.
+ * RestrictPublicBuckets: a public policy's Allow counts only for the
+ * bucket owner (AWS: "only AWS service principals and authorized users
+ * within the bucket owner's account"); its Denies still count for all.
+ * A stored policy that does not parse denies (fail closed).
+ */
+static enum authz_policy_verdict authz_policy(const struct s3_authz_req *q)
+{
+	if (q->policy_broken)
+		return AUTHZ_POLICY_DENY;
+	if (!q->policy)
+		return AUTHZ_POLICY_NONE;
+	const struct s3_principal *p = q->who;
+	char id[S3_ID_HEX + 1];
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < S3_ID_LEN; i++) {
+		id[2 * i] = hex[p->id[i] >> 4];
+		id[2 * i + 1] = hex[p->id[i] & 15];
+	}
+	id[S3_ID_HEX] = '\0';
+	bool owner = is(p->user, q->bucket.owner);
+	struct s3_policy_req r = {
+		.principal = p->user,
+		.is_bucket_owner = owner,
+		.action = s3_action_name(q->action),
+		.key = q->key,   /* NULL for bucket actions (s3_authz_req's contract) */
+		.ctx = q->ctx,
+		.n_ctx = q->n_ctx,
+		.principal_id = p->user ? id : NULL,
+	};
+	switch (s3_policy_eval(q->policy, &r)) {
+	case S3_POLICY_DENY:
+		return AUTHZ_POLICY_DENY;
+	case S3_POLICY_ALLOW:
+		if (q->pab.restrict_public_buckets && q->policy_public && !owner)
+			return AUTHZ_POLICY_NONE;
+		return AUTHZ_POLICY_ALLOW;
+	default:
+		return AUTHZ_POLICY_NONE;
+	}
+}
+
+/* ------------------------------------------------------------ decision */
+
 /* The permissions an ACL gives who on a resource owned by owner (whose
  * bucket belongs to bucket_owner), the owner's implicit READ_ACP and
- * WRITE_ACP included. */
+ * WRITE_ACP included; IgnorePublicAcls drops the public grants. */
 static unsigned acl_perms(const struct s3_authz_req *q, const struct s3_authz_rec *r)
 {
 	const struct s3_principal *p = q->who;
@@ -79,7 +109,15 @@ static unsigned acl_perms(const struct s3_authz_req *q, const struct s3_authz_re
 	s3_acl_user_id(r->owner, oid);
 	s3_acl_user_id(q->bucket.owner, bid);
 	s3_acl_expand(a, oid, bid, &exp);
+	if (q->pab.ignore_public_acls)
+		s3_pab_drop_public(&exp);
 	return bits | s3_acl_perms(&exp, p);
+}
+
+static bool policy_admin_action(enum s3_authz_action a)
+{
+	return a == S3_ACT_GetBucketPolicy || a == S3_ACT_PutBucketPolicy ||
+	       a == S3_ACT_DeleteBucketPolicy;
 }
 
 enum s3_verdict s3_authz_decide(const struct s3_authz_req *q)
@@ -89,25 +127,26 @@ enum s3_verdict s3_authz_decide(const struct s3_authz_req *q)
 		return S3_DENY;
 	if (p->admin && p->user)
 		return S3_ALLOW;
-	enum authz_policy_verdict pv = authz_policy(q);
-	if (pv == AUTHZ_POLICY_DENY)
-		return S3_DENY;
-	if (pv == AUTHZ_POLICY_ALLOW)
-		return S3_ALLOW;
-
 	enum s3_authz_rule rule = actions[q->action].rule;
 	unsigned need = actions[q->action].perm;
 	bool enforced = q->ownership == S3_OWN_ENFORCED;
 	bool bucket_owner = is(p->user, q->bucket.owner);
 	if (rule == S3_RULE_USER)
 		return p->user ? S3_ALLOW : S3_DENY;
+	if (bucket_owner && policy_admin_action(q->action))
+		return S3_ALLOW;
+	enum authz_policy_verdict pv = authz_policy(q);
+	if (pv == AUTHZ_POLICY_DENY)
+		return S3_DENY;
 	if (actions[q->action].res == S3_RES_OBJECT && !q->object) {
 		/* Missing object: may the caller learn so? (s3:ListBucket) */
 		struct s3_authz_req lq = *q;
 		lq.action = S3_ACT_ListBucket;
-		lq.key = NULL;
+		lq.key = NULL;   /* the request's condition keys stay (no s3:prefix in them) */
 		return s3_authz_decide(&lq);
 	}
+	if (pv == AUTHZ_POLICY_ALLOW)
+		return S3_ALLOW;
 	switch (rule) {
 	case S3_RULE_BUCKET_OWNER:
 		return bucket_owner ? S3_ALLOW : S3_DENY;

@@ -5,23 +5,33 @@
  * any work (s3_rq's gate, with the records it read; CopyObject's source
  * is the second question of a copy, asked here too).
  *
- * The rules, AWS's (acl-overview, "Mapping of ACL permissions and access
- * policy permissions"), in order:
+ * The rules, AWS's ("How Amazon S3 authorizes a request", IAM "Policy
+ * evaluation logic", acl-overview's "Mapping of ACL permissions and
+ * access policy permissions"), in order:
  *   1. An admin user (User.admin) may do everything.
- *   2. The bucket policy hook (authz_policy in s3_authz.c): DENY refuses,
- *      ALLOW allows, NONE goes on. Today it answers NONE; the policy
- *      engine (s3_policy) plugs in there and nowhere else.
- *   3. Actions without a resource: ListAllMyBuckets and CreateBucket, any
+ *   2. Actions without a resource: ListAllMyBuckets and CreateBucket, any
  *      user (not anonymous).
- *   4. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging
- *      and ownership controls: the bucket owner; object tagging: the
- *      object owner).
- *   5. The ACL: a bucket's for bucket actions (READ: ListBucket,
+ *   3. The bucket owner may always Get/Put/DeleteBucketPolicy (AWS keeps
+ *      the owner's root from locking itself out with a Deny).
+ *   4. The bucket policy (authz_policy in s3_authz.c: s3_policy_eval on
+ *      the principal, the action's AWS name, the key and the request's
+ *      condition keys): an explicit Deny refuses, whatever else says yes,
+ *      the owner included. A stored policy that no longer parses refuses
+ *      (fail closed).
+ *   5. An object action on a missing object: allowed (to learn NoSuchKey)
+ *      only if s3:ListBucket on the bucket would be.
+ *   6. A policy Allow allows — unless RestrictPublicBuckets is on, the
+ *      policy is public and the caller is not the bucket owner.
+ *   7. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
+ *      ownership controls, policy, PublicAccessBlock: the bucket owner;
+ *      object tagging: the object owner).
+ *   8. The ACL: a bucket's for bucket actions (READ: ListBucket,
  *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
  *      upload steps; READ_ACP / WRITE_ACP: Get/PutBucketAcl), an object's
  *      for object actions (READ: GetObject, GetObjectAttributes;
  *      READ_ACP / WRITE_ACP: Get/PutObjectAcl). The owner of a resource
- *      always has READ_ACP and WRITE_ACP on it.
+ *      always has READ_ACP and WRITE_ACP on it. IgnorePublicAcls: grants
+ *      to AllUsers / AuthenticatedUsers give nothing.
  *   With ObjectOwnership BucketOwnerEnforced ACLs are disabled: they give
  *   nobody anything, the bucket owner owns every object in the bucket
  *   (whoever wrote it) and has every permission on the bucket and them.
@@ -35,6 +45,10 @@
 #include <stdint.h>
 
 #include "gateway/s3_acl.h"
+#include "gateway/s3_pab.h"
+
+struct s3_policy;
+struct s3_policy_kv;
 
 /* What an action is decided on: nothing (the caller alone), the bucket
  * record, or the object record too (with the bucket's). */
@@ -68,7 +82,14 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(GetObjectAcl,                OBJECT, OBJECT_ACL,    S3_PERM_READ_ACP)           \
 	X(PutObjectAcl,                OBJECT, OBJECT_ACL,    S3_PERM_WRITE_ACP)          \
 	X(GetObjectTagging,            OBJECT, OBJECT_OWNER,  0)                          \
-	X(PutObjectTagging,            OBJECT, OBJECT_OWNER,  0)
+	X(PutObjectTagging,            OBJECT, OBJECT_OWNER,  0)                          \
+	X(DeleteObjectTagging,         OBJECT, OBJECT_OWNER,  0)                          \
+	X(GetBucketPolicy,             BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketPolicy,             BUCKET, BUCKET_OWNER,  0)                          \
+	X(DeleteBucketPolicy,          BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketPolicyStatus,       BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)
 
 enum s3_authz_action {
 	S3_ACT_NONE = 0,
@@ -94,10 +115,19 @@ struct s3_authz_req {
 	const struct s3_principal *who;
 	enum s3_authz_action action;
 	const char *bucket_name;     /* for the policy hook */
-	const char *key;             /* ditto; NULL for bucket actions */
+	const char *key;             /* ditto; NULL for bucket actions (the object
+	                              * actions decided on the bucket, PutObject,
+	                              * DeleteObject, the upload steps, have one) */
 	struct s3_authz_rec bucket;  /* S3_RES_BUCKET and OBJECT */
 	enum s3_ownership ownership;
 	const struct s3_authz_rec *object;   /* S3_RES_OBJECT; NULL: no such object */
+	/* The bucket's policy (s3_policy_cache) and PublicAccessBlock. */
+	const struct s3_policy *policy;      /* NULL: none (or broken) */
+	bool policy_public;                  /* s3_policy_is_public(policy) */
+	bool policy_broken;                  /* stored but unparseable: fail closed */
+	struct s3_pab pab;
+	const struct s3_policy_kv *ctx;      /* the request's condition keys */
+	size_t n_ctx;
 };
 
 enum s3_verdict { S3_DENY = 0, S3_ALLOW = 1 };

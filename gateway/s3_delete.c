@@ -207,6 +207,14 @@ static void dm_pump(struct dm_rq *d)
 			key_finish(k, S3E_KeyTooLongError);
 			continue;
 		}
+		/* A bucket policy decides each key (s3_rq's gate let the
+		 * request through for that). */
+		const Iolake__Meta__Bucket *b = d->rq.bkt;
+		if (b && b->policy && b->policy[0] &&
+		    s3_rq_decide_key(&d->rq, S3_ACT_DeleteObject, k->key, b, NULL) == S3_DENY) {
+			key_finish(k, S3E_AccessDenied);
+			continue;
+		}
 		/* Each key in flight holds one pending of the request. */
 		d->rq.pending++;
 		d->inflight++;

@@ -53,6 +53,8 @@
 	X(InvalidURI,                   400, "InvalidURI",                   "Couldn't parse the specified URI.") \
 	X(KeyTooLongError,              400, "KeyTooLongError",              "Your key is too long")     \
 	X(MalformedACLError,            400, "MalformedACLError",            "The XML you provided was not well-formed or did not validate against our published schema") \
+	X(MalformedPolicy,              400, "MalformedPolicy",              "Policies must be valid JSON and the first byte must be '{'") \
+	X(PolicyTooLarge,               400, "MalformedPolicy",              "Policy exceeds the maximum allowed document size.") \
 	X(MalformedXML,                 400, "MalformedXML",                 "The XML you provided was not well-formed or did not validate against our published schema.") \
 	X(MaxMessageLengthExceeded,     400, "MaxMessageLengthExceeded",     "Your request was too big.") \
 	X(MethodNotAllowed,             405, "MethodNotAllowed",             "The specified method is not allowed against this resource.") \
@@ -61,6 +63,8 @@
 	X(NoSuchBucket,                 404, "NoSuchBucket",                 "The specified bucket does not exist") \
 	X(NoSuchKey,                    404, "NoSuchKey",                    "The specified key does not exist.") \
 	X(NoSuchUpload,                 404, "NoSuchUpload",                 "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.") \
+	X(NoSuchBucketPolicy,           404, "NoSuchBucketPolicy",           "The bucket policy does not exist") \
+	X(NoSuchPublicAccessBlockConfiguration, 404, "NoSuchPublicAccessBlockConfiguration", "The public access block configuration was not found") \
 	X(NoSuchTagSet,                 404, "NoSuchTagSet",                 "The TagSet does not exist") \
 	X(OwnershipControlsNotFoundError, 404, "OwnershipControlsNotFoundError", "The bucket ownership controls were not found") \
 	X(UnresolvableGrantByEmailAddress, 400, "UnresolvableGrantByEmailAddress", "The email address you provided does not match any account on record.") \

@@ -74,6 +74,58 @@ static void get_fini(struct s3_rq *rq)
 
 static void get_pump(struct get_rq *g);
 
+/* GetObject's and HeadObject's response-* query parameters (AWS
+ * "Overriding response header values"): each replaces one stored header in
+ * the answer. Signed requests only (checked in op_get_object). */
+static const struct {
+	const char *param, *header;
+} overrides[] = {
+	{ "response-content-type", "Content-Type" },
+	{ "response-content-language", "Content-Language" },
+	{ "response-expires", "Expires" },
+	{ "response-cache-control", "Cache-Control" },
+	{ "response-content-disposition", "Content-Disposition" },
+	{ "response-content-encoding", "Content-Encoding" },
+};
+#define N_OVERRIDES (sizeof(overrides) / sizeof(overrides[0]))
+
+/* The header `name` with the stored value, or the request's override. */
+static void add_overridable(struct s3_call *c, const char *name, const char *stored)
+{
+	for (size_t i = 0; i < N_OVERRIDES; i++) {
+		const char *v;
+		if (!strcmp(overrides[i].header, name) &&
+		    (v = s3u_qval(s3_call_req(c), overrides[i].param))) {
+			stored = v;
+			break;
+		}
+	}
+	if (stored && *stored)
+		http_add_header(s3_call_stream(c), name, stored);
+}
+
+/* Overrides on an anonymous request, or a value that is not a header
+ * value: the error, else S3E_OK. */
+static enum s3_err check_overrides(struct s3_call *c, const char **msg)
+{
+	for (size_t i = 0; i < N_OVERRIDES; i++) {
+		const char *v = s3u_qval(s3_call_req(c), overrides[i].param);
+		if (!v)
+			continue;
+		if (s3_call_auth(c)->anonymous) {
+			*msg = "Request specific response headers cannot be used for anonymous GET "
+			       "requests.";
+			return S3E_InvalidRequest;
+		}
+		for (const char *p = v; *p; p++)
+			if ((unsigned char)*p < 0x20 && *p != '\t') {
+				*msg = "A response header override holds a control character.";
+				return S3E_InvalidArgument;
+			}
+	}
+	return S3E_OK;
+}
+
 static void add_object_headers(struct get_rq *g)
 {
 	struct s3_call *c = g->rq.c;
@@ -85,18 +137,13 @@ static void add_object_headers(struct get_rq *g)
 	s3u_http_date(r->mtime_ms, v);
 	http_add_header(s, "Last-Modified", v);
 	http_add_header(s, "Accept-Ranges", "bytes");
-	http_add_header(s, "Content-Type",
+	add_overridable(c, "Content-Type",
 			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
-	if (r->content_encoding && *r->content_encoding)
-		http_add_header(s, "Content-Encoding", r->content_encoding);
-	if (r->content_disposition && *r->content_disposition)
-		http_add_header(s, "Content-Disposition", r->content_disposition);
-	if (r->content_language && *r->content_language)
-		http_add_header(s, "Content-Language", r->content_language);
-	if (r->cache_control && *r->cache_control)
-		http_add_header(s, "Cache-Control", r->cache_control);
-	if (r->expires && *r->expires)
-		http_add_header(s, "Expires", r->expires);
+	add_overridable(c, "Content-Encoding", r->content_encoding);
+	add_overridable(c, "Content-Disposition", r->content_disposition);
+	add_overridable(c, "Content-Language", r->content_language);
+	add_overridable(c, "Cache-Control", r->cache_control);
+	add_overridable(c, "Expires", r->expires);
 	for (size_t i = 0; i < r->n_user_meta; i++) {
 		char name[300];
 		snprintf(name, sizeof(name), "x-amz-meta-%s", r->user_meta[i]->key);
@@ -421,6 +468,12 @@ static void op_get_object(struct s3_call *c)
 	g->rq.stop = get_stop;
 	g->rq.fini = get_fini;
 	g->head = s3_call_req(c)->op == S3_OP_HeadObject;
+	const char *msg = NULL;
+	enum s3_err e = check_overrides(c, &msg);
+	if (e) {
+		s3_rq_fail(&g->rq, e, msg);
+		return;
+	}
 	s3_rq_head(&g->rq, g->rq.bucket, g->rq.key, on_get_head);
 }
 

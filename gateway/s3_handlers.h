@@ -18,6 +18,8 @@
  *   s3_attrs.c      GetObjectAttributes
  *   s3_access.c     Get/PutBucketAcl, Get/PutObjectAcl,
  *                   Get/Put/DeleteBucketOwnershipControls
+ *   s3_bucket_policy.c Put/Get/DeleteBucketPolicy, GetBucketPolicyStatus,
+ *                   Put/Get/DeletePublicAccessBlock
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -54,6 +56,7 @@ extern const struct s3_handler s3_copy_handlers[];
 extern const struct s3_handler s3_tagging_handlers[];
 extern const struct s3_handler s3_attrs_handlers[];
 extern const struct s3_handler s3_access_handlers[];
+extern const struct s3_handler s3_bucket_policy_handlers[];
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */
 extern const struct s3_handler *const s3_handler_tables[];

@@ -25,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "gateway/gw_gc.h"
 #include "gateway/gw_heal.h"
 #include "gateway/gw_map.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_policy_cache.h"
 #include "gateway/s3_rq.h"
 #include "meta/client.h"
 
@@ -109,6 +111,10 @@ EC_GAUGE(decodes)
 EC_GAUGE(shard_put_failures)
 EC_GAUGE(shard_get_failures)
 EC_GAUGE(buffered_bytes)
+EC_GAUGE(hedges)
+EC_GAUGE(hedge_wins)
+EC_GAUGE(shard_gets_avoided)
+EC_GAUGE(hedge_delay_ms)
 
 static double g_epoch(void *arg)
 {
@@ -118,6 +124,20 @@ static double g_epoch(void *arg)
 static double g_up(void *arg)
 {
 	return (double)gw_map_osds_up(((struct s3_ops *)arg)->map);
+}
+
+static double g_policy_hits(void *arg)
+{
+	struct s3_policy_cache_stats st;
+	s3_policy_cache_stats(((struct s3_ops *)arg)->policies, &st);
+	return (double)st.hits;
+}
+
+static double g_policy_misses(void *arg)
+{
+	struct s3_policy_cache_stats st;
+	s3_policy_cache_stats(((struct s3_ops *)arg)->policies, &st);
+	return (double)st.misses;
 }
 
 static void register_metrics(struct s3_ops *o)
@@ -142,11 +162,18 @@ static void register_metrics(struct s3_ops *o)
 		{ "iolake_gw_data_shard_put_failures", "PutShard calls failed", g_shard_put_failures },
 		{ "iolake_gw_data_shard_get_failures", "GetShard calls failed or mismatching", g_shard_get_failures },
 		{ "iolake_gw_data_buffered_bytes", "segment and decode buffer bytes held", g_buffered_bytes },
+		{ "iolake_gw_data_hedges", "segments that asked parity because a shard read was slow", g_hedges },
+		{ "iolake_gw_data_hedge_wins", "hedged segments decoded before the slow read answered", g_hedge_wins },
+		{ "iolake_gw_data_shard_gets_avoided", "data shard reads not tried first: OSD down or circuit open", g_shard_gets_avoided },
+		{ "iolake_gw_data_hedge_delay_ms", "hedge delay now: p95 of shard reads, clamped", g_hedge_delay_ms },
 		{ "iolake_gw_map_epoch", "cluster map epoch held", g_epoch },
 		{ "iolake_gw_osds_up", "OSDs up in the map held", g_up },
+		{ "iolake_gw_policy_cache_hits", "bucket policies found compiled (s3_policy_cache)", g_policy_hits },
+		{ "iolake_gw_policy_cache_misses", "bucket policies parsed (s3_policy_cache)", g_policy_misses },
 	};
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
+	rpc_health_register_metrics(o->reg); /* PINGs, circuits, fast fails */
 }
 
 /* gw_data saw a degraded PG: queue a rescan flag (never on the request's
@@ -167,13 +194,15 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 		return -ENOMEM;
 	int rc = -ENOMEM;
 	o->loop = loop;
+	if (!(o->policies = s3_policy_cache_new(S3_POLICY_CACHE_DEFAULT)))
+		goto err_free;
 	snprintf(o->region, sizeof(o->region), "%s", cfg->region ? cfg->region : "us-east-1");
 	o->inline_max = cfg->inline_max_bytes ? cfg->inline_max_bytes : 4096;
 	o->reg = cfg->metrics;
 	if (!o->reg) {
 		o->reg = metrics_registry_new();
 		o->own_reg = true;
-		if (!o->reg)
+		if (!o->reg || iol_check_register_metrics(o->reg))
 			goto err_free;
 	}
 	struct gw_data_opts dop = cfg->data;
@@ -224,6 +253,7 @@ err_reg:
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
 err_free:
+	s3_policy_cache_free(o->policies);
 	free(o);
 	return rc;
 }
@@ -231,7 +261,7 @@ err_free:
 const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
-	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,
+	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_bucket_policy_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
@@ -320,5 +350,6 @@ void s3_ops_free(struct s3_ops *o)
 	data_free_when_idle(o->loop, o->data);
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
+	s3_policy_cache_free(o->policies);
 	free(o);
 }

@@ -55,6 +55,18 @@ struct pat_vals {
 	size_t len[PAT_MAX_VARS];
 };
 
+/* s3_policy_pat.c. Compiles s[0..n) into a pattern in doc's arena: wild
+ * makes * and ? wildcards, vars makes ${...} variables (both are otherwise
+ * literal); literal items point into s, which lives in the document. 0,
+ * -ENOMEM, or -EBADMSG (more than PAT_MAX_VARS variables). */
+int pat_compile(struct json_doc *doc, const char *s, size_t n, bool wild, bool vars,
+		struct pat *out);
+
+/* Could pattern p (its variables taken as '*') match a string that
+ * starts with pre (whole: equal to it)? 1 or 0, -ENOMEM. Used only while
+ * validating. */
+int pat_can_match(const struct pat *p, const char *pre, bool whole);
+
 /* Matches s[0..slen) (two parts: a then b, so "arn...bucket/" + key needs
  * no copy) against pattern p with its variables in v (NULL if none).
  * fold: ASCII case-insensitive. O(items x length), no recursion. */

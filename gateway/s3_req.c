@@ -159,6 +159,9 @@ enum {
 	SR_ATTRIBUTES = 1u << 9,
 	SR_LIST_TYPE = 1u << 10,
 	SR_OWNERSHIP = 1u << 11,
+	SR_POLICY = 1u << 12,
+	SR_POLICY_STATUS = 1u << 13,
+	SR_PAB = 1u << 14,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -181,8 +184,8 @@ static const struct qname qnames[] = {
 	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_UNSUPPORTED },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
 	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_UNSUPPORTED },
-	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_UNSUPPORTED },
-	{ "policyStatus", SR_UNSUPPORTED }, { "publicAccessBlock", SR_UNSUPPORTED },
+	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_POLICY },
+	{ "policyStatus", SR_POLICY_STATUS }, { "publicAccessBlock", SR_PAB },
 	{ "replication", SR_UNSUPPORTED }, { "requestPayment", SR_UNSUPPORTED },
 	{ "restore", SR_UNSUPPORTED },     { "retention", SR_UNSUPPORTED },
 	{ "select", SR_UNSUPPORTED },      { "session", SR_UNSUPPORTED },
@@ -329,6 +332,9 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_VERSIONS   ? S3_OP_ListObjectVersions
 				: bits & SR_ACL        ? S3_OP_GetBucketAcl
 				: bits & SR_OWNERSHIP  ? S3_OP_GetBucketOwnershipControls
+				: bits & SR_POLICY     ? S3_OP_GetBucketPolicy
+				: bits & SR_POLICY_STATUS ? S3_OP_GetBucketPolicyStatus
+				: bits & SR_PAB        ? S3_OP_GetPublicAccessBlock
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -346,10 +352,14 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_VERSIONING ? S3_OP_PutBucketVersioning
 				: bits & SR_ACL        ? S3_OP_PutBucketAcl
 				: bits & SR_OWNERSHIP  ? S3_OP_PutBucketOwnershipControls
+				: bits & SR_POLICY     ? S3_OP_PutBucketPolicy
+				: bits & SR_PAB        ? S3_OP_PutPublicAccessBlock
 						       : S3_OP_CreateBucket;
 		} else if (del) {
 			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
 				: bits & SR_OWNERSHIP ? S3_OP_DeleteBucketOwnershipControls
+				: bits & SR_POLICY    ? S3_OP_DeleteBucketPolicy
+				: bits & SR_PAB       ? S3_OP_DeletePublicAccessBlock
 						      : S3_OP_DeleteBucket;
 		} else if (post) {
 			if (!(bits & SR_DELETE)) {

@@ -51,7 +51,9 @@
 	X(GetObjectTagging) X(PutObjectTagging) X(DeleteObjectTagging)             \
 	X(GetObjectAttributes) X(GetObjectAcl) X(PutObjectAcl)                     \
 	X(GetBucketOwnershipControls) X(PutBucketOwnershipControls)                \
-	X(DeleteBucketOwnershipControls)
+	X(DeleteBucketOwnershipControls) X(GetBucketPolicy) X(PutBucketPolicy)    \
+	X(DeleteBucketPolicy) X(GetBucketPolicyStatus) X(GetPublicAccessBlock)    \
+	X(PutPublicAccessBlock) X(DeletePublicAccessBlock)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */

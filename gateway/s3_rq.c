@@ -20,6 +20,9 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_pab.h"
+#include "gateway/s3_policy_cache.h"
+#include "gateway/s3_policy_ctx.h"
 #include "gateway/s3_util.h"
 
 /* ------------------------------------------------------------ lifecycle */
@@ -32,6 +35,7 @@ void s3_rq_maybe_free(struct s3_rq *rq)
 		rq->fini(rq);
 	s3u_free_msg(rq->bkt);
 	s3u_free_msg(rq->obj);
+	free(rq->authz_key);
 	free(rq->key);
 	free(rq);
 }
@@ -329,20 +333,62 @@ static const struct s3_acl *acl_of(const Iolake__Meta__Acl *m, struct s3_acl *a)
 	return a;
 }
 
-enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
-			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec)
+/* The request's condition keys (only built for a bucket with a policy). */
+static void build_ctx(const struct s3_rq *rq, enum s3_authz_action action,
+		      struct s3_policy_ctx *ctx)
+{
+	struct s3_policy_ctx_in in = { .user = rq->user, .action = action,
+				       .now_ms = s3u_wall_ms() };
+	if (rq->c) {
+		struct http_stream *st = s3_call_stream(rq->c);
+		in.peer_addr = http_stream_peer_addr(st);
+		in.tls = http_stream_is_tls(st);
+		const struct s3_req *r = s3_call_req(rq->c);
+		if (action == S3_ACT_ListBucket &&
+		    (r->op == S3_OP_ListObjects || r->op == S3_OP_ListObjectsV2)) {
+			in.prefix = s3u_qval(r, "prefix");
+			in.delimiter = s3u_qval(r, "delimiter");
+			in.max_keys = s3u_qval(r, "max-keys");
+		}
+		const struct sigv4_header *h = s3u_hdr(rq->c, "x-amz-acl");
+		if (h) {
+			in.x_amz_acl = h->value;
+			in.x_amz_acl_len = h->value_len;
+		}
+	}
+	s3_policy_ctx_build(ctx, &in);
+}
+
+enum s3_verdict s3_rq_decide_key(const struct s3_rq *rq, enum s3_authz_action action,
+				 const char *key, const Iolake__Meta__Bucket *b,
+				 const Iolake__Meta__ObjectRecord *rec)
 {
 	struct s3_acl *acls = malloc(2 * sizeof(*acls));
 	if (!acls)
 		return S3_DENY;
 	struct s3_authz_req q = { .who = &rq->who, .action = action, .bucket_name = rq->bucket,
-				  .key = rq->key };
+				  .key = key };
 	struct s3_authz_rec orec;
+	struct s3_policy_ctx ctx;
+	enum s3_verdict v = S3_DENY;
 	if (b) {
 		q.bucket_name = b->name;
 		q.bucket.owner = b->owner;
 		q.bucket.acl = acl_of(b->acl, &acls[0]);
 		q.ownership = (enum s3_ownership)b->object_ownership;
+		s3_pab_from_msg(b->public_access_block, &q.pab);
+		if (b->policy && b->policy[0]) {
+			const struct s3_policy_entry *pe = s3_policy_cache_get(
+				rq->o->policies, b->name, b->generation, b->policy, strlen(b->policy));
+			if (!pe)
+				goto out;   /* no memory: refuse */
+			q.policy = pe->policy;
+			q.policy_public = pe->is_public;
+			q.policy_broken = pe->broken;
+			build_ctx(rq, action, &ctx);
+			q.ctx = ctx.kv;
+			q.n_ctx = ctx.n;
+		}
 	}
 	if (rec) {
 		q.key = rec->key;
@@ -350,23 +396,30 @@ enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action
 		orec.acl = acl_of(rec->acl, &acls[1]);
 		q.object = &orec;
 	}
-	enum s3_verdict v = s3_authz_decide(&q);
+	v = s3_authz_decide(&q);
+out:
 	free(acls);
 	if (v == S3_DENY)
 		metrics_counter_inc(rq->o->m_denied);
 	return v;
 }
 
+enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
+			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec)
+{
+	return s3_rq_decide_key(rq, action, rq->key, b, rec);
+}
+
 /* What a HeadObject with its bucket says, decided for action: S3E_OK, or
  * the error to answer (rec then freed and *recp NULL). */
-static enum s3_err head_verdict(struct s3_rq *rq, enum s3_authz_action action, enum s3_err e,
-				Iolake__Meta__ObjectRecord **recp)
+static enum s3_err head_verdict(struct s3_rq *rq, enum s3_authz_action action, const char *key,
+				enum s3_err e, Iolake__Meta__ObjectRecord **recp)
 {
 	if (e != S3E_OK && e != S3E_NoSuchKey)
 		return e;
 	if (!rq->head.bkt)
 		return S3E_NoSuchBucket;
-	if (s3_rq_decide(rq, action, rq->head.bkt, *recp) == S3_DENY)
+	if (s3_rq_decide_key(rq, action, key, rq->head.bkt, *recp) == S3_DENY)
 		e = S3E_AccessDenied;
 	if (e) {
 		s3u_free_msg(*recp);
@@ -377,7 +430,9 @@ static enum s3_err head_verdict(struct s3_rq *rq, enum s3_authz_action action, e
 
 static void on_head_authz(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
-	e = head_verdict(rq, rq->authz_action, e, &rec);
+	e = head_verdict(rq, rq->authz_action, rq->authz_key, e, &rec);
+	free(rq->authz_key);
+	rq->authz_key = NULL;
 	s3u_free_msg(rq->head.bkt);
 	rq->head.bkt = NULL;
 	rq->authz_cb(rq, e, rec);
@@ -388,6 +443,11 @@ int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
 {
 	rq->authz_cb = cb;
 	rq->authz_action = action;
+	free(rq->authz_key);
+	if (!(rq->authz_key = strdup(key))) {
+		s3_rq_fail(rq, S3E_InternalError, NULL);
+		return -ENOMEM;
+	}
 	return head_start(rq, bucket, key, true, on_head_authz);
 }
 
@@ -428,12 +488,22 @@ static void gate_pass(struct gate *g)
 	s3_rq_maybe_free(rq);
 }
 
+/* DeleteObjects on a bucket with a policy is decided key by key (a
+ * policy may allow s3:DeleteObject on some prefixes only, or deny it on
+ * some): the handler asks s3_rq_decide_key for each, and answers
+ * AccessDenied in the key's <Error>, as S3. Without a policy the
+ * bucket's ACL decides for every key at once, here. */
+static bool per_key(const struct s3_rq *rq, const Iolake__Meta__Bucket *b)
+{
+	return rq->c && s3_call_req(rq->c)->op == S3_OP_DeleteObjects && b->policy && b->policy[0];
+}
+
 static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
 	if (!e && !b)
 		e = S3E_NoSuchBucket;
-	if (!e && s3_rq_decide(rq, g->h->action, b, NULL) == S3_DENY)
+	if (!e && s3_rq_decide(rq, g->h->action, b, NULL) == S3_DENY && !per_key(rq, b))
 		e = S3E_AccessDenied;
 	if (!e && !(rq->bkt = (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base)))
 		e = S3E_InternalError;
@@ -447,7 +517,7 @@ static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__
 static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
-	e = head_verdict(rq, g->h->action, e, &rec);
+	e = head_verdict(rq, g->h->action, rq->key, e, &rec);
 	rq->bkt = rq->head.bkt;
 	rq->head.bkt = NULL;
 	if (e) {

@@ -53,6 +53,7 @@ struct s3_body;
 struct gw_heal;
 struct gw_map;
 struct s3_handler;
+struct s3_policy_cache;
 
 /* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
 struct s3_ops {
@@ -70,6 +71,7 @@ struct s3_ops {
 	struct metrics_counter *m_req[S3_OP__COUNT];
 	struct metrics_counter *m_unavail;
 	struct metrics_counter *m_denied;
+	struct s3_policy_cache *policies; /* compiled bucket policies (this loop's) */
 	/* The handler of each operation (s3_ops_bind), which the front end
 	 * reaches only through the gate (s3_rq_gate). */
 	const struct s3_handler *rows[S3_OP__COUNT];
@@ -122,6 +124,7 @@ struct s3_rq {
 	bool bkt_served;
 	s3_rq_head_cb authz_cb;     /* s3_rq_head_authz's caller */
 	enum s3_authz_action authz_action;
+	char *authz_key;            /* s3_rq_head_authz's key (the policy's resource) */
 	s3_rq_fn stop;              /* exchange over: stop the data path; NULL: none */
 	s3_rq_fn fini;              /* release the operation's state; NULL: none */
 	struct s3_body *body;       /* a small body being read (s3_body.h) */
@@ -177,6 +180,12 @@ void s3_rq_gate(struct s3_call *c);
  * object rec (NULL: missing, or a bucket action). */
 enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
 			     const Iolake__Meta__Bucket *b, const Iolake__Meta__ObjectRecord *rec);
+
+/* The same for an object key other than the request's own (NULL for a
+ * bucket action): DeleteObjects' keys, CopyObject's source. */
+enum s3_verdict s3_rq_decide_key(const struct s3_rq *rq, enum s3_authz_action action,
+				 const char *key, const Iolake__Meta__Bucket *b,
+				 const Iolake__Meta__ObjectRecord *rec);
 
 /* HeadObject of (bucket, key) with its bucket, authorized for action (a
  * second question a request asks: CopyObject's source). cb as

@@ -568,6 +568,8 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 	ar->n_headers = hr->n_headers;
 	ar->now = srv->cfg.wall_clock ? srv->cfg.wall_clock() : time(NULL);
 	ar->now_ms = uv_now(srv->loop);
+	ar->vhost_bucket = c->req.virtual_host ? c->req.bucket : NULL;
+	ar->vhost_bucket_len = c->req.virtual_host ? c->req.bucket_len : 0;
 	if (srv->cfg.creds_generation) {
 		uint64_t gen = srv->cfg.creds_generation(srv->cfg.ops_ctx);
 		if (gen != srv->creds_gen) {
@@ -610,7 +612,8 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 	srv->cfg = *cfg;
 	srv->route.domains = cfg->domains;
 	srv->route.n_domains = cfg->n_domains;
-	struct s3_auth_cfg acfg = { .region = cfg->region, .source = cfg->creds };
+	struct s3_auth_cfg acfg = { .region = cfg->region, .source = cfg->creds,
+				    .no_sigv2 = cfg->no_sigv2 };
 	srv->auth = s3_auth_new(&acfg);
 	if (!srv->auth)
 		goto err_srv;

@@ -74,6 +74,9 @@ struct s3_server_cfg {
 	 * with s3_call_auth(c)->anonymous set — only for handlers that
 	 * authorize every request themselves (s3_ops's do, through s3_authz). */
 	bool anonymous_ok;
+	/* Refuse SigV2 (the "AWS AK:sig" header and AWSAccessKeyId presigned
+	 * URLs) with InvalidRequest; by default it is verified. */
+	bool no_sigv2;
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

@@ -500,7 +500,7 @@ static void op_bucket_tagging(struct s3_call *c)
 const struct s3_handler s3_tagging_handlers[] = {
 	{ S3_OP_PutObjectTagging, op_object_tagging, S3_ACT_PutObjectTagging },
 	{ S3_OP_GetObjectTagging, op_object_tagging, S3_ACT_GetObjectTagging },
-	{ S3_OP_DeleteObjectTagging, op_object_tagging, S3_ACT_PutObjectTagging },
+	{ S3_OP_DeleteObjectTagging, op_object_tagging, S3_ACT_DeleteObjectTagging },
 	{ S3_OP_PutBucketTagging, op_bucket_tagging, S3_ACT_PutBucketTagging },
 	{ S3_OP_GetBucketTagging, op_bucket_tagging, S3_ACT_GetBucketTagging },
 	{ S3_OP_DeleteBucketTagging, op_bucket_tagging, S3_ACT_PutBucketTagging },

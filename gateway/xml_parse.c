@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct sax {
 	XML_Parser p;
@@ -491,4 +492,39 @@ int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size
 	if (rc == 0 && (x.rules != 1 || x.values != 1))
 		rc = -EBADMSG;
 	return rc;
+}
+
+/* ------------------------------------------------------------ PublicAccessBlockConfiguration */
+
+static const char *const pab_names[XMLP_PAB_N] = { "BlockPublicAcls", "IgnorePublicAcls",
+						    "BlockPublicPolicy", "RestrictPublicBuckets" };
+
+static void pab_start(struct sax *s)
+{
+	if (s->depth == 1 && strcmp(s->path[0], "PublicAccessBlockConfiguration") != 0)
+		stop(s, -EBADMSG);
+}
+
+static void pab_end(struct sax *s)
+{
+	int *vals = s->ud;
+	if (s->depth != 2)
+		return;
+	for (int i = 0; i < XMLP_PAB_N; i++) {
+		if (strcmp(s->path[1], pab_names[i]) != 0)
+			continue;
+		int v = strcasecmp(s->text, "true") == 0 ? 1 : strcasecmp(s->text, "false") == 0 ? 0 : -1;
+		if (v < 0 || vals[i] >= 0)   /* not a boolean, or said twice */
+			stop(s, -EBADMSG);
+		else
+			vals[i] = v;
+	}
+}
+
+int xmlp_public_access_block(const char *body, size_t len, size_t max_len, int vals[XMLP_PAB_N])
+{
+	for (int i = 0; i < XMLP_PAB_N; i++)
+		vals[i] = -1;
+	struct sax s = { .on_start = pab_start, .on_end = pab_end, .ud = vals };
+	return sax_run(&s, body, len, max_len);
 }

@@ -113,4 +113,17 @@ int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a);
  * max_len). */
 int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap);
 
+/* ------------------------------------------------------------ PublicAccessBlock */
+
+#define XMLP_PAB_N 4   /* BlockPublicAcls, IgnorePublicAcls, BlockPublicPolicy,
+			* RestrictPublicBuckets, in that order */
+
+/* <PublicAccessBlockConfiguration><BlockPublicAcls>true</BlockPublicAcls>
+ * <IgnorePublicAcls>…</…><BlockPublicPolicy>…</…><RestrictPublicBuckets>
+ * …</…></PublicAccessBlockConfiguration>: vals[i] is 1 (true), 0 (false)
+ * or -1 (left out), in the order above; values compare without regard to
+ * ASCII case. Returns 0, -EBADMSG (malformed, wrong root, a value other
+ * than true/false, an element twice), -E2BIG (len > max_len). */
+int xmlp_public_access_block(const char *body, size_t len, size_t max_len, int vals[XMLP_PAB_N]);
+
 #endif

@@ -31,6 +31,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/proto/osd_methods.h"
 #include "common/rpc.h"
 #include "meta/client.h"
 #include "meta/range_admin.h"
@@ -449,7 +450,6 @@ static int cmd_osd_ls(void)
 
 /* OSD Status over the OSD's own RPC service (osd.proto), each OSD of the
  * map asked directly and at once. Method 6 is Status (service Osd order). */
-#define OSD_M_STATUS 6
 #define OSD_DF_MAX 1024
 
 struct df_call {
@@ -519,7 +519,7 @@ static int cmd_osd_df(void)
 		Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
 		struct rpc_call_opts co = { .timeout_ms = 3000 };
 		left++;
-		rpc_call(ch[i], &iolake__osd__osd__descriptor, OSD_M_STATUS, &q.base, NULL, &co,
+		rpc_call(ch[i], OSD_SVC, OSD_M_STATUS, &q.base, NULL, &co,
 			 on_osd_status, &calls[i]);
 	}
 	while (left)
@@ -549,7 +549,6 @@ static int cmd_osd_df(void)
 
 /* Each OSD of the map in turn: its Status (scrub counters), then every
  * page of ListBadShards (method 7, service Osd order). */
-#define OSD_M_LIST_BAD 7
 #define SCRUB_PAGE 1000
 #define SCRUB_BAD_MAX 100000
 
@@ -573,7 +572,7 @@ static int osd_call(struct rpc_channel *ch, int method, const ProtobufCMessage *
 {
 	struct osd_wait w = { 0 };
 	struct rpc_call_opts co = { .timeout_ms = 3000 };
-	rpc_call(ch, &iolake__osd__osd__descriptor, method, req, NULL, &co, on_osd_call, &w);
+	rpc_call(ch, OSD_SVC, method, req, NULL, &co, on_osd_call, &w);
 	while (!w.done)
 		uv_run(&loop, UV_RUN_ONCE);
 	*resp = w.resp;
@@ -975,7 +974,6 @@ static int cmd_pg_ls(void)
  * slot's OSD holds its own shard index. Independent of the OSDs' recovery
  * drivers (this is how tests and operators check their work). One PG's
  * listing in memory at a time. */
-#define OSD_M_LIST 5
 #define CHECK_PAGE 1000
 
 struct check_ent {

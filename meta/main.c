@@ -31,8 +31,9 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-#include "common/err.h"
+#include "common/check.h"
 #include "common/ec.h"
+#include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -186,7 +187,7 @@ int main(int argc, char **argv)
 	/* Ours, not the member's, so that it outlives the node for the
 	 * /metrics listener's last scrape. */
 	struct metrics_registry *reg = metrics_registry_new();
-	if (!reg) {
+	if (!reg || iol_check_register_metrics(reg)) {
 		fprintf(stderr, "%s: out of memory\n", argv[0]);
 		goto fail_early;
 	}

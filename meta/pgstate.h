@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "meta/place.h"
+#include "common/place.h"
 #include "proto/meta.pb-c.h"
 
 #define META_PGSTATE_MAX_AGE_MS 10000   /* a report older than this is not valid */

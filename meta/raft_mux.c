@@ -43,18 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/log.h"
 
-/* Always on, whatever NDEBUG says: each guards the mux's own bookkeeping
- * or its caller's use of the API, never what a peer sent. */
-#define MUX_ASSERT(c)                                                              \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			LOG_ERROR("raft mux: assertion failed", "check=%s at=%s:%d", \
-				  LOG_Q(#c), __FILE__, __LINE__);                  \
-			abort();                                                   \
-		}                                                                  \
-	} while (0)
+/* IOL_ASSERTs here guard the mux's own bookkeeping or its caller's use of
+ * the API, never what a peer sent. */
 
 #define MUX_BUCKETS 256          /* group table; hundreds of groups: short chains */
 #define MUX_BACKLOG 511          /* a member restart reconnects every group at once */
@@ -434,7 +427,7 @@ static void hs_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	int rc = raft_mux_preamble_decode(s->buf, s->nread, &pre);
 	if (rc > 0) {
 		/* The decoder's contract, not the peer's input. */
-		MUX_ASSERT((size_t)rc > s->nread && rc <= RAFT_MUX_PREAMBLE_MAX);
+		IOL_ASSERT((size_t)rc > s->nread && rc <= RAFT_MUX_PREAMBLE_MAX);
 		s->need = (size_t)rc;
 		return;
 	}
@@ -442,7 +435,7 @@ static void hs_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		hs_refuse(s, refusal_of(rc), false, 0);
 		return;
 	}
-	MUX_ASSERT(pre.len == s->nread);
+	IOL_ASSERT(pre.len == s->nread);
 	struct mux_group *g = table_find(m, pre.group);
 	if (!g || g->state != G_LISTENING) {
 		hs_refuse(s, g ? RAFT_MUX_R_NOT_LISTENING : RAFT_MUX_R_UNKNOWN_GROUP, true, pre.group);
@@ -625,7 +618,7 @@ static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 	struct sockaddr_in sa;
 	char host[64];   /* a dotted quad */
 	(void)id;
-	MUX_ASSERT(g->state == G_READY || g->state == G_LISTENING);
+	IOL_ASSERT(g->state == G_READY || g->state == G_LISTENING);
 	if (parse_ipv4(address, &sa, host, sizeof(host))) {
 		snprintf(t->errmsg, RAFT_ERRMSG_BUF_SIZE, "not an IPv4 address:port: %s", address);
 		return RAFT_NOCONNECTION;
@@ -689,7 +682,7 @@ static void on_defer(uv_timer_t *timer)
 static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
 {
 	struct mux_group *g = t->impl;
-	MUX_ASSERT(g->state == G_NEW);
+	IOL_ASSERT(g->state == G_NEW);
 	int rc = raft_mux_preamble_encode(g->preamble, sizeof(g->preamble), g->id, id, address);
 	if (rc < 0) {
 		snprintf(t->errmsg, RAFT_ERRMSG_BUF_SIZE, "raft address unusable in a mux preamble: %s",
@@ -704,7 +697,7 @@ static int tr_init(struct raft_uv_transport *t, raft_id id, const char *address)
 static int tr_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
 	struct mux_group *g = t->impl;
-	MUX_ASSERT(g->state == G_READY);
+	IOL_ASSERT(g->state == G_READY);
 	if (g->m->closing) {
 		snprintf(t->errmsg, RAFT_ERRMSG_BUF_SIZE, "raft mux on %.64s is closed", g->m->address);
 		return RAFT_IOERR;
@@ -718,7 +711,7 @@ static void tr_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
 {
 	struct mux_group *g = t->impl;
 	struct raft_mux *m = g->m;
-	MUX_ASSERT(g->state == G_READY || g->state == G_LISTENING);
+	IOL_ASSERT(g->state == G_READY || g->state == G_LISTENING);
 	g->state = G_CLOSING;
 	g->close_cb = cb;
 	g->accept_cb = NULL;
@@ -773,7 +766,7 @@ void raft_mux_transport_close(struct raft_uv_transport *t)
 	/* Closing and not yet called back, or connects in flight on a
 	 * transport never closed: freeing now would leave libuv and raft_uv
 	 * with dangling callbacks. A caller's bug, not a peer's. */
-	MUX_ASSERT(g->state != G_CLOSING && !g->conns && !g->due);
+	IOL_ASSERT(g->state != G_CLOSING && !g->conns && !g->due);
 	table_remove(g);
 	free(g);
 	t->impl = NULL;
@@ -853,7 +846,7 @@ void raft_mux_get_stats(const struct raft_mux *m, struct raft_mux_stats *out)
 
 void raft_mux_close(struct raft_mux *m, void (*cb)(void *ud), void *ud)
 {
-	MUX_ASSERT(!m->closing);
+	IOL_ASSERT(!m->closing);
 	m->closing = true;
 	m->close_cb = cb;
 	m->close_ud = ud;

@@ -38,7 +38,7 @@
  * so the applied index and the data it covers never diverge; an entry at
  * or below "A" is skipped. (2) apply reads no clock and no randomness;
  * generations are (raft index << 16) | position in the batch, upload ids
- * the hex of that, PG tables come from meta/place.c (integer only).
+ * the hex of that, PG tables come from common/place.c (integer only).
  * (3) ops read through the batch being built (a WriteBatchWithIndex), so a
  * batch behaves as its ops applied one after another.
  *
@@ -61,7 +61,7 @@
 
 #include "common/err.h"
 #include "common/hash.h"
-#include "meta/place.h"
+#include "common/place.h"
 
 #define FORMAT_VERSION 1u
 #define ENTRY_MAGIC 0x4d4c4f49u   /* "IOLM" little-endian */
@@ -546,10 +546,18 @@ static bool valid_ownership(Iolake__Meta__ObjectOwnership o)
 static int create_bucket_range(struct tx *t, const char *bucket);
 static void delete_bucket_ranges(struct tx *t, const char *bucket);
 
+/* A bucket policy as apply accepts it: its size only (the gateway parsed
+ * and validated the document with its policy engine before proposing). */
+static bool valid_policy(const char *p)
+{
+	return !p || strlen(p) <= META_POLICY_MAX;
+}
+
 static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
 {
 	if (!op->bucket || !valid_bucket(op->bucket->name) || !valid_name(op->bucket->owner) ||
-	    !valid_acl(op->bucket->acl) || !valid_ownership(op->bucket->object_ownership))
+	    !valid_acl(op->bucket->acl) || !valid_ownership(op->bucket->object_ownership) ||
+	    !valid_policy(op->bucket->policy))
 		return -EINVAL;
 	struct key k;
 	k_init(&k, 'B');
@@ -1421,7 +1429,7 @@ static int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op)
 static int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op)
 {
 	if (!valid_bucket(op->name) || !valid_acl(op->acl) ||
-	    !valid_ownership(op->object_ownership))
+	    !valid_ownership(op->object_ownership) || !valid_policy(op->policy))
 		return -EINVAL;
 	Iolake__Meta__Bucket *b = NULL;
 	struct key k;
@@ -1434,14 +1442,23 @@ static int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAcces
 		meta_state_free_msg(b);
 		return IOL_ECONFLICT;
 	}
+	/* Swap the new values in for the write, then back (b owns the old). */
 	Iolake__Meta__Acl *old = b->acl;
+	char *old_policy = b->policy;
+	Iolake__Meta__PublicAccessBlock *old_pab = b->public_access_block;
 	if (op->set_acl)
 		b->acl = op->acl;
 	if (op->set_ownership)
 		b->object_ownership = op->object_ownership;
+	if (op->set_policy)
+		b->policy = op->policy ? op->policy : (char *)"";
+	if (op->set_public_access_block)
+		b->public_access_block = op->public_access_block;
 	b->generation = t->gen;
 	rc = tx_put_msg(t, &k, &b->base);
 	b->acl = old;
+	b->policy = old_policy;
+	b->public_access_block = old_pab;
 	meta_state_free_msg(b);
 	return rc;
 }

@@ -45,6 +45,7 @@
 #define META_LIST_GC_MAX 1000            /* GC entries in one page */
 #define META_CHECK_SHARDS_MAX 1000       /* object ids in one CheckShards */
 #define META_REF_ID_LEN 16               /* a gw_data PUT's object id */
+#define META_POLICY_MAX 20480           /* a bucket policy's bytes (S3: 20 KB) */
 #define META_TAGS_MAX 50                 /* tags on a bucket (objects: 10, gateway) */
 #define META_ACL_GRANTS_MAX 100   /* grants in one ACL (S3: 100) */
 #define META_TAG_KEY_MAX_BYTES 512       /* 128 characters of UTF-8 */

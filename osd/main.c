@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/check.h"
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
@@ -44,11 +45,11 @@
 #include "common/metrics_http.h"
 #include "common/rpc.h"
 #include "osd/metaclient.h"
-#include "osd/sweep.h"
 #include "osd/recover.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
+#include "osd/sweep.h"
 
 #define PROG "iolake-osd"
 #define SHUTDOWN_LIMIT_MS 10000
@@ -331,7 +332,7 @@ int main(int argc, char **argv)
 
 	struct osd o = { .loop = uv_default_loop(), .exit_code = 0 };
 	o.reg = metrics_registry_new();
-	if (!o.reg) {
+	if (!o.reg || iol_check_register_metrics(o.reg)) {
 		fprintf(stderr, "%s: out of memory\n", PROG);
 		return 1;
 	}

@@ -28,7 +28,7 @@
 
 #include "common/log.h"
 #include "common/loop.h"
-#include "meta/place.h"
+#include "common/place.h"
 #include "osd/recover_int.h"
 #include "osd/service.h"
 

@@ -1,6 +1,6 @@
 /*
  * recover.h — the per-PG recovery driver of one OSD (issue 12,
- * self-healing): for every PG this OSD is the primary of (meta/place.h
+ * self-healing): for every PG this OSD is the primary of (common/place.h
  * meta_place_primary_slot over the current cluster map), it compares the
  * shard listings of the PG's OSDs and rebuilds, from k good shards of a
  * stripe, every shard its slot's OSD lacks (a new OSD in the slot, a
@@ -89,7 +89,7 @@ void osd_recover_stop(struct osd_recover *r, void (*done_cb)(void *arg), void *a
 
 /* ------------------------------------------------ pure helpers (tested) */
 
-#define OSD_RECOVER_NONE UINT32_MAX   /* an empty slot (meta/place.h's NONE) */
+#define OSD_RECOVER_NONE UINT32_MAX   /* an empty slot (common/place.h's NONE) */
 
 /* Order of object ids in the shard index (osd/store/rec.h: zero-padded to
  * 64 bytes, then by length): <0, 0, >0. Listings merge in this order. */

@@ -16,6 +16,7 @@
 #include "common/buf.h"
 #include "common/ec.h"
 #include "common/metrics.h"
+#include "common/proto/osd_methods.h"
 #include "meta/client.h"
 #include "meta/mapwatch.h"
 #include "osd/recover.h"
@@ -30,10 +31,6 @@
 #define ERROR_RETRY_MS 60000         /* after inconsistent stripes */
 #define MAX_JOBS 16
 
-/* Osd service method numbers (osd.proto order). */
-enum { OSD_M_PUT, OSD_M_GET, OSD_M_DELETE, OSD_M_STAT, OSD_M_STATS, OSD_M_LIST, OSD_M_STATUS,
-       OSD_M_LIST_BAD };
-#define OSD_SVC (&iolake__osd__osd__descriptor)
 
 
 /* ------------------------------------------------------------ state */

@@ -133,7 +133,7 @@ static void stray_step(struct osd_recover *r)
 		Iolake__Osd__DeleteShardRequest q = IOLAKE__OSD__DELETE_SHARD_REQUEST__INIT;
 		q.key = &key;
 		r->stray_calls++;
-		rpc_call(ch, OSD_SVC, OSD_M_DELETE, &q.base, NULL, &co, on_stray_delete, r);
+		rpc_call(ch, OSD_SVC, OSD_M_DEL, &q.base, NULL, &co, on_stray_delete, r);
 		return;
 	}
 	if (r->stray_listed && r->stray_n == STRAY_PAGE) {

@@ -41,13 +41,13 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
-#include "osd/sweep.h"
+#include "common/proto/osd_methods.h"
 #include "osd/store/scrub.h"
 #include "osd/store/super.h"
+#include "osd/sweep.h"
 #include "proto/osd.pb-c.h"
 
-#define SVC_DESC (&iolake__osd__osd__descriptor)
-enum { M_PUT, M_GET, M_DEL, M_STAT, M_STATS, M_LIST, M_STATUS, M_LIST_BAD, M_COUNT };
+#define SVC_DESC OSD_SVC
 
 #define STAT_MANY_MAX 4096
 #define LIST_DEFAULT 1000
@@ -88,7 +88,7 @@ enum op_kind { OP_PUT, OP_GET, OP_DEL, OP_KINDS };
 /* A background call waiting for its turn (validated, not started). */
 struct parked {
 	struct rpc_req *r;
-	unsigned method;              /* M_PUT or M_GET */
+	unsigned method;              /* OSD_M_PUT or OSD_M_GET */
 	uint64_t since_ms;
 };
 static const char *const op_method[] = { "PutShard", "GetShard", "DeleteShard" };
@@ -340,7 +340,7 @@ static void on_bg_timer(uv_timer_t *t)
 		svc->park_head = (svc->park_head + 1) % svc->max_inflight;
 		svc->n_parked--;
 		metrics_histogram_observe(svc->bg_wait, (now - p.since_ms) * 1000);
-		if (p.method == M_PUT)
+		if (p.method == OSD_M_PUT)
 			put_go(svc, p.r, true);
 		else
 			get_go(svc, p.r, true);
@@ -464,7 +464,7 @@ static void h_put(struct rpc_req *r, void *ud)
 		     name, crc, q->crc32c);
 		return;
 	}
-	if (q->background && bg_defer(svc, r, M_PUT))
+	if (q->background && bg_defer(svc, r, OSD_M_PUT))
 		return;
 	put_go(svc, r, q->background);
 }
@@ -546,7 +546,7 @@ static void h_get(struct rpc_req *r, void *ud)
 	struct store_key k;
 	if (refuse(svc, r) || key_from(svc, r, q->key, &k, NULL))
 		return;
-	if (q->background && bg_defer(svc, r, M_GET))
+	if (q->background && bg_defer(svc, r, OSD_M_GET))
 		return;
 	get_go(svc, r, q->background);
 }
@@ -1129,13 +1129,13 @@ void osd_service_attach(struct osd_service *svc, struct store *st)
 
 int osd_service_register(struct osd_service *svc, struct rpc_server *srv)
 {
-	static const rpc_handler_fn handlers[M_COUNT] = {
-		[M_PUT] = h_put,     [M_GET] = h_get,     [M_DEL] = h_del,
-		[M_STAT] = h_stat,   [M_STATS] = h_stats, [M_LIST] = h_list,
-		[M_STATUS] = h_status, [M_LIST_BAD] = h_list_bad,
+	static const rpc_handler_fn handlers[OSD_M_COUNT] = {
+		[OSD_M_PUT] = h_put,     [OSD_M_GET] = h_get,     [OSD_M_DEL] = h_del,
+		[OSD_M_STAT] = h_stat,   [OSD_M_STATS] = h_stats, [OSD_M_LIST] = h_list,
+		[OSD_M_STATUS] = h_status, [OSD_M_LIST_BAD] = h_list_bad,
 	};
-	_Static_assert(M_COUNT == 8, "handlers must match osd.proto's methods");
-	if (SVC_DESC->n_methods != M_COUNT)
+	_Static_assert(OSD_M_COUNT == 8, "handlers must match osd.proto's methods");
+	if (SVC_DESC->n_methods != OSD_M_COUNT)
 		return -EINVAL;
 	return rpc_server_add_service(srv, SVC_DESC, handlers, svc);
 }

@@ -21,18 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/err.h"
-
-/* Always-on: a violated allocator invariant would hand one block to two
- * shards. Crash loudly instead. */
-#define ALLOC_ASSERT(cond)                                                         \
-	do {                                                                       \
-		if (!(cond)) {                                                     \
-			fprintf(stderr, "store_alloc: assertion failed: %s (%s:%d)\n", \
-				#cond, __FILE__, __LINE__);                        \
-			abort();                                                   \
-		}                                                                  \
-	} while (0)
 
 struct store_alloc {
 	uint64_t *bits;
@@ -157,7 +147,7 @@ int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start)
 	if (!find_run(a, a->cursor, a->total, n, &s) && !find_run(a, 0, a->cursor, n, &s))
 		return IOL_ENO_SPACE;
 	uint64_t was = set_range(a, s, n, 1);
-	ALLOC_ASSERT(was == 0);
+	IOL_ASSERT(was == 0);
 	a->reserved += n;
 	a->cursor = s + n < a->total ? s + n : 0;
 	*start = s;
@@ -166,16 +156,16 @@ int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start)
 
 static void check_range(const struct store_alloc *a, uint64_t s, uint64_t n)
 {
-	ALLOC_ASSERT(n > 0 && s < a->total && n <= a->total - s);
+	IOL_ASSERT(n > 0 && s < a->total && n <= a->total - s);
 }
 
 void store_alloc_commit(struct store_alloc *a, uint64_t start, uint64_t n)
 {
 	check_range(a, start, n);
-	ALLOC_ASSERT(a->reserved >= n);
+	IOL_ASSERT(a->reserved >= n);
 	/* Debug-cheap check that the blocks are in use (the bitmap cannot tell
 	 * reserved from committed). */
-	ALLOC_ASSERT(test_bit(a, start) && test_bit(a, start + n - 1));
+	IOL_ASSERT(test_bit(a, start) && test_bit(a, start + n - 1));
 	a->reserved -= n;
 	a->committed += n;
 }
@@ -183,18 +173,18 @@ void store_alloc_commit(struct store_alloc *a, uint64_t start, uint64_t n)
 void store_alloc_unreserve(struct store_alloc *a, uint64_t start, uint64_t n)
 {
 	check_range(a, start, n);
-	ALLOC_ASSERT(a->reserved >= n);
+	IOL_ASSERT(a->reserved >= n);
 	uint64_t was = set_range(a, start, n, 0);
-	ALLOC_ASSERT(was == 0); /* every bit was set */
+	IOL_ASSERT(was == 0); /* every bit was set */
 	a->reserved -= n;
 }
 
 void store_alloc_release(struct store_alloc *a, uint64_t start, uint64_t n)
 {
 	check_range(a, start, n);
-	ALLOC_ASSERT(a->committed >= n);
+	IOL_ASSERT(a->committed >= n);
 	uint64_t was = set_range(a, start, n, 0);
-	ALLOC_ASSERT(was == 0);
+	IOL_ASSERT(was == 0);
 	a->committed -= n;
 }
 

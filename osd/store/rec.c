@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/crc.h"
 #include "common/err.h"
 #include "osd/store/super.h"
@@ -95,6 +96,9 @@ void store_rec_encode_inline_hdr(uint8_t out[STORE_REC_HDR], uint64_t length, ui
 uint32_t store_rec_encode_extent(uint8_t *out, const uint8_t *data, uint64_t length,
 				 uint64_t block, uint32_t blocks)
 {
+	/* The decoder refuses a record whose counts disagree: never write one. */
+	IOL_ASSERT(length > 0 && length <= ((uint64_t)UINT32_MAX << 12));
+	IOL_ASSERT(blocks == (length + STORE_BLOCK_SIZE - 1) / STORE_BLOCK_SIZE);
 	uint32_t n = store_rec_ncrc(length);
 	uint32_t whole = 0;
 	for (uint32_t i = 0; i < n; i++) {

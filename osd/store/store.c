@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/crc.h"
 #include "common/err.h"
 #include "osd/store/alloc.h"
@@ -142,6 +143,12 @@ static int index_lookup(struct store *s, const uint8_t *k, bool *exists, bool *e
 	*exists = true;
 	struct store_rec r;
 	rc = store_rec_decode(v, vlen, &r);
+	/* A disk or an old bug wrote it: counted, and its extent (which we
+	 * cannot trust) is never freed. */
+	if (rc == 0 && !r.is_inline &&
+	    IOL_CHECK_IF(r.block >= s->sb.data_blocks || r.blocks > s->sb.data_blocks - r.block))
+		rc = IOL_ECORRUPT;
+	(void)IOL_CHECK_IF(rc != 0);
 	if (rc == 0 && !r.is_inline) {
 		*ext = true;
 		*block = r.block;
@@ -431,6 +438,16 @@ static void on_put_written(struct store_dev_req *dreq, int status)
 	flush_start(s);
 }
 
+/* Debug tier: the extent record about to be indexed decodes to what the
+ * put meant to index. */
+static bool rec_says(const uint8_t *rec, size_t rec_len, uint64_t length, uint64_t block,
+		     uint32_t blocks, uint32_t crc)
+{
+	struct store_rec r;
+	return store_rec_decode(rec, rec_len, &r) == 0 && !r.is_inline && r.length == length &&
+	       r.block == block && r.blocks == blocks && r.crc == crc;
+}
+
 int store_put(struct store *s, struct store_put_req *req, const struct store_key *key,
 	      struct buf_slice data, store_put_cb cb)
 {
@@ -493,6 +510,8 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 	/* crcs of the copy we write, so a caller scribbling on its buffer
 	 * cannot make us index bytes we did not store. */
 	req->crc = store_rec_encode_extent(rec, p, data.len, block, blocks);
+	IOL_DEBUG_ASSERT(rec_says(rec, rec_len, data.len, block, blocks, req->crc));
+	IOL_ASSERT(block < s->sb.data_blocks && blocks <= s->sb.data_blocks - block);
 	rocksdb_writebatch_put(req->wb, (const char *)req->kbuf, STORE_KEY_LEN,
 			       (const char *)rec, rec_len);
 	free(rec);

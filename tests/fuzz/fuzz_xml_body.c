@@ -1,7 +1,7 @@
 /*
  * fuzz_xml_body.c — libFuzzer target for the parsers of S3 request bodies
  * and headers that take hostile input: gateway/xml_parse (Delete,
- * Tagging, CompleteMultipartUpload), the x-amz-tagging header
+ * Tagging, CompleteMultipartUpload, PublicAccessBlockConfiguration), the x-amz-tagging header
  * (s3_tags_parse_header, s3_tags_check) and conditional-header dates,
  * ETag lists and If-Range values (s3_cond).
  *
@@ -84,6 +84,15 @@ static void mpu_body(const char *b, size_t n)
 	}
 }
 
+static void pab_body(const char *b, size_t n)
+{
+	int v[XMLP_PAB_N];
+	if (xmlp_public_access_block(b, n, 1024, v) == 0)
+		for (int i = 0; i < XMLP_PAB_N; i++)
+			if (v[i] < -1 || v[i] > 1)
+				abort();
+}
+
 static void tagging_header(const char *b, size_t n)
 {
 	size_t cap = S3_TAGS_HEADER_ARENA(n);
@@ -125,11 +134,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = size - 1;
 	char *b = malloc(n ? n : 1);
 	memcpy(b, data + 1, n);
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0: delete_body(b, n); break;
 	case 1: tagging_body(b, n); break;
 	case 2: mpu_body(b, n); break;
 	case 3: tagging_header(b, n); break;
+	case 5: pab_body(b, n); break;
 	default: cond_header(b, n); break;
 	}
 	free(b);

@@ -8,12 +8,15 @@
 # logs the install); with two
 # members SIGKILLed, the leader among them, the five-voter group still
 # commits; `member rm` removes a dead one and every live member's status
-# shows the new configuration (1..5 without it).
+# shows the new configuration (1..5 without it); a fresh member 6 takes
+# the dead one's place with `member add` and catches up (same digest as
+# the live ones, through a file snapshot), and the group commits with the
+# other dead member still down (4 of 5 live).
 set -u
 . "$(dirname "$0")/meta_lib.sh"
-meta_lib_init metamb 10
+meta_lib_init metamb 12
 PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
-META="$(addr 1),$(addr 2),$(addr 3),$(addr 4),$(addr 5)"
+META="$(addr 1),$(addr 2),$(addr 3),$(addr 4),$(addr 5),$(addr 6)"
 start() {   # id [--join]
 	local peers=$PEERS
 	[ $# -gt 1 ] && peers="$1@$(addr "$1")"
@@ -93,4 +96,19 @@ grep "^configuration" "$DIR/status.txt" | grep -q " $K@" && fail "removed member
 admin user add final >/dev/null || fail "user add after member rm"
 admin user ls | grep -q '^after5 ' || fail "after5 missing"
 echo "member $K removed; leader $L3; configuration:$NEWCONF"
+
+# Replace the dead member by a fresh one: it joins empty and catches up.
+for i in $(seq 40); do admin user add "more$i" >/dev/null || fail "user add more$i"; done
+start 6 --join
+admin member add "6@$(addr 6)" || fail "member add 6"
+read -r L4 IDX4 DIG4 < <(wait_check "$LIVE 6" "$NEWCONF 6") ||
+	fail "fresh member 6 did not catch up"
+line=$(grep 'msg="snapshot install"' "$DIR/log6" | grep -v 'err=[^n]' | head -1)
+case "$line" in *" fetched=0 "* | "") fail "member 6 did not catch up through a file snapshot" ;; esac
+echo "member 6 replaced $K: leader $L4, state index $IDX4 digest $DIG4 on$LIVE 6"
+# With $L still dead, the five voters are four live ones: writes go on,
+# and member 6 has them.
+admin user add replaced >/dev/null || fail "user add with member 6 in place"
+read -r _ IDX5 _ < <(wait_check "$LIVE 6" "$NEWCONF 6") || fail "members differ after member 6"
+[ "$IDX5" -gt "$IDX4" ] || fail "nothing committed after member 6 joined"
 echo PASS

@@ -6,7 +6,8 @@ object's bytes round-trip (inline and erasure-coded sizes). Refusals, each
 changing nothing: a URL past its X-Amz-Expires (boto3, ExpiresIn=3, then
 waiting) and one signed with a date in the past (signed here) -> 403
 AccessDenied "Request has expired"; a date too far ahead -> AccessDenied;
-X-Amz-Expires above 7 days -> AuthorizationQueryParametersError; a URL
+X-Amz-Expires=0 -> 403 AccessDenied "Request has expired"; X-Amz-Expires
+above 7 days -> AuthorizationQueryParametersError; a URL
 used for another method or key, or with a spoiled signature ->
 SignatureDoesNotMatch; a URL of an unknown access key ->
 InvalidAccessKeyId."""
@@ -132,6 +133,10 @@ def main():
         st, b = curl("GET", aio.ep + week)
         expect((st, s3sign.error_code(b)), (400, "AuthorizationQueryParametersError"),
                "X-Amz-Expires of 7 days + 1 s")
+        zero = sg.presign("GET", host, "/%s/keep" % BUCKET, 0)
+        st, b = curl("GET", aio.ep + zero)
+        expect((st, s3sign.error_code(b), b"Request has expired" in b), (403, "AccessDenied", True),
+               "X-Amz-Expires=0")
         week = sg.presign("GET", host, "/%s/keep" % BUCKET, 604800)
         st, b = curl("GET", aio.ep + week)
         expect((st, b == data), (200, True), "X-Amz-Expires of exactly 7 days")

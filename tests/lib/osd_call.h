@@ -13,12 +13,9 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/proto/osd_methods.h"
 #include "common/rpc.h"
 #include "proto/osd.pb-c.h"
-
-#define OSD_SVC (&iolake__osd__osd__descriptor)
-enum { OSD_M_PUT, OSD_M_GET, OSD_M_DEL, OSD_M_STAT, OSD_M_STATS, OSD_M_LIST, OSD_M_STATUS,
-       OSD_M_LIST_BAD };
 
 struct osd_call {
 	int done;

@@ -129,6 +129,13 @@ START_TEST(test_presigned)
 			      "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604801&X-Amz-SignedHeaders=host"
 			      "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
 	ck_assert_int_eq(sigv4_parse_query(bad_exp, strlen(bad_exp), &a), -EINVAL);
+	/* X-Amz-Expires=0 is well formed (expired at once: s3_auth's call). */
+	const char *zero = "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+			   "&X-Amz-Credential=AK%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+			   "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=0&X-Amz-SignedHeaders=host"
+			   "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+	ck_assert_int_eq(sigv4_parse_query(zero, strlen(zero), &a), 0);
+	ck_assert_uint_eq(a.expires_s, 0);
 }
 END_TEST
 

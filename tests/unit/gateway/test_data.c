@@ -16,11 +16,17 @@
  * parity, and each such PUT or GET is reported once through
  * opts.on_degraded (healthy ones never); a slow consumer keeps read-ahead
  * bounded; DELETE removes every
- * shard; the layout record round-trips and rejects garbage.
+ * shard; the layout record round-trips and rejects garbage. Failure
+ * detection: an OSD whose loop hangs -> GETs answer from parity after the
+ * hedge delay (counted), and over HTTP/2 its circuit opens so later GETs
+ * avoid it up front, and closes again once it runs; an OSD the map marks
+ * down is never called while k others can serve.
  *
  * Random parts print their seed; set IOLAKE_TEST_SEED to replay.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +155,12 @@ static void on_degr(void *ud, uint32_t pg, enum gw_data_degraded why)
 
 static const struct gw_data_opts degr_opts = { .k = K, .m = M, .timeout_ms = 5000,
 					       .on_degraded = on_degr };
+
+/* For tests that count shard reads exactly ("a healthy GET calls no
+ * parity OSD"): a hedge adds parity reads by design whenever a read is
+ * slower than the recent p95, which a busy machine makes common. */
+static const struct gw_data_opts nohedge_opts = { .k = K, .m = M, .timeout_ms = 5000,
+						  .hedge_off = true };
 
 static struct buf *pattern(size_t len, uint64_t seed)
 {
@@ -378,7 +390,7 @@ enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 START_TEST(round_trips)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gwrt", 64 << 20, NULL);
+	fx_setup(&f, _i, "gwrt", 64 << 20, &nohedge_opts);
 	struct buf *b[NSIZES];
 	struct gw_data_layout l[NSIZES];
 	for (int i = 0; i < NSIZES; i++) {
@@ -453,7 +465,7 @@ END_TEST
 START_TEST(big_object_bounded)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gwbig", 64 << 20, NULL);
+	fx_setup(&f, _i, "gwbig", 64 << 20, &nohedge_opts);
 	size_t size = 100u << 20;
 	struct buf *b = pattern(size, f.seed);
 	struct gw_data_layout l;
@@ -470,7 +482,7 @@ START_TEST(big_object_bounded)
 	ck_assert_uint_le(st.buffered_peak, bound);
 	ck_assert_uint_eq(l.nsegs, 25);
 	/* GET with a fresh context so the peak is the GET's. */
-	fx_new_data(&f, NULL);
+	fx_new_data(&f, &nohedge_opts);
 	expect_range(&f, &l, b, 0, size);
 	uint64_t t2 = loop_now_ms();
 	st = stats(&f);
@@ -834,11 +846,11 @@ static void slow_readable(struct gw_data_get *g, void *ud)
 START_TEST(slow_consumer_bounded)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gwslow", 64 << 20, NULL);
+	fx_setup(&f, _i, "gwslow", 64 << 20, &nohedge_opts);
 	struct buf *b = pattern(64u << 20, f.seed);
 	struct gw_data_layout l;
 	ck_assert_int_eq(do_put(&f, b, 1 << 20, &l, NULL, NULL), 0);
-	fx_new_data(&f, NULL);
+	fx_new_data(&f, &nohedge_opts);
 	struct slow s = { .f = &f, .b = b };
 	ck_assert_int_eq(gw_data_get_start(f.d, &f.t, &l, 0, b->len, slow_readable, &s, &s.g), 0);
 	uv_timer_t t;
@@ -912,6 +924,207 @@ START_TEST(abort_and_misuse)
 }
 END_TEST
 
+/* ------------------------------------------------------------ failure detection */
+
+/* Hang node i's loop (its OSD service stops answering, sockets stay open)
+ * from a helper thread until release_node. */
+struct hang {
+	struct osd_cluster *c;
+	unsigned i;
+	pthread_t th;
+	atomic_int release;
+};
+
+static void hang_fn(void *arg)
+{
+	struct hang *h = arg;
+	/* Bounded, so a failed test cannot leave a thread stuck forever. */
+	for (int n = 0; n < 3000 && !atomic_load(&h->release); n++)
+		usleep(10 * 1000);
+}
+
+static void *hang_thread(void *arg)
+{
+	struct hang *h = arg;
+	loop_thread_call(&h->c->node[h->i].lt, hang_fn, h);
+	return NULL;
+}
+
+static void hang_node(struct hang *h, struct osd_cluster *c, unsigned i)
+{
+	h->c = c;
+	h->i = i;
+	atomic_init(&h->release, 0);
+	ck_assert_int_eq(pthread_create(&h->th, NULL, hang_thread, h), 0);
+	usleep(50 * 1000); /* let the loop enter hang_fn */
+}
+
+static void release_node(struct hang *h)
+{
+	atomic_store(&h->release, 1);
+	pthread_join(h->th, NULL);
+}
+
+static void on_tick_stop(uv_timer_t *t)
+{
+	uv_stop(t->loop);
+}
+
+static void run_ms(struct fx *f, uint32_t ms)
+{
+	uint64_t end = loop_now_ms() + ms;
+	uv_timer_t t;
+	uv_timer_init(&f->loop, &t);
+	uv_timer_start(&t, on_tick_stop, 10, 10);
+	while (loop_now_ms() < end)
+		uv_run(&f->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
+/* Run until node i's channel is in state want (at most ms): elapsed or -1. */
+static int64_t wait_peer(struct fx *f, unsigned i, int want, uint32_t ms)
+{
+	uint64_t t0 = loop_now_ms();
+	uv_timer_t t;
+	uv_timer_init(&f->loop, &t);
+	uv_timer_start(&t, on_tick_stop, 10, 10);
+	int64_t r = -1;
+	for (;;) {
+		if (rpc_channel_peer_state(f->ch[i]) == want) {
+			r = (int64_t)(loop_now_ms() - t0);
+			break;
+		}
+		if (loop_now_ms() - t0 > ms)
+			break;
+		uv_run(&f->loop, UV_RUN_ONCE);
+	}
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&f->loop, UV_RUN_NOWAIT);
+	return r;
+}
+
+#define FD_OBJS 8
+
+/* OSD 1 (holding data shard 1) hangs: GETs still answer, from parity,
+ * after the hedge delay rather than the 5 s deadline; hedges are counted.
+ * Over HTTP/2 the OSD is then declared dead (PING), its circuit opens and
+ * GETs decode around it up front without hedging; released, the circuit
+ * closes and it serves again. */
+START_TEST(hung_osd_hedged)
+{
+	struct fx f;
+	fx_setup(&f, _i, "gwhung", 64 << 20, NULL);
+	struct buf *b[FD_OBJS];
+	struct gw_data_layout l[FD_OBJS];
+	for (int j = 0; j < FD_OBJS; j++) {
+		b[j] = pattern(j % 2 ? 65536 : 1 << 20, f.seed + (uint64_t)j);
+		ck_assert_int_eq(do_put(&f, b[j], 1 << 20, &l[j], NULL, NULL), 0);
+	}
+	/* Fill the latency window (32 samples) with healthy reads. */
+	for (int r = 0; r < 3; r++)
+		for (int j = 0; j < FD_OBJS; j++)
+			expect_range(&f, &l[j], b[j], 0, b[j]->len);
+	struct gw_data_stats s0 = stats(&f);
+	ck_assert_uint_eq(s0.gets_failed, 0);
+	printf("%s: hedge delay %u ms after %llu shard reads\n", tname[_i], s0.hedge_delay_ms,
+	       (unsigned long long)s0.shard_gets);
+
+	struct hang h;
+	hang_node(&h, &f.c, 1);
+	uint64_t worst = 0;
+	for (int j = 0; j < FD_OBJS; j++) {
+		uint64_t t0 = loop_now_ms();
+		expect_range(&f, &l[j], b[j], 0, b[j]->len);
+		uint64_t ms = loop_now_ms() - t0;
+		worst = ms > worst ? ms : worst;
+	}
+	struct gw_data_stats s1 = stats(&f);
+	printf("%s: OSD 1 hung: %d GETs, slowest %llu ms (deadline 5000), hedges %llu, won %llu\n",
+	       tname[_i], FD_OBJS, (unsigned long long)worst,
+	       (unsigned long long)(s1.hedges - s0.hedges),
+	       (unsigned long long)(s1.hedge_wins - s0.hedge_wins));
+	ck_assert_uint_ge(s1.hedges - s0.hedges, 1);
+	ck_assert_uint_ge(s1.hedge_wins - s0.hedge_wins, 1);
+	ck_assert_uint_eq(s1.gets_failed, 0);
+	ck_assert_uint_lt(worst, 2500); /* generous: the point is "not the deadline" */
+
+	if (_i == T_H2) {
+		/* The PING goes unanswered: dead, circuit open. */
+		int64_t down = wait_peer(&f, 1, RPC_PEER_DOWN, 8000);
+		printf("h2: OSD 1 declared down after %lld ms more\n", (long long)down);
+		ck_assert_int_ge(down, 0);
+		struct gw_data_stats s2 = stats(&f);
+		for (int j = 0; j < FD_OBJS; j++)
+			expect_range(&f, &l[j], b[j], 0, b[j]->len);
+		struct gw_data_stats s3 = stats(&f);
+		printf("h2: circuit open: avoided %llu data shard reads, hedges %llu\n",
+		       (unsigned long long)(s3.shard_gets_avoided - s2.shard_gets_avoided),
+		       (unsigned long long)(s3.hedges - s2.hedges));
+		ck_assert_uint_ge(s3.shard_gets_avoided - s2.shard_gets_avoided, FD_OBJS);
+		ck_assert_uint_eq(s3.shard_gets_by_index[1], s2.shard_gets_by_index[1]);
+		release_node(&h);
+		int64_t up = wait_peer(&f, 1, RPC_PEER_UP, 8000);
+		printf("h2: OSD 1 running again: circuit closed after %lld ms\n", (long long)up);
+		ck_assert_int_ge(up, 0);
+		uint64_t g1 = s3.shard_gets_by_index[1];
+		for (int j = 0; j < FD_OBJS; j++)
+			expect_range(&f, &l[j], b[j], 0, b[j]->len);
+		ck_assert_uint_gt(stats(&f).shard_gets_by_index[1], g1);
+	} else {
+		release_node(&h);
+		run_ms(&f, 10);
+	}
+	for (int j = 0; j < FD_OBJS; j++) {
+		buf_unref(b[j]);
+		gw_data_layout_clear(&l[j]);
+	}
+	fx_teardown(&f);
+}
+END_TEST
+
+/* The map says OSD 2 is down (target.down): GETs never call it while k
+ * others can serve; with three marked down the down ones are the last
+ * resort (here they are in fact up, so the reads succeed). */
+START_TEST(down_in_map_never_called)
+{
+	struct fx f;
+	fx_setup(&f, _i, "gwdown", 64 << 20, NULL);
+	struct buf *b[FD_OBJS];
+	struct gw_data_layout l[FD_OBJS];
+	for (int j = 0; j < FD_OBJS; j++) {
+		b[j] = pattern(j % 2 ? 65536 : 1 << 20, f.seed + (uint64_t)j);
+		ck_assert_int_eq(do_put(&f, b[j], 1 << 20, &l[j], NULL, NULL), 0);
+	}
+	uint64_t osd2 = osd_gets(&f, 2);
+	struct gw_data_stats s0 = stats(&f);
+	f.t.down = 1u << 2;
+	for (int j = 0; j < FD_OBJS; j++)
+		expect_range(&f, &l[j], b[j], 0, b[j]->len);
+	struct gw_data_stats s1 = stats(&f);
+	printf("%s: OSD 2 down in the map: its GetShards %llu -> %llu, avoided %llu, decodes %llu\n",
+	       tname[_i], (unsigned long long)osd2, (unsigned long long)osd_gets(&f, 2),
+	       (unsigned long long)(s1.shard_gets_avoided - s0.shard_gets_avoided),
+	       (unsigned long long)(s1.decodes - s0.decodes));
+	ck_assert_uint_eq(osd_gets(&f, 2), osd2);
+	ck_assert_uint_eq(s1.shard_gets_by_index[2], s0.shard_gets_by_index[2]);
+	ck_assert_uint_eq(s1.shard_gets_avoided - s0.shard_gets_avoided, FD_OBJS);
+	ck_assert_uint_eq(s1.decodes - s0.decodes, FD_OBJS);
+	ck_assert_uint_eq(s1.gets_failed, 0);
+	/* Three "down": only three shards are not, so one down one is read. */
+	f.t.down = (1u << 0) | (1u << 2) | (1u << 5);
+	for (int j = 0; j < FD_OBJS; j++)
+		expect_range(&f, &l[j], b[j], 0, b[j]->len);
+	ck_assert_uint_eq(stats(&f).gets_failed, 0);
+	f.t.down = 0;
+	for (int j = 0; j < FD_OBJS; j++) {
+		buf_unref(b[j]);
+		gw_data_layout_clear(&l[j]);
+	}
+	fx_teardown(&f);
+}
+END_TEST
+
 START_TEST(layout_codec)
 {
 	struct gw_data_layout l = { .k = 4, .m = 2, .segment_bytes = 1000, .pg = 9, .size = 2500 };
@@ -980,6 +1193,8 @@ static Suite *data_suite(void)
 	tcase_add_loop_test(tc, corruption_read_around, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, slow_consumer_bounded, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, abort_and_misuse, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, hung_osd_hedged, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, down_in_map_never_called, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -376,7 +376,8 @@ START_TEST(test_malformed_and_scope)
 		const char *authz;
 		enum s3_err want;
 	} cases[] = {
-		{ "AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg=", S3E_InvalidRequest },
+		/* SigV2, whose Date must be an HTTP date, not x-amz-date's ISO form. */
+		{ "AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg=", S3E_AccessDenied },
 		{ "AWS4-HMAC-SHA256 Credential=" AK "/20130524/us-east-1/s3/aws4_request", S3E_AuthorizationHeaderMalformed },
 		{ "garbage", S3E_AuthorizationHeaderMalformed },
 		{ "AWS4-HMAC-SHA256 Credential=" AK "/20130525/us-east-1/s3/aws4_request,"
@@ -420,9 +421,108 @@ START_TEST(test_malformed_and_scope)
 	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
 	ck_assert(r.res.anonymous);
 	ck_assert_str_eq(r.res.user, "");
-	r.query = "AWSAccessKeyId=AK&Expires=1&Signature=x";
+	r.query = "AWSAccessKeyId=AK&Expires=1&Signature=x"; /* a malformed SigV2 URL */
+	r.query_len = strlen(r.query);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_AccessDenied);
+	s3_auth_free(a);
+}
+END_TEST
+
+/* SigV2: AWS's example GET (virtual-host style; its "+0000" Date), the
+ * presigned example, and every refusal; the flag that turns SigV2 off. */
+#define V2_T0 1175024202 /* Tue, 27 Mar 2007 19:36:42 GMT */
+START_TEST(test_sigv2)
+{
+	struct s3_auth *a = mk("us-east-1");
+	char authz2[128] = "AWS " AK ":bWq2s1WEIj+Ydj0vQ697zp+IXMU=";
+	struct sigv4_header hs[] = {
+		H("Host", "johnsmith.s3.amazonaws.com"),
+		H("Date", "Tue, 27 Mar 2007 19:36:42 +0000"),
+		{ "Authorization", 13, authz2, strlen(authz2) },
+	};
+	struct s3_auth_req r;
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.path = "/photos/puppy.jpg";
+	r.path_len = 17;
+	r.headers = hs;
+	r.n_headers = 3;
+	r.vhost_bucket = "johnsmith";
+	r.vhost_bucket_len = 9;
+	r.now = V2_T0 + 60;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_str_eq(r.res.user, "alice");
+	ck_assert(!r.res.anonymous);
+	ck_assert_int_eq(r.res.payload, S3_PAYLOAD_UNSIGNED);
+	ck_assert_str_eq(r.res.claim.access_key, AK);
+	ck_assert_int_eq(fk.lookups, 1);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK); /* from the cache */
+	ck_assert_int_eq(fk.lookups, 1);
+
+	/* Path style names the same resource: same signature. */
+	r.path = "/johnsmith/photos/puppy.jpg";
+	r.path_len = 27;
+	r.vhost_bucket = NULL;
+	r.vhost_bucket_len = 0;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	/* Another key, a tampered signature, a signed header changed. */
+	r.path = "/johnsmith/photos/kitten.jpg";
+	ck_assert_int_eq(verify_sync(a, &r), S3E_SignatureDoesNotMatch);
+	r.path = "/johnsmith/photos/puppy.jpg";
+	authz2[strlen(authz2) - 2] = 'V';
+	ck_assert_int_eq(verify_sync(a, &r), S3E_SignatureDoesNotMatch);
+	authz2[strlen(authz2) - 2] = 'U';
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	/* The clock: 15 minutes either way. */
+	r.now = V2_T0 + 901;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_RequestTimeTooSkewed);
+	r.now = V2_T0 - 901;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_RequestTimeTooSkewed);
+	r.now = V2_T0;
+	/* Malformed header; unknown key. */
+	hs[2].value = "AWS " AK;
+	hs[2].value_len = strlen(hs[2].value);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_InvalidArgument);
+	hs[2].value = "AWS AKIDUNKNOWN:bWq2s1WEIj+Ydj0vQ697zp+IXMU=";
+	hs[2].value_len = strlen(hs[2].value);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_InvalidAccessKeyId);
+
+	/* Presigned (AWS's query-string example). */
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.path = "/photos/puppy.jpg";
+	r.path_len = 17;
+	r.query = "AWSAccessKeyId=" AK "&Expires=1175139620&"
+		  "Signature=NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D";
+	r.query_len = strlen(r.query);
+	r.headers = hs;
+	r.n_headers = 1;
+	r.vhost_bucket = "johnsmith";
+	r.vhost_bucket_len = 9;
+	r.now = 1175139620 - 10;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert(r.res.claim.presigned);
+	r.now = 1175139620 + 1;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_AccessDenied);
+	ck_assert_ptr_nonnull(strstr(r.res.msg, "expired"));
+	r.now = 1175139620 - 10;
+	r.query = "AWSAccessKeyId=" AK "&Expires=1175139620";
+	r.query_len = strlen(r.query);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_AccessDenied);
+	s3_auth_free(a);
+
+	/* Turned off: refused before any lookup. */
+	memset(&fk, 0, sizeof(fk));
+	struct s3_auth_cfg cfg = { .region = "us-east-1", .no_sigv2 = true,
+				   .source = { fake_lookup, NULL } };
+	fk.ak = AK;
+	fk.sk = SK;
+	a = s3_auth_new(&cfg);
+	r.query = "AWSAccessKeyId=" AK "&Expires=1175139620&"
+		  "Signature=NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D";
 	r.query_len = strlen(r.query);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_InvalidRequest);
+	ck_assert_int_eq(fk.lookups, 0);
 	s3_auth_free(a);
 }
 END_TEST
@@ -532,6 +632,7 @@ int main(void)
 	tcase_add_test(tc, test_presigned);
 	tcase_add_test(tc, test_malformed_and_scope);
 	tcase_add_test(tc, test_date_header_and_streaming);
+	tcase_add_test(tc, test_sigv2);
 	tcase_add_test(tc, test_cache_bounded);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

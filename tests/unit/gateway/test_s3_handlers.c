@@ -4,12 +4,14 @@
  * is everything S3_OPS names but versioning (NotImplemented); every row
  * names the S3 action the gate decides (s3_authz), and the operations
  * that read or write an object's data, ACL or tags are decided on the
- * object (S3_RES_OBJECT) or, for writes, on the bucket.
+ * object (S3_RES_OBJECT) or, for writes, on the bucket; every action is
+ * one of AWS's S3 action names (what a bucket policy names).
  */
 #include <check.h>
 #include <string.h>
 
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_policy.h"
 
 static const enum s3_op not_served[] = {
 	S3_OP_ListObjectVersions, S3_OP_GetBucketVersioning, S3_OP_PutBucketVersioning,
@@ -45,7 +47,22 @@ static const struct {
 	{ S3_OP_GetObjectAttributes, S3_ACT_GetObjectAttributes },
 	{ S3_OP_GetObjectTagging, S3_ACT_GetObjectTagging },
 	{ S3_OP_PutObjectTagging, S3_ACT_PutObjectTagging },
-	{ S3_OP_DeleteObjectTagging, S3_ACT_PutObjectTagging },
+	{ S3_OP_DeleteObjectTagging, S3_ACT_DeleteObjectTagging },
+	{ S3_OP_GetBucketTagging, S3_ACT_GetBucketTagging },
+	{ S3_OP_PutBucketTagging, S3_ACT_PutBucketTagging },
+	{ S3_OP_DeleteBucketTagging, S3_ACT_PutBucketTagging },
+	{ S3_OP_GetBucketOwnershipControls, S3_ACT_GetBucketOwnershipControls },
+	{ S3_OP_PutBucketOwnershipControls, S3_ACT_PutBucketOwnershipControls },
+	{ S3_OP_DeleteBucketOwnershipControls, S3_ACT_PutBucketOwnershipControls },
+	{ S3_OP_GetBucketPolicy, S3_ACT_GetBucketPolicy },
+	{ S3_OP_PutBucketPolicy, S3_ACT_PutBucketPolicy },
+	{ S3_OP_DeleteBucketPolicy, S3_ACT_DeleteBucketPolicy },
+	{ S3_OP_GetBucketPolicyStatus, S3_ACT_GetBucketPolicyStatus },
+	{ S3_OP_GetPublicAccessBlock, S3_ACT_GetBucketPublicAccessBlock },
+	{ S3_OP_PutPublicAccessBlock, S3_ACT_PutBucketPublicAccessBlock },
+	{ S3_OP_DeletePublicAccessBlock, S3_ACT_PutBucketPublicAccessBlock },
+	{ S3_OP_AbortMultipartUpload, S3_ACT_AbortMultipartUpload },
+	{ S3_OP_ListParts, S3_ACT_ListMultipartUploadParts },
 };
 
 START_TEST(test_tables)
@@ -54,7 +71,7 @@ START_TEST(test_tables)
 	memset(seen, 0, sizeof(seen));
 	enum s3_authz_action act[S3_OP__COUNT];
 	memset(act, 0, sizeof(act));
-	ck_assert_uint_eq(s3_n_handler_tables, 11);
+	ck_assert_uint_eq(s3_n_handler_tables, 12);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			ck_assert_msg(h->op > S3_OP_NONE && h->op < S3_OP__COUNT, "table %zu: op %d",
@@ -79,11 +96,23 @@ START_TEST(test_tables)
 }
 END_TEST
 
+/* Every action the gate decides is one of AWS's S3 action names, so a
+ * bucket policy naming it (s3_policy validates names against AWS's table)
+ * reaches that operation. */
+START_TEST(test_actions_are_aws_names)
+{
+	for (int a = 1; a < S3_ACT__COUNT; a++)
+		ck_assert_msg(s3_policy_action_valid(s3_action_name((enum s3_authz_action)a)),
+			      "%s is not an S3 action name", s3_action_name((enum s3_authz_action)a));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("s3_handlers");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_tables);
+	tcase_add_test(tc, test_actions_are_aws_names);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -6,7 +6,8 @@
  * before auth, unimplemented ops, health; then real clients: boto3 and
  * aws-cli (when installed) list, create, head, put (checked byte for byte
  * by MD5 on the server side), get, a SigV4 presigned GET with urllib (and
- * a tampered one), a SigV2 presigned URL refused, and a wrong secret.
+ * a tampered one), the library's default presigned URL (SigV2 with
+ * Debian's boto3) and a tampered one, and a wrong secret.
  * Additional checksums (x-amz-checksum-* headers, trailers of an unsigned
  * aws-chunked body): the verdict and what s3_call_checksum hands the
  * handler; a body abandoned mid-way does not poison the next request on
@@ -653,10 +654,12 @@ START_TEST(test_boto3)
 		 "assert 'X-Amz-Signature=' in u, u\n"
 		 "assert urllib.request.urlopen(u).read()==b'hello from iolake'\n"
 		 "u2=s3.generate_presigned_url('get_object', Params={'Bucket':'newbucket','Key':'x/y'}, ExpiresIn=60)\n"
+		 "assert urllib.request.urlopen(u2).read()==b'hello from iolake'\n"
+		 "u2b=u2.replace('x/y','x/z')\n"
 		 "try:\n"
-		 "  urllib.request.urlopen(u2); sys.exit('SigV2 presigned accepted')\n"
+		 "  urllib.request.urlopen(u2b); sys.exit('tampered SigV2 presigned accepted')\n"
 		 "except urllib.error.HTTPError as e:\n"
-		 "  assert e.code==400 and b'<Code>InvalidRequest</Code>' in e.read(), e\n"
+		 "  assert e.code==403 and b'SignatureDoesNotMatch' in e.read(), e\n"
 		 "u3=u.replace('x/y','x/z')\n"
 		 "try:\n"
 		 "  urllib.request.urlopen(u3); sys.exit('tampered presigned accepted')\n"

@@ -19,7 +19,7 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "meta/list.h"
-#include "meta/place.h"
+#include "common/place.h"
 #include "meta/state.h"
 #include "meta_test_util.h"
 
@@ -1572,6 +1572,76 @@ START_TEST(test_access)
 }
 END_TEST
 
+/* Bucket policy and PublicAccessBlock through SetBucketAccess: set, kept
+ * beside the ACL, cleared; the generation moves each time; a policy over
+ * META_POLICY_MAX is refused and changes nothing. */
+START_TEST(test_bucket_policy)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "pol", "alice");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 1);
+	Iolake__Meta__Bucket *b;
+	ck_assert_int_eq(meta_state_get_bucket(s, "pol", &b), 0);
+	uint64_t g0 = b->generation;
+	ck_assert_str_eq(b->policy, "");
+	ck_assert_ptr_null(b->public_access_block);
+	meta_state_free_msg(b);
+
+	static char big[META_POLICY_MAX + 2];
+	memset(big, 'x', META_POLICY_MAX + 1);
+	t = tb_new();
+	Iolake__Meta__SetBucketAccess *sa = tb_bucket_access(t, "pol");   /* ok */
+	sa->conditional = true;
+	sa->if_generation = g0;
+	sa->set_acl = true;
+	sa->acl = tb_acl(t, IOLAKE__META__CANNED_ACL__CANNED_PUBLIC_READ, 0, 0);
+	sa->set_policy = true;
+	sa->policy = tb_str(t, "{\"Statement\":[]}");
+	sa->set_public_access_block = true;
+	sa->public_access_block = tb_alloc(t, sizeof(*sa->public_access_block));
+	iolake__meta__public_access_block__init(sa->public_access_block);
+	sa->public_access_block->block_public_acls = true;
+	sa->public_access_block->restrict_public_buckets = true;
+	sa = tb_bucket_access(t, "pol");                                    /* too large */
+	sa->set_policy = true;
+	sa->policy = big;
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 2);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, -EINVAL);
+	ck_assert_int_eq(meta_state_get_bucket(s, "pol", &b), 0);
+	uint64_t g1 = b->generation;
+	ck_assert_uint_gt(g1, g0);
+	ck_assert_str_eq(b->policy, "{\"Statement\":[]}");
+	ck_assert_ptr_nonnull(b->public_access_block);
+	ck_assert(b->public_access_block->block_public_acls);
+	ck_assert(!b->public_access_block->ignore_public_acls);
+	ck_assert(b->public_access_block->restrict_public_buckets);
+	ck_assert_int_eq(b->acl->canned, IOLAKE__META__CANNED_ACL__CANNED_PUBLIC_READ);
+	meta_state_free_msg(b);
+
+	/* A change of one leaves the others; clearing both. */
+	t = tb_new();
+	sa = tb_bucket_access(t, "pol");
+	sa->set_policy = true;   /* policy NULL: deleted */
+	sa = tb_bucket_access(t, "pol");
+	sa->set_public_access_block = true;   /* none: deleted */
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 2);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert_int_eq(meta_state_get_bucket(s, "pol", &b), 0);
+	ck_assert_uint_gt(b->generation, g1);
+	ck_assert_str_eq(b->policy, "");
+	ck_assert_ptr_null(b->public_access_block);
+	ck_assert_int_eq(b->acl->canned, IOLAKE__META__CANNED_ACL__CANNED_PUBLIC_READ);
+	meta_state_free_msg(b);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("state");
@@ -1579,6 +1649,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_access);
+	tcase_add_test(tc, test_bucket_policy);
 	tcase_add_test(tc, test_replay_and_members);
 	tcase_add_test(tc, test_conditional_put);
 	tcase_add_test(tc, test_dedupe);

@@ -30,7 +30,7 @@
 #include "common/metrics.h"
 #include "meta/mapwatch.h"
 #include "meta/node.h"
-#include "meta/place.h"
+#include "common/place.h"
 #include "osd/metaclient.h"
 #include "osd/recover.h"
 #include "osd/store/rec.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meta/place.h"
+#include "common/place.h"
 
 #define MAX_T 64
 static char host_names[MAX_T][16];

@@ -16,7 +16,7 @@
  * Cost: O(pg_count * width * n_osds). 4096 PGs x 6 x 100 OSDs is ~2.5M
  * score compares; fine for a map change, not for a hot path.
  */
-#include "meta/place.h"
+#include "common/place.h"
 
 #include <errno.h>
 #include <stdlib.h>

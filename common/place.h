@@ -9,10 +9,10 @@
  *
  * The two hashes below are part of the on-disk format: changing either
  * remaps every object or every PG. They are pinned by golden values in
- * tests/unit/meta/test_place.c.
+ * tests/unit/common/test_place.c.
  */
-#ifndef META_PLACE_H
-#define META_PLACE_H
+#ifndef COMMON_PLACE_H
+#define COMMON_PLACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,40 @@
+/*
+ * test_proto_methods.c — the method numbers defined once beside the
+ * .proto files (common/proto/SVC_methods.h) name the methods the generated
+ * service descriptors have at those indexes, and every method has one.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "common/proto/osd_methods.h"
+
+START_TEST(osd_methods_match_descriptor)
+{
+	static const struct {
+		unsigned m;
+		const char *name;
+	} want[] = {
+		{ OSD_M_PUT, "PutShard" },     { OSD_M_GET, "GetShard" },
+		{ OSD_M_DEL, "DeleteShard" },  { OSD_M_STAT, "StatShard" },
+		{ OSD_M_STATS, "StatShards" }, { OSD_M_LIST, "ListShards" },
+		{ OSD_M_STATUS, "Status" },    { OSD_M_LIST_BAD, "ListBadShards" },
+	};
+	ck_assert_uint_eq(OSD_SVC->n_methods, OSD_M_COUNT);
+	ck_assert_uint_eq(sizeof(want) / sizeof(want[0]), OSD_M_COUNT);
+	for (size_t i = 0; i < OSD_M_COUNT; i++)
+		ck_assert_str_eq(OSD_SVC->methods[want[i].m].name, want[i].name);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("proto_methods");
+	TCase *tc = tcase_create("proto_methods");
+	tcase_add_test(tc, osd_methods_match_descriptor);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
