@@ -177,7 +177,7 @@ static void own_done(struct meta_node *n, struct sub *s, int err)
 		if (err && err != IOL_EEXISTS)
 			LOG_WARN("InitMap failed", "err=%s", iol_strerror(err));
 	} else if (o->op.body_case == IOLAKE__META__OP__BODY_CREATE_GROUP) {
-		n->range_group_pending = false;
+		n->range_group_pending--;
 		LOG_INFO("range group created", "group=%llu err=%s", (unsigned long long)o->gd.id,
 			 err ? iol_strerror(err) : "ok");
 	} else {
@@ -243,10 +243,13 @@ static void propose_osd_state(struct meta_node *n, uint32_t id, bool set_up, boo
 	propose_own(n, o);
 }
 
+static bool propose_range_group(struct meta_node *n, uint64_t id);
+
 /* The range keeper (root leader): while fewer than --range-groups live
- * groups >= 1 exist, create the next one (id: one above every id ever
- * used) over every voter of the root, one at a time. hosting.c spreads
- * their leaders; CreateBucket and SplitRange spread ranges over them. */
+ * groups >= 1 exist, create the missing ones (ids: above every id ever
+ * used) over every voter of the root, all in one round, the next round
+ * once they are applied. hosting.c spreads their leaders; CreateBucket
+ * and SplitRange spread ranges over them. */
 static void keep_range_groups(struct meta_node *n)
 {
 	if (!n->o.range_groups || n->range_group_pending)
@@ -264,15 +267,20 @@ static void keep_range_groups(struct meta_node *n)
 		meta_state_free_msg(v[i]);
 	}
 	free(v);
-	if (live >= n->o.range_groups || live >= META_GROUPS_MAX)
-		return;
+	for (uint64_t id = max_id + 1; live < n->o.range_groups && live < META_GROUPS_MAX; id++, live++)
+		if (!propose_range_group(n, id))
+			break;
+}
+
+static bool propose_range_group(struct meta_node *n, uint64_t id)
+{
 	struct own_op *o = calloc(1, sizeof(*o));
 	if (!o)
-		return;
+		return false;
 	iolake__meta__op__init(&o->op);
 	iolake__meta__create_group__init(&o->cg);
 	iolake__meta__group_desc__init(&o->gd);
-	o->gd.id = max_id + 1;
+	o->gd.id = id;
 	const struct raft_configuration *c = &n->root->raft.configuration;
 	for (unsigned k = 0; k < c->n && o->gd.n_voters < META_GROUP_VOTERS_MAX; k++) {
 		if (c->servers[k].role != RAFT_VOTER ||
@@ -286,14 +294,15 @@ static void keep_range_groups(struct meta_node *n)
 	}
 	if (o->gd.n_voters == 0) {
 		free(o);
-		return;
+		return false;
 	}
 	o->gd.voters = o->vp;
 	o->cg.group = &o->gd;
 	o->op.body_case = IOLAKE__META__OP__BODY_CREATE_GROUP;
 	o->op.create_group = &o->cg;
-	n->range_group_pending = true;
+	n->range_group_pending++;
 	propose_own(n, o);
+	return true;
 }
 
 /* Each hosted group's share of the range table (every member has the

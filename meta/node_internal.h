@@ -281,7 +281,7 @@ struct meta_node {
 	struct watch *watches;
 	size_t n_watches;
 	bool init_map_pending;
-	bool range_group_pending;      /* a CreateGroup of the range keeper in flight */
+	unsigned range_group_pending;  /* CreateGroups of the range keeper in flight */
 	uint64_t last_range_keep_ms;
 
 	/* root leadership and OSD liveness */
