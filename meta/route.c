@@ -11,6 +11,12 @@
  *
  * Not here: leaders, redirects, retries on unreachable members and
  * exactly-once request ids (client.c, under every inner call).
+ *
+ * Size: ~1,300 lines, over the house's ~1,000, because the five routed
+ * kinds (single calls, submits, the two listing walks, DeleteBucket's
+ * seals, CheckShards' fan-out) share the routed-call struct and its
+ * refuse / re-read / open steps. The planned split: the listing walks
+ * into route_list.c behind a small internal header with struct rcall.
  */
 #include "meta/route.h"
 
