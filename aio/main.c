@@ -98,6 +98,7 @@ static const char *f_rpc = "local";
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static uint64_t f_pg_count = 256;
+static uint64_t f_range_groups = META_RANGE_GROUPS_DEFAULT_AIO;
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
@@ -145,6 +146,9 @@ static const struct flag_spec specs[] = {
 	  .help = "accept AWS Signature Version 2 (Debian 12's boto3 presigns with it)" },
 	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
 	  .help = "placement groups of a new cluster (power of two)" },
+	{ .name = "range-groups", .type = FLAG_UINT64, .dst = &f_range_groups, .min = 0,
+	  .max = META_GROUPS_MAX, .help = "Raft groups kept for key ranges of object records "
+	  "(0: object records stay in the root group)" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
@@ -277,7 +281,8 @@ static void meta_start_fn(void *arg)
 				    .pg_count = (uint32_t)f_pg_count, .ec_k = A.k, .ec_m = A.m,
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
 				    .snapshot_bytes = f_snap_bytes, .cache_bytes = f_meta_cache,
-				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg };
+				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg,
+				    .range_groups = (unsigned)f_range_groups };
 	char adm[96];
 	snprintf(adm, sizeof(adm), "%s:%d", A.madm_host, A.madm_port);
 	o.admin_listen = adm;

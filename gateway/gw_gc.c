@@ -9,6 +9,11 @@
  * killed between its commit and its deletes) the shards would leak. This
  * worker retries from the queue until they are gone, then acks.
  *
+ * Groups: each Raft group keeps the queue of the records it holds (the
+ * root, and each range group: meta.proto RangeDesc). A cycle reads the
+ * live groups from the root (GetRanges) and walks the root's queue, then
+ * each group's in turn, acking into the group that listed the entry.
+ *
  * A round, every interval_ms while the map is known (which means this
  * gateway reached meta): ListGc pages (page_entries) from a cursor kept
  * across rounds (a round resumes where the last stopped, and starts over
@@ -82,6 +87,7 @@
 #define PAGE_DEFAULT 128
 #define WINDOW_DEFAULT 4
 #define BACKLOG_PAUSE_MS 100   /* between rounds while a backlog drains */
+#define GC_GROUPS_MAX 1025      /* the root and META_GROUPS_MAX range groups */
 
 /* One queue entry of the page being worked on. */
 struct slot {
@@ -102,7 +108,12 @@ struct gw_gc {
 	uv_timer_t timer;
 	bool closing, timer_closed, running;
 	unsigned pending;          /* meta calls + deletes whose callback is owed */
-	/* The cursor: last entry looked at (0, 0: the head). */
+	/* The cursor: the group whose queue is walked (every Raft group
+	 * keeps the GC entries of the records it holds: the root, then each
+	 * range group of the root's table, read when a cycle starts), and
+	 * the last entry looked at in it (0, 0: the head). */
+	uint64_t groups[GC_GROUPS_MAX];
+	size_t n_groups, gi;       /* groups[0] is the root */
 	uint64_t after_gen;
 	uint32_t after_seq;
 	/* This round. */
@@ -124,6 +135,11 @@ struct gw_gc {
 
 static void list_page(struct gw_gc *g);
 static void pump(struct gw_gc *g);
+
+static uint64_t cur_group(const struct gw_gc *g)
+{
+	return g->gi < g->n_groups ? g->groups[g->gi] : 0;
+}
 
 static void count(struct metrics_counter *c, uint64_t n)
 {
@@ -150,6 +166,7 @@ static void maybe_free(struct gw_gc *g)
 }
 
 static void on_tick(uv_timer_t *t);
+static void list_groups(struct gw_gc *g);
 
 static void arm(struct gw_gc *g, uint64_t delay_ms)
 {
@@ -166,6 +183,8 @@ static void round_end(struct gw_gc *g)
 	if (!g->more) {          /* reached the end: the next round starts over */
 		g->after_gen = 0;
 		g->after_seq = 0;
+		g->gi = 0;
+		g->n_groups = 0;
 	}
 	count(g->m_rounds, 1);
 	if (g->failed)
@@ -181,6 +200,41 @@ static void round_end(struct gw_gc *g)
 	arm(g, backlog ? BACKLOG_PAUSE_MS : g->opt.interval_ms);
 }
 
+static void on_groups(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct gw_gc *g = ud;
+	g->pending--;
+	if (g->closing) {
+		maybe_free(g);
+		return;
+	}
+	const Iolake__Meta__GetRangesResponse *r = (const void *)resp;
+	g->groups[0] = 0;
+	g->n_groups = 1;
+	g->gi = 0;
+	/* A member older than ranges (-EOPNOTSUPP): the root alone. */
+	for (size_t i = 0; !err && i < r->n_groups && g->n_groups < GC_GROUPS_MAX; i++)
+		g->groups[g->n_groups++] = r->groups[i];
+	if (err && err != -EOPNOTSUPP)
+		LOG_WARN("gc: cannot read the range groups; the root's queue only",
+			 "err=%s", iol_strerror(err));
+	list_page(g);
+}
+
+/* The groups whose queues a cycle walks: GetRanges of the root. */
+static void list_groups(struct gw_gc *g)
+{
+	Iolake__Meta__GetRangesRequest q = IOLAKE__META__GET_RANGES_REQUEST__INIT;
+	q.bucket = "";
+	int rc = meta_client_call(g->mc, META_M_GET_RANGES, &q.base, on_groups, g);
+	if (rc) {
+		g->more = false;
+		round_end(g);
+		return;
+	}
+	g->pending++;
+}
+
 static void round_start(struct gw_gc *g)
 {
 	if (g->closing || g->running)
@@ -194,7 +248,10 @@ static void round_start(struct gw_gc *g)
 	g->shards_failed = 0;
 	g->first_err = 0;
 	g->more = false;
-	list_page(g);
+	if (g->n_groups == 0)
+		list_groups(g);
+	else
+		list_page(g);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -208,6 +265,13 @@ static void next_page(struct gw_gc *g)
 	page_free(g);
 	if (g->closing)
 		return;
+	if (!g->more && g->gi + 1 < g->n_groups) {
+		/* this group's queue is done: the next group's, from its head */
+		g->gi++;
+		g->after_gen = 0;
+		g->after_seq = 0;
+		g->more = true;
+	}
 	if (g->more && g->looked < g->opt.round_entries)
 		list_page(g);
 	else
@@ -278,7 +342,8 @@ static void page_done(struct gw_gc *g)
 		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 		op.body_case = IOLAKE__META__OP__BODY_GC_ACK;
 		op.gc_ack = &ack;
-		rc = meta_client_submit(g->mc, &op, on_ack, g);   /* op is copied */
+		/* op is copied */
+		rc = meta_client_submit_group(g->mc, cur_group(g), &op, on_ack, g);
 	}
 	free(kp);
 	free(keys);
@@ -411,6 +476,7 @@ static void list_page(struct gw_gc *g)
 	Iolake__Meta__ListGcRequest q = IOLAKE__META__LIST_GC_REQUEST__INIT;
 	q.start_after_generation = g->after_gen;
 	q.start_after_seq = g->after_seq;
+	q.group = cur_group(g);
 	uint32_t left = g->opt.round_entries - g->looked;
 	q.max_entries = left < g->opt.page_entries ? left : g->opt.page_entries;
 	int rc = meta_client_call(g->mc, META_M_LIST_GC, &q.base, on_page, g);

@@ -42,6 +42,7 @@
 #include "meta/admin_aio.h"
 #include "meta/admin_http.h"
 #include "meta/client.h"
+#include "meta/range_admin.h"
 #include "meta/rootkey.h"
 #include "osd/store/rec.h"
 #include "proto/osd.pb-c.h"
@@ -1448,6 +1449,10 @@ static const char synopsis[] =
 	"                            or the ones given: a deployment's known keys)\n"
 	"  user ls | user rm NAME\n"
 	"  bucket ls\n"
+	"  range ls [--bucket B]     key ranges: id, bucket, start, end, group, its leader,\n"
+	"                            objects, bytes, uploads (from the group)\n"
+	"  range split BUCKET KEY    split the (empty) range holding KEY at KEY; the right\n"
+	"                            half goes to the group holding the fewest ranges\n"
 	"  member add ID@HOST:PORT | member rm ID\n"
 	"  api METHOD PATH [BODY]    one call to the admin HTTP API (with --data-dir:\n"
 	"                            the URL from aio.json, signed with the root key);\n"
@@ -1550,6 +1555,11 @@ int main(int argc, char **argv)
 		rc = cmd_user_ls();
 	else if (!strcmp(obj, "bucket") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_bucket_ls();
+	else if (!strcmp(obj, "range") && !strcmp(verb, "ls") &&
+		 (nargs == 2 || (nargs == 4 && !strcmp(a[2], "--bucket"))))
+		rc = meta_range_admin_ls(cli, &loop, nargs == 4 ? a[3] : NULL, json, stdout, stderr);
+	else if (!strcmp(obj, "range") && !strcmp(verb, "split") && nargs == 4)
+		rc = meta_range_admin_split(cli, &loop, a[2], a[3], stdout, stderr);
 	else if (!strcmp(obj, "member") && (!strcmp(verb, "add") || !strcmp(verb, "rm")) && nargs == 3)
 		rc = cmd_member(!strcmp(verb, "add"), a[2]);
 	else {

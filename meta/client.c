@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/rpc.h"
+#include "meta/route.h"
 
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 320
@@ -107,6 +108,7 @@ struct meta_client {
 	uint32_t rng;
 	struct call *pend_head, *pend_tail; /* submits to send at turn's end */
 	uv_idle_t flush;               /* sends the pending list */
+	struct meta_route *route;      /* key-range routing (route.c) */
 };
 
 static int add_member(struct meta_client *c, const char *addr)
@@ -142,6 +144,10 @@ int meta_client_new(uv_loop_t *loop, const struct meta_client_opts *o, struct me
 		;
 	c->rng = (uint32_t)c->client_id | 1;
 	c->next_request_id = 1;
+	if (meta_route_new(c, &c->route)) {
+		free(c);
+		return -ENOMEM;
+	}
 	uv_idle_init(loop, &c->flush);
 	c->flush.data = c;
 	for (size_t i = 0; i < o->n_members; i++) {
@@ -557,8 +563,7 @@ static void call_link(struct call *k)
 	c->stats.calls++;
 }
 
-/* A deep copy of m through its packed form. */
-static ProtobufCMessage *copy_msg(const ProtobufCMessage *m)
+ProtobufCMessage *meta_client_copy_msg(const ProtobufCMessage *m)
 {
 	size_t len = protobuf_c_message_get_packed_size(m);
 	uint8_t stackbuf[512];
@@ -580,7 +585,7 @@ static int start_call(struct meta_client *c, struct call *k, const ProtobufCMess
 		free(k);
 		return -EAGAIN;
 	}
-	k->req = copy_msg(req);
+	k->req = meta_client_copy_msg(req);
 	if (!k->req) {
 		free(k);
 		return -ENOMEM;
@@ -593,6 +598,18 @@ static int start_call(struct meta_client *c, struct call *k, const ProtobufCMess
 
 int meta_client_call(struct meta_client *c, unsigned method, const ProtobufCMessage *req,
 		     meta_client_cb cb, void *ud)
+{
+	if (method >= META_M_COUNT)
+		return -EINVAL;
+	if (c->closing)
+		return IOL_ESHUTDOWN;
+	if (meta_route_wants_call(method, req))
+		return meta_route_call(c->route, method, req, cb, ud);
+	return start_call(c, call_new(c, method, cb, ud), req);
+}
+
+int meta_client_call_direct(struct meta_client *c, unsigned method, const ProtobufCMessage *req,
+			    meta_client_cb cb, void *ud)
 {
 	if (method >= META_M_COUNT)
 		return -EINVAL;
@@ -615,6 +632,11 @@ int meta_client_call_member(struct meta_client *c, size_t member, unsigned metho
 int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 		       meta_client_submit_cb cb, void *ud)
 {
+	if (c->closing)
+		return IOL_ESHUTDOWN;
+	if (meta_route_wants_op(op))
+		return meta_route_submit(c->route, op, cb, ud);
+	meta_route_root_changed(c->route);
 	return meta_client_submit_group(c, 0, op, cb, ud);
 }
 
@@ -629,7 +651,7 @@ int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake
 		return -EAGAIN;
 	}
 	k->scb = cb;
-	k->op = (Iolake__Meta__Op *)copy_msg(&op->base);
+	k->op = (Iolake__Meta__Op *)meta_client_copy_msg(&op->base);
 	if (!k->op) {
 		free(k);
 		return -ENOMEM;
@@ -691,6 +713,8 @@ void meta_client_close(struct meta_client *c)
 	/* Anything left (none expected) is failed now. */
 	while (c->calls)
 		call_finish(c->calls, IOL_ESHUTDOWN, NULL);
+	meta_route_free(c->route);
+	c->route = NULL;
 	/* c goes once libuv has released the idle handle. */
 	uv_close((uv_handle_t *)&c->flush, on_flush_closed);
 }

@@ -73,11 +73,26 @@ typedef void (*meta_client_submit_cb)(void *ud, int err, const Iolake__Meta__OpR
 				      uint64_t index);
 int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 		       meta_client_submit_cb cb, void *ud);
-/* The same through Raft group `group` (0: the root, as meta_client_submit).
+/* The same through Raft group `group` (0: the root, as meta_client_submit,
+ * but never routed by key range).
  * Submits of one loop turn coalesce per group. Request ids are the
  * client's across groups; each group's state keeps its own answers. */
 int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
 			     meta_client_submit_cb cb, void *ud);
+
+/* As meta_client_call, but never routed by key range: the call goes to
+ * the group its `group` field names even when it is an object call with
+ * group 0 and range id 0 (which meta_client_call routes: the bucket's
+ * range table is read from the root and cached, the call goes to the
+ * key's range group, and a stale table is re-read and the call retried;
+ * object and multipart submits through meta_client_submit likewise, and
+ * a DeleteBucket seals the bucket's ranges first: meta/route.h). */
+int meta_client_call_direct(struct meta_client *c, unsigned method, const ProtobufCMessage *req,
+			    meta_client_cb cb, void *ud);
+
+/* A deep copy of m (through its packed form); free with
+ * protobuf_c_message_free_unpacked(copy, NULL). NULL: out of memory. */
+ProtobufCMessage *meta_client_copy_msg(const ProtobufCMessage *m);
 
 /* One attempt at one member, no redirect, no retry (cluster status asks
  * each member itself). err as above, IOL_EUNAVAILABLE when unreachable. */

@@ -866,6 +866,8 @@ static int register_metrics(struct meta_group *g)
 	m->entries = metrics_counter_new(r, "iolake_meta_entries_proposed_total",
 					 "Raft entries proposed by this member.", l);
 	m->ops = metrics_counter_new(r, "iolake_meta_ops_applied_total", "Ops applied.", l);
+	m->ranges = metrics_gauge_new(r, "iolake_meta_group_ranges",
+				      "Key ranges the root's range table gives this group.", l);
 	m->snapshots = metrics_counter_new(r, "iolake_meta_snapshots_total", "Snapshots taken.", l);
 	m->restores = metrics_counter_new(r, "iolake_meta_snapshot_installs_total",
 					  "Snapshots installed from the leader.", l);

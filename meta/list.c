@@ -107,6 +107,8 @@ struct scan {
 	bool uploads;
 	bool want_records;
 	unsigned max;
+	const char *lo, *hi;       /* key range bounds ("": none) */
+	size_t lo_len, hi_len;
 };
 
 /* The S3 key of iterator key k[0..n). */
@@ -153,6 +155,14 @@ static int scan(struct meta_state_objiter *it, const struct scan *sc, struct met
 		meta_state_objiter_seek(it, sc->start, sc->start_len);
 	else
 		meta_state_objiter_seek(it, sc->prefix, sc->plen);
+	if (sc->lo_len) {
+		/* The range starts above where the listing would: every key
+		 * below lo belongs to another range. */
+		size_t cn;
+		const char *cur = meta_state_objiter_valid(it) ? meta_state_objiter_key(it, &cn) : NULL;
+		if (cur && bcmp_len(cur, cn, sc->lo, sc->lo_len) < 0)
+			meta_state_objiter_seek(it, sc->lo, sc->lo_len);
+	}
 	if (sc->skip_start && meta_state_objiter_valid(it)) {
 		size_t rn;
 		const char *r = meta_state_objiter_key(it, &rn);
@@ -166,6 +176,8 @@ static int scan(struct meta_state_objiter *it, const struct scan *sc, struct met
 		size_t kn = s3_key_len(sc, k, rn);
 		if (kn < sc->plen || memcmp(k, sc->prefix, sc->plen) != 0)
 			break;   /* past the prefix range */
+		if (sc->hi_len && bcmp_len(k, kn, sc->hi, sc->hi_len) >= 0)
+			break;   /* past the key range: the next range's */
 		const char *d = NULL;
 		if (sc->dlen)
 			d = memmem(k + sc->plen, kn - sc->plen, sc->delim, sc->dlen);
@@ -207,7 +219,17 @@ static int scan_init(struct scan *sc, const char *prefix, const char *delim, uns
 	sc->plen = strlen(sc->prefix);
 	sc->dlen = strlen(sc->delim);
 	sc->max = max > META_LIST_MAX_KEYS ? META_LIST_MAX_KEYS : max;
+	sc->lo = sc->hi = "";
+	sc->lo_len = sc->hi_len = 0;
 	return sc->plen > META_KEY_MAX || sc->dlen > META_KEY_MAX ? -EINVAL : 0;
+}
+
+static void set_bounds(struct scan *sc, const char *lo, const char *hi)
+{
+	sc->lo = lo ? lo : "";
+	sc->hi = hi ? hi : "";
+	sc->lo_len = strlen(sc->lo);
+	sc->hi_len = strlen(sc->hi);
 }
 
 /* Room for the page's entries. 1: max is 0, the empty page is the answer. */
@@ -227,13 +249,12 @@ int meta_list(struct meta_state *s, const struct meta_list_req *req, struct meta
 	int rc = scan_init(&sc, req->prefix, req->delimiter, req->max_keys, out);
 	if (rc)
 		return rc;
+	set_bounds(&sc, req->lo, req->hi);
 	if (req->token && req->token[0]) {
-		uint8_t raw[1 + META_KEY_MAX];
-		long n = b64_decode(req->token, raw, sizeof(raw));
-		if (n < 1 || raw[0] != TOKEN_VERSION || memchr(raw + 1, 0, (size_t)n - 1))
+		long n = meta_list_token_decode(req->token, marker, sizeof(marker));
+		if (n < 0)
 			return -EINVAL;
-		marker_len = (size_t)n - 1;
-		memcpy(marker, raw + 1, marker_len);
+		marker_len = (size_t)n;
 	} else if (req->start_after) {
 		marker_len = strlen(req->start_after);
 		if (marker_len > META_KEY_MAX)
@@ -257,12 +278,31 @@ int meta_list(struct meta_state *s, const struct meta_list_req *req, struct meta
 	meta_state_objiter_free(it);
 	if (rc == 0 && out->truncated) {
 		const struct meta_list_entry *last = &out->entries[out->n - 1];
-		uint8_t raw[1 + META_KEY_MAX];
-		raw[0] = TOKEN_VERSION;
-		memcpy(raw + 1, last->name, last->name_len);
-		b64_encode(raw, 1 + last->name_len, out->next_token);
+		meta_list_token_encode(last->name, last->name_len, out->next_token);
 	}
 	return rc;
+}
+
+void meta_list_token_encode(const char *name, size_t len, char *out)
+{
+	uint8_t raw[1 + META_KEY_MAX];
+	if (len > META_KEY_MAX)
+		len = META_KEY_MAX;
+	raw[0] = TOKEN_VERSION;
+	memcpy(raw + 1, name, len);
+	b64_encode(raw, 1 + len, out);
+}
+
+long meta_list_token_decode(const char *token, char *out, size_t cap)
+{
+	uint8_t raw[1 + META_KEY_MAX];
+	long n = b64_decode(token, raw, sizeof(raw));
+	if (n < 1 || raw[0] != TOKEN_VERSION || memchr(raw + 1, 0, (size_t)n - 1) ||
+	    (size_t)n > cap)
+		return -EINVAL;
+	memcpy(out, raw + 1, (size_t)n - 1);
+	out[n - 1] = 0;
+	return n - 1;
 }
 
 int meta_list_uploads(struct meta_state *s, const struct meta_list_uploads_req *req,
@@ -278,6 +318,7 @@ int meta_list_uploads(struct meta_state *s, const struct meta_list_uploads_req *
 	int rc = scan_init(&sc, req->prefix, req->delimiter, req->max_uploads, out);
 	if (rc)
 		return rc;
+	set_bounds(&sc, req->lo, req->hi);
 	const char *km = req->key_marker ? req->key_marker : "";
 	const char *um = req->upload_id_marker ? req->upload_id_marker : "";
 	size_t kml = strlen(km), uml = strnlen(um, 16);

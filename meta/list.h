@@ -46,6 +46,8 @@ struct meta_list_req {
 	unsigned max_keys;         /* 0: an empty, untruncated page; above
 	                            * META_LIST_MAX_KEYS: clamped to it */
 	bool want_records;         /* decode each key's record (size, etag, ...) */
+	const char *lo, *hi;       /* key range: only keys in [lo, hi) are seen
+	                            * (NULL or "": unbounded on that side) */
 };
 
 struct meta_list_entry {
@@ -75,6 +77,12 @@ struct meta_list_page {
 int meta_list(struct meta_state *s, const struct meta_list_req *req, struct meta_list_page *out);
 void meta_list_page_free(struct meta_list_page *p);
 
+/* The continuation token naming name[0..len) as the last entry listed
+ * (out holds META_LIST_TOKEN_MAX), and back: the decoded marker into
+ * out[0..cap) NUL-terminated, its length, or -EINVAL (meta_list's rule). */
+void meta_list_token_encode(const char *name, size_t len, char *out);
+long meta_list_token_decode(const char *token, char *out, size_t cap);
+
 struct meta_list_uploads_req {
 	const char *bucket;
 	const char *prefix;           /* NULL or "": every key */
@@ -84,6 +92,7 @@ struct meta_list_uploads_req {
 	                               * every upload of key_marker */
 	unsigned max_uploads;         /* 0: an empty, untruncated page; above
 	                               * META_LIST_MAX_KEYS: clamped to it */
+	const char *lo, *hi;          /* as meta_list_req's */
 };
 
 /*

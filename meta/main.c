@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 	struct flag_list peers = { 0 };
 	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
+	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000;
@@ -123,6 +124,9 @@ int main(int argc, char **argv)
 		  .max = 86400000 * 30LL, .help = "mark it out (PGs move) after this long" },
 		{ .name = "pg-count", .type = FLAG_UINT64, .dst = &pg_count, .min = 1, .max = 1 << 20,
 		  .help = "PGs of a new cluster map (power of two)" },
+		{ .name = "range-groups", .type = FLAG_UINT64, .dst = &range_groups, .min = 0,
+		  .max = META_GROUPS_MAX, .help = "Raft groups kept for key ranges of object "
+		  "records (0: object records stay in the root group)" },
 		{ .name = "ec", .type = FLAG_STRING, .dst = &ec, .metavar = "K+M",
 		  .help = "erasure code of a new cluster map" },
 		{ .name = "root-credentials", .type = FLAG_STRING, .dst = &root_creds,
@@ -206,6 +210,7 @@ int main(int argc, char **argv)
 		.osd_down_after_ms = down_after_ms,
 		.osd_out_after_ms = out_after_ms,
 		.pg_count = (uint32_t)pg_count,
+		.range_groups = (unsigned)range_groups,
 		.ec_k = k,
 		.ec_m = m,
 		.metrics = reg,

@@ -163,6 +163,10 @@ struct own_op {
 	Iolake__Meta__InitMap init;
 	Iolake__Meta__SetOsdState set;
 	uint32_t osd_id;
+	Iolake__Meta__CreateGroup cg;
+	Iolake__Meta__GroupDesc gd;
+	Iolake__Meta__GroupVoter voters[META_GROUP_VOTERS_MAX], *vp[META_GROUP_VOTERS_MAX];
+	char addrs[META_GROUP_VOTERS_MAX][META_NODE_ADDR_MAX];
 };
 
 static void own_done(struct meta_node *n, struct sub *s, int err)
@@ -172,6 +176,10 @@ static void own_done(struct meta_node *n, struct sub *s, int err)
 		n->init_map_pending = false;
 		if (err && err != IOL_EEXISTS)
 			LOG_WARN("InitMap failed", "err=%s", iol_strerror(err));
+	} else if (o->op.body_case == IOLAKE__META__OP__BODY_CREATE_GROUP) {
+		n->range_group_pending--;
+		LOG_INFO("range group created", "group=%llu err=%s", (unsigned long long)o->gd.id,
+			 err ? iol_strerror(err) : "ok");
 	} else {
 		LOG_INFO("osd state proposed", "osd=%u up=%d in=%d err=%s", o->osd_id, o->set.up,
 			 o->set.in, err ? iol_strerror(err) : "ok");
@@ -233,6 +241,79 @@ static void propose_osd_state(struct meta_node *n, uint32_t id, bool set_up, boo
 	o->op.body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
 	o->op.set_osd_state = &o->set;
 	propose_own(n, o);
+}
+
+static bool propose_range_group(struct meta_node *n, uint64_t id);
+
+/* The range keeper (root leader): while fewer than --range-groups live
+ * groups >= 1 exist, create the missing ones (ids: above every id ever
+ * used) over every voter of the root, all in one round, the next round
+ * once they are applied. hosting.c spreads their leaders; CreateBucket
+ * and SplitRange spread ranges over them. */
+static void keep_range_groups(struct meta_node *n)
+{
+	if (!n->o.range_groups || n->range_group_pending)
+		return;
+	Iolake__Meta__GroupDesc **v = NULL;
+	size_t cnt = 0;
+	if (meta_state_list_groups(n->root->state, &v, &cnt))
+		return;
+	uint64_t max_id = 0;
+	size_t live = 0;
+	for (size_t i = 0; i < cnt; i++) {
+		if (v[i]->id > max_id)
+			max_id = v[i]->id;
+		live += !v[i]->deleted;
+		meta_state_free_msg(v[i]);
+	}
+	free(v);
+	for (uint64_t id = max_id + 1; live < n->o.range_groups && live < META_GROUPS_MAX; id++, live++)
+		if (!propose_range_group(n, id))
+			break;
+}
+
+static bool propose_range_group(struct meta_node *n, uint64_t id)
+{
+	struct own_op *o = calloc(1, sizeof(*o));
+	if (!o)
+		return false;
+	iolake__meta__op__init(&o->op);
+	iolake__meta__create_group__init(&o->cg);
+	iolake__meta__group_desc__init(&o->gd);
+	o->gd.id = id;
+	const struct raft_configuration *c = &n->root->raft.configuration;
+	for (unsigned k = 0; k < c->n && o->gd.n_voters < META_GROUP_VOTERS_MAX; k++) {
+		if (c->servers[k].role != RAFT_VOTER ||
+		    meta_node_rpc_addr(c->servers[k].address, o->addrs[o->gd.n_voters]))
+			continue;
+		Iolake__Meta__GroupVoter *gv = &o->voters[o->gd.n_voters];
+		iolake__meta__group_voter__init(gv);
+		gv->id = c->servers[k].id;
+		gv->address = o->addrs[o->gd.n_voters];
+		o->vp[o->gd.n_voters++] = gv;
+	}
+	if (o->gd.n_voters == 0) {
+		free(o);
+		return false;
+	}
+	o->gd.voters = o->vp;
+	o->cg.group = &o->gd;
+	o->op.body_case = IOLAKE__META__OP__BODY_CREATE_GROUP;
+	o->op.create_group = &o->cg;
+	n->range_group_pending++;
+	propose_own(n, o);
+	return true;
+}
+
+/* Each hosted group's share of the range table (every member has the
+ * root's state, so every member can say). */
+static void range_metrics(struct meta_node *n)
+{
+	for (size_t i = 0; i < n->n_groups; i++) {
+		uint64_t cnt = 0;
+		if (n->groups[i]->id && !meta_state_group_ranges(n->root->state, n->groups[i]->id, &cnt))
+			m_set(n->groups[i]->m.ranges, (int64_t)cnt);
+	}
 }
 
 /* ------------------------------------------------------ OSD liveness */
@@ -394,6 +475,10 @@ static void on_tick(uv_timer_t *t)
 			n->last_pg_metrics_ms = now;
 			node_pg_metrics(n, now);
 		}
+		if (now - n->last_range_keep_ms >= 500) {
+			n->last_range_keep_ms = now;
+			keep_range_groups(n);
+		}
 	}
 	if (n->map_dirty)
 		refresh_map(n);
@@ -406,6 +491,7 @@ static void on_tick(uv_timer_t *t)
 	if (now - n->last_spread_ms >= SPREAD_INTERVAL_MS) {
 		n->last_spread_ms = now;
 		hosting_spread(n, now);
+		range_metrics(n);
 	}
 	metrics_gauge_set(n->m_groups, (int64_t)n->n_groups);
 }

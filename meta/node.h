@@ -7,9 +7,10 @@
  * Groups: the root group (id 0) holds users, buckets, the cluster map and
  * the table of the other groups; every member of the meta service is a
  * member of the root. A group >= 1 is created with CreateGroup through the
- * root, and each of its voters starts it (meta/hosting.c). For now a group
- * >= 1 runs the same ops as the root (objects may be put into any group);
- * ranges decide later which records live where.
+ * root, and each of its voters starts it (meta/hosting.c). Every group
+ * runs the same state machine; the root's range table decides which
+ * object records a group >= 1 holds (docs/architecture.md, "Key ranges";
+ * the root leader keeps opts->range_groups of them).
  *
  * A member owns, under its data dir:
  *   DIR/raft    the root's raft_uv log segments, metadata and snapshot descriptors
@@ -55,6 +56,15 @@
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
+/* --range-groups defaults, by measurement (docs/performance.md, "Key
+ * ranges"): on one member (iolake-aio) every group shares one loop, so range
+ * groups only split the group commit; on this project's 2-core machine a
+ * three-member cluster with three range groups and spread leaders also
+ * measured slower than one group (CPU-bound: more, smaller entries). Both
+ * 0 until a multi-host measurement says otherwise; --range-groups N turns
+ * ranges on. */
+#define META_RANGE_GROUPS_DEFAULT 0      /* iolake-meta */
+#define META_RANGE_GROUPS_DEFAULT_AIO 0  /* iolake-aio */
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 
@@ -84,6 +94,7 @@ enum meta_method {
 	META_M_CHECK_SHARDS,
 	META_M_CONFIRM_LEADER,
 	META_M_FETCH_SNAPSHOT,
+	META_M_GET_RANGES,
 	META_M_COUNT
 };
 #define META_SERVICE (&iolake__meta__meta__descriptor)
@@ -122,6 +133,10 @@ struct meta_node_opts {
 	uint32_t pg_count;               /* InitMap on first leadership; 0: 256 */
 	uint32_t ec_k, ec_m;             /* 0: 4 + 2 */
 	struct metrics_registry *metrics;  /* NULL: the member makes its own */
+	unsigned range_groups;           /* the root's leader keeps this many Raft groups
+	                                  * >= 1 for key ranges (CreateGroup over every
+	                                  * root voter when fewer exist); 0: none made,
+	                                  * object records stay in the root */
 };
 
 struct meta_node;

@@ -137,6 +137,7 @@ struct group_metrics {
 	struct metrics_counter *fetch_bytes;
 	struct metrics_histogram *snap_seconds;
 	struct metrics_counter *read_barriers, *read_rounds, *read_rounds_failed;
+	struct metrics_gauge *ranges;   /* key ranges the root's table gives it */
 };
 
 static inline void m_add(struct metrics_counter *c, uint64_t v)
@@ -281,6 +282,8 @@ struct meta_node {
 	struct watch *watches;
 	size_t n_watches;
 	bool init_map_pending;
+	unsigned range_group_pending;  /* CreateGroups of the range keeper in flight */
+	uint64_t last_range_keep_ms;
 
 	/* root leadership and OSD liveness */
 	uint64_t leader_since_ms;
@@ -410,6 +413,14 @@ void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *di
 			 uint64_t digest_index);
 /* Answer a read of g now, from its applied state. */
 void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method);
+
+/* node_range.c. Whether range range_id is open in g, of bucket, and covers
+ * key (NULL: any key): 0 (and *out, when out is not NULL, to free with
+ * meta_state_free_msg), META_EWRONG_RANGE, or a storage error. */
+int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket, const char *key,
+		    Iolake__Meta__RangeDesc **out);
+/* GetRanges: the root's table, or a range group's open-range rows. */
+void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r);
 /* Answer watches whose epoch is passed (all of them when closing). */
 void node_wake_watches(struct meta_node *n, bool closing);
 void node_expire_watches(struct meta_node *n, uint64_t now_ms);

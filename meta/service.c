@@ -59,7 +59,7 @@ static Iolake__Meta__Status st_of(int err)
 /* A read error that is not an answer (storage trouble). */
 static bool read_failed(struct rpc_req *r, int rc)
 {
-	if (rc == 0 || rc == IOL_ENOT_FOUND || rc == -EINVAL)
+	if (rc == 0 || rc == IOL_ENOT_FOUND || rc == -EINVAL || rc == META_EWRONG_RANGE)
 		return false;
 	rpc_fail(r, RPC_INTERNAL, "read failed: %s", iol_strerror(rc));
 	return true;
@@ -188,6 +188,52 @@ static void h_submit(struct rpc_req *r, void *ud)
 
 /* ------------------------------------------------------------- reads */
 
+/* A read of the root by range id 0 for a bucket that has ranges: the
+ * sender's table is stale (the bucket was made again since). */
+static bool stale_root_route(struct meta_group *g, uint64_t range_id, const char *bucket)
+{
+	return g->id == 0 && range_id == 0 && meta_state_bucket_has_ranges(g->state, bucket);
+}
+
+/* A read routed by range id whose range is not open here is answered
+ * resp (still empty) with WRONG_RANGE in *status, its status field: true
+ * when r was answered. */
+static bool range_refused(struct meta_group *g, struct rpc_req *r, uint64_t range_id,
+			  const char *bucket, const char *key, ProtobufCMessage *resp,
+			  Iolake__Meta__Status *status)
+{
+	int rc = node_range_gate(g, range_id, bucket, key, NULL);
+	if (rc == 0)
+		return false;
+	if (read_failed(r, rc))
+		return true;
+	*status = st_of(rc);
+	rpc_respond(r, resp, NULL);
+	return true;
+}
+
+/* The bucket check of a listing: a range routed by id must be open here
+ * (*rd its bounds), else the bucket must exist here. 0, a negative error
+ * to answer in status, or 1 when r was answered (failed). */
+static int list_gate(struct meta_group *g, struct rpc_req *r, uint64_t range_id,
+		     const char *bucket, Iolake__Meta__RangeDesc **rd)
+{
+	*rd = NULL;
+	int rc;
+	if (range_id) {
+		rc = node_range_gate(g, range_id, bucket, NULL, rd);
+	} else {
+		Iolake__Meta__Bucket *b = NULL;
+		rc = meta_state_get_bucket(g->state, bucket, &b);
+		meta_state_free_msg(b);
+		if (rc == 0 && stale_root_route(g, range_id, bucket))
+			rc = META_EWRONG_RANGE;
+	}
+	if (rc && read_failed(r, rc))
+		return 1;
+	return rc;
+}
+
 static void serve_get_bucket(struct meta_group *g, struct rpc_req *r)
 {
 	Iolake__Meta__GetBucketResponse resp = IOLAKE__META__GET_BUCKET_RESPONSE__INIT;
@@ -226,7 +272,11 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
 	Iolake__Meta__ObjectRecord *rec = NULL;
 	Iolake__Meta__Bucket *b = NULL;
-	if (q->with_bucket) {
+	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status)) {
+		/* the bucket record lives in the root: the router reads it there */
+		return;
+	}
+	if (q->with_bucket && !q->range_id) {
 		int brc = meta_state_get_bucket(g->state, q->bucket, &b);
 		if (read_failed(r, brc))
 			return;
@@ -236,6 +286,8 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 		meta_state_free_msg(b);
 		return;
 	}
+	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
+		rc = META_EWRONG_RANGE;
 	resp.status = st_of(rc);
 	resp.record = rec;
 	resp.bucket = b;
@@ -248,17 +300,18 @@ static void serve_list_objects(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListObjectsRequest *q = REQ(Iolake__Meta__ListObjectsRequest, r);
 	Iolake__Meta__ListObjectsResponse resp = IOLAKE__META__LIST_OBJECTS_RESPONSE__INIT;
-	Iolake__Meta__Bucket *b = NULL;
-	int rc = meta_state_get_bucket(g->state, q->bucket, &b);
-	meta_state_free_msg(b);
-	if (read_failed(r, rc))
-		return;
+	Iolake__Meta__RangeDesc *rd = NULL;
+	int rc = list_gate(g, r, q->range_id, q->bucket, &rd);
 	if (rc) {
+		if (rc > 0)
+			return;
 		resp.status = st_of(rc);
 		rpc_respond(r, &resp.base, NULL);
 		return;
 	}
 	struct meta_list_req lr = {
+		.lo = rd ? rd->start : NULL,
+		.hi = rd ? rd->end : NULL,
 		.bucket = q->bucket,
 		.prefix = q->prefix,
 		.delimiter = q->delimiter,
@@ -270,6 +323,7 @@ static void serve_list_objects(struct meta_group *g, struct rpc_req *r)
 	struct meta_list_page page;
 	memset(&page, 0, sizeof(page));
 	rc = meta_list(g->state, &lr, &page);
+	meta_state_free_msg(rd);
 	if (read_failed(r, rc)) {
 		meta_list_page_free(&page);
 		return;
@@ -364,9 +418,13 @@ static void serve_get_upload(struct meta_group *g, struct rpc_req *r)
 	Iolake__Meta__GetUploadResponse resp = IOLAKE__META__GET_UPLOAD_RESPONSE__INIT;
 	Iolake__Meta__MultipartUpload *u = NULL;
 	Iolake__Meta__Part *p = NULL;
+	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status))
+		return;
 	int rc = meta_state_get_upload(g->state, q->bucket, q->key, q->upload_id, &u);
 	if (read_failed(r, rc))
 		return;
+	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
+		rc = META_EWRONG_RANGE;
 	if (rc == 0 && q->part_number > 0) {
 		int prc = meta_state_get_part(g->state, q->upload_id, q->part_number, &p);
 		if (read_failed(r, prc)) {
@@ -390,9 +448,13 @@ static void serve_list_parts(struct meta_group *g, struct rpc_req *r)
 	Iolake__Meta__Part **v = NULL;
 	size_t cnt = 0;
 	bool trunc = false;
+	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status))
+		return;
 	int rc = meta_state_get_upload(g->state, q->bucket, q->key, q->upload_id, &u);
 	if (read_failed(r, rc))
 		return;
+	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
+		rc = META_EWRONG_RANGE;
 	if (rc == 0) {
 		int lrc = meta_state_list_parts(g->state, q->upload_id, q->part_number_marker,
 						q->max_parts, &v, &cnt, &trunc);
@@ -418,17 +480,18 @@ static void serve_list_uploads(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ListUploadsRequest *q = REQ(Iolake__Meta__ListUploadsRequest, r);
 	Iolake__Meta__ListUploadsResponse resp = IOLAKE__META__LIST_UPLOADS_RESPONSE__INIT;
-	Iolake__Meta__Bucket *b = NULL;
-	int rc = meta_state_get_bucket(g->state, q->bucket, &b);
-	meta_state_free_msg(b);
-	if (read_failed(r, rc))
-		return;
+	Iolake__Meta__RangeDesc *rd = NULL;
+	int rc = list_gate(g, r, q->range_id, q->bucket, &rd);
 	if (rc) {
+		if (rc > 0)
+			return;
 		resp.status = st_of(rc);
 		rpc_respond(r, &resp.base, NULL);
 		return;
 	}
 	struct meta_list_uploads_req lr = {
+		.lo = rd ? rd->start : NULL,
+		.hi = rd ? rd->end : NULL,
 		.bucket = q->bucket,
 		.prefix = q->prefix,
 		.delimiter = q->delimiter,
@@ -438,6 +501,7 @@ static void serve_list_uploads(struct meta_group *g, struct rpc_req *r)
 	};
 	struct meta_list_page page;
 	rc = meta_list_uploads(g->state, &lr, &page);
+	meta_state_free_msg(rd);
 	if (read_failed(r, rc)) {
 		meta_list_page_free(&page);
 		return;
@@ -544,6 +608,7 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 	case META_M_LIST_UPLOADS: serve_list_uploads(g, r); break;
 	case META_M_LIST_GC: serve_list_gc(g, r); break;
 	case META_M_CHECK_SHARDS: serve_check_shards(g, r); break;
+	case META_M_GET_RANGES: node_serve_get_ranges(g, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -578,6 +643,7 @@ READ_HANDLER(h_list_parts, META_M_LIST_PARTS)
 READ_HANDLER(h_list_uploads, META_M_LIST_UPLOADS)
 READ_HANDLER(h_list_gc, META_M_LIST_GC)
 READ_HANDLER(h_check_shards, META_M_CHECK_SHARDS)
+READ_HANDLER(h_get_ranges, META_M_GET_RANGES)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -892,6 +958,16 @@ void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *di
 	resp.state_digest = (char *)digest;
 	resp.state_applied_index = digest_index;
 	meta_state_gc_count(g->state, &resp.gc_queue);
+	if (g->id == 0) {
+		/* The root's answer counts every group this member hosts: range
+		 * groups keep the GC entries of the records they hold. */
+		struct meta_node *mn = g->n;
+		for (size_t i = 0; i < mn->n_groups; i++) {
+			uint64_t more = 0;
+			if (mn->groups[i] != g && !meta_state_gc_count(mn->groups[i]->state, &more))
+				resp.gc_queue += more;
+		}
+	}
 	resp.group = g->id;
 	const struct raft_configuration *c = &g->raft.configuration;
 	Iolake__Meta__MemberInfo mi[META_NODE_MAX_PEERS * 2];
@@ -1105,7 +1181,8 @@ int node_service_register(struct meta_node *n)
 		[META_M_PG_STATS] = h_pg_stats,
 		[META_M_CHECK_SHARDS] = h_check_shards,
 		[META_M_CONFIRM_LEADER] = h_confirm_leader,
+		[META_M_GET_RANGES] = h_get_ranges,
 	};
-	_Static_assert(META_M_COUNT == 24, "meta.proto service Meta has 24 methods");
+	_Static_assert(META_M_COUNT == 25, "meta.proto service Meta has 25 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

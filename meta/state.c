@@ -20,6 +20,10 @@
  *   'g' u64 group id                      GroupDesc (root group: the table
  *                                         of Raft groups >= 1, tombstones
  *                                         of deleted ones included)
+ *   'Q' bucket 0x00 start                 RangeDesc (root: the range table)
+ *   'q' u64 group                         u64 ranges the group holds (root)
+ *   'r' u64 range id                      RangeDesc (range group: an open
+ *                                         or sealed range, its counters)
  *   'X' u32 pg, 16-byte object id,        "": the record or part of that
  *       u64 generation                    generation names that gw_data
  *                                         PUT's shards (reference index)
@@ -102,6 +106,14 @@ struct tx {
 	uint64_t sess_pruned;
 	bool sess_dirty;
 	char bucket_ok[BUCKET_MAX + 1];
+	/* Key ranges: the op's range id, the last open-range row read (its
+	 * counters written back once, by range_flush, when another range
+	 * comes or the entry ends) and the last bucket found to have no
+	 * range rows (a root op routed by range id 0). */
+	uint64_t range_id;
+	Iolake__Meta__RangeDesc *rng;
+	bool rng_dirty;
+	char bucket_noranges[BUCKET_MAX + 1];
 };
 
 struct key {
@@ -238,6 +250,7 @@ Iolake__Meta__Status meta_state_err_to_status(int err)
 	case META_ESTALE: return IOLAKE__META__STATUS__STATUS_STALE_REQUEST;
 	case META_EINVALID_PART: return IOLAKE__META__STATUS__STATUS_INVALID_PART;
 	case IOL_ETOO_LARGE: return IOLAKE__META__STATUS__STATUS_TOO_LARGE;
+	case META_EWRONG_RANGE: return IOLAKE__META__STATUS__STATUS_WRONG_RANGE;
 	default: return IOLAKE__META__STATUS__STATUS_INTERNAL;
 	}
 }
@@ -254,6 +267,7 @@ int meta_state_status_to_err(Iolake__Meta__Status st)
 	case IOLAKE__META__STATUS__STATUS_STALE_REQUEST: return META_ESTALE;
 	case IOLAKE__META__STATUS__STATUS_INVALID_PART: return META_EINVALID_PART;
 	case IOLAKE__META__STATUS__STATUS_TOO_LARGE: return IOL_ETOO_LARGE;
+	case IOLAKE__META__STATUS__STATUS_WRONG_RANGE: return META_EWRONG_RANGE;
 	default: return -EIO;
 	}
 }
@@ -528,6 +542,10 @@ static bool valid_ownership(Iolake__Meta__ObjectOwnership o)
 	return (unsigned)o <= IOLAKE__META__OBJECT_OWNERSHIP__OWNERSHIP_OBJECT_WRITER;
 }
 
+/* Key ranges in the root (below). */
+static int create_bucket_range(struct tx *t, const char *bucket);
+static void delete_bucket_ranges(struct tx *t, const char *bucket);
+
 /* A bucket policy as apply accepts it: its size only (the gateway parsed
  * and validated the document with its policy engine before proposing). */
 static bool valid_policy(const char *p)
@@ -548,7 +566,8 @@ static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
 		return IOL_EEXISTS;
 	Iolake__Meta__Bucket b = *op->bucket;
 	b.generation = t->gen;
-	return tx_put_msg(t, &k, &b.base);
+	int rc = tx_put_msg(t, &k, &b.base);
+	return rc ? rc : create_bucket_range(t, b.name);
 }
 
 static bool prefix_nonempty(struct tx *t, const struct key *prefix)
@@ -578,6 +597,7 @@ static int op_delete_bucket(struct tx *t, const Iolake__Meta__DeleteBucket *op)
 	}
 	tx_del(t, &k);
 	t->bucket_ok[0] = 0;
+	delete_bucket_ranges(t, op->name);
 	return 0;
 }
 
@@ -593,6 +613,11 @@ static bool bucket_exists(struct tx *t, const char *bucket)
 	snprintf(t->bucket_ok, sizeof(t->bucket_ok), "%s", bucket);
 	return true;
 }
+
+/* Key ranges (below): whether the op's range admits bucket/key, and the
+ * range's counters. */
+static int range_check(struct tx *t, const char *bucket, const char *key);
+static void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads);
 
 /* Current record for a conditional write. 0 (with *cur possibly NULL),
  * IOL_ECONFLICT or a storage error. */
@@ -615,16 +640,19 @@ static int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_
 	Iolake__Meta__ObjectRecord *rec = op->record, *cur = NULL;
 	if (!rec || !valid_bucket(rec->bucket) || !valid_key(rec->key) || !valid_acl(rec->acl))
 		return -EINVAL;
-	if (!bucket_exists(t, rec->bucket))
-		return IOL_ENOT_FOUND;
+	int rc = range_check(t, rec->bucket, rec->key);
+	if (rc)
+		return rc;
 	struct key k;
 	key_object(&k, rec->bucket, rec->key);
-	int rc = check_condition(t, &k, op->if_none_match, op->if_generation, &cur);
+	rc = check_condition(t, &k, op->if_none_match, op->if_generation, &cur);
 	if (rc == 0) {
 		if (cur) {
 			gc_record(t, cur);
 			ref_record(t, cur, cur->generation, false);
+			range_count(t, -1, -(int64_t)cur->size, 0);
 		}
+		range_count(t, 1, (int64_t)rec->size, 0);
 		ref_record(t, rec, t->gen, true);
 		rec->generation = t->gen;
 		rc = tx_put_msg(t, &k, &rec->base);
@@ -638,6 +666,11 @@ static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
 {
 	if (!valid_bucket(op->bucket) || !valid_key(op->key))
 		return -EINVAL;
+	if (t->range_id) {
+		int rrc = range_check(t, op->bucket, op->key);
+		if (rrc)
+			return rrc;
+	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
 	key_object(&k, op->bucket, op->key);
@@ -647,6 +680,7 @@ static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
 	if (rc == 0) {
 		gc_record(t, cur);
 		ref_record(t, cur, cur->generation, false);
+		range_count(t, -1, -(int64_t)cur->size, 0);
 		tx_del(t, &k);
 	}
 	meta_state_free_msg(cur);
@@ -659,8 +693,10 @@ static int op_create_multipart(struct tx *t, Iolake__Meta__CreateMultipart *op,
 	Iolake__Meta__MultipartUpload *u = op->upload;
 	if (!u || !valid_bucket(u->bucket) || !valid_key(u->key))
 		return -EINVAL;
-	if (!bucket_exists(t, u->bucket))
-		return IOL_ENOT_FOUND;
+	int rrc = range_check(t, u->bucket, u->key);
+	if (rrc)
+		return rrc;
+	range_count(t, 0, 0, 1);
 	snprintf(r->upload_id, sizeof(r->upload_id), "%016llx", (unsigned long long)t->gen);
 	char *client_id = u->upload_id;   /* whatever the proposer sent is ignored */
 	u->upload_id = r->upload_id;
@@ -676,6 +712,11 @@ static int get_upload(struct tx *t, const char *bucket, const char *key, const c
 {
 	if (!valid_bucket(bucket) || !valid_key(key) || !valid_upload_id(id))
 		return -EINVAL;
+	if (t->range_id) {
+		int rc = range_check(t, bucket, key);
+		if (rc)
+			return rc;
+	}
 	struct key k;
 	key_upload(&k, bucket, key, id);
 	return tx_get_msg(t, &k, &iolake__meta__multipart_upload__descriptor, (void **)u);
@@ -850,7 +891,9 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	if (cur) {
 		gc_record(t, cur);
 		ref_record(t, cur, cur->generation, false);
+		range_count(t, -1, -(int64_t)cur->size, 0);
 	}
+	range_count(t, 1, (int64_t)off, -1);
 	/* The kept parts' layouts move into the object: the parts stop
 	 * naming them (drop_parts handles the others), the object starts. */
 	for (size_t i = 0; i < n; i++)
@@ -887,6 +930,7 @@ static int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *
 		return IOL_ECONFLICT;
 	}
 	drop_parts(t, op->bucket, op->key, op->upload_id, NULL, 0);
+	range_count(t, 0, 0, -1);
 	struct key k;
 	key_upload(&k, op->bucket, op->key, op->upload_id);
 	tx_del(t, &k);
@@ -1322,6 +1366,11 @@ static int op_set_object_tags(struct tx *t, const Iolake__Meta__SetObjectTags *o
 	TAGS_SPLIT(op->n_tags, op->tags, keys, vals);
 	if (!valid_tags(op->n_tags, keys, vals))
 		return -EINVAL;
+	if (t->range_id) {
+		int rrc = range_check(t, op->bucket, op->key);
+		if (rrc)
+			return rrc;
+	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
 	key_object(&k, op->bucket, op->key);
@@ -1355,6 +1404,11 @@ static int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op)
 {
 	if (!valid_bucket(op->bucket) || !valid_key(op->key) || !valid_acl(op->acl))
 		return -EINVAL;
+	if (t->range_id) {
+		int rrc = range_check(t, op->bucket, op->key);
+		if (rrc)
+			return rrc;
+	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
 	key_object(&k, op->bucket, op->key);
@@ -1585,8 +1639,379 @@ static int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op,
 	return rc;
 }
 
+
+/* ---- key ranges (meta.proto RangeDesc)
+ *
+ * Root: 'Q' bucket 0x00 start -> RangeDesc (the range table, with its
+ * group) and 'q' u64 group -> u64 ranges held (for the choice of the
+ * least-loaded group). Range group: 'r' u64 range id -> RangeDesc (open or
+ * sealed, with the counters). An object op carrying range id R is applied
+ * only when 'r' R is open, of its bucket, and covers its key; range id 0
+ * keeps the older rule (a bucket row here) for buckets without ranges. */
+
+static void key_range_row(struct key *k, const char *bucket, const char *start)
+{
+	k_init(k, 'Q');
+	k_str(k, bucket);
+	k_byte(k, 0);
+	k_str(k, start);
+}
+
+static void key_open_range(struct key *k, uint64_t id)
+{
+	k_init(k, 'r');
+	k_u64(k, id);
+}
+
+static void key_range_count(struct key *k, uint64_t group)
+{
+	k_init(k, 'q');
+	k_u64(k, group);
+}
+
+/* end "" is the end of the bucket. */
+static bool range_covers(const Iolake__Meta__RangeDesc *r, const char *key)
+{
+	return strcmp(key, r->start) >= 0 && (!r->end[0] || strcmp(key, r->end) < 0);
+}
+
+static bool valid_range_bounds(const char *bucket, const char *start, const char *end)
+{
+	if (!valid_bucket(bucket) || !start || !end || strlen(start) > META_KEY_MAX ||
+	    strlen(end) > META_KEY_MAX)
+		return false;
+	return !end[0] || strcmp(start, end) < 0;
+}
+
+/* Write the memo's range counters back (struct tx: rng). */
+static void range_flush(struct tx *t)
+{
+	if (!t->rng || !t->rng_dirty)
+		return;
+	struct key k;
+	key_open_range(&k, t->rng->id);
+	tx_put_msg(t, &k, &t->rng->base);
+	t->rng_dirty = false;
+}
+
+static void range_forget(struct tx *t)
+{
+	range_flush(t);
+	meta_state_free_msg(t->rng);
+	t->rng = NULL;
+}
+
+/* The open-range row id, through the memo; NULL when absent. */
+static Iolake__Meta__RangeDesc *range_load(struct tx *t, uint64_t id)
+{
+	if (t->rng && t->rng->id == id)
+		return t->rng;
+	range_forget(t);
+	struct key k;
+	key_open_range(&k, id);
+	Iolake__Meta__RangeDesc *r = NULL;
+	if (tx_get_msg(t, &k, &iolake__meta__range_desc__descriptor, (void **)&r))
+		return NULL;
+	t->rng = r;
+	return r;
+}
+
+/* Whether the root holds range rows for bucket (then its records live
+ * in range groups and an op routed by range id 0 is stale). */
+static bool bucket_has_ranges(struct tx *t, const char *bucket)
+{
+	struct key p;
+	key_range_row(&p, bucket, "");
+	return prefix_nonempty(t, &p);
+}
+
+static int range_check(struct tx *t, const char *bucket, const char *key)
+{
+	if (t->range_id == 0) {
+		if (!bucket_exists(t, bucket))
+			return IOL_ENOT_FOUND;
+		if (strcmp(t->bucket_noranges, bucket)) {
+			if (bucket_has_ranges(t, bucket))
+				return META_EWRONG_RANGE;
+			snprintf(t->bucket_noranges, sizeof(t->bucket_noranges), "%s", bucket);
+		}
+		return 0;
+	}
+	Iolake__Meta__RangeDesc *r = range_load(t, t->range_id);
+	if (!r)
+		return t->io_err ? t->io_err : META_EWRONG_RANGE;
+	if (r->sealed || strcmp(r->bucket, bucket) || !range_covers(r, key))
+		return META_EWRONG_RANGE;
+	return 0;
+}
+
+/* Move the counters of the op's range (after range_check passed). */
+static void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads)
+{
+	if (t->range_id == 0 || !t->rng || t->rng->id != t->range_id)
+		return;
+	t->rng->objects += (uint64_t)objects;
+	t->rng->bytes += (uint64_t)bytes;
+	t->rng->uploads += (uint64_t)uploads;
+	t->rng_dirty = true;
+}
+
+static int get_u64(struct tx *t, const struct key *k, uint64_t *v)
+{
+	char *b;
+	size_t n;
+	*v = 0;
+	int rc = tx_get(t, k, &b, &n);
+	if (rc == IOL_ENOT_FOUND)
+		return 0;
+	if (rc)
+		return rc;
+	if (n == 8)
+		*v = get_be64(b);
+	rocksdb_free(b);
+	return 0;
+}
+
+static void add_group_ranges(struct tx *t, uint64_t group, int64_t d)
+{
+	struct key k;
+	uint64_t v;
+	key_range_count(&k, group);
+	if (get_u64(t, &k, &v))
+		return;
+	v += (uint64_t)d;
+	char b[8];
+	put_be64(b, v);
+	rocksdb_writebatch_wi_put(t->wb, k.b, k.n, b, 8);
+}
+
+/* The live group >= 1 holding the fewest ranges (ties: the lowest id);
+ * 0 when the table has none (records stay in the root). */
+static uint64_t least_loaded_group(struct tx *t)
+{
+	struct key lo;
+	k_init(&lo, 'g');
+	uint64_t best = 0, best_n = UINT64_MAX;
+	rocksdb_iterator_t *it = tx_iter(t, &lo);
+	for (; iter_has_prefix(it, &lo); rocksdb_iter_next(it)) {
+		size_t vn;
+		const char *vb = rocksdb_iter_value(it, &vn);
+		Iolake__Meta__GroupDesc *g = (Iolake__Meta__GroupDesc *)protobuf_c_message_unpack(
+			&iolake__meta__group_desc__descriptor, NULL, vn, (const uint8_t *)vb);
+		if (!g) {
+			t->io_err = -EIO;
+			break;
+		}
+		if (!g->deleted) {
+			struct key ck;
+			uint64_t n;
+			key_range_count(&ck, g->id);
+			if (get_u64(t, &ck, &n) == 0 && n < best_n) {
+				best_n = n;
+				best = g->id;
+			}
+		}
+		meta_state_free_msg(g);
+	}
+	rocksdb_iter_destroy(it);
+	return best;
+}
+
+static int put_range_row(struct tx *t, uint64_t id, const char *bucket, const char *start,
+			 const char *end, uint64_t group)
+{
+	Iolake__Meta__RangeDesc d = IOLAKE__META__RANGE_DESC__INIT;
+	d.id = id;
+	d.bucket = (char *)bucket;
+	d.start = (char *)start;
+	d.end = (char *)end;
+	d.group = group;
+	struct key k;
+	key_range_row(&k, bucket, start);
+	add_group_ranges(t, group, 1);
+	return tx_put_msg(t, &k, &d.base);
+}
+
+/* CreateBucket in the root: one range over the whole bucket, when range
+ * groups exist. */
+static int create_bucket_range(struct tx *t, const char *bucket)
+{
+	uint64_t g = least_loaded_group(t);
+	if (t->io_err)
+		return t->io_err;
+	return g ? put_range_row(t, t->gen, bucket, "", "", g) : 0;
+}
+
+/* DeleteBucket in the root: drop the bucket's range rows. */
+static void delete_bucket_ranges(struct tx *t, const char *bucket)
+{
+	struct key p;
+	key_range_row(&p, bucket, "");
+	rocksdb_iterator_t *it = tx_iter(t, &p);
+	for (; iter_has_prefix(it, &p); rocksdb_iter_next(it)) {
+		size_t kn, vn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		const char *vb = rocksdb_iter_value(it, &vn);
+		Iolake__Meta__RangeDesc *d = (Iolake__Meta__RangeDesc *)protobuf_c_message_unpack(
+			&iolake__meta__range_desc__descriptor, NULL, vn, (const uint8_t *)vb);
+		if (d)
+			add_group_ranges(t, d->group, -1);
+		meta_state_free_msg(d);
+		struct key k;
+		memcpy(k.b, kb, kn);
+		k.n = kn;
+		tx_del(t, &k);
+	}
+	rocksdb_iter_destroy(it);
+	t->bucket_noranges[0] = 0;
+}
+
+/* Whether table ('O' or 'U') holds a key of bucket in [start, end). */
+static bool span_nonempty(struct tx *t, char table, const char *bucket, const char *start,
+			  const char *end)
+{
+	struct key lo, p;
+	k_init(&p, table);
+	k_str(&p, bucket);
+	k_byte(&p, 0);
+	lo = p;
+	k_str(&lo, start);
+	rocksdb_iterator_t *it = tx_iter(t, &lo);
+	bool any = false;
+	if (iter_has_prefix(it, &p)) {
+		size_t kn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		kb += p.n;
+		kn -= p.n;
+		/* uploads: the S3 key ends at the 0x00 before the upload id */
+		const char *z = table == 'U' ? memchr(kb, 0, kn) : NULL;
+		if (z)
+			kn = (size_t)(z - kb);
+		size_t en = strlen(end);
+		int c = memcmp(kb, end, kn < en ? kn : en);
+		any = !end[0] || c < 0 || (c == 0 && kn < en);
+	}
+	rocksdb_iter_destroy(it);
+	return any;
+}
+
+static bool group_holds_ranges(struct tx *t, uint64_t group)
+{
+	struct key k;
+	uint64_t n;
+	key_range_count(&k, group);
+	return get_u64(t, &k, &n) == 0 && n > 0;
+}
+
+static int op_open_range(struct tx *t, const Iolake__Meta__OpenRange *op)
+{
+	const Iolake__Meta__RangeDesc *d = op->range;
+	if (!d || d->id == 0 || !valid_range_bounds(d->bucket, d->start, d->end))
+		return -EINVAL;
+	if (range_load(t, d->id))
+		return 0;   /* open or sealed: unchanged */
+	if (t->io_err)
+		return t->io_err;
+	Iolake__Meta__RangeDesc n = IOLAKE__META__RANGE_DESC__INIT;
+	n.id = d->id;
+	n.bucket = d->bucket;
+	n.start = d->start;
+	n.end = d->end;
+	n.group = d->group;
+	struct key k;
+	key_open_range(&k, d->id);
+	return tx_put_msg(t, &k, &n.base);
+}
+
+static int op_seal_range(struct tx *t, const Iolake__Meta__SealRange *op)
+{
+	const Iolake__Meta__RangeDesc *d = op->range;
+	if (!d || d->id == 0 || !valid_range_bounds(d->bucket, d->start, d->end))
+		return -EINVAL;
+	Iolake__Meta__RangeDesc *r = range_load(t, d->id);
+	if (t->io_err)
+		return t->io_err;
+	struct key k;
+	key_open_range(&k, d->id);
+	if (!r) {
+		if (op->unseal)
+			return IOL_ENOT_FOUND;
+		Iolake__Meta__RangeDesc n = IOLAKE__META__RANGE_DESC__INIT;
+		n.id = d->id;
+		n.bucket = d->bucket;
+		n.start = d->start;
+		n.end = d->end;
+		n.group = d->group;
+		n.sealed = true;
+		return tx_put_msg(t, &k, &n.base);
+	}
+	if (op->unseal) {
+		r->sealed = false;
+		t->rng_dirty = true;
+		return 0;
+	}
+	if (r->sealed)
+		return 0;
+	if (span_nonempty(t, 'O', r->bucket, r->start, r->end) ||
+	    span_nonempty(t, 'U', r->bucket, r->start, r->end))
+		return META_ENOTEMPTY;
+	r->sealed = true;
+	t->rng_dirty = true;
+	return 0;
+}
+
+static int op_split_range(struct tx *t, const Iolake__Meta__SplitRange *op)
+{
+	if (!valid_bucket(op->bucket) || !valid_key(op->key) || !op->key[0] || op->range_id == 0)
+		return -EINVAL;
+	/* The row holding key: the last one whose start <= key. */
+	struct key lo, p;
+	key_range_row(&p, op->bucket, "");
+	key_range_row(&lo, op->bucket, op->key);
+	k_byte(&lo, 0);   /* just above key itself */
+	rocksdb_iterator_t *it = tx_iter(t, &lo);
+	if (rocksdb_iter_valid(it))
+		rocksdb_iter_prev(it);
+	else
+		rocksdb_iter_seek_to_last(it);
+	Iolake__Meta__RangeDesc *d = NULL;
+	if (iter_has_prefix(it, &p)) {
+		size_t vn;
+		const char *vb = rocksdb_iter_value(it, &vn);
+		d = (Iolake__Meta__RangeDesc *)protobuf_c_message_unpack(
+			&iolake__meta__range_desc__descriptor, NULL, vn, (const uint8_t *)vb);
+	}
+	rocksdb_iter_destroy(it);
+	int rc = 0;
+	if (!d || d->id != op->range_id) {
+		rc = IOL_ENOT_FOUND;
+		goto out;
+	}
+	if (!strcmp(d->start, op->key) || !range_covers(d, op->key)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	uint64_t right_group = least_loaded_group(t);
+	if (t->io_err) {
+		rc = t->io_err;
+		goto out;
+	}
+	if (!right_group)
+		right_group = d->group;
+	/* Generations are (index << 16) | position < 4096: the right
+	 * half's id sets bit 15 and stays unique. */
+	add_group_ranges(t, d->group, -1);
+	rc = put_range_row(t, t->gen, op->bucket, d->start, op->key, d->group);
+	if (rc == 0)
+		rc = put_range_row(t, t->gen | 0x8000, op->bucket, op->key, d->end, right_group);
+out:
+	meta_state_free_msg(d);
+	return rc;
+}
+
 static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
+	t->range_id = op->range_id;
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
@@ -1617,11 +2042,17 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_SET_BUCKET_CORS:
 		return op_set_bucket_cors(t, op->set_bucket_cors);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
-	case IOLAKE__META__OP__BODY_DELETE_GROUP: return op_delete_group(t, op->delete_group, r);
+	case IOLAKE__META__OP__BODY_DELETE_GROUP:
+		if (group_holds_ranges(t, op->delete_group->id))
+			return IOL_ECONFLICT;   /* its ranges would lose their records */
+		return op_delete_group(t, op->delete_group, r);
 	case IOLAKE__META__OP__BODY_SET_OBJECT_ACL:
 		return op_set_object_acl(t, op->set_object_acl);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_ACCESS:
 		return op_set_bucket_access(t, op->set_bucket_access);
+	case IOLAKE__META__OP__BODY_OPEN_RANGE: return op_open_range(t, op->open_range);
+	case IOLAKE__META__OP__BODY_SEAL_RANGE: return op_seal_range(t, op->seal_range);
+	case IOLAKE__META__OP__BODY_SPLIT_RANGE: return op_split_range(t, op->split_range);
 	default: return -EINVAL;
 	}
 }
@@ -1902,6 +2333,11 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		}
 	}
 	session_flush(&t);
+	range_flush(&t);
+	if (t.io_err) {
+		rc = -EIO;
+		goto out_batch;
+	}
 	put_applied(t.wb, raft_index);
 	rc = write_batch(s, t.wb);
 	if (rc == 0) {
@@ -1910,6 +2346,7 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		rc = (int)b->n_ops;
 	}
 out_batch:
+	meta_state_free_msg(t.rng);
 out_wb:
 	arena_release(&a);
 	rocksdb_writebatch_wi_destroy(t.wb);
@@ -2215,9 +2652,11 @@ int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__
 /* Every record of one table (keys starting with `table`), unpacked with
  * desc, in key order, at most max; keep (may be NULL) filters. The array
  * and its messages are the caller's (meta_state_free_msg each, free). */
-static int list_table(struct meta_state *s, char table, const ProtobufCMessageDescriptor *desc,
-		      bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
-		      size_t max, ProtobufCMessage ***out, size_t *n_out)
+/* Records under the key prefix pfx[0..pn), in key order. */
+static int list_prefix(struct meta_state *s, const char *pfx, size_t pn,
+		       const ProtobufCMessageDescriptor *desc,
+		       bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
+		       size_t max, ProtobufCMessage ***out, size_t *n_out)
 {
 	int rc = 0;
 	size_t n = 0, cap = 16;
@@ -2225,11 +2664,11 @@ static int list_table(struct meta_state *s, char table, const ProtobufCMessageDe
 	if (!v)
 		return -ENOMEM;
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
-	for (rocksdb_iter_seek(it, &table, 1); rocksdb_iter_valid(it) && n < max;
+	for (rocksdb_iter_seek(it, pfx, pn); rocksdb_iter_valid(it) && n < max;
 	     rocksdb_iter_next(it)) {
 		size_t kn, vn;
 		const char *kb = rocksdb_iter_key(it, &kn);
-		if (kn < 1 || kb[0] != table)
+		if (kn < pn || memcmp(kb, pfx, pn) != 0)
 			break;
 		const char *vb = rocksdb_iter_value(it, &vn);
 		ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, vn, (const uint8_t *)vb);
@@ -2262,6 +2701,81 @@ static int list_table(struct meta_state *s, char table, const ProtobufCMessageDe
 	}
 	*out = v;
 	*n_out = n;
+	return 0;
+}
+
+static int list_table(struct meta_state *s, char table, const ProtobufCMessageDescriptor *desc,
+		      bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
+		      size_t max, ProtobufCMessage ***out, size_t *n_out)
+{
+	return list_prefix(s, &table, 1, desc, keep, arg, max, out, n_out);
+}
+
+int meta_state_list_ranges(struct meta_state *s, const char *bucket,
+			   Iolake__Meta__RangeDesc ***out, size_t *n)
+{
+	struct key p;
+	k_init(&p, 'Q');
+	if (bucket) {
+		if (!valid_bucket(bucket))
+			return -EINVAL;
+		k_str(&p, bucket);
+		k_byte(&p, 0);
+	}
+	return list_prefix(s, p.b, p.n, &iolake__meta__range_desc__descriptor, NULL, NULL,
+			   META_RANGES_MAX, (ProtobufCMessage ***)out, n);
+}
+
+int meta_state_list_open_ranges(struct meta_state *s, Iolake__Meta__RangeDesc ***out, size_t *n)
+{
+	return list_table(s, 'r', &iolake__meta__range_desc__descriptor, NULL, NULL,
+			  META_RANGES_MAX, (ProtobufCMessage ***)out, n);
+}
+
+int meta_state_get_open_range(struct meta_state *s, uint64_t id, Iolake__Meta__RangeDesc **out)
+{
+	struct key k;
+	k_init(&k, 'r');
+	k_u64(&k, id);
+	return read_msg(s, &k, &iolake__meta__range_desc__descriptor, (void **)out);
+}
+
+bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket)
+{
+	if (!valid_bucket(bucket))
+		return false;
+	struct key p;
+	k_init(&p, 'Q');
+	k_str(&p, bucket);
+	k_byte(&p, 0);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	rocksdb_iter_seek(it, p.b, p.n);
+	bool any = false;
+	if (rocksdb_iter_valid(it)) {
+		size_t kn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		any = kn >= p.n && memcmp(kb, p.b, p.n) == 0;
+	}
+	rocksdb_iter_destroy(it);
+	return any;
+}
+
+int meta_state_group_ranges(struct meta_state *s, uint64_t group, uint64_t *n)
+{
+	struct key k;
+	k_init(&k, 'q');
+	k_u64(&k, group);
+	char *v;
+	size_t vn;
+	*n = 0;
+	int rc = db_get(s, &k, &v, &vn);
+	if (rc == IOL_ENOT_FOUND)
+		return 0;
+	if (rc)
+		return rc;
+	if (vn == 8)
+		*n = get_be64(v);
+	rocksdb_free(v);
 	return 0;
 }
 

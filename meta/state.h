@@ -6,7 +6,10 @@
  * table, epoch), the request table for exactly-once retries and the shard
  * GC queue and the shard reference index (what CheckShards answers);
  * in the root group's state, also the table of the other Raft groups
- * (CreateGroup / DeleteGroup; the member starts and stops them).
+ * (CreateGroup / DeleteGroup; the member starts and stops them) and the
+ * range table (which group holds which keys of a bucket); in a range
+ * group's, the ranges it serves (open or sealed), which fence every
+ * object op by the range id it carries (meta.proto RangeDesc).
  * The Raft layer hands each committed entry to
  * meta_state_apply(); everything else here reads.
  *
@@ -57,6 +60,10 @@
 #define META_ENOTEMPTY (-ENOTEMPTY)
 #define META_ESTALE (-ESTALE)
 #define META_EINVALID_PART (-EBADE)
+/* The op's key range is not open in this group, is sealed, or does not
+ * cover its key (meta.proto RangeDesc): the sender re-reads the table. */
+#define META_EWRONG_RANGE (-EXDEV)
+#define META_RANGES_MAX 10000            /* ranges in one GetRanges answer */
 
 struct meta_state;
 
@@ -206,6 +213,24 @@ int meta_state_check_refs(struct meta_state *s, uint32_t pg, const uint8_t *cons
 /* The pg and object id an encoded gw_data layout (layout.proto) names,
  * read without unpacking it. false: not decodable, or no 16-byte id. */
 bool meta_layout_ref(const uint8_t *p, size_t n, uint32_t *pg, uint8_t id[META_REF_ID_LEN]);
+
+/* ---------------------------------------------------------- key ranges
+ * (meta.proto RangeDesc). Arrays are freed like meta_state_list_buckets'. */
+
+/* Root: the range table rows of bucket (NULL: of every bucket) in (bucket,
+ * start) order, at most META_RANGES_MAX. 0, IOL_ECORRUPT, -ENOMEM. */
+int meta_state_list_ranges(struct meta_state *s, const char *bucket,
+			   Iolake__Meta__RangeDesc ***out, size_t *n);
+/* Range group: its open-range rows (open and sealed, with counters) in id
+ * order, at most META_RANGES_MAX. */
+int meta_state_list_open_ranges(struct meta_state *s, Iolake__Meta__RangeDesc ***out,
+				size_t *n);
+/* Range group: one open-range row. 0, IOL_ENOT_FOUND, IOL_ECORRUPT, -EIO. */
+int meta_state_get_open_range(struct meta_state *s, uint64_t id, Iolake__Meta__RangeDesc **out);
+/* Root: whether bucket has range rows (its records live in range groups). */
+bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket);
+/* Root: how many ranges group holds (0 when none). 0 or -EIO. */
+int meta_state_group_ranges(struct meta_state *s, uint64_t group, uint64_t *n);
 
 /* ------------------------------------------------- object iteration
  * A cursor over one bucket's object records in key byte order, on a

@@ -26,7 +26,10 @@ class Aio:
         self.port = free_port()
         self.ep = "http://127.0.0.1:%d" % self.port
         self.osd_size = osd_size
-        self.args = list(args)  # more iolake-aio flags, on every start
+        # more iolake-aio flags, on every start; IOLAKE_AIO_EXTRA_ARGS adds
+        # some to every test's aio (e.g. "--range-groups 4": the S3 tests
+        # with object records in range groups)
+        self.args = list(args) + os.environ.get("IOLAKE_AIO_EXTRA_ARGS", "").split()
         self.proc = None
         self.log = open(os.path.join(self.tmp, "aio.log"), "ab")
 

@@ -1,0 +1,108 @@
+/*
+ * node_range.c — the member's side of key ranges (meta.proto RangeDesc):
+ * GetRanges (the root's range table, or a range group's open-range rows
+ * with their counters) and the gate every object read routed by range id
+ * passes (node_range_gate: the range open here, of this bucket, covering
+ * the key). Writes are fenced in meta/state.c's apply, not here.
+ *
+ * Owns nothing: it reads the group's state on the loop thread, after the
+ * read's ReadIndex round (meta/node_read.c), like the other reads.
+ * Not here: the range table's changes (state.c ops), routing (client.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "meta/node_internal.h"
+
+int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket, const char *key,
+		    Iolake__Meta__RangeDesc **out)
+{
+	if (out)
+		*out = NULL;
+	Iolake__Meta__RangeDesc *d = NULL;
+	int rc = meta_state_get_open_range(g->state, range_id, &d);
+	if (rc == IOL_ENOT_FOUND)
+		return META_EWRONG_RANGE;
+	if (rc)
+		return rc;
+	bool ok = !d->sealed && !strcmp(d->bucket, bucket ? bucket : "");
+	if (ok && key)
+		ok = strcmp(key, d->start) >= 0 && (!d->end[0] || strcmp(key, d->end) < 0);
+	if (!ok) {
+		meta_state_free_msg(d);
+		return META_EWRONG_RANGE;
+	}
+	if (out)
+		*out = d;
+	else
+		meta_state_free_msg(d);
+	return 0;
+}
+
+static void free_ranges(Iolake__Meta__RangeDesc **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
+/* The root's live groups >= 1 into resp->groups (malloc'd). */
+static int live_groups(struct meta_group *g, Iolake__Meta__GetRangesResponse *resp)
+{
+	Iolake__Meta__GroupDesc **v = NULL;
+	size_t n = 0;
+	int rc = meta_state_list_groups(g->state, &v, &n);
+	if (rc)
+		return rc;
+	resp->groups = calloc(n + 1, sizeof(*resp->groups));
+	for (size_t i = 0; i < n; i++) {
+		if (resp->groups && !v[i]->deleted)
+			resp->groups[resp->n_groups++] = v[i]->id;
+		meta_state_free_msg(v[i]);
+	}
+	free(v);
+	return resp->groups ? 0 : -ENOMEM;
+}
+
+void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r)
+{
+	const Iolake__Meta__GetRangesRequest *q = (const void *)rpc_req_msg(r);
+	Iolake__Meta__GetRangesResponse resp = IOLAKE__META__GET_RANGES_RESPONSE__INIT;
+	Iolake__Meta__RangeDesc **v = NULL;
+	size_t n = 0;
+	int rc;
+	if (g->id == 0) {
+		const char *bucket = q->bucket[0] ? q->bucket : NULL;
+		if (bucket) {
+			Iolake__Meta__Bucket *b = NULL;
+			rc = meta_state_get_bucket(g->state, bucket, &b);
+			meta_state_free_msg(b);
+			if (rc == IOL_ENOT_FOUND || rc == -EINVAL) {
+				resp.status = meta_state_err_to_status(rc);
+				rpc_respond(r, &resp.base, NULL);
+				return;
+			}
+			if (rc)
+				goto fail;
+		}
+		rc = meta_state_list_ranges(g->state, bucket, &v, &n);
+		if (rc == 0) {
+			rc = live_groups(g, &resp);
+			if (rc)
+				free_ranges(v, n);
+		}
+	} else {
+		rc = meta_state_list_open_ranges(g->state, &v, &n);
+	}
+	if (rc)
+		goto fail;
+	resp.ranges = v;
+	resp.n_ranges = n;
+	rpc_respond(r, &resp.base, NULL);
+	free_ranges(v, n);
+	free(resp.groups);
+	return;
+fail:
+	rpc_fail(r, RPC_INTERNAL, "get ranges: %s", iol_strerror(rc));
+}
