@@ -304,12 +304,12 @@ static struct rpc_channel *osd_channel(struct admin_api *a, const char *addr)
 	for (size_t i = 0; i < a->n_chans; i++)
 		if (!strcmp(a->chans[i].addr, addr))
 			return a->chans[i].ch;
-	if (a->n_chans == ADMIN_OSD_CHANNELS || strlen(addr) >= META_NODE_ADDR_MAX)
+	if (a->n_chans == ADMIN_OSD_CHANNELS || strlen(addr) >= META_ADDR_MAX)
 		return NULL;
 	struct rpc_channel *ch = rpc_channel_open(a->loop, addr, NULL);
 	if (!ch)
 		return NULL;
-	snprintf(a->chans[a->n_chans].addr, META_NODE_ADDR_MAX, "%s", addr);
+	snprintf(a->chans[a->n_chans].addr, META_ADDR_MAX, "%s", addr);
 	a->chans[a->n_chans++].ch = ch;
 	return ch;
 }

@@ -32,7 +32,7 @@
  * use the accessors below. */
 
 struct osd_chan {
-	char addr[META_NODE_ADDR_MAX];
+	char addr[META_ADDR_MAX];
 	struct rpc_channel *ch;
 };
 

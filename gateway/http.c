@@ -526,28 +526,6 @@ static void unkick(struct conn *c)
 }
 
 static void server_maybe_done(struct http_server *srv);
-/* The client's address as text, for policies (aws:SourceIp) and logs. An
- * IPv4-mapped IPv6 address is shown as IPv4. */
-static void peer_name(struct conn *c)
-{
-	struct sockaddr_storage ss;
-	int len = sizeof(ss);
-	c->peer[0] = 0;
-	memset(c->peer_bin, 0, sizeof(c->peer_bin));
-	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
-		return;
-	if (ss.ss_family == AF_INET) {
-		c->peer_bin[10] = c->peer_bin[11] = 0xff;
-		memcpy(c->peer_bin + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-		uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof(c->peer));
-	} else if (ss.ss_family == AF_INET6) {
-		memcpy(c->peer_bin, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-		uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof(c->peer));
-		if (!strncmp(c->peer, "::ffff:", 7) && strchr(c->peer + 7, '.'))
-			memmove(c->peer, c->peer + 7, strlen(c->peer + 7) + 1);
-	}
-}
-
 static void accept_one(struct http_server *srv);
 static void on_srv_handle_closed(uv_handle_t *h);
 
@@ -628,7 +606,7 @@ static void accept_one(struct http_server *srv)
 	}
 	srv->stats.conns_accepted++;
 	uv_tcp_nodelay(&c->tcp, 1);
-	peer_name(c);
+	conn_peer_name(c);
 	if (srv->limit &&
 	    !http_limit_conn_open(srv->limit, c->peer_bin, loop_now_ns(), &c->limit_slot)) {
 		count(srv->m_refused_conns, &srv->stats.limit_conns_refused);

@@ -121,6 +121,8 @@ struct http_server {
 /* ------------------------------------------------------------ http.c */
 
 /* Close the connection (an active exchange gets on_finish(err)). */
+/* Fill c->peer from the accepted socket (http_resp.c). */
+void conn_peer_name(struct conn *c);
 void conn_close(struct conn *c, int err);
 /* The response is fully handed to the kernel: finish the exchange, then
  * linger or read the next request. */

@@ -313,6 +313,28 @@ const char *http_stream_request_id(const struct http_stream *s)
 	return s->c->request_id;
 }
 
+/* The client's address as text, for policies (aws:SourceIp) and logs. An
+ * IPv4-mapped IPv6 address is shown as IPv4. */
+void conn_peer_name(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	c->peer[0] = 0;
+	memset(c->peer_bin, 0, sizeof(c->peer_bin));
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
+		return;
+	if (ss.ss_family == AF_INET) {
+		c->peer_bin[10] = c->peer_bin[11] = 0xff;
+		memcpy(c->peer_bin + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+		uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof(c->peer));
+	} else if (ss.ss_family == AF_INET6) {
+		memcpy(c->peer_bin, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+		uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof(c->peer));
+		if (!strncmp(c->peer, "::ffff:", 7) && strchr(c->peer + 7, '.'))
+			memmove(c->peer, c->peer + 7, strlen(c->peer + 7) + 1);
+	}
+}
+
 const char *http_stream_peer_addr(const struct http_stream *s)
 {
 	return s->c->peer;

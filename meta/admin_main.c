@@ -42,9 +42,10 @@
 #include "meta/admin_aio.h"
 #include "meta/admin_http.h"
 #include "meta/client.h"
+#include "meta/node.h"
 #include "meta/range_admin.h"
 #include "meta/rootkey.h"
-#include "osd/store/rec.h"
+#include "osd/client.h"
 #include "proto/osd.pb-c.h"
 
 static uv_loop_t loop;
@@ -268,13 +269,13 @@ static void pg_summary_text(const Iolake__Meta__PgStatsResponse *ps, const char 
 }
 
 /* Page on after lk: copy it into after, its object id into after_oid
- * (STORE_OID_MAX bytes, the caller's, outliving the next request). */
+ * (OSD_OID_MAX bytes, the caller's, outliving the next request). */
 static void set_after(Iolake__Osd__ShardKey *after, uint8_t *after_oid,
 		      const Iolake__Osd__ShardKey *lk)
 {
 	after->pg = lk->pg;
 	after->shard = lk->shard;
-	after->object_id.len = lk->object_id.len < STORE_OID_MAX ? lk->object_id.len : STORE_OID_MAX;
+	after->object_id.len = lk->object_id.len < OSD_OID_MAX ? lk->object_id.len : OSD_OID_MAX;
 	memcpy(after_oid, lk->object_id.data, after->object_id.len);
 	after->object_id.data = after_oid;
 }
@@ -607,22 +608,28 @@ static int osd_call(struct rpc_channel *ch, int method, const ProtobufCMessage *
 
 static void bad_row(const Iolake__Meta__OsdInfo *o, const Iolake__Osd__BadShard *b, bool first)
 {
-	struct store_key k = { 0 };
-	char name[STORE_OID_MAX * 4 + 64] = "(bad key)";
-	if (b->key && store_key_make(&k, b->key->pg, b->key->object_id.data,
-				     b->key->object_id.len, (uint8_t)b->key->shard) == 0)
-		store_key_format(&k, name, sizeof(name));
+	char name[OSD_SHARD_NAME_MAX] = "(bad key)";
+	uint32_t pg = 0, shard = 0;
+	const uint8_t *oidb = NULL;
+	size_t oid_len = 0;
+	if (b->key && osd_shard_name(b->key->pg, b->key->object_id.data, b->key->object_id.len,
+				     b->key->shard, name, sizeof(name)) == 0) {
+		pg = b->key->pg;
+		shard = b->key->shard;
+		oidb = b->key->object_id.data;
+		oid_len = b->key->object_id.len;
+	}
 	if (json) {
-		printf("%s{\"pg\":%u,\"object_id\":", first ? "" : ",", k.pg);
-		char oid[STORE_OID_MAX * 4 + 1];
+		printf("%s{\"pg\":%u,\"object_id\":", first ? "" : ",", pg);
+		char oid[OSD_OID_MAX * 4 + 1];
 		size_t n = 0;
-		for (size_t i = 0; i < k.oid_len; i++)
+		for (size_t i = 0; i < oid_len; i++)
 			n += (size_t)snprintf(oid + n, sizeof(oid) - n,
-					      k.oid[i] >= 0x20 && k.oid[i] < 0x7f ? "%c" : "\\x%02x",
-					      k.oid[i]);
+					      oidb[i] >= 0x20 && oidb[i] < 0x7f ? "%c" : "\\x%02x",
+					      oidb[i]);
 		oid[n] = 0;
 		jstr(oid);
-		printf(",\"shard\":%u,\"name\":", k.shard);
+		printf(",\"shard\":%u,\"name\":", shard);
 		jstr(name);
 		printf(",\"kind\":");
 		jstr(b->kind);
@@ -695,7 +702,7 @@ static size_t scrub_osd(const Iolake__Meta__OsdInfo *o, bool first, bool list)
 	/* JSON: always list; table: only in the second (listing) round. */
 	if (json || list) {
 		Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
-		uint8_t after_oid[STORE_OID_MAX];
+		uint8_t after_oid[OSD_OID_MAX];
 		bool have_after = false, firstb = true;
 		while (seen < SCRUB_BAD_MAX) {
 			Iolake__Osd__ListBadShardsRequest q = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
@@ -1003,7 +1010,7 @@ static int cmd_pg_ls(void)
 #define CHECK_PAGE 1000
 
 struct check_ent {
-	uint8_t oid[STORE_OID_MAX];
+	uint8_t oid[OSD_OID_MAX];
 	uint8_t oid_len;
 	uint8_t slot;
 };
@@ -1049,7 +1056,7 @@ static int cmd_pg_check(void)
 			if (!ch[oi])
 				ch[oi] = osd_open(m->osds[oi]->addr);
 			Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
-			uint8_t after_oid[STORE_OID_MAX];
+			uint8_t after_oid[OSD_OID_MAX];
 			bool have_after = false;
 			for (;;) {
 				Iolake__Osd__ListShardsRequest q = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
@@ -1069,7 +1076,7 @@ static int cmd_pg_check(void)
 				for (size_t i = 0; i < r->n_shards; i++) {
 					const Iolake__Osd__ShardKey *k = r->shards[i]->key;
 					if (!k || k->shard != slot || !k->object_id.len ||
-					    k->object_id.len > STORE_OID_MAX)
+					    k->object_id.len > OSD_OID_MAX)
 						continue;
 					if (n_ents == cap) {
 						cap = cap ? 2 * cap : 4096;

@@ -319,7 +319,7 @@ static int leader_hint(struct meta_client *c, const char *msg)
 	if (!p || !p[7])
 		return -1;
 	p += 7;
-	char addr[META_NODE_ADDR_MAX];
+	char addr[META_ADDR_MAX];
 	size_t len = strcspn(p, " ;");
 	if (len == 0 || len >= sizeof(addr))
 		return -1;

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "meta/node.h"
+#include "common/proto/meta_methods.h"
 #include "proto/meta.pb-c.h"
 
 #define META_CLIENT_MAX_MEMBERS 16

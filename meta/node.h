@@ -47,10 +47,11 @@
 #include <uv.h>
 
 #include "common/metrics.h"
+#include "common/proto/meta_methods.h"
 #include "meta/state.h"
 
 #define META_NODE_MAX_PEERS 9
-#define META_NODE_ADDR_MAX 64           /* "host:port" + NUL */
+#define META_NODE_ADDR_MAX META_ADDR_MAX /* "host:port" + NUL */
 #define META_NODE_ENTRY_BYTES (128u << 10)  /* target bytes of one entry */
 #define META_NODE_PIPELINE 2            /* entries proposed, not yet applied */
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
@@ -68,36 +69,6 @@
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 
-/* Method numbers of service iolake.meta.Meta (meta.proto order). */
-enum meta_method {
-	META_M_SUBMIT,
-	META_M_GET_BUCKET,
-	META_M_LIST_BUCKETS,
-	META_M_HEAD_OBJECT,
-	META_M_LIST_OBJECTS,
-	META_M_GET_ACCESS_KEY,
-	META_M_LIST_USERS,
-	META_M_GET_MAP,
-	META_M_WATCH_MAP,
-	META_M_HEARTBEAT,
-	META_M_STATUS,
-	META_M_ADD_MEMBER,
-	META_M_REMOVE_MEMBER,
-	META_M_METRICS,
-	META_M_GET_UPLOAD,
-	META_M_LIST_PARTS,
-	META_M_LIST_UPLOADS,
-	META_M_LIST_GC,
-	META_M_REPORT_PGS,
-	META_M_FLAG_PGS,
-	META_M_PG_STATS,
-	META_M_CHECK_SHARDS,
-	META_M_CONFIRM_LEADER,
-	META_M_FETCH_SNAPSHOT,
-	META_M_GET_RANGES,
-	META_M_COUNT
-};
-#define META_SERVICE (&iolake__meta__meta__descriptor)
 
 struct meta_peer {
 	uint64_t id;                     /* > 0 */

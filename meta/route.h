@@ -18,6 +18,8 @@
 #ifndef META_ROUTE_H
 #define META_ROUTE_H
 
+#include <stdbool.h>
+
 #include "meta/client.h"
 
 struct meta_route;

@@ -33,16 +33,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/proto/meta_methods.h"
 #include "proto/meta.pb-c.h"
 
 #define META_BATCH_MAX_OPS 4096          /* ops in one entry */
 #define META_ENTRY_MAX_BYTES (1u << 20)  /* one Raft entry, framing included */
-#define META_DEDUPE_WINDOW 1024          /* results kept per client */
 #define META_KEY_MAX 1024                /* S3 object key bytes */
 #define META_LIST_BUCKETS_MAX 10000
 #define META_LIST_USERS_MAX 10000
 #define META_PARTS_MAX 10000
-#define META_LIST_GC_MAX 1000            /* GC entries in one page */
 #define META_CHECK_SHARDS_MAX 1000       /* object ids in one CheckShards */
 #define META_REF_ID_LEN 16               /* a gw_data PUT's object id */
 #define META_POLICY_MAX 20480           /* a bucket policy's bytes (S3: 20 KB) */

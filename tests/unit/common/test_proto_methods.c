@@ -6,6 +6,7 @@
 #include <check.h>
 #include <string.h>
 
+#include "common/proto/meta_methods.h"
 #include "common/proto/osd_methods.h"
 
 START_TEST(osd_methods_match_descriptor)
@@ -26,11 +27,51 @@ START_TEST(osd_methods_match_descriptor)
 }
 END_TEST
 
+START_TEST(meta_methods_match_descriptor)
+{
+	static const struct {
+		unsigned m;
+		const char *name;
+	} want[] = {
+		{ META_M_SUBMIT, "Submit" },
+		{ META_M_GET_BUCKET, "GetBucket" },
+		{ META_M_LIST_BUCKETS, "ListBuckets" },
+		{ META_M_HEAD_OBJECT, "HeadObject" },
+		{ META_M_LIST_OBJECTS, "ListObjects" },
+		{ META_M_GET_ACCESS_KEY, "GetAccessKey" },
+		{ META_M_LIST_USERS, "ListUsers" },
+		{ META_M_GET_MAP, "GetMap" },
+		{ META_M_WATCH_MAP, "WatchMap" },
+		{ META_M_HEARTBEAT, "Heartbeat" },
+		{ META_M_STATUS, "Status" },
+		{ META_M_ADD_MEMBER, "AddMember" },
+		{ META_M_REMOVE_MEMBER, "RemoveMember" },
+		{ META_M_METRICS, "Metrics" },
+		{ META_M_GET_UPLOAD, "GetUpload" },
+		{ META_M_LIST_PARTS, "ListParts" },
+		{ META_M_LIST_UPLOADS, "ListUploads" },
+		{ META_M_LIST_GC, "ListGc" },
+		{ META_M_REPORT_PGS, "ReportPgs" },
+		{ META_M_FLAG_PGS, "FlagPgs" },
+		{ META_M_PG_STATS, "PgStats" },
+		{ META_M_CHECK_SHARDS, "CheckShards" },
+		{ META_M_CONFIRM_LEADER, "ConfirmLeader" },
+		{ META_M_FETCH_SNAPSHOT, "FetchSnapshot" },
+		{ META_M_GET_RANGES, "GetRanges" },
+	};
+	ck_assert_uint_eq(META_SERVICE->n_methods, META_M_COUNT);
+	ck_assert_uint_eq(sizeof(want) / sizeof(want[0]), META_M_COUNT);
+	for (size_t i = 0; i < META_M_COUNT; i++)
+		ck_assert_str_eq(META_SERVICE->methods[want[i].m].name, want[i].name);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("proto_methods");
 	TCase *tc = tcase_create("proto_methods");
 	tcase_add_test(tc, osd_methods_match_descriptor);
+	tcase_add_test(tc, meta_methods_match_descriptor);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
