@@ -82,7 +82,9 @@ PROTO_C     := $(patsubst common/proto/%.proto,$(B)/gen/proto/%.pb-c.c,$(PROTOS)
 PROTO_H     := $(PROTO_C:.c=.h)
 
 COMMON_SRC  := $(wildcard common/*.c)
-META_SRC    := $(filter-out meta/main.c meta/admin_main.c,$(wildcard meta/*.c))
+META_SRC    := $(filter-out meta/main.c,$(wildcard meta/*.c))
+# iolake-admin: a client of every service, in its own directory.
+ADMIN_SRC   := $(filter-out admin/main.c,$(wildcard admin/*.c))
 OSD_SRC     := $(filter-out osd/main.c,$(wildcard osd/*.c osd/store/*.c))
 GW_SRC      := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
@@ -92,13 +94,22 @@ LIB_COMMON  := $(B)/libiolake-common.a
 LIB_META    := $(B)/libiolake-meta.a
 LIB_OSD     := $(B)/libiolake-osd.a
 LIB_GW      := $(B)/libiolake-gw.a
+LIB_ADMIN   := $(B)/libiolake-admin.a
+# meta's client side (what other services link): the client, its key-range
+# routing, the map watch, root credentials; the rest of meta/ is the
+# member (Raft groups, the state machine) and only iolake-meta and
+# iolake-aio link it.
+META_CLIENT_SRC := $(addprefix meta/,client.c route.c range.c list_token.c mapwatch.c rootkey.c)
+META_SRC    := $(filter-out $(META_CLIENT_SRC),$(META_SRC))
+LIB_META_CLIENT := $(B)/libiolake-meta-client.a
 LIB_S3BENCH := $(B)/libiolake-s3bench.a
-LIBS        := $(LIB_S3BENCH) $(LIB_GW) $(LIB_OSD) $(LIB_META) $(LIB_COMMON)
+LIBS        := $(LIB_ADMIN) $(LIB_S3BENCH) $(LIB_GW) $(LIB_OSD) $(LIB_META) $(LIB_META_CLIENT) \
+               $(LIB_COMMON)
 
 # Binaries: name:main-source pairs; each is built once its main exists,
 # linked with every library.
 BIN_PAIRS   := meta:meta/main.c osd:osd/main.c gw:gateway/main.c \
-               aio:aio/main.c admin:meta/admin_main.c
+               aio:aio/main.c admin:admin/main.c
 BIN_PAIRS   := $(foreach p,$(BIN_PAIRS),$(if $(wildcard $(lastword $(subst :, ,$(p)))),$(p)))
 BIN_SRC     := $(foreach p,$(BIN_PAIRS),$(lastword $(subst :, ,$(p))))
 BINS        := $(foreach p,$(BIN_PAIRS),$(B)/iolake-$(firstword $(subst :, ,$(p))))
@@ -124,7 +135,8 @@ FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS     := $(patsubst tests/fuzz/%.c,$(B)/%,$(FUZZ_SRC))
 FUZZ_TIME   ?= 60
 
-ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(OSD_SRC) $(GW_SRC) $(BIN_SRC) \
+ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC) $(ADMIN_SRC) \
+               $(BIN_SRC) \
                $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC) \
                $(TOOL_SRC)
 
@@ -160,14 +172,25 @@ $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(patsubst $(B)/%.c,$(B)/obj/%.o,$(PROT
 $(LIB_META):   $(call obj,$(META_SRC))
 $(LIB_OSD):    $(call obj,$(OSD_SRC))
 $(LIB_GW):     $(call obj,$(GW_SRC))
+$(LIB_ADMIN):  $(call obj,$(ADMIN_SRC))
+$(LIB_META_CLIENT): $(call obj,$(META_CLIENT_SRC))
 $(LIB_S3BENCH): $(call obj,$(S3BENCH_LIB_SRC))
 $(LIBS):
 	@mkdir -p $(@D)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# Each service binary links only the libraries it may use, so a call into
+# another service's internals fails the link (the layering of
+# docs/architecture.md); iolake-aio runs everything and links everything.
+BIN_LIBS_meta  := $(LIB_META) $(LIB_META_CLIENT) $(LIB_COMMON)
+BIN_LIBS_osd   := $(LIB_OSD) $(LIB_META_CLIENT) $(LIB_COMMON)
+BIN_LIBS_gw    := $(LIB_GW) $(LIB_META_CLIENT) $(LIB_COMMON)
+BIN_LIBS_admin := $(LIB_ADMIN) $(LIB_OSD) $(LIB_META_CLIENT) $(LIB_COMMON)
+BIN_LIBS_aio   := $(LIBS)
 define bin_rule
-$(B)/iolake-$(firstword $(subst :, ,$(1))): $(call obj,$(lastword $(subst :, ,$(1)))) $(LIBS)
+$(B)/iolake-$(firstword $(subst :, ,$(1))): $(call obj,$(lastword $(subst :, ,$(1)))) \
+		$(BIN_LIBS_$(firstword $(subst :, ,$(1))))
 	$$(call say,LD,$$@)
 	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef

@@ -1,7 +1,7 @@
 /*
  * fuzz_admin_req.c — libFuzzer target for the admin API's request parsing
  * (gateway/admin_req), the aio.json reader iolake-admin uses
- * (meta/admin_aio) and the JSON writer the API answers with
+ * (admin/aio) and the JSON writer the API answers with
  * (common/jsonw).
  *
  * Input: byte 0 picks what the rest is (copied into an exactly-sized
@@ -29,7 +29,7 @@
 #include "common/json.h"
 #include "common/jsonw.h"
 #include "gateway/admin_req.h"
-#include "meta/admin_aio.h"
+#include "admin/aio.h"
 
 static const uint8_t key[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 

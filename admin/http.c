@@ -4,7 +4,7 @@
  * it and reads until the server closes, then splits the status line and
  * the head from the body.
  */
-#include "meta/admin_http.h"
+#include "admin/http.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -4,7 +4,7 @@
  * naming iolake-aio, so a pid reused by another process after a kill -9
  * reads as stale, not as a live aio.
  */
-#include "meta/admin_aio.h"
+#include "admin/aio.h"
 
 #include <errno.h>
 #include <fcntl.h>

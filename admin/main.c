@@ -15,7 +15,7 @@
  *     api METHOD PATH [BODY]  one call to the admin HTTP API (--data-dir only:
  *                           its URL from aio.json, signed with the root key)
  *
- * --data-dir finds a local iolake-aio by AIO_DIR/aio.json (meta/admin_aio.h):
+ * --data-dir finds a local iolake-aio by AIO_DIR/aio.json (admin/aio.h):
  * its meta admin address stands for --meta; a missing or stale file (aio
  * not running) is exit 2 with a line saying which.
  *
@@ -39,11 +39,10 @@
 #include "common/log.h"
 #include "common/proto/osd_methods.h"
 #include "common/rpc.h"
-#include "meta/admin_aio.h"
-#include "meta/admin_http.h"
+#include "admin/aio.h"
+#include "admin/http.h"
 #include "meta/client.h"
-#include "meta/node.h"
-#include "meta/range_admin.h"
+#include "admin/range.h"
 #include "meta/rootkey.h"
 #include "osd/client.h"
 #include "proto/osd.pb-c.h"
@@ -1351,17 +1350,38 @@ static int cmd_bucket_ls(void)
 	return 0;
 }
 
+/* "ID@HOST:PORT": a member id above 0 and its RPC address (checked again,
+ * fully, by the leader that applies the change). 0 or -EINVAL. */
+static int parse_member(const char *s, uint64_t *id, const char **addr)
+{
+	char *end;
+	const char *at = strchr(s, '@'), *colon = at ? strrchr(at, ':') : NULL;
+	if (!at || at == s || !colon || colon == at + 1 || !colon[1])
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end != at || v == 0 || errno)
+		return -EINVAL;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || port == 0 || port >= 65535)
+		return -EINVAL;
+	*id = v;
+	*addr = at + 1;
+	return 0;
+}
+
 static int cmd_member(bool add, const char *arg)
 {
 	Iolake__Meta__MemberChangeRequest req = IOLAKE__META__MEMBER_CHANGE_REQUEST__INIT;
 	if (add) {
-		struct meta_peer p;
-		if (meta_node_parse_peer(arg, &p)) {
+		uint64_t id;
+		const char *addr;
+		if (parse_member(arg, &id, &addr)) {
 			fprintf(stderr, "iolake-admin: member add: %s is not ID@HOST:PORT\n", arg);
 			return 2;
 		}
-		req.id = p.id;
-		req.address = (char *)p.addr;
+		req.id = id;
+		req.address = (char *)addr;
 	} else {
 		char *end;
 		req.id = strtoull(arg, &end, 10);

@@ -4,7 +4,7 @@
  * stops cleanly, names what it serves. A file whose pid is not a running
  * iolake-aio is stale (aio was killed, or the machine restarted).
  *
- * Reads one small file and /proc; no network. Used by meta/admin_main.c.
+ * Reads one small file and /proc; no network. Used by admin/main.c.
  */
 #ifndef META_ADMIN_AIO_H
 #define META_ADMIN_AIO_H

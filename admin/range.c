@@ -14,14 +14,14 @@
  * by the first client the new ranges refuse (meta/route.c opens a range
  * the table names and its group has not opened).
  */
-#include "meta/range_admin.h"
+#include "admin/range.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
-#include "meta/node.h"
+#include "meta/client.h"
 
 struct wait {
 	bool done;
