@@ -20,50 +20,15 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "gateway/admin_api_int.h"
+#include "gateway/gw_creds.h"
 
 /* ------------------------------------------------------------ credentials */
 
 /* s3_auth's credential source: meta's GetAccessKey (as the S3 front end's). */
-struct cred_lookup {
-	struct s3_cred_lookup *l;
-};
-
-static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct cred_lookup *cl = ud;
-	struct s3_cred_lookup *l = cl->l;
-	free(cl);
-	if (err) {
-		l->done(l, err == IOL_ENOT_FOUND ? -ENOENT : -EIO, NULL);
-		return;
-	}
-	const Iolake__Meta__GetAccessKeyResponse *r = (const void *)resp;
-	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->key || r->key->disabled ||
-	    !r->key->secret_key || !r->key->user || !*r->key->user) {
-		l->done(l, -ENOENT, NULL);
-		return;
-	}
-	struct s3_cred cred = { .secret = r->key->secret_key, .user = r->key->user,
-				.admin = r->admin };
-	l->done(l, 0, &cred);
-}
-
 void admin_cred_lookup(void *ctx, struct s3_cred_lookup *l)
 {
 	struct admin_api *a = ctx;
-	struct cred_lookup *cl = malloc(sizeof(*cl));
-	if (!cl) {
-		l->done(l, -ENOMEM, NULL);
-		return;
-	}
-	*cl = (struct cred_lookup){ .l = l };
-	Iolake__Meta__GetAccessKeyRequest req = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
-	req.access_key_id = (char *)l->access_key;
-	int rc = meta_client_call(a->mc, META_M_GET_ACCESS_KEY, &req.base, on_access_key, cl);
-	if (rc) {
-		free(cl);
-		l->done(l, rc, NULL);
-	}
+	gw_creds_lookup(a->mc, NULL, l);
 }
 
 /* SigV4 verified (or refused). */

@@ -1,0 +1,21 @@
+/*
+ * gw_creds.h — s3_auth's credential source over meta: an access key's
+ * secret, user and admin flag from meta's GetAccessKey. One for the S3
+ * front end and the admin API alike. Owns nothing but one allocation per
+ * lookup in flight; the caching is s3_auth's.
+ */
+#ifndef GATEWAY_GW_CREDS_H
+#define GATEWAY_GW_CREDS_H
+
+#include "common/metrics.h"
+#include "gateway/s3_auth.h"
+#include "meta/client.h"
+
+/* Look l->access_key up through mc; l->done runs exactly once, as
+ * s3_auth.h says (-ENOENT for an unknown, disabled or ownerless key, -EIO
+ * or another error for a failed call). calls: counted per call sent to
+ * meta, or NULL. mc's loop thread. */
+void gw_creds_lookup(struct meta_client *mc, struct metrics_counter *calls,
+		     struct s3_cred_lookup *l);
+
+#endif
