@@ -570,11 +570,48 @@ static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
 	return rc ? rc : create_bucket_range(t, b.name);
 }
 
+/* The smallest key above every key that starts with p (its last byte
+ * below 0xFF incremented, the rest cut): false when there is none. */
+static bool key_prefix_end(const struct key *p, struct key *end)
+{
+	*end = *p;
+	while (end->n && (uint8_t)end->b[end->n - 1] == 0xFF)
+		end->n--;
+	if (!end->n)
+		return false;
+	end->b[end->n - 1]++;
+	return true;
+}
+
+/* Read options whose iterators stop at the end of prefix p (NULL when p
+ * has no end, or out of memory: the default options then). A seek into
+ * an empty prefix must not walk the tombstones that follow it: 'Q' (the
+ * range table) sits just below 'R' (the request table), whose pruned
+ * entries are deleted keys, so an unbounded seek for a bucket without
+ * ranges stepped over every tombstone not yet compacted, on every op (a
+ * meta thread at 80% and 64 KiB PUTs at a third of their rate in aio). */
+static rocksdb_readoptions_t *prefix_ro(const struct key *p, struct key *end)
+{
+	if (!key_prefix_end(p, end))
+		return NULL;
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	if (ro)
+		rocksdb_readoptions_set_iterate_upper_bound(ro, end->b, end->n);
+	return ro;
+}
+
 static bool prefix_nonempty(struct tx *t, const struct key *prefix)
 {
-	rocksdb_iterator_t *it = tx_iter(t, prefix);
+	struct key end;
+	rocksdb_readoptions_t *ro = prefix_ro(prefix, &end);
+	rocksdb_iterator_t *base = rocksdb_create_iterator(t->s->db, ro ? ro : t->s->ro);
+	/* Takes over base; the batch part ignores the bound: checked below. */
+	rocksdb_iterator_t *it = rocksdb_writebatch_wi_create_iterator_with_base(t->wb, base);
+	rocksdb_iter_seek(it, prefix->b, prefix->n);
 	bool any = iter_has_prefix(it, prefix);
 	rocksdb_iter_destroy(it);
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
 	return any;
 }
 
@@ -2748,7 +2785,9 @@ bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket)
 	k_init(&p, 'Q');
 	k_str(&p, bucket);
 	k_byte(&p, 0);
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	struct key end;
+	rocksdb_readoptions_t *ro = prefix_ro(&p, &end);   /* see prefix_ro */
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, ro ? ro : s->ro);
 	rocksdb_iter_seek(it, p.b, p.n);
 	bool any = false;
 	if (rocksdb_iter_valid(it)) {
@@ -2757,6 +2796,8 @@ bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket)
 		any = kn >= p.n && memcmp(kb, p.b, p.n) == 0;
 	}
 	rocksdb_iter_destroy(it);
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
 	return any;
 }
 
