@@ -17,7 +17,7 @@ clients that still use it:
 - s3cmd with signature_v2 = True: mb/put/get/ls/info (?acl)/del/rb.
 - iolake-aio --sigv2=false: both forms answer 400 InvalidRequest and
   nothing is written; SigV4 still works."""
-import os, random, subprocess, sys, tempfile, time
+import os, random, shutil, subprocess, sys, tempfile, time
 
 from botocore.exceptions import ClientError
 
@@ -55,10 +55,9 @@ def code_of(body):
     return s.split("<Code>")[1].split("</Code>")[0] if "<Code>" in s else s
 
 
-def presigned_default(aio):
+def presigned_default(aio, tmp):
     """Debian's boto3 with its default presigner: SigV2 query auth."""
     s3 = aio.client()  # no signature_version: the library's default
-    tmp = tempfile.mkdtemp(dir="/dev/shm", prefix="v2.")
     body = rnd.randbytes(300 * 1024)
     path = os.path.join(tmp, "in")
     open(path, "wb").write(body)
@@ -146,8 +145,7 @@ def header_auth(aio):
     expect(s3.list_objects(Bucket=BUCKET).get("Contents", []), [], "SigV2 deletes")
 
 
-def s3cmd_v2(aio):
-    tmp = tempfile.mkdtemp(dir="/dev/shm", prefix="v2s3cmd.")
+def s3cmd_v2(aio, tmp):
     cfg = os.path.join(tmp, "s3cfg")
     open(cfg, "w").write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = 127.0.0.1:%d\n"
                          "host_bucket = 127.0.0.1:%d\nuse_https = False\nsignature_v2 = True\n"
@@ -198,14 +196,16 @@ def sigv2_off():
 def main():
     aio = Aio()
     aio.start()
+    tmp = tempfile.mkdtemp(dir="/dev/shm", prefix="sigv2.")
     try:
         aio.client(signature_version="s3v4").create_bucket(Bucket=BUCKET)
-        presigned_default(aio)
+        presigned_default(aio, tmp)
         header_auth(aio)
-        s3cmd_v2(aio)
+        s3cmd_v2(aio, tmp)
     finally:
         aio.stop()
         aio.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     sigv2_off()
     print("PASS")
 
