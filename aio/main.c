@@ -53,6 +53,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -505,6 +506,18 @@ static void osd_close_fn(void *arg)
 
 /* --- gateway --- */
 
+/* Set on the control loop once the root key is committed in meta: until
+ * then a client that waited for /health/ready would be refused its first
+ * request (InvalidAccessKeyId, and then negative-cached for 5 s). */
+static atomic_bool root_key_ready;
+
+/* GET /health/ready on the gateway's loop: the gateway's own readiness
+ * (map and OSDs) and the root key. */
+static bool aio_ready(void *ops)
+{
+	return atomic_load(&root_key_ready) && s3_ops_ready(ops);
+}
+
 static void gw_start_fn(void *arg)
 {
 	int *rc = arg;
@@ -524,6 +537,7 @@ static void gw_start_fn(void *arg)
 	sc.no_sigv2 = !f_sigv2;
 	gw_front_apply(&front, &sc.http);
 	s3_ops_bind(A.ops, &sc);
+	sc.ready = aio_ready;
 	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
 	if (*rc) {
 		s3_ops_free(A.ops);
@@ -683,6 +697,7 @@ static void on_root_key(void *ud, int err)
 		return;
 	}
 	A.phase = 3;
+	atomic_store(&root_key_ready, true);
 	announce();
 	control_next();
 }
