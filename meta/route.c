@@ -602,6 +602,27 @@ static void list_deliver(struct rcall *k)
 	rc_free(k);
 }
 
+/* A listing page from the range at k->ri: true when it was kept (in
+ * k->pages); false when the call went on otherwise (a stale range re-read
+ * and retried, an error or no memory answered). */
+static bool take_page(struct rcall *k, int err, int status, const ProtobufCMessage *resp)
+{
+	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
+	uint64_t rid = t && k->ri < t->n ? t->v[k->ri].id : 0;
+	if (((!err && status == WRONG_RANGE) || (err == IOL_ENOT_FOUND && rid)) &&
+	    refused(k, rid))
+		return false;
+	if (err || status != IOLAKE__META__STATUS__STATUS_OK) {
+		finish_call(k, err, resp);
+		return false;
+	}
+	if (keep_page(k, resp)) {
+		finish_call(k, -ENOMEM, NULL);
+		return false;
+	}
+	return true;
+}
+
 static void list_send(struct rcall *k);
 
 static void on_list_page(void *ud, int err, const ProtobufCMessage *resp)
@@ -609,19 +630,8 @@ static void on_list_page(void *ud, int err, const ProtobufCMessage *resp)
 	struct rcall *k = ud;
 	Iolake__Meta__ListObjectsRequest *q = (void *)k->req;
 	const Iolake__Meta__ListObjectsResponse *pg = (const void *)resp;
-	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
-	uint64_t rid = t && k->ri < t->n ? t->v[k->ri].id : 0;
-	if (((!err && pg->status == WRONG_RANGE) || (err == IOL_ENOT_FOUND && rid)) &&
-	    refused(k, rid))
+	if (!take_page(k, err, err ? 0 : pg->status, resp))
 		return;
-	if (err || pg->status != IOLAKE__META__STATUS__STATUS_OK) {
-		finish_call(k, err, resp);
-		return;
-	}
-	if (keep_page(k, resp)) {
-		finish_call(k, -ENOMEM, NULL);
-		return;
-	}
 	/* Keep only what the walk takes (a prefix listed by the range
 	 * before is dropped). */
 	Iolake__Meta__ListObjectsResponse *mine = (void *)k->pages[k->n_pages - 1];
@@ -798,19 +808,8 @@ static void on_uploads_page(void *ud, int err, const ProtobufCMessage *resp)
 	struct rcall *k = ud;
 	Iolake__Meta__ListUploadsRequest *q = (void *)k->req;
 	const Iolake__Meta__ListUploadsResponse *pg = (const void *)resp;
-	const struct meta_range_table *t = k->tab_ok ? &k->tab : NULL;
-	uint64_t rid = t && k->ri < t->n ? t->v[k->ri].id : 0;
-	if (((!err && pg->status == WRONG_RANGE) || (err == IOL_ENOT_FOUND && rid)) &&
-	    refused(k, rid))
+	if (!take_page(k, err, err ? 0 : pg->status, resp))
 		return;
-	if (err || pg->status != IOLAKE__META__STATUS__STATUS_OK) {
-		finish_call(k, err, resp);
-		return;
-	}
-	if (keep_page(k, resp)) {
-		finish_call(k, -ENOMEM, NULL);
-		return;
-	}
 	Iolake__Meta__ListUploadsResponse *mine = (void *)k->pages[k->n_pages - 1];
 	/* Merge the page's two ordered lists back into listing order. */
 	size_t n = mine->n_uploads + mine->n_common_prefixes, iu = 0, ic = 0;
