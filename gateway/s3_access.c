@@ -233,41 +233,9 @@ static enum s3_err acl_source(struct acl_rq *a, bool *have, s3_body_done_fn body
 
 static void bucket_commit(struct acl_rq *a);
 
-static void on_bucket_reread(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+static void bucket_redo(struct s3_rq *rq)
 {
-	struct acl_rq *a = acl_of(rq);
-	if (!e && !b)
-		e = S3E_NoSuchBucket;
-	if (!e && s3_rq_decide(rq, a->action, b, NULL) == S3_DENY)
-		e = S3E_AccessDenied;
-	Iolake__Meta__Bucket *copy = e ? NULL : (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base);
-	if (!e && !copy)
-		e = S3E_InternalError;
-	if (e) {
-		s3_rq_fail(rq, e, NULL);
-		return;
-	}
-	s3u_free_msg(rq->bkt);
-	rq->bkt = copy;
-	bucket_commit(a);
-}
-
-static void on_bucket_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
-{
-	if (!rq->c)
-		return;
-	if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES) {
-		rq->bkt_served = true;   /* read it afresh */
-		s3_rq_bucket(rq, rq->bucket, on_bucket_reread);
-		return;
-	}
-	if (e) {
-		s3_rq_fail(rq, e, NULL);
-		return;
-	}
-	enum s3_op op = s3_call_req(rq->c)->op;
-	http_respond(s3_call_stream(rq->c), op == S3_OP_DeleteBucketOwnershipControls ? 204 : 200,
-		     NULL, 0, NULL, NULL);
+	bucket_commit(acl_of(rq));
 }
 
 /* The change, checked against the bucket as last read (rq->bkt). */
@@ -317,7 +285,8 @@ static void bucket_commit(struct acl_rq *a)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_SET_BUCKET_ACCESS;
 	op.set_bucket_access = &sba;
-	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET, on_bucket_commit);
+	int status = s3_call_req(rq->c)->op == S3_OP_DeleteBucketOwnershipControls ? 204 : 200;
+	s3_rq_bucket_change(rq, &op, a->action, status, bucket_redo);
 	free(msg);
 }
 

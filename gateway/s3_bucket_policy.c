@@ -82,38 +82,9 @@ static bool has_policy(const Iolake__Meta__Bucket *b)
 
 static void pol_commit(struct pol_rq *p);
 
-static void on_reread(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+static void pol_redo(struct s3_rq *rq)
 {
-	if (!e && !b)
-		e = S3E_NoSuchBucket;
-	if (!e && s3_rq_decide(rq, pol_of(rq)->action, b, NULL) == S3_DENY)
-		e = S3E_AccessDenied;
-	Iolake__Meta__Bucket *copy = e ? NULL : (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base);
-	if (!e && !copy)
-		e = S3E_InternalError;
-	if (e) {
-		s3_rq_fail(rq, e, NULL);
-		return;
-	}
-	s3u_free_msg(rq->bkt);
-	rq->bkt = copy;
 	pol_commit(pol_of(rq));
-}
-
-static void on_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
-{
-	if (!rq->c)
-		return;
-	if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES) {
-		rq->bkt_served = true;   /* read it afresh */
-		s3_rq_bucket(rq, rq->bucket, on_reread);
-		return;
-	}
-	if (e) {
-		s3_rq_fail(rq, e, NULL);
-		return;
-	}
-	http_respond(s3_call_stream(rq->c), pol_of(rq)->status, NULL, 0, NULL, NULL);
 }
 
 /* The change, checked against the bucket as last read (rq->bkt). */
@@ -149,7 +120,7 @@ static void pol_commit(struct pol_rq *p)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_SET_BUCKET_ACCESS;
 	op.set_bucket_access = &sba;
-	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET, on_commit);
+	s3_rq_bucket_change(rq, &op, p->action, p->status, pol_redo);
 }
 
 /* ------------------------------------------------------------ policy */

@@ -311,6 +311,51 @@ int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb)
 	return rc ? call_failed(rq, rc) : 0;
 }
 
+/* ------------------------------------------------------------ bucket changes */
+
+static void on_change_reread(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+{
+	if (!e && !b)
+		e = S3E_NoSuchBucket;
+	if (!e && s3_rq_decide(rq, rq->chg.action, b, NULL) == S3_DENY)
+		e = S3E_AccessDenied;
+	Iolake__Meta__Bucket *copy = e ? NULL : (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base);
+	if (!e && !copy)
+		e = S3E_InternalError;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	s3u_free_msg(rq->bkt);
+	rq->bkt = copy;
+	rq->chg.redo(rq);
+}
+
+static void on_change(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
+{
+	if (!rq->c)
+		return;
+	if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES) {
+		rq->bkt_served = true;   /* read it afresh */
+		s3_rq_bucket(rq, rq->bucket, on_change_reread);
+		return;
+	}
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	http_respond(s3_call_stream(rq->c), rq->chg.status, NULL, 0, NULL, NULL);
+}
+
+int s3_rq_bucket_change(struct s3_rq *rq, const Iolake__Meta__Op *op,
+			enum s3_authz_action action, int status, s3_rq_fn redo)
+{
+	rq->chg.redo = redo;
+	rq->chg.action = action;
+	rq->chg.status = status;
+	return s3_rq_submit(rq, op, S3_SUBJ_BUCKET, on_change);
+}
+
 static void on_no_such_key(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
 	(void)b;

@@ -140,6 +140,13 @@ struct s3_rq {
 		s3_rq_bucket_cb bucket;
 	} cb;
 	struct s3_head head;
+	/* s3_rq_bucket_change's redo, the action it decides again and the
+	 * status it answers. */
+	struct {
+		s3_rq_fn redo;
+		enum s3_authz_action action;
+		int status;
+	} chg;
 };
 
 /* ------------------------------------------------------------ lifecycle */
@@ -233,6 +240,16 @@ bool s3_rq_in_doubt(const struct s3_rq *rq);
  * error of a failed call (or InternalError: no memory for the copy).
  * Returns 0, or after answering ServiceUnavailable. */
 int s3_rq_head(struct s3_rq *rq, const char *bucket, const char *key, s3_rq_head_cb cb);
+
+/* Submit op, a change of the bucket record conditioned on the generation
+ * it was decided on (rq->bkt's; an optimistic update). On CONFLICT the
+ * bucket is read again into rq->bkt, action decided again on it (denied:
+ * AccessDenied) and redo(rq) called to decide the change again and call
+ * this again, at most S3_COMMIT_TRIES commits in all; another error is
+ * answered; success answers status with no body. Returns as
+ * s3_rq_submit. */
+int s3_rq_bucket_change(struct s3_rq *rq, const Iolake__Meta__Op *op,
+			enum s3_authz_action action, int status, s3_rq_fn redo);
 
 /* GetBucket of name on behalf of rq. cb, only while live: S3E_OK and b
  * (valid during cb; NULL if meta sent none), NoSuchBucket, or the error of
