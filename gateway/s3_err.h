@@ -74,6 +74,7 @@
 	X(NoSuchBucketPolicy,           404, "NoSuchBucketPolicy",           "The bucket policy does not exist") \
 	X(NoSuchPublicAccessBlockConfiguration, 404, "NoSuchPublicAccessBlockConfiguration", "The public access block configuration was not found") \
 	X(NoSuchTagSet,                 404, "NoSuchTagSet",                 "The TagSet does not exist") \
+	X(OperationAborted,             409, "OperationAborted",             "A conflicting conditional operation is currently in progress against this resource. Try again.") \
 	X(OwnershipControlsNotFoundError, 404, "OwnershipControlsNotFoundError", "The bucket ownership controls were not found") \
 	X(UnresolvableGrantByEmailAddress, 400, "UnresolvableGrantByEmailAddress", "The email address you provided does not match any account on record.") \
 	X(NotImplemented,               501, "NotImplemented",               "A header you provided implies functionality that is not implemented") \

@@ -55,6 +55,7 @@
 	X(BUCKET_NEW,  REFUSED,          InvalidBucketName)                 \
 	X(BUCKET,      NOT_FOUND,        NoSuchBucket)                      \
 	X(BUCKET,      BUCKET_NOT_EMPTY, BucketNotEmpty)                    \
+	X(BUCKET,      CONFLICT,         OperationAborted) /* retries spent */ \
 	X(OBJECT,      NOT_FOUND,        NoSuchBucket)                      \
 	X(OBJECT,      TOO_LARGE,        MetadataTooLarge)                  \
 	X(OBJECT_DEL,  NOT_FOUND,        OK)            /* gone already */  \
