@@ -4,8 +4,9 @@
 #   make test       build, then run every unit and integration test
 #   make asan       the same tests under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz       build the libFuzzer targets (clang) and fuzz each for
-#                   FUZZ_TIME seconds (default 60); make test replays them
-#                   deterministically (fixed seed and run count)
+#                   FUZZ_TIME seconds (default 60), or FUZZ_RUNS executions
+#                   (FUZZ_TARGETS="json policy" for some); make test replays
+#                   them deterministically (fixed seed and run count)
 #   make bench-common   run the common-runtime microbenchmarks
 #   make soak-powercut  1,000 rounds of the store's power-cut test (make test
 #                   runs 50; POWERCUT_SEED=N replays one, POWERCUT_ROUNDS=N)
@@ -253,7 +254,7 @@ fuzzers: $(FUZZERS)
 
 fuzz:
 	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang FUZZ=1 fuzzers
-	$(Q)tests/run-fuzz.sh build-fuzz $(FUZZ_TIME)
+	$(Q)FUZZ_RUNS="$(FUZZ_RUNS)" FUZZ_TARGETS="$(FUZZ_TARGETS)" tests/run-fuzz.sh build-fuzz $(FUZZ_TIME)
 
 fuzz-replay:
 	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang FUZZ=1 fuzzers

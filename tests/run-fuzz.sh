@@ -7,29 +7,45 @@
 # SECONDS = 0: deterministic replay for make test: the seeds plus a fixed
 #              number of mutations from a fixed seed, so a pass or a failure
 #              repeats exactly.
+# FUZZ_RUNS=N in the environment (make fuzz FUZZ_RUNS=N): explore for N
+#              executions per target instead of SECONDS, from a fixed seed,
+#              and print executions, seconds, executions/s and peak RSS.
+# FUZZ_TARGETS="a b" runs only those targets (names without fuzz_).
 set -u
 build=$1
 secs=$2
+runs=${FUZZ_RUNS:-}
+only=${FUZZ_TARGETS:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 fail=0
 for f in "$build"/fuzz_*; do
 	[ -x "$f" ] || continue
 	name=$(basename "$f")
+	if [ -n "$only" ]; then
+		case " $only " in *" ${name#fuzz_} "*) ;; *) continue ;; esac
+	fi
 	seeds="$top/tests/fuzz/corpus/${name#fuzz_}"
 	work="$build/corpus/$name"
 	mkdir -p "$seeds" "$work"
 	log="$build/$name.log"
 	# libFuzzer writes new inputs into the FIRST corpus directory: always
 	# the scratch one under the build dir, never the committed seeds.
-	if [ "$secs" -gt 0 ]; then
+	if [ -n "$runs" ]; then
+		set -- -seed=1 -runs="$runs" "$work" "$seeds"
+	elif [ "$secs" -gt 0 ]; then
 		set -- -max_total_time="$secs" "$work" "$seeds"
 	else
 		rm -rf "$work" && mkdir -p "$work"
 		set -- -seed=1 -runs=20000 "$work" "$seeds"
 	fi
+	t0=$(date +%s)
 	if "$f" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@" >"$log" 2>&1; then
+		t=$(( $(date +%s) - t0 ))
 		printf '  PASS    %-36s %s\n' "fuzz/$name" \
-			"$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2 " runs"}')"
+			"$(awk -v t="$t" '/^stat::number_of_executed_units/ { n = $2 }
+				/^stat::peak_rss_mb/ { rss = $2 }
+				END { printf "%d runs in %d s (%d/s), peak RSS %d MB", n, t,
+				      t ? n / t : n, rss }' "$log")"
 	else
 		printf '  FAIL    fuzz/%s (log: %s)\n' "$name" "$log"
 		tail -40 "$log" | sed 's/^/    | /'
