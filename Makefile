@@ -10,6 +10,8 @@
 #   make bench-common   run the common-runtime microbenchmarks
 #   make soak-powercut  1,000 rounds of the store's power-cut test (make test
 #                   runs 50; POWERCUT_SEED=N replays one, POWERCUT_ROUNDS=N)
+#   make soak-meta-powercut  1,000 power cuts of a meta member on cutfs
+#                   (make test runs 50; META_POWERCUT_SEED, _ROUNDS)
 #   make bench      a short end-to-end benchmark of a fresh iolake-aio next to
 #                   nginx/wrk, fio and MD5 ceilings (bench/e2e.py; root, or
 #                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
@@ -73,7 +75,9 @@ $(B)/config.mk: scripts/deps.sh Makefile
 	$(Q){ echo "PKG_CFLAGS = $$(pkg-config --cflags $(PKGS))"; \
 	      echo "PKG_LIBS = $$(pkg-config --libs $(PKGS))"; \
 	      echo "CHECK_CFLAGS = $$(pkg-config --cflags check)"; \
-	      echo "CHECK_LIBS = $$(pkg-config --libs check)"; } > $@.tmp
+	      echo "CHECK_LIBS = $$(pkg-config --libs check)"; \
+	      echo "FUSE_CFLAGS = $$(pkg-config --cflags fuse3)"; \
+	      echo "FUSE_LIBS = $$(pkg-config --libs fuse3)"; } > $@.tmp
 	$(Q)mv $@.tmp $@
 
 # ---------------------------------------------------------------- sources
@@ -142,7 +146,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC)
                $(TOOL_SRC)
 
 .SECONDARY:
-.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio \
+.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut \
         soak-powercut deb test-deb
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
@@ -167,7 +171,7 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c
 $(B)/obj/%.o: %.c | $(PROTO_H) $(B)/config.mk
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(CFLAGS) $(if $(findstring tests/,$<),$(CHECK_CFLAGS)) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(if $(findstring tests/,$<),$(CHECK_CFLAGS) $(FUSE_CFLAGS)) -c $< -o $@
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(patsubst $(B)/%.c,$(B)/obj/%.o,$(PROTO_C))
 $(LIB_META):   $(call obj,$(META_SRC))
@@ -207,6 +211,17 @@ $(B)/bench-%: $(B)/obj/bench/bench_%.o $(call obj,$(TEST_LIB_SRC)) $(LIBS)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/tools/osd-shard: $(B)/obj/tests/tools/osd_shard.o $(call obj,$(TEST_LIB_SRC)) $(LIBS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# A FUSE file system that loses unsynced writes (power-cut tests).
+$(B)/tests/tools/cutfs: $(B)/obj/tests/tools/cutfs.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS)
+
+$(B)/tests/tools/meta-ledger: $(B)/obj/tests/tools/meta_ledger.o $(LIBS)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -269,6 +284,12 @@ aio: $(B)/iolake-aio
 
 bench-common: $(B)/bench-common
 	$(B)/bench-common
+
+# A meta member under simulated power cuts through cutfs
+# (tests/integration/test_meta_powercut.sh; make test runs 50 rounds).
+soak-meta-powercut: all
+	META_POWERCUT_ROUNDS=$${META_POWERCUT_ROUNDS:-1000} IOLAKE_BUILD=$(B) \
+		tests/integration/test_meta_powercut.sh
 
 # The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).
 soak-powercut: $(B)/tests/unit/osd/test_store_powercut
