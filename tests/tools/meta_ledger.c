@@ -4,6 +4,7 @@
  * ledger (power-cut and crash tests of meta).
  *
  *   meta-ledger run    --meta ADDR --ledger FILE --seed N [--window 16]
+ *                      [--count N] [--size BYTES]
  *   meta-ledger verify --meta ADDR --ledger FILE --seed N
  *
  * run: creates bucket "ledger", then submits object ops through a
@@ -16,7 +17,9 @@
  * it is given, with keys numbered after the last key there, so one ledger
  * describes many runs against the same meta. The seed drives the choice
  * of ops. An object's body is inline data of 64..2,048 bytes, a function
- * of (key, ver), so verify needs no copy of it.
+ * of (key, ver), so verify needs no copy of it. --count stops after that
+ * many acknowledged ops; --size makes every op a PUT of a new key with a
+ * body of that size (a fill, as bench/meta_catchup.sh uses).
  *
  * verify: for every key, the last acknowledged op decides what must be
  * there: (key, ver)'s exact record (size, body, etag), or nothing after a
@@ -46,10 +49,12 @@
 
 #define BUCKET "ledger"
 #define KEYS_MAX 1000000u
-#define BODY_MAX 2048u
+#define BODY_MAX 65536u   /* --size's bound */
+#define BODY_RAND_MAX 2048u
 
 static char *f_meta, *f_ledger;
 static uint64_t f_seed = 1, f_window = 16, f_wait_ms = 60000;
+static uint64_t f_count, f_size;   /* run: stop after; fixed body size, puts only */
 
 static uv_loop_t *loop;
 static struct meta_client *mc;
@@ -68,7 +73,7 @@ static uint64_t mix(uint64_t x)
 static size_t body(uint32_t k, uint32_t v, uint8_t *out)
 {
 	uint64_t s = mix(k * 7919ull + v * 1000003ull + 1);
-	size_t len = 64 + (size_t)(s % (BODY_MAX - 64 + 1));
+	size_t len = f_size ? (size_t)f_size : 64 + (size_t)(s % (BODY_RAND_MAX - 64 + 1));
 	for (size_t i = 0; i < len; i++) {
 		if (i % 8 == 0)
 			s = mix(s + i);
@@ -157,7 +162,7 @@ static void submit(uint32_t k, uint32_t v)
 	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
 	Iolake__Meta__DeleteObject del = IOLAKE__META__DELETE_OBJECT__INIT;
 	Iolake__Meta__ObjectRecord rec = IOLAKE__META__OBJECT_RECORD__INIT;
-	uint8_t data[BODY_MAX];
+	static uint8_t data[BODY_MAX];
 	char etag[24];
 	if (v) {
 		rec.bucket = BUCKET;
@@ -193,11 +198,20 @@ static void submit(uint32_t k, uint32_t v)
 
 static void pump(void)
 {
-	while (inflight < f_window) {
+	if (f_count && n_acks >= f_count) {
+		if (!inflight) {
+			fprintf(stderr, "meta-ledger: %llu ops acknowledged\n",
+				(unsigned long long)n_acks);
+			meta_client_close(mc);
+			mc = NULL;
+		}
+		return;
+	}
+	while (inflight < f_window && (!f_count || n_acks + inflight < f_count)) {
 		rng = mix(rng + 1);
 		uint32_t k;
 		uint32_t pick = (uint32_t)(rng % 10);
-		if (pick < 6 || n_keys - first_key < 32) { /* a new key */
+		if (f_size || pick < 6 || n_keys - first_key < 32) { /* a new key */
 			if (n_keys == KEYS_MAX)
 				return;
 			k = n_keys++;
@@ -431,13 +445,17 @@ int main(int argc, char **argv)
 {
 	const char *meta = NULL, *ledger = NULL;
 	const struct flag_spec flags[] = {
-		{ .name = "meta", .type = FLAG_STRING, .dst = &meta, .metavar = "HOST:PORT",
-		  .help = "a meta member", .required = true },
+		{ .name = "meta", .type = FLAG_STRING, .dst = &meta, .metavar = "HOST:PORT,...",
+		  .help = "meta members", .required = true },
 		{ .name = "ledger", .type = FLAG_STRING, .dst = &ledger, .help = "the ledger file",
 		  .required = true },
 		{ .name = "seed", .type = FLAG_UINT64, .dst = &f_seed, .help = "the workload's seed" },
 		{ .name = "window", .type = FLAG_UINT64, .dst = &f_window, .min = 1, .max = 1024,
 		  .help = "ops in flight (run)" },
+		{ .name = "count", .type = FLAG_UINT64, .dst = &f_count,
+		  .help = "run: stop after this many acknowledged ops (0: until killed)" },
+		{ .name = "size", .type = FLAG_SIZE, .dst = &f_size, .max = BODY_MAX,
+		  .help = "run: PUTs of new keys only, each body this size (0: mixed ops, 64 B-2 KiB)" },
 		{ .name = "wait", .type = FLAG_DURATION, .dst = &f_wait_ms,
 		  .help = "how long verify's calls retry while meta is not answering" },
 		{ 0 },
@@ -451,12 +469,16 @@ int main(int argc, char **argv)
 				     argv + 1, NULL);
 	if (rc >= 0)
 		return rc;
-	f_meta = (char *)meta;
+	f_meta = strdup(meta);
 	f_ledger = (char *)ledger;
 	log_set_level(LOG_LEVEL_WARN);
 	loop = uv_default_loop();
-	const char *members[] = { f_meta };
-	struct meta_client_opts o = { .members = members, .n_members = 1,
+	const char *members[META_CLIENT_MAX_MEMBERS];
+	size_t n_members = 0;
+	for (char *save = NULL, *m = strtok_r(f_meta, ",", &save);
+	     m && n_members < META_CLIENT_MAX_MEMBERS; m = strtok_r(NULL, ",", &save))
+		members[n_members++] = m;
+	struct meta_client_opts o = { .members = members, .n_members = n_members,
 				      .retry_for_ms = is_run ? 3000 : (uint32_t)f_wait_ms };
 	if (meta_client_new(loop, &o, &mc))
 		return 1;
