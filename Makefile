@@ -10,6 +10,8 @@
 #   make bench-common   run the common-runtime microbenchmarks
 #   make soak-powercut  1,000 rounds of the store's power-cut test (make test
 #                   runs 50; POWERCUT_SEED=N replays one, POWERCUT_ROUNDS=N)
+#   make bench-cluster  make bench's cells on the netns cluster beside aio
+#                   (root; BENCH_FLAGS=--quick for a short run)
 #   make soak-meta-powercut  1,000 power cuts of a meta member on cutfs
 #                   (make test runs 50; META_POWERCUT_SEED, _ROUNDS)
 #   make bench      a short end-to-end benchmark of a fresh iolake-aio next to
@@ -146,7 +148,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC)
                $(TOOL_SRC)
 
 .SECONDARY:
-.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut \
+.PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut bench-cluster \
         soak-powercut deb test-deb
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
@@ -297,6 +299,10 @@ soak-powercut: $(B)/tests/unit/osd/test_store_powercut
 
 bench: $(B)/iolake-aio $(B)/iolake-s3-bench
 	bench/e2e.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)
+
+# make bench's cells on the netns cluster and on iolake-aio, same run (root).
+bench-cluster: all
+	bench/cluster.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)
 
 clean:
 	rm -rf build build-asan build-fault build-fuzz

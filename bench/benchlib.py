@@ -219,7 +219,8 @@ def s3bench(bench, endpoint, size, objects, concurrency, gets, json_path, ak=AK,
             out[p["name"]] = {
                 "ops": p["ops"], "errors": p["errors"], "ops_per_s": p["ops_per_s"],
                 "mib_per_s": p["mib_per_s"], "p50_ms": p["latency_us"]["p50"] / 1e3,
-                "p99_ms": p["latency_us"]["p99"] / 1e3, "elapsed_s": p["elapsed_s"]}
+                "p99_ms": p["latency_us"]["p99"] / 1e3,
+                "max_ms": p["latency_us"].get("max", 0) / 1e3, "elapsed_s": p["elapsed_s"]}
     for name in ("put", "get"):
         if name not in out or out[name]["errors"]:
             raise BenchError("iolake-s3-bench %s: %s phase %s" % (

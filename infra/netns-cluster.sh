@@ -25,6 +25,7 @@ Usage:
                    [--osd-down-after 10s] [--osd-out-after 1h] [--timeout 60]
                    [--osd-flags "--recovery-rate 32M ..."]
                    [--meta-flags "--snapshot-bytes 8M ..."]
+                   [--gw-flags "--rate-per-addr 0 ..."]
   netns-cluster.sh down    --dir DIR
   netns-cluster.sh status  --dir DIR
   netns-cluster.sh kill    --dir DIR NODE     SIGKILL every process of NODE
@@ -77,6 +78,7 @@ load_state() {
 		OUT_AFTER) OUT_AFTER=$val ;;
 		OSD_FLAGS) OSD_FLAGS=$val ;;
 		META_FLAGS) META_FLAGS=$val ;;
+		GW_FLAGS) GW_FLAGS=$val ;;
 		BRIDGE) BRIDGE=$val ;;
 		NETNS) ;;  # one line per namespace, read by down
 		VETH) ;;   # one line per root-side veth, read by down
@@ -165,7 +167,11 @@ start_node() {
 	# Nodes added after up (add-node) hold OSDs and a gateway, no member.
 	[ "$n" -gt "$MEMBERS" ] || start_meta "$n"
 	for j in $(seq 1 "$OSDS"); do start_osd "$n" "$j"; done
-	spawn "$n" gw iolake-gw --s3-listen "$(node_ip "$n"):$S3_PORT" --meta "$(meta_addrs)" --ec "$EC"
+	local gwx=()
+	# shellcheck disable=SC2206  # GW_FLAGS is a flag list, split on spaces
+	[ -z "$GW_FLAGS" ] || gwx=($GW_FLAGS)
+	spawn "$n" gw iolake-gw --s3-listen "$(node_ip "$n"):$S3_PORT" --meta "$(meta_addrs)" --ec "$EC" \
+		"${gwx[@]}"
 }
 
 # ours PID: the process is alive and is one of this cluster's: its
@@ -322,6 +328,7 @@ cmd_up() {
 		echo "OUT_AFTER=$OUT_AFTER"
 		echo "OSD_FLAGS=$OSD_FLAGS"
 		echo "META_FLAGS=$META_FLAGS"
+		echo "GW_FLAGS=$GW_FLAGS"
 		echo "BRIDGE=$BRIDGE"
 	} >"$DIR/state"
 	: >"$DIR/pids"
@@ -614,7 +621,7 @@ shift
 case "$VERB" in -h | --help | help) usage; exit 0 ;; esac
 
 DIR="" BUILD="" NODES=6 OSDS=2 PREFIX=iol SUBNET=10.77.0 EC=4+2 OSD_SIZE=256M
-DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" META_FLAGS="" DESTROY=0
+DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" META_FLAGS="" GW_FLAGS="" DESTROY=0
 ARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -631,6 +638,7 @@ while [ $# -gt 0 ]; do
 	--timeout) TIMEOUT=${2:?--timeout needs a value}; shift 2 ;;
 	--osd-flags) OSD_FLAGS=${2?--osd-flags needs a value}; shift 2 ;;
 	--meta-flags) META_FLAGS=${2?--meta-flags needs a value}; shift 2 ;;
+	--gw-flags) GW_FLAGS=${2?--gw-flags needs a value}; shift 2 ;;
 	--destroy) DESTROY=1; shift ;;
 	--) ARGS+=("$@"); break ;;
 	*) ARGS+=("$1"); shift ;;
