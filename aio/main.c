@@ -536,6 +536,7 @@ static void gw_start_fn(void *arg)
 	sc.region = f_region;
 	sc.no_sigv2 = !f_sigv2;
 	gw_front_apply(&front, &sc.http);
+	gw_front_apply_users(&front, &sc.user_limit);
 	s3_ops_bind(A.ops, &sc);
 	sc.ready = aio_ready;
 	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);

@@ -37,6 +37,12 @@ void gw_front_apply(const struct gw_front *f, struct http_server_cfg *http)
 	http->min_body_rate_bps = (uint32_t)f->min_body_rate;
 }
 
+void gw_front_apply_users(const struct gw_front *f, struct user_limit_cfg *out)
+{
+	*out = (struct user_limit_cfg){ .rate = (uint32_t)f->rate_per_user,
+					.bytes_rate = f->bytes_per_user };
+}
+
 void gw_front_reload(struct gw_front *f)
 {
 	if (!f->tls)

@@ -2,7 +2,8 @@
  * gw_front.h — the S3 port's front door as the binaries configure it:
  * the flags for TLS (--tls-cert, --tls-key) and the limits before
  * authentication (--max-conns-per-addr, --rate-per-addr, --rate-burst,
- * --min-body-rate), shared by iolake-gw and iolake-aio so both take the
+ * --min-body-rate) and after it (--rate-per-user, --bytes-per-user),
+ * shared by iolake-gw and iolake-aio so both take the
  * same flags with the same defaults, and the SIGHUP certificate reload.
  *
  * Owns the tls_server it loads (gateway/tls.h). Does not own signals or
@@ -17,6 +18,7 @@
 
 #include "common/flags.h"
 #include "gateway/http.h"
+#include "gateway/user_limit.h"
 
 #define GW_FRONT_MAX_CONNS_PER_ADDR 256
 #define GW_FRONT_RATE_PER_ADDR 2000
@@ -29,6 +31,8 @@ struct gw_front {
 	int64_t rate_per_addr;
 	int64_t rate_burst;
 	uint64_t min_body_rate;
+	int64_t rate_per_user;
+	uint64_t bytes_per_user;
 	struct tls_server *tls;          /* loaded by gw_front_setup; NULL: plain */
 };
 
@@ -54,7 +58,15 @@ struct gw_front {
 	  .max = 1 << 26, .help = "requests a client address may send at once (its bucket)" }, \
 	{ .name = "min-body-rate", .type = FLAG_SIZE, .dst = &(f).min_body_rate,              \
 	  .max = UINT32_MAX, .metavar = "BYTES",                                               \
-	  .help = "request bodies slower than this per second (over 10 s) are cut (0: off)" }
+	  .help = "request bodies slower than this per second (over 10 s) are cut (0: off)" }, \
+	{ .name = "rate-per-user", .type = FLAG_INT64, .dst = &(f).rate_per_user, .min = 0,   \
+	  .max = 1 << 24,                                                                      \
+	  .help = "S3 requests per second per authenticated user (burst: twice that); "       \
+		  "more are answered 503 SlowDown (0: no limit)" },                            \
+	{ .name = "bytes-per-user", .type = FLAG_SIZE, .dst = &(f).bytes_per_user,            \
+	  .metavar = "BYTES",                                                                  \
+	  .help = "request and response body bytes per second per authenticated user "         \
+		  "(burst: twice that); a user past it gets 503 SlowDown until paid back (0: no limit)" }
 
 /* Check the flags and load the certificate. 0, or -EINVAL with a
  * message in err. */
@@ -62,6 +74,9 @@ int gw_front_setup(struct gw_front *f, char *err, size_t err_len);
 
 /* Fill http's tls, limit and min_body_rate_bps from f (after setup). */
 void gw_front_apply(const struct gw_front *f, struct http_server_cfg *http);
+
+/* The per-user limits from f into an S3 server's cfg. */
+void gw_front_apply_users(const struct gw_front *f, struct user_limit_cfg *out);
 
 /* SIGHUP: load the certificate and key again; log the outcome (a failure
  * keeps the old ones). No-op without TLS. */

@@ -307,6 +307,7 @@ static void ev_head(void *ud, struct http_request *req)
 		return;
 	}
 	c->active = true;
+	c->ex_bytes_out = 0;
 	c->body_win_ns = 0;
 	c->body_win_bytes = 0;
 	c->body_done = false;

@@ -61,6 +61,7 @@ struct conn {
 	struct http_stream stream;
 	void *user;
 	bool active;               /* on_request called, on_finish not yet */
+	uint64_t ex_bytes_out;     /* response bytes written for this exchange */
 	bool body_done;
 	bool paused;               /* by the handler */
 	bool continue_pending;

@@ -78,8 +78,10 @@ static void on_written(uv_write_t *req, int status)
 	srv->stats.write_queued_bytes -= w->bytes;
 	c->queued -= w->bytes;
 	c->writes--;
-	if (status == 0)
+	if (status == 0) {
 		srv->stats.bytes_out += w->bytes;
+		c->ex_bytes_out += w->bytes;
+	}
 	http_write_cb cb = w->cb;
 	void *arg = w->arg;
 	bool last = w->last;
@@ -311,6 +313,11 @@ void *http_stream_user(const struct http_stream *s)
 const char *http_stream_request_id(const struct http_stream *s)
 {
 	return s->c->request_id;
+}
+
+uint64_t http_stream_bytes_out(const struct http_stream *s)
+{
+	return s->c->ex_bytes_out;
 }
 
 /* The client's address as text, for policies (aws:SourceIp) and logs. An

@@ -208,6 +208,7 @@ int main(int argc, char **argv)
 				    .domains = f_domain.items, .n_domains = f_domain.n,
 				    .region = f_region, .no_sigv2 = !f_sigv2 };
 	gw_front_apply(&front, &sc.http);
+	gw_front_apply_users(&front, &sc.user_limit);
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);
 	if (rc) {

@@ -23,6 +23,7 @@
 
 #include "common/hash.h"
 #include "common/loop.h"
+#include "common/metrics.h"
 #include "gateway/chunked.h"
 #include "gateway/s3_checksum.h"
 
@@ -33,6 +34,7 @@ struct s3_call {
 	struct s3_req req;
 	struct s3_auth_req auth;
 	bool auth_pending;
+	bool limited_user;            /* admitted by the per-user limits: charge its response */
 	bool dead;                    /* exchange over while auth pending */
 	void *user;
 	s3_body_fn on_data;
@@ -75,6 +77,8 @@ struct s3_server {
 	struct s3_call *free_calls;
 	unsigned pending_lookups;
 	uint64_t creds_gen;           /* last cfg.creds_generation seen */
+	struct user_limit *ulimit;    /* NULL: no per-user limits */
+	struct metrics_counter *m_user_rate, *m_user_bytes;
 	bool closing, http_closed;
 	void (*close_cb)(void *);
 	void *close_arg;
@@ -90,6 +94,7 @@ static struct s3_call *pool_get(struct s3_server *srv)
 	srv->free_calls = c->next_free;
 	c->s = NULL;
 	c->auth_pending = c->dead = false;
+	c->limited_user = false;
 	c->user = NULL;
 	c->on_data = NULL;
 	c->on_end = NULL;
@@ -138,6 +143,7 @@ static void free_all(struct s3_server *srv)
 		s3_ck_free(&srv->calls[i].ck);
 	}
 	free(srv->calls);
+	user_limit_free(srv->ulimit);
 	s3_auth_free(srv->auth);
 	void (*cb)(void *) = srv->close_cb;
 	void *arg = srv->close_arg;
@@ -459,6 +465,29 @@ const struct s3_ck_value *s3_call_checksum(const struct s3_call *c)
 
 /* ------------------------------------------------------------ requests */
 
+/* The per-user limits (user_limit.h): true when c may go on; else it
+ * was answered SlowDown. */
+static bool user_admit(struct s3_call *c)
+{
+	struct s3_server *srv = c->srv;
+	const struct http_request *hr = http_stream_request(c->s);
+	struct user_limit_stats before, after;
+	user_limit_stats(srv->ulimit, &before);
+	if (user_limit_admit(srv->ulimit, c->auth.res.user,
+			     hr->has_content_length ? hr->content_length : 0, loop_now_ns())) {
+		c->limited_user = true;
+		return true;
+	}
+	user_limit_stats(srv->ulimit, &after);
+	bool bytes = after.refused_bytes != before.refused_bytes;
+	struct metrics_counter *m = bytes ? srv->m_user_bytes : srv->m_user_rate;
+	if (m)
+		metrics_counter_inc(m);
+	s3_call_error(c, S3E_SlowDown, bytes ? "Please reduce your request rate: this user's "
+		      "bytes per second are spent" : NULL);
+	return false;
+}
+
 static void after_auth(struct s3_call *c)
 {
 	if (c->auth.res.err) {
@@ -469,6 +498,8 @@ static void after_auth(struct s3_call *c)
 		s3_call_error(c, S3E_AccessDenied, "Anonymous access is not allowed");
 		return;
 	}
+	if (c->srv->ulimit && !c->auth.res.anonymous && !user_admit(c))
+		return;
 	s3_op_fn fn = c->srv->cfg.ops[c->req.op];
 	if (!fn) {
 		s3_call_error(c, S3E_NotImplemented, NULL);
@@ -625,6 +656,11 @@ static void on_finish(struct http_stream *s, int err)
 		return;
 	if (c->on_finish)
 		c->on_finish(c, err);
+	if (c->limited_user) {
+		user_limit_charge(c->srv->ulimit, c->auth.res.user, http_stream_bytes_out(s),
+				  loop_now_ns());
+		c->limited_user = false;
+	}
 	c->s = NULL;
 	if (c->auth_pending)
 		c->dead = true; /* returned by on_auth_done */
@@ -665,6 +701,17 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 		c->next_free = srv->free_calls;
 		srv->free_calls = c;
 	}
+	if ((cfg->user_limit.rate || cfg->user_limit.bytes_rate) &&
+	    !(srv->ulimit = user_limit_new(&cfg->user_limit, 0)))
+		goto err_calls;
+	if (srv->ulimit && cfg->http.metrics) {
+		static const char name[] = "iolake_gw_user_refused_total";
+		static const char help[] = "authenticated requests refused by the per-user limits";
+		srv->m_user_rate = metrics_counter_new(cfg->http.metrics, name, help,
+						       METRICS_LABELS("reason", "rate_per_user"));
+		srv->m_user_bytes = metrics_counter_new(cfg->http.metrics, name, help,
+							METRICS_LABELS("reason", "bytes_per_user"));
+	}
 	struct http_server_cfg hc = cfg->http;
 	hc.handler = (struct http_handler){ on_request, on_body, on_body_end, on_finish, srv };
 	rc = http_server_start(loop, &hc, &srv->http);
@@ -674,6 +721,7 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 	return 0;
 
 err_calls:
+	user_limit_free(srv->ulimit);
 	for (size_t i = 0; i < srv->n_calls; i++) {
 		hash_stream_free(srv->calls[i].sha);
 		hash_stream_free(srv->calls[i].md5);

@@ -32,6 +32,7 @@
 #include <uv.h>
 
 #include "gateway/http.h"
+#include "gateway/user_limit.h"
 #include "gateway/s3_auth.h"
 #include "gateway/s3_checksum.h"
 #include "gateway/s3_err.h"
@@ -80,6 +81,8 @@ struct s3_server_cfg {
 	/* Refuse SigV2 (the "AWS AK:sig" header and AWSAccessKeyId presigned
 	 * URLs) with InvalidRequest; by default it is verified. */
 	bool no_sigv2;
+	/* Limits per authenticated user (user_limit.h); zeros: none. */
+	struct user_limit_cfg user_limit;
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

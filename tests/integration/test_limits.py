@@ -19,7 +19,17 @@ port (issue 16), all from 127.0.0.1 (loopback is not exempt):
 - the minimum body rate (--min-body-rate 1000): a PUT body trickling at
   ~100 B/s is cut after the 10 s window, counted; the object is not
   created.
+
+After authentication, on a second aio (--rate-per-user 10
+--bytes-per-user 256KiB, no per-address limit):
+- a burst of 60 requests by alice gets about her bucket's worth (20)
+  through, the rest SlowDown, while bob, from the same address at the
+  same time, is served; /metrics counts alice's refusals by reason;
+- bytes: a 600 KiB PUT is admitted on a full byte bucket (512 KiB) and
+  leaves alice in debt, so her next request is SlowDown until the refill
+  pays it back (~0.35 s); a 600 KiB GET is charged when it ends, likewise.
 """
+import json, subprocess
 import os, socket, sys, time
 import http.client
 
@@ -222,6 +232,84 @@ def test_slow_body(aio):
     print("ok: a body at 100 B/s is cut after %.1f s (minimum 1000 B/s); no object" % dt)
 
 
+def test_per_user():
+    aio = aio_py.Aio(args=["--rate-per-addr", "0", "--max-conns-per-addr", "0",
+                           "--rate-per-user", "10", "--bytes-per-user", "256KiB"])
+    try:
+        aio.start()
+        meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
+        admin = [os.path.join(aio_py.BUILD, "iolake-admin"), "--meta", meta]
+        keys = {}
+        for name in ("alice", "bob"):
+            out = subprocess.run(admin + ["--json", "user", "add", name], check=True,
+                                 capture_output=True, text=True).stdout
+            j = json.loads(out)
+            keys[name] = boto3.client(
+                "s3", endpoint_url=aio.ep, aws_access_key_id=j["access_key"],
+                aws_secret_access_key=j["secret_key"], region_name="us-east-1",
+                config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+        alice, bob = keys["alice"], keys["bob"]
+        alice.create_bucket(Bucket="alice-b")
+        bob.create_bucket(Bucket="bob-b")
+        time.sleep(2.5)  # both request buckets full again
+
+        def code(fn, **kw):
+            try:
+                fn(**kw)
+                return "OK"
+            except ClientError as e:
+                return e.response["Error"]["Code"]
+
+        r0 = metric(aio.port, 'iolake_gw_user_refused_total{reason="rate_per_user"}')
+        t0 = time.monotonic()
+        got = [code(alice.head_bucket, Bucket="alice-b") for _ in range(60)]
+        dt = time.monotonic() - t0
+        bob_got = [code(bob.head_bucket, Bucket="bob-b") for _ in range(10)]
+        ok, slow = got.count("OK"), got.count("SlowDown")
+        # HEAD's error has no body: boto3 names it by status ("503").
+        slow += got.count("503")
+        most = 20 + 10 * dt + 1
+        if not (20 <= ok <= most) or ok + slow != 60:
+            fail("alice's 60 in %.2f s: %d ok, %d SlowDown, %r (wanted 20..%d ok)" %
+                 (dt, ok, slow, sorted(set(got)), most))
+        if bob_got.count("OK") != 10:
+            fail("bob was throttled by alice's burst: %r" % bob_got)
+        r1 = metric(aio.port, 'iolake_gw_user_refused_total{reason="rate_per_user"}')
+        if r1 - r0 != slow:
+            fail("metric counts %d per-user refusals, saw %d" % (r1 - r0, slow))
+        print("ok: alice's 60 requests in %.2f s: %d served, %d SlowDown; bob served "
+              "meanwhile; /metrics counted %d" % (dt, ok, slow, r1 - r0))
+
+        time.sleep(2.5)
+        body = os.urandom(600 * 1024)
+        b0 = metric(aio.port, 'iolake_gw_user_refused_total{reason="bytes_per_user"}')
+        if code(alice.put_object, Bucket="alice-b", Key="big", Body=body) != "OK":
+            fail("a 600 KiB PUT on a full byte bucket was refused")
+        after_put = code(alice.list_objects_v2, Bucket="alice-b")
+        if after_put != "SlowDown":
+            fail("alice in byte debt after a 600 KiB PUT got %s" % after_put)
+        time.sleep(0.6)   # 88 KiB of debt at 256 KiB/s
+        if code(alice.list_objects_v2, Bucket="alice-b") != "OK":
+            fail("alice not served once her byte debt was paid")
+        time.sleep(2.5)
+        got = alice.get_object(Bucket="alice-b", Key="big")["Body"].read()
+        if got != body:
+            fail("GET of the 600 KiB object returned other bytes")
+        after_get = code(alice.list_objects_v2, Bucket="alice-b")
+        if after_get != "SlowDown":
+            fail("alice in byte debt after a 600 KiB GET got %s" % after_get)
+        if code(bob.list_objects_v2, Bucket="bob-b") != "OK":
+            fail("bob refused while alice was in byte debt")
+        b1 = metric(aio.port, 'iolake_gw_user_refused_total{reason="bytes_per_user"}')
+        if b1 - b0 != 2:
+            fail("metric counts %d byte refusals, saw 2" % (b1 - b0))
+        print("ok: 600 KiB PUT and GET each put alice in byte debt (next request SlowDown, "
+              "served again after the refill); bob unaffected")
+        aio.stop()
+    finally:
+        aio.close()
+
+
 def main():
     aio = aio_py.Aio(args=["--rate-per-addr", "5", "--rate-burst", "20",
                            "--max-conns-per-addr", "4", "--min-body-rate", "1000"])
@@ -235,6 +323,7 @@ def main():
         aio.stop()
     finally:
         aio.close()
+    test_per_user()
     print("PASS test_limits")
 
 
