@@ -383,6 +383,14 @@ uint64_t metrics_histogram_sum(const struct metrics_histogram *h)
 	return atomic_load_explicit(&h->sum, memory_order_relaxed);
 }
 
+size_t metrics_histogram_buckets(const struct metrics_histogram *h, uint64_t *counts,
+				 size_t max)
+{
+	for (size_t i = 0; i <= h->nbounds && i < max; i++)
+		counts[i] = atomic_load_explicit(&h->buckets[i], memory_order_relaxed);
+	return h->nbounds + 1;
+}
+
 const uint64_t *metrics_latency_buckets_us(size_t *n)
 {
 	static const uint64_t b[] = {

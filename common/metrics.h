@@ -134,6 +134,12 @@ void metrics_histogram_observe(struct metrics_histogram *h, uint64_t v);
 /* Observations so far (sum of all buckets) and their sum, in base units. */
 uint64_t metrics_histogram_count(const struct metrics_histogram *h);
 uint64_t metrics_histogram_sum(const struct metrics_histogram *h);
+/* The bucket counts, not cumulative: counts[i] observations <= bound i
+ * and > bound i-1, counts[nbounds] those above every bound. Writes at
+ * most max entries; returns nbounds + 1. Each read is relaxed: a
+ * concurrent observe may land in one bucket and not yet in the sum. */
+size_t metrics_histogram_buckets(const struct metrics_histogram *h, uint64_t *counts,
+				 size_t max);
 
 /* Render every metric, in registration order of families and, within a
  * family, of series, as Prometheus text format 0.0.4 (Content-Type

@@ -133,6 +133,10 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			r->id = ADMIN_R_BUCKETS;
 			return want(m, "GET", NULL);
 		}
+		if (eq(r0, l0, "stats")) {
+			r->id = ADMIN_R_STATS;
+			return want(m, "GET", NULL);
+		}
 		if (eq(r0, l0, "users")) {
 			r->id = !strcmp(m, "POST") ? ADMIN_R_USER_CREATE : ADMIN_R_USERS;
 			return want(m, "GET", "POST");

@@ -38,6 +38,7 @@ enum admin_route_id {
 	ADMIN_R_USERS,         /* GET /api/v1/users */
 	ADMIN_R_USER_CREATE,   /* POST /api/v1/users */
 	ADMIN_R_USER_DELETE,   /* DELETE /api/v1/users/{name} */
+	ADMIN_R_STATS,         /* GET /api/v1/stats */
 	ADMIN_R__COUNT
 };
 

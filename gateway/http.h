@@ -147,6 +147,8 @@ void *http_stream_ctx(const struct http_stream *s);        /* handler.ctx */
 void http_stream_set_user(struct http_stream *s, void *user);
 void *http_stream_user(const struct http_stream *s);
 const char *http_stream_request_id(const struct http_stream *s);
+/* The status of the response begun on s (200, 404, ...), 0 before one. */
+int http_stream_status(const struct http_stream *s);
 
 /* The client's IP address as text (IPv4 dotted, IPv6 literal; "" when
  * unknown), and whether the connection speaks TLS (aws:SourceIp and

@@ -80,6 +80,11 @@ struct s3_server_cfg {
 	/* Refuse SigV2 (the "AWS AK:sig" header and AWSAccessKeyId presigned
 	 * URLs) with InvalidRequest; by default it is verified. */
 	bool no_sigv2;
+	/* Called once per S3 request when its exchange ends: the operation
+	 * (enum s3_op; S3_OP_NONE when it was not routed), the response's
+	 * status (0: none was sent) and the time since its head arrived.
+	 * Not for /health and /metrics. NULL: nothing. */
+	void (*observe)(void *ctx, int op, int status, uint64_t elapsed_us);
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

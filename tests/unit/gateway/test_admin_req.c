@@ -64,6 +64,9 @@ START_TEST(test_routes)
 	ck_assert_uint_eq(r.file_len, 6);
 	ck_assert_int_eq(route("GET", "/", &r), 0);
 	ck_assert_int_eq(r.id, ADMIN_R_ROOT);
+	ck_assert_int_eq(route("GET", "/api/v1/stats", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_STATS);
+	ck_assert_int_eq(route("POST", "/api/v1/stats", &r), -EOPNOTSUPP);
 	ck_assert_str_eq(admin_route_allow("/api/v1/users", 13), "GET, POST");
 	ck_assert_str_eq(admin_route_allow("/api/v1/users/x", 15), "DELETE");
 	ck_assert_str_eq(admin_route_allow("/api/v1/osds/3/out", 18), "POST");
