@@ -35,30 +35,6 @@ static const struct console_file *find(const char *name, size_t len)
 	return NULL;
 }
 
-/* Does If-None-Match (a list, or "*") name etag? */
-static bool etag_matches(const char *v, size_t vl, const char *etag)
-{
-	size_t el = strlen(etag);
-	for (size_t i = 0; i < vl;) {
-		while (i < vl && (v[i] == ' ' || v[i] == ','))
-			i++;
-		size_t j = i;
-		while (j < vl && v[j] != ',')
-			j++;
-		size_t e = j;
-		while (e > i && v[e - 1] == ' ')
-			e--;
-		const char *t = v + i;
-		size_t tl = e - i;
-		if (tl > 2 && t[0] == 'W' && t[1] == '/') /* weak comparison, as RFC 7232 3.2 */
-			t += 2, tl -= 2;
-		if ((tl == 1 && t[0] == '*') || (tl == el && !memcmp(t, etag, el)))
-			return true;
-		i = j;
-	}
-	return false;
-}
-
 void admin_h_console(struct admin_call *c)
 {
 	const struct admin_route *r = admin_call_route(c);
@@ -69,7 +45,7 @@ void admin_h_console(struct admin_call *c)
 	}
 	size_t vl;
 	const char *inm = admin_header(c->headers, c->n_headers, "if-none-match", &vl);
-	bool fresh = inm && etag_matches(inm, vl, f->etag);
+	bool fresh = inm && admin_etag_match(inm, vl, f->etag);
 	struct admin_static_hdr h[] = {
 		{ "ETag", f->etag },
 		{ "Cache-Control", "no-cache" },
