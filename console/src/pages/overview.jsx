@@ -13,6 +13,7 @@ export function Overview() {
 	const c = cl.data;
 	if (!c && cl.loading) return <Page title="Overview"><Loading /></Page>;
 	const sum = os.data && os.data.summary;
+	const inline = os.data ? os.data.osds.reduce((a, o) => a + (o.space ? o.space.inline_bytes : 0), 0) : 0;
 	let objects = null, objBytes = null, partial = false;
 	if (bk.data) {
 		objects = 0;
@@ -37,7 +38,8 @@ export function Overview() {
 							sub={'of ' + c.osds.total} tone={c.osds.up < c.osds.total ? 'warn' : null} />
 						<Stat label="Capacity used"
 							value={sum ? bytes(sum.used_bytes) : '—'}
-							sub={sum ? 'of ' + bytes(sum.total_bytes) : 'asking the OSDs'} />
+							sub={sum ? 'of ' + bytes(sum.total_bytes) + (inline ? ' · ' + bytes(inline) + ' inline' : '')
+								: 'asking the OSDs'} />
 						<Stat label="Objects" value={objects === null ? '—' : (partial ? '≥ ' : '') + count(objects)}
 							sub={objBytes === null ? '' : bytes(objBytes) + ' in ' + count(bk.data.buckets.length) + ' buckets'} />
 						<Stat label="Erasure code" value={c.ec.k + ' + ' + c.ec.m} sub={c.pgs.total + ' PGs'} />
@@ -48,7 +50,8 @@ export function Overview() {
 								tone={sum.used_bytes / sum.total_bytes > 0.85 ? 'bad' : null} />
 							<div class="muted small">
 								{bytes(sum.used_bytes) + ' used of ' + bytes(sum.total_bytes) + ' ('
-									+ (100 * sum.used_bytes / sum.total_bytes).toFixed(1) + ' %)'}
+									+ (100 * sum.used_bytes / sum.total_bytes).toFixed(1) + ' %) on the OSDs\' devices'
+									+ (inline ? '; ' + bytes(inline) + ' of small shards inline in their metadata stores' : '')}
 							</div>
 						</Card>
 					)}
