@@ -11,7 +11,8 @@
 // second, the PG grid all clean, mark OSD `osd` out (confirm) and wait for
 // its PGs to leave active+clean in the grid, mark it in and wait for the
 // grid to be clean again, the traffic charts, the buckets, and a session
-// made invalid sends the page back to login. A screenshot of each page
+// made invalid sends the page back to login, where a non-admin user's key
+// is refused. A screenshot of each page
 // goes to DIR. Every request the page makes is recorded (the test checks
 // none went to the S3 port).
 'use strict';
@@ -187,6 +188,13 @@ async function main() {
 		const why = await page.waitForSelector('form.login .notice');
 		step('expired session', await why.textContent());
 		await shot(page, '15-session-ended');
+
+		// A user who is not an admin cannot log in (403, said so).
+		await page.fill('input[name=access_key]', created[cfg.user].access_key);
+		await page.fill('input[name=secret_key]', created[cfg.user].secret_key);
+		await page.click('form.login button[type=submit]');
+		const na = await page.waitForSelector('[data-test="login-error"]');
+		step('non-admin login', await na.textContent());
 	} catch (e) {
 		if (page)
 			await shot(page, 'failed').catch(() => {});

@@ -10,7 +10,8 @@ created and deleted; the PG grid all active+clean; OSD 3 marked out
 (confirmed) and its PGs leave active+clean in the grid (waited for, 30 s
 at most); marked in again and the grid clean again; the traffic charts
 list the S3 operations this test made; the bucket it made; a session the
-server refuses sends the page back to login. Screenshots of every page
+server refuses sends the page back to login, where a non-admin's key is
+refused with a message. Screenshots of every page
 are kept in $IOLAKE_BUILD/console-shots/.
 
 From outside: the user created in the page works with boto3 and the
@@ -196,6 +197,8 @@ def main():
                    "the buckets page: the bucket, its owner, 5 objects, 298 KiB", row)
             expect("log in again" in steps.get("expired session", ""),
                    "a refused session: back to login, saying why", steps.get("expired session"))
+            expect("not an admin" in (steps.get("non-admin login") or ""),
+                   "web-alice (not an admin) cannot log in: said so", steps.get("non-admin login"))
             s3port = ":%d/" % aio.port
             hit = [q for q in r["requests"] if s3port in q or q.split()[1].rstrip("/").endswith(":%d" % aio.port)]
             other = [q for q in r["requests"] if not q.split()[1].startswith(api + "/")]

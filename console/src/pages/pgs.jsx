@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { get } from '../api.js';
 import { Card, Empty, ErrorBox, Loading, Page, Recovery } from '../ui.jsx';
-import { count, pgTone, usePoll } from '../util.js';
+import { count, duration, pgTone, usePoll } from '../util.js';
 
 const KEY = [['good', 'active+clean'], ['warn', 'degraded'], ['info', 'recovering, backfilling'],
 	['moved', 'remapped'], ['bad', 'incomplete'], ['other', 'other']];
@@ -64,6 +64,7 @@ export function Pgs() {
 								))}
 								{' '}· primary {picked.primary < 0 ? '—' : 'osd.' + picked.primary}
 								{picked.stripes_missing > 0 && ' · ' + count(picked.stripes_missing) + ' stripes missing'}
+								{picked.eta_s > 0 && ' · ETA ' + duration(picked.eta_s)}
 							</div>
 						) : <div class="pg-detail small muted">Click a square for its PG.</div>}
 					</div>
