@@ -92,6 +92,14 @@ struct metrics_histogram *metrics_histogram_new(struct metrics_registry *reg,
 						const uint64_t *bounds, size_t nbounds,
 						double scale);
 
+/* The counter or histogram registered under name with exactly these
+ * labels (same names, values and order), or NULL: for a reader of
+ * metrics someone else registered. Takes the registry's mutex. */
+struct metrics_counter *metrics_counter_find(struct metrics_registry *reg, const char *name,
+					     const char *const *labels);
+struct metrics_histogram *metrics_histogram_find(struct metrics_registry *reg,
+						 const char *name, const char *const *labels);
+
 /* The metric objects are public so the updates below inline to one atomic
  * instruction; treat the fields as private. */
 struct metrics_counter {

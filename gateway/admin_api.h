@@ -36,7 +36,7 @@ struct admin_api_cfg {
 	/* The S3 front end's request statistics in this process
 	 * (s3_ops_stats; read on the API's loop, which must be theirs or
 	 * tolerate relaxed reads): GET /api/v1/stats. NULL: 503 there. */
-	const struct gw_stats *stats;
+	struct gw_stats *stats;
 };
 
 struct admin_api;

@@ -45,7 +45,7 @@ struct admin_api {
 	char region[64];
 	uint8_t token_key[32];           /* session tokens' HMAC key: random, per process */
 	uint32_t session_ttl_s;
-	const struct gw_stats *stats;    /* the S3 front end's, or NULL */
+	struct gw_stats *stats;    /* the S3 front end's, or NULL */
 	struct osd_chan chans[ADMIN_OSD_CHANNELS];
 	size_t n_chans;
 	void (*close_cb)(void *);

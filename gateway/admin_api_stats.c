@@ -10,7 +10,7 @@
 
 void admin_h_stats(struct admin_call *c)
 {
-	const struct gw_stats *st = c->api->stats;
+	struct gw_stats *st = c->api->stats;
 	if (!st) {
 		admin_reply_error(c, 503, "ServiceUnavailable",
 				  "this process serves no S3 requests, or keeps no statistics");

@@ -1,11 +1,11 @@
 /*
  * gw_stats.c — S3 request statistics per operation (contracts in
- * gw_stats.h): three counters and a latency histogram per operation in the
- * metrics registry, and their JSON for the admin API.
+ * gw_stats.h): a latency histogram and error counters per operation in
+ * the metrics registry, and their JSON for the admin API.
  *
- * Owns the metric pointers (the registry owns the metrics). Does not: time
- * requests (s3_server does, from the request head to the end of the
- * exchange), nor keep any history.
+ * Owns the pointers it found or registered (the registry owns the
+ * metrics). Does not: time requests (s3_server does, from the request head
+ * to the end of the exchange), nor keep any history.
  */
 #include "gateway/gw_stats.h"
 
@@ -15,15 +15,25 @@
 
 #include "gateway/s3_req.h"
 
-enum { CLS_OK, CLS_4XX, CLS_5XX, CLS_NONE, CLS__COUNT };
-static const char *const cls_name[CLS__COUNT] = { "ok", "4xx", "5xx", "none" };
+#define LAT_NAME "iolake_gw_request_duration_seconds"
+#define LAT_HELP "S3 requests by operation: time from the request head to the end of the response"
+#define ERR_NAME "iolake_gw_request_errors_total"
+#define ERR_HELP "S3 requests answered with an error status, by operation and class"
+
+static const char *const cls_name[2] = { "4xx", "5xx" };
+
+struct series {
+	struct metrics_histogram *lat;
+	struct metrics_counter *err[2];
+};
 
 struct gw_stats {
+	struct metrics_registry *reg;
 	uint64_t start_ms;   /* CLOCK_MONOTONIC at gw_stats_new */
 	const uint64_t *bounds;
 	size_t nbounds;
-	struct metrics_counter *done[S3_OP__COUNT][CLS__COUNT];
-	struct metrics_histogram *lat[S3_OP__COUNT];
+	struct series w[S3_OP__COUNT];   /* the writer's */
+	struct series r[S3_OP__COUNT];   /* the reader's, found on demand */
 };
 
 static uint64_t mono_ms(void)
@@ -33,35 +43,45 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static const char *op_label(int op)
+{
+	return op == S3_OP_NONE ? "unrouted" : s3_op_name(op);
+}
+
+/* The series of op in reg, found; with make, registered when absent. */
+static int get_series(struct gw_stats *st, int op, bool make, struct series *s)
+{
+	const char *name = op_label(op);
+	const char *const *ll = METRICS_LABELS("op", name);
+	if (!s->lat)
+		s->lat = metrics_histogram_find(st->reg, LAT_NAME, ll);
+	if (!s->lat && make)
+		s->lat = metrics_histogram_new(st->reg, LAT_NAME, LAT_HELP, ll, st->bounds,
+					       st->nbounds, 1e-6);
+	for (int k = 0; k < 2; k++) {
+		const char *const *el = METRICS_LABELS("op", name, "class", cls_name[k]);
+		if (!s->err[k])
+			s->err[k] = metrics_counter_find(st->reg, ERR_NAME, el);
+		if (!s->err[k] && make)
+			s->err[k] = metrics_counter_new(st->reg, ERR_NAME, ERR_HELP, el);
+	}
+	return s->lat && s->err[0] && s->err[1] ? 0 : -1;
+}
+
 struct gw_stats *gw_stats_new(struct metrics_registry *reg)
 {
 	struct gw_stats *st = calloc(1, sizeof(*st));
 	if (!st)
 		return NULL;
+	st->reg = reg;
 	st->start_ms = mono_ms();
 	st->bounds = metrics_latency_buckets_us(&st->nbounds);
-	for (int op = 0; op < S3_OP__COUNT; op++) {
-		const char *name = s3_op_name(op);
-		for (int k = 0; k < CLS__COUNT; k++) {
-			st->done[op][k] = metrics_counter_new(
-				reg, "iolake_gw_responses_total",
-				"S3 requests finished, by operation and status class (none: "
-				"the client left before an answer)",
-				METRICS_LABELS("op", name, "class", cls_name[k]));
-			if (!st->done[op][k])
-				goto fail;
+	for (int op = 0; op < S3_OP__COUNT; op++)
+		if (get_series(st, op, true, &st->w[op])) {
+			free(st);
+			return NULL;
 		}
-		st->lat[op] = metrics_histogram_new(
-			reg, "iolake_gw_request_duration_seconds",
-			"S3 request latency from its head to the end of the exchange, by operation",
-			METRICS_LABELS("op", name), st->bounds, st->nbounds, 1e-6);
-		if (!st->lat[op])
-			goto fail;
-	}
 	return st;
-fail:
-	free(st);
-	return NULL;
 }
 
 void gw_stats_free(struct gw_stats *st)
@@ -75,9 +95,9 @@ void gw_stats_observe(struct gw_stats *st, int op, int status, uint64_t elapsed_
 		return;
 	if (op < 0 || op >= S3_OP__COUNT)
 		op = S3_OP_NONE;
-	int k = status == 0 ? CLS_NONE : status >= 500 ? CLS_5XX : status >= 400 ? CLS_4XX : CLS_OK;
-	metrics_counter_inc(st->done[op][k]);
-	metrics_histogram_observe(st->lat[op], elapsed_us);
+	metrics_histogram_observe(st->w[op].lat, elapsed_us);
+	if (status >= 400)
+		metrics_counter_inc(st->w[op].err[status >= 500]);
 }
 
 uint64_t gw_stats_quantile(const uint64_t *bounds, size_t nbounds, const uint64_t *counts,
@@ -100,7 +120,7 @@ uint64_t gw_stats_quantile(const uint64_t *bounds, size_t nbounds, const uint64_
 	return bounds[nbounds - 1];
 }
 
-void gw_stats_json(const struct gw_stats *st, struct jsonw *w)
+void gw_stats_json(struct gw_stats *st, struct jsonw *w)
 {
 	jsonw_ku64(w, "uptime_ms", mono_ms() - st->start_ms);
 	jsonw_key(w, "latency_bounds_us");
@@ -112,22 +132,33 @@ void gw_stats_json(const struct gw_stats *st, struct jsonw *w)
 	jsonw_obj_begin(w);
 	uint64_t counts[METRICS_MAX_BUCKETS + 1];
 	for (int op = 0; op < S3_OP__COUNT; op++) {
-		uint64_t n[CLS__COUNT], total = 0;
-		for (int k = 0; k < CLS__COUNT; k++)
-			total += n[k] = metrics_counter_get(st->done[op][k]);
+		struct series *s = &st->r[op];
+		if (get_series(st, op, false, s))
+			continue;   /* not registered (yet): nothing to say */
+		size_t nb = metrics_histogram_buckets(s->lat, counts, METRICS_MAX_BUCKETS + 1);
+		if (nb != st->nbounds + 1)
+			continue;   /* registered with other bounds: not ours to read */
+		uint64_t total = 0;
+		for (size_t i = 0; i < nb; i++)
+			total += counts[i];
 		if (!total)
 			continue;
-		size_t nb = metrics_histogram_buckets(st->lat[op], counts, METRICS_MAX_BUCKETS + 1);
-		jsonw_key(w, s3_op_name(op));
+		/* The counters are read after the buckets and may hold a request
+		 * the buckets do not have yet: never more errors than requests. */
+		uint64_t e4 = metrics_counter_get(s->err[0]), e5 = metrics_counter_get(s->err[1]);
+		e4 = e4 < total ? e4 : total;
+		e5 = e5 < total - e4 ? e5 : total - e4;
+		jsonw_key(w, op_label(op));
 		jsonw_obj_begin(w);
 		jsonw_ku64(w, "requests", total);
-		for (int k = 0; k < CLS__COUNT; k++)
-			jsonw_ku64(w, cls_name[k], n[k]);
-		jsonw_ku64(w, "latency_count", metrics_histogram_count(st->lat[op]));
-		jsonw_ku64(w, "latency_sum_us", metrics_histogram_sum(st->lat[op]));
-		jsonw_ku64(w, "p50_us", gw_stats_quantile(st->bounds, st->nbounds, counts, 0.50));
-		jsonw_ku64(w, "p90_us", gw_stats_quantile(st->bounds, st->nbounds, counts, 0.90));
-		jsonw_ku64(w, "p99_us", gw_stats_quantile(st->bounds, st->nbounds, counts, 0.99));
+		jsonw_ku64(w, "ok", total - e4 - e5);
+		jsonw_ku64(w, "4xx", e4);
+		jsonw_ku64(w, "5xx", e5);
+		jsonw_ku64(w, "latency_count", total);
+		jsonw_ku64(w, "latency_sum_us", metrics_histogram_sum(s->lat));
+		jsonw_ku64(w, "p50_us", gw_stats_quantile(st->bounds, nb - 1, counts, 0.50));
+		jsonw_ku64(w, "p90_us", gw_stats_quantile(st->bounds, nb - 1, counts, 0.90));
+		jsonw_ku64(w, "p99_us", gw_stats_quantile(st->bounds, nb - 1, counts, 0.99));
 		jsonw_key(w, "buckets");
 		jsonw_arr_begin(w);
 		for (size_t i = 0; i < nb; i++)
