@@ -32,6 +32,7 @@ struct gw_stats {
 	uint64_t start_ms;   /* CLOCK_MONOTONIC at gw_stats_new */
 	const uint64_t *bounds;
 	size_t nbounds;
+	enum { W_UNSET, W_ON, W_OFF } w_state;   /* the writer: see writer_init */
 	struct series w[S3_OP__COUNT];   /* the writer's */
 	struct series r[S3_OP__COUNT];   /* the reader's, found on demand */
 };
@@ -48,7 +49,8 @@ static const char *op_label(int op)
 	return op == S3_OP_NONE ? "unrouted" : s3_op_name(op);
 }
 
-/* The series of op in reg, found; with make, registered when absent. */
+/* The series of op in reg, found; with make, registered when absent
+ * (one found is shared: a concurrent registration lost its race). */
 static int get_series(struct gw_stats *st, int op, bool make, struct series *s)
 {
 	const char *name = op_label(op);
@@ -76,11 +78,6 @@ struct gw_stats *gw_stats_new(struct metrics_registry *reg)
 	st->reg = reg;
 	st->start_ms = mono_ms();
 	st->bounds = metrics_latency_buckets_us(&st->nbounds);
-	for (int op = 0; op < S3_OP__COUNT; op++)
-		if (get_series(st, op, true, &st->w[op])) {
-			free(st);
-			return NULL;
-		}
 	return st;
 }
 
@@ -89,9 +86,27 @@ void gw_stats_free(struct gw_stats *st)
 	free(st);
 }
 
+/* At the first observation: when another module registered the series
+ * already (it times requests too, and feeds them), write nothing, or
+ * every request would count twice; else register them and write. */
+static void writer_init(struct gw_stats *st)
+{
+	st->w_state = W_OFF;
+	if (metrics_histogram_find(st->reg, LAT_NAME, METRICS_LABELS("op", op_label(S3_OP_NONE))))
+		return;
+	for (int op = 0; op < S3_OP__COUNT; op++)
+		if (get_series(st, op, true, &st->w[op]))
+			return;   /* out of memory: no figures */
+	st->w_state = W_ON;
+}
+
 void gw_stats_observe(struct gw_stats *st, int op, int status, uint64_t elapsed_us)
 {
 	if (!st)
+		return;
+	if (st->w_state == W_UNSET)
+		writer_init(st);
+	if (st->w_state != W_ON)
 		return;
 	if (op < 0 || op >= S3_OP__COUNT)
 		op = S3_OP_NONE;
@@ -133,7 +148,8 @@ void gw_stats_json(struct gw_stats *st, struct jsonw *w)
 	uint64_t counts[METRICS_MAX_BUCKETS + 1];
 	for (int op = 0; op < S3_OP__COUNT; op++) {
 		struct series *s = &st->r[op];
-		if (get_series(st, op, false, s))
+		get_series(st, op, false, s);
+		if (!s->lat)
 			continue;   /* not registered (yet): nothing to say */
 		size_t nb = metrics_histogram_buckets(s->lat, counts, METRICS_MAX_BUCKETS + 1);
 		if (nb != st->nbounds + 1)
@@ -145,7 +161,8 @@ void gw_stats_json(struct gw_stats *st, struct jsonw *w)
 			continue;
 		/* The counters are read after the buckets and may hold a request
 		 * the buckets do not have yet: never more errors than requests. */
-		uint64_t e4 = metrics_counter_get(s->err[0]), e5 = metrics_counter_get(s->err[1]);
+		uint64_t e4 = s->err[0] ? metrics_counter_get(s->err[0]) : 0;
+		uint64_t e5 = s->err[1] ? metrics_counter_get(s->err[1]) : 0;
 		e4 = e4 < total ? e4 : total;
 		e5 = e5 < total - e4 ? e5 : total - e4;
 		jsonw_key(w, op_label(op));

@@ -12,11 +12,12 @@
  * differences by the time between them for a rate, or subtracts bucket
  * counts for the latency of that interval.
  *
- * Two halves. The writer (gw_stats_new's registration, gw_stats_observe,
- * fed by s3_server_cfg.observe) finds a series already registered under
- * its name and labels before making one, so another module may own them.
- * The reader (gw_stats_json) finds the series by name in the registry,
- * whoever registered them.
+ * Two halves. The writer (gw_stats_observe, fed by s3_server_cfg.observe)
+ * registers the series at its first observation, unless another module
+ * registered them already: then it writes nothing (that module times the
+ * requests; counting them here too would count each twice). The reader
+ * (gw_stats_json) finds the series by name in the registry, whoever
+ * registered them.
  *
  * Threads: observe on any thread (relaxed atomics); the JSON takes the
  * registry's mutex for lookups. Does not: keep windows or history (the
@@ -32,14 +33,15 @@
 
 struct gw_stats;
 
-/* Find or register the series in reg (which must outlive the stats).
- * NULL when out of memory or a series could not be registered (errno). */
+/* Statistics over reg (which must outlive them); NULL when out of
+ * memory. Registers nothing yet (gw_stats_observe does). */
 struct gw_stats *gw_stats_new(struct metrics_registry *reg);
 void gw_stats_free(struct gw_stats *st);
 
 /* One request of S3 operation op (enum s3_op; out of range counts as
  * unrouted) ended with HTTP status (0: no response was sent) after
- * elapsed_us. */
+ * elapsed_us. The first call registers the series (or finds another
+ * module's and writes nothing from then on). */
 void gw_stats_observe(struct gw_stats *st, int op, int status, uint64_t elapsed_us);
 
 /* The members of GET /api/v1/stats into w, inside an open object:
