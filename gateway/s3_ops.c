@@ -143,8 +143,9 @@ static void register_metrics(struct s3_ops *o)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
 	rpc_health_register_metrics(o->reg); /* PINGs, circuits, fast fails */
 	/* Per-op latency and errors for /metrics and the admin API's
-	 * /api/v1/stats (series found if already registered); without them
-	 * (out of memory) the gateway runs without those figures. */
+	 * /api/v1/stats: registered at the first request's end, unless
+	 * another module registered them (gw_stats.h). Out of memory: the
+	 * gateway runs without those figures. */
 	o->stats = gw_stats_new(o->reg);
 	if (!o->stats)
 		LOG_WARN("s3: no per-operation request statistics", "errno=%d", errno);
