@@ -19,6 +19,8 @@
 #                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
 #   make aio DATA=DIR   build, then run iolake-aio on DIR in the foreground
 #                   (OSD_SIZE per sparse OSD file, default 64G; AIO_FLAGS for more)
+#   make console    rebuild the web console's committed files (console/dist)
+#                   with npm from console/src; only when changing the console
 #   make deb        Debian packages iolake*.deb of the release binaries into
 #                   DEB_OUT (default build/deb): scripts/mkdeb.sh, packaging/
 #   make test-deb   make deb, then install them in a fresh Debian 12 root
@@ -149,7 +151,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut bench-cluster \
-        soak-powercut deb test-deb
+        soak-powercut deb test-deb console
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
 deps:
@@ -168,6 +170,19 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c
 	$(call say,CC,$<)
 	$(Q)$(CC) -std=gnu17 $(OPT) -I$(B)/gen $(PKG_CFLAGS) -c $< -o $@
 
+# The web console's committed build (console/dist/*) as a C array in the
+# gateway library (scripts/embed-console.py; no npm here: `make console`
+# rebuilds console/dist with npm, for whoever changes the console).
+CONSOLE_DIST := $(sort $(wildcard console/dist/*))
+$(B)/gen/console_files.c: $(CONSOLE_DIST) scripts/embed-console.py
+	@mkdir -p $(@D)
+	$(call say,EMBED,console/dist)
+	$(Q)python3 scripts/embed-console.py console/dist $@
+$(B)/obj/gen/console_files.o: $(B)/gen/console_files.c gateway/console_files.h
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
 # Every object waits for the generated headers (order-only), so any .c may
 # include a .pb-c.h without listing it.
 $(B)/obj/%.o: %.c | $(PROTO_H) $(B)/config.mk
@@ -178,7 +193,7 @@ $(B)/obj/%.o: %.c | $(PROTO_H) $(B)/config.mk
 $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(patsubst $(B)/%.c,$(B)/obj/%.o,$(PROTO_C))
 $(LIB_META):   $(call obj,$(META_SRC))
 $(LIB_OSD):    $(call obj,$(OSD_SRC))
-$(LIB_GW):     $(call obj,$(GW_SRC))
+$(LIB_GW):     $(call obj,$(GW_SRC)) $(B)/obj/gen/console_files.o
 $(LIB_ADMIN):  $(call obj,$(ADMIN_SRC))
 $(LIB_META_CLIENT): $(call obj,$(META_CLIENT_SRC))
 $(LIB_S3BENCH): $(call obj,$(S3BENCH_LIB_SRC))
@@ -292,6 +307,11 @@ bench-common: $(B)/bench-common
 soak-meta-powercut: all
 	META_POWERCUT_ROUNDS=$${META_POWERCUT_ROUNDS:-1000} IOLAKE_BUILD=$(B) \
 		tests/integration/test_meta_powercut.sh
+
+# Rebuild console/dist from console/src with npm (pinned by
+# console/package-lock.json); commit the result. Only for console changes.
+console:
+	$(Q)cd console && npm ci --no-audit --no-fund --loglevel=error && npm run build
 
 # The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).
 soak-powercut: $(B)/tests/unit/osd/test_store_powercut

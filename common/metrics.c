@@ -305,6 +305,38 @@ static void *register_metric(struct metrics_registry *reg, const char *name, con
 	return metric;
 }
 
+/* The metric of kind under name and exactly labels, or NULL. */
+static void *find_metric(struct metrics_registry *reg, const char *name,
+			 const char *const *labels, enum kind kind)
+{
+	char *want = render_labels(labels, kind == KIND_HISTOGRAM);
+	if (!want)
+		return NULL;
+	void *m = NULL;
+	pthread_mutex_lock(&reg->mu);
+	struct family *f = reg->head;
+	while (f && strcmp(f->name, name) != 0)
+		f = f->next;
+	for (struct series *o = f && f->kind == kind ? f->head : NULL; o && !m; o = o->next)
+		if (strcmp(o->labels, want) == 0)
+			m = o->metric;
+	pthread_mutex_unlock(&reg->mu);
+	free(want);
+	return m;
+}
+
+struct metrics_counter *metrics_counter_find(struct metrics_registry *reg, const char *name,
+					     const char *const *labels)
+{
+	return find_metric(reg, name, labels, KIND_COUNTER);
+}
+
+struct metrics_histogram *metrics_histogram_find(struct metrics_registry *reg,
+						 const char *name, const char *const *labels)
+{
+	return find_metric(reg, name, labels, KIND_HISTOGRAM);
+}
+
 struct metrics_counter *metrics_counter_new(struct metrics_registry *reg, const char *name,
 					    const char *help, const char *const *labels)
 {
@@ -381,6 +413,14 @@ uint64_t metrics_histogram_count(const struct metrics_histogram *h)
 uint64_t metrics_histogram_sum(const struct metrics_histogram *h)
 {
 	return atomic_load_explicit(&h->sum, memory_order_relaxed);
+}
+
+size_t metrics_histogram_buckets(const struct metrics_histogram *h, uint64_t *counts,
+				 size_t max)
+{
+	for (size_t i = 0; i <= h->nbounds && i < max; i++)
+		counts[i] = atomic_load_explicit(&h->buckets[i], memory_order_relaxed);
+	return h->nbounds + 1;
 }
 
 const uint64_t *metrics_latency_buckets_us(size_t *n)

@@ -92,6 +92,14 @@ struct metrics_histogram *metrics_histogram_new(struct metrics_registry *reg,
 						const uint64_t *bounds, size_t nbounds,
 						double scale);
 
+/* The counter or histogram registered under name with exactly these
+ * labels (same names, values and order), or NULL: for a reader of
+ * metrics someone else registered. Takes the registry's mutex. */
+struct metrics_counter *metrics_counter_find(struct metrics_registry *reg, const char *name,
+					     const char *const *labels);
+struct metrics_histogram *metrics_histogram_find(struct metrics_registry *reg,
+						 const char *name, const char *const *labels);
+
 /* The metric objects are public so the updates below inline to one atomic
  * instruction; treat the fields as private. */
 struct metrics_counter {
@@ -134,6 +142,12 @@ void metrics_histogram_observe(struct metrics_histogram *h, uint64_t v);
 /* Observations so far (sum of all buckets) and their sum, in base units. */
 uint64_t metrics_histogram_count(const struct metrics_histogram *h);
 uint64_t metrics_histogram_sum(const struct metrics_histogram *h);
+/* The bucket counts, not cumulative: counts[i] observations <= bound i
+ * and > bound i-1, counts[nbounds] those above every bound. Writes at
+ * most max entries; returns nbounds + 1. Each read is relaxed: a
+ * concurrent observe may land in one bucket and not yet in the sum. */
+size_t metrics_histogram_buckets(const struct metrics_histogram *h, uint64_t *counts,
+				 size_t max);
 
 /* Render every metric, in registration order of families and, within a
  * family, of series, as Prometheus text format 0.0.4 (Content-Type

@@ -1,9 +1,10 @@
 /*
  * admin_api.c — the admin API's core: the HTTP server (gateway/http), one
  * struct admin_call per exchange, routing (gateway/admin_req) to login,
- * authentication (admin_api_auth.c), the console's files and the resource
- * handlers (admin_api_*.c), JSON replies and errors, and meta / OSD calls
- * that outlive a vanished client safely.
+ * authentication (admin_api_auth.c), the console's files
+ * (admin_api_console.c) and the resource handlers (admin_api_*.c), JSON
+ * replies and errors, and meta / OSD calls that outlive a vanished
+ * client safely.
  *
  * Lifetime of a call: made at on_request with a copy of the request head
  * (s3_auth reads the headers after its credential lookup, which may end
@@ -109,6 +110,27 @@ static void send_body(struct admin_call *c, int status, const char *ctype, char 
 	http_add_header(c->s, "X-Content-Type-Options", "nosniff");
 	if (http_respond(c->s, status, body, len, on_body_written, body))
 		free(body);
+}
+
+static void on_static_written(struct http_stream *s, int status, void *arg)
+{
+	(void)s, (void)status, (void)arg;
+}
+
+void admin_reply_static(struct admin_call *c, int status, const char *ctype,
+			const struct admin_static_hdr *h, size_t n_h, const void *body,
+			size_t len)
+{
+	if (!admin_call_live(c))
+		return;
+	c->replied = true;
+	if (status != 304)
+		http_add_header(c->s, "Content-Type", ctype);
+	http_add_header(c->s, "X-Content-Type-Options", "nosniff");
+	for (size_t i = 0; i < n_h; i++)
+		http_add_header(c->s, h[i].name, h[i].value);
+	/* with a callback the body is not copied: it is static */
+	http_respond(c->s, status, body, len, on_static_written, NULL);
 }
 
 void admin_reply_json(struct admin_call *c, int status, struct jsonw *w)
@@ -367,6 +389,7 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_USERS] = admin_h_users,
 	[ADMIN_R_USER_CREATE] = admin_h_user_create,
 	[ADMIN_R_USER_DELETE] = admin_h_user_delete,
+	[ADMIN_R_STATS] = admin_h_stats,
 };
 
 void admin_call_authorized(struct admin_call *c, bool admin)
@@ -392,34 +415,6 @@ void admin_call_authorized(struct admin_call *c, bool admin)
 	handlers[c->route.id](c);
 }
 
-/* The console: a placeholder until the console is built (another piece
- * of work); it serves the same path the built files will. */
-static const char console_page[] =
-	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-	"<title>IOLake console</title></head>\n<body>\n"
-	"<h1>IOLake console</h1>\n"
-	"<p>The console is not built yet. The admin API it will use is here: "
-	"<a href=\"/api/v1/cluster\">/api/v1/cluster</a> (log in first with "
-	"POST /api/v1/login, or sign with SigV4; see docs/admin-api.md).</p>\n"
-	"</body></html>\n";
-
-static void do_console(struct admin_call *c)
-{
-	const struct admin_route *r = &c->route;
-	if (r->file_len && !(r->file_len == 10 && !memcmp(r->file, "index.html", 10))) {
-		admin_reply_error(c, 404, "NotFound", "no such console file");
-		return;
-	}
-	char *b = malloc(sizeof(console_page));
-	if (!b) {
-		admin_reply_error(c, 500, "InternalError", "out of memory");
-		return;
-	}
-	memcpy(b, console_page, sizeof(console_page) - 1);
-	http_add_header(c->s, "Content-Security-Policy", "default-src 'self'");
-	send_body(c, 200, "text/html; charset=utf-8", b, sizeof(console_page) - 1);
-}
-
 static void dispatch(struct admin_call *c)
 {
 	if (c->route_rc == -ENOENT) {
@@ -443,7 +438,7 @@ static void dispatch(struct admin_call *c)
 		send_body(c, 307, "text/plain", NULL, 0);
 		return;
 	case ADMIN_R_CONSOLE:
-		do_console(c);
+		admin_h_console(c);
 		return;
 	case ADMIN_R_LOGIN:
 		admin_login(c);
@@ -581,6 +576,7 @@ int admin_api_start(uv_loop_t *loop, const struct admin_api_cfg *cfg, struct adm
 		return -ENOMEM;
 	a->loop = loop;
 	a->session_ttl_s = cfg->session_ttl_s ? cfg->session_ttl_s : 3600;
+	a->stats = cfg->stats;
 	snprintf(a->region, sizeof(a->region), "%s", cfg->region ? cfg->region : "");
 	if (getrandom(a->token_key, sizeof(a->token_key), 0) != (ssize_t)sizeof(a->token_key)) {
 		free(a);

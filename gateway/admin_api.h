@@ -3,8 +3,9 @@
  * own (not the S3 port), for operators, scripts and the web console.
  * Resources under /api/v1/ (docs/admin-api.md lists every one): cluster,
  * osds (+ out/in), pgs, buckets, users (+ create, delete), login/logout;
- * the console's static files under /console/ (a placeholder page until
- * the console is built).
+ * stats (this gateway's S3 request rate and latency per operation); the
+ * console's static files under /console/ (console/dist, embedded at build
+ * time: admin_api_console.c).
  *
  * Authentication: SigV4 with an admin user's access key (service "s3" or
  * "iolake-admin", the gateway's s3_auth with its own credential cache), or
@@ -32,9 +33,14 @@ struct admin_api_cfg {
 	const char *region;             /* SigV4 scope region; NULL: any */
 	uint32_t session_ttl_s;         /* login tokens; 0: 3600 */
 	uint32_t max_conns;             /* 0: 64 */
+	/* The S3 front end's request statistics in this process
+	 * (s3_ops_stats; read on the API's loop, which must be theirs or
+	 * tolerate relaxed reads): GET /api/v1/stats. NULL: 503 there. */
+	struct gw_stats *stats;
 };
 
 struct admin_api;
+struct gw_stats;
 
 /* Listen and serve. 0 and *out, -EINVAL (no meta), -ENOMEM, -errno of
  * the bind (-EADDRINUSE). */

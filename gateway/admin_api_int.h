@@ -19,6 +19,7 @@
 #include "common/rpc.h"
 #include "gateway/admin_api.h"
 #include "gateway/admin_req.h"
+#include "gateway/gw_stats.h"
 #include "gateway/http.h"
 #include "gateway/s3_auth.h"
 #include "meta/client.h"
@@ -44,6 +45,7 @@ struct admin_api {
 	char region[64];
 	uint8_t token_key[32];           /* session tokens' HMAC key: random, per process */
 	uint32_t session_ttl_s;
+	struct gw_stats *stats;    /* the S3 front end's, or NULL */
 	struct osd_chan chans[ADMIN_OSD_CHANNELS];
 	size_t n_chans;
 	void (*close_cb)(void *);
@@ -110,6 +112,15 @@ void admin_call_set_state(struct admin_call *c, void *state, void (*free_fn)(voi
 void *admin_call_state(const struct admin_call *c);
 struct meta_client *admin_call_meta(const struct admin_call *c);
 
+/* A reply whose body is static (not copied, never freed), with extra
+ * headers and no Cache-Control of its own (the caller's say). */
+struct admin_static_hdr {
+	const char *name, *value;
+};
+void admin_reply_static(struct admin_call *c, int status, const char *ctype,
+			const struct admin_static_hdr *h, size_t n_h, const void *body,
+			size_t len);
+
 /* Replies: the JSON document of w (taken and freed), with status. */
 void admin_reply_json(struct admin_call *c, int status, struct jsonw *w);
 /* {"error": code, "message": msg} with status. */
@@ -156,6 +167,8 @@ void admin_h_buckets(struct admin_call *c);
 void admin_h_users(struct admin_call *c);
 void admin_h_user_create(struct admin_call *c);
 void admin_h_user_delete(struct admin_call *c);
+void admin_h_stats(struct admin_call *c);       /* admin_api_stats.c */
+void admin_h_console(struct admin_call *c);     /* admin_api_console.c: no auth */
 
 /* Wall clock in ms. */
 uint64_t admin_wall_ms(void);

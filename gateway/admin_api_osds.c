@@ -49,6 +49,19 @@ static const char *osd_state(const Iolake__Meta__OsdInfo *o)
 	return o->in ? "down+in" : "down+out";
 }
 
+/* PGs of the map with a slot on OSD id (a PG names an OSD at most once). */
+static uint64_t osd_pgs(const Iolake__Meta__ClusterMap *m, uint32_t id)
+{
+	uint64_t n = 0;
+	for (size_t p = 0; p < m->n_pgs; p++)
+		for (size_t k = 0; k < m->pgs[p]->n_osds; k++)
+			if (m->pgs[p]->osds[k] == id) {
+				n++;
+				break;
+			}
+	return n;
+}
+
 static void osds_reply(struct admin_call *c, struct osds_state *s)
 {
 	const Iolake__Meta__ClusterMap *m = s->map->map;
@@ -75,6 +88,7 @@ static void osds_reply(struct admin_call *c, struct osds_state *s)
 		jsonw_kbool(&w, "admin_out", o->admin_out);
 		jsonw_ku64(&w, "weight", o->weight);
 		jsonw_ku64(&w, "capacity_bytes", o->capacity_bytes);
+		jsonw_ku64(&w, "pgs", osd_pgs(m, o->id));
 		jsonw_key(&w, "space");
 		if (st) {
 			jsonw_obj_begin(&w);

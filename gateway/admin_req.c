@@ -133,6 +133,10 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			r->id = ADMIN_R_BUCKETS;
 			return want(m, "GET", NULL);
 		}
+		if (eq(r0, l0, "stats")) {
+			r->id = ADMIN_R_STATS;
+			return want(m, "GET", NULL);
+		}
 		if (eq(r0, l0, "users")) {
 			r->id = !strcmp(m, "POST") ? ADMIN_R_USER_CREATE : ADMIN_R_USERS;
 			return want(m, "GET", "POST");
@@ -174,6 +178,29 @@ const char *admin_route_allow(const char *path, size_t path_len)
 		if (admin_route_parse(methods[i], path, path_len, &r) == 0)
 			mask |= 1u << i;
 	return allow[mask];
+}
+
+bool admin_etag_match(const char *v, size_t vl, const char *etag)
+{
+	size_t el = strlen(etag);
+	for (size_t i = 0; i < vl;) {
+		while (i < vl && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		size_t j = i;
+		while (j < vl && v[j] != ',')
+			j++;
+		size_t e = j;
+		while (e > i && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		const char *t = v + i;
+		size_t tl = e - i;
+		if (tl > 2 && t[0] == 'W' && t[1] == '/')
+			t += 2, tl -= 2;
+		if ((tl == 1 && t[0] == '*') || (tl == el && el && !memcmp(t, etag, el)))
+			return true;
+		i = j;
+	}
+	return false;
 }
 
 bool admin_user_name_ok(const char *s, size_t len)

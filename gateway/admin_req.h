@@ -38,6 +38,7 @@ enum admin_route_id {
 	ADMIN_R_USERS,         /* GET /api/v1/users */
 	ADMIN_R_USER_CREATE,   /* POST /api/v1/users */
 	ADMIN_R_USER_DELETE,   /* DELETE /api/v1/users/{name} */
+	ADMIN_R_STATS,         /* GET /api/v1/stats */
 	ADMIN_R__COUNT
 };
 
@@ -110,6 +111,11 @@ int admin_token_check(const uint8_t key[32], const char *tok, size_t len, uint64
  * tokens (-ENOENT, unless a cookie holds one). */
 int admin_find_token(const struct sigv4_header *h, size_t n, const char **tok, size_t *len,
 		     bool *from_cookie);
+
+/* Does an If-None-Match value (a comma-separated list of entity tags, or
+ * "*") name etag (quoted, e.g. "\"abc\"")? Weak tags (W/"...") compare
+ * by their opaque part, as RFC 7232 section 3.2 says for If-None-Match. */
+bool admin_etag_match(const char *v, size_t len, const char *etag);
 
 /* The value of header name (case-insensitive), or NULL; *len set. */
 const char *admin_header(const struct sigv4_header *h, size_t n, const char *name, size_t *len);

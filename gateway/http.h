@@ -150,6 +150,8 @@ const char *http_stream_request_id(const struct http_stream *s);
 /* Response bytes (head and body) written to the socket so far in this
  * exchange. */
 uint64_t http_stream_bytes_out(const struct http_stream *s);
+/* The status of the response begun on s (200, 404, ...), 0 before one. */
+int http_stream_status(const struct http_stream *s);
 
 /* The client's IP address as text (IPv4 dotted, IPv6 literal; "" when
  * unknown), and whether the connection speaks TLS (aws:SourceIp and

@@ -320,6 +320,11 @@ uint64_t http_stream_bytes_out(const struct http_stream *s)
 	return s->c->ex_bytes_out;
 }
 
+int http_stream_status(const struct http_stream *s)
+{
+	return s->c->resp_started ? s->c->status : 0;
+}
+
 /* The client's address as text, for policies (aws:SourceIp) and logs. An
  * IPv4-mapped IPv6 address is shown as IPv4. */
 void conn_peer_name(struct conn *c)

@@ -32,6 +32,7 @@
 #include "gateway/gw_gc.h"
 #include "gateway/gw_heal.h"
 #include "gateway/gw_map.h"
+#include "gateway/gw_stats.h"
 #include "gateway/s3_cors.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_policy_cache.h"
@@ -141,6 +142,23 @@ static void register_metrics(struct s3_ops *o)
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
 	rpc_health_register_metrics(o->reg); /* PINGs, circuits, fast fails */
+	/* Per-op latency and errors for /metrics and the admin API's
+	 * /api/v1/stats: registered at the first request's end, unless
+	 * another module registered them (gw_stats.h). Out of memory: the
+	 * gateway runs without those figures. */
+	o->stats = gw_stats_new(o->reg);
+	if (!o->stats)
+		LOG_WARN("s3: no per-operation request statistics", "errno=%d", errno);
+}
+
+static void observe_hook(void *ctx, int op, int status, uint64_t elapsed_us)
+{
+	gw_stats_observe(((struct s3_ops *)ctx)->stats, op, status, elapsed_us);
+}
+
+struct gw_stats *s3_ops_stats(struct s3_ops *o)
+{
+	return o->stats;
 }
 
 /* gw_data saw a degraded PG: queue a rescan flag (never on the request's
@@ -213,6 +231,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	*out = o;
 	return 0;
 err_mc:
+	gw_stats_free(o->stats);
 	meta_client_close(o->mc);
 err_ec:
 	gw_data_free(o->data);
@@ -246,6 +265,7 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
+	s->observe = observe_hook;
 	s->http.metrics = o->reg; /* the HTTP layer's counters (limits, TLS) */
 	/* Every operation goes through the gate (s3_rq_gate: the one
 	 * authorization point), which runs its row's handler when allowed;
@@ -323,6 +343,7 @@ void s3_ops_free(struct s3_ops *o)
 	meta_client_close(o->mc);
 	gw_map_close(o->map);   /* pending shard calls come back CANCELLED */
 	data_free_when_idle(o->loop, o->data);
+	gw_stats_free(o->stats);
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
 	s3_policy_cache_free(o->policies);

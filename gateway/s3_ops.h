@@ -51,6 +51,10 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
  * and metrics hooks. */
 void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *scfg);
 
+/* The per-operation request statistics (gw_stats.h) the front end feeds,
+ * for the admin API; NULL when they could not be registered. */
+struct gw_stats *s3_ops_stats(struct s3_ops *o);
+
 /* Ready: a map is known with at least write-quorum OSDs up. */
 bool s3_ops_ready(struct s3_ops *o);
 

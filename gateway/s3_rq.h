@@ -73,6 +73,7 @@ struct s3_ops {
 	struct metrics_counter *m_denied;
 	struct s3_policy_cache *policies; /* compiled bucket policies (this loop's) */
 	struct metrics_counter *m_cred_lookups; /* GetAccessKey calls to meta */
+	struct gw_stats *stats;         /* per-op requests and latency; NULL: none */
 	/* The handler of each operation (s3_ops_bind), which the front end
 	 * reaches only through the gate (s3_rq_gate). */
 	const struct s3_handler *rows[S3_OP__COUNT];

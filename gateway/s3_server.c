@@ -32,6 +32,7 @@ struct s3_call {
 	struct http_stream *s;        /* NULL once the exchange is over */
 	struct s3_call *next_free;
 	struct s3_req req;
+	uint64_t start_ns;            /* head arrived (uv_hrtime); 0: not an S3 request */
 	struct s3_auth_req auth;
 	bool auth_pending;
 	bool limited_user;            /* admitted by the per-user limits: charge its response */
@@ -93,6 +94,8 @@ static struct s3_call *pool_get(struct s3_server *srv)
 		return NULL;
 	srv->free_calls = c->next_free;
 	c->s = NULL;
+	c->start_ns = 0;
+	c->req.op = S3_OP_NONE;
 	c->auth_pending = c->dead = false;
 	c->limited_user = false;
 	c->user = NULL;
@@ -587,6 +590,7 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 		return;
 	}
 
+	c->start_ns = uv_hrtime();
 	struct s3_req_in in = {
 		.method = hr->method_name, .target = hr->target, .target_len = hr->target_len,
 		.host = hr->host, .host_len = hr->host_len,
@@ -661,6 +665,9 @@ static void on_finish(struct http_stream *s, int err)
 				  loop_now_ns());
 		c->limited_user = false;
 	}
+	if (c->start_ns && c->srv->cfg.observe)
+		c->srv->cfg.observe(c->srv->cfg.ops_ctx, c->req.op, http_stream_status(s),
+				    (uv_hrtime() - c->start_ns) / 1000);
 	c->s = NULL;
 	if (c->auth_pending)
 		c->dead = true; /* returned by on_auth_done */

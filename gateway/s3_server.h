@@ -83,6 +83,11 @@ struct s3_server_cfg {
 	bool no_sigv2;
 	/* Limits per authenticated user (user_limit.h); zeros: none. */
 	struct user_limit_cfg user_limit;
+	/* Called once per S3 request when its exchange ends: the operation
+	 * (enum s3_op; S3_OP_NONE when it was not routed), the response's
+	 * status (0: none was sent) and the time since its head arrived.
+	 * Not for /health and /metrics. NULL: nothing. */
+	void (*observe)(void *ctx, int op, int status, uint64_t elapsed_us);
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);

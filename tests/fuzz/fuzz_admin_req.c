@@ -20,6 +20,9 @@
  *      within their fields
  *   6  a string: jsonw writes it, common/json parses it back to the same
  *      bytes (when the input is valid UTF-8, which the parser checks)
+ *   7  "IF-NONE-MATCH\nETAG": admin_etag_match stays inside the value;
+ *      oracle: the value with the ETag appended as one more list member
+ *      (or alone) always matches
  */
 #include <errno.h>
 #include <stdint.h>
@@ -185,6 +188,33 @@ static void writer(const char *d, size_t n)
 	free(doc);
 }
 
+static void etag(const char *d, size_t n)
+{
+	const char *nl = memchr(d, '\n', n);
+	size_t vl = nl ? (size_t)(nl - d) : n;
+	char tag[64];
+	size_t tl = nl ? n - vl - 1 : 0;
+	if (tl >= sizeof(tag))
+		tl = sizeof(tag) - 1;
+	memcpy(tag, nl ? nl + 1 : d, tl);
+	tag[tl] = 0;
+	(void)admin_etag_match(d, vl, tag);
+	if (!tl || memchr(tag, ',', tl) || memchr(tag, 0, tl) || tag[0] == ' ' ||
+	    tag[0] == '\t' || tag[tl - 1] == ' ' || tag[tl - 1] == '\t' ||
+	    (tl > 2 && tag[0] == 'W' && tag[1] == '/'))
+		return;
+	/* the same value with ", TAG" appended names the tag */
+	char *v2 = malloc(vl + tl + 2);
+	if (!v2)
+		return;
+	memcpy(v2, d, vl);
+	v2[vl] = ',';
+	memcpy(v2 + vl + 1, tag, tl);
+	if (!admin_etag_match(v2, vl + 1 + tl, tag))
+		abort();
+	free(v2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > 64 * 1024)
@@ -194,14 +224,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!d)
 		return 0;
 	memcpy(d, data + 1, n);
-	switch (data[0] % 7) {
+	switch (data[0] % 8) {
 	case 0: route(d, n); break;
 	case 1: bodies(1, d, n); break;
 	case 2: bodies(2, d, n); break;
 	case 3: token(d, n); break;
 	case 4: headers(d, n); break;
 	case 5: aio_json(d, n); break;
-	default: writer(d, n); break;
+	case 6: writer(d, n); break;
+	default: etag(d, n); break;
 	}
 	free(d);
 	return 0;

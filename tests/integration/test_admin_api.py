@@ -383,11 +383,11 @@ def main():
     st, doc = api.signed("DELETE", "/api/v1/users/root")
     expect(st == 409 and is_error(doc), "a user cannot delete itself: 409")
 
-    # --- console placeholder
+    # --- the console's page (test_console.py drives it in a browser)
     st, page, hdr = api.plain("GET", "/console/")
     expect(st == 200 and "text/html" in hdr.get("Content-Type", "") and
-           "not built yet" in page and "/api/v1/cluster" in page,
-           "GET /console/: the placeholder page, linking /api/v1/cluster")
+           'src="app.js"' in page and "script-src 'self'" in hdr.get("Content-Security-Policy", ""),
+           "GET /console/: the console's page, its script from app.js, a CSP")
 
     # --- iolake-gw --admin-api-listen, against aio's meta admin address: the
     # API works from another process; aio's OSDs are in-process only

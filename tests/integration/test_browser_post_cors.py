@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """test_browser_post_cors.py — a real browser uploads to iolake-aio (issue
 18 must-show 2). Headless Chromium (Debian's chromium, driven by
-playwright-core from npm, pinned in tests/browser/package-lock.json and
-installed with `npm ci` into $IOLAKE_BUILD/browser-node) loads a page
+playwright-core from npm: the setup in browser_py.py) loads a page
 served by a test HTTP server on another port — another origin — whose
 script:
 
@@ -23,9 +22,10 @@ $IOLAKE_BUILD/browser-shots/ (their paths are printed).
 Chromium runs with --no-sandbox when the test runs as root (Chromium
 refuses its sandbox to root). Everything started is stopped: aio, the
 two page servers, node and its browser (by process group)."""
-import http.server, json, os, shutil, signal, socketserver, subprocess, sys, threading
+import http.server, json, os, socketserver, sys, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser_py  # noqa: E402
 from aio_py import BUILD, Aio, free_port  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -44,18 +44,6 @@ def expect(got, want, what):
 
 def pattern(n):
     return bytes(((i * 31 + (i >> 8) * 7 + 13) & 255) for i in range(n))
-
-
-def npm_ci():
-    """playwright-core, as pinned, into the build directory."""
-    dst = os.path.join(os.path.abspath(BUILD), "browser-node")
-    os.makedirs(dst, exist_ok=True)
-    for f in ("package.json", "package-lock.json", "drive.js"):
-        shutil.copy(os.path.join(TOP, "tests/browser", f), dst)
-    if not os.path.exists(os.path.join(dst, "node_modules/playwright-core/package.json")):
-        subprocess.run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"],
-                       cwd=dst, check=True, timeout=300)
-    return dst
 
 
 class Page(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -88,19 +76,7 @@ def serve():
 
 
 def drive(node_dir, url, shot):
-    p = subprocess.Popen(["node", os.path.join(node_dir, "drive.js"), url, shot, "90000"],
-                         cwd=node_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True)
-    try:
-        out, errs = p.communicate(timeout=150)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    if p.returncode != 0:
-        print(errs.decode(errors="replace")[-3000:])
-        raise RuntimeError("drive.js exited %d" % p.returncode)
-    r = json.loads(out.decode().strip().splitlines()[-1])
+    r = browser_py.run_node(node_dir, "drive.js", [url, shot, "90000"])
     for line in r["console"]:
         print("  page console:", line)
     return r["text"]
@@ -164,12 +140,8 @@ def run(aio, node_dir, shots):
 
 
 def main():
-    for tool in ("node", "npm"):
-        if not shutil.which(tool):
-            sys.exit("FAIL: %s not found (scripts/deps.sh installs nodejs and npm)" % tool)
-    if not os.path.exists(os.environ.get("CHROMIUM", "/usr/bin/chromium")):
-        sys.exit("FAIL: /usr/bin/chromium not found (scripts/deps.sh installs Debian's chromium)")
-    node_dir = npm_ci()
+    browser_py.require()
+    node_dir = browser_py.npm_ci()
     shots = os.path.join(os.path.abspath(BUILD), "browser-shots")
     os.makedirs(shots, exist_ok=True)
     aio = Aio()

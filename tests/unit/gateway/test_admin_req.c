@@ -64,6 +64,21 @@ START_TEST(test_routes)
 	ck_assert_uint_eq(r.file_len, 6);
 	ck_assert_int_eq(route("GET", "/", &r), 0);
 	ck_assert_int_eq(r.id, ADMIN_R_ROOT);
+	ck_assert_int_eq(route("GET", "/api/v1/stats", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_STATS);
+	ck_assert_int_eq(route("POST", "/api/v1/stats", &r), -EOPNOTSUPP);
+	/* If-None-Match against the console files' ETags */
+	const char *tag = "\"0123456789abcdef0123\"";
+#define ETAG(v) admin_etag_match(v, strlen(v), tag)
+	ck_assert(ETAG(tag));
+	ck_assert(ETAG("*"));
+	ck_assert(ETAG("\"x\", W/\"0123456789abcdef0123\""));
+	ck_assert(ETAG(" \"x\" ,\t\"0123456789abcdef0123\" "));
+	ck_assert(!ETAG("\"0123456789abcdef012\""));
+	ck_assert(!ETAG("0123456789abcdef0123"));
+	ck_assert(!ETAG(""));
+	ck_assert(!ETAG(",,, ,"));
+#undef ETAG
 	ck_assert_str_eq(admin_route_allow("/api/v1/users", 13), "GET, POST");
 	ck_assert_str_eq(admin_route_allow("/api/v1/users/x", 15), "DELETE");
 	ck_assert_str_eq(admin_route_allow("/api/v1/osds/3/out", 18), "POST");
