@@ -367,6 +367,8 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_USERS] = admin_h_users,
 	[ADMIN_R_USER_CREATE] = admin_h_user_create,
 	[ADMIN_R_USER_DELETE] = admin_h_user_delete,
+	[ADMIN_R_USER_GRANTS] = admin_h_user_grants,
+	[ADMIN_R_USER_GRANT_SET] = admin_h_user_grant_set,
 };
 
 void admin_call_authorized(struct admin_call *c, bool admin)

@@ -156,6 +156,8 @@ void admin_h_buckets(struct admin_call *c);
 void admin_h_users(struct admin_call *c);
 void admin_h_user_create(struct admin_call *c);
 void admin_h_user_delete(struct admin_call *c);
+void admin_h_user_grants(struct admin_call *c);
+void admin_h_user_grant_set(struct admin_call *c);
 
 /* Wall clock in ms. */
 uint64_t admin_wall_ms(void);

@@ -25,9 +25,13 @@
 #define ROOTKEY_ENV_ACCESS "IOLAKE_ROOT_ACCESS_KEY"
 #define ROOTKEY_ENV_SECRET "IOLAKE_ROOT_SECRET_KEY"
 
+struct meta_secret;
 struct rootkey_creds {
 	char access_key[ROOTKEY_MAX + 1];
 	char secret_key[ROOTKEY_MAX + 1];
+	/* The cluster key that opens a sealed record read back (the caller's,
+	 * kept alive as long); NULL: only clear records compare equal. */
+	const struct meta_secret *secret;
 };
 
 /* Check an access key id (3..128 of A-Z a-z 0-9) and secret (16..128
