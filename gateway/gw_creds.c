@@ -9,15 +9,19 @@
 #include "gateway/gw_creds.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/err.h"
 #include "common/log.h"
 #include "meta/secret.h"
 
 static const struct meta_secret *cluster_key;
+
+#define LOG_EVERY_S 10   /* at most one "cannot open" line per this many seconds */
 
 void gw_creds_set_secret(const struct meta_secret *s)
 {
@@ -72,6 +76,15 @@ static void on_access_key(void *ud, int err, const ProtobufCMessage *resp)
 		 * error (no or another --secret-key-file) or a damaged record,
 		 * never the client's: ServiceUnavailable, not cached. */
 		char have[9], want[9];
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		static _Atomic int64_t last_s = -LOG_EVERY_S;   /* every request fails: */
+		int64_t was = last_s;                           /* say so now and then */
+		if (now.tv_sec - was < LOG_EVERY_S ||
+		    !atomic_compare_exchange_strong(&last_s, &was, (int64_t)now.tv_sec)) {
+			l->done(l, -EIO, NULL);
+			return;
+		}
 		LOG_ERROR("cannot open the secret of an access key", "key=%s err=%s sealed_by=%s "
 			  "our_key=%s", LOG_Q(r->key->access_key_id), LOG_Q(iol_strerror(rc)),
 			  meta_secret_id_str(id, have),

@@ -296,6 +296,10 @@ def secrets(aio, admin, secret_list, alice, bob, b):
     expect((code(carol.list_buckets), code(bob.get_object, Bucket=b, Key="k"),
             code(aio.client().list_buckets)), (OK, OK, OK),
            "after a restart: carol, bob (full grant) and root still sign")
+    aio.log.flush()
+    logtext = open(aio.log.name, "rb").read()
+    expect([s[:6] for s in secret_list if s != SK and s.encode() in logtext], [],
+           "aio's log holds no user's secret (only the banner's root key, by design)")
     r = admin_run(admin, "--json", "user", "rekey")
     j = json.loads(r.stdout or "{}")
     expect((j.get("sealed"), j.get("failed"), j.get("already_sealed", 0) >= 4), (0, 0, True),
