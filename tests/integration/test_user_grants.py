@@ -260,8 +260,13 @@ def secrets(aio, admin, secret_list, alice, bob, b):
     alice.put_object(Bucket=b, Key="fill/last", Body=body)
     files = [os.path.relpath(os.path.join(r, f), mdir) for r, _, fs in os.walk(mdir) for f in fs]
     print("meta dir files: %d (%s)" % (len(files), ", ".join(sorted(files))))
-    expect((any(f.endswith(".sst") for f in files), any("snap" in f for f in files)),
-           (True, True), "meta's dir holds RocksDB tables and a snapshot")
+    if "--range-groups" in aio.args:
+        # object records go to the range groups: the root (users, keys)
+        # takes too few bytes here for a snapshot of its own
+        print("note: --range-groups: the root group made no snapshot; grep covers its log")
+    else:
+        expect((any(f.endswith(".sst") for f in files), any("snap" in f for f in files)),
+               (True, True), "meta's dir holds RocksDB tables and a snapshot")
     expect(grep_dir(mdir, secret_list), [], "no secret in meta's data dir (running)")
     rc, took = aio.stop(limit=15)
     expect(rc, 0, "aio stops cleanly")
