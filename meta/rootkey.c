@@ -147,9 +147,16 @@ static void on_key(void *ud, int err, const ProtobufCMessage *resp)
 	}
 	bool found = !err && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key;
 	char have[META_SECRET_MAX + 1];
-	bool same = found && meta_secret_of_key(e->c.secret, r->key, have, sizeof(have), NULL) >= 0 &&
-		    !strcmp(have, e->c.secret_key);
+	int orc = found ? meta_secret_of_key(e->c.secret, r->key, have, sizeof(have), NULL) : -ENOENT;
+	bool same = orc >= 0 && !strcmp(have, e->c.secret_key);
 	explicit_bzero(have, sizeof(have));
+	if (orc == -ENOKEY || orc == -EBADMSG) {
+		/* Sealed under a key we lack (no or another --secret-key-file):
+		 * we cannot tell whether it is ours, and replacing it would
+		 * churn a key that others can open. Fail; nothing written. */
+		finish(e, orc);
+		return;
+	}
 	if (same && !strcmp(r->key->user, "root")) {
 		finish(e, 0);
 		return;

@@ -50,7 +50,9 @@ int rootkey_from_file(const char *path, struct rootkey_creds *out, char *err, si
 
 /* Make meta hold user "root" and c's key. cb(ud, 0) once it does (read
  * back), cb(ud, err) on the first failure (a meta_client error, or -EIO
- * when meta refused an op); never from inside this call. c is copied.
+ * when meta refused an op, or -ENOKEY / -EBADMSG when the stored key is
+ * sealed under a cluster key c->secret is not: it is left alone); never
+ * from inside this call. c is copied.
  * 0, or -ENOMEM / the client's error (cb does not run then). */
 typedef void (*rootkey_cb)(void *ud, int err);
 int rootkey_ensure(struct meta_client *mc, const struct rootkey_creds *c, rootkey_cb cb,
