@@ -111,7 +111,28 @@ static const char *level_name(Iolake__Meta__GrantLevel l)
 
 /* ------------------------------------------------------------ ls, show */
 
-static void print_user(const Iolake__Meta__User *u, bool json, bool detail, bool first, FILE *out)
+/* Whether grant g still names its bucket: "" (it does), "gone" (no such
+ * bucket) or "made again" (another bucket of the name); "?" when meta
+ * could not say. `user show` asks; `user ls` does not (one call per
+ * grant). */
+static const char *grant_state(struct meta_client *c, uv_loop_t *loop,
+			       const Iolake__Meta__BucketGrant *g)
+{
+	Iolake__Meta__GetBucketRequest q = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
+	q.name = g->bucket;
+	Iolake__Meta__GetBucketResponse *r = NULL;
+	int rc = call(c, loop, META_M_GET_BUCKET, &q.base, (ProtobufCMessage **)&r);
+	const char *st = "?";
+	if (rc == IOL_ENOT_FOUND || (!rc && r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND))
+		st = "gone";
+	else if (!rc && r->status == IOLAKE__META__STATUS__STATUS_OK && r->bucket)
+		st = r->bucket->created_ms == g->bucket_created_ms ? "" : "made again";
+	free_msg(r);
+	return st;
+}
+
+static void print_user(const Iolake__Meta__User *u, bool json, bool detail, bool first, FILE *out,
+		       const char *const *states)
 {
 	if (json) {
 		fprintf(out, "%s{\"name\":", first ? "" : ",");
@@ -126,8 +147,11 @@ static void print_user(const Iolake__Meta__User *u, bool json, bool detail, bool
 		for (size_t j = 0; j < u->n_grants; j++) {
 			fprintf(out, "%s{\"bucket\":", j ? "," : "");
 			jstr(out, u->grants[j]->bucket);
-			fprintf(out, ",\"level\":\"%s\",\"bucket_created_ms\":%" PRIu64 "}",
+			fprintf(out, ",\"level\":\"%s\",\"bucket_created_ms\":%" PRIu64,
 				level_name(u->grants[j]->level), u->grants[j]->bucket_created_ms);
+			if (states)
+				fprintf(out, ",\"stale\":%s", states[j][0] ? "true" : "false");
+			fputc('}', out);
 		}
 		fputs("]}", out);
 		return;
@@ -139,9 +163,11 @@ static void print_user(const Iolake__Meta__User *u, bool json, bool detail, bool
 			fprintf(out, " %s", u->access_keys[j]);
 		fprintf(out, "\ngrants:%s\n", u->n_grants ? "" : "      none");
 		for (size_t j = 0; j < u->n_grants; j++)
-			fprintf(out, "  %-40s %-6s (bucket created_ms %" PRIu64 ")\n",
+			fprintf(out, "  %-40s %-6s (bucket created_ms %" PRIu64 ")%s%s\n",
 				u->grants[j]->bucket, level_name(u->grants[j]->level),
-				u->grants[j]->bucket_created_ms);
+				u->grants[j]->bucket_created_ms,
+				states && states[j][0] ? " stale: bucket " : "",
+				states && states[j][0] ? states[j] : "");
 		return;
 	}
 	fprintf(out, "%-24s %-6s", u->name, u->admin ? "yes" : "no");
@@ -170,8 +196,11 @@ int admin_user_ls(struct meta_client *c, uv_loop_t *loop, const char *name, bool
 		for (size_t i = 0; i < resp->n_users && !u; i++)
 			if (!strcmp(resp->users[i]->name, name))
 				u = resp->users[i];
+		const char *states[64] = { 0 };
+		for (size_t j = 0; u && j < u->n_grants && j < 64; j++)
+			states[j] = grant_state(c, loop, u->grants[j]);
 		if (u)
-			print_user(u, json, true, true, out);
+			print_user(u, json, true, true, out, u->n_grants <= 64 ? states : NULL);
 		else
 			fprintf(err, "iolake-admin: error: no user %s\n", name);
 		if (u && json)
@@ -184,7 +213,7 @@ int admin_user_ls(struct meta_client *c, uv_loop_t *loop, const char *name, bool
 	else
 		fprintf(out, "%-24s %-6s %s\n", "NAME", "ADMIN", "ACCESS KEYS  GRANTS");
 	for (size_t i = 0; i < resp->n_users; i++)
-		print_user(resp->users[i], json, false, i == 0, out);
+		print_user(resp->users[i], json, false, i == 0, out, NULL);
 	if (json)
 		fputs("]}\n", out);
 	free_msg(resp);

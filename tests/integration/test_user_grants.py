@@ -196,6 +196,11 @@ def run(aio):
     alice.put_object(Bucket=b2, Key="k", Body=b"2")
     expect((code(bob.get_object, Bucket=b2, Key="k"), code(bob.list_objects_v2, Bucket=b2)),
            (D, D), "bucket deleted and made again: the old grant gives nothing")
+    j = json.loads(admin_run(admin, "--json", "user", "show", "bob").stdout or "{}")
+    expect(sorted((g["bucket"], g.get("stale")) for g in j.get("grants", [])),
+           [(b, False), (b2, True)], "user show marks the grant of the bucket made again stale")
+    expect("stale: bucket made again" in admin_run(admin, "user", "show", "bob").stdout, True,
+           "user show (table) says why it is stale")
     r = admin_run(admin, "user", "grant", "bob", "--bucket", "no-such-bucket", "--read", ok=False)
     expect((r.returncode, "no such user or bucket" in r.stderr), (1, True),
            "grant on a missing bucket: refused")
