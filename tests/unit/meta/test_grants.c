@@ -167,7 +167,7 @@ START_TEST(test_grants)
 
 	/* At most 32 grants. */
 	t = tb_new();
-	char name[16];
+	char name[24];
 	for (int i = 0; i < 33; i++) {
 		snprintf(name, sizeof(name), "many-%02d", i);
 		tb_create_bucket(t, 2, (uint64_t)i + 1, name, "alice");
