@@ -10,6 +10,7 @@
  *     osd scrub-status      each OSD's scrubber and the bad shards it found
  *     pg check              stripes lacking a shard on an up slot's OSD (asked of the OSDs)
  *     user add NAME [--access-key K --secret-key S] | user ls | user rm NAME
+ *     user show NAME | grant | revoke | admin | rekey, cluster init-key (admin/user.c)
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
  *     api METHOD PATH [BODY]  one call to the admin HTTP API (--data-dir only:
@@ -43,6 +44,7 @@
 #include "admin/http.h"
 #include "meta/client.h"
 #include "admin/range.h"
+#include "admin/user.h"
 #include "meta/rootkey.h"
 #include "osd/client.h"
 #include "proto/osd.pb-c.h"
@@ -1290,39 +1292,6 @@ static int cmd_user_rm(const char *name)
 	return rc;
 }
 
-static int cmd_user_ls(void)
-{
-	Iolake__Meta__ListUsersRequest req = IOLAKE__META__LIST_USERS_REQUEST__INIT;
-	Iolake__Meta__ListUsersResponse *resp =
-		(Iolake__Meta__ListUsersResponse *)call(META_M_LIST_USERS, &req.base);
-	if (json)
-		printf("{\"users\":[");
-	else
-		printf("%-24s %-6s %s\n", "NAME", "ADMIN", "ACCESS KEYS");
-	for (size_t i = 0; i < resp->n_users; i++) {
-		const Iolake__Meta__User *u = resp->users[i];
-		if (json) {
-			printf("%s{\"name\":", i ? "," : "");
-			jstr(u->name);
-			printf(",\"admin\":%s,\"access_keys\":[", u->admin ? "true" : "false");
-			for (size_t j = 0; j < u->n_access_keys; j++) {
-				printf(j ? "," : "");
-				jstr(u->access_keys[j]);
-			}
-			printf("]}");
-		} else {
-			printf("%-24s %-6s", u->name, u->admin ? "yes" : "no");
-			for (size_t j = 0; j < u->n_access_keys; j++)
-				printf("%s%s", j ? "," : " ", u->access_keys[j]);
-			printf("\n");
-		}
-	}
-	if (json)
-		printf("]}\n");
-	protobuf_c_message_free_unpacked(&resp->base, NULL);
-	return 0;
-}
-
 static int cmd_bucket_ls(void)
 {
 	Iolake__Meta__ListBucketsRequest req = IOLAKE__META__LIST_BUCKETS_REQUEST__INIT;
@@ -1474,7 +1443,14 @@ static const char synopsis[] =
 	"  user add NAME [--access-key K --secret-key S]\n"
 	"                            prints the new access key and secret (generated,\n"
 	"                            or the ones given: a deployment's known keys)\n"
-	"  user ls | user rm NAME\n"
+	"  user ls | user show NAME | user rm NAME\n"
+	"                            names, admin flag, key ids and grants (never secrets)\n"
+	"  user grant NAME --bucket B (--read|--write|--full) | user revoke NAME --bucket B\n"
+	"                            per-bucket access beyond the user's own buckets\n"
+	"  user admin NAME on|off    an admin may do everything, as root\n"
+	"  user rekey                seal every secret still stored in clear\n"
+	"  cluster init-key --out FILE\n"
+	"                            a new cluster key (mode 0600) for --secret-key-file\n"
 	"  bucket ls\n"
 	"  range ls [--bucket B]     key ranges: id, bucket, start, end, group, its leader,\n"
 	"                            objects, bytes, uploads (from the group)\n"
@@ -1516,6 +1492,11 @@ int main(int argc, char **argv)
 	if (nargs < 2) {
 		flags_usage(stderr, argv[0], synopsis, specs);
 		return 2;
+	}
+	if (!strcmp(a[0], "cluster") && !strcmp(a[1], "init-key")) {
+		rc = admin_cluster_init_key(nargs - 2, a + 2, stdout, stderr);
+		flags_free(specs);
+		return rc;
 	}
 	if (!members.n == !aio_dir) {
 		fprintf(stderr, "%s: give --meta ADDR,... or --data-dir AIO_DIR (one of them)\n",
@@ -1579,7 +1560,14 @@ int main(int argc, char **argv)
 	else if (!strcmp(obj, "user") && !strcmp(verb, "rm") && nargs == 3)
 		rc = cmd_user_rm(a[2]);
 	else if (!strcmp(obj, "user") && !strcmp(verb, "ls") && nargs == 2)
-		rc = cmd_user_ls();
+		rc = admin_user_ls(cli, &loop, NULL, json, stdout, stderr);
+	else if (!strcmp(obj, "user") && !strcmp(verb, "show") && nargs == 3)
+		rc = admin_user_ls(cli, &loop, a[2], json, stdout, stderr);
+	else if (!strcmp(obj, "user") && !strcmp(verb, "rekey") && nargs == 2)
+		rc = admin_user_rekey(cli, &loop, json, stdout, stderr);
+	else if (!strcmp(obj, "user") && (!strcmp(verb, "grant") || !strcmp(verb, "revoke") ||
+					  !strcmp(verb, "admin")))
+		rc = admin_user_set(cli, &loop, nargs - 1, a + 1, json, stdout, stderr);
 	else if (!strcmp(obj, "bucket") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_bucket_ls();
 	else if (!strcmp(obj, "range") && !strcmp(verb, "ls") &&

@@ -73,11 +73,13 @@
 #include "common/metrics.h"
 #include "common/rpc.h"
 #include "gateway/admin_api.h"
+#include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
 #include "meta/node.h"
 #include "meta/rootkey.h"
+#include "meta/secret.h"
 #include "osd/recover.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
@@ -238,6 +240,7 @@ static struct {
 	int phase;                /* 0 map, 1 register, 2 user, 3 beating */
 	unsigned outstanding;
 	bool announced, stopping;
+	struct meta_secret secret;     /* the cluster key (DIR/secret.key) */
 } A;
 
 __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
@@ -269,6 +272,26 @@ static void sync_done(void *ud)
 	uv_sem_post(&((struct sync_call *)ud)->sem);
 }
 
+/* --- the cluster key --- */
+
+/* DIR/secret.key (made on first start, mode 0600): seals the access key
+ * secrets meta stores (meta/secret.h), opened by the gateway. It lives
+ * beside, never inside, DIR/meta, whose mark (secret-key-id) must name
+ * it. */
+static void cluster_key(const char *meta_dir)
+{
+	char path[4200], err[512];
+	snprintf(path, sizeof(path), "%s/secret.key", f_data_dir);
+	int rc = meta_secret_create(path, err, sizeof(err));
+	if (rc && rc != -EEXIST)
+		die("cluster key: %s", err);
+	if (meta_secret_load(path, &A.secret, err, sizeof(err)))
+		die("cluster key: %s", err);
+	if (meta_secret_check_dir(meta_dir, &A.secret, err, sizeof(err)))
+		die("cluster key: %s", err);
+	gw_creds_set_secret(&A.secret);
+}
+
 /* --- meta --- */
 
 static void meta_start_fn(void *arg)
@@ -283,7 +306,8 @@ static void meta_start_fn(void *arg)
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
 				    .snapshot_bytes = f_snap_bytes, .cache_bytes = f_meta_cache,
 				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg,
-				    .range_groups = (unsigned)f_range_groups };
+				    .range_groups = (unsigned)f_range_groups,
+				    .secret = &A.secret };
 	char adm[96];
 	snprintf(adm, sizeof(adm), "%s:%d", A.madm_host, A.madm_port);
 	o.admin_listen = adm;
@@ -709,6 +733,7 @@ static void user_step(void)
 	struct rootkey_creds c;
 	snprintf(c.access_key, sizeof(c.access_key), "%s", A.ak);
 	snprintf(c.secret_key, sizeof(c.secret_key), "%s", A.sk);
+	c.secret = &A.secret;
 	A.outstanding++;
 	if (rootkey_ensure(A.mc, &c, on_root_key, NULL)) {
 		A.outstanding--;
@@ -1017,6 +1042,7 @@ int main(int argc, char **argv)
 	if ((rc = mkdir_p(dir)))
 		die("%s: %s", dir, strerror(-rc));
 	credentials();
+	cluster_key(dir);
 	if ((rc = meta_address()))
 		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
 	madm_check();

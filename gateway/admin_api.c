@@ -389,6 +389,8 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_USERS] = admin_h_users,
 	[ADMIN_R_USER_CREATE] = admin_h_user_create,
 	[ADMIN_R_USER_DELETE] = admin_h_user_delete,
+	[ADMIN_R_USER_GRANTS] = admin_h_user_grants,
+	[ADMIN_R_USER_GRANT_SET] = admin_h_user_grant_set,
 	[ADMIN_R_STATS] = admin_h_stats,
 };
 

@@ -167,6 +167,8 @@ void admin_h_buckets(struct admin_call *c);
 void admin_h_users(struct admin_call *c);
 void admin_h_user_create(struct admin_call *c);
 void admin_h_user_delete(struct admin_call *c);
+void admin_h_user_grants(struct admin_call *c);
+void admin_h_user_grant_set(struct admin_call *c);
 void admin_h_stats(struct admin_call *c);       /* admin_api_stats.c */
 void admin_h_console(struct admin_call *c);     /* admin_api_console.c: no auth */
 

@@ -8,6 +8,11 @@
  *                                 key and secret, shown this once
  *   DELETE /api/v1/users/{name}   DeleteUser (its keys go with it); a user
  *                                 cannot delete itself (409)
+ *   GET    /api/v1/users/{name}/grants   {"user", "admin", "grants": [{"bucket",
+ *                                 "level", "bucket_created_ms"}]}; 404 no user
+ *   PUT    /api/v1/users/{name}/grants   {"bucket", "level": "read" | "write" |
+ *                                 "full" | "none"}: SetUserGrant (as `iolake-admin
+ *                                 user grant|revoke`); 404 no such user or bucket
  * A given access key already in use is 409 before the user is made.
  */
 #include <stdlib.h>
@@ -19,6 +24,26 @@
 #include "meta/rootkey.h"
 
 /* ------------------------------------------------------------ list */
+
+static const char *level_name(Iolake__Meta__GrantLevel l)
+{
+	static const char *const names[] = { "none", "read", "write", "full" };
+	return (unsigned)l < 4 ? names[l] : "none";
+}
+
+static void write_grants(struct jsonw *w, const Iolake__Meta__User *u)
+{
+	jsonw_key(w, "grants");
+	jsonw_arr_begin(w);
+	for (size_t j = 0; j < u->n_grants; j++) {
+		jsonw_obj_begin(w);
+		jsonw_kstr(w, "bucket", u->grants[j]->bucket);
+		jsonw_kstr(w, "level", level_name(u->grants[j]->level));
+		jsonw_ku64(w, "bucket_created_ms", u->grants[j]->bucket_created_ms);
+		jsonw_obj_end(w);
+	}
+	jsonw_arr_end(w);
+}
 
 static void on_users(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
 {
@@ -45,6 +70,7 @@ static void on_users(struct admin_call *c, void *ud, int err, const ProtobufCMes
 		for (size_t j = 0; j < u->n_access_keys; j++)
 			jsonw_str(&w, u->access_keys[j]);
 		jsonw_arr_end(&w);
+		write_grants(&w, u);
 		jsonw_obj_end(&w);
 	}
 	jsonw_arr_end(&w);
@@ -241,6 +267,94 @@ void admin_h_user_delete(struct admin_call *c)
 	op.body_case = IOLAKE__META__OP__BODY_DELETE_USER;
 	op.delete_user = &du;
 	int rc = admin_meta_submit(c, &op, on_deleted);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+/* ------------------------------------------------------------ grants */
+
+static void on_grants(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	const Iolake__Meta__ListUsersResponse *r = (const void *)resp;
+	const char *name = admin_call_route(c)->name;
+	for (size_t i = 0; i < r->n_users; i++) {
+		const Iolake__Meta__User *u = r->users[i];
+		if (strcmp(u->name, name) != 0)
+			continue;
+		struct jsonw w;
+		jsonw_init(&w, 0);
+		jsonw_obj_begin(&w);
+		jsonw_kstr(&w, "user", u->name);
+		jsonw_kbool(&w, "admin", u->admin);
+		write_grants(&w, u);
+		jsonw_obj_end(&w);
+		admin_reply_json(c, 200, &w);
+		return;
+	}
+	admin_reply_error(c, 404, "NoSuchUser", "no such user");
+}
+
+void admin_h_user_grants(struct admin_call *c)
+{
+	Iolake__Meta__ListUsersRequest req = IOLAKE__META__LIST_USERS_REQUEST__INIT;
+	int rc = admin_meta_call(c, META_M_LIST_USERS, &req.base, on_grants, NULL);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+static void on_grant_set(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
+{
+	struct admin_grant_set *g = admin_call_state(c);
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		admin_reply_status(c, res->status, "no such user or bucket");
+		return;
+	}
+	/* The user's cached principal here must not keep its old grants
+	 * (the S3 front end follows meta's creds_epoch itself). */
+	admin_api_forget_creds(c);
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_kstr(&w, "user", admin_call_route(c)->name);
+	jsonw_kstr(&w, "bucket", g->bucket);
+	jsonw_kstr(&w, "level", level_name((Iolake__Meta__GrantLevel)g->level));
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+void admin_h_user_grant_set(struct admin_call *c)
+{
+	struct admin_grant_set *g = calloc(1, sizeof(*g));
+	if (!g) {
+		admin_reply_error(c, 500, "InternalError", "out of memory");
+		return;
+	}
+	admin_call_set_state(c, g, NULL);
+	size_t len;
+	const char *body = admin_call_body(c, &len);
+	const char *why = "";
+	int rc = admin_parse_grant_set(body, len, g, &why);
+	if (rc) {
+		admin_reply_error(c, 400, rc == -EBADMSG ? "MalformedJSON" : "InvalidRequest", why);
+		return;
+	}
+	Iolake__Meta__SetUserGrant sg = IOLAKE__META__SET_USER_GRANT__INIT;
+	sg.user = (char *)admin_call_route(c)->name;
+	sg.bucket = g->bucket;
+	sg.level = (Iolake__Meta__GrantLevel)g->level;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SET_USER_GRANT;
+	op.set_user_grant = &sg;
+	rc = admin_meta_submit(c, &op, on_grant_set);
 	if (rc)
 		admin_reply_meta_error(c, rc);
 }

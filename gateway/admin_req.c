@@ -143,6 +143,12 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 		}
 		return -ENOENT;
 	}
+	if (k == 5 && eq(r0, l0, "users") && eq(s[4], sl[4], "grants")) {
+		r->id = !strcmp(m, "PUT") ? ADMIN_R_USER_GRANT_SET : ADMIN_R_USER_GRANTS;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return want(m, "GET", "PUT");
+	}
 	if (k == 4 && eq(r0, l0, "users")) {
 		r->id = ADMIN_R_USER_DELETE;
 		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
@@ -170,14 +176,15 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 const char *admin_route_allow(const char *path, size_t path_len)
 {
 	struct admin_route r;
-	static const char *const methods[] = { "GET", "POST", "DELETE" };
-	static const char *const allow[] = { "", "GET", "POST", "GET, POST", "DELETE",
-					     "GET, DELETE", "POST, DELETE", "GET, POST, DELETE" };
-	unsigned mask = 0;
-	for (unsigned i = 0; i < 3; i++)
-		if (admin_route_parse(methods[i], path, path_len, &r) == 0)
-			mask |= 1u << i;
-	return allow[mask];
+	static const char *const methods[] = { "GET", "POST", "PUT", "DELETE" };
+	static __thread char allow[32];
+	allow[0] = '\0';
+	for (unsigned i = 0; i < 4; i++)
+		if (admin_route_parse(methods[i], path, path_len, &r) == 0) {
+			size_t n = strlen(allow);
+			snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", methods[i]);
+		}
+	return allow;
 }
 
 bool admin_etag_match(const char *v, size_t vl, const char *etag)
@@ -310,6 +317,42 @@ int admin_parse_user_create(const char *body, size_t len, struct admin_user_crea
 	if (!rc && !out->access_key[0] != !out->secret_key[0])
 		*why = "give both access_key and secret_key, or neither", rc = -EINVAL;
 	out->has_key = out->access_key[0] != 0;
+	json_free(d);
+	return rc;
+}
+
+int admin_parse_grant_set(const char *body, size_t len, struct admin_grant_set *out,
+			  const char **why)
+{
+	static const char *const levels[] = { "none", "read", "write", "full" };
+	memset(out, 0, sizeof(*out));
+	out->level = -1;
+	struct json_doc *d;
+	int rc = parse_obj(body, len, &d, why);
+	if (rc)
+		return rc;
+	rc = 0;
+	for (const struct json_value *v = json_root(d)->u.list.first; v && !rc; v = v->next) {
+		if (!strcmp(v->key, "bucket") && v->key_len == 6) {
+			if (take_str(v, out->bucket, sizeof(out->bucket)))
+				*why = "bucket must be a string of 1..63 bytes", rc = -EINVAL;
+		} else if (!strcmp(v->key, "level") && v->key_len == 5) {
+			char lv[8];
+			out->level = -1;
+			if (!take_str(v, lv, sizeof(lv)))
+				for (int i = 0; i < 4; i++)
+					if (!strcmp(lv, levels[i]))
+						out->level = i;
+			if (out->level < 0)
+				*why = "level must be \"read\", \"write\", \"full\" or \"none\"",
+				rc = -EINVAL;
+		} else {
+			*why = "unknown member (bucket and level are expected)";
+			rc = -EINVAL;
+		}
+	}
+	if (!rc && (!out->bucket[0] || out->level < 0))
+		*why = "bucket and level are required", rc = -EINVAL;
 	json_free(d);
 	return rc;
 }

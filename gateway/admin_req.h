@@ -38,6 +38,8 @@ enum admin_route_id {
 	ADMIN_R_USERS,         /* GET /api/v1/users */
 	ADMIN_R_USER_CREATE,   /* POST /api/v1/users */
 	ADMIN_R_USER_DELETE,   /* DELETE /api/v1/users/{name} */
+	ADMIN_R_USER_GRANTS,   /* GET /api/v1/users/{name}/grants */
+	ADMIN_R_USER_GRANT_SET, /* PUT /api/v1/users/{name}/grants */
 	ADMIN_R_STATS,         /* GET /api/v1/stats */
 	ADMIN_R__COUNT
 };
@@ -45,7 +47,8 @@ enum admin_route_id {
 struct admin_route {
 	enum admin_route_id id;
 	uint32_t osd_id;                  /* ADMIN_R_OSD_OUT / _IN */
-	char name[ADMIN_NAME_MAX + 1];    /* ADMIN_R_USER_DELETE, percent-decoded */
+	char name[ADMIN_NAME_MAX + 1];    /* ADMIN_R_USER_DELETE, _GRANTS, _GRANT_SET:
+	                                   * percent-decoded */
 	const char *file;                 /* ADMIN_R_CONSOLE: path after /console/ (a span
 	                                   * into the input, file_len bytes) */
 	size_t file_len;
@@ -83,6 +86,14 @@ struct admin_user_create {
 	char secret_key[ADMIN_KEY_MAX + 1];
 };
 
+/* PUT /api/v1/users/{name}/grants: {"bucket": "...", "level": "read" |
+ * "write" | "full" | "none"}: the user's grant on one bucket ("none"
+ * revokes it). level as meta.proto's GrantLevel (0 none .. 3 full). */
+struct admin_grant_set {
+	char bucket[64];
+	int level;
+};
+
 /* Parse a body. 0 and *out; -EBADMSG not JSON (why: the parser's reason);
  * -EINVAL JSON of the wrong shape (an unknown member, a wrong type, a
  * missing or bad value: why says which); -E2BIG over ADMIN_BODY_MAX. why
@@ -90,6 +101,8 @@ struct admin_user_create {
 int admin_parse_login(const char *body, size_t len, struct admin_login *out, const char **why);
 int admin_parse_user_create(const char *body, size_t len, struct admin_user_create *out,
 			    const char **why);
+int admin_parse_grant_set(const char *body, size_t len, struct admin_grant_set *out,
+			  const char **why);
 
 /* A session token for access_key (3..128 of A-Z a-z 0-9, rootkey's set)
  * valid until expires_s (Unix seconds):

@@ -33,9 +33,11 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "gateway/admin_api.h"
+#include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
 #include "gateway/s3_ops.h"
 #include "meta/rootkey.h"
+#include "meta/secret.h"
 
 #define PROG "iolake-gw"
 #define SHUTDOWN_LIMIT_MS 10000
@@ -48,6 +50,7 @@ static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
 static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
+static const char *f_secret_file;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
 static const char *f_admin_api_listen;
@@ -79,6 +82,9 @@ static const struct flag_spec specs[] = {
 		  "key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
 	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
 	  .metavar = "HOST:PORT", .help = "also serve the admin HTTP API here (off unless given)" },
+	{ .name = "secret-key-file", .type = FLAG_STRING, .dst = &f_secret_file, .metavar = "FILE",
+	  .help = "the cluster key (mode 0600) that opens the access key secrets meta stores "
+		  "sealed (meta's --secret-key-file)" },
 	GW_FRONT_FLAGS(front),
 	{ 0 }
 };
@@ -184,6 +190,15 @@ int main(int argc, char **argv)
 	if (have_creds < 0) {
 		fprintf(stderr, "%s: root credentials: %s\n", PROG, cerr);
 		return 2;
+	}
+	static struct meta_secret secret;   /* lookups use it until exit */
+	if (f_secret_file) {
+		if (meta_secret_load(f_secret_file, &secret, cerr, sizeof(cerr))) {
+			fprintf(stderr, "%s: flag --secret-key-file: %s\n", PROG, cerr);
+			return 2;
+		}
+		gw_creds_set_secret(&secret);
+		creds.secret = &secret;
 	}
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=gw");

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "gateway/s3_err.h"
+#include "gateway/s3_grant.h"
 #include "gateway/xml.h"
 #include "proto/meta.pb-c.h"
 
@@ -81,6 +82,10 @@ struct s3_principal {
 	const char *user;            /* NULL: anonymous */
 	bool admin;                  /* User.admin: may do everything */
 	uint8_t id[S3_ID_LEN];       /* s3_acl_user_id(user) */
+	/* The user's per-bucket grants (issue 16; s3_grant.h), the caller's
+	 * (s3_rq keeps a copy); NULL: none. s3_principal_init clears them. */
+	const struct s3_user_grant *grants;
+	size_t n_grants;
 };
 
 /* ------------------------------------------------------------ ids */

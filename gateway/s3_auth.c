@@ -32,6 +32,8 @@ struct cache_slot {
 	char secret[S3_AUTH_SECRET_MAX + 1];
 	char user[S3_AUTH_USER_MAX + 1];   /* the key's user, as the source said */
 	bool admin;
+	struct s3_user_grant *grants;           /* malloc'd, n_grants of them; NULL: none */
+	uint32_t n_grants;
 	uint64_t expires_ms;
 	bool used;
 	bool negative;
@@ -82,6 +84,7 @@ struct s3_auth *s3_auth_new(const struct s3_auth_cfg *cfg)
 
 static void slot_drop(struct cache_slot *s)
 {
+	free(s->grants);
 	explicit_bzero(s, sizeof(*s));
 }
 
@@ -148,6 +151,16 @@ static void cache_put(struct s3_auth *a, const char *ak, const struct s3_cred *c
 		snprintf(victim->secret, sizeof(victim->secret), "%s", cred->secret);
 		snprintf(victim->user, sizeof(victim->user), "%s", cred->user ? cred->user : "");
 		victim->admin = cred->admin;
+		size_t ng = cred->n_grants < S3_GRANTS_MAX ? cred->n_grants : S3_GRANTS_MAX;
+		if (ng && (victim->grants = malloc(ng * sizeof(*victim->grants)))) {
+			memcpy(victim->grants, cred->grants, ng * sizeof(*victim->grants));
+			victim->n_grants = (uint32_t)ng;
+		} else if (ng) {
+			/* No memory for the grants: do not cache a principal
+			 * that would lack them (the next request asks again). */
+			slot_drop(victim);
+			return;
+		}
 		victim->expires_ms = now_ms + a->cfg.ttl_ms;
 	} else {
 		victim->negative = true;
@@ -627,12 +640,18 @@ static void check_signature(struct s3_auth_req *r, const char *secret,
 }
 
 /* The signer, once the signature verified. */
-static void set_signer(struct s3_auth_req *r, const char *user, bool admin)
+static void set_signer(struct s3_auth_req *r, const char *user, bool admin,
+		       const struct s3_user_grant *grants, size_t n_grants)
 {
 	if (r->res.err)
 		return;
 	snprintf(r->res.user, sizeof(r->res.user), "%s", user);
 	r->res.admin = admin;
+	if (n_grants > S3_GRANTS_MAX)
+		n_grants = S3_GRANTS_MAX;
+	if (n_grants)
+		memcpy(r->res.grants, grants, n_grants * sizeof(*grants));
+	r->res.n_grants = (uint32_t)n_grants;
 }
 
 static void finish(struct s3_auth_req *r)
@@ -657,7 +676,7 @@ static void on_lookup(struct s3_cred_lookup *l, int rc, const struct s3_cred *cr
 			slot = cache_find(a, r->res.claim.access_key, r->now_ms);
 		}
 		check_signature(r, cred->secret, slot);
-		set_signer(r, cred->user, cred->admin);
+		set_signer(r, cred->user, cred->admin, cred->grants, cred->n_grants);
 	} else if (rc == -ENOENT) {
 		if (cacheable)
 			cache_put(a, r->res.claim.access_key, NULL, r->now_ms);
@@ -687,7 +706,7 @@ int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct
 		}
 		a->stats.hits++;
 		check_signature(r, slot->secret, slot);
-		set_signer(r, slot->user, slot->admin);
+		set_signer(r, slot->user, slot->admin, slot->grants, slot->n_grants);
 		return 0;
 	}
 	a->stats.misses++;

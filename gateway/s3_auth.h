@@ -42,6 +42,7 @@
 #include "common/sigv2.h"
 #include "common/sigv4.h"
 #include "gateway/s3_err.h"
+#include "gateway/s3_grant.h"
 
 #define S3_AUTH_SECRET_MAX 128
 #define S3_AUTH_PENDING 1
@@ -56,6 +57,9 @@ struct s3_cred {
 	const char *secret;
 	const char *user;       /* the key's user (owner of what it creates) */
 	bool admin;             /* that user is an admin (User.admin) */
+	const struct s3_user_grant *grants;   /* the user's grants (copied, at most
+					  * S3_GRANTS_MAX kept) */
+	size_t n_grants;
 };
 
 /* One credential lookup, embedded in s3_auth_req. The source reads
@@ -128,6 +132,8 @@ struct s3_auth_result {
 	bool anonymous;
 	bool admin;
 	char user[S3_AUTH_USER_MAX + 1];
+	struct s3_user_grant grants[S3_GRANTS_MAX];   /* the user's, with the secret */
+	uint32_t n_grants;
 	const char *msg;             /* detail for the error body, or NULL */
 	char msg_buf[192];           /* msg may point here */
 	enum s3_payload_mode payload;

@@ -90,6 +90,46 @@ static enum authz_policy_verdict authz_policy(const struct s3_authz_req *q)
 	}
 }
 
+/* ------------------------------------------------------------ grants */
+
+enum s3_grant_level s3_authz_grant_needed(enum s3_authz_action a)
+{
+	switch (a) {
+	case S3_ACT_ListBucket:
+	case S3_ACT_ListBucketMultipartUploads:
+	case S3_ACT_GetBucketLocation:
+	case S3_ACT_GetObject:
+	case S3_ACT_GetObjectAttributes:
+	case S3_ACT_GetObjectTagging:
+		return S3_GRANT_READ;
+	case S3_ACT_PutObject:
+	case S3_ACT_DeleteObject:
+	case S3_ACT_AbortMultipartUpload:
+	case S3_ACT_ListMultipartUploadParts:
+	case S3_ACT_PutObjectTagging:
+	case S3_ACT_DeleteObjectTagging:
+		return S3_GRANT_WRITE;
+	default:
+		return S3_GRANT_FULL;
+	}
+}
+
+/* Whether who's grant on this bucket (the same bucket: name and
+ * created_ms) allows the action. */
+static bool grant_allows(const struct s3_authz_req *q)
+{
+	const struct s3_principal *p = q->who;
+	if (!p->user || !q->bucket_name)
+		return false;
+	for (size_t i = 0; i < p->n_grants; i++) {
+		const struct s3_user_grant *g = &p->grants[i];
+		if (strcmp(g->bucket, q->bucket_name) == 0 &&
+		    g->bucket_created_ms == q->bucket_created_ms)
+			return g->level >= s3_authz_grant_needed(q->action);
+	}
+	return false;
+}
+
 /* ------------------------------------------------------------ decision */
 
 /* The permissions an ACL gives who on a resource owned by owner (whose
@@ -145,7 +185,7 @@ enum s3_verdict s3_authz_decide(const struct s3_authz_req *q)
 		lq.key = NULL;   /* the request's condition keys stay (no s3:prefix in them) */
 		return s3_authz_decide(&lq);
 	}
-	if (pv == AUTHZ_POLICY_ALLOW)
+	if (pv == AUTHZ_POLICY_ALLOW || grant_allows(q))
 		return S3_ALLOW;
 	switch (rule) {
 	case S3_RULE_BUCKET_OWNER:

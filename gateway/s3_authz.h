@@ -21,7 +21,16 @@
  *   5. An object action on a missing object: allowed (to learn NoSuchKey)
  *      only if s3:ListBucket on the bucket would be.
  *   6. A policy Allow allows — unless RestrictPublicBuckets is on, the
- *      policy is public and the caller is not the bucket owner.
+ *      policy is public and the caller is not the bucket owner. So does
+ *      the caller's grant on the bucket (issue 16's per-user grants, an
+ *      identity-based Allow as an IAM user policy: PublicAccessBlock does
+ *      not limit it, an explicit Deny in 4 beats it). A grant counts only
+ *      on the bucket it was given on (same name and created_ms). READ:
+ *      ListBucket, ListBucketMultipartUploads, GetBucketLocation,
+ *      GetObject, GetObjectAttributes, GetObjectTagging; WRITE: those and
+ *      PutObject, DeleteObject, the upload steps, Put/DeleteObjectTagging;
+ *      FULL: every action on the bucket and its objects (an action not
+ *      named here, new ones included, needs FULL).
  *   7. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
  *      ownership controls, policy, PublicAccessBlock, CORS: the bucket owner;
  *      object tagging: the object owner).
@@ -121,6 +130,7 @@ struct s3_authz_req {
 	                              * actions decided on the bucket, PutObject,
 	                              * DeleteObject, the upload steps, have one) */
 	struct s3_authz_rec bucket;  /* S3_RES_BUCKET and OBJECT */
+	uint64_t bucket_created_ms;  /* the bucket record's (binds who's grants) */
 	enum s3_ownership ownership;
 	const struct s3_authz_rec *object;   /* S3_RES_OBJECT; NULL: no such object */
 	/* The bucket's policy (s3_policy_cache) and PublicAccessBlock. */
@@ -139,6 +149,10 @@ enum s3_verdict { S3_DENY = 0, S3_ALLOW = 1 };
  * missing (s3:ListBucket on the bucket, as S3: NoSuchKey when allowed,
  * AccessDenied otherwise). */
 enum s3_verdict s3_authz_decide(const struct s3_authz_req *q);
+
+/* The grant level action needs (S3_GRANT_FULL for any not named in
+ * rule 6). */
+enum s3_grant_level s3_authz_grant_needed(enum s3_authz_action a);
 
 /* The owner an object written now by who into a bucket owned by
  * bucket_owner gets: the bucket owner under BucketOwnerEnforced, and

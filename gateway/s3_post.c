@@ -355,6 +355,10 @@ static void on_cred(struct s3_cred_lookup *l, int rc, const struct s3_cred *cred
 	}
 	snprintf(rq->user, sizeof(rq->user), "%s", cred->user);
 	s3_principal_init(&rq->who, rq->user, cred->admin);
+	if (!s3_rq_set_grants(rq, cred->grants, cred->n_grants)) {
+		post_fail(q, S3E_InternalError, NULL);
+		return;
+	}
 	decide(q);
 }
 

@@ -38,7 +38,24 @@ void s3_rq_maybe_free(struct s3_rq *rq)
 	s3u_free_msg(rq->obj);
 	free(rq->authz_key);
 	free(rq->key);
+	free(rq->grants);
 	free(rq);
+}
+
+bool s3_rq_set_grants(struct s3_rq *rq, const struct s3_user_grant *g, size_t n)
+{
+	free(rq->grants);
+	rq->grants = NULL;
+	rq->who.grants = NULL;
+	rq->who.n_grants = 0;
+	if (!n || !rq->who.user)
+		return true;
+	if (!(rq->grants = malloc(n * sizeof(*g))))
+		return false;
+	memcpy(rq->grants, g, n * sizeof(*g));
+	rq->who.grants = rq->grants;
+	rq->who.n_grants = n;
+	return true;
 }
 
 static void on_call_finish(struct s3_call *c, int err)
@@ -67,7 +84,9 @@ void *s3_rq_new(struct s3_call *c, size_t size)
 	const struct s3_auth_result *who = s3_call_auth(c);
 	snprintf(rq->user, sizeof(rq->user), "%s", who->anonymous ? "" : who->user);
 	s3_principal_init(&rq->who, rq->user, who->admin);
-	if (r->key && !(rq->key = strdup(r->key))) {
+	if ((r->key && !(rq->key = strdup(r->key))) ||
+	    !s3_rq_set_grants(rq, who->grants, who->n_grants)) {
+		free(rq->key);
 		free(rq);
 		goto nomem;
 	}
@@ -420,6 +439,7 @@ enum s3_verdict s3_rq_decide_key(const struct s3_rq *rq, enum s3_authz_action ac
 	if (b) {
 		q.bucket_name = b->name;
 		q.bucket.owner = b->owner;
+		q.bucket_created_ms = b->created_ms;
 		q.bucket.acl = acl_of(b->acl, &acls[0]);
 		q.ownership = (enum s3_ownership)b->object_ownership;
 		s3_pab_from_msg(b->public_access_block, &q.pab);

@@ -114,7 +114,9 @@ struct s3_rq {
 	char bucket[S3_BUCKET_MAX + 1];
 	char *key;                  /* NULL for a bucket or service operation */
 	char user[S3_AUTH_USER_MAX + 1]; /* who signed ("": anonymous) */
-	struct s3_principal who;    /* the same, as s3_authz sees it (who.user -> user) */
+	struct s3_principal who;    /* the same, as s3_authz sees it (who.user -> user,
+				     * who.grants -> grants) */
+	struct s3_user_grant *grants;    /* the signer's grants (malloc'd copy); NULL: none */
 	/* The records the gate authorized the request on (copies, freed with
 	 * the request): the bucket for bucket and object actions, the object
 	 * for object actions. s3_rq_bucket answers its first read of that
@@ -151,6 +153,11 @@ struct s3_rq {
 };
 
 /* ------------------------------------------------------------ lifecycle */
+
+/* Give rq's principal (rq->user, already set) these grants: a copy is
+ * kept with rq. false when out of memory (rq then has none: it can only
+ * be refused more, never allowed more). */
+bool s3_rq_set_grants(struct s3_rq *rq, const struct s3_user_grant *g, size_t n);
 
 /* A request's state of size bytes (the base first, the rest the
  * operation's), zeroed, with bucket and key copied, set as the call's user

@@ -40,6 +40,7 @@
 #include "common/metrics_http.h"
 #include "meta/node.h"
 #include "meta/rootkey.h"
+#include "meta/secret.h"
 
 static struct meta_node *node;
 static struct metrics_http *mhttp;
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
 {
 	int64_t id = 0;
 	const char *data_dir = NULL, *listen = NULL, *log_level = "info", *ec = "4+2";
-	const char *metrics_listen = NULL, *root_creds = NULL;
+	const char *metrics_listen = NULL, *root_creds = NULL, *secret_file = NULL;
 	struct flag_list peers = { 0 };
 	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
@@ -132,6 +133,10 @@ int main(int argc, char **argv)
 		{ .name = "root-credentials", .type = FLAG_STRING, .dst = &root_creds,
 		  .metavar = "FILE", .help = "access_key= and secret_key= lines: user root gets "
 			  "that key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
+		{ .name = "secret-key-file", .type = FLAG_STRING, .dst = &secret_file,
+		  .metavar = "FILE", .help = "the cluster key (mode 0600; iolake-admin cluster "
+			  "init-key makes one): access key secrets are stored sealed under it "
+			  "(without it: in clear, refused once the data dir holds sealed ones)" },
 		{ 0 }
 	};
 	int rc = flags_parse_program(argv[0], "", specs, argc, argv, NULL);
@@ -163,6 +168,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: root credentials: %s\n", argv[0], cerr);
 		goto bad_flag;
 	}
+	static struct meta_secret secret;   /* outlives the node */
+	if (secret_file && meta_secret_load(secret_file, &secret, cerr, sizeof(cerr))) {
+		fprintf(stderr, "%s: flag --secret-key-file: %s\n", argv[0], cerr);
+		goto bad_flag;
+	}
+	creds.secret = secret_file ? &secret : NULL;
 	log_set_level(lvl);
 	char ctx[64];
 	snprintf(ctx, sizeof(ctx), "svc=meta.%lld", (long long)id);
@@ -182,6 +193,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: flag --data-dir: %s: %s\n", argv[0], data_dir, strerror(errno));
 		goto fail_early;
 	}
+	if (meta_secret_check_dir(data_dir, secret_file ? &secret : NULL, cerr, sizeof(cerr))) {
+		fprintf(stderr, "%s: %s\n", argv[0], cerr);
+		goto fail_early;
+	}
+	if (!secret_file)
+		LOG_WARN("no --secret-key-file: access key secrets are stored in clear",
+			 "data_dir=%s", LOG_Q(data_dir));
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Ours, not the member's, so that it outlives the node for the
@@ -214,6 +232,7 @@ int main(int argc, char **argv)
 		.ec_k = k,
 		.ec_m = m,
 		.metrics = reg,
+		.secret = secret_file ? &secret : NULL,
 	};
 	rc = meta_node_start(&loop, &o, &node);
 	if (rc) {

@@ -108,9 +108,13 @@ struct meta_node_opts {
 	                                  * >= 1 for key ranges (CreateGroup over every
 	                                  * root voter when fewer exist); 0: none made,
 	                                  * object records stay in the root */
+	const struct meta_secret *secret; /* the cluster key (--secret-key-file): secrets
+	                                  * are sealed before proposing; NULL: stored in
+	                                  * clear (an old setup). Must outlive the node */
 };
 
 struct meta_node;
+struct meta_secret;
 
 /* Open the root's state, start its Raft (bootstrapping the peers as
  * voters when the log is empty and not opts->join; a restart, even after a

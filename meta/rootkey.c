@@ -24,6 +24,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "meta/secret.h"
 
 #define ROUNDS 3
 
@@ -61,6 +62,7 @@ static int fill(struct rootkey_creds *out, const char *ak, const char *sk, const
 	}
 	snprintf(out->access_key, sizeof(out->access_key), "%s", ak);
 	snprintf(out->secret_key, sizeof(out->secret_key), "%s", sk);
+	out->secret = NULL;
 	return 1;
 }
 
@@ -144,8 +146,18 @@ static void on_key(void *ud, int err, const ProtobufCMessage *resp)
 		return;
 	}
 	bool found = !err && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key;
-	if (found && !strcmp(r->key->secret_key, e->c.secret_key) &&
-	    !strcmp(r->key->user, "root")) {
+	char have[META_SECRET_MAX + 1];
+	int orc = found ? meta_secret_of_key(e->c.secret, r->key, have, sizeof(have), NULL) : -ENOENT;
+	bool same = orc >= 0 && !strcmp(have, e->c.secret_key);
+	explicit_bzero(have, sizeof(have));
+	if (orc == -ENOKEY || orc == -EBADMSG) {
+		/* Sealed under a key we lack (no or another --secret-key-file):
+		 * we cannot tell whether it is ours, and replacing it would
+		 * churn a key that others can open. Fail; nothing written. */
+		finish(e, orc);
+		return;
+	}
+	if (same && !strcmp(r->key->user, "root")) {
 		finish(e, 0);
 		return;
 	}

@@ -25,9 +25,13 @@
 #define ROOTKEY_ENV_ACCESS "IOLAKE_ROOT_ACCESS_KEY"
 #define ROOTKEY_ENV_SECRET "IOLAKE_ROOT_SECRET_KEY"
 
+struct meta_secret;
 struct rootkey_creds {
 	char access_key[ROOTKEY_MAX + 1];
 	char secret_key[ROOTKEY_MAX + 1];
+	/* The cluster key that opens a sealed record read back (the caller's,
+	 * kept alive as long); NULL: only clear records compare equal. */
+	const struct meta_secret *secret;
 };
 
 /* Check an access key id (3..128 of A-Z a-z 0-9) and secret (16..128
@@ -46,7 +50,9 @@ int rootkey_from_file(const char *path, struct rootkey_creds *out, char *err, si
 
 /* Make meta hold user "root" and c's key. cb(ud, 0) once it does (read
  * back), cb(ud, err) on the first failure (a meta_client error, or -EIO
- * when meta refused an op); never from inside this call. c is copied.
+ * when meta refused an op, or -ENOKEY / -EBADMSG when the stored key is
+ * sealed under a cluster key c->secret is not: it is left alone); never
+ * from inside this call. c is copied.
  * 0, or -ENOMEM / the client's error (cb does not run then). */
 typedef void (*rootkey_cb)(void *ud, int err);
 int rootkey_ensure(struct meta_client *mc, const struct rootkey_creds *c, rootkey_cb cb,

@@ -52,6 +52,7 @@
  * internal header with the key helpers.
  */
 #include "meta/state.h"
+#include "meta/secret.h"
 
 #include <rocksdb/c.h>
 #include <stdatomic.h>
@@ -987,6 +988,8 @@ static int op_put_user(struct tx *t, const Iolake__Meta__PutUser *op)
 	Iolake__Meta__User u = *op->user;
 	u.n_access_keys = 0;   /* apply keeps this list */
 	u.access_keys = NULL;
+	u.n_grants = 0;        /* and SetUserGrant this one */
+	u.grants = NULL;
 	return tx_put_msg(t, &k, &u.base);
 }
 
@@ -1015,13 +1018,28 @@ static int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op,
 }
 
 #define USER_KEYS_MAX 64
+#define USER_GRANTS_MAX 32   /* gateways cache them: S3_GRANTS_MAX */
+
+/* A key's secret: sealed (meta/secret.h's blob, which apply does not
+ * open: the cluster key is not in the state), or in clear as older
+ * members and a meta without --secret-key-file write it. */
+static bool valid_secret(const Iolake__Meta__AccessKey *a)
+{
+	if (a->secret_sealed.len) {
+		struct meta_secret_blob b;
+		return (!a->secret_key || !a->secret_key[0]) &&
+		       meta_secret_blob_parse(a->secret_sealed.data, a->secret_sealed.len, &b) == 0 &&
+		       b.ct_len >= 16;
+	}
+	return a->secret_key && strlen(a->secret_key) >= 16 &&
+	       strlen(a->secret_key) <= NAME_MAX_BYTES;
+}
 
 static int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op)
 {
 	const Iolake__Meta__AccessKey *a = op->key;
 	Iolake__Meta__User *u = NULL;
-	if (!a || !valid_name(a->access_key_id) || !valid_name(a->user) || !a->secret_key ||
-	    strlen(a->secret_key) < 16 || strlen(a->secret_key) > NAME_MAX_BYTES)
+	if (!a || !valid_name(a->access_key_id) || !valid_name(a->user) || !valid_secret(a))
 		return -EINVAL;
 	struct key uk, k;
 	k_init(&uk, 'u');
@@ -1080,6 +1098,122 @@ static int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKe
 	meta_state_free_msg(u);
 	meta_state_free_msg(a);
 	return revoke_creds(t, r);
+}
+
+/* Issue 16: a user's grants, admin flag and a key's secret replaced.
+ * Each bumps creds_epoch (revoke_creds), as removals do: gateways cache a
+ * user's grants and admin flag with its key's secret. */
+
+static int get_user(struct tx *t, const char *name, struct key *k, Iolake__Meta__User **u)
+{
+	if (!valid_name(name))
+		return -EINVAL;
+	k_init(k, 'u');
+	k_str(k, name);
+	return tx_get_msg(t, k, &iolake__meta__user__descriptor, (void **)u);
+}
+
+/* Whether g still names a live bucket (the one it was granted on). */
+static bool grant_live(struct tx *t, const Iolake__Meta__BucketGrant *g)
+{
+	Iolake__Meta__Bucket *b = NULL;
+	struct key k;
+	if (!valid_bucket(g->bucket))
+		return false;
+	k_init(&k, 'B');
+	k_str(&k, g->bucket);
+	if (tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b))
+		return false;
+	bool live = b->created_ms == g->bucket_created_ms;
+	meta_state_free_msg(b);
+	return live;
+}
+
+static int op_set_user_grant(struct tx *t, const Iolake__Meta__SetUserGrant *op,
+			     struct meta_op_result *r)
+{
+	Iolake__Meta__User *u = NULL;
+	Iolake__Meta__Bucket *b = NULL;
+	struct key k, bk;
+	if (!valid_bucket(op->bucket) || (unsigned)op->level > IOLAKE__META__GRANT_LEVEL__GRANT_FULL)
+		return -EINVAL;
+	int rc = get_user(t, op->user, &k, &u);
+	if (rc)
+		return rc;
+	if (op->level != IOLAKE__META__GRANT_LEVEL__GRANT_NONE) {
+		k_init(&bk, 'B');
+		k_str(&bk, op->bucket);
+		rc = tx_get_msg(t, &bk, &iolake__meta__bucket__descriptor, (void **)&b);
+		if (rc)
+			goto out;
+	}
+	/* Keep the other live grants (stale ones go: their bucket is gone
+	 * or another of the name), then this one. */
+	Iolake__Meta__BucketGrant *keep[USER_GRANTS_MAX + 1], mine = IOLAKE__META__BUCKET_GRANT__INIT;
+	size_t n = 0;
+	for (size_t i = 0; i < u->n_grants; i++)
+		if (strcmp(u->grants[i]->bucket, op->bucket) != 0 && grant_live(t, u->grants[i]) &&
+		    n < USER_GRANTS_MAX)
+			keep[n++] = u->grants[i];
+	if (b) {
+		if (n >= USER_GRANTS_MAX) {
+			rc = IOL_ETOO_LARGE;
+			goto out;
+		}
+		mine.bucket = op->bucket;
+		mine.level = op->level;
+		mine.bucket_created_ms = b->created_ms;
+		keep[n++] = &mine;
+	}
+	Iolake__Meta__User nu = *u;
+	nu.grants = keep;
+	nu.n_grants = n;
+	rc = tx_put_msg(t, &k, &nu.base);
+	if (!rc)
+		rc = revoke_creds(t, r);
+out:
+	meta_state_free_msg(b);
+	meta_state_free_msg(u);
+	return rc;
+}
+
+static int op_set_user_admin(struct tx *t, const Iolake__Meta__SetUserAdmin *op,
+			     struct meta_op_result *r)
+{
+	Iolake__Meta__User *u = NULL;
+	struct key k;
+	int rc = get_user(t, op->user, &k, &u);
+	if (rc)
+		return rc;
+	u->admin = op->admin;
+	rc = tx_put_msg(t, &k, &u->base);
+	meta_state_free_msg(u);
+	return rc ? rc : revoke_creds(t, r);
+}
+
+static int op_reseal_access_key(struct tx *t, const Iolake__Meta__ResealAccessKey *op,
+				struct meta_op_result *r)
+{
+	const Iolake__Meta__AccessKey *a = op->key;
+	Iolake__Meta__AccessKey *old = NULL;
+	if (!a || !valid_name(a->access_key_id) || !valid_secret(a))
+		return -EINVAL;
+	struct key k;
+	k_init(&k, 'K');
+	k_str(&k, a->access_key_id);
+	int rc = tx_get_msg(t, &k, &iolake__meta__access_key__descriptor, (void **)&old);
+	if (rc)
+		return rc;
+	if (!a->user || strcmp(a->user, old->user) != 0) {
+		rc = IOL_ECONFLICT;
+	} else {
+		Iolake__Meta__AccessKey nk = *old;
+		nk.secret_key = a->secret_key;
+		nk.secret_sealed = a->secret_sealed;
+		rc = tx_put_msg(t, &k, &nk.base);
+	}
+	meta_state_free_msg(old);
+	return rc ? rc : revoke_creds(t, r);
 }
 
 /* ---- cluster map */
@@ -2066,6 +2200,12 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_PUT_ACCESS_KEY: return op_put_access_key(t, op->put_access_key);
 	case IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY:
 		return op_delete_access_key(t, op->delete_access_key, r);
+	case IOLAKE__META__OP__BODY_SET_USER_GRANT:
+		return op_set_user_grant(t, op->set_user_grant, r);
+	case IOLAKE__META__OP__BODY_SET_USER_ADMIN:
+		return op_set_user_admin(t, op->set_user_admin, r);
+	case IOLAKE__META__OP__BODY_RESEAL_ACCESS_KEY:
+		return op_reseal_access_key(t, op->reseal_access_key, r);
 	case IOLAKE__META__OP__BODY_INIT_MAP: return op_init_map(t, op->init_map, r);
 	case IOLAKE__META__OP__BODY_REGISTER_OSD: return op_register_osd(t, op->register_osd, r);
 	case IOLAKE__META__OP__BODY_SET_OSD_STATE:

@@ -24,6 +24,12 @@
 #              so a device whose superblock is lost is refused, not formatted
 #   --restart  also `systemctl restart` the units (after an upgrade: enable
 #              --now does not restart a running service)
+#
+# The cluster key (docs/security.md): CONF.key next to the description,
+# made with `iolake-admin cluster init-key` on the first run and kept;
+# every host with a meta member or a gateway gets it as
+# /etc/iolake/cluster.key (the service user's, mode 0600) and
+# --secret-key-file. Keep a copy of it apart from the hosts.
 set -euo pipefail
 
 PROG=${0##*/}
@@ -145,12 +151,21 @@ fi
 # unit TEMPLATE DEST: fill in @BINDIR@ and @USER@.
 unit() { sed "s|@BINDIR@|$BINDIR|g; s|@USER@|$SVC_USER|g" "$HERE/$1" >"$2"; }
 
+# The cluster key, made once (locally; a dry run makes it too).
+KEY=$CONF.key KEYFLAG="--secret-key-file /etc/iolake/cluster.key"
+if [ ! -e "$KEY" ]; then
+	"$BUILD/iolake-admin" cluster init-key --out "$KEY" >/dev/null || die "cannot make $KEY"
+fi
+
 # stage I: write host I's env files and units under OUT/NAME; sets UNITS.
 stage() {
 	local i=$1 dir=$OUT/${H_NAME[$1]} spec n=0 id dev
 	rm -rf "$dir"
 	mkdir -p "$dir/etc/iolake" "$dir/etc/systemd/system"
 	UNITS=()
+	if [ "${H_META[i]}" != - ] || [ "${H_GW[i]}" = yes ]; then
+		install -m 0600 "$KEY" "$dir/etc/iolake/cluster.key"
+	fi
 	if [ "${H_META[i]}" != - ]; then
 		id=${H_META[i]}
 		{
@@ -158,7 +173,7 @@ stage() {
 			echo "IOLAKE_DATA_DIR=$DATADIR/meta-$id"
 			echo "IOLAKE_LISTEN=${H_ADDR[i]}:$META_PORT"
 			echo "IOLAKE_PEERS=$PEERS"
-			echo "IOLAKE_FLAGS=--ec $EC${META_FLAGS:+ $META_FLAGS}"
+			echo "IOLAKE_FLAGS=--ec $EC $KEYFLAG${META_FLAGS:+ $META_FLAGS}"
 		} >"$dir/etc/iolake/meta-$id.env"
 		unit iolake-meta@.service "$dir/etc/systemd/system/iolake-meta@.service"
 		UNITS+=("iolake-meta@$id.service")
@@ -185,7 +200,7 @@ stage() {
 			echo "# iolake-gw on ${H_NAME[i]}: written by deploy.sh from $(basename "$CONF")"
 			echo "IOLAKE_S3_LISTEN=${H_ADDR[i]}:$S3_PORT"
 			echo "IOLAKE_META=$METAS"
-			echo "IOLAKE_FLAGS=--ec $EC${GW_FLAGS:+ $GW_FLAGS}"
+			echo "IOLAKE_FLAGS=--ec $EC $KEYFLAG${GW_FLAGS:+ $GW_FLAGS}"
 		} >"$dir/etc/iolake/gw.env"
 		unit iolake-gw.service "$dir/etc/systemd/system/iolake-gw.service"
 		UNITS+=("iolake-gw.service")
@@ -229,6 +244,12 @@ deploy_host() {
 	files=("$dir"/etc/iolake/*.env)
 	run scp -q "${SSH_OPTS[@]}" "${files[@]}" "$dst:/etc/iolake/"
 	run ssh "${SSH_OPTS[@]}" "$dst" "chown root:$SVC_USER /etc/iolake/*.env && chmod 0640 /etc/iolake/*.env"
+	if [ -e "$dir/etc/iolake/cluster.key" ]; then
+		# Made 0600 before its bytes arrive: never readable by others.
+		run ssh "${SSH_OPTS[@]}" "$dst" "install -m 0600 -o $SVC_USER -g $SVC_USER /dev/null /etc/iolake/cluster.key.new"
+		run scp -q "${SSH_OPTS[@]}" "$dir/etc/iolake/cluster.key" "$dst:/etc/iolake/cluster.key.new"
+		run ssh "${SSH_OPTS[@]}" "$dst" "mv -f /etc/iolake/cluster.key.new /etc/iolake/cluster.key"
+	fi
 	files=("$dir"/etc/systemd/system/*.service)
 	run scp -q "${SSH_OPTS[@]}" "${files[@]}" "$dst:/etc/systemd/system/"
 	run ssh "${SSH_OPTS[@]}" "$dst" "systemctl daemon-reload && systemctl enable --now ${UNITS[*]}"

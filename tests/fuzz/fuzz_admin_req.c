@@ -10,7 +10,8 @@
  *      non-empty with no '/' or control byte, an OSD id is below
  *      0xFFFFFFFF, a console file span lies inside the path
  *   1  a login body; 2  a user-create body: accepted values are bounded,
- *      NUL-free, and a created name passes admin_user_name_ok
+ *      NUL-free, and a created name passes admin_user_name_ok; the same
+ *      bytes as a PUT users/NAME/grants body: a bucket and a level 0..3
  *   3  a session token: admin_token_check must not accept it unless it
  *      is what admin_token_make made; and make/check round-trips the key
  *      made from the input's alphanumerics, expired or not
@@ -52,7 +53,8 @@ static void route(const char *d, size_t n)
 	int rc = admin_route_parse(method, path, pl, &r);
 	if (rc && rc != -ENOENT && rc != -EOPNOTSUPP && rc != -EINVAL)
 		abort();
-	if (rc == 0 && r.id == ADMIN_R_USER_DELETE) {
+	if (rc == 0 && (r.id == ADMIN_R_USER_DELETE || r.id == ADMIN_R_USER_GRANTS ||
+			r.id == ADMIN_R_USER_GRANT_SET)) {
 		size_t l = strlen(r.name);
 		if (!l || l > ADMIN_NAME_MAX || strchr(r.name, '/'))
 			abort();
@@ -84,6 +86,11 @@ static void bodies(int which, const char *d, size_t n)
 		if (admin_parse_user_create(d, n, &u, &why) == 0 &&
 		    (!admin_user_name_ok(u.name, strlen(u.name)) || u.has_key != !!u.access_key[0] ||
 		     !u.access_key[0] != !u.secret_key[0]))
+			abort();
+		/* The same bytes as a PUT .../grants body. */
+		struct admin_grant_set g;
+		if (admin_parse_grant_set(d, n, &g, &why) == 0 &&
+		    (!g.bucket[0] || g.level < 0 || g.level > 3))
 			abort();
 	}
 }

@@ -395,7 +395,9 @@ def main():
     gport = free_port()
     gw = subprocess.Popen([os.path.join(BUILD, "iolake-gw"), "--s3-listen", "127.0.0.1:0",
                            "--meta", info["meta_admin"],
-                           "--admin-api-listen", "127.0.0.1:%d" % gport],
+                           "--admin-api-listen", "127.0.0.1:%d" % gport,
+                           # aio's cluster key: the secrets meta holds are sealed
+                           "--secret-key-file", os.path.join(data, "secret.key")],
                           stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "gw.err"), "w"))
     procs.append(gw)
     gapi = Api("http://127.0.0.1:%d" % gport, ak, sk)

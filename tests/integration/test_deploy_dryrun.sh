@@ -78,7 +78,17 @@ env_has() { grep -qxF -- "$2" "$W/stage/$1" || fail "$1 lacks '$2': $(cat "$W/st
 env_has a1/etc/iolake/meta-1.env "IOLAKE_PEERS=1@192.0.2.1:7400,2@192.0.2.2:7400"
 env_has a1/etc/iolake/meta-1.env "IOLAKE_LISTEN=192.0.2.1:7400"
 env_has a1/etc/iolake/meta-1.env "IOLAKE_DATA_DIR=/srv/iolake/meta-1"
-env_has a1/etc/iolake/meta-1.env "IOLAKE_FLAGS=--ec 2+1 --osd-out-after 10m --election-timeout 500ms"
+# The cluster key: made once next to the conf, staged 0600 for the hosts
+# with a meta member or a gateway only, and given to both.
+[ "$(stat -c %a "$W/cluster.conf.key")" = 600 ] || fail "cluster.conf.key is not 0600"
+cmp -s "$W/cluster.conf.key" "$W/stage/a1/etc/iolake/cluster.key" || fail "a1's staged key differs"
+[ "$(stat -c %a "$W/stage/a2/etc/iolake/cluster.key")" = 600 ] || fail "a2's staged key is not 0600"
+[ ! -e "$W/stage/a3/etc/iolake/cluster.key" ] || fail "a3 (OSDs only) got the cluster key"
+grep -q -- "--secret-key-file /etc/iolake/cluster.key" "$W/stage/a1/etc/iolake/meta-1.env" ||
+	fail "meta-1.env lacks --secret-key-file"
+grep -q -- "--secret-key-file /etc/iolake/cluster.key" "$W/stage/a2/etc/iolake/gw.env" ||
+	fail "a2's gw.env lacks --secret-key-file"
+env_has a1/etc/iolake/meta-1.env "IOLAKE_FLAGS=--ec 2+1 --secret-key-file /etc/iolake/cluster.key --osd-out-after 10m --election-timeout 500ms"
 env_has a1/etc/iolake/osd-2.env "IOLAKE_DEVICE=/dev/sdc"
 env_has a1/etc/iolake/osd-2.env "IOLAKE_LISTEN=192.0.2.1:7502"
 env_has a1/etc/iolake/osd-2.env "IOLAKE_HOST=a1"
@@ -86,7 +96,7 @@ env_has a1/etc/iolake/osd-2.env "IOLAKE_FLAGS=--format"
 env_has a3/etc/iolake/osd-4.env "IOLAKE_META=192.0.2.1:7400,192.0.2.2:7400"
 env_has a3/etc/iolake/osd-4.env "IOLAKE_DEVICE=/dev/disk/by-id/nvme-X"
 env_has a2/etc/iolake/gw.env "IOLAKE_S3_LISTEN=192.0.2.2:8080"
-env_has a2/etc/iolake/gw.env "IOLAKE_FLAGS=--ec 2+1 --region eu-west-1"
+env_has a2/etc/iolake/gw.env "IOLAKE_FLAGS=--ec 2+1 --secret-key-file /etc/iolake/cluster.key --region eu-west-1"
 [ ! -e "$W/stage/a3/etc/iolake/gw.env" ] || fail "a gateway env on a3 (gw no)"
 [ ! -e "$W/stage/a3/etc/iolake/meta-1.env" ] || fail "a meta env on a3 (meta -)"
 grep -q '^ExecStart=/opt/iolake/bin/iolake-osd --id %i ' "$W/stage/a1/etc/systemd/system/iolake-osd@.service" ||

@@ -29,6 +29,8 @@ struct fake {
 	bool async;
 	int fail_rc;           /* nonzero: answer with this */
 	bool admin;            /* the key's user is an admin */
+	const struct s3_user_grant *grants;   /* the user's grants */
+	size_t n_grants;
 	int lookups;
 	struct s3_cred_lookup *pending;
 };
@@ -39,7 +41,8 @@ static void fake_answer(struct s3_cred_lookup *l)
 	if (fk.fail_rc)
 		l->done(l, fk.fail_rc, NULL);
 	else if (fk.sk && strcmp(l->access_key, fk.ak) == 0)
-		l->done(l, 0, &(struct s3_cred){ .secret = fk.sk, .user = "alice", .admin = fk.admin });
+		l->done(l, 0, &(struct s3_cred){ .secret = fk.sk, .user = "alice", .admin = fk.admin,
+						 .grants = fk.grants, .n_grants = fk.n_grants });
 	else
 		l->done(l, -ENOENT, NULL);
 }
@@ -142,10 +145,44 @@ START_TEST(test_get_example)
 	ck_assert_int_eq(fk.lookups, 1);
 	ck_assert_str_eq(r.res.user, "alice");
 	ck_assert_int_eq(memcmp(r.res.signing_key, want, 32), 0);
+	ck_assert_uint_eq(r.res.n_grants, 0);
 	struct s3_auth_stats st;
 	s3_auth_get_stats(a, &st);
 	ck_assert_uint_eq(st.hits, 1);
 	ck_assert_uint_eq(st.misses, 1);
+
+	/* Grants travel with the secret: cached with it (copied: the
+	 * source's array may go), replaced only when the cache is dropped
+	 * (creds_epoch), then read again. */
+	struct s3_user_grant g[2] = { { .bucket = "photos", .level = S3_GRANT_READ,
+					.bucket_created_ms = 7 },
+				      { .bucket = "logs", .level = S3_GRANT_FULL } };
+	fk.grants = g;
+	fk.n_grants = 2;
+	s3_auth_invalidate_all(a);
+	get_request(&r, GET_SIG, T0 + 61, 2100);
+	fk.async = false;
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_int_eq(fk.lookups, 2);
+	ck_assert_uint_eq(r.res.n_grants, 2);
+	ck_assert_str_eq(r.res.grants[0].bucket, "photos");
+	ck_assert_uint_eq(r.res.grants[0].bucket_created_ms, 7);
+	g[0].level = S3_GRANT_WRITE;   /* the source's copy changes... */
+	fk.n_grants = 1;
+	get_request(&r, GET_SIG, T0 + 61, 2200);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_int_eq(fk.lookups, 2);   /* ...the cache answers as before */
+	ck_assert_uint_eq(r.res.n_grants, 2);
+	ck_assert_int_eq(r.res.grants[0].level, S3_GRANT_READ);
+	ck_assert_str_eq(r.res.grants[1].bucket, "logs");
+	s3_auth_invalidate_all(a);
+	get_request(&r, GET_SIG, T0 + 61, 2300);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_int_eq(fk.lookups, 3);
+	ck_assert_uint_eq(r.res.n_grants, 1);
+	ck_assert_int_eq(r.res.grants[0].level, S3_GRANT_WRITE);
+	fk.grants = NULL;
+	fk.n_grants = 0;
 
 	/* Tampered signature (one digit), cached secret. */
 	char bad[65] = GET_SIG;
