@@ -489,13 +489,15 @@ def concurrent_changes(aio, alice, ak, sk):
     """Policy, PublicAccessBlock and ownership changes of one bucket at the
     same time from 12 clients: each commits on the bucket generation it
     read, so many race (CONFLICT in meta); the gateway reads the bucket
-    again, decides again and retries. Every request must succeed, and the
-    bucket must end with a value some writer wrote as its last."""
+    again, decides again and retries, up to 8 commits, then answers 409
+    OperationAborted as S3 does. Every request must succeed or be
+    OperationAborted (never another error), most must succeed, and the
+    bucket must end with a value whose request succeeded."""
     import threading
     b = "pol-race"
     alice.create_bucket(Bucket=b)
     n, per_kind = 8, 4
-    errors = []
+    errors, aborted, ok_docs = [], [], []
     start = threading.Barrier(3 * per_kind)
 
     def doc(w, i):
@@ -508,6 +510,7 @@ def concurrent_changes(aio, alice, ak, sk):
             try:
                 if kind == "policy":
                     c.put_bucket_policy(Bucket=b, Policy=doc(w, i))
+                    ok_docs.append(json.loads(doc(w, i)))
                 elif kind == "pab":
                     c.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={
                         "BlockPublicAcls": False, "IgnorePublicAcls": w % 2 == 1,
@@ -516,7 +519,9 @@ def concurrent_changes(aio, alice, ak, sk):
                     c.put_bucket_ownership_controls(Bucket=b, OwnershipControls={"Rules": [
                         {"ObjectOwnership": "ObjectWriter" if w % 2 == 0 else "BucketOwnerPreferred"}]})
             except ClientError as e:
-                errors.append("%s %d #%d: %s" % (kind, w, i, e.response["Error"]["Code"]))
+                code = e.response["Error"]["Code"]
+                (aborted if code == "OperationAborted" else errors).append(
+                    "%s %d #%d: %s" % (kind, w, i, code))
 
     ts = [threading.Thread(target=writer, args=(k, w))
           for k in ("policy", "pab", "own") for w in range(per_kind)]
@@ -524,10 +529,12 @@ def concurrent_changes(aio, alice, ak, sk):
         t.start()
     for t in ts:
         t.join()
-    expect(errors, [], "concurrent bucket changes all succeed")
+    total = 3 * per_kind * n
+    expect(errors, [], "concurrent bucket changes: no error but OperationAborted")
+    expect(len(aborted) <= total // 2, True,
+           "most concurrent bucket changes succeed (%d of %d aborted)" % (len(aborted), total))
     got = json.loads(alice.get_bucket_policy(Bucket=b)["Policy"])
-    expect(got in [json.loads(doc(w, n - 1)) for w in range(per_kind)], True,
-           "the policy is some writer's last document")
+    expect(got in ok_docs, True, "the policy is one whose PutBucketPolicy succeeded")
     pabc = alice.get_public_access_block(Bucket=b)["PublicAccessBlockConfiguration"]
     expect(pabc["BlockPublicAcls"], False, "the PAB is some writer's")
     own = alice.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]["Rules"][0]
@@ -535,7 +542,8 @@ def concurrent_changes(aio, alice, ak, sk):
            "the ownership is some writer's")
     alice.delete_bucket_policy(Bucket=b)
     alice.delete_bucket(Bucket=b)
-    print("ok: %d concurrent policy, PAB and ownership changes of one bucket" % (3 * per_kind * n))
+    print("ok: %d concurrent policy, PAB and ownership changes of one bucket: %d succeeded, "
+          "%d OperationAborted after 8 tries" % (total, total - len(aborted), len(aborted)))
 
 
 def awscli(aio, ak, sk, alice, anon):
