@@ -5,7 +5,7 @@
  * whole-object GetObject / HeadObject sent with x-amz-checksum-mode:
  * ENABLED (or, with partNumber=, the part's own), and
  * GetObjectAttributes (ETag, Checksum, ObjectSize, StorageClass,
- * ObjectParts: TotalPartsCount, and the parts' sizes and checksums in
+ * ObjectParts: PartsCount, and the parts' sizes and checksums in
  * pages when the upload named a checksum algorithm).
  *
  * Invariant: a checksum goes out only for the bytes it was computed over —
@@ -261,7 +261,7 @@ static void attrs_respond(struct s3_rq *rq, int mask, const Iolake__Meta__Object
 	}
 	if ((mask & A_PARTS) && r->parts_count) {
 		xml_open(w, "ObjectParts");
-		xml_elem_u64(w, "TotalPartsCount", r->parts_count);
+		xml_elem_u64(w, "PartsCount", r->parts_count);   /* TotalPartsCount in the SDKs */
 		if (r->n_part_list)
 			attrs_parts(c, w, r);
 		xml_close(w);

@@ -169,7 +169,7 @@ def check_object(raw, key, algo, ctype, data, want, sizes, vals):
     x = b.decode()
     assert st == 200, (st, x)
     expect((xml_vals(x, "Checksum" + algo.upper())[0], xml_vals(x, "ChecksumType"),
-            xml_vals(x, "TotalPartsCount"), xml_vals(x, "ObjectSize")),
+            xml_vals(x, "PartsCount"), xml_vals(x, "ObjectSize")),
            (want, [ctype], [str(len(sizes))], [str(len(data))]), "attributes of %s" % key)
     expect((xml_vals(x, "Size"), xml_vals(x, "Checksum" + algo.upper())[1:]),
            ([str(s) for s in sizes], vals), "attributes' parts of %s" % key)
