@@ -41,6 +41,7 @@
 #include "gateway/s3_access.h"
 #include "gateway/s3_attrs.h"
 #include "gateway/s3_checksum.h"
+#include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
@@ -411,6 +412,13 @@ static void on_complete_cur(struct s3_rq *rq, enum s3_err e, Iolake__Meta__Objec
 	}
 	s3u_free_msg(m->cur);
 	m->cur = rec;
+	/* If-None-Match: * / If-Match on Complete, against the object it
+	 * replaces (the commit is conditioned on that very record). */
+	enum s3_err ce = s3_cond_ops_put(rq->c, m->cur);
+	if (ce) {
+		s3_rq_fail(rq, ce, NULL);
+		return;
+	}
 	complete_submit(m);
 }
 
@@ -522,9 +530,32 @@ static bool complete_checksums(struct cm_rq *m)
 	return complete_claim(m, algo);
 }
 
+/* The upload is gone: if the object is the one this upload made, the
+ * Complete succeeded before (its answer was lost) and answers the same. */
+static void on_complete_done_before(struct s3_rq *rq, enum s3_err e,
+				    Iolake__Meta__ObjectRecord *rec)
+{
+	struct cm_rq *m = cm_of(rq);
+	if (e || !rec || !rec->upload_id || strcmp(rec->upload_id, m->upload_id) != 0) {
+		s3u_free_msg(rec);
+		s3_rq_fail(rq, e && e != S3E_NoSuchKey ? e : S3E_NoSuchUpload, NULL);
+		return;
+	}
+	m->ck.algo = S3_CK_NONE;
+	if (rec->n_checksums && s3_attrs_value(rec->checksums[0], &m->ck))
+		m->ck_full = !rec->checksums[0]->composite;
+	m->n = rec->parts_count;
+	complete_respond(m, rec->etag);
+	s3u_free_msg(rec);
+}
+
 static void on_complete_listed(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
 {
 	struct cm_rq *m = cm_of(rq);
+	if (e == S3E_NoSuchUpload) {
+		s3_rq_head(rq, rq->bucket, rq->key, on_complete_done_before);
+		return;
+	}
 	if (!take_listing(m, e, resp))
 		return;
 	const Iolake__Meta__ListPartsResponse *r = m->listed;
@@ -696,12 +727,15 @@ static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessag
 		xml_elem(w, "ChecksumAlgorithm", s3_ck_name((enum s3_ck_algo)r->upload->checksum_algo));
 		xml_elem(w, "ChecksumType", ck_type_name(r->upload->checksum_full_object));
 	}
+	/* max-parts=0: meta was asked for one part, to say whether any
+	 * follow; the page itself is empty. */
+	size_t shown = max == 0 ? 0 : r->n_parts;
 	xml_elem_u64(w, "PartNumberMarker", (uint64_t)marker);
-	if (r->n_parts)
-		xml_elem_u64(w, "NextPartNumberMarker", r->parts[r->n_parts - 1]->part_number);
+	if (shown)
+		xml_elem_u64(w, "NextPartNumberMarker", r->parts[shown - 1]->part_number);
 	xml_elem_u64(w, "MaxParts", (uint64_t)max);
-	xml_elem_bool(w, "IsTruncated", r->truncated);
-	for (size_t i = 0; i < r->n_parts; i++) {
+	xml_elem_bool(w, "IsTruncated", r->truncated || shown < r->n_parts);
+	for (size_t i = 0; i < shown; i++) {
 		const Iolake__Meta__Part *p = r->parts[i];
 		char d[40], et[40];
 		s3u_iso_date(p->mtime_ms, d);

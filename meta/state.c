@@ -943,6 +943,7 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 		rec.n_checksums = 1;
 		rec.checksums = &ckp;
 	}
+	rec.upload_id = op->upload_id;
 	rec.n_part_list = u->checksum_algo ? n : 0;
 	rec.part_list = opp;
 	if (cur) {

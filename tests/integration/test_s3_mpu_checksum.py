@@ -304,6 +304,43 @@ def main():
         g = s3.get_object(Bucket=BUCKET, Key=key, ChecksumMode="ENABLED")
         expect((g["Body"].read() == b"".join(datas), g.get("ChecksumSHA256")),
                (True, composite("sha256", vals)), "boto3 get_object with ChecksumMode")
+        # -- the details: Complete retried after success, If-None-Match: *
+        key = "retry"
+        st, h, b = create(raw, key, "crc32c", "FULL_OBJECT")
+        uid = upload_id(b)
+        st, h1, _ = put_part(raw, key, uid, 1, d2)
+        st, _, b = complete(raw, key, uid, [(1, h1["etag"], None)])
+        first = b.decode()
+        st, _, b = complete(raw, key, uid, [(1, h1["etag"], None)])
+        again = b.decode()
+        expect((st, xml_vals(again, "ETag"), xml_vals(again, "ChecksumCRC32C")),
+               (200, xml_vals(first, "ETag"), [s3sign.checksum("crc32c", d2)]),
+               "Complete retried after its success answers the same")
+        st, h, b = create(raw, key)
+        uid2 = upload_id(b)
+        st, h1, _ = put_part(raw, key, uid2, 1, d1)
+        expect(error_of(complete(raw, key, uid, [(1, h1["etag"], None)])), (200, ""),
+               "the first upload's Complete again, the object still its")
+        st, _, b = raw.req("DELETE", key, {"uploadId": uid2})
+        expect(error_of(complete(raw, key, uid2, [(1, h1["etag"], None)])),
+               (404, "NoSuchUpload"), "Complete of an aborted upload")
+        st, h, b = create(raw, key)
+        uid3 = upload_id(b)
+        st, h1, _ = put_part(raw, key, uid3, 1, d2)
+        expect(error_of(complete(raw, key, uid3, [(1, h1["etag"], None)], {"if-none-match": "*"})),
+               (412, "PreconditionFailed"), "Complete with If-None-Match: * over an object")
+        expect(error_of(complete(raw, "fresh", "0" * 16, [(1, h1["etag"], None)])),
+               (404, "NoSuchUpload"), "Complete of an unknown upload")
+        st, h, b = create(raw, "fresh")
+        uid4 = upload_id(b)
+        st, h1, _ = put_part(raw, "fresh", uid4, 1, d2)
+        expect(error_of(complete(raw, "fresh", uid4, [(1, h1["etag"], None)],
+                                 {"if-none-match": "*"})), (200, ""),
+               "Complete with If-None-Match: * and no object")
+        st, _, b = raw.req("GET", key, {"uploadId": uid3, "max-parts": "0"})
+        x = b.decode()
+        expect((st, xml_vals(x, "PartNumber"), xml_vals(x, "IsTruncated")), (200, [], ["true"]),
+               "ListParts max-parts=0: an empty, truncated page")
         print("PASS test_s3_mpu_checksum")
     finally:
         aio.close()
