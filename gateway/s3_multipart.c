@@ -48,7 +48,6 @@
 #include "gateway/s3_util.h"
 #include "gateway/xml_parse.h"
 
-#define MPU_MIN_PART (5ull << 20)         /* every part but the last */
 #define MPU_MAX_PARTS 10000
 #define MPU_XML_MAX (MPU_MAX_PARTS * 200) /* CompleteMultipartUpload body */
 #define LIST_MAX 1000
@@ -570,7 +569,7 @@ static void on_complete_listed(struct s3_rq *rq, enum s3_err e, const ProtobufCM
 			s3_rq_fail(rq, S3E_InvalidPart, NULL);
 			return;
 		}
-		if (i + 1 < m->n && r->parts[j]->size < MPU_MIN_PART) {
+		if (i + 1 < m->n && r->parts[j]->size < rq->o->min_part) {
 			char msg[128];
 			snprintf(msg, sizeof(msg),
 				 "Your proposed upload is smaller than the minimum allowed size (part %u)",
