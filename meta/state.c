@@ -728,7 +728,8 @@ static int op_create_multipart(struct tx *t, Iolake__Meta__CreateMultipart *op,
 			       struct meta_op_result *r)
 {
 	Iolake__Meta__MultipartUpload *u = op->upload;
-	if (!u || !valid_bucket(u->bucket) || !valid_key(u->key))
+	if (!u || !valid_bucket(u->bucket) || !valid_key(u->key) ||
+	    (unsigned)u->checksum_algo > IOLAKE__META__CHECKSUM_ALGO__CHECKSUM_CRC64NVME)
 		return -EINVAL;
 	int rrc = range_check(t, u->bucket, u->key);
 	if (rrc)
@@ -938,8 +939,13 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	rec.inline_data.data = NULL;
 	rec.n_checksums = 0;
 	rec.checksums = NULL;
+	/* The object's checksum, when of the upload's algorithm and of its
+	 * length (4 CRC32/CRC32C, 20 SHA1, 32 SHA256, 8 CRC64NVME). */
+	static const size_t ck_len[] = { 0, 4, 4, 20, 32, 8 };
 	Iolake__Meta__Checksum *ckp = op->checksum;
-	if (ckp && u->checksum_algo && ckp->algo == u->checksum_algo) {
+	if (ckp && u->checksum_algo && ckp->algo == u->checksum_algo &&
+	    (unsigned)ckp->algo < sizeof(ck_len) / sizeof(ck_len[0]) &&
+	    ckp->value.len == ck_len[ckp->algo]) {
 		rec.n_checksums = 1;
 		rec.checksums = &ckp;
 	}
