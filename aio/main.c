@@ -97,6 +97,7 @@ static int64_t f_osds = 6;
 static const char *f_ec = "4+2";
 static uint64_t f_osd_size = 64ull << 30;
 static uint64_t f_inline_max = 4096;
+static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
 static const char *f_rpc = "local";
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
@@ -142,6 +143,9 @@ static const struct flag_spec specs[] = {
 	  .max = 1ll << 50, .help = "size of each OSD's file, created sparse on first start" },
 	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &f_inline_max, .min = 0,
 	  .max = 65536, .help = "objects up to this size live in their meta record" },
+	{ .name = "debug-min-part-size", .type = FLAG_SIZE, .dst = &f_debug_min_part, .min = 0,
+	  .max = 5ull << 20, .metavar = "BYTES",
+	  .help = "tests only: multipart minimum part size (0: S3's 5 MiB)" },
 	{ .name = "rpc", .type = FLAG_STRING, .dst = &f_rpc, .metavar = "local|loopback",
 	  .help = "in-process RPC, or HTTP/2 over 127.0.0.1 (for comparison)" },
 	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
@@ -549,6 +553,7 @@ static void gw_start_fn(void *arg)
 	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
 				 .data = { .k = A.k, .m = A.m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
+				 .debug_min_part_bytes = f_debug_min_part,
 				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval };
 	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
 	if (*rc)

@@ -48,6 +48,7 @@ static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
+static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
 static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
 static const char *f_secret_file;
@@ -69,6 +70,9 @@ static const struct flag_spec specs[] = {
 	  .help = "erasure code of new objects (the cluster map's)" },
 	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &f_inline_max, .min = 0,
 	  .max = 65536, .help = "objects up to this size live in their meta record" },
+	{ .name = "debug-min-part-size", .type = FLAG_SIZE, .dst = &f_debug_min_part, .min = 0,
+	  .max = 5ull << 20, .metavar = "BYTES",
+	  .help = "tests only: multipart minimum part size (0: S3's 5 MiB)" },
 	{ .name = "max-conns", .type = FLAG_INT64, .dst = &f_max_conns, .min = 1,
 	  .max = 65536, .help = "client connections served at once" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
@@ -212,6 +216,7 @@ int main(int argc, char **argv)
 	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
 				 .data = { .k = k, .m = m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
+				 .debug_min_part_bytes = f_debug_min_part,
 				 .gc_interval_ms = (uint32_t)f_gc_interval };
 	rc = s3_ops_new(loop, &oc, &ops);
 	if (rc) {

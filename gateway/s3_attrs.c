@@ -3,15 +3,18 @@
  * Checksum entries filled from a PUT's verified body (s3_call_checksum),
  * the x-amz-checksum-<algo> response headers of PutObject and of a
  * whole-object GetObject / HeadObject sent with x-amz-checksum-mode:
- * ENABLED, and GetObjectAttributes (ETag, Checksum, ObjectSize,
- * StorageClass; ObjectParts only as TotalPartsCount for a multipart
- * object: per-part sizes and checksums are not served).
+ * ENABLED (or, with partNumber=, the part's own), and
+ * GetObjectAttributes (ETag, Checksum, ObjectSize, StorageClass,
+ * ObjectParts: PartsCount, and the parts' sizes and checksums in
+ * pages when the upload named a checksum algorithm).
  *
  * Invariant: a checksum goes out only for the bytes it was computed over —
- * the whole object; a range or one part of a multipart object gets none
- * (a client would check the part's bytes against the object's value).
- * A multipart object's value is composite ("<base64>-<parts>",
- * x-amz-checksum-type COMPOSITE), which SDKs do not check against a body.
+ * the whole object, or one part read with partNumber= (that part's
+ * value); a range gets none (a client would check the range's bytes
+ * against the object's value). A multipart object's value is composite
+ * ("<base64>-<parts>", x-amz-checksum-type COMPOSITE), which SDKs do not
+ * check against a body, or FULL_OBJECT (the CRC of the whole object),
+ * which they do.
  *
  * Owns nothing beyond the request's base; does not compute checksums
  * (gateway/s3_checksum and the front end do) nor store them (s3_put.c
@@ -22,6 +25,7 @@
 #include "gateway/s3_attrs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -58,6 +62,56 @@ static bool format_value(const Iolake__Meta__ObjectRecord *r, const Iolake__Meta
 	else
 		snprintf(out, cap, "%s", b64);
 	return true;
+}
+
+bool s3_attrs_value(const Iolake__Meta__Checksum *ck, struct s3_ck_value *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (!ck || !s3_ck_len((enum s3_ck_algo)ck->algo) ||
+	    ck->value.len != s3_ck_len((enum s3_ck_algo)ck->algo))
+		return false;
+	v->algo = (enum s3_ck_algo)ck->algo;
+	v->len = (uint8_t)ck->value.len;
+	memcpy(v->raw, ck->value.data, v->len);
+	return true;
+}
+
+void s3_attrs_xml_checksum(struct xml_w *w, const Iolake__Meta__Checksum *ck, uint32_t parts)
+{
+	struct s3_ck_value v;
+	if (!s3_attrs_value(ck, &v))
+		return;
+	char b64[S3_CK_B64_MAX], val[S3_CK_B64_MAX + 16], name[32];
+	s3_ck_to_base64(&v, b64);
+	if (ck->composite && parts)
+		snprintf(val, sizeof(val), "%s-%u", b64, parts);
+	else
+		snprintf(val, sizeof(val), "%s", b64);
+	snprintf(name, sizeof(name), "Checksum%s", s3_ck_name(v.algo));
+	xml_elem(w, name, val);
+}
+
+void s3_attrs_part_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r,
+				    uint32_t part_number)
+{
+	/* part_list ascends by part number; parts may be sparse (1, 3, 7). */
+	size_t lo = 0, hi = r->n_part_list;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->part_list[mid]->part_number < part_number)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const Iolake__Meta__ObjectPart *p = lo < r->n_part_list &&
+		r->part_list[lo]->part_number == part_number ? r->part_list[lo] : NULL;
+	struct s3_ck_value v;
+	char b64[S3_CK_B64_MAX];
+	if (!p || !s3_attrs_value(p->checksum, &v) || !s3_ck_to_base64(&v, b64))
+		return;
+	struct http_stream *s = s3_call_stream(c);
+	http_add_header(s, s3_ck_header(v.algo), b64);
+	http_add_header(s, "x-amz-checksum-type", "COMPOSITE");
 }
 
 static const char *checksum_type(const Iolake__Meta__Checksum *ck)
@@ -146,6 +200,43 @@ static int parse_attributes(struct s3_call *c)
 	return mask;
 }
 
+/* A page of the object's parts (ObjectRecord.part_list, ascending): the
+ * parts after x-amz-part-number-marker, at most x-amz-max-parts (1,000 by
+ * default and at most), found by binary search. */
+static void attrs_parts(struct s3_call *c, struct xml_w *w, const Iolake__Meta__ObjectRecord *r)
+{
+	char v[24];
+	unsigned long long marker = 0, max = 1000;
+	if (s3u_hdr_str(c, "x-amz-part-number-marker", v, sizeof(v)))
+		marker = strtoull(v, NULL, 10);
+	if (s3u_hdr_str(c, "x-amz-max-parts", v, sizeof(v)))
+		max = strtoull(v, NULL, 10);
+	if (max > 1000)
+		max = 1000;
+	size_t lo = 0, hi = r->n_part_list;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->part_list[mid]->part_number <= marker)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo + max < r->n_part_list ? lo + max : r->n_part_list;
+	xml_elem_u64(w, "PartNumberMarker", marker);
+	if (end > lo)
+		xml_elem_u64(w, "NextPartNumberMarker", r->part_list[end - 1]->part_number);
+	xml_elem_u64(w, "MaxParts", max);
+	xml_elem_bool(w, "IsTruncated", end < r->n_part_list);
+	for (size_t i = lo; i < end; i++) {
+		const Iolake__Meta__ObjectPart *p = r->part_list[i];
+		xml_open(w, "Part");
+		xml_elem_u64(w, "PartNumber", p->part_number);
+		xml_elem_u64(w, "Size", p->size);
+		s3_attrs_xml_checksum(w, p->checksum, 0);
+		xml_close(w);
+	}
+}
+
 static void attrs_respond(struct s3_rq *rq, int mask, const Iolake__Meta__ObjectRecord *r)
 {
 	struct s3_call *c = rq->c;
@@ -170,7 +261,9 @@ static void attrs_respond(struct s3_rq *rq, int mask, const Iolake__Meta__Object
 	}
 	if ((mask & A_PARTS) && r->parts_count) {
 		xml_open(w, "ObjectParts");
-		xml_elem_u64(w, "TotalPartsCount", r->parts_count);
+		xml_elem_u64(w, "PartsCount", r->parts_count);   /* TotalPartsCount in the SDKs */
+		if (r->n_part_list)
+			attrs_parts(c, w, r);
 		xml_close(w);
 	}
 	if (mask & A_STORAGE)

@@ -36,4 +36,17 @@ bool s3_attrs_checksum_mode(struct s3_call *c);
  * x-amz-checksum-type). Only for a response carrying the whole object. */
 void s3_attrs_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r);
 
+/* A record's Checksum entry as a value; false when it is not one. */
+bool s3_attrs_value(const Iolake__Meta__Checksum *ck, struct s3_ck_value *v);
+
+/* <Checksum<ALGO>>value</...> of ck into w ("-<parts>" after a composite
+ * value when parts > 0); nothing when ck is NULL or not a value. */
+void s3_attrs_xml_checksum(struct xml_w *w, const Iolake__Meta__Checksum *ck, uint32_t parts);
+
+/* A whole-object response of a multipart object read with partNumber=
+ * (x-amz-checksum-mode: ENABLED): the part's own checksum, when the
+ * object kept its parts' (ObjectRecord.part_list). */
+void s3_attrs_part_checksum_headers(struct s3_call *c, const Iolake__Meta__ObjectRecord *r,
+				    uint32_t part_number);
+
 #endif

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/crc_combine.h"
+
 static const struct {
 	const char *name;
 	const char *header;
@@ -254,4 +256,65 @@ int s3_ck_from_base64(enum s3_ck_algo a, const char *s, size_t n, struct s3_ck_v
 bool s3_ck_equal(const struct s3_ck_value *x, const struct s3_ck_value *y)
 {
 	return x->algo == y->algo && x->len == y->len && memcmp(x->raw, y->raw, x->len) == 0;
+}
+
+/* ------------------------------------------------------------ multipart */
+
+bool s3_ck_type_ok(enum s3_ck_algo a, bool full)
+{
+	if (full)
+		return a == S3_CK_CRC32 || a == S3_CK_CRC32C || a == S3_CK_CRC64NVME;
+	return valid(a) && a != S3_CK_CRC64NVME;
+}
+
+static enum crc_kind crc_kind_of(enum s3_ck_algo a)
+{
+	return a == S3_CK_CRC32 ? CRC_KIND_CRC32 : a == S3_CK_CRC32C ? CRC_KIND_CRC32C
+								     : CRC_KIND_CRC64NVME;
+}
+
+static uint64_t get_be(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int s3_ck_parts_begin(struct s3_ck_parts *m, enum s3_ck_algo a, bool full)
+{
+	memset(m, 0, sizeof(*m));
+	if (!s3_ck_type_ok(a, full))
+		return -EINVAL;
+	m->algo = a;
+	m->full = full;
+	if (!full) {
+		if (s3_ck_init(&m->k))
+			return -ENOMEM;
+		s3_ck_begin(&m->k, a);
+	}
+	return 0;
+}
+
+void s3_ck_parts_add(struct s3_ck_parts *m, const struct s3_ck_value *part, uint64_t size)
+{
+	if (part->algo != m->algo || part->len != s3_ck_len(m->algo))
+		return;
+	if (m->full)
+		m->crc = crc_combine(crc_kind_of(m->algo), m->crc, get_be(part->raw, part->len), size);
+	else
+		s3_ck_update(&m->k, part->raw, part->len);
+}
+
+void s3_ck_parts_final(struct s3_ck_parts *m, struct s3_ck_value *out)
+{
+	if (m->full) {
+		memset(out, 0, sizeof(*out));
+		out->algo = m->algo;
+		out->len = (uint8_t)s3_ck_len(m->algo);
+		put_be(out->raw, m->crc, out->len);
+		return;
+	}
+	s3_ck_final(&m->k, out);
+	s3_ck_free(&m->k);
 }

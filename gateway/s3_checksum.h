@@ -91,4 +91,27 @@ int s3_ck_from_base64(enum s3_ck_algo a, const char *s, size_t n, struct s3_ck_v
 
 bool s3_ck_equal(const struct s3_ck_value *x, const struct s3_ck_value *y);
 
+/* A multipart object's checksum from its parts' values, in part order:
+ * COMPOSITE (full false) is algorithm a over the concatenated raw part
+ * values (S3 shows it with "-<parts>"); FULL_OBJECT (full true; CRC32,
+ * CRC32C, CRC64NVME only) is the CRC of the whole object, combined from
+ * each part's CRC and size without the bytes (common/crc_combine). */
+struct s3_ck_parts {
+	enum s3_ck_algo algo;
+	bool full;
+	uint64_t crc;                    /* FULL_OBJECT: the CRC so far */
+	struct s3_ck k;                  /* COMPOSITE: the hash of the values */
+};
+
+/* Whether S3 allows that type for that algorithm: COMPOSITE for all but
+ * CRC64NVME, FULL_OBJECT for the three CRCs. */
+bool s3_ck_type_ok(enum s3_ck_algo a, bool full);
+
+/* 0, -EINVAL (a type S3 does not allow), -ENOMEM. */
+int s3_ck_parts_begin(struct s3_ck_parts *m, enum s3_ck_algo a, bool full);
+/* One part's value (of m's algorithm) and size. */
+void s3_ck_parts_add(struct s3_ck_parts *m, const struct s3_ck_value *part, uint64_t size);
+/* The object's value into *out; releases m. */
+void s3_ck_parts_final(struct s3_ck_parts *m, struct s3_ck_value *out);
+
 #endif

@@ -238,11 +238,13 @@ static void pump(struct copy_rq *cr)
 		if (rc == 0) {
 			cr->read_done = true;
 			reader_clear(&cr->rd);
+			s3_part_ck_final(&cr->part);
 			break;
 		}
 		cr->held = sl.buf;
 		cr->held_p = sl.buf->data + sl.off;
 		cr->held_len = sl.len;
+		s3_part_ck_update(&cr->part, cr->held_p, cr->held_len);
 	}
 	if (!p->rq.c || cr->failed || !cr->read_done || cr->finished)
 		return;
@@ -435,8 +437,11 @@ static void on_src(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *
 /* The destination exists (bucket, or upload for a part): read the source. */
 static void on_dst(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
 {
-	(void)resp;
 	struct copy_rq *cr = copy_of(rq);
+	const Iolake__Meta__GetUploadResponse *u = (const void *)resp;
+	if (!e && cr->is_part && u && u->upload &&
+	    s3_part_ck_begin(&cr->part, (enum s3_ck_algo)u->upload->checksum_algo))
+		e = S3E_InternalError;   /* the part carries the upload's checksum */
 	if (e)
 		s3_rq_fail(rq, e, NULL);
 	else   /* the copy's second question: may the caller read the source? */

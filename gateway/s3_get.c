@@ -154,6 +154,8 @@ static void add_object_headers(struct get_rq *g)
 	 * not one part). */
 	if (!g->partial && !s3_call_req(c)->part_number && s3_attrs_checksum_mode(c))
 		s3_attrs_checksum_headers(c, r);
+	else if (s3_call_req(c)->part_number && s3_attrs_checksum_mode(c))
+		s3_attrs_part_checksum_headers(c, r, s3_call_req(c)->part_number);
 	if (s3_call_req(c)->part_number && r->parts_count) {
 		snprintf(v, sizeof(v), "%u", (unsigned)r->parts_count);
 		http_add_header(s, "x-amz-mp-parts-count", v);

@@ -14,6 +14,17 @@
  * applied since (the upload's parts_generation): a part uploaded in
  * between makes them list again, so every part they drop is one they saw.
  *
+ * Checksums (AWS's "Checking object integrity"): CreateMultipartUpload's
+ * x-amz-checksum-algorithm / -type go into the upload record; each part
+ * carries one of that algorithm (s3_part.c); Complete checks the parts'
+ * values the request lists against the stored ones (InvalidPart),
+ * computes the object's from the stored ones of the parts it listed
+ * (COMPOSITE: the algorithm over the concatenated values; FULL_OBJECT:
+ * the CRCs combined by length, s3_checksum.h s3_ck_parts), checks a
+ * whole-object x-amz-checksum-<algo> sent with it (BadDigest) and commits
+ * the value with the object; the listing it relies on is the one the
+ * commit's parts_generation condition holds.
+ *
  * Does not upload parts (s3_part.c) nor list a bucket's uploads
  * (ListMultipartUploads, s3_list.c).
  *
@@ -23,17 +34,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
 #include "gateway/s3_access.h"
+#include "gateway/s3_attrs.h"
+#include "gateway/s3_checksum.h"
+#include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
 #include "gateway/xml_parse.h"
 
-#define MPU_MIN_PART (5ull << 20)         /* every part but the last */
 #define MPU_MAX_PARTS 10000
 #define MPU_XML_MAX (MPU_MAX_PARTS * 200) /* CompleteMultipartUpload body */
 #define LIST_MAX 1000
@@ -79,6 +93,61 @@ static void *new_upload_rq(struct s3_call *c, size_t size)
 
 /* ------------------------------------------------------------ CreateMultipartUpload */
 
+struct create_rq {
+	struct s3_rq rq;
+	enum s3_ck_algo algo;             /* x-amz-checksum-algorithm (NONE: none) */
+	bool full;                        /* x-amz-checksum-type FULL_OBJECT */
+};
+
+static const char *ck_type_name(bool full)
+{
+	return full ? "FULL_OBJECT" : "COMPOSITE";
+}
+
+/* x-amz-checksum-algorithm and x-amz-checksum-type of
+ * CreateMultipartUpload into cr (the type defaults to FULL_OBJECT for
+ * CRC64NVME, COMPOSITE for the others, as S3); false after answering. */
+static bool create_checksum(struct create_rq *cr)
+{
+	struct s3_call *c = cr->rq.c;
+	const struct sigv4_header *ha = s3u_hdr(c, "x-amz-checksum-algorithm");
+	const struct sigv4_header *ht = s3u_hdr(c, "x-amz-checksum-type");
+	if (!ha && !ht)
+		return true;
+	if (!ha) {
+		s3_rq_fail(&cr->rq, S3E_InvalidRequest, "The x-amz-checksum-type header can only be "
+			   "used with the x-amz-checksum-algorithm header.");
+		return false;
+	}
+	cr->algo = s3_ck_from_name(ha->value, ha->value_len);
+	if (!cr->algo) {
+		s3_rq_fail(&cr->rq, S3E_InvalidRequest, "Checksum algorithm provided is unsupported. "
+			   "Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, "
+			   "SHA1, SHA256]");
+		return false;
+	}
+	cr->full = cr->algo == S3_CK_CRC64NVME;
+	if (ht) {
+		if (ht->value_len == 11 && strncasecmp(ht->value, "FULL_OBJECT", 11) == 0)
+			cr->full = true;
+		else if (ht->value_len == 9 && strncasecmp(ht->value, "COMPOSITE", 9) == 0)
+			cr->full = false;
+		else {
+			s3_rq_fail(&cr->rq, S3E_InvalidRequest,
+				   "Value for x-amz-checksum-type header is invalid.");
+			return false;
+		}
+	}
+	if (!s3_ck_type_ok(cr->algo, cr->full)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "The %s checksum type cannot be used with the %s "
+			 "checksum algorithm.", ck_type_name(cr->full), s3_ck_name(cr->algo));
+		s3_rq_fail(&cr->rq, S3E_InvalidRequest, msg);
+		return false;
+	}
+	return true;
+}
+
 static void on_create(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
 {
 	if (!rq->c)
@@ -86,6 +155,11 @@ static void on_create(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpRes
 	if (e) {
 		s3_rq_fail(rq, e, NULL);
 		return;
+	}
+	struct create_rq *cr = container_of(rq, struct create_rq, rq);
+	if (cr->algo) {
+		http_add_header(s3_call_stream(rq->c), "x-amz-checksum-algorithm", s3_ck_name(cr->algo));
+		http_add_header(s3_call_stream(rq->c), "x-amz-checksum-type", ck_type_name(cr->full));
 	}
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
@@ -99,9 +173,10 @@ static void on_create(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpRes
 
 static void op_create(struct s3_call *c)
 {
-	struct s3_rq *rq = s3_rq_new(c, sizeof(*rq));
-	if (!rq)
+	struct create_rq *cr = s3_rq_new(c, sizeof(*cr));
+	if (!cr || !create_checksum(cr))
 		return;
+	struct s3_rq *rq = &cr->rq;
 	struct s3_put_hdrs hb;
 	Iolake__Meta__ObjectRecord meta = IOLAKE__META__OBJECT_RECORD__INIT;
 	if (s3_put_rec_from_headers(c, &meta, &hb)) {
@@ -128,6 +203,8 @@ static void op_create(struct s3_call *c)
 	u.initiated_ms = s3u_wall_ms();
 	u.owner = (char *)s3_rq_owner(rq);   /* the initiator */
 	u.meta = &meta;
+	u.checksum_algo = (Iolake__Meta__ChecksumAlgo)cr->algo;
+	u.checksum_full_object = cr->full;
 	Iolake__Meta__CreateMultipart cm = IOLAKE__META__CREATE_MULTIPART__INIT;
 	cm.upload = &u;
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
@@ -150,6 +227,10 @@ struct cm_rq {
 	size_t n;
 	Iolake__Meta__ListPartsResponse *listed;  /* the upload's parts before the commit */
 	Iolake__Meta__ObjectRecord *cur;  /* the record the object replaces */
+	/* The upload's checksum algorithm and type, and the object's value
+	 * computed from the listed parts (algo NONE: none). */
+	bool ck_full;
+	struct s3_ck_value ck;
 };
 
 static struct cm_rq *cm_of(struct s3_rq *rq)
@@ -230,6 +311,15 @@ static void complete_respond(struct cm_rq *m, const char *etag)
 	xml_elem(w, "Bucket", m->rq.bucket);
 	xml_elem(w, "Key", m->rq.key);
 	xml_elem(w, "ETag", q);
+	if (m->ck.algo) {
+		Iolake__Meta__Checksum ck = IOLAKE__META__CHECKSUM__INIT;
+		ck.algo = (Iolake__Meta__ChecksumAlgo)m->ck.algo;
+		ck.value.data = m->ck.raw;
+		ck.value.len = m->ck.len;
+		ck.composite = !m->ck_full;
+		s3_attrs_xml_checksum(w, &ck, (uint32_t)m->n);
+		xml_elem(w, "ChecksumType", ck_type_name(m->ck_full));
+	}
 	xml_close(w);
 	free(loc);
 	s3_call_send_xml(c, 200);
@@ -291,6 +381,14 @@ static void complete_submit(struct cm_rq *m)
 	cm.time_ms = s3u_wall_ms();
 	cm.parts_conditional = true;
 	cm.if_parts_generation = listed_parts_gen(m);
+	Iolake__Meta__Checksum ck = IOLAKE__META__CHECKSUM__INIT;
+	if (m->ck.algo) {
+		ck.algo = (Iolake__Meta__ChecksumAlgo)m->ck.algo;
+		ck.value.data = m->ck.raw;
+		ck.value.len = m->ck.len;
+		ck.composite = !m->ck_full;
+		cm.checksum = &ck;
+	}
 	if (m->cur)
 		cm.if_generation = m->cur->generation;
 	else
@@ -313,12 +411,150 @@ static void on_complete_cur(struct s3_rq *rq, enum s3_err e, Iolake__Meta__Objec
 	}
 	s3u_free_msg(m->cur);
 	m->cur = rec;
+	/* If-None-Match: * / If-Match on Complete, against the object it
+	 * replaces (the commit is conditioned on that very record). */
+	enum s3_err ce = s3_cond_ops_put(rq->c, m->cur);
+	if (ce) {
+		s3_rq_fail(rq, ce, NULL);
+		return;
+	}
 	complete_submit(m);
+}
+
+/* The part's stored checksum of algorithm a; false when it has none. */
+static bool part_value(const Iolake__Meta__Part *p, enum s3_ck_algo a, struct s3_ck_value *v)
+{
+	for (size_t i = 0; i < p->n_checksums; i++)
+		if ((enum s3_ck_algo)p->checksums[i]->algo == a)
+			return s3_attrs_value(p->checksums[i], v);
+	return false;
+}
+
+/* The request's x-amz-checksum-type and x-amz-checksum-<algo> (the whole
+ * object's value, checked against m->ck); false after answering. */
+static bool complete_claim(struct cm_rq *m, enum s3_ck_algo algo)
+{
+	struct s3_call *c = m->rq.c;
+	char msg[160];
+	const struct sigv4_header *ht = s3u_hdr(c, "x-amz-checksum-type");
+	if (ht && algo && (ht->value_len != strlen(ck_type_name(m->ck_full)) ||
+			   strncasecmp(ht->value, ck_type_name(m->ck_full), ht->value_len) != 0)) {
+		snprintf(msg, sizeof(msg), "The upload was created using the %s checksum mode. The "
+			 "complete request must use the same checksum mode.", ck_type_name(m->ck_full));
+		s3_rq_fail(&m->rq, S3E_InvalidRequest, msg);
+		return false;
+	}
+	const struct http_request *hr = s3_call_http(c);
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		enum s3_ck_algo a = s3_ck_from_header(h->name, h->name_len);
+		if (!a)
+			continue;
+		if (a != algo) {
+			snprintf(msg, sizeof(msg), "The upload was created using %s%s checksum. The "
+				 "complete request must use the same checksum algorithm.",
+				 algo ? "a " : "no", algo ? s3_ck_name(algo) : "");
+			s3_rq_fail(&m->rq, S3E_InvalidRequest, msg);
+			return false;
+		}
+		/* A composite value may come with its "-<parts>". */
+		size_t n = h->value_len;
+		const char *dash = memchr(h->value, '-', n);
+		if (dash && !m->ck_full)
+			n = (size_t)(dash - h->value);
+		struct s3_ck_value v;
+		if (s3_ck_from_base64(a, h->value, n, &v)) {
+			snprintf(msg, sizeof(msg), "Value for %s header is invalid.", s3_ck_header(a));
+			s3_rq_fail(&m->rq, S3E_InvalidRequest, msg);
+			return false;
+		}
+		if (!s3_ck_equal(&v, &m->ck)) {
+			snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated "
+				 "checksum.", s3_ck_name(a));
+			s3_rq_fail(&m->rq, S3E_BadDigest, msg);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Each listed part's checksum (when the request names one) against the
+ * stored part's, then the object's value from the stored ones (an upload
+ * with an algorithm), then the request's claim about it; false after
+ * answering. */
+static bool complete_checksums(struct cm_rq *m)
+{
+	const Iolake__Meta__ListPartsResponse *r = m->listed;
+	enum s3_ck_algo algo = r->upload ? (enum s3_ck_algo)r->upload->checksum_algo : S3_CK_NONE;
+	m->ck_full = r->upload && r->upload->checksum_full_object;
+	m->ck.algo = S3_CK_NONE;
+	struct s3_ck_parts acc;
+	if (algo && s3_ck_parts_begin(&acc, algo, m->ck_full)) {
+		s3_rq_fail(&m->rq, S3E_InternalError, NULL);
+		return false;
+	}
+	char msg[160];
+	size_t j = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		/* on_complete_listed found every requested part */
+		while (r->parts[j]->part_number < m->parts[i].part_number)
+			j++;
+		const Iolake__Meta__Part *p = r->parts[j];
+		const struct xmlp_part *q = &m->parts[i];
+		struct s3_ck_value stored, claimed;
+		bool have = part_value(p, algo ? algo : (enum s3_ck_algo)q->ck_algo, &stored);
+		const char *why = NULL;
+		if (q->ck_algo && algo && q->ck_algo != algo)
+			why = "is not of the upload's checksum algorithm";
+		else if (q->ck_algo && s3_ck_from_base64((enum s3_ck_algo)q->ck_algo, q->ck,
+							 strlen(q->ck), &claimed))
+			why = "has an invalid checksum value";
+		else if (q->ck_algo && have && !s3_ck_equal(&claimed, &stored))
+			why = "has a checksum that does not match the part's";
+		else if (algo && !have)
+			why = "was uploaded without the upload's checksum";
+		if (why) {
+			if (algo)
+				s3_ck_parts_final(&acc, &stored);
+			snprintf(msg, sizeof(msg), "One or more of the specified parts could not be "
+				 "found: part %u %s.", (unsigned)q->part_number, why);
+			s3_rq_fail(&m->rq, S3E_InvalidPart, msg);
+			return false;
+		}
+		if (algo)
+			s3_ck_parts_add(&acc, &stored, p->size);
+	}
+	if (algo)
+		s3_ck_parts_final(&acc, &m->ck);
+	return complete_claim(m, algo);
+}
+
+/* The upload is gone: if the object is the one this upload made, the
+ * Complete succeeded before (its answer was lost) and answers the same. */
+static void on_complete_done_before(struct s3_rq *rq, enum s3_err e,
+				    Iolake__Meta__ObjectRecord *rec)
+{
+	struct cm_rq *m = cm_of(rq);
+	if (e || !rec || !rec->upload_id || strcmp(rec->upload_id, m->upload_id) != 0) {
+		s3u_free_msg(rec);
+		s3_rq_fail(rq, e && e != S3E_NoSuchKey ? e : S3E_NoSuchUpload, NULL);
+		return;
+	}
+	m->ck.algo = S3_CK_NONE;
+	if (rec->n_checksums && s3_attrs_value(rec->checksums[0], &m->ck))
+		m->ck_full = !rec->checksums[0]->composite;
+	m->n = rec->parts_count;
+	complete_respond(m, rec->etag);
+	s3u_free_msg(rec);
 }
 
 static void on_complete_listed(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
 {
 	struct cm_rq *m = cm_of(rq);
+	if (e == S3E_NoSuchUpload) {
+		s3_rq_head(rq, rq->bucket, rq->key, on_complete_done_before);
+		return;
+	}
 	if (!take_listing(m, e, resp))
 		return;
 	const Iolake__Meta__ListPartsResponse *r = m->listed;
@@ -333,7 +569,7 @@ static void on_complete_listed(struct s3_rq *rq, enum s3_err e, const ProtobufCM
 			s3_rq_fail(rq, S3E_InvalidPart, NULL);
 			return;
 		}
-		if (i + 1 < m->n && r->parts[j]->size < MPU_MIN_PART) {
+		if (i + 1 < m->n && r->parts[j]->size < rq->o->min_part) {
 			char msg[128];
 			snprintf(msg, sizeof(msg),
 				 "Your proposed upload is smaller than the minimum allowed size (part %u)",
@@ -342,6 +578,8 @@ static void on_complete_listed(struct s3_rq *rq, enum s3_err e, const ProtobufCM
 			return;
 		}
 	}
+	if (!complete_checksums(m))
+		return;
 	s3_rq_head(rq, rq->bucket, rq->key, on_complete_cur);
 }
 
@@ -415,6 +653,7 @@ static void op_complete(struct s3_call *c)
 		s3_rq_fail(&m->rq, S3E_MalformedXML, NULL);
 		return;
 	}
+	s3_call_checksum_not_body(c);   /* x-amz-checksum-*: the object's */
 	enum s3_err e = s3_call_read_body(c, on_complete_body, on_complete_body_end);
 	if (e)
 		s3_rq_fail(&m->rq, e, NULL);
@@ -483,12 +722,19 @@ static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessag
 	s3u_owner_elems(w, "Initiator", owner);
 	s3u_owner_elems(w, "Owner", owner);
 	xml_elem(w, "StorageClass", "STANDARD");
+	if (r->upload && r->upload->checksum_algo) {
+		xml_elem(w, "ChecksumAlgorithm", s3_ck_name((enum s3_ck_algo)r->upload->checksum_algo));
+		xml_elem(w, "ChecksumType", ck_type_name(r->upload->checksum_full_object));
+	}
+	/* max-parts=0: meta was asked for one part, to say whether any
+	 * follow; the page itself is empty. */
+	size_t shown = max == 0 ? 0 : r->n_parts;
 	xml_elem_u64(w, "PartNumberMarker", (uint64_t)marker);
-	if (r->n_parts)
-		xml_elem_u64(w, "NextPartNumberMarker", r->parts[r->n_parts - 1]->part_number);
+	if (shown)
+		xml_elem_u64(w, "NextPartNumberMarker", r->parts[shown - 1]->part_number);
 	xml_elem_u64(w, "MaxParts", (uint64_t)max);
-	xml_elem_bool(w, "IsTruncated", r->truncated);
-	for (size_t i = 0; i < r->n_parts; i++) {
+	xml_elem_bool(w, "IsTruncated", r->truncated || shown < r->n_parts);
+	for (size_t i = 0; i < shown; i++) {
 		const Iolake__Meta__Part *p = r->parts[i];
 		char d[40], et[40];
 		s3u_iso_date(p->mtime_ms, d);
@@ -498,6 +744,8 @@ static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessag
 		xml_elem(w, "LastModified", d);
 		xml_elem(w, "ETag", et);
 		xml_elem_u64(w, "Size", p->size);
+		if (p->n_checksums)
+			s3_attrs_xml_checksum(w, p->checksums[0], 0);
 		xml_close(w);
 	}
 	xml_close(w);

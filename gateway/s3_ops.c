@@ -183,6 +183,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 		goto err_free;
 	snprintf(o->region, sizeof(o->region), "%s", cfg->region ? cfg->region : "us-east-1");
 	o->inline_max = cfg->inline_max_bytes ? cfg->inline_max_bytes : 4096;
+	o->min_part = cfg->debug_min_part_bytes ? cfg->debug_min_part_bytes : 5ull << 20;
 	o->reg = cfg->metrics;
 	if (!o->reg) {
 		o->reg = metrics_registry_new();

@@ -2,7 +2,9 @@
  * s3_part.c — UploadPart, and the part commit it shares with
  * UploadPartCopy (s3_part.h). A part is the PUT pipeline (s3_put.h) with
  * no inline body (only an empty part has no shards) and this commit; its
- * encoded layout travels in Part.segment.data_layout.
+ * encoded layout travels in Part.segment.data_layout, its additional
+ * checksum (the upload's algorithm, verified against the request's header
+ * or trailer, else computed) in Part.checksums.
  *
  * Space: the part it replaced (listed by the GetUpload just before the
  * commit) is freed by this request after its commit; a PutPart that lost a
@@ -15,11 +17,13 @@
  */
 #include "gateway/s3_part.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gateway/gw_rec.h"
+#include "gateway/s3_attrs.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_util.h"
 
@@ -32,6 +36,10 @@ static void part_respond(struct s3_put *p, const struct s3_part *mp)
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
 	if (!mp->copy) {
 		http_add_header(s3_call_stream(c), "ETag", etag);
+		const struct s3_ck_value *v = s3_call_checksum(c);
+		char b64[S3_CK_B64_MAX];
+		if (v->algo && s3_ck_to_base64(v, b64))
+			http_add_header(s3_call_stream(c), s3_ck_header(v->algo), b64);
 		http_respond(s3_call_stream(c), 200, NULL, 0, NULL, NULL);
 		return;
 	}
@@ -42,6 +50,11 @@ static void part_respond(struct s3_put *p, const struct s3_part *mp)
 	xml_open_ns(w, "CopyPartResult", S3_XMLNS);
 	xml_elem(w, "LastModified", d);
 	xml_elem(w, "ETag", etag);
+	char b64[S3_CK_B64_MAX], name[32];
+	if (mp->ck_value.algo && s3_ck_to_base64(&mp->ck_value, b64)) {
+		snprintf(name, sizeof(name), "Checksum%s", s3_ck_name(mp->ck_value.algo));
+		xml_elem(w, name, b64);
+	}
 	xml_close(w);
 	s3_call_send_xml(c, 200);
 }
@@ -77,6 +90,20 @@ static void part_submit(struct s3_put *p)
 	part.size = p->size;
 	part.etag = p->etag;
 	part.mtime_ms = p->mtime_ms;
+	/* The body's checksum: the upload's algorithm (s3_call_checksum_want)
+	 * or the one the request named. */
+	Iolake__Meta__Checksum ck, *pck = &ck;
+	if (mp->copy && mp->ck_value.algo) {
+		iolake__meta__checksum__init(&ck);
+		ck.algo = (Iolake__Meta__ChecksumAlgo)mp->ck_value.algo;
+		ck.value.data = mp->ck_value.raw;
+		ck.value.len = mp->ck_value.len;
+		part.n_checksums = 1;
+		part.checksums = &pck;
+	} else if (!mp->copy && rq->c && s3_attrs_record_checksum(rq->c, &ck)) {
+		part.n_checksums = 1;
+		part.checksums = &pck;
+	}
 	uint8_t *lbuf = NULL;
 	if (!p->is_inline) {
 		const struct gw_data_layout *l = gw_data_put_layout(p->put);
@@ -158,6 +185,41 @@ void s3_part_setup(struct s3_put *p, struct s3_part *mp, bool copy)
 void s3_part_fini(struct s3_part *mp)
 {
 	s3u_free_msg(mp->prev);
+	if (mp->ck) {
+		s3_ck_free(mp->ck);
+		free(mp->ck);
+		mp->ck = NULL;
+	}
+}
+
+int s3_part_ck_begin(struct s3_part *mp, enum s3_ck_algo a)
+{
+	mp->ck_value.algo = S3_CK_NONE;
+	if (!a)
+		return 0;
+	if (!mp->ck) {
+		if (!(mp->ck = malloc(sizeof(*mp->ck))))
+			return -ENOMEM;
+		if (s3_ck_init(mp->ck)) {
+			free(mp->ck);
+			mp->ck = NULL;
+			return -ENOMEM;
+		}
+	}
+	s3_ck_begin(mp->ck, a);
+	return 0;
+}
+
+void s3_part_ck_update(struct s3_part *mp, const void *data, size_t len)
+{
+	if (mp->ck)
+		s3_ck_update(mp->ck, data, len);
+}
+
+void s3_part_ck_final(struct s3_part *mp)
+{
+	if (mp->ck)
+		s3_ck_final(mp->ck, &mp->ck_value);
 }
 
 /* ------------------------------------------------------------ UploadPart */
@@ -172,6 +234,16 @@ static void part_rq_fini(struct s3_rq *rq)
 	struct part_rq *pr = container_of(rq, struct part_rq, put.rq);
 	s3_part_fini(&pr->part);
 	s3_put_fini(rq);
+}
+
+/* The upload exists: its checksum algorithm is the part's (a part naming
+ * another is InvalidRequest; one naming none gets it computed). */
+static void on_upload_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__GetUploadResponse *r = (const void *)resp;
+	if (!e && rq->c && r && r->upload)
+		s3_call_checksum_want(rq->c, (enum s3_ck_algo)r->upload->checksum_algo);
+	s3_put_on_checked(rq, e, resp);
 }
 
 static void op_upload_part(struct s3_call *c)
@@ -189,7 +261,7 @@ static void op_upload_part(struct s3_call *c)
 	req.bucket = pr->put.rq.bucket;
 	req.key = pr->put.rq.key;
 	req.upload_id = pr->part.upload_id;
-	s3_rq_call(&pr->put.rq, META_M_GET_UPLOAD, &req.base, S3_SUBJ_UPLOAD_READ, s3_put_on_checked);
+	s3_rq_call(&pr->put.rq, META_M_GET_UPLOAD, &req.base, S3_SUBJ_UPLOAD_READ, on_upload_checked);
 }
 
 const struct s3_handler s3_part_handlers[] = {

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gateway/s3_checksum.h"
 #include "gateway/s3_put.h"
 
 /* A part commit's state; its user embeds it next to its struct s3_put. */
@@ -26,7 +27,18 @@ struct s3_part {
 	uint32_t part_number;
 	bool copy;                       /* UploadPartCopy: answer CopyPartResult */
 	Iolake__Meta__Part *prev;        /* the part this one replaces */
+	/* UploadPartCopy: the copied bytes' checksum of the upload's
+	 * algorithm (UploadPart's comes from the request body). */
+	struct s3_ck *ck;                /* NULL: none being computed */
+	struct s3_ck_value ck_value;     /* after s3_part_ck_final */
 };
+
+/* UploadPartCopy into an upload of checksum algorithm a (NONE: nothing to
+ * compute): 0, or -ENOMEM. Then every copied byte through
+ * s3_part_ck_update, and s3_part_ck_final at the end. */
+int s3_part_ck_begin(struct s3_part *mp, enum s3_ck_algo a);
+void s3_part_ck_update(struct s3_part *mp, const void *data, size_t len);
+void s3_part_ck_final(struct s3_part *mp);
 
 /* Make p's commit a part commit of the request's upload id and part
  * number (checked by the caller: s3u_upload_id_ok), with its state in mp. */

@@ -298,8 +298,10 @@ static void put_commit(struct s3_put *p)
 	if (s3_attrs_record_checksum(c, &ck)) {
 		r.n_checksums = 1;
 		r.checksums = &pck;
-	} else if (src) {
-		r.n_checksums = src->n_checksums; /* the same bytes: the same sums */
+	} else if (src && !(src->n_checksums && src->checksums[0]->composite)) {
+		/* The same bytes: the same sums (a composite one names the
+		 * source's parts, which the copy does not have). */
+		r.n_checksums = src->n_checksums;
 		r.checksums = src->checksums;
 	}
 	uint8_t *lbuf = NULL;

@@ -63,6 +63,7 @@ struct s3_ops {
 	struct gw_data *data;
 	char region[64];
 	uint32_t inline_max;
+	uint64_t min_part;              /* multipart: every part but the last */
 	unsigned quorum;
 	struct metrics_registry *reg;
 	bool own_reg;

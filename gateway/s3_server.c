@@ -14,6 +14,7 @@
  */
 #include "gateway/s3_server.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -56,6 +57,12 @@ struct s3_call {
 	struct s3_ck ck;
 	enum s3_ck_algo ck_algo;      /* NONE: the request asked for none */
 	bool ck_claimed, ck_trailer;
+	/* Set by the handler before the body is read: the algorithm the body
+	 * must use (an upload's, for its parts; computed when the request
+	 * names none), and whether x-amz-checksum-* headers describe
+	 * something other than the body (CompleteMultipartUpload's object). */
+	enum s3_ck_algo ck_want;
+	bool ck_not_body;
 	struct s3_ck_value ck_expect, ck_result;
 	/* Detail for the error body of the body's verdict (s3_call_error
 	 * with a NULL message and this error uses it). */
@@ -109,6 +116,8 @@ static struct s3_call *pool_get(struct s3_server *srv)
 	c->ck_algo = S3_CK_NONE;
 	c->ck_claimed = c->ck_trailer = false;
 	c->ck_result.algo = S3_CK_NONE;
+	c->ck_want = S3_CK_NONE;
+	c->ck_not_body = false;
 	c->msg_err = S3E_OK;
 	c->msg = NULL;
 	xml_reset(&c->xml);
@@ -308,6 +317,19 @@ static enum s3_err checksum_setup(struct s3_call *c, const struct http_request *
 				     "Value for x-amz-sdk-checksum-algorithm header is invalid.");
 		algo = a;
 	}
+	if (c->ck_want && algo && algo != c->ck_want) {
+		char want[16], got[16];
+		snprintf(want, sizeof(want), "%s", s3_ck_name(c->ck_want));
+		snprintf(got, sizeof(got), "%s", s3_ck_name(algo));
+		for (char *p = want; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		for (char *p = got; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		return failf(c, S3E_InvalidRequest, "Checksum Type mismatch occurred, expected "
+			     "checksum Type: %s, actual checksum Type: %s", want, got);
+	}
+	if (!algo)
+		algo = c->ck_want;
 	c->ck_algo = algo;
 	s3_ck_begin(&c->ck, algo);
 	return S3E_OK;
@@ -346,7 +368,7 @@ static enum s3_err body_setup(struct s3_call *c)
 		memcpy(c->content_md5, out, 16);
 		c->want_md5 = true;
 	}
-	enum s3_err e = checksum_setup(c, hr, trailers);
+	enum s3_err e = c->ck_not_body ? S3E_OK : checksum_setup(c, hr, trailers);
 	if (e)
 		return e;
 	if (streaming) {
@@ -459,6 +481,16 @@ enum s3_err s3_call_check_empty_body(struct s3_call *c)
 	if (c->chunked_mode)
 		return S3E_IncompleteBody; /* aws-chunked has at least its final chunk */
 	return body_verdict(c);
+}
+
+void s3_call_checksum_want(struct s3_call *c, enum s3_ck_algo a)
+{
+	c->ck_want = a;
+}
+
+void s3_call_checksum_not_body(struct s3_call *c)
+{
+	c->ck_not_body = true;
 }
 
 const struct s3_ck_value *s3_call_checksum(const struct s3_call *c)

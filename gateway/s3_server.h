@@ -137,6 +137,17 @@ enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end
  * instead of s3_call_read_body. */
 enum s3_err s3_call_check_empty_body(struct s3_call *c);
 
+/* Before s3_call_read_body / s3_call_check_empty_body: the body's
+ * additional checksum must be of algorithm a (a part of an upload created
+ * with x-amz-checksum-algorithm): another one named by the request is
+ * InvalidRequest, none named computes a (stored, nothing to match). */
+void s3_call_checksum_want(struct s3_call *c, enum s3_ck_algo a);
+
+/* Before s3_call_read_body: the request's x-amz-checksum-* headers are not
+ * the body's (CompleteMultipartUpload: the whole object's); the handler
+ * reads them itself. */
+void s3_call_checksum_not_body(struct s3_call *c);
+
 /* After an S3E_OK verdict: the body's additional checksum, to store with
  * the object and return; algo S3_CK_NONE when none was asked for (or the
  * verdict was not OK). Valid until the exchange is over. */

@@ -167,6 +167,21 @@ static void mpu_end(struct sax *s)
 		}
 		memcpy(m->cur.etag, s->text, s->text_len + 1);
 		m->have_etag = true;
+	} else if (s->depth == 3 && strcmp(s->path[0], "CompleteMultipartUpload") == 0 &&
+		   strcmp(s->path[1], "Part") == 0 && strncmp(s->path[2], "Checksum", 8) == 0) {
+		/* meta.proto ChecksumAlgo numbers; other Part children are ignored */
+		static const char *const names[] = { NULL, "CRC32", "CRC32C", "SHA1", "SHA256",
+						     "CRC64NVME" };
+		for (uint8_t a = 1; a < sizeof(names) / sizeof(names[0]); a++) {
+			if (strcmp(s->path[2] + 8, names[a]) != 0)
+				continue;
+			if (m->cur.ck_algo || s->text_len == 0 || s->text_len > XMLP_CK_MAX) {
+				stop(s, -EBADMSG);
+				return;
+			}
+			m->cur.ck_algo = a;
+			memcpy(m->cur.ck, s->text, s->text_len + 1);
+		}
 	} else if (at(s, 2, "CompleteMultipartUpload", "Part", NULL)) {
 		if (!m->have_num || !m->have_etag) {
 			stop(s, -EBADMSG);

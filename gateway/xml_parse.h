@@ -24,15 +24,24 @@
 #define XMLP_TEXT_MAX 2048
 #define XMLP_ETAG_MAX 128
 
+#define XMLP_CK_MAX 48              /* base64 of a SHA-256 is 44 */
+
 struct xmlp_part {
 	uint32_t part_number;
 	char etag[XMLP_ETAG_MAX + 1];   /* as sent, quotes included */
+	/* The part's additional checksum, when listed (<ChecksumCRC32> ...):
+	 * ck_algo is meta.proto's ChecksumAlgo (1 CRC32, 2 CRC32C, 3 SHA1,
+	 * 4 SHA256, 5 CRC64NVME; 0 none), ck its base64 text as sent. */
+	uint8_t ck_algo;
+	char ck[XMLP_CK_MAX + 1];
 };
 
 /* <CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag>
- * </Part>…</CompleteMultipartUpload>. Fills parts[0..*n). Returns 0,
+ * [<ChecksumCRC32>…</ChecksumCRC32>]</Part>…</CompleteMultipartUpload>.
+ * Fills parts[0..*n). Returns 0,
  * -EBADMSG (malformed, wrong root, a Part without PartNumber or ETag, a
- * PartNumber outside 1..10000), -E2BIG (more than max_parts parts, or len
+ * PartNumber outside 1..10000, two checksums in a part or one longer than
+ * XMLP_CK_MAX), -E2BIG (more than max_parts parts, or len
  * > max_len). Order is NOT checked here (InvalidPartOrder is the
  * caller's, with the stored parts at hand). */
 int xmlp_complete_mpu(const char *body, size_t len, size_t max_len, struct xmlp_part *parts,

@@ -729,7 +729,8 @@ static int op_create_multipart(struct tx *t, Iolake__Meta__CreateMultipart *op,
 			       struct meta_op_result *r)
 {
 	Iolake__Meta__MultipartUpload *u = op->upload;
-	if (!u || !valid_bucket(u->bucket) || !valid_key(u->key))
+	if (!u || !valid_bucket(u->bucket) || !valid_key(u->key) ||
+	    (unsigned)u->checksum_algo > IOLAKE__META__CHECKSUM_ALGO__CHECKSUM_CRC64NVME)
 		return -EINVAL;
 	int rrc = range_check(t, u->bucket, u->key);
 	if (rrc)
@@ -847,6 +848,7 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	Iolake__Meta__Segment *segs = NULL, **segp = NULL;
 	uint32_t *nums = NULL;
 	uint8_t *md5s = NULL;
+	Iolake__Meta__ObjectPart *ops = NULL, **opp = NULL;
 	size_t n = op->n_parts;
 	int rc = get_upload(t, op->bucket, op->key, op->upload_id, &u);
 	if (rc)
@@ -864,7 +866,9 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	segp = calloc(n, sizeof(*segp));
 	nums = calloc(n, sizeof(*nums));
 	md5s = calloc(n, MD5_LEN);
-	if (!parts || !segs || !segp || !nums || !md5s) {
+	ops = calloc(n, sizeof(*ops));
+	opp = calloc(n, sizeof(*opp));
+	if (!parts || !segs || !segp || !nums || !md5s || !ops || !opp) {
 		rc = -ENOMEM;
 		t->io_err = -ENOMEM;
 		goto out;
@@ -898,6 +902,14 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 			n_segs++;
 		}
 		off += parts[i]->size;
+		/* An upload with a checksum algorithm keeps each part's. */
+		iolake__meta__object_part__init(&ops[i]);
+		ops[i].part_number = ref->part_number;
+		ops[i].size = parts[i]->size;
+		for (size_t c = 0; c < parts[i]->n_checksums; c++)
+			if (parts[i]->checksums[c]->algo == u->checksum_algo)
+				ops[i].checksum = parts[i]->checksums[c];
+		opp[i] = &ops[i];
 	}
 	struct key ok;
 	key_object(&ok, op->bucket, op->key);
@@ -926,6 +938,21 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	rec.segments = segp;
 	rec.inline_data.len = 0;
 	rec.inline_data.data = NULL;
+	rec.n_checksums = 0;
+	rec.checksums = NULL;
+	/* The object's checksum, when of the upload's algorithm and of its
+	 * length (4 CRC32/CRC32C, 20 SHA1, 32 SHA256, 8 CRC64NVME). */
+	static const size_t ck_len[] = { 0, 4, 4, 20, 32, 8 };
+	Iolake__Meta__Checksum *ckp = op->checksum;
+	if (ckp && u->checksum_algo && ckp->algo == u->checksum_algo &&
+	    (unsigned)ckp->algo < sizeof(ck_len) / sizeof(ck_len[0]) &&
+	    ckp->value.len == ck_len[ckp->algo]) {
+		rec.n_checksums = 1;
+		rec.checksums = &ckp;
+	}
+	rec.upload_id = op->upload_id;
+	rec.n_part_list = u->checksum_algo ? n : 0;
+	rec.part_list = opp;
 	if (cur) {
 		gc_record(t, cur);
 		ref_record(t, cur, cur->generation, false);
@@ -947,6 +974,8 @@ out:
 	if (parts)
 		for (size_t i = 0; i < n; i++)
 			meta_state_free_msg(parts[i]);
+	free(opp);
+	free(ops);
 	free(md5s);
 	free(nums);
 	free(segp);

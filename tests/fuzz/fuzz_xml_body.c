@@ -79,7 +79,8 @@ static void mpu_body(const char *b, size_t n)
 			abort();
 		for (size_t i = 0; i < np; i++)
 			if (parts[i].part_number < 1 || parts[i].part_number > 10000 ||
-			    strlen(parts[i].etag) > XMLP_ETAG_MAX)
+			    strlen(parts[i].etag) > XMLP_ETAG_MAX || parts[i].ck_algo > 5 ||
+			    strlen(parts[i].ck) > XMLP_CK_MAX || (!parts[i].ck_algo && parts[i].ck[0]))
 				abort();
 	}
 }

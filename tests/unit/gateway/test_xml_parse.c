@@ -36,6 +36,15 @@ START_TEST(test_complete_mpu)
 	ck_assert_str_eq(parts[0].etag, "\"a54357aff0632cce46d942af68356b38\"");
 	ck_assert_uint_eq(parts[1].part_number, 2);
 	ck_assert_str_eq(parts[1].etag, "\"0c78aef83f66abc1fa1e8477f296d394\"");
+	ck_assert_uint_eq(parts[0].ck_algo, 0);
+	ck_assert_str_eq(parts[0].ck, "");
+	ck_assert_uint_eq(parts[1].ck_algo, 1);   /* CRC32 */
+	ck_assert_str_eq(parts[1].ck, "x");
+	ck_assert_int_eq(mpu("<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag>"
+			     "<ChecksumCRC64NVME>AAAAAAAAAAA=</ChecksumCRC64NVME><ChecksumFoo>z</ChecksumFoo>"
+			     "</Part></CompleteMultipartUpload>", parts, 4, &n), 0);
+	ck_assert_uint_eq(parts[0].ck_algo, 5);
+	ck_assert_str_eq(parts[0].ck, "AAAAAAAAAAA=");
 	/* Out of order is parsed as sent: InvalidPartOrder is the caller's. */
 	ck_assert_int_eq(mpu("<CompleteMultipartUpload><Part><PartNumber>3</PartNumber><ETag>e</ETag></Part>"
 			     "<Part><PartNumber>1</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>",
@@ -53,6 +62,13 @@ START_TEST(test_complete_mpu)
 		"<CompleteMultipartUpload><Part><PartNumber>10001</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>",
 		"<CompleteMultipartUpload><Part><PartNumber>1x</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>",
 		"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload><x/>",
+		/* two checksums in a part, an empty one, one too long */
+		"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag><ChecksumCRC32>a</ChecksumCRC32>"
+		"<ChecksumSHA1>b</ChecksumSHA1></Part></CompleteMultipartUpload>",
+		"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag><ChecksumCRC32></ChecksumCRC32>"
+		"</Part></CompleteMultipartUpload>",
+		"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag><ChecksumSHA256>"
+		"0123456789012345678901234567890123456789012345678</ChecksumSHA256></Part></CompleteMultipartUpload>",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(mpu(bad[i], parts, 4, &n) == -EBADMSG, "bad %zu", i);

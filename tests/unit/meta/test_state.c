@@ -621,6 +621,87 @@ START_TEST(test_multipart)
 }
 END_TEST
 
+/* A part's CRC32 (4 bytes of v) on the last PutPart of t. */
+static void tb_part_crc(struct tb *t, uint8_t v)
+{
+	Iolake__Meta__Part *p = t->ops[t->b.n_ops - 1]->put_part->part;
+	Iolake__Meta__Checksum *ck = tb_alloc(t, sizeof(*ck));
+	iolake__meta__checksum__init(ck);
+	ck->algo = IOLAKE__META__CHECKSUM_ALGO__CHECKSUM_CRC32;
+	uint8_t *raw = tb_alloc(t, 4);
+	memset(raw, v, 4);
+	ck->value.data = raw;
+	ck->value.len = 4;
+	p->checksums = tb_alloc(t, sizeof(*p->checksums));
+	p->checksums[0] = ck;
+	p->n_checksums = 1;
+}
+
+/* Multipart checksums in records: the upload's algorithm keeps each
+ * part's value in part_list and the object's (CompleteMultipart.checksum)
+ * in checksums; without an algorithm neither is stored. upload_id names
+ * the upload either way. */
+START_TEST(test_multipart_checksums)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	const char *e1 = "0123456789abcdef0123456789abcdef", *e2 = "fedcba9876543210fedcba9876543210";
+	for (int with = 0; with < 2; with++) {
+		struct tb *t = tb_new();
+		if (!with)
+			tb_create_bucket(t, 0, 0, "mpb", "alice");
+		Iolake__Meta__MultipartUpload *u = tb_create_upload(t, "mpb", "big");
+		if (with) {
+			u->checksum_algo = IOLAKE__META__CHECKSUM_ALGO__CHECKSUM_CRC32;
+			u->checksum_full_object = true;
+		}
+		int n = tb_apply(s, 1 + 3 * (uint64_t)with, t, res);
+		ck_assert_int_eq(res[n - 1].err, 0);
+		char id[17];
+		strcpy(id, res[n - 1].upload_id);
+		t = tb_new();
+		tb_part(t, id, 1, 5 << 20, e1);
+		tb_part_crc(t, 0x11);
+		tb_part(t, id, 3, 10, e2);
+		tb_part_crc(t, 0x33);
+		ck_assert_int_eq(tb_apply(s, 2 + 3 * (uint64_t)with, t, res), 2);
+		t = tb_new();
+		uint32_t nums[2] = { 1, 3 };
+		const char *etags[2] = { e1, e2 };
+		tb_complete(t, id, nums, etags, 2);
+		Iolake__Meta__CompleteMultipart *c = t->ops[0]->complete_multipart;
+		c->checksum = tb_alloc(t, sizeof(*c->checksum));
+		iolake__meta__checksum__init(c->checksum);
+		c->checksum->algo = IOLAKE__META__CHECKSUM_ALGO__CHECKSUM_CRC32;
+		c->checksum->value.data = (uint8_t *)"\x01\x02\x03\x04";
+		c->checksum->value.len = 4;
+		ck_assert_int_eq(tb_apply(s, 3 + 3 * (uint64_t)with, t, res), 1);
+		ck_assert_int_eq(res[0].err, 0);
+		Iolake__Meta__ObjectRecord *r;
+		ck_assert_int_eq(meta_state_head_object(s, "mpb", "big", &r), 0);
+		ck_assert_str_eq(r->upload_id, id);
+		if (!with) {
+			ck_assert_uint_eq(r->n_checksums, 0);
+			ck_assert_uint_eq(r->n_part_list, 0);
+		} else {
+			ck_assert_uint_eq(r->n_checksums, 1);
+			ck_assert_int_eq(memcmp(r->checksums[0]->value.data, "\x01\x02\x03\x04", 4), 0);
+			ck_assert_uint_eq(r->n_part_list, 2);
+			ck_assert_uint_eq(r->part_list[0]->part_number, 1);
+			ck_assert_uint_eq(r->part_list[0]->size, 5 << 20);
+			ck_assert_uint_eq(r->part_list[1]->part_number, 3);
+			ck_assert_uint_eq(r->part_list[1]->size, 10);
+			ck_assert_ptr_nonnull(r->part_list[1]->checksum);
+			ck_assert_uint_eq(r->part_list[1]->checksum->value.data[0], 0x33);
+		}
+		meta_state_free_msg(r);
+	}
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 /* Conditional PutPart (the gateway's form) and the multipart reads:
  * part generations, ListParts pages, ListUploads prefix and markers, and
  * each part's data_layout carried into the object's segments. */
@@ -1777,6 +1858,7 @@ int main(void)
 	tcase_add_test(tc, test_users_keys);
 	tcase_add_test(tc, test_multipart);
 	tcase_add_test(tc, test_multipart_parts);
+	tcase_add_test(tc, test_multipart_checksums);
 	tcase_add_test(tc, test_cluster_map);
 	tcase_add_test(tc, test_admin_out_and_remove);
 	tcase_add_test(tc, test_snapshot);
