@@ -187,13 +187,17 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 	const char *delim = s3u_qval(q, "delimiter");
 	bool url = want_url(q);
 	long max = s3u_qnum(q, "max-uploads", LIST_MAX);
+	/* max-uploads=0: meta was asked for one entry, to tell whether the
+	 * empty page is truncated (as S3 answers it). */
+	bool none = max == 0;
+	bool truncated = none ? r->n_uploads + r->n_common_prefixes > 0 : r->truncated;
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "ListMultipartUploadsResult", S3_XMLNS);
 	xml_elem(w, "Bucket", rq->bucket);
 	key_elem(w, "KeyMarker", km ? km : "", url);
 	xml_elem(w, "UploadIdMarker", um ? um : "");
-	if (r->truncated) {
+	if (r->truncated && !none) {
 		/* A page ending on a common prefix names it, with no upload id:
 		 * the next page starts after every key under it. (An older meta
 		 * leaves next_key_marker empty: the last upload.) */
@@ -214,8 +218,8 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 	xml_elem_u64(w, "MaxUploads", (uint64_t)(max > LIST_MAX ? LIST_MAX : max));
 	if (url)
 		xml_elem(w, "EncodingType", "url");
-	xml_elem_bool(w, "IsTruncated", r->truncated);
-	for (size_t i = 0; i < r->n_uploads; i++) {
+	xml_elem_bool(w, "IsTruncated", truncated);
+	for (size_t i = 0; i < (none ? 0 : r->n_uploads); i++) {
 		const Iolake__Meta__MultipartUpload *u = r->uploads[i];
 		char d[40];
 		s3u_iso_date(u->initiated_ms, d);
@@ -228,7 +232,7 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 		xml_elem(w, "Initiated", d);
 		xml_close(w);
 	}
-	for (size_t i = 0; i < r->n_common_prefixes; i++) {
+	for (size_t i = 0; i < (none ? 0 : r->n_common_prefixes); i++) {
 		xml_open(w, "CommonPrefixes");
 		key_elem(w, "Prefix", r->common_prefixes[i], url);
 		xml_close(w);

@@ -109,6 +109,13 @@ def main():
         r = L(Delimiter="/", KeyMarker="d e/", EncodingType="url")
         expect((r["KeyMarker"], [k for k, _ in ups(r)]), ("d%20e/", ["f%2Bg"]),
                "url-encoded KeyMarker; the page after d e/")
+        # max-uploads=0: an empty page, truncated while uploads exist (S3).
+        r = L(MaxUploads=0)
+        expect((ups(r), cps(r), r["IsTruncated"], r["MaxUploads"]), ([], [], True, 0),
+               "max-uploads=0: empty and truncated")
+        r = L(MaxUploads=0, Prefix="zzz/")
+        expect((ups(r), r["IsTruncated"]), ([], False),
+               "max-uploads=0 under a prefix with no upload: empty, not truncated")
     except Exception:
         print("aio log:", aio.log.name)
         os.system("tail -30 %s" % aio.log.name)
