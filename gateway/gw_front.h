@@ -22,6 +22,7 @@
 #define GW_FRONT_RATE_PER_ADDR 2000
 #define GW_FRONT_RATE_BURST 4000
 #define GW_FRONT_MIN_BODY_RATE 1024 /* bytes/s over HTTP_BODY_RATE_WINDOW_MS */
+#define GW_FRONT_SLOW_REQUEST_MS 1000
 
 struct gw_front {
 	const char *tls_cert, *tls_key;  /* flags */
@@ -29,13 +30,14 @@ struct gw_front {
 	int64_t rate_per_addr;
 	int64_t rate_burst;
 	uint64_t min_body_rate;
+	uint64_t slow_request_ms;        /* the slow-request log (s3_server_cfg) */
 	struct tls_server *tls;          /* loaded by gw_front_setup; NULL: plain */
 };
 
 #define GW_FRONT_DEFAULTS                                                          \
 	{ .max_conns_per_addr = GW_FRONT_MAX_CONNS_PER_ADDR,                        \
 	  .rate_per_addr = GW_FRONT_RATE_PER_ADDR, .rate_burst = GW_FRONT_RATE_BURST, \
-	  .min_body_rate = GW_FRONT_MIN_BODY_RATE }
+	  .min_body_rate = GW_FRONT_MIN_BODY_RATE, .slow_request_ms = GW_FRONT_SLOW_REQUEST_MS }
 
 /* The flag_spec entries (put them in the program's specs array). */
 #define GW_FRONT_FLAGS(f)                                                                 \
@@ -54,13 +56,19 @@ struct gw_front {
 	  .max = 1 << 26, .help = "requests a client address may send at once (its bucket)" }, \
 	{ .name = "min-body-rate", .type = FLAG_SIZE, .dst = &(f).min_body_rate,              \
 	  .max = UINT32_MAX, .metavar = "BYTES",                                               \
-	  .help = "request bodies slower than this per second (over 10 s) are cut (0: off)" }
+	  .help = "request bodies slower than this per second (over 10 s) are cut (0: off)" }, \
+	{ .name = "slow-request-ms", .type = FLAG_DURATION, .dst = &(f).slow_request_ms,      \
+	  .max = 86400000, .metavar = "MS",                                                    \
+	  .help = "log every S3 request slower than this, with its request id and where its " \
+		  "time went (0: every request)" }
 
 /* Check the flags and load the certificate. 0, or -EINVAL with a
  * message in err. */
 int gw_front_setup(struct gw_front *f, char *err, size_t err_len);
 
-/* Fill http's tls, limit and min_body_rate_bps from f (after setup). */
+/* Fill http's tls, limit and min_body_rate_bps from f (after setup).
+ * The slow-request log: s3_server_cfg.slow_log = true, .slow_request_ms =
+ * f->slow_request_ms (main.c sets them). */
 void gw_front_apply(const struct gw_front *f, struct http_server_cfg *http);
 
 /* SIGHUP: load the certificate and key again; log the outcome (a failure

@@ -198,6 +198,12 @@ int http_write(struct http_stream *s, const void *data, size_t len, http_write_c
  * on_finish follows when the last write completes. */
 int http_respond_end(struct http_stream *s);
 
+/* The status of the response started (0: none yet), and the response
+ * body bytes handed to the socket so far (HEAD: 0). Valid until on_finish
+ * returns. */
+int http_stream_status(const struct http_stream *s);
+uint64_t http_stream_body_sent(const struct http_stream *s);
+
 /* Bytes of this connection handed to uv_write and not yet completed. */
 uint64_t http_stream_queued(const struct http_stream *s);
 

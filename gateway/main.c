@@ -208,6 +208,8 @@ int main(int argc, char **argv)
 				    .domains = f_domain.items, .n_domains = f_domain.n,
 				    .region = f_region, .no_sigv2 = !f_sigv2 };
 	gw_front_apply(&front, &sc.http);
+	sc.slow_log = true;
+	sc.slow_request_ms = front.slow_request_ms;
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);
 	if (rc) {

@@ -80,6 +80,11 @@ struct s3_server_cfg {
 	/* Refuse SigV2 (the "AWS AK:sig" header and AWSAccessKeyId presigned
 	 * URLs) with InvalidRequest; by default it is verified. */
 	bool no_sigv2;
+	/* The slow-request log (gateway/gw_trace.h): every S3 request taking
+	 * slow_request_ms or more (0: every one) gets one warn line at its
+	 * end (--slow-request-ms). false: no line. */
+	bool slow_log;
+	uint64_t slow_request_ms;
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);
@@ -93,6 +98,9 @@ void s3_server_http_stats(const struct s3_server *srv, struct http_stats *out);
 /* ------------------------------------------------------------ a call */
 
 const struct s3_req *s3_call_req(const struct s3_call *c);
+/* The exchange's trace: its request id (x-amz-request-id) and timings;
+ * the meta helpers and the data path add to it (gateway/gw_trace.h). */
+struct gw_trace *s3_call_trace(struct s3_call *c);
 const struct http_request *s3_call_http(const struct s3_call *c);
 const struct s3_auth_result *s3_call_auth(const struct s3_call *c);
 struct http_stream *s3_call_stream(struct s3_call *c);

@@ -108,6 +108,11 @@ struct meta_node_opts {
 	                                  * >= 1 for key ranges (CreateGroup over every
 	                                  * root voter when fewer exist); 0: none made,
 	                                  * object records stay in the root */
+	/* The RPC call log (rpc_server_opts.log_calls): calls answered
+	 * slow_op_ms or more after they arrived are logged with their request
+	 * id (--slow-op-ms); failures too. false: off. */
+	bool log_calls;
+	uint32_t slow_op_ms;
 };
 
 struct meta_node;
