@@ -25,8 +25,13 @@
  *    it has waited BG_MAX_WAIT_MS, so recovery never starves. Parked calls
  *    hold no op and no store resource; they count toward max_inflight
  *    (beyond it: busy) and are answered UNAVAILABLE by a drain.
- * Does not: retry, log per call, or hold shard bytes beyond the call (the
- * store copies a put's payload into its own aligned buffer).
+ * Logs: each shard op slower than opts.slow_op_ms (warn) and every read
+ * (debug), with the caller's request id, PG, shard, time queued vs in the
+ * store; failures with the request id (warn for bad bytes, else debug).
+ * The read-delay test hook (OSD_FAULT_READ_DELAY_ENV) holds read answers
+ * back on a timer, in arrival order.
+ * Does not: retry, or hold shard bytes beyond the call (the store copies
+ * a put's payload into its own aligned buffer).
  */
 #include "osd/service.h"
 
