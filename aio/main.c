@@ -108,6 +108,7 @@ static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
 static uint64_t f_orphan_interval = OSD_SWEEP_INTERVAL_DEFAULT_MS;
+static uint64_t f_slow_op_ms = 1000;
 static uint64_t f_recovery_rate = 64ull << 20;
 static int64_t f_recovery_max_pgs = 2;
 static uint64_t f_pg_report_interval = 2000;
@@ -189,6 +190,9 @@ static const struct flag_spec specs[] = {
 	  .help = "each OSD deletes a shard no live object names once unreferenced this long "
 		  "(must exceed the longest PUT)" },
 	GW_FRONT_FLAGS(front),
+	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 1,
+	  .max = 86400000, .metavar = "MS",
+	  .help = "meta and the OSDs log each call slower than this with its request id" },
 	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
@@ -311,7 +315,8 @@ static void meta_start_fn(void *arg)
 				    .snapshot_bytes = f_snap_bytes, .cache_bytes = f_meta_cache,
 				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg,
 				    .range_groups = (unsigned)f_range_groups,
-				    .secret = &A.secret };
+				    .secret = &A.secret,
+				    .log_calls = true, .slow_op_ms = (uint32_t)f_slow_op_ms };
 	char adm[96];
 	snprintf(adm, sizeof(adm), "%s:%d", A.madm_host, A.madm_port);
 	o.admin_listen = adm;
@@ -400,7 +405,8 @@ static void osd_start_fn(void *arg)
 	 * the host sees up to --osds times that. */
 	struct osd_service_opts so = { .osd_id = o->id, .metrics = A.reg,
 				       .scrub_rate_bytes = f_scrub_rate,
-				       .scrub_interval_ms = f_scrub_interval };
+				       .scrub_interval_ms = f_scrub_interval,
+				       .slow_log = true, .slow_op_ms = (uint32_t)f_slow_op_ms };
 	o->rc = osd_service_new(&o->lt.loop, &so, &o->svc);
 	if (o->rc) {
 		snprintf(o->err, sizeof(o->err), "service: %s", iol_strerror(o->rc));
@@ -566,6 +572,8 @@ static void gw_start_fn(void *arg)
 	sc.no_sigv2 = !f_sigv2;
 	gw_front_apply(&front, &sc.http);
 	gw_front_apply_users(&front, &sc.user_limit);
+	sc.slow_log = true;
+	sc.slow_request_ms = front.slow_request_ms;
 	s3_ops_bind(A.ops, &sc);
 	sc.ready = aio_ready;
 	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);

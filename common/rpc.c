@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/loop.h"
 #include "common/rpc_internal.h"
 
@@ -602,6 +603,11 @@ const char *rpc_req_id(const struct rpc_req *r)
 	return r->id;
 }
 
+void rpc_req_long_poll(struct rpc_req *r)
+{
+	r->t0_ns = 0;
+}
+
 uint64_t rpc_req_deadline_ms(const struct rpc_req *r)
 {
 	return r->deadline_ms;
@@ -630,6 +636,8 @@ void rpc_req_dispatch(struct rpc_req *r, const uint8_t *msg, size_t len)
 		rpc_fail(r, RPC_UNIMPLEMENTED, "method not implemented");
 		return;
 	}
+	if (r->srv->opts.log_calls)
+		r->t0_ns = loop_now_ns();
 	r->msg = protobuf_c_message_unpack(m->svc->methods[m->index].input, NULL, len, msg);
 	if (!r->msg) {
 		rpc_fail(r, RPC_INVALID_ARGUMENT, "cannot parse request message");
@@ -638,8 +646,26 @@ void rpc_req_dispatch(struct rpc_req *r, const uint8_t *msg, size_t len)
 	m->fn(r, m->ud);
 }
 
+/* The call log (rpc_server_opts.log_calls): a slow call, or a failure. */
+static void log_call(const struct rpc_req *r, int status, const char *text)
+{
+	const struct rpc_method *m = r->m;
+	const char *method = m ? m->svc->methods[m->index].name : "?";
+	uint64_t ms = r->t0_ns ? (loop_now_ns() - r->t0_ns) / 1000000 : 0;
+	bool own = status == RPC_INTERNAL || status == RPC_DATA_LOSS || status == RPC_UNKNOWN;
+	if (r->t0_ns && ms >= r->srv->opts.slow_call_ms)
+		LOG_WARN_REQ(r->id, "slow call", "method=%s ms=%llu status=%s msg=%s", method,
+			     (unsigned long long)ms, rpc_status_name(status), LOG_Q(text));
+	else if (status != RPC_OK)
+		LOG_AT(own ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG, r->id, "call failed",
+		       "method=%s ms=%llu status=%s msg=%s", method, (unsigned long long)ms,
+		       rpc_status_name(status), LOG_Q(text));
+}
+
 void rpc_respond(struct rpc_req *r, const ProtobufCMessage *resp, const struct buf_slice *payload)
 {
+	if (r->srv->opts.log_calls)
+		log_call(r, RPC_OK, "");
 	if (r->ops->gone(r)) {
 		r->ops->answer(r, RPC_CANCELLED, "", NULL, NULL);
 		return;
@@ -661,5 +687,7 @@ void rpc_fail(struct rpc_req *r, int status, const char *fmt, ...)
 	va_end(ap);
 	if (status == RPC_OK)
 		status = RPC_UNKNOWN; /* a failure must not read as success */
+	if (r->srv->opts.log_calls)
+		log_call(r, status, text);
 	r->ops->answer(r, status, text, NULL, NULL);
 }

@@ -32,6 +32,7 @@
 #define COMMON_RPC_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -110,7 +111,10 @@ typedef void (*rpc_call_cb)(void *ud, const struct rpc_result *res);
 
 struct rpc_call_opts {
 	uint32_t timeout_ms;          /* 0: no deadline (avoid: use one) */
-	const char *request_id;       /* sent as x-request-id; may be NULL */
+	/* Tracing: the request id this call is made for (e.g. the S3
+	 * request's), readable by the handler as rpc_req_id(); NULL or "" for
+	 * none (nothing is sent). At most 128 bytes are kept; copied. */
+	const char *request_id;
 };
 
 /* Call method number `method` of service svc with req and an optional
@@ -188,6 +192,13 @@ typedef void (*rpc_handler_fn)(struct rpc_req *r, void *ud);
 struct rpc_server_opts {
 	uint32_t max_message_bytes;   /* 0: 256 MiB; larger requests fail RESOURCE_EXHAUSTED */
 	uint32_t max_streams;         /* 0: 1024 concurrent calls per connection */
+	/* Call log (log_calls): a call answered slow_call_ms or more after it
+	 * was dispatched is logged at warn ("slow call": method, ms, status,
+	 * req=<the caller's request id>); a failure that is the server's own
+	 * (INTERNAL, DATA_LOSS, UNKNOWN) at warn, any other failure at debug.
+	 * Off: no clock read, nothing logged. */
+	bool log_calls;
+	uint32_t slow_call_ms;        /* 0 with log_calls: every call is slow */
 };
 
 /* A server on loop (opts may be NULL). NULL on out-of-memory. */
@@ -218,13 +229,20 @@ const ProtobufCMessage *rpc_req_msg(const struct rpc_req *r);
 /* The request payload (.buf NULL when none); valid until answered, or
  * longer with buf_ref(). */
 const struct buf_slice *rpc_req_payload(const struct rpc_req *r);
-/* x-request-id sent by the caller, or "". */
+/* The request id the caller set (rpc_call_opts.request_id: the
+ * x-request-id header on HTTP/2, a field of the call in process), or "".
+ * Valid until the call is answered. Log it as req=: LOG_*_REQ(rpc_req_id(r), ...).
+ * A peer's bytes: at most 128, escaped by the logger. */
 const char *rpc_req_id(const struct rpc_req *r);
 /* Absolute deadline on loop_now_ms()'s clock, or 0 for none. */
 uint64_t rpc_req_deadline_ms(const struct rpc_req *r);
 /* True once the caller has gone (cancelled, deadline passed, connection
  * lost): the answer will be dropped, so long work may stop early. */
 int rpc_req_cancelled(const struct rpc_req *r);
+
+/* This call is a long poll (held until something changes): the call log
+ * does not count it as slow. */
+void rpc_req_long_poll(struct rpc_req *r);
 
 /* Answer with resp (packed before this returns: the caller keeps
  * ownership) and an optional payload (a reference is taken). Frees r. */

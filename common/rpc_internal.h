@@ -268,6 +268,7 @@ struct rpc_req {
 	struct buf_slice payload;    /* our reference */
 	const char *id;              /* never NULL */
 	uint64_t deadline_ms;
+	uint64_t t0_ns;              /* dispatched (server opts.log_calls only) */
 };
 
 /* Unpack msg bytes for r->m and run the handler, or answer UNIMPLEMENTED

@@ -204,7 +204,10 @@ static void lc_call(struct rpc_channel *base, struct rpc_call_args *a)
 	a->payload.buf = NULL;
 	lc->rq = ch->rq;
 	atomic_fetch_add_explicit(&ch->rq->refs, 1, memory_order_relaxed);
-	strncpy(lc->id, a->request_id, RPC_MAX_REQUEST_ID);
+	/* No id (the common case) costs one byte, not a padded copy. */
+	size_t ilen = strnlen(a->request_id, RPC_MAX_REQUEST_ID);
+	memcpy(lc->id, a->request_id, ilen);
+	lc->id[ilen] = 0;
 	if (a->timeout_ms) {
 		lc->req.deadline_ms = loop_now_ms() + a->timeout_ms;
 		if (rpc_dl_add(base, &lc->dl, a->timeout_ms, on_deadline))

@@ -70,6 +70,7 @@
 #include "common/buf.h"
 #include "common/ec.h"
 #include "common/rpc.h"
+#include "gateway/gw_trace.h"
 
 #define GW_DATA_OID_LEN 16
 #define GW_DATA_KEY_LEN (GW_DATA_OID_LEN + 4) /* object id || be32(segment) */
@@ -116,6 +117,12 @@ struct gw_data_target {
 	 * reads it only when nothing else is left; a PUT still writes it
 	 * (the call fails at once while the OSD's circuit is open). */
 	uint32_t down;
+	uint32_t osd_ids[EC_MAX_SHARDS]; /* shard i's OSD id, for traces (0: none) */
+	/* The S3 request this I/O is for (zero: none, as gc and heal): every
+	 * shard call carries its id (rpc_call_opts.request_id, copied at
+	 * start) and its time goes in the trace's OSD hop while the trace is
+	 * still that request's (gateway/gw_trace.h). */
+	struct gw_trace_ref trace;
 };
 
 /* The shard layout of one stored object (see layout.proto). */

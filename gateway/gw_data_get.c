@@ -99,6 +99,7 @@ struct gw_data_get {
 	bool reported;             /* on_degraded told about this GET */
 	int status;
 	unsigned pending;          /* calls in flight, all segments */
+	char rid[LOG_REQ_ID_LEN + 1]; /* the request id every GetShard carries ("" none) */
 	char err[320];
 	struct get_seg segs[];     /* window */
 };
@@ -168,6 +169,9 @@ static void issue(struct get_seg *seg, unsigned i, bool full)
 	seg->pending++;
 	g->pending++;
 	c->t0_ns = loop_now_ns();
+	struct gw_trace *t = gw_trace_get(&g->t.trace);
+	if (t)
+		gw_trace_call_begin(&t->osd, c->t0_ns);
 	d->st.shard_gets++;
 	d->st.shard_gets_by_index[i]++;
 	Iolake__Osd__ShardKey key;
@@ -177,7 +181,7 @@ static void issue(struct get_seg *seg, unsigned i, bool full)
 	q.key = &key;
 	q.offset = c->off;
 	q.length = c->len;
-	struct rpc_call_opts co = { .timeout_ms = d->o.timeout_ms };
+	struct rpc_call_opts co = { .timeout_ms = d->o.timeout_ms, .request_id = g->rid };
 	rpc_call(g->t.osds[i], OSD_SVC, GWD_M_GET, &q.base, NULL, &co, on_get, c);
 }
 
@@ -368,6 +372,11 @@ static void seg_hedge(struct get_seg *seg)
 	seg->hedged = true;
 	seg->slow = slow;
 	seg->degraded = true;
+	struct gw_trace *t = gw_trace_get(&g->t.trace);
+	if (t) {
+		t->hedges++;
+		t->hedge_osd = g->t.osd_ids[__builtin_ctz(slow)];
+	}
 	unsigned before = seg->pending;
 	seg_advance(seg);
 	if (seg->pending > before)
@@ -469,8 +478,12 @@ static void on_get(void *ud, const struct rpc_result *res)
 	seg->inflight &= ~b;
 	seg->inflight_full &= ~b;
 	seg->slow &= ~b;
+	uint64_t now = loop_now_ns();
 	if (res->status == RPC_OK)
-		gw_lat_add(&d->lat, (loop_now_ns() - c->t0_ns) / 1000);
+		gw_lat_add(&d->lat, (now - c->t0_ns) / 1000);
+	struct gw_trace *t = gw_trace_get(&g->t.trace);
+	if (t)
+		gw_trace_call_end(&t->osd, c->t0_ns, now, g->t.osd_ids[i], res->status == RPC_OK);
 	if (g->freed) {
 		if (!g->pending)
 			get_release(g);
@@ -553,6 +566,7 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 	memset(g, 0, sz);
 	g->d = d;
 	g->t = *target;
+	snprintf(g->rid, sizeof(g->rid), "%s", gw_trace_id(gw_trace_get(&target->trace)));
 	g->l = l;
 	g->cb = cb;
 	g->ud = ud;

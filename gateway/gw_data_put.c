@@ -37,6 +37,7 @@
 struct put_call {
 	struct put_seg *seg;
 	uint32_t shard;
+	uint64_t t0_ns;          /* sent (for the request's trace) */
 };
 
 struct put_seg {
@@ -73,6 +74,7 @@ struct gw_data_put {
 	bool done;
 	struct hash_stream *md5;  /* kept across reuse */
 	char etag[2 * MD5_LEN + 1];
+	char rid[LOG_REQ_ID_LEN + 1]; /* the request id every PutShard carries ("" none) */
 	char err[320];
 	struct put_seg segs[];    /* window */
 };
@@ -124,6 +126,10 @@ static void on_put(void *ud, const struct rpc_result *res)
 	uint32_t i = c->shard;
 	const Iolake__Osd__PutShardResponse *r = (const void *)res->resp;
 	seg->pending--;
+	struct gw_trace *t = gw_trace_get(&p->t.trace);
+	if (t)
+		gw_trace_call_end(&t->osd, c->t0_ns, loop_now_ns(), p->t.osd_ids[i],
+				  res->status == RPC_OK);
 	if (res->status == RPC_OK && r && r->info &&
 	    r->info->crc32c == p->layout.crcs[(size_t)seg->index * p->n + i] &&
 	    r->info->length == seg->sl) {
@@ -175,7 +181,9 @@ static void send_segment(struct gw_data_put *p)
 	if (m)
 		ec_encode(d->codes[0], sl, data, parity);
 
-	struct rpc_call_opts co = { .timeout_ms = d->o.timeout_ms };
+	struct rpc_call_opts co = { .timeout_ms = d->o.timeout_ms, .request_id = p->rid };
+	struct gw_trace *t = gw_trace_get(&p->t.trace);
+	uint64_t now = t ? loop_now_ns() : 0;
 	for (unsigned i = 0; i < p->n; i++) {
 		const uint8_t *sh = base + (size_t)i * sl;
 		uint32_t crc = crc32c(0, sh, sl);
@@ -194,6 +202,9 @@ static void send_segment(struct gw_data_put *p)
 		struct buf_slice pl = { seg->blk, (size_t)i * sl, sl };
 		seg->pending++;
 		d->st.shard_puts++;
+		seg->calls[i].t0_ns = now;
+		if (t)
+			gw_trace_call_begin(&t->osd, now);
 		rpc_call(p->t.osds[i], OSD_SVC, GWD_M_PUT, &q.base, &pl, &co, on_put, &seg->calls[i]);
 	}
 	d->st.segments_put++;
@@ -358,6 +369,7 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 	p->d = d;
 	p->dfr.fn = put_deferred;
 	p->t = *target;
+	snprintf(p->rid, sizeof(p->rid), "%s", gw_trace_id(gw_trace_get(&target->trace)));
 	p->cbs = *cbs;
 	p->ud = ud;
 	p->n = o->k + o->m;

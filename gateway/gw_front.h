@@ -24,6 +24,7 @@
 #define GW_FRONT_RATE_PER_ADDR 2000
 #define GW_FRONT_RATE_BURST 4000
 #define GW_FRONT_MIN_BODY_RATE 1024 /* bytes/s over HTTP_BODY_RATE_WINDOW_MS */
+#define GW_FRONT_SLOW_REQUEST_MS 1000
 
 struct gw_front {
 	const char *tls_cert, *tls_key;  /* flags */
@@ -33,13 +34,14 @@ struct gw_front {
 	uint64_t min_body_rate;
 	int64_t rate_per_user;
 	uint64_t bytes_per_user;
+	uint64_t slow_request_ms;        /* the slow-request log (s3_server_cfg) */
 	struct tls_server *tls;          /* loaded by gw_front_setup; NULL: plain */
 };
 
 #define GW_FRONT_DEFAULTS                                                          \
 	{ .max_conns_per_addr = GW_FRONT_MAX_CONNS_PER_ADDR,                        \
 	  .rate_per_addr = GW_FRONT_RATE_PER_ADDR, .rate_burst = GW_FRONT_RATE_BURST, \
-	  .min_body_rate = GW_FRONT_MIN_BODY_RATE }
+	  .min_body_rate = GW_FRONT_MIN_BODY_RATE, .slow_request_ms = GW_FRONT_SLOW_REQUEST_MS }
 
 /* The flag_spec entries (put them in the program's specs array). */
 #define GW_FRONT_FLAGS(f)                                                                 \
@@ -66,13 +68,19 @@ struct gw_front {
 	{ .name = "bytes-per-user", .type = FLAG_SIZE, .dst = &(f).bytes_per_user,            \
 	  .metavar = "BYTES",                                                                  \
 	  .help = "request and response body bytes per second per authenticated user "         \
-		  "(burst: twice that); a user past it gets 503 SlowDown until paid back (0: no limit)" }
+		  "(burst: twice that); a user past it gets 503 SlowDown until paid back (0: no limit)" }, \
+	{ .name = "slow-request-ms", .type = FLAG_DURATION, .dst = &(f).slow_request_ms,      \
+	  .max = 86400000, .metavar = "MS",                                                    \
+	  .help = "log every S3 request slower than this, with its request id and where its " \
+		  "time went (0: every request)" }
 
 /* Check the flags and load the certificate. 0, or -EINVAL with a
  * message in err. */
 int gw_front_setup(struct gw_front *f, char *err, size_t err_len);
 
-/* Fill http's tls, limit and min_body_rate_bps from f (after setup). */
+/* Fill http's tls, limit and min_body_rate_bps from f (after setup).
+ * The slow-request log: s3_server_cfg.slow_log = true, .slow_request_ms =
+ * f->slow_request_ms (main.c sets them). */
 void gw_front_apply(const struct gw_front *f, struct http_server_cfg *http);
 
 /* The per-user limits from f into an S3 server's cfg. */

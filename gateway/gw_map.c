@@ -85,6 +85,7 @@ int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t)
 		 * write it (the call fails at once while its circuit is
 		 * open); GETs read it only as a last resort (t->down). */
 		t->osds[i] = meta_mapwatch_channel(m->w, e->osds[i]);
+		t->osd_ids[i] = e->osds[i];
 		const Iolake__Meta__OsdInfo *osd = meta_mapwatch_osd(m->w, e->osds[i]);
 		if (osd && !osd->up)
 			t->down |= 1u << i;

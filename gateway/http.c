@@ -63,11 +63,14 @@ static void count(struct metrics_counter *m, uint64_t *stat)
 
 /* ------------------------------------------------------------ utils */
 
+/* x-amz-request-id: 16 hex chars, unique across gateways and restarts
+ * (log_new_request_id: a random 64-bit start, counted and mixed; one
+ * atomic add). The same id goes in error bodies, the slow-request log,
+ * and every RPC the request causes (gateway/gw_trace.h). */
 static void new_request_id(struct conn *c)
 {
-	struct http_server *srv = c->srv;
-	snprintf(c->request_id, sizeof(c->request_id), "%08X%08llX", srv->id_prefix,
-		 (unsigned long long)++srv->id_seq);
+	log_new_request_id(c->request_id);
+	c->resp_body_bytes = 0;
 }
 
 void conn_kick(struct conn *c)
@@ -307,7 +310,6 @@ static void ev_head(void *ud, struct http_request *req)
 		return;
 	}
 	c->active = true;
-	c->ex_bytes_out = 0;
 	c->body_win_ns = 0;
 	c->body_win_bytes = 0;
 	c->body_done = false;
@@ -423,10 +425,10 @@ static void reply_error(struct conn *c, int status)
 			 "<RequestId>%s</RequestId></Error>", c->request_id);
 	size_t blen = strlen(body);
 	int n = snprintf(c->head, sizeof(c->head),
-			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\n%s"
+			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\nx-amz-id-2: %s\r\n%s"
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
 			 status, http_reason(status), conn_date(srv), srv->cfg.server_name,
-			 srv->cfg.request_id_header, c->request_id,
+			 srv->cfg.request_id_header, c->request_id, srv->host_id,
 			 blen ? "Content-Type: application/xml\r\n" : "", blen,
 			 c->hp.req.method == HTTP_HEAD ? "" : body);
 	srv->stats.responses[status / 100]++;
@@ -679,7 +681,7 @@ int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct
 		k->request_id_header = "x-amz-request-id";
 	if (!k->server_name)
 		k->server_name = "IOLake";
-	srv->id_prefix = (uint32_t)loop_now_ns() ^ (uint32_t)getpid() << 16;
+	log_new_request_id(srv->host_id); /* x-amz-id-2: which gateway answered */
 
 	srv->pool = calloc(k->max_conns, sizeof(struct conn));
 	if (!srv->pool) {

@@ -147,11 +147,6 @@ void *http_stream_ctx(const struct http_stream *s);        /* handler.ctx */
 void http_stream_set_user(struct http_stream *s, void *user);
 void *http_stream_user(const struct http_stream *s);
 const char *http_stream_request_id(const struct http_stream *s);
-/* Response bytes (head and body) written to the socket so far in this
- * exchange. */
-uint64_t http_stream_bytes_out(const struct http_stream *s);
-/* The status of the response begun on s (200, 404, ...), 0 before one. */
-int http_stream_status(const struct http_stream *s);
 
 /* The client's IP address as text (IPv4 dotted, IPv6 literal; "" when
  * unknown), and whether the connection speaks TLS (aws:SourceIp and
@@ -202,6 +197,12 @@ int http_write(struct http_stream *s, const void *data, size_t len, http_write_c
  * written the connection is closed after (the client sees a short body).
  * on_finish follows when the last write completes. */
 int http_respond_end(struct http_stream *s);
+
+/* The status of the response started (0: none yet), and the response
+ * body bytes handed to the socket so far (HEAD: 0). Valid until on_finish
+ * returns. */
+int http_stream_status(const struct http_stream *s);
+uint64_t http_stream_body_sent(const struct http_stream *s);
 
 /* Bytes of this connection handed to uv_write and not yet completed. */
 uint64_t http_stream_queued(const struct http_stream *s);

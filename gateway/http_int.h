@@ -17,6 +17,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "common/log.h"
 #include "gateway/http.h"
 
 enum phase { ACTIVE, LINGER, CLOSING };
@@ -61,7 +62,6 @@ struct conn {
 	struct http_stream stream;
 	void *user;
 	bool active;               /* on_request called, on_finish not yet */
-	uint64_t ex_bytes_out;     /* response bytes written for this exchange */
 	bool body_done;
 	bool paused;               /* by the handler */
 	bool continue_pending;
@@ -73,6 +73,7 @@ struct conn {
 	bool head_only;            /* HEAD: no body bytes go out */
 	int64_t resp_remaining;    /* Content-Length bytes still to write */
 	int status;
+	uint64_t resp_body_bytes;  /* response body bytes handed to the socket */
 	char request_id[64];
 	char peer[48];             /* the client's address, textual ("" unknown) */
 	bool tls;                  /* the connection speaks TLS */
@@ -112,8 +113,7 @@ struct http_server {
 	struct http_limit *limit;  /* NULL: no per-address limits */
 	char *tls_in;              /* HTTP_TLS_IN_BUF: ciphertext of one read */
 	struct metrics_counter *m_refused_conns, *m_refused_rate, *m_slow_body, *m_plain_on_tls;
-	uint64_t id_seq;
-	uint32_t id_prefix;
+	char host_id[LOG_REQ_ID_LEN + 1]; /* this server's, sent as x-amz-id-2 */
 	time_t date_at;
 	char date[40];
 	int port;

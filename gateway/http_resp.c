@@ -78,10 +78,8 @@ static void on_written(uv_write_t *req, int status)
 	srv->stats.write_queued_bytes -= w->bytes;
 	c->queued -= w->bytes;
 	c->writes--;
-	if (status == 0) {
+	if (status == 0)
 		srv->stats.bytes_out += w->bytes;
-		c->ex_bytes_out += w->bytes;
-	}
 	http_write_cb cb = w->cb;
 	void *arg = w->arg;
 	bool last = w->last;
@@ -261,9 +259,9 @@ static int compose_head(struct conn *c, int status, int64_t cl)
 			c->resp_chunked = true;
 	}
 	int n = snprintf(c->head, sizeof(c->head),
-			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\n", status,
-			 http_reason(status), conn_date(srv), srv->cfg.server_name,
-			 srv->cfg.request_id_header, c->request_id);
+			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\nx-amz-id-2: %s\r\n",
+			 status, http_reason(status), conn_date(srv), srv->cfg.server_name,
+			 srv->cfg.request_id_header, c->request_id, srv->host_id);
 	if (!bodyless && cl >= 0)
 		n += snprintf(c->head + n, sizeof(c->head) - (size_t)n, "Content-Length: %lld\r\n",
 			      (long long)cl);
@@ -315,15 +313,6 @@ const char *http_stream_request_id(const struct http_stream *s)
 	return s->c->request_id;
 }
 
-uint64_t http_stream_bytes_out(const struct http_stream *s)
-{
-	return s->c->ex_bytes_out;
-}
-
-int http_stream_status(const struct http_stream *s)
-{
-	return s->c->resp_started ? s->c->status : 0;
-}
 
 /* The client's address as text, for policies (aws:SourceIp) and logs. An
  * IPv4-mapped IPv6 address is shown as IPv4. */
@@ -360,6 +349,16 @@ bool http_stream_is_tls(const struct http_stream *s)
 void http_stream_set_request_id(struct http_stream *s, const char *id)
 {
 	snprintf(s->c->request_id, sizeof(s->c->request_id), "%s", id);
+}
+
+int http_stream_status(const struct http_stream *s)
+{
+	return s->c->resp_started ? s->c->status : 0;
+}
+
+uint64_t http_stream_body_sent(const struct http_stream *s)
+{
+	return s->c->resp_body_bytes;
 }
 
 uint64_t http_stream_queued(const struct http_stream *s)
@@ -422,6 +421,8 @@ int http_respond(struct http_stream *s, int status, const void *body, size_t len
 	uv_buf_t bufs[2];
 	unsigned n = 1;
 	bool send_body = !c->head_only && len > 0;
+	if (send_body)
+		c->resp_body_bytes += len;
 	if (send_body && !cb) {
 		memcpy(c->head + c->head_len, body, len);
 		c->head_len += len;
@@ -488,6 +489,8 @@ int http_write(struct http_stream *s, const void *data, size_t len, http_write_c
 	if (rc)
 		return rc;
 	c->head_pending = false;
+	if (body)
+		c->resp_body_bytes += len;
 	if (c->resp_remaining >= 0 && !c->resp_chunked)
 		c->resp_remaining -= (int64_t)len;
 	return 0;

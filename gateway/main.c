@@ -229,6 +229,8 @@ int main(int argc, char **argv)
 				    .region = f_region, .no_sigv2 = !f_sigv2 };
 	gw_front_apply(&front, &sc.http);
 	gw_front_apply_users(&front, &sc.user_limit);
+	sc.slow_log = true;
+	sc.slow_request_ms = front.slow_request_ms;
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);
 	if (rc) {

@@ -129,7 +129,7 @@ static int reader_next(struct src_reader *rd)
 	if (rc)
 		return rc;
 	struct gw_data_target t;
-	if (gw_map_target(o->map, rd->lay.pg, &t))
+	if (s3_rq_target(&rd->cr->put.rq, rd->lay.pg, &t))
 		return IOL_EUNAVAILABLE;
 	rc = gw_data_get_start(o->data, &t, &rd->lay, rd->pos - base, n, on_src_readable, rd->cr,
 			       &rd->get);
@@ -302,7 +302,7 @@ static void copy_start(struct copy_rq *cr)
 	}
 	if (!p->is_inline) {
 		struct gw_data_put_cbs cbs = { .on_writable = on_dst_writable, .on_done = on_dst_done };
-		if (gw_map_target(rq->o->map, p->pg, &p->target) ||
+		if (s3_rq_target(rq, p->pg, &p->target) ||
 		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, cr, &p->put)) {
 			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
 			return;

@@ -251,7 +251,7 @@ static int mget_next(struct get_rq *g)
 	if (rc)
 		return rc;
 	struct gw_data_target t;
-	if (gw_map_target(o->map, g->lay.pg, &t))
+	if (s3_rq_target(&g->rq, g->lay.pg, &t))
 		return IOL_EUNAVAILABLE;
 	rc = gw_data_get_start(o->data, &t, &g->lay, g->mpos - sg->offset, n, on_get_readable, g,
 			       &g->get);
@@ -437,7 +437,7 @@ static void get_respond(struct get_rq *g)
 			   rc == -ENOMEM ? NULL : "Unreadable object layout");
 		return;
 	}
-	if (gw_map_target(o->map, g->lay.pg, &t)) {
+	if (s3_rq_target(&g->rq, g->lay.pg, &t)) {
 		s3_rq_fail(&g->rq, S3E_ServiceUnavailable, "No cluster map yet");
 		return;
 	}

@@ -151,11 +151,6 @@ static void register_metrics(struct s3_ops *o)
 		LOG_WARN("s3: no per-operation request statistics", "errno=%d", errno);
 }
 
-static void observe_hook(void *ctx, int op, int status, uint64_t elapsed_us)
-{
-	gw_stats_observe(((struct s3_ops *)ctx)->stats, op, status, elapsed_us);
-}
-
 struct gw_stats *s3_ops_stats(struct s3_ops *o)
 {
 	return o->stats;
@@ -266,7 +261,6 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 	s->ready = ready_hook;
 	s->creds_generation = creds_generation_hook;
 	s->metrics = metrics_hook;
-	s->observe = observe_hook;
 	s->http.metrics = o->reg; /* the HTTP layer's counters (limits, TLS) */
 	/* Every operation goes through the gate (s3_rq_gate: the one
 	 * authorization point), which runs its row's handler when allowed;

@@ -549,7 +549,7 @@ int s3_put_open(struct s3_put *p)
 	if (!p->is_inline) {
 		struct gw_data_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
 		if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg) ||
-		    gw_map_target(rq->o->map, p->pg, &p->target) ||
+		    s3_rq_target(rq, p->pg, &p->target) ||
 		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, p, &p->put)) {
 			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
 			return -EAGAIN;

@@ -19,6 +19,8 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "gateway/gw_data.h"
+#include "gateway/gw_map.h"
 #include "gateway/s3_cors_hdr.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_pab.h"
@@ -131,6 +133,35 @@ const char *s3_rq_owner(struct s3_rq *rq)
 	return rq->user;
 }
 
+/* ------------------------------------------------------------ tracing */
+
+struct gw_trace *s3_rq_trace(struct s3_rq *rq)
+{
+	return rq->c ? s3_call_trace(rq->c) : NULL;
+}
+
+int s3_rq_target(struct s3_rq *rq, uint32_t pg, struct gw_data_target *t)
+{
+	int rc = gw_map_target(rq->o->map, pg, t);
+	if (!rc)
+		t->trace = gw_trace_ref(s3_rq_trace(rq));
+	return rc;
+}
+
+/* The meta client carries rq's request id on the calls started between
+ * trace_on and trace_off (and on their retries). */
+static void trace_on(struct s3_rq *rq)
+{
+	struct gw_trace *t = s3_rq_trace(rq);
+	if (t)
+		meta_client_set_trace(rq->o->mc, t->id);
+}
+
+static void trace_off(struct s3_rq *rq)
+{
+	meta_client_set_trace(rq->o->mc, NULL);
+}
+
 /* ------------------------------------------------------------ meta calls */
 
 /* The answer's status field (read answers lead with one; an answer without
@@ -159,12 +190,27 @@ static bool call_begin(struct s3_rq *rq, enum s3_subj subj)
 	rq->in_call = true;
 	rq->subj = subj;
 	rq->pending++;
+	struct gw_trace *t = s3_rq_trace(rq);
+	rq->mtrace = gw_trace_ref(t);
+	if (t) {
+		rq->mt0_ns = loop_now_ns();
+		gw_trace_call_begin(&t->meta, rq->mt0_ns);
+	}
 	return true;
+}
+
+/* The meta call in flight answered (err: the meta client's). */
+static void call_end(struct s3_rq *rq, int err)
+{
+	struct gw_trace *t = gw_trace_get(&rq->mtrace);
+	if (t)
+		gw_trace_call_end(&t->meta, rq->mt0_ns, loop_now_ns(), 0, err == 0);
 }
 
 /* The call did not start: nothing is owed. */
 static int call_failed(struct s3_rq *rq, int rc)
 {
+	call_end(rq, rc);
 	rq->in_call = false;
 	rq->pending--;
 	s3_rq_fail(rq, S3E_ServiceUnavailable, NULL);
@@ -175,6 +221,7 @@ static void on_read(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct s3_rq *rq = ud;
 	s3_rq_read_cb cb = rq->cb.read;
+	call_end(rq, err);
 	rq->in_call = false;
 	if (!s3_rq_back(rq))
 		return;
@@ -187,7 +234,9 @@ int s3_rq_call(struct s3_rq *rq, unsigned method, const ProtobufCMessage *req,
 	if (!call_begin(rq, subj))
 		return -EBUSY;
 	rq->cb.read = cb;
+	trace_on(rq);
 	int rc = meta_client_call(rq->o->mc, method, req, on_read, rq);
+	trace_off(rq);
 	return rc ? call_failed(rq, rc) : 0;
 }
 
@@ -196,6 +245,7 @@ static void on_done(void *ud, int err, const Iolake__Meta__OpResult *res, uint64
 	(void)index;
 	struct s3_rq *rq = ud;
 	s3_rq_done_cb cb = rq->cb.done;
+	call_end(rq, err);
 	rq->in_call = false;
 	rq->merr = err;
 	rq->pending--;
@@ -209,7 +259,9 @@ int s3_rq_submit(struct s3_rq *rq, const Iolake__Meta__Op *op, enum s3_subj subj
 	if (!call_begin(rq, subj))
 		return -EBUSY;
 	rq->cb.done = cb;
+	trace_on(rq);
 	int rc = meta_client_submit(rq->o->mc, op, on_done, rq);
+	trace_off(rq);
 	return rc ? call_failed(rq, rc) : 0;
 }
 
@@ -266,6 +318,7 @@ static void on_rq_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRec
 {
 	struct s3_rq *rq = container_of(h, struct s3_rq, head);
 	s3_rq_head_cb cb = rq->cb.head;
+	call_end(rq, e == S3E_OK || e == S3E_NoSuchKey ? 0 : -EIO);
 	rq->in_call = false;
 	if (!s3_rq_back(rq)) {
 		s3u_free_msg(rec);
@@ -283,7 +336,9 @@ static int head_start(struct s3_rq *rq, const char *bucket, const char *key, boo
 		return -EBUSY;
 	rq->cb.head = cb;
 	rq->head.with_bucket = with_bucket;
+	trace_on(rq);
 	int rc = s3_head_start(rq->o->mc, &rq->head, bucket, key, on_rq_head);
+	trace_off(rq);
 	return rc ? call_failed(rq, rc) : 0;
 }
 
@@ -305,6 +360,7 @@ static void on_bucket(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct s3_rq *rq = ud;
 	s3_rq_bucket_cb cb = rq->cb.bucket;
+	call_end(rq, err);
 	rq->in_call = false;
 	if (!s3_rq_back(rq))
 		return;
@@ -326,7 +382,9 @@ int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb)
 	rq->cb.bucket = cb;
 	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
 	req.name = (char *)name;
+	trace_on(rq);
 	int rc = meta_client_call(rq->o->mc, META_M_GET_BUCKET, &req.base, on_bucket, rq);
+	trace_off(rq);
 	return rc ? call_failed(rq, rc) : 0;
 }
 

@@ -38,6 +38,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "gateway/s3_acl.h"
+#include "gateway/gw_trace.h"
 #include "gateway/s3_authz.h"
 #include "gateway/s3_server.h"
 #include "gateway/s3_status.h"
@@ -151,6 +152,9 @@ struct s3_rq {
 		enum s3_authz_action action;
 		int status;
 	} chg;
+	/* The meta call's place in the request's trace (gateway/gw_trace.h). */
+	struct gw_trace_ref mtrace;
+	uint64_t mt0_ns;
 };
 
 /* ------------------------------------------------------------ lifecycle */
@@ -212,6 +216,15 @@ int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
 		     enum s3_authz_action action, s3_rq_head_cb cb);
 
 /* ------------------------------------------------------------ meta */
+
+/* The trace of rq's request while its exchange is live, else NULL. */
+struct gw_trace *s3_rq_trace(struct s3_rq *rq);
+
+/* gw_map_target for a data-path call on behalf of rq: the PG's OSDs, and
+ * rq's trace (its request id goes with every shard call). 0, -EAGAIN (no
+ * map yet), -ERANGE. */
+struct gw_data_target;
+int s3_rq_target(struct s3_rq *rq, uint32_t pg, struct gw_data_target *t);
 
 /* A meta read (method of enum meta_method) on behalf of rq. cb runs only
  * while the exchange is live, with e from s3_status_err(subj, ...) (the

@@ -26,6 +26,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "gateway/chunked.h"
+#include "gateway/gw_trace.h"
 #include "gateway/s3_checksum.h"
 
 struct s3_call {
@@ -33,7 +34,6 @@ struct s3_call {
 	struct http_stream *s;        /* NULL once the exchange is over */
 	struct s3_call *next_free;
 	struct s3_req req;
-	uint64_t start_ns;            /* head arrived (uv_hrtime); 0: not an S3 request */
 	struct s3_auth_req auth;
 	bool auth_pending;
 	bool limited_user;            /* admitted by the per-user limits: charge its response */
@@ -72,6 +72,11 @@ struct s3_call {
 	struct chunked_dec dec;
 	struct xml_w xml;
 	char scratch[S3_REQ_SCRATCH(HTTP_URL_MAX)];
+	/* The exchange's trace and figures (an S3 request: traced). */
+	struct gw_trace trace;
+	bool traced;
+	uint64_t auth_t0_ns;
+	uint64_t bytes_in;            /* request body bytes as received */
 };
 
 struct s3_server {
@@ -90,6 +95,11 @@ struct s3_server {
 	bool closing, http_closed;
 	void (*close_cb)(void *);
 	void *close_arg;
+	/* Per operation: latency, errors by class; body bytes both ways.
+	 * NULL when there is no registry (cfg.http.metrics). */
+	struct metrics_histogram *m_lat[S3_OP__COUNT];
+	struct metrics_counter *m_err[S3_OP__COUNT][2];   /* 4xx, 5xx */
+	struct metrics_counter *m_bytes_in, *m_bytes_out;
 };
 
 /* ------------------------------------------------------------ pool */
@@ -101,7 +111,6 @@ static struct s3_call *pool_get(struct s3_server *srv)
 		return NULL;
 	srv->free_calls = c->next_free;
 	c->s = NULL;
-	c->start_ns = 0;
 	c->req.op = S3_OP_NONE;
 	c->auth_pending = c->dead = false;
 	c->limited_user = false;
@@ -120,6 +129,8 @@ static struct s3_call *pool_get(struct s3_server *srv)
 	c->ck_not_body = false;
 	c->msg_err = S3E_OK;
 	c->msg = NULL;
+	c->traced = false;
+	c->bytes_in = 0;
 	xml_reset(&c->xml);
 	return c;
 }
@@ -142,6 +153,7 @@ static void pool_put(struct s3_call *c)
 		c->dec_live = false;
 	}
 	explicit_bzero(&c->auth.res.signing_key, sizeof(c->auth.res.signing_key));
+	gw_trace_release(&c->trace);  /* late data-path answers stop counting */
 	c->next_free = c->srv->free_calls;
 	c->srv->free_calls = c;
 }
@@ -216,6 +228,7 @@ int s3_call_send_xml(struct s3_call *c, int status)
 /* ------------------------------------------------------------ accessors */
 
 const struct s3_req *s3_call_req(const struct s3_call *c) { return &c->req; }
+struct gw_trace *s3_call_trace(struct s3_call *c) { return c->traced ? &c->trace : NULL; }
 const struct http_request *s3_call_http(const struct s3_call *c) { return http_stream_request(c->s); }
 const struct s3_auth_result *s3_call_auth(const struct s3_call *c) { return &c->auth.res; }
 struct http_stream *s3_call_stream(struct s3_call *c) { return c->s; }
@@ -397,6 +410,8 @@ enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end
 static void on_body(struct http_stream *s, const char *data, size_t len)
 {
 	struct s3_call *c = http_stream_user(s);
+	if (c)
+		c->bytes_in += len;
 	if (!c || !c->reading_body || c->body_err)
 		return; /* discarded */
 	if (!c->chunked_mode) {
@@ -549,6 +564,7 @@ static void on_auth_done(struct s3_auth_req *ar)
 	struct s3_server *srv = c->srv;
 	srv->pending_lookups--;
 	c->auth_pending = false;
+	c->trace.auth_ns = loop_now_ns() - c->auth_t0_ns;
 	if (c->dead) {
 		pool_put(c);
 		maybe_done(srv);
@@ -622,7 +638,8 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 		return;
 	}
 
-	c->start_ns = uv_hrtime();
+	gw_trace_reset(&c->trace, http_stream_request_id(s), loop_now_ns());
+	c->traced = true;
 	struct s3_req_in in = {
 		.method = hr->method_name, .target = hr->target, .target_len = hr->target_len,
 		.host = hr->host, .host_len = hr->host_len,
@@ -676,13 +693,42 @@ static void on_request(struct http_stream *s, const struct http_request *hr)
 			srv->creds_gen = gen;
 		}
 	}
+	c->auth_t0_ns = loop_now_ns();
 	if (s3_auth_verify(srv->auth, ar, on_auth_done) == S3_AUTH_PENDING) {
 		c->auth_pending = true;
 		srv->pending_lookups++;
 		http_pause(s); /* no body, no 100 Continue, until we know who */
 		return;
 	}
+	c->trace.auth_ns = loop_now_ns() - c->auth_t0_ns;
 	after_auth(c);
+}
+
+/* The exchange of an S3 request is over: its metrics and, when slow, its
+ * line in the slow-request log. */
+static void call_done(struct s3_call *c, struct http_stream *s, int err)
+{
+	struct s3_server *srv = c->srv;
+	unsigned op = c->req.op < S3_OP__COUNT ? c->req.op : S3_OP_NONE;
+	int status = http_stream_status(s);
+	uint64_t out = http_stream_body_sent(s);
+	uint64_t now = loop_now_ns();
+	if (srv->m_lat[op]) {
+		metrics_histogram_observe(srv->m_lat[op], (now - c->trace.t0_ns) / 1000);
+		if (status >= 400)
+			metrics_counter_inc(srv->m_err[op][status >= 500]);
+		metrics_counter_add(srv->m_bytes_in, c->bytes_in);
+		metrics_counter_add(srv->m_bytes_out, out);
+	}
+	if (!srv->cfg.slow_log)
+		return;
+	const struct http_request *hr = http_stream_request(s);
+	struct gw_trace_end e = {
+		.op = s3_op_name(c->req.op), .method = hr ? hr->method_name : NULL,
+		.bucket = c->req.bucket, .key = c->req.key, .status = status,
+		.bytes_in = c->bytes_in, .bytes_out = out, .err = err,
+	};
+	gw_trace_log(&c->trace, &e, now, srv->cfg.slow_request_ms);
 }
 
 static void on_finish(struct http_stream *s, int err)
@@ -693,13 +739,12 @@ static void on_finish(struct http_stream *s, int err)
 	if (c->on_finish)
 		c->on_finish(c, err);
 	if (c->limited_user) {
-		user_limit_charge(c->srv->ulimit, c->auth.res.user, http_stream_bytes_out(s),
+		user_limit_charge(c->srv->ulimit, c->auth.res.user, http_stream_body_sent(s),
 				  loop_now_ns());
 		c->limited_user = false;
 	}
-	if (c->start_ns && c->srv->cfg.observe)
-		c->srv->cfg.observe(c->srv->cfg.ops_ctx, c->req.op, http_stream_status(s),
-				    (uv_hrtime() - c->start_ns) / 1000);
+	if (c->traced)
+		call_done(c, s, err);
 	c->s = NULL;
 	if (c->auth_pending)
 		c->dead = true; /* returned by on_auth_done */
@@ -708,6 +753,41 @@ static void on_finish(struct http_stream *s, int err)
 }
 
 /* ------------------------------------------------------------ server */
+
+/* The per-operation series (docs/metrics.md). Registered once per
+ * registry: a second server on the same registry shares the first's. */
+static int register_metrics(struct s3_server *srv, struct metrics_registry *reg)
+{
+	size_t nb;
+	const uint64_t *b = metrics_latency_buckets_us(&nb);
+	for (unsigned i = 0; i < S3_OP__COUNT; i++) {
+		const char *op = i == S3_OP_NONE ? "unrouted" : s3_op_name(i);
+		srv->m_lat[i] = metrics_histogram_new(reg, "iolake_gw_request_duration_seconds",
+						      "S3 requests by operation: time from the "
+						      "request head to the end of the response",
+						      METRICS_LABELS("op", op), b, nb, 1e-6);
+		for (int k = 0; k < 2; k++)
+			srv->m_err[i][k] = metrics_counter_new(reg, "iolake_gw_request_errors_total",
+							       "S3 requests answered with an error "
+							       "status, by operation and class",
+							       METRICS_LABELS("op", op, "class",
+									      k ? "5xx" : "4xx"));
+		if (!srv->m_lat[i] || !srv->m_err[i][0] || !srv->m_err[i][1])
+			goto fail;
+	}
+	srv->m_bytes_in = metrics_counter_new(reg, "iolake_gw_received_bytes_total",
+					      "S3 request body bytes received (as sent: "
+					      "aws-chunked framing included)", NULL);
+	srv->m_bytes_out = metrics_counter_new(reg, "iolake_gw_sent_bytes_total",
+					       "S3 response body bytes sent", NULL);
+	if (srv->m_bytes_in && srv->m_bytes_out)
+		return 0;
+fail:
+	/* Already registered (a second server on this registry): count
+	 * nothing here rather than fail the start. */
+	memset(srv->m_lat, 0, sizeof(srv->m_lat));
+	return errno == EEXIST ? 0 : -ENOMEM;
+}
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out)
 {
@@ -751,6 +831,8 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 		srv->m_user_bytes = metrics_counter_new(cfg->http.metrics, name, help,
 							METRICS_LABELS("reason", "bytes_per_user"));
 	}
+	if (cfg->http.metrics && (rc = register_metrics(srv, cfg->http.metrics)))
+		goto err_calls;
 	struct http_server_cfg hc = cfg->http;
 	hc.handler = (struct http_handler){ on_request, on_body, on_body_end, on_finish, srv };
 	rc = http_server_start(loop, &hc, &srv->http);

@@ -83,11 +83,11 @@ struct s3_server_cfg {
 	bool no_sigv2;
 	/* Limits per authenticated user (user_limit.h); zeros: none. */
 	struct user_limit_cfg user_limit;
-	/* Called once per S3 request when its exchange ends: the operation
-	 * (enum s3_op; S3_OP_NONE when it was not routed), the response's
-	 * status (0: none was sent) and the time since its head arrived.
-	 * Not for /health and /metrics. NULL: nothing. */
-	void (*observe)(void *ctx, int op, int status, uint64_t elapsed_us);
+	/* The slow-request log (gateway/gw_trace.h): every S3 request taking
+	 * slow_request_ms or more (0: every one) gets one warn line at its
+	 * end (--slow-request-ms). false: no line. */
+	bool slow_log;
+	uint64_t slow_request_ms;
 };
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);
@@ -101,6 +101,9 @@ void s3_server_http_stats(const struct s3_server *srv, struct http_stats *out);
 /* ------------------------------------------------------------ a call */
 
 const struct s3_req *s3_call_req(const struct s3_call *c);
+/* The exchange's trace: its request id (x-amz-request-id) and timings;
+ * the meta helpers and the data path add to it (gateway/gw_trace.h). */
+struct gw_trace *s3_call_trace(struct s3_call *c);
 const struct http_request *s3_call_http(const struct s3_call *c);
 const struct s3_auth_result *s3_call_auth(const struct s3_call *c);
 struct http_stream *s3_call_stream(struct s3_call *c);

@@ -53,6 +53,7 @@
 #define DEDUPE_SPAN (META_DEDUPE_WINDOW / 2)
 #define SUBMIT_BATCH_OPS 256          /* ops per coalesced SubmitRequest */
 #define LEADER_CACHE 256              /* groups >= 1 whose leader is remembered */
+#define BATCH_TRACE_MAX 118           /* request ids of one batch: 7 of 16 chars (rpc keeps 128) */
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */
@@ -74,6 +75,7 @@ struct call {
 	bool timer_init;
 	uv_timer_t timer;              /* backoff between attempts */
 	struct call *bnext;            /* pending list (coalescing) */
+	char trace[LOG_REQ_ID_LEN + 1]; /* request id sent as call metadata; "" none */
 };
 
 /* One coalesced SubmitRequest on the wire. */
@@ -83,6 +85,7 @@ struct batch {
 	size_t n;
 	struct call *calls[SUBMIT_BATCH_OPS];
 	Iolake__Meta__Op *ops[SUBMIT_BATCH_OPS];
+	char trace[BATCH_TRACE_MAX + 1];   /* the ops' distinct request ids, ','-joined */
 };
 
 struct leader_slot {
@@ -109,6 +112,10 @@ struct meta_client {
 	struct call *pend_head, *pend_tail; /* submits to send at turn's end */
 	uv_idle_t flush;               /* sends the pending list */
 	struct meta_route *route;      /* key-range routing (route.c) */
+	/* The request id new calls carry (meta_client_set_trace; while a
+	 * call's callback runs, that call's id, so the calls route.c makes
+	 * on a caller's behalf carry it too). */
+	char trace[LOG_REQ_ID_LEN + 1];
 };
 
 static int add_member(struct meta_client *c, const char *addr)
@@ -268,6 +275,9 @@ static void call_finish_res(struct call *k, int err, const ProtobufCMessage *res
 	struct meta_client *c = k->c;
 	bool was_head = k->op && c->s_head == k;
 	call_unlink(k);
+	char saved[sizeof(c->trace)];
+	memcpy(saved, c->trace, sizeof(saved));
+	memcpy(c->trace, k->trace, sizeof(c->trace));
 	if (k->scb) {
 		if (!err && !res)
 			err = IOL_EPROTOCOL;
@@ -275,6 +285,7 @@ static void call_finish_res(struct call *k, int err, const ProtobufCMessage *res
 	} else {
 		k->cb(k->ud, err, err ? NULL : resp);
 	}
+	memcpy(c->trace, saved, sizeof(c->trace));
 	if (k->timer_init)
 		uv_close((uv_handle_t *)&k->timer, on_timer_closed);
 	else
@@ -448,6 +459,27 @@ static void on_batch_result(void *ud, const struct rpc_result *res)
 	free(b);
 }
 
+/* The request ids of b's ops, distinct, ','-joined, as many as fit
+ * (meta's log lines about the batch name them all; an id left out is
+ * only missing from those lines). */
+static void batch_trace(struct batch *b)
+{
+	size_t len = 0;
+	b->trace[0] = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const char *id = b->calls[i]->trace;
+		size_t n = strlen(id);
+		if (!n || len + n + (len ? 1 : 0) > BATCH_TRACE_MAX)
+			continue;
+		if (len && strstr(b->trace, id))
+			continue;
+		if (len)
+			b->trace[len++] = ',';
+		memcpy(b->trace + len, id, n + 1);
+		len += n;
+	}
+}
+
 /* End of a loop turn: send the pending submits, one SubmitRequest per
  * group and SUBMIT_BATCH_OPS ops, each to the member believed to lead that
  * group. */
@@ -499,9 +531,11 @@ static void on_flush(uv_idle_t *h)
 		b->req.ops = b->ops;
 		b->req.n_ops = b->n;
 		b->req.group = group;
+		batch_trace(b);
 		struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms
 							  ? (uint32_t)left
-							  : c->attempt_timeout_ms };
+							  : c->attempt_timeout_ms,
+					    .request_id = b->trace };
 		c->stats.batches++;
 		rpc_call(c->ch[target], META_SERVICE, META_M_SUBMIT, &b->req.base, NULL, &co,
 			 on_batch_result, b);
@@ -532,7 +566,8 @@ static void attempt(struct call *k)
 		k->target = (int)leader_of(c, k->group);
 	uint64_t left = k->deadline_ms - loop_now_ms();
 	struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms ? (uint32_t)left
-									: c->attempt_timeout_ms };
+									: c->attempt_timeout_ms,
+				    .request_id = k->trace };
 	rpc_call(c->ch[k->target], META_SERVICE, k->method, k->req, NULL, &co, on_result, k);
 }
 
@@ -549,6 +584,7 @@ static struct call *call_new(struct meta_client *c, unsigned method, meta_client
 	k->ud = ud;
 	k->backoff_ms = BACKOFF_MIN_MS;
 	k->deadline_ms = loop_now_ms() + c->retry_for_ms;
+	memcpy(k->trace, c->trace, sizeof(k->trace));
 	return k;
 }
 
@@ -717,6 +753,19 @@ void meta_client_close(struct meta_client *c)
 	c->route = NULL;
 	/* c goes once libuv has released the idle handle. */
 	uv_close((uv_handle_t *)&c->flush, on_flush_closed);
+}
+
+void meta_client_set_trace(struct meta_client *c, const char *id)
+{
+	size_t n = id ? strnlen(id, LOG_REQ_ID_LEN) : 0;
+	if (n)
+		memcpy(c->trace, id, n);
+	c->trace[n] = 0;
+}
+
+const char *meta_client_trace(const struct meta_client *c)
+{
+	return c->trace;
 }
 
 size_t meta_client_member_count(const struct meta_client *c)

@@ -99,6 +99,16 @@ ProtobufCMessage *meta_client_copy_msg(const ProtobufCMessage *m);
 int meta_client_call_member(struct meta_client *c, size_t member, unsigned method,
 			    const ProtobufCMessage *req, meta_client_cb cb, void *ud);
 
+/* Request ids (tracing): calls started from now on carry id (at most
+ * LOG_REQ_ID_LEN chars kept; NULL or "" for none) as RPC call metadata
+ * (rpc_call_opts.request_id), on every attempt; coalesced submits carry
+ * the ids of their ops. Set it around the calls of one request and clear
+ * it after. While a call's callback runs the client's id is that call's,
+ * so calls made from a callback (route.c's retries, a caller's next step)
+ * carry it without being told. */
+void meta_client_set_trace(struct meta_client *c, const char *id);
+const char *meta_client_trace(const struct meta_client *c);
+
 size_t meta_client_member_count(const struct meta_client *c);
 const char *meta_client_member(const struct meta_client *c, size_t i);
 uint64_t meta_client_id(const struct meta_client *c);

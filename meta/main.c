@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
-	uint64_t down_after_ms = 10000, out_after_ms = 60000;
+	uint64_t down_after_ms = 10000, out_after_ms = 60000, slow_op_ms = 1000;
 	const struct flag_spec specs[] = {
 		{ .name = "id", .type = FLAG_INT64, .dst = &id, .required = true, .min = 1,
 		  .max = 1000000, .help = "this member's Raft id (one of --peers)" },
@@ -123,6 +123,9 @@ int main(int argc, char **argv)
 		  .max = 86400000, .help = "mark an OSD down after this long without a heartbeat" },
 		{ .name = "osd-out-after", .type = FLAG_DURATION, .dst = &out_after_ms, .min = 100,
 		  .max = 86400000 * 30LL, .help = "mark it out (PGs move) after this long" },
+		{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &slow_op_ms, .min = 1,
+		  .max = 86400000, .metavar = "MS",
+		  .help = "log each call answered slower than this, with its request id" },
 		{ .name = "pg-count", .type = FLAG_UINT64, .dst = &pg_count, .min = 1, .max = 1 << 20,
 		  .help = "PGs of a new cluster map (power of two)" },
 		{ .name = "range-groups", .type = FLAG_UINT64, .dst = &range_groups, .min = 0,
@@ -233,6 +236,8 @@ int main(int argc, char **argv)
 		.ec_m = m,
 		.metrics = reg,
 		.secret = secret_file ? &secret : NULL,
+		.log_calls = true,
+		.slow_op_ms = (uint32_t)slow_op_ms,
 	};
 	rc = meta_node_start(&loop, &o, &node);
 	if (rc) {

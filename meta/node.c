@@ -657,7 +657,9 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		goto err_free;
 
 	/* The RPC server first: a taken port fails here, synchronously. */
-	n->srv = rpc_server_new(loop, NULL);
+	struct rpc_server_opts so = { .log_calls = opts->log_calls,
+				      .slow_call_ms = opts->slow_op_ms };
+	n->srv = rpc_server_new(loop, &so);
 	if (!n->srv) {
 		rc = -ENOMEM;
 		goto err_free;
@@ -670,7 +672,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		 * yet (no local name, no port) and a caller may start again
 		 * with another address at once. */
 		struct rpc_server *main_srv = n->srv;
-		n->admin_srv = rpc_server_new(loop, NULL);
+		n->admin_srv = rpc_server_new(loop, &so);
 		rc = n->admin_srv ? 0 : -ENOMEM;
 		if (!rc) {
 			n->srv = n->admin_srv;

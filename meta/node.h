@@ -111,6 +111,11 @@ struct meta_node_opts {
 	const struct meta_secret *secret; /* the cluster key (--secret-key-file): secrets
 	                                  * are sealed before proposing; NULL: stored in
 	                                  * clear (an old setup). Must outlive the node */
+	/* The RPC call log (rpc_server_opts.log_calls): calls answered
+	 * slow_op_ms or more after they arrived are logged with their request
+	 * id (--slow-op-ms); failures too. false: off. */
+	bool log_calls;
+	uint32_t slow_op_ms;
 };
 
 struct meta_node;

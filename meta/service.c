@@ -702,6 +702,7 @@ static void h_watch_map(struct rpc_req *r, void *ud)
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "too many watches");
 		return;
 	}
+	rpc_req_long_poll(r); /* not a slow call: held on purpose */
 	struct watch *w = calloc(1, sizeof(*w));
 	if (!w) {
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");

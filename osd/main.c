@@ -71,6 +71,7 @@ static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
 static uint64_t f_orphan_interval = OSD_SWEEP_INTERVAL_DEFAULT_MS;
+static uint64_t f_slow_op_ms = 1000;
 static uint64_t f_recovery_rate = 64ull << 20;
 static int64_t f_recovery_max_pgs = 2;
 static uint64_t f_pg_report_interval = 2000;
@@ -106,6 +107,10 @@ static const struct flag_spec specs[] = {
 	  .max = 1 << 20, .help = "shards up to this size are stored inline in the index" },
 	{ .name = "log-level", .type = FLAG_STRING, .dst = &f_log_level,
 	  .metavar = "LEVEL", .help = "debug, info, warn or error" },
+	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 1,
+	  .max = 86400000, .metavar = "MS",
+	  .help = "log each shard call slower than this (request id, PG, shard, time queued vs "
+		  "in the store)" },
 	{ .name = "max-inflight", .type = FLAG_INT64, .dst = &f_max_inflight, .min = 1,
 	  .max = 65536, .help = "shard calls served at once; more answer RESOURCE_EXHAUSTED" },
 	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
@@ -339,7 +344,8 @@ int main(int argc, char **argv)
 	struct osd_service_opts so = { .osd_id = (uint32_t)f_id,
 				       .max_inflight = (uint32_t)f_max_inflight,
 				       .metrics = o.reg, .scrub_rate_bytes = f_scrub_rate,
-				       .scrub_interval_ms = f_scrub_interval };
+				       .scrub_interval_ms = f_scrub_interval,
+				       .slow_log = true, .slow_op_ms = (uint32_t)f_slow_op_ms };
 	memcpy(so.cluster_id, cluster_id, 16);
 	rc = osd_service_new(o.loop, &so, &o.svc);
 	if (rc) {

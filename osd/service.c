@@ -25,8 +25,13 @@
  *    it has waited BG_MAX_WAIT_MS, so recovery never starves. Parked calls
  *    hold no op and no store resource; they count toward max_inflight
  *    (beyond it: busy) and are answered UNAVAILABLE by a drain.
- * Does not: retry, log per call, or hold shard bytes beyond the call (the
- * store copies a put's payload into its own aligned buffer).
+ * Logs: each shard op slower than opts.slow_op_ms (warn) and every read
+ * (debug), with the caller's request id, PG, shard, time queued vs in the
+ * store; failures with the request id (warn for bad bytes, else debug).
+ * The read-delay test hook (OSD_FAULT_READ_DELAY_ENV) holds read answers
+ * back on a timer, in arrival order.
+ * Does not: retry, or hold shard bytes beyond the call (the store copies
+ * a put's payload into its own aligned buffer).
  */
 #include "osd/service.h"
 
@@ -80,6 +85,8 @@ static const char *const ek_name[] = {
 
 enum op_kind { OP_PUT, OP_GET, OP_DEL, OP_KINDS };
 
+#define OP_REQ_ID_MAX 64   /* request id bytes an op keeps (ids are 16) */
+
 /* Background calls: at most this many doing store work while no client
  * call is, and none waits longer than this behind client calls. */
 #define BG_INFLIGHT_MAX 8
@@ -90,6 +97,7 @@ struct parked {
 	struct rpc_req *r;
 	unsigned method;              /* OSD_M_PUT or OSD_M_GET */
 	uint64_t since_ms;
+	uint64_t since_us;            /* the same, for the slow-op log */
 };
 static const char *const op_method[] = { "PutShard", "GetShard", "DeleteShard" };
 
@@ -106,8 +114,15 @@ struct op {
 	struct store_key key;
 	enum op_kind kind;
 	uint64_t bytes;      /* put payload counted against max_inflight_bytes */
-	uint64_t t0_us;
+	uint64_t t0_us;      /* store work began */
+	uint64_t arrive_us;  /* the call arrived (earlier when it was parked) */
+	char req_id[OP_REQ_ID_MAX + 1]; /* the caller's request id, for the log after answering */
 	bool bg;             /* a background call */
+	/* IOLAKE_FAULT_READ_DELAY_MS: a read held back before its answer */
+	bool delayed;
+	int dstatus;
+	uint64_t due_ms;
+	struct op *dnext;
 	struct op *next_free;
 };
 
@@ -153,9 +168,23 @@ struct osd_service {
 	struct metrics_counter *scrub_bytes, *scrub_shards, *scrub_passes, *scrub_errors;
 	struct metrics_gauge *scrub_pos;
 
+	bool slow_log;                /* opts: the slow-op log */
+	uint32_t slow_op_ms;
+	/* The read-delay test hook (OSD_FAULT_READ_DELAY_ENV): 0 off; reads
+	 * wait in FIFO order (one delay for all, so FIFO is due order). */
+	uint32_t read_delay_ms;
+	uv_timer_t delay_timer;
+	bool delay_timer_open;
+	struct op *dhead, *dtail;
+
 	struct osd_sweep *sweep;      /* the orphan sweep's figures in Status; NULL: off */
 	struct osd_service_hooks hooks; /* the recovery driver's, or zero */
 };
+
+static uint64_t now_us(void)
+{
+	return loop_now_ns() / 1000;
+}
 
 /* ------------------------------------------------------------ answers */
 
@@ -171,6 +200,11 @@ static void fail(struct osd_service *svc, struct rpc_req *r, enum err_kind k, in
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	metrics_counter_inc(svc->errors[k]);
+	/* Bad bytes and a failing store are news; the rest (a missing shard,
+	 * busy, a caller gone) is routine for hedged reads and recovery. */
+	LOG_AT(k == EK_CHECKSUM || k == EK_CORRUPT ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG,
+	       rpc_req_id(r), "shard call failed", "osd=%u kind=%s msg=%s", svc->osd_id, ek_name[k],
+	       LOG_Q(msg));
 	rpc_fail(r, code, "%s", msg);
 }
 
@@ -280,7 +314,7 @@ static void info_to(const struct store_stat *st, Iolake__Osd__ShardKey *key,
 static void maybe_drained(struct osd_service *svc)
 {
 	if (!svc->draining || svc->inflight || svc->timer_open || svc->bg_timer_open ||
-	    svc->scrub || !svc->drain_cb)
+	    svc->delay_timer_open || svc->scrub || !svc->drain_cb)
 		return;
 	void (*cb)(void *) = svc->drain_cb;
 	svc->drain_cb = NULL;
@@ -316,14 +350,15 @@ static bool bg_defer(struct osd_service *svc, struct rpc_req *r, unsigned method
 	p->r = r;
 	p->method = method;
 	p->since_ms = loop_now_ms();
+	p->since_us = now_us();
 	if (!svc->n_parked++)
 		bg_kick(svc, BG_MAX_WAIT_MS);
 	metrics_counter_inc(svc->bg_deferred);
 	return true;
 }
 
-static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg);
-static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg);
+static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t arrive_us);
+static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t arrive_us);
 
 /* Start the parked calls whose turn came: all of them while no client
  * call does store work (up to BG_INFLIGHT_MAX running), and any that has
@@ -341,9 +376,9 @@ static void on_bg_timer(uv_timer_t *t)
 		svc->n_parked--;
 		metrics_histogram_observe(svc->bg_wait, (now - p.since_ms) * 1000);
 		if (p.method == OSD_M_PUT)
-			put_go(svc, p.r, true);
+			put_go(svc, p.r, true, p.since_us);
 		else
-			get_go(svc, p.r, true);
+			get_go(svc, p.r, true, p.since_us);
 	}
 	if (svc->n_parked && !svc->draining) {
 		uint64_t since = svc->parked[svc->park_head].since_ms;
@@ -388,18 +423,53 @@ static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_ki
 	op->r = r;
 	op->kind = kind;
 	op->bytes = bytes;
-	op->t0_us = loop_now_ns() / 1000;
+	op->t0_us = now_us();
+	op->arrive_us = op->t0_us;
+	op->delayed = false;
+	const char *id = rpc_req_id(r);
+	size_t idlen = strnlen(id, OP_REQ_ID_MAX);
+	memcpy(op->req_id, id, idlen);
+	op->req_id[idlen] = 0;
 	memset(&op->u, 0, sizeof(op->u));
 	op->u.put.data = op; /* .data is the first field of every request kind */
 	return op;
+}
+
+/* The slow-op log: op (answered: ok, or failed) took total_us from its
+ * arrival. Every read at debug; any op past slow_op_ms at warn. */
+static void op_log(const struct op *op, bool ok, uint64_t end_us)
+{
+	const struct osd_service *svc = op->svc;
+	uint64_t total_us = end_us - op->arrive_us;
+	bool slow = svc->slow_log && total_us >= (uint64_t)svc->slow_op_ms * 1000;
+	enum log_level lv = slow ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG;
+	if (!(slow || op->kind == OP_GET) || !log_enabled(lv))
+		return;
+	char oid[STORE_OID_MAX * 2 + 1];
+	static const char hex[] = "0123456789abcdef";
+	for (uint32_t i = 0; i < op->key.oid_len; i++) {
+		oid[2 * i] = hex[op->key.oid[i] >> 4];
+		oid[2 * i + 1] = hex[op->key.oid[i] & 15];
+	}
+	oid[2 * op->key.oid_len] = 0;
+	LOG_AT(lv, op->req_id, slow ? "slow shard op" : "shard op",
+	       "osd=%u op=%s pg=%u shard=%u oid=%s bytes=%llu queue_ms=%.1f store_ms=%.1f "
+	       "total_ms=%.1f status=%s bg=%d",
+	       svc->osd_id, op_method[op->kind], op->key.pg, op->key.shard, oid,
+	       (unsigned long long)(op->kind == OP_GET ? op->u.get.out.len : op->bytes),
+	       (double)(op->t0_us - op->arrive_us) / 1000, (double)(end_us - op->t0_us) / 1000,
+	       (double)total_us / 1000, ok ? "ok" : "failed", op->bg);
 }
 
 /* After the call was answered. */
 static void op_release(struct op *op, bool observe)
 {
 	struct osd_service *svc = op->svc;
+	uint64_t end_us = svc->slow_log || log_enabled(LOG_LEVEL_DEBUG) || observe ? now_us() : 0;
+	if (end_us)
+		op_log(op, observe, end_us);
 	if (observe)
-		metrics_histogram_observe(svc->lat[op->kind], loop_now_ns() / 1000 - op->t0_us);
+		metrics_histogram_observe(svc->lat[op->kind], end_us - op->t0_us);
 	svc->bytes -= op->bytes;
 	svc->inflight--;
 	if (op->bg)
@@ -466,11 +536,11 @@ static void h_put(struct rpc_req *r, void *ud)
 	}
 	if (q->background && bg_defer(svc, r, OSD_M_PUT))
 		return;
-	put_go(svc, r, q->background);
+	put_go(svc, r, q->background, 0);
 }
 
 /* Store a validated PutShard: now, or when its background turn came. */
-static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg)
+static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t arrive_us)
 {
 	const Iolake__Osd__PutShardRequest *q = (const void *)rpc_req_msg(r);
 	const struct buf_slice *pl = rpc_req_payload(r);
@@ -485,6 +555,8 @@ static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg)
 	struct op *op = op_take(svc, r, OP_PUT, data.len, bg);
 	if (!op)
 		return;
+	if (arrive_us)
+		op->arrive_us = arrive_us;
 	op->key = k;
 	int rc = store_put(svc->st, &op->u.put, &k, data, on_put);
 	if (rc) {
@@ -495,11 +567,34 @@ static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg)
 
 /* ------------------------------------------------------------ GetShard */
 
+static void on_delay_timer(uv_timer_t *t);
+
+/* The read-delay test hook: hold op's answer back read_delay_ms. */
+static void delay_read(struct op *op, int status)
+{
+	struct osd_service *svc = op->svc;
+	op->delayed = true;
+	op->dstatus = status;
+	op->due_ms = loop_now_ms() + svc->read_delay_ms;
+	op->dnext = NULL;
+	if (svc->dtail)
+		svc->dtail->dnext = op;
+	else
+		svc->dhead = op;
+	svc->dtail = op;
+	if (!uv_is_active((uv_handle_t *)&svc->delay_timer))
+		uv_timer_start(&svc->delay_timer, on_delay_timer, svc->read_delay_ms, 0);
+}
+
 static void on_get(struct store_get_req *req, int status)
 {
 	struct op *op = req->data;
 	struct osd_service *svc = op->svc;
 	struct rpc_req *r = op->r;
+	if (svc->read_delay_ms && !op->delayed && !svc->draining) {
+		delay_read(op, status);
+		return;
+	}
 	if (status == IOL_ECHECKSUM) {
 		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS, "%s on osd %u", req->err, svc->osd_id);
 		/* Stored bytes went bad: have the PG's primary rewrite them. */
@@ -548,11 +643,11 @@ static void h_get(struct rpc_req *r, void *ud)
 		return;
 	if (q->background && bg_defer(svc, r, OSD_M_GET))
 		return;
-	get_go(svc, r, q->background);
+	get_go(svc, r, q->background, 0);
 }
 
 /* Read a validated GetShard: now, or when its background turn came. */
-static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg)
+static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t arrive_us)
 {
 	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
 	struct store_key k;
@@ -565,6 +660,8 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg)
 	struct op *op = op_take(svc, r, OP_GET, 0, bg);
 	if (!op)
 		return;
+	if (arrive_us)
+		op->arrive_us = arrive_us;
 	op->key = k;
 	uint64_t len = q->length ? q->length : UINT64_MAX;
 	int rc = store_get(svc->st, &op->u.get, &k, q->offset, len, on_get);
@@ -577,6 +674,22 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg)
 		fail_store(svc, r, rc, name, 0);
 		op_release(op, false);
 	}
+}
+
+/* Answer the held reads that are due (all of them when draining). */
+static void on_delay_timer(uv_timer_t *t)
+{
+	struct osd_service *svc = t->data;
+	uint64_t now = loop_now_ms();
+	while (svc->dhead && (svc->dhead->due_ms <= now || svc->draining)) {
+		struct op *op = svc->dhead;
+		svc->dhead = op->dnext;
+		if (!svc->dhead)
+			svc->dtail = NULL;
+		on_get(&op->u.get, op->dstatus);
+	}
+	if (svc->dhead && !svc->draining)
+		uv_timer_start(&svc->delay_timer, on_delay_timer, svc->dhead->due_ms - now, 0);
 }
 
 /* ------------------------------------------------------------ DeleteShard */
@@ -1035,6 +1148,30 @@ static int register_metrics(struct osd_service *svc)
 	return 0;
 }
 
+/* OSD_FAULT_READ_DELAY_ENV for this OSD: "MS" (every OSD) or
+ * "ID:MS[,ID:MS...]"; 0 when unset, malformed or not naming it. */
+static uint32_t fault_read_delay_ms(uint32_t osd_id)
+{
+	const char *v = getenv(OSD_FAULT_READ_DELAY_ENV);
+	if (!v || !*v)
+		return 0;
+	if (!strchr(v, ':'))
+		return (uint32_t)strtoul(v, NULL, 10);
+	while (*v) {
+		char *end;
+		unsigned long id = strtoul(v, &end, 10);
+		if (*end != ':')
+			return 0;
+		unsigned long ms = strtoul(end + 1, &end, 10);
+		if (id == osd_id)
+			return (uint32_t)ms;
+		if (*end != ',')
+			return 0;
+		v = end + 1;
+	}
+	return 0;
+}
+
 int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 		    struct osd_service **out)
 {
@@ -1051,6 +1188,9 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	svc->max_bytes = o->max_inflight_bytes ? o->max_inflight_bytes : 1ull << 30;
 	svc->refresh_ms = o->gauge_refresh_ms ? o->gauge_refresh_ms : 1000;
 	svc->reg = o->metrics;
+	svc->slow_log = o->slow_log;
+	svc->slow_op_ms = o->slow_op_ms;
+	svc->read_delay_ms = fault_read_delay_ms(o->osd_id);
 	svc->scrub_rate = o->scrub_rate_bytes;
 	svc->scrub_interval_ms = o->scrub_interval_ms;
 	int rc = -ENOMEM;
@@ -1074,6 +1214,13 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	uv_timer_init(loop, &svc->bg_timer); /* cannot fail once the first did */
 	svc->bg_timer.data = svc;
 	svc->bg_timer_open = true;
+	if (svc->read_delay_ms) {
+		uv_timer_init(loop, &svc->delay_timer);
+		svc->delay_timer.data = svc;
+		svc->delay_timer_open = true;
+		LOG_WARN("test hook: shard reads delayed", "osd=%u delay_ms=%u env=%s", svc->osd_id,
+			 svc->read_delay_ms, OSD_FAULT_READ_DELAY_ENV);
+	}
 	*out = svc;
 	return 0;
 
@@ -1154,6 +1301,13 @@ static void on_bg_timer_closed(uv_handle_t *h)
 	maybe_drained(svc);
 }
 
+static void on_delay_timer_closed(uv_handle_t *h)
+{
+	struct osd_service *svc = h->data;
+	svc->delay_timer_open = false;
+	maybe_drained(svc);
+}
+
 static void on_scrub_stopped(void *arg)
 {
 	struct osd_service *svc = arg;
@@ -1171,6 +1325,11 @@ void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void
 		store_scrub_stop(svc->scrub, on_scrub_stopped, svc);
 	}
 	bg_fail_parked(svc);
+	if (svc->delay_timer_open) {
+		/* Held reads are answered now (they were read already). */
+		on_delay_timer(&svc->delay_timer);
+		uv_close((uv_handle_t *)&svc->delay_timer, on_delay_timer_closed);
+	}
 	/* Closing the timers also defers done_cb past this call. */
 	uv_close((uv_handle_t *)&svc->bg_timer, on_bg_timer_closed);
 	uv_close((uv_handle_t *)&svc->timer, on_timer_closed);

@@ -49,7 +49,22 @@ struct osd_service_opts {
 	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
 	uint64_t scrub_rate_bytes;    /* background scrub, bytes/s; 0: off */
 	uint64_t scrub_interval_ms;   /* between scrub passes */
+	/* Slow-op log (slow_log): a PutShard, GetShard or DeleteShard taking
+	 * slow_op_ms or more from arrival to answer is logged at warn with
+	 * the caller's request id, PG, shard, and its time queued (parked
+	 * behind client calls) vs in the store (index + device). Every
+	 * GetShard is also logged at debug. */
+	bool slow_log;
+	uint32_t slow_op_ms;
 };
+
+/* Test hook, documented as for tests only (docs/operations.md): the
+ * environment variable IOLAKE_FAULT_READ_DELAY_MS, read by
+ * osd_service_new, makes GetShard answers late by that many ms, as a slow
+ * device would: "MS" for every OSD of the process, or "ID:MS[,ID:MS...]"
+ * for the OSDs named. The delay counts as store time in the slow-op log.
+ * Unset (the default): no timer, one untaken branch per read. */
+#define OSD_FAULT_READ_DELAY_ENV "IOLAKE_FAULT_READ_DELAY_MS"
 
 /*
  * Create the service on loop and register its metrics (labelled with the

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/loop.h"
 #include "common/rpc.h"
 #include "common/rpc_internal.h"
@@ -174,11 +175,14 @@ static void on_hang_poll(uv_timer_t *t)
 	}
 }
 
+/* Options of the servers fx_setup starts (NULL: defaults). */
+static const struct rpc_server_opts *srv_opts;
+
 static void srv_start(void *arg)
 {
 	struct srv_state *st = arg;
 	static const rpc_handler_fn handlers[] = { h_echo, h_hang, NULL };
-	st->srv = rpc_server_new(st->loop, NULL);
+	st->srv = rpc_server_new(st->loop, srv_opts);
 	st->rc = st->srv ? rpc_server_add_service(st->srv, SVC_ECHO, handlers, st) : -ENOMEM;
 	if (!st->rc && st->tcp_addr)
 		st->rc = rpc_server_listen(st->srv, st->tcp_addr);
@@ -427,6 +431,54 @@ START_TEST(test_fail_message)
 		res_clear(&x);
 	}
 	fx_teardown(&f);
+}
+END_TEST
+
+/* The call log (rpc_server_opts.log_calls): with slow_call_ms 0 every
+ * call is a "slow call" line naming the caller's request id (what meta's
+ * --slow-op-ms relies on); a failure the server caused is logged at warn,
+ * others only at debug. */
+START_TEST(test_call_log)
+{
+	char path[] = "/dev/shm/test_rpc_log.XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	int old = log_set_fd(fd);
+	struct rpc_server_opts so = { .log_calls = true, .slow_call_ms = 0 };
+	srv_opts = &so;
+	struct fx f;
+	fx_setup(&f, _i, NULL);
+	Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
+	q.text = "x";
+	struct res x = { 0 };
+	do_call(&f, M_ECHO, &q, NULL, 5000, &x);   /* request_id "rid-7" */
+	ck_assert_int_eq(x.status, RPC_OK);
+	res_clear(&x);
+	fx_teardown(&f);
+	so.slow_call_ms = 60000;
+	fx_setup(&f, _i, NULL);
+	q.fail_status = RPC_DATA_LOSS;
+	q.fail_message = "disk ate it";
+	do_call(&f, M_ECHO, &q, NULL, 5000, &x);
+	res_clear(&x);
+	q.fail_status = RPC_NOT_FOUND;          /* routine: debug, not written */
+	q.fail_message = "no such thing";
+	do_call(&f, M_ECHO, &q, NULL, 5000, &x);
+	res_clear(&x);
+	fx_teardown(&f);
+	srv_opts = NULL;
+	log_set_fd(old);
+	char buf[4096] = "";
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	const char *slow = strstr(buf, "level=warn req=rid-7 msg=\"slow call\" method=Echo ms=");
+	ck_assert_msg(slow && strstr(slow, " status=OK"), "%s", buf);
+	ck_assert_msg(strstr(buf, "req=rid-7 msg=\"call failed\" method=Echo") &&
+		      strstr(buf, "status=DATA_LOSS msg=\"disk ate it\""), "%s", buf);
+	ck_assert_msg(!strstr(buf, "no such thing"), "%s", buf);
 }
 END_TEST
 
@@ -877,6 +929,7 @@ static Suite *rpc_suite(void)
 	tcase_add_loop_test(c, test_echo, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_unimplemented, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_fail_message, 0, TRANSPORTS);
+	tcase_add_loop_test(c, test_call_log, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_concurrent, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_payload_1m, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_payload_64m, 0, TRANSPORTS);

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""test_tracing.py — request ids from the gateway to the OSDs (issue 20,
+must-show 4), with one iolake-aio whose OSD 3 answers every shard read
+SLOW_MS late (the test hook IOLAKE_FAULT_READ_DELAY_MS=3:SLOW_MS):
+
+  - objects are PUT, then each is read back with GetObject; for every GET
+    the x-amz-request-id of the response names exactly one line of the
+    gateway's slow-request log (--slow-request-ms 0: every request), with
+    op=GetObject, the bucket and key, status 200 and the bytes sent;
+  - at least one GET read a data shard on OSD 3 (with 6 OSDs and 4+2, each
+    object has a 4-in-6 chance): for such a GET the OSD logged a
+    "slow shard op" line (--slow-op-ms below SLOW_MS) with osd=3,
+    op=GetShard, the same req=<id>, pg, shard and store time >= SLOW_MS
+    (the delayed read is logged when it finishes, even when the gateway
+    answered from parity first), and the gateway's line names OSD 3 as
+    its slowest shard call or as the one a hedge went around;
+  - an S3 error body's <RequestId> is the response's x-amz-request-id;
+  - 1,000 requests get 1,000 distinct ids, each 16 lowercase hex chars;
+  - an aio without the hook and with the default --slow-request-ms (1 s)
+    logs no slow-request line for quick requests (the log is not noise).
+"""
+import os, re, sys, time, http.client
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aio_py import Aio  # noqa: E402
+
+SLOW_MS = 700
+N_OBJECTS = 8
+SIZE = 3 * 1024 * 1024   # 3 segments of 1 MiB: several shard reads per OSD
+LINE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def fields(line):
+    return {k: v.strip('"') for k, v in LINE.findall(line)}
+
+
+def log_lines(aio):
+    aio.log.flush()
+    with open(aio.log.name, errors="replace") as f:
+        return f.read().splitlines()
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok  ", what)
+
+
+def main():
+    os.environ["IOLAKE_FAULT_READ_DELAY_MS"] = "3:%d" % SLOW_MS
+    aio = Aio(args=["--slow-request-ms", "0", "--slow-op-ms", str(SLOW_MS // 2)])
+    try:
+        aio.start()
+        del os.environ["IOLAKE_FAULT_READ_DELAY_MS"]
+        s3 = aio.client()
+        s3.create_bucket(Bucket="trace")
+        body = os.urandom(SIZE)
+        for i in range(N_OBJECTS):
+            s3.put_object(Bucket="trace", Key="obj-%d" % i, Body=body)
+        gets = {}
+        for i in range(N_OBJECTS):
+            t0 = time.time()
+            r = s3.get_object(Bucket="trace", Key="obj-%d" % i)
+            data = r["Body"].read()
+            ms = (time.time() - t0) * 1000
+            rid = r["ResponseMetadata"]["HTTPHeaders"]["x-amz-request-id"]
+            check(data == body, "GET obj-%d: the bytes put (%.0f ms, id %s)" % (i, ms, rid))
+            gets[rid] = "obj-%d" % i
+        # Delayed reads the gateway did not wait for are logged when they end.
+        time.sleep(SLOW_MS / 1000 * 3)
+        lines = log_lines(aio)
+        slow_req = {}
+        for ln in lines:
+            if 'msg="slow request"' in ln:
+                f = fields(ln)
+                slow_req.setdefault(f.get("req"), []).append(f)
+        for rid, key in gets.items():
+            got = slow_req.get(rid, [])
+            check(len(got) == 1, "the slow-request log has one line for GET %s (req=%s)" % (key, rid))
+            f = got[0]
+            check(f["op"] == "GetObject" and f["bucket"] == "trace" and f["key"] == key and
+                  f["status"] == "200" and f["bytes_out"] == str(SIZE) and float(f["ms"]) > 0,
+                  "... op, bucket, key, status, bytes and time: %s" %
+                  " ".join("%s=%s" % (k, f[k]) for k in
+                           ("op", "key", "status", "bytes_out", "ms", "meta_ms", "osd_calls",
+                            "osd_ms", "osd_max_ms", "osd_max", "hedges", "hedge_osd")))
+        osd_reads = {}
+        for ln in lines:
+            if 'msg="slow shard op"' in ln:
+                f = fields(ln)
+                osd_reads.setdefault(f.get("req"), []).append(f)
+        touched = [rid for rid in gets if rid in osd_reads]
+        check(touched, "%d of %d GETs read a shard on the slowed OSD 3 (its slow-op lines name them)"
+              % (len(touched), len(gets)))
+        for rid in touched:
+            for f in osd_reads[rid]:
+                check(f["osd"] == "3" and f["op"] == "GetShard" and f["status"] == "ok" and
+                      float(f["store_ms"]) >= SLOW_MS and "pg" in f and "shard" in f and
+                      "queue_ms" in f,
+                      "OSD 3 logged the delayed read of GET %s with req=%s: pg=%s shard=%s "
+                      "queue_ms=%s store_ms=%s" % (gets[rid], rid, f["pg"], f["shard"],
+                                                  f["queue_ms"], f["store_ms"]))
+            g = slow_req[rid][0]
+            check(g["osd_max"] == "3" or g["hedge_osd"] == "3",
+                  "the gateway's line for %s names OSD 3 (slowest call osd_max=%s, hedge_osd=%s)"
+                  % (rid, g["osd_max"], g["hedge_osd"]))
+        strays = [rid for rid in osd_reads if rid and rid not in gets]  # background reads carry none
+        check(not strays, "every slow shard op belongs to one of the GETs (strays: %s)" % strays)
+
+        # The id in an S3 error body.
+        conn = http.client.HTTPConnection("127.0.0.1", aio.port, timeout=10)
+        conn.request("GET", "/trace/missing")
+        r = conn.getresponse()
+        text = r.read().decode()
+        rid = r.getheader("x-amz-request-id")
+        m = re.search(r"<RequestId>([^<]*)</RequestId>", text)
+        check(r.status in (403, 404) and m and m.group(1) == rid,
+              "the error body's RequestId is the header's (%s, %d)" % (rid, r.status))
+        check(r.getheader("x-amz-id-2"), "x-amz-id-2 names the gateway (%s)" % r.getheader("x-amz-id-2"))
+
+        # 1,000 ids, all distinct.
+        ids = []
+        for _ in range(1000):
+            conn.request("HEAD", "/trace")
+            r = conn.getresponse()
+            r.read()
+            ids.append(r.getheader("x-amz-request-id"))
+        conn.close()
+        check(all(re.fullmatch(r"[0-9a-f]{16}", i or "") for i in ids),
+              "every id is 16 lowercase hex chars")
+        check(len(set(ids)) == 1000, "1,000 requests, %d distinct ids" % len(set(ids)))
+    finally:
+        os.environ.pop("IOLAKE_FAULT_READ_DELAY_MS", None)
+        aio.close()
+
+    # Default threshold, no hook: quick requests leave no line.
+    aio = Aio()
+    try:
+        aio.start()
+        s3 = aio.client()
+        s3.create_bucket(Bucket="quiet")
+        for i in range(20):
+            s3.put_object(Bucket="quiet", Key="k%d" % i, Body=b"x" * 1000)
+            s3.get_object(Bucket="quiet", Key="k%d" % i)["Body"].read()
+        n = sum('msg="slow request"' in ln for ln in log_lines(aio))
+        check(n == 0, "no slow-request line for 41 quick requests at the default 1 s (%d)" % n)
+        check(not any("test hook" in ln for ln in log_lines(aio)), "no test hook without the variable")
+    finally:
+        aio.close()
+    print("PASS test_tracing")
+
+
+if __name__ == "__main__":
+    main()
