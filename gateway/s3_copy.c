@@ -38,6 +38,7 @@
 #include "gateway/s3_part.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 
 /* The source reader: bytes [pos, end) of a record, in order. */
 struct src_reader {
@@ -448,6 +449,7 @@ static void copy_respond(struct s3_put *p)
 	char d[40], etag[40];
 	s3u_iso_date(p->mtime_ms, d);
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
+	s3_ver_headers(&p->rq);
 	struct xml_w *w = s3_call_xml(p->rq.c);
 	xml_decl(w);
 	xml_open_ns(w, "CopyObjectResult", S3_XMLNS);

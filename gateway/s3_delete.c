@@ -31,6 +31,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
 
 #define DM_KEYS_MAX 1000
@@ -73,12 +74,15 @@ static void del_read_cur(struct del_rq *d);
 static void on_del_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
 {
 	struct del_rq *d = del_of(rq);
-	if (s3_rq_applied(res))
+	if (s3_rq_applied(res) && !res->retained && d->cur)
 		gw_rec_drop_shards(rq->o->map, rq->o->data, d->cur);
 	if (!rq->c)
 		return;
-	if (!e)
+	if (!e) {
+		if (s3_rq_applied(res))
+			s3_ver_headers(rq);
 		http_respond(s3_call_stream(rq->c), 204, NULL, 0, NULL, NULL);
+	}
 	else if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES)
 		del_read_cur(d);
 	else
@@ -125,6 +129,26 @@ static void op_delete_object(struct s3_call *c)
 	if (!d)
 		return;
 	d->rq.fini = del_fini;
+	bool bad;
+	const char *vid = s3_ver_query(&d->rq, &bad);
+	if (bad) {
+		s3_rq_fail(&d->rq, S3E_InvalidVersionId, NULL);
+		return;
+	}
+	if (vid || s3_ver_bucket_versioned(&d->rq)) {
+		/* Versioning: meta decides what goes (a marker, or exactly
+		 * the version named) and queues its shards for the GC worker;
+		 * nothing to read first, nothing for us to free. */
+		Iolake__Meta__DeleteObject del = IOLAKE__META__DELETE_OBJECT__INIT;
+		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+		del.bucket = d->rq.bucket;
+		del.key = d->rq.key;
+		op.body_case = IOLAKE__META__OP__BODY_DELETE_OBJECT;
+		op.delete_object = &del;
+		op.version_id = (char *)(vid ? vid : "");
+		s3_rq_submit(&d->rq, &op, S3_SUBJ_OBJECT_DEL, on_del_commit);
+		return;
+	}
 	del_read_cur(d);
 }
 
@@ -251,7 +275,7 @@ static void on_key_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	struct dm_key *k = ud;
 	struct s3_rq *rq = &k->d->rq;
 	enum s3_err e = s3_status_err(S3_SUBJ_OBJECT_DEL, err, err ? 0 : (int)res->status);
-	if (s3_rq_applied(res))
+	if (s3_rq_applied(res) && !res->retained)
 		gw_rec_drop_shards(rq->o->map, rq->o->data, k->cur);
 	if (e == S3E_OK) {
 		key_done(k, S3E_OK);
@@ -285,6 +309,7 @@ static void on_key_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRe
 	Iolake__Meta__DeleteObject del;
 	Iolake__Meta__Op op;
 	delete_op(&op, &del, rq->bucket, k->key, k->cur);
+	s3_ver_stamp_op(rq, &op);   /* versioning: a marker, the shards kept */
 	/* The key's pending carries over to the submit. */
 	if (meta_client_submit(rq->o->mc, &op, on_key_commit, k))
 		key_done(k, S3E_ServiceUnavailable);

@@ -102,6 +102,10 @@ struct s3_head {
 	 * and e is NoSuchBucket when it does not. */
 	bool with_bucket;
 	Iolake__Meta__Bucket *bkt;
+	/* Versioning: NoSuchKey because the current version is a delete
+	 * marker (its id in marker_vid, "" for null). */
+	bool marker;
+	char marker_vid[24];
 };
 
 /* The base of every request's state. */
@@ -140,6 +144,11 @@ struct s3_rq {
 		s3_rq_bucket_cb bucket;
 	} cb;
 	struct s3_head head;
+	/* Versioning (issue 17): the version the last applied op wrote,
+	 * made or deleted ("": null) and whether it is a delete marker
+	 * (s3_version.h adds them to the answer). */
+	char ver_id[24];
+	bool ver_marker;
 };
 
 /* ------------------------------------------------------------ lifecycle */

@@ -494,6 +494,45 @@ int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size
 	return rc;
 }
 
+/* ------------------------------------------------------------ VersioningConfiguration */
+
+struct verp {
+	char *status, *mfa;
+	size_t cap;
+	int n_status, n_mfa;
+};
+
+static void ver_start(struct sax *s)
+{
+	if (s->depth == 1 && strcmp(s->path[0], "VersioningConfiguration") != 0)
+		stop(s, -EBADMSG);
+}
+
+static void ver_end(struct sax *s)
+{
+	struct verp *x = s->ud;
+	bool st = at(s, 2, "VersioningConfiguration", "Status", NULL);
+	bool mfa = at(s, 2, "VersioningConfiguration", "MfaDelete", NULL);
+	if (!st && !mfa)
+		return;
+	if ((st ? x->n_status++ : x->n_mfa++) || s->text_len >= x->cap) {
+		stop(s, -EBADMSG);
+		return;
+	}
+	memcpy(st ? x->status : x->mfa, s->text, s->text_len + 1);
+}
+
+int xmlp_versioning(const char *body, size_t len, size_t max_len, char *status, char *mfa,
+		    size_t cap)
+{
+	if (cap == 0)
+		return -EBADMSG;
+	status[0] = mfa[0] = 0;
+	struct verp x = { .status = status, .mfa = mfa, .cap = cap };
+	struct sax s = { .on_start = ver_start, .on_end = ver_end, .ud = &x };
+	return sax_run(&s, body, len, max_len);
+}
+
 /* ------------------------------------------------------------ CORSConfiguration */
 
 static const char *const cors_fields[] = {

@@ -113,6 +113,14 @@ int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a);
  * max_len). */
 int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap);
 
+/* <VersioningConfiguration><Status>…</Status><MfaDelete>…</MfaDelete>
+ * </VersioningConfiguration> (issue 17): each value, as sent, into
+ * status and mfa (cap bytes each; "" when absent). Returns 0, -EBADMSG
+ * (malformed, wrong root, a field twice or over cap), -E2BIG (len >
+ * max_len). The values are the caller's to check. */
+int xmlp_versioning(const char *body, size_t len, size_t max_len, char *status, char *mfa,
+		    size_t cap);
+
 /* ------------------------------------------------------------ CORS */
 
 #define XMLP_CORS_RULES_MAX 100   /* S3's limit on CORSRules */

@@ -1,7 +1,8 @@
 /*
  * fuzz_xml_body.c — libFuzzer target for the parsers of S3 request bodies
  * and headers that take hostile input: gateway/xml_parse (Delete,
- * Tagging, CompleteMultipartUpload, PublicAccessBlockConfiguration), the x-amz-tagging header
+ * Tagging, CompleteMultipartUpload, PublicAccessBlockConfiguration,
+ * VersioningConfiguration), the x-amz-tagging header
  * (s3_tags_parse_header, s3_tags_check) and conditional-header dates,
  * ETag lists and If-Range values (s3_cond).
  *
@@ -93,6 +94,14 @@ static void pab_body(const char *b, size_t n)
 				abort();
 }
 
+static void versioning_body(const char *b, size_t n)
+{
+	char st[16], mfa[16];
+	if (xmlp_versioning(b, n, 1024, st, mfa, sizeof(st)) == 0 &&
+	    (strlen(st) >= sizeof(st) || strlen(mfa) >= sizeof(mfa)))
+		abort();
+}
+
 static void tagging_header(const char *b, size_t n)
 {
 	size_t cap = S3_TAGS_HEADER_ARENA(n);
@@ -134,12 +143,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = size - 1;
 	char *b = malloc(n ? n : 1);
 	memcpy(b, data + 1, n);
-	switch (data[0] % 6) {
+	switch (data[0] % 7) {
 	case 0: delete_body(b, n); break;
 	case 1: tagging_body(b, n); break;
 	case 2: mpu_body(b, n); break;
 	case 3: tagging_header(b, n); break;
 	case 5: pab_body(b, n); break;
+	case 6: versioning_body(b, n); break;
 	default: cond_header(b, n); break;
 	}
 	free(b);

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""test_s3_versioning.py — bucket versioning (issue 17) on iolake-aio with
+Debian's boto3:
+
+- Put/GetBucketVersioning (Enabled, Suspended; MalformedXML for a bad
+  Status); PUT answers x-amz-version-id.
+- Overwrite, then restore an older version byte for byte (GET ?versionId
+  and PUT it back).
+- DELETE makes a delete marker (x-amz-delete-marker, a version id); GET
+  is 404, GET ?versionId of the old version still works, GET ?versionId
+  of the marker is 405; ListObjectsV2 skips the key; deleting the marker
+  (DELETE ?versionId) restores the object.
+- Suspended: writes the `null` version, which replaces the previous
+  `null` (its bytes gone), and keeps the versioned ones.
+- DELETE ?versionId of each version removes exactly that version.
+- ListObjectVersions paging (must-show 4): KEYS keys x VERS versions,
+  paged 100 at a time (and with a delimiter), returns every version once
+  and in order (keys ascending, newest version first).
+- Space: after every version is deleted, the GC queue drains and the
+  bucket can be deleted.
+
+Run it also with IOLAKE_AIO_EXTRA_ARGS="--range-groups 4" (listings
+across key ranges)."""
+import os, sys, time
+
+from botocore.exceptions import ClientError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aio_py import Aio  # noqa: E402
+
+B = "verb"
+FAILS = []
+KEYS = int(os.environ.get("VER_KEYS", "1000"))
+VERS = int(os.environ.get("VER_VERSIONS", "10"))
+
+
+def expect(got, want, what):
+    if got != want:
+        FAILS.append(what)
+        print("FAIL: %s: got %r want %r" % (what, got, want))
+    else:
+        print("ok:", what)
+
+
+def err(fn, *a, **kw):
+    try:
+        fn(*a, **kw)
+    except ClientError as e:
+        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPHeaders"]
+    return "OK", {}
+
+
+def basics(s3):
+    s3.create_bucket(Bucket=B)
+    expect(s3.get_bucket_versioning(Bucket=B).get("Status"), None, "new bucket: no Status")
+    r = s3.put_object(Bucket=B, Key="pre", Body=b"before versioning")
+    expect(r.get("VersionId"), None, "unversioned PUT: no version id")
+    s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Enabled"})
+    expect(s3.get_bucket_versioning(Bucket=B).get("Status"), "Enabled", "Enabled")
+
+    v1 = s3.put_object(Bucket=B, Key="k", Body=b"one" * 1000)["VersionId"]
+    v2 = s3.put_object(Bucket=B, Key="k", Body=b"two" * 3000)["VersionId"]
+    expect(v1 != v2 and len(v1) == 16, True, "PUT answers distinct version ids")
+    expect(s3.get_object(Bucket=B, Key="k")["Body"].read(), b"two" * 3000, "GET: newest")
+    old = s3.get_object(Bucket=B, Key="k", VersionId=v1)
+    expect(old["Body"].read(), b"one" * 1000, "GET ?versionId: the older version")
+    expect(old["VersionId"], v1, "GET ?versionId answers its id")
+    # restore: the old bytes become the newest version
+    v3 = s3.put_object(Bucket=B, Key="k", Body=s3.get_object(Bucket=B, Key="k", VersionId=v1)["Body"].read())["VersionId"]
+    expect(s3.get_object(Bucket=B, Key="k")["Body"].read(), b"one" * 1000, "restored byte for byte")
+    expect(s3.get_object(Bucket=B, Key="k", VersionId=v2)["Body"].read(), b"two" * 3000,
+           "the overwritten version is still there")
+
+    # a big (erasure-coded) object: overwrite keeps its shards
+    big1 = os.urandom(300000)
+    b1 = s3.put_object(Bucket=B, Key="big", Body=big1)["VersionId"]
+    s3.put_object(Bucket=B, Key="big", Body=os.urandom(200000))
+    time.sleep(1.5)
+    expect(s3.get_object(Bucket=B, Key="big", VersionId=b1)["Body"].read() == big1, True,
+           "overwritten EC version readable (shards kept)")
+
+    # delete: a marker
+    d = s3.delete_object(Bucket=B, Key="k")
+    expect(d.get("DeleteMarker"), True, "DELETE: a delete marker")
+    mk = d.get("VersionId")
+    code, hdr = err(s3.get_object, Bucket=B, Key="k")
+    expect((code, hdr.get("x-amz-delete-marker")), ("NoSuchKey", "true"), "GET after delete: 404 + marker")
+    expect(s3.get_object(Bucket=B, Key="k", VersionId=v2)["Body"].read(), b"two" * 3000,
+           "GET ?versionId of an old version after delete")
+    code, hdr = err(s3.get_object, Bucket=B, Key="k", VersionId=mk)
+    expect(code, "MethodNotAllowed", "GET ?versionId of the marker: 405")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=B).get("Contents", [])]
+    expect("k" in keys, False, "ListObjectsV2 skips a deleted key")
+    d = s3.delete_object(Bucket=B, Key="k", VersionId=mk)
+    expect(d.get("DeleteMarker"), True, "DELETE ?versionId of the marker")
+    expect(s3.get_object(Bucket=B, Key="k")["Body"].read(), b"one" * 1000,
+           "deleting the marker restores the object")
+    expect(err(s3.get_object, Bucket=B, Key="k", VersionId="0000000000000001")[0], "NoSuchVersion",
+           "unknown version: NoSuchVersion")
+    expect(err(s3.get_object, Bucket=B, Key="k", VersionId="zz")[0], "InvalidArgument",
+           "malformed version id: InvalidArgument")
+
+    # the object written before versioning is the null version
+    vs = s3.list_object_versions(Bucket=B, Prefix="pre")["Versions"]
+    expect([v["VersionId"] for v in vs], ["null"], "pre-versioning object: version null")
+
+    # suspended: null replaces null
+    s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Suspended"})
+    expect(s3.get_bucket_versioning(Bucket=B).get("Status"), "Suspended", "Suspended")
+    n1 = s3.put_object(Bucket=B, Key="k", Body=b"null-one")
+    expect(n1.get("VersionId"), "null", "suspended PUT: version null")
+    s3.put_object(Bucket=B, Key="k", Body=b"null-two")
+    vs = [v for v in s3.list_object_versions(Bucket=B, Prefix="k")["Versions"] if v["Key"] == "k"]
+    ids = [v["VersionId"] for v in vs]
+    expect(ids.count("null"), 1, "one null version after two suspended PUTs")
+    expect(ids[0], "null", "the null version is the newest")
+    expect(set([v1, v2, v3]) <= set(ids), True, "versioned ones kept while suspended")
+    expect(s3.get_object(Bucket=B, Key="k", VersionId="null")["Body"].read(), b"null-two",
+           "the null version is the second one")
+    d = s3.delete_object(Bucket=B, Key="k")
+    expect((d.get("DeleteMarker"), d.get("VersionId")), (True, "null"), "suspended DELETE: null marker")
+    s3.put_bucket_versioning(Bucket=B, VersioningConfiguration={"Status": "Enabled"})
+    code = err(s3.put_bucket_versioning, Bucket=B, VersioningConfiguration={"Status": "Bogus"})[0]
+    expect(code, "MalformedXML", "bad Status: MalformedXML")
+
+    # version delete removes exactly that version
+    s3.delete_object(Bucket=B, Key="k", VersionId=v2)
+    ids = [v["VersionId"] for v in s3.list_object_versions(Bucket=B, Prefix="k").get("Versions", [])
+           if v["Key"] == "k"]
+    expect(v2 in ids, False, "DELETE ?versionId removes that version")
+    expect(set([v1, v3]) <= set(ids), True, "and only that one")
+
+
+def all_versions(s3, **kw):
+    out, prefixes, pages = [], [], 0
+    km, vm = None, None
+    while True:
+        a = dict(Bucket=B, MaxKeys=100, **kw)
+        if km is not None:
+            a["KeyMarker"] = km
+            if vm:
+                a["VersionIdMarker"] = vm
+        r = s3.list_object_versions(**a)
+        pages += 1
+        ents = [(v["Key"], v["VersionId"], v["IsLatest"]) for v in r.get("Versions", [])]
+        ents += [(v["Key"], v["VersionId"], v["IsLatest"]) for v in r.get("DeleteMarkers", [])]
+        out += ents
+        prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+        if len(ents) + len(r.get("CommonPrefixes", [])) > 100:
+            FAILS.append("page over MaxKeys")
+        if not r["IsTruncated"]:
+            return out, prefixes, pages
+        km, vm = r["NextKeyMarker"], r.get("NextVersionIdMarker")
+
+
+def paging(s3):
+    bk = "verpage"
+    s3.create_bucket(Bucket=bk)
+    s3.put_bucket_versioning(Bucket=bk, VersioningConfiguration={"Status": "Enabled"})
+    want = {}
+    t0 = time.time()
+    for v in range(VERS):
+        for i in range(KEYS):
+            k = "d%d/key%05d" % (i % 7, i)
+            vid = s3.put_object(Bucket=bk, Key=k, Body=b"%d" % v)["VersionId"]
+            want.setdefault(k, []).insert(0, vid)   # newest first
+    print("put %d versions in %.1fs" % (KEYS * VERS, time.time() - t0))
+    global B
+    saved, B = B, bk
+    got, _, pages = all_versions(s3)
+    order = [(k, vid) for k in sorted(want) for vid in want[k]]
+    expect([(k, v) for k, v, _ in got] == order, True,
+           "%d versions in %d pages: every version once, in order" % (len(order), pages))
+    expect(all(l == (i == 0 or got[i - 1][0] != k) for i, (k, _, l) in enumerate(got)), True,
+           "IsLatest on each key's first version only")
+    got, prefixes, pages = all_versions(s3, Delimiter="/")
+    expect((got, prefixes), ([], ["d%d/" % i for i in range(7)]), "delimiter: 7 common prefixes, once each")
+    got, _, pages = all_versions(s3, Prefix="d3/")
+    expect([(k, v) for k, v, _ in got] == [(k, v) for k, v in order if k.startswith("d3/")], True,
+           "prefix d3/: its versions in order")
+    B = saved
+    return bk, want
+
+
+def space(aio, s3, bk, want):
+    # delete every version: the bucket empties and can go
+    B2 = bk
+    for k, vids in want.items():
+        for i in range(0, len(vids), 1):
+            s3.delete_object(Bucket=B2, Key=k, VersionId=vids[i])
+    r = s3.list_object_versions(Bucket=B2)
+    expect(r.get("Versions", []) + r.get("DeleteMarkers", []), [], "every version deleted")
+    expect(err(s3.delete_bucket, Bucket=B2)[0], "OK", "the emptied bucket can be deleted")
+
+
+def main():
+    aio = Aio()
+    aio.start()
+    try:
+        s3 = aio.client()
+        basics(s3)
+        bk, want = paging(s3)
+        space(aio, s3, bk, want)
+        rc, _ = aio.stop(limit=15)
+        expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
+    finally:
+        aio.close()
+    if FAILS:
+        print("%d failures" % len(FAILS))
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
