@@ -3097,12 +3097,9 @@ int meta_state_objiter_record(const struct meta_state_objiter *it,
 
 bool meta_state_objiter_is_marker(const struct meta_state_objiter *it)
 {
-	Iolake__Meta__ObjectRecord *r = NULL;
-	if (meta_state_objiter_record(it, &r))
-		return false;   /* undecodable: the listing's own read reports it */
-	bool m = r->is_delete_marker;
-	meta_state_free_msg(r);
-	return m;
+	size_t n;
+	const char *v = rocksdb_iter_value(it->it, &n);
+	return meta_ver_is_marker((const uint8_t *)v, n);
 }
 
 int meta_state_objiter_upload(const struct meta_state_objiter *it,

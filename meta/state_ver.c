@@ -62,6 +62,56 @@ bool meta_ver_id_parse(const char *id, uint64_t *order)
 	return true;
 }
 
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned sh = 0; sh < 64; sh += 7) {
+		if (*p == end)
+			return false;
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+bool meta_ver_is_marker(const uint8_t *p, size_t n)
+{
+	const uint8_t *end = p + n;
+	while (p < end) {
+		uint64_t tag, v;
+		if (!varint(&p, end, &tag))
+			return false;
+		switch (tag & 7) {
+		case 0:
+			if (!varint(&p, end, &v))
+				return false;
+			if (tag >> 3 == 31)
+				return v != 0;
+			break;
+		case 1:
+			if (end - p < 8)
+				return false;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				return false;
+			p += 4;
+			break;
+		case 2:
+			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return false;
+			p += v;
+			break;
+		default:
+			return false;
+		}
+	}
+	return false;
+}
+
 static bool is_null_id(const char *vid)
 {
 	return !strcmp(vid, "null");

@@ -20,6 +20,10 @@ uint64_t meta_ver_order(const Iolake__Meta__ObjectRecord *r);
 /* A non-null version id (16 lowercase hex digits) to its order. */
 bool meta_ver_id_parse(const char *id, uint64_t *order);
 
+/* Whether an encoded ObjectRecord is a delete marker (field 31), read
+ * without unpacking it (listings skip markers at no allocation). */
+bool meta_ver_is_marker(const uint8_t *p, size_t n);
+
 /* One version of bucket/key by id ("null": the null version), a delete
  * marker included. 0 and *out (free with meta_state_free_msg),
  * IOL_ENOT_FOUND, -EINVAL (a malformed name or id), IOL_ECORRUPT, -EIO.
