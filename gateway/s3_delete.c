@@ -165,6 +165,11 @@ struct dm_key {
 	bool done;
 	enum s3_err err;             /* S3E_OK: Deleted */
 	Iolake__Meta__ObjectRecord *cur;   /* record being deleted */
+	/* Versioning: the <VersionId> asked ("": none; into d->arena), and
+	 * what meta did: the version deleted or the marker made, a marker? */
+	const char *vid;
+	char res_vid[24];
+	bool res_marker;
 };
 
 struct dm_rq {
@@ -182,6 +187,17 @@ static struct dm_rq *dm_of(struct s3_rq *rq)
 }
 
 static int key_read(struct dm_key *k);
+static int key_submit_versioned(struct dm_key *k);
+
+static bool vid_ok(const char *v)
+{
+	if (!strcmp(v, "null"))
+		return true;
+	bool ok = strlen(v) == 16;
+	for (size_t i = 0; ok && i < 16; i++)
+		ok = (v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f');
+	return ok;
+}
 
 static void dm_fini(struct s3_rq *rq)
 {
@@ -204,6 +220,12 @@ static void dm_respond(struct dm_rq *d)
 			continue;
 		xml_open(w, k->err == S3E_OK ? "Deleted" : "Error");
 		xml_elem_n(w, "Key", k->key, k->key_len);
+		if (k->vid && k->vid[0])
+			xml_elem(w, "VersionId", k->vid);
+		if (k->err == S3E_OK && k->res_marker) {
+			xml_elem(w, "DeleteMarker", "true");
+			xml_elem(w, "DeleteMarkerVersionId", k->res_vid[0] ? k->res_vid : "null");
+		}
 		if (k->err != S3E_OK) {
 			xml_elem(w, "Code", s3_err_code(k->err));
 			xml_elem(w, "Message", s3_err_message(k->err));
@@ -239,10 +261,15 @@ static void dm_pump(struct dm_rq *d)
 			key_finish(k, S3E_AccessDenied);
 			continue;
 		}
+		bool versioned = (k->vid && k->vid[0]) || s3_ver_bucket_versioned(&d->rq);
+		if (k->vid && k->vid[0] && !vid_ok(k->vid)) {
+			key_finish(k, S3E_InvalidVersionId);
+			continue;
+		}
 		/* Each key in flight holds one pending of the request. */
 		d->rq.pending++;
 		d->inflight++;
-		if (key_read(k)) {
+		if (versioned ? key_submit_versioned(k) : key_read(k)) {
 			d->rq.pending--;
 			d->inflight--;
 			key_finish(k, S3E_ServiceUnavailable);
@@ -275,8 +302,12 @@ static void on_key_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	struct dm_key *k = ud;
 	struct s3_rq *rq = &k->d->rq;
 	enum s3_err e = s3_status_err(S3_SUBJ_OBJECT_DEL, err, err ? 0 : (int)res->status);
-	if (s3_rq_applied(res) && !res->retained)
+	if (s3_rq_applied(res) && !res->retained && k->cur)
 		gw_rec_drop_shards(rq->o->map, rq->o->data, k->cur);
+	if (s3_rq_applied(res)) {
+		snprintf(k->res_vid, sizeof(k->res_vid), "%s", res->version_id);
+		k->res_marker = res->delete_marker;
+	}
 	if (e == S3E_OK) {
 		key_done(k, S3E_OK);
 	} else if (s3_rq_conflict(res) && rq->c && ++k->tries < S3_COMMIT_TRIES) {
@@ -315,6 +346,23 @@ static void on_key_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRe
 		key_done(k, S3E_ServiceUnavailable);
 }
 
+/* Versioning (a VersionId, or a versioned bucket): meta decides what
+ * goes and queues its shards; nothing to read first. 0 or the meta
+ * client's error (no callback then). */
+static int key_submit_versioned(struct dm_key *k)
+{
+	struct s3_rq *rq = &k->d->rq;
+	Iolake__Meta__DeleteObject del = IOLAKE__META__DELETE_OBJECT__INIT;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	del.bucket = rq->bucket;
+	del.key = (char *)k->key;
+	op.body_case = IOLAKE__META__OP__BODY_DELETE_OBJECT;
+	op.delete_object = &del;
+	op.version_id = (char *)(k->vid ? k->vid : "");
+	s3_ver_stamp_op(rq, &op);
+	return meta_client_submit(rq->o->mc, &op, on_key_commit, k);
+}
+
 /* Read the key's record (the caller holds the key's pending). 0 or the
  * meta client's error (no callback then). */
 static int key_read(struct dm_key *k)
@@ -343,27 +391,30 @@ static void on_dm_body(struct s3_rq *rq, enum s3_err verdict)
 		return;
 	}
 	const char **keys = calloc(DM_KEYS_MAX, sizeof(*keys));
+	const char **vids = calloc(DM_KEYS_MAX, sizeof(*vids));
 	size_t *lens = calloc(DM_KEYS_MAX, sizeof(*lens));
 	d->arena = malloc(d->body.len + 1);
 	d->k = calloc(DM_KEYS_MAX, sizeof(*d->k));
-	if (!keys || !lens || !d->arena || !d->k) {
-		free(keys), free(lens);
+	if (!keys || !vids || !lens || !d->arena || !d->k) {
+		free(keys), free(vids), free(lens);
 		s3_rq_fail(rq, S3E_InternalError, NULL);
 		return;
 	}
 	struct xmlp_delete del = { .keys = keys, .key_lens = lens, .max_keys = DM_KEYS_MAX,
-				   .arena = d->arena, .arena_cap = d->body.len + 1 };
+				   .arena = d->arena, .arena_cap = d->body.len + 1,
+				   .version_ids = vids };
 	int rc = xmlp_delete((const char *)d->body.buf, d->body.len, DM_BODY_MAX, &del);
 	if (rc) {
-		free(keys), free(lens);
+		free(keys), free(vids), free(lens);
 		s3_rq_fail(rq, S3E_MalformedXML, NULL);
 		return;
 	}
 	d->quiet = del.quiet;
 	d->n = del.n_keys;
 	for (size_t i = 0; i < d->n; i++)
-		d->k[i] = (struct dm_key){ .d = d, .key = keys[i], .key_len = lens[i] };
-	free(keys), free(lens);
+		d->k[i] = (struct dm_key){ .d = d, .key = keys[i], .key_len = lens[i],
+					   .vid = vids[i] };
+	free(keys), free(vids), free(lens);
 	s3_rq_bucket(rq, rq->bucket, on_dm_bucket);
 }
 

@@ -196,7 +196,8 @@ int xmlp_complete_mpu(const char *body, size_t len, size_t max_len, struct xmlp_
 
 struct del {
 	struct xmlp_delete *d;
-	bool have_key;
+	bool have_key, have_vid;
+	char vid[XMLP_VERSION_ID_MAX + 1];
 };
 
 static void del_start(struct sax *s)
@@ -205,7 +206,7 @@ static void del_start(struct sax *s)
 	if (s->depth == 1 && strcmp(s->path[0], "Delete") != 0)
 		stop(s, -EBADMSG);
 	else if (at(s, 2, "Delete", "Object", NULL))
-		x->have_key = false;
+		x->have_key = x->have_vid = false;
 }
 
 static void del_end(struct sax *s)
@@ -239,9 +240,29 @@ static void del_end(struct sax *s)
 		d->key_lens[d->n_keys] = s->text_len;
 		d->n_keys++;
 		x->have_key = true;
-	} else if (at(s, 2, "Delete", "Object", NULL)) {
-		if (!x->have_key)
+	} else if (at(s, 3, "Delete", "Object", "VersionId")) {
+		if (x->have_vid || s->text_len > XMLP_VERSION_ID_MAX) {
 			stop(s, -EBADMSG);
+			return;
+		}
+		memcpy(x->vid, s->text, s->text_len + 1);
+		x->have_vid = true;
+	} else if (at(s, 2, "Delete", "Object", NULL)) {
+		if (!x->have_key) {
+			stop(s, -EBADMSG);
+			return;
+		}
+		if (d->version_ids) {
+			size_t n = x->have_vid ? strlen(x->vid) : 0;
+			if (n + 1 > d->arena_cap - d->arena_len) {
+				stop(s, -E2BIG);
+				return;
+			}
+			char *v = d->arena + d->arena_len;
+			memcpy(v, x->have_vid ? x->vid : "", n + 1);
+			d->arena_len += n + 1;
+			d->version_ids[d->n_keys - 1] = v;
+		}
 	}
 }
 

@@ -47,7 +47,14 @@ struct xmlp_delete {
 	char *arena;             /* caller's storage for the key bytes */
 	size_t arena_cap;
 	size_t arena_len;
+	/* Optional (NULL: VersionId ignored): caller's array of max_keys
+	 * pointers, each key's <VersionId> as sent ("" when absent), copied
+	 * into the arena too; a VersionId over XMLP_VERSION_ID_MAX bytes or
+	 * given twice is -EBADMSG. */
+	const char **version_ids;
 };
+
+#define XMLP_VERSION_ID_MAX 64
 
 /* <Delete><Quiet>true</Quiet><Object><Key>k</Key>[<VersionId>…]</Object>…
  * </Delete>. Keys are copied NUL-terminated into d->arena. Returns 0,

@@ -29,12 +29,12 @@ static void inside(const char *base, size_t cap, const char *p)
 static void delete_body(const char *b, size_t n)
 {
 	enum { MAXK = 16 };
-	const char *keys[MAXK];
+	const char *keys[MAXK], *vids[MAXK];
 	size_t lens[MAXK];
 	size_t cap = n + 1;
 	char *arena = malloc(cap);
 	struct xmlp_delete d = { .keys = keys, .key_lens = lens, .max_keys = MAXK, .arena = arena,
-				 .arena_cap = cap };
+				 .arena_cap = cap, .version_ids = n % 2 ? vids : NULL };
 	if (xmlp_delete(b, n, 4096, &d) == 0) {
 		if (d.n_keys == 0 || d.n_keys > MAXK)
 			abort();
@@ -42,6 +42,11 @@ static void delete_body(const char *b, size_t n)
 			inside(arena, cap, keys[i]);
 			if (strlen(keys[i]) != lens[i] || lens[i] == 0)
 				abort();
+			if (d.version_ids) {
+				inside(arena, cap, vids[i]);
+				if (strlen(vids[i]) > XMLP_VERSION_ID_MAX)
+					abort();
+			}
 		}
 	}
 	free(arena);
