@@ -7,7 +7,10 @@
  *   "A"                                   u64 applied raft index
  *   "F"                                   u32 format version (1)
  *   'B' bucket                            Bucket
- *   'O' bucket 0x00 key                   ObjectRecord
+ *   'O' bucket 0x00 key                   ObjectRecord (the current version)
+ *   'V' bucket 0x00 key 0x00 be64(~order) ObjectRecord: an older version
+ *                                         (state_ver.c, docs/architecture.md
+ *                                         "Versioning")
  *   'U' bucket 0x00 key 0x00 upload_id    MultipartUpload
  *   'P' upload_id(16 hex) u32 part        Part
  *   'u' user name                         User
