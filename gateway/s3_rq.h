@@ -149,6 +149,7 @@ struct s3_rq {
 	 * (s3_version.h adds them to the answer). */
 	char ver_id[24];
 	bool ver_marker;
+	s3_rq_head_cb ver_cb;       /* s3_ver_read's caller */
 };
 
 /* ------------------------------------------------------------ lifecycle */

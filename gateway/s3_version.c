@@ -113,6 +113,37 @@ void s3_ver_marker_headers(struct s3_rq *rq)
 	http_add_header(s, "x-amz-version-id", rq->head.marker_vid[0] ? rq->head.marker_vid : "null");
 }
 
+static void on_ver_read(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
+	Iolake__Meta__ObjectRecord *rec = NULL;
+	if (e == S3E_OK && r->status != IOLAKE__META__STATUS__STATUS_OK)
+		e = r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND ? S3E_NoSuchVersion
+									 : S3E_InvalidVersionId;
+	if (e == S3E_NoSuchKey || (e == S3E_OK && !r->record))
+		e = S3E_NoSuchVersion;
+	if (e == S3E_OK && r->record->is_delete_marker) {
+		if (rq->c) {
+			http_add_header(s3_call_stream(rq->c), "x-amz-delete-marker", "true");
+			add_vid(rq, r->record->version_id);
+		}
+		e = S3E_MethodNotAllowed;
+	}
+	if (e == S3E_OK && !(rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&r->record->base)))
+		e = S3E_InternalError;
+	rq->ver_cb(rq, e, rec);
+}
+
+int s3_ver_read(struct s3_rq *rq, const char *vid, s3_rq_head_cb cb)
+{
+	rq->ver_cb = cb;
+	Iolake__Meta__GetVersionRequest req = IOLAKE__META__GET_VERSION_REQUEST__INIT;
+	req.bucket = rq->bucket;
+	req.key = rq->key;
+	req.version_id = (char *)vid;
+	return s3_rq_call(rq, META_M_GET_VERSION, &req.base, S3_SUBJ_OBJECT_READ, on_ver_read);
+}
+
 /* ------------------------------------------------------------ Put/GetBucketVersioning */
 
 struct ver_rq {

@@ -39,4 +39,9 @@ void s3_ver_marker_headers(struct s3_rq *rq);
  * *bad when present but not a version id this store makes. */
 const char *s3_ver_query(const struct s3_rq *rq, bool *bad);
 
+/* Read version vid of rq's key (GetVersion) and answer cb as s3_rq_head
+ * would: S3E_OK and the record (the callee's to free), NoSuchVersion, a
+ * delete marker MethodNotAllowed (with its headers), or the error. */
+int s3_ver_read(struct s3_rq *rq, const char *vid, s3_rq_head_cb cb);
+
 #endif

@@ -1351,10 +1351,8 @@ static int op_set_object_tags(struct tx *t, const Iolake__Meta__SetObjectTags *o
 	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
-	key_object(&k, op->bucket, op->key);
-	int rc = check_condition(t, &k, false, op->if_generation, &cur);
-	if (rc == 0 && !cur)
-		rc = IOL_ENOT_FOUND;
+	/* the current version, or the one Op.version_id names (issue 17) */
+	int rc = meta_ver_target(t, op->bucket, op->key, op->if_generation, &cur, &k);
 	if (rc)
 		goto out;
 	Iolake__Meta__ObjectRecord__TagsEntry ents[META_TAGS_MAX], *pents[META_TAGS_MAX];
@@ -1389,10 +1387,8 @@ static int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op)
 	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
-	key_object(&k, op->bucket, op->key);
-	int rc = check_condition(t, &k, false, op->if_generation, &cur);
-	if (rc == 0 && !cur)
-		rc = IOL_ENOT_FOUND;
+	/* the current version, or the one Op.version_id names (issue 17) */
+	int rc = meta_ver_target(t, op->bucket, op->key, op->if_generation, &cur, &k);
 	if (rc == 0) {
 		/* Swap the new ACL in for the write, then back (as tags). */
 		Iolake__Meta__Acl *old = cur->acl;

@@ -323,6 +323,42 @@ bool meta_ver_delete_is_versioned(const struct tx *t, const Iolake__Meta__Object
 	return cur && (cur->version_id[0] || cur->is_delete_marker);
 }
 
+int meta_ver_target(struct tx *t, const char *bucket, const char *key, uint64_t if_generation,
+		    Iolake__Meta__ObjectRecord **out, struct key *row)
+{
+	*out = NULL;
+	key_object(row, bucket, key);
+	Iolake__Meta__ObjectRecord *r = NULL;
+	int rc = tx_get_msg(t, row, REC_DESC, (void **)&r);
+	if (rc)
+		return rc;
+	const char *vid = t->version_id;
+	if (vid && vid[0] && !id_matches(r, vid)) {
+		meta_state_free_msg(r);
+		r = NULL;
+		uint64_t order;
+		if (is_null_id(vid)) {
+			rc = find_row(t, bucket, key, true, &r, row);
+		} else if (!meta_ver_id_parse(vid, &order)) {
+			rc = -EINVAL;
+		} else {
+			key_version(row, bucket, key, order);
+			rc = tx_get_msg(t, row, REC_DESC, (void **)&r);
+			if (rc == 0 && !id_matches(r, vid))
+				rc = IOL_ENOT_FOUND;
+		}
+	}
+	if (rc == 0 && r->is_delete_marker)
+		rc = IOL_ENOT_FOUND;   /* a marker has no tags or ACL */
+	if (rc == 0 && if_generation && r->generation != if_generation)
+		rc = IOL_ECONFLICT;
+	if (rc)
+		meta_state_free_msg(r);
+	else
+		*out = r;
+	return rc;
+}
+
 int meta_ver_set_bucket(struct tx *t, const Iolake__Meta__SetBucketVersioning *op)
 {
 	if (!valid_bucket(op->name) || (op->state != ENABLED && op->state != SUSPENDED))

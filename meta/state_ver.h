@@ -62,5 +62,12 @@ bool meta_ver_delete_is_versioned(const struct tx *t, const Iolake__Meta__Object
 int meta_ver_delete(struct tx *t, const Iolake__Meta__DeleteObject *op,
 		    Iolake__Meta__ObjectRecord *cur, const struct key *ok, struct meta_op_result *r);
 int meta_ver_set_bucket(struct tx *t, const Iolake__Meta__SetBucketVersioning *op);
+/* The record a SetObjectTags / SetObjectAcl changes: the version the op
+ * names (Op.version_id), else the current one; *row its key (an 'O' or
+ * 'V' row). 0 and *out (free it), IOL_ENOT_FOUND (none, or a delete
+ * marker), IOL_ECONFLICT (if_generation != 0 and not its generation),
+ * -EINVAL (a malformed id), or a storage error. */
+int meta_ver_target(struct tx *t, const char *bucket, const char *key, uint64_t if_generation,
+		    Iolake__Meta__ObjectRecord **out, struct key *row);
 
 #endif

@@ -147,6 +147,20 @@ def basics(s3):
     expect(s3.get_object(Bucket=B, Key="c2")["Body"].read(), b"first " * 2000,
            "CopyObject from a version of a deleted key")
 
+    # tagging and ACLs of one version
+    t1 = s3.put_object(Bucket=B, Key="t", Body=b"a")["VersionId"]
+    s3.put_object(Bucket=B, Key="t", Body=b"b")
+    s3.put_object_tagging(Bucket=B, Key="t", VersionId=t1,
+                          Tagging={"TagSet": [{"Key": "v", "Value": "old"}]})
+    r = s3.get_object_tagging(Bucket=B, Key="t", VersionId=t1)
+    expect((r["TagSet"], r.get("VersionId")), ([{"Key": "v", "Value": "old"}], t1),
+           "PutObjectTagging ?versionId tags that version")
+    expect(s3.get_object_tagging(Bucket=B, Key="t")["TagSet"], [], "the current version untouched")
+    expect(err(s3.get_object_tagging, Bucket=B, Key="t", VersionId="00000000000000ff")[0],
+           "NoSuchVersion", "tagging of an unknown version: NoSuchVersion")
+    r = s3.get_object_acl(Bucket=B, Key="t", VersionId=t1)
+    expect(r["ResponseMetadata"]["HTTPStatusCode"], 200, "GetObjectAcl ?versionId")
+
     # DeleteObjects with versions
     m = [s3.put_object(Bucket=B, Key="m", Body=b"m%d" % i)["VersionId"] for i in range(3)]
     r = s3.delete_objects(Bucket=B, Delete={"Objects": [

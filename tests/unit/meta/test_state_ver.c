@@ -6,7 +6,8 @@
  * keeps the versioned ones, unversioned overwrites free as before; delete
  * markers (ListObjects skips the key, HeadObject still reads the marker);
  * DELETE of one version frees exactly it and promotes the next newest;
- * version ids ordered by apply; ListVersions paging by key and version
+ * version ids ordered by apply; tags on one version (not on a marker);
+ * ListVersions paging by key and version
  * markers returns every version once, in order; a bucket whose versions
  * are all deleted can be deleted.
  */
@@ -273,6 +274,56 @@ START_TEST(test_unversioned_unchanged)
 }
 END_TEST
 
+static int set_tag(struct meta_state *s, const char *key, const char *vid, const char *val)
+{
+	struct tb *t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetObjectTags *st = tb_alloc(t, sizeof(*st));
+	iolake__meta__set_object_tags__init(st);
+	st->bucket = tb_str(t, "verb");
+	st->key = tb_str(t, key);
+	Iolake__Meta__SetObjectTags__TagsEntry *e = tb_alloc(t, sizeof(*e));
+	iolake__meta__set_object_tags__tags_entry__init(e);
+	e->key = tb_str(t, "v");
+	e->value = tb_str(t, val);
+	st->n_tags = 1;
+	st->tags = tb_alloc(t, sizeof(*st->tags));
+	st->tags[0] = e;
+	op->body_case = IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS;
+	op->put_object_tags = st;
+	op->version_id = tb_str(t, vid ? vid : "");
+	ck_assert_int_eq(tb_apply(s, ++idx, t, res), 1);
+	return res[0].err;
+}
+
+START_TEST(test_version_tags)
+{
+	char dir[64], v1[24], v2[24];
+	struct meta_state *s = fresh(dir);
+	ck_assert_int_eq(set_versioning(s, "verb", ENABLED), 0);
+	put(s, ENABLED, "k", 100, v1);
+	put(s, ENABLED, "k", 100, v2);
+	ck_assert_int_eq(set_tag(s, "k", v1, "old"), 0);
+	ck_assert_int_eq(set_tag(s, "k", NULL, "cur"), 0);
+	Iolake__Meta__ObjectRecord *r = NULL;
+	ck_assert_int_eq(meta_state_get_version(s, "verb", "k", v1, &r), 0);
+	ck_assert_uint_eq(r->n_tags, 1);
+	ck_assert_str_eq(r->tags[0]->value, "old");
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_get_version(s, "verb", "k", v2, &r), 0);
+	ck_assert_str_eq(r->tags[0]->value, "cur");
+	meta_state_free_msg(r);
+	ck_assert_int_eq(set_tag(s, "k", "00000000000000ff", "x"), IOL_ENOT_FOUND);
+	ck_assert_int_eq(set_tag(s, "k", "null", "x"), IOL_ENOT_FOUND);
+	ck_assert_int_eq(del(s, ENABLED, "k", NULL), 0);
+	ck_assert_int_eq(set_tag(s, "k", NULL, "x"), IOL_ENOT_FOUND);   /* a marker */
+	ck_assert_int_eq(set_tag(s, "k", v1, "again"), 0);              /* its old versions */
+	ck_assert_uint_eq(gc(s), 0);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_list_versions_paging)
 {
 	enum { KEYS = 40, VERS = 5 };
@@ -336,6 +387,7 @@ int main(void)
 	tcase_add_test(tc, test_suspended_null_replaces_null);
 	tcase_add_test(tc, test_unversioned_unchanged);
 	tcase_add_test(tc, test_list_versions_paging);
+	tcase_add_test(tc, test_version_tags);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
