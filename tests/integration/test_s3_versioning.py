@@ -16,17 +16,23 @@ Debian's boto3:
 - ListObjectVersions paging (must-show 4): KEYS keys x VERS versions,
   paged 100 at a time (and with a delimiter), returns every version once
   and in order (keys ascending, newest version first).
-- Space: after every version is deleted, the GC queue drains and the
-  bucket can be deleted.
+- DeleteObjects of every version of that bucket (1,000 per request), and
+  it can be deleted.
+- Space (aio's admin API, GET osds): versions keep their shards (overwrites and
+  a marker free nothing, GC rounds pass), every version reads back byte
+  for byte; after every version is deleted the GC queue drains and the
+  used bytes return to the empty bucket's.
+- CopyObject from a versionId (restore), DeleteObjects with VersionId,
+  tagging and ACL of one version.
 
 Run it also with IOLAKE_AIO_EXTRA_ARGS="--range-groups 4" (listings
 across key ranges)."""
-import os, subprocess, sys, time
+import json, os, subprocess, sys, time
 
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import BUILD, Aio  # noqa: E402
+from aio_py import AK, BUILD, SK, Aio  # noqa: E402
 
 B = "verb"
 FAILS = []
@@ -235,25 +241,84 @@ def paging(aio, s3):
     return bk, want
 
 
-def space(aio, s3, bk, want):
-    # delete every version: the bucket empties and can go
-    B2 = bk
-    for k, vids in want.items():
-        for i in range(0, len(vids), 1):
-            s3.delete_object(Bucket=B2, Key=k, VersionId=vids[i])
-    r = s3.list_object_versions(Bucket=B2)
+def api(aio, path):
+    """aio's admin HTTP API (its OSDs answer only in its process)."""
+    env = dict(os.environ, IOLAKE_ROOT_ACCESS_KEY=AK, IOLAKE_ROOT_SECRET_KEY=SK)
+    p = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--data-dir", aio.data, "api", "GET",
+                        path], capture_output=True, text=True, check=True, env=env)
+    return json.loads(p.stdout)
+
+
+def wait_for(what, fn, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        if fn():
+            return True
+        time.sleep(0.2)
+    FAILS.append(what)
+    print("FAIL: timed out waiting for", what)
+    return False
+
+
+def drop_all(s3, bk, want):
+    """Every version of the paging bucket, 1,000 per DeleteObjects."""
+    objs = [{"Key": k, "VersionId": v} for k, vids in want.items() for v in vids]
+    bad = 0
+    for i in range(0, len(objs), 1000):
+        r = s3.delete_objects(Bucket=bk, Delete={"Objects": objs[i:i + 1000], "Quiet": True})
+        bad += len(r.get("Errors", []))
+    expect(bad, 0, "DeleteObjects of %d versions, 1,000 a request: no errors" % len(objs))
+    r = s3.list_object_versions(Bucket=bk)
     expect(r.get("Versions", []) + r.get("DeleteMarkers", []), [], "every version deleted")
-    expect(err(s3.delete_bucket, Bucket=B2)[0], "OK", "the emptied bucket can be deleted")
+    expect(err(s3.delete_bucket, Bucket=bk)[0], "OK", "the emptied bucket can be deleted")
+
+
+def space(aio, s3):
+    """Versions keep their shards; deleting every version frees them all."""
+    bk = "verspace"
+    s3.create_bucket(Bucket=bk)
+    s3.put_bucket_versioning(Bucket=bk, VersioningConfiguration={"Status": "Enabled"})
+
+    def used():
+        return api(aio, "osds")["summary"]["used_bytes"]
+
+    def gcq():
+        return api(aio, "cluster")["members"][0]["gc_queue"]
+    wait_for("GC queue empty before", lambda: gcq() == 0)
+    base = used()
+    bodies = {}
+    for v in range(3):
+        for k in ("a", "b", "c"):
+            bodies.setdefault(k, []).append(os.urandom(400000 + v * 1000))
+            s3.put_object(Bucket=bk, Key=k, Body=bodies[k][-1])
+    s3.delete_object(Bucket=bk, Key="c")   # a marker: frees nothing
+    full = used()
+    expect(full > base, True, "nine versions hold space (%d -> %d bytes)" % (base, full))
+    time.sleep(1.5)   # several GC rounds
+    expect((gcq(), used()), (0, full), "overwrites and a marker in a versioned bucket free nothing")
+    vs = s3.list_object_versions(Bucket=bk)
+    for k in ("a", "b", "c"):
+        got = [s3.get_object(Bucket=bk, Key=k, VersionId=v["VersionId"])["Body"].read()
+               for v in vs["Versions"] if v["Key"] == k]
+        expect(got == bodies[k][::-1], True, "key %s: every version byte for byte" % k)
+    objs = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+            for v in vs.get("Versions", []) + vs.get("DeleteMarkers", [])]
+    s3.delete_objects(Bucket=bk, Delete={"Objects": objs})
+    wait_for("GC queue drained", lambda: gcq() == 0)
+    wait_for("used bytes back to %d" % base, lambda: used() == base)
+    print("used bytes: base %d, with versions %d, after deleting them %d" % (base, full, used()))
+    expect(err(s3.delete_bucket, Bucket=bk)[0], "OK", "the emptied bucket can be deleted")
 
 
 def main():
-    aio = Aio()
+    aio = Aio(args=["--gc-interval", "300ms"])
     aio.start()
     try:
         s3 = aio.client()
         basics(s3)
         bk, want = paging(aio, s3)
-        space(aio, s3, bk, want)
+        drop_all(s3, bk, want)
+        space(aio, s3)
         rc, _ = aio.stop(limit=15)
         expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
     finally:
