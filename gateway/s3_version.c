@@ -25,6 +25,7 @@
 #include "gateway/http.h"
 #include "gateway/s3_body.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_list.h"
 #include "gateway/s3_util.h"
 #include "gateway/xml.h"
 #include "gateway/xml_parse.h"
@@ -277,12 +278,14 @@ static void list_render(struct ver_rq *v)
 	const struct s3_req *q = s3_call_req(rq->c);
 	const char *prefix = s3u_qval(q, "prefix"), *delim = s3u_qval(q, "delimiter");
 	const char *km = s3u_qval(q, "key-marker"), *vm = s3u_qval(q, "version-id-marker");
+	const char *enc = s3u_qval(q, "encoding-type");
+	bool url = enc && !strcmp(enc, "url");
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "ListVersionsResult", S3_XMLNS);
 	xml_elem(w, "Name", rq->bucket);
-	xml_elem(w, "Prefix", prefix ? prefix : "");
-	xml_elem(w, "KeyMarker", km ? km : "");
+	s3_list_key_elem(w, "Prefix", prefix ? prefix : "", url);
+	s3_list_key_elem(w, "KeyMarker", km ? km : "", url);
 	xml_elem(w, "VersionIdMarker", vm ? vm : "");
 	const Iolake__Meta__VersionEntry *last = NULL;
 	bool truncated = false;
@@ -295,15 +298,17 @@ static void list_render(struct ver_rq *v)
 	}
 	if (truncated && last) {
 		if (last->record) {
-			xml_elem(w, "NextKeyMarker", last->record->key);
+			s3_list_key_elem(w, "NextKeyMarker", last->record->key, url);
 			vid_elem(w, "NextVersionIdMarker", last->record->version_id);
 		} else {
-			xml_elem(w, "NextKeyMarker", last->prefix);
+			s3_list_key_elem(w, "NextKeyMarker", last->prefix, url);
 		}
 	}
 	xml_elem_u64(w, "MaxKeys", v->max);
 	if (delim)
-		xml_elem(w, "Delimiter", delim);
+		s3_list_key_elem(w, "Delimiter", delim, url);
+	if (url)
+		xml_elem(w, "EncodingType", "url");
 	xml_elem_bool(w, "IsTruncated", truncated && last);
 	for (size_t p = 0; p < v->n_pages; p++) {
 		const Iolake__Meta__ListVersionsResponse *pg = (const void *)v->pages[p];
@@ -315,7 +320,7 @@ static void list_render(struct ver_rq *v)
 			char d[40], etag[80];
 			s3u_iso_date(r->mtime_ms, d);
 			xml_open(w, r->is_delete_marker ? "DeleteMarker" : "Version");
-			xml_elem(w, "Key", r->key);
+			s3_list_key_elem(w, "Key", r->key, url);
 			vid_elem(w, "VersionId", r->version_id);
 			xml_elem_bool(w, "IsLatest", en->is_latest);
 			xml_elem(w, "LastModified", d);
@@ -335,7 +340,7 @@ static void list_render(struct ver_rq *v)
 			if (pg->entries[i]->record)
 				continue;
 			xml_open(w, "CommonPrefixes");
-			xml_elem(w, "Prefix", pg->entries[i]->prefix);
+			s3_list_key_elem(w, "Prefix", pg->entries[i]->prefix, url);
 			xml_close(w);
 		}
 	}
@@ -437,6 +442,11 @@ static void list_call(struct ver_rq *v)
 static void op_list_versions(struct s3_call *c)
 {
 	const struct s3_req *q = s3_call_req(c);
+	const char *enc = s3u_qval(q, "encoding-type");
+	if (enc && strcmp(enc, "url")) {
+		s3_call_error(c, S3E_InvalidArgument, "Invalid Encoding Method specified in Request");
+		return;
+	}
 	long mk = s3u_qnum(q, "max-keys", LIST_MAX);
 	if (mk < 0) {
 		s3_call_error(c, S3E_InvalidArgument, "max-keys must be a non-negative integer");
