@@ -318,9 +318,24 @@ bool meta_ver_delete_is_versioned(const struct tx *t, const Iolake__Meta__Object
 	    t->versioning == SUSPENDED)
 		return true;
 	/* An op that read the bucket before versioning was turned on never
-	 * removes a version or a marker outright: it hides it as suspended
-	 * versioning would. */
-	return cur && (cur->version_id[0] || cur->is_delete_marker);
+	 * removes a version or a marker outright, nor the current version of
+	 * a key with older ones (their 'O' row must stay): it hides it as
+	 * suspended versioning would. */
+	if (!cur)
+		return false;
+	if (cur->version_id[0] || cur->is_delete_marker)
+		return true;
+	struct key pfx, end;
+	key_versions(&pfx, cur->bucket, cur->key);
+	rocksdb_readoptions_t *ro = prefix_ro(&pfx, &end);
+	rocksdb_iterator_t *base = rocksdb_create_iterator(t->s->db, ro ? ro : t->s->ro);
+	rocksdb_iterator_t *it = rocksdb_writebatch_wi_create_iterator_with_base(t->wb, base);
+	rocksdb_iter_seek(it, pfx.b, pfx.n);
+	bool older = iter_has_prefix(it, &pfx);
+	rocksdb_iter_destroy(it);
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
+	return older;
 }
 
 int meta_ver_target(struct tx *t, const char *bucket, const char *key, uint64_t if_generation,

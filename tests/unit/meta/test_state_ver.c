@@ -269,6 +269,23 @@ START_TEST(test_unversioned_unchanged)
 	Iolake__Meta__ObjectRecord *r = NULL;
 	ck_assert_int_eq(meta_state_head_object(s, "verb", "k", &r), IOL_ENOT_FOUND);
 	ck_assert_int_eq(del(s, 0, "k", NULL), IOL_ENOT_FOUND);
+
+	/* An op stamped UNSET by a gateway that read the bucket before
+	 * versioning came on never removes the 'O' row of a key with older
+	 * versions: it makes a null marker (suspended rules). */
+	char v1[24], got[8][64];
+	ck_assert_int_eq(set_versioning(s, "verb", ENABLED), 0);
+	put(s, ENABLED, "j", 9000, v1);
+	put(s, SUSPENDED, "j", 9001, NULL);   /* a null current over v1 */
+	uint64_t before = gc(s);
+	ck_assert_int_eq(del(s, 0, "j", NULL), 0);
+	ck_assert(res[0].delete_marker);
+	ck_assert_uint_eq(gc(s), before + 1);   /* the null version freed, v1 kept */
+	ck_assert_uint_eq(list_all(s, 10, "", got, 8), 2);
+	ck_assert_str_eq(got[0], "j/null*");
+	char want[64];
+	snprintf(want, sizeof(want), "j/%s", v1);
+	ck_assert_str_eq(got[1], want);
 	meta_state_close(s);
 	rm_rf(dir);
 }
