@@ -225,7 +225,7 @@ int meta_ver_put_current(struct tx *t, const struct key *ok, Iolake__Meta__Objec
 	}
 	char *sent_vid = rec->version_id;   /* whatever the proposer sent is ignored */
 	rec->generation = t->gen;
-	rec->version_order = order;
+	rec->version_order = order == t->gen ? 0 : order;   /* 0: the generation stands in */
 	rec->version_id = vid;
 	range_count(t, 1, (int64_t)rec->size, 0);
 	ref_record(t, rec, t->gen, true);
