@@ -16,6 +16,13 @@
  * then are left alone. Each key in flight holds one pending of the
  * request, so the request (keys, results) outlives the last of them.
  *
+ * Versioning (issue 17): with a versionId, or in a bucket that has
+ * versioning, a key is not read first: the DeleteObject names the version
+ * (or none, for a delete marker) and meta decides what goes, queueing its
+ * shards for the GC worker (nothing for us to free); the answers carry
+ * x-amz-version-id / x-amz-delete-marker, and DeleteObjects' <Deleted>
+ * VersionId, DeleteMarker and DeleteMarkerVersionId.
+ *
  * Does not delete buckets (s3_bucket.c) or uploads (s3_multipart.c).
  *
  * Thread: the gateway loop; no blocking call.
