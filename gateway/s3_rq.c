@@ -535,8 +535,18 @@ static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__Object
 	e = head_verdict(rq, g->h->action, rq->key, e, &rec);
 	rq->bkt = rq->head.bkt;
 	rq->head.bkt = NULL;
-	if (e == S3E_NoSuchKey && s3u_qval(s3_call_req(rq->c), "versionId"))
-		e = S3E_OK;   /* versioning: no current version; the handler reads the one named */
+	if (e == S3E_NoSuchKey && rq->bkt && s3u_qval(s3_call_req(rq->c), "versionId")) {
+		/* Versioning: no current version (a delete marker), the
+		 * handler reads the one named. Decided as on a private object
+		 * of the bucket owner: never the s3:ListBucket a missing key
+		 * is decided by, which would open old versions to readers of
+		 * the listing. */
+		Iolake__Meta__ObjectRecord priv = IOLAKE__META__OBJECT_RECORD__INIT;
+		priv.key = rq->key;
+		priv.owner = rq->bkt->owner;
+		e = s3_rq_decide(rq, g->h->action, rq->bkt, &priv) == S3_DENY ? S3E_AccessDenied
+										 : S3E_OK;
+	}
 	if (e == S3E_NoSuchKey)
 		s3_ver_marker_headers(rq);   /* deleted: its current version is a marker */
 	if (e) {

@@ -24,6 +24,8 @@ Debian's boto3:
   used bytes return to the empty bucket's.
 - CopyObject from a versionId (restore), DeleteObjects with VersionId,
   tagging and ACL of one version; keys that need url encoding.
+- A user allowed only to list may list versions but not read, or tag, a
+  version of a deleted key (the gate does not decide those as ListBucket).
 - aws-cli s3api: versioning on, put three versions, list them, get one by
   id, delete (a marker) and delete the marker.
 
@@ -190,6 +192,34 @@ def basics(s3):
     ids = [v["VersionId"] for v in s3.list_object_versions(Bucket=B, Prefix="m").get("Versions", [])
            if v["Key"] == "m"]
     expect(ids, [m[2]], "DeleteObjects removed exactly the versions named")
+
+
+def access(aio, s3):
+    """A reader of the listing is not a reader of a deleted key's versions."""
+    meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
+    out = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "--json", "user",
+                          "add", "alice"], check=True, capture_output=True, text=True).stdout
+    j = json.loads(out)
+    alice = aio.client(ak=j["access_key"], sk=j["secret_key"])
+    bk = "veracc"
+    s3.create_bucket(Bucket=bk)
+    s3.put_bucket_versioning(Bucket=bk, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_bucket_policy(Bucket=bk, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": ["*"]},
+         "Action": ["s3:ListBucket", "s3:ListBucketVersions"],
+         "Resource": ["arn:aws:s3:::%s" % bk]}]}))
+    v = s3.put_object(Bucket=bk, Key="secret", Body=b"s")["VersionId"]
+    expect(err(alice.get_object, Bucket=bk, Key="secret", VersionId=v)[0], "AccessDenied",
+           "alice (ListBucket only): GET ?versionId of a live key denied")
+    s3.delete_object(Bucket=bk, Key="secret")
+    expect([x["VersionId"] for x in alice.list_object_versions(Bucket=bk).get("Versions", [])], [v],
+           "alice may list the versions")
+    expect(err(alice.get_object, Bucket=bk, Key="secret", VersionId=v)[0], "AccessDenied",
+           "alice: GET ?versionId of a deleted key denied")
+    expect(err(alice.put_object_tagging, Bucket=bk, Key="secret", VersionId=v,
+               Tagging={"TagSet": []})[0], "AccessDenied", "alice: tagging a deleted key's version denied")
+    expect(s3.get_object(Bucket=bk, Key="secret", VersionId=v)["Body"].read(), b"s",
+           "the owner reads it")
 
 
 def cli_checks(aio, s3):
@@ -363,6 +393,7 @@ def main():
         s3 = aio.client()
         basics(s3)
         cli_checks(aio, s3)
+        access(aio, s3)
         bk, want = paging(aio, s3)
         drop_all(s3, bk, want)
         space(aio, s3)
