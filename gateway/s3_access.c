@@ -24,6 +24,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_pab.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
 
 #define OWNERSHIP_BODY_MAX 1024
@@ -402,7 +403,12 @@ static void on_oacl_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__
 	if (!rq->c)
 		return;
 	if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES) {
-		s3_rq_head_authz(rq, rq->bucket, rq->key, S3_ACT_PutObjectAcl, on_oacl_reread);
+		bool bad;
+		const char *vid = s3_ver_query(rq, &bad);
+		if (vid)   /* a version's ACL (issue 17): read that version again */
+			s3_ver_read(rq, vid, on_oacl_reread);
+		else
+			s3_rq_head_authz(rq, rq->bucket, rq->key, S3_ACT_PutObjectAcl, on_oacl_reread);
 		return;
 	}
 	if (e)
@@ -446,6 +452,9 @@ static void oacl_commit(struct acl_rq *a)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_SET_OBJECT_ACL;
 	op.set_object_acl = &sa;
+	bool bad;
+	const char *vid = s3_ver_query(rq, &bad);
+	op.version_id = (char *)(vid ? vid : "");   /* a version's ACL (issue 17) */
 	s3_rq_submit(rq, &op, S3_SUBJ_OBJECT_TAGS, on_oacl_commit);
 	free(msg);
 }
@@ -467,12 +476,43 @@ static void on_oacl_body(struct s3_rq *rq, enum s3_err verdict)
 	oacl_commit(a);
 }
 
+static void oacl_go(struct acl_rq *a);
+
+/* ?versionId (issue 17): the version named replaces the gate's record
+ * (the gate decided on the current version, or on the bucket). */
+static void on_oacl_version(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	s3u_free_msg(rq->obj);
+	rq->obj = rec;
+	if (rq->c)
+		http_add_header(s3_call_stream(rq->c), "x-amz-version-id",
+				rec->version_id[0] ? rec->version_id : "null");
+	oacl_go(acl_of(rq));
+}
+
 static void op_object_acl(struct s3_call *c)
 {
 	bool put = s3_call_req(c)->op == S3_OP_PutObjectAcl;
 	struct acl_rq *a = acl_new(c, put ? S3_ACT_PutObjectAcl : S3_ACT_GetObjectAcl);
 	if (!a)
 		return;
+	bool bad;
+	const char *vid = s3_ver_query(&a->rq, &bad);
+	if (bad)
+		s3_rq_fail(&a->rq, S3E_InvalidVersionId, NULL);
+	else if (vid)
+		s3_ver_read(&a->rq, vid, on_oacl_version);
+	else
+		oacl_go(a);
+}
+
+static void oacl_go(struct acl_rq *a)
+{
+	bool put = s3_call_req(a->rq.c)->op == S3_OP_PutObjectAcl;
 	const Iolake__Meta__Bucket *b = a->rq.bkt;
 	const Iolake__Meta__ObjectRecord *o = a->rq.obj;
 	if (!put) {

@@ -100,7 +100,10 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(DeleteBucketPolicy,          BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetBucketPolicyStatus,       BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)                          \
-	X(PutBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)
+	X(PutBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketVersioning,         BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutBucketVersioning,         BUCKET, BUCKET_OWNER,  0)                          \
+	X(ListBucketVersions,          BUCKET, BUCKET_ACL,    S3_PERM_READ)
 
 enum s3_authz_action {
 	S3_ACT_NONE = 0,

@@ -38,6 +38,7 @@
 #include "gateway/s3_part.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 
 /* The source reader: bytes [pos, end) of a record, in order. */
 struct src_reader {
@@ -56,6 +57,7 @@ struct copy_rq {
 	bool is_part;                 /* UploadPartCopy */
 	bool replace;                 /* x-amz-metadata-directive: REPLACE */
 	char *src_bucket, *src_key;
+	char *src_vid;                /* x-amz-copy-source's versionId; NULL: current */
 	uint64_t off, len;            /* source range */
 	Iolake__Meta__ObjectRecord *src;
 	struct src_reader rd;
@@ -88,6 +90,7 @@ static void copy_fini(struct s3_rq *rq)
 	s3u_free_msg(cr->src);
 	free(cr->src_bucket);
 	free(cr->src_key);
+	free(cr->src_vid);
 	s3_part_fini(&cr->part);
 	s3_put_fini(rq);
 }
@@ -403,13 +406,58 @@ static bool parse_copy_range(const char *v, uint64_t size, uint64_t *off, uint64
 
 /* ------------------------------------------------------------ the steps */
 
+static void src_ready(struct s3_rq *rq, Iolake__Meta__ObjectRecord *rec);
+
+/* x-amz-copy-source with a versionId: that version (a delete marker is
+ * not a copy source: 400 InvalidRequest, as S3). */
+static void on_src_version(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
+	if (e == S3E_OK && r->status != IOLAKE__META__STATUS__STATUS_OK)
+		e = r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND ? S3E_NoSuchVersion
+									 : S3E_InvalidVersionId;
+	if (e == S3E_NoSuchKey || (e == S3E_OK && !r->record))
+		e = S3E_NoSuchVersion;
+	if (e == S3E_OK && r->record->is_delete_marker) {
+		s3_rq_fail(rq, S3E_InvalidRequest,
+			   "The source of a copy request may not specifically refer to a delete marker by version id.");
+		return;
+	}
+	Iolake__Meta__ObjectRecord *rec =
+		e ? NULL : (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&r->record->base);
+	if (!e && !rec)
+		e = S3E_InternalError;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	src_ready(rq, rec);
+}
+
 static void on_src(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
 	struct copy_rq *cr = copy_of(rq);
+	if (cr->src_vid && (e == S3E_OK || e == S3E_NoSuchKey)) {
+		/* allowed (decided on the current version, or the bucket when
+		 * the key is deleted): now the version named */
+		s3u_free_msg(rec);
+		Iolake__Meta__GetVersionRequest req = IOLAKE__META__GET_VERSION_REQUEST__INIT;
+		req.bucket = cr->src_bucket;
+		req.key = cr->src_key;
+		req.version_id = cr->src_vid;
+		s3_rq_call(rq, META_M_GET_VERSION, &req.base, S3_SUBJ_OBJECT_READ, on_src_version);
+		return;
+	}
 	if (e) {   /* NoSuchKey here means the source bucket exists */
 		s3_rq_fail(rq, e, NULL);
 		return;
 	}
+	src_ready(rq, rec);
+}
+
+static void src_ready(struct s3_rq *rq, Iolake__Meta__ObjectRecord *rec)
+{
+	struct copy_rq *cr = copy_of(rq);
 	cr->src = rec;
 	if (!conditions_hold(rq->c, cr->src)) {
 		s3_rq_fail(rq, S3E_PreconditionFailed, NULL);
@@ -453,6 +501,11 @@ static void copy_respond(struct s3_put *p)
 	char d[40], etag[40];
 	s3u_iso_date(p->mtime_ms, d);
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
+	s3_ver_headers(&p->rq);
+	struct copy_rq *cr = copy_of(&p->rq);
+	if (cr->src && (cr->src_vid || cr->src->version_id[0]))
+		http_add_header(s3_call_stream(p->rq.c), "x-amz-copy-source-version-id",
+				cr->src->version_id[0] ? cr->src->version_id : "null");
 	struct xml_w *w = s3_call_xml(p->rq.c);
 	xml_decl(w);
 	xml_open_ns(w, "CopyObjectResult", S3_XMLNS);
@@ -474,11 +527,21 @@ static enum s3_err parse_source(struct s3_call *c, struct copy_rq *cr)
 	size_t n = h->value_len;
 	const char *q = memchr(h->value, '?', n);
 	if (q) {
-		/* Only the current version exists here. */
-		if (strncmp(q + 1, "versionId=null", n - (size_t)(q + 1 - h->value)) != 0 ||
-		    n - (size_t)(q + 1 - h->value) != 14) {
+		/* ?versionId=<id>: 16 hex digits, or null (issue 17) */
+		size_t qn = n - (size_t)(q + 1 - h->value);
+		const char *vid = q + 1 + 10;
+		size_t vn = qn - 10;
+		bool ok = qn > 10 && !strncmp(q + 1, "versionId=", 10) &&
+			  ((vn == 4 && !strncmp(vid, "null", 4)) || vn == 16);
+		for (size_t i = 0; ok && vn == 16 && i < 16; i++)
+			ok = (vid[i] >= '0' && vid[i] <= '9') || (vid[i] >= 'a' && vid[i] <= 'f');
+		if (!ok) {
 			free(dec);
-			return S3E_NotImplemented;
+			return S3E_InvalidVersionId;
+		}
+		if (!(cr->src_vid = strndup(vid, vn))) {
+			free(dec);
+			return S3E_InternalError;
 		}
 		n = (size_t)(q - h->value);
 	}
@@ -525,7 +588,8 @@ static void copy_begin(struct s3_call *c, bool is_part)
 			return;
 		}
 	}
-	if (!is_part && !cr->replace && strcmp(cr->src_bucket, rq->bucket) == 0 &&
+	/* (A version copied onto its own key is S3's way to restore it.) */
+	if (!is_part && !cr->replace && !cr->src_vid && strcmp(cr->src_bucket, rq->bucket) == 0 &&
 	    strcmp(cr->src_key, rq->key) == 0) {
 		s3_rq_fail(rq, S3E_InvalidRequest,
 			   "This copy request is illegal because it is trying to copy an object to itself "

@@ -16,6 +16,13 @@
  * then are left alone. Each key in flight holds one pending of the
  * request, so the request (keys, results) outlives the last of them.
  *
+ * Versioning (issue 17): with a versionId, or in a bucket that has
+ * versioning, a key is not read first: the DeleteObject names the version
+ * (or none, for a delete marker) and meta decides what goes, queueing its
+ * shards for the GC worker (nothing for us to free); the answers carry
+ * x-amz-version-id / x-amz-delete-marker, and DeleteObjects' <Deleted>
+ * VersionId, DeleteMarker and DeleteMarkerVersionId.
+ *
  * Does not delete buckets (s3_bucket.c) or uploads (s3_multipart.c).
  *
  * Thread: the gateway loop; no blocking call.
@@ -31,6 +38,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
 
 #define DM_KEYS_MAX 1000
@@ -73,12 +81,15 @@ static void del_read_cur(struct del_rq *d);
 static void on_del_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
 {
 	struct del_rq *d = del_of(rq);
-	if (s3_rq_applied(res))
+	if (s3_rq_applied(res) && !res->retained && d->cur)
 		gw_rec_drop_shards(rq->o->map, rq->o->data, d->cur);
 	if (!rq->c)
 		return;
-	if (!e)
+	if (!e) {
+		if (s3_rq_applied(res))
+			s3_ver_headers(rq);
 		http_respond(s3_call_stream(rq->c), 204, NULL, 0, NULL, NULL);
+	}
 	else if (s3_rq_conflict(res) && ++rq->tries < S3_COMMIT_TRIES)
 		del_read_cur(d);
 	else
@@ -125,6 +136,26 @@ static void op_delete_object(struct s3_call *c)
 	if (!d)
 		return;
 	d->rq.fini = del_fini;
+	bool bad;
+	const char *vid = s3_ver_query(&d->rq, &bad);
+	if (bad) {
+		s3_rq_fail(&d->rq, S3E_InvalidVersionId, NULL);
+		return;
+	}
+	if (vid || s3_ver_bucket_versioned(&d->rq)) {
+		/* Versioning: meta decides what goes (a marker, or exactly
+		 * the version named) and queues its shards for the GC worker;
+		 * nothing to read first, nothing for us to free. */
+		Iolake__Meta__DeleteObject del = IOLAKE__META__DELETE_OBJECT__INIT;
+		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+		del.bucket = d->rq.bucket;
+		del.key = d->rq.key;
+		op.body_case = IOLAKE__META__OP__BODY_DELETE_OBJECT;
+		op.delete_object = &del;
+		op.version_id = (char *)(vid ? vid : "");
+		s3_rq_submit(&d->rq, &op, S3_SUBJ_OBJECT_DEL, on_del_commit);
+		return;
+	}
 	del_read_cur(d);
 }
 
@@ -141,6 +172,11 @@ struct dm_key {
 	bool done;
 	enum s3_err err;             /* S3E_OK: Deleted */
 	Iolake__Meta__ObjectRecord *cur;   /* record being deleted */
+	/* Versioning: the <VersionId> asked ("": none; into d->arena), and
+	 * what meta did: the version deleted or the marker made, a marker? */
+	const char *vid;
+	char res_vid[24];
+	bool res_marker;
 };
 
 struct dm_rq {
@@ -158,6 +194,17 @@ static struct dm_rq *dm_of(struct s3_rq *rq)
 }
 
 static int key_read(struct dm_key *k);
+static int key_submit_versioned(struct dm_key *k);
+
+static bool vid_ok(const char *v)
+{
+	if (!strcmp(v, "null"))
+		return true;
+	bool ok = strlen(v) == 16;
+	for (size_t i = 0; ok && i < 16; i++)
+		ok = (v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f');
+	return ok;
+}
 
 static void dm_fini(struct s3_rq *rq)
 {
@@ -180,6 +227,12 @@ static void dm_respond(struct dm_rq *d)
 			continue;
 		xml_open(w, k->err == S3E_OK ? "Deleted" : "Error");
 		xml_elem_n(w, "Key", k->key, k->key_len);
+		if (k->vid && k->vid[0])
+			xml_elem(w, "VersionId", k->vid);
+		if (k->err == S3E_OK && k->res_marker) {
+			xml_elem(w, "DeleteMarker", "true");
+			xml_elem(w, "DeleteMarkerVersionId", k->res_vid[0] ? k->res_vid : "null");
+		}
 		if (k->err != S3E_OK) {
 			xml_elem(w, "Code", s3_err_code(k->err));
 			xml_elem(w, "Message", s3_err_message(k->err));
@@ -215,10 +268,15 @@ static void dm_pump(struct dm_rq *d)
 			key_finish(k, S3E_AccessDenied);
 			continue;
 		}
+		bool versioned = (k->vid && k->vid[0]) || s3_ver_bucket_versioned(&d->rq);
+		if (k->vid && k->vid[0] && !vid_ok(k->vid)) {
+			key_finish(k, S3E_InvalidVersionId);
+			continue;
+		}
 		/* Each key in flight holds one pending of the request. */
 		d->rq.pending++;
 		d->inflight++;
-		if (key_read(k)) {
+		if (versioned ? key_submit_versioned(k) : key_read(k)) {
 			d->rq.pending--;
 			d->inflight--;
 			key_finish(k, S3E_ServiceUnavailable);
@@ -251,8 +309,12 @@ static void on_key_commit(void *ud, int err, const Iolake__Meta__OpResult *res, 
 	struct dm_key *k = ud;
 	struct s3_rq *rq = &k->d->rq;
 	enum s3_err e = s3_status_err(S3_SUBJ_OBJECT_DEL, err, err ? 0 : (int)res->status);
-	if (s3_rq_applied(res))
+	if (s3_rq_applied(res) && !res->retained && k->cur)
 		gw_rec_drop_shards(rq->o->map, rq->o->data, k->cur);
+	if (s3_rq_applied(res)) {
+		snprintf(k->res_vid, sizeof(k->res_vid), "%s", res->version_id);
+		k->res_marker = res->delete_marker;
+	}
 	if (e == S3E_OK) {
 		key_done(k, S3E_OK);
 	} else if (s3_rq_conflict(res) && rq->c && ++k->tries < S3_COMMIT_TRIES) {
@@ -285,9 +347,27 @@ static void on_key_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRe
 	Iolake__Meta__DeleteObject del;
 	Iolake__Meta__Op op;
 	delete_op(&op, &del, rq->bucket, k->key, k->cur);
+	s3_ver_stamp_op(rq, &op);   /* versioning: a marker, the shards kept */
 	/* The key's pending carries over to the submit. */
 	if (meta_client_submit(rq->o->mc, &op, on_key_commit, k))
 		key_done(k, S3E_ServiceUnavailable);
+}
+
+/* Versioning (a VersionId, or a versioned bucket): meta decides what
+ * goes and queues its shards; nothing to read first. 0 or the meta
+ * client's error (no callback then). */
+static int key_submit_versioned(struct dm_key *k)
+{
+	struct s3_rq *rq = &k->d->rq;
+	Iolake__Meta__DeleteObject del = IOLAKE__META__DELETE_OBJECT__INIT;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	del.bucket = rq->bucket;
+	del.key = (char *)k->key;
+	op.body_case = IOLAKE__META__OP__BODY_DELETE_OBJECT;
+	op.delete_object = &del;
+	op.version_id = (char *)(k->vid ? k->vid : "");
+	s3_ver_stamp_op(rq, &op);
+	return meta_client_submit(rq->o->mc, &op, on_key_commit, k);
 }
 
 /* Read the key's record (the caller holds the key's pending). 0 or the
@@ -318,27 +398,30 @@ static void on_dm_body(struct s3_rq *rq, enum s3_err verdict)
 		return;
 	}
 	const char **keys = calloc(DM_KEYS_MAX, sizeof(*keys));
+	const char **vids = calloc(DM_KEYS_MAX, sizeof(*vids));
 	size_t *lens = calloc(DM_KEYS_MAX, sizeof(*lens));
 	d->arena = malloc(d->body.len + 1);
 	d->k = calloc(DM_KEYS_MAX, sizeof(*d->k));
-	if (!keys || !lens || !d->arena || !d->k) {
-		free(keys), free(lens);
+	if (!keys || !vids || !lens || !d->arena || !d->k) {
+		free(keys), free(vids), free(lens);
 		s3_rq_fail(rq, S3E_InternalError, NULL);
 		return;
 	}
 	struct xmlp_delete del = { .keys = keys, .key_lens = lens, .max_keys = DM_KEYS_MAX,
-				   .arena = d->arena, .arena_cap = d->body.len + 1 };
+				   .arena = d->arena, .arena_cap = d->body.len + 1,
+				   .version_ids = vids };
 	int rc = xmlp_delete((const char *)d->body.buf, d->body.len, DM_BODY_MAX, &del);
 	if (rc) {
-		free(keys), free(lens);
+		free(keys), free(vids), free(lens);
 		s3_rq_fail(rq, S3E_MalformedXML, NULL);
 		return;
 	}
 	d->quiet = del.quiet;
 	d->n = del.n_keys;
 	for (size_t i = 0; i < d->n; i++)
-		d->k[i] = (struct dm_key){ .d = d, .key = keys[i], .key_len = lens[i] };
-	free(keys), free(lens);
+		d->k[i] = (struct dm_key){ .d = d, .key = keys[i], .key_len = lens[i],
+					   .vid = vids[i] };
+	free(keys), free(vids), free(lens);
 	s3_rq_bucket(rq, rq->bucket, on_dm_bucket);
 }
 

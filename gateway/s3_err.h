@@ -63,6 +63,8 @@
 	X(MalformedACLError,            400, "MalformedACLError",            "The XML you provided was not well-formed or did not validate against our published schema") \
 	X(MalformedPolicy,              400, "MalformedPolicy",              "Policies must be valid JSON and the first byte must be '{'") \
 	X(PolicyTooLarge,               400, "MalformedPolicy",              "Policy exceeds the maximum allowed document size.") \
+	X(NoSuchVersion,                404, "NoSuchVersion",                "The specified version does not exist.") \
+	X(InvalidVersionId,             400, "InvalidArgument",              "Invalid version id specified") \
 	X(MalformedXML,                 400, "MalformedXML",                 "The XML you provided was not well-formed or did not validate against our published schema.") \
 	X(MaxMessageLengthExceeded,     400, "MaxMessageLengthExceeded",     "Your request was too big.") \
 	X(MethodNotAllowed,             405, "MethodNotAllowed",             "The specified method is not allowed against this resource.") \

@@ -31,6 +31,7 @@
 #include "gateway/s3_rq.h"
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 
 #define GET_WRITES 4   /* response writes in flight per GET */
 
@@ -137,6 +138,7 @@ static void add_object_headers(struct get_rq *g)
 	s3u_http_date(r->mtime_ms, v);
 	http_add_header(s, "Last-Modified", v);
 	http_add_header(s, "Accept-Ranges", "bytes");
+	s3_ver_record_headers(&g->rq, r);
 	add_overridable(c, "Content-Type",
 			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
 	add_overridable(c, "Content-Encoding", r->content_encoding);
@@ -454,11 +456,49 @@ static void on_get_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRec
 {
 	struct get_rq *g = get_of(rq);
 	g->rec = rec;
-	if (e == S3E_NoSuchKey)
+	if (e == S3E_NoSuchKey && rq->head.marker && rq->c) {
+		/* the current version is a delete marker: 404, as S3 says it */
+		s3_ver_marker_headers(rq);
+		s3_rq_fail(rq, S3E_NoSuchKey, NULL);
+	} else if (e == S3E_NoSuchKey)
 		s3_rq_no_such_key(rq, rq->bucket);
 	else if (e)
 		s3_rq_fail(rq, e, NULL);
 	else if (!s3_cond_ops_get(rq, rec)) /* else answered 304 or 412 */
+		get_respond(g);
+}
+
+/* GET/HEAD ?versionId: that version; a delete marker is 405. */
+static void on_get_version(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	struct get_rq *g = get_of(rq);
+	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
+	if (e == S3E_OK && r->status != IOLAKE__META__STATUS__STATUS_OK)
+		e = r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND ? S3E_NoSuchVersion
+									 : S3E_InvalidVersionId;
+	if (e == S3E_NoSuchKey)
+		e = S3E_NoSuchVersion;
+	if (e == S3E_OK && !r->record)
+		e = S3E_NoSuchVersion;
+	if (e) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
+	if (r->record->is_delete_marker) {
+		char d[40];
+		struct http_stream *s = s3_call_stream(rq->c);
+		http_add_header(s, "x-amz-delete-marker", "true");
+		http_add_header(s, "x-amz-version-id",
+				r->record->version_id[0] ? r->record->version_id : "null");
+		s3u_http_date(r->record->mtime_ms, d);
+		http_add_header(s, "Last-Modified", d);
+		s3_rq_fail(rq, S3E_MethodNotAllowed, NULL);
+		return;
+	}
+	g->rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&r->record->base);
+	if (!g->rec)
+		s3_rq_fail(rq, S3E_InternalError, NULL);
+	else if (!s3_cond_ops_get(rq, g->rec))
 		get_respond(g);
 }
 
@@ -474,6 +514,20 @@ static void op_get_object(struct s3_call *c)
 	enum s3_err e = check_overrides(c, &msg);
 	if (e) {
 		s3_rq_fail(&g->rq, e, msg);
+		return;
+	}
+	bool bad;
+	const char *vid = s3_ver_query(&g->rq, &bad);
+	if (bad) {
+		s3_rq_fail(&g->rq, S3E_InvalidVersionId, NULL);
+		return;
+	}
+	if (vid) {
+		Iolake__Meta__GetVersionRequest req = IOLAKE__META__GET_VERSION_REQUEST__INIT;
+		req.bucket = g->rq.bucket;
+		req.key = g->rq.key;
+		req.version_id = (char *)vid;
+		s3_rq_call(&g->rq, META_M_GET_VERSION, &req.base, S3_SUBJ_OBJECT_READ, on_get_version);
 		return;
 	}
 	s3_rq_head(&g->rq, g->rq.bucket, g->rq.key, on_get_head);

@@ -20,6 +20,7 @@
  *                   Get/Put/DeleteBucketOwnershipControls
  *   s3_bucket_policy.c Put/Get/DeleteBucketPolicy, GetBucketPolicyStatus,
  *                   Put/Get/DeletePublicAccessBlock
+ *   s3_version.c    Put/GetBucketVersioning, ListObjectVersions
  *   s3_cors.c       Get/Put/DeleteBucketCors (the preflight OPTIONS is
  *                   installed outside the gate: s3_cors.h)
  *
@@ -60,6 +61,7 @@ extern const struct s3_handler s3_attrs_handlers[];
 extern const struct s3_handler s3_access_handlers[];
 extern const struct s3_handler s3_cors_handlers[];
 extern const struct s3_handler s3_bucket_policy_handlers[];
+extern const struct s3_handler s3_version_handlers[];   /* s3_version.c (issue 17) */
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */
 extern const struct s3_handler *const s3_handler_tables[];

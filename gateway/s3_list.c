@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_list.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
 
@@ -27,8 +28,9 @@ static bool url_keep(unsigned char ch)
 	       ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/';
 }
 
-/* <name>v</name>, v percent-encoded when url (encoding-type=url). */
-static void key_elem(struct xml_w *w, const char *name, const char *v, bool url)
+/* <name>v</name>, v percent-encoded when url (encoding-type=url). Also
+ * ListObjectVersions' (s3_version.c, through s3_list.h). */
+void s3_list_key_elem(struct xml_w *w, const char *name, const char *v, bool url)
 {
 	if (!url) {
 		xml_elem(w, name, v);
@@ -91,23 +93,23 @@ static void on_list_objects(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 	xml_decl(w);
 	xml_open_ns(w, "ListBucketResult", S3_XMLNS);
 	xml_elem(w, "Name", rq->bucket);
-	key_elem(w, "Prefix", prefix ? prefix : "", url);
+	s3_list_key_elem(w, "Prefix", prefix ? prefix : "", url);
 	if (v2) {
 		const char *sa = s3u_qval(q, "start-after"), *tok = s3u_qval(q, "continuation-token");
 		if (sa)
-			key_elem(w, "StartAfter", sa, url);
+			s3_list_key_elem(w, "StartAfter", sa, url);
 		if (tok)
 			xml_elem(w, "ContinuationToken", tok);
 		xml_elem_u64(w, "KeyCount", r->n_entries);
 	} else {
 		const char *marker = s3u_qval(q, "marker");
-		key_elem(w, "Marker", marker ? marker : "", url);
+		s3_list_key_elem(w, "Marker", marker ? marker : "", url);
 		if (r->truncated && delim && *delim && r->n_entries)
-			key_elem(w, "NextMarker", r->entries[r->n_entries - 1]->name, url);
+			s3_list_key_elem(w, "NextMarker", r->entries[r->n_entries - 1]->name, url);
 	}
 	xml_elem_u64(w, "MaxKeys", max_keys);
 	if (delim && *delim)
-		key_elem(w, "Delimiter", delim, url);
+		s3_list_key_elem(w, "Delimiter", delim, url);
 	if (url)
 		xml_elem(w, "EncodingType", "url");
 	xml_elem_bool(w, "IsTruncated", r->truncated);
@@ -122,7 +124,7 @@ static void on_list_objects(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 		s3u_iso_date(rec ? rec->mtime_ms : 0, d);
 		snprintf(etag, sizeof(etag), "\"%s\"", rec && rec->etag ? rec->etag : "");
 		xml_open(w, "Contents");
-		key_elem(w, "Key", en->name, url);
+		s3_list_key_elem(w, "Key", en->name, url);
 		xml_elem(w, "LastModified", d);
 		xml_elem(w, "ETag", etag);
 		xml_elem_u64(w, "Size", rec ? rec->size : 0);
@@ -135,7 +137,7 @@ static void on_list_objects(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 		if (!r->entries[i]->is_prefix)
 			continue;
 		xml_open(w, "CommonPrefixes");
-		key_elem(w, "Prefix", r->entries[i]->name, url);
+		s3_list_key_elem(w, "Prefix", r->entries[i]->name, url);
 		xml_close(w);
 	}
 	xml_close(w);
@@ -195,7 +197,7 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 	xml_decl(w);
 	xml_open_ns(w, "ListMultipartUploadsResult", S3_XMLNS);
 	xml_elem(w, "Bucket", rq->bucket);
-	key_elem(w, "KeyMarker", km ? km : "", url);
+	s3_list_key_elem(w, "KeyMarker", km ? km : "", url);
 	xml_elem(w, "UploadIdMarker", um ? um : "");
 	if (r->truncated && !none) {
 		/* A page ending on a common prefix names it, with no upload id:
@@ -207,14 +209,14 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 			nu = r->uploads[r->n_uploads - 1]->upload_id;
 		}
 		if (nk && *nk)
-			key_elem(w, "NextKeyMarker", nk, url);
+			s3_list_key_elem(w, "NextKeyMarker", nk, url);
 		if (nu && *nu)
 			xml_elem(w, "NextUploadIdMarker", nu);
 	}
 	if (prefix)
-		key_elem(w, "Prefix", prefix, url);
+		s3_list_key_elem(w, "Prefix", prefix, url);
 	if (delim && *delim)
-		key_elem(w, "Delimiter", delim, url);
+		s3_list_key_elem(w, "Delimiter", delim, url);
 	xml_elem_u64(w, "MaxUploads", (uint64_t)(max > LIST_MAX ? LIST_MAX : max));
 	if (url)
 		xml_elem(w, "EncodingType", "url");
@@ -224,7 +226,7 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 		char d[40];
 		s3u_iso_date(u->initiated_ms, d);
 		xml_open(w, "Upload");
-		key_elem(w, "Key", u->key, url);
+		s3_list_key_elem(w, "Key", u->key, url);
 		xml_elem(w, "UploadId", u->upload_id);
 		s3u_owner_elems(w, "Initiator", u->owner);
 		s3u_owner_elems(w, "Owner", u->owner);
@@ -234,7 +236,7 @@ static void on_list_uploads(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 	}
 	for (size_t i = 0; i < (none ? 0 : r->n_common_prefixes); i++) {
 		xml_open(w, "CommonPrefixes");
-		key_elem(w, "Prefix", r->common_prefixes[i], url);
+		s3_list_key_elem(w, "Prefix", r->common_prefixes[i], url);
 		xml_close(w);
 	}
 	xml_close(w);

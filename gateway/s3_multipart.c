@@ -46,6 +46,7 @@
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
 
 #define MPU_MAX_PARTS 10000
@@ -304,6 +305,7 @@ static void complete_respond(struct cm_rq *m, const char *etag)
 	if (loc)
 		snprintf(loc, loc_n, "http://%.*s/%s/%s", (int)hr->host_len, hr->host ? hr->host : "",
 			 m->rq.bucket, m->rq.key);
+	s3_ver_headers(&m->rq);
 	struct xml_w *w = s3_call_xml(c);
 	xml_decl(w);
 	xml_open_ns(w, "CompleteMultipartUploadResult", S3_XMLNS);
@@ -343,7 +345,8 @@ static void on_complete_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Me
 {
 	struct cm_rq *m = cm_of(rq);
 	if (e == S3E_OK) {
-		gw_rec_drop_shards(rq->o->map, rq->o->data, m->cur);
+		if (!res->retained)   /* versioning keeps the replaced version */
+			gw_rec_drop_shards(rq->o->map, rq->o->data, m->cur);
 		complete_drop_unused(m);
 		if (rq->c)
 			complete_respond(m, res->etag);

@@ -36,6 +36,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 
 void s3_put_drop_new(struct s3_put *p)
 {
@@ -79,6 +80,7 @@ static void put_respond(struct s3_put *p)
 	char etag[40];
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
 	http_add_header(s3_call_stream(c), "ETag", etag);
+	s3_ver_headers(&p->rq);
 	s3_attrs_put_checksum_header(c);
 	http_respond(s3_call_stream(c), 200, NULL, 0, NULL, NULL);
 }
@@ -110,7 +112,8 @@ static void on_put_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__O
 	struct s3_put *p = s3_put_of(rq);
 	switch (s3_put_committed(p, e, res)) {
 	case S3_PUT_COMMITTED:
-		gw_rec_drop_shards(rq->o->map, rq->o->data, p->cur);
+		if (!res->retained)   /* versioning keeps the replaced version */
+			gw_rec_drop_shards(rq->o->map, rq->o->data, p->cur);
 		if (rq->c)
 			p->respond ? p->respond(p) : put_respond(p);
 		break;

@@ -12,6 +12,8 @@
  */
 #include "gateway/s3_rq.h"
 
+#include "gateway/s3_version.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +251,11 @@ static void on_done(void *ud, int err, const Iolake__Meta__OpResult *res, uint64
 	rq->in_call = false;
 	rq->merr = err;
 	rq->pending--;
+	if (!err && res->status == IOLAKE__META__STATUS__STATUS_OK) {
+		/* versioning (issue 17): what the answer's headers say */
+		snprintf(rq->ver_id, sizeof(rq->ver_id), "%s", res->version_id ? res->version_id : "");
+		rq->ver_marker = res->delete_marker;
+	}
 	cb(rq, s3_status_err(rq->subj, err, err ? 0 : (int)res->status), err ? NULL : res);
 	s3_rq_maybe_free(rq);
 }
@@ -259,8 +266,10 @@ int s3_rq_submit(struct s3_rq *rq, const Iolake__Meta__Op *op, enum s3_subj subj
 	if (!call_begin(rq, subj))
 		return -EBUSY;
 	rq->cb.done = cb;
+	Iolake__Meta__Op mine = *op;
+	s3_ver_stamp_op(rq, &mine);
 	trace_on(rq);
-	int rc = meta_client_submit(rq->o->mc, op, on_done, rq);
+	int rc = meta_client_submit(rq->o->mc, &mine, on_done, rq);
 	trace_off(rq);
 	return rc ? call_failed(rq, rc) : 0;
 }
@@ -297,6 +306,9 @@ static void on_head(void *ud, int err, const ProtobufCMessage *resp)
 	}
 	if (e == S3E_OK && !r->record)
 		e = S3E_NoSuchKey;
+	h->marker = e == S3E_NoSuchKey && !err && r->record && r->record->is_delete_marker;
+	snprintf(h->marker_vid, sizeof(h->marker_vid), "%s",
+		 h->marker && r->record->version_id ? r->record->version_id : "");
 	if (e == S3E_OK && !(rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&r->record->base)))
 		e = S3E_InternalError;
 	h->cb(h, e, rec);
@@ -646,6 +658,20 @@ static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__Object
 	e = head_verdict(rq, g->h->action, rq->key, e, &rec);
 	rq->bkt = rq->head.bkt;
 	rq->head.bkt = NULL;
+	if (e == S3E_NoSuchKey && rq->bkt && s3u_qval(s3_call_req(rq->c), "versionId")) {
+		/* Versioning: no current version (a delete marker), the
+		 * handler reads the one named. Decided as on a private object
+		 * of the bucket owner: never the s3:ListBucket a missing key
+		 * is decided by, which would open old versions to readers of
+		 * the listing. */
+		Iolake__Meta__ObjectRecord priv = IOLAKE__META__OBJECT_RECORD__INIT;
+		priv.key = rq->key;
+		priv.owner = rq->bkt->owner;
+		e = s3_rq_decide(rq, g->h->action, rq->bkt, &priv) == S3_DENY ? S3E_AccessDenied
+										 : S3E_OK;
+	}
+	if (e == S3E_NoSuchKey)
+		s3_ver_marker_headers(rq);   /* deleted: its current version is a marker */
 	if (e) {
 		s3_rq_fail(rq, e, NULL);
 		return;

@@ -105,6 +105,10 @@ struct s3_head {
 	 * and e is NoSuchBucket when it does not. */
 	bool with_bucket;
 	Iolake__Meta__Bucket *bkt;
+	/* Versioning: NoSuchKey because the current version is a delete
+	 * marker (its id in marker_vid, "" for null). */
+	bool marker;
+	char marker_vid[24];
 };
 
 /* The base of every request's state. */
@@ -155,6 +159,12 @@ struct s3_rq {
 	/* The meta call's place in the request's trace (gateway/gw_trace.h). */
 	struct gw_trace_ref mtrace;
 	uint64_t mt0_ns;
+	/* Versioning (issue 17): the version the last applied op wrote,
+	 * made or deleted ("": null) and whether it is a delete marker
+	 * (s3_version.h adds them to the answer). */
+	char ver_id[24];
+	bool ver_marker;
+	s3_rq_head_cb ver_cb;       /* s3_ver_read's caller */
 };
 
 /* ------------------------------------------------------------ lifecycle */

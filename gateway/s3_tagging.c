@@ -30,6 +30,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
 
 /* ------------------------------------------------------------ tag sets (pure) */
@@ -346,6 +347,9 @@ static void otag_commit(struct tag_rq *t)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS;
 	op.put_object_tags = &st;
+	bool bad;
+	const char *vid = s3_ver_query(rq, &bad);
+	op.version_id = (char *)(vid ? vid : "");   /* a version's tags (issue 17) */
 	s3_rq_submit(rq, &op, S3_SUBJ_OBJECT_TAGS, on_otag_commit);
 	free(arena);
 }
@@ -363,6 +367,9 @@ static void on_otag_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRe
 		s3_rq_fail(rq, e, NULL);
 		return;
 	}
+	if (rec->version_id[0] || s3_ver_bucket_versioned(rq))
+		http_add_header(s3_call_stream(rq->c), "x-amz-version-id",
+				rec->version_id[0] ? rec->version_id : "null");
 	if (s3_call_req(rq->c)->op == S3_OP_GetObjectTagging) {
 		struct s3_tagset ts;
 		tagset_of_record(rec, &ts);
@@ -374,7 +381,14 @@ static void on_otag_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRe
 
 static void otag_read(struct tag_rq *t)
 {
-	s3_rq_head(&t->rq, t->rq.bucket, t->rq.key, on_otag_head);
+	bool bad;
+	const char *vid = s3_ver_query(&t->rq, &bad);
+	if (bad)
+		s3_rq_fail(&t->rq, S3E_InvalidVersionId, NULL);
+	else if (vid)
+		s3_ver_read(&t->rq, vid, on_otag_head);   /* a version's tags (issue 17) */
+	else
+		s3_rq_head(&t->rq, t->rq.bucket, t->rq.key, on_otag_head);
 }
 
 static void on_otag_body(struct s3_rq *rq, enum s3_err verdict)

@@ -211,7 +211,8 @@ int xmlp_complete_mpu(const char *body, size_t len, size_t max_len, struct xmlp_
 
 struct del {
 	struct xmlp_delete *d;
-	bool have_key;
+	bool have_key, have_vid;
+	char vid[XMLP_VERSION_ID_MAX + 1];
 };
 
 static void del_start(struct sax *s)
@@ -220,7 +221,7 @@ static void del_start(struct sax *s)
 	if (s->depth == 1 && strcmp(s->path[0], "Delete") != 0)
 		stop(s, -EBADMSG);
 	else if (at(s, 2, "Delete", "Object", NULL))
-		x->have_key = false;
+		x->have_key = x->have_vid = false;
 }
 
 static void del_end(struct sax *s)
@@ -254,9 +255,29 @@ static void del_end(struct sax *s)
 		d->key_lens[d->n_keys] = s->text_len;
 		d->n_keys++;
 		x->have_key = true;
-	} else if (at(s, 2, "Delete", "Object", NULL)) {
-		if (!x->have_key)
+	} else if (at(s, 3, "Delete", "Object", "VersionId")) {
+		if (x->have_vid || s->text_len > XMLP_VERSION_ID_MAX) {
 			stop(s, -EBADMSG);
+			return;
+		}
+		memcpy(x->vid, s->text, s->text_len + 1);
+		x->have_vid = true;
+	} else if (at(s, 2, "Delete", "Object", NULL)) {
+		if (!x->have_key) {
+			stop(s, -EBADMSG);
+			return;
+		}
+		if (d->version_ids) {
+			size_t n = x->have_vid ? strlen(x->vid) : 0;
+			if (n + 1 > d->arena_cap - d->arena_len) {
+				stop(s, -E2BIG);
+				return;
+			}
+			char *v = d->arena + d->arena_len;
+			memcpy(v, x->have_vid ? x->vid : "", n + 1);
+			d->arena_len += n + 1;
+			d->version_ids[d->n_keys - 1] = v;
+		}
 	}
 }
 
@@ -507,6 +528,45 @@ int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size
 	if (rc == 0 && (x.rules != 1 || x.values != 1))
 		rc = -EBADMSG;
 	return rc;
+}
+
+/* ------------------------------------------------------------ VersioningConfiguration */
+
+struct verp {
+	char *status, *mfa;
+	size_t cap;
+	int n_status, n_mfa;
+};
+
+static void ver_start(struct sax *s)
+{
+	if (s->depth == 1 && strcmp(s->path[0], "VersioningConfiguration") != 0)
+		stop(s, -EBADMSG);
+}
+
+static void ver_end(struct sax *s)
+{
+	struct verp *x = s->ud;
+	bool st = at(s, 2, "VersioningConfiguration", "Status", NULL);
+	bool mfa = at(s, 2, "VersioningConfiguration", "MfaDelete", NULL);
+	if (!st && !mfa)
+		return;
+	if ((st ? x->n_status++ : x->n_mfa++) || s->text_len >= x->cap) {
+		stop(s, -EBADMSG);
+		return;
+	}
+	memcpy(st ? x->status : x->mfa, s->text, s->text_len + 1);
+}
+
+int xmlp_versioning(const char *body, size_t len, size_t max_len, char *status, char *mfa,
+		    size_t cap)
+{
+	if (cap == 0)
+		return -EBADMSG;
+	status[0] = mfa[0] = 0;
+	struct verp x = { .status = status, .mfa = mfa, .cap = cap };
+	struct sax s = { .on_start = ver_start, .on_end = ver_end, .ud = &x };
+	return sax_run(&s, body, len, max_len);
 }
 
 /* ------------------------------------------------------------ CORSConfiguration */

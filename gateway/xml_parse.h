@@ -56,7 +56,14 @@ struct xmlp_delete {
 	char *arena;             /* caller's storage for the key bytes */
 	size_t arena_cap;
 	size_t arena_len;
+	/* Optional (NULL: VersionId ignored): caller's array of max_keys
+	 * pointers, each key's <VersionId> as sent ("" when absent), copied
+	 * into the arena too; a VersionId over XMLP_VERSION_ID_MAX bytes or
+	 * given twice is -EBADMSG. */
+	const char **version_ids;
 };
+
+#define XMLP_VERSION_ID_MAX 64
 
 /* <Delete><Quiet>true</Quiet><Object><Key>k</Key>[<VersionId>…]</Object>…
  * </Delete>. Keys are copied NUL-terminated into d->arena. Returns 0,
@@ -121,6 +128,14 @@ int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a);
  * Rule with one ObjectOwnership, a value over cap), -E2BIG (len >
  * max_len). */
 int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap);
+
+/* <VersioningConfiguration><Status>…</Status><MfaDelete>…</MfaDelete>
+ * </VersioningConfiguration> (issue 17): each value, as sent, into
+ * status and mfa (cap bytes each; "" when absent). Returns 0, -EBADMSG
+ * (malformed, wrong root, a field twice or over cap), -E2BIG (len >
+ * max_len). The values are the caller's to check. */
+int xmlp_versioning(const char *body, size_t len, size_t max_len, char *status, char *mfa,
+		    size_t cap);
 
 /* ------------------------------------------------------------ CORS */
 

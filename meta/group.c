@@ -640,6 +640,9 @@ static void sub_finish(struct meta_group *g, struct sub *s, int status, const ch
 		msgs[i].epoch = res[i].epoch;
 		msgs[i].upload_id = (char *)res[i].upload_id;
 		msgs[i].etag = (char *)res[i].etag;
+		msgs[i].version_id = (char *)res[i].version_id;   /* issue 17 */
+		msgs[i].delete_marker = res[i].delete_marker;
+		msgs[i].retained = res[i].retained;
 		ptrs[i] = &msgs[i];
 	}
 	resp.results = ptrs;

@@ -143,6 +143,10 @@ static int scan(struct meta_state_objiter *it, const struct scan *sc, struct met
 				break;   /* nothing sorts above */
 			continue;
 		}
+		if (!sc->uploads && meta_state_objiter_is_marker(it)) {
+			meta_state_objiter_next(it);   /* deleted (versioning) */
+			continue;
+		}
 		if (out->n == sc->max) {
 			out->truncated = true;
 			break;

@@ -234,6 +234,8 @@ bool meta_route_wants_call(unsigned method, const ProtobufCMessage *req)
 	case META_M_LIST_PARTS:
 	case META_M_LIST_OBJECTS:
 	case META_M_LIST_UPLOADS:
+	case META_M_GET_VERSION:     /* issue 17: routed as HeadObject, */
+	case META_M_LIST_VERSIONS:   /* by its key field (2) */
 		break;
 	case META_M_CHECK_SHARDS: {
 		const uint64_t *g = u64_field(req, 100);

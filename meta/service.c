@@ -23,6 +23,7 @@
 #include "meta/list.h"
 #include "meta/node_internal.h"
 #include "meta/secret.h"
+#include "meta/state_ver.h"
 
 #define WATCH_DEFAULT_MS 30000
 #define WATCH_MAX_MS 60000
@@ -315,6 +316,8 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 	}
 	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
 		rc = META_EWRONG_RANGE;
+	if (rc == 0 && rec->is_delete_marker)
+		rc = IOL_ENOT_FOUND;   /* deleted (versioning): the marker rides along */
 	resp.status = st_of(rc);
 	resp.record = rec;
 	resp.bucket = b;
@@ -623,6 +626,52 @@ static void serve_check_shards(struct meta_group *g, struct rpc_req *r)
 	rpc_respond(r, &resp.base, NULL);
 }
 
+/* ---- versions (issue 17; meta/state_ver.h) */
+
+static void serve_get_version(struct meta_group *g, struct rpc_req *r)
+{
+	const Iolake__Meta__GetVersionRequest *q = REQ(Iolake__Meta__GetVersionRequest, r);
+	Iolake__Meta__GetVersionResponse resp = IOLAKE__META__GET_VERSION_RESPONSE__INIT;
+	Iolake__Meta__ObjectRecord *rec = NULL;
+	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status))
+		return;
+	int rc = meta_state_get_version(g->state, q->bucket, q->key, q->version_id, &rec);
+	if (read_failed(r, rc))
+		return;
+	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
+		rc = META_EWRONG_RANGE;
+	resp.status = st_of(rc);
+	resp.record = rec;
+	rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(rec);
+}
+
+static void serve_list_versions(struct meta_group *g, struct rpc_req *r)
+{
+	const Iolake__Meta__ListVersionsRequest *q = REQ(Iolake__Meta__ListVersionsRequest, r);
+	Iolake__Meta__ListVersionsResponse resp = IOLAKE__META__LIST_VERSIONS_RESPONSE__INIT;
+	Iolake__Meta__RangeDesc *rd = NULL;
+	int rc = list_gate(g, r, q->range_id, q->bucket, &rd);
+	if (rc) {
+		if (rc > 0)
+			return;
+		resp.status = st_of(rc);
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	rc = meta_state_list_versions(g->state, q, rd ? rd->start : NULL, rd ? rd->end : NULL,
+				      &resp);
+	resp.range_end = rd && rd->end ? rd->end : (char *)"";
+	if (rc == 0 || rc == -EINVAL) {
+		resp.status = st_of(rc);
+		rpc_respond(r, &resp.base, NULL);
+	} else {
+		read_failed(r, rc);
+	}
+	meta_state_list_versions_free(&resp);
+	meta_state_free_msg(rd);
+}
+
 void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 {
 	switch (method) {
@@ -639,6 +688,8 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 	case META_M_LIST_GC: serve_list_gc(g, r); break;
 	case META_M_CHECK_SHARDS: serve_check_shards(g, r); break;
 	case META_M_GET_RANGES: node_serve_get_ranges(g, r); break;
+	case META_M_GET_VERSION: serve_get_version(g, r); break;
+	case META_M_LIST_VERSIONS: serve_list_versions(g, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -674,6 +725,8 @@ READ_HANDLER(h_list_uploads, META_M_LIST_UPLOADS)
 READ_HANDLER(h_list_gc, META_M_LIST_GC)
 READ_HANDLER(h_check_shards, META_M_CHECK_SHARDS)
 READ_HANDLER(h_get_ranges, META_M_GET_RANGES)
+READ_HANDLER(h_get_version, META_M_GET_VERSION)
+READ_HANDLER(h_list_versions, META_M_LIST_VERSIONS)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -1213,7 +1266,9 @@ int node_service_register(struct meta_node *n)
 		[META_M_CHECK_SHARDS] = h_check_shards,
 		[META_M_CONFIRM_LEADER] = h_confirm_leader,
 		[META_M_GET_RANGES] = h_get_ranges,
+		[META_M_GET_VERSION] = h_get_version,
+		[META_M_LIST_VERSIONS] = h_list_versions,
 	};
-	_Static_assert(META_M_COUNT == 25, "meta.proto service Meta has 25 methods");
+	_Static_assert(META_M_COUNT == 27, "meta.proto service Meta has 27 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

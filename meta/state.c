@@ -7,7 +7,10 @@
  *   "A"                                   u64 applied raft index
  *   "F"                                   u32 format version (1)
  *   'B' bucket                            Bucket
- *   'O' bucket 0x00 key                   ObjectRecord
+ *   'O' bucket 0x00 key                   ObjectRecord (the current version)
+ *   'V' bucket 0x00 key 0x00 be64(~order) ObjectRecord: an older version
+ *                                         (state_ver.c, docs/architecture.md
+ *                                         "Versioning")
  *   'U' bucket 0x00 key 0x00 upload_id    MultipartUpload
  *   'P' upload_id(16 hex) u32 part        Part
  *   'u' user name                         User
@@ -67,60 +70,10 @@
 #define FORMAT_VERSION 1u
 #define ENTRY_MAGIC 0x4d4c4f49u   /* "IOLM" little-endian */
 #define SNAP_MAGIC "IOLMSNP1"
-#define BUCKET_MAX 63
 #define NAME_MAX_BYTES 128
-#define KEYBUF (1 + BUCKET_MAX + 1 + META_KEY_MAX + 1 + 16 + 8)
 
-/* A block cache several states share (the groups of one member). */
-struct meta_state_cache {
-	rocksdb_cache_t *cache;
-};
-
-struct meta_state {
-	rocksdb_t *db;
-	rocksdb_options_t *opts;
-	rocksdb_cache_t *cache;            /* the block cache, bounded (opts) */
-	bool own_cache;                    /* else a meta_state_cache's: not destroyed */
-	rocksdb_block_based_table_options_t *bbto;
-	rocksdb_readoptions_t *ro;
-	rocksdb_writeoptions_t *wo;
-	uint64_t applied;          /* mirror of "A"; apply thread only */
-	/* Entries under 'G': counted once at open and import, then moved by
-	 * each apply after its write landed; read from any thread. */
-	_Atomic uint64_t gc_entries;
-};
-
-/* One apply in progress. */
-struct tx {
-	struct meta_state *s;
-	rocksdb_writebatch_wi_t *wb;
-	uint64_t index;
-	uint64_t gen;              /* generation of the op being applied */
-	uint16_t gc_seq;           /* GC entries written by this op */
-	uint64_t gc_added, gc_removed;   /* GC entries this entry put / deleted */
-	int io_err;                /* sticky storage error: abort the batch */
-	/* Per-entry memo, to spare the ops of one entry repeated reads and
-	 * writes: the session of the last client seen (written once, by
-	 * session_flush, when another client comes or the entry ends) and
-	 * the last bucket found to exist (forgotten by DeleteBucket). */
-	uint64_t sess_client;      /* 0: none */
-	uint64_t sess_pruned;
-	bool sess_dirty;
-	char bucket_ok[BUCKET_MAX + 1];
-	/* Key ranges: the op's range id, the last open-range row read (its
-	 * counters written back once, by range_flush, when another range
-	 * comes or the entry ends) and the last bucket found to have no
-	 * range rows (a root op routed by range id 0). */
-	uint64_t range_id;
-	Iolake__Meta__RangeDesc *rng;
-	bool rng_dirty;
-	char bucket_noranges[BUCKET_MAX + 1];
-};
-
-struct key {
-	char b[KEYBUF];
-	size_t n;
-};
+#include "meta/state_tx.h"
+#include "meta/state_ver.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -138,13 +91,13 @@ static uint64_t get_be64(const char *p)
 	return v;
 }
 
-static void k_init(struct key *k, char table)
+void k_init(struct key *k, char table)
 {
 	k->b[0] = table;
 	k->n = 1;
 }
 
-static void k_str(struct key *k, const char *s)
+void k_str(struct key *k, const char *s)
 {
 	size_t n = strlen(s);
 	/* Callers validate lengths first; this only guards the buffer. */
@@ -154,12 +107,12 @@ static void k_str(struct key *k, const char *s)
 	k->n += n;
 }
 
-static void k_byte(struct key *k, char c)
+void k_byte(struct key *k, char c)
 {
 	k->b[k->n++] = c;
 }
 
-static void k_u64(struct key *k, uint64_t v)
+void k_u64(struct key *k, uint64_t v)
 {
 	put_be64(k->b + k->n, v);
 	k->n += 8;
@@ -179,7 +132,7 @@ static void key_gc(struct key *k, uint64_t gen, uint16_t seq)
 	k_byte(k, (char)(seq & 0xff));
 }
 
-static void key_object(struct key *k, const char *bucket, const char *key)
+void key_object(struct key *k, const char *bucket, const char *key)
 {
 	k_init(k, 'O');
 	k_str(k, bucket);
@@ -204,7 +157,7 @@ static void key_part(struct key *k, const char *upload_id, uint32_t part)
 	k_u32(k, part);
 }
 
-static bool valid_bucket(const char *b)
+bool valid_bucket(const char *b)
 {
 	size_t n = b ? strlen(b) : 0;
 	if (n < 3 || n > BUCKET_MAX)
@@ -217,7 +170,7 @@ static bool valid_bucket(const char *b)
 	return true;
 }
 
-static bool valid_key(const char *k)
+bool valid_key(const char *k)
 {
 	size_t n = k ? strlen(k) : 0;
 	return n >= 1 && n <= META_KEY_MAX;
@@ -281,7 +234,7 @@ void meta_state_free_msg(void *msg)
 
 /* Read a key through the batch. 0 and *val (rocksdb_free it), or
  * IOL_ENOT_FOUND, or -EIO (also latched in tx). */
-static int tx_get(struct tx *t, const struct key *k, char **val, size_t *vlen)
+int tx_get(struct tx *t, const struct key *k, char **val, size_t *vlen)
 {
 	char *err = NULL;
 	*val = rocksdb_writebatch_wi_get_from_batch_and_db(t->wb, t->s->db, t->s->ro, k->b, k->n,
@@ -306,7 +259,7 @@ static bool tx_exists(struct tx *t, const struct key *k)
 }
 
 /* Read and unpack a record through the batch. */
-static int tx_get_msg(struct tx *t, const struct key *k, const ProtobufCMessageDescriptor *d,
+int tx_get_msg(struct tx *t, const struct key *k, const ProtobufCMessageDescriptor *d,
 		      void **out)
 {
 	char *v;
@@ -324,7 +277,7 @@ static int tx_get_msg(struct tx *t, const struct key *k, const ProtobufCMessageD
 	return 0;
 }
 
-static int tx_put_msg(struct tx *t, const struct key *k, const ProtobufCMessage *m)
+int tx_put_msg(struct tx *t, const struct key *k, const ProtobufCMessage *m)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
 	uint8_t stackbuf[512];
@@ -340,14 +293,14 @@ static int tx_put_msg(struct tx *t, const struct key *k, const ProtobufCMessage 
 	return 0;
 }
 
-static void tx_del(struct tx *t, const struct key *k)
+void tx_del(struct tx *t, const struct key *k)
 {
 	rocksdb_writebatch_wi_delete(t->wb, k->b, k->n);
 }
 
 /* An iterator over the batch and the DB from lo; the caller checks the
  * upper bound itself (the batch part ignores iterate_upper_bound). */
-static rocksdb_iterator_t *tx_iter(struct tx *t, const struct key *lo)
+rocksdb_iterator_t *tx_iter(struct tx *t, const struct key *lo)
 {
 	rocksdb_iterator_t *base = rocksdb_create_iterator(t->s->db, t->s->ro);
 	/* Takes over base. */
@@ -356,7 +309,7 @@ static rocksdb_iterator_t *tx_iter(struct tx *t, const struct key *lo)
 	return it;
 }
 
-static bool iter_has_prefix(rocksdb_iterator_t *it, const struct key *prefix)
+bool iter_has_prefix(rocksdb_iterator_t *it, const struct key *prefix)
 {
 	if (!rocksdb_iter_valid(it))
 		return false;
@@ -367,7 +320,7 @@ static bool iter_has_prefix(rocksdb_iterator_t *it, const struct key *prefix)
 
 /* Queue a replaced or deleted record's shards for GC (inline objects own
  * no shards; others name theirs by segments or by data_layout). */
-static void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
+void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 {
 	if (r->n_segments == 0 && r->data_layout.len == 0)
 		return;
@@ -501,7 +454,7 @@ static void ref_layout(struct tx *t, const ProtobufCBinaryData *lay, uint64_t ge
 		tx_del(t, &k);
 }
 
-static void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen, bool add)
+void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen, bool add)
 {
 	ref_layout(t, &r->data_layout, gen, add);
 	for (size_t i = 0; i < r->n_segments; i++)
@@ -591,7 +544,7 @@ static bool key_prefix_end(const struct key *p, struct key *end)
  * entries are deleted keys, so an unbounded seek for a bucket without
  * ranges stepped over every tombstone not yet compacted, on every op (a
  * meta thread at 80% and 64 KiB PUTs at a third of their rate in aio). */
-static rocksdb_readoptions_t *prefix_ro(const struct key *p, struct key *end)
+rocksdb_readoptions_t *prefix_ro(const struct key *p, struct key *end)
 {
 	if (!key_prefix_end(p, end))
 		return NULL;
@@ -654,8 +607,6 @@ static bool bucket_exists(struct tx *t, const char *bucket)
 
 /* Key ranges (below): whether the op's range admits bucket/key, and the
  * range's counters. */
-static int range_check(struct tx *t, const char *bucket, const char *key);
-static void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads);
 
 /* Current record for a conditional write. 0 (with *cur possibly NULL),
  * IOL_ECONFLICT or a storage error. */
@@ -666,7 +617,8 @@ static int check_condition(struct tx *t, const struct key *k, bool if_none_match
 	int rc = tx_get_msg(t, k, &iolake__meta__object_record__descriptor, (void **)cur);
 	if (rc && rc != IOL_ENOT_FOUND)
 		return rc;
-	if (if_none_match && *cur)
+	/* A delete marker is no object: If-None-Match: * writes over it. */
+	if (if_none_match && *cur && !(*cur)->is_delete_marker)
 		return IOL_ECONFLICT;
 	if (if_generation && (!*cur || (*cur)->generation != if_generation))
 		return IOL_ECONFLICT;
@@ -684,23 +636,14 @@ static int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_
 	struct key k;
 	key_object(&k, rec->bucket, rec->key);
 	rc = check_condition(t, &k, op->if_none_match, op->if_generation, &cur);
-	if (rc == 0) {
-		if (cur) {
-			gc_record(t, cur);
-			ref_record(t, cur, cur->generation, false);
-			range_count(t, -1, -(int64_t)cur->size, 0);
-		}
-		range_count(t, 1, (int64_t)rec->size, 0);
-		ref_record(t, rec, t->gen, true);
-		rec->generation = t->gen;
-		rc = tx_put_msg(t, &k, &rec->base);
-		r->generation = t->gen;
-	}
+	if (rc == 0)
+		rc = meta_ver_put_current(t, &k, rec, cur, r);
 	meta_state_free_msg(cur);
 	return rc;
 }
 
-static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
+static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op,
+			    struct meta_op_result *r)
 {
 	if (!valid_bucket(op->bucket) || !valid_key(op->key))
 		return -EINVAL;
@@ -713,6 +656,11 @@ static int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op)
 	struct key k;
 	key_object(&k, op->bucket, op->key);
 	int rc = check_condition(t, &k, false, op->if_generation, &cur);
+	if (rc == 0 && meta_ver_delete_is_versioned(t, cur)) {
+		rc = meta_ver_delete(t, op, cur, &k, r);
+		meta_state_free_msg(cur);
+		return rc;
+	}
 	if (rc == 0 && !cur)
 		rc = IOL_ENOT_FOUND;
 	if (rc == 0) {
@@ -953,19 +901,12 @@ static int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMulti
 	rec.upload_id = op->upload_id;
 	rec.n_part_list = u->checksum_algo ? n : 0;
 	rec.part_list = opp;
-	if (cur) {
-		gc_record(t, cur);
-		ref_record(t, cur, cur->generation, false);
-		range_count(t, -1, -(int64_t)cur->size, 0);
-	}
-	range_count(t, 1, (int64_t)off, -1);
+	range_count(t, 0, 0, -1);   /* the upload; meta_ver_put_current counts the object */
 	/* The kept parts' layouts move into the object: the parts stop
 	 * naming them (drop_parts handles the others), the object starts. */
 	for (size_t i = 0; i < n; i++)
 		ref_part(t, parts[i], false);
-	ref_record(t, &rec, t->gen, true);
-	rc = tx_put_msg(t, &ok, &rec.base);
-	r->generation = t->gen;
+	rc = meta_ver_put_current(t, &ok, &rec, cur, r);
 	drop_parts(t, op->bucket, op->key, op->upload_id, nums, n);
 	struct key uk;
 	key_upload(&uk, op->bucket, op->key, op->upload_id);
@@ -1573,10 +1514,8 @@ static int op_set_object_tags(struct tx *t, const Iolake__Meta__SetObjectTags *o
 	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
-	key_object(&k, op->bucket, op->key);
-	int rc = check_condition(t, &k, false, op->if_generation, &cur);
-	if (rc == 0 && !cur)
-		rc = IOL_ENOT_FOUND;
+	/* the current version, or the one Op.version_id names (issue 17) */
+	int rc = meta_ver_target(t, op->bucket, op->key, op->if_generation, &cur, &k);
 	if (rc)
 		goto out;
 	Iolake__Meta__ObjectRecord__TagsEntry ents[META_TAGS_MAX], *pents[META_TAGS_MAX];
@@ -1611,10 +1550,8 @@ static int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op)
 	}
 	Iolake__Meta__ObjectRecord *cur = NULL;
 	struct key k;
-	key_object(&k, op->bucket, op->key);
-	int rc = check_condition(t, &k, false, op->if_generation, &cur);
-	if (rc == 0 && !cur)
-		rc = IOL_ENOT_FOUND;
+	/* the current version, or the one Op.version_id names (issue 17) */
+	int rc = meta_ver_target(t, op->bucket, op->key, op->if_generation, &cur, &k);
 	if (rc == 0) {
 		/* Swap the new ACL in for the write, then back (as tags). */
 		Iolake__Meta__Acl *old = cur->acl;
@@ -1925,7 +1862,7 @@ static bool bucket_has_ranges(struct tx *t, const char *bucket)
 	return prefix_nonempty(t, &p);
 }
 
-static int range_check(struct tx *t, const char *bucket, const char *key)
+int range_check(struct tx *t, const char *bucket, const char *key)
 {
 	if (t->range_id == 0) {
 		if (!bucket_exists(t, bucket))
@@ -1946,7 +1883,7 @@ static int range_check(struct tx *t, const char *bucket, const char *key)
 }
 
 /* Move the counters of the op's range (after range_check passed). */
-static void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads)
+void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads)
 {
 	if (t->range_id == 0 || !t->rng || t->rng->id != t->range_id)
 		return;
@@ -2212,11 +2149,14 @@ out:
 static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
 	t->range_id = op->range_id;
+	t->versioning = op->versioning;
+	t->version_id = op->version_id;
+	t->time_ms = op->time_ms;
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
 	case IOLAKE__META__OP__BODY_PUT_OBJECT: return op_put_object(t, op->put_object, r);
-	case IOLAKE__META__OP__BODY_DELETE_OBJECT: return op_delete_object(t, op->delete_object);
+	case IOLAKE__META__OP__BODY_DELETE_OBJECT: return op_delete_object(t, op->delete_object, r);
 	case IOLAKE__META__OP__BODY_CREATE_MULTIPART:
 		return op_create_multipart(t, op->create_multipart, r);
 	case IOLAKE__META__OP__BODY_PUT_PART: return op_put_part(t, op->put_part);
@@ -2247,6 +2187,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_bucket_tags(t, op->put_bucket_tags);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_CORS:
 		return op_set_bucket_cors(t, op->set_bucket_cors);
+	case IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING:
+		return meta_ver_set_bucket(t, op->set_bucket_versioning);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP:
 		if (group_holds_ranges(t, op->delete_group->id))
@@ -2279,6 +2221,9 @@ static void result_from_msg(const Iolake__Meta__OpResult *m, struct meta_op_resu
 	r->epoch = m->epoch;
 	snprintf(r->upload_id, sizeof(r->upload_id), "%s", m->upload_id ? m->upload_id : "");
 	snprintf(r->etag, sizeof(r->etag), "%s", m->etag ? m->etag : "");
+	snprintf(r->version_id, sizeof(r->version_id), "%s", m->version_id ? m->version_id : "");
+	r->delete_marker = m->delete_marker;
+	r->retained = m->retained;
 }
 
 /* Write the memo's session (see struct tx): the same record the last of
@@ -2346,6 +2291,9 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 	m.epoch = r->epoch;
 	m.upload_id = r->upload_id;
 	m.etag = r->etag;
+	m.version_id = r->version_id;
+	m.delete_marker = r->delete_marker;
+	m.retained = r->retained;
 	tx_put_msg(t, &rk, &m.base);
 
 	uint64_t want = op->acked_below;
@@ -2608,7 +2556,7 @@ static int ref_build(struct meta_state *s)
 		rocksdb_writebatch_wi_delete(t.wb, kb, kn);
 	}
 	uint64_t records = 0;
-	for (const char *tab = "OP"; *tab && !t.io_err; tab++) {
+	for (const char *tab = "OPV"; *tab && !t.io_err; tab++) {
 		for (rocksdb_iter_seek(it, tab, 1); rocksdb_iter_valid(it) && !t.io_err;
 		     rocksdb_iter_next(it)) {
 			size_t kn, vn;
@@ -2616,7 +2564,7 @@ static int ref_build(struct meta_state *s)
 			if (kn == 0 || kb[0] != *tab)
 				break;
 			const uint8_t *vb = (const uint8_t *)rocksdb_iter_value(it, &vn);
-			if (*tab == 'O') {
+			if (*tab != 'P') {   /* 'O' and 'V': object versions */
 				Iolake__Meta__ObjectRecord *r =
 					iolake__meta__object_record__unpack(NULL, vn, vb);
 				if (!r) {
@@ -3313,6 +3261,13 @@ int meta_state_objiter_record(const struct meta_state_objiter *it,
 	const char *v = rocksdb_iter_value(it->it, &n);
 	*out = iolake__meta__object_record__unpack(NULL, n, (const uint8_t *)v);
 	return *out ? 0 : IOL_ECORRUPT;
+}
+
+bool meta_state_objiter_is_marker(const struct meta_state_objiter *it)
+{
+	size_t n;
+	const char *v = rocksdb_iter_value(it->it, &n);
+	return meta_ver_is_marker((const uint8_t *)v, n);
 }
 
 int meta_state_objiter_upload(const struct meta_state_objiter *it,

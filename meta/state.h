@@ -75,6 +75,13 @@ struct meta_op_result {
 	char upload_id[17];      /* create-multipart: the new upload id */
 	char etag[48];           /* complete-multipart: "<md5 hex>-<parts>" */
 	bool groups;             /* create/delete-group: the table of groups changed */
+	/* Versioning (meta/state_ver.c): the version written, made or
+	 * deleted ("": the null version), whether it is a delete marker, and
+	 * whether the version the op replaced or hid was kept (its shards
+	 * are not the caller's to free). */
+	char version_id[24];
+	bool delete_marker;
+	bool retained;
 };
 
 #define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
@@ -247,6 +254,9 @@ void meta_state_objiter_seek(struct meta_state_objiter *it, const char *key, siz
 bool meta_state_objiter_valid(const struct meta_state_objiter *it);
 /* The current key (not NUL-terminated); valid until the next move. */
 const char *meta_state_objiter_key(const struct meta_state_objiter *it, size_t *len);
+/* Whether the record under the cursor is a delete marker (versioning:
+ * ListObjects skips the keys whose current version is one). */
+bool meta_state_objiter_is_marker(const struct meta_state_objiter *it);
 int meta_state_objiter_record(const struct meta_state_objiter *it,
 			      Iolake__Meta__ObjectRecord **out);
 /* The current upload of a meta_state_uploaditer_new cursor: 0, or

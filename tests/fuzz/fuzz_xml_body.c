@@ -1,7 +1,8 @@
 /*
  * fuzz_xml_body.c — libFuzzer target for the parsers of S3 request bodies
  * and headers that take hostile input: gateway/xml_parse (Delete,
- * Tagging, CompleteMultipartUpload, PublicAccessBlockConfiguration), the x-amz-tagging header
+ * Tagging, CompleteMultipartUpload, PublicAccessBlockConfiguration,
+ * VersioningConfiguration), the x-amz-tagging header
  * (s3_tags_parse_header, s3_tags_check) and conditional-header dates,
  * ETag lists and If-Range values (s3_cond).
  *
@@ -28,12 +29,12 @@ static void inside(const char *base, size_t cap, const char *p)
 static void delete_body(const char *b, size_t n)
 {
 	enum { MAXK = 16 };
-	const char *keys[MAXK];
+	const char *keys[MAXK], *vids[MAXK];
 	size_t lens[MAXK];
 	size_t cap = n + 1;
 	char *arena = malloc(cap);
 	struct xmlp_delete d = { .keys = keys, .key_lens = lens, .max_keys = MAXK, .arena = arena,
-				 .arena_cap = cap };
+				 .arena_cap = cap, .version_ids = n % 2 ? vids : NULL };
 	if (xmlp_delete(b, n, 4096, &d) == 0) {
 		if (d.n_keys == 0 || d.n_keys > MAXK)
 			abort();
@@ -41,6 +42,11 @@ static void delete_body(const char *b, size_t n)
 			inside(arena, cap, keys[i]);
 			if (strlen(keys[i]) != lens[i] || lens[i] == 0)
 				abort();
+			if (d.version_ids) {
+				inside(arena, cap, vids[i]);
+				if (strlen(vids[i]) > XMLP_VERSION_ID_MAX)
+					abort();
+			}
 		}
 	}
 	free(arena);
@@ -94,6 +100,14 @@ static void pab_body(const char *b, size_t n)
 				abort();
 }
 
+static void versioning_body(const char *b, size_t n)
+{
+	char st[16], mfa[16];
+	if (xmlp_versioning(b, n, 1024, st, mfa, sizeof(st)) == 0 &&
+	    (strlen(st) >= sizeof(st) || strlen(mfa) >= sizeof(mfa)))
+		abort();
+}
+
 static void tagging_header(const char *b, size_t n)
 {
 	size_t cap = S3_TAGS_HEADER_ARENA(n);
@@ -135,12 +149,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = size - 1;
 	char *b = malloc(n ? n : 1);
 	memcpy(b, data + 1, n);
-	switch (data[0] % 6) {
+	switch (data[0] % 7) {
 	case 0: delete_body(b, n); break;
 	case 1: tagging_body(b, n); break;
 	case 2: mpu_body(b, n); break;
 	case 3: tagging_header(b, n); break;
 	case 5: pab_body(b, n); break;
+	case 6: versioning_body(b, n); break;
 	default: cond_header(b, n); break;
 	}
 	free(b);

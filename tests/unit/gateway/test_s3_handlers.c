@@ -1,7 +1,7 @@
 /*
  * test_s3_handlers.c — the handler modules' tables (s3_handlers.h): every
  * operation the gateway serves is in exactly one table, and the set served
- * is everything S3_OPS names but versioning (NotImplemented); every row
+ * is everything S3_OPS names but the two served outside the gate; every row
  * names the S3 action the gate decides (s3_authz), and the operations
  * that read or write an object's data, ACL or tags are decided on the
  * object (S3_RES_OBJECT) or, for writes, on the bucket; every action is
@@ -14,7 +14,6 @@
 #include "gateway/s3_policy.h"
 
 static const enum s3_op not_served[] = {
-	S3_OP_ListObjectVersions, S3_OP_GetBucketVersioning, S3_OP_PutBucketVersioning,
 	/* Served outside the gate (s3_ops_bind): the preflight authorizes
 	 * nothing, a POST upload's signer is in its body. */
 	S3_OP_OptionsObject, S3_OP_PostObject,
@@ -69,6 +68,9 @@ static const struct {
 	{ S3_OP_GetBucketCors, S3_ACT_GetBucketCORS },
 	{ S3_OP_PutBucketCors, S3_ACT_PutBucketCORS },
 	{ S3_OP_DeleteBucketCors, S3_ACT_PutBucketCORS },
+	{ S3_OP_ListObjectVersions, S3_ACT_ListBucketVersions },
+	{ S3_OP_GetBucketVersioning, S3_ACT_GetBucketVersioning },
+	{ S3_OP_PutBucketVersioning, S3_ACT_PutBucketVersioning },
 };
 
 START_TEST(test_tables)
@@ -77,7 +79,7 @@ START_TEST(test_tables)
 	memset(seen, 0, sizeof(seen));
 	enum s3_authz_action act[S3_OP__COUNT];
 	memset(act, 0, sizeof(act));
-	ck_assert_uint_eq(s3_n_handler_tables, 13);
+	ck_assert_uint_eq(s3_n_handler_tables, 14);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			ck_assert_msg(h->op > S3_OP_NONE && h->op < S3_OP__COUNT, "table %zu: op %d",
