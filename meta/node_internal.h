@@ -421,6 +421,7 @@ int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket,
 		    Iolake__Meta__RangeDesc **out);
 /* GetRanges: the root's table, or a range group's open-range rows. */
 void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r);
+void node_serve_read_range(struct meta_group *g, struct rpc_req *r);
 /* Answer watches whose epoch is passed (all of them when closing). */
 void node_wake_watches(struct meta_node *n, bool closing);
 void node_expire_watches(struct meta_node *n, uint64_t now_ms);

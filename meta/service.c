@@ -609,6 +609,7 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 	case META_M_LIST_GC: serve_list_gc(g, r); break;
 	case META_M_CHECK_SHARDS: serve_check_shards(g, r); break;
 	case META_M_GET_RANGES: node_serve_get_ranges(g, r); break;
+	case META_M_READ_RANGE: node_serve_read_range(g, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -644,6 +645,7 @@ READ_HANDLER(h_list_uploads, META_M_LIST_UPLOADS)
 READ_HANDLER(h_list_gc, META_M_LIST_GC)
 READ_HANDLER(h_check_shards, META_M_CHECK_SHARDS)
 READ_HANDLER(h_get_ranges, META_M_GET_RANGES)
+READ_HANDLER(h_read_range, META_M_READ_RANGE)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -1182,7 +1184,8 @@ int node_service_register(struct meta_node *n)
 		[META_M_CHECK_SHARDS] = h_check_shards,
 		[META_M_CONFIRM_LEADER] = h_confirm_leader,
 		[META_M_GET_RANGES] = h_get_ranges,
+		[META_M_READ_RANGE] = h_read_range,
 	};
-	_Static_assert(META_M_COUNT == 25, "meta.proto service Meta has 25 methods");
+	_Static_assert(META_M_COUNT == 26, "meta.proto service Meta has 26 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

@@ -58,6 +58,7 @@ START_TEST(meta_methods_match_descriptor)
 		{ META_M_CONFIRM_LEADER, "ConfirmLeader" },
 		{ META_M_FETCH_SNAPSHOT, "FetchSnapshot" },
 		{ META_M_GET_RANGES, "GetRanges" },
+		{ META_M_READ_RANGE, "ReadRange" },
 	};
 	ck_assert_uint_eq(META_SERVICE->n_methods, META_M_COUNT);
 	ck_assert_uint_eq(sizeof(want) / sizeof(want[0]), META_M_COUNT);
