@@ -719,6 +719,11 @@ void meta_client_close(struct meta_client *c)
 	uv_close((uv_handle_t *)&c->flush, on_flush_closed);
 }
 
+uv_loop_t *meta_client_loop(const struct meta_client *c)
+{
+	return c->loop;
+}
+
 size_t meta_client_member_count(const struct meta_client *c)
 {
 	return c->n;

@@ -100,6 +100,7 @@ int meta_client_call_member(struct meta_client *c, size_t member, unsigned metho
 			    const ProtobufCMessage *req, meta_client_cb cb, void *ud);
 
 size_t meta_client_member_count(const struct meta_client *c);
+uv_loop_t *meta_client_loop(const struct meta_client *c);
 const char *meta_client_member(const struct meta_client *c, size_t i);
 uint64_t meta_client_id(const struct meta_client *c);
 
