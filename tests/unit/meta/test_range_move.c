@@ -302,27 +302,51 @@ static void setup(uv_loop_t *loop, struct meta_client *cli)
 
 /* ------------------------------------------------------------ the model */
 
-#define NKEYS 12000
-#define PRELOAD 10000
+/* MOVE_RECORDS=N (default 10,000) preloads N records; the load touches
+ * N * 1.2 keys. With a big N the split test is the sealed-time measure
+ * (docs/performance.md "Moving a range"). */
+static unsigned NKEYS = 12000, PRELOAD = 10000;
 
 struct model {
-	char val[NKEYS][24];           /* "" : absent */
-	bool busy[NKEYS];
+	char (*val)[24];               /* "" : absent */
+	bool *busy;
 	unsigned inflight, failed, acked;
 	uint32_t seed;
 	unsigned version;
+	/* latency of each op acknowledged while a move ran (ms) */
+	uint64_t *lat;
+	size_t n_lat, cap_lat;
+	const bool *moving;
 };
+
+static struct model *model_new(uint32_t seed)
+{
+	struct model *m = calloc(1, sizeof(*m));
+	m->val = calloc(NKEYS, sizeof(*m->val));
+	m->busy = calloc(NKEYS, sizeof(*m->busy));
+	m->seed = seed;
+	return m;
+}
+
+static void model_free(struct model *m)
+{
+	free(m->val);
+	free(m->busy);
+	free(m->lat);
+	free(m);
+}
 
 struct op_ctx {
 	struct model *m;
 	unsigned key;
 	bool del;
 	char val[24];
+	uint64_t t0;
 };
 
 static void key_name(unsigned i, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "k/%05u", i);
+	snprintf(buf, cap, "k/%07u", i);
 }
 
 static void on_op(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
@@ -332,6 +356,13 @@ static void on_op(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t
 	struct model *m = o->m;
 	m->inflight--;
 	m->busy[o->key] = false;
+	if (m->moving && !*m->moving) {
+		if (m->n_lat == m->cap_lat) {
+			m->cap_lat = m->cap_lat ? 2 * m->cap_lat : 4096;
+			m->lat = realloc(m->lat, m->cap_lat * sizeof(*m->lat));
+		}
+		m->lat[m->n_lat++] = loop_now_ms() - o->t0;
+	}
 	int st = err ? -1 : (int)res->status;
 	if (st == IOLAKE__META__STATUS__STATUS_OK) {
 		m->acked++;
@@ -355,6 +386,7 @@ static void send_op(struct meta_client *cli, struct model *m, unsigned key, bool
 	o->m = m;
 	o->key = key;
 	o->del = del;
+	o->t0 = loop_now_ms();
 	snprintf(o->val, sizeof(o->val), "v%u.%u", key, ++m->version);
 	char name[32];
 	key_name(key, name, sizeof(name));
@@ -538,6 +570,25 @@ static uint64_t range_of(uv_loop_t *loop, struct meta_client *cli, const char *k
 	return id;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The routed ops' latency while the move ran: what clients saw of the
+ * seal (ops on other keys included). */
+static void print_latency(struct model *m, const char *what)
+{
+	if (!m->n_lat)
+		return;
+	qsort(m->lat, m->n_lat, sizeof(*m->lat), cmp_u64);
+	fprintf(stderr, "%s: %zu ops during the move, latency ms p50 %llu p99 %llu max %llu\n",
+		what, m->n_lat, (unsigned long long)m->lat[m->n_lat / 2],
+		(unsigned long long)m->lat[m->n_lat * 99 / 100],
+		(unsigned long long)m->lat[m->n_lat - 1]);
+}
+
 START_TEST(split_merge_under_load)
 {
 	struct cluster c;
@@ -548,16 +599,19 @@ START_TEST(split_merge_under_load)
 	new_client(&loop, &c, &cli);
 	new_client(&loop, &c, &mcli);
 	setup(&loop, cli);
-	struct model *m = calloc(1, sizeof(*m));
-	m->seed = 7;
+	struct model *m = model_new(7);
 	preload(&loop, cli, m);
 	check_table(&loop, cli, m, 1);
 
-	/* split at k/05000 under load */
+	/* split in the middle under load */
 	struct move_wait w = { 0 };
-	ck_assert_int_eq(meta_move_start(mcli, &loop, "bkt", range_of(&loop, cli, "k/00000"),
-					 "k/05000", false, 0, NULL, on_moved, &w), 0);
+	char mid[32];
+	key_name(PRELOAD / 2, mid, sizeof(mid));
+	m->moving = &w.done;
+	ck_assert_int_eq(meta_move_start(mcli, &loop, "bkt", range_of(&loop, cli, "k/0000000"),
+					 mid, false, 0, NULL, on_moved, &w), 0);
 	load(&loop, cli, m, 64, &w.done, 2000);
+	print_latency(m, "split");
 	ck_assert_int_eq(w.err, 0);
 	ck_assert_uint_eq(m->failed, 0);
 	fprintf(stderr, "split: %llu records in %llu batches, sealed %llu ms, dropped %llu, "
@@ -571,18 +625,21 @@ START_TEST(split_merge_under_load)
 
 	/* merge back, under load */
 	struct move_wait w2 = { 0 };
-	ck_assert_int_eq(meta_move_start(mcli, &loop, "bkt", range_of(&loop, cli, "k/00000"),
-					 "k/05000", true, 0, NULL, on_moved, &w2), 0);
+	m->moving = &w2.done;
+	m->n_lat = 0;
+	ck_assert_int_eq(meta_move_start(mcli, &loop, "bkt", range_of(&loop, cli, "k/0000000"),
+					 mid, true, 0, NULL, on_moved, &w2), 0);
 	load(&loop, cli, m, 64, &w2.done, 2000);
 	ck_assert_int_eq(w2.err, 0);
 	ck_assert_uint_eq(m->failed, 0);
+	print_latency(m, "merge");
 	fprintf(stderr, "merge: %llu records, sealed %llu ms, dropped %llu\n",
 		(unsigned long long)w2.st.records, (unsigned long long)w2.st.sealed_ms,
 		(unsigned long long)w2.st.dropped);
 	check_table(&loop, cli, m, 1);
 	check_listing(&loop, cli, m, 1000);
 
-	free(m);
+	model_free(m);
 	meta_client_close(mcli);
 	meta_client_close(cli);
 	uv_run(&loop, UV_RUN_NOWAIT);
@@ -622,14 +679,13 @@ START_TEST(resume_after_crash)
 	struct meta_client *cli;
 	new_client(&loop, &c, &cli);
 	setup(&loop, cli);
-	struct model *m = calloc(1, sizeof(*m));
-	m->seed = 11;
+	struct model *m = model_new(11);
 	preload(&loop, cli, m);
 
 	struct meta_move_opts o = { .batch_records = 500, .stop_after_batches = 2 };
 	struct move_wait w = { 0 };
-	ck_assert_int_eq(meta_move_start(cli, &loop, "bkt", range_of(&loop, cli, "k/00000"),
-					 "k/02000", false, 0, &o, on_moved, &w), 0);
+	ck_assert_int_eq(meta_move_start(cli, &loop, "bkt", range_of(&loop, cli, "k/0000000"),
+					 "k/0002000", false, 0, &o, on_moved, &w), 0);
 	run_until(&loop, &w.done);
 	ck_assert_int_eq(w.err, -EINTR);
 	int lead = root_leader(&loop, cli);
@@ -656,7 +712,7 @@ START_TEST(resume_after_crash)
 	check_listing(&loop, cli, m, 1000);
 	m_start(&c, (size_t)lead);
 
-	free(m);
+	model_free(m);
 	meta_client_close(cli);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	uv_loop_close(&loop);
@@ -667,9 +723,14 @@ END_TEST
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	const char *e = getenv("MOVE_RECORDS");
+	if (e && atoi(e) >= 100) {
+		PRELOAD = (unsigned)atoi(e);
+		NKEYS = PRELOAD + PRELOAD / 5;
+	}
 	Suite *s = suite_create("range_move");
 	TCase *tc = tcase_create("move");
-	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, split_merge_under_load);
 	tcase_add_test(tc, resume_after_crash);
 	suite_add_tcase(s, tc);
