@@ -4,7 +4,13 @@
  * move (MoveRange leaves one; a driver that stopped — iolake-admin killed,
  * a leader change, a crash — leaves it half done) and, when it finds one,
  * drives every move to its end with the mover over its own meta client
- * (the members' RPC addresses from the root's configuration). Also the
+ * (the members' RPC addresses from the root's configuration). Automatic
+ * moves (--range-split-objects, --range-split-bytes, --range-merge-objects):
+ * every range_poll_ms it asks each live group for its open ranges'
+ * counters, one group after another, and splits the first range past a
+ * threshold at its median key (ReadRange split_key: the source group's
+ * scan to half its objects) or, when none is, merges the first adjacent
+ * pair of a bucket under the merge threshold. One move at a time. Also the
  * /metrics of moves: iolake_meta_range_moves_total, ..._records_moved_total,
  * ..._records_dropped_total, ..._sealed_ms (the last move's) and
  * ..._sealed_ms_total.
@@ -23,11 +29,23 @@
 
 #define MOVE_POLL_MS 1000
 
+struct count {
+	uint64_t id, objects, bytes;
+};
+
 struct node_mover {
 	struct meta_node *n;
 	struct meta_client *c;
-	bool running;
-	uint64_t last_ms;
+	bool running;                  /* a driver, or a look at the counters */
+	uint64_t last_ms, last_auto_ms;
+	/* automatic moves: the groups' counters, asked one group at a time */
+	uint64_t *groups;
+	size_t n_groups, gi;
+	struct count *cnt;
+	size_t n_cnt, cap_cnt;
+	char split_bucket[64];
+	uint64_t split_id;
+	struct metrics_counter *m_auto_splits, *m_auto_merges;
 	struct metrics_counter *m_moves, *m_records, *m_dropped, *m_sealed_total;
 	struct metrics_gauge *m_sealed;
 };
@@ -105,8 +123,173 @@ static struct node_mover *mover(struct meta_node *n)
 						 "Milliseconds ranges spent sealed for moves.", NULL);
 	mv->m_sealed = metrics_gauge_new(r, "iolake_meta_range_sealed_ms",
 					 "The last move's sealed time (ms).", NULL);
+	mv->m_auto_splits = metrics_counter_new(r, "iolake_meta_range_auto_splits_total",
+						"Automatic splits started (--range-split-*).", NULL);
+	mv->m_auto_merges = metrics_counter_new(r, "iolake_meta_range_auto_merges_total",
+						"Automatic merges started (--range-merge-objects).",
+						NULL);
 	n->mover = mv;
 	return mv;
+}
+
+/* ---- automatic splits and merges */
+
+static void auto_end(struct node_mover *mv)
+{
+	free(mv->groups);
+	free(mv->cnt);
+	mv->groups = NULL;
+	mv->cnt = NULL;
+	mv->n_groups = mv->gi = mv->n_cnt = mv->cap_cnt = 0;
+	mv->running = false;
+}
+
+static const struct count *count_of(const struct node_mover *mv, uint64_t id)
+{
+	for (size_t i = 0; i < mv->n_cnt; i++)
+		if (mv->cnt[i].id == id)
+			return &mv->cnt[i];
+	return NULL;
+}
+
+static void on_split_key(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct node_mover *mv = ud;
+	const Iolake__Meta__ReadRangeResponse *r = (const void *)resp;
+	if (err || r->status || !r->split_key[0]) {
+		auto_end(mv);
+		return;
+	}
+	LOG_INFO("range split by size", "bucket=%s range=%llu key_len=%zu", mv->split_bucket,
+		 (unsigned long long)mv->split_id, strlen(r->split_key));
+	char bucket[64];
+	snprintf(bucket, sizeof(bucket), "%s", mv->split_bucket);
+	auto_end(mv);
+	if (meta_move_start(mv->c, mv->n->loop, bucket, mv->split_id, r->split_key, false, 0,
+			    NULL, on_driven, mv) == 0) {
+		mv->running = true;
+		metrics_counter_inc(mv->m_auto_splits);
+	}
+}
+
+/* Every open range's counters are in: split the first range past a
+ * threshold, else merge the first adjacent pair under the merge one. */
+static void auto_decide(struct node_mover *mv)
+{
+	const struct meta_node_opts *o = &mv->n->o;
+	Iolake__Meta__RangeDesc **v = NULL;
+	size_t cnt = 0;
+	if (meta_state_list_ranges(mv->n->root->state, NULL, &v, &cnt)) {
+		auto_end(mv);
+		return;
+	}
+	const Iolake__Meta__RangeDesc *split = NULL, *ml = NULL, *mr = NULL;
+	for (size_t i = 0; i < cnt && !split; i++) {
+		const struct count *c = count_of(mv, v[i]->id);
+		if (c && ((o->range_split_objects && c->objects >= o->range_split_objects) ||
+			  (o->range_split_bytes && c->bytes >= o->range_split_bytes)))
+			split = v[i];
+	}
+	for (size_t i = 0; !split && !ml && o->range_merge_objects && i + 1 < cnt; i++) {
+		const struct count *a = count_of(mv, v[i]->id), *b = count_of(mv, v[i + 1]->id);
+		if (a && b && !strcmp(v[i]->bucket, v[i + 1]->bucket) &&
+		    a->objects + b->objects < o->range_merge_objects) {
+			ml = v[i];
+			mr = v[i + 1];
+		}
+	}
+	int rc = -1;
+	if (split) {
+		snprintf(mv->split_bucket, sizeof(mv->split_bucket), "%s", split->bucket);
+		mv->split_id = split->id;
+		Iolake__Meta__ReadRangeRequest q = IOLAKE__META__READ_RANGE_REQUEST__INIT;
+		q.range_id = split->id;
+		q.bucket = split->bucket;
+		q.start = split->start;
+		q.end = split->end;
+		q.split_key = true;
+		q.group = split->group;
+		rc = meta_client_call_direct(mv->c, META_M_READ_RANGE, &q.base, on_split_key, mv);
+		if (rc)
+			auto_end(mv);
+	} else if (ml) {
+		auto_end(mv);
+		LOG_INFO("range merge by size", "bucket=%s range=%llu", ml->bucket,
+			 (unsigned long long)ml->id);
+		if (meta_move_start(mv->c, mv->n->loop, ml->bucket, ml->id, mr->start, true, 0, NULL,
+				    on_driven, mv) == 0) {
+			mv->running = true;
+			metrics_counter_inc(mv->m_auto_merges);
+		}
+	} else {
+		auto_end(mv);
+	}
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
+}
+
+static void auto_next(struct node_mover *mv);
+
+static void on_counts(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct node_mover *mv = ud;
+	const Iolake__Meta__GetRangesResponse *g = (const void *)resp;
+	if (err) {
+		auto_end(mv);
+		return;
+	}
+	for (size_t i = 0; i < g->n_ranges; i++) {
+		if (g->ranges[i]->sealed)
+			continue;
+		if (mv->n_cnt == mv->cap_cnt) {
+			size_t cap = mv->cap_cnt ? 2 * mv->cap_cnt : 64;
+			struct count *nc = realloc(mv->cnt, cap * sizeof(*nc));
+			if (!nc) {
+				auto_end(mv);
+				return;
+			}
+			mv->cnt = nc;
+			mv->cap_cnt = cap;
+		}
+		mv->cnt[mv->n_cnt++] = (struct count){ g->ranges[i]->id, g->ranges[i]->objects,
+						       g->ranges[i]->bytes };
+	}
+	auto_next(mv);
+}
+
+static void auto_next(struct node_mover *mv)
+{
+	if (mv->gi == mv->n_groups) {
+		auto_decide(mv);
+		return;
+	}
+	Iolake__Meta__GetRangesRequest q = IOLAKE__META__GET_RANGES_REQUEST__INIT;
+	q.bucket = "";
+	q.group = mv->groups[mv->gi++];
+	if (meta_client_call_direct(mv->c, META_M_GET_RANGES, &q.base, on_counts, mv))
+		auto_end(mv);
+}
+
+static void auto_start(struct node_mover *mv)
+{
+	Iolake__Meta__GroupDesc **v = NULL;
+	size_t cnt = 0;
+	if (meta_state_list_groups(mv->n->root->state, &v, &cnt))
+		return;
+	mv->groups = calloc(cnt + 1, sizeof(*mv->groups));
+	for (size_t i = 0; i < cnt; i++) {
+		if (mv->groups && !v[i]->deleted)
+			mv->groups[mv->n_groups++] = v[i]->id;
+		meta_state_free_msg(v[i]);
+	}
+	free(v);
+	if (!mv->groups || !mv->n_groups) {
+		auto_end(mv);
+		return;
+	}
+	mv->running = true;
+	auto_next(mv);
 }
 
 void node_move_tick(struct meta_node *n, uint64_t now, bool leader)
@@ -124,12 +307,22 @@ void node_move_tick(struct meta_node *n, uint64_t now, bool leader)
 	if (!(mv = mover(n)) || mv->running || now - mv->last_ms < MOVE_POLL_MS)
 		return;
 	mv->last_ms = now;
-	if (!move_pending(n))
+	bool pending = move_pending(n);
+	const struct meta_node_opts *o = &n->o;
+	unsigned poll = o->range_poll_ms ? o->range_poll_ms : 5000;
+	bool look = (o->range_split_objects || o->range_split_bytes || o->range_merge_objects) &&
+		    now - mv->last_auto_ms >= poll;
+	if (!pending && !look)
 		return;
 	if (!mv->c && mover_client(mv))
 		return;
-	if (meta_move_drive(mv->c, n->loop, "", NULL, on_driven, mv) == 0)
-		mv->running = true;
+	if (pending) {
+		if (meta_move_drive(mv->c, n->loop, "", NULL, on_driven, mv) == 0)
+			mv->running = true;
+		return;
+	}
+	mv->last_auto_ms = now;
+	auto_start(mv);
 }
 
 void node_move_close(struct meta_node *n)
@@ -139,6 +332,7 @@ void node_move_close(struct meta_node *n)
 		return;
 	if (mv->c)
 		meta_client_close(mv->c);
+	auto_end(mv);
 	free(mv);
 	n->mover = NULL;
 }

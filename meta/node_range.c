@@ -117,6 +117,20 @@ void node_serve_read_range(struct meta_group *g, struct rpc_req *r)
 	if (max_bytes > META_ENTRY_MAX_BYTES / 2)
 		max_bytes = META_ENTRY_MAX_BYTES / 2;
 	uint32_t max_records = q->max_records ? q->max_records : 2000;
+	if (q->split_key) {
+		char key[META_KEY_MAX + 1];
+		int rc = meta_state_range_split_key(g->state, q->range_id, key, sizeof(key));
+		if (rc && rc != META_EWRONG_RANGE) {
+			rpc_fail(r, RPC_INTERNAL, "split key: %s", iol_strerror(rc));
+			return;
+		}
+		resp.status = meta_state_err_to_status(rc);
+		resp.split_key = key;
+		if (rc)
+			resp.split_key = "";
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
 	int rc = meta_state_read_range(g->state, q->range_id, q->bucket, q->start, q->end,
 				       q->after.data, q->after.len, max_records, max_bytes, &p);
 	if (rc == META_EWRONG_RANGE || rc == -EINVAL) {

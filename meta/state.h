@@ -244,6 +244,11 @@ int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *b
 			  const char *start, const char *end, const uint8_t *after, size_t after_len,
 			  uint32_t max_records, uint32_t max_bytes, struct meta_range_pairs *out);
 void meta_range_pairs_free(struct meta_range_pairs *p);
+/* Range group: the median object key of range range_id (open or sealed)
+ * into out (cap >= META_KEY_MAX + 1): a scan that stops at half its
+ * object count; "" when under two objects. 0, META_EWRONG_RANGE (no such
+ * range here), -EIO. */
+int meta_state_range_split_key(struct meta_state *s, uint64_t range_id, char *out, size_t cap);
 /* Root: whether bucket has range rows (its records live in range groups). */
 bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket);
 /* Root: how many ranges group holds (0 when none). 0 or -EIO. */

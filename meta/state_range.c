@@ -1202,3 +1202,46 @@ bool bucket_moving(struct tx *t, const char *bucket)
 	free_rows(v, n);
 	return any;
 }
+
+int meta_state_range_split_key(struct meta_state *s, uint64_t range_id, char *out, size_t cap)
+{
+	out[0] = 0;
+	Iolake__Meta__RangeDesc *r = NULL;
+	int rc = meta_state_get_open_range(s, range_id, &r);
+	if (rc == IOL_ENOT_FOUND)
+		return META_EWRONG_RANGE;
+	if (rc)
+		return rc;
+	uint64_t half = r->objects / 2;
+	struct key pre, lo, pend;
+	k_init(&pre, 'O');
+	k_str(&pre, r->bucket);
+	k_byte(&pre, 0);
+	lo = pre;
+	k_str(&lo, r->start);
+	rocksdb_readoptions_t *ro = prefix_ro(&pre, &pend);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, ro ? ro : s->ro);
+	uint64_t i = 0;
+	for (rocksdb_iter_seek(it, lo.b, lo.n); half > 0 && rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t kn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn < pre.n || memcmp(kb, pre.b, pre.n))
+			break;
+		size_t sn = kn - pre.n;
+		if (!below_end(kb + pre.n, sn, r->end))
+			break;
+		if (i++ < half || sn + 1 > cap)
+			continue;
+		memcpy(out, kb + pre.n, sn);
+		out[sn] = 0;
+		if (strcmp(out, r->start) > 0)
+			break;   /* a split key must be above the range's start */
+		out[0] = 0;
+	}
+	rocksdb_iter_destroy(it);
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
+	meta_state_free_msg(r);
+	return 0;
+}

@@ -17,6 +17,11 @@
  *               a killed iolake-admin), then the root leader is stopped:
  *               the new root leader finishes the move by itself; every
  *               record is there once.
+ *   auto_split_merge  --range-split-objects 3000: the root leader splits
+ *               the 10,000-record range at median keys until every range
+ *               holds fewer than 3,000; after deleting 49 of every 50
+ *               records, --range-merge-objects 1500 merges them back into
+ *               one; counters and listings equal the model throughout.
  */
 #include <check.h>
 #include <errno.h>
@@ -130,7 +135,7 @@ static void m_stop(struct cluster *c, size_t i)
 	m->running = false;
 }
 
-static void cluster_up(struct cluster *c)
+static void cluster_up_opts(struct cluster *c, uint64_t split_objects, uint64_t merge_objects)
 {
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < NMEMB; i++) {
@@ -149,6 +154,9 @@ static void cluster_up(struct cluster *c)
 			.peers = c->peers,
 			.n_peers = NMEMB,
 			.range_groups = 2,
+			.range_split_objects = split_objects,
+			.range_merge_objects = merge_objects,
+			.range_poll_ms = 300,
 			.election_timeout_ms = 300,
 			.heartbeat_timeout_ms = 50,
 			.pg_count = 16,
@@ -157,6 +165,11 @@ static void cluster_up(struct cluster *c)
 		};
 		m_start(c, i);
 	}
+}
+
+static void cluster_up(struct cluster *c)
+{
+	cluster_up_opts(c, 0, 0);
 }
 
 static void cluster_free(struct cluster *c)
@@ -523,7 +536,8 @@ static unsigned model_count(const struct model *m)
 static void check_table(uv_loop_t *loop, struct meta_client *cli, struct model *m, size_t want_n)
 {
 	Iolake__Meta__GetRangesResponse *t = get_ranges(loop, cli, "bkt", 0);
-	ck_assert_uint_eq(t->n_ranges, want_n);
+	if (want_n)
+		ck_assert_uint_eq(t->n_ranges, want_n);
 	uint64_t objects = 0;
 	for (size_t i = 0; i < t->n_ranges; i++) {
 		ck_assert_uint_eq(t->ranges[i]->move_phase, 0);
@@ -720,6 +734,78 @@ START_TEST(resume_after_crash)
 }
 END_TEST
 
+/* Wait until the bucket's table has no move and every range holds fewer
+ * than `below` objects (counted in the groups), at least `min_n` ranges
+ * and at most `max_n`. */
+static void wait_settled(uv_loop_t *loop, struct meta_client *cli, uint64_t below, size_t min_n,
+			 size_t max_n)
+{
+	for (int t = 0;; t += 200) {
+		ck_assert_msg(t < 60000, "ranges did not settle");
+		Iolake__Meta__GetRangesResponse *g = get_ranges(loop, cli, "bkt", 0);
+		bool ok = g->n_ranges >= min_n && g->n_ranges <= max_n;
+		for (size_t i = 0; ok && i < g->n_ranges; i++) {
+			ok = g->ranges[i]->move_phase == 0;
+			Iolake__Meta__GetRangesResponse *r = get_ranges(loop, cli, "", g->ranges[i]->group);
+			for (size_t j = 0; ok && j < r->n_ranges; j++)
+				if (r->ranges[j]->id == g->ranges[i]->id)
+					ok = r->ranges[j]->objects < below;
+			free_msg(r);
+		}
+		size_t n = g->n_ranges;
+		free_msg(g);
+		if (ok) {
+			fprintf(stderr, "settled: %zu ranges\n", n);
+			return;
+		}
+		usleep(200000);
+	}
+}
+
+START_TEST(auto_split_merge)
+{
+	struct cluster c;
+	cluster_up_opts(&c, 3000, 1500);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct meta_client *cli;
+	new_client(&loop, &c, &cli);
+	setup(&loop, cli);
+	struct model *m = model_new(5);
+	preload(&loop, cli, m);
+	/* 10,000 records, split past 3,000 at the median: 4 ranges of ~2,500 */
+	wait_settled(&loop, cli, 3000, 4, 8);
+	check_table(&loop, cli, m, 0);
+	check_listing(&loop, cli, m, 1000);
+	/* delete all but every 50th: the ranges merge under 1,500 together */
+	uv_timer_t poke;
+	bool closed = false;
+	uv_timer_init(&loop, &poke);
+	poke.data = &closed;
+	uv_timer_start(&poke, on_poke, 10, 10);
+	for (unsigned k = 0; k < PRELOAD || m->inflight;) {
+		while (k < PRELOAD && m->inflight < 256) {
+			if (k % 50)
+				send_op(cli, m, k, true);
+			k++;
+		}
+		uv_run(&loop, UV_RUN_ONCE);
+	}
+	uv_close((uv_handle_t *)&poke, on_poke_closed);
+	while (!closed)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	ck_assert_uint_eq(m->failed, 0);
+	wait_settled(&loop, cli, 1500, 1, 1);
+	check_table(&loop, cli, m, 1);
+	check_listing(&loop, cli, m, 7);
+	model_free(m);
+	meta_client_close(cli);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	uv_loop_close(&loop);
+	cluster_free(&c);
+}
+END_TEST
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -733,6 +819,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, split_merge_under_load);
 	tcase_add_test(tc, resume_after_crash);
+	tcase_add_test(tc, auto_split_merge);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
