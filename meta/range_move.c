@@ -69,6 +69,8 @@ static void forget(struct mv *m)
 	m->cursor = NULL;
 	m->cursor_len = 0;
 	m->batches = 0;
+	m->init_objects = m->init_bytes = m->init_uploads = 0;
+	m->src_objects = m->src_bytes = m->src_uploads = 0;
 }
 
 static void finish(struct mv *m, int err)
