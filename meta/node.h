@@ -66,7 +66,9 @@
  * ranges on. */
 #define META_RANGE_GROUPS_DEFAULT 0      /* iolake-meta */
 #define META_RANGE_GROUPS_DEFAULT_AIO 0  /* iolake-aio */
-#define META_RANGE_SPLIT_OBJECTS_DEFAULT 1000000  /* --range-split-objects */
+#define META_RANGE_SPLIT_OBJECTS_DEFAULT 100000   /* --range-split-objects: the sealed
+                                                 * time of a split grows with it
+                                                 * (docs/performance.md) */
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 

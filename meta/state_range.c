@@ -398,6 +398,58 @@ out:
 	return rc;
 }
 
+/* Records under prefix p in key order (at most max), with the iterator
+ * bounded at the prefix's end: 'Q' sits just below 'R', the request table,
+ * whose pruned entries are deleted keys an unbounded Next walks (see
+ * state.c prefix_ro). */
+static int list_bounded(struct meta_state *s, const struct key *p,
+			const ProtobufCMessageDescriptor *desc, size_t max, ProtobufCMessage ***out,
+			size_t *n_out)
+{
+	struct key end;
+	rocksdb_readoptions_t *ro = prefix_ro(p, &end);
+	size_t n = 0, cap = 16;
+	ProtobufCMessage **v = malloc(cap * sizeof(*v));
+	int rc = v ? 0 : -ENOMEM;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, ro ? ro : s->ro);
+	for (rocksdb_iter_seek(it, p->b, p->n); !rc && rocksdb_iter_valid(it) && n < max;
+	     rocksdb_iter_next(it)) {
+		size_t kn, vn;
+		const char *kb = rocksdb_iter_key(it, &kn);
+		if (kn < p->n || memcmp(kb, p->b, p->n))
+			break;
+		const char *vb = rocksdb_iter_value(it, &vn);
+		ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, vn, (const uint8_t *)vb);
+		if (!m) {
+			rc = IOL_ECORRUPT;
+			break;
+		}
+		if (n == cap) {
+			ProtobufCMessage **nv = realloc(v, 2 * cap * sizeof(*nv));
+			if (!nv) {
+				protobuf_c_message_free_unpacked(m, NULL);
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[n++] = m;
+	}
+	rocksdb_iter_destroy(it);
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			protobuf_c_message_free_unpacked(v[i], NULL);
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
 int meta_state_list_ranges(struct meta_state *s, const char *bucket,
 			   Iolake__Meta__RangeDesc ***out, size_t *n)
 {
@@ -409,14 +461,16 @@ int meta_state_list_ranges(struct meta_state *s, const char *bucket,
 		k_str(&p, bucket);
 		k_byte(&p, 0);
 	}
-	return list_prefix(s, p.b, p.n, &iolake__meta__range_desc__descriptor, NULL, NULL,
-			   META_RANGES_MAX, (ProtobufCMessage ***)out, n);
+	return list_bounded(s, &p, &iolake__meta__range_desc__descriptor, META_RANGES_MAX,
+			    (ProtobufCMessage ***)out, n);
 }
 
 int meta_state_list_open_ranges(struct meta_state *s, Iolake__Meta__RangeDesc ***out, size_t *n)
 {
-	return list_prefix(s, "r", 1, &iolake__meta__range_desc__descriptor, NULL, NULL,
-			   META_RANGES_MAX, (ProtobufCMessage ***)out, n);
+	struct key p;
+	k_init(&p, 'r');
+	return list_bounded(s, &p, &iolake__meta__range_desc__descriptor, META_RANGES_MAX,
+			    (ProtobufCMessage ***)out, n);
 }
 
 int meta_state_get_open_range(struct meta_state *s, uint64_t id, Iolake__Meta__RangeDesc **out)
