@@ -816,15 +816,20 @@ int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
 		return IOL_ECONFLICT;   /* open: filled already */
 	if (cur->len != op->after.len || memcmp(cur->data, op->after.data, cur->len))
 		return IOL_ECONFLICT;
-	/* Check every pair before writing any. */
+	/* Check every pair before writing any: a part only right after its
+	 * upload (or another part of it), as ReadRange sends them. */
+	const char *upload = NULL;
 	for (size_t i = 0; i < op->n_keys; i++) {
 		const char *kb = (const char *)op->keys[i].data;
 		size_t kn = op->keys[i].len;
-		bool ok = kn > 0 && kn <= KEYBUF &&
-			  ((kb[0] == 'P' && kn == PART_KEY_LEN) ||
-			   move_key_ok(kb, kn, d->bucket, d->start, d->end));
+		bool ok;
+		if (kn > 0 && kb[0] == 'P')
+			ok = kn == PART_KEY_LEN && upload && !memcmp(kb + 1, upload, 16);
+		else
+			ok = kn > 0 && kn <= KEYBUF && move_key_ok(kb, kn, d->bucket, d->start, d->end);
 		if (!ok)
 			return -EINVAL;
+		upload = kb[0] == 'U' ? upload_id_of(kb, kn) : kb[0] == 'P' ? upload : NULL;
 	}
 	for (size_t i = 0; i < op->n_keys; i++) {
 		const char *kb = (const char *)op->keys[i].data, *vb = (const char *)op->values[i].data;
