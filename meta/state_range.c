@@ -332,12 +332,23 @@ int op_seal_range(struct tx *t, const Iolake__Meta__SealRange *op)
 		n.end = d->end;
 		n.group = d->group;
 		n.sealed = true;
+		if (op->for_move)
+			n.move_phase = IOLAKE__META__RANGE_MOVE_PHASE__MOVE_COPY;
 		return tx_put_msg(t, &k, &n.base);
 	}
+	/* A range sealed for a move (its records are being copied, or were:
+	 * its keys live elsewhere now) never opens again: a DeleteBucket
+	 * that sealed it too and failed must not unseal it. */
 	if (op->unseal) {
+		if (r->move_phase)
+			return IOL_ECONFLICT;
 		r->sealed = false;
 		t->rng_dirty = true;
 		return 0;
+	}
+	if (op->for_move && !r->move_phase) {
+		r->move_phase = IOLAKE__META__RANGE_MOVE_PHASE__MOVE_COPY;
+		t->rng_dirty = true;
 	}
 	if (r->sealed)
 		return 0;

@@ -571,6 +571,11 @@ START_TEST(test_move_records)
 	t->ops[0]->seal_range->for_move = true;   /* not empty: fine */
 	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
 	ck_assert_int_eq(res[0].err, 0);
+	/* never unsealed again (a failed DeleteBucket's unseal must not) */
+	t = tb_new();
+	tb_seal(t, 5, "mpb", "", "", true);
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
 
 	/* copy [b, end) one record at a time */
 	uint8_t cur[2048];
