@@ -786,6 +786,11 @@ static int pair_effects(struct tx *t, const char *kb, const char *vb, size_t vn,
 	return 0;
 }
 
+static bool bin_eq(const ProtobufCBinaryData *a, const ProtobufCBinaryData *b)
+{
+	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
+}
+
 int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
 {
 	const Iolake__Meta__RangeDesc *d = op->range;
@@ -820,12 +825,11 @@ int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
 	if (strcmp(r->bucket, d->bucket) || strcmp(r->start, d->start) || strcmp(r->end, d->end))
 		return -EINVAL;
 	const ProtobufCBinaryData *cur = &r->ingest_cursor;
-	if (cur->len == op->upto.len && !memcmp(cur->data, op->upto.data, cur->len) &&
-	    (op->n_keys == 0 || op->upto.len))
+	if (bin_eq(cur, &op->upto) && (op->n_keys == 0 || op->upto.len))
 		return 0;   /* applied before */
 	if (!r->sealed)
 		return IOL_ECONFLICT;   /* open: filled already */
-	if (cur->len != op->after.len || memcmp(cur->data, op->after.data, cur->len))
+	if (!bin_eq(cur, &op->after))
 		return IOL_ECONFLICT;
 	/* Check every pair before writing any: a part only right after its
 	 * upload (or another part of it), as ReadRange sends them. */
@@ -856,7 +860,8 @@ int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
 		t->io_err = -ENOMEM;
 		return -ENOMEM;
 	}
-	memcpy(c, op->upto.data, op->upto.len);
+	if (op->upto.len)
+		memcpy(c, op->upto.data, op->upto.len);
 	/* r came from protobuf_c_message_unpack with the default allocator:
 	 * its fields are freed with free(). */
 	free(r->ingest_cursor.data);

@@ -509,7 +509,8 @@ static void tb_ingest(struct tb *t, uint64_t id, const char *start, const char *
 	memcpy(in->after.data, after, after_len);
 	in->after.len = after_len;
 	in->upto.data = tb_alloc(t, p->upto_len + 1);
-	memcpy(in->upto.data, p->upto, p->upto_len);
+	if (p->upto_len)
+		memcpy(in->upto.data, p->upto, p->upto_len);
 	in->upto.len = p->upto_len;
 	in->n_keys = in->n_values = p->n - skip;
 	in->keys = tb_alloc(t, (p->n + 1) * sizeof(*in->keys));
@@ -604,7 +605,8 @@ START_TEST(test_move_records)
 		tb_ingest(t, 9, "b", "", &p, cur, cur_len, 0);
 		ck_assert_int_eq(tb_apply(dst, ++idx2, t, res), 1);
 		ck_assert_int_eq(res[0].err, 0);
-		memcpy(cur, p.upto, p.upto_len);
+		if (p.upto_len)
+			memcpy(cur, p.upto, p.upto_len);
 		cur_len = p.upto_len;
 		bool done = p.done;
 		meta_range_pairs_free(&p);

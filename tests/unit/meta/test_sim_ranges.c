@@ -470,7 +470,8 @@ static void mv_step(struct sim *s)
 		if (t && !t->sealed)
 			m->stage = ST_OPEN_LEFT;
 		else if (t) {
-			memcpy(m->cursor, t->ingest_cursor.data, t->ingest_cursor.len);
+			if (t->ingest_cursor.len)
+				memcpy(m->cursor, t->ingest_cursor.data, t->ingest_cursor.len);
 			m->cursor_len = t->ingest_cursor.len;
 		}
 		meta_state_free_msg(t);
@@ -493,7 +494,8 @@ static void mv_step(struct sim *s)
 		memcpy(in->after.data, m->cursor, m->cursor_len);
 		in->after.len = m->cursor_len;
 		in->upto.data = tb_alloc(t, p.upto_len + 1);
-		memcpy(in->upto.data, p.upto, p.upto_len);
+		if (p.upto_len)
+			memcpy(in->upto.data, p.upto, p.upto_len);
 		in->upto.len = p.upto_len;
 		size_t nk = m->bug && p.done ? 0 : p.n;   /* the planted bug */
 		in->n_keys = in->n_values = nk;
@@ -518,7 +520,8 @@ static void mv_step(struct sim *s)
 		int err = apply(s, (unsigned)m->tgt_group, t);
 		bool done = p.done;
 		if (err == 0) {
-			memcpy(m->cursor, p.upto, p.upto_len);
+			if (p.upto_len)
+				memcpy(m->cursor, p.upto, p.upto_len);
 			m->cursor_len = p.upto_len;
 			if (done)
 				m->stage = ST_OPEN_LEFT;
