@@ -1,8 +1,8 @@
 /*
  * state_internal.h — private to the state machine's files (meta/state.c,
- * meta/state_range.c): the state, one apply in progress (struct tx), the
- * key builder and the helpers both files use. Nothing outside meta/state*.c
- * includes it.
+ * meta/state_range.c, meta/state_move.c): the state, one apply in progress
+ * (struct tx), the key builder and the helpers they share. Nothing outside
+ * meta/state*.c includes it.
  */
 #ifndef META_STATE_INTERNAL_H
 #define META_STATE_INTERNAL_H
@@ -103,6 +103,11 @@ int list_prefix(struct meta_state *s, const char *pfx, size_t pn,
 		size_t max, ProtobufCMessage ***out, size_t *n_out);
 
 /* ---- state_range.c: key ranges in apply */
+void key_open_range(struct key *k, uint64_t id);
+bool valid_range_bounds(const char *bucket, const char *start, const char *end);
+/* The open-range row id through the apply's memo (struct tx rng); NULL:
+ * absent. */
+Iolake__Meta__RangeDesc *range_load(struct tx *t, uint64_t id);
 int create_bucket_range(struct tx *t, const char *bucket);
 void delete_bucket_ranges(struct tx *t, const char *bucket);
 /* Whether the op's range admits bucket/key, and the range's counters. */
