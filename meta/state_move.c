@@ -360,7 +360,8 @@ int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
 	return 0;
 }
 
-/* Whether an open range of bucket in this group overlaps [start, end). */
+/* Whether a range of bucket in this group that is not a move's sealed
+ * source overlaps [start, end). */
 static bool open_range_overlaps(struct tx *t, const char *bucket, const char *start,
 				const char *end)
 {
@@ -378,7 +379,12 @@ static bool open_range_overlaps(struct tx *t, const char *bucket, const char *st
 			t->io_err = -EIO;
 			break;
 		}
-		if (!d->sealed && !strcmp(d->bucket, bucket))
+		/* Only a range sealed for a move (its records went elsewhere)
+		 * may lie under the span: an open one, or one being filled by
+		 * a move into this group, holds records that must stay (a
+		 * driver acting on a cleanup it learnt of before a later move
+		 * must not drop that move's records). */
+		if (!(d->sealed && d->move_phase) && !strcmp(d->bucket, bucket))
 			any = (!end[0] || strcmp(d->start, end) < 0) &&
 			      (!d->end[0] || strcmp(start, d->end) < 0);
 		meta_state_free_msg(d);

@@ -15,8 +15,9 @@
  *     done), so every other kind of step lands in the middle of moves;
  *   - the mover forgetting everything it knew (a root leader change: it
  *     resumes from the root's table and the target's cursor), a batch
- *     applied twice (a retried entry), a group's state closed and opened
- *     again (a member restarted; its state is what RocksDB kept);
+ *     applied twice (a retried entry), an old cleanup's drop sent again
+ *     after later moves (a stale driver), a group's state closed and
+ *     opened again (a member restarted; its state is what RocksDB kept);
  *   - listings (page sizes 1-50, by range in table order, each range
  *     bounded to its keys) and point reads through the table.
  * Checked at every listing and read, and at the end (moves finished):
@@ -72,6 +73,9 @@ struct mover {
 	/* the last ingest, for a duplicate */
 	struct tb *last;
 	uint64_t last_group;
+	/* the last cleanup's drop, for a stale driver to send again later */
+	uint64_t drop_group;
+	char drop_start[16], drop_end[16];
 };
 
 enum { ST_SEAL, ST_COUNT, ST_COPY, ST_OPEN_LEFT, ST_UNSEAL, ST_SWITCH, ST_DROP, ST_DONE };
@@ -567,6 +571,9 @@ static void mv_step(struct sim *s)
 			d->start = tb_str(t, r->move_key);
 			d->end = tb_str(t, r->move_end);
 			d->max = 1 + below(s, 60);
+			m->drop_group = r->move_group;
+			snprintf(m->drop_start, sizeof(m->drop_start), "%s", r->move_key);
+			snprintf(m->drop_end, sizeof(m->drop_end), "%s", r->move_end);
 			op->body_case = IOLAKE__META__OP__BODY_DROP_RANGE;
 			op->drop_range = d;
 			ck_assert_int_eq(apply(s, (unsigned)r->move_group, t), 0);
@@ -601,6 +608,29 @@ static void dup_step(struct sim *s)
 	if (s->res[0].err && s->res[0].err != IOL_ECONFLICT)
 		sim_fail(s, "a duplicated ingest answered %d", s->res[0].err);
 	trace_u64(s, 77);
+}
+
+/* A driver that learnt of a cleanup before later moves sends its drop
+ * again: it must drop nothing that lives there now (the final checks
+ * would miss the records). */
+static void stale_drop_step(struct sim *s)
+{
+	struct mover *m = &s->mv;
+	if (!m->drop_group)
+		return;
+	struct tb *t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__DropRange *d = tb_alloc(t, sizeof(*d));
+	iolake__meta__drop_range__init(d);
+	d->bucket = tb_str(t, B);
+	d->start = tb_str(t, m->drop_start);
+	d->end = tb_str(t, m->drop_end);
+	d->max = 1000;
+	op->body_case = IOLAKE__META__OP__BODY_DROP_RANGE;
+	op->drop_range = d;
+	int err = apply(s, (unsigned)m->drop_group, t);
+	if (err && err != IOL_ECONFLICT)
+		sim_fail(s, "a stale drop answered %d", err);
 }
 
 /* Start a split at a random key or a merge of random neighbours. */
@@ -740,8 +770,10 @@ static bool sim_run(uint64_t seed, unsigned steps, bool bug, uint8_t out[32], ch
 			mv_step(s);
 		else if (r < 94)
 			mv_forget(&s->mv);   /* a root leader change: resume from the table */
-		else if (r < 96)
+		else if (r < 95)
 			dup_step(s);
+		else if (r < 96)
+			stale_drop_step(s);
 		else if (r < 98)
 			restart_step(s);
 		else
