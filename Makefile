@@ -108,8 +108,8 @@ LIB_ADMIN   := $(B)/libiolake-admin.a
 # routing, the map watch, root credentials; the rest of meta/ is the
 # member (Raft groups, the state machine) and only iolake-meta and
 # iolake-aio link it.
-META_CLIENT_SRC := $(addprefix meta/,client.c route.c range.c list_token.c mapwatch.c rootkey.c \
-                     secret.c)
+META_CLIENT_SRC := $(addprefix meta/,client.c route.c range.c range_move.c list_token.c mapwatch.c \
+                     rootkey.c secret.c)
 META_SRC    := $(filter-out $(META_CLIENT_SRC),$(META_SRC))
 LIB_META_CLIENT := $(B)/libiolake-meta-client.a
 LIB_S3BENCH := $(B)/libiolake-s3bench.a

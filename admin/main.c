@@ -1454,8 +1454,10 @@ static const char synopsis[] =
 	"  bucket ls\n"
 	"  range ls [--bucket B]     key ranges: id, bucket, start, end, group, its leader,\n"
 	"                            objects, bytes, uploads (from the group)\n"
-	"  range split BUCKET KEY    split the (empty) range holding KEY at KEY; the right\n"
-	"                            half goes to the group holding the fewest ranges\n"
+	"  range split BUCKET KEY    split the range holding KEY at KEY, moving the records\n"
+	"                            of the right half to the group holding the fewest ranges\n"
+	"  range merge BUCKET KEY    merge the range holding KEY with its right neighbour\n"
+	"                            (into the left one's group)\n"
 	"  member add ID@HOST:PORT | member rm ID\n"
 	"  api METHOD PATH [BODY]    one call to the admin HTTP API (with --data-dir:\n"
 	"                            the URL from aio.json, signed with the root key);\n"
@@ -1575,6 +1577,8 @@ int main(int argc, char **argv)
 		rc = meta_range_admin_ls(cli, &loop, nargs == 4 ? a[3] : NULL, json, stdout, stderr);
 	else if (!strcmp(obj, "range") && !strcmp(verb, "split") && nargs == 4)
 		rc = meta_range_admin_split(cli, &loop, a[2], a[3], stdout, stderr);
+	else if (!strcmp(obj, "range") && !strcmp(verb, "merge") && nargs == 4)
+		rc = meta_range_admin_merge(cli, &loop, a[2], a[3], stdout, stderr);
 	else if (!strcmp(obj, "member") && (!strcmp(verb, "add") || !strcmp(verb, "rm")) && nargs == 3)
 		rc = cmd_member(!strcmp(verb, "add"), a[2]);
 	else {

@@ -5,14 +5,10 @@
  * Runs calls one after another on the caller's loop (it runs the loop
  * until each answers), as iolake-admin does. Owns nothing past a call.
  *
- * Split (this step: empty ranges only; moving the records of a non-empty
- * range is the next step): seal the range in its group (refused with
- * BUCKET_NOT_EMPTY unless it holds no object and no upload), SplitRange in
- * the root (two new ranges, the right one in the group holding the fewest
- * ranges), then open both in their groups. A failure after the seal
- * unseals it; a crash between the root's split and the opens is repaired
- * by the first client the new ranges refuse (meta/route.c opens a range
- * the table names and its group has not opened).
+ * Split and merge move records: MoveRange in the root, then the mover
+ * (meta/range_move.c) drives the move to its end. A move this command
+ * does not finish (killed, meta unreachable) stays in the root's table and
+ * the root leader finishes it.
  */
 #include "admin/range.h"
 
@@ -22,6 +18,7 @@
 
 #include "common/err.h"
 #include "meta/client.h"
+#include "meta/range_move.h"
 
 struct wait {
 	bool done;
@@ -39,16 +36,6 @@ static void on_call(void *ud, int err, const ProtobufCMessage *resp)
 		w->err = -ENOMEM;
 }
 
-static void on_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	struct wait *w = ud;
-	w->done = true;
-	w->err = err;
-	if (!err)
-		w->status = res->status;
-}
-
 static int run(uv_loop_t *loop, struct wait *w, int rc)
 {
 	if (rc)
@@ -64,15 +51,6 @@ static int call(struct meta_client *c, uv_loop_t *loop, unsigned method,
 	struct wait w = { 0 };
 	int rc = run(loop, &w, meta_client_call_direct(c, method, req, on_call, &w));
 	*out = w.resp;
-	return rc;
-}
-
-static int submit(struct meta_client *c, uv_loop_t *loop, uint64_t group,
-		  const Iolake__Meta__Op *op, Iolake__Meta__Status *st)
-{
-	struct wait w = { 0 };
-	int rc = run(loop, &w, meta_client_submit_group(c, group, op, on_submit, &w));
-	*st = w.status;
 	return rc;
 }
 
@@ -104,6 +82,21 @@ static void free_msg(void *m)
 {
 	if (m)
 		protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* The move a root row is in (meta.proto RangeMovePhase / Kind). */
+static const char *move_state(const Iolake__Meta__RangeDesc *d)
+{
+	if (d->move_phase == IOLAKE__META__RANGE_MOVE_PHASE__MOVE_CLEANUP)
+		return "cleanup";
+	if (d->move_phase != IOLAKE__META__RANGE_MOVE_PHASE__MOVE_COPY)
+		return "";
+	switch (d->move_kind) {
+	case IOLAKE__META__RANGE_MOVE_KIND__MOVE_SPLIT: return "split-copy";
+	case IOLAKE__META__RANGE_MOVE_KIND__MOVE_MERGE: return "merge-copy";
+	case IOLAKE__META__RANGE_MOVE_KIND__MOVE_MERGE_RIGHT: return "merge-right";
+	default: return "copy";
+	}
 }
 
 int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *bucket, bool json,
@@ -171,14 +164,18 @@ int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *buck
 			fprintf(out, ",\"group\":%" PRIu64 ",\"leader\":", d->group);
 			jstr(out, leader);
 			fprintf(out, ",\"state\":\"%s\",\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64
-				",\"uploads\":%" PRIu64 "}", state, cnt ? cnt->objects : 0,
-				cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0);
+				",\"uploads\":%" PRIu64 ",\"move\":\"%s\"}", state,
+				cnt ? cnt->objects : 0, cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0,
+				move_state(d));
 		} else {
 			fprintf(out, "%-20" PRIu64 " %-24s %-16s %-16s %6" PRIu64 " %-22s %10" PRIu64
 				" %14" PRIu64 " %7" PRIu64 "%s%s\n", d->id, d->bucket,
 				d->start[0] ? d->start : "-", d->end[0] ? d->end : "-", d->group, leader,
 				cnt ? cnt->objects : 0, cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0,
 				cnt && !cnt->sealed ? "" : " ", cnt && !cnt->sealed ? "" : state);
+			if (d->move_phase)
+				fprintf(out, "  move: %s%s%s\n", move_state(d),
+					d->move_key[0] ? " at " : "", d->move_key);
 		}
 	}
 	if (json) {
@@ -195,100 +192,117 @@ int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *buck
 	return 0;
 }
 
-static Iolake__Meta__Status seal(struct meta_client *c, uv_loop_t *loop,
-				 const Iolake__Meta__RangeDesc *d, bool unseal, int *err)
+struct move_wait {
+	bool done;
+	int err;
+	struct meta_move_stats st;
+};
+
+static void on_moved(void *ud, int err, const struct meta_move_stats *st)
 {
-	Iolake__Meta__RangeDesc r = *d;
-	Iolake__Meta__SealRange s = IOLAKE__META__SEAL_RANGE__INIT;
-	s.range = &r;
-	s.unseal = unseal;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
-	op.seal_range = &s;
-	Iolake__Meta__Status st = 0;
-	*err = submit(c, loop, d->group, &op, &st);
-	return st;
+	struct move_wait *w = ud;
+	w->done = true;
+	w->err = err;
+	w->st = *st;
 }
 
-int meta_range_admin_split(struct meta_client *c, uv_loop_t *loop, const char *bucket,
-			   const char *key, FILE *out, FILE *err)
+static int move_run(struct meta_client *c, uv_loop_t *loop, const char *bucket, uint64_t id,
+		    const char *key, bool merge, struct move_wait *w)
+{
+	int rc = meta_move_start(c, loop, bucket, id, key, merge, 0, NULL, on_moved, w);
+	if (rc)
+		return rc;
+	while (!w->done)
+		uv_run(loop, UV_RUN_ONCE);
+	return w->err;
+}
+
+static void print_new(struct meta_client *c, uv_loop_t *loop, const char *bucket,
+		      const char *key, FILE *out)
 {
 	Iolake__Meta__GetRangesResponse *t = NULL;
-	int rc = get_ranges(c, loop, bucket, 0, &t), e = 0;
+	if (get_ranges(c, loop, bucket, 0, &t))
+		return;
+	for (size_t i = 0; i < t->n_ranges; i++) {
+		const Iolake__Meta__RangeDesc *r = t->ranges[i];
+		bool left = r->end[0] && !strcmp(r->end, key), right = !strcmp(r->start, key);
+		bool over = strcmp(r->start, key) < 0 && (!r->end[0] || strcmp(key, r->end) < 0);
+		if (left || right || over)
+			fprintf(out, "range %" PRIu64 " [%s, %s) in group %" PRIu64 "\n", r->id,
+				r->start[0] ? r->start : "-", r->end[0] ? r->end : "-", r->group);
+	}
+	free_msg(t);
+}
+
+/* Split and merge: MoveRange in the root, then the mover (meta/range_move.c)
+ * until the root's table says the move is over. */
+static int move_cmd(struct meta_client *c, uv_loop_t *loop, const char *what, const char *bucket,
+		    const char *key, bool merge, FILE *out, FILE *err)
+{
+	Iolake__Meta__GetRangesResponse *t = NULL;
+	int rc = get_ranges(c, loop, bucket, 0, &t);
 	if (rc || t->status != IOLAKE__META__STATUS__STATUS_OK) {
-		fprintf(err, "iolake-admin: range split: %s\n",
+		fprintf(err, "iolake-admin: range %s: %s\n", what,
 			rc ? iol_strerror(rc) : "no such bucket");
 		free_msg(t);
 		return 1;
 	}
 	const Iolake__Meta__RangeDesc *d = NULL;
+	const char *at = key;
 	for (size_t i = 0; i < t->n_ranges; i++) {
 		const Iolake__Meta__RangeDesc *r = t->ranges[i];
 		if (strcmp(key, r->start) >= 0 && (!r->end[0] || strcmp(key, r->end) < 0))
 			d = r;
 	}
 	if (!d) {
-		fprintf(err, "iolake-admin: range split: bucket %s has no ranges (its records are "
-			"in the root group: made while --range-groups was 0)\n", bucket);
+		fprintf(err, "iolake-admin: range %s: bucket %s has no ranges (its records are "
+			"in the root group: made while --range-groups was 0)\n", what, bucket);
 		free_msg(t);
 		return 1;
 	}
-	if (!strcmp(d->start, key)) {
+	if (!merge && !strcmp(d->start, key)) {
 		fprintf(err, "iolake-admin: range split: %s is already where range %" PRIu64
 			" starts\n", key, d->id);
 		free_msg(t);
 		return 1;
 	}
-	Iolake__Meta__Status st = seal(c, loop, d, false, &e);
-	if (e || st != IOLAKE__META__STATUS__STATUS_OK) {
-		if (st == IOLAKE__META__STATUS__STATUS_BUCKET_NOT_EMPTY)
-			fprintf(err, "iolake-admin: range split: range %" PRIu64 " holds objects or "
-				"uploads; only empty ranges split for now\n", d->id);
-		else
-			fprintf(err, "iolake-admin: range split: seal of range %" PRIu64
-				" failed: %s (status %d)\n", d->id, iol_strerror(e), (int)st);
-		free_msg(t);
-		return 1;
+	if (merge) {
+		/* KEY names the left range (any key in it); its right
+		 * neighbour joins it. */
+		if (!d->end[0]) {
+			fprintf(err, "iolake-admin: range merge: range %" PRIu64 " is the bucket's "
+				"last: nothing to its right\n", d->id);
+			free_msg(t);
+			return 1;
+		}
+		at = d->end;
 	}
-	Iolake__Meta__SplitRange sp = IOLAKE__META__SPLIT_RANGE__INIT;
-	sp.bucket = (char *)bucket;
-	sp.range_id = d->id;
-	sp.key = (char *)key;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_SPLIT_RANGE;
-	op.split_range = &sp;
-	rc = submit(c, loop, 0, &op, &st);
-	if (rc || st != IOLAKE__META__STATUS__STATUS_OK) {
-		fprintf(err, "iolake-admin: range split: the root refused: %s (status %d)\n",
-			iol_strerror(rc), (int)st);
-		seal(c, loop, d, true, &e);
-		free_msg(t);
-		return 1;
-	}
+	struct move_wait w = { 0 };
+	char atc[1025];   /* an S3 key (meta's META_KEY_MAX) */
+	snprintf(atc, sizeof(atc), "%s", at);
+	rc = move_run(c, loop, bucket, d->id, atc, merge, &w);
 	free_msg(t);
-	/* Open the new ranges in their groups. */
-	rc = get_ranges(c, loop, bucket, 0, &t);
 	if (rc) {
-		fprintf(err, "iolake-admin: range split: done; the new ranges open on first use "
-			"(%s)\n", iol_strerror(rc));
-		return 0;
+		fprintf(err, "iolake-admin: range %s: %s%s\n", what, iol_strerror(rc),
+			rc == -EBUSY ? " (another move of the bucket is under way; `range ls` "
+				       "shows it, and the root leader finishes it)" : "");
+		return 1;
 	}
-	for (size_t i = 0; i < t->n_ranges; i++) {
-		const Iolake__Meta__RangeDesc *r = t->ranges[i];
-		bool left = r->end[0] && !strcmp(r->end, key), right = !strcmp(r->start, key);
-		if (!left && !right)
-			continue;
-		Iolake__Meta__RangeDesc rd = *r;
-		Iolake__Meta__OpenRange o = IOLAKE__META__OPEN_RANGE__INIT;
-		o.range = &rd;
-		Iolake__Meta__Op oop = IOLAKE__META__OP__INIT;
-		oop.body_case = IOLAKE__META__OP__BODY_OPEN_RANGE;
-		oop.open_range = &o;
-		rc = submit(c, loop, r->group, &oop, &st);
-		fprintf(out, "range %" PRIu64 " [%s, %s) in group %" PRIu64 "%s\n", r->id,
-			r->start[0] ? r->start : "-", r->end[0] ? r->end : "-", r->group,
-			rc || st ? " (opens on first use)" : "");
-	}
-	free_msg(t);
+	fprintf(out, "%s: %" PRIu64 " records moved in %" PRIu64 " batches, sealed %" PRIu64
+		" ms, %" PRIu64 " records dropped from the source\n", what, w.st.records,
+		w.st.batches, w.st.sealed_ms, w.st.dropped);
+	print_new(c, loop, bucket, atc, out);
 	return 0;
+}
+
+int meta_range_admin_split(struct meta_client *c, uv_loop_t *loop, const char *bucket,
+			   const char *key, FILE *out, FILE *err)
+{
+	return move_cmd(c, loop, "split", bucket, key, false, out, err);
+}
+
+int meta_range_admin_merge(struct meta_client *c, uv_loop_t *loop, const char *bucket,
+			   const char *key, FILE *out, FILE *err)
+{
+	return move_cmd(c, loop, "merge", bucket, key, true, out, err);
 }

@@ -20,10 +20,14 @@
 int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *bucket, bool json,
 			FILE *out, FILE *err);
 
-/* `range split BUCKET KEY`: split the range holding KEY at KEY (it must
- * be empty: no object, no upload); the right half goes to the group that
- * holds the fewest ranges. Exit status 0, or 1 with the reason on err. */
+/* `range split BUCKET KEY`: split the range holding KEY at KEY, moving
+ * the records of [KEY, end) to the group that holds the fewest ranges.
+ * `range merge BUCKET KEY`: the range holding KEY and its right neighbour
+ * become one, in the left one's group. Both print what moved and the
+ * sealed time. Exit status 0, or 1 with the reason on err. */
 int meta_range_admin_split(struct meta_client *c, uv_loop_t *loop, const char *bucket,
+			   const char *key, FILE *out, FILE *err);
+int meta_range_admin_merge(struct meta_client *c, uv_loop_t *loop, const char *bucket,
 			   const char *key, FILE *out, FILE *err);
 
 #endif

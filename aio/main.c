@@ -103,6 +103,7 @@ static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static uint64_t f_pg_count = 256;
 static uint64_t f_range_groups = META_RANGE_GROUPS_DEFAULT_AIO;
+static uint64_t f_split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, f_split_bytes, f_merge_objects;
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
@@ -157,6 +158,14 @@ static const struct flag_spec specs[] = {
 	{ .name = "range-groups", .type = FLAG_UINT64, .dst = &f_range_groups, .min = 0,
 	  .max = META_GROUPS_MAX, .help = "Raft groups kept for key ranges of object records "
 	  "(0: object records stay in the root group)" },
+	{ .name = "range-split-objects", .type = FLAG_UINT64, .dst = &f_split_objects, .min = 0,
+	  .max = UINT64_MAX / 2, .help = "split a key range at its median key once it holds "
+	  "this many objects (0: never)" },
+	{ .name = "range-split-bytes", .type = FLAG_SIZE, .dst = &f_split_bytes, .metavar = "BYTES",
+	  .help = "split a key range once its objects' sizes sum to this (0: never)" },
+	{ .name = "range-merge-objects", .type = FLAG_UINT64, .dst = &f_merge_objects, .min = 0,
+	  .max = UINT64_MAX / 2, .help = "merge two adjacent key ranges of a bucket holding "
+	  "fewer objects than this together (0: never)" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
@@ -316,7 +325,10 @@ static void meta_start_fn(void *arg)
 				    .write_buffer_bytes = f_meta_wbuf, .metrics = A.reg,
 				    .range_groups = (unsigned)f_range_groups,
 				    .secret = &A.secret,
-				    .log_calls = true, .slow_op_ms = (uint32_t)f_slow_op_ms };
+				    .log_calls = true, .slow_op_ms = (uint32_t)f_slow_op_ms,
+				    .range_split_objects = f_split_objects,
+				    .range_split_bytes = f_split_bytes,
+				    .range_merge_objects = f_merge_objects };
 	char adm[96];
 	snprintf(adm, sizeof(adm), "%s:%d", A.madm_host, A.madm_port);
 	o.admin_listen = adm;

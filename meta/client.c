@@ -768,6 +768,11 @@ const char *meta_client_trace(const struct meta_client *c)
 	return c->trace;
 }
 
+uv_loop_t *meta_client_loop(const struct meta_client *c)
+{
+	return c->loop;
+}
+
 size_t meta_client_member_count(const struct meta_client *c)
 {
 	return c->n;

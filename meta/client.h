@@ -110,6 +110,7 @@ void meta_client_set_trace(struct meta_client *c, const char *id);
 const char *meta_client_trace(const struct meta_client *c);
 
 size_t meta_client_member_count(const struct meta_client *c);
+uv_loop_t *meta_client_loop(const struct meta_client *c);
 const char *meta_client_member(const struct meta_client *c, size_t i);
 uint64_t meta_client_id(const struct meta_client *c);
 

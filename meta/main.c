@@ -81,6 +81,7 @@ int main(int argc, char **argv)
 	bool join = false;
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
+	uint64_t split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, split_bytes = 0, merge_objects = 0;
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000, slow_op_ms = 1000;
@@ -131,6 +132,15 @@ int main(int argc, char **argv)
 		{ .name = "range-groups", .type = FLAG_UINT64, .dst = &range_groups, .min = 0,
 		  .max = META_GROUPS_MAX, .help = "Raft groups kept for key ranges of object "
 		  "records (0: object records stay in the root group)" },
+		{ .name = "range-split-objects", .type = FLAG_UINT64, .dst = &split_objects,
+		  .min = 0, .max = UINT64_MAX / 2, .help = "split a key range at its median key "
+		  "once it holds this many objects (0: never)" },
+		{ .name = "range-split-bytes", .type = FLAG_SIZE, .dst = &split_bytes,
+		  .metavar = "BYTES", .help = "split a key range once its objects' sizes sum to "
+		  "this (0: never)" },
+		{ .name = "range-merge-objects", .type = FLAG_UINT64, .dst = &merge_objects,
+		  .min = 0, .max = UINT64_MAX / 2, .help = "merge two adjacent key ranges of a "
+		  "bucket holding fewer objects than this together (0: never)" },
 		{ .name = "ec", .type = FLAG_STRING, .dst = &ec, .metavar = "K+M",
 		  .help = "erasure code of a new cluster map" },
 		{ .name = "root-credentials", .type = FLAG_STRING, .dst = &root_creds,
@@ -232,6 +242,9 @@ int main(int argc, char **argv)
 		.osd_out_after_ms = out_after_ms,
 		.pg_count = (uint32_t)pg_count,
 		.range_groups = (unsigned)range_groups,
+		.range_split_objects = split_objects,
+		.range_split_bytes = split_bytes,
+		.range_merge_objects = merge_objects,
 		.ec_k = k,
 		.ec_m = m,
 		.metrics = reg,

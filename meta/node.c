@@ -480,6 +480,7 @@ static void on_tick(uv_timer_t *t)
 			keep_range_groups(n);
 		}
 	}
+	node_move_tick(n, now, role == RAFT_LEADER);
 	if (n->map_dirty)
 		refresh_map(n);
 	node_expire_watches(n, now);
@@ -770,6 +771,7 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 		uv_close((uv_handle_t *)&n->tick, on_handle_closed);
 		uv_close((uv_handle_t *)&n->kick, on_handle_closed);
 	}
+	node_move_close(n);
 	rpc_server_close(n->srv);
 	if (n->admin_srv)
 		rpc_server_close(n->admin_srv);

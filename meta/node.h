@@ -66,6 +66,9 @@
  * ranges on. */
 #define META_RANGE_GROUPS_DEFAULT 0      /* iolake-meta */
 #define META_RANGE_GROUPS_DEFAULT_AIO 0  /* iolake-aio */
+#define META_RANGE_SPLIT_OBJECTS_DEFAULT 100000   /* --range-split-objects: the sealed
+                                                 * time of a split grows with it
+                                                 * (docs/performance.md) */
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 
@@ -116,6 +119,12 @@ struct meta_node_opts {
 	 * id (--slow-op-ms); failures too. false: off. */
 	bool log_calls;
 	uint32_t slow_op_ms;
+	/* Automatic moves (meta/node_move.c; 0: off): the root leader splits a
+	 * range at its median key once it holds this many objects, or this
+	 * many bytes of objects, and merges two adjacent ranges of a bucket
+	 * holding fewer than range_merge_objects together. */
+	uint64_t range_split_objects, range_split_bytes, range_merge_objects;
+	unsigned range_poll_ms;          /* between looks at the groups' counters; 0: 5000 */
 };
 
 struct meta_node;

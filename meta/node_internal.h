@@ -283,6 +283,7 @@ struct meta_node {
 	size_t n_watches;
 	bool init_map_pending;
 	unsigned range_group_pending;  /* CreateGroups of the range keeper in flight */
+	struct node_mover *mover;      /* node_move.c: moves of records (root leader) */
 	uint64_t last_range_keep_ms;
 
 	/* root leadership and OSD liveness */
@@ -421,6 +422,10 @@ int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket,
 		    Iolake__Meta__RangeDesc **out);
 /* GetRanges: the root's table, or a range group's open-range rows. */
 void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r);
+void node_serve_read_range(struct meta_group *g, struct rpc_req *r);
+/* node_move.c: the root leader drives moves of records to their end. */
+void node_move_tick(struct meta_node *n, uint64_t now, bool leader);
+void node_move_close(struct meta_node *n);
 /* Answer watches whose epoch is passed (all of them when closing). */
 void node_wake_watches(struct meta_node *n, bool closing);
 void node_expire_watches(struct meta_node *n, uint64_t now_ms);

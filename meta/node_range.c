@@ -106,3 +106,50 @@ void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r)
 fail:
 	rpc_fail(r, RPC_INTERNAL, "get ranges: %s", iol_strerror(rc));
 }
+
+/* ReadRange: a sealed range's records for a move (meta/range_move.c). */
+void node_serve_read_range(struct meta_group *g, struct rpc_req *r)
+{
+	const Iolake__Meta__ReadRangeRequest *q = (const void *)rpc_req_msg(r);
+	Iolake__Meta__ReadRangeResponse resp = IOLAKE__META__READ_RANGE_RESPONSE__INIT;
+	struct meta_range_pairs p;
+	uint32_t max_bytes = q->max_bytes ? q->max_bytes : META_ENTRY_MAX_BYTES / 2;
+	if (max_bytes > META_ENTRY_MAX_BYTES / 2)
+		max_bytes = META_ENTRY_MAX_BYTES / 2;
+	uint32_t max_records = q->max_records ? q->max_records : 2000;
+	if (q->split_key) {
+		char key[META_KEY_MAX + 1];
+		int rc = meta_state_range_split_key(g->state, q->range_id, key, sizeof(key));
+		if (rc && rc != META_EWRONG_RANGE) {
+			rpc_fail(r, RPC_INTERNAL, "split key: %s", iol_strerror(rc));
+			return;
+		}
+		resp.status = meta_state_err_to_status(rc);
+		resp.split_key = key;
+		if (rc)
+			resp.split_key = "";
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	int rc = meta_state_read_range(g->state, q->range_id, q->bucket, q->start, q->end,
+				       q->after.data, q->after.len, max_records, max_bytes, &p);
+	if (rc == META_EWRONG_RANGE || rc == -EINVAL) {
+		resp.status = meta_state_err_to_status(rc);
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	if (rc) {
+		rpc_fail(r, RPC_INTERNAL, "read range: %s", iol_strerror(rc));
+		return;
+	}
+	resp.keys = p.keys;
+	resp.n_keys = p.n;
+	resp.values = p.values;
+	resp.n_values = p.n;
+	resp.upto.data = p.upto;
+	resp.upto.len = p.upto_len;
+	resp.done = p.done;
+	resp.records = p.records;
+	rpc_respond(r, &resp.base, NULL);
+	meta_range_pairs_free(&p);
+}

@@ -49,6 +49,7 @@ int meta_range_table_set(struct meta_range_table *t, const char *bucket,
 		}
 		e->id = v[i]->id;
 		e->group = v[i]->group;
+		e->moving = v[i]->move_phase == IOLAKE__META__RANGE_MOVE_PHASE__MOVE_COPY;
 		e->start = strdup(v[i]->start);
 		e->end = strdup(v[i]->end);
 		t->n = i + 1;

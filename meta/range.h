@@ -22,6 +22,7 @@
 struct meta_range_ent {
 	uint64_t id, group;
 	char *start, *end;             /* owned; end "": the end of the bucket */
+	bool moving;                   /* its records are being moved: it is sealed */
 };
 
 struct meta_range_table {

@@ -36,6 +36,7 @@
 #define ROUTE_TTL_MS 60000       /* a cached table is re-read after this */
 #define BUCKET_TTL_MS 1000       /* a bucket record served beside a HeadObject */
 #define WRONG_RANGE IOLAKE__META__STATUS__STATUS_WRONG_RANGE
+#define MOVE_WAIT_MAX_MS 30000   /* a call waits out a range's move this long */
 #define HEAD_RETRY 1             /* head_err: refused, retry (errors are < 0) */
 
 /* A bucket record read from the root for a HeadObject routed to a range
@@ -48,8 +49,11 @@ struct bucket_slot {
 	uint64_t at_ms;
 };
 
+struct rcall;
+
 struct meta_route {
 	struct meta_client *c;
+	struct rcall *waiting;         /* calls waiting out a range's move */
 	struct meta_range_table slot[ROUTE_SLOTS];
 	bool valid[ROUTE_SLOTS];
 	struct bucket_slot bkt[ROUTE_SLOTS];
@@ -68,6 +72,11 @@ struct rcall {
 	char bucket[64];
 	const char *key;               /* in req */
 	int tries;
+	/* A range of the table is moving (sealed while its records are
+	 * copied): the call waits and re-reads, not counting tries. */
+	uv_timer_t *wait;
+	uint64_t waited_ms, wait_ms;
+	struct rcall *wait_next;
 	uint64_t open_id;              /* refused range: open it if the table still says so */
 	bool no_bucket;                /* GetRanges: no such bucket (the root answers) */
 	/* HeadObject with_bucket in a range group: the root's bucket record */
@@ -142,10 +151,21 @@ void meta_route_root_changed(struct meta_route *r)
 	}
 }
 
+static void finish_err(struct rcall *k, int err);
+static void wait_closed(uv_handle_t *h);
+
 void meta_route_free(struct meta_route *r)
 {
 	if (!r)
 		return;
+	while (r->waiting) {
+		struct rcall *k = r->waiting;
+		r->waiting = k->wait_next;
+		uv_timer_stop(k->wait);
+		uv_close((uv_handle_t *)k->wait, wait_closed);
+		k->wait = NULL;
+		finish_err(k, IOL_ESHUTDOWN);
+	}
 	meta_route_root_changed(r);
 	for (size_t i = 0; i < ROUTE_SLOTS; i++)
 		meta_range_table_clear(&r->slot[i]);
@@ -314,6 +334,51 @@ static bool refused(struct rcall *k, uint64_t range_id)
 	return true;
 }
 
+static void wait_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void on_waited(uv_timer_t *t)
+{
+	struct rcall *k = t->data;
+	struct rcall **pp = &k->r->waiting;
+	while (*pp && *pp != k)
+		pp = &(*pp)->wait_next;
+	if (*pp)
+		*pp = k->wait_next;
+	uv_close((uv_handle_t *)t, wait_closed);
+	k->wait = NULL;
+	fetch(k);
+}
+
+/* The call was refused and the fresh table shows a range moving: wait
+ * (2, 4, ... 64 ms) and read the table again, up to MOVE_WAIT_MAX_MS in
+ * all. true when waiting. */
+static bool wait_move(struct rcall *k, const struct meta_range_table *t)
+{
+	bool moving = false;
+	for (size_t i = 0; t && i < t->n; i++)
+		moving = moving || t->v[i].moving;
+	if (!moving || !k->open_id || k->waited_ms >= MOVE_WAIT_MAX_MS)
+		return false;
+	uv_timer_t *tm = malloc(sizeof(*tm));
+	if (!tm || uv_timer_init(meta_client_loop(k->r->c), tm)) {
+		free(tm);
+		return false;
+	}
+	k->wait_ms = k->wait_ms ? (k->wait_ms * 2 > 64 ? 64 : k->wait_ms * 2) : 2;
+	k->waited_ms += k->wait_ms;
+	if (k->tries > 0)
+		k->tries--;   /* a move is not a stale table */
+	tm->data = k;
+	k->wait = tm;
+	k->wait_next = k->r->waiting;
+	k->r->waiting = k;
+	uv_timer_start(tm, on_waited, k->wait_ms, 0);
+	return true;
+}
+
 static void on_fetched(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct rcall *k = ud;
@@ -343,6 +408,8 @@ static void on_fetched(void *ud, int err, const ProtobufCMessage *resp)
 	}
 	r->slot[i].fetched_ms = loop_now_ms();
 	r->valid[i] = true;
+	if (wait_move(k, &r->slot[i]))
+		return;
 	step(k);
 }
 
@@ -1126,6 +1193,21 @@ static void on_check_groups(void *ud, int err, const ProtobufCMessage *resp)
 		finish_call(k, -ENOMEM, NULL);
 		return;
 	}
+	/* While records move between groups (meta/range_move.h) a shard's
+	 * reference moves from one group's index to another's; answers read
+	 * at different moments could miss it in both. Every shard is then
+	 * "referenced": the orphan sweep deletes nothing until the move is
+	 * over. */
+	for (size_t i = 0; !err && i < g->n_ranges; i++)
+		if (g->ranges[i]->move_phase != IOLAKE__META__RANGE_MOVE_PHASE__MOVE_NONE) {
+			for (size_t j = 0; j < k->n_refd; j++)
+				k->refd[j] = true;
+			Iolake__Meta__CheckShardsResponse out = IOLAKE__META__CHECK_SHARDS_RESPONSE__INIT;
+			out.referenced = k->refd;
+			out.n_referenced = k->n_refd;
+			finish_call(k, 0, &out.base);
+			return;
+		}
 	/* Every call is started before any answer can run (answers come on
 	 * a later loop turn), so waiting counts them all. */
 	k->waiting = (int)n;

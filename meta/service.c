@@ -690,6 +690,7 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 	case META_M_GET_RANGES: node_serve_get_ranges(g, r); break;
 	case META_M_GET_VERSION: serve_get_version(g, r); break;
 	case META_M_LIST_VERSIONS: serve_list_versions(g, r); break;
+	case META_M_READ_RANGE: node_serve_read_range(g, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -727,6 +728,7 @@ READ_HANDLER(h_check_shards, META_M_CHECK_SHARDS)
 READ_HANDLER(h_get_ranges, META_M_GET_RANGES)
 READ_HANDLER(h_get_version, META_M_GET_VERSION)
 READ_HANDLER(h_list_versions, META_M_LIST_VERSIONS)
+READ_HANDLER(h_read_range, META_M_READ_RANGE)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -1268,7 +1270,8 @@ int node_service_register(struct meta_node *n)
 		[META_M_GET_RANGES] = h_get_ranges,
 		[META_M_GET_VERSION] = h_get_version,
 		[META_M_LIST_VERSIONS] = h_list_versions,
+		[META_M_READ_RANGE] = h_read_range,
 	};
-	_Static_assert(META_M_COUNT == 27, "meta.proto service Meta has 27 methods");
+	_Static_assert(META_M_COUNT == 28, "meta.proto service Meta has 28 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

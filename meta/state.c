@@ -56,6 +56,8 @@
  */
 #include "meta/state.h"
 #include "meta/secret.h"
+#include "meta/state_internal.h"
+#include "meta/state_ver.h"
 
 #include <rocksdb/c.h>
 #include <stdatomic.h>
@@ -72,18 +74,22 @@
 #define SNAP_MAGIC "IOLMSNP1"
 #define NAME_MAX_BYTES 128
 
-#include "meta/state_tx.h"
-#include "meta/state_ver.h"
+/* A block cache several states share (the groups of one member). */
+struct meta_state_cache {
+	rocksdb_cache_t *cache;
+};
+
+/* struct meta_state, struct tx, struct key: meta/state_internal.h */
 
 /* ------------------------------------------------------------ helpers */
 
-static void put_be64(char *p, uint64_t v)
+void put_be64(char *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--, v >>= 8)
 		p[i] = (char)(v & 0xff);
 }
 
-static uint64_t get_be64(const char *p)
+uint64_t get_be64(const char *p)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
@@ -118,7 +124,7 @@ void k_u64(struct key *k, uint64_t v)
 	k->n += 8;
 }
 
-static void k_u32(struct key *k, uint32_t v)
+void k_u32(struct key *k, uint32_t v)
 {
 	for (int i = 3; i >= 0; i--)
 		k->b[k->n++] = (char)((v >> (8 * i)) & 0xff);
@@ -140,7 +146,7 @@ void key_object(struct key *k, const char *bucket, const char *key)
 	k_str(k, key);
 }
 
-static void key_upload(struct key *k, const char *bucket, const char *key, const char *id)
+void key_upload(struct key *k, const char *bucket, const char *key, const char *id)
 {
 	k_init(k, 'U');
 	k_str(k, bucket);
@@ -150,7 +156,7 @@ static void key_upload(struct key *k, const char *bucket, const char *key, const
 	k_str(k, id);
 }
 
-static void key_part(struct key *k, const char *upload_id, uint32_t part)
+void key_part(struct key *k, const char *upload_id, uint32_t part)
 {
 	k_init(k, 'P');
 	k_str(k, upload_id);
@@ -248,7 +254,7 @@ int tx_get(struct tx *t, const struct key *k, char **val, size_t *vlen)
 	return *val ? 0 : IOL_ENOT_FOUND;
 }
 
-static bool tx_exists(struct tx *t, const struct key *k)
+bool tx_exists(struct tx *t, const struct key *k)
 {
 	char *v;
 	size_t n;
@@ -461,7 +467,7 @@ void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen,
 		ref_layout(t, &r->segments[i]->data_layout, gen, add);
 }
 
-static void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add)
+void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add)
 {
 	if (p->segment)
 		ref_layout(t, &p->segment->data_layout, p->generation, add);
@@ -496,10 +502,6 @@ static bool valid_ownership(Iolake__Meta__ObjectOwnership o)
 	return (unsigned)o <= IOLAKE__META__OBJECT_OWNERSHIP__OWNERSHIP_OBJECT_WRITER;
 }
 
-/* Key ranges in the root (below). */
-static int create_bucket_range(struct tx *t, const char *bucket);
-static void delete_bucket_ranges(struct tx *t, const char *bucket);
-
 /* A bucket policy as apply accepts it: its size only (the gateway parsed
  * and validated the document with its policy engine before proposing). */
 static bool valid_policy(const char *p)
@@ -526,7 +528,7 @@ static int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
 
 /* The smallest key above every key that starts with p (its last byte
  * below 0xFF incremented, the rest cut): false when there is none. */
-static bool key_prefix_end(const struct key *p, struct key *end)
+bool key_prefix_end(const struct key *p, struct key *end)
 {
 	*end = *p;
 	while (end->n && (uint8_t)end->b[end->n - 1] == 0xFF)
@@ -554,7 +556,7 @@ rocksdb_readoptions_t *prefix_ro(const struct key *p, struct key *end)
 	return ro;
 }
 
-static bool prefix_nonempty(struct tx *t, const struct key *prefix)
+bool prefix_nonempty(struct tx *t, const struct key *prefix)
 {
 	struct key end;
 	rocksdb_readoptions_t *ro = prefix_ro(prefix, &end);
@@ -578,6 +580,8 @@ static int op_delete_bucket(struct tx *t, const Iolake__Meta__DeleteBucket *op)
 	k_str(&k, op->name);
 	if (!tx_exists(t, &k))
 		return IOL_ENOT_FOUND;
+	if (bucket_moving(t, op->name))
+		return IOL_ECONFLICT;   /* records in flight between groups */
 	/* Objects or unfinished uploads keep a bucket. */
 	for (const char *tab = "OU"; *tab; tab++) {
 		k_init(&o, *tab);
@@ -592,7 +596,7 @@ static int op_delete_bucket(struct tx *t, const Iolake__Meta__DeleteBucket *op)
 	return 0;
 }
 
-static bool bucket_exists(struct tx *t, const char *bucket)
+bool bucket_exists(struct tx *t, const char *bucket)
 {
 	if (t->bucket_ok[0] && !strcmp(t->bucket_ok, bucket))
 		return true;
@@ -604,9 +608,6 @@ static bool bucket_exists(struct tx *t, const char *bucket)
 	snprintf(t->bucket_ok, sizeof(t->bucket_ok), "%s", bucket);
 	return true;
 }
-
-/* Key ranges (below): whether the op's range admits bucket/key, and the
- * range's counters. */
 
 /* Current record for a conditional write. 0 (with *cur possibly NULL),
  * IOL_ECONFLICT or a storage error. */
@@ -1777,374 +1778,7 @@ static int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op,
 }
 
 
-/* ---- key ranges (meta.proto RangeDesc)
- *
- * Root: 'Q' bucket 0x00 start -> RangeDesc (the range table, with its
- * group) and 'q' u64 group -> u64 ranges held (for the choice of the
- * least-loaded group). Range group: 'r' u64 range id -> RangeDesc (open or
- * sealed, with the counters). An object op carrying range id R is applied
- * only when 'r' R is open, of its bucket, and covers its key; range id 0
- * keeps the older rule (a bucket row here) for buckets without ranges. */
-
-static void key_range_row(struct key *k, const char *bucket, const char *start)
-{
-	k_init(k, 'Q');
-	k_str(k, bucket);
-	k_byte(k, 0);
-	k_str(k, start);
-}
-
-static void key_open_range(struct key *k, uint64_t id)
-{
-	k_init(k, 'r');
-	k_u64(k, id);
-}
-
-static void key_range_count(struct key *k, uint64_t group)
-{
-	k_init(k, 'q');
-	k_u64(k, group);
-}
-
-/* end "" is the end of the bucket. */
-static bool range_covers(const Iolake__Meta__RangeDesc *r, const char *key)
-{
-	return strcmp(key, r->start) >= 0 && (!r->end[0] || strcmp(key, r->end) < 0);
-}
-
-static bool valid_range_bounds(const char *bucket, const char *start, const char *end)
-{
-	if (!valid_bucket(bucket) || !start || !end || strlen(start) > META_KEY_MAX ||
-	    strlen(end) > META_KEY_MAX)
-		return false;
-	return !end[0] || strcmp(start, end) < 0;
-}
-
-/* Write the memo's range counters back (struct tx: rng). */
-static void range_flush(struct tx *t)
-{
-	if (!t->rng || !t->rng_dirty)
-		return;
-	struct key k;
-	key_open_range(&k, t->rng->id);
-	tx_put_msg(t, &k, &t->rng->base);
-	t->rng_dirty = false;
-}
-
-static void range_forget(struct tx *t)
-{
-	range_flush(t);
-	meta_state_free_msg(t->rng);
-	t->rng = NULL;
-}
-
-/* The open-range row id, through the memo; NULL when absent. */
-static Iolake__Meta__RangeDesc *range_load(struct tx *t, uint64_t id)
-{
-	if (t->rng && t->rng->id == id)
-		return t->rng;
-	range_forget(t);
-	struct key k;
-	key_open_range(&k, id);
-	Iolake__Meta__RangeDesc *r = NULL;
-	if (tx_get_msg(t, &k, &iolake__meta__range_desc__descriptor, (void **)&r))
-		return NULL;
-	t->rng = r;
-	return r;
-}
-
-/* Whether the root holds range rows for bucket (then its records live
- * in range groups and an op routed by range id 0 is stale). */
-static bool bucket_has_ranges(struct tx *t, const char *bucket)
-{
-	struct key p;
-	key_range_row(&p, bucket, "");
-	return prefix_nonempty(t, &p);
-}
-
-int range_check(struct tx *t, const char *bucket, const char *key)
-{
-	if (t->range_id == 0) {
-		if (!bucket_exists(t, bucket))
-			return IOL_ENOT_FOUND;
-		if (strcmp(t->bucket_noranges, bucket)) {
-			if (bucket_has_ranges(t, bucket))
-				return META_EWRONG_RANGE;
-			snprintf(t->bucket_noranges, sizeof(t->bucket_noranges), "%s", bucket);
-		}
-		return 0;
-	}
-	Iolake__Meta__RangeDesc *r = range_load(t, t->range_id);
-	if (!r)
-		return t->io_err ? t->io_err : META_EWRONG_RANGE;
-	if (r->sealed || strcmp(r->bucket, bucket) || !range_covers(r, key))
-		return META_EWRONG_RANGE;
-	return 0;
-}
-
-/* Move the counters of the op's range (after range_check passed). */
-void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads)
-{
-	if (t->range_id == 0 || !t->rng || t->rng->id != t->range_id)
-		return;
-	t->rng->objects += (uint64_t)objects;
-	t->rng->bytes += (uint64_t)bytes;
-	t->rng->uploads += (uint64_t)uploads;
-	t->rng_dirty = true;
-}
-
-static int get_u64(struct tx *t, const struct key *k, uint64_t *v)
-{
-	char *b;
-	size_t n;
-	*v = 0;
-	int rc = tx_get(t, k, &b, &n);
-	if (rc == IOL_ENOT_FOUND)
-		return 0;
-	if (rc)
-		return rc;
-	if (n == 8)
-		*v = get_be64(b);
-	rocksdb_free(b);
-	return 0;
-}
-
-static void add_group_ranges(struct tx *t, uint64_t group, int64_t d)
-{
-	struct key k;
-	uint64_t v;
-	key_range_count(&k, group);
-	if (get_u64(t, &k, &v))
-		return;
-	v += (uint64_t)d;
-	char b[8];
-	put_be64(b, v);
-	rocksdb_writebatch_wi_put(t->wb, k.b, k.n, b, 8);
-}
-
-/* The live group >= 1 holding the fewest ranges (ties: the lowest id);
- * 0 when the table has none (records stay in the root). */
-static uint64_t least_loaded_group(struct tx *t)
-{
-	struct key lo;
-	k_init(&lo, 'g');
-	uint64_t best = 0, best_n = UINT64_MAX;
-	rocksdb_iterator_t *it = tx_iter(t, &lo);
-	for (; iter_has_prefix(it, &lo); rocksdb_iter_next(it)) {
-		size_t vn;
-		const char *vb = rocksdb_iter_value(it, &vn);
-		Iolake__Meta__GroupDesc *g = (Iolake__Meta__GroupDesc *)protobuf_c_message_unpack(
-			&iolake__meta__group_desc__descriptor, NULL, vn, (const uint8_t *)vb);
-		if (!g) {
-			t->io_err = -EIO;
-			break;
-		}
-		if (!g->deleted) {
-			struct key ck;
-			uint64_t n;
-			key_range_count(&ck, g->id);
-			if (get_u64(t, &ck, &n) == 0 && n < best_n) {
-				best_n = n;
-				best = g->id;
-			}
-		}
-		meta_state_free_msg(g);
-	}
-	rocksdb_iter_destroy(it);
-	return best;
-}
-
-static int put_range_row(struct tx *t, uint64_t id, const char *bucket, const char *start,
-			 const char *end, uint64_t group)
-{
-	Iolake__Meta__RangeDesc d = IOLAKE__META__RANGE_DESC__INIT;
-	d.id = id;
-	d.bucket = (char *)bucket;
-	d.start = (char *)start;
-	d.end = (char *)end;
-	d.group = group;
-	struct key k;
-	key_range_row(&k, bucket, start);
-	add_group_ranges(t, group, 1);
-	return tx_put_msg(t, &k, &d.base);
-}
-
-/* CreateBucket in the root: one range over the whole bucket, when range
- * groups exist. */
-static int create_bucket_range(struct tx *t, const char *bucket)
-{
-	uint64_t g = least_loaded_group(t);
-	if (t->io_err)
-		return t->io_err;
-	return g ? put_range_row(t, t->gen, bucket, "", "", g) : 0;
-}
-
-/* DeleteBucket in the root: drop the bucket's range rows. */
-static void delete_bucket_ranges(struct tx *t, const char *bucket)
-{
-	struct key p;
-	key_range_row(&p, bucket, "");
-	rocksdb_iterator_t *it = tx_iter(t, &p);
-	for (; iter_has_prefix(it, &p); rocksdb_iter_next(it)) {
-		size_t kn, vn;
-		const char *kb = rocksdb_iter_key(it, &kn);
-		const char *vb = rocksdb_iter_value(it, &vn);
-		Iolake__Meta__RangeDesc *d = (Iolake__Meta__RangeDesc *)protobuf_c_message_unpack(
-			&iolake__meta__range_desc__descriptor, NULL, vn, (const uint8_t *)vb);
-		if (d)
-			add_group_ranges(t, d->group, -1);
-		meta_state_free_msg(d);
-		struct key k;
-		memcpy(k.b, kb, kn);
-		k.n = kn;
-		tx_del(t, &k);
-	}
-	rocksdb_iter_destroy(it);
-	t->bucket_noranges[0] = 0;
-}
-
-/* Whether table ('O' or 'U') holds a key of bucket in [start, end). */
-static bool span_nonempty(struct tx *t, char table, const char *bucket, const char *start,
-			  const char *end)
-{
-	struct key lo, p;
-	k_init(&p, table);
-	k_str(&p, bucket);
-	k_byte(&p, 0);
-	lo = p;
-	k_str(&lo, start);
-	rocksdb_iterator_t *it = tx_iter(t, &lo);
-	bool any = false;
-	if (iter_has_prefix(it, &p)) {
-		size_t kn;
-		const char *kb = rocksdb_iter_key(it, &kn);
-		kb += p.n;
-		kn -= p.n;
-		/* uploads: the S3 key ends at the 0x00 before the upload id */
-		const char *z = table == 'U' ? memchr(kb, 0, kn) : NULL;
-		if (z)
-			kn = (size_t)(z - kb);
-		size_t en = strlen(end);
-		int c = memcmp(kb, end, kn < en ? kn : en);
-		any = !end[0] || c < 0 || (c == 0 && kn < en);
-	}
-	rocksdb_iter_destroy(it);
-	return any;
-}
-
-static bool group_holds_ranges(struct tx *t, uint64_t group)
-{
-	struct key k;
-	uint64_t n;
-	key_range_count(&k, group);
-	return get_u64(t, &k, &n) == 0 && n > 0;
-}
-
-static int op_open_range(struct tx *t, const Iolake__Meta__OpenRange *op)
-{
-	const Iolake__Meta__RangeDesc *d = op->range;
-	if (!d || d->id == 0 || !valid_range_bounds(d->bucket, d->start, d->end))
-		return -EINVAL;
-	if (range_load(t, d->id))
-		return 0;   /* open or sealed: unchanged */
-	if (t->io_err)
-		return t->io_err;
-	Iolake__Meta__RangeDesc n = IOLAKE__META__RANGE_DESC__INIT;
-	n.id = d->id;
-	n.bucket = d->bucket;
-	n.start = d->start;
-	n.end = d->end;
-	n.group = d->group;
-	struct key k;
-	key_open_range(&k, d->id);
-	return tx_put_msg(t, &k, &n.base);
-}
-
-static int op_seal_range(struct tx *t, const Iolake__Meta__SealRange *op)
-{
-	const Iolake__Meta__RangeDesc *d = op->range;
-	if (!d || d->id == 0 || !valid_range_bounds(d->bucket, d->start, d->end))
-		return -EINVAL;
-	Iolake__Meta__RangeDesc *r = range_load(t, d->id);
-	if (t->io_err)
-		return t->io_err;
-	struct key k;
-	key_open_range(&k, d->id);
-	if (!r) {
-		if (op->unseal)
-			return IOL_ENOT_FOUND;
-		Iolake__Meta__RangeDesc n = IOLAKE__META__RANGE_DESC__INIT;
-		n.id = d->id;
-		n.bucket = d->bucket;
-		n.start = d->start;
-		n.end = d->end;
-		n.group = d->group;
-		n.sealed = true;
-		return tx_put_msg(t, &k, &n.base);
-	}
-	if (op->unseal) {
-		r->sealed = false;
-		t->rng_dirty = true;
-		return 0;
-	}
-	if (r->sealed)
-		return 0;
-	if (span_nonempty(t, 'O', r->bucket, r->start, r->end) ||
-	    span_nonempty(t, 'U', r->bucket, r->start, r->end))
-		return META_ENOTEMPTY;
-	r->sealed = true;
-	t->rng_dirty = true;
-	return 0;
-}
-
-static int op_split_range(struct tx *t, const Iolake__Meta__SplitRange *op)
-{
-	if (!valid_bucket(op->bucket) || !valid_key(op->key) || !op->key[0] || op->range_id == 0)
-		return -EINVAL;
-	/* The row holding key: the last one whose start <= key. */
-	struct key lo, p;
-	key_range_row(&p, op->bucket, "");
-	key_range_row(&lo, op->bucket, op->key);
-	k_byte(&lo, 0);   /* just above key itself */
-	rocksdb_iterator_t *it = tx_iter(t, &lo);
-	if (rocksdb_iter_valid(it))
-		rocksdb_iter_prev(it);
-	else
-		rocksdb_iter_seek_to_last(it);
-	Iolake__Meta__RangeDesc *d = NULL;
-	if (iter_has_prefix(it, &p)) {
-		size_t vn;
-		const char *vb = rocksdb_iter_value(it, &vn);
-		d = (Iolake__Meta__RangeDesc *)protobuf_c_message_unpack(
-			&iolake__meta__range_desc__descriptor, NULL, vn, (const uint8_t *)vb);
-	}
-	rocksdb_iter_destroy(it);
-	int rc = 0;
-	if (!d || d->id != op->range_id) {
-		rc = IOL_ENOT_FOUND;
-		goto out;
-	}
-	if (!strcmp(d->start, op->key) || !range_covers(d, op->key)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	uint64_t right_group = least_loaded_group(t);
-	if (t->io_err) {
-		rc = t->io_err;
-		goto out;
-	}
-	if (!right_group)
-		right_group = d->group;
-	/* Generations are (index << 16) | position < 4096: the right
-	 * half's id sets bit 15 and stays unique. */
-	add_group_ranges(t, d->group, -1);
-	rc = put_range_row(t, t->gen, op->bucket, d->start, op->key, d->group);
-	if (rc == 0)
-		rc = put_range_row(t, t->gen | 0x8000, op->bucket, op->key, d->end, right_group);
-out:
-	meta_state_free_msg(d);
-	return rc;
-}
+/* ---- key ranges: meta/state_range.c */
 
 static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
@@ -2201,6 +1835,11 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_OPEN_RANGE: return op_open_range(t, op->open_range);
 	case IOLAKE__META__OP__BODY_SEAL_RANGE: return op_seal_range(t, op->seal_range);
 	case IOLAKE__META__OP__BODY_SPLIT_RANGE: return op_split_range(t, op->split_range);
+	case IOLAKE__META__OP__BODY_MOVE_RANGE: return op_move_range(t, op->move_range, r);
+	case IOLAKE__META__OP__BODY_MOVE_RANGE_STEP:
+		return op_move_range_step(t, op->move_range_step);
+	case IOLAKE__META__OP__BODY_INGEST_RANGE: return op_ingest_range(t, op->ingest_range);
+	case IOLAKE__META__OP__BODY_DROP_RANGE: return op_drop_range(t, op->drop_range, r);
 	default: return -EINVAL;
 	}
 }
@@ -2509,7 +2148,7 @@ out_wb:
 
 /* ------------------------------------------------------- open / close */
 
-static int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n)
+int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n)
 {
 	char *err = NULL;
 	*v = rocksdb_get(s->db, s->ro, k->b, k->n, n, &err);
@@ -2780,7 +2419,7 @@ uint64_t meta_state_applied_index(const struct meta_state *s)
 
 /* -------------------------------------------------------------- reads */
 
-static int read_msg(struct meta_state *s, const struct key *k, const ProtobufCMessageDescriptor *d,
+int read_msg(struct meta_state *s, const struct key *k, const ProtobufCMessageDescriptor *d,
 		    void **out)
 {
 	char *v;
@@ -2807,7 +2446,7 @@ int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__
  * desc, in key order, at most max; keep (may be NULL) filters. The array
  * and its messages are the caller's (meta_state_free_msg each, free). */
 /* Records under the key prefix pfx[0..pn), in key order. */
-static int list_prefix(struct meta_state *s, const char *pfx, size_t pn,
+int list_prefix(struct meta_state *s, const char *pfx, size_t pn,
 		       const ProtobufCMessageDescriptor *desc,
 		       bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
 		       size_t max, ProtobufCMessage ***out, size_t *n_out)
@@ -2863,78 +2502,6 @@ static int list_table(struct meta_state *s, char table, const ProtobufCMessageDe
 		      size_t max, ProtobufCMessage ***out, size_t *n_out)
 {
 	return list_prefix(s, &table, 1, desc, keep, arg, max, out, n_out);
-}
-
-int meta_state_list_ranges(struct meta_state *s, const char *bucket,
-			   Iolake__Meta__RangeDesc ***out, size_t *n)
-{
-	struct key p;
-	k_init(&p, 'Q');
-	if (bucket) {
-		if (!valid_bucket(bucket))
-			return -EINVAL;
-		k_str(&p, bucket);
-		k_byte(&p, 0);
-	}
-	return list_prefix(s, p.b, p.n, &iolake__meta__range_desc__descriptor, NULL, NULL,
-			   META_RANGES_MAX, (ProtobufCMessage ***)out, n);
-}
-
-int meta_state_list_open_ranges(struct meta_state *s, Iolake__Meta__RangeDesc ***out, size_t *n)
-{
-	return list_table(s, 'r', &iolake__meta__range_desc__descriptor, NULL, NULL,
-			  META_RANGES_MAX, (ProtobufCMessage ***)out, n);
-}
-
-int meta_state_get_open_range(struct meta_state *s, uint64_t id, Iolake__Meta__RangeDesc **out)
-{
-	struct key k;
-	k_init(&k, 'r');
-	k_u64(&k, id);
-	return read_msg(s, &k, &iolake__meta__range_desc__descriptor, (void **)out);
-}
-
-bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket)
-{
-	if (!valid_bucket(bucket))
-		return false;
-	struct key p;
-	k_init(&p, 'Q');
-	k_str(&p, bucket);
-	k_byte(&p, 0);
-	struct key end;
-	rocksdb_readoptions_t *ro = prefix_ro(&p, &end);   /* see prefix_ro */
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, ro ? ro : s->ro);
-	rocksdb_iter_seek(it, p.b, p.n);
-	bool any = false;
-	if (rocksdb_iter_valid(it)) {
-		size_t kn;
-		const char *kb = rocksdb_iter_key(it, &kn);
-		any = kn >= p.n && memcmp(kb, p.b, p.n) == 0;
-	}
-	rocksdb_iter_destroy(it);
-	if (ro)
-		rocksdb_readoptions_destroy(ro);
-	return any;
-}
-
-int meta_state_group_ranges(struct meta_state *s, uint64_t group, uint64_t *n)
-{
-	struct key k;
-	k_init(&k, 'q');
-	k_u64(&k, group);
-	char *v;
-	size_t vn;
-	*n = 0;
-	int rc = db_get(s, &k, &v, &vn);
-	if (rc == IOL_ENOT_FOUND)
-		return 0;
-	if (rc)
-		return rc;
-	if (vn == 8)
-		*n = get_be64(v);
-	rocksdb_free(v);
-	return 0;
 }
 
 static bool bucket_owned_by(const ProtobufCMessage *m, const void *owner)

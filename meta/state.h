@@ -233,6 +233,29 @@ int meta_state_list_open_ranges(struct meta_state *s, Iolake__Meta__RangeDesc **
 				size_t *n);
 /* Range group: one open-range row. 0, IOL_ENOT_FOUND, IOL_ECORRUPT, -EIO. */
 int meta_state_get_open_range(struct meta_state *s, uint64_t id, Iolake__Meta__RangeDesc **out);
+/* Range group: the state pairs of the per-key tables (objects, uploads
+ * with their parts; meta/state_range.c MOVE_TABLES) for [start, end) of
+ * bucket after the state key `after` (empty: from the start), at most
+ * max_records records and about max_bytes, when range range_id is sealed
+ * here and spans them (else META_EWRONG_RANGE): what a move copies
+ * (meta.proto ReadRange). out is the caller's (meta_range_pairs_free). */
+struct meta_range_pairs {
+	ProtobufCBinaryData *keys, *values;
+	size_t n, cap, bytes;
+	uint32_t records;              /* primary records (parts ride along) */
+	uint8_t *upto;                 /* the last primary key (the next `after`) */
+	size_t upto_len;
+	bool done;                     /* nothing left after upto */
+};
+int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *bucket,
+			  const char *start, const char *end, const uint8_t *after, size_t after_len,
+			  uint32_t max_records, uint32_t max_bytes, struct meta_range_pairs *out);
+void meta_range_pairs_free(struct meta_range_pairs *p);
+/* Range group: the median object key of range range_id (open or sealed)
+ * into out (cap >= META_KEY_MAX + 1): a scan that stops at half its
+ * object count; "" when under two objects. 0, META_EWRONG_RANGE (no such
+ * range here), -EIO. */
+int meta_state_range_split_key(struct meta_state *s, uint64_t range_id, char *out, size_t cap);
 /* Root: whether bucket has range rows (its records live in range groups). */
 bool meta_state_bucket_has_ranges(struct meta_state *s, const char *bucket);
 /* Root: how many ranges group holds (0 when none). 0 or -EIO. */

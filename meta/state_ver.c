@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "meta/state_tx.h"
+#include "meta/state_internal.h"
 
 #define ENABLED IOLAKE__META__VERSIONING_STATE__VERSIONING_ENABLED
 #define SUSPENDED IOLAKE__META__VERSIONING_STATE__VERSIONING_SUSPENDED

@@ -10,7 +10,9 @@
  * listing bounded to a range; and the pure parts of the client side
  * (meta/range.h): the table, find, and the ordered multi-range listing
  * walk (order, a common prefix across a boundary emitted once, pages and
- * continuation against a model).
+ * continuation against a model); moving records between two groups'
+ * states (ReadRange pairs, IngestRange batches with their cursor, parts
+ * riding with their upload, references, counters, DropRange).
  */
 #include <check.h>
 #include <errno.h>
@@ -471,6 +473,221 @@ static Iolake__Meta__RangeDesc *desc(uint64_t id, const char *b, const char *s, 
 	return d;
 }
 
+/* ------------------------------------------------- moving records */
+
+/* A gw_data layout naming (pg 3, id all `tag`): layout.proto 6 and 7. */
+static ProtobufCBinaryData layout(struct tb *t, uint8_t tag)
+{
+	uint8_t *b = tb_alloc(t, 20);
+	b[0] = 0x32;
+	b[1] = 16;
+	memset(b + 2, tag, 16);
+	b[18] = 0x38;
+	b[19] = 3;
+	return (ProtobufCBinaryData){ .len = 20, .data = b };
+}
+
+static bool refd(struct meta_state *s, uint8_t tag)
+{
+	uint8_t id[16];
+	const uint8_t *ids[1] = { id };
+	bool b = false;
+	memset(id, tag, sizeof(id));
+	ck_assert_int_eq(meta_state_check_refs(s, 3, ids, 1, &b), 0);
+	return b;
+}
+
+static void tb_ingest(struct tb *t, uint64_t id, const char *start, const char *end,
+		      const struct meta_range_pairs *p, const uint8_t *after, size_t after_len,
+		      size_t skip)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__IngestRange *in = tb_alloc(t, sizeof(*in));
+	iolake__meta__ingest_range__init(in);
+	in->range = tb_range(t, id, "mpb", start, end);
+	in->after.data = tb_alloc(t, after_len + 1);
+	memcpy(in->after.data, after, after_len);
+	in->after.len = after_len;
+	in->upto.data = tb_alloc(t, p->upto_len + 1);
+	if (p->upto_len)
+		memcpy(in->upto.data, p->upto, p->upto_len);
+	in->upto.len = p->upto_len;
+	in->n_keys = in->n_values = p->n - skip;
+	in->keys = tb_alloc(t, (p->n + 1) * sizeof(*in->keys));
+	in->values = tb_alloc(t, (p->n + 1) * sizeof(*in->values));
+	for (size_t i = skip; i < p->n; i++) {
+		in->keys[i - skip] = p->keys[i];     /* borrowed: p outlives the apply */
+		in->values[i - skip] = p->values[i];
+	}
+	op->body_case = IOLAKE__META__OP__BODY_INGEST_RANGE;
+	op->ingest_range = in;
+}
+
+/* The records of [b, end) — objects, an upload and its parts, their shard
+ * references — copied from one group's state to another's in batches of
+ * one record (IngestRange from ReadRange's pairs), a duplicate and a
+ * malformed batch refused, then dropped from the source (DropRange). */
+START_TEST(test_move_records)
+{
+	char d1[64], d2[64];
+	tmpdir(d1);
+	tmpdir(d2);
+	struct meta_state *src = open_at(d1), *dst = open_at(d2);
+	uint64_t idx1 = 0, idx2 = 0;
+	struct tb *t = tb_new();
+	tb_open(t, 5, "mpb", "", "");
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	t = tb_new();
+	const char *keys[] = { "a1", "m1", "z1" };
+	for (int i = 0; i < 3; i++) {
+		Iolake__Meta__PutObject *po = tb_put(t, 0, 0, "mpb", keys[i], 9000);
+		po->record->segments[0]->data_layout = layout(t, (uint8_t)(0xa0 + i));
+		routed(t, 5);
+	}
+	tb_create_upload(t, "mpb", "big");
+	routed(t, 5);
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(res[i].err, 0);
+	char uid[17];
+	snprintf(uid, sizeof(uid), "%s", res[3].upload_id);
+	t = tb_new();
+	for (uint32_t n = 1; n <= 2; n++) {
+		Iolake__Meta__Segment *seg = tb_part(t, uid, n, 5 << 20,
+						     "0123456789abcdef0123456789abcdef");
+		seg->data_layout = layout(t, (uint8_t)(0xb0 + n));
+		routed(t, 5);
+	}
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 2);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert(refd(src, 0xb1) && refd(src, 0xa1));
+
+	/* ReadRange only reads a sealed range */
+	struct meta_range_pairs p;
+	ck_assert_int_eq(meta_state_read_range(src, 5, "mpb", "b", "", NULL, 0, 1, 1 << 20, &p),
+			 META_EWRONG_RANGE);
+	t = tb_new();
+	tb_seal(t, 5, "mpb", "", "", false);
+	t->ops[0]->seal_range->for_move = true;   /* not empty: fine */
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	/* never unsealed again (a failed DeleteBucket's unseal must not) */
+	t = tb_new();
+	tb_seal(t, 5, "mpb", "", "", true);
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+
+	/* copy [b, end) one record at a time */
+	uint8_t cur[2048];
+	size_t cur_len = 0, records = 0, batches = 0;
+	for (;;) {
+		ck_assert_int_eq(meta_state_read_range(src, 5, "mpb", "b", "", cur, cur_len, 1,
+						       1 << 20, &p), 0);
+		records += p.records;
+		if (p.n && p.keys[0].data[0] == 'U') {
+			/* the upload's parts ride with it */
+			ck_assert_uint_eq(p.n, 3);
+			ck_assert_int_eq(p.keys[1].data[0], 'P');
+			/* a part without its upload is refused */
+			t = tb_new();
+			tb_ingest(t, 9, "b", "", &p, cur, cur_len, 1);
+			ck_assert_int_eq(tb_apply(dst, ++idx2, t, res), 1);
+			ck_assert_int_eq(res[0].err, -EINVAL);
+		}
+		t = tb_new();
+		tb_ingest(t, 9, "b", "", &p, cur, cur_len, 0);
+		ck_assert_int_eq(tb_apply(dst, ++idx2, t, res), 1);
+		ck_assert_int_eq(res[0].err, 0);
+		batches++;
+		/* the same batch again: applied before, nothing counted twice */
+		t = tb_new();
+		tb_ingest(t, 9, "b", "", &p, cur, cur_len, 0);
+		ck_assert_int_eq(tb_apply(dst, ++idx2, t, res), 1);
+		ck_assert_int_eq(res[0].err, 0);
+		if (p.upto_len)
+			memcpy(cur, p.upto, p.upto_len);
+		cur_len = p.upto_len;
+		bool done = p.done;
+		meta_range_pairs_free(&p);
+		if (done)
+			break;
+	}
+	ck_assert_uint_eq(records, 3);   /* m1, z1, the upload */
+	Iolake__Meta__RangeDesc *d = NULL;
+	ck_assert_int_eq(meta_state_get_open_range(dst, 9, &d), 0);
+	ck_assert(d->sealed);
+	ck_assert_uint_eq(d->objects, 2);
+	ck_assert_uint_eq(d->bytes, 18000);
+	ck_assert_uint_eq(d->uploads, 1);
+	meta_state_free_msg(d);
+	Iolake__Meta__ObjectRecord *r = NULL;
+	ck_assert_int_eq(meta_state_head_object(dst, "mpb", "m1", &r), 0);
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_head_object(dst, "mpb", "a1", &r), IOL_ENOT_FOUND);
+	Iolake__Meta__MultipartUpload *u = NULL;
+	ck_assert_int_eq(meta_state_get_upload(dst, "mpb", "big", uid, &u), 0);
+	meta_state_free_msg(u);
+	Iolake__Meta__Part *pt = NULL;
+	ck_assert_int_eq(meta_state_get_part(dst, uid, 2, &pt), 0);
+	meta_state_free_msg(pt);
+	ck_assert(refd(dst, 0xa1) && refd(dst, 0xa2) && refd(dst, 0xb1) && refd(dst, 0xb2));
+	ck_assert(!refd(dst, 0xa0));
+
+	/* DropRange: refused over an open range, then the span goes */
+	t = tb_new();
+	tb_open(t, 6, "mpb", "y", "");
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__DropRange *dr = tb_alloc(t, sizeof(*dr));
+	iolake__meta__drop_range__init(dr);
+	dr->bucket = tb_str(t, "mpb");
+	dr->start = tb_str(t, "b");
+	dr->end = tb_str(t, "");
+	dr->max = 2;
+	op->body_case = IOLAKE__META__OP__BODY_DROP_RANGE;
+	op->drop_range = dr;
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+	t = tb_new();
+	tb_seal(t, 6, "mpb", "y", "", false);
+	t->ops[0]->seal_range->for_move = true;
+	ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	uint64_t dropped = 0;
+	for (int i = 0; i < 5; i++) {
+		t = tb_new();
+		op = tb_op(t, 0, 0);
+		dr = tb_alloc(t, sizeof(*dr));
+		iolake__meta__drop_range__init(dr);
+		dr->bucket = tb_str(t, "mpb");
+		dr->start = tb_str(t, "b");
+		dr->end = tb_str(t, "");
+		dr->max = 2;
+		op->body_case = IOLAKE__META__OP__BODY_DROP_RANGE;
+		op->drop_range = dr;
+		ck_assert_int_eq(tb_apply(src, ++idx1, t, res), 1);
+		ck_assert_int_eq(res[0].err, 0);
+		dropped += res[0].generation;
+		if (!res[0].generation)
+			break;
+	}
+	ck_assert_uint_eq(dropped, 3);
+	ck_assert_int_eq(meta_state_head_object(src, "mpb", "z1", &r), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_head_object(src, "mpb", "a1", &r), 0);
+	meta_state_free_msg(r);
+	ck_assert_int_eq(meta_state_get_upload(src, "mpb", "big", uid, &u), IOL_ENOT_FOUND);
+	ck_assert_int_eq(meta_state_get_part(src, uid, 1, &pt), IOL_ENOT_FOUND);
+	ck_assert(refd(src, 0xa0));
+	ck_assert(!refd(src, 0xa1) && !refd(src, 0xa2) && !refd(src, 0xb1) && !refd(src, 0xb2));
+	meta_state_close(src);
+	meta_state_close(dst);
+	rm_rf(d1);
+	rm_rf(d2);
+}
+END_TEST
+
 START_TEST(test_table)
 {
 	struct meta_range_table t = { 0 };
@@ -649,6 +866,7 @@ int main(void)
 	tcase_add_test(tc, test_root_table);
 	tcase_add_test(tc, test_fencing);
 	tcase_add_test(tc, test_bounded_list);
+	tcase_add_test(tc, test_move_records);
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_walk);
 	suite_add_tcase(s, tc);

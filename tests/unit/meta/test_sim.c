@@ -32,7 +32,8 @@
  *
  *   SIM_SEED=N SIM_STEPS=N SIM_MEMBERS=3|5 [SIM_SNAP=N] build/tests/unit/meta/test_sim
  * make test runs seed 1, 3,000 steps. Not here: node.c's group commit and
- * reads (test_raft), range groups (not built yet).
+ * reads (test_raft), range groups and moves of ranges between them
+ * (test_sim_ranges.c).
  */
 #include <check.h>
 #include <raft.h>

@@ -1,27 +1,21 @@
 /*
- * state_tx.h — internal to meta/state*.c: the state's struct, one apply
- * in progress (struct tx) and the key and read/write helpers that
- * state.c defines and the other apply modules (state_ver.c) share. Not a
- * public header: nothing outside meta/state*.c includes it.
+ * state_internal.h — private to the state machine's files (meta/state.c,
+ * meta/state_range.c, meta/state_move.c, meta/state_ver.c): the state, one apply in progress
+ * (struct tx), the key builder and the helpers they share. Nothing outside
+ * meta/state*.c includes it.
  */
-#ifndef META_STATE_TX_H
-#define META_STATE_TX_H
+#ifndef META_STATE_INTERNAL_H
+#define META_STATE_INTERNAL_H
 
 #include <rocksdb/c.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "meta/state.h"
 
 #define BUCKET_MAX 63
 #define KEYBUF (1 + BUCKET_MAX + 1 + META_KEY_MAX + 1 + 16 + 8)
-
-/* A block cache several states share (the groups of one member). */
-struct meta_state_cache {
-	rocksdb_cache_t *cache;
-};
 
 struct meta_state {
 	rocksdb_t *db;
@@ -74,31 +68,68 @@ struct key {
 	size_t n;
 };
 
-/* Key building (state.c). */
+/* ---- state.c: keys */
+void put_be64(char *p, uint64_t v);
+uint64_t get_be64(const char *p);
 void k_init(struct key *k, char table);
 void k_str(struct key *k, const char *s);
 void k_byte(struct key *k, char c);
 void k_u64(struct key *k, uint64_t v);
+void k_u32(struct key *k, uint32_t v);
 void key_object(struct key *k, const char *bucket, const char *key);
+void key_upload(struct key *k, const char *bucket, const char *key, const char *id);
+void key_part(struct key *k, const char *upload_id, uint32_t part);
+bool key_prefix_end(const struct key *p, struct key *end);
 bool valid_bucket(const char *b);
 bool valid_key(const char *k);
 
-/* Reads and writes through the batch being built (state.c). */
+/* ---- state.c: reads and writes through the batch of an apply */
 int tx_get(struct tx *t, const struct key *k, char **val, size_t *vlen);
-int tx_get_msg(struct tx *t, const struct key *k, const ProtobufCMessageDescriptor *d,
-	       void **out);
+bool tx_exists(struct tx *t, const struct key *k);
+int tx_get_msg(struct tx *t, const struct key *k, const ProtobufCMessageDescriptor *d, void **out);
 int tx_put_msg(struct tx *t, const struct key *k, const ProtobufCMessage *m);
 void tx_del(struct tx *t, const struct key *k);
 rocksdb_iterator_t *tx_iter(struct tx *t, const struct key *lo);
 bool iter_has_prefix(rocksdb_iterator_t *it, const struct key *prefix);
 rocksdb_readoptions_t *prefix_ro(const struct key *p, struct key *end);
-
-/* Space: queue a record's shards for GC; add or drop its references. */
+bool prefix_nonempty(struct tx *t, const struct key *prefix);
+bool bucket_exists(struct tx *t, const char *bucket);
+/* Space: queue a record's shards for GC. */
 void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r);
+/* The shard reference index ('X'): add or drop a record's / part's. */
 void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen, bool add);
+void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add);
 
-/* Key ranges: whether the op's range admits bucket/key; its counters. */
+/* ---- state.c: reads of the committed state */
+int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n);
+int read_msg(struct meta_state *s, const struct key *k, const ProtobufCMessageDescriptor *d,
+	     void **out);
+int list_prefix(struct meta_state *s, const char *pfx, size_t pn,
+		const ProtobufCMessageDescriptor *desc,
+		bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
+		size_t max, ProtobufCMessage ***out, size_t *n_out);
+
+/* ---- state_range.c: key ranges in apply */
+void key_open_range(struct key *k, uint64_t id);
+bool valid_range_bounds(const char *bucket, const char *start, const char *end);
+/* The open-range row id through the apply's memo (struct tx rng); NULL:
+ * absent. */
+Iolake__Meta__RangeDesc *range_load(struct tx *t, uint64_t id);
+int create_bucket_range(struct tx *t, const char *bucket);
+void delete_bucket_ranges(struct tx *t, const char *bucket);
+/* Whether the op's range admits bucket/key, and the range's counters. */
 int range_check(struct tx *t, const char *bucket, const char *key);
 void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads);
+void range_flush(struct tx *t);
+bool group_holds_ranges(struct tx *t, uint64_t group);
+int op_open_range(struct tx *t, const Iolake__Meta__OpenRange *op);
+int op_seal_range(struct tx *t, const Iolake__Meta__SealRange *op);
+int op_split_range(struct tx *t, const Iolake__Meta__SplitRange *op);
+int op_move_range(struct tx *t, const Iolake__Meta__MoveRange *op, struct meta_op_result *r);
+int op_move_range_step(struct tx *t, const Iolake__Meta__MoveRangeStep *op);
+int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op);
+int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_op_result *r);
+/* Whether a move of bucket's records is under way (root). */
+bool bucket_moving(struct tx *t, const char *bucket);
 
 #endif
