@@ -53,6 +53,14 @@
 #define DEDUPE_SPAN (META_DEDUPE_WINDOW / 2)
 #define SUBMIT_BATCH_OPS 256          /* ops per coalesced SubmitRequest */
 #define LEADER_CACHE 256              /* groups >= 1 whose leader is remembered */
+/* Failure detection on the members' channels: PING after this long with
+ * calls out and nothing heard, dead when the PING is not answered in
+ * PING_TIMEOUT. A leader that drops off the network is so known in about
+ * a second (the RPC default, 1 s + 2 s, was most of the 3 s an isolated
+ * leader cost the writes), about as long as its followers take to elect
+ * another; its calls are then retried elsewhere (request ids dedupe). */
+#define MEMBER_PING_BUSY_MS 300
+#define MEMBER_PING_TIMEOUT_MS 700
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */
@@ -119,7 +127,8 @@ static int add_member(struct meta_client *c, const char *addr)
 	if (!c->addr[c->n])
 		return -ENOMEM;
 	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_min_ms = 20,
-				       .backoff_max_ms = 500 };
+				       .backoff_max_ms = 500, .ping_busy_ms = MEMBER_PING_BUSY_MS,
+				       .ping_timeout_ms = MEMBER_PING_TIMEOUT_MS };
 	c->ch[c->n] = rpc_channel_open(c->loop, addr, &co);
 	if (!c->ch[c->n]) {
 		free(c->addr[c->n]);
@@ -189,12 +198,29 @@ static void set_leader(struct meta_client *c, uint64_t group, size_t member)
 	c->lc[group % LEADER_CACHE].member = member;
 }
 
-/* The member that answered for group was not its leader and named none:
- * the next one is tried first. */
+/* Whether member i's circuit is open (known unreachable: calls to it
+ * fail at once). */
+static bool member_down(const struct meta_client *c, size_t i)
+{
+	return rpc_channel_peer_state(c->ch[i]) == RPC_PEER_DOWN;
+}
+
+/* The member that answered for group was not its leader and named none
+ * (or is unreachable): the next one not known unreachable is tried first
+ * (the next one at all when every other is). */
 static void leader_next(struct meta_client *c, uint64_t group, int target)
 {
-	if (leader_of(c, group) == (size_t)target)
-		set_leader(c, group, (size_t)(target + 1) % c->n);
+	if (leader_of(c, group) != (size_t)target)
+		return;
+	size_t next = (size_t)(target + 1) % c->n;
+	for (size_t k = 1; k < c->n; k++) {
+		size_t j = (size_t)(target + k) % c->n;
+		if (!member_down(c, j)) {
+			next = j;
+			break;
+		}
+	}
+	set_leader(c, group, next);
 }
 
 /* The group a request names: its uint64 field 100 (meta.proto), else 0. */
@@ -362,6 +388,10 @@ static void handle_failure(struct call *k, const struct rpc_result *res)
 		}
 		{
 			int j = leader_hint(c, res->message);
+			/* A hint naming a member known unreachable is stale (the
+			 * follower has not noticed its leader is gone yet). */
+			if (j >= 0 && member_down(c, (size_t)j))
+				j = -1;
 			if (j >= 0 && j != k->target) {
 				set_leader(c, k->group, (size_t)j);
 				c->stats.redirects++;
