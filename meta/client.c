@@ -358,6 +358,24 @@ static int leader_hint(struct meta_client *c, const char *msg)
 	return rc < 0 ? -1 : rc;
 }
 
+/* A follower relayed the answer of group's leader and named it in the
+ * payload ("leader=HOST:PORT", meta/node_fwd.c): the next calls go there
+ * straight (one hop less), unless it is known unreachable. */
+static void learn_leader(struct meta_client *c, uint64_t group, const struct rpc_result *res)
+{
+	const struct buf_slice *pl = &res->payload;
+	char hint[META_ADDR_MAX + 8];
+	if (!pl->buf || pl->len < 8 || pl->len >= sizeof(hint))
+		return;
+	memcpy(hint, pl->buf->data + pl->off, pl->len);
+	hint[pl->len] = 0;
+	if (strncmp(hint, "leader=", 7) != 0)
+		return;
+	int j = leader_hint(c, hint);
+	if (j >= 0 && !member_down(c, (size_t)j))
+		set_leader(c, group, (size_t)j);
+}
+
 static int final_err(int status)
 {
 	switch (status) {
@@ -446,6 +464,8 @@ static void on_result(void *ud, const struct rpc_result *res)
 		return;
 	}
 	if (res->status == RPC_OK) {
+		if (!k->single)
+			learn_leader(c, k->group, res);
 		call_finish(k, 0, res->resp);
 		return;
 	}
@@ -464,6 +484,8 @@ static void on_batch_result(void *ud, const struct rpc_result *res)
 		bad.status = RPC_UNAVAILABLE;
 		bad.message = "malformed submit response";
 	}
+	if (bad.status == RPC_OK && b->n && !c->closing)
+		learn_leader(c, b->calls[0]->group, res);
 	for (size_t i = 0; i < b->n; i++) {
 		struct call *k = b->calls[i];
 		if (c->closing)

@@ -3,9 +3,12 @@
  * the meta service: given the members' addresses, it finds the leader of
  * the Raft group a call addresses (the root, group 0, unless the request's
  * `group` field or meta_client_submit_group names another), follows
- * "not leader; leader=ADDR" redirects, and retries on leader change or an
- * unreachable member with backoff, without the caller noticing, until the
- * call's retry budget runs out. Each group's leader is remembered apart.
+ * "not leader; leader=ADDR" redirects and the leader a follower names when
+ * it forwarded a call (meta/node_fwd.c), and retries on leader change or
+ * an unreachable member with backoff, without the caller noticing, until
+ * the call's retry budget runs out. Each group's leader is remembered
+ * apart. Members are declared unreachable within about a second (PING
+ * after 300 ms busy, 700 ms to answer); hints naming those are ignored.
  *
  * Exactly-once writes: every op submitted carries this client's random
  * client_id and a fresh increasing request_id, kept across retries, and
