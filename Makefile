@@ -9,6 +9,10 @@
 #   make bench-common   run the common-runtime microbenchmarks
 #   make soak-powercut  1,000 rounds of the store's power-cut test (make test
 #                   runs 50; POWERCUT_SEED=N replays one, POWERCUT_ROUNDS=N)
+#   make soak-liveness  test_meta_isolate_netns.sh (meta leader isolated under
+#                   load: isolation gap, leader kept, OSD liveness) SOAK_RUNS
+#                   times (default 50, ~80 s each), stopping at the first
+#                   failure; logs in build/soak-liveness/ (root)
 #   make bench      a short end-to-end benchmark of a fresh iolake-aio next to
 #                   nginx/wrk, fio and MD5 ceilings (bench/e2e.py; root, or
 #                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
@@ -142,7 +146,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio \
-        soak-powercut deb test-deb
+        soak-powercut soak-liveness deb test-deb
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
 deps:
@@ -272,6 +276,15 @@ bench-common: $(B)/bench-common
 # The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).
 soak-powercut: $(B)/tests/unit/osd/test_store_powercut
 	POWERCUT_ROUNDS=$${POWERCUT_ROUNDS:-1000} $<
+
+# The meta leader isolated, again and again (issue 15 must-shows 3 and 6).
+soak-liveness: all
+	@mkdir -p $(B)/soak-liveness; n=$${SOAK_RUNS:-50}; for i in $$(seq 1 $$n); do \
+		log=$(B)/soak-liveness/run$$i.log; \
+		IOLAKE_BUILD=$(abspath $(B)) PATH=/usr/bin:/bin tests/integration/test_meta_isolate_netns.sh >$$log 2>&1; rc=$$?; \
+		echo "run $$i/$$n rc=$$rc: $$(grep -E '^(isolation gap|OSDs marked down|the healed member)' $$log | cut -c1-100 | tr '\n' '|')"; \
+		[ $$rc = 0 ] || { echo "soak-liveness: run $$i failed, log $$log"; exit 1; }; \
+	done; echo "soak-liveness: $$n runs passed"
 
 bench: $(B)/iolake-aio $(B)/iolake-s3-bench
 	bench/e2e.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)

@@ -21,7 +21,12 @@
 #      from the heal on (`iolake-admin cluster status`, polled twice a
 #      second), and no gap between acknowledged PUTs after the heal is over
 #      1 s.
-#   3. Every acknowledged PUT reads back byte for byte with the ETag its
+#   3. OSD liveness (the issue's liveness bug: OSDs left down while they
+#      beat): the OSDs of the other nodes are never marked down, and the
+#      isolated node's OSD (marked down once the isolation outlasts
+#      --osd-down-after, 10 s) is up again within OSD_UP_S (8) s of the
+#      heal (`iolake-admin osd ls`, polled twice a second; printed).
+#   4. Every acknowledged PUT reads back byte for byte with the ETag its
 #      PUT returned, and the listing names each key once (keys are written
 #      once each: a PutObject applied twice would show as a second
 #      listing or another ETag).
@@ -32,7 +37,8 @@ NETNS_TEST=test_meta_isolate_netns
 # shellcheck source-path=SCRIPTDIR source=netns_lib.sh
 . "$HERE/netns_lib.sh"
 
-ISOLATE_S=${ISOLATE_S:-10}
+ISOLATE_S=${ISOLATE_S:-12}
+OSD_UP_S=${OSD_UP_S:-8}
 MAXGAP=${MAXGAP:-3}
 LOADPY=$HERE/meta_isolate_load.py
 EV=$DIR/events
@@ -40,6 +46,7 @@ STOPF=$DIR/stop-load
 OUT=$DIR/requests.jsonl
 LEDGER=$DIR/ledger.jsonl
 TERMS=$DIR/terms
+OSDS=$DIR/osds
 LOADPID=""
 WATCHPID=""
 finish() {
@@ -60,7 +67,8 @@ step "up: 6 nodes x 1 OSD, EC 4+2, prefix $PFX, $SUBNET.0/24"
 	--ec 4+2 --osd-size 256M || fail "up"
 netns_env
 
-# status_line: "EPOCH LEADER_ID MAXTERM TERMS..." from the members that answer.
+# status_line: "EPOCH LEADER_ID MAXTERM ID:ROLE:TERM..." from the members
+# that answer (LEADER_ID 0: none or several).
 status_line() {
 	admin --json cluster status 2>/dev/null | python3 -c '
 import json, sys, time
@@ -70,6 +78,13 @@ l = [m["id"] for m in ms if m.get("role") == "leader"]
 print("%.3f %s %d %s" % (time.time(), l[0] if len(l) == 1 else 0, max(m["term"] for m in ms),
       " ".join("%d:%s:%d" % (m["id"], m["role"][0], m["term"]) for m in ms)))' || true
 }
+# osd_line: "EPOCH HOST:up|down ..." from the map.
+osd_line() {
+	admin --json osd ls 2>/dev/null | python3 -c '
+import json, sys, time
+d = json.load(sys.stdin)
+print("%.3f %s" % (time.time(), " ".join("%s:%s" % (o["host"], "up" if o["up"] else "down") for o in d["osds"])))' || true
+}
 L=$(status_line | awk '{ print $2 }')
 [ -n "$L" ] && [ "$L" != 0 ] || fail "no meta leader"
 G1=$((L % 6 + 1))
@@ -77,7 +92,11 @@ G2=$((G1 % 6 + 1))
 EPS="$(ep "$G1"),$(ep "$G2")"
 echo "meta leader: node $L (isolated); load through the gateways of nodes $G1 and $G2"
 
-(while :; do status_line >>"$TERMS"; sleep 0.5; done) &
+(while :; do
+	status_line >>"$TERMS"
+	osd_line >>"$OSDS"
+	sleep 0.5
+done) &
 WATCHPID=$!
 
 step "load: 16 workers, PUTs of fresh keys, 1 KiB and 64 KiB"
@@ -105,7 +124,7 @@ echo "leader before the heal: node $NEWL"
 echo "heal $(now)" >>"$EV"
 "$CL" heal --dir "$DIR" "$L"
 HEALT=$(tail -1 "$EV" | awk '{ print $2 }')
-sleep 10
+sleep 15
 touch "$STOPF"
 wait "$LOADPID" || fail "load driver"
 LOADPID=""
@@ -117,10 +136,14 @@ step "verdict"
 ok=1
 python3 "$LOADPY" judge "$OUT" "$EV" "$MAXGAP" 1 || ok=0
 # Leader and terms from the heal on: one leader, the new one; no term change.
-python3 - "$TERMS" "$HEALT" "$NEWL" <<'EOF' || ok=0
+python3 - "$TERMS" "$HEALT" "$NEWL" "$L" <<'EOF' || ok=0
 import sys
-rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 heal, newl = float(sys.argv[2]), sys.argv[3]
+# A poll that heard from fewer than a majority (4 of 6: busy members
+# answer Status late) says nothing about who leads: skipped, counted.
+allrows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in allrows if len(r) - 3 >= 4]
+print("status polls: %d, %d with a majority answering" % (len(allrows), len(rows)))
 before = [r for r in rows if float(r[0]) < heal]
 after = [r for r in rows if float(r[0]) >= heal]
 t_iso = [int(r[2]) for r in before]
@@ -128,13 +151,37 @@ changes = sum(1 for a, b in zip(rows, rows[1:]) if a[2] != b[2])
 print("term changes seen: %d in all (terms %s)" % (changes, sorted(set(int(r[2]) for r in rows))))
 leaders = sorted(set(r[1] for r in after))
 terms = sorted(set(int(r[2]) for r in after))
-last = after[-1][3:] if after else []
-print("after the heal (%d polls): leaders %s, terms %s; last: %s" % (len(after), leaders, terms, " ".join(last)))
-ok = after and leaders == [newl] and len(terms) == 1 and terms[0] == max(t_iso)
-# The healed member must be back as a follower of that term.
-ok = ok and len(last) == 6 and all(x.split(":")[2] == str(terms[0]) for x in last)
+print("after the heal (%d polls with a majority): leaders %s, terms %s" % (len(after), leaders, terms))
+ok = bool(after) and leaders == [newl] and len(terms) == 1 and terms[0] == max(t_iso)
+# The healed member answers again as a follower of that term (in any
+# poll after the heal: a busy member may miss some).
+old = "%s:" % sys.argv[4]
+seen = [x for r in allrows if float(r[0]) >= heal for x in r[3:] if x.startswith(old)]
+print("the healed member after the heal: %s" % (" ".join(seen) or "never answered"))
+ok = ok and bool(seen) and seen[-1] == "%sf:%d" % (old, terms[0]) and \
+    not any(x.split(":")[1] == "l" for x in seen)
 print("healed member rejoined as follower, leader kept, term unchanged: %s" % ("yes" if ok else "NO"))
+if not ok:
+    for r in allrows:
+        if float(r[0]) >= heal - 1:
+            print("   %.2f s after the heal: %s" % (float(r[0]) - heal, " ".join(r[1:])))
 sys.exit(0 if ok else 1)
+EOF
+# OSD liveness: never down but on the isolated node; that one up soon after the heal.
+python3 - "$OSDS" "$HEALT" "n$L" "$OSD_UP_S" <<'EOF' || ok=0
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) > 1]
+heal, iso, limit = float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+others = sorted(set(x.split(":")[0] for r in rows for x in r[1:] if x.endswith(":down")
+                    and x.split(":")[0] != iso))
+down = [float(r[0]) for r in rows if any(x == iso + ":down" for x in r[1:])]
+after = [float(r[0]) for r in rows if float(r[0]) >= heal and any(x.endswith(":down") for x in r[1:])]
+back = (max(after) - heal + 0.5) if after else 0.0
+print("OSDs marked down: isolated node %s: %s; other nodes: %s; every OSD up %.1f s after the heal "
+      "(limit %.0f s)" % (iso, "%.1f s in all" % (0.5 * len(down)) if down else "never",
+                           others or "none", back, limit))
+sys.exit(0 if not others and back <= limit and rows and all(
+    x.endswith(":up") for x in rows[-1][1:]) else 1)
 EOF
 python3 "$LOADPY" check "$(ep "$G1")" "$LEDGER" || ok=0
 [ "$ok" = 1 ] || fail "see above"
