@@ -174,7 +174,9 @@ START_TEST(back_within_a_heartbeat)
 	       "again in %llu ms (heartbeat 200 ms)\n", (unsigned long long)away,
 	       (unsigned long long)took);
 	ck_assert(osd_metaclient_reachable(mc));
-	ck_assert_uint_le(took, 2 * 200 + 50);
+	/* ~200 ms (the capped delay); 3,200 ms when the delay doubled on.
+	 * The margin is for a loaded host, not for the fix. */
+	ck_assert_uint_le(took, 1500);
 
 	uv_close((uv_handle_t *)&srv, NULL);
 	stopped = 0;
@@ -284,8 +286,12 @@ int main(void)
 	tcase_add_test(tc, retry_then_reachable);
 	tcase_add_test(tc, stop_mid_attempt);
 	tcase_add_test(tc, registers_and_beats);
-	tcase_add_test(tc, back_within_a_heartbeat);
 	suite_add_tcase(s, tc);
+	/* Its own case: make soak-liveness runs it alone (CK_RUN_CASE). */
+	TCase *lv = tcase_create("liveness");
+	tcase_set_timeout(lv, 30);
+	tcase_add_test(lv, back_within_a_heartbeat);
+	suite_add_tcase(s, lv);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
