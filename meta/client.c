@@ -337,20 +337,27 @@ static void retry_later(struct call *k)
 	uv_timer_start(&k->timer, on_backoff, wait, 0);
 }
 
+int meta_client_leader_addr(const char *msg, char *out, size_t cap)
+{
+	const char *p = strstr(msg, "leader=");
+	if (!p || !p[7] || !cap)
+		return -1;
+	p += 7;
+	size_t len = strcspn(p, " ;");
+	if (len == 0 || len >= cap)
+		return -1;
+	memcpy(out, p, len);
+	out[len] = 0;
+	return (int)len;
+}
+
 /* "not leader; leader=HOST:PORT" -> index of that member (added when
  * new), or -1 when no leader is named. */
 static int leader_hint(struct meta_client *c, const char *msg)
 {
-	const char *p = strstr(msg, "leader=");
-	if (!p || !p[7])
-		return -1;
-	p += 7;
 	char addr[META_ADDR_MAX];
-	size_t len = strcspn(p, " ;");
-	if (len == 0 || len >= sizeof(addr))
+	if (meta_client_leader_addr(msg, addr, sizeof(addr)) < 0)
 		return -1;
-	memcpy(addr, p, len);
-	addr[len] = 0;
 	for (size_t i = 0; i < c->n; i++)
 		if (!strcmp(c->addr[i], addr))
 			return (int)i;

@@ -102,6 +102,12 @@ ProtobufCMessage *meta_client_copy_msg(const ProtobufCMessage *m);
 int meta_client_call_member(struct meta_client *c, size_t member, unsigned method,
 			    const ProtobufCMessage *req, meta_client_cb cb, void *ud);
 
+/* The address a member names after "leader=" (a "not leader" redirect's
+ * message, or the payload of an answer a follower forwarded: text from
+ * the network) into out (NUL-terminated, cap bytes): its length, or -1
+ * when none is named or it does not fit. Pure; fuzzed (fuzz_leader_hint). */
+int meta_client_leader_addr(const char *msg, char *out, size_t cap);
+
 size_t meta_client_member_count(const struct meta_client *c);
 const char *meta_client_member(const struct meta_client *c, size_t i);
 uint64_t meta_client_id(const struct meta_client *c);
