@@ -86,7 +86,7 @@ d = json.load(sys.stdin)
 print("%.3f %s" % (time.time(), " ".join("%s:%s" % (o["host"], "up" if o["up"] else "down") for o in d["osds"])))' || true
 }
 L=$(status_line | awk '{ print $2 }')
-[ -n "$L" ] && [ "$L" != 0 ] || fail "no meta leader"
+if [ -z "$L" ] || [ "$L" = 0 ]; then fail "no meta leader"; fi
 G1=$((L % 6 + 1))
 G2=$((G1 % 6 + 1))
 EPS="$(ep "$G1"),$(ep "$G2")"
@@ -120,7 +120,9 @@ echo "the isolated member 3 s in, asked from its own node: role and term: $own"
 sleep $((ISOLATE_S - 3))
 NEWL=$(tail -1 "$TERMS" | awk '{ print $2 }')
 echo "leader before the heal: node $NEWL"
-[ -n "$NEWL" ] && [ "$NEWL" != 0 ] && [ "$NEWL" != "$L" ] || fail "no new leader during the isolation"
+if [ -z "$NEWL" ] || [ "$NEWL" = 0 ] || [ "$NEWL" = "$L" ]; then
+	fail "no new leader during the isolation"
+fi
 echo "heal $(now)" >>"$EV"
 "$CL" heal --dir "$DIR" "$L"
 HEALT=$(tail -1 "$EV" | awk '{ print $2 }')
