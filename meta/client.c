@@ -60,7 +60,7 @@
  * leader cost the writes), about as long as its followers take to elect
  * another; its calls are then retried elsewhere (request ids dedupe). */
 #define MEMBER_PING_BUSY_MS 300
-#define MEMBER_PING_TIMEOUT_MS 700
+#define MEMBER_PING_TIMEOUT_MS 1000
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */

@@ -8,7 +8,7 @@
  * an unreachable member with backoff, without the caller noticing, until
  * the call's retry budget runs out. Each group's leader is remembered
  * apart. Members are declared unreachable within about a second (PING
- * after 300 ms busy, 700 ms to answer); hints naming those are ignored.
+ * after 300 ms busy, 1 s to answer); hints naming those are ignored.
  *
  * Exactly-once writes: every op submitted carries this client's random
  * client_id and a fresh increasing request_id, kept across retries, and

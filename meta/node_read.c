@@ -163,7 +163,7 @@ struct rpc_channel *node_peer_channel(struct meta_node *n, uint64_t id, const ch
 	/* Fast failure detection (as meta/client.c's): a leader that dropped
 	 * off fails forwarded calls in about a second, not 3 s. */
 	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_max_ms = 1000,
-				       .ping_busy_ms = 300, .ping_timeout_ms = 700 };
+				       .ping_busy_ms = 300, .ping_timeout_ms = 1000 };
 	free_slot->ch = rpc_channel_open(n->loop, addr, &co);
 	if (!free_slot->ch)
 		return NULL;
