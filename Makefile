@@ -14,6 +14,9 @@
 #                   (root; BENCH_FLAGS=--quick for a short run)
 #   make soak-meta-powercut  1,000 power cuts of a meta member on cutfs
 #                   (make test runs 50; META_POWERCUT_SEED, _ROUNDS)
+#   make soak-liveness  the OSD liveness reproduction (test_metaclient) SOAK_RUNS
+#                   times (default 50); SOAK_NETNS=1 adds as many runs of
+#                   test_meta_isolate_netns.sh (meta leader isolated, root)
 #   make bench      a short end-to-end benchmark of a fresh iolake-aio next to
 #                   nginx/wrk, fio and MD5 ceilings (bench/e2e.py; root, or
 #                   BENCH_DIR=a tmpfs outside /dev; BENCH_FLAGS=--quick ...)
@@ -152,7 +155,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut bench-cluster \
-        soak-powercut deb test-deb console
+        soak-powercut soak-liveness deb test-deb console
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
 
 deps:
@@ -317,6 +320,23 @@ console:
 # The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).
 soak-powercut: $(B)/tests/unit/osd/test_store_powercut
 	POWERCUT_ROUNDS=$${POWERCUT_ROUNDS:-1000} $<
+
+# Liveness (issue 15 must-show 6): the OSD probe's reproduction
+# (test_metaclient, ~3 s a run) SOAK_RUNS times; with SOAK_NETNS=1 the
+# meta leader's isolation (test_meta_isolate_netns.sh, ~80 s a run, root)
+# as many times too. Stops at the first failure; logs in $(B)/soak-liveness/.
+soak-liveness: all
+	@mkdir -p $(B)/soak-liveness; n=$${SOAK_RUNS:-50}; for i in $$(seq 1 $$n); do \
+		log=$(B)/soak-liveness/metaclient$$i.log; \
+		CK_RUN_CASE=liveness $(B)/tests/unit/osd/test_metaclient >$$log 2>&1 || { echo "soak-liveness: test_metaclient run $$i failed, log $$log"; exit 1; }; \
+		echo "run $$i/$$n: $$(grep -o 'found again in [0-9]* ms' $$log)"; \
+	done; \
+	[ -z "$$SOAK_NETNS" ] || for i in $$(seq 1 $$n); do \
+		log=$(B)/soak-liveness/isolate$$i.log; \
+		IOLAKE_BUILD=$(abspath $(B)) PATH=/usr/bin:/bin tests/integration/test_meta_isolate_netns.sh >$$log 2>&1; rc=$$?; \
+		echo "isolate run $$i/$$n rc=$$rc: $$(grep -E '^(isolation gap|OSDs marked down|the healed member)' $$log | cut -c1-100 | tr '\n' '|')"; \
+		[ $$rc = 0 ] || { echo "soak-liveness: isolation run $$i failed, log $$log"; exit 1; }; \
+	done; echo "soak-liveness: $$n runs passed"
 
 bench: $(B)/iolake-aio $(B)/iolake-s3-bench
 	bench/e2e.py --build $(B) $(if $(BENCH_DIR),--workdir $(BENCH_DIR)) $(BENCH_FLAGS)

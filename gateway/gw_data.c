@@ -243,8 +243,15 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 	}
 	if (d->o.hedge_max_ms < d->o.hedge_min_ms)
 		d->o.hedge_max_ms = d->o.hedge_min_ms;
+	if (!o.put_grace_min_ms && !o.put_grace_max_ms) {
+		d->o.put_grace_min_ms = 20;
+		d->o.put_grace_max_ms = 500;
+	}
+	if (d->o.put_grace_max_ms < d->o.put_grace_min_ms)
+		d->o.put_grace_max_ms = d->o.put_grace_min_ms;
 	/* Until samples come: a guess between loopback and a busy disk. */
 	gw_lat_init(&d->lat, 950, 20000);
+	gw_lat_init(&d->plat, 990, 20000);
 	rc = uv_timer_init(loop, &d->kick);
 	if (rc)
 		goto free_code;
@@ -294,6 +301,7 @@ void gw_data_stats(const struct gw_data *d, struct gw_data_stats *out)
 	out->buffered_bytes = atomic_load(&d->pool->buffered);
 	out->buffered_peak = atomic_load(&d->pool->peak);
 	out->hedge_delay_ms = d->o.hedge_off ? 0 : gwd_hedge_delay_ms(d);
+	out->put_grace_ms = d->o.put_grace_off ? 0 : gwd_put_grace_ms(d);
 }
 
 bool gw_data_is_inline(const struct gw_data *d, uint64_t size)

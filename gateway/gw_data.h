@@ -16,10 +16,14 @@
  * `window` segments are in flight per PUT, plus the one filling: when both
  * are taken, gw_data_put_write() accepts less than offered and on_writable
  * runs once it can take more. A segment is durable when write_quorum
- * (default k+1) shards are acked; the PUT completes when every segment
- * reached quorum and every call has finished (failed shards are reported
- * in layout.missing, for repair). If a segment cannot reach quorum the PUT
- * fails with IOL_EUNAVAILABLE and deletes what it wrote before reporting.
+ * (default k+1) shards are acked; a segment settles when every call has
+ * answered, or when it reached quorum and the quorum grace (put_grace_*)
+ * ran out: shards failed or still out are reported in layout.missing (for
+ * repair). The PUT completes when every segment settled, so one hung OSD
+ * costs a PUT the grace, not the RPC deadline; it is never acknowledged
+ * below quorum. If a segment cannot reach quorum the PUT fails with
+ * IOL_EUNAVAILABLE and, once every call has ended, deletes what it wrote
+ * before reporting.
  *
  * GET: for a byte range, only the segments it touches and, within them,
  * only the byte ranges of the data shards it needs are read (parity OSDs
@@ -97,6 +101,14 @@ struct gw_data_opts {
 	 * (also set by IOLAKE_GW_HEDGE=off in the environment). */
 	uint32_t hedge_min_ms, hedge_max_ms;
 	bool hedge_off;
+	/* Quorum PUTs: a segment whose write_quorum shards are stored waits
+	 * for the others at most twice the p99 of recent shard writes,
+	 * clamped to [put_grace_min_ms, put_grace_max_ms] (0, 0: [20, 500]);
+	 * shards still out then are recorded missing (layout.missing, the
+	 * PG flagged GW_DATA_PUT_PARTIAL) and the segment counts as written.
+	 * put_grace_off: wait for every shard call (the deadline bounds it). */
+	uint32_t put_grace_min_ms, put_grace_max_ms;
+	bool put_grace_off;
 	/* PG pg looks degraded (see enum gw_data_degraded): at most once per
 	 * PUT or GET, on the loop, from inside gw_data; it must only record
 	 * the PG (not call into gw_data). A shard on a known-down OSD (NULL
@@ -144,6 +156,8 @@ struct gw_data_stats {
 	uint64_t segments_put, segments_read;
 	uint64_t decodes;                          /* segments rebuilt from parity */
 	uint64_t shard_puts, shard_put_failures;
+	uint64_t shard_puts_abandoned;             /* still out at the quorum grace: recorded missing */
+	uint64_t shard_puts_late;                  /* ... whose call ended after the segment settled */
 	uint64_t shard_gets, shard_get_failures;
 	uint64_t shard_gets_by_index[EC_MAX_SHARDS]; /* GetShard calls per shard index */
 	uint64_t crc_mismatches;                   /* responses failing the end-to-end check */
@@ -153,7 +167,8 @@ struct gw_data_stats {
 	uint32_t hedge_delay_ms;                   /* the hedge delay now */
 	uint64_t shard_deletes, shard_delete_failures;
 	uint64_t buffered_bytes, buffered_peak;    /* segment/decode buffers + held responses */
-	uint32_t live_ops;
+	uint32_t live_ops;                         /* a PUT stays live until its late calls end */
+	uint32_t put_grace_ms;                     /* the quorum grace now */
 };
 
 struct gw_data;

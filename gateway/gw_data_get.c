@@ -345,17 +345,33 @@ static void hedge_queue(struct get_seg *seg)
 	struct gwd_hnode *h = &seg->hn;
 	if (d->o.hedge_off || seg->g->n <= seg->g->k)
 		return;
+	gwd_hq_add(d, h, loop_now_ms() + gwd_hedge_delay_ms(d));
+}
+
+void gwd_hq_add(struct gw_data *d, struct gwd_hnode *h, uint64_t at_ms)
+{
 	hedge_unqueue(d, h);
-	h->at_ms = loop_now_ms() + gwd_hedge_delay_ms(d);
-	h->next = NULL;
-	h->prev = d->hq_tail;
-	if (d->hq_tail)
-		d->hq_tail->next = h;
+	h->at_ms = at_ms;
+	struct gwd_hnode *after = d->hq_tail;
+	while (after && after->at_ms > at_ms)
+		after = after->prev;
+	h->prev = after;
+	h->next = after ? after->next : d->hq_head;
+	if (h->next)
+		h->next->prev = h;
+	else
+		d->hq_tail = h;
+	if (after)
+		after->next = h;
 	else
 		d->hq_head = h;
-	d->hq_tail = h;
 	h->queued = true;
 	hedge_timer_arm(d);
+}
+
+void gwd_hq_del(struct gw_data *d, struct gwd_hnode *h)
+{
+	hedge_unqueue(d, h);
 }
 
 static void notify(struct gw_data_get *g);
@@ -392,7 +408,10 @@ void gwd_hedge_fire(uv_timer_t *t)
 	while (d->hq_head && d->hq_head->at_ms <= now) {
 		struct gwd_hnode *h = d->hq_head;
 		hedge_unqueue(d, h);
-		seg_hedge(container_of(h, struct get_seg, hn));
+		if (h->fire)
+			h->fire(h);
+		else
+			seg_hedge(container_of(h, struct get_seg, hn));
 	}
 	hedge_timer_arm(d);
 }

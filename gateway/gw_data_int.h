@@ -59,11 +59,14 @@ struct gwd_walk {
 	void (*done)(struct gwd_walk *w);
 };
 
-/* A segment waiting for its hedge time (gw_data_get.c), on d->hq. */
+/* A segment waiting for its hedge time (gw_data_get.c), or a PUT segment
+ * past its write quorum waiting out its straggler grace (gw_data_put.c,
+ * fire set), on d->hq. */
 struct gwd_hnode {
 	struct gwd_hnode *prev, *next;
 	uint64_t at_ms;          /* loop_now_ms() clock */
 	bool queued;
+	void (*fire)(struct gwd_hnode *h);  /* NULL: a GET segment's hedge */
 };
 
 struct gw_data {
@@ -75,8 +78,9 @@ struct gw_data {
 	uv_timer_t kick;
 	uv_timer_t hedge;        /* fires for the head of hq */
 	uint64_t hedge_armed_ms; /* when it fires, 0: stopped */
-	struct gwd_hnode *hq_head, *hq_tail; /* in at_ms order (nearly: the delay moves) */
+	struct gwd_hnode *hq_head, *hq_tail; /* in at_ms order (gwd_hq_add) */
 	struct gw_lat lat;       /* shard read latencies (us) */
+	struct gw_lat plat;      /* shard write latencies (us): the PUT grace */
 	int handles;             /* libuv handles open: d is freed at 0 */
 	struct gwd_deferred *dhead, *dtail;
 	struct gw_data_put *free_puts;
@@ -112,6 +116,13 @@ void gwd_get_free_list(struct gw_data *d);
 void gwd_hedge_fire(uv_timer_t *t);
 /* Current hedge delay in ms (clamped p95). */
 uint32_t gwd_hedge_delay_ms(const struct gw_data *d);
+/* The quorum PUT grace in ms (gw_data_put.c): 2 x p99 of shard writes,
+ * clamped. */
+uint32_t gwd_put_grace_ms(const struct gw_data *d);
+/* Queue h on d->hq to fire (h->fire(h)) at at_ms, in at_ms order; or take
+ * it off (no-op when not queued). */
+void gwd_hq_add(struct gw_data *d, struct gwd_hnode *h, uint64_t at_ms);
+void gwd_hq_del(struct gw_data *d, struct gwd_hnode *h);
 
 /* Layout arrays for nsegs segments of n shards: 0 or -ENOMEM. */
 int gwd_layout_alloc(struct gw_data_layout *l);

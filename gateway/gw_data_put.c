@@ -10,11 +10,18 @@
  * go of it.
  *
  * Invariants: p->inflight counts busy segment slots; a slot is busy from
- * send until every one of its k+m calls has answered (so a slow OSD slows
- * the PUT rather than piling calls up). Once p->status is set no segment
- * goes out; when the last slot drains the segments sent are deleted, then
- * on_done reports. on_done and on_writable run from RPC callbacks or from
- * the deferred kick, never inside a gw_data_put_* call.
+ * send until every one of its k+m calls has answered, or until it reached
+ * write_quorum and its grace ran out (the quorum grace: 2 x the p99 of
+ * recent shard writes, clamped; on d->hq): the calls still out are then
+ * recorded missing and the slot is reused. Each call has its own small
+ * context (struct put_call, heap): a call that ends after its segment
+ * settled (a late call) only counts itself. p->calls_out counts every
+ * call on the wire, late ones included, and p is not reused (put_release
+ * waits, the op stays live) until it is 0: a late call's context points
+ * at p. Once p->status is set no segment goes out; when the last slot
+ * drains and no call is out the segments sent are deleted, then on_done
+ * reports. on_done and on_writable run from RPC callbacks, the hq timer
+ * or the deferred kick, never inside a gw_data_put_* call.
  *
  * Loop: the gw_data's.
  *
@@ -34,21 +41,27 @@
 #include "gateway/gw_data.h"
 #include "gateway/gw_data_int.h"
 
+/* One PutShard call on the wire. */
 struct put_call {
+	struct gw_data_put *p;
 	struct put_seg *seg;
+	uint32_t use;            /* seg->use when sent: another value, a late call */
 	uint32_t shard;
-	uint64_t t0_ns;          /* sent (for the request's trace) */
+	uint64_t t0_us;          /* sent (shard write latencies, gw_lat) */
+	uint64_t t0_ns;          /* sent (the request's trace) */
 };
 
 struct put_seg {
 	struct gw_data_put *p;
 	bool busy;
+	uint32_t use;            /* bumped at each send */
 	uint32_t index;          /* segment number */
 	uint32_t sl;             /* shard length */
 	struct buf *blk;         /* k data shards, then m parity, sl bytes each */
 	uint32_t pending;        /* calls not answered */
+	uint32_t out;            /* shard mask of those calls */
 	uint32_t ok, fail;       /* shard masks */
-	struct put_call calls[EC_MAX_SHARDS];
+	struct gwd_hnode grace;  /* on d->hq: quorum reached, others still out */
 };
 
 struct gw_data_put {
@@ -66,6 +79,8 @@ struct gw_data_put {
 	struct buf *cur;          /* its buffer, or NULL */
 	uint32_t cur_len;
 	unsigned inflight;        /* busy slots */
+	unsigned calls_out;       /* PutShard calls on the wire, late ones included */
+	bool release_wait;        /* put_release waits for calls_out == 0 */
 	int status;               /* first failure, or 0 */
 	bool finished;            /* gw_data_put_finish accepted */
 	bool want_writable;       /* a write was short */
@@ -108,32 +123,78 @@ static void seg_shard_failed(struct put_seg *seg, uint32_t i, const char *why)
 			 seg->index, nfail, p->n, p->quorum, i, why);
 }
 
+uint32_t gwd_put_grace_ms(const struct gw_data *d)
+{
+	uint32_t ms = 2 * ((gw_lat_get(&d->plat) + 999) / 1000);
+	return ms < d->o.put_grace_min_ms ? d->o.put_grace_min_ms
+	       : ms > d->o.put_grace_max_ms ? d->o.put_grace_max_ms : ms;
+}
+
 static void seg_settle(struct put_seg *seg)
 {
 	struct gw_data_put *p = seg->p;
-	p->layout.missing[seg->index] = seg->fail;
+	gwd_hq_del(p->d, &seg->grace);
+	/* Shards still out are missing: their calls may yet land (repair
+	 * rewrites them) or not. */
+	p->layout.missing[seg->index] = seg->fail | seg->out;
 	buf_unref(seg->blk);
 	seg->blk = NULL;
 	seg->busy = false;
 	p->inflight--;
 }
 
+static void put_release(struct gw_data_put *p);
+
+/* The quorum grace of seg ran out: what is still out is missing. */
+static void seg_grace_fire(struct gwd_hnode *h)
+{
+	struct put_seg *seg = container_of(h, struct put_seg, grace);
+	struct gw_data_put *p = seg->p;
+	if (!seg->busy || !seg->pending)
+		return;
+	p->d->st.shard_puts_abandoned += (unsigned)__builtin_popcount(seg->out);
+	seg_settle(seg);
+	put_progress(p);
+}
+
+/* A call that ended after its segment settled: count it; the last call
+ * of a PUT its owner let go of releases it. */
+static void on_late_put(struct put_call *c)
+{
+	struct gw_data_put *p = c->p;
+	p->d->st.shard_puts_late++;
+	free(c);
+	if (p->calls_out)
+		return;
+	if (p->release_wait)
+		put_release(p);
+	else
+		put_progress(p);   /* a failed PUT's cleanup waits for calls_out == 0 */
+}
+
 static void on_put(void *ud, const struct rpc_result *res)
 {
 	struct put_call *c = ud;
+	struct gw_data_put *p = c->p;
 	struct put_seg *seg = c->seg;
-	struct gw_data_put *p = seg->p;
 	uint32_t i = c->shard;
+	p->calls_out--;
+	if (!seg->busy || seg->use != c->use) {
+		on_late_put(c);
+		return;
+	}
 	const Iolake__Osd__PutShardResponse *r = (const void *)res->resp;
 	seg->pending--;
 	struct gw_trace *t = gw_trace_get(&p->t.trace);
 	if (t)
 		gw_trace_call_end(&t->osd, c->t0_ns, loop_now_ns(), p->t.osd_ids[i],
 				  res->status == RPC_OK);
+	seg->out &= ~(1u << i);
 	if (res->status == RPC_OK && r && r->info &&
 	    r->info->crc32c == p->layout.crcs[(size_t)seg->index * p->n + i] &&
 	    r->info->length == seg->sl) {
 		seg->ok |= 1u << i;
+		gw_lat_add(&p->d->plat, (uv_hrtime() / 1000) - c->t0_us);
 	} else {
 		char why[200];
 		if (res->status == RPC_OK)
@@ -143,8 +204,12 @@ static void on_put(void *ud, const struct rpc_result *res)
 				 res->message);
 		seg_shard_failed(seg, i, why);
 	}
+	free(c);
 	if (!seg->pending)
 		seg_settle(seg);
+	else if (!p->status && !p->d->o.put_grace_off && !seg->grace.queued &&
+		 (unsigned)__builtin_popcount(seg->ok) >= p->quorum)
+		gwd_hq_add(p->d, &seg->grace, loop_now_ms() + gwd_put_grace_ms(p->d));
 	put_progress(p);
 }
 
@@ -164,7 +229,8 @@ static void send_segment(struct gw_data_put *p)
 	seg->sl = gw_data_layout_shard_len(&p->layout, seg->index);
 	seg->blk = p->cur;
 	seg->pending = 0;
-	seg->ok = seg->fail = 0;
+	seg->use++;
+	seg->out = seg->ok = seg->fail = 0;
 	p->cur = NULL;
 	p->next_send++;
 	p->inflight++;
@@ -199,13 +265,21 @@ static void send_segment(struct gw_data_put *p)
 		q.key = &key;
 		q.length = sl;
 		q.crc32c = crc;
+		struct put_call *c = malloc(sizeof(*c));
+		if (!c) {
+			seg_shard_failed(seg, i, "out of memory");
+			continue;
+		}
+		*c = (struct put_call){ p, seg, seg->use, i, uv_hrtime() / 1000 };
 		struct buf_slice pl = { seg->blk, (size_t)i * sl, sl };
 		seg->pending++;
+		seg->out |= 1u << i;
+		p->calls_out++;
 		d->st.shard_puts++;
-		seg->calls[i].t0_ns = now;
+		c->t0_ns = now;
 		if (t)
 			gw_trace_call_begin(&t->osd, now);
-		rpc_call(p->t.osds[i], OSD_SVC, GWD_M_PUT, &q.base, &pl, &co, on_put, &seg->calls[i]);
+		rpc_call(p->t.osds[i], OSD_SVC, GWD_M_PUT, &q.base, &pl, &co, on_put, c);
 	}
 	d->st.segments_put++;
 	if (!seg->pending)
@@ -220,6 +294,10 @@ static bool can_take(const struct gw_data_put *p)
 static void put_release(struct gw_data_put *p)
 {
 	struct gw_data *d = p->d;
+	if (p->calls_out) {
+		p->release_wait = true;   /* the last late call comes back here */
+		return;
+	}
 	gwd_undefer(d, &p->dfr);
 	buf_unref(p->cur);
 	p->cur = NULL;
@@ -279,7 +357,7 @@ static void put_progress(struct gw_data_put *p)
 	if (p->done)
 		return;
 	if (p->status) {
-		if (p->inflight)
+		if (p->inflight || p->calls_out)
 			return;
 		buf_unref(p->cur);
 		p->cur = NULL;
@@ -389,8 +467,7 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 		goto fail;
 	for (unsigned j = 0; j < o->window; j++) {
 		p->segs[j].p = p;
-		for (unsigned i = 0; i < EC_MAX_SHARDS; i++)
-			p->segs[j].calls[i] = (struct put_call){ &p->segs[j], i };
+		p->segs[j].grace.fire = seg_grace_fire;
 	}
 	d->st.live_ops++;
 	d->st.puts++;

@@ -79,6 +79,9 @@ EC_GAUGE(buffered_bytes)
 EC_GAUGE(hedges)
 EC_GAUGE(hedge_wins)
 EC_GAUGE(shard_gets_avoided)
+EC_GAUGE(shard_puts_abandoned)
+EC_GAUGE(shard_puts_late)
+EC_GAUGE(put_grace_ms)
 EC_GAUGE(hedge_delay_ms)
 
 static double g_epoch(void *arg)
@@ -134,6 +137,9 @@ static void register_metrics(struct s3_ops *o)
 		{ "iolake_gw_data_hedge_wins", "hedged segments decoded before the slow read answered", g_hedge_wins },
 		{ "iolake_gw_data_shard_gets_avoided", "data shard reads not tried first: OSD down or circuit open", g_shard_gets_avoided },
 		{ "iolake_gw_data_hedge_delay_ms", "hedge delay now: p95 of shard reads, clamped", g_hedge_delay_ms },
+		{ "iolake_gw_data_shard_puts_abandoned", "shard writes still out when their segment's quorum grace ended (recorded missing)", g_shard_puts_abandoned },
+		{ "iolake_gw_data_shard_puts_late", "shard writes that ended after their segment settled", g_shard_puts_late },
+		{ "iolake_gw_data_put_grace_ms", "quorum PUT grace now: 2 x p99 of shard writes, clamped", g_put_grace_ms },
 		{ "iolake_gw_map_epoch", "cluster map epoch held", g_epoch },
 		{ "iolake_gw_osds_up", "OSDs up in the map held", g_up },
 		{ "iolake_gw_policy_cache_hits", "bucket policies found compiled (s3_policy_cache)", g_policy_hits },

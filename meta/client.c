@@ -54,6 +54,14 @@
 #define SUBMIT_BATCH_OPS 256          /* ops per coalesced SubmitRequest */
 #define LEADER_CACHE 256              /* groups >= 1 whose leader is remembered */
 #define BATCH_TRACE_MAX 118           /* request ids of one batch: 7 of 16 chars (rpc keeps 128) */
+/* Failure detection on the members' channels: PING after this long with
+ * calls out and nothing heard, dead when the PING is not answered in
+ * PING_TIMEOUT. A leader that drops off the network is so known in about
+ * a second (the RPC default, 1 s + 2 s, was most of the 3 s an isolated
+ * leader cost the writes), about as long as its followers take to elect
+ * another; its calls are then retried elsewhere (request ids dedupe). */
+#define MEMBER_PING_BUSY_MS 300
+#define MEMBER_PING_TIMEOUT_MS 1000
 
 struct call {
 	struct call *prev, *next;      /* every outstanding call */
@@ -126,7 +134,8 @@ static int add_member(struct meta_client *c, const char *addr)
 	if (!c->addr[c->n])
 		return -ENOMEM;
 	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_min_ms = 20,
-				       .backoff_max_ms = 500 };
+				       .backoff_max_ms = 500, .ping_busy_ms = MEMBER_PING_BUSY_MS,
+				       .ping_timeout_ms = MEMBER_PING_TIMEOUT_MS };
 	c->ch[c->n] = rpc_channel_open(c->loop, addr, &co);
 	if (!c->ch[c->n]) {
 		free(c->addr[c->n]);
@@ -196,12 +205,29 @@ static void set_leader(struct meta_client *c, uint64_t group, size_t member)
 	c->lc[group % LEADER_CACHE].member = member;
 }
 
-/* The member that answered for group was not its leader and named none:
- * the next one is tried first. */
+/* Whether member i's circuit is open (known unreachable: calls to it
+ * fail at once). */
+static bool member_down(const struct meta_client *c, size_t i)
+{
+	return rpc_channel_peer_state(c->ch[i]) == RPC_PEER_DOWN;
+}
+
+/* The member that answered for group was not its leader and named none
+ * (or is unreachable): the next one not known unreachable is tried first
+ * (the next one at all when every other is). */
 static void leader_next(struct meta_client *c, uint64_t group, int target)
 {
-	if (leader_of(c, group) == (size_t)target)
-		set_leader(c, group, (size_t)(target + 1) % c->n);
+	if (leader_of(c, group) != (size_t)target)
+		return;
+	size_t next = (size_t)(target + 1) % c->n;
+	for (size_t k = 1; k < c->n; k++) {
+		size_t j = (size_t)(target + k) % c->n;
+		if (!member_down(c, j)) {
+			next = j;
+			break;
+		}
+	}
+	set_leader(c, group, next);
 }
 
 /* The group a request names: its uint64 field 100 (meta.proto), else 0. */
@@ -322,25 +348,50 @@ static void retry_later(struct call *k)
 	uv_timer_start(&k->timer, on_backoff, wait, 0);
 }
 
+int meta_client_leader_addr(const char *msg, char *out, size_t cap)
+{
+	const char *p = strstr(msg, "leader=");
+	if (!p || !p[7] || !cap)
+		return -1;
+	p += 7;
+	size_t len = strcspn(p, " ;");
+	if (len == 0 || len >= cap)
+		return -1;
+	memcpy(out, p, len);
+	out[len] = 0;
+	return (int)len;
+}
+
 /* "not leader; leader=HOST:PORT" -> index of that member (added when
  * new), or -1 when no leader is named. */
 static int leader_hint(struct meta_client *c, const char *msg)
 {
-	const char *p = strstr(msg, "leader=");
-	if (!p || !p[7])
-		return -1;
-	p += 7;
 	char addr[META_ADDR_MAX];
-	size_t len = strcspn(p, " ;");
-	if (len == 0 || len >= sizeof(addr))
+	if (meta_client_leader_addr(msg, addr, sizeof(addr)) < 0)
 		return -1;
-	memcpy(addr, p, len);
-	addr[len] = 0;
 	for (size_t i = 0; i < c->n; i++)
 		if (!strcmp(c->addr[i], addr))
 			return (int)i;
 	int rc = add_member(c, addr);
 	return rc < 0 ? -1 : rc;
+}
+
+/* A follower relayed the answer of group's leader and named it in the
+ * payload ("leader=HOST:PORT", meta/node_fwd.c): the next calls go there
+ * straight (one hop less), unless it is known unreachable. */
+static void learn_leader(struct meta_client *c, uint64_t group, const struct rpc_result *res)
+{
+	const struct buf_slice *pl = &res->payload;
+	char hint[META_ADDR_MAX + 8];
+	if (!pl->buf || pl->len < 8 || pl->len >= sizeof(hint))
+		return;
+	memcpy(hint, pl->buf->data + pl->off, pl->len);
+	hint[pl->len] = 0;
+	if (strncmp(hint, "leader=", 7) != 0)
+		return;
+	int j = leader_hint(c, hint);
+	if (j >= 0 && !member_down(c, (size_t)j))
+		set_leader(c, group, (size_t)j);
 }
 
 static int final_err(int status)
@@ -373,6 +424,10 @@ static void handle_failure(struct call *k, const struct rpc_result *res)
 		}
 		{
 			int j = leader_hint(c, res->message);
+			/* A hint naming a member known unreachable is stale (the
+			 * follower has not noticed its leader is gone yet). */
+			if (j >= 0 && member_down(c, (size_t)j))
+				j = -1;
 			if (j >= 0 && j != k->target) {
 				set_leader(c, k->group, (size_t)j);
 				c->stats.redirects++;
@@ -427,6 +482,8 @@ static void on_result(void *ud, const struct rpc_result *res)
 		return;
 	}
 	if (res->status == RPC_OK) {
+		if (!k->single)
+			learn_leader(c, k->group, res);
 		call_finish(k, 0, res->resp);
 		return;
 	}
@@ -445,6 +502,8 @@ static void on_batch_result(void *ud, const struct rpc_result *res)
 		bad.status = RPC_UNAVAILABLE;
 		bad.message = "malformed submit response";
 	}
+	if (bad.status == RPC_OK && b->n && !c->closing)
+		learn_leader(c, b->calls[0]->group, res);
 	for (size_t i = 0; i < b->n; i++) {
 		struct call *k = b->calls[i];
 		if (c->closing)

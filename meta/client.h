@@ -3,9 +3,12 @@
  * the meta service: given the members' addresses, it finds the leader of
  * the Raft group a call addresses (the root, group 0, unless the request's
  * `group` field or meta_client_submit_group names another), follows
- * "not leader; leader=ADDR" redirects, and retries on leader change or an
- * unreachable member with backoff, without the caller noticing, until the
- * call's retry budget runs out. Each group's leader is remembered apart.
+ * "not leader; leader=ADDR" redirects and the leader a follower names when
+ * it forwarded a call (meta/node_fwd.c), and retries on leader change or
+ * an unreachable member with backoff, without the caller noticing, until
+ * the call's retry budget runs out. Each group's leader is remembered
+ * apart. Members are declared unreachable within about a second (PING
+ * after 300 ms busy, 1 s to answer); hints naming those are ignored.
  *
  * Exactly-once writes: every op submitted carries this client's random
  * client_id and a fresh increasing request_id, kept across retries, and
@@ -108,6 +111,11 @@ int meta_client_call_member(struct meta_client *c, size_t member, unsigned metho
  * carry it without being told. */
 void meta_client_set_trace(struct meta_client *c, const char *id);
 const char *meta_client_trace(const struct meta_client *c);
+/* The address a member names after "leader=" (a "not leader" redirect's
+ * message, or the payload of an answer a follower forwarded: text from
+ * the network) into out (NUL-terminated, cap bytes): its length, or -1
+ * when none is named or it does not fit. Pure; fuzzed (fuzz_leader_hint). */
+int meta_client_leader_addr(const char *msg, char *out, size_t cap);
 
 size_t meta_client_member_count(const struct meta_client *c);
 uv_loop_t *meta_client_loop(const struct meta_client *c);

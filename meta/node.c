@@ -584,6 +584,15 @@ static int register_metrics(struct meta_node *n)
 	if (!n->m_rec_bytes || !n->m_rec_stripes || !n->m_rec_rate || !n->m_rec_eta ||
 	    !n->m_unfound || !n->m_pg_reports || !n->m_pg_reports_bad || !n->m_groups)
 		return -errno;
+	n->m_fwd = metrics_counter_new(g, "iolake_meta_forwarded_total",
+				       "Submits and reads this member forwarded to a leader.", l);
+	n->m_fwd_refused = metrics_counter_new(
+		g, "iolake_meta_forward_refused_total",
+		"Calls redirected, not forwarded: the forwarded bytes or calls at their bound.", l);
+	n->m_fwd_bytes = metrics_gauge_new(g, "iolake_meta_forwarded_bytes",
+					   "Request bytes forwarded and not answered yet.", l);
+	if (!n->m_fwd || !n->m_fwd_refused || !n->m_fwd_bytes)
+		return -errno;
 	return 0;
 }
 
@@ -804,6 +813,7 @@ int meta_node_admin_port(const struct meta_node *n)
 void meta_node_info(struct meta_node *n, struct meta_node_info *out)
 {
 	group_info(n->root, out);
+	out->forwarded = n->fwd_total;
 }
 
 int meta_node_group_info(struct meta_node *n, uint64_t group, struct meta_node_info *out)

@@ -158,6 +158,7 @@ struct meta_node_info {
 	uint64_t last_install_ms;        /* time the last install blocked the loop */
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;   /* since start (node_read.c) */
+	uint64_t forwarded;              /* calls this member forwarded to a leader (any group) */
 };
 /* The root group's view. */
 void meta_node_info(struct meta_node *n, struct meta_node_info *out);

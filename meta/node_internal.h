@@ -268,8 +268,14 @@ struct meta_node {
 	uint64_t last_spread_ms;
 	uint64_t spread_transfers;     /* leadership transfers started by the spread */
 
-	/* RPC channels to peers (ReadIndex rounds of every group) */
+	/* RPC channels to peers (ReadIndex rounds and forwarding, every group) */
 	struct node_peer_ch peer_ch[NODE_PEER_CHANNELS];
+
+	/* forwarding (node_fwd.c): calls and request bytes in flight */
+	size_t fwd_calls, fwd_bytes;
+	uint64_t fwd_total;
+	struct metrics_counter *m_fwd, *m_fwd_refused;
+	struct metrics_gauge *m_fwd_bytes;
 
 	/* FSM and flush scratch, shared by the groups (one loop, no re-entry) */
 	struct meta_op_result *res;    /* META_BATCH_MAX_OPS */
@@ -405,6 +411,22 @@ void node_reads_close(struct meta_group *g);
 void node_peers_close(struct meta_node *n);
 /* Answer ConfirmLeader r (for the group it names). */
 void node_confirm_leader(struct meta_node *n, struct rpc_req *r);
+/* The RPC channel to voter id at Raft address raft_addr (its RPC address
+ * is one port below), opened on first use, reopened if it moved; NULL
+ * when no slot is free. Shared by ReadIndex rounds and forwarding. */
+struct rpc_channel *node_peer_channel(struct meta_node *n, uint64_t id, const char *raft_addr);
+
+/* ------------------------------------------------------------ node_fwd.c */
+/* A follower's Submit or linearizable read r of g (method): pass it to
+ * g's leader and relay the answer (the leader's "not leader" redirect,
+ * if it lost the lead meanwhile, included). 0: forwarded (r is answered
+ * later); else r is untouched and the caller answers the redirect: no
+ * leader known, r was forwarded already (one hop at most), its message
+ * has no `forwarded` field (20), the bytes in flight are at their bound
+ * (NODE_FWD_MAX_BYTES) or r's deadline is too near. */
+int node_forward(struct meta_group *g, struct rpc_req *r, unsigned method);
+/* Whether r came forwarded from a follower (its `forwarded` field). */
+bool node_req_forwarded(const struct rpc_req *r);
 
 /* ------------------------------------------------------------ service.c */
 int node_service_register(struct meta_node *n);

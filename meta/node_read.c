@@ -122,7 +122,7 @@ static int start_barrier(struct meta_group *g, struct read_req *reads, size_t cn
 
 /* The RPC channel to voter id at Raft address raft_addr (its RPC address
  * is one port below), opened on first use, reopened if it moved. */
-static struct rpc_channel *peer_channel(struct meta_node *n, uint64_t id, const char *raft_addr)
+struct rpc_channel *node_peer_channel(struct meta_node *n, uint64_t id, const char *raft_addr)
 {
 	char addr[META_NODE_ADDR_MAX];
 	const char *colon = strrchr(raft_addr, ':');
@@ -160,7 +160,10 @@ static struct rpc_channel *peer_channel(struct meta_node *n, uint64_t id, const 
 		if (!free_slot)
 			return NULL;
 	}
-	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_max_ms = 1000 };
+	/* Fast failure detection (as meta/client.c's): a leader that dropped
+	 * off fails forwarded calls in about a second, not 3 s. */
+	struct rpc_channel_opts co = { .connect_timeout_ms = 1000, .backoff_max_ms = 1000,
+				       .ping_busy_ms = 300, .ping_timeout_ms = 1000 };
 	free_slot->ch = rpc_channel_open(n->loop, addr, &co);
 	if (!free_slot->ch)
 		return NULL;
@@ -268,7 +271,7 @@ static int start_round(struct meta_group *g, struct read_req *reads, size_t cnt)
 	for (unsigned i = 0; i < c->n && nch < META_NODE_MAX_PEERS; i++) {
 		if (c->servers[i].role != RAFT_VOTER || c->servers[i].id == g->n->o.id)
 			continue;
-		struct rpc_channel *ch = peer_channel(g->n, c->servers[i].id, c->servers[i].address);
+		struct rpc_channel *ch = node_peer_channel(g->n, c->servers[i].id, c->servers[i].address);
 		if (ch)
 			chs[nch++] = ch;
 	}

@@ -38,6 +38,8 @@
 #include "meta/raft_mux.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,35 @@
 
 #define MUX_BUCKETS 256          /* group table; hundreds of groups: short chains */
 #define MUX_BACKLOG 511          /* a member restart reconnects every group at once */
+/* Raft's sockets after a partition (issue 15): a connect made while the
+ * peer was unreachable gave up only after the kernel's SYN retries (about
+ * 2 min; libraft keeps one attempt per peer in flight, so nothing else was
+ * tried), and data unacknowledged on an established connection waited for
+ * the next retransmit: a healed member stayed a candidate, unreached, for
+ * 10 to 70 s. Now a connect gives up after one SYN retry (~3 s), and
+ * unacknowledged data or a silent peer drops the connection in ~2 s
+ * (libraft sends heartbeats every 100 ms, so a live peer always acks);
+ * libraft then connects again. */
+#define MUX_SYN_RETRIES 1
+#define MUX_USER_TIMEOUT_MS 2000
+#define MUX_KEEPALIVE_IDLE_S 1
+#define MUX_KEEPALIVE_INTVL_S 1
+#define MUX_KEEPALIVE_CNT 2
+
+/* Best effort: a failure leaves the socket as it was. */
+static void tune_socket(uv_tcp_t *tcp)
+{
+	uv_os_fd_t fd;
+	if (uv_fileno((uv_handle_t *)tcp, &fd))
+		return;
+	uv_tcp_keepalive(tcp, 1, MUX_KEEPALIVE_IDLE_S);
+	int intvl = MUX_KEEPALIVE_INTVL_S, cnt = MUX_KEEPALIVE_CNT, syn = MUX_SYN_RETRIES;
+	unsigned int uto = MUX_USER_TIMEOUT_MS;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &syn, sizeof(syn));
+}
 
 /* ------------------------------------------------------------ the codec */
 
@@ -518,6 +549,7 @@ static void accept_more(struct raft_mux *m)
 		uv_close((uv_handle_t *)tcp, on_hs_closed);
 		return;
 	}
+	tune_socket(tcp);
 	hs_start(m, s, tcp);
 }
 
@@ -638,6 +670,10 @@ static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 	c->tcp = tcp;
 	c->connect.data = c;
 	c->write.data = c;
+	/* The socket exists once bound: its options apply to the SYNs too. */
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	if (uv_tcp_bind(tcp, (const struct sockaddr *)&any, 0) == 0)
+		tune_socket(tcp);
 	int rc = uv_tcp_connect(&c->connect, tcp, (const struct sockaddr *)&sa, on_conn_connected);
 	if (rc) {
 		snprintf(t->errmsg, RAFT_ERRMSG_BUF_SIZE, "connect: %s", uv_strerror(rc));

@@ -168,7 +168,8 @@ static void h_submit(struct rpc_req *r, void *ud)
 	if (!g)
 		return;
 	if (!group_is_leader(g)) {
-		group_fail_not_leader(g, r);
+		if (node_forward(g, r, META_M_SUBMIT))
+			group_fail_not_leader(g, r);
 		return;
 	}
 	if (q->n_ops == 0 || q->n_ops > META_BATCH_MAX_OPS) {
@@ -696,14 +697,16 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 }
 
 /* Every linearizable read: the addressed group's leader only, after a
- * ReadIndex round (or a barrier). */
+ * ReadIndex round (or a barrier); a follower forwards it there
+ * (node_fwd.c), or redirects. */
 static void h_read(struct rpc_req *r, struct meta_node *n, unsigned method)
 {
 	struct meta_group *g = req_group(n, r);
 	if (!g)
 		return;
 	if (!group_is_leader(g)) {
-		group_fail_not_leader(g, r);
+		if (node_forward(g, r, method))
+			group_fail_not_leader(g, r);
 		return;
 	}
 	int rc = node_queue_read(g, r, method);

@@ -327,8 +327,11 @@ int osd_metaclient_start(uv_loop_t *loop, const struct osd_metaclient_opts *o,
 	snprintf(mc->listen, sizeof(mc->listen), "%s", o->listen_addr ? o->listen_addr : "");
 	mc->timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 2000;
 	mc->bmin_ms = o->backoff_min_ms ? o->backoff_min_ms : 500;
-	mc->bmax_ms = o->backoff_max_ms ? o->backoff_max_ms : 30000;
 	mc->hb_ms = o->heartbeat_ms ? o->heartbeat_ms : 2000;
+	/* Not above the heartbeat period by default: an OSD whose meta was
+	 * away must beat again soon after it is back, or meta marks it down
+	 * while it serves (a 30 s cap left it silent that long). */
+	mc->bmax_ms = o->backoff_max_ms ? o->backoff_max_ms : mc->hb_ms;
 	mc->backoff_ms = mc->bmin_ms;
 	mc->capacity = o->capacity_bytes;
 	if (o->host && *o->host)

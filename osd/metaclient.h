@@ -37,7 +37,7 @@ struct osd_metaclient_opts {
 	uint64_t capacity_bytes;   /* announced capacity */
 	uint32_t connect_timeout_ms; /* per attempt; 0: 2000 */
 	uint32_t backoff_min_ms;   /* first retry delay; 0: 500 */
-	uint32_t backoff_max_ms;   /* cap; 0: 30000 */
+	uint32_t backoff_max_ms;   /* cap; 0: heartbeat_ms */
 	uint32_t heartbeat_ms;     /* probe + Heartbeat period while reachable; 0: 2000 */
 };
 

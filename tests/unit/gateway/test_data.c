@@ -1129,6 +1129,129 @@ START_TEST(down_in_map_never_called)
 }
 END_TEST
 
+/* ------------------------------------------------------------ quorum PUTs */
+
+#define QP_OBJS 12
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* n PUTs one after the other (64 KiB and 1 MiB); their latencies in ms
+ * into ms[], sorted; each must succeed; layouts kept when l is not NULL. */
+static void timed_puts(struct fx *f, int n, uint64_t seed, uint64_t *ms, struct buf **b,
+		       struct gw_data_layout *l)
+{
+	for (int j = 0; j < n; j++) {
+		struct buf *x = pattern(j % 2 ? 65536 : 1 << 20, seed + (uint64_t)j);
+		struct gw_data_layout tmp;
+		uint64_t t0 = uv_hrtime();
+		ck_assert_int_eq(do_put(f, x, 1 << 20, l ? &l[j] : &tmp, NULL, NULL), 0);
+		ms[j] = (uv_hrtime() - t0) / 1000000;
+		if (b)
+			b[j] = x;
+		else
+			buf_unref(x);
+		if (!l)
+			gw_data_layout_clear(&tmp);
+	}
+	qsort(ms, (size_t)n, sizeof(*ms), cmp_u64);
+}
+
+/* OSD 1 hangs (its loop stops; sockets stay open): a PUT finishes once
+ * write_quorum (k+1) shards are stored and the quorum grace ran out, with
+ * shard 1 recorded missing and the PG reported degraded, instead of
+ * waiting for the hung call (the RPC deadline, or over HTTP/2 the PING
+ * that declares the OSD dead). The objects read back (around shard 1).
+ * Printed: PUT p50/p99/max healthy, with the grace off (every call
+ * awaited: before) and on (after). Two OSDs hung: below quorum, the PUT
+ * is never acknowledged. */
+START_TEST(hung_osd_put_at_quorum)
+{
+	struct fx f;
+	struct gw_data_opts off = degr_opts, on = degr_opts;
+	off.put_grace_off = true;
+	fx_setup(&f, _i, "gwqput", 128 << 20, &on);
+	memset(&degr, 0, sizeof(degr));
+	uint64_t ms[QP_OBJS];
+	/* Healthy: fills the shard write latency window. */
+	timed_puts(&f, QP_OBJS, f.seed, ms, NULL, NULL);
+	timed_puts(&f, QP_OBJS, f.seed + 100, ms, NULL, NULL);
+	struct gw_data_stats s0 = stats(&f);
+	printf("%s: healthy PUT p50 %llu p99 %llu max %llu ms (%d PUTs), grace %u ms\n", tname[_i],
+	       (unsigned long long)ms[QP_OBJS / 2], (unsigned long long)ms[QP_OBJS * 99 / 100],
+	       (unsigned long long)ms[QP_OBJS - 1], QP_OBJS, s0.put_grace_ms);
+	ck_assert_uint_eq(s0.shard_puts_abandoned, 0);
+	ck_assert_uint_eq(degr.n[GW_DATA_PUT_PARTIAL], 0);
+
+	/* Before: the grace off, every call awaited. */
+	fx_new_data(&f, &off);
+	struct hang h;
+	hang_node(&h, &f.c, 1);
+	uint64_t before[2];
+	timed_puts(&f, 2, f.seed + 200, before, NULL, NULL);
+	release_node(&h);
+	if (_i == T_H2)
+		ck_assert_int_ge(wait_peer(&f, 1, RPC_PEER_UP, 8000), 0);
+	printf("%s: OSD 1 hung, grace off (before): PUT p50 %llu max %llu ms (2 PUTs)\n",
+	       tname[_i], (unsigned long long)before[0], (unsigned long long)before[1]);
+
+	/* After: the grace on. */
+	fx_new_data(&f, &on);
+	timed_puts(&f, QP_OBJS, f.seed + 300, ms, NULL, NULL);   /* warm the window again */
+	memset(&degr, 0, sizeof(degr));
+	struct gw_data_stats s1 = stats(&f);
+	hang_node(&h, &f.c, 1);
+	struct buf *b[QP_OBJS];
+	struct gw_data_layout l[QP_OBJS];
+	timed_puts(&f, QP_OBJS, f.seed + 400, ms, b, l);
+	struct gw_data_stats s2 = stats(&f);
+	printf("%s: OSD 1 hung, grace on (after): PUT p50 %llu p99 %llu max %llu ms (%d PUTs), "
+	       "grace %u ms, shard writes abandoned %llu\n",
+	       tname[_i], (unsigned long long)ms[QP_OBJS / 2],
+	       (unsigned long long)ms[QP_OBJS * 99 / 100], (unsigned long long)ms[QP_OBJS - 1],
+	       QP_OBJS, s2.put_grace_ms,
+	       (unsigned long long)(s2.shard_puts_abandoned - s1.shard_puts_abandoned));
+	/* Not the deadline, nor PING detection: generous, the point is which. */
+	ck_assert_uint_lt(ms[QP_OBJS - 1], 1500);
+	for (int j = 0; j < QP_OBJS; j++) {
+		for (uint32_t s = 0; s < l[j].nsegs; s++)
+			ck_assert_uint_eq(l[j].missing[s], 1u << 1);
+		expect_range(&f, &l[j], b[j], 0, b[j]->len);
+	}
+	ck_assert_uint_eq(degr.n[GW_DATA_PUT_PARTIAL], QP_OBJS);
+	ck_assert_uint_ge(s2.shard_puts_abandoned - s1.shard_puts_abandoned, 1);
+	release_node(&h);
+
+	if (_i == T_H2) {
+		/* Two hung: 4 of 6 stored, below the quorum of 5: failed. */
+		ck_assert_int_ge(wait_peer(&f, 1, RPC_PEER_UP, 8000), 0);
+		struct hang h3;
+		hang_node(&h, &f.c, 1);
+		hang_node(&h3, &f.c, 3);
+		struct buf *x = pattern(65536, f.seed + 500);
+		struct gw_data_layout lx;
+		ck_assert_int_eq(do_put(&f, x, 1 << 20, &lx, NULL, NULL), IOL_EUNAVAILABLE);
+		buf_unref(x);
+		release_node(&h);
+		release_node(&h3);
+	}
+	/* The late calls end once the OSD runs again; every PUT lets go. */
+	struct gw_data_stats st;
+	for (gw_data_stats(f.d, &st); st.live_ops; gw_data_stats(f.d, &st))
+		uv_run(&f.loop, UV_RUN_ONCE);
+	printf("%s: late shard writes counted %llu\n", tname[_i],
+	       (unsigned long long)st.shard_puts_late);
+	for (int j = 0; j < QP_OBJS; j++) {
+		buf_unref(b[j]);
+		gw_data_layout_clear(&l[j]);
+	}
+	fx_teardown(&f);
+}
+END_TEST
+
 START_TEST(layout_codec)
 {
 	struct gw_data_layout l = { .k = 4, .m = 2, .segment_bytes = 1000, .pg = 9, .size = 2500 };
@@ -1199,6 +1322,7 @@ static Suite *data_suite(void)
 	tcase_add_loop_test(tc, abort_and_misuse, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, hung_osd_hedged, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, down_in_map_never_called, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, hung_osd_put_at_quorum, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
 }
