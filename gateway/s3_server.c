@@ -823,7 +823,7 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 	if ((cfg->user_limit.rate || cfg->user_limit.bytes_rate) &&
 	    !(srv->ulimit = user_limit_new(&cfg->user_limit, 0)))
 		goto err_calls;
-	if (srv->ulimit && cfg->http.metrics) {
+	if (cfg->http.metrics) {   /* registered when off too: the series stays put */
 		static const char name[] = "iolake_gw_user_refused_total";
 		static const char help[] = "authenticated requests refused by the per-user limits";
 		srv->m_user_rate = metrics_counter_new(cfg->http.metrics, name, help,
