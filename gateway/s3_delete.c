@@ -347,7 +347,7 @@ static void on_key_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRe
 	Iolake__Meta__DeleteObject del;
 	Iolake__Meta__Op op;
 	delete_op(&op, &del, rq->bucket, k->key, k->cur);
-	s3_ver_stamp_op(rq, &op);   /* versioning: a marker, the shards kept */
+	s3_rq_stamp_op(rq, &op);   /* versioning: a marker, the shards kept */
 	/* The key's pending carries over to the submit. */
 	if (meta_client_submit(rq->o->mc, &op, on_key_commit, k))
 		key_done(k, S3E_ServiceUnavailable);
@@ -366,7 +366,7 @@ static int key_submit_versioned(struct dm_key *k)
 	op.body_case = IOLAKE__META__OP__BODY_DELETE_OBJECT;
 	op.delete_object = &del;
 	op.version_id = (char *)(k->vid ? k->vid : "");
-	s3_ver_stamp_op(rq, &op);
+	s3_rq_stamp_op(rq, &op);
 	return meta_client_submit(rq->o->mc, &op, on_key_commit, k);
 }
 

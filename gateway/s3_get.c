@@ -458,7 +458,7 @@ static void on_get_head(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRec
 	g->rec = rec;
 	if (e == S3E_NoSuchKey && rq->head.marker && rq->c) {
 		/* the current version is a delete marker: 404, as S3 says it */
-		s3_ver_marker_headers(rq);
+		s3_rq_marker_headers(rq);
 		s3_rq_fail(rq, S3E_NoSuchKey, NULL);
 	} else if (e == S3E_NoSuchKey)
 		s3_rq_no_such_key(rq, rq->bucket);

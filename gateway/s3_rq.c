@@ -12,7 +12,6 @@
  */
 #include "gateway/s3_rq.h"
 
-#include "gateway/s3_version.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -267,7 +266,7 @@ int s3_rq_submit(struct s3_rq *rq, const Iolake__Meta__Op *op, enum s3_subj subj
 		return -EBUSY;
 	rq->cb.done = cb;
 	Iolake__Meta__Op mine = *op;
-	s3_ver_stamp_op(rq, &mine);
+	s3_rq_stamp_op(rq, &mine);
 	trace_on(rq);
 	int rc = meta_client_submit(rq->o->mc, &mine, on_done, rq);
 	trace_off(rq);
@@ -671,7 +670,7 @@ static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__Object
 										 : S3E_OK;
 	}
 	if (e == S3E_NoSuchKey)
-		s3_ver_marker_headers(rq);   /* deleted: its current version is a marker */
+		s3_rq_marker_headers(rq);   /* deleted: its current version is a marker */
 	if (e) {
 		s3_rq_fail(rq, e, NULL);
 		return;
@@ -716,4 +715,39 @@ void s3_rq_gate(struct s3_call *c)
 		s3_rq_bucket(&g->rq, g->rq.bucket, on_gate_bucket);
 	else
 		head_start(&g->rq, g->rq.bucket, g->rq.key, true, on_gate_object);
+}
+
+/* ------------------------------------------------------------ versioning stamps */
+
+const Iolake__Meta__Bucket *s3_rq_gate_bucket(const struct s3_rq *rq)
+{
+	return rq->bkt && !strcmp(rq->bkt->name, rq->bucket) ? rq->bkt : NULL;
+}
+
+void s3_rq_stamp_op(struct s3_rq *rq, Iolake__Meta__Op *op)
+{
+	const Iolake__Meta__Bucket *b = s3_rq_gate_bucket(rq);
+	switch (op->body_case) {
+	case IOLAKE__META__OP__BODY_PUT_OBJECT:
+	case IOLAKE__META__OP__BODY_COMPLETE_MULTIPART:
+		if (b && !op->versioning)
+			op->versioning = b->versioning;
+		break;
+	case IOLAKE__META__OP__BODY_DELETE_OBJECT:
+		if (b && !op->versioning)
+			op->versioning = b->versioning;
+		op->time_ms = s3u_wall_ms();
+		break;
+	default:
+		break;
+	}
+}
+
+void s3_rq_marker_headers(struct s3_rq *rq)
+{
+	if (!rq->c || !rq->head.marker)
+		return;
+	struct http_stream *s = s3_call_stream(rq->c);
+	http_add_header(s, "x-amz-delete-marker", "true");
+	http_add_header(s, "x-amz-version-id", rq->head.marker_vid[0] ? rq->head.marker_vid : "null");
 }

@@ -283,6 +283,21 @@ int s3_rq_head(struct s3_rq *rq, const char *bucket, const char *key, s3_rq_head
 int s3_rq_bucket_change(struct s3_rq *rq, const Iolake__Meta__Op *op,
 			enum s3_authz_action action, int status, s3_rq_fn redo);
 
+/* ------------------------------------------------------------ versioning */
+
+/* The bucket record the gate read, when it is rq's bucket; else NULL. */
+const Iolake__Meta__Bucket *s3_rq_gate_bucket(const struct s3_rq *rq);
+
+/* Stamp op (PutObject, CompleteMultipart, DeleteObject) with the state
+ * of the bucket the gate read (rq->bkt), and a DeleteObject with the
+ * time (a delete marker's mtime). Other ops are left alone. s3_rq_submit
+ * does it for every op; handlers that build ops otherwise call it. */
+void s3_rq_stamp_op(struct s3_rq *rq, Iolake__Meta__Op *op);
+
+/* After a HeadObject (rq->head) answered NoSuchKey because the current
+ * version is a delete marker: x-amz-delete-marker and its version id. */
+void s3_rq_marker_headers(struct s3_rq *rq);
+
 /* GetBucket of name on behalf of rq. cb, only while live: S3E_OK and b
  * (valid during cb; NULL if meta sent none), NoSuchBucket, or the error of
  * a failed call. Returns 0, or after answering ServiceUnavailable. */

@@ -36,14 +36,9 @@
 #define LIST_MAX 1000
 #define LIST_CALLS_MAX 64        /* ranges one page may visit */
 
-static const Iolake__Meta__Bucket *gate_bucket(const struct s3_rq *rq)
-{
-	return rq->bkt && !strcmp(rq->bkt->name, rq->bucket) ? rq->bkt : NULL;
-}
-
 bool s3_ver_bucket_versioned(const struct s3_rq *rq)
 {
-	const Iolake__Meta__Bucket *b = gate_bucket(rq);
+	const Iolake__Meta__Bucket *b = s3_rq_gate_bucket(rq);
 	return b && b->versioning != IOLAKE__META__VERSIONING_STATE__VERSIONING_UNSET;
 }
 
@@ -60,25 +55,6 @@ const char *s3_ver_query(const struct s3_rq *rq, bool *bad)
 		ok = (v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f');
 	*bad = !ok;
 	return v;
-}
-
-void s3_ver_stamp_op(struct s3_rq *rq, Iolake__Meta__Op *op)
-{
-	const Iolake__Meta__Bucket *b = gate_bucket(rq);
-	switch (op->body_case) {
-	case IOLAKE__META__OP__BODY_PUT_OBJECT:
-	case IOLAKE__META__OP__BODY_COMPLETE_MULTIPART:
-		if (b && !op->versioning)
-			op->versioning = b->versioning;
-		break;
-	case IOLAKE__META__OP__BODY_DELETE_OBJECT:
-		if (b && !op->versioning)
-			op->versioning = b->versioning;
-		op->time_ms = s3u_wall_ms();
-		break;
-	default:
-		break;
-	}
 }
 
 static void add_vid(struct s3_rq *rq, const char *vid)
@@ -103,15 +79,6 @@ void s3_ver_record_headers(struct s3_rq *rq, const Iolake__Meta__ObjectRecord *r
 		add_vid(rq, rec->version_id);
 	if (rec->is_delete_marker)
 		http_add_header(s3_call_stream(rq->c), "x-amz-delete-marker", "true");
-}
-
-void s3_ver_marker_headers(struct s3_rq *rq)
-{
-	if (!rq->c || !rq->head.marker)
-		return;
-	struct http_stream *s = s3_call_stream(rq->c);
-	http_add_header(s, "x-amz-delete-marker", "true");
-	http_add_header(s, "x-amz-version-id", rq->head.marker_vid[0] ? rq->head.marker_vid : "null");
 }
 
 static void on_ver_read(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)

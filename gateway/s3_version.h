@@ -14,11 +14,9 @@
 
 #include "gateway/s3_rq.h"
 
-/* Stamp op (PutObject, CompleteMultipart, DeleteObject) with the state
- * of the bucket the gate read (rq->bkt), and a DeleteObject with the
- * request's versionId and the time (a delete marker's mtime). Other ops
- * are left alone. */
-void s3_ver_stamp_op(struct s3_rq *rq, Iolake__Meta__Op *op);
+/* (The stamp of an op with the bucket's versioning state and the
+ * delete-marker headers of a HeadObject are the core's: s3_rq_stamp_op,
+ * s3_rq_marker_headers in s3_rq.h.) */
 
 /* Whether the bucket the gate read has versioning (Enabled or Suspended). */
 bool s3_ver_bucket_versioned(const struct s3_rq *rq);
@@ -30,10 +28,6 @@ void s3_ver_headers(struct s3_rq *rq);
 
 /* The same headers for a record read (GET/HEAD of a versioned bucket). */
 void s3_ver_record_headers(struct s3_rq *rq, const Iolake__Meta__ObjectRecord *rec);
-
-/* After a HeadObject (rq->head) answered NoSuchKey because the current
- * version is a delete marker: x-amz-delete-marker and its version id. */
-void s3_ver_marker_headers(struct s3_rq *rq);
 
 /* The request's versionId query value ("null" allowed), NULL when absent;
  * *bad when present but not a version id this store makes. */

@@ -1,0 +1,283 @@
+/*
+ * s3_server_body.c — a request body through the S3 front end: its framing
+ * (plain, aws-chunked with chunk signatures, trailers), Content-MD5,
+ * x-amz-content-sha256 and the additional checksums computed as it
+ * streams, and the verdict at its end (s3_server.h, "body"). The call
+ * pool, routing and authentication are s3_server.c's.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/loop.h"
+#include "gateway/s3_server_int.h"
+
+/* ------------------------------------------------------------ body */
+
+bool s3s_hdr_has(const struct http_request *hr, const char *name, const char *token)
+{
+	const struct sigv4_header *h = http_request_header(hr, name);
+	if (!h)
+		return false;
+	size_t tl = strlen(token);
+	for (size_t i = 0; i + tl <= h->value_len; i++)
+		if (strncasecmp(h->value + i, token, tl) == 0)
+			return true;
+	return false;
+}
+
+static void deliver(void *ud, const char *data, size_t len)
+{
+	struct s3_call *c = ud;
+	if (c->want_sha)
+		hash_stream_update(c->sha, data, len);
+	if (c->want_md5)
+		hash_stream_update(c->md5, data, len);
+	if (c->ck_algo)
+		s3_ck_update(&c->ck, data, len);
+	c->decoded += len;
+	c->on_data(c, data, len);
+}
+
+/* An error with its detail for the error body. */
+__attribute__((format(printf, 3, 4)))
+static enum s3_err failf(struct s3_call *c, enum s3_err e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->msg_buf, sizeof(c->msg_buf), fmt, ap);
+	va_end(ap);
+	c->msg_err = e;
+	c->msg = c->msg_buf;
+	return e;
+}
+
+/* Which additional checksum the request asks for: an x-amz-checksum-<algo>
+ * header (the value to match), x-amz-trailer naming one (the value comes
+ * in the trailer), or x-amz-sdk-checksum-algorithm alone (computed and
+ * stored, nothing to match). At most one algorithm. */
+static enum s3_err checksum_setup(struct s3_call *c, const struct http_request *hr, bool trailers)
+{
+	enum s3_ck_algo algo = S3_CK_NONE;
+	for (size_t i = 0; i < hr->n_headers; i++) {
+		const struct sigv4_header *h = &hr->headers[i];
+		/* x-amz-checksum-mode, -type, -algorithm are no values. */
+		enum s3_ck_algo a = s3_ck_from_header(h->name, h->name_len);
+		if (!a)
+			continue;
+		if (algo)
+			return failf(c, S3E_InvalidRequest, "Expecting a single x-amz-checksum- header. "
+				     "Multiple checksum Types are not allowed.");
+		if (s3_ck_from_base64(a, h->value, h->value_len, &c->ck_expect))
+			return failf(c, S3E_InvalidRequest, "Value for %s header is invalid.",
+				     s3_ck_header(a));
+		algo = a;
+		c->ck_claimed = true;
+	}
+	const struct sigv4_header *tr = http_request_header(hr, "x-amz-trailer");
+	if (tr) {
+		enum s3_ck_algo a = s3_ck_from_header(tr->value, tr->value_len);
+		if (!a || !trailers)
+			return failf(c, S3E_InvalidRequest, "The value specified in the x-amz-trailer "
+				     "header is not supported");
+		if (algo)
+			return failf(c, S3E_InvalidRequest, "Expecting a single x-amz-checksum- header. "
+				     "Multiple checksum Types are not allowed.");
+		algo = a;
+		c->ck_trailer = true;
+	}
+	const struct sigv4_header *sdk = http_request_header(hr, "x-amz-sdk-checksum-algorithm");
+	if (sdk) {
+		enum s3_ck_algo a = s3_ck_from_name(sdk->value, sdk->value_len);
+		if (!a || (algo && a != algo))
+			return failf(c, S3E_InvalidRequest,
+				     "Value for x-amz-sdk-checksum-algorithm header is invalid.");
+		algo = a;
+	}
+	if (c->ck_want && algo && algo != c->ck_want) {
+		char want[16], got[16];
+		snprintf(want, sizeof(want), "%s", s3_ck_name(c->ck_want));
+		snprintf(got, sizeof(got), "%s", s3_ck_name(algo));
+		for (char *p = want; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		for (char *p = got; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		return failf(c, S3E_InvalidRequest, "Checksum Type mismatch occurred, expected "
+			     "checksum Type: %s, actual checksum Type: %s", want, got);
+	}
+	if (!algo)
+		algo = c->ck_want;
+	c->ck_algo = algo;
+	s3_ck_begin(&c->ck, algo);
+	return S3E_OK;
+}
+
+/* The framing and digests a body is checked against; shared by
+ * s3_call_read_body and s3_call_check_empty_body. */
+static enum s3_err body_setup(struct s3_call *c)
+{
+	const struct http_request *hr = http_stream_request(c->s);
+	const struct s3_auth_result *res = &c->auth.res;
+	bool streaming = res->payload == S3_PAYLOAD_STREAMING_SIGNED ||
+			 res->payload == S3_PAYLOAD_STREAMING_SIGNED_TRAILER ||
+			 res->payload == S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+	bool trailers = streaming && res->payload != S3_PAYLOAD_STREAMING_SIGNED;
+	if (s3s_hdr_has(hr, "content-encoding", "aws-chunked") && !streaming)
+		return S3E_InvalidArgument;
+	const struct sigv4_header *dl = http_request_header(hr, "x-amz-decoded-content-length");
+	if (dl) {
+		char num[24];
+		char *end;
+		snprintf(num, sizeof(num), "%.*s", (int)(dl->value_len < 23 ? dl->value_len : 23), dl->value);
+		c->decoded_expected = strtoull(num, &end, 10);
+		if (!num[0] || *end)
+			return S3E_InvalidArgument;
+		c->has_decoded_len = true;
+	} else if (streaming) {
+		return S3E_MissingContentLength;
+	}
+	const struct sigv4_header *cm = http_request_header(hr, "content-md5");
+	if (cm) {
+		uint8_t out[20];
+		if (cm->value_len != 24 ||
+		    EVP_DecodeBlock(out, (const unsigned char *)cm->value, 24) != 18)
+			return S3E_InvalidDigest;
+		memcpy(c->content_md5, out, 16);
+		c->want_md5 = true;
+	}
+	enum s3_err e = c->ck_not_body ? S3E_OK : checksum_setup(c, hr, trailers);
+	if (e)
+		return e;
+	if (streaming) {
+		bool signed_chunks = res->payload != S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+		if (chunked_init(&c->dec, signed_chunks ? res->signing_key : NULL, &res->claim,
+				 res->claim.signature, trailers))
+			return S3E_InternalError;
+		c->dec_live = true;
+		c->chunked_mode = true;
+	}
+	c->want_sha = res->payload == S3_PAYLOAD_SHA256;
+	return S3E_OK;
+}
+
+enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end)
+{
+	enum s3_err e = body_setup(c);
+	if (e)
+		return e;
+	c->on_data = on_data;
+	c->on_end = on_end;
+	c->reading_body = true;
+	return S3E_OK;
+}
+
+void s3s_on_body(struct http_stream *s, const char *data, size_t len)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (c)
+		c->bytes_in += len;
+	if (!c || !c->reading_body || c->body_err)
+		return; /* discarded */
+	if (!c->chunked_mode) {
+		deliver(c, data, len);
+		return;
+	}
+	ssize_t rc = chunked_feed(&c->dec, data, len, deliver, c);
+	if (rc == CHUNKED_ESIGNATURE)
+		c->body_err = S3E_SignatureDoesNotMatch;
+	else if (rc < 0)
+		c->body_err = S3E_IncompleteBody;
+	else if ((size_t)rc < len)
+		c->body_err = S3E_IncompleteBody; /* bytes after the final chunk */
+}
+
+/* The additional checksum against the header's or the trailer's value. */
+static enum s3_err checksum_verdict(struct s3_call *c)
+{
+	const char *hname = s3_ck_header(c->ck_algo);
+	if (c->ck_trailer) {
+		const struct chunked_trailer *t = chunked_trailer(&c->dec, hname);
+		if (!t)
+			return failf(c, S3E_InvalidRequest, "The trailer declared in x-amz-trailer "
+				     "(%s) was not sent", hname);
+		if (s3_ck_from_base64(c->ck_algo, t->value, t->value_len, &c->ck_expect))
+			return failf(c, S3E_InvalidRequest, "Value for %s trailing header is invalid.",
+				     hname);
+	} else if (!c->ck_claimed) {
+		return S3E_OK; /* asked for by name only: nothing to match */
+	}
+	if (!s3_ck_equal(&c->ck_result, &c->ck_expect))
+		return failf(c, S3E_BadDigest, "The %s you specified did not match the calculated "
+			     "checksum.", s3_ck_name(c->ck_algo));
+	return S3E_OK;
+}
+
+/* Every check on a complete body, in order; finalises the digests. */
+static enum s3_err body_verdict(struct s3_call *c)
+{
+	enum s3_err v = c->body_err;
+	if (!v && c->chunked_mode && !chunked_done(&c->dec))
+		v = S3E_IncompleteBody;
+	if (!v && c->has_decoded_len && c->decoded != c->decoded_expected)
+		v = S3E_IncompleteBody;
+	if (c->want_sha) {
+		uint8_t d[32];
+		hash_stream_final(c->sha, d);
+		if (!v && memcmp(d, c->auth.res.payload_sha256, 32) != 0)
+			v = S3E_XAmzContentSHA256Mismatch;
+	}
+	if (c->want_md5) {
+		uint8_t d[16];
+		hash_stream_final(c->md5, d);
+		if (!v && memcmp(d, c->content_md5, 16) != 0)
+			v = S3E_BadDigest;
+	}
+	if (c->ck_algo) {
+		s3_ck_final(&c->ck, &c->ck_result);
+		if (!v)
+			v = checksum_verdict(c);
+		if (v)
+			c->ck_result.algo = S3_CK_NONE;
+	}
+	return v;
+}
+
+void s3s_on_body_end(struct http_stream *s)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (!c || !c->reading_body)
+		return;
+	enum s3_err v = body_verdict(c);
+	c->reading_body = false;
+	c->on_end(c, v);
+}
+
+enum s3_err s3_call_check_empty_body(struct s3_call *c)
+{
+	enum s3_err e = body_setup(c);
+	if (e)
+		return e;
+	if (c->chunked_mode)
+		return S3E_IncompleteBody; /* aws-chunked has at least its final chunk */
+	return body_verdict(c);
+}
+
+void s3_call_checksum_want(struct s3_call *c, enum s3_ck_algo a)
+{
+	c->ck_want = a;
+}
+
+void s3_call_checksum_not_body(struct s3_call *c)
+{
+	c->ck_not_body = true;
+}
+
+const struct s3_ck_value *s3_call_checksum(const struct s3_call *c)
+{
+	return &c->ck_result;
+}
+
