@@ -255,16 +255,22 @@ static void on_left_opened(void *ud, int err, const Iolake__Meta__OpResult *res,
 	unseal_target(m);
 }
 
+/* Range id's row in a GetRanges answer; NULL when absent. */
+static const Iolake__Meta__RangeDesc *answer_range(const ProtobufCMessage *resp, uint64_t id)
+{
+	const Iolake__Meta__GetRangesResponse *g = (const void *)resp;
+	for (size_t i = 0; i < g->n_ranges; i++)
+		if (g->ranges[i]->id == id)
+			return g->ranges[i];
+	return NULL;
+}
+
 /* The target's row, read back after the last batch: its counters say what
  * the split's left half keeps. */
 static void on_target_counted(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct mv *m = ud;
-	const Iolake__Meta__GetRangesResponse *g = (const void *)resp;
-	const Iolake__Meta__RangeDesc *t = NULL;
-	for (size_t i = 0; !err && i < g->n_ranges; i++)
-		if (g->ranges[i]->id == m->row->move_id)
-			t = g->ranges[i];
+	const Iolake__Meta__RangeDesc *t = err ? NULL : answer_range(resp, m->row->move_id);
 	if (!err && !t)
 		err = -EIO;
 	if (err) {
@@ -440,11 +446,7 @@ static void read_cursor(struct mv *m)
 static void on_src_counted(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct mv *m = ud;
-	const Iolake__Meta__GetRangesResponse *g = (const void *)resp;
-	const Iolake__Meta__RangeDesc *s = NULL;
-	for (size_t i = 0; !err && i < g->n_ranges; i++)
-		if (g->ranges[i]->id == m->row->id)
-			s = g->ranges[i];
+	const Iolake__Meta__RangeDesc *s = err ? NULL : answer_range(resp, m->row->id);
 	if (!err && !s)
 		err = -EIO;
 	if (err) {
