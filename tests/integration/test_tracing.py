@@ -95,7 +95,9 @@ def main():
         for rid in touched:
             for f in osd_reads[rid]:
                 check(f["osd"] == "3" and f["op"] == "GetShard" and f["status"] == "ok" and
-                      float(f["store_ms"]) >= SLOW_MS and "pg" in f and "shard" in f and
+                      # the hook's timer runs on libuv's cached ms clock, the
+                      # OSD times with hrtime: up to ~1 ms short of the delay
+                      float(f["store_ms"]) >= SLOW_MS - 2 and "pg" in f and "shard" in f and
                       "queue_ms" in f,
                       "OSD 3 logged the delayed read of GET %s with req=%s: pg=%s shard=%s "
                       "queue_ms=%s store_ms=%s" % (gets[rid], rid, f["pg"], f["shard"],
