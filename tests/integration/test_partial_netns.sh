@@ -87,13 +87,34 @@ LOADPID=$!
 sleep 8
 
 now() { date +%s.%N; }
-# all_closed: no gateway of the client sees a peer with an open circuit.
+# all_closed: no gateway of the client sees a peer with an open circuit
+# (OSDs and meta members alike).
 all_closed() {
 	local g n
 	for g in "$G1" "$G2"; do
 		n=$(curl -sf -m 2 "$(ep "$g")/metrics" | awk '$1 == "iolake_rpc_peers_not_up" { print $2 }')
 		[ "${n:-x}" = 0 ] || return 1
 	done
+}
+# osd_miss: shard reads the gateways steered around a down or open-circuit
+# OSD plus shard writes that failed, summed over both (counters).
+osd_miss() {
+	local g sum=0 v
+	for g in "$G1" "$G2"; do
+		v=$(curl -sf -m 2 "$(ep "$g")/metrics" | awk '$1 == "iolake_gw_data_shard_gets_avoided" ||
+			$1 == "iolake_gw_data_shard_put_failures" { s += $2 } END { printf "%d", s }')
+		sum=$((sum + ${v:-0}))
+	done
+	echo "$sum"
+}
+# osds_in_use: over the last second, under the load, no shard read went
+# around an OSD and no shard write failed: every OSD is read and written.
+osds_in_use() {
+	local a b
+	a=$(osd_miss)
+	sleep 1
+	b=$(osd_miss)
+	[ "$a" = "$b" ]
 }
 
 step "part 1: isolate node $X for $FAULT s"
@@ -103,10 +124,20 @@ sleep "$FAULT"
 "$CL" heal --dir "$DIR" "$X"
 t=$(now)
 echo "isolate- $t" >>"$EV"
-poll 15 all_closed || fail "circuits of node $X still open 15 s after the heal"
+# The must-show: the node's OSDs are back in use (read from and written
+# to by both gateways) within 5 s of the heal.
+poll 15 osds_in_use || fail "node $X's OSDs not back in use 15 s after the heal"
 back=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
-echo "node $X back in use (every circuit closed) $back s after the heal"
-sleep 6
+echo "node $X's OSDs back in use (no read steered around them, no write failed for 1 s) $back s after the heal"
+# Every circuit closed, the node's meta member's included: printed, not
+# judged (a healed member catching up through a snapshot can keep its
+# circuits flapping for a while; see docs/architecture.md).
+if poll 6 all_closed; then
+	echo "every circuit closed $(python3 -c "import time; print('%.1f' % (time.time() - $t))") s after the heal"
+else
+	echo "NOTE: some circuit still open 6 s after the OSDs were back (the node's meta member)"
+fi
+sleep 3
 
 step "part 2: SIGSTOP node $Y's OSD processes for $FAULT s"
 P=$(awk -v n="n$Y" '$1 == n && $2 ~ /^osd/ { p[$2] = $3 } END { for (r in p) print p[r] }' "$DIR/pids")
