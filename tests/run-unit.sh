@@ -16,6 +16,10 @@ for t in "$@"; do
 			"$(grep -E '^[0-9]+%: Checks' "$log" | tail -1)"
 	else
 		printf '  FAIL    %s (log: %s)\n' "$name" "$log"
+		# Check's own verdict lines first ("file:line:F:case:test:...",
+		# ":E:" for a crash or timeout): a long log is cut by whoever
+		# shows it, and these say what failed.
+		grep -E '^[^ ]+:[0-9]+:[EF]:' "$log" | sed 's/^/    ! /'
 		sed 's/^/    | /' "$log" | tail -60
 		fail=1
 	fi
