@@ -1,6 +1,6 @@
 /*
- * state_internal.h — private to the state machine's files (meta/state.c,
- * meta/state_range.c, meta/state_move.c, meta/state_ver.c): the state, one apply in progress
+ * state_internal.h — private to the state machine's files (meta/state*.c,
+ * listed at the top of meta/state.c): the state, one apply in progress
  * (struct tx), the key builder and the helpers they share. Nothing outside
  * meta/state*.c includes it.
  */
@@ -15,6 +15,8 @@
 #include "meta/state.h"
 
 #define BUCKET_MAX 63
+#define NAME_MAX_BYTES 128        /* user names, access key ids, secrets */
+#define SNAP_MAGIC "IOLMSNP1"     /* meta_state_export's header */
 #define KEYBUF (1 + BUCKET_MAX + 1 + META_KEY_MAX + 1 + 16 + 8)
 
 struct meta_state {
@@ -82,6 +84,9 @@ void key_part(struct key *k, const char *upload_id, uint32_t part);
 bool key_prefix_end(const struct key *p, struct key *end);
 bool valid_bucket(const char *b);
 bool valid_key(const char *k);
+bool valid_name(const char *s);
+bool valid_upload_id(const char *id);
+void key_gc(struct key *k, uint64_t gen, uint16_t seq);
 
 /* ---- state.c: reads and writes through the batch of an apply */
 int tx_get(struct tx *t, const struct key *k, char **val, size_t *vlen);
@@ -100,7 +105,9 @@ void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r);
 void ref_record(struct tx *t, const Iolake__Meta__ObjectRecord *r, uint64_t gen, bool add);
 void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add);
 
-/* ---- state.c: reads of the committed state */
+/* ---- state.c: reads of the committed state, and one write of a batch
+ * (0 or -EIO) */
+int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb);
 int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n);
 int read_msg(struct meta_state *s, const struct key *k, const ProtobufCMessageDescriptor *d,
 	     void **out);
@@ -108,6 +115,9 @@ int list_prefix(struct meta_state *s, const char *pfx, size_t pn,
 		const ProtobufCMessageDescriptor *desc,
 		bool (*keep)(const ProtobufCMessage *m, const void *arg), const void *arg,
 		size_t max, ProtobufCMessage ***out, size_t *n_out);
+/* state_read.c: a growing array of messages, and its release. */
+int push_msg(ProtobufCMessage ***v, size_t *n, size_t *cap, ProtobufCMessage *m);
+void free_msgs(ProtobufCMessage **v, size_t n);
 
 /* ---- state_range.c: key ranges in apply */
 void key_open_range(struct key *k, uint64_t id);
@@ -131,5 +141,66 @@ int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op);
 int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_op_result *r);
 /* Whether a move of bucket's records is under way (root). */
 bool bucket_moving(struct tx *t, const char *bucket);
+
+/* ---- state_bucket.c: bucket ops */
+bool valid_acl(const Iolake__Meta__Acl *a);
+int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op);
+int op_delete_bucket(struct tx *t, const Iolake__Meta__DeleteBucket *op);
+int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op);
+int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op);
+int op_set_bucket_cors(struct tx *t, const Iolake__Meta__SetBucketCors *op);
+
+/* ---- state_obj.c: object ops, tags, ACLs */
+/* The current record of key k for a conditional write: 0 (with *cur
+ * possibly NULL), IOL_ECONFLICT or a storage error. */
+int check_condition(struct tx *t, const struct key *k, bool if_none_match,
+		    uint64_t if_generation, Iolake__Meta__ObjectRecord **cur);
+int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_op_result *r);
+int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op, struct meta_op_result *r);
+bool valid_tags(size_t n, const char *const *keys, const char *const *vals);
+int op_set_object_tags(struct tx *t, const Iolake__Meta__SetObjectTags *op);
+int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op);
+
+/* Gather a map's keys and values (both entry types have key, value). */
+#define TAGS_SPLIT(n, entries, keys, vals)              \
+	do {                                            \
+		for (size_t i_ = 0; i_ < (n); i_++) {   \
+			(keys)[i_] = (entries)[i_]->key; \
+			(vals)[i_] = (entries)[i_]->value; \
+		}                                       \
+	} while (0)
+
+/* ---- state_mpu.c: multipart uploads */
+int op_create_multipart(struct tx *t, Iolake__Meta__CreateMultipart *op, struct meta_op_result *r);
+int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op);
+int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *op, struct meta_op_result *r);
+int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *op);
+
+/* ---- state_user.c: users, keys, grants */
+int op_put_user(struct tx *t, const Iolake__Meta__PutUser *op);
+int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op, struct meta_op_result *r);
+int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op);
+int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKey *op, struct meta_op_result *r);
+int op_set_user_grant(struct tx *t, const Iolake__Meta__SetUserGrant *op, struct meta_op_result *r);
+int op_set_user_admin(struct tx *t, const Iolake__Meta__SetUserAdmin *op, struct meta_op_result *r);
+int op_reseal_access_key(struct tx *t, const Iolake__Meta__ResealAccessKey *op, struct meta_op_result *r);
+
+/* ---- state_map.c: the cluster map, OSDs, Raft groups */
+int get_map(struct tx *t, Iolake__Meta__ClusterMap **m);
+int revoke_creds(struct tx *t, struct meta_op_result *r);
+int op_init_map(struct tx *t, const Iolake__Meta__InitMap *op, struct meta_op_result *r);
+int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op, struct meta_op_result *r);
+int op_remove_osd(struct tx *t, const Iolake__Meta__RemoveOsd *op, struct meta_op_result *r);
+int op_set_osd_state(struct tx *t, const Iolake__Meta__SetOsdState *op, struct meta_op_result *r);
+int op_create_group(struct tx *t, const Iolake__Meta__CreateGroup *op, struct meta_op_result *r);
+int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op, struct meta_op_result *r);
+
+/* ---- state_gc.c: the shard GC queue */
+void gc_part(struct tx *t, const char *bucket, const char *key, const Iolake__Meta__Part *p);
+int op_gc_ack(struct tx *t, const Iolake__Meta__GcAck *op);
+uint64_t gc_scan(struct meta_state *s);
+
+/* ---- state_ref.c: the reference index */
+int ref_build(struct meta_state *s);
 
 #endif

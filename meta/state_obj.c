@@ -1,0 +1,171 @@
+/*
+ * state_obj.c — the object ops of the meta state machine: PutObject and
+ * DeleteObject (with their conditions), object tags and object ACLs.
+ *
+ * Not here: versions (state_ver.c decides what an overwrite or delete
+ * does under versioning), multipart uploads (state_mpu.c), the GC queue
+ * an op fills (state_gc.c), the dispatch (state.c apply_body).
+ */
+#include "meta/state.h"
+#include "meta/secret.h"
+#include "meta/state_internal.h"
+#include "meta/state_ver.h"
+
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/hash.h"
+#include "common/place.h"
+
+/* Current record for a conditional write. 0 (with *cur possibly NULL),
+ * IOL_ECONFLICT or a storage error. */
+int check_condition(struct tx *t, const struct key *k, bool if_none_match,
+		    uint64_t if_generation, Iolake__Meta__ObjectRecord **cur)
+{
+	*cur = NULL;
+	int rc = tx_get_msg(t, k, &iolake__meta__object_record__descriptor, (void **)cur);
+	if (rc && rc != IOL_ENOT_FOUND)
+		return rc;
+	/* A delete marker is no object: If-None-Match: * writes over it. */
+	if (if_none_match && *cur && !(*cur)->is_delete_marker)
+		return IOL_ECONFLICT;
+	if (if_generation && (!*cur || (*cur)->generation != if_generation))
+		return IOL_ECONFLICT;
+	return 0;
+}
+
+int op_put_object(struct tx *t, Iolake__Meta__PutObject *op, struct meta_op_result *r)
+{
+	Iolake__Meta__ObjectRecord *rec = op->record, *cur = NULL;
+	if (!rec || !valid_bucket(rec->bucket) || !valid_key(rec->key) || !valid_acl(rec->acl))
+		return -EINVAL;
+	int rc = range_check(t, rec->bucket, rec->key);
+	if (rc)
+		return rc;
+	struct key k;
+	key_object(&k, rec->bucket, rec->key);
+	rc = check_condition(t, &k, op->if_none_match, op->if_generation, &cur);
+	if (rc == 0)
+		rc = meta_ver_put_current(t, &k, rec, cur, r);
+	meta_state_free_msg(cur);
+	return rc;
+}
+
+int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op,
+			    struct meta_op_result *r)
+{
+	if (!valid_bucket(op->bucket) || !valid_key(op->key))
+		return -EINVAL;
+	if (t->range_id) {
+		int rrc = range_check(t, op->bucket, op->key);
+		if (rrc)
+			return rrc;
+	}
+	Iolake__Meta__ObjectRecord *cur = NULL;
+	struct key k;
+	key_object(&k, op->bucket, op->key);
+	int rc = check_condition(t, &k, false, op->if_generation, &cur);
+	if (rc == 0 && meta_ver_delete_is_versioned(t, cur)) {
+		rc = meta_ver_delete(t, op, cur, &k, r);
+		meta_state_free_msg(cur);
+		return rc;
+	}
+	if (rc == 0 && !cur)
+		rc = IOL_ENOT_FOUND;
+	if (rc == 0) {
+		gc_record(t, cur);
+		ref_record(t, cur, cur->generation, false);
+		range_count(t, -1, -(int64_t)cur->size, 0);
+		tx_del(t, &k);
+	}
+	meta_state_free_msg(cur);
+	return rc;
+}
+
+/* ---- tagging (only tags change: same generation, nothing queued for GC) */
+
+/* Tag sets as the gateway checks them (S3: 10 per object, 50 per bucket,
+ * keys up to 128 and values up to 256 characters, i.e. at most 4x as many
+ * UTF-8 bytes); apply re-checks the byte bounds so a record stays small. */
+bool valid_tags(size_t n, const char *const *keys, const char *const *vals)
+{
+	if (n > META_TAGS_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = keys[i] ? strlen(keys[i]) : 0, vl = vals[i] ? strlen(vals[i]) : 0;
+		if (kl == 0 || kl > META_TAG_KEY_MAX_BYTES || vl > META_TAG_VALUE_MAX_BYTES)
+			return false;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(keys[i], keys[j]) == 0)
+				return false;
+	}
+	return true;
+}
+
+int op_set_object_tags(struct tx *t, const Iolake__Meta__SetObjectTags *op)
+{
+	const char *keys[META_TAGS_MAX], *vals[META_TAGS_MAX];
+	if (!valid_bucket(op->bucket) || !valid_key(op->key) || op->n_tags > META_TAGS_MAX)
+		return -EINVAL;
+	TAGS_SPLIT(op->n_tags, op->tags, keys, vals);
+	if (!valid_tags(op->n_tags, keys, vals))
+		return -EINVAL;
+	if (t->range_id) {
+		int rrc = range_check(t, op->bucket, op->key);
+		if (rrc)
+			return rrc;
+	}
+	Iolake__Meta__ObjectRecord *cur = NULL;
+	struct key k;
+	/* the current version, or the one Op.version_id names (issue 17) */
+	int rc = meta_ver_target(t, op->bucket, op->key, op->if_generation, &cur, &k);
+	if (rc)
+		goto out;
+	Iolake__Meta__ObjectRecord__TagsEntry ents[META_TAGS_MAX], *pents[META_TAGS_MAX];
+	for (size_t i = 0; i < op->n_tags; i++) {
+		iolake__meta__object_record__tags_entry__init(&ents[i]);
+		ents[i].key = (char *)keys[i];
+		ents[i].value = (char *)vals[i];
+		pents[i] = &ents[i];
+	}
+	/* Swap the new tags in for the write, then back so the unpacked
+	 * record frees only what it allocated. */
+	size_t old_n = cur->n_tags;
+	Iolake__Meta__ObjectRecord__TagsEntry **old = cur->tags;
+	cur->n_tags = op->n_tags;
+	cur->tags = op->n_tags ? pents : NULL;
+	rc = tx_put_msg(t, &k, &cur->base);
+	cur->n_tags = old_n;
+	cur->tags = old;
+out:
+	meta_state_free_msg(cur);
+	return rc;
+}
+
+int op_set_object_acl(struct tx *t, const Iolake__Meta__SetObjectAcl *op)
+{
+	if (!valid_bucket(op->bucket) || !valid_key(op->key) || !valid_acl(op->acl))
+		return -EINVAL;
+	if (t->range_id) {
+		int rrc = range_check(t, op->bucket, op->key);
+		if (rrc)
+			return rrc;
+	}
+	Iolake__Meta__ObjectRecord *cur = NULL;
+	struct key k;
+	/* the current version, or the one Op.version_id names (issue 17) */
+	int rc = meta_ver_target(t, op->bucket, op->key, op->if_generation, &cur, &k);
+	if (rc == 0) {
+		/* Swap the new ACL in for the write, then back (as tags). */
+		Iolake__Meta__Acl *old = cur->acl;
+		cur->acl = op->acl;
+		rc = tx_put_msg(t, &k, &cur->base);
+		cur->acl = old;
+	}
+	meta_state_free_msg(cur);
+	return rc;
+}
