@@ -3,7 +3,10 @@
  * at a time encoded k+m and fanned out as PutShard calls.
  *
  * Memory: a PUT holds at most `window` segment buffers in flight plus the
- * one being filled, each (k+m) * shard_len bytes from the pool: the data
+ * one being filled, each (k+m) * shard_len bytes from the pool, and at
+ * most `window` more that calls still out after their segment's quorum
+ * grace keep alive (late blocks: the transport holds a slice of the
+ * buffer until the call ends; a PUT with `window` of them waits): the data
  * shards are slices of the bytes the caller fed (copied once, from the
  * HTTP read buffer), the parity shards follow them in the same buffer. A
  * buffer goes back when its calls have ended and the transport has let
@@ -49,6 +52,8 @@ struct put_call {
 	uint32_t shard;
 	uint64_t t0_us;          /* sent (shard write latencies, gw_lat) */
 	uint64_t t0_ns;          /* sent (the request's trace) */
+	unsigned *late;          /* its segment settled with it out: the calls
+				  * of that block still out (shared, heap) */
 };
 
 struct put_seg {
@@ -62,6 +67,7 @@ struct put_seg {
 	uint32_t out;            /* shard mask of those calls */
 	uint32_t ok, fail;       /* shard masks */
 	struct gwd_hnode grace;  /* on d->hq: quorum reached, others still out */
+	struct put_call *calls[EC_MAX_SHARDS];   /* the calls of mask `out` */
 };
 
 struct gw_data_put {
@@ -79,6 +85,7 @@ struct gw_data_put {
 	struct buf *cur;          /* its buffer, or NULL */
 	uint32_t cur_len;
 	unsigned inflight;        /* busy slots */
+	unsigned late_blocks;     /* settled segments' buffers late calls hold */
 	unsigned calls_out;       /* PutShard calls on the wire, late ones included */
 	bool release_wait;        /* put_release waits for calls_out == 0 */
 	int status;               /* first failure, or 0 */
@@ -137,6 +144,21 @@ static void seg_settle(struct put_seg *seg)
 	/* Shards still out are missing: their calls may yet land (repair
 	 * rewrites them) or not. */
 	p->layout.missing[seg->index] = seg->fail | seg->out;
+	if (seg->out) {
+		/* Late calls keep a slice of seg->blk: count the block until
+		 * the last of them ends (on_late_put). Untracked if out of
+		 * memory: the bound then holds only as the calls end. */
+		unsigned *late = malloc(sizeof(*late));
+		if (late) {
+			*late = 0;
+			for (unsigned i = 0; i < p->n; i++)
+				if (seg->out & (1u << i)) {
+					seg->calls[i]->late = late;
+					(*late)++;
+				}
+			p->late_blocks++;
+		}
+	}
 	buf_unref(seg->blk);
 	seg->blk = NULL;
 	seg->busy = false;
@@ -163,9 +185,18 @@ static void on_late_put(struct put_call *c)
 {
 	struct gw_data_put *p = c->p;
 	p->d->st.shard_puts_late++;
+	bool block_back = false;
+	if (c->late && --*c->late == 0) {
+		free(c->late);
+		p->late_blocks--;
+		block_back = true;
+	}
 	free(c);
-	if (p->calls_out)
+	if (p->calls_out) {
+		if (block_back && !p->release_wait)
+			put_progress(p);   /* a segment may wait for that block */
 		return;
+	}
 	if (p->release_wait)
 		put_release(p);
 	else
@@ -190,6 +221,7 @@ static void on_put(void *ud, const struct rpc_result *res)
 		gw_trace_call_end(&t->osd, c->t0_ns, loop_now_ns(), p->t.osd_ids[i],
 				  res->status == RPC_OK);
 	seg->out &= ~(1u << i);
+	seg->calls[i] = NULL;
 	if (res->status == RPC_OK && r && r->info &&
 	    r->info->crc32c == p->layout.crcs[(size_t)seg->index * p->n + i] &&
 	    r->info->length == seg->sl) {
@@ -270,7 +302,8 @@ static void send_segment(struct gw_data_put *p)
 			seg_shard_failed(seg, i, "out of memory");
 			continue;
 		}
-		*c = (struct put_call){ p, seg, seg->use, i, uv_hrtime() / 1000 };
+		*c = (struct put_call){ p, seg, seg->use, i, uv_hrtime() / 1000, 0, NULL };
+		seg->calls[i] = c;
 		struct buf_slice pl = { seg->blk, (size_t)i * sl, sl };
 		seg->pending++;
 		seg->out |= 1u << i;
@@ -284,6 +317,13 @@ static void send_segment(struct gw_data_put *p)
 	d->st.segments_put++;
 	if (!seg->pending)
 		seg_settle(seg);
+}
+
+/* Whether a segment may go out: a free slot, and fewer than `window`
+ * late blocks still held (the memory bound at the top). */
+static bool slot_free(const struct gw_data_put *p)
+{
+	return p->inflight < p->d->o.window && p->late_blocks < p->d->o.window;
 }
 
 static bool can_take(const struct gw_data_put *p)
@@ -385,7 +425,7 @@ static void put_progress(struct gw_data_put *p)
 		put_complete(p);
 		return;
 	}
-	if (p->cur && !can_take(p) && p->inflight < d->o.window) {
+	if (p->cur && !can_take(p) && slot_free(p)) {
 		send_segment(p);
 		if (p->status) {
 			put_progress(p);
@@ -513,7 +553,7 @@ ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
 		taken += c;
 		p->fed += c;
 		if (p->cur_len == seg_len) {
-			if (p->inflight >= d->o.window)
+			if (!slot_free(p))
 				break;
 			send_segment(p);
 			if (p->status) {
