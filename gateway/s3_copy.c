@@ -413,11 +413,7 @@ static void src_ready(struct s3_rq *rq, Iolake__Meta__ObjectRecord *rec);
 static void on_src_version(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
 {
 	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
-	if (e == S3E_OK && r->status != IOLAKE__META__STATUS__STATUS_OK)
-		e = r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND ? S3E_NoSuchVersion
-									 : S3E_InvalidVersionId;
-	if (e == S3E_NoSuchKey || (e == S3E_OK && !r->record))
-		e = S3E_NoSuchVersion;
+	e = s3_ver_answer_err(e, r);
 	if (e == S3E_OK && r->record->is_delete_marker) {
 		s3_rq_fail(rq, S3E_InvalidRequest,
 			   "The source of a copy request may not specifically refer to a delete marker by version id.");

@@ -473,13 +473,7 @@ static void on_get_version(struct s3_rq *rq, enum s3_err e, const ProtobufCMessa
 {
 	struct get_rq *g = get_of(rq);
 	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
-	if (e == S3E_OK && r->status != IOLAKE__META__STATUS__STATUS_OK)
-		e = r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND ? S3E_NoSuchVersion
-									 : S3E_InvalidVersionId;
-	if (e == S3E_NoSuchKey)
-		e = S3E_NoSuchVersion;
-	if (e == S3E_OK && !r->record)
-		e = S3E_NoSuchVersion;
+	e = s3_ver_answer_err(e, r);
 	if (e) {
 		s3_rq_fail(rq, e, NULL);
 		return;

@@ -81,15 +81,21 @@ void s3_ver_record_headers(struct s3_rq *rq, const Iolake__Meta__ObjectRecord *r
 		http_add_header(s3_call_stream(rq->c), "x-amz-delete-marker", "true");
 }
 
-static void on_ver_read(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+enum s3_err s3_ver_answer_err(enum s3_err e, const Iolake__Meta__GetVersionResponse *r)
 {
-	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
-	Iolake__Meta__ObjectRecord *rec = NULL;
 	if (e == S3E_OK && r->status != IOLAKE__META__STATUS__STATUS_OK)
 		e = r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND ? S3E_NoSuchVersion
 									 : S3E_InvalidVersionId;
 	if (e == S3E_NoSuchKey || (e == S3E_OK && !r->record))
 		e = S3E_NoSuchVersion;
+	return e;
+}
+
+static void on_ver_read(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__GetVersionResponse *r = (const void *)resp;
+	Iolake__Meta__ObjectRecord *rec = NULL;
+	e = s3_ver_answer_err(e, r);
 	if (e == S3E_OK && r->record->is_delete_marker) {
 		if (rq->c) {
 			http_add_header(s3_call_stream(rq->c), "x-amz-delete-marker", "true");

@@ -38,4 +38,9 @@ const char *s3_ver_query(const struct s3_rq *rq, bool *bad);
  * delete marker MethodNotAllowed (with its headers), or the error. */
 int s3_ver_read(struct s3_rq *rq, const char *vid, s3_rq_head_cb cb);
 
+/* The S3 error of a GetVersion answer, given the call's e: a missing
+ * version (or key, or an answer without a record) is NoSuchVersion, a
+ * version id meta refused InvalidVersionId; else e. */
+enum s3_err s3_ver_answer_err(enum s3_err e, const Iolake__Meta__GetVersionResponse *r);
+
 #endif
