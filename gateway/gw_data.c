@@ -287,6 +287,8 @@ void gw_data_free(struct gw_data *d)
 		abort();
 	}
 	free_lists(d);
+	free(d->olat);
+	d->olat = NULL;
 	for (unsigned i = 0; i < d->ncodes; i++)
 		ec_free(d->codes[i]);
 	pool_unref(d->pool);

@@ -182,6 +182,10 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
  * them). The memory goes on a later loop turn (a libuv handle closes). */
 void gw_data_free(struct gw_data *d);
 
+/* The p95 of shard reads from OSD osd_id in microseconds, as the hedge
+ * delay reads it (gw_data_get.c); 0 until it has enough samples. */
+uint32_t gw_data_osd_read_p95_us(const struct gw_data *d, uint32_t osd_id);
+
 void gw_data_stats(const struct gw_data *d, struct gw_data_stats *out);
 
 /* Whether an object of size bytes should live wholly in its meta record

@@ -24,8 +24,12 @@
  * nothing else is left. An avoided data shard is treated as failed up
  * front: the segment decodes from parity instead.
  *
- * Hedging: a fetching segment is queued on d->hq with its hedge time
- * (now + the clamped p95 of shard-read latencies, d->lat). If it is still
+ * Hedging: a fetching segment is queued on d->hq with its hedge time:
+ * now + the median, over the segment's OSDs, of each OSD's p95 of shard
+ * reads (d->olat), clamped; so one or two slow OSDs (at most m) raise
+ * only their own p95 and not the delay that hedges around them. While
+ * fewer than half its OSDs have enough samples, the p95 of all shard reads
+ * (d->lat) stands in. If it is still
  * fetching then, the shards still out are marked slow: planning treats
  * them as failed (enough other shards are asked in full to decode) but
  * their answers are still taken if they come first. One hedge per
@@ -306,6 +310,60 @@ uint32_t gwd_hedge_delay_ms(const struct gw_data *d)
 	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
 }
 
+/* OSD id's read latencies, grown on demand when grow; NULL: id 0 (not
+ * known), past GWD_OLAT_MAX, or no memory (the global p95 stands in). */
+static struct gw_lat *osd_lat(struct gw_data *d, uint32_t id, bool grow)
+{
+	if (id == 0 || id >= GWD_OLAT_MAX)
+		return NULL;
+	if (id >= d->olat_n) {
+		if (!grow)
+			return NULL;
+		uint32_t n = d->olat_n ? d->olat_n : 16;
+		while (n <= id)
+			n *= 2;
+		struct gw_lat *v = realloc(d->olat, (size_t)n * sizeof(*v));
+		if (!v)
+			return NULL;
+		for (uint32_t i = d->olat_n; i < n; i++)
+			gw_lat_init(&v[i], 950, 0);
+		d->olat = v;
+		d->olat_n = n;
+	}
+	return &d->olat[id];
+}
+
+/* The hedge delay of a segment of g: the lower median of its OSDs' p95s
+ * (see the top), clamped. */
+static uint32_t seg_hedge_delay_ms(struct gw_data *d, const struct gw_data_get *g)
+{
+	uint32_t v[EC_MAX_SHARDS];
+	unsigned n = 0;
+	for (unsigned i = 0; i < g->n; i++) {
+		struct gw_lat *l = osd_lat(d, g->t.osd_ids[i], false);
+		if (l && l->n >= GW_LAT_EVERY)
+			v[n++] = gw_lat_get(l);
+	}
+	if (2 * n < g->n)
+		return gwd_hedge_delay_ms(d);
+	for (unsigned i = 1; i < n; i++)   /* insertion sort: n <= 16 */
+		for (unsigned j = i; j && v[j - 1] > v[j]; j--) {
+			uint32_t x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	uint32_t ms = (v[(n - 1) / 2] + 999) / 1000;
+	return ms < d->o.hedge_min_ms ? d->o.hedge_min_ms
+	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
+}
+
+uint32_t gw_data_osd_read_p95_us(const struct gw_data *d, uint32_t osd_id)
+{
+	if (osd_id == 0 || osd_id >= d->olat_n || d->olat[osd_id].n < GW_LAT_EVERY)
+		return 0;
+	return gw_lat_get(&d->olat[osd_id]);
+}
+
 static void hedge_unqueue(struct gw_data *d, struct gwd_hnode *h)
 {
 	if (!h->queued)
@@ -345,7 +403,7 @@ static void hedge_queue(struct get_seg *seg)
 	struct gwd_hnode *h = &seg->hn;
 	if (d->o.hedge_off || seg->g->n <= seg->g->k)
 		return;
-	gwd_hq_add(d, h, loop_now_ms() + gwd_hedge_delay_ms(d));
+	gwd_hq_add(d, h, loop_now_ms() + seg_hedge_delay_ms(d, seg->g));
 }
 
 void gwd_hq_add(struct gw_data *d, struct gwd_hnode *h, uint64_t at_ms)
@@ -498,8 +556,13 @@ static void on_get(void *ud, const struct rpc_result *res)
 	seg->inflight_full &= ~b;
 	seg->slow &= ~b;
 	uint64_t now = loop_now_ns();
-	if (res->status == RPC_OK)
-		gw_lat_add(&d->lat, (now - c->t0_ns) / 1000);
+	if (res->status == RPC_OK) {
+		uint64_t us = (now - c->t0_ns) / 1000;
+		gw_lat_add(&d->lat, us);
+		struct gw_lat *ol = osd_lat(d, g->t.osd_ids[i], true);
+		if (ol)
+			gw_lat_add(ol, us);
+	}
 	struct gw_trace *t = gw_trace_get(&g->t.trace);
 	if (t)
 		gw_trace_call_end(&t->osd, c->t0_ns, now, g->t.osd_ids[i], res->status == RPC_OK);

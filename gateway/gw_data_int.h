@@ -26,6 +26,7 @@ enum { GWD_M_PUT = OSD_M_PUT, GWD_M_GET = OSD_M_GET, GWD_M_DEL = OSD_M_DEL };
 
 #define GWD_CLASSES 64   /* pool size classes: 4 KiB, 6 KiB, 8 KiB, ... */
 #define GWD_CODES 4      /* cached (k, m) codes */
+#define GWD_OLAT_MAX 65536 /* OSD ids with read latencies of their own (d->olat) */
 
 /* Shared buffer pool: outlives the gw_data while blocks are out. */
 struct gwd_pool {
@@ -80,6 +81,8 @@ struct gw_data {
 	uint64_t hedge_armed_ms; /* when it fires, 0: stopped */
 	struct gwd_hnode *hq_head, *hq_tail; /* in at_ms order (gwd_hq_add) */
 	struct gw_lat lat;       /* shard read latencies (us) */
+	struct gw_lat *olat;     /* the same by OSD id (gw_data_get.c), olat_n ids */
+	uint32_t olat_n;
 	struct gw_lat plat;      /* shard write latencies (us): the PUT grace */
 	int handles;             /* libuv handles open: d is freed at 0 */
 	struct gwd_deferred *dhead, *dtail;

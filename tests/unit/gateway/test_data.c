@@ -106,6 +106,7 @@ static void fx_setup(struct fx *f, int tr, const char *tag, uint64_t dev_size,
 		f->ch[i] = rpc_channel_open(&f->loop, t, NULL);
 		ck_assert_ptr_nonnull(f->ch[i]);
 		f->t.osds[i] = f->ch[i];
+		f->t.osd_ids[i] = i + 1;   /* as gw_map names them */
 	}
 	struct gw_data_opts def = { .k = K, .m = M, .timeout_ms = 5000 };
 	ck_assert_int_eq(gw_data_new(&f->loop, o ? o : &def, &f->d), 0);
@@ -155,6 +156,14 @@ static void on_degr(void *ud, uint32_t pg, enum gw_data_degraded why)
 
 static const struct gw_data_opts degr_opts = { .k = K, .m = M, .timeout_ms = 5000,
 					       .on_degraded = on_degr };
+
+/* The same for tests that count degraded events, missing shards or
+ * decodes exactly: no hedge and no PUT quorum grace, which a busy machine
+ * makes fire (a slow read hedged is one more decode; a slow shard write
+ * past the grace is one more missing shard). */
+static const struct gw_data_opts degr_exact_opts = { .k = K, .m = M, .timeout_ms = 5000,
+						     .on_degraded = on_degr, .hedge_off = true,
+						     .put_grace_off = true };
 
 /* For tests that count shard reads exactly ("a healthy GET calls no
  * parity OSD"): a hedge adds parity reads by design whenever a read is
@@ -601,7 +610,7 @@ END_TEST
 START_TEST(one_down_put_succeeds)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gw1d", 64 << 20, &degr_opts);
+	fx_setup(&f, _i, "gw1d", 64 << 20, &degr_exact_opts);
 	memset(&degr, 0, sizeof(degr));
 	osd_cluster_stop_node(&f.c, 2);
 	struct buf *b = pattern(2 * SEG + 777, f.seed);
@@ -690,7 +699,7 @@ static int shard_call(struct fx *f, const struct gw_data_layout *l, unsigned i, 
 START_TEST(missing_mask_is_a_hint)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gwmh", 64 << 20, &degr_opts);
+	fx_setup(&f, _i, "gwmh", 64 << 20, &degr_exact_opts);
 	memset(&degr, 0, sizeof(degr));
 	struct buf *b = pattern(1 << 20, f.seed);
 	struct gw_data_layout l;
@@ -722,7 +731,7 @@ END_TEST
 START_TEST(corruption_read_around)
 {
 	struct fx f;
-	fx_setup(&f, _i, "gwcs", 64 << 20, &degr_opts);
+	fx_setup(&f, _i, "gwcs", 64 << 20, &degr_exact_opts);
 	memset(&degr, 0, sizeof(degr));
 	/* 1 MiB: 256 KiB shards, stored in device extents (not inline). */
 	struct buf *b = pattern(1 << 20, f.seed);
@@ -1254,6 +1263,113 @@ START_TEST(hung_osd_put_at_quorum)
 }
 END_TEST
 
+/* OSD i made slow, not hung: a helper thread keeps its loop busy for
+ * ms at a time, 1 ms apart, so every call to it answers late (as a
+ * failing disk or a saturated host would) until slow_osd_stop. */
+struct slow_osd {
+	struct osd_cluster *c;
+	unsigned i, ms;
+	pthread_t th;
+	atomic_int stop;
+};
+
+static void slow_osd_fn(void *arg)
+{
+	struct slow_osd *s = arg;
+	usleep(s->ms * 1000);
+}
+
+static void *slow_osd_thread(void *arg)
+{
+	struct slow_osd *s = arg;
+	for (int n = 0; n < 20000 && !atomic_load(&s->stop); n++) {
+		loop_thread_call(&s->c->node[s->i].lt, slow_osd_fn, s);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static void slow_osd_start(struct slow_osd *s, struct osd_cluster *c, unsigned i, unsigned ms)
+{
+	s->c = c;
+	s->i = i;
+	s->ms = ms;
+	atomic_init(&s->stop, 0);
+	ck_assert_int_eq(pthread_create(&s->th, NULL, slow_osd_thread, s), 0);
+}
+
+static void slow_osd_stop(struct slow_osd *s)
+{
+	atomic_store(&s->stop, 1);
+	pthread_join(s->th, NULL);
+}
+
+/* n GETs of the objects in turn; their latencies in ms into ms[], sorted. */
+static void timed_gets(struct fx *f, int n, struct buf **b, struct gw_data_layout *l, int objs,
+		       uint64_t *ms)
+{
+	for (int j = 0; j < n; j++) {
+		uint64_t t0 = uv_hrtime();
+		expect_range(f, &l[j % objs], b[j % objs], 0, b[j % objs]->len);
+		ms[j] = (uv_hrtime() - t0) / 1000000;
+	}
+	qsort(ms, (size_t)n, sizeof(*ms), cmp_u64);
+}
+
+/* OSD 1 slow (every call answers up to 100 ms late) for a run of GETs:
+ * its reads raise its own p95 only, so the hedge delay of a segment
+ * stays the healthy OSDs' and reads around it win. (With one p95 over
+ * all OSDs, about a sixth of shard reads are slow and the p95 becomes
+ * the slow OSD's: hedges fire too late to help.) Printed: GET p50, p99,
+ * max healthy and while slow; checked: no GET fails, the slow OSD's p95
+ * is above a healthy one's, and hedges fire and win. */
+START_TEST(slow_osd_hedged)
+{
+	enum { OBJS = 8, GETS = 48 };
+	struct fx f;
+	fx_setup(&f, _i, "gwslow", 64 << 20, NULL);
+	struct buf *b[OBJS];
+	struct gw_data_layout l[OBJS];
+	for (int j = 0; j < OBJS; j++) {
+		b[j] = pattern(65536, f.seed + (uint64_t)j);
+		ck_assert_int_eq(do_put(&f, b[j], 1 << 20, &l[j], NULL, NULL), 0);
+	}
+	uint64_t ms[2 * GETS];
+	timed_gets(&f, GETS, b, l, OBJS, ms);
+	struct gw_data_stats s0 = stats(&f);
+	printf("%s: healthy GET 64 KiB p50 %llu p99 %llu max %llu ms, hedge delay %u ms\n",
+	       tname[_i], (unsigned long long)ms[GETS / 2], (unsigned long long)ms[GETS * 99 / 100],
+	       (unsigned long long)ms[GETS - 1], s0.hedge_delay_ms);
+
+	struct slow_osd sl;
+	slow_osd_start(&sl, &f.c, 1, 100);
+	timed_gets(&f, 2 * GETS, b, l, OBJS, ms);   /* the slow OSD's own p95 fills */
+	struct gw_data_stats s1 = stats(&f);
+	timed_gets(&f, GETS, b, l, OBJS, ms);
+	struct gw_data_stats s2 = stats(&f);
+	uint32_t slow_p95 = gw_data_osd_read_p95_us(f.d, 2) / 1000;   /* OSD id 2: shard 1 */
+	uint32_t healthy_p95 = gw_data_osd_read_p95_us(f.d, 1) / 1000;
+	slow_osd_stop(&sl);
+	printf("%s: OSD 1 slow (100 ms): GET 64 KiB p50 %llu p99 %llu max %llu ms; p95 of "
+	       "shard reads: slow OSD %u ms, a healthy one %u ms, all %u ms; hedges %llu, won "
+	       "%llu\n",
+	       tname[_i], (unsigned long long)ms[GETS / 2], (unsigned long long)ms[GETS * 99 / 100],
+	       (unsigned long long)ms[GETS - 1], slow_p95, healthy_p95, s2.hedge_delay_ms,
+	       (unsigned long long)(s2.hedges - s1.hedges),
+	       (unsigned long long)(s2.hedge_wins - s1.hedge_wins));
+	ck_assert_uint_eq(s2.gets_failed, 0);
+	ck_assert_uint_gt(slow_p95, healthy_p95);
+	ck_assert_uint_ge(s2.hedges - s1.hedges, 1);
+	ck_assert_uint_ge(s2.hedge_wins - s1.hedge_wins, 1);
+	run_ms(&f, 150);   /* the slow reads still out end */
+	for (int j = 0; j < OBJS; j++) {
+		buf_unref(b[j]);
+		gw_data_layout_clear(&l[j]);
+	}
+	fx_teardown(&f);
+}
+END_TEST
+
 START_TEST(layout_codec)
 {
 	struct gw_data_layout l = { .k = 4, .m = 2, .segment_bytes = 1000, .pg = 9, .size = 2500 };
@@ -1325,6 +1441,7 @@ static Suite *data_suite(void)
 	tcase_add_loop_test(tc, hung_osd_hedged, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, down_in_map_never_called, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, hung_osd_put_at_quorum, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, slow_osd_hedged, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
 }
