@@ -252,6 +252,8 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 	/* Until samples come: a guess between loopback and a busy disk. */
 	gw_lat_init(&d->lat, 950, 20000);
 	gw_lat_init(&d->plat, 990, 20000);
+	d->olat.q_permille = 950;
+	d->oplat.q_permille = 990;
 	rc = uv_timer_init(loop, &d->kick);
 	if (rc)
 		goto free_code;
@@ -271,6 +273,53 @@ free_d:
 	return rc;
 }
 
+void gwd_osd_lat_add(struct gwd_osd_lats *o, uint32_t id, uint64_t us)
+{
+	if (id == 0 || id >= GWD_OLAT_MAX)
+		return;
+	if (id >= o->n) {
+		uint32_t n = o->n ? o->n : 16;
+		while (n <= id)
+			n *= 2;
+		struct gw_lat *v = realloc(o->v, (size_t)n * sizeof(*v));
+		if (!v)
+			return;   /* the fallback stands in */
+		for (uint32_t i = o->n; i < n; i++)
+			gw_lat_init(&v[i], o->q_permille, 0);
+		o->v = v;
+		o->n = n;
+	}
+	gw_lat_add(&o->v[id], us);
+}
+
+const struct gw_lat *gwd_osd_lat_peek(const struct gwd_osd_lats *o, uint32_t id)
+{
+	if (id == 0 || id >= o->n || o->v[id].n < GW_LAT_EVERY)
+		return NULL;
+	return &o->v[id];
+}
+
+uint32_t gwd_osd_median_us(const struct gwd_osd_lats *o, const uint32_t *ids, unsigned n,
+			   uint32_t fallback_us)
+{
+	uint32_t v[EC_MAX_SHARDS];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n && i < EC_MAX_SHARDS; i++) {
+		const struct gw_lat *l = gwd_osd_lat_peek(o, ids[i]);
+		if (l)
+			v[k++] = gw_lat_get(l);
+	}
+	if (2 * k < n)
+		return fallback_us;
+	for (unsigned i = 1; i < k; i++)   /* insertion sort: k <= 16 */
+		for (unsigned j = i; j && v[j - 1] > v[j]; j--) {
+			uint32_t x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	return v[(k - 1) / 2];
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
 	struct gw_data *d = h->data;
@@ -287,8 +336,9 @@ void gw_data_free(struct gw_data *d)
 		abort();
 	}
 	free_lists(d);
-	free(d->olat);
-	d->olat = NULL;
+	free(d->olat.v);
+	free(d->oplat.v);
+	d->olat.v = d->oplat.v = NULL;
 	for (unsigned i = 0; i < d->ncodes; i++)
 		ec_free(d->codes[i]);
 	pool_unref(d->pool);

@@ -310,58 +310,20 @@ uint32_t gwd_hedge_delay_ms(const struct gw_data *d)
 	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
 }
 
-/* OSD id's read latencies, grown on demand when grow; NULL: id 0 (not
- * known), past GWD_OLAT_MAX, or no memory (the global p95 stands in). */
-static struct gw_lat *osd_lat(struct gw_data *d, uint32_t id, bool grow)
-{
-	if (id == 0 || id >= GWD_OLAT_MAX)
-		return NULL;
-	if (id >= d->olat_n) {
-		if (!grow)
-			return NULL;
-		uint32_t n = d->olat_n ? d->olat_n : 16;
-		while (n <= id)
-			n *= 2;
-		struct gw_lat *v = realloc(d->olat, (size_t)n * sizeof(*v));
-		if (!v)
-			return NULL;
-		for (uint32_t i = d->olat_n; i < n; i++)
-			gw_lat_init(&v[i], 950, 0);
-		d->olat = v;
-		d->olat_n = n;
-	}
-	return &d->olat[id];
-}
-
 /* The hedge delay of a segment of g: the lower median of its OSDs' p95s
  * (see the top), clamped. */
 static uint32_t seg_hedge_delay_ms(struct gw_data *d, const struct gw_data_get *g)
 {
-	uint32_t v[EC_MAX_SHARDS];
-	unsigned n = 0;
-	for (unsigned i = 0; i < g->n; i++) {
-		struct gw_lat *l = osd_lat(d, g->t.osd_ids[i], false);
-		if (l && l->n >= GW_LAT_EVERY)
-			v[n++] = gw_lat_get(l);
-	}
-	if (2 * n < g->n)
-		return gwd_hedge_delay_ms(d);
-	for (unsigned i = 1; i < n; i++)   /* insertion sort: n <= 16 */
-		for (unsigned j = i; j && v[j - 1] > v[j]; j--) {
-			uint32_t x = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = x;
-		}
-	uint32_t ms = (v[(n - 1) / 2] + 999) / 1000;
+	uint32_t us = gwd_osd_median_us(&d->olat, g->t.osd_ids, g->n, gw_lat_get(&d->lat));
+	uint32_t ms = (us + 999) / 1000;
 	return ms < d->o.hedge_min_ms ? d->o.hedge_min_ms
 	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
 }
 
 uint32_t gw_data_osd_read_p95_us(const struct gw_data *d, uint32_t osd_id)
 {
-	if (osd_id == 0 || osd_id >= d->olat_n || d->olat[osd_id].n < GW_LAT_EVERY)
-		return 0;
-	return gw_lat_get(&d->olat[osd_id]);
+	const struct gw_lat *l = gwd_osd_lat_peek(&d->olat, osd_id);
+	return l ? gw_lat_get(l) : 0;
 }
 
 static void hedge_unqueue(struct gw_data *d, struct gwd_hnode *h)
@@ -559,9 +521,7 @@ static void on_get(void *ud, const struct rpc_result *res)
 	if (res->status == RPC_OK) {
 		uint64_t us = (now - c->t0_ns) / 1000;
 		gw_lat_add(&d->lat, us);
-		struct gw_lat *ol = osd_lat(d, g->t.osd_ids[i], true);
-		if (ol)
-			gw_lat_add(ol, us);
+		gwd_osd_lat_add(&d->olat, g->t.osd_ids[i], us);
 	}
 	struct gw_trace *t = gw_trace_get(&g->t.trace);
 	if (t)

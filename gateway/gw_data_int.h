@@ -70,6 +70,24 @@ struct gwd_hnode {
 	void (*fire)(struct gwd_hnode *h);  /* NULL: a GET segment's hedge */
 };
 
+/* Latencies by OSD id (gw_data.c), grown on demand up to GWD_OLAT_MAX
+ * ids: what one OSD's slowness moves is its own quantile only. */
+struct gwd_osd_lats {
+	struct gw_lat *v;
+	uint32_t n;
+	uint32_t q_permille;
+};
+
+/* Add a sample for OSD id (0: unknown, ignored). */
+void gwd_osd_lat_add(struct gwd_osd_lats *o, uint32_t id, uint64_t us);
+/* OSD id's histogram if it has enough samples (GW_LAT_EVERY), else NULL. */
+const struct gw_lat *gwd_osd_lat_peek(const struct gwd_osd_lats *o, uint32_t id);
+/* The lower median of the quantiles of OSDs ids[0..n) (ids without enough
+ * samples skipped); fallback_us when fewer than half have them. Up to
+ * n/2 - 1 slow OSDs (m at k+m with k > m) leave it at a healthy one's. */
+uint32_t gwd_osd_median_us(const struct gwd_osd_lats *o, const uint32_t *ids, unsigned n,
+			   uint32_t fallback_us);
+
 struct gw_data {
 	uv_loop_t *loop;
 	struct gw_data_opts o;
@@ -81,9 +99,9 @@ struct gw_data {
 	uint64_t hedge_armed_ms; /* when it fires, 0: stopped */
 	struct gwd_hnode *hq_head, *hq_tail; /* in at_ms order (gwd_hq_add) */
 	struct gw_lat lat;       /* shard read latencies (us) */
-	struct gw_lat *olat;     /* the same by OSD id (gw_data_get.c), olat_n ids */
-	uint32_t olat_n;
+	struct gwd_osd_lats olat;   /* the same by OSD id (the hedge delay) */
 	struct gw_lat plat;      /* shard write latencies (us): the PUT grace */
+	struct gwd_osd_lats oplat;  /* the same by OSD id */
 	int handles;             /* libuv handles open: d is freed at 0 */
 	struct gwd_deferred *dhead, *dtail;
 	struct gw_data_put *free_puts;

@@ -102,6 +102,7 @@ struct gw_data_put {
 };
 
 static void put_progress(struct gw_data_put *p);
+static uint32_t put_grace_of(const struct gw_data *d, uint32_t us);
 
 static void put_fail(struct gw_data_put *p, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -132,7 +133,22 @@ static void seg_shard_failed(struct put_seg *seg, uint32_t i, const char *why)
 
 uint32_t gwd_put_grace_ms(const struct gw_data *d)
 {
-	uint32_t ms = 2 * ((gw_lat_get(&d->plat) + 999) / 1000);
+	return put_grace_of(d, gw_lat_get(&d->plat));
+}
+
+/* The grace of a segment of p: 2 x the lower median of its OSDs' p99s of
+ * shard writes (one slow OSD moves only its own: see gwd_osd_median_us),
+ * clamped; the p99 of all writes while too few are known. */
+static uint32_t seg_grace_ms(const struct gw_data_put *p)
+{
+	const struct gw_data *d = p->d;
+	return put_grace_of(d, gwd_osd_median_us(&d->oplat, p->t.osd_ids, p->n,
+						 gw_lat_get(&d->plat)));
+}
+
+static uint32_t put_grace_of(const struct gw_data *d, uint32_t us)
+{
+	uint32_t ms = 2 * ((us + 999) / 1000);
 	return ms < d->o.put_grace_min_ms ? d->o.put_grace_min_ms
 	       : ms > d->o.put_grace_max_ms ? d->o.put_grace_max_ms : ms;
 }
@@ -226,7 +242,9 @@ static void on_put(void *ud, const struct rpc_result *res)
 	    r->info->crc32c == p->layout.crcs[(size_t)seg->index * p->n + i] &&
 	    r->info->length == seg->sl) {
 		seg->ok |= 1u << i;
-		gw_lat_add(&p->d->plat, (uv_hrtime() / 1000) - c->t0_us);
+		uint64_t us = (uv_hrtime() / 1000) - c->t0_us;
+		gw_lat_add(&p->d->plat, us);
+		gwd_osd_lat_add(&p->d->oplat, p->t.osd_ids[i], us);
 	} else {
 		char why[200];
 		if (res->status == RPC_OK)
@@ -241,7 +259,7 @@ static void on_put(void *ud, const struct rpc_result *res)
 		seg_settle(seg);
 	else if (!p->status && !p->d->o.put_grace_off && !seg->grace.queued &&
 		 (unsigned)__builtin_popcount(seg->ok) >= p->quorum)
-		gwd_hq_add(p->d, &seg->grace, loop_now_ms() + gwd_put_grace_ms(p->d));
+		gwd_hq_add(p->d, &seg->grace, loop_now_ms() + seg_grace_ms(p));
 	put_progress(p);
 }
 

@@ -1341,6 +1341,12 @@ START_TEST(slow_osd_hedged)
 	       tname[_i], (unsigned long long)ms[GETS / 2], (unsigned long long)ms[GETS * 99 / 100],
 	       (unsigned long long)ms[GETS - 1], s0.hedge_delay_ms);
 
+	uint64_t pm[GETS];
+	timed_puts(&f, GETS, f.seed + 100, pm, NULL, NULL);
+	printf("%s: healthy PUT 64 KiB/1 MiB p50 %llu p99 %llu max %llu ms, grace %u ms\n",
+	       tname[_i], (unsigned long long)pm[GETS / 2], (unsigned long long)pm[GETS * 99 / 100],
+	       (unsigned long long)pm[GETS - 1], stats(&f).put_grace_ms);
+
 	struct slow_osd sl;
 	slow_osd_start(&sl, &f.c, 1, 100);
 	timed_gets(&f, 2 * GETS, b, l, OBJS, ms);   /* the slow OSD's own p95 fills */
@@ -1349,7 +1355,19 @@ START_TEST(slow_osd_hedged)
 	struct gw_data_stats s2 = stats(&f);
 	uint32_t slow_p95 = gw_data_osd_read_p95_us(f.d, 2) / 1000;   /* OSD id 2: shard 1 */
 	uint32_t healthy_p95 = gw_data_osd_read_p95_us(f.d, 1) / 1000;
+	/* PUTs: the quorum grace comes from the healthy OSDs' write p99s. */
+	timed_puts(&f, GETS, f.seed + 200, pm, NULL, NULL);   /* its own p99 fills */
+	struct gw_data_stats s3 = stats(&f);
+	timed_puts(&f, GETS, f.seed + 300, pm, NULL, NULL);
+	struct gw_data_stats s4 = stats(&f);
 	slow_osd_stop(&sl);
+	printf("%s: OSD 1 slow (100 ms): PUT 64 KiB/1 MiB p50 %llu p99 %llu max %llu ms, grace "
+	       "from all writes' p99 %u ms, shard writes abandoned at the grace %llu\n",
+	       tname[_i], (unsigned long long)pm[GETS / 2], (unsigned long long)pm[GETS * 99 / 100],
+	       (unsigned long long)pm[GETS - 1], s4.put_grace_ms,
+	       (unsigned long long)(s4.shard_puts_abandoned - s3.shard_puts_abandoned));
+	ck_assert_uint_eq(s4.puts_failed, 0);
+	ck_assert_uint_ge(s4.shard_puts_abandoned - s3.shard_puts_abandoned, 1);
 	printf("%s: OSD 1 slow (100 ms): GET 64 KiB p50 %llu p99 %llu max %llu ms; p95 of "
 	       "shard reads: slow OSD %u ms, a healthy one %u ms, all %u ms; hedges %llu, won "
 	       "%llu\n",
