@@ -19,6 +19,13 @@
 #      kernel still ACKs, nothing answers): GET p99 within 2x the healthy
 #      p99 from the first moment (hedged reads), PUT p99 from 3 s on (PING
 #      detection); no request fails.
+#   3. The same node's OSDs made slow, not hung: stopped 150 ms of every
+#      ~160 ms (SIGSTOP/SIGCONT), for the 200 ms delay netem would give
+#      where sch_netem is missing: every call to them answers late but
+#      PINGs keep arriving within the timeout, so no circuit opens. GET
+#      p99 within 2x the healthy p99 from the first moment (hedges after
+#      the healthy OSDs' median p95, gw_data_get.c), PUT p99 from 3 s on
+#      (the quorum grace after their median p99); no request fails.
 # Pass/fail is on errors and on those p99 bounds (the healthy p99 is
 # floored at 20 ms: below that one context switch on a loaded two-core host
 # is a doubling). Short mode (default, ~90 s): 8 s faults, under the map's
@@ -151,6 +158,22 @@ sleep "$FAULT"
 kill -CONT $P
 STOPPED=""
 echo "sigstop- $(now)" >>"$EV"
+sleep 5
+
+step "part 3: node $Y's OSD processes slow (stopped 150 ms of every 160) for $FAULT s"
+echo "slow+ $(now) 0 3" >>"$EV"
+STOPPED=$P
+end=$(( $(date +%s) + FAULT ))
+while [ "$(date +%s)" -lt "$end" ]; do
+	# shellcheck disable=SC2086
+	kill -STOP $P
+	sleep 0.15
+	# shellcheck disable=SC2086
+	kill -CONT $P
+	sleep 0.01
+done
+STOPPED=""
+echo "slow- $(now)" >>"$EV"
 sleep 5
 
 touch "$STOPF"
