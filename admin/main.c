@@ -4,6 +4,7 @@
  *
  *   iolake-admin (--meta ADDR,... | --data-dir AIO_DIR) [--json] [--timeout DUR] COMMAND
  *     cluster status        every member's own view (asked directly)
+ *     cluster wait-healthy [S]  until healthy (admin/health.c)
  *     osd ls | pg ls        the cluster map; pg ls with each PG's state (PgStats)
  *     osd out|in|rm ID      operator verbs (admin_out through SetOsdState; RemoveOsd)
  *     osd df                each OSD's space, from the OSD itself
@@ -43,6 +44,7 @@
 #include "admin/aio.h"
 #include "admin/http.h"
 #include "meta/client.h"
+#include "admin/health.h"
 #include "admin/range.h"
 #include "admin/user.h"
 #include "meta/rootkey.h"
@@ -1425,6 +1427,10 @@ static const char synopsis[] =
 	"                            state digest; map epoch; the Raft configuration;\n"
 	"                            the shard GC queue length; PGs per state, recovery\n"
 	"                            left, rate and ETA\n"
+	"  cluster wait-healthy [S]  wait (up to S seconds, default 600) until every\n"
+	"                            member answers with a leader, every OSD is up and\n"
+	"                            in, every PG active+clean: exit 0, else 1 (what a\n"
+	"                            rolling restart waits for between nodes)\n"
 	"  osd ls                    the OSDs of the map (IN says out(admin) while an\n"
 	"                            operator holds one out)\n"
 	"  osd out ID | osd in ID    take an OSD out and hold it out (its beats bring it\n"
@@ -1539,6 +1545,17 @@ int main(int argc, char **argv)
 	const char *obj = a[0], *verb = a[1];
 	if (!strcmp(obj, "cluster") && !strcmp(verb, "status") && nargs == 2)
 		rc = cmd_cluster_status();
+	else if (!strcmp(obj, "cluster") && !strcmp(verb, "wait-healthy") && nargs <= 3) {
+		char *end = NULL;
+		unsigned long secs = nargs == 3 ? strtoul(a[2], &end, 10) : 600;
+		if (nargs == 3 && (!*a[2] || *end || secs == 0 || secs > 86400)) {
+			fprintf(stderr, "%s: cluster wait-healthy: seconds 1..86400, not %s\n",
+				argv[0], a[2]);
+			rc = 2;
+		} else {
+			rc = admin_wait_healthy(cli, (uint64_t)secs * 1000, stdout, stderr);
+		}
+	}
 	else if (!strcmp(obj, "osd") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_osd_ls();
 	else if (!strcmp(obj, "osd") && !strcmp(verb, "df") && nargs == 2)

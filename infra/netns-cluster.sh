@@ -30,6 +30,10 @@ Usage:
   netns-cluster.sh status  --dir DIR
   netns-cluster.sh kill    --dir DIR NODE     SIGKILL every process of NODE
   netns-cluster.sh start   --dir DIR NODE     restart NODE's processes on its data
+  netns-cluster.sh rolling-restart --dir DIR [--timeout 60]
+                                             node after node: SIGTERM, start on its
+                                             data, wait for `iolake-admin cluster
+                                             wait-healthy` before the next
   netns-cluster.sh kill-meta  --dir DIR NODE   SIGKILL NODE's meta member only
   netns-cluster.sh start-meta --dir DIR NODE   restart NODE's meta member on its data
   netns-cluster.sh kill-osd  --dir DIR NODE J [--destroy]
@@ -541,6 +545,25 @@ cmd_start() {
 	log "started node $n"
 }
 
+# rolling-restart: as infra/deploy/deploy.sh --rolling does with systemd:
+# healthy first, then node after node stopped (SIGTERM, SIGKILL after 10 s)
+# and started on its data, and the whole cluster healthy again (every
+# member answering with a leader, every OSD up and in, every PG
+# active+clean) within --timeout before the next node.
+cmd_rolling_restart() {
+	local n t0
+	admin_wait() { "$BUILD/iolake-admin" --meta "$(meta_addrs)" --timeout 3s cluster wait-healthy "$TIMEOUT" >&2; }
+	admin_wait || die "rolling-restart: the cluster is not healthy; not starting"
+	for n in $(seq 1 "$NODES"); do
+		t0=$(date +%s%N)
+		# shellcheck disable=SC2046
+		stop_pids TERM $(node_pids "$n")
+		start_node_wait "$n"
+		admin_wait || die "rolling-restart: not healthy within $TIMEOUT s after node $n; stopping here"
+		log "rolling-restart: node $n restarted, cluster healthy again after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+	done
+}
+
 cmd_isolate() {
 	local n
 	n=$(node_arg "$1")
@@ -655,6 +678,7 @@ up) [ ${#ARGS[@]} -eq 0 ] || die "up: unexpected argument ${ARGS[0]}"; cmd_up ;;
 down) cmd_down ;;
 status) load_state; cmd_status ;;
 add-node) [ ${#ARGS[@]} -eq 0 ] || die "add-node: no argument expected"; load_state; cmd_add_node ;;
+rolling-restart) [ ${#ARGS[@]} -eq 0 ] || die "rolling-restart: no argument expected"; load_state; cmd_rolling_restart ;;
 kill | start | isolate | heal | unslow | kill-meta | start-meta)
 	[ ${#ARGS[@]} -eq 1 ] || die "$VERB: one NODE expected"
 	load_state

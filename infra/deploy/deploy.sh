@@ -24,6 +24,12 @@
 #              so a device whose superblock is lost is refused, not formatted
 #   --restart  also `systemctl restart` the units (after an upgrade: enable
 #              --now does not restart a running service)
+#   --rolling  with --restart: one host at a time, and before the first and
+#              after each `iolake-admin cluster wait-healthy` (every meta
+#              member answering with a leader, every OSD up and in, every PG
+#              active+clean), run here against the conf's meta addresses; a
+#              host that does not come back healthy within --wait seconds
+#              (default 600) stops the rollout, the hosts after it untouched
 #
 # The cluster key (docs/security.md): CONF.key next to the description,
 # made with `iolake-admin cluster init-key` on the first run and kept;
@@ -40,7 +46,7 @@ die() {
 	exit 1
 }
 
-CONF=$HERE/cluster.conf BUILD="" HOSTS="" DRY="" OUT="" FORMAT="" RESTART=""
+CONF=$HERE/cluster.conf BUILD="" HOSTS="" DRY="" OUT="" FORMAT="" RESTART="" ROLLING="" WAIT=600
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--conf) CONF=${2:?--conf needs a value}; shift 2 ;;
@@ -50,6 +56,8 @@ while [ $# -gt 0 ]; do
 	--dry-run) DRY=1; shift ;;
 	--format) FORMAT=1; shift ;;
 	--restart) RESTART=1; shift ;;
+	--rolling) ROLLING=1; RESTART=1; shift ;;
+	--wait) WAIT=${2:?--wait needs seconds}; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
@@ -256,6 +264,17 @@ deploy_host() {
 	if [ -n "$RESTART" ]; then run ssh "${SSH_OPTS[@]}" "$dst" "systemctl restart ${UNITS[*]}"; fi
 }
 
+[[ $WAIT =~ ^[1-9][0-9]*$ ]] || die "--wait: seconds, not $WAIT"
+# wait_healthy WHAT: the cluster healthy within --wait seconds, or stop.
+wait_healthy() {
+	run "$BUILD/iolake-admin" --meta "$METAS" cluster wait-healthy "$WAIT" ||
+		die "$1: the cluster is not healthy after $WAIT s; stopping the rolling restart here"
+}
+
 [ -n "$DRY" ] && echo "# dry run: nothing is executed; staging in $OUT"
-for i in "${SELECTED[@]}"; do deploy_host "$i"; done
+[ -z "$ROLLING" ] || wait_healthy "before the first host"
+for i in "${SELECTED[@]}"; do
+	deploy_host "$i"
+	[ -z "$ROLLING" ] || wait_healthy "after host ${H_NAME[i]}"
+done
 if [ -z "$DRY" ]; then echo "$PROG: deployed to ${#SELECTED[@]} host(s); meta: $METAS"; fi

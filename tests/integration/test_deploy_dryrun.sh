@@ -10,6 +10,9 @@
 #   - the generated units pass `systemd-analyze verify` in a root built from
 #     the staging directory (binaries at the configured path), and a broken
 #     unit does not (the check can fail);
+#   - --rolling waits for `iolake-admin cluster wait-healthy` before the
+#     first host and after each, and stops at a host that does not come
+#     back healthy;
 #   - bad descriptions are refused naming the problem;
 #   - shellcheck is clean on infra/, the netns tests and bench/heal.sh.
 set -euo pipefail
@@ -72,6 +75,42 @@ PATH=$W/fakebin:$PATH "$DEPLOY" --build "$B" --conf "$W/cluster.conf" --out "$W/
 grep -v '^#' "$W/dry.out" | sed "s|$W/stage|$W/stage2|g" >"$W/want.calls"
 diff -u "$W/want.calls" "$W/calls" || fail "the real run's ssh/scp calls differ from the dry run's"
 echo "ok: without --dry-run, ssh/scp get exactly those $(wc -l <"$W/calls") commands"
+
+# --rolling: one host at a time, waiting for `iolake-admin cluster
+# wait-healthy` before the first and after each; an unhealthy cluster stops
+# the rollout there (the hosts after it untouched). A stand-in build dir
+# whose iolake-admin logs its calls and says "not healthy" at call $BAD.
+mkdir -p "$W/fbuild"
+for b in iolake-meta iolake-osd iolake-gw; do ln -s "$B/$b" "$W/fbuild/$b"; done
+cat >"$W/fbuild/iolake-admin" <<EOF
+#!/bin/bash
+echo "iolake-admin \$*" >>"$W/calls"
+n=\$(grep -c '^iolake-admin ' "$W/calls")
+[ "\$n" != "\${BAD:-0}" ]
+EOF
+chmod +x "$W/fbuild/iolake-admin"
+"$DEPLOY" --build "$W/fbuild" --conf "$W/cluster.conf" --out "$W/stage3" --rolling --wait 30 --dry-run \
+	>"$W/roll.out" || fail "--rolling --dry-run exited non-zero"
+grep -v '^#' "$W/roll.out" | grep "wait-healthy\|systemctl restart" |
+	sed "s|$W/fbuild/||; s/root@192[.]0[.]2[.][0-9]* .*/root@host/" >"$W/roll.seq"
+{
+	echo "iolake-admin --meta 192.0.2.1:7400,192.0.2.2:7400 cluster wait-healthy 30"
+	for _ in 1 2 3; do
+		echo "ssh -o BatchMode=yes -o ConnectTimeout=10 root@host"
+		echo "iolake-admin --meta 192.0.2.1:7400,192.0.2.2:7400 cluster wait-healthy 30"
+	done
+} >"$W/roll.want"
+diff -u "$W/roll.want" "$W/roll.seq" || fail "--rolling: not a wait before the first host and after each restart"
+echo "ok: --rolling --dry-run waits for health before the first host and after each of 3"
+rm -f "$W/calls"
+BAD=3 PATH=$W/fakebin:$PATH "$DEPLOY" --build "$W/fbuild" --conf "$W/cluster.conf" --out "$W/stage4" \
+	--rolling --wait 30 >/dev/null 2>"$W/roll.err" && fail "--rolling went on past an unhealthy cluster"
+grep -q "after host a2: the cluster is not healthy after 30 s; stopping the rolling restart here" \
+	"$W/roll.err" || fail "--rolling's stop does not name the host: $(cat "$W/roll.err")"
+grep -q "root@192.0.2.2 'systemctl restart" "$W/calls" || fail "--rolling: a2 was not restarted"
+if grep -q "root@192.0.2.3" "$W/calls"; then fail "--rolling: a3 touched after a2 came back unhealthy"; fi
+echo "ok: --rolling stops after the host that left the cluster unhealthy (a2), a3 untouched"
+rm -f "$W/calls"
 
 # Env files: what each service is started with.
 env_has() { grep -qxF -- "$2" "$W/stage/$1" || fail "$1 lacks '$2': $(cat "$W/stage/$1")"; }

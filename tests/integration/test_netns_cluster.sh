@@ -16,7 +16,10 @@
 #     is a follower caught up with the leader, its OSDs up in the map;
 #   - a node slowed: 50 ms each way with tc netem when the kernel has it
 #     (else a SKIP line for that step), and a rate limit (tbf): a read
-#     through it succeeds.
+#     through it succeeds;
+#   - a rolling restart (netns-cluster.sh rolling-restart: node after node
+#     SIGTERMed and started, each time waiting for `iolake-admin cluster
+#     wait-healthy`): every object reads back, a new PUT succeeds.
 # `down` runs in the EXIT trap; afterwards no namespace, link or process of
 # this run may be left (the test fails otherwise). Needs root and working
 # `ip netns`; without them it prints SKIP with the reason and exits 0.
@@ -143,6 +146,11 @@ fi
 s3 check "$(ep "$G")" "$DIR" || fail "read with node $S rate-limited"
 "$CL" unslow --dir "$DIR" "$S"
 [[ $(tc qdisc show dev "$PFX-v$S") != *tbf* ]] || fail "tbf still on $PFX-v$S after unslow"
+
+step "rolling restart: node after node, each waiting for a healthy cluster"
+"$CL" rolling-restart --dir "$DIR" --timeout 60 || fail "rolling restart"
+s3 check "$(ep 1)" "$DIR" || fail "read back after the rolling restart"
+poll 30 s3 new "$(ep 2)" "$DIR" after-rolling 300000 || fail "PUT after the rolling restart"
 
 step "down"
 "$CL" down --dir "$DIR" || fail "down"

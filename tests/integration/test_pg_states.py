@@ -109,6 +109,10 @@ def main():
            "cluster status --json: pg_states and recovery")
     rc, out, _ = admin_text(meta, "cluster", "status")
     expect(rc == 0 and "pgs: 256 active+clean" in out, "cluster status: pgs summary line")
+    rc, out, err = admin_text(meta, "cluster", "wait-healthy", "20")
+    expect(rc == 0 and re.search(r"^healthy after [0-9.]+ s: 1 meta members, 6 OSDs up and in, "
+                                 r"256 PGs active\+clean$", out, re.M),
+           "cluster wait-healthy on a healthy cluster: %s%s" % (out.strip(), err.strip()))
     wait_for("meta /metrics: iolake_pg_state{state=active+clean} 256",   # set each second
              lambda: meta_metric("iolake_pg_state", {"state": "active+clean"}) == 256, timeout=5)
     print("ok: meta /metrics: iolake_pg_state{state=active+clean} 256")
@@ -169,6 +173,12 @@ def main():
            "pg ls: the down OSD is marked %d*" % v)
     wait_for("gauge active+degraded 256",
              lambda: meta_metric("iolake_pg_state", {"state": "active+degraded"}) == 256)
+    t0 = time.time()
+    rc, out, err = admin_text(meta, "cluster", "wait-healthy", "2")
+    expect(rc == 1 and "not healthy after" in err and "not up" in err and time.time() - t0 < 10,
+           "cluster wait-healthy with osd%d down: exit 1 after its 2 s, %s" % (v, err.strip()))
+    rc, _, err = admin_text(meta, "cluster", "wait-healthy", "0")
+    expect(rc == 2 and "1..86400" in err, "cluster wait-healthy 0 refused: %s" % err.strip())
 
     # Operator verbs.
     r = admin(meta, "osd", "out", str(w))
