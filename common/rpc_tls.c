@@ -52,7 +52,7 @@ static void fill_cfg(const struct rpc_tls *t, bool client, struct tls_cfg *c)
 
 int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, size_t err_len)
 {
-	if (!f->ca || !f->cert || !f->key) {
+	if (!f->ca || !f->cert != !f->key) {
 		snprintf(err, err_len, "--rpc-tls-ca, --rpc-tls-cert and --rpc-tls-key go together");
 		return -EINVAL;
 	}
@@ -60,14 +60,14 @@ int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, 
 	if (!t)
 		return -ENOMEM;
 	t->ca = strdup(f->ca);
-	t->cert = strdup(f->cert);
-	t->key = strdup(f->key);
+	t->cert = f->cert ? strdup(f->cert) : NULL;
+	t->key = f->key ? strdup(f->key) : NULL;
 	int rc = -ENOMEM;
-	if (!t->ca || !t->cert || !t->key)
+	if (!t->ca || !t->cert != !f->cert || !t->key != !f->key)
 		goto fail;
 	struct tls_cfg c;
 	fill_cfg(t, false, &c);
-	if ((rc = tls_ctx_new(&c, &t->srv, err, err_len)))
+	if (t->cert && (rc = tls_ctx_new(&c, &t->srv, err, err_len)))
 		goto fail;
 	fill_cfg(t, true, &c);
 	if ((rc = tls_ctx_new(&c, &t->cli, err, err_len)))
@@ -85,9 +85,9 @@ int rpc_tls_reload(struct rpc_tls *t, char *err, size_t err_len)
 	/* Check both before swapping either: a bad file changes nothing. */
 	struct tls_server *probe = NULL;
 	fill_cfg(t, false, &c);
-	int rc = tls_ctx_new(&c, &probe, err, err_len);
+	int rc = t->srv ? tls_ctx_new(&c, &probe, err, err_len) : 0;
 	tls_server_free(probe);
-	if (!rc) {
+	if (!rc && t->srv) {
 		fill_cfg(t, false, &c);
 		rc = tls_ctx_reload(t->srv, &c, err, err_len);
 	}
@@ -125,12 +125,16 @@ int rpc_tls_setup(const struct rpc_tls_files *f, char *err, size_t err_len)
 {
 	if (!f->ca && !f->cert && !f->key)
 		return 0;
+	if (!f->ca || !f->cert || !f->key) {
+		snprintf(err, err_len, "--rpc-tls-ca, --rpc-tls-cert and --rpc-tls-key go together");
+		return -EINVAL;
+	}
 	struct rpc_tls *t;
 	int rc = rpc_tls_new(f, &t, err, err_len);
 	if (rc)
 		return rc;
 	char serial[80];
-	tls_server_serial(t->srv, serial, sizeof(serial));
+	tls_server_serial(t->cli, serial, sizeof(serial));
 	LOG_INFO("rpc-tls: mutual TLS on RPC", "ca=%s cert=%s serial=%s", LOG_Q(f->ca),
 		 LOG_Q(f->cert), serial);
 	rpc_tls_set_default(t);
@@ -148,7 +152,7 @@ void rpc_tls_reload_default(void)
 		return;
 	}
 	char serial[80];
-	tls_server_serial(t->srv, serial, sizeof(serial));
+	tls_server_serial(t->cli, serial, sizeof(serial));
 	LOG_INFO("rpc-tls: certificate reloaded", "cert=%s serial=%s", LOG_Q(t->cert), serial);
 }
 
@@ -156,6 +160,8 @@ void rpc_tls_reload_default(void)
 
 struct tls_conn *rpc_tls_conn_new(struct rpc_tls *t, bool server)
 {
+	if (server && !t->srv)
+		return NULL; /* a client-only identity */
 	return tls_conn_new(server ? t->srv : t->cli);
 }
 

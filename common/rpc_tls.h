@@ -55,7 +55,9 @@ struct rpc_tls_files {
 	  .help = "the private key of --rpc-tls-cert (PEM)" }
 
 /* Load an identity. 0 and *out, or -EINVAL with err naming the file and
- * OpenSSL's reason (a key not matching its certificate included). */
+ * OpenSSL's reason (a key not matching its certificate included). cert
+ * and key may both be NULL: a client that presents no certificate (tests;
+ * such an identity cannot serve). */
 int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, size_t err_len);
 
 /* Read the files again (those given to rpc_tls_new). 0, or -EINVAL with
