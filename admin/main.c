@@ -14,6 +14,7 @@
  *     user show NAME | grant | revoke | admin | rekey, cluster init-key (admin/user.c)
  *     bucket ls
  *     member add ID@HOST:PORT | member rm ID
+ *     ca init | ca issue      the cluster CA for mutual TLS on RPC (admin/ca.c)
  *     api METHOD PATH [BODY]  one call to the admin HTTP API (--data-dir only:
  *                           its URL from aio.json, signed with the root key)
  *
@@ -42,6 +43,8 @@
 #include "common/proto/osd_methods.h"
 #include "common/rpc.h"
 #include "admin/aio.h"
+#include "admin/ca.h"
+#include "common/rpc_tls.h"
 #include "admin/http.h"
 #include "meta/client.h"
 #include "admin/health.h"
@@ -1465,6 +1468,8 @@ static const char synopsis[] =
 	"  range merge BUCKET KEY    merge the range holding KEY with its right neighbour\n"
 	"                            (into the left one's group)\n"
 	"  member add ID@HOST:PORT | member rm ID\n"
+	"  ca init --dir DIR | ca issue --dir DIR --name N [--ip A,..] [--dns H,..] --out PREFIX\n"
+	"                            the cluster CA and node certificates for --rpc-tls-*\n"
 	"  api METHOD PATH [BODY]    one call to the admin HTTP API (with --data-dir:\n"
 	"                            the URL from aio.json, signed with the root key);\n"
 	"                            PATH \"cluster\" is /api/v1/cluster\n";
@@ -1474,7 +1479,9 @@ int main(int argc, char **argv)
 	struct flag_list members = { 0 };
 	uint64_t timeout_ms = 10000;
 	const char *aio_dir = NULL;
+	struct rpc_tls_files tlsf = { 0 };
 	const struct flag_spec specs[] = {
+		RPC_TLS_FLAGS(tlsf),
 		{ .name = "meta", .type = FLAG_LIST, .dst = &members,
 		  .metavar = "ADDR,...", .help = "meta members (any of them)" },
 		{ .name = "data-dir", .type = FLAG_STRING, .dst = &aio_dir, .metavar = "AIO_DIR",
@@ -1500,6 +1507,11 @@ int main(int argc, char **argv)
 	if (nargs < 2) {
 		flags_usage(stderr, argv[0], synopsis, specs);
 		return 2;
+	}
+	if (!strcmp(a[0], "ca")) {
+		rc = admin_ca(nargs - 1, a + 1, stdout, stderr);
+		flags_free(specs);
+		return rc;
 	}
 	if (!strcmp(a[0], "cluster") && !strcmp(a[1], "init-key")) {
 		rc = admin_cluster_init_key(nargs - 2, a + 2, stdout, stderr);
@@ -1530,6 +1542,10 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	log_set_level(LOG_LEVEL_ERROR);
+	if (rpc_tls_setup(&tlsf, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", argv[0], err);
+		return 2;
+	}
 	uv_loop_init(&loop);
 	struct meta_client_opts o = {
 		.members = aio_dir ? aio_meta : (const char *const *)members.items,

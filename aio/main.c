@@ -74,6 +74,7 @@
 #include "common/rpc.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
+#include "common/rpc_tls.h"
 #include "gateway/gw_front.h"
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
@@ -122,6 +123,7 @@ static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
+static struct rpc_tls_files rpc_tlsf;              /* --rpc-tls-*: the TCP RPC port */
 
 static const struct flag_spec specs[] = {
 	{ .name = "data-dir", .type = FLAG_STRING, .dst = &f_data_dir, .required = true,
@@ -199,6 +201,7 @@ static const struct flag_spec specs[] = {
 	  .help = "each OSD deletes a shard no live object names once unreferenced this long "
 		  "(must exceed the longest PUT)" },
 	GW_FRONT_FLAGS(front),
+	RPC_TLS_FLAGS(rpc_tlsf),
 	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 1,
 	  .max = 86400000, .metavar = "MS",
 	  .help = "meta and the OSDs log each call slower than this with its request id" },
@@ -1010,6 +1013,7 @@ static void on_sighup(uv_signal_t *s, int signum)
 	(void)s;
 	(void)signum;
 	gw_front_reload(&front);
+	rpc_tls_reload_default();
 }
 
 int main(int argc, char **argv)
@@ -1077,7 +1081,7 @@ int main(int argc, char **argv)
 	if (!A.reg || iol_check_register_metrics(A.reg))
 		die("out of memory");
 	char ferr[512];
-	if (gw_front_setup(&front, ferr, sizeof(ferr)))
+	if (gw_front_setup(&front, ferr, sizeof(ferr)) || rpc_tls_setup(&rpc_tlsf, ferr, sizeof(ferr)))
 		die("%s", ferr);
 
 	/* meta */

@@ -82,6 +82,9 @@ struct rpc_channel_opts {
 	uint32_t ping_busy_ms;         /* calls out, nothing heard: PING; 1000 (IOLAKE_RPC_PING_BUSY_MS) */
 	uint32_t ping_idle_ms;         /* idle connection: PING; 10000 (IOLAKE_RPC_PING_IDLE_MS) */
 	uint32_t ping_timeout_ms;      /* unanswered PING: dead; 2000 (IOLAKE_RPC_PING_TIMEOUT_MS) */
+	/* Mutual TLS under HTTP/2 (common/rpc_tls.h); NULL: the process
+	 * default (rpc_tls_default(), none unless --rpc-tls-* set it). */
+	struct rpc_tls *tls;
 };
 
 /* Open a channel to target ("host:port" or "local:NAME") on loop. Does not
@@ -199,6 +202,9 @@ struct rpc_server_opts {
 	 * Off: no clock read, nothing logged. */
 	bool log_calls;
 	uint32_t slow_call_ms;        /* 0 with log_calls: every call is slow */
+	/* Mutual TLS on the TCP listener (common/rpc_tls.h); NULL: the
+	 * process default (rpc_tls_default(), none unless set). */
+	struct rpc_tls *tls;
 };
 
 /* A server on loop (opts may be NULL). NULL on out-of-memory. */

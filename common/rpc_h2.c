@@ -46,7 +46,10 @@
  * and server, gets SO_KEEPALIVE and TCP_USER_TIMEOUT: the kernel's own
  * backstop, and the only one on the server side, which does not PING.
  *
- * Not done here: DNS (targets are numeric), TLS, compression, graceful
+ * TLS (optional, mutual; identities in rpc_tls.c, the codec common/tls.c)
+ * sits under the framing: see "TLS" below.
+ *
+ * Not done here: DNS (targets are numeric), compression, graceful
  * GOAWAY draining (a GOAWAY is treated as a lost connection).
  */
 #include "common/rpc_h2_int.h"
@@ -179,15 +182,27 @@ ssize_t h2_on_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, siz
 	return (ssize_t)n;
 }
 
+static int tls_flush(struct h2_conn *c);
+
 static void on_write(uv_write_t *req, int status)
 {
 	struct h2_conn *c = req->data;
 	c->writing = false;
 	batch_release(c);
+	if (c->tls_wbuf) {
+		tls_conn_recycle(c->tls, c->tls_wbuf, c->tls_wcap);
+		c->tls_wbuf = NULL;
+	}
 	if (c->dead)
 		return;
 	if (status < 0) {
 		h2_conn_fail(c, uv_strerror(status));
+		return;
+	}
+	if (c->tls && !c->sess) { /* still in the handshake */
+		int wr = tls_flush(c);
+		if (wr)
+			h2_conn_fail(c, uv_strerror(wr));
 		return;
 	}
 	h2_conn_pump(c);
@@ -202,6 +217,8 @@ bool h2_name_is(const uint8_t *name, size_t len, const char *lit)
 static void conn_free(struct h2_conn *c)
 {
 	batch_release(c);
+	free(c->tls_wbuf);
+	tls_conn_free(c->tls);
 	if (c->ch)
 		rpc_chan_unref(&c->ch->base);
 	if (c->srv)
@@ -239,6 +256,8 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out)
 	*out = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
+static void tls_input(struct h2_conn *c, size_t n);
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 {
 	(void)b;
@@ -246,10 +265,17 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	if (nread == 0 || c->dead)
 		return;
 	if (nread < 0) {
+		if (c->tls && !c->tls_up && !c->server)
+			rpc_tls_client_failed(c->ch->base.target_str, "the server closed the connection "
+					      "during the TLS handshake");
 		h2_conn_fail(c, nread == UV_EOF ? "connection closed by peer" : uv_strerror((int)nread));
 		return;
 	}
 	c->last_rx_ms = uv_now(st->loop);
+	if (c->tls) {
+		tls_input(c, (size_t)nread);
+		return;
+	}
 	c->in_session = true;
 	ssize_t rv = nghttp2_session_mem_recv(c->sess, c->rbuf, (size_t)nread);
 	c->in_session = false;
@@ -295,10 +321,203 @@ int h2_session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, ui
 		rv = nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, H2_WINDOW);
 	if (rv)
 		return -EPROTO;
+	if (c->tls)
+		return 0; /* reading since h2_tls_start */
 	uv_tcp_nodelay(&c->tcp, 1);
 	set_health_sockopts(c);
 	rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 	return rv;
+}
+
+/* ------------------------------------------------------------ TLS
+ *
+ * With TLS the connection runs the codec of common/tls.c under nghttp2:
+ * what uv_read returns is fed in and the plaintext comes out into the
+ * same read buffer (the feed copied it) for nghttp2_session_mem_recv; on
+ * the way out a batch (nghttp2's frames and the DATA bytes it points at)
+ * is encrypted as a whole, its references dropped at once, and the
+ * ciphertext goes out as one uv_write — still one write in flight. */
+
+/* Write the ciphertext waiting, unless a write is in flight (on_write
+ * comes back here through the pump). 0 or a libuv error. */
+static int tls_flush(struct h2_conn *c)
+{
+	if (c->writing || !tls_conn_pending(c->tls))
+		return 0;
+	size_t len, cap;
+	char *p = tls_conn_take_all(c->tls, &len, &cap);
+	if (!p)
+		return 0;
+	c->tls_wbuf = p;
+	c->tls_wcap = cap;
+	uv_buf_t b = uv_buf_init(p, (unsigned)len);
+	int wr = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+	if (wr)
+		return wr;
+	c->writing = true;
+	return 0;
+}
+
+/* Encrypt the batch: small pieces (frame headers, SETTINGS, small
+ * messages) are gathered into whole records, large ones go straight in. */
+static int tls_seal(struct h2_conn *c)
+{
+	uint8_t small[16384];
+	size_t have = 0;
+	int rc = 0;
+	for (unsigned i = 0; i < c->niov && !rc; i++) {
+		const uv_buf_t *v = &c->iov[i];
+		if (v->len <= sizeof(small) - have && v->len < 4096) {
+			memcpy(small + have, v->base, v->len);
+			have += v->len;
+			continue;
+		}
+		if (have)
+			rc = tls_conn_write(c->tls, small, have);
+		have = 0;
+		if (!rc)
+			rc = tls_conn_write(c->tls, v->base, v->len);
+	}
+	if (have && !rc)
+		rc = tls_conn_write(c->tls, small, have);
+	batch_release(c);
+	return rc;
+}
+
+/* Send a fatal alert if one is queued, without waiting: the peer learns
+ * why before the close. */
+static void tls_send_alert(struct h2_conn *c)
+{
+	if (c->writing || !tls_conn_pending(c->tls))
+		return;
+	char buf[512];
+	size_t n = tls_conn_take(c->tls, buf, sizeof(buf));
+	uv_buf_t b = uv_buf_init(buf, (unsigned)n);
+	(void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+}
+
+static void tls_failed(struct h2_conn *c, bool plaintext, const char *why)
+{
+	char msg[256];
+	if (c->server) {
+		rpc_tls_refused(plaintext ? RPC_TLS_REFUSED_PLAINTEXT : RPC_TLS_REFUSED_HANDSHAKE,
+				c->peer, why);
+		tls_send_alert(c);
+	} else {
+		rpc_tls_client_failed(c->ch->base.target_str, why);
+	}
+	snprintf(msg, sizeof(msg), "TLS: %s", why);
+	h2_conn_fail(c, msg);
+}
+
+static void tls_input(struct h2_conn *c, size_t n)
+{
+	if (c->server && !c->tls_seen) {
+		c->tls_seen = true;
+		if (rpc_tls_is_plaintext(c->rbuf[0])) {
+			tls_failed(c, true, "not TLS (plaintext HTTP/2 or another protocol)");
+			return;
+		}
+	}
+	if (tls_conn_feed(c->tls, c->rbuf, n)) {
+		h2_conn_fail(c, "out of memory");
+		return;
+	}
+	for (;;) {
+		ssize_t m = tls_conn_read(c->tls, c->rbuf, sizeof(c->rbuf));
+		if (!c->tls_up && tls_conn_handshake_done(c->tls)) {
+			char why[128];
+			if (rpc_tls_conn_ready(c->tls, c->server, why, sizeof(why))) {
+				tls_failed(c, false, why);
+				return;
+			}
+			c->tls_up = true;
+			if (c->server)
+				uv_timer_stop(&c->timer); /* the handshake deadline */
+			if (c->server)
+				h2_server_tls_up(c);
+			else
+				h2_client_tls_up(c);
+			if (c->dead)
+				return;
+		}
+		if (m > 0) {
+			if (!c->sess) {
+				h2_conn_fail(c, "TLS: data before the handshake finished");
+				return;
+			}
+			c->in_session = true;
+			ssize_t rv = nghttp2_session_mem_recv(c->sess, c->rbuf, (size_t)m);
+			c->in_session = false;
+			if (rv < 0) {
+				h2_conn_fail(c, nghttp2_strerror((int)rv));
+				return;
+			}
+			if (c->dead)
+				return;
+			continue;
+		}
+		if (m == 0)
+			break;
+		if (m == TLS_EOF) {
+			h2_conn_fail(c, "connection closed by peer (TLS close_notify)");
+			return;
+		}
+		tls_failed(c, false, tls_conn_error(c->tls));
+		return;
+	}
+	if (c->sess) {
+		h2_conn_pump(c);
+	} else {
+		int wr = tls_flush(c);
+		if (wr)
+			h2_conn_fail(c, uv_strerror(wr));
+	}
+}
+
+static void on_tls_handshake_timeout(uv_timer_t *t)
+{
+	struct h2_conn *c = t->data;
+	tls_failed(c, false, "no TLS handshake within the deadline");
+}
+
+#define H2_TLS_HANDSHAKE_MS 10000 /* server: a peer that connects and stalls */
+
+int h2_tls_start(struct h2_conn *c, struct rpc_tls *t)
+{
+	c->tls = rpc_tls_conn_new(t, c->server);
+	if (!c->tls)
+		return -ENOMEM;
+	if (c->server) {
+		struct sockaddr_storage ss;
+		int len = sizeof(ss);
+		char host[INET6_ADDRSTRLEN] = "?";
+		int port = 0;
+		if (!uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len)) {
+			if (ss.ss_family == AF_INET6) {
+				uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof(host));
+				port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+			} else {
+				uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
+				port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			}
+		}
+		snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+		uv_timer_start(&c->timer, on_tls_handshake_timeout, H2_TLS_HANDSHAKE_MS, 0);
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	set_health_sockopts(c);
+	int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	if (rc)
+		return rc;
+	if (!c->server) {
+		/* The first read queues the ClientHello. */
+		ssize_t m = tls_conn_read(c->tls, c->rbuf, sizeof(c->rbuf));
+		if (m < 0)
+			return -EPROTO;
+		return tls_flush(c);
+	}
+	return 0;
 }
 
 
@@ -326,7 +545,19 @@ void h2_conn_pump(struct h2_conn *c)
 				h2_conn_fail(c, nghttp2_strerror(rv));
 				return;
 			}
-			if (c->niov) {
+			if (c->tls && c->niov && tls_seal(c)) {
+				c->pumping = false;
+				h2_conn_fail(c, "TLS: cannot encrypt");
+				return;
+			}
+			if (c->tls && tls_conn_pending(c->tls)) {
+				int wr = tls_flush(c);
+				if (wr) {
+					c->pumping = false;
+					h2_conn_fail(c, uv_strerror(wr));
+					return;
+				}
+			} else if (c->niov) {
 				int wr = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, c->iov, c->niov,
 						  on_write);
 				if (wr) {

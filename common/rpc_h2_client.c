@@ -99,7 +99,7 @@ static int call_submit(struct h2_conn *c, struct h2_call *call)
 	const char *auth = call->ch->base.target_str;
 	nghttp2_nv nva[8] = {
 		NV(":method", "POST", 4),
-		NV(":scheme", "http", 4),
+		NV(":scheme", c->tls ? "https" : "http", c->tls ? 5 : 4),
 		NV(":path", call->path, strlen(call->path)),
 		NV(":authority", auth, strlen(auth)),
 		NV("content-type", "application/grpc", 16),
@@ -407,6 +407,19 @@ static void on_connect(uv_connect_t *req, int status)
 		h2_conn_fail(c, uv_strerror(status));
 		return;
 	}
+	struct rpc_tls *tls = c->ch->base.opts.tls ? c->ch->base.opts.tls : rpc_tls_default();
+	if (tls) {
+		/* The connect timer keeps running: it covers the handshake. */
+		int rc = h2_tls_start(c, tls);
+		if (rc)
+			h2_conn_fail(c, rc == -ENOMEM ? "out of memory" : "cannot start TLS");
+		return;
+	}
+	h2_client_tls_up(c);
+}
+
+void h2_client_tls_up(struct h2_conn *c)
+{
 	uv_timer_stop(&c->timer);
 	nghttp2_session_callbacks *cbs = make_callbacks();
 	int rc = cbs ? h2_session_start(c, cbs, 0) : -ENOMEM;

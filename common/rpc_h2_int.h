@@ -19,6 +19,8 @@
 
 #include "common/loop.h"
 #include "common/rpc_internal.h"
+#include "common/rpc_tls.h"
+#include "common/tls.h"
 
 #define H2_WINDOW (32u << 20)       /* stream and connection receive window */
 #define H2_READ_BYTES (64u << 10)
@@ -59,6 +61,13 @@ struct h2_conn {
 	struct h2_call *done_head, *done_tail;   /* client: to deliver */
 	struct h2_sreq *sstreams;      /* server: requests with an open stream */
 	struct h2_sreq *ready_head, *ready_tail; /* server: to dispatch */
+	/* TLS under HTTP/2 (rpc_tls.h); tls NULL: cleartext. Until tls_up
+	 * (handshake done, h2 agreed) there is no session. */
+	struct tls_conn *tls;
+	bool tls_up, tls_seen;         /* seen: a server read its first byte */
+	char *tls_wbuf;                /* ciphertext being written */
+	size_t tls_wcap;
+	char peer[64];                 /* server: the peer's address, for logs */
 	/* Output batch. */
 	unsigned niov, nrefs;
 	size_t batch_bytes, stage_len;
@@ -154,6 +163,10 @@ struct h2_conn *h2_conn_new(uv_loop_t *loop);
 void h2_on_conn_handle_closed(uv_handle_t *h);
 /* Start the session (client or server by c->server), read, send SETTINGS. */
 int h2_session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, uint32_t streams);
+/* Start TLS on a connected socket with identity t: reading starts, a
+ * client sends its hello; when the handshake is done, the side's
+ * h2_*_tls_up runs (it starts the session). 0 or -errno. */
+int h2_tls_start(struct h2_conn *c, struct rpc_tls *t);
 /* Run queued completions / requests, let nghttp2 write; never inside nghttp2. */
 void h2_conn_pump(struct h2_conn *c);
 /* The connection is dead: its calls or requests end, handles close. */
@@ -166,11 +179,14 @@ nghttp2_session_callbacks *h2_callbacks_new(void);
 /* Deliver the calls completed inside nghttp2. */
 void h2_run_done(struct h2_conn *c);
 void h2_client_conn_lost(struct h2_conn *c, const char *why);
+/* The TLS handshake is done: start the session, send what waited. */
+void h2_client_tls_up(struct h2_conn *c);
 
 /* ------------------------------------------------------------ server (rpc_h2_server.c) */
 
 /* Dispatch the requests whose body is complete. */
 void h2_run_ready(struct h2_conn *c);
 void h2_server_conn_lost(struct h2_conn *c);
+void h2_server_tls_up(struct h2_conn *c);
 
 #endif

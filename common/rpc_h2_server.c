@@ -272,6 +272,21 @@ static void on_connection(uv_stream_t *l, int status)
 		h2_conn_fail(c, "accept failed");
 		return;
 	}
+	struct rpc_tls *tls = hs->srv->opts.tls ? hs->srv->opts.tls : rpc_tls_default();
+	if (tls) {
+		int rc = h2_tls_start(c, tls);
+		if (rc)
+			h2_conn_fail(c, "cannot start TLS");
+		return;
+	}
+	h2_server_tls_up(c);
+}
+
+/* The connection may speak HTTP/2 (accepted in cleartext, or its TLS
+ * handshake is done). */
+void h2_server_tls_up(struct h2_conn *c)
+{
+	struct rpc_h2_server *hs = c->hs;
 	nghttp2_session_callbacks *cbs = make_callbacks();
 	int rc = cbs ? h2_session_start(c, cbs, hs->srv->opts.max_streams) : -ENOMEM;
 	nghttp2_session_callbacks_del(cbs);

@@ -40,6 +40,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "common/rpc_internal.h"
+#include "common/rpc_tls.h"
 
 #define RPC_PEERS_MAX 1024
 
@@ -285,5 +286,5 @@ int rpc_health_register_metrics(struct metrics_registry *reg)
 		if (!metrics_gauge_fn_new(reg, g[i].name, g[i].help, NULL, g[i].fn, NULL) &&
 		    errno != EEXIST)
 			return -errno;
-	return 0;
+	return rpc_tls_register_metrics(reg); /* the transport's TLS counters beside */
 }

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "common/log.h"
-#include "gateway/tls.h"
+#include "common/tls.h"
 
 int gw_front_setup(struct gw_front *f, char *err, size_t err_len)
 {

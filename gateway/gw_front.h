@@ -6,7 +6,7 @@
  * shared by iolake-gw and iolake-aio so both take the
  * same flags with the same defaults, and the SIGHUP certificate reload.
  *
- * Owns the tls_server it loads (gateway/tls.h). Does not own signals or
+ * Owns the tls_server it loads (common/tls.h). Does not own signals or
  * the loop: main.c calls gw_front_reload from its SIGHUP handler (any
  * thread: the reload is thread-safe).
  */

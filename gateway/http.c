@@ -19,7 +19,7 @@
  * uv_idle callback.
  *
  * TLS (cfg.tls): ciphertext read from the socket goes into the
- * connection's tls_conn (gateway/tls.h) and comes out as plaintext in
+ * connection's tls_conn (common/tls.h) and comes out as plaintext in
  * rbuf, decrypted only as far as rbuf has room; the socket is read again
  * only once the TLS state holds nothing unconsumed, so back-pressure works
  * as in plain. Writes are encrypted in conn_submit (http_resp.c). The
@@ -45,7 +45,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "gateway/http_int.h"
-#include "gateway/tls.h"
+#include "common/tls.h"
 
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (1u << 20)

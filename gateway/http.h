@@ -90,7 +90,7 @@ struct http_server_cfg {
 	const char *request_id_header;  /* NULL: "x-amz-request-id" */
 	const char *server_name;        /* Server header; NULL: "IOLake" */
 	struct http_handler handler;
-	/* TLS on every connection (gateway/tls.h; must outlive the server);
+	/* TLS on every connection (common/tls.h; must outlive the server);
 	 * NULL: plain HTTP. */
 	struct tls_server *tls;
 	/* Per client address, before the handler sees a request: open

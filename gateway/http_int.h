@@ -77,7 +77,7 @@ struct conn {
 	char request_id[64];
 	char peer[48];             /* the client's address, textual ("" unknown) */
 	bool tls;                  /* the connection speaks TLS */
-	struct tls_conn *tc;       /* its TLS state (gateway/tls.h), NULL: plain */
+	struct tls_conn *tc;       /* its TLS state (common/tls.h), NULL: plain */
 	uint32_t limit_slot;       /* http_limit's entry for the peer */
 	bool limited;              /* this request is refused (rate limit) */
 	uint64_t body_win_ns;      /* start of the body-rate window (0: none) */

@@ -21,7 +21,7 @@
 
 #include "common/loop.h"
 #include "gateway/http_int.h"
-#include "gateway/tls.h"
+#include "common/tls.h"
 
 /* ------------------------------------------------------------ utils */
 

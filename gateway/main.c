@@ -35,6 +35,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
+#include "common/rpc_tls.h"
 #include "gateway/s3_ops.h"
 #include "meta/rootkey.h"
 #include "meta/secret.h"
@@ -56,8 +57,10 @@ static const char *f_root_creds;
 static bool f_sigv2 = true;
 static const char *f_admin_api_listen;
 static struct gw_front front = GW_FRONT_DEFAULTS;
+static struct rpc_tls_files f_rpc_tls;
 
 static const struct flag_spec specs[] = {
+	RPC_TLS_FLAGS(f_rpc_tls),
 	{ .name = "s3-listen", .type = FLAG_STRING, .dst = &f_listen, .metavar = "HOST:PORT",
 	  .help = "S3 HTTP address (port 0 picks one; it is logged)" },
 	{ .name = "meta", .type = FLAG_LIST, .dst = &f_meta, .required = true,
@@ -143,6 +146,7 @@ static void on_sighup(uv_signal_t *s, int signum)
 	(void)s;
 	(void)signum;
 	gw_front_reload(&front);
+	rpc_tls_reload_default();
 }
 
 /* "host:port" -> host (into buf) and port. 0 or -EINVAL. */
@@ -206,7 +210,8 @@ int main(int argc, char **argv)
 	}
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=gw");
-	if (gw_front_setup(&front, cerr, sizeof(cerr))) {
+	if (gw_front_setup(&front, cerr, sizeof(cerr)) ||
+	    rpc_tls_setup(&f_rpc_tls, cerr, sizeof(cerr))) {
 		fprintf(stderr, "%s: %s\n", PROG, cerr);
 		return 2;
 	}

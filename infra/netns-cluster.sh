@@ -25,7 +25,10 @@ Usage:
                    [--osd-down-after 10s] [--osd-out-after 1h] [--timeout 60]
                    [--osd-flags "--recovery-rate 32M ..."]
                    [--meta-flags "--snapshot-bytes 8M ..."]
-                   [--gw-flags "--rate-per-addr 0 ..."]
+                   [--gw-flags "--rate-per-addr 0 ..."] [--rpc-tls]
+                   --rpc-tls: mutual TLS on every RPC port: a cluster CA in
+                   DIR/ca (iolake-admin ca init), a certificate per node
+                   (DIR/nI/node.pem, its IP) and one for iolake-admin
   netns-cluster.sh down    --dir DIR
   netns-cluster.sh status  --dir DIR
   netns-cluster.sh kill    --dir DIR NODE     SIGKILL every process of NODE
@@ -83,6 +86,7 @@ load_state() {
 		OSD_FLAGS) OSD_FLAGS=$val ;;
 		META_FLAGS) META_FLAGS=$val ;;
 		GW_FLAGS) GW_FLAGS=$val ;;
+		RPC_TLS) RPC_TLS=$val ;;
 		BRIDGE) BRIDGE=$val ;;
 		NETNS) ;;  # one line per namespace, read by down
 		VETH) ;;   # one line per root-side veth, read by down
@@ -150,9 +154,10 @@ start_osd() {
 	fi
 	# shellcheck disable=SC2206  # OSD_FLAGS is a flag list, split on spaces
 	[ -z "$OSD_FLAGS" ] || extra=($OSD_FLAGS)
+	# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
 	spawn "$n" "osd$j" iolake-osd --id "$id" --device "$DIR/n$n/osd$j.dev" \
 		--meta-dir "$DIR/n$n/osd$j.idx" --listen "$(node_ip "$n"):$((OSD_PORT0 + j))" \
-		--meta "$(meta_addrs)" --host "n$n" "${fmt[@]}" "${extra[@]}"
+		--meta "$(meta_addrs)" --host "n$n" "${fmt[@]}" $(tls_flags "n$n") "${extra[@]}"
 }
 
 # start_meta NODE: NODE's meta member on its data.
@@ -160,22 +165,50 @@ start_meta() {
 	local n=$1 extra=()
 	# shellcheck disable=SC2206  # META_FLAGS is a flag list, split on spaces
 	[ -z "$META_FLAGS" ] || extra=($META_FLAGS)
+	# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
 	spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
 		--listen "$(node_ip "$n"):$META_PORT" --peers "$(meta_peers)" \
-		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC" "${extra[@]}"
+		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC" \
+		$(tls_flags "n$n") "${extra[@]}"
+}
+
+# --rpc-tls: the cluster CA (once, by up) and a certificate per node (its
+# IP) or for iolake-admin ("admin", made beside the CA); tls_flags prints
+# the --rpc-tls-* flags of one (nothing without --rpc-tls). Paths have no
+# spaces (DIR is checked by up).
+make_ca() {
+	[ "$RPC_TLS" = 1 ] || return 0
+	[ -f "$DIR/ca/ca.pem" ] || "$BUILD/iolake-admin" ca init --dir "$DIR/ca" >/dev/null ||
+		die "up: iolake-admin ca init failed"
+	[ -f "$DIR/ca/admin.pem" ] || "$BUILD/iolake-admin" ca issue --dir "$DIR/ca" --name admin \
+		--out "$DIR/ca/admin" >/dev/null || die "up: iolake-admin ca issue admin failed"
+}
+node_cert() {
+	local n=$1
+	[ "$RPC_TLS" = 1 ] && [ ! -f "$DIR/n$n/node.pem" ] || return 0
+	"$BUILD/iolake-admin" ca issue --dir "$DIR/ca" --name "n$n" --ip "$(node_ip "$n")" \
+		--out "$DIR/n$n/node" >/dev/null || die "iolake-admin ca issue n$n failed"
+}
+tls_flags() {
+	[ "$RPC_TLS" = 1 ] || return 0
+	local p=$DIR/$1/node
+	[ "$1" = admin ] && p=$DIR/ca/admin
+	echo "--rpc-tls-ca $DIR/ca/ca.pem --rpc-tls-cert $p.pem --rpc-tls-key $p.key"
 }
 
 start_node() {
 	local n=$1 j
 	mkdir -p "$DIR/n$n"
+	node_cert "$n"
 	# Nodes added after up (add-node) hold OSDs and a gateway, no member.
 	[ "$n" -gt "$MEMBERS" ] || start_meta "$n"
 	for j in $(seq 1 "$OSDS"); do start_osd "$n" "$j"; done
 	local gwx=()
 	# shellcheck disable=SC2206  # GW_FLAGS is a flag list, split on spaces
 	[ -z "$GW_FLAGS" ] || gwx=($GW_FLAGS)
+	# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
 	spawn "$n" gw iolake-gw --s3-listen "$(node_ip "$n"):$S3_PORT" --meta "$(meta_addrs)" --ec "$EC" \
-		"${gwx[@]}"
+		$(tls_flags "n$n") "${gwx[@]}"
 }
 
 # ours PID: the process is alive and is one of this cluster's: its
@@ -228,7 +261,8 @@ stop_pids() {
 
 # ------------------------------------------------------------------ waiting
 
-admin() { "$BUILD/iolake-admin" --meta "$(meta_addrs)" --timeout 3s "$@"; }
+# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
+admin() { "$BUILD/iolake-admin" $(tls_flags admin) --meta "$(meta_addrs)" --timeout 3s "$@"; }
 
 # until_ok WHAT SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 until_ok() {
@@ -264,7 +298,8 @@ sys.exit(0 if len(osds) == want and all(o.get("up") for o in osds) else 1)' "$@"
 gw_ready() { curl -sf -m 2 "http://$(node_ip "$1"):$S3_PORT/health/ready"; }
 
 # member_answers NODE: NODE's meta member answers Status.
-member_answers() { "$BUILD/iolake-admin" --meta "$(node_ip "$1"):$META_PORT" --timeout 2s cluster status; }
+# shellcheck disable=SC2046
+member_answers() { "$BUILD/iolake-admin" $(tls_flags admin) --meta "$(node_ip "$1"):$META_PORT" --timeout 2s cluster status; }
 
 # registered NODE OSD COUNT: the OSD's log holds more than COUNT
 # "registered with meta" lines (COUNT taken before it was started).
@@ -314,6 +349,7 @@ cmd_up() {
 	if [[ $(ip -4 addr show) == *"inet $SUBNET."* ]]; then die "up: $SUBNET.0/24 is in use on this host (--subnet)"; fi
 	mkdir -p "$DIR"
 	DIR=$(cd "$DIR" && pwd)
+	case "$DIR" in *[[:space:]]*) die "up: --dir: no spaces in the path" ;; esac
 	BRIDGE=$PREFIX-br
 	MEMBERS=$NODES
 
@@ -333,6 +369,7 @@ cmd_up() {
 		echo "OSD_FLAGS=$OSD_FLAGS"
 		echo "META_FLAGS=$META_FLAGS"
 		echo "GW_FLAGS=$GW_FLAGS"
+		echo "RPC_TLS=$RPC_TLS"
 		echo "BRIDGE=$BRIDGE"
 	} >"$DIR/state"
 	: >"$DIR/pids"
@@ -340,6 +377,7 @@ cmd_up() {
 	ip addr add "$SUBNET.254/24" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
 	local n
+	make_ca
 	for n in $(seq 1 "$NODES"); do node_net "$n"; done
 	for n in $(seq 1 "$NODES"); do start_node "$n"; done
 	until_ok "a meta leader" "$TIMEOUT" has_leader
@@ -397,6 +435,7 @@ cmd_status() {
 	local n
 	echo "nodes: $NODES (namespaces $PREFIX-n1..$PREFIX-n$NODES, bridge $BRIDGE, $SUBNET.0/24)"
 	echo "meta: $(meta_addrs) ($MEMBERS members)"
+	[ "$RPC_TLS" != 1 ] || echo "rpc: mutual TLS, CA $DIR/ca/ca.pem (iolake-admin: $(tls_flags admin))"
 	for n in $(seq 1 "$NODES"); do echo "s3 endpoint n$n: http://$(node_ip "$n"):$S3_PORT"; done
 	echo "credentials ($DIR/credentials):"
 	sed 's/^/  /' "$DIR/credentials"
@@ -644,7 +683,7 @@ shift
 case "$VERB" in -h | --help | help) usage; exit 0 ;; esac
 
 DIR="" BUILD="" NODES=6 OSDS=2 PREFIX=iol SUBNET=10.77.0 EC=4+2 OSD_SIZE=256M
-DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" META_FLAGS="" GW_FLAGS="" DESTROY=0
+DOWN_AFTER=10s OUT_AFTER=1h TIMEOUT=60 OSD_FLAGS="" META_FLAGS="" GW_FLAGS="" DESTROY=0 RPC_TLS=0
 ARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -663,6 +702,7 @@ while [ $# -gt 0 ]; do
 	--meta-flags) META_FLAGS=${2?--meta-flags needs a value}; shift 2 ;;
 	--gw-flags) GW_FLAGS=${2?--gw-flags needs a value}; shift 2 ;;
 	--destroy) DESTROY=1; shift ;;
+	--rpc-tls) RPC_TLS=1; shift ;;
 	--) ARGS+=("$@"); break ;;
 	*) ARGS+=("$1"); shift ;;
 	esac

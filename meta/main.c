@@ -19,6 +19,10 @@
  * meta holds user root with that key once a leader is there
  * (meta/rootkey.h); every member may do it, it is idempotent.
  *
+ * --rpc-tls-ca/--rpc-tls-cert/--rpc-tls-key: mutual TLS on the RPC port
+ * (common/rpc_tls.h), SIGHUP reloads the certificate. Raft's port stays
+ * plain TCP.
+ *
  * --metrics-listen HOST:PORT: GET /metrics over HTTP (common/metrics_http)
  * on the same loop, rendering the member's registry (the one the Metrics
  * RPC renders). Off unless given.
@@ -38,6 +42,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/rpc_tls.h"
 #include "meta/node.h"
 #include "meta/rootkey.h"
 #include "meta/secret.h"
@@ -45,13 +50,22 @@
 static struct meta_node *node;
 static struct metrics_http *mhttp;
 static struct rootkey_runner *rootkey;
-static uv_signal_t sig_term, sig_int;
+static uv_signal_t sig_term, sig_int, sig_hup;
 
 static void on_closed(void *ud)
 {
 	(void)ud;
 	uv_close((uv_handle_t *)&sig_term, NULL);
 	uv_close((uv_handle_t *)&sig_int, NULL);
+	uv_close((uv_handle_t *)&sig_hup, NULL);
+}
+
+/* SIGHUP: reload the RPC certificate (--rpc-tls-*). */
+static void on_sighup(uv_signal_t *s, int signum)
+{
+	(void)s;
+	(void)signum;
+	rpc_tls_reload_default();
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -79,6 +93,7 @@ int main(int argc, char **argv)
 	const char *metrics_listen = NULL, *root_creds = NULL, *secret_file = NULL;
 	struct flag_list peers = { 0 };
 	bool join = false;
+	struct rpc_tls_files tlsf = { 0 };
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, split_bytes = 0, merge_objects = 0;
@@ -86,6 +101,7 @@ int main(int argc, char **argv)
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000, slow_op_ms = 1000;
 	const struct flag_spec specs[] = {
+		RPC_TLS_FLAGS(tlsf),
 		{ .name = "id", .type = FLAG_INT64, .dst = &id, .required = true, .min = 1,
 		  .max = 1000000, .help = "this member's Raft id (one of --peers)" },
 		{ .name = "data-dir", .type = FLAG_STRING, .dst = &data_dir, .required = true,
@@ -188,6 +204,10 @@ int main(int argc, char **argv)
 	}
 	creds.secret = secret_file ? &secret : NULL;
 	log_set_level(lvl);
+	if (rpc_tls_setup(&tlsf, cerr, sizeof(cerr))) {
+		fprintf(stderr, "%s: %s\n", argv[0], cerr);
+		goto bad_flag;
+	}
 	char ctx[64];
 	snprintf(ctx, sizeof(ctx), "svc=meta.%lld", (long long)id);
 	log_set_thread_context(ctx);
@@ -218,7 +238,7 @@ int main(int argc, char **argv)
 	/* Ours, not the member's, so that it outlives the node for the
 	 * /metrics listener's last scrape. */
 	struct metrics_registry *reg = metrics_registry_new();
-	if (!reg || iol_check_register_metrics(reg)) {
+	if (!reg || iol_check_register_metrics(reg) || rpc_tls_register_metrics(reg)) {
 		fprintf(stderr, "%s: out of memory\n", argv[0]);
 		goto fail_early;
 	}
@@ -291,6 +311,8 @@ int main(int argc, char **argv)
 	uv_signal_init(&loop, &sig_int);
 	uv_signal_start(&sig_term, on_signal, SIGTERM);
 	uv_signal_start(&sig_int, on_signal, SIGINT);
+	uv_signal_init(&loop, &sig_hup);
+	uv_signal_start(&sig_hup, on_sighup, SIGHUP);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(&loop);
 	if (rc)

@@ -43,6 +43,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/rpc_tls.h"
 #include "common/rpc.h"
 #include "osd/metaclient.h"
 #include "osd/recover.h"
@@ -78,7 +79,10 @@ static uint64_t f_pg_report_interval = 2000;
 static uint64_t f_recovery_rescan = 3600ull * 1000;
 static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
 
+static struct rpc_tls_files f_tls;
+
 static const struct flag_spec specs[] = {
+	RPC_TLS_FLAGS(f_tls),
 	{ .name = "id", .type = FLAG_INT64, .dst = &f_id, .required = true, .min = 0,
 	  .max = UINT32_MAX, .help = "this OSD's id in the cluster (recorded in the superblock)" },
 	{ .name = "device", .type = FLAG_STRING, .dst = &f_device, .required = true,
@@ -152,7 +156,7 @@ struct osd {
 	struct osd_metaclient *mc;
 	struct osd_sweep *sweep;      /* NULL: off */
 	struct osd_recover *rec;      /* NULL without --meta */
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t watchdog;
 	bool stopping;
 	int exit_code;
@@ -197,6 +201,14 @@ static int parse_cluster_id(const char *s, uint8_t out[16])
 
 /* ------------------------------------------------------------ shutdown */
 
+/* SIGHUP: reload the RPC certificate (--rpc-tls-*). */
+static void on_sighup(uv_signal_t *h, int signum)
+{
+	(void)h;
+	(void)signum;
+	rpc_tls_reload_default();
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
 	(void)h;
@@ -210,6 +222,7 @@ static void on_store_closed(void *arg)
 	o->st = NULL;
 	uv_close((uv_handle_t *)&o->sigterm, on_handle_closed);
 	uv_close((uv_handle_t *)&o->sigint, on_handle_closed);
+	uv_close((uv_handle_t *)&o->sighup, on_handle_closed);
 	uv_close((uv_handle_t *)&o->watchdog, on_handle_closed);
 	LOG_INFO("stopped", "clean=true");
 }
@@ -334,10 +347,16 @@ int main(int argc, char **argv)
 	snprintf(ctx, sizeof(ctx), "svc=osd.%lld", (long long)f_id);
 	log_set_thread_context(ctx);
 	signal(SIGPIPE, SIG_IGN);
+	char tls_err[512];
+	if (rpc_tls_setup(&f_tls, tls_err, sizeof(tls_err))) {
+		fprintf(stderr, "%s: %s\n", PROG, tls_err);
+		flags_free(specs);
+		return 2;
+	}
 
 	struct osd o = { .loop = uv_default_loop(), .exit_code = 0 };
 	o.reg = metrics_registry_new();
-	if (!o.reg || iol_check_register_metrics(o.reg)) {
+	if (!o.reg || iol_check_register_metrics(o.reg) || rpc_tls_register_metrics(o.reg)) {
 		fprintf(stderr, "%s: out of memory\n", PROG);
 		return 1;
 	}
@@ -384,6 +403,8 @@ int main(int argc, char **argv)
 	o.sigterm.data = o.sigint.data = &o;
 	uv_signal_start(&o.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&o.sigint, on_signal, SIGINT);
+	uv_signal_init(o.loop, &o.sighup);
+	uv_signal_start(&o.sighup, on_sighup, SIGHUP);
 
 	o.rpc = rpc_server_new(o.loop, NULL);
 	rc = o.rpc ? osd_service_register(o.svc, o.rpc) : -ENOMEM;

@@ -1,6 +1,6 @@
 /*
  * fuzz_tls_record.c — libFuzzer target for the TLS input path of the
- * gateway's HTTP server (gateway/tls.c): arbitrary bytes as the client's
+ * gateway's HTTP server (common/tls.c): arbitrary bytes as the client's
  * side of a connection, fed in pieces, read out as plaintext, the way
  * http.c drives it. OpenSSL itself is fuzzed upstream; this checks our
  * glue: no crash or leak on any input, reads never exceed the buffer,
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/tls.h"
+#include "common/tls.h"
 
 static struct tls_server *ts;
 

@@ -1,5 +1,5 @@
 /*
- * test_tls.c — gateway/tls.c as a codec: a tls_conn (server) against an
+ * test_tls.c — common/tls.c as a codec: a tls_conn (server) against an
  * OpenSSL client in the same process, both over memory BIOs, bytes moved
  * by the test. Certificates are made here (a CA and server certs with
  * chosen serials, written under /dev/shm).
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/tls.h"
+#include "common/tls.h"
 
 static char dir[64];
 static char ca_pem[128], cert1[128], key1[128], cert2[128], key2[128], junk[128];

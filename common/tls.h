@@ -1,6 +1,7 @@
 /*
- * tls.h — TLS for the gateway's HTTP/1.1 server with OpenSSL 3, as a
- * byte-in/byte-out codec: ciphertext from the socket goes in
+ * tls.h — TLS with OpenSSL 3 as a byte-in/byte-out codec, for the
+ * gateway's HTTP/1.1 server (the S3 port) and for RPC's HTTP/2 (mutual
+ * TLS between services, common/rpc_tls.c): ciphertext from the socket goes in
  * (tls_conn_feed), plaintext comes out (tls_conn_read); plaintext to send
  * goes in (tls_conn_write), ciphertext to put on the wire comes out
  * (tls_conn_take). No sockets, no loop: gateway/http.c moves the bytes,
@@ -15,6 +16,11 @@
  * connections get them, open ones keep the old context; a file that fails
  * to load leaves the old ones in place. Thread-safe: reload may run on any
  * thread while connections are made on the server's loop.
+ *
+ * The same codec serves the other uses through struct tls_cfg: a client
+ * context (tls_conn_new then starts the handshake as the client), a CA
+ * file (the peer must present a certificate that chains to it: a server
+ * then requires a client certificate), TLS 1.3 only, another ALPN list.
  */
 #ifndef GATEWAY_TLS_H
 #define GATEWAY_TLS_H
@@ -36,6 +42,25 @@ struct tls_stats {
 	uint64_t tls12, tls13;      /* completed handshakes by version */
 	uint64_t reloads, reload_failures;
 };
+
+/* What a context is made from (tls_server_new is { cert, key } with the
+ * rest zero). */
+struct tls_cfg {
+	const char *cert_file, *key_file;  /* PEM; a client may present none (NULL) */
+	const char *ca_file;               /* PEM CA(s): verify the peer; NULL: no check */
+	bool client;                       /* connections start the handshake */
+	bool tls13_only;                   /* else TLS 1.2 and 1.3 */
+	const unsigned char *alpn;         /* wire format ("\x02h2"); NULL: http/1.1 */
+	unsigned alpn_len;
+	const char *sid_ctx;               /* session id context; NULL: "iolake-s3" */
+	bool no_tickets;                   /* server: send no TLS 1.3 session tickets */
+};
+
+/* A context from cfg. 0 and *out, or -EINVAL with err set, -ENOMEM. */
+int tls_ctx_new(const struct tls_cfg *cfg, struct tls_server **out, char *err, size_t err_len);
+
+/* Load the files of cfg again (the same shape: client, ALPN, versions). */
+int tls_ctx_reload(struct tls_server *ts, const struct tls_cfg *cfg, char *err, size_t err_len);
 
 /* Load cert (PEM, chain allowed) and key (PEM). 0 and *out, or -EINVAL
  * with a message in err (the file and OpenSSL's reason), -ENOMEM. */
@@ -61,7 +86,9 @@ void tls_server_serial(struct tls_server *ts, char *buf, size_t cap);
 
 /* ------------------------------------------------------------ connections */
 
-/* A server-side connection with the current certificate. NULL: ENOMEM. */
+/* A connection with the current certificate: a server side, or with a
+ * client context the client side (its ClientHello is queued by the first
+ * tls_conn_read). NULL: ENOMEM. */
 struct tls_conn *tls_conn_new(struct tls_server *ts);
 void tls_conn_free(struct tls_conn *t);
 
@@ -112,5 +139,15 @@ bool tls_conn_handshake_done(const struct tls_conn *t);
 bool tls_conn_started(const struct tls_conn *t);
 /* "TLSv1.3" and so on, or "" before the handshake. */
 const char *tls_conn_version(const struct tls_conn *t);
+
+/* Why the connection failed (-EPROTO): OpenSSL's reason and, when the
+ * peer's certificate was refused, the verification error; "" before. */
+const char *tls_conn_error(const struct tls_conn *t);
+
+/* The ALPN protocol agreed, or NULL (*len 0). */
+const unsigned char *tls_conn_alpn(const struct tls_conn *t, unsigned *len);
+
+/* The peer's certificate subject CN (after the handshake), or "". */
+void tls_conn_peer_cn(const struct tls_conn *t, char *buf, size_t cap);
 
 #endif

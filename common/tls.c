@@ -1,6 +1,6 @@
 /*
- * tls.c — TLS over memory BIOs for the gateway's HTTP server (model in
- * tls.h). Owns the SSL_CTX (behind a mutex, swapped on reload) and, per
+ * tls.c — TLS over memory BIOs for the gateway's HTTP server and for RPC
+ * between services (model in tls.h). Owns the SSL_CTX (behind a mutex, swapped on reload) and, per
  * connection, an SSL with two memory BIOs: rbio (a BIO_s_mem) holds
  * ciphertext fed from the socket until SSL_read consumes it; wbio is our
  * own sink that appends what OpenSSL writes to one malloc'd buffer, sized
@@ -14,14 +14,16 @@
  * some. OpenSSL's per-thread error queue is cleared before every call, so
  * one connection's failure never shows up as another's.
  *
- * Does not: touch sockets, timers or HTTP; verify clients (no mutual TLS
- * yet); negotiate HTTP/2.
+ * Does not: touch sockets, timers, HTTP or HTTP/2; decide which CA or
+ * which files a service uses (gateway/gw_front.c for the S3 port,
+ * common/rpc_tls.c for RPC); check a peer's name (any certificate that
+ * chains to the configured CA is accepted).
  *
  * Threads: a tls_conn is used on one thread (the server's loop); the
  * context pointer is read under the mutex by tls_conn_new and replaced by
  * tls_server_reload from any thread; the counters are atomics.
  */
-#include "gateway/tls.h"
+#include "common/tls.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -44,6 +46,10 @@ static const unsigned char alpn_http11[] = "\x08http/1.1";
 
 struct tls_server {
 	pthread_mutex_t mu;
+	unsigned char alpn[32];         /* wire format: offered (client) or accepted */
+	unsigned alpn_len;
+	bool alpn_strict;               /* server: no common protocol is fatal */
+	bool client;
 	SSL_CTX *ctx;                   /* current; SSLs hold their own reference */
 	atomic_uint_fast64_t handshakes, failures, resumed, tls12, tls13, reloads,
 		reload_failures;
@@ -62,6 +68,7 @@ struct tls_conn {
 	bool failed;                    /* counted as a failure */
 	bool want_input;                /* the last read consumed all input */
 	bool notified;                  /* close_notify queued */
+	char why[200];                  /* the reason of a failure */
 };
 
 /* ------------------------------------------------------------ context */
@@ -81,49 +88,76 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
 	(void)ssl;
-	(void)arg;
+	struct tls_server *ts = arg;
 	unsigned char *sel;
 	unsigned char sel_len;
-	if (SSL_select_next_proto(&sel, &sel_len, alpn_http11, sizeof(alpn_http11) - 1, in,
-				  inlen) != OPENSSL_NPN_NEGOTIATED)
-		return SSL_TLSEXT_ERR_NOACK; /* no ALPN answer; still HTTP/1.1 */
+	if (SSL_select_next_proto(&sel, &sel_len, ts->alpn, ts->alpn_len, in, inlen) !=
+	    OPENSSL_NPN_NEGOTIATED)
+		/* The S3 port answers nothing and speaks HTTP/1.1; a port with
+		 * its own list (RPC: h2) refuses a client that cannot speak it. */
+		return ts->alpn_strict ? SSL_TLSEXT_ERR_ALERT_FATAL : SSL_TLSEXT_ERR_NOACK;
 	*out = sel;
 	*outlen = sel_len;
 	return SSL_TLSEXT_ERR_OK;
 }
 
-static SSL_CTX *make_ctx(const char *cert, const char *key, char *err, size_t cap)
+static SSL_CTX *make_ctx(struct tls_server *ts, const struct tls_cfg *cfg, char *err, size_t cap)
 {
+	const char *cert = cfg->cert_file, *key = cfg->key_file;
 	ERR_clear_error();
-	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX *ctx = SSL_CTX_new(cfg->client ? TLS_client_method() : TLS_server_method());
 	if (!ctx) {
-		set_err(err, cap, "cannot create a TLS context for", cert);
+		set_err(err, cap, "cannot create a TLS context for", cert ? cert : "a client");
 		return NULL;
 	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_min_proto_version(ctx, cfg->tls13_only ? TLS1_3_VERSION : TLS1_2_VERSION);
 	SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
 	if (SSL_CTX_get_security_level(ctx) < 2)
 		SSL_CTX_set_security_level(ctx, 2);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
 					 SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
-	static const unsigned char sid_ctx[] = "iolake-s3";
-	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
-	SSL_CTX_sess_set_cache_size(ctx, SESSION_CACHE_SIZE);
-	SSL_CTX_set_timeout(ctx, SESSION_TIMEOUT_S);
-	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+	if (cfg->client) {
+		if (SSL_CTX_set_alpn_protos(ctx, ts->alpn, ts->alpn_len) != 0) {
+			set_err(err, cap, "cannot set ALPN for", cert ? cert : "a client");
+			goto fail;
+		}
+	} else {
+		SSL_CTX_set_alpn_select_cb(ctx, alpn_select, ts);
+		const char *sc = cfg->sid_ctx ? cfg->sid_ctx : "iolake-s3";
+		SSL_CTX_set_session_id_context(ctx, (const unsigned char *)sc,
+					       (unsigned)strlen(sc));
+		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+		SSL_CTX_sess_set_cache_size(ctx, SESSION_CACHE_SIZE);
+		SSL_CTX_set_timeout(ctx, SESSION_TIMEOUT_S);
+		if (cfg->no_tickets)
+			SSL_CTX_set_num_tickets(ctx, 0);
+	}
+	if (cert && SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
 		set_err(err, cap, "cannot load the certificate", cert);
 		goto fail;
 	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+	if (key && SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
 		set_err(err, cap, "cannot load the private key", key);
 		goto fail;
 	}
-	if (SSL_CTX_check_private_key(ctx) != 1) {
+	if (cert && key && SSL_CTX_check_private_key(ctx) != 1) {
 		set_err(err, cap, "the key does not match the certificate:", key);
 		goto fail;
+	}
+	if (cfg->ca_file) {
+		if (SSL_CTX_load_verify_locations(ctx, cfg->ca_file, NULL) != 1) {
+			set_err(err, cap, "cannot load the CA certificate", cfg->ca_file);
+			goto fail;
+		}
+		int mode = SSL_VERIFY_PEER;
+		if (!cfg->client) {
+			mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+			STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->ca_file);
+			if (names)
+				SSL_CTX_set_client_CA_list(ctx, names);
+		}
+		SSL_CTX_set_verify(ctx, mode, NULL);
 	}
 	return ctx;
 fail:
@@ -131,13 +165,26 @@ fail:
 	return NULL;
 }
 
-int tls_server_new(const char *cert_file, const char *key_file, struct tls_server **out,
-		   char *err, size_t err_len)
+int tls_ctx_new(const struct tls_cfg *cfg, struct tls_server **out, char *err, size_t err_len)
 {
 	struct tls_server *ts = calloc(1, sizeof(*ts));
 	if (!ts)
 		return -ENOMEM;
-	ts->ctx = make_ctx(cert_file, key_file, err, err_len);
+	if (cfg->alpn) {
+		if (cfg->alpn_len == 0 || cfg->alpn_len > sizeof(ts->alpn)) {
+			free(ts);
+			snprintf(err, err_len, "ALPN list of %u bytes", cfg->alpn_len);
+			return -EINVAL;
+		}
+		memcpy(ts->alpn, cfg->alpn, cfg->alpn_len);
+		ts->alpn_len = cfg->alpn_len;
+		ts->alpn_strict = true;
+	} else {
+		memcpy(ts->alpn, alpn_http11, sizeof(alpn_http11) - 1);
+		ts->alpn_len = sizeof(alpn_http11) - 1;
+	}
+	ts->client = cfg->client;
+	ts->ctx = make_ctx(ts, cfg, err, err_len);
 	if (!ts->ctx) {
 		free(ts);
 		return -EINVAL;
@@ -147,10 +194,16 @@ int tls_server_new(const char *cert_file, const char *key_file, struct tls_serve
 	return 0;
 }
 
-int tls_server_reload(struct tls_server *ts, const char *cert_file, const char *key_file,
-		      char *err, size_t err_len)
+int tls_server_new(const char *cert_file, const char *key_file, struct tls_server **out,
+		   char *err, size_t err_len)
 {
-	SSL_CTX *ctx = make_ctx(cert_file, key_file, err, err_len);
+	return tls_ctx_new(&(struct tls_cfg){ .cert_file = cert_file, .key_file = key_file },
+			   out, err, err_len);
+}
+
+int tls_ctx_reload(struct tls_server *ts, const struct tls_cfg *cfg, char *err, size_t err_len)
+{
+	SSL_CTX *ctx = make_ctx(ts, cfg, err, err_len);
 	if (!ctx) {
 		ts->reload_failures++;
 		return -EINVAL;
@@ -160,13 +213,20 @@ int tls_server_reload(struct tls_server *ts, const char *cert_file, const char *
 	/* Tickets issued before the reload stay valid: resumption survives a
 	 * certificate rotation. */
 	unsigned char keys[TICKET_KEYS_LEN];
-	if (SSL_CTX_get_tlsext_ticket_keys(old, keys, sizeof(keys)) == 1)
+	if (!cfg->client && SSL_CTX_get_tlsext_ticket_keys(old, keys, sizeof(keys)) == 1)
 		SSL_CTX_set_tlsext_ticket_keys(ctx, keys, sizeof(keys));
 	ts->ctx = ctx;
 	pthread_mutex_unlock(&ts->mu);
 	SSL_CTX_free(old);
 	ts->reloads++;
 	return 0;
+}
+
+int tls_server_reload(struct tls_server *ts, const char *cert_file, const char *key_file,
+		      char *err, size_t err_len)
+{
+	return tls_ctx_reload(ts, &(struct tls_cfg){ .cert_file = cert_file, .key_file = key_file },
+			      err, err_len);
 }
 
 void tls_server_free(struct tls_server *ts)
@@ -345,7 +405,10 @@ struct tls_conn *tls_conn_new(struct tls_server *ts)
 	/* An empty input BIO means "retry later", not end of stream. */
 	BIO_set_mem_eof_return(t->rbio, -1);
 	SSL_set_bio(t->ssl, t->rbio, t->wbio);
-	SSL_set_accept_state(t->ssl);
+	if (ts->client)
+		SSL_set_connect_state(t->ssl);
+	else
+		SSL_set_accept_state(t->ssl);
 	t->want_input = true;
 	return t;
 err_bio:
@@ -409,6 +472,18 @@ static void handshake_finished(struct tls_conn *t)
 
 static ssize_t fail(struct tls_conn *t)
 {
+	if (!t->why[0]) {
+		unsigned long e = ERR_peek_last_error();
+		char reason[160] = "protocol error";
+		if (e)
+			ERR_error_string_n(e, reason, sizeof(reason));
+		long v = SSL_get_verify_result(t->ssl);
+		if (v != X509_V_OK)
+			snprintf(t->why, sizeof(t->why), "%s (peer certificate: %s)", reason,
+				 X509_verify_cert_error_string(v));
+		else
+			snprintf(t->why, sizeof(t->why), "%s", reason);
+	}
 	ERR_clear_error();
 	if (!t->done && !t->failed)
 		t->ts->failures++;
@@ -555,4 +630,26 @@ bool tls_conn_started(const struct tls_conn *t)
 const char *tls_conn_version(const struct tls_conn *t)
 {
 	return t->done ? SSL_get_version(t->ssl) : "";
+}
+
+const char *tls_conn_error(const struct tls_conn *t)
+{
+	return t->why;
+}
+
+const unsigned char *tls_conn_alpn(const struct tls_conn *t, unsigned *len)
+{
+	const unsigned char *p = NULL;
+	*len = 0;
+	SSL_get0_alpn_selected(t->ssl, &p, len);
+	return *len ? p : NULL;
+}
+
+void tls_conn_peer_cn(const struct tls_conn *t, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	X509 *x = SSL_get0_peer_certificate(t->ssl);
+	if (x && X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, buf,
+					   (int)cap) < 0)
+		buf[0] = 0;
 }
