@@ -591,7 +591,7 @@ cmd_start() {
 # active+clean) within --timeout before the next node.
 cmd_rolling_restart() {
 	local n t0
-	admin_wait() { "$BUILD/iolake-admin" --meta "$(meta_addrs)" --timeout 3s cluster wait-healthy "$TIMEOUT" >&2; }
+	admin_wait() { admin cluster wait-healthy "$TIMEOUT" >&2; }
 	admin_wait || die "rolling-restart: the cluster is not healthy; not starting"
 	for n in $(seq 1 "$NODES"); do
 		t0=$(date +%s%N)
