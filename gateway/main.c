@@ -35,6 +35,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
+#include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
 #include "meta/rootkey.h"
 #include "meta/secret.h"
@@ -51,6 +52,7 @@ static uint64_t f_inline_max = 4096;
 static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
 static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
+static uint64_t f_lc_interval = 3600000, f_lc_day_s;
 static const char *f_secret_file;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
@@ -90,6 +92,7 @@ static const struct flag_spec specs[] = {
 	  .help = "the cluster key (mode 0600) that opens the access key secrets meta stores "
 		  "sealed (meta's --secret-key-file)" },
 	GW_FRONT_FLAGS(front),
+	LC_FLAGS(f_lc_interval, f_lc_day_s),
 	{ 0 }
 };
 
@@ -217,7 +220,9 @@ int main(int argc, char **argv)
 				 .data = { .k = k, .m = m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
-				 .gc_interval_ms = (uint32_t)f_gc_interval };
+				 .gc_interval_ms = (uint32_t)f_gc_interval,
+				 .lc_interval_ms = (uint32_t)f_lc_interval,
+				 .lc_day_ms = f_lc_day_s * 1000 };
 	rc = s3_ops_new(loop, &oc, &ops);
 	if (rc) {
 		fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));
