@@ -571,13 +571,16 @@ static void gw_start_fn(void *arg)
 {
 	int *rc = arg;
 	const char *members[1] = { A.meta_target };
+	static char lc_holder[128];
+	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
 				 .data = { .k = A.k, .m = A.m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
 				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval,
 				 .lc_interval_ms = (uint32_t)f_lc_interval,
-				 .lc_day_ms = f_lc_day_s * 1000 };
+				 .lc_day_ms = f_lc_day_s * 1000,
+				 .lc_holder = lc_holder };
 	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
 	if (*rc)
 		return;

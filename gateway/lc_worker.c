@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/log.h"
@@ -68,7 +69,7 @@ struct lc_worker {
 	enum next next;
 	bool closing, timer_closed;
 	unsigned pending;           /* meta calls whose callback is owed */
-	char holder[32];
+	char holder[64];
 	/* This round. */
 	Iolake__Meta__ListBucketsResponse *buckets;
 	size_t bi;
@@ -296,6 +297,10 @@ static void bucket_next(struct lc_worker *w)
 		    c->lease_until_ms > now)
 			continue;   /* another worker is on it */
 		cursor_load(w, c);
+		if (c && (c->phase || c->key_marker[0]))
+			LOG_INFO("lifecycle: resuming a pass from its cursor", "bucket=%s phase=%u "
+				 "key_marker=%.64s seq=%llu", b->name, c->phase, c->key_marker,
+				 (unsigned long long)c->seq);
 		advance(w, false);  /* the claim */
 		return;
 	}
@@ -601,8 +606,11 @@ int lc_worker_start(uv_loop_t *loop, struct meta_client *mc, struct metrics_regi
 		w->opt.pause_ms = PAUSE_DEFAULT;
 	if (!w->opt.lease_ms)
 		w->opt.lease_ms = LEASE_DEFAULT;
-	snprintf(w->holder, sizeof(w->holder), "gw-%016llx",
-		 (unsigned long long)meta_client_id(mc));
+	if (opts->holder && opts->holder[0])
+		snprintf(w->holder, sizeof(w->holder), "%s", opts->holder);
+	else
+		snprintf(w->holder, sizeof(w->holder), "gw-%016llx",
+			 (unsigned long long)meta_client_id(mc));
 	uv_timer_init(loop, &w->timer);
 	w->timer.data = w;
 	if (reg) {
@@ -633,6 +641,14 @@ int lc_worker_start(uv_loop_t *loop, struct meta_client *mc, struct metrics_regi
 	arm(w, NEXT_ROUND, w->opt.interval_ms);
 	*out = w;
 	return 0;
+}
+
+void lc_worker_holder_name(char *out, size_t cap, const char *s3_listen)
+{
+	char host[64] = "";
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = 0;
+	snprintf(out, cap, "%s/%s", host, s3_listen ? s3_listen : "");
 }
 
 static void on_timer_closed(uv_handle_t *h)

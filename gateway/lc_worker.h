@@ -57,6 +57,11 @@ struct lc_worker_opts {
 	uint32_t window;        /* ops in flight; 0: 16 */
 	uint32_t pause_ms;      /* between batches; 0: 5 */
 	uint32_t lease_ms;      /* hold on a bucket; 0: 60,000 */
+	/* Who holds a bucket's cursor: stable across a restart of this
+	 * gateway (its host name and S3 address), so a restarted gateway
+	 * resumes its own pass at once instead of waiting out its old lease;
+	 * NULL: the meta client's random id. At most 63 bytes are kept. */
+	const char *holder;
 };
 
 struct lc_worker;
@@ -65,6 +70,11 @@ struct lc_worker;
  * reg: where its counters go (NULL: none). */
 int lc_worker_start(uv_loop_t *loop, struct meta_client *mc, struct metrics_registry *reg,
 		    const struct lc_worker_opts *opts, struct lc_worker **out);
+
+/* A gateway's holder name (opts.holder): "<host name>/<S3 address>" into
+ * out (cap bytes, NUL-terminated, cut to fit). Two gateways never share
+ * one: no two can listen on one address of one host. */
+void lc_worker_holder_name(char *out, size_t cap, const char *s3_listen);
 
 /* Stop; freed once its calls are answered (close the meta client after:
  * they are answered with IOL_ESHUTDOWN then). NULL is ignored. */

@@ -216,13 +216,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	uv_loop_t *loop = uv_default_loop();
+	char lc_holder[128];
+	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
 				 .data = { .k = k, .m = m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
 				 .gc_interval_ms = (uint32_t)f_gc_interval,
 				 .lc_interval_ms = (uint32_t)f_lc_interval,
-				 .lc_day_ms = f_lc_day_s * 1000 };
+				 .lc_day_ms = f_lc_day_s * 1000,
+				 .lc_holder = lc_holder };
 	rc = s3_ops_new(loop, &oc, &ops);
 	if (rc) {
 		fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));

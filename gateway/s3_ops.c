@@ -235,7 +235,8 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	s3_lc_set_day_ms(cfg->lc_day_ms);
 	if (cfg->lc_interval_ms) {
 		struct lc_worker_opts lo = { .interval_ms = cfg->lc_interval_ms,
-					     .day_ms = s3_lc_day_ms() };
+					     .day_ms = s3_lc_day_ms(),
+					     .holder = cfg->lc_holder };
 		if (lc_worker_start(loop, o->mc, o->reg, &lo, &o->lc))
 			LOG_WARN("lifecycle: worker not started", "interval_ms=%u", cfg->lc_interval_ms);
 	}
