@@ -444,12 +444,32 @@ static void decide_version(struct lc_worker *w, const Iolake__Meta__VersionEntry
 	w->cur.successor_ms = r->mtime_ms;
 }
 
+/* Meta refused the cursor's markers (INVALID: a key or marker it cannot
+ * resume from): rather than stick there every round, the pass starts
+ * over from the bucket's first key (its ops are conditioned, so a second
+ * look at an entry changes nothing twice). */
+static bool cursor_refused(struct lc_worker *w, int err, Iolake__Meta__Status st)
+{
+	if (err || st != IOLAKE__META__STATUS__STATUS_INVALID)
+		return false;
+	LOG_WARN("lifecycle: meta refused the cursor; the pass starts over", "bucket=%s phase=%u",
+		 bucket(w)->name, w->cur.phase);
+	w->cur.phase = 0;
+	w->route_key[0] = w->key_marker[0] = w->version_marker[0] = w->upload_marker[0] = 0;
+	w->cur.noncurrent_seen = 0;
+	w->cur.successor_ms = 0;
+	ops_pump(w);   /* no ops: commits the reset cursor */
+	return true;
+}
+
 static void on_versions(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct lc_worker *w = ud;
 	if (!back(w))
 		return;
 	const Iolake__Meta__ListVersionsResponse *pg = (const void *)resp;
+	if (pg && cursor_refused(w, err, pg->status))
+		return;
 	if (err || !pg || pg->status != IOLAKE__META__STATUS__STATUS_OK) {
 		/* The bucket went, or meta is away: the next round resumes
 		 * from the committed cursor. */
@@ -499,6 +519,8 @@ static void on_uploads(void *ud, int err, const ProtobufCMessage *resp)
 	if (!back(w))
 		return;
 	const Iolake__Meta__ListUploadsResponse *pg = (const void *)resp;
+	if (pg && cursor_refused(w, err, pg->status))
+		return;
 	if (err || !pg || pg->status != IOLAKE__META__STATUS__STATUS_OK) {
 		w->bi++;
 		arm(w, NEXT_BUCKET, w->opt.pause_ms);
