@@ -183,6 +183,19 @@ static void on_buckets(void *ud, int err, const ProtobufCMessage *resp)
 		round_end(w);
 		return;
 	}
+	/* One worker in the cluster at a time: while another holds any
+	 * bucket (a live lease), this round is left to it. Two rounds that
+	 * start together may both go on; each bucket is still worked by one
+	 * (the claim is conditioned on its cursor). */
+	uint64_t now = wall_ms();
+	for (size_t i = 0; i < w->buckets->n_buckets; i++) {
+		const Iolake__Meta__LifecycleCursor *c = w->buckets->buckets[i]->lc_cursor;
+		if (c && c->holder[0] && strcmp(c->holder, w->holder) != 0 &&
+		    c->lease_until_ms > now) {
+			round_end(w);
+			return;
+		}
+	}
 	w->bi = 0;
 	bucket_next(w);
 }

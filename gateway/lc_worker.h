@@ -16,10 +16,12 @@
  * next worker redoes at most one batch (its deletes are conditioned on
  * the generations listed, so a redo is harmless).
  *
- * One worker per bucket at a time, across the cluster: the cursor carries
- * its holder and a lease (lease_ms, renewed by each batch); a worker
+ * One worker at a time, across the cluster: the cursor carries its
+ * holder and a lease (lease_ms, renewed by each batch, released at the end
+ * of a pass); a worker leaves its round to another that holds any bucket,
  * skips a bucket another holds, and any two advances race on seq, so the
- * loser stops. Unlike gw_gc (whose deletes are idempotent, so any number
+ * loser stops (two rounds starting at once may overlap, on different
+ * buckets only). Unlike gw_gc (whose deletes are idempotent, so any number
  * of gateways may run it at once), two lifecycle workers on one bucket
  * could each add a delete marker: hence the lease.
  *
