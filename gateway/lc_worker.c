@@ -80,6 +80,8 @@ struct lc_worker {
 	char upload_marker[STR_MAX];
 	uint64_t seq;
 	bool pass_done;
+	/* This pass, as this worker saw it (for its log line). */
+	uint64_t pass_t0_ms, pass_scanned, pass_done_ops, pass_other_ops;
 	/* This batch. */
 	uint64_t now_ms;
 	ProtobufCMessage *page;
@@ -253,6 +255,13 @@ static void on_advance(void *ud, int err, const Iolake__Meta__OpResult *res, uin
 	w->seq++;
 	if (w->pass_done) {
 		count(w->m_passes, 1);
+		if (w->pass_done_ops || w->pass_other_ops)
+			LOG_INFO("lifecycle: pass done", "bucket=%s scanned=%llu removed=%llu "
+				 "not_removed=%llu ms=%llu", bucket(w)->name,
+				 (unsigned long long)w->pass_scanned,
+				 (unsigned long long)w->pass_done_ops,
+				 (unsigned long long)w->pass_other_ops,
+				 (unsigned long long)(wall_ms() - w->pass_t0_ms));
 		w->bi++;
 		arm(w, NEXT_BUCKET, w->opt.pause_ms);
 		return;
@@ -284,6 +293,8 @@ static void cursor_load(struct lc_worker *w, const Iolake__Meta__LifecycleCursor
 	if (!w->cur.pass_started_ms)
 		w->cur.pass_started_ms = wall_ms();
 	w->pass_done = false;
+	w->pass_t0_ms = wall_ms();
+	w->pass_scanned = w->pass_done_ops = w->pass_other_ops = 0;
 }
 
 static void pass_end(struct lc_worker *w)
@@ -332,6 +343,10 @@ static void on_op(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t
 	if (!back(w))
 		return;
 	w->inflight--;
+	if (!err && res && res->status == IOLAKE__META__STATUS__STATUS_OK)
+		w->pass_done_ops++;
+	else
+		w->pass_other_ops++;
 	if (err || !res) {
 		count(w->m_failed, 1);
 	} else if (res->status == IOLAKE__META__STATUS__STATUS_OK) {
@@ -429,6 +444,7 @@ static void decide_version(struct lc_worker *w, const Iolake__Meta__VersionEntry
 	set_str(w->key_marker, r->key);
 	set_str(w->version_marker, r->version_id[0] ? r->version_id : "null");
 	count(w->m_scanned, 1);
+	w->pass_scanned++;
 	struct lc_obj o = { .key = r->key, .size = r->size, .tags = r->tags,
 			    .n_tags = r->n_tags };
 	uint64_t day = w->opt.day_ms, now = w->now_ms;
@@ -552,6 +568,7 @@ static void on_uploads(void *ud, int err, const ProtobufCMessage *resp)
 	for (size_t i = 0; i < pg->n_uploads; i++) {
 		const Iolake__Meta__MultipartUpload *u = pg->uploads[i];
 		count(w->m_scanned, 1);
+		w->pass_scanned++;
 		if (lc_upload_due(cfg, u->key, u->initiated_ms, w->now_ms, w->opt.day_ms))
 			op_add(w, OP_ABORT, u->key)->upload_id = u->upload_id;
 	}
