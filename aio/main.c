@@ -76,6 +76,7 @@
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
 #include "gateway/gw_front.h"
+#include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
 #include "meta/client.h"
 #include "meta/node.h"
@@ -106,6 +107,7 @@ static uint64_t f_pg_count = 256;
 static uint64_t f_range_groups = META_RANGE_GROUPS_DEFAULT_AIO;
 static uint64_t f_split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, f_split_bytes, f_merge_objects;
 static uint64_t f_gc_interval = 10000;
+static uint64_t f_lc_interval = 3600000, f_lc_day_s;   /* lifecycle worker, test clock */
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
@@ -202,6 +204,7 @@ static const struct flag_spec specs[] = {
 		  "(must exceed the longest PUT)" },
 	GW_FRONT_FLAGS(front),
 	RPC_TLS_FLAGS(rpc_tlsf),
+	LC_FLAGS(f_lc_interval, f_lc_day_s),
 	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 1,
 	  .max = 86400000, .metavar = "MS",
 	  .help = "meta and the OSDs log each call slower than this with its request id" },
@@ -571,11 +574,16 @@ static void gw_start_fn(void *arg)
 {
 	int *rc = arg;
 	const char *members[1] = { A.meta_target };
+	static char lc_holder[128];
+	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
 				 .data = { .k = A.k, .m = A.m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
-				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval };
+				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval,
+				 .lc_interval_ms = (uint32_t)f_lc_interval,
+				 .lc_day_ms = f_lc_day_s * 1000,
+				 .lc_holder = lc_holder };
 	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
 	if (*rc)
 		return;

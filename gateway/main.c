@@ -36,6 +36,7 @@
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
 #include "common/rpc_tls.h"
+#include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
 #include "meta/rootkey.h"
 #include "meta/secret.h"
@@ -52,6 +53,7 @@ static uint64_t f_inline_max = 4096;
 static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
 static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
+static uint64_t f_lc_interval = 3600000, f_lc_day_s;
 static const char *f_secret_file;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
@@ -93,6 +95,7 @@ static const struct flag_spec specs[] = {
 	  .help = "the cluster key (mode 0600) that opens the access key secrets meta stores "
 		  "sealed (meta's --secret-key-file)" },
 	GW_FRONT_FLAGS(front),
+	LC_FLAGS(f_lc_interval, f_lc_day_s),
 	{ 0 }
 };
 
@@ -218,11 +221,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	uv_loop_t *loop = uv_default_loop();
+	char lc_holder[128];
+	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
 				 .data = { .k = k, .m = m },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
-				 .gc_interval_ms = (uint32_t)f_gc_interval };
+				 .gc_interval_ms = (uint32_t)f_gc_interval,
+				 .lc_interval_ms = (uint32_t)f_lc_interval,
+				 .lc_day_ms = f_lc_day_s * 1000,
+				 .lc_holder = lc_holder };
 	rc = s3_ops_new(loop, &oc, &ops);
 	if (rc) {
 		fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));

@@ -32,6 +32,7 @@
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
+#include "gateway/s3_lifecycle.h"
 
 #define GET_WRITES 4   /* response writes in flight per GET */
 
@@ -139,6 +140,8 @@ static void add_object_headers(struct get_rq *g)
 	http_add_header(s, "Last-Modified", v);
 	http_add_header(s, "Accept-Ranges", "bytes");
 	s3_ver_record_headers(&g->rq, r);
+	if (!s3u_qval(s3_call_req(c), "versionId"))
+		s3_lc_expiration_header(&g->rq, r);
 	add_overridable(c, "Content-Type",
 			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
 	add_overridable(c, "Content-Encoding", r->content_encoding);

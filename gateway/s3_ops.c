@@ -30,10 +30,12 @@
 #include "common/log.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_gc.h"
+#include "gateway/lc_worker.h"
 #include "gateway/gw_heal.h"
 #include "gateway/gw_map.h"
 #include "gateway/gw_stats.h"
 #include "gateway/s3_cors.h"
+#include "gateway/s3_lifecycle.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_policy_cache.h"
 #include "gateway/s3_post.h"
@@ -230,6 +232,14 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 			goto err_mc;
 		}
 	}
+	s3_lc_set_day_ms(cfg->lc_day_ms);
+	if (cfg->lc_interval_ms) {
+		struct lc_worker_opts lo = { .interval_ms = cfg->lc_interval_ms,
+					     .day_ms = s3_lc_day_ms(),
+					     .holder = cfg->lc_holder };
+		if (lc_worker_start(loop, o->mc, o->reg, &lo, &o->lc))
+			LOG_WARN("lifecycle: worker not started", "interval_ms=%u", cfg->lc_interval_ms);
+	}
 	*out = o;
 	return 0;
 err_mc:
@@ -250,7 +260,7 @@ const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
 	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_bucket_policy_handlers,
-	s3_cors_handlers,   s3_version_handlers,
+	s3_cors_handlers,   s3_version_handlers,   s3_lifecycle_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 
@@ -340,6 +350,7 @@ void s3_ops_free(struct s3_ops *o)
 	if (!o)
 		return;
 	gw_gc_close(o->gc);   /* before the client: its calls come back below */
+	lc_worker_close(o->lc);
 	gw_heal_close(o->heal);
 	meta_client_close(o->mc);
 	gw_map_close(o->map);   /* pending shard calls come back CANCELLED */

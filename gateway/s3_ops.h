@@ -40,6 +40,10 @@ struct s3_ops_cfg {
 	uint32_t inline_max_bytes;      /* bodies up to this live in the record; 0: 4096 */
 	struct metrics_registry *metrics;  /* NULL: the ops make their own */
 	uint32_t gc_interval_ms;        /* shard GC worker's rounds (gw_gc); 0: none */
+	uint32_t lc_interval_ms;        /* lifecycle worker's rounds (lc_worker); 0: none */
+	uint64_t lc_day_ms;             /* tests: a lifecycle day (0: 86,400,000 ms) */
+	const char *lc_holder;          /* this gateway's name as the lifecycle cursor's
+					 * holder (lc_worker_opts.holder); NULL: random */
 	/* Tests only: the multipart minimum part size (every part but the
 	 * last); 0: S3's 5 MiB. */
 	uint64_t debug_min_part_bytes;

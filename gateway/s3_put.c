@@ -37,6 +37,7 @@
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
+#include "gateway/s3_lifecycle.h"
 
 void s3_put_drop_new(struct s3_put *p)
 {
@@ -81,6 +82,7 @@ static void put_respond(struct s3_put *p)
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
 	http_add_header(s3_call_stream(c), "ETag", etag);
 	s3_ver_headers(&p->rq);
+	s3_lc_expiration_put(&p->rq, p->size, p->mtime_ms);
 	s3_attrs_put_checksum_header(c);
 	http_respond(s3_call_stream(c), 200, NULL, 0, NULL, NULL);
 }

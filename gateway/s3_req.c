@@ -163,6 +163,7 @@ enum {
 	SR_POLICY_STATUS = 1u << 13,
 	SR_PAB = 1u << 14,
 	SR_CORS = 1u << 15,
+	SR_LIFECYCLE = 1u << 16,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -182,7 +183,7 @@ static const struct qname qnames[] = {
 	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
 	{ "cors", SR_CORS },        { "encryption", SR_UNSUPPORTED },
 	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
-	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_UNSUPPORTED },
+	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_LIFECYCLE },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
 	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_UNSUPPORTED },
 	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_POLICY },
@@ -343,6 +344,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY_STATUS ? S3_OP_GetBucketPolicyStatus
 				: bits & SR_PAB        ? S3_OP_GetPublicAccessBlock
 				: bits & SR_CORS       ? S3_OP_GetBucketCors
+				: bits & SR_LIFECYCLE  ? S3_OP_GetBucketLifecycleConfiguration
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -363,6 +365,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY     ? S3_OP_PutBucketPolicy
 				: bits & SR_PAB        ? S3_OP_PutPublicAccessBlock
 				: bits & SR_CORS       ? S3_OP_PutBucketCors
+				: bits & SR_LIFECYCLE  ? S3_OP_PutBucketLifecycleConfiguration
 						       : S3_OP_CreateBucket;
 		} else if (del) {
 			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
@@ -370,6 +373,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY    ? S3_OP_DeleteBucketPolicy
 				: bits & SR_PAB       ? S3_OP_DeletePublicAccessBlock
 				: bits & SR_CORS      ? S3_OP_DeleteBucketCors
+				: bits & SR_LIFECYCLE ? S3_OP_DeleteBucketLifecycle
 						      : S3_OP_DeleteBucket;
 		} else if (post) {
 			if (bits & SR_DELETE) {

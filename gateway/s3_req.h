@@ -55,6 +55,8 @@
 	X(DeleteBucketPolicy) X(GetBucketPolicyStatus) X(GetPublicAccessBlock)    \
 	X(PutPublicAccessBlock) X(DeletePublicAccessBlock)    \
 	X(GetBucketCors) X(PutBucketCors) X(DeleteBucketCors) X(OptionsObject)      \
+	X(GetBucketLifecycleConfiguration) X(PutBucketLifecycleConfiguration)       \
+	X(DeleteBucketLifecycle)                                                   \
 	X(PostObject)
 
 enum s3_op {

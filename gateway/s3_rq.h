@@ -69,6 +69,7 @@ struct s3_ops {
 	struct metrics_registry *reg;
 	bool own_reg;
 	struct gw_gc *gc;               /* shard GC worker; NULL: disabled */
+	struct lc_worker *lc;           /* lifecycle worker; NULL: disabled */
 	struct gw_heal *heal;           /* FlagPgs batcher (degraded PGs seen) */
 	struct metrics_counter *m_req[S3_OP__COUNT];
 	struct metrics_counter *m_unavail;

@@ -424,6 +424,10 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_bucket_cors(t, op->set_bucket_cors);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING:
 		return meta_ver_set_bucket(t, op->set_bucket_versioning);
+	case IOLAKE__META__OP__BODY_SET_BUCKET_LIFECYCLE:
+		return meta_lc_set(t, op->set_bucket_lifecycle);
+	case IOLAKE__META__OP__BODY_LIFECYCLE_ADVANCE:
+		return meta_lc_advance(t, op->lifecycle_advance);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP:
 		if (group_holds_ranges(t, op->delete_group->id))

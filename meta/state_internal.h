@@ -203,4 +203,8 @@ uint64_t gc_scan(struct meta_state *s);
 /* ---- state_ref.c: the reference index */
 int ref_build(struct meta_state *s);
 
+/* ---- state_lc.c: bucket lifecycle (issue 17), root group */
+int meta_lc_set(struct tx *t, const Iolake__Meta__SetBucketLifecycle *op);
+int meta_lc_advance(struct tx *t, const Iolake__Meta__LifecycleAdvance *op);
+
 #endif

@@ -104,7 +104,10 @@ static const struct rcase cases[] = {
 	OK("GET", "/bucket?cors", NULL, GetBucketCors, "bucket", NULL),
 	OK("PUT", "/bucket?cors", NULL, PutBucketCors, "bucket", NULL),
 	OK("DELETE", "/bucket?cors", NULL, DeleteBucketCors, "bucket", NULL),
-	ERR("GET", "/bucket?lifecycle", NULL, NotImplemented),
+	OK("GET", "/bucket?lifecycle", NULL, GetBucketLifecycleConfiguration, "bucket", NULL),
+	OK("PUT", "/bucket?lifecycle", NULL, PutBucketLifecycleConfiguration, "bucket", NULL),
+	OK("DELETE", "/bucket?lifecycle", NULL, DeleteBucketLifecycle, "bucket", NULL),
+	ERR("GET", "/bucket?website", NULL, NotImplemented),
 	ERR("GET", "/bucket?unknownsub", NULL, NotImplemented),
 	/* CORS preflight, of an object or the bucket; not of the service. */
 	OK("OPTIONS", "/bucket/key", NULL, OptionsObject, "bucket", "key"),
