@@ -155,7 +155,9 @@ struct meta_node_info {
 	uint64_t restores;               /* snapshots installed (files loaded) */
 	uint64_t snapshots;              /* snapshots taken */
 	uint64_t snapshot_fetch_bytes;   /* snapshot bytes fetched from peers */
-	uint64_t last_install_ms;        /* time the last install blocked the loop */
+	uint64_t last_install_ms;        /* time the last install took (fetch and load, off the
+	                                  * loop once the member runs) */
+	bool installing;                 /* a snapshot install is running */
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;   /* since start (node_read.c) */
 	uint64_t forwarded;              /* calls this member forwarded to a leader (any group) */
