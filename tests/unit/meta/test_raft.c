@@ -33,14 +33,17 @@
  *   snapshot_by_bytes  one voter, entry threshold 1024 but 32 KiB of
  *               commands: ~750 small entries take several snapshots (by
  *               bytes), and a restart loads none of them
- *   snapshot_resume  as above, but the member's in-cp-<A>-<leader> directory already
- *               holds half of every file of the leader's checkpoint and one
- *               whole file with a flipped byte: it fetches only the rest and
- *               that file again (fetched < checkpoint bytes), and ends with
- *               the leader's digest; then snap_fetch directly: a dead first
- *               source and one that lacks the checkpoint (NOT_FOUND) cost a
- *               switch each and the leader serves it whole; a checkpoint
- *               nobody has times out (-ETIMEDOUT)
+ *   snapshot_resume  as above, but the member's in-cp-<A>-<M> directories already
+ *               hold half of every file of the newest checkpoint of each
+ *               running member (the leader's, and the other's in case the
+ *               leadership moves before the restart) and one whole file
+ *               with a flipped byte: it fetches exactly the rest of the one
+ *               it installs and that file again, and ends with the
+ *               leader's digest; then snap_fetch directly: a dead first
+ *               source (a port held bound, not listening) and one that
+ *               lacks the checkpoint (NOT_FOUND) cost a switch each and the
+ *               leader serves it whole; a checkpoint nobody has times out
+ *               (-ETIMEDOUT) at its deadline
  *
  * The load's window and the kill point come from a seed, printed;
  * RAFT_TEST_SEED=<n> replays one.
@@ -803,6 +806,71 @@ static void copy_part(const char *from, const char *to, uint64_t len, bool flip)
 	fclose(out);
 }
 
+/* A fetch of checkpoint dir cp that stopped midway, in the member's
+ * in_dir: half of every file, and the largest one whole but with a flipped
+ * byte. *total: the checkpoint's bytes; returns the bytes a resume need
+ * not fetch again. */
+static uint64_t seed_partial(const char *cp, const char *in_dir, uint64_t *total)
+{
+	ck_assert_int_eq(mkdir(in_dir, 0700), 0);
+	DIR *d = opendir(cp);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	char big[256] = "";
+	uint64_t big_size = 0, seeded = 0;
+	*total = 0;
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		*total += (uint64_t)st.st_size;
+		if ((uint64_t)st.st_size > big_size) {
+			big_size = (uint64_t)st.st_size;
+			snprintf(big, sizeof(big), "%s", e->d_name);
+		}
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		char p[512], q[1024];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(q, sizeof(q), "%s/%s", in_dir, e->d_name);
+		bool whole = !strcmp(e->d_name, big);
+		uint64_t len = whole ? (uint64_t)st.st_size : (uint64_t)st.st_size / 2;
+		copy_part(p, q, len, whole);
+		if (!whole)
+			seeded += len;
+	}
+	closedir(d);
+	printf("snapshot_resume: checkpoint %s of %llu bytes; seeded %llu bytes and %s "
+	       "(%llu bytes, corrupt)\n", strrchr(cp, '/') + 1, (unsigned long long)*total,
+	       (unsigned long long)seeded, big, (unsigned long long)big_size);
+	return seeded;
+}
+
+/* The checkpoint member i holds that another member took ("" if none):
+ * the one it installed. */
+static void installed_cp(struct cluster *c, size_t i, char out[64])
+{
+	char snap[128];
+	snprintf(snap, sizeof(snap), "%s/snap", c->m[i].dir);
+	DIR *d = opendir(snap);
+	struct dirent *e;
+	out[0] = 0;
+	while (d && (e = readdir(d))) {
+		unsigned long long a, who;
+		char tail;
+		if (sscanf(e->d_name, "cp-%llu-%llu%c", &a, &who, &tail) == 2 && who != i + 1)
+			snprintf(out, 64, "cp-%llu-%llu", a, who);
+	}
+	if (d)
+		closedir(d);
+}
+
 START_TEST(snapshot_resume)
 {
 	struct cluster c;
@@ -822,61 +890,54 @@ START_TEST(snapshot_resume)
 	unsigned long long a = newest_cp(c.m[leader].dir, (unsigned)leader + 1, cp);
 	ck_assert_uint_gt(a, 0);
 
-	/* A fetch that stopped midway: half of every file, and the largest one
-	 * whole but with a flipped byte. */
-	char in[256];
-	snprintf(in, sizeof(in), "%s/snap", c.m[down].dir);
-	mkdir(in, 0700);
-	snprintf(in, sizeof(in), "%s/snap/in-cp-%llu-%d", c.m[down].dir, a, leader + 1);
-	ck_assert_int_eq(mkdir(in, 0700), 0);
-	DIR *d = opendir(cp);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *e;
-	char big[256] = "";
-	uint64_t big_size = 0, total = 0, seeded = 0;
-	while ((e = readdir(d))) {
-		char p[512];
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
-		if (stat(p, &st) || !S_ISREG(st.st_mode))
+	/* The member whose descriptor libraft sends is the leader when the
+	 * down member comes back; under load the leadership may move to the
+	 * other member meanwhile (300 ms elections): a fetch stopped midway
+	 * is seeded for the newest checkpoint of each, and the check below
+	 * holds for whichever was installed. */
+	char snapdir[256];
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", c.m[down].dir);
+	mkdir(snapdir, 0700);
+	struct {
+		char name[64];
+		uint64_t total, seeded;
+	} seeds[NMEMB];
+	size_t n_seeds = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < NMEMB; i++) {
+		char icp[256], in[512];
+		unsigned long long ia;
+		if (i == down || !(ia = newest_cp(c.m[i].dir, (unsigned)i + 1, icp)))
 			continue;
-		total += (uint64_t)st.st_size;
-		if ((uint64_t)st.st_size > big_size) {
-			big_size = (uint64_t)st.st_size;
-			snprintf(big, sizeof(big), "%s", e->d_name);
-		}
+		snprintf(seeds[n_seeds].name, sizeof(seeds[n_seeds].name), "%s", strrchr(icp, '/') + 1);
+		snprintf(in, sizeof(in), "%s/in-%s", snapdir, seeds[n_seeds].name);
+		seeds[n_seeds].seeded = seed_partial(icp, in, &seeds[n_seeds].total);
+		if (i == (size_t)leader)
+			total = seeds[n_seeds].total;
+		n_seeds++;
 	}
-	rewinddir(d);
-	while ((e = readdir(d))) {
-		char p[512], q[512];
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
-		if (stat(p, &st) || !S_ISREG(st.st_mode))
-			continue;
-		snprintf(q, sizeof(q), "%s/%s", in, e->d_name);
-		bool whole = !strcmp(e->d_name, big);
-		uint64_t len = whole ? (uint64_t)st.st_size : (uint64_t)st.st_size / 2;
-		copy_part(p, q, len, whole);
-		if (!whole)
-			seeded += len;
-	}
-	closedir(d);
-	printf("snapshot_resume: checkpoint %s of %llu bytes; seeded %llu bytes and %s "
-	       "(%llu bytes, corrupt)\n", strrchr(cp, '/') + 1, (unsigned long long)total,
-	       (unsigned long long)seeded, big, (unsigned long long)big_size);
 
 	m_start(&c, down);
 	wait_converged(&c, 30000);
 	struct meta_node_info di = m_info(&c, down, NULL);
-	printf("snapshot_resume: installs %llu, fetched %llu bytes, install %llu ms\n",
-	       (unsigned long long)di.restores, (unsigned long long)di.snapshot_fetch_bytes,
+	char got[64];
+	installed_cp(&c, down, got);
+	printf("snapshot_resume: installs %llu of %s, fetched %llu bytes, install %llu ms\n",
+	       (unsigned long long)di.restores, got, (unsigned long long)di.snapshot_fetch_bytes,
 	       (unsigned long long)di.last_install_ms);
 	ck_assert_uint_eq(di.restores, 1);
 	/* The rest of every file, and the corrupt one again. */
-	ck_assert_uint_eq(di.snapshot_fetch_bytes, total - seeded);
+	size_t si = 0;
+	while (si < n_seeds && strcmp(seeds[si].name, got))
+		si++;
+	ck_assert_msg(si < n_seeds, "installed %s, taken after the seeded %s and %s", got,
+		      seeds[0].name, n_seeds > 1 ? seeds[1].name : "-");
+	ck_assert_uint_eq(di.snapshot_fetch_bytes, seeds[si].total - seeds[si].seeded);
 	assert_digests_equal(&c, NULL);
 	verify_member(&c, down, &L, L.total);
 
+	DIR *d;
+	struct dirent *e;
 	/* The fetch on its own: fail-over between sources, and its deadline. */
 	struct snap_desc sd = { .member_id = (uint64_t)leader + 1, .applied_index = a };
 	snprintf(sd.member_addr, sizeof(sd.member_addr), "%s", c.m[leader].addr);
@@ -909,7 +970,13 @@ START_TEST(snapshot_resume)
 	char fdir[128];
 	tmpdir(fdir);
 	snprintf(fj.dir, sizeof(fj.dir), "%s/snap", fdir);
-	snprintf(fj.addrs[0], sizeof(fj.addrs[0]), "127.0.0.1:%d", free_port_pair());   /* dead */
+	/* Dead: bound and not listening, so no other process takes the port. */
+	int dead_fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in da = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t dl = sizeof(da);
+	ck_assert_int_eq(bind(dead_fd, (struct sockaddr *)&da, sizeof(da)), 0);
+	ck_assert_int_eq(getsockname(dead_fd, (struct sockaddr *)&da, &dl), 0);
+	snprintf(fj.addrs[0], sizeof(fj.addrs[0]), "127.0.0.1:%d", ntohs(da.sin_port));
 	snprintf(fj.addrs[1], sizeof(fj.addrs[1]), "%s", c.m[other].addr);
 	snprintf(fj.addrs[2], sizeof(fj.addrs[2]), "%s", c.m[leader].addr);
 	uint64_t t0 = loop_now_ms();
@@ -925,7 +992,8 @@ START_TEST(snapshot_resume)
 	gone.timeout_ms = 1500;
 	t0 = loop_now_ms();
 	ck_assert_int_eq(snap_fetch(&gone), -ETIMEDOUT);
-	ck_assert_uint_lt(loop_now_ms() - t0, 6000);
+	ck_assert_uint_lt(loop_now_ms() - t0, 6000);   /* a deadline timer: ~1.5 s */
+	close(dead_fd);
 	snap_desc_free(&sd);
 	rm_rf(fdir);
 
