@@ -25,13 +25,14 @@
  *   - A Raft snapshot is a descriptor of a RocksDB checkpoint (meta/snap.h),
  *     never the state: taken off the loop (fsm v3 snapshot_async), reused
  *     while the state's "A" stays, installed by a streamed fetch and load
- *     during which the loop waits (libraft 0.15's restore is synchronous:
- *     every group of the member waits with it).
+ *     on a thread of its own (group_install.c: libraft 0.15's restore is
+ *     synchronous, so restore starts the job and entries applied meanwhile
+ *     wait for it).
  *   - A group's directory holds raft/, state/ and snap/; the root's is the
  *     member's data dir itself (the layout from before groups existed).
  *
  * Thread: the member's loop, except fsm_snapshot_async (libuv pool) and
- * the fetch thread of an install (meta/snap.c).
+ * an install's job (group_install.c).
  * Not here: forwarding writes (followers redirect the client with the
  * leader's address instead), the reads themselves (node_read.c), which
  * groups exist (hosting.c).

@@ -34,9 +34,9 @@
  * must be run by one thread (a loop_thread, or main's loop). RocksDB
  * applies and reads run on that loop (they are the state machine's own
  * calls; apply writes are not synced: the Raft log is the durable copy).
- * Snapshots are checkpoints taken on the libuv pool; installing one blocks
- * the loop (every group of the member) while a thread of its own fetches
- * the files (meta/snap.h).
+ * Snapshots are checkpoints taken on the libuv pool; installing one (fetch
+ * and load) runs on a thread of its own while the loop goes on
+ * (meta/group_install.c), except at start, before the loop runs.
  */
 #ifndef META_NODE_H
 #define META_NODE_H

@@ -721,7 +721,7 @@ START_TEST(snapshot_catch_up)
 	wait_converged(&c, 30000);
 	struct meta_node_info di = m_info(&c, down, NULL);
 	printf("snapshot_catch_up: restarted member installed %llu snapshot(s): fetched %llu bytes "
-	       "(leader's checkpoint %llu bytes), install blocked its loop %llu ms, caught up in "
+	       "(leader's checkpoint %llu bytes), install took %llu ms, caught up in "
 	       "%llu ms\n", (unsigned long long)di.restores,
 	       (unsigned long long)di.snapshot_fetch_bytes, (unsigned long long)cp_bytes,
 	       (unsigned long long)di.last_install_ms, (unsigned long long)(loop_now_ms() - t0));
