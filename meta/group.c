@@ -470,7 +470,7 @@ static void digest_after(uv_work_t *w, int status)
 		digest_answer(g, g->dg_hex);
 		return;
 	}
-	if (status == 0 && g->dg_rc == 0 && ++g->dg_tries < DIGEST_TRIES) {
+	if (status == 0 && g->dg_rc == 0 && !g->inst && ++g->dg_tries < DIGEST_TRIES) {
 		digest_start(g);   /* the state moved under the scan */
 		if (g->dg_busy)
 			return;
@@ -727,6 +727,7 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 	m_set(g->m.last_index, (int64_t)raft_last_index(&g->raft));
 	m_set(g->m.applied, (int64_t)group_applied(g));
 	m_set(g->m.is_leader, role == RAFT_LEADER);
+	m_set(g->m.installing, g->inst != NULL);
 	return was;
 }
 
@@ -784,6 +785,9 @@ static int register_metrics(struct meta_group *g)
 	m->snapshots = metrics_counter_new(r, "iolake_meta_snapshots_total", "Snapshots taken.", l);
 	m->restores = metrics_counter_new(r, "iolake_meta_snapshot_installs_total",
 					  "Snapshots installed from the leader.", l);
+	m->installing = metrics_gauge_new(r, "iolake_meta_snapshot_installing",
+					  "1 while a snapshot install (fetch and load) runs off the loop.",
+					  l);
 	m->apply_us = metrics_histogram_new(r, "iolake_meta_apply_seconds",
 					    "Time to apply one entry.", l, lat, nb, 1e-6);
 	m->last_index = metrics_gauge_new(r, "iolake_meta_raft_last_index",

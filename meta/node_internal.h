@@ -132,6 +132,7 @@ struct change {
 struct group_metrics {
 	struct metrics_gauge *term, *commit, *applied, *is_leader, *last_index;
 	struct metrics_counter *leader_changes, *entries, *ops, *snapshots, *restores;
+	struct metrics_gauge *installing;   /* a snapshot install running: 1 */
 	struct metrics_histogram *apply_us, *batch_ops;
 	struct metrics_gauge *snap_bytes;
 	struct metrics_counter *fetch_bytes;

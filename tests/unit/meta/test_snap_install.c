@@ -241,7 +241,7 @@ START_TEST(stop_during_fetch)
 	struct cluster c;
 	struct load L;
 	size_t down;
-	setup_down(&c, &L, "stop_during_fetch", 512, 4000, &down);
+	setup_down(&c, &L, "stop_during_fetch", 64, 4000, &down);
 	m_start(&c, down);
 	char name[256] = "";
 	for (int t = 0; t < 20000 && !name[0]; t += 2) {
