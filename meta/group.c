@@ -275,6 +275,9 @@ static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], 
 	if (!j || g->snap_reuse)
 		return 0;
 	int rc = snap_take(j);
+	/* The state is no longer read: an install waiting for it may go on
+	 * (it must not wait for finalize, which needs the loop). */
+	atomic_store(&g->snap_taking, false);
 	if (rc) {
 		LOG_ERROR("snapshot: checkpoint failed", "group=%llu err=%s",
 			  (unsigned long long)g->id, iol_strerror(rc));
