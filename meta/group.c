@@ -103,6 +103,7 @@ void group_on_kick(struct meta_group *g)
 {
 	if (g->closing)
 		return;
+	group_install_drain(g);
 	group_flush(g);
 	node_start_reads(g);
 }

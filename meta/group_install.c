@@ -56,6 +56,7 @@
 #include "common/log.h"
 
 #define INSTALL_DEFER_BYTES (64u << 20)
+#define INSTALL_DRAIN_SLICE 256        /* kept entries applied per loop turn */
 
 struct deferred {
 	struct deferred *next;
@@ -92,6 +93,8 @@ struct group_install {
 	uint64_t applied_before;      /* libraft's applied index before the first restore */
 	struct snap_desc next;        /* a later restore while this one ran */
 	bool has_next;
+	bool draining;                /* installed: applying the kept entries, a
+	                               * slice per loop turn (group_install_drain) */
 };
 
 /* ---------------------------------------------------------- the job */
@@ -323,19 +326,46 @@ static int job_result(struct meta_group *g, struct group_install *in)
 	return 0;
 }
 
+/* Loop: up to `slice` kept entries, in order; the job ends with the last
+ * (reads and proposals resume). New entries keep queueing behind them
+ * until then, so the order holds. */
+static void drain(struct meta_group *g, size_t slice)
+{
+	struct group_install *in = g->inst;
+	for (size_t k = 0; in->head && k < slice; k++) {
+		struct deferred *d = in->head;
+		in->head = d->next;
+		if (!in->head)
+			in->tail = NULL;
+		in->defer_bytes -= d->len;
+		in->n_defer--;
+		group_apply_entry(g, d->index, d->data, d->len);
+		free(d);
+	}
+	if (!in->head) {
+		g->inst = NULL;
+		job_free(in);
+	}
+	group_kick(g);   /* the next slice, or the reads and proposals that waited */
+}
+
+void group_install_drain(struct meta_group *g)
+{
+	if (g->inst && g->inst->draining)
+		drain(g, INSTALL_DRAIN_SLICE);
+}
+
 /* Loop: the state holds the snapshot; apply what libraft handed over
- * meanwhile, in order. */
+ * meanwhile, in order, a slice per loop turn (thousands of entries at
+ * once would hold the loop again). */
 static void job_applied(struct meta_group *g, struct group_install *in)
 {
-	g->inst = NULL;
+	in->draining = true;
 	/* At start the root is not the member's yet: meta_node_start reads
 	 * the epoch and the table after it opened. */
 	if (g->id == 0 && g->n->root == g)
 		node_root_restored(g->n);
-	for (struct deferred *d = in->head; d; d = d->next)
-		group_apply_entry(g, d->index, d->data, d->len);
-	job_free(in);
-	group_kick(g);
+	drain(g, INSTALL_DRAIN_SLICE);
 }
 
 /* Loop: the joined job g->inst ended; start the one that replaced it, or
@@ -378,6 +408,17 @@ static void job_finish(struct meta_group *g)
 
 int group_install(struct meta_group *g, struct snap_desc *d)
 {
+	uint64_t before = raft_last_applied(&g->raft);
+	if (g->inst && g->inst->draining) {
+		/* Installed, still applying kept entries: the new snapshot
+		 * covers them (libraft replaced its log again). Reads keep
+		 * waiting from where this job started: the entries dropped
+		 * here count in libraft's index, not in the state. */
+		struct group_install *old = g->inst;
+		before = old->applied_before;
+		g->inst = NULL;
+		job_free(old);
+	}
 	if (g->inst) {
 		/* Another InstallSnapshot while one runs: libraft replaced its
 		 * log again, and the entries kept so far are older than it. The
@@ -395,7 +436,6 @@ int group_install(struct meta_group *g, struct snap_desc *d)
 		atomic_store(&in->cancel, true);
 		return 0;
 	}
-	uint64_t before = raft_last_applied(&g->raft);
 	struct group_install *in = job_new(g, d);
 	if (!in)
 		return -ENOMEM;
@@ -429,6 +469,10 @@ bool group_install_defer(struct meta_group *g, uint64_t index, const void *base,
 			 "group=%llu deferred=%zu bytes=%zu", (unsigned long long)g->id, in->n_defer,
 			 in->defer_bytes);
 		while (g->inst) {
+			if (g->inst->draining) {
+				drain(g, SIZE_MAX);
+				continue;
+			}
 			job_join(g->inst);
 			job_finish(g);
 		}
@@ -450,7 +494,7 @@ bool group_install_defer(struct meta_group *g, uint64_t index, const void *base,
 
 void group_install_poll(struct meta_group *g)
 {
-	if (!g->inst || g->closing || !atomic_load(&g->inst->done))
+	if (!g->inst || g->closing || g->inst->draining || !atomic_load(&g->inst->done))
 		return;
 	job_join(g->inst);
 	job_finish(g);

@@ -399,6 +399,9 @@ int group_install(struct meta_group *g, struct snap_desc *d);
 bool group_install_defer(struct meta_group *g, uint64_t index, const void *base, size_t len);
 /* On the tick: finish an install whose job ended. */
 void group_install_poll(struct meta_group *g);
+/* On the kick: apply the next slice of the entries kept during an
+ * install that has loaded its checkpoint. */
+void group_install_drain(struct meta_group *g);
 /* Closing: cancel a running install and wait for its thread. */
 void group_install_stop(struct meta_group *g);
 /* The index applied to g's state as reads may rely on it: libraft's, but
