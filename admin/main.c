@@ -381,9 +381,10 @@ static int cmd_cluster_status(void)
 			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
 			       s->state_applied_index);
 			jstr(s->state_digest);
-			printf(",\"snapshot_restores\":%" PRIu64 ",\"gc_queue\":%" PRIu64
-			       ",\"configuration\":[",
-			       s->snapshot_restores, s->gc_queue);
+			printf(",\"snapshot_restores\":%" PRIu64 ",\"snapshot_installing\":%s"
+			       ",\"gc_queue\":%" PRIu64 ",\"configuration\":[",
+			       s->snapshot_restores, s->snapshot_installing ? "true" : "false",
+			       s->gc_queue);
 			for (size_t j = 0; j < s->n_members; j++) {
 				printf("%s{\"id\":%" PRIu64 ",\"address\":", j ? "," : "",
 				       s->members[j]->id);

@@ -25,13 +25,14 @@
  *   - A Raft snapshot is a descriptor of a RocksDB checkpoint (meta/snap.h),
  *     never the state: taken off the loop (fsm v3 snapshot_async), reused
  *     while the state's "A" stays, installed by a streamed fetch and load
- *     during which the loop waits (libraft 0.15's restore is synchronous:
- *     every group of the member waits with it).
+ *     on a thread of its own (group_install.c: libraft 0.15's restore is
+ *     synchronous, so restore starts the job and entries applied meanwhile
+ *     wait for it).
  *   - A group's directory holds raft/, state/ and snap/; the root's is the
  *     member's data dir itself (the layout from before groups existed).
  *
  * Thread: the member's loop, except fsm_snapshot_async (libuv pool) and
- * the fetch thread of an install (meta/snap.c).
+ * an install's job (group_install.c).
  * Not here: forwarding writes (followers redirect the client with the
  * leader's address instead), the reads themselves (node_read.c), which
  * groups exist (hosting.c).
@@ -102,6 +103,7 @@ void group_on_kick(struct meta_group *g)
 {
 	if (g->closing)
 		return;
+	group_install_drain(g);
 	group_flush(g);
 	node_start_reads(g);
 }
@@ -116,13 +118,11 @@ static struct inflight *inflight_at(struct meta_group *g, uint64_t index)
 	return NULL;
 }
 
-static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, size_t len)
 {
-	struct meta_group *g = fsm->data;
 	struct meta_node *n = g->n;
-	uint64_t index = raft_last_applied(&g->raft) + 1;
 	uint64_t t0 = loop_now_ns();
-	int rc = meta_state_apply(g->state, index, buf->base, buf->len, n->res, META_BATCH_MAX_OPS);
+	int rc = meta_state_apply(g->state, index, base, len, n->res, META_BATCH_MAX_OPS);
 	if (rc < 0 && rc != IOL_EPROTOCOL) {
 		/* Consensus invariant: the log is committed, the state must
 		 * follow it. Crash loudly rather than vote on a stale state. */
@@ -130,12 +130,11 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 			  (unsigned long long)g->id, (unsigned long long)index, iol_strerror(rc));
 		abort();
 	}
-	*result = NULL;
 	m_observe(g->m.apply_us, (loop_now_ns() - t0) / 1000);
 	/* Snapshot by bytes too: libraft 0.15 counts entries only, so past
 	 * the byte threshold lower its entry threshold to 1 (the next check,
 	 * right after this apply, snapshots); fsm_snapshot restores it. */
-	g->snap_bytes_since += buf->len;
+	g->snap_bytes_since += len;
 	if (!g->snap_lowered && g->snap_bytes_since >= g->snapshot_bytes) {
 		raft_set_snapshot_threshold(&g->raft, 1);
 		g->snap_lowered = true;
@@ -159,6 +158,17 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	}
 	if (g->ready)
 		group_kick(g);   /* serve reads this index completes */
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct meta_group *g = fsm->data;
+	uint64_t index = raft_last_applied(&g->raft) + 1;
+	*result = NULL;
+	/* A snapshot is being installed off the loop: kept for after it. */
+	if (g->inst && group_install_defer(g, index, buf->base, buf->len))
+		return 0;
+	group_apply_entry(g, index, buf->base, buf->len);
 	return 0;
 }
 
@@ -210,8 +220,10 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 	struct meta_node *n = g->n;
 	*bufs = NULL;
 	*n_bufs = 0;
-	if (g->snap_job || meta_state_applied_index(g->state) == 0)
-		return RAFT_BUSY;   /* one at a time; nothing to snapshot yet (BUSY: retried later) */
+	/* One at a time; nothing to snapshot yet; an install running (its
+	 * thread owns the state). BUSY: libraft tries again later. */
+	if (g->snap_job || g->inst || meta_state_applied_index(g->state) == 0)
+		return RAFT_BUSY;
 	struct snap_take_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return RAFT_NOMEM;
@@ -242,9 +254,12 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 				memcpy(j->pinned[j->n_pinned++], g->snap_pins[i].name, SNAP_NAME_MAX);
 	}
 	g->snap_job = j;
+	if (!g->snap_reuse)
+		atomic_store(&g->snap_taking, true);
 	if (!g->fsm.snapshot_async && !g->snap_reuse &&
 	    fsm_snapshot_async(fsm, bufs, n_bufs) != 0) {
 		g->snap_job = NULL;   /* no finalize follows a failed snapshot */
+		atomic_store(&g->snap_taking, false);
 		free(j);
 		return RAFT_IOERR;
 	}
@@ -261,6 +276,9 @@ static int fsm_snapshot_async(struct raft_fsm *fsm, struct raft_buffer *bufs[], 
 	if (!j || g->snap_reuse)
 		return 0;
 	int rc = snap_take(j);
+	/* The state is no longer read: an install waiting for it may go on
+	 * (it must not wait for finalize, which needs the loop). */
+	atomic_store(&g->snap_taking, false);
 	if (rc) {
 		LOG_ERROR("snapshot: checkpoint failed", "group=%llu err=%s",
 			  (unsigned long long)g->id, iol_strerror(rc));
@@ -289,6 +307,7 @@ static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[
 	*n_bufs = 0;
 	struct snap_take_job *j = g->snap_job;
 	g->snap_job = NULL;
+	atomic_store(&g->snap_taking, false);
 	if (!j)
 		return 0;
 	if (g->snap_reuse || j->desc.applied_index) {   /* else the checkpoint failed */
@@ -314,129 +333,6 @@ static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[
 	return 0;
 }
 
-/* Where to fetch d from: its member first, then every other member of the
- * group's configuration (one that installed d holds it under the same
- * name). */
-static size_t fetch_sources(struct meta_group *g, const struct snap_desc *d,
-			    char addrs[][META_NODE_ADDR_MAX], size_t cap)
-{
-	uint64_t self = g->n->o.id;
-	size_t k = 0;
-	if (d->member_addr[0] && d->member_id != self)
-		snprintf(addrs[k++], META_NODE_ADDR_MAX, "%s", d->member_addr);
-	for (unsigned i = 0; i < g->raft.configuration.n && k < cap; i++) {
-		const struct raft_server *sv = &g->raft.configuration.servers[i];
-		char a[META_NODE_ADDR_MAX];
-		if (sv->id == self || sv->id == d->member_id || meta_node_rpc_addr(sv->address, a))
-			continue;
-		snprintf(addrs[k++], META_NODE_ADDR_MAX, "%s", a);
-	}
-	return k;
-}
-
-/*
- * Install d into the state: from this member's own checkpoint when it
- * holds it, else fetched from the group's members into <dir>/snap/in-<name>.
- * When no member holds d's checkpoint any more (a stale InstallSnapshot:
- * meta/snap.h, snap_newest), the newest checkpoint a member holds at or
- * above d's applied index is installed instead: libraft replays the
- * entries after its own index and apply skips those at or below the
- * state's "A", as for any checkpoint taken while applies went on.
- * Blocks the loop until done: libraft 0.15's restore is synchronous, and a
- * follower being installed has nothing better to do in this group (it
- * cannot apply or vote usefully on a state it does not have); the member's
- * other groups wait too. 0 or a negative error.
- */
-#define INSTALL_FALLBACKS 3
-
-static int snap_install(struct meta_group *g, const struct snap_desc *d)
-{
-	struct meta_node *n = g->n;
-	uint64_t t0 = loop_now_ms();
-	char local[700];
-	struct snap_fetch_job *fj = NULL;
-	struct snap_newest_job *nj = NULL;
-	const struct snap_desc *want = d;
-	uint64_t fetched = 0;
-	int rc = 0;
-	const char *src = local;
-	if (!snap_local_complete(g->snap_dir, d, local, sizeof(local))) {
-		fj = calloc(1, sizeof(*fj));
-		nj = calloc(1, sizeof(*nj));
-		if (!fj || !nj) {
-			free(fj);
-			free(nj);
-			return -ENOMEM;
-		}
-		for (int attempt = 0;; attempt++) {
-			memset(fj, 0, sizeof(*fj));
-			fj->desc = want;
-			fj->group = g->id;
-			snprintf(fj->dir, sizeof(fj->dir), "%s", g->snap_dir);
-			fj->n_addrs = fetch_sources(g, want, fj->addrs, META_NODE_MAX_PEERS + 1);
-			fj->timeout_ms = n->o.snapshot_fetch_timeout_ms;
-			fj->chunk_bytes = n->o.snapshot_fetch_chunk_bytes;
-			fj->give_up_when_gone = attempt < INSTALL_FALLBACKS;
-			fj->m_fetch_bytes = g->m.fetch_bytes;
-			LOG_INFO("snapshot install: fetching", "group=%llu checkpoint=%s from=%s "
-				 "applied=%llu files=%zu bytes=%llu", (unsigned long long)g->id,
-				 want->checkpoint, want->member_addr,
-				 (unsigned long long)want->applied_index, want->n_files,
-				 (unsigned long long)want->bytes);
-			rc = snap_fetch(fj);
-			fetched += fj->fetched_bytes;
-			if (rc != -ENOENT)
-				break;
-			/* Nobody holds it: the newest checkpoint anyone holds. */
-			if (nj->found)
-				snap_desc_free(&nj->out);
-			nj->group = g->id;
-			nj->min_applied = d->applied_index;
-			memcpy(nj->addrs, fj->addrs, sizeof(nj->addrs));
-			nj->n_addrs = fj->n_addrs;
-			rc = snap_newest(nj);
-			if (rc)
-				break;
-			LOG_WARN("snapshot install: no member holds the checkpoint libraft sent: "
-				 "installing a newer one", "group=%llu sent=%s sent_applied=%llu "
-				 "newer=%s applied=%llu", (unsigned long long)g->id, d->checkpoint,
-				 (unsigned long long)d->applied_index, nj->out.checkpoint,
-				 (unsigned long long)nj->out.applied_index);
-			want = &nj->out;
-			if (snap_local_complete(g->snap_dir, want, local, sizeof(local))) {
-				fj->path[0] = 0;
-				break;
-			}
-		}
-		g->fetch_bytes += fetched;
-		if (fj->path[0])
-			src = fj->path;
-	}
-	uint64_t t1 = loop_now_ms();
-	if (rc == 0)
-		rc = meta_state_install(g->state, src, want->checkpoint, 0);
-	if (rc == 0 && src != local)
-		snap_adopt(g->snap_dir, want);
-	if (rc == 0) {
-		snap_desc_free(&g->snap_last);
-		rc = snap_desc_copy(&g->snap_last, want);
-		if (rc)
-			g->snap_last.applied_index = 0;
-		rc = 0;
-	}
-	g->last_install_ms = loop_now_ms() - t0;
-	LOG_INFO("snapshot install", "group=%llu checkpoint=%s applied=%llu fetched=%llu "
-		 "fetch_ms=%llu load_ms=%llu err=%s", (unsigned long long)g->id, want->checkpoint,
-		 (unsigned long long)want->applied_index, (unsigned long long)fetched,
-		 (unsigned long long)(t1 - t0), (unsigned long long)(loop_now_ms() - t1),
-		 rc ? iol_strerror(rc) : "none");
-	if (nj && nj->found)
-		snap_desc_free(&nj->out);
-	free(nj);
-	free(fj);
-	return rc;
-}
-
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct meta_group *g = fsm->data;
@@ -447,6 +343,13 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		LOG_ERROR("snapshot restore: not a snapshot descriptor", "group=%llu len=%zu",
 			  (unsigned long long)g->id, buf->len);
 		return RAFT_CORRUPT;
+	}
+	if (g->inst) {   /* a newer one while installing: it replaces it */
+		rc = group_install(g, &d);
+		snap_desc_free(&d);
+		if (rc == 0)
+			raft_free(buf->base);
+		return rc ? RAFT_NOMEM : 0;
 	}
 	char tag[SNAP_NAME_MAX];
 	int pending = meta_state_install_pending(g->state, tag, sizeof(tag));
@@ -469,7 +372,12 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	if (pending > 0)
 		LOG_WARN("snapshot restore: an install was interrupted: redoing it",
 			 "group=%llu was=%s now=%s", (unsigned long long)g->id, tag, d.checkpoint);
-	rc = pending < 0 ? -EIO : snap_install(g, &d);
+	char name[SNAP_NAME_MAX], from[META_NODE_ADDR_MAX];
+	snprintf(name, sizeof(name), "%s", d.checkpoint);
+	snprintf(from, sizeof(from), "%s", d.member_addr);
+	/* Running: the install goes on off the loop (group_install.c) and
+	 * this returns at once; at start, it is done here. */
+	rc = pending < 0 ? -EIO : group_install(g, &d);
 	if (rc) {
 		/* libraft 0.15 has already replaced its log with this snapshot
 		 * (and keeps it on disk): a failed restore would leave this
@@ -478,20 +386,14 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		 * install resumes (fetched files are kept, the marker redoes a
 		 * half load). At start (not running yet), fail the start. */
 		LOG_ERROR("snapshot install failed", "group=%llu checkpoint=%s from=%s err=%s",
-			  (unsigned long long)g->id, d.checkpoint, d.member_addr, iol_strerror(rc));
+			  (unsigned long long)g->id, name, from, iol_strerror(rc));
 		snap_desc_free(&d);
 		if (g->started)
 			abort();
 		return RAFT_IOERR;
 	}
-	snap_desc_free(&d);
+	snap_desc_free(&d);   /* moved into the install */
 	raft_free(buf->base);
-	g->restores++;
-	m_inc(g->m.restores);
-	g->snap_bytes_since = 0;
-	if (g->id == 0)
-		node_root_restored(g->n);
-	group_kick(g);
 	return 0;
 }
 
@@ -522,7 +424,8 @@ static void digest_start(struct meta_group *g)
 
 static bool digest_current(const struct meta_group *g)
 {
-	return meta_state_applied_index(g->state) == g->dg_index && g->restores == g->dg_restores;
+	return !g->inst && meta_state_applied_index(g->state) == g->dg_index &&
+	       g->restores == g->dg_restores;
 }
 
 static void digest_answer(struct meta_group *g, const char *hex)
@@ -571,7 +474,7 @@ static void digest_after(uv_work_t *w, int status)
 		digest_answer(g, g->dg_hex);
 		return;
 	}
-	if (status == 0 && g->dg_rc == 0 && ++g->dg_tries < DIGEST_TRIES) {
+	if (status == 0 && g->dg_rc == 0 && !g->inst && ++g->dg_tries < DIGEST_TRIES) {
 		digest_start(g);   /* the state moved under the scan */
 		if (g->dg_busy)
 			return;
@@ -579,12 +482,16 @@ static void digest_after(uv_work_t *w, int status)
 	if (g->dg_rc)
 		LOG_WARN("state digest failed", "group=%llu err=%s", (unsigned long long)g->id,
 			 iol_strerror(g->dg_rc));
-	g->dg_index = meta_state_applied_index(g->state);
+	g->dg_index = group_state_applied(g);
 	digest_answer(g, "");
 }
 
 void group_status_digest(struct meta_group *g, struct rpc_req *r)
 {
+	if (g->inst) {   /* the state is being replaced: no digest of it */
+		node_status_respond(g, r, "", group_state_applied(g));
+		return;
+	}
 	if (g->dg_valid && !g->dg_busy && digest_current(g)) {
 		node_status_respond(g, r, g->dg_hex, g->dg_index);
 		return;
@@ -686,6 +593,9 @@ static void on_applied(struct raft_apply *req, int status, void *result)
 			off += k;
 			s = next;
 		}
+	} else if (status == 0 && g->inst) {
+		/* Committed, applied after the install: the retry is deduplicated. */
+		fail_subs(g, f->subs, RPC_UNAVAILABLE, "installing a snapshot; retry");
 	} else if (status == 0) {
 		fail_subs(g, f->subs, RPC_INTERNAL, "entry applied without results");
 	} else {
@@ -714,6 +624,8 @@ void group_flush(struct meta_group *g)
 			fail_subs(g, all, RPC_FAILED_PRECONDITION, why);
 			return;
 		}
+		if (g->inst)
+			return;   /* a leader still installing: after it (group_install.c) */
 		/* Take whole calls while they fit. */
 		struct sub *first = g->q_head, *last = first;
 		size_t ops = first->n_ops, bytes = first->bytes;
@@ -797,6 +709,7 @@ int group_enqueue(struct meta_group *g, struct sub *s)
 int group_tick(struct meta_group *g, uint64_t now_ms)
 {
 	(void)now_ms;
+	group_install_poll(g);
 	int role = raft_state(&g->raft);
 	raft_id lid = 0;
 	const char *laddr = NULL;
@@ -816,8 +729,9 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 	m_set(g->m.term, (int64_t)g->raft.current_term);
 	m_set(g->m.commit, (int64_t)g->raft.commit_index);
 	m_set(g->m.last_index, (int64_t)raft_last_index(&g->raft));
-	m_set(g->m.applied, (int64_t)raft_last_applied(&g->raft));
+	m_set(g->m.applied, (int64_t)group_applied(g));
 	m_set(g->m.is_leader, role == RAFT_LEADER);
+	m_set(g->m.installing, g->inst != NULL);
 	return was;
 }
 
@@ -828,7 +742,8 @@ void group_info(struct meta_group *g, struct meta_node_info *out)
 	out->role = g->closing || g->n->closing ? RAFT_UNAVAILABLE : raft_state(&g->raft);
 	out->term = g->raft.current_term;
 	out->commit_index = g->raft.commit_index;
-	out->applied_index = raft_last_applied(&g->raft);
+	out->applied_index = group_applied(g);
+	out->installing = g->inst != NULL;
 	out->last_index = raft_last_index(&g->raft);
 	group_leader_addr(g, &out->leader_id, out->leader_addr);
 	out->epoch = g->n->epoch;
@@ -874,6 +789,9 @@ static int register_metrics(struct meta_group *g)
 	m->snapshots = metrics_counter_new(r, "iolake_meta_snapshots_total", "Snapshots taken.", l);
 	m->restores = metrics_counter_new(r, "iolake_meta_snapshot_installs_total",
 					  "Snapshots installed from the leader.", l);
+	m->installing = metrics_gauge_new(r, "iolake_meta_snapshot_installing",
+					  "1 while a snapshot install (fetch and load) runs off the loop.",
+					  l);
 	m->apply_us = metrics_histogram_new(r, "iolake_meta_apply_seconds",
 					    "Time to apply one entry.", l, lat, nb, 1e-6);
 	m->last_index = metrics_gauge_new(r, "iolake_meta_raft_last_index",
@@ -1086,6 +1004,7 @@ void group_close(struct meta_group *g, bool remove_dir)
 	if (n->closing)
 		n->close_pending++;   /* hosting_group_closed gives it back */
 	kick_unlink(g);
+	group_install_stop(g);   /* before raft and the state close */
 	g->close_pending = 1;   /* raft */
 	struct sub *q = g->q_head;
 	g->q_head = g->q_tail = NULL;

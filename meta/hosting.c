@@ -230,7 +230,9 @@ static int open_group(struct meta_node *n, const Iolake__Meta__GroupDesc *d)
 
 void hosting_reconcile(struct meta_node *n)
 {
-	if (n->closing || !n->root)
+	/* The root's state being installed is no table to act on; its end
+	 * (node_root_restored) reconciles again. */
+	if (n->closing || !n->root || n->root->inst)
 		return;
 	Iolake__Meta__GroupDesc **v = NULL;
 	size_t cnt = 0;

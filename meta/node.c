@@ -465,7 +465,7 @@ static void on_tick(uv_timer_t *t)
 		meta_pgstate_reset(n->pgs);
 		node_pg_metrics(n, now);  /* zero: a follower's view means nothing */
 	}
-	if (role == RAFT_LEADER && raft_last_applied(&root->raft) >= root->raft.commit_index) {
+	if (role == RAFT_LEADER && group_applied(root) >= root->raft.commit_index) {
 		propose_init_map(n);
 		if (now - n->last_sweep_ms >= 200) {
 			n->last_sweep_ms = now;

@@ -34,9 +34,9 @@
  * must be run by one thread (a loop_thread, or main's loop). RocksDB
  * applies and reads run on that loop (they are the state machine's own
  * calls; apply writes are not synced: the Raft log is the durable copy).
- * Snapshots are checkpoints taken on the libuv pool; installing one blocks
- * the loop (every group of the member) while a thread of its own fetches
- * the files (meta/snap.h).
+ * Snapshots are checkpoints taken on the libuv pool; installing one (fetch
+ * and load) runs on a thread of its own while the loop goes on
+ * (meta/group_install.c), except at start, before the loop runs.
  */
 #ifndef META_NODE_H
 #define META_NODE_H
@@ -155,7 +155,9 @@ struct meta_node_info {
 	uint64_t restores;               /* snapshots installed (files loaded) */
 	uint64_t snapshots;              /* snapshots taken */
 	uint64_t snapshot_fetch_bytes;   /* snapshot bytes fetched from peers */
-	uint64_t last_install_ms;        /* time the last install blocked the loop */
+	uint64_t last_install_ms;        /* time the last install took (fetch and load, off the
+	                                  * loop once the member runs) */
+	bool installing;                 /* a snapshot install is running */
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;   /* since start (node_read.c) */
 	uint64_t forwarded;              /* calls this member forwarded to a leader (any group) */

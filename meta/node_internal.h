@@ -132,6 +132,7 @@ struct change {
 struct group_metrics {
 	struct metrics_gauge *term, *commit, *applied, *is_leader, *last_index;
 	struct metrics_counter *leader_changes, *entries, *ops, *snapshots, *restores;
+	struct metrics_gauge *installing;   /* a snapshot install running: 1 */
 	struct metrics_histogram *apply_us, *batch_ops;
 	struct metrics_gauge *snap_bytes;
 	struct metrics_counter *fetch_bytes;
@@ -230,6 +231,8 @@ struct meta_group {
 		uint64_t at_ms;
 	} snap_pins[SNAP_PINS];        /* checkpoints fetched from us lately */
 	uint64_t snaps_taken, fetch_bytes, last_install_ms;
+	atomic_bool snap_taking;       /* a checkpoint job between snapshot and finalize */
+	struct group_install *inst;    /* a snapshot being installed off the loop, or NULL */
 
 	struct group_metrics m;
 
@@ -380,6 +383,33 @@ void group_status_digest(struct meta_group *g, struct rpc_req *r);
 /* Remember that checkpoint `name` is being fetched from this member: the
  * next snapshots do not prune it for SNAP_PIN_MS. */
 void group_snap_pin(struct meta_group *g, const char *name);
+/* Apply one committed entry at index to g's state (fsm apply's body; also
+ * the entries kept while a snapshot was installed). */
+void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, size_t len);
+
+/* ------------------------------------------------------------ group_install.c */
+/* Install snapshot descriptor d (moved: d is left empty) into g's state:
+ * on a thread of its own once the member runs (returns at once; g->inst
+ * is set until it ends), here at start. While one runs, a newer d
+ * replaces it. 0, or a negative error (at start: the install's). */
+int group_install(struct meta_group *g, struct snap_desc *d);
+/* fsm apply while g->inst: keep the entry for after the install. false
+ * when it could not be kept: the install was waited for here instead,
+ * and the caller applies the entry. */
+bool group_install_defer(struct meta_group *g, uint64_t index, const void *base, size_t len);
+/* On the tick: finish an install whose job ended. */
+void group_install_poll(struct meta_group *g);
+/* On the kick: apply the next slice of the entries kept during an
+ * install that has loaded its checkpoint. */
+void group_install_drain(struct meta_group *g);
+/* Closing: cancel a running install and wait for its thread. */
+void group_install_stop(struct meta_group *g);
+/* The index applied to g's state as reads may rely on it: libraft's, but
+ * while an install runs the one from before it. */
+uint64_t group_applied(struct meta_group *g);
+/* The state's "A" (meta_state_applied_index); while an install runs, the
+ * index from before it (the job's thread owns the state). */
+uint64_t group_state_applied(struct meta_group *g);
 
 /* ------------------------------------------------------------ hosting.c */
 /* The hosted group with this id, or NULL (not hosted, or closing). */

@@ -1044,6 +1044,7 @@ void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *di
 	resp.leader_address = info.leader_addr;
 	resp.epoch = info.epoch;
 	resp.snapshot_restores = info.restores;
+	resp.snapshot_installing = info.installing;
 	resp.state_digest = (char *)digest;
 	resp.state_applied_index = digest_index;
 	meta_state_gc_count(g->state, &resp.gc_queue);

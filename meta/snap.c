@@ -410,7 +410,9 @@ struct fetcher {
 	uv_sem_t done;
 	int rc;
 	struct rpc_channel *ch;
-	uv_timer_t timer;
+	uv_timer_t timer;             /* backoff */
+	uv_timer_t tick;              /* cancel flag and deadline, every SNAP_CANCEL_POLL_MS */
+	int open_timers;              /* the caller is woken once both are closed */
 	size_t addr_i;
 	unsigned fails;               /* calls failed in a row */
 	uint64_t backoff_ms;
@@ -419,7 +421,8 @@ struct fetcher {
 	int fd;
 	uint64_t off;
 	unsigned crc_failures;
-	unsigned gone_in_row;         /* sources in a row that lack the checkpoint */
+	unsigned src_fails[META_NODE_MAX_PEERS + 1];   /* per source, since the last chunk */
+	bool any_gone;                /* one of those said it lacks the checkpoint */
 	bool finished;
 };
 
@@ -428,7 +431,8 @@ static void fetch_step(struct fetcher *f);
 static void fetch_timer_closed(uv_handle_t *h)
 {
 	struct fetcher *f = h->data;
-	uv_sem_post(&f->done);
+	if (--f->open_timers == 0)
+		uv_sem_post(&f->done);
 }
 
 static void fetch_finish(struct fetcher *f, int rc)
@@ -440,10 +444,24 @@ static void fetch_finish(struct fetcher *f, int rc)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
+	/* A call in flight is answered RPC_CANCELLED here; on_chunk then
+	 * sees f->finished. */
 	if (f->ch)
 		rpc_channel_close(f->ch);
 	f->ch = NULL;
 	uv_close((uv_handle_t *)&f->timer, fetch_timer_closed);
+	uv_close((uv_handle_t *)&f->tick, fetch_timer_closed);
+}
+
+/* The deadline holds even while a call waits for its own timeout, and
+ * the owner may cancel (a member closing during an install). */
+static void on_fetch_tick(uv_timer_t *t)
+{
+	struct fetcher *f = t->data;
+	if (f->j->cancel && atomic_load(f->j->cancel))
+		fetch_finish(f, -ECANCELED);
+	else if (loop_now_ms() >= f->deadline_ms)
+		fetch_finish(f, -ETIMEDOUT);
 }
 
 static void fetch_open_channel(struct fetcher *f)
@@ -473,10 +491,20 @@ static void fetch_fail_over_why(struct fetcher *f, const char *why, bool gone)
 		fetch_finish(f, -ETIMEDOUT);
 		return;
 	}
-	f->gone_in_row = gone ? f->gone_in_row + 1 : 0;
-	if (f->j->give_up_when_gone && f->gone_in_row >= SNAP_GONE_ROUNDS * f->j->n_addrs) {
-		fetch_finish(f, -ENOENT);
-		return;
+	/* Gone for good when every source failed SNAP_GONE_ROUNDS times since
+	 * the last chunk and one said it lacks the checkpoint: a dead source
+	 * among live ones that pruned it must not keep us here until the
+	 * deadline (the caller asks them all for a newer one instead). */
+	f->src_fails[f->addr_i]++;
+	f->any_gone |= gone;
+	if (f->j->give_up_when_gone && f->any_gone) {
+		unsigned least = UINT32_MAX;
+		for (size_t i = 0; i < f->j->n_addrs; i++)
+			least = f->src_fails[i] < least ? f->src_fails[i] : least;
+		if (least >= SNAP_GONE_ROUNDS) {
+			fetch_finish(f, -ENOENT);
+			return;
+		}
 	}
 	f->addr_i = (f->addr_i + 1) % f->j->n_addrs;
 	f->fails++;
@@ -513,7 +541,8 @@ static void on_chunk(void *ud, const struct rpc_result *res)
 					    : "answer does not match the descriptor", gone);
 		return;
 	}
-	f->gone_in_row = 0;
+	memset(f->src_fails, 0, sizeof(f->src_fails));
+	f->any_gone = false;
 	const uint8_t *p = buf_slice_data(&res->payload);
 	size_t done = 0;
 	while (done < len) {
@@ -606,6 +635,10 @@ static void fetch_start(struct loop_work *w)
 	struct fetcher *f = container_of(w, struct fetcher, start);
 	uv_timer_init(&f->lt.loop, &f->timer);
 	f->timer.data = f;
+	uv_timer_init(&f->lt.loop, &f->tick);
+	f->tick.data = f;
+	f->open_timers = 2;
+	uv_timer_start(&f->tick, on_fetch_tick, SNAP_CANCEL_POLL_MS, SNAP_CANCEL_POLL_MS);
 	fetch_open_channel(f);
 	if (!f->ch) {
 		fetch_finish(f, -ENOMEM);
@@ -616,7 +649,7 @@ static void fetch_start(struct loop_work *w)
 
 int snap_fetch(struct snap_fetch_job *j)
 {
-	if (!j->n_addrs)
+	if (!j->n_addrs || j->n_addrs > META_NODE_MAX_PEERS + 1)
 		return -EINVAL;
 	if (!j->chunk_bytes || j->chunk_bytes > SNAP_CHUNK_BYTES)
 		j->chunk_bytes = SNAP_CHUNK_BYTES;
@@ -655,16 +688,40 @@ struct newest {
 	struct loop_work start;
 	uv_sem_t done;
 	struct rpc_channel *ch[META_NODE_MAX_PEERS + 1];
+	uv_timer_t tick;              /* the cancel flag */
 	size_t waiting;
 	int rc;
+	bool finished;
 };
+
+static void newest_tick_closed(uv_handle_t *h)
+{
+	struct newest *w = h->data;
+	uv_sem_post(&w->done);
+}
 
 static void newest_finish(struct newest *w)
 {
+	if (w->finished)
+		return;
+	w->finished = true;
+	/* Calls still out are answered RPC_CANCELLED here (on_newest). */
 	for (size_t i = 0; i < w->j->n_addrs; i++)
-		if (w->ch[i])
-			rpc_channel_close(w->ch[i]);
-	uv_sem_post(&w->done);
+		if (w->ch[i]) {
+			struct rpc_channel *ch = w->ch[i];
+			w->ch[i] = NULL;
+			rpc_channel_close(ch);
+		}
+	uv_close((uv_handle_t *)&w->tick, newest_tick_closed);
+}
+
+static void on_newest_tick(uv_timer_t *t)
+{
+	struct newest *w = t->data;
+	if (w->j->cancel && atomic_load(w->j->cancel)) {
+		w->rc = -ECANCELED;
+		newest_finish(w);
+	}
 }
 
 static void on_newest(void *ud, const struct rpc_result *res)
@@ -702,6 +759,9 @@ static void newest_start(struct loop_work *lw)
 	q.group = j->group;
 	struct rpc_call_opts o = { .timeout_ms = CALL_TIMEOUT_MS };
 	struct rpc_channel_opts co = { .connect_timeout_ms = 2000 };
+	uv_timer_init(&w->lt.loop, &w->tick);
+	w->tick.data = w;
+	uv_timer_start(&w->tick, on_newest_tick, SNAP_CANCEL_POLL_MS, SNAP_CANCEL_POLL_MS);
 	for (size_t i = 0; i < j->n_addrs; i++)
 		w->ch[i] = rpc_channel_open(&w->lt.loop, j->addrs[i], &co);
 	w->waiting = j->n_addrs;
@@ -729,12 +789,18 @@ int snap_newest(struct snap_newest_job *j)
 	int rc = loop_thread_start(&w->lt, "meta-snapnewest");
 	if (rc == 0) {
 		rc = loop_queue_post(&w->lt.queue, &w->start, newest_start);
-		if (rc == 0)
+		if (rc == 0) {
 			uv_sem_wait(&w->done);
+			rc = w->rc;
+		}
 		loop_thread_stop(&w->lt);
 	}
 	uv_sem_destroy(&w->done);
 	free(w);
+	if (rc == -ECANCELED && j->found) {
+		snap_desc_free(&j->out);
+		j->found = false;
+	}
 	if (rc == 0 && !j->found)
 		rc = -ENOENT;
 	return rc;

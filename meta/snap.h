@@ -25,6 +25,7 @@
 #ifndef META_SNAP_H
 #define META_SNAP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +42,7 @@
 #define SNAP_PINS 4                   /* checkpoints being fetched, remembered */
 #define SNAP_PIN_MS 120000            /* a fetched checkpoint outlives pruning this long */
 #define SNAP_GONE_ROUNDS 2            /* give_up_when_gone: rounds of "not here" answers */
+#define SNAP_CANCEL_POLL_MS 50        /* a fetch looks at its cancel flag and deadline this often */
 
 struct snap_file {
 	char name[SNAP_NAME_MAX];     /* no '/' */
@@ -105,8 +107,13 @@ struct snap_fetch_job {
 	size_t n_addrs;
 	uint64_t timeout_ms;          /* give up after (0: 300 s) */
 	uint32_t chunk_bytes;         /* per call (0 or above: SNAP_CHUNK_BYTES) */
-	bool give_up_when_gone;       /* -ENOENT once every source said SNAP_GONE_ROUNDS times
-	                               * in a row that it lacks the checkpoint */
+	bool give_up_when_gone;       /* -ENOENT once every source failed SNAP_GONE_ROUNDS
+	                               * times since the last chunk and one of them said
+	                               * it lacks the checkpoint (a dead source does not
+	                               * keep the fetch waiting for a checkpoint the live
+	                               * ones have pruned) */
+	atomic_bool *cancel;          /* may be NULL: set by another thread, the fetch
+	                               * ends within SNAP_CANCEL_POLL_MS with -ECANCELED */
 	struct metrics_counter *m_fetch_bytes;   /* may be NULL */
 	/* out */
 	uint64_t fetched_bytes;       /* over the network, this call */
@@ -117,9 +124,10 @@ struct snap_fetch_job {
  * whole (a partial file resumes from its size; a file whose size and
  * crc32c do not match is fetched again), from addrs in turn: a source
  * that does not answer or lost the checkpoint costs a switch to the next,
- * a round of failures a backoff (100 ms doubling to 2 s). Runs its calls
- * on a loop_thread of its own and blocks the caller until done. 0,
- * -ETIMEDOUT, -EIO, -ENOENT (give_up_when_gone: no source holds it). */
+ * a round of failures a backoff (100 ms doubling to 2 s). The deadline
+ * (timeout_ms) holds whatever is in flight. Runs its calls on a
+ * loop_thread of its own and blocks the caller until done. 0, -ETIMEDOUT,
+ * -EIO, -ECANCELED, -ENOENT (give_up_when_gone: no source holds it). */
 int snap_fetch(struct snap_fetch_job *j);
 
 /* Ask every source for its newest checkpoint of the group (FetchSnapshot
@@ -134,12 +142,13 @@ struct snap_newest_job {
 	char addrs[META_NODE_MAX_PEERS + 1][META_NODE_ADDR_MAX];
 	size_t n_addrs;
 	uint64_t min_applied;
+	atomic_bool *cancel;          /* may be NULL: as snap_fetch_job's */
 	/* out */
 	bool found;
 	struct snap_desc out;         /* the caller frees it (snap_desc_free) */
 };
 /* Blocking, calls on a loop_thread of its own. 0 and j->out, -ENOENT (no
- * source has one at min_applied or above), -EINVAL, -ENOMEM. */
+ * source has one at min_applied or above), -EINVAL, -ENOMEM, -ECANCELED. */
 int snap_newest(struct snap_newest_job *j);
 /* The server side of FetchSnapshot `newest`: answer last (this member's
  * newest checkpoint of the group, taken or installed) when dir holds it

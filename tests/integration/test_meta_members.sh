@@ -11,7 +11,9 @@
 # shows the new configuration (1..5 without it); a fresh member 6 takes
 # the dead one's place with `member add` and catches up (same digest as
 # the live ones, through a file snapshot), and the group commits with the
-# other dead member still down (4 of 5 live).
+# other dead member still down (4 of 5 live); then one more original
+# member is killed and the group still commits (3 of 5 live: member 6's
+# vote counts).
 set -u
 . "$(dirname "$0")/meta_lib.sh"
 meta_lib_init metamb 12
@@ -111,4 +113,23 @@ echo "member 6 replaced $K: leader $L4, state index $IDX4 digest $DIG4 on$LIVE 6
 admin user add replaced >/dev/null || fail "user add with member 6 in place"
 read -r _ IDX5 _ < <(wait_check "$LIVE 6" "$NEWCONF 6") || fail "members differ after member 6"
 [ "$IDX5" -gt "$IDX4" ] || fail "nothing committed after member 6 joined"
+
+# Member 6 counts in the quorum: one more original member killed leaves
+# three of the five voters live, member 6 among them (without its vote
+# and its log, two of five could not commit).
+M=""
+for i in $LIVE; do M=$i; done
+kill -9 "${PID[$M]}"
+wait "${PID[$M]}" 2>/dev/null
+unset "PID[$M]"
+LIVE3=""
+for i in $LIVE; do [ "$i" != "$M" ] && LIVE3="$LIVE3 $i"; done
+for i in $(seq 5); do
+	admin user add "quorum$i" >/dev/null || fail "user add quorum$i with $L and $M down"
+done
+read -r L6 IDX6 _ < <(wait_check "$LIVE3 6" "$NEWCONF 6") ||
+	fail "the live members differ with $L and $M down"
+[ "$IDX6" -gt "$IDX5" ] || fail "nothing committed with $L and $M down"
+echo "with $L and $M down: leader $L6 committed up to $IDX6 on$LIVE3 6 (member 6's vote counted)"
+admin user ls | grep -q '^quorum5 ' || fail "quorum5 missing"
 echo PASS

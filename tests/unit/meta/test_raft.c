@@ -33,14 +33,17 @@
  *   snapshot_by_bytes  one voter, entry threshold 1024 but 32 KiB of
  *               commands: ~750 small entries take several snapshots (by
  *               bytes), and a restart loads none of them
- *   snapshot_resume  as above, but the member's in-cp-<A>-<leader> directory already
- *               holds half of every file of the leader's checkpoint and one
- *               whole file with a flipped byte: it fetches only the rest and
- *               that file again (fetched < checkpoint bytes), and ends with
- *               the leader's digest; then snap_fetch directly: a dead first
- *               source and one that lacks the checkpoint (NOT_FOUND) cost a
- *               switch each and the leader serves it whole; a checkpoint
- *               nobody has times out (-ETIMEDOUT)
+ *   snapshot_resume  as above, but the member's in-cp-<A>-<M> directories already
+ *               hold half of every file of the newest checkpoint of each
+ *               running member (the leader's, and the other's in case the
+ *               leadership moves before the restart) and one whole file
+ *               with a flipped byte: it fetches exactly the rest of the one
+ *               it installs and that file again, and ends with the
+ *               leader's digest; then snap_fetch directly: a dead first
+ *               source (a port held bound, not listening) and one that
+ *               lacks the checkpoint (NOT_FOUND) cost a switch each and the
+ *               leader serves it whole; a checkpoint nobody has times out
+ *               (-ETIMEDOUT) at its deadline
  *
  * The load's window and the kill point come from a seed, printed;
  * RAFT_TEST_SEED=<n> replays one.
@@ -66,460 +69,7 @@
 #include "meta/node.h"
 #include "meta/snap.h"
 #include "meta_test_util.h"
-
-#define NMEMB 3
-
-static uint32_t test_seed(const char *name)
-{
-	const char *env = getenv("RAFT_TEST_SEED");
-	uint32_t seed = env ? (uint32_t)strtoul(env, NULL, 0) : (uint32_t)loop_now_ns() | 1;
-	printf("%s: seed=%u (replay: RAFT_TEST_SEED=%u)\n", name, seed, seed);
-	fflush(stdout);
-	return seed;
-}
-
-/* A port p with p and p + 1 both free on 127.0.0.1 (RPC and Raft). */
-static int bindable(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	if (ok && port == 0) {
-		socklen_t l = sizeof(a);
-		getsockname(fd, (struct sockaddr *)&a, &l);
-		ok = ntohs(a.sin_port);
-	}
-	close(fd);
-	return ok;
-}
-
-static int free_port_pair(void)
-{
-	for (int i = 0; i < 200; i++) {
-		int p = bindable(0);
-		if (p > 0 && p < 65534 && bindable(p + 1))
-			return p;
-	}
-	ck_abort_msg("no free port pair");
-	return 0;
-}
-
-/* ------------------------------------------------------------ members */
-
-struct member {
-	struct loop_thread lt;
-	struct meta_node *node;
-	struct meta_node_opts o;
-	char dir[64];
-	char addr[32];
-	bool running;
-	int rc;
-	atomic_bool closed;
-};
-
-struct cluster {
-	struct member m[NMEMB];
-	struct meta_peer peers[NMEMB];
-	size_t n;
-};
-
-static void m_start_fn(void *arg)
-{
-	struct member *m = arg;
-	m->rc = meta_node_start(&m->lt.loop, &m->o, &m->node);
-}
-
-static void m_start(struct cluster *c, size_t i)
-{
-	struct member *m = &c->m[i];
-	ck_assert_int_eq(loop_thread_start(&m->lt, "meta-member"), 0);
-	atomic_store(&m->closed, false);
-	ck_assert_int_eq(loop_thread_call(&m->lt, m_start_fn, m), 0);
-	ck_assert_int_eq(m->rc, 0);
-	m->running = true;
-}
-
-static void m_closed(void *ud)
-{
-	struct member *m = ud;
-	atomic_store(&m->closed, true);
-}
-
-static void m_close_fn(void *arg)
-{
-	struct member *m = arg;
-	meta_node_close(m->node, m_closed, m);
-}
-
-/* Close the member: its sockets go away at once, peers see it die. */
-static void m_stop(struct cluster *c, size_t i)
-{
-	struct member *m = &c->m[i];
-	if (!m->running)
-		return;
-	ck_assert_int_eq(loop_thread_call(&m->lt, m_close_fn, m), 0);
-	for (int k = 0; k < 5000 && !atomic_load(&m->closed); k++)
-		usleep(1000);
-	ck_assert(atomic_load(&m->closed));
-	loop_thread_stop(&m->lt);
-	m->node = NULL;
-	m->running = false;
-}
-
-struct info_call {
-	struct member *m;
-	struct meta_node_info info;
-	uint8_t digest[32];
-	int digest_rc;
-};
-
-static void m_info_fn(void *arg)
-{
-	struct info_call *q = arg;
-	meta_node_info(q->m->node, &q->info);
-	q->digest_rc = meta_state_digest(meta_node_state(q->m->node), q->digest);
-}
-
-static struct meta_node_info m_info(struct cluster *c, size_t i, uint8_t digest[32])
-{
-	struct info_call q = { .m = &c->m[i] };
-	ck_assert_int_eq(loop_thread_call(&c->m[i].lt, m_info_fn, &q), 0);
-	ck_assert_int_eq(q.digest_rc, 0);
-	if (digest)
-		memcpy(digest, q.digest, 32);
-	return q.info;
-}
-
-static void cluster_init(struct cluster *c, size_t n, unsigned snap_threshold, unsigned trailing)
-{
-	memset(c, 0, sizeof(*c));
-	c->n = n;
-	for (size_t i = 0; i < n; i++) {
-		struct member *m = &c->m[i];
-		tmpdir(m->dir);
-		snprintf(m->addr, sizeof(m->addr), "127.0.0.1:%d", free_port_pair());
-		c->peers[i].id = i + 1;
-		c->peers[i].addr = m->addr;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct member *m = &c->m[i];
-		m->o = (struct meta_node_opts){
-			.id = i + 1,
-			.data_dir = m->dir,
-			.listen = m->addr,
-			.peers = c->peers,
-			.n_peers = n,
-			.snapshot_threshold = snap_threshold,
-			.snapshot_trailing = trailing,
-			.election_timeout_ms = 300,
-			.heartbeat_timeout_ms = 50,
-			.osd_down_after_ms = 300,
-			.osd_out_after_ms = 700,
-			.pg_count = 16,
-		};
-	}
-}
-
-static void cluster_free(struct cluster *c)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		m_stop(c, i);
-		rm_rf(c->m[i].dir);
-	}
-}
-
-/* Index of the one member that is leader (of those running), waiting up
- * to timeout_ms; -1 if none. */
-static int wait_leader(struct cluster *c, int timeout_ms)
-{
-	for (int t = 0; t < timeout_ms; t += 20) {
-		int leader = -1, count = 0;
-		for (size_t i = 0; i < c->n; i++)
-			if (c->m[i].running && m_info(c, i, NULL).role == RAFT_LEADER) {
-				leader = (int)i;
-				count++;
-			}
-		if (count == 1)
-			return leader;
-		usleep(20000);
-	}
-	return -1;
-}
-
-/* Every member of an NMEMB cluster started; the leader's index. */
-static int cluster_up(struct cluster *c, unsigned snap_threshold, unsigned trailing)
-{
-	cluster_init(c, NMEMB, snap_threshold, trailing);
-	for (size_t i = 0; i < NMEMB; i++)
-		m_start(c, i);
-	int leader = wait_leader(c, 10000);
-	ck_assert_int_ge(leader, 0);
-	return leader;
-}
-
-/* Wait until every running member applied the leader's last index. */
-static void wait_converged(struct cluster *c, int timeout_ms)
-{
-	for (int t = 0; t < timeout_ms; t += 20) {
-		int l = wait_leader(c, 5000);
-		ck_assert_int_ge(l, 0);
-		uint64_t last = m_info(c, (size_t)l, NULL).last_index;
-		bool all = true;
-		for (size_t i = 0; i < c->n; i++)
-			if (c->m[i].running && m_info(c, i, NULL).applied_index < last)
-				all = false;
-		if (all)
-			return;
-		usleep(20000);
-	}
-	ck_abort_msg("members did not converge");
-}
-
-static void assert_digests_equal(struct cluster *c, uint8_t out[32])
-{
-	uint8_t d0[32], d[32];
-	m_info(c, 0, d0);
-	for (size_t i = 1; i < c->n; i++) {
-		m_info(c, i, d);
-		ck_assert_msg(!memcmp(d0, d, 32), "digest of member %zu differs", i + 1);
-	}
-	if (out)
-		memcpy(out, d0, 32);
-}
-
-/* -------------------------------------------------------------- load */
-
-struct load {
-	struct loop_thread lt;
-	struct meta_client *cli;
-	const char *members[NMEMB];
-	size_t n_members;
-	unsigned total, window;
-	unsigned next, inflight;
-	uint64_t *gen;                 /* per key: generation acknowledged */
-	atomic_uint acked, failed, bad;
-	atomic_bool paused;            /* stop issuing new ops */
-	atomic_bool done;
-	uint64_t last_ack_ms, max_gap_ms;   /* load loop */
-	bool bucket_ready;
-};
-
-static void key_of(unsigned i, char out[32])
-{
-	snprintf(out, 32, "obj/%08u", i);
-}
-
-static void value_of(unsigned i, char out[32])
-{
-	snprintf(out, 32, "value-%u", i * 2654435761u);
-}
-
-static void pump(struct load *L);
-
-static void on_put(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	struct load *L = *(struct load **)ud;
-	unsigned i = (unsigned)(((uintptr_t *)ud)[1]);
-	free(ud);
-	L->inflight--;
-	uint64_t now = loop_now_ms();
-	if (L->last_ack_ms && now - L->last_ack_ms > L->max_gap_ms)
-		L->max_gap_ms = now - L->last_ack_ms;
-	L->last_ack_ms = now;
-	if (err) {
-		fprintf(stderr, "put %u failed: %d\n", i, err);
-		atomic_fetch_add(&L->failed, 1);
-	} else if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
-		fprintf(stderr, "put %u answered status %d\n", i, res->status);
-		atomic_fetch_add(&L->bad, 1);
-	} else {
-		L->gen[i] = res->generation;
-		atomic_fetch_add(&L->acked, 1);
-	}
-	pump(L);
-}
-
-static void submit_put(struct load *L, unsigned i)
-{
-	char key[32], val[32];
-	key_of(i, key);
-	value_of(i, val);
-	Iolake__Meta__ObjectRecord rec = IOLAKE__META__OBJECT_RECORD__INIT;
-	rec.bucket = "bkt";
-	rec.key = key;
-	rec.size = strlen(val);
-	rec.etag = "e";
-	rec.owner = "tester";
-	rec.inline_data.data = (uint8_t *)val;
-	rec.inline_data.len = strlen(val);
-	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
-	po.record = &rec;
-	po.if_none_match = true;   /* a second apply would answer CONFLICT */
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
-	op.put_object = &po;
-	uintptr_t *ud = malloc(2 * sizeof(*ud));
-	ud[0] = (uintptr_t)L;
-	ud[1] = i;
-	L->inflight++;
-	ck_assert_int_eq(meta_client_submit(L->cli, &op, on_put, ud), 0);
-}
-
-static void pump(struct load *L)
-{
-	while (!atomic_load(&L->paused) && L->inflight < L->window && L->next < L->total)
-		submit_put(L, L->next++);
-	if (L->inflight == 0 && (L->next == L->total || atomic_load(&L->paused)))
-		atomic_store(&L->done, true);
-}
-
-static void on_bucket(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	struct load *L = ud;
-	ck_assert_int_eq(err, 0);
-	ck_assert(res->status == IOLAKE__META__STATUS__STATUS_OK ||
-		  res->status == IOLAKE__META__STATUS__STATUS_EXISTS);
-	L->bucket_ready = true;
-	pump(L);
-}
-
-static void load_start_fn(void *arg)
-{
-	struct load *L = arg;
-	struct meta_client_opts o = { .members = L->members, .n_members = L->n_members,
-				      .attempt_timeout_ms = 1000, .retry_for_ms = 30000 };
-	ck_assert_int_eq(meta_client_new(&L->lt.loop, &o, &L->cli), 0);
-	Iolake__Meta__Bucket b = IOLAKE__META__BUCKET__INIT;
-	b.name = "bkt";
-	b.owner = "tester";
-	Iolake__Meta__CreateBucket cb = IOLAKE__META__CREATE_BUCKET__INIT;
-	cb.bucket = &b;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_CREATE_BUCKET;
-	op.create_bucket = &cb;
-	ck_assert_int_eq(meta_client_submit(L->cli, &op, on_bucket, L), 0);
-}
-
-static void load_close_fn(void *arg)
-{
-	struct load *L = arg;
-	meta_client_close(L->cli);
-}
-
-static void load_init(struct load *L, struct cluster *c, unsigned total, unsigned window)
-{
-	memset(L, 0, sizeof(*L));
-	for (size_t i = 0; i < c->n; i++)
-		L->members[i] = c->m[i].addr;
-	L->n_members = c->n;
-	L->total = total;
-	L->window = window;
-	L->gen = calloc(total, sizeof(*L->gen));
-	ck_assert_int_eq(loop_thread_start(&L->lt, "meta-load"), 0);
-	ck_assert_int_eq(loop_thread_call(&L->lt, load_start_fn, L), 0);
-}
-
-static void load_wait(struct load *L, int timeout_ms)
-{
-	for (int t = 0; t < timeout_ms && !atomic_load(&L->done); t += 10)
-		usleep(10000);
-	ck_assert_msg(atomic_load(&L->done), "load did not finish: acked %u of %u",
-		      atomic_load(&L->acked), L->total);
-}
-
-static void load_free(struct load *L)
-{
-	loop_thread_call(&L->lt, load_close_fn, L);
-	loop_thread_stop(&L->lt);
-	free(L->gen);
-}
-
-/* Every acknowledged key holds the acknowledged generation and value;
- * counts keys present. Runs on a member's loop. */
-struct verify {
-	struct member *m;
-	struct load *L;
-	unsigned present, wrong;
-};
-
-static void verify_fn(void *arg)
-{
-	struct verify *v = arg;
-	struct meta_state *s = meta_node_state(v->m->node);
-	for (unsigned i = 0; i < v->L->total; i++) {
-		char key[32], val[32];
-		key_of(i, key);
-		value_of(i, val);
-		Iolake__Meta__ObjectRecord *rec = NULL;
-		int rc = meta_state_head_object(s, "bkt", key, &rec);
-		if (rc == 0) {
-			v->present++;
-			if (rec->inline_data.len != strlen(val) ||
-			    memcmp(rec->inline_data.data, val, strlen(val)) ||
-			    (v->L->gen[i] && rec->generation != v->L->gen[i]))
-				v->wrong++;
-			meta_state_free_msg(rec);
-		} else if (v->L->gen[i]) {
-			v->wrong++;   /* acknowledged but missing */
-		}
-	}
-}
-
-static void verify_member(struct cluster *c, size_t i, struct load *L, unsigned expect_present)
-{
-	struct verify v = { .m = &c->m[i], .L = L };
-	ck_assert_int_eq(loop_thread_call(&c->m[i].lt, verify_fn, &v), 0);
-	ck_assert_msg(v.wrong == 0, "member %zu: %u keys wrong or missing", i + 1, v.wrong);
-	ck_assert_uint_eq(v.present, expect_present);
-}
-
-/* -------------------------------------------------------------- tests */
-
-struct sync_call {
-	bool done;
-	int err;
-	ProtobufCMessage *resp;
-};
-
-static void on_sync(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct sync_call *s = ud;
-	s->err = err;
-	if (!err) {
-		size_t len = protobuf_c_message_get_packed_size(resp);
-		uint8_t *b = malloc(len + 1);
-		protobuf_c_message_pack(resp, b);
-		s->resp = protobuf_c_message_unpack(resp->descriptor, NULL, len, b);
-		free(b);
-	}
-	s->done = true;
-}
-
-static void on_sync_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	on_sync(ud, err, err ? NULL : &res->base);
-}
-
-/* A client on the test thread's own loop, run until each call answers. */
-static ProtobufCMessage *run_call(uv_loop_t *loop, struct meta_client *cli, int method,
-				  const ProtobufCMessage *req)
-{
-	struct sync_call s = { 0 };
-	if (method < 0)
-		ck_assert_int_eq(meta_client_submit(cli, (const Iolake__Meta__Op *)req, on_sync_submit, &s), 0);
-	else
-		ck_assert_int_eq(meta_client_call(cli, (unsigned)method, req, on_sync, &s), 0);
-	while (!s.done)
-		uv_run(loop, UV_RUN_ONCE);
-	ck_assert_int_eq(s.err, 0);
-	return s.resp;
-}
+#include "raft_cluster.h"
 
 START_TEST(single)
 {
@@ -1171,7 +721,7 @@ START_TEST(snapshot_catch_up)
 	wait_converged(&c, 30000);
 	struct meta_node_info di = m_info(&c, down, NULL);
 	printf("snapshot_catch_up: restarted member installed %llu snapshot(s): fetched %llu bytes "
-	       "(leader's checkpoint %llu bytes), install blocked its loop %llu ms, caught up in "
+	       "(leader's checkpoint %llu bytes), install took %llu ms, caught up in "
 	       "%llu ms\n", (unsigned long long)di.restores,
 	       (unsigned long long)di.snapshot_fetch_bytes, (unsigned long long)cp_bytes,
 	       (unsigned long long)di.last_install_ms, (unsigned long long)(loop_now_ms() - t0));
@@ -1256,6 +806,71 @@ static void copy_part(const char *from, const char *to, uint64_t len, bool flip)
 	fclose(out);
 }
 
+/* A fetch of checkpoint dir cp that stopped midway, in the member's
+ * in_dir: half of every file, and the largest one whole but with a flipped
+ * byte. *total: the checkpoint's bytes; returns the bytes a resume need
+ * not fetch again. */
+static uint64_t seed_partial(const char *cp, const char *in_dir, uint64_t *total)
+{
+	ck_assert_int_eq(mkdir(in_dir, 0700), 0);
+	DIR *d = opendir(cp);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	char big[256] = "";
+	uint64_t big_size = 0, seeded = 0;
+	*total = 0;
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		*total += (uint64_t)st.st_size;
+		if ((uint64_t)st.st_size > big_size) {
+			big_size = (uint64_t)st.st_size;
+			snprintf(big, sizeof(big), "%s", e->d_name);
+		}
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		char p[512], q[1024];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(q, sizeof(q), "%s/%s", in_dir, e->d_name);
+		bool whole = !strcmp(e->d_name, big);
+		uint64_t len = whole ? (uint64_t)st.st_size : (uint64_t)st.st_size / 2;
+		copy_part(p, q, len, whole);
+		if (!whole)
+			seeded += len;
+	}
+	closedir(d);
+	printf("snapshot_resume: checkpoint %s of %llu bytes; seeded %llu bytes and %s "
+	       "(%llu bytes, corrupt)\n", strrchr(cp, '/') + 1, (unsigned long long)*total,
+	       (unsigned long long)seeded, big, (unsigned long long)big_size);
+	return seeded;
+}
+
+/* The checkpoint member i holds that another member took ("" if none):
+ * the one it installed. */
+static void installed_cp(struct cluster *c, size_t i, char out[64])
+{
+	char snap[128];
+	snprintf(snap, sizeof(snap), "%s/snap", c->m[i].dir);
+	DIR *d = opendir(snap);
+	struct dirent *e;
+	out[0] = 0;
+	while (d && (e = readdir(d))) {
+		unsigned long long a, who;
+		char tail;
+		if (sscanf(e->d_name, "cp-%llu-%llu%c", &a, &who, &tail) == 2 && who != i + 1)
+			snprintf(out, 64, "cp-%llu-%llu", a, who);
+	}
+	if (d)
+		closedir(d);
+}
+
 START_TEST(snapshot_resume)
 {
 	struct cluster c;
@@ -1275,61 +890,54 @@ START_TEST(snapshot_resume)
 	unsigned long long a = newest_cp(c.m[leader].dir, (unsigned)leader + 1, cp);
 	ck_assert_uint_gt(a, 0);
 
-	/* A fetch that stopped midway: half of every file, and the largest one
-	 * whole but with a flipped byte. */
-	char in[256];
-	snprintf(in, sizeof(in), "%s/snap", c.m[down].dir);
-	mkdir(in, 0700);
-	snprintf(in, sizeof(in), "%s/snap/in-cp-%llu-%d", c.m[down].dir, a, leader + 1);
-	ck_assert_int_eq(mkdir(in, 0700), 0);
-	DIR *d = opendir(cp);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *e;
-	char big[256] = "";
-	uint64_t big_size = 0, total = 0, seeded = 0;
-	while ((e = readdir(d))) {
-		char p[512];
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
-		if (stat(p, &st) || !S_ISREG(st.st_mode))
+	/* The member whose descriptor libraft sends is the leader when the
+	 * down member comes back; under load the leadership may move to the
+	 * other member meanwhile (300 ms elections): a fetch stopped midway
+	 * is seeded for the newest checkpoint of each, and the check below
+	 * holds for whichever was installed. */
+	char snapdir[256];
+	snprintf(snapdir, sizeof(snapdir), "%s/snap", c.m[down].dir);
+	mkdir(snapdir, 0700);
+	struct {
+		char name[64];
+		uint64_t total, seeded;
+	} seeds[NMEMB];
+	size_t n_seeds = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < NMEMB; i++) {
+		char icp[256], in[512];
+		unsigned long long ia;
+		if (i == down || !(ia = newest_cp(c.m[i].dir, (unsigned)i + 1, icp)))
 			continue;
-		total += (uint64_t)st.st_size;
-		if ((uint64_t)st.st_size > big_size) {
-			big_size = (uint64_t)st.st_size;
-			snprintf(big, sizeof(big), "%s", e->d_name);
-		}
+		snprintf(seeds[n_seeds].name, sizeof(seeds[n_seeds].name), "%s", strrchr(icp, '/') + 1);
+		snprintf(in, sizeof(in), "%s/in-%s", snapdir, seeds[n_seeds].name);
+		seeds[n_seeds].seeded = seed_partial(icp, in, &seeds[n_seeds].total);
+		if (i == (size_t)leader)
+			total = seeds[n_seeds].total;
+		n_seeds++;
 	}
-	rewinddir(d);
-	while ((e = readdir(d))) {
-		char p[512], q[512];
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", cp, e->d_name);
-		if (stat(p, &st) || !S_ISREG(st.st_mode))
-			continue;
-		snprintf(q, sizeof(q), "%s/%s", in, e->d_name);
-		bool whole = !strcmp(e->d_name, big);
-		uint64_t len = whole ? (uint64_t)st.st_size : (uint64_t)st.st_size / 2;
-		copy_part(p, q, len, whole);
-		if (!whole)
-			seeded += len;
-	}
-	closedir(d);
-	printf("snapshot_resume: checkpoint %s of %llu bytes; seeded %llu bytes and %s "
-	       "(%llu bytes, corrupt)\n", strrchr(cp, '/') + 1, (unsigned long long)total,
-	       (unsigned long long)seeded, big, (unsigned long long)big_size);
 
 	m_start(&c, down);
 	wait_converged(&c, 30000);
 	struct meta_node_info di = m_info(&c, down, NULL);
-	printf("snapshot_resume: installs %llu, fetched %llu bytes, install %llu ms\n",
-	       (unsigned long long)di.restores, (unsigned long long)di.snapshot_fetch_bytes,
+	char got[64];
+	installed_cp(&c, down, got);
+	printf("snapshot_resume: installs %llu of %s, fetched %llu bytes, install %llu ms\n",
+	       (unsigned long long)di.restores, got, (unsigned long long)di.snapshot_fetch_bytes,
 	       (unsigned long long)di.last_install_ms);
 	ck_assert_uint_eq(di.restores, 1);
 	/* The rest of every file, and the corrupt one again. */
-	ck_assert_uint_eq(di.snapshot_fetch_bytes, total - seeded);
+	size_t si = 0;
+	while (si < n_seeds && strcmp(seeds[si].name, got))
+		si++;
+	ck_assert_msg(si < n_seeds, "installed %s, taken after the seeded %s and %s", got,
+		      seeds[0].name, n_seeds > 1 ? seeds[1].name : "-");
+	ck_assert_uint_eq(di.snapshot_fetch_bytes, seeds[si].total - seeds[si].seeded);
 	assert_digests_equal(&c, NULL);
 	verify_member(&c, down, &L, L.total);
 
+	DIR *d;
+	struct dirent *e;
 	/* The fetch on its own: fail-over between sources, and its deadline. */
 	struct snap_desc sd = { .member_id = (uint64_t)leader + 1, .applied_index = a };
 	snprintf(sd.member_addr, sizeof(sd.member_addr), "%s", c.m[leader].addr);
@@ -1362,7 +970,13 @@ START_TEST(snapshot_resume)
 	char fdir[128];
 	tmpdir(fdir);
 	snprintf(fj.dir, sizeof(fj.dir), "%s/snap", fdir);
-	snprintf(fj.addrs[0], sizeof(fj.addrs[0]), "127.0.0.1:%d", free_port_pair());   /* dead */
+	/* Dead: bound and not listening, so no other process takes the port. */
+	int dead_fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in da = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t dl = sizeof(da);
+	ck_assert_int_eq(bind(dead_fd, (struct sockaddr *)&da, sizeof(da)), 0);
+	ck_assert_int_eq(getsockname(dead_fd, (struct sockaddr *)&da, &dl), 0);
+	snprintf(fj.addrs[0], sizeof(fj.addrs[0]), "127.0.0.1:%d", ntohs(da.sin_port));
 	snprintf(fj.addrs[1], sizeof(fj.addrs[1]), "%s", c.m[other].addr);
 	snprintf(fj.addrs[2], sizeof(fj.addrs[2]), "%s", c.m[leader].addr);
 	uint64_t t0 = loop_now_ms();
@@ -1378,7 +992,8 @@ START_TEST(snapshot_resume)
 	gone.timeout_ms = 1500;
 	t0 = loop_now_ms();
 	ck_assert_int_eq(snap_fetch(&gone), -ETIMEDOUT);
-	ck_assert_uint_lt(loop_now_ms() - t0, 6000);
+	ck_assert_uint_lt(loop_now_ms() - t0, 6000);   /* a deadline timer: ~1.5 s */
+	close(dead_fd);
 	snap_desc_free(&sd);
 	rm_rf(fdir);
 
