@@ -137,11 +137,39 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			r->id = ADMIN_R_STATS;
 			return want(m, "GET", NULL);
 		}
+		if (eq(r0, l0, "gc")) {
+			r->id = ADMIN_R_GC;
+			return want(m, "GET", NULL);
+		}
+		if (eq(r0, l0, "scrub")) {
+			r->id = ADMIN_R_SCRUB;
+			return want(m, "GET", NULL);
+		}
 		if (eq(r0, l0, "users")) {
 			r->id = !strcmp(m, "POST") ? ADMIN_R_USER_CREATE : ADMIN_R_USERS;
 			return want(m, "GET", "POST");
 		}
 		return -ENOENT;
+	}
+	if (k == 5 && (eq(r0, l0, "users") || eq(r0, l0, "buckets")) && eq(s[4], sl[4], "quota")) {
+		r->quota_user = eq(r0, l0, "users");
+		r->id = !strcmp(m, "PUT") ? ADMIN_R_QUOTA_SET
+			: !strcmp(m, "DELETE") ? ADMIN_R_QUOTA_CLEAR : ADMIN_R_QUOTA_GET;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return strcmp(m, "DELETE") ? want(m, "GET", "PUT") : 0;
+	}
+	if (k == 5 && eq(r0, l0, "users") && eq(s[4], sl[4], "keys")) {
+		r->id = ADMIN_R_KEY_CREATE;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return want(m, "POST", NULL);
+	}
+	if (k == 4 && eq(r0, l0, "keys")) {
+		r->id = ADMIN_R_KEY_DELETE;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return want(m, "DELETE", NULL);
 	}
 	if (k == 5 && eq(r0, l0, "users") && eq(s[4], sl[4], "grants")) {
 		r->id = !strcmp(m, "PUT") ? ADMIN_R_USER_GRANT_SET : ADMIN_R_USER_GRANTS;
@@ -353,6 +381,46 @@ int admin_parse_grant_set(const char *body, size_t len, struct admin_grant_set *
 	}
 	if (!rc && (!out->bucket[0] || out->level < 0))
 		*why = "bucket and level are required", rc = -EINVAL;
+	json_free(d);
+	return rc;
+}
+
+/* A whole number 0..2^53 (exact in a double, so any JSON client can
+ * write it). */
+static int take_count(const struct json_value *v, uint64_t *out)
+{
+	if (v->type != JSON_NUMBER || !v->u.num.is_int || v->u.num.i < 0 ||
+	    v->u.num.i > (INT64_C(1) << 53))
+		return -EINVAL;
+	*out = (uint64_t)v->u.num.i;
+	return 0;
+}
+
+int admin_parse_quota_set(const char *body, size_t len, struct admin_quota_set *out,
+			  const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	struct json_doc *d;
+	int rc = parse_obj(body, len, &d, why);
+	if (rc)
+		return rc;
+	rc = 0;
+	bool any = false;
+	for (const struct json_value *v = json_root(d)->u.list.first; v && !rc; v = v->next) {
+		if (!strcmp(v->key, "max_bytes") && v->key_len == 9) {
+			if (take_count(v, &out->max_bytes))
+				*why = "max_bytes must be a whole number 0..2^53", rc = -EINVAL;
+		} else if (!strcmp(v->key, "max_objects") && v->key_len == 11) {
+			if (take_count(v, &out->max_objects))
+				*why = "max_objects must be a whole number 0..2^53", rc = -EINVAL;
+		} else {
+			*why = "unknown member (max_bytes and max_objects are expected)";
+			rc = -EINVAL;
+		}
+		any = true;
+	}
+	if (!rc && !any)
+		*why = "give max_bytes, max_objects or both", rc = -EINVAL;
 	json_free(d);
 	return rc;
 }

@@ -27,6 +27,9 @@
  *   'q' u64 group                         u64 ranges the group holds (root)
  *   'r' u64 range id                      RangeDesc (range group: an open
  *                                         or sealed range, its counters)
+ *   'N' bucket                            Usage (root: objects, bytes of a
+ *                                         bucket without ranges; quotas,
+ *                                         state_quota.c)
  *   'X' u32 pg, 16-byte object id,        "": the record or part of that
  *       u64 generation                    generation names that gw_data
  *                                         PUT's shards (reference index)
@@ -424,6 +427,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_bucket_cors(t, op->set_bucket_cors);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING:
 		return meta_ver_set_bucket(t, op->set_bucket_versioning);
+	case IOLAKE__META__OP__BODY_SET_QUOTA: return op_set_quota(t, op->set_quota);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP:
 		if (group_holds_ranges(t, op->delete_group->id))

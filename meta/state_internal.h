@@ -203,4 +203,11 @@ uint64_t gc_scan(struct meta_state *s);
 /* ---- state_ref.c: the reference index */
 int ref_build(struct meta_state *s);
 
+/* ---- state_quota.c: quotas (issue 20) */
+/* Move the root's usage row of bucket (a root op's range_count). */
+void quota_count(struct tx *t, const char *bucket, int64_t objects, int64_t bytes);
+/* Drop bucket's usage row (DeleteBucket). */
+void quota_forget(struct tx *t, const char *bucket);
+int op_set_quota(struct tx *t, const Iolake__Meta__SetQuota *op);
+
 #endif

@@ -6,7 +6,7 @@
  *
  * Input: byte 0 picks what the rest is (copied into an exactly-sized
  * malloc'd buffer, so a read past the end is an ASan report):
- *   0  "METHOD\nPATH": admin_route_parse; oracle: a user name decoded is
+ *   0  "METHOD\nPATH": admin_route_parse; oracle: a user, bucket or key name decoded is
  *      non-empty with no '/' or control byte, an OSD id is below
  *      0xFFFFFFFF, a console file span lies inside the path
  *   1  a login body; 2  a user-create body: accepted values are bounded,
@@ -54,7 +54,9 @@ static void route(const char *d, size_t n)
 	if (rc && rc != -ENOENT && rc != -EOPNOTSUPP && rc != -EINVAL)
 		abort();
 	if (rc == 0 && (r.id == ADMIN_R_USER_DELETE || r.id == ADMIN_R_USER_GRANTS ||
-			r.id == ADMIN_R_USER_GRANT_SET)) {
+			r.id == ADMIN_R_USER_GRANT_SET || r.id == ADMIN_R_QUOTA_GET ||
+			r.id == ADMIN_R_QUOTA_SET || r.id == ADMIN_R_QUOTA_CLEAR ||
+			r.id == ADMIN_R_KEY_CREATE || r.id == ADMIN_R_KEY_DELETE)) {
 		size_t l = strlen(r.name);
 		if (!l || l > ADMIN_NAME_MAX || strchr(r.name, '/'))
 			abort();
@@ -91,6 +93,11 @@ static void bodies(int which, const char *d, size_t n)
 		struct admin_grant_set g;
 		if (admin_parse_grant_set(d, n, &g, &why) == 0 &&
 		    (!g.bucket[0] || g.level < 0 || g.level > 3))
+			abort();
+		/* ... and as a PUT .../quota body. */
+		struct admin_quota_set q;
+		if (admin_parse_quota_set(d, n, &q, &why) == 0 &&
+		    (q.max_bytes > (UINT64_C(1) << 53) || q.max_objects > (UINT64_C(1) << 53)))
 			abort();
 	}
 }
