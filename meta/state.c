@@ -390,6 +390,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	t->versioning = op->versioning;
 	t->version_id = op->version_id;
 	t->time_ms = op->time_ms;
+	t->quota_bucket = quota_op_bucket(op);
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);

@@ -63,6 +63,9 @@ struct tx {
 	int versioning;            /* Iolake__Meta__VersioningState */
 	const char *version_id;
 	uint64_t time_ms;
+	/* Quotas (state_quota.c): the bucket whose usage an object op's
+	 * range_count moves (NULL: not an object op). */
+	const char *quota_bucket;
 };
 
 struct key {
@@ -209,5 +212,7 @@ void quota_count(struct tx *t, const char *bucket, int64_t objects, int64_t byte
 /* Drop bucket's usage row (DeleteBucket). */
 void quota_forget(struct tx *t, const char *bucket);
 int op_set_quota(struct tx *t, const Iolake__Meta__SetQuota *op);
+/* The bucket an object op counts in (NULL: none). */
+const char *quota_op_bucket(const Iolake__Meta__Op *op);
 
 #endif

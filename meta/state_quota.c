@@ -81,6 +81,17 @@ void quota_count(struct tx *t, const char *bucket, int64_t objects, int64_t byte
 	rocksdb_writebatch_wi_put(t->wb, k.b, k.n, v, sizeof(v));
 }
 
+const char *quota_op_bucket(const Iolake__Meta__Op *op)
+{
+	switch (op->body_case) {
+	case IOLAKE__META__OP__BODY_PUT_OBJECT:
+		return op->put_object->record ? op->put_object->record->bucket : NULL;
+	case IOLAKE__META__OP__BODY_DELETE_OBJECT: return op->delete_object->bucket;
+	case IOLAKE__META__OP__BODY_COMPLETE_MULTIPART: return op->complete_multipart->bucket;
+	default: return NULL;
+	}
+}
+
 void quota_forget(struct tx *t, const char *bucket)
 {
 	struct key k;

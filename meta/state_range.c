@@ -124,9 +124,8 @@ int range_check(struct tx *t, const char *bucket, const char *key)
 void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads)
 {
 	if (t->range_id == 0) {
-		/* The root counts per bucket for quotas (state_quota.c);
-		 * range_check has just named the op's bucket. */
-		quota_count(t, t->bucket_noranges, objects, bytes);
+		/* The root counts per bucket for quotas (state_quota.c). */
+		quota_count(t, t->quota_bucket, objects, bytes);
 		return;
 	}
 	if (!t->rng || t->rng->id != t->range_id)
