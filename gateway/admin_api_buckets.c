@@ -61,6 +61,7 @@ static void reply(struct admin_call *c, struct buckets_state *s)
 		jsonw_kstr(&w, "owner", b->owner);
 		jsonw_ku64(&w, "created_ms", b->created_ms);
 		jsonw_kstr(&w, "region", b->region);
+		admin_write_quota(&w, "quota", b->quota);
 		jsonw_kstr(&w, "count", how[n->how]);
 		if (n->how == 1) {
 			jsonw_ku64(&w, "objects", n->objects);

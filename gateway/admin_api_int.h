@@ -187,6 +187,9 @@ void admin_scrub_reply(struct admin_call *c, const Iolake__Meta__ClusterMap *m,
 		       const Iolake__Osd__StatusResponse *const *st, const int *rpc_status,
 		       size_t n);
 
+/* admin_api_quota.c: "k": {"max_bytes", "max_objects"} or null. */
+void admin_write_quota(struct jsonw *w, const char *k, const Iolake__Meta__Quota *q);
+
 /* admin_api_users.c: a new access key id and secret, AWS-shaped. */
 void admin_new_key(char access_key[ADMIN_KEY_MAX + 1], char secret_key[ADMIN_KEY_MAX + 1]);
 

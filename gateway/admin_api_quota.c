@@ -17,7 +17,7 @@
 #include "common/err.h"
 #include "gateway/admin_api_int.h"
 
-static void write_quota(struct jsonw *w, const char *k, const Iolake__Meta__Quota *q)
+void admin_write_quota(struct jsonw *w, const char *k, const Iolake__Meta__Quota *q)
 {
 	jsonw_key(w, k);
 	if (!q) {
@@ -62,10 +62,10 @@ static void on_bucket(struct admin_call *c, void *ud, int err, const ProtobufCMe
 	jsonw_init(&w, 0);
 	jsonw_obj_begin(&w);
 	jsonw_kstr(&w, "bucket", b->name);
-	write_quota(&w, "quota", b->quota);
+	admin_write_quota(&w, "quota", b->quota);
 	write_usage(&w, "usage", b->usage);
 	jsonw_kstr(&w, "owner", b->owner);
-	write_quota(&w, "owner_quota", b->owner_quota);
+	admin_write_quota(&w, "owner_quota", b->owner_quota);
 	write_usage(&w, "owner_usage", b->owner_usage);
 	jsonw_obj_end(&w);
 	admin_reply_json(c, 200, &w);
@@ -105,7 +105,7 @@ static void on_owned(struct admin_call *c, void *ud, int err, const ProtobufCMes
 	jsonw_init(&w, 0);
 	jsonw_obj_begin(&w);
 	jsonw_kstr(&w, "user", admin_call_route(c)->name);
-	write_quota(&w, "quota", s->quota);
+	admin_write_quota(&w, "quota", s->quota);
 	jsonw_key(&w, "usage");
 	jsonw_obj_begin(&w);
 	jsonw_ku64(&w, "objects", objects);
@@ -193,7 +193,7 @@ static void on_set(struct admin_call *c, int err, const Iolake__Meta__OpResult *
 		mq.max_bytes = q->max_bytes;
 		mq.max_objects = q->max_objects;
 	}
-	write_quota(&w, "quota", q && (q->max_bytes || q->max_objects) ? &mq : NULL);
+	admin_write_quota(&w, "quota", q && (q->max_bytes || q->max_objects) ? &mq : NULL);
 	jsonw_obj_end(&w);
 	admin_reply_json(c, 200, &w);
 }

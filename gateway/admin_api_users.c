@@ -70,6 +70,7 @@ static void on_users(struct admin_call *c, void *ud, int err, const ProtobufCMes
 		for (size_t j = 0; j < u->n_access_keys; j++)
 			jsonw_str(&w, u->access_keys[j]);
 		jsonw_arr_end(&w);
+		admin_write_quota(&w, "quota", u->quota);
 		write_grants(&w, u);
 		jsonw_obj_end(&w);
 	}
