@@ -202,7 +202,7 @@ int admin_quota(struct meta_client *c, uv_loop_t *loop, int nargs, char **args, 
 	const char *verb = args[0], *bucket = NULL, *user = NULL;
 	uint64_t max_bytes = 0, max_objects = 0;
 	bool has_bytes = false, has_objects = false;
-	for (int i = 1; i < nargs; i++) {
+	for (int i = 1; i < nargs; i += 2) {   /* flag value pairs */
 		const char *f = args[i], *v = i + 1 < nargs ? args[i + 1] : NULL;
 		if (!v) {
 			fprintf(err, "iolake-admin: quota: %s needs a value\n", f);
@@ -231,7 +231,6 @@ int admin_quota(struct meta_client *c, uv_loop_t *loop, int nargs, char **args, 
 			fprintf(err, "iolake-admin: quota: unknown flag %s\n", f);
 			return 2;
 		}
-		i++;
 	}
 	if (!bucket == !user) {
 		fprintf(err, "iolake-admin: quota: give --bucket B or --user U (one of them)\n");

@@ -399,6 +399,9 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_SCRUB] = admin_h_scrub,
 	[ADMIN_R_KEY_CREATE] = admin_h_key_create,
 	[ADMIN_R_KEY_DELETE] = admin_h_key_delete,
+	[ADMIN_R_OSD_RM] = admin_h_osd_rm,
+	[ADMIN_R_MEMBER_ADD] = admin_h_member_add,
+	[ADMIN_R_MEMBER_RM] = admin_h_member_rm,
 };
 
 void admin_call_authorized(struct admin_call *c, bool admin)

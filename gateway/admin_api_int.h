@@ -179,6 +179,9 @@ void admin_h_gc(struct admin_call *c);          /* admin_api_gc.c */
 void admin_h_scrub(struct admin_call *c);       /* admin_api_osds.c: asks the OSDs */
 void admin_h_key_create(struct admin_call *c);  /* admin_api_users.c */
 void admin_h_key_delete(struct admin_call *c);
+void admin_h_member_add(struct admin_call *c);  /* admin_api_members.c */
+void admin_h_member_rm(struct admin_call *c);
+void admin_h_osd_rm(struct admin_call *c);
 void admin_h_console(struct admin_call *c);     /* admin_api_console.c: no auth */
 
 /* admin_api_scrub.c: GET /api/v1/scrub's answer from the map's OSDs and

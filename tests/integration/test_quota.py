@@ -21,6 +21,9 @@ API (as docs/admin-api.md shows it).
      N entries and their bytes, "worker" is null. Restarted with a 200 ms
      worker: the queue drains to 0 and the worker's freed entries and bytes
      are exactly those.
+  Also: a second access key for carol (POST users/carol/keys) works for
+     S3 and is refused once deleted (DELETE keys/ID); DELETE osds/3 of an
+     up OSD is 409.
   5. GET /api/v1/scrub: six OSDs, each with its scrubber on and a pass
      finished (--scrub-interval short: last_pass_end_ms set), and the
      summary's shards checked > 0.
@@ -164,6 +167,25 @@ def main():
         rc, out, err = admin(aio, "--json", "quota", "get", "--user", "carol")
         expect(rc == 0 and json.loads(out)["usage"]["objects"] == 2,
                "iolake-admin quota get --user carol: %s" % out.strip())
+        # a second key for carol: works for S3, then deleted, refused
+        code, k2 = api.call("POST", "users/carol/keys")
+        expect(code == 201 and k2["user"] == "carol" and len(k2["secret_key"]) == 40,
+               "POST users/carol/keys: a second key (201)")
+        c2 = aio.client(ak=k2["access_key"], sk=k2["secret_key"])
+        expect(len(c2.list_objects_v2(Bucket="carol1").get("Contents", [])) == 1,
+               "carol's second key lists her bucket")
+        code, _ = api.call("POST", "users/nobody/keys")
+        expect(code == 404, "a key for a missing user: 404 (%s)" % code)
+        code, r = api.call("DELETE", "keys/" + k2["access_key"])
+        expect(code == 200 and r["deleted"] == k2["access_key"], "DELETE keys/ID")
+        try:
+            c2.list_objects_v2(Bucket="carol1")
+            gone = "accepted"
+        except ClientError as e:
+            gone = e.response["Error"]["Code"]
+        expect(gone == "InvalidAccessKeyId", "the deleted key is refused: %s" % gone)
+        code, r = api.call("DELETE", "osds/3")
+        expect(code == 409, "DELETE osds/3 of an up+in OSD: 409 (%s %s)" % (code, r))
         code, r = api.call("DELETE", "users/carol/quota")
         expect(code == 200 and r["quota"] is None, "DELETE users/carol/quota")
         carol.put_object(Bucket="carol1", Key="z", Body=b"3")
