@@ -145,18 +145,23 @@ int op_set_quota(struct tx *t, const Iolake__Meta__SetQuota *op)
 
 /* ---- reads */
 
-static int db_usage(struct meta_state *s, const char *bucket, uint64_t *objects, uint64_t *bytes)
+static int db_usage(struct meta_state *s, const char *bucket, uint64_t *objects, uint64_t *bytes,
+		    bool *row)
 {
 	struct key k;
 	char *v;
 	size_t n;
+	bool dummy;
+	row = row ? row : &dummy;
 	*objects = *bytes = 0;
+	*row = false;
 	key_usage(&k, bucket);
 	int rc = db_get(s, &k, &v, &n);
 	if (rc == IOL_ENOT_FOUND)
 		return 0;
 	if (rc)
 		return rc;
+	*row = true;
 	if (n == 16) {
 		*objects = get_be64(v);
 		*bytes = get_be64(v + 8);
@@ -212,7 +217,7 @@ int meta_state_bucket_usage(struct meta_state *s, const char *bucket, uint64_t *
 {
 	if (!valid_bucket(bucket))
 		return -EINVAL;
-	return db_usage(s, bucket, objects, bytes);
+	return db_usage(s, bucket, objects, bytes, NULL);
 }
 
 int meta_state_owner_usage(struct meta_state *s, const char *owner, uint64_t *objects,
@@ -225,7 +230,7 @@ int meta_state_owner_usage(struct meta_state *s, const char *owner, uint64_t *ob
 	for (size_t i = 0; i < n; i++) {
 		uint64_t o, b;
 		if (!rc)
-			rc = db_usage(s, v[i]->name, &o, &b);
+			rc = db_usage(s, v[i]->name, &o, &b, NULL);
 		if (!rc) {
 			*objects += o;
 			*bytes += b;
@@ -245,11 +250,16 @@ int meta_state_usage_fill(struct meta_state *s, Iolake__Meta__Bucket *b)
 	b->usage = b->owner_usage = NULL;
 	b->owner_quota = NULL;
 	uint64_t o, by;
-	if (db_has_ranges(s, b->name))
-		return 0;
-	int rc = db_usage(s, b->name, &o, &by);
+	bool row;
+	int rc = db_usage(s, b->name, &o, &by, &row);
 	if (rc)
 		return rc;
+	/* A row exists only for a bucket the root counts; without one, an
+	 * empty bucket (or one made before usage rows) unless the range
+	 * table has rows for it (the iterator only then: the common path is
+	 * one point read). */
+	if (!row && db_has_ranges(s, b->name))
+		return 0;
 	return (b->usage = new_usage(o, by)) ? 0 : -ENOMEM;
 }
 
