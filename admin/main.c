@@ -48,6 +48,7 @@
 #include "admin/http.h"
 #include "meta/client.h"
 #include "admin/health.h"
+#include "admin/quota.h"
 #include "admin/range.h"
 #include "admin/user.h"
 #include "meta/rootkey.h"
@@ -1461,6 +1462,10 @@ static const char synopsis[] =
 	"  user rekey                seal every secret still stored in clear\n"
 	"  cluster init-key --out FILE\n"
 	"                            a new cluster key (mode 0600) for --secret-key-file\n"
+	"  quota set (--bucket B | --user U) [--max-bytes N] [--max-objects N]\n"
+	"                            a bucket's, or a user's over its buckets (0: no limit);\n"
+	"                            writes past it get 403 QuotaExceeded\n"
+	"  quota get (--bucket B | --user U) | quota clear (--bucket B | --user U)\n"
 	"  bucket ls\n"
 	"  range ls [--bucket B]     key ranges: id, bucket, start, end, group, its leader,\n"
 	"                            objects, bytes, uploads (from the group)\n"
@@ -1604,6 +1609,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(obj, "user") && (!strcmp(verb, "grant") || !strcmp(verb, "revoke") ||
 					  !strcmp(verb, "admin")))
 		rc = admin_user_set(cli, &loop, nargs - 1, a + 1, json, stdout, stderr);
+	else if (!strcmp(obj, "quota"))
+		rc = admin_quota(cli, &loop, nargs - 1, a + 1, json, stdout, stderr);
 	else if (!strcmp(obj, "bucket") && !strcmp(verb, "ls") && nargs == 2)
 		rc = cmd_bucket_ls();
 	else if (!strcmp(obj, "range") && !strcmp(verb, "ls") &&

@@ -608,7 +608,7 @@ static void gw_start_fn(void *arg)
 	A.s3_port = s3_server_port(A.srv);
 	struct admin_api_cfg ac = { .addr = A.api_host, .port = A.api_port, .meta = members,
 				    .n_meta = 1, .region = f_region,
-				    .stats = s3_ops_stats(A.ops) };
+				    .stats = s3_ops_stats(A.ops), .gc = s3_ops_gc(A.ops) };
 	*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
 	if (*rc == -EADDRINUSE && A.api_default && A.api_port) {
 		LOG_WARN("the default admin API address is taken; it takes a free port",

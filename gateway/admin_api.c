@@ -392,6 +392,16 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_USER_GRANTS] = admin_h_user_grants,
 	[ADMIN_R_USER_GRANT_SET] = admin_h_user_grant_set,
 	[ADMIN_R_STATS] = admin_h_stats,
+	[ADMIN_R_QUOTA_GET] = admin_h_quota_get,
+	[ADMIN_R_QUOTA_SET] = admin_h_quota_set,
+	[ADMIN_R_QUOTA_CLEAR] = admin_h_quota_clear,
+	[ADMIN_R_GC] = admin_h_gc,
+	[ADMIN_R_SCRUB] = admin_h_scrub,
+	[ADMIN_R_KEY_CREATE] = admin_h_key_create,
+	[ADMIN_R_KEY_DELETE] = admin_h_key_delete,
+	[ADMIN_R_OSD_RM] = admin_h_osd_rm,
+	[ADMIN_R_MEMBER_ADD] = admin_h_member_add,
+	[ADMIN_R_MEMBER_RM] = admin_h_member_rm,
 };
 
 void admin_call_authorized(struct admin_call *c, bool admin)
@@ -579,6 +589,7 @@ int admin_api_start(uv_loop_t *loop, const struct admin_api_cfg *cfg, struct adm
 	a->loop = loop;
 	a->session_ttl_s = cfg->session_ttl_s ? cfg->session_ttl_s : 3600;
 	a->stats = cfg->stats;
+	a->gc = cfg->gc;
 	snprintf(a->region, sizeof(a->region), "%s", cfg->region ? cfg->region : "");
 	if (getrandom(a->token_key, sizeof(a->token_key), 0) != (ssize_t)sizeof(a->token_key)) {
 		free(a);

@@ -37,10 +37,14 @@ struct admin_api_cfg {
 	 * (s3_ops_stats; read on the API's loop, which must be theirs or
 	 * tolerate relaxed reads): GET /api/v1/stats. NULL: 503 there. */
 	struct gw_stats *stats;
+	/* The shard GC worker of this process (s3_ops_gc; its loop must be
+	 * the API's): GET /api/v1/gc's "worker". NULL: none here. */
+	struct gw_gc *gc;
 };
 
 struct admin_api;
 struct gw_stats;
+struct gw_gc;
 
 /* Listen and serve. 0 and *out, -EINVAL (no meta), -ENOMEM, -errno of
  * the bind (-EADDRINUSE). */

@@ -3,8 +3,9 @@
  * creation time, region) from meta's ListBuckets, with its object count
  * and bytes.
  *
- * Meta keeps no per-bucket counters, so counts come from listing the
- * bucket's records (ListObjects with records, ADMIN_LIST_PAGE keys a page),
+ * Meta counts the records of buckets without key ranges (each bucket of
+ * ListBuckets carries its usage: meta/state_quota.c; noncurrent versions
+ * are records too); the others are counted by listing the bucket's records (ListObjects with records, ADMIN_LIST_PAGE keys a page),
  * bucket after bucket: the cost grows with the objects, so it is bounded.
  * A bucket with more than ADMIN_COUNT_MAX objects, or any bucket after the
  * first ADMIN_COUNT_BUCKETS, is reported with "objects": null and
@@ -60,6 +61,7 @@ static void reply(struct admin_call *c, struct buckets_state *s)
 		jsonw_kstr(&w, "owner", b->owner);
 		jsonw_ku64(&w, "created_ms", b->created_ms);
 		jsonw_kstr(&w, "region", b->region);
+		admin_write_quota(&w, "quota", b->quota);
 		jsonw_kstr(&w, "count", how[n->how]);
 		if (n->how == 1) {
 			jsonw_ku64(&w, "objects", n->objects);
@@ -121,7 +123,8 @@ static void on_page(struct admin_call *c, void *ud, int err, const ProtobufCMess
 
 static void next_page(struct admin_call *c, struct buckets_state *s)
 {
-	while (s->i < s->list->n_buckets && (!s->count || s->i >= ADMIN_COUNT_BUCKETS))
+	while (s->i < s->list->n_buckets &&
+	       (!s->count || s->i >= ADMIN_COUNT_BUCKETS || s->counts[s->i].how == 1))
 		s->i++;
 	if (s->i >= s->list->n_buckets) {
 		reply(c, s);
@@ -160,6 +163,13 @@ static void on_list(struct admin_call *c, void *ud, int err, const ProtobufCMess
 	size_t ql;
 	const char *q = admin_call_query(c, &ql);
 	s->count = !(ql == 7 && !memcmp(q, "count=0", 7));
+	/* Buckets whose records the root counts come with their usage
+	 * (meta/state_quota.c): no listing for them. */
+	for (size_t i = 0; i < s->list->n_buckets; i++) {
+		const Iolake__Meta__Usage *u = s->list->buckets[i]->usage;
+		if (u)
+			s->counts[i] = (struct bucket_count){ u->objects, u->bytes, 1 };
+	}
 	admin_call_set_state(c, s, buckets_free);
 	next_page(c, s);
 }

@@ -23,6 +23,7 @@
 #include "gateway/http.h"
 #include "gateway/s3_auth.h"
 #include "meta/client.h"
+#include "proto/osd.pb-c.h"
 
 #define ADMIN_OSD_CHANNELS 256   /* OSD channels kept open (by address) */
 #define ADMIN_OSD_TIMEOUT_MS 2000
@@ -46,6 +47,7 @@ struct admin_api {
 	uint8_t token_key[32];           /* session tokens' HMAC key: random, per process */
 	uint32_t session_ttl_s;
 	struct gw_stats *stats;    /* the S3 front end's, or NULL */
+	struct gw_gc *gc;          /* the shard GC worker, or NULL */
 	struct osd_chan chans[ADMIN_OSD_CHANNELS];
 	size_t n_chans;
 	void (*close_cb)(void *);
@@ -170,7 +172,29 @@ void admin_h_user_delete(struct admin_call *c);
 void admin_h_user_grants(struct admin_call *c);
 void admin_h_user_grant_set(struct admin_call *c);
 void admin_h_stats(struct admin_call *c);       /* admin_api_stats.c */
+void admin_h_quota_get(struct admin_call *c);   /* admin_api_quota.c */
+void admin_h_quota_set(struct admin_call *c);
+void admin_h_quota_clear(struct admin_call *c);
+void admin_h_gc(struct admin_call *c);          /* admin_api_gc.c */
+void admin_h_scrub(struct admin_call *c);       /* admin_api_osds.c: asks the OSDs */
+void admin_h_key_create(struct admin_call *c);  /* admin_api_users.c */
+void admin_h_key_delete(struct admin_call *c);
+void admin_h_member_add(struct admin_call *c);  /* admin_api_members.c */
+void admin_h_member_rm(struct admin_call *c);
+void admin_h_osd_rm(struct admin_call *c);
 void admin_h_console(struct admin_call *c);     /* admin_api_console.c: no auth */
+
+/* admin_api_scrub.c: GET /api/v1/scrub's answer from the map's OSDs and
+ * each one's Status (st[i] NULL: rpc_status[i] says why). */
+void admin_scrub_reply(struct admin_call *c, const Iolake__Meta__ClusterMap *m,
+		       const Iolake__Osd__StatusResponse *const *st, const int *rpc_status,
+		       size_t n);
+
+/* admin_api_quota.c: "k": {"max_bytes", "max_objects"} or null. */
+void admin_write_quota(struct jsonw *w, const char *k, const Iolake__Meta__Quota *q);
+
+/* admin_api_users.c: a new access key id and secret, AWS-shaped. */
+void admin_new_key(char access_key[ADMIN_KEY_MAX + 1], char secret_key[ADMIN_KEY_MAX + 1]);
 
 /* Wall clock in ms. */
 uint64_t admin_wall_ms(void);

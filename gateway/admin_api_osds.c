@@ -7,6 +7,8 @@
  *                                 does not answer has "space": null)
  *   POST /api/v1/osds/{id}/out    out and held out (SetOsdState admin_out),
  *   POST /api/v1/osds/{id}/in     as `iolake-admin osd out|in ID`
+ *   GET  /api/v1/scrub            the same Status answers as scrub status
+ *                                 (admin_api_scrub.c writes them)
  *   GET  /api/v1/pgs              PG counts by state, recovery progress,
  *                                 rate and ETA (meta's PgStats), and each PG
  * Everything through meta's RPCs and the OSDs' Status; nothing decided here.
@@ -65,11 +67,16 @@ static uint64_t osd_pgs(const Iolake__Meta__ClusterMap *m, uint32_t id)
 static void osds_reply(struct admin_call *c, struct osds_state *s)
 {
 	const Iolake__Meta__ClusterMap *m = s->map->map;
+	if (admin_call_route(c)->id == ADMIN_R_SCRUB) {   /* the same answers, another view */
+		admin_scrub_reply(c, m, (const Iolake__Osd__StatusResponse *const *)s->st,
+				  s->rpc_status, s->n);
+		return;
+	}
 	struct jsonw w;
 	jsonw_init(&w, 0);
 	jsonw_obj_begin(&w);
 	jsonw_ku64(&w, "epoch", m->epoch);
-	uint64_t used = 0, total = 0;
+	uint64_t used = 0, data_used = 0, inl = 0, total = 0;
 	size_t up = 0, in = 0;
 	jsonw_key(&w, "osds");
 	jsonw_arr_begin(&w);
@@ -97,8 +104,13 @@ static void osds_reply(struct admin_call *c, struct osds_state *s)
 			jsonw_ku64(&w, "reserved_bytes", st->reserved_bytes);
 			jsonw_ku64(&w, "free_bytes", st->free_bytes);
 			jsonw_ku64(&w, "inline_bytes", st->inline_bytes);
+			/* what the OSD holds: its data area's extents and the
+			 * small shards its index keeps inline */
+			jsonw_ku64(&w, "stored_bytes", st->used_bytes + st->inline_bytes);
 			jsonw_obj_end(&w);
-			used += st->used_bytes;
+			used += st->used_bytes + st->inline_bytes;
+			data_used += st->used_bytes;
+			inl += st->inline_bytes;
 			total += st->total_bytes;
 		} else {
 			jsonw_null(&w);
@@ -112,7 +124,9 @@ static void osds_reply(struct admin_call *c, struct osds_state *s)
 	jsonw_ku64(&w, "total", s->n);
 	jsonw_ku64(&w, "up", up);
 	jsonw_ku64(&w, "in", in);
-	jsonw_ku64(&w, "used_bytes", used);
+	jsonw_ku64(&w, "used_bytes", used);          /* data areas and inline shards */
+	jsonw_ku64(&w, "data_used_bytes", data_used);
+	jsonw_ku64(&w, "inline_bytes", inl);
 	jsonw_ku64(&w, "total_bytes", total);
 	jsonw_obj_end(&w);
 	jsonw_obj_end(&w);
@@ -167,6 +181,11 @@ static void on_osds_map(struct admin_call *c, void *ud, int err, const ProtobufC
 	for (size_t i = 0; i < s->n; i++)
 		admin_osd_status(c, s->map->map->osds[i]->addr, on_osd_status, (void *)(uintptr_t)i);
 	osd_done(c);
+}
+
+void admin_h_scrub(struct admin_call *c)
+{
+	admin_h_osds(c);
 }
 
 void admin_h_osds(struct admin_call *c)

@@ -70,6 +70,7 @@ static void on_users(struct admin_call *c, void *ud, int err, const ProtobufCMes
 		for (size_t j = 0; j < u->n_access_keys; j++)
 			jsonw_str(&w, u->access_keys[j]);
 		jsonw_arr_end(&w);
+		admin_write_quota(&w, "quota", u->quota);
 		write_grants(&w, u);
 		jsonw_obj_end(&w);
 	}
@@ -88,6 +89,7 @@ void admin_h_users(struct admin_call *c)
 
 /* ------------------------------------------------------------ create */
 
+
 struct create_state {
 	struct admin_user_create in;
 	char access_key[ADMIN_KEY_MAX + 1], secret_key[ADMIN_KEY_MAX + 1];
@@ -103,6 +105,15 @@ static void random_text(char *out, size_t n, const char *alphabet)
 	for (size_t i = 0; i < n; i++)
 		out[i] = alphabet[r[i] % k];   /* 32 and 64 symbols: no modulo bias */
 	out[n] = 0;
+}
+
+void admin_new_key(char access_key[ADMIN_KEY_MAX + 1], char secret_key[ADMIN_KEY_MAX + 1])
+{
+	/* AWS-shaped, as iolake-admin's: "IOL" + 17 of base32, 40 of base64. */
+	memcpy(access_key, "IOL", 3);
+	random_text(access_key + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+	random_text(secret_key, 40,
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
 }
 
 static void on_key_put(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
@@ -222,11 +233,7 @@ void admin_h_user_create(struct admin_call *c)
 			admin_reply_meta_error(c, rc);
 		return;
 	}
-	/* AWS-shaped, as iolake-admin's: "IOL" + 17 of base32, 40 of base64. */
-	memcpy(s->access_key, "IOL", 3);
-	random_text(s->access_key + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
-	random_text(s->secret_key, 40,
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	admin_new_key(s->access_key, s->secret_key);
 	put_user(c, s);
 }
 

@@ -137,11 +137,64 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			r->id = ADMIN_R_STATS;
 			return want(m, "GET", NULL);
 		}
+		if (eq(r0, l0, "gc")) {
+			r->id = ADMIN_R_GC;
+			return want(m, "GET", NULL);
+		}
+		if (eq(r0, l0, "scrub")) {
+			r->id = ADMIN_R_SCRUB;
+			return want(m, "GET", NULL);
+		}
+		if (eq(r0, l0, "members")) {
+			r->id = ADMIN_R_MEMBER_ADD;
+			return want(m, "POST", NULL);
+		}
 		if (eq(r0, l0, "users")) {
 			r->id = !strcmp(m, "POST") ? ADMIN_R_USER_CREATE : ADMIN_R_USERS;
 			return want(m, "GET", "POST");
 		}
 		return -ENOENT;
+	}
+	if (k == 5 && (eq(r0, l0, "users") || eq(r0, l0, "buckets")) && eq(s[4], sl[4], "quota")) {
+		r->quota_user = eq(r0, l0, "users");
+		r->id = !strcmp(m, "PUT") ? ADMIN_R_QUOTA_SET
+			: !strcmp(m, "DELETE") ? ADMIN_R_QUOTA_CLEAR : ADMIN_R_QUOTA_GET;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return strcmp(m, "DELETE") ? want(m, "GET", "PUT") : 0;
+	}
+	if (k == 5 && eq(r0, l0, "users") && eq(s[4], sl[4], "keys")) {
+		r->id = ADMIN_R_KEY_CREATE;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return want(m, "POST", NULL);
+	}
+	if (k == 4 && (eq(r0, l0, "osds") || eq(r0, l0, "members"))) {
+		bool osd = eq(r0, l0, "osds");
+		r->id = osd ? ADMIN_R_OSD_RM : ADMIN_R_MEMBER_RM;
+		uint64_t v = 0;
+		if (sl[3] > 16)
+			return -EINVAL;
+		for (size_t i = 0; i < sl[3]; i++) {
+			if (s[3][i] < '0' || s[3][i] > '9')
+				return -EINVAL;
+			v = v * 10 + (uint64_t)(s[3][i] - '0');
+		}
+		if (osd && v >= 0xFFFFFFFFull)   /* META_PLACE_NONE */
+			return -EINVAL;
+		if (!osd && (v == 0 || v > (UINT64_C(1) << 53)))
+			return -EINVAL;
+		if (osd)
+			r->osd_id = (uint32_t)v;
+		else
+			r->member_id = v;
+		return want(m, "DELETE", NULL);
+	}
+	if (k == 4 && eq(r0, l0, "keys")) {
+		r->id = ADMIN_R_KEY_DELETE;
+		if (pct_decode(s[3], sl[3], r->name, sizeof(r->name)))
+			return -EINVAL;
+		return want(m, "DELETE", NULL);
 	}
 	if (k == 5 && eq(r0, l0, "users") && eq(s[4], sl[4], "grants")) {
 		r->id = !strcmp(m, "PUT") ? ADMIN_R_USER_GRANT_SET : ADMIN_R_USER_GRANTS;
@@ -353,6 +406,78 @@ int admin_parse_grant_set(const char *body, size_t len, struct admin_grant_set *
 	}
 	if (!rc && (!out->bucket[0] || out->level < 0))
 		*why = "bucket and level are required", rc = -EINVAL;
+	json_free(d);
+	return rc;
+}
+
+/* A whole number 0..2^53 (exact in a double, so any JSON client can
+ * write it). */
+static int take_count(const struct json_value *v, uint64_t *out)
+{
+	if (v->type != JSON_NUMBER || !v->u.num.is_int || v->u.num.i < 0 ||
+	    v->u.num.i > (INT64_C(1) << 53))
+		return -EINVAL;
+	*out = (uint64_t)v->u.num.i;
+	return 0;
+}
+
+int admin_parse_quota_set(const char *body, size_t len, struct admin_quota_set *out,
+			  const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	struct json_doc *d;
+	int rc = parse_obj(body, len, &d, why);
+	if (rc)
+		return rc;
+	rc = 0;
+	bool any = false;
+	for (const struct json_value *v = json_root(d)->u.list.first; v && !rc; v = v->next) {
+		if (!strcmp(v->key, "max_bytes") && v->key_len == 9) {
+			if (take_count(v, &out->max_bytes))
+				*why = "max_bytes must be a whole number 0..2^53", rc = -EINVAL;
+		} else if (!strcmp(v->key, "max_objects") && v->key_len == 11) {
+			if (take_count(v, &out->max_objects))
+				*why = "max_objects must be a whole number 0..2^53", rc = -EINVAL;
+		} else {
+			*why = "unknown member (max_bytes and max_objects are expected)";
+			rc = -EINVAL;
+		}
+		any = true;
+	}
+	if (!rc && !any)
+		*why = "give max_bytes, max_objects or both", rc = -EINVAL;
+	json_free(d);
+	return rc;
+}
+
+int admin_parse_member_add(const char *body, size_t len, struct admin_member_add *out,
+			   const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	struct json_doc *d;
+	int rc = parse_obj(body, len, &d, why);
+	if (rc)
+		return rc;
+	rc = 0;
+	for (const struct json_value *v = json_root(d)->u.list.first; v && !rc; v = v->next) {
+		if (!strcmp(v->key, "id") && v->key_len == 2) {
+			if (take_count(v, &out->id) || !out->id)
+				*why = "id must be a whole number 1..2^53", rc = -EINVAL;
+		} else if (!strcmp(v->key, "address") && v->key_len == 7) {
+			if (take_str(v, out->address, sizeof(out->address)))
+				*why = "address must be a string of 1..63 bytes", rc = -EINVAL;
+			for (const char *p = out->address; !rc && *p; p++)
+				if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+					*why = "address must be HOST:PORT, printable, no space", rc = -EINVAL;
+			if (!rc && !strchr(out->address, ':'))
+				*why = "address must be HOST:PORT", rc = -EINVAL;
+		} else {
+			*why = "unknown member (id and address are expected)";
+			rc = -EINVAL;
+		}
+	}
+	if (!rc && (!out->id || !out->address[0]))
+		*why = "id and address are required", rc = -EINVAL;
 	json_free(d);
 	return rc;
 }

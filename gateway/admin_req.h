@@ -41,14 +41,26 @@ enum admin_route_id {
 	ADMIN_R_USER_GRANTS,   /* GET /api/v1/users/{name}/grants */
 	ADMIN_R_USER_GRANT_SET, /* PUT /api/v1/users/{name}/grants */
 	ADMIN_R_STATS,         /* GET /api/v1/stats */
+	ADMIN_R_QUOTA_GET,     /* GET /api/v1/buckets/{b}/quota, /api/v1/users/{u}/quota */
+	ADMIN_R_QUOTA_SET,     /* PUT the same */
+	ADMIN_R_QUOTA_CLEAR,   /* DELETE the same */
+	ADMIN_R_GC,            /* GET /api/v1/gc */
+	ADMIN_R_SCRUB,         /* GET /api/v1/scrub */
+	ADMIN_R_KEY_CREATE,    /* POST /api/v1/users/{name}/keys */
+	ADMIN_R_KEY_DELETE,    /* DELETE /api/v1/keys/{id} */
+	ADMIN_R_OSD_RM,        /* DELETE /api/v1/osds/{id} */
+	ADMIN_R_MEMBER_ADD,    /* POST /api/v1/members */
+	ADMIN_R_MEMBER_RM,     /* DELETE /api/v1/members/{id} */
 	ADMIN_R__COUNT
 };
 
 struct admin_route {
 	enum admin_route_id id;
-	uint32_t osd_id;                  /* ADMIN_R_OSD_OUT / _IN */
-	char name[ADMIN_NAME_MAX + 1];    /* ADMIN_R_USER_DELETE, _GRANTS, _GRANT_SET:
-	                                   * percent-decoded */
+	uint32_t osd_id;                  /* ADMIN_R_OSD_OUT / _IN / _RM */
+	uint64_t member_id;               /* ADMIN_R_MEMBER_RM: 1..2^53 */
+	char name[ADMIN_NAME_MAX + 1];    /* ADMIN_R_USER_DELETE, _GRANTS, _GRANT_SET,
+	                                   * _QUOTA_*, _KEY_*: percent-decoded */
+	bool quota_user;                  /* ADMIN_R_QUOTA_*: name is a user (else a bucket) */
 	const char *file;                 /* ADMIN_R_CONSOLE: path after /console/ (a span
 	                                   * into the input, file_len bytes) */
 	size_t file_len;
@@ -94,6 +106,21 @@ struct admin_grant_set {
 	int level;
 };
 
+/* PUT /api/v1/{buckets|users}/{name}/quota: {"max_bytes": N,
+ * "max_objects": N}, each optional, whole numbers 0..2^53 (0: no limit on
+ * that dimension), at least one given. */
+struct admin_quota_set {
+	uint64_t max_bytes, max_objects;
+};
+
+/* POST /api/v1/members: {"id": N, "address": "host:port"}: a meta member
+ * to add (id 1..2^53; the address 1..63 printable bytes, no space). */
+#define ADMIN_ADDR_MAX 63
+struct admin_member_add {
+	uint64_t id;
+	char address[ADMIN_ADDR_MAX + 1];
+};
+
 /* Parse a body. 0 and *out; -EBADMSG not JSON (why: the parser's reason);
  * -EINVAL JSON of the wrong shape (an unknown member, a wrong type, a
  * missing or bad value: why says which); -E2BIG over ADMIN_BODY_MAX. why
@@ -103,6 +130,10 @@ int admin_parse_user_create(const char *body, size_t len, struct admin_user_crea
 			    const char **why);
 int admin_parse_grant_set(const char *body, size_t len, struct admin_grant_set *out,
 			  const char **why);
+int admin_parse_quota_set(const char *body, size_t len, struct admin_quota_set *out,
+			  const char **why);
+int admin_parse_member_add(const char *body, size_t len, struct admin_member_add *out,
+			   const char **why);
 
 /* A session token for access_key (3..128 of A-Z a-z 0-9, rootkey's set)
  * valid until expires_s (Unix seconds):

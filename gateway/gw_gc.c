@@ -74,6 +74,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "common/err.h"
@@ -128,6 +129,8 @@ struct gw_gc {
 	struct slot *slots;
 	size_t cur;                /* next entry whose layouts are to start */
 	unsigned inflight;         /* layouts being deleted */
+	/* Since start, for gw_gc_status (the admin API's GET /api/v1/gc). */
+	struct gw_gc_status st;
 	/* Metrics (NULL when the registry refused them). */
 	struct metrics_counter *m_freed, *m_failed, *m_skipped, *m_rounds;
 	struct metrics_gauge *m_queue;
@@ -168,6 +171,13 @@ static void maybe_free(struct gw_gc *g)
 static void on_tick(uv_timer_t *t);
 static void list_groups(struct gw_gc *g);
 
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void arm(struct gw_gc *g, uint64_t delay_ms)
 {
 	if (!g->closing)
@@ -187,6 +197,10 @@ static void round_end(struct gw_gc *g)
 		g->n_groups = 0;
 	}
 	count(g->m_rounds, 1);
+	g->st.rounds++;
+	g->st.last_round_end_ms = wall_ms();
+	g->st.last_round_freed = g->freed;
+	g->st.last_round_failed = g->failed;
 	if (g->failed)
 		LOG_WARN("gc: entries not freed, retried next round",
 			 "failed=%u shard_deletes_failed=%llu freed=%u first_gen=%llu first_seq=%u "
@@ -312,9 +326,17 @@ static void page_done(struct gw_gc *g)
 				g->first_err = s->start_err ? s->start_err : IOL_EUNAVAILABLE;
 			}
 			count(g->m_failed, 1);
+			g->st.failed++;
 			continue;
 		}
 		s->skipped ? g->skipped++ : g->freed++;
+		if (s->skipped) {
+			g->st.skipped++;
+		} else {
+			g->st.freed++;
+			if (p->entries[i]->record)
+				g->st.freed_bytes += p->entries[i]->record->size;
+		}
 		count(s->skipped ? g->m_skipped : g->m_freed, 1);
 		n_ack++;
 	}
@@ -545,4 +567,10 @@ void gw_gc_close(struct gw_gc *g)
 	g->closing = true;
 	uv_timer_stop(&g->timer);
 	uv_close((uv_handle_t *)&g->timer, on_timer_closed);
+}
+
+void gw_gc_status(const struct gw_gc *g, struct gw_gc_status *out)
+{
+	*out = g->st;
+	out->running = g->running;
 }

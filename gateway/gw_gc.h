@@ -14,6 +14,7 @@
 #ifndef GATEWAY_GW_GC_H
 #define GATEWAY_GW_GC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -31,6 +32,17 @@ struct gw_gc_opts {
 
 struct gw_gc;
 
+/* What the worker did since it started (GET /api/v1/gc). */
+struct gw_gc_status {
+	uint64_t rounds;             /* rounds finished */
+	uint64_t freed, failed, skipped;   /* entries: acked freed, left to retry, acked
+	                                    * without a delete (nothing to free) */
+	uint64_t freed_bytes;        /* the freed entries' object sizes */
+	uint64_t last_round_end_ms;  /* wall clock; 0: none yet */
+	uint32_t last_round_freed, last_round_failed;
+	bool running;                /* a round is under way */
+};
+
 /* Start a worker on loop over a meta client (ListGc, GcAck), the map (the
  * PGs' current OSDs) and the data path (the deletes), all of which must
  * outlive it; its metrics go to reg. The first round runs one interval
@@ -42,5 +54,8 @@ int gw_gc_start(uv_loop_t *loop, struct meta_client *mc, struct gw_map *map, str
  * flight have come back (meta_client_close and gw_map_close make them come
  * back). Call before closing its meta client. NULL is ignored. */
 void gw_gc_close(struct gw_gc *g);
+
+/* A copy of g's status. Any time on g's loop. */
+void gw_gc_status(const struct gw_gc *g, struct gw_gc_status *out);
 
 #endif

@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 		int aport;
 		struct admin_api_cfg ac = { .addr = ahost, .meta = (const char *const *)f_meta.items,
 					    .n_meta = f_meta.n, .region = f_region,
-					    .stats = s3_ops_stats(ops) };
+					    .stats = s3_ops_stats(ops), .gc = s3_ops_gc(ops) };
 		rc = split_addr(f_admin_api_listen, ahost, sizeof(ahost), &aport);
 		ac.port = aport;
 		if (!rc)

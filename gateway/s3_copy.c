@@ -39,6 +39,7 @@
 #include "gateway/s3_put.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
+#include "gateway/s3_quota.h"
 
 /* The source reader: bytes [pos, end) of a record, in order. */
 struct src_reader {
@@ -473,6 +474,11 @@ static void src_ready(struct s3_rq *rq, Iolake__Meta__ObjectRecord *rec)
 	if (cr->len > S3_MAX_PUT_BYTES) {
 		s3_rq_fail(rq, S3E_InvalidRequest,
 			   "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120");
+		return;
+	}
+	enum s3_err qe = s3_quota_check(s3_rq_gate_bucket(rq), cr->len, cr->is_part ? 0 : 1);
+	if (qe) {
+		s3_rq_fail(rq, qe, NULL);
 		return;
 	}
 	copy_start(cr);

@@ -81,6 +81,7 @@
 	X(OwnershipControlsNotFoundError, 404, "OwnershipControlsNotFoundError", "The bucket ownership controls were not found") \
 	X(UnresolvableGrantByEmailAddress, 400, "UnresolvableGrantByEmailAddress", "The email address you provided does not match any account on record.") \
 	X(NotImplemented,               501, "NotImplemented",               "A header you provided implies functionality that is not implemented") \
+	X(QuotaExceeded,                403, "QuotaExceeded",                "The bucket's or its owner's quota would be exceeded") \
 	X(PreconditionFailed,           412, "PreconditionFailed",           "At least one of the pre-conditions you specified did not hold") \
 	X(RequestTimeTooSkewed,         403, "RequestTimeTooSkewed",         "The difference between the request time and the server's time is too large.") \
 	X(RequestTimeout,               400, "RequestTimeout",               "Your socket connection to the server was not read from or written to within the timeout period.") \

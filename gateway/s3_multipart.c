@@ -48,6 +48,7 @@
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
+#include "gateway/s3_quota.h"
 
 #define MPU_MAX_PARTS 10000
 #define MPU_XML_MAX (MPU_MAX_PARTS * 200) /* CompleteMultipartUpload body */
@@ -657,7 +658,10 @@ static void op_complete(struct s3_call *c)
 		return;
 	}
 	s3_call_checksum_not_body(c);   /* x-amz-checksum-*: the object's */
-	enum s3_err e = s3_call_read_body(c, on_complete_body, on_complete_body_end);
+	/* Quotas: the object (its parts' bytes were checked as they came). */
+	enum s3_err e = s3_quota_check(s3_rq_gate_bucket(&m->rq), 0, 1);
+	if (!e)
+		e = s3_call_read_body(c, on_complete_body, on_complete_body_end);
 	if (e)
 		s3_rq_fail(&m->rq, e, NULL);
 }

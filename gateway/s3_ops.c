@@ -164,6 +164,11 @@ struct gw_stats *s3_ops_stats(struct s3_ops *o)
 	return o->stats;
 }
 
+struct gw_gc *s3_ops_gc(struct s3_ops *o)
+{
+	return o->gc;
+}
+
 /* gw_data saw a degraded PG: queue a rescan flag (never on the request's
  * critical path: gw_heal only sets a bit). */
 static void on_degraded(void *ud, uint32_t pg, enum gw_data_degraded why)

@@ -61,6 +61,8 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *scfg);
 /* The per-operation request statistics (gw_stats.h) the front end feeds,
  * for the admin API; NULL when they could not be registered. */
 struct gw_stats *s3_ops_stats(struct s3_ops *o);
+/* The shard GC worker (NULL: none), for the admin API's GET /api/v1/gc. */
+struct gw_gc *s3_ops_gc(struct s3_ops *o);
 
 /* Ready: a map is known with at least write-quorum OSDs up. */
 bool s3_ops_ready(struct s3_ops *o);

@@ -26,6 +26,7 @@
 #include "gateway/s3_attrs.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_quota.h"
 
 static void part_commit(struct s3_put *p);
 
@@ -257,6 +258,11 @@ static void op_upload_part(struct s3_call *c)
 		return;
 	pr->put.rq.fini = part_rq_fini;
 	s3_part_setup(&pr->put, &pr->part, false);
+	enum s3_err qe = s3_quota_check(s3_rq_gate_bucket(&pr->put.rq), pr->put.size, 0);
+	if (qe) {
+		s3_rq_fail(&pr->put.rq, qe, NULL);
+		return;
+	}
 	Iolake__Meta__GetUploadRequest req = IOLAKE__META__GET_UPLOAD_REQUEST__INIT;
 	req.bucket = pr->put.rq.bucket;
 	req.key = pr->put.rq.key;

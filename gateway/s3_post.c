@@ -41,6 +41,7 @@
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
+#include "gateway/s3_quota.h"
 
 #define POST_FIELDS_MAX 256
 
@@ -473,6 +474,8 @@ static void open_file(struct post_rq *q)
 	p->form_hdrs = q->hdrs;
 	p->n_form_hdrs = q->n_fields;
 	enum s3_err e = s3_put_check_access(&p->rq);
+	if (!e)
+		e = s3_quota_check(s3_rq_gate_bucket(&p->rq), p->size, 1);
 	if (e) {
 		post_fail(q, e, NULL);
 		return;

@@ -38,6 +38,7 @@
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
 #include "gateway/s3_lifecycle.h"
+#include "gateway/s3_quota.h"
 
 void s3_put_drop_new(struct s3_put *p)
 {
@@ -663,6 +664,8 @@ static void op_put_object(struct s3_call *c)
 		return;
 	/* The gate read the bucket (it exists; p->rq.bkt). */
 	enum s3_err e = s3_put_check_access(&p->rq);
+	if (!e)
+		e = s3_quota_check(s3_rq_gate_bucket(&p->rq), p->size, 1);
 	if (e)
 		s3_rq_fail(&p->rq, e, NULL);
 	else

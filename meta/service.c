@@ -23,6 +23,7 @@
 #include "meta/list.h"
 #include "meta/node_internal.h"
 #include "meta/secret.h"
+#include "meta/state_quota.h"
 #include "meta/state_ver.h"
 
 #define WATCH_DEFAULT_MS 30000
@@ -268,8 +269,12 @@ static void serve_get_bucket(struct meta_group *g, struct rpc_req *r)
 	Iolake__Meta__GetBucketResponse resp = IOLAKE__META__GET_BUCKET_RESPONSE__INIT;
 	Iolake__Meta__Bucket *b = NULL;
 	int rc = meta_state_get_bucket(g->state, REQ(Iolake__Meta__GetBucketRequest, r)->name, &b);
-	if (read_failed(r, rc))
+	if (rc == 0 && g->id == 0)
+		rc = meta_state_quota_fill(g->state, b);   /* issue 20: usage for the quota check */
+	if (read_failed(r, rc)) {
+		meta_state_free_msg(b);
 		return;
+	}
 	resp.status = st_of(rc);
 	resp.bucket = b;
 	rpc_respond(r, &resp.base, NULL);
@@ -283,7 +288,12 @@ static void serve_list_buckets(struct meta_group *g, struct rpc_req *r)
 	Iolake__Meta__Bucket **v = NULL;
 	size_t cnt = 0;
 	int rc = meta_state_list_buckets(g->state, q->owner[0] ? q->owner : NULL, &v, &cnt);
+	for (size_t i = 0; rc == 0 && g->id == 0 && i < cnt; i++)
+		rc = meta_state_usage_fill(g->state, v[i]);   /* issue 20: each bucket's usage */
 	if (rc) {
+		for (size_t i = 0; i < cnt; i++)
+			meta_state_free_msg(v[i]);
+		free(v);
 		rpc_fail(r, RPC_INTERNAL, "list buckets: %s", iol_strerror(rc));
 		return;
 	}
@@ -307,8 +317,12 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 	}
 	if (q->with_bucket && !q->range_id) {
 		int brc = meta_state_get_bucket(g->state, q->bucket, &b);
-		if (read_failed(r, brc))
+		if (brc == 0 && g->id == 0)
+			brc = meta_state_quota_fill(g->state, b);
+		if (read_failed(r, brc)) {
+			meta_state_free_msg(b);
 			return;
+		}
 	}
 	int rc = meta_state_head_object(g->state, q->bucket, q->key, &rec);
 	if (read_failed(r, rc)) {

@@ -27,6 +27,9 @@
  *   'q' u64 group                         u64 ranges the group holds (root)
  *   'r' u64 range id                      RangeDesc (range group: an open
  *                                         or sealed range, its counters)
+ *   'N' bucket                            Usage (root: objects, bytes of a
+ *                                         bucket without ranges; quotas,
+ *                                         state_quota.c)
  *   'X' u32 pg, 16-byte object id,        "": the record or part of that
  *       u64 generation                    generation names that gw_data
  *                                         PUT's shards (reference index)
@@ -387,6 +390,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	t->versioning = op->versioning;
 	t->version_id = op->version_id;
 	t->time_ms = op->time_ms;
+	t->quota_bucket = quota_op_bucket(op);
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
@@ -428,6 +432,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return meta_lc_set(t, op->set_bucket_lifecycle);
 	case IOLAKE__META__OP__BODY_LIFECYCLE_ADVANCE:
 		return meta_lc_advance(t, op->lifecycle_advance);
+	case IOLAKE__META__OP__BODY_SET_QUOTA: return op_set_quota(t, op->set_quota);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP:
 		if (group_holds_ranges(t, op->delete_group->id))

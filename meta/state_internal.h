@@ -63,6 +63,9 @@ struct tx {
 	int versioning;            /* Iolake__Meta__VersioningState */
 	const char *version_id;
 	uint64_t time_ms;
+	/* Quotas (state_quota.c): the bucket whose usage an object op's
+	 * range_count moves (NULL: not an object op). */
+	const char *quota_bucket;
 };
 
 struct key {
@@ -206,5 +209,13 @@ int ref_build(struct meta_state *s);
 /* ---- state_lc.c: bucket lifecycle (issue 17), root group */
 int meta_lc_set(struct tx *t, const Iolake__Meta__SetBucketLifecycle *op);
 int meta_lc_advance(struct tx *t, const Iolake__Meta__LifecycleAdvance *op);
+/* ---- state_quota.c: quotas (issue 20) */
+/* Move the root's usage row of bucket (a root op's range_count). */
+void quota_count(struct tx *t, const char *bucket, int64_t objects, int64_t bytes);
+/* Drop bucket's usage row (DeleteBucket). */
+void quota_forget(struct tx *t, const char *bucket);
+int op_set_quota(struct tx *t, const Iolake__Meta__SetQuota *op);
+/* The bucket an object op counts in (NULL: none). */
+const char *quota_op_bucket(const Iolake__Meta__Op *op);
 
 #endif

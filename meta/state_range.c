@@ -123,7 +123,12 @@ int range_check(struct tx *t, const char *bucket, const char *key)
 /* Move the counters of the op's range (after range_check passed). */
 void range_count(struct tx *t, int64_t objects, int64_t bytes, int64_t uploads)
 {
-	if (t->range_id == 0 || !t->rng || t->rng->id != t->range_id)
+	if (t->range_id == 0) {
+		/* The root counts per bucket for quotas (state_quota.c). */
+		quota_count(t, t->quota_bucket, objects, bytes);
+		return;
+	}
+	if (!t->rng || t->rng->id != t->range_id)
 		return;
 	t->rng->objects += (uint64_t)objects;
 	t->rng->bytes += (uint64_t)bytes;
@@ -239,6 +244,7 @@ void delete_bucket_ranges(struct tx *t, const char *bucket)
 	}
 	rocksdb_iter_destroy(it);
 	t->bucket_noranges[0] = 0;
+	quota_forget(t, bucket);
 }
 
 /* Whether table ('O' or 'U') holds a key of bucket in [start, end). */

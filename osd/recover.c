@@ -701,6 +701,7 @@ static void hook_status(void *arg, struct osd_service_recovery *o)
 	o->deep_bytes = r->st.deep_bytes;
 	o->deep_repaired = r->st.deep_repaired;
 	o->deep_inconsistent = r->st.deep_inconsistent;
+	o->deep_last_unix_ms = r->st.deep_last_unix_ms;
 }
 
 void osd_recover_hooks(struct osd_recover *r, struct osd_service_hooks *out)

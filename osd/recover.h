@@ -61,6 +61,7 @@ struct osd_recover_stats {
 	uint64_t deep_repaired;       /* shards rewritten: the one that disagreed */
 	uint64_t deep_inconsistent;   /* stripes no single shard explains: left alone */
 	uint64_t deep_pgs;            /* PG deep scrubs completed */
+	uint64_t deep_last_unix_ms;   /* when the last PG deep scrub ended (0: none since start) */
 };
 
 /* Start: watch the map, and drive recovery from the first map on.

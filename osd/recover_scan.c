@@ -690,6 +690,7 @@ static void scan_finish(struct scan *s)
 								       : r->o.deep_scrub_ms);
 				p->last_deep_ms = unix_ms();
 				r->st.deep_pgs++;
+				r->st.deep_last_unix_ms = p->last_deep_ms;
 				metrics_counter_inc(r->m_deep_pgs);
 				LOG_INFO("pg deep-scrubbed", "osd=%u pg=%u stripes=%" PRIu64
 					 " repaired=%" PRIu64 " inconsistent=%" PRIu64 " failed=%" PRIu64,

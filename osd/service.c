@@ -1006,6 +1006,7 @@ static void h_status(struct rpc_req *r, void *ud)
 	resp.scrub_errors = sc->errors;
 	resp.scrub_position_pg = sc->position_pg;
 	resp.scrub_idle = sc->idle;
+	resp.scrub_last_pass_unix_s = sc->last_pass_end_unix_s;
 	if (svc->sweep) {
 		struct osd_sweep_stats sw;
 		osd_sweep_stats(svc->sweep, &sw);
@@ -1035,6 +1036,7 @@ static void h_status(struct rpc_req *r, void *ud)
 		resp.deep_bytes = rs.deep_bytes;
 		resp.deep_repaired = rs.deep_repaired;
 		resp.deep_inconsistent = rs.deep_inconsistent;
+		resp.deep_last_unix_ms = rs.deep_last_unix_ms;
 	}
 	char *text = NULL;
 	size_t tlen;

@@ -110,6 +110,7 @@ struct osd_service_recovery {
 	uint32_t pgs_primary, pgs_active, pgs_queued;
 	uint64_t deep_interval_ms, deep_pgs, deep_stripes, deep_bytes, deep_repaired,
 		deep_inconsistent;
+	uint64_t deep_last_unix_ms;   /* the last PG deep scrub's end; 0: none since start */
 };
 
 /* Hooks to the OSD's recovery driver (osd/recover.h), which the service

@@ -9,6 +9,7 @@ import './app.css';
 import { logout, session, setOnExpired } from './api.js';
 import { Buckets } from './pages/buckets.jsx';
 import { Login } from './pages/login.jsx';
+import { Maint } from './pages/maint.jsx';
 import { Osds } from './pages/osds.jsx';
 import { Overview } from './pages/overview.jsx';
 import { Pgs } from './pages/pgs.jsx';
@@ -22,6 +23,7 @@ const PAGES = [
 	['traffic', 'Traffic', Traffic],
 	['buckets', 'Buckets', Buckets],
 	['users', 'Users', Users],
+	['maint', 'Maintenance', Maint],
 ];
 
 function route() {

@@ -620,6 +620,7 @@ void store_scrub_stats(const struct store_scrub *sc, struct store_scrub_stats *o
 {
 	*out = sc->st;
 	out->idle = sc->idle;
+	out->last_pass_end_unix_s = sc->end_unix_s;
 	out->inflight = 0;
 	for (uint32_t i = 0; i < sc->o.lanes; i++)
 		out->inflight += sc->lanes[i].reading + sc->lanes[i].marking;

@@ -88,6 +88,7 @@ struct store_scrub_stats {
 	uint32_t position_pg;    /* pg of the shard last handed out */
 	uint32_t inflight;       /* reads and record commits in flight now */
 	bool idle;               /* between passes */
+	uint64_t last_pass_end_unix_s;  /* when the last pass ended (persisted); 0: never */
 };
 
 struct store_scrub;

@@ -181,6 +181,26 @@ async function main() {
 		step('bucket row', await page.$$eval('[data-bucket="' + cfg.bucket + '"] td', (els) => els.map((e) => e.textContent)));
 		await shot(page, '14-buckets');
 
+		// A quota set in the page (issue 20): max 1 object on cfg.quota_bucket;
+		// test_console.py then sees a PUT refused through boto3.
+		await page.selectOption('[data-test="quota-buckets"] select[name="quota-target"]', cfg.quota_bucket);
+		await page.fill('[data-test="quota-buckets"] input[name="max-objects"]', '1');
+		await page.click('[data-test="quota-buckets"] [data-test="quota-set"]');
+		step('quota set', await (await page.waitForSelector('[data-test="quota-done"]')).textContent());
+		await page.waitForFunction((b) => {
+			const td = document.querySelector('[data-bucket="' + b + '"] [data-test="bucket-quota"]');
+			return td && td.textContent.includes('1 objects');
+		}, cfg.quota_bucket);
+		step('quota row', await page.$$eval('[data-bucket="' + cfg.quota_bucket + '"] td', (els) => els.map((e) => e.textContent)));
+		await shot(page, '14b-buckets-quota');
+
+		// The maintenance page: the GC and scrub panels.
+		await nav(page, 'maint', '[data-test="scrub-panel"] tbody tr');
+		await page.waitForSelector('[data-test="gc-panel"]');
+		step('gc panel', await page.$$eval('[data-test="gc-panel"] .stat', (els) => els.map((e) => e.textContent)));
+		step('scrub rows', await page.$$eval('[data-test="scrub-panel"] tbody tr', (els) => els.map((e) => e.dataset.osd)));
+		await shot(page, '14c-maintenance');
+
 		// A session the server no longer accepts: back to login, with why.
 		await page.evaluate(() => sessionStorage.setItem('iolake.session',
 			JSON.stringify({ token: 'v1.9999999999.61.00', user: 'root' })));

@@ -6,12 +6,14 @@
  *
  * Input: byte 0 picks what the rest is (copied into an exactly-sized
  * malloc'd buffer, so a read past the end is an ASan report):
- *   0  "METHOD\nPATH": admin_route_parse; oracle: a user name decoded is
+ *   0  "METHOD\nPATH": admin_route_parse; oracle: a user, bucket or key name decoded is
  *      non-empty with no '/' or control byte, an OSD id is below
  *      0xFFFFFFFF, a console file span lies inside the path
  *   1  a login body; 2  a user-create body: accepted values are bounded,
  *      NUL-free, and a created name passes admin_user_name_ok; the same
- *      bytes as a PUT users/NAME/grants body: a bucket and a level 0..3
+ *      bytes as a PUT users/NAME/grants body: a bucket and a level 0..3;
+ *      as a POST members body: an id 1..2^53 and a HOST:PORT; as a PUT
+ *      .../quota body: limits within 0..2^53
  *   3  a session token: admin_token_check must not accept it unless it
  *      is what admin_token_make made; and make/check round-trips the key
  *      made from the input's alphanumerics, expired or not
@@ -54,7 +56,9 @@ static void route(const char *d, size_t n)
 	if (rc && rc != -ENOENT && rc != -EOPNOTSUPP && rc != -EINVAL)
 		abort();
 	if (rc == 0 && (r.id == ADMIN_R_USER_DELETE || r.id == ADMIN_R_USER_GRANTS ||
-			r.id == ADMIN_R_USER_GRANT_SET)) {
+			r.id == ADMIN_R_USER_GRANT_SET || r.id == ADMIN_R_QUOTA_GET ||
+			r.id == ADMIN_R_QUOTA_SET || r.id == ADMIN_R_QUOTA_CLEAR ||
+			r.id == ADMIN_R_KEY_CREATE || r.id == ADMIN_R_KEY_DELETE)) {
 		size_t l = strlen(r.name);
 		if (!l || l > ADMIN_NAME_MAX || strchr(r.name, '/'))
 			abort();
@@ -62,7 +66,10 @@ static void route(const char *d, size_t n)
 			if ((unsigned char)r.name[i] < 0x20)
 				abort();
 	}
-	if (rc == 0 && (r.id == ADMIN_R_OSD_OUT || r.id == ADMIN_R_OSD_IN) &&
+	if (rc == 0 && r.id == ADMIN_R_MEMBER_RM &&
+	    (!r.member_id || r.member_id > (UINT64_C(1) << 53)))
+		abort();
+	if (rc == 0 && (r.id == ADMIN_R_OSD_OUT || r.id == ADMIN_R_OSD_IN || r.id == ADMIN_R_OSD_RM) &&
 	    r.osd_id == 0xFFFFFFFFu)
 		abort();
 	if (rc == 0 && r.id == ADMIN_R_CONSOLE &&
@@ -91,6 +98,17 @@ static void bodies(int which, const char *d, size_t n)
 		struct admin_grant_set g;
 		if (admin_parse_grant_set(d, n, &g, &why) == 0 &&
 		    (!g.bucket[0] || g.level < 0 || g.level > 3))
+			abort();
+		/* ... as a POST members body ... */
+		struct admin_member_add ma;
+		if (admin_parse_member_add(d, n, &ma, &why) == 0 &&
+		    (!ma.id || ma.id > (UINT64_C(1) << 53) || !strchr(ma.address, ':') ||
+		     strlen(ma.address) > ADMIN_ADDR_MAX))
+			abort();
+		/* ... and as a PUT .../quota body. */
+		struct admin_quota_set q;
+		if (admin_parse_quota_set(d, n, &q, &why) == 0 &&
+		    (q.max_bytes > (UINT64_C(1) << 53) || q.max_objects > (UINT64_C(1) << 53)))
 			abort();
 	}
 }

@@ -9,7 +9,10 @@ up on the OSD page; a user created (its secret shown once) and another
 created and deleted; the PG grid all active+clean; OSD 3 marked out
 (confirmed) and its PGs leave active+clean in the grid (waited for, 30 s
 at most); marked in again and the grid clean again; the traffic charts
-list the S3 operations this test made; the bucket it made; a session the
+list the S3 operations this test made; the bucket it made; a quota of one
+object set on a second bucket in the buckets page's quota field (then a
+boto3 PUT there is refused 403 QuotaExceeded); the maintenance page's GC
+and scrub panels (6 OSDs); a session the
 server refuses sends the page back to login, where a non-admin's key is
 refused with a message. Screenshots of every page
 are kept in $IOLAKE_BUILD/console-shots/.
@@ -31,6 +34,7 @@ from botocore.exceptions import ClientError  # noqa: E402
 TOP = browser_py.TOP
 DIST = os.path.join(TOP, "console/dist")
 BUCKET = "console-demo"
+QBUCKET = "console-quota"
 OSD = 3
 FAILS = []
 
@@ -138,10 +142,13 @@ def main():
             s3.get_object(Bucket=BUCKET, Key="missing")
         except ClientError:
             pass
+        s3.create_bucket(Bucket=QBUCKET)
+        s3.put_object(Bucket=QBUCKET, Key="first", Body=b"the only one its quota allows")
         curl_checks(api)
 
         cfg = {"url": api + "/console/", "ak": AK, "sk": SK, "shots": shots, "osd": OSD,
-               "user": "web-alice", "doomed": "web-bob", "bucket": BUCKET, "timeout_ms": 30000}
+               "user": "web-alice", "doomed": "web-bob", "bucket": BUCKET, "quota_bucket": QBUCKET,
+               "timeout_ms": 30000}
         # S3 traffic while the page runs, for the traffic charts to show.
         stop = threading.Event()
 
@@ -195,6 +202,22 @@ def main():
             row = steps.get("bucket row", [])
             expect(row[:2] == [BUCKET, "root"] and row[4] == "5" and row[5] == "298 KiB",
                    "the buckets page: the bucket, its owner, 5 objects, 298 KiB", row)
+            expect("quota" in (steps.get("quota set") or "") and
+                   "1 objects" in "".join(steps.get("quota row", [])),
+                   "the buckets page: a quota of 1 object set on %s, shown in its row" % QBUCKET,
+                   [steps.get("quota set"), steps.get("quota row")])
+            try:
+                s3.put_object(Bucket=QBUCKET, Key="second", Body=b"over the quota")
+                code = "accepted"
+            except ClientError as e:
+                code = "%s %s" % (e.response["ResponseMetadata"]["HTTPStatusCode"],
+                                  e.response["Error"]["Code"])
+            expect(code == "403 QuotaExceeded",
+                   "the quota set in the console refuses a boto3 PUT: 403 QuotaExceeded", code)
+            gcp = steps.get("gc panel", [])
+            expect(len(gcp) == 5 and gcp[0].startswith("Queue"), "the maintenance page: the GC panel", gcp)
+            expect(sorted(steps.get("scrub rows", [])) == [str(i) for i in range(1, 7)],
+                   "the maintenance page: the scrub panel with 6 OSDs", steps.get("scrub rows"))
             expect("log in again" in steps.get("expired session", ""),
                    "a refused session: back to login, saying why", steps.get("expired session"))
             expect("not an admin" in (steps.get("non-admin login") or ""),

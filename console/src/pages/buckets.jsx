@@ -1,6 +1,8 @@
-// buckets.jsx — every bucket with its owner, objects and bytes (GET
-// buckets; counts are bounded by the API: "at least" beyond its limit).
+// buckets.jsx — every bucket with its owner, objects, bytes and quota (GET
+// buckets; counts are bounded by the API: "at least" beyond its limit), and
+// the quota field (quota.jsx).
 import { get } from '../api.js';
+import { QuotaEditor, quotaText } from './quota.jsx';
 import { Empty, ErrorBox, Loading, Page } from '../ui.jsx';
 import { bytes, count, usePoll, when } from '../util.js';
 
@@ -19,11 +21,12 @@ export function Buckets() {
 			<ErrorBox error={bk.error} what="Buckets" />
 			{!d && bk.loading && <Loading />}
 			{d && d.buckets.length === 0 && <Empty>No buckets yet. Create one with any S3 client.</Empty>}
+			{d && <QuotaEditor kind="buckets" names={d.buckets.map((b) => b.name)} onDone={bk.reload} />}
 			{d && d.buckets.length > 0 && (
 				<div class="card wide">
 					<table class="table" data-test="bucket-table">
 						<thead><tr><th>name</th><th>owner</th><th>region</th><th>created</th>
-							<th class="num">objects</th><th class="num">bytes</th></tr></thead>
+							<th class="num">objects</th><th class="num">bytes</th><th>quota</th></tr></thead>
 						<tbody>
 							{d.buckets.map((b) => (
 								<tr key={b.name} data-bucket={b.name}>
@@ -33,6 +36,7 @@ export function Buckets() {
 									<td class="small">{when(b.created_ms)}</td>
 									<td class="num">{counted(b, b.objects, b.objects_at_least, count)}</td>
 									<td class="num">{counted(b, b.bytes, b.bytes_at_least, bytes)}</td>
+									<td class="small" data-test="bucket-quota">{quotaText(b.quota)}</td>
 								</tr>
 							))}
 						</tbody>

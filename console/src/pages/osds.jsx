@@ -53,10 +53,10 @@ export function Osds() {
 									<td class="space">
 										{o.space ? (
 											<>
-												<Bar value={o.space.used_bytes} max={o.space.total_bytes} />
-												<span class="small">{bytes(o.space.used_bytes)} / {bytes(o.space.total_bytes)}</span>
+												<Bar value={o.space.used_bytes + o.space.inline_bytes} max={o.space.total_bytes} />
+												<span class="small">{bytes(o.space.used_bytes + o.space.inline_bytes)} / {bytes(o.space.total_bytes)}</span>
 												{o.space.inline_bytes > 0 && <span class="small muted" title="small shards kept in the OSD's metadata store, not on its device">
-													{' '}+ {bytes(o.space.inline_bytes)} inline</span>}
+													{' '}({bytes(o.space.inline_bytes)} inline)</span>}
 											</>
 										) : <span class="muted small">no answer ({o.space_error})</span>}
 									</td>

@@ -38,7 +38,7 @@ export function Overview() {
 							sub={'of ' + c.osds.total} tone={c.osds.up < c.osds.total ? 'warn' : null} />
 						<Stat label="Capacity used"
 							value={sum ? bytes(sum.used_bytes) : '—'}
-							sub={sum ? 'of ' + bytes(sum.total_bytes) + (inline ? ' · ' + bytes(inline) + ' inline' : '')
+							sub={sum ? 'of ' + bytes(sum.total_bytes) + (inline ? ' · ' + bytes(inline) + ' of it inline' : '')
 								: 'asking the OSDs'} />
 						<Stat label="Objects" value={objects === null ? '—' : (partial ? '≥ ' : '') + count(objects)}
 							sub={objBytes === null ? '' : bytes(objBytes) + ' in ' + count(bk.data.buckets.length) + ' buckets'} />
@@ -50,8 +50,8 @@ export function Overview() {
 								tone={sum.used_bytes / sum.total_bytes > 0.85 ? 'bad' : null} />
 							<div class="muted small">
 								{bytes(sum.used_bytes) + ' used of ' + bytes(sum.total_bytes) + ' ('
-									+ (100 * sum.used_bytes / sum.total_bytes).toFixed(1) + ' %) on the OSDs\' devices'
-									+ (inline ? '; ' + bytes(inline) + ' of small shards inline in their metadata stores' : '')}
+									+ (100 * sum.used_bytes / sum.total_bytes).toFixed(1) + ' %) on the OSDs'
+									+ (inline ? ', ' + bytes(inline) + ' of it small shards kept inline in their metadata stores' : '')}
 							</div>
 						</Card>
 					)}

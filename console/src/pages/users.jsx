@@ -1,10 +1,11 @@
 // users.jsx — users (GET users), create one (POST users: the new secret
 // is shown once, here, and never again), delete one with a confirm
-// (DELETE users/{name}).
+// (DELETE users/{name}), a user's quota over its buckets (quota.jsx).
 import { useState } from 'preact/hooks';
 import { api, get, session } from '../api.js';
 import { Badge, Confirm, Empty, ErrorBox, Loading, Page } from '../ui.jsx';
 import { usePoll, when } from '../util.js';
+import { QuotaEditor, quotaText } from './quota.jsx';
 
 function NewUser({ onCreated }) {
 	const [name, setName] = useState('');
@@ -82,16 +83,18 @@ export function Users() {
 			<ErrorBox error={err} what="Not deleted" />
 			{!d && us.loading && <Loading />}
 			{d && d.users.length === 0 && <Empty>No users.</Empty>}
+			{d && <QuotaEditor kind="users" names={d.users.map((u) => u.name)} onDone={us.reload} />}
 			{d && d.users.length > 0 && (
 				<div class="card wide">
 					<table class="table" data-test="user-table">
-						<thead><tr><th>name</th><th>role</th><th>access keys</th><th>created</th><th /></tr></thead>
+						<thead><tr><th>name</th><th>role</th><th>access keys</th><th>quota</th><th>created</th><th /></tr></thead>
 						<tbody>
 							{d.users.map((u) => (
 								<tr key={u.name} data-user={u.name}>
 									<td>{u.name}{u.display_name && u.display_name !== u.name && <span class="muted"> ({u.display_name})</span>}</td>
 									<td>{u.admin ? <Badge tone="info">admin</Badge> : 'user'}</td>
 									<td class="mono small">{u.access_keys.join(', ') || '—'}</td>
+									<td class="small" data-test="user-quota">{quotaText(u.quota)}</td>
 									<td class="small">{when(u.created_ms)}</td>
 									<td class="actions">
 										{me && u.name === me.user ? <span class="muted small">you</span>
