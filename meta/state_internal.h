@@ -63,6 +63,9 @@ struct tx {
 	int versioning;            /* Iolake__Meta__VersioningState */
 	const char *version_id;
 	uint64_t time_ms;
+	/* Object lock (Op field 70): GOVERNANCE retention does not hold
+	 * against this op (meta/state_lock.c). */
+	bool bypass;
 };
 
 struct key {
@@ -202,5 +205,24 @@ uint64_t gc_scan(struct meta_state *s);
 
 /* ---- state_ref.c: the reference index */
 int ref_build(struct meta_state *s);
+
+/* ---- state_lock.c: object lock (issue 17) */
+/* THE check: 0, or META_ELOCKED when version v is held (legal hold, or a
+ * retention in force at t->time_ms that t->bypass does not lift). Every
+ * path that removes a version or frees its data calls it before writing
+ * anything. */
+int lock_check(struct tx *t, const Iolake__Meta__ObjectRecord *v);
+/* gc_record's last line: true (and counted, logged) when r is still held,
+ * i.e. some path freed it without lock_check; its shards are not queued. */
+bool lock_gc_refuse(struct tx *t, const Iolake__Meta__ObjectRecord *r);
+/* A record's lock fields as apply accepts them (a known mode with a date,
+ * or neither). */
+bool lock_valid_record(const Iolake__Meta__ObjectRecord *r);
+/* A bucket's lock configuration (NULL ok) under its versioning state. */
+bool lock_valid_config(const Iolake__Meta__ObjectLockConfig *c, int versioning);
+bool lock_bucket_enabled(const Iolake__Meta__Bucket *b);
+int op_set_object_lock_config(struct tx *t, const Iolake__Meta__SetObjectLockConfig *op);
+int op_set_object_retention(struct tx *t, const Iolake__Meta__SetObjectRetention *op);
+int op_set_object_legal_hold(struct tx *t, const Iolake__Meta__SetObjectLegalHold *op);
 
 #endif
