@@ -29,6 +29,7 @@
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
+#include "gateway/s3_lock.h"
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
@@ -139,6 +140,7 @@ static void add_object_headers(struct get_rq *g)
 	http_add_header(s, "Last-Modified", v);
 	http_add_header(s, "Accept-Ranges", "bytes");
 	s3_ver_record_headers(&g->rq, r);
+	s3_lock_record_headers(&g->rq, r);
 	add_overridable(c, "Content-Type",
 			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
 	add_overridable(c, "Content-Encoding", r->content_encoding);

@@ -23,6 +23,8 @@
  *   s3_version.c    Put/GetBucketVersioning, ListObjectVersions
  *   s3_cors.c       Get/Put/DeleteBucketCors (the preflight OPTIONS is
  *                   installed outside the gate: s3_cors.h)
+ *   s3_lock.c       Put/GetObjectLockConfiguration, Put/GetObjectRetention,
+ *                   Put/GetObjectLegalHold
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -62,6 +64,7 @@ extern const struct s3_handler s3_access_handlers[];
 extern const struct s3_handler s3_cors_handlers[];
 extern const struct s3_handler s3_bucket_policy_handlers[];
 extern const struct s3_handler s3_version_handlers[];   /* s3_version.c (issue 17) */
+extern const struct s3_handler s3_lock_handlers[];      /* s3_lock.c (issue 17) */
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */
 extern const struct s3_handler *const s3_handler_tables[];

@@ -43,6 +43,7 @@
 #include "gateway/s3_checksum.h"
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_lock.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
@@ -202,6 +203,17 @@ static void op_create(struct s3_call *c)
 	u.key = rq->key;
 	u.upload_id = "";
 	u.initiated_ms = s3u_wall_ms();
+	/* Object lock: the object's retention and legal hold (or the
+	 * bucket's default, from now: S3 dates a multipart object from its
+	 * initiation), taken by Complete from the upload. */
+	const char *lmsg = NULL;
+	enum s3_err le = s3_lock_to_record(rq, &meta, u.initiated_ms, &lmsg);
+	if (le) {
+		free(acc);
+		s3_put_user_meta_free(&hb.um);
+		s3_rq_fail(rq, le, lmsg);
+		return;
+	}
 	u.owner = (char *)s3_rq_owner(rq);   /* the initiator */
 	u.meta = &meta;
 	u.checksum_algo = (Iolake__Meta__ChecksumAlgo)cr->algo;
