@@ -212,7 +212,7 @@ static void on_lock_done(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Op
 }
 
 /* Put* bodies need Content-MD5 or a checksum, as S3. */
-static bool need_integrity(struct s3_rq *rq)
+static bool missing_integrity(struct s3_rq *rq)
 {
 	if (has_integrity(rq->c))
 		return false;
@@ -284,7 +284,7 @@ static void on_config_body(struct s3_rq *rq, enum s3_err verdict)
 static void op_put_lock_config(struct s3_call *c)
 {
 	struct lock_rq *l = lock_new(c);
-	if (!l || need_integrity(&l->rq))
+	if (!l || missing_integrity(&l->rq))
 		return;
 	enum s3_err e = s3_body_read(&l->rq, &l->body, S3_LOCK_BODY_MAX, on_config_body);
 	if (e)
@@ -426,7 +426,7 @@ static void on_version_body(struct s3_rq *rq, enum s3_err verdict)
 static void op_put_version_lock(struct s3_call *c)
 {
 	struct lock_rq *l = lock_new(c);
-	if (!l || !lock_bucket_or_fail(&l->rq) || need_integrity(&l->rq))
+	if (!l || !lock_bucket_or_fail(&l->rq) || missing_integrity(&l->rq))
 		return;
 	enum s3_err e = s3_body_read(&l->rq, &l->body, S3_LOCK_BODY_MAX, on_version_body);
 	if (e)
