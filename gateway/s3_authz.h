@@ -105,7 +105,14 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(PutBucketPublicAccessBlock,  BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetBucketVersioning,         BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutBucketVersioning,         BUCKET, BUCKET_OWNER,  0)                          \
-	X(ListBucketVersions,          BUCKET, BUCKET_ACL,    S3_PERM_READ)
+	X(ListBucketVersions,          BUCKET, BUCKET_ACL,    S3_PERM_READ)               \
+	X(GetBucketObjectLockConfiguration, BUCKET, BUCKET_OWNER, 0)                      \
+	X(PutBucketObjectLockConfiguration, BUCKET, BUCKET_OWNER, 0)                      \
+	X(GetObjectRetention,          BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutObjectRetention,          BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetObjectLegalHold,          BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutObjectLegalHold,          BUCKET, BUCKET_OWNER,  0)                          \
+	X(BypassGovernanceRetention,   BUCKET, BUCKET_OWNER,  0)
 
 enum s3_authz_action {
 	S3_ACT_NONE = 0,

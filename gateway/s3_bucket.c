@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gateway/s3_access.h"
 #include "gateway/s3_handlers.h"
@@ -148,6 +149,21 @@ static void op_create_bucket(struct s3_call *c)
 	if (acc->store) {
 		s3_acl_to_msg(&acc->acl, &acc->msg);
 		b.acl = &acc->msg.m;
+	}
+	/* Object lock (issue 17): enabled at creation turns versioning on,
+	 * for good. */
+	Iolake__Meta__ObjectLockConfig lock = IOLAKE__META__OBJECT_LOCK_CONFIG__INIT;
+	char lv[8];
+	if (s3u_hdr_str(c, "x-amz-bucket-object-lock-enabled", lv, sizeof(lv))) {
+		if (strcasecmp(lv, "true") == 0) {
+			lock.enabled = true;
+			b.object_lock = &lock;
+			b.versioning = IOLAKE__META__VERSIONING_STATE__VERSIONING_ENABLED;
+		} else if (strcasecmp(lv, "false") != 0) {
+			free(acc);
+			s3_rq_fail(rq, S3E_InvalidArgument, "Invalid x-amz-bucket-object-lock-enabled");
+			return;
+		}
 	}
 	Iolake__Meta__CreateBucket cb = IOLAKE__META__CREATE_BUCKET__INIT;
 	cb.bucket = &b;

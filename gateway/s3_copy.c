@@ -35,6 +35,7 @@
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_lock.h"
 #include "gateway/s3_part.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_util.h"
@@ -603,9 +604,12 @@ static void copy_begin(struct s3_call *c, bool is_part)
 		/* The gate read the destination bucket and decided s3:PutObject
 		 * on it; the ACL the copy asks for is checked now. */
 		cr->put.respond = copy_respond;
+		const char *msg = NULL;
 		e = s3_put_check_access(rq);
+		if (!e)
+			e = s3_lock_check_headers(rq, false, &msg);   /* object lock */
 		if (e)
-			s3_rq_fail(rq, e, NULL);
+			s3_rq_fail(rq, e, msg);
 		else
 			on_dst(rq, S3E_OK, NULL);
 		return;

@@ -39,6 +39,11 @@
 	X(BucketAlreadyExists,          409, "BucketAlreadyExists",          "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.") \
 	X(BucketAlreadyOwnedByYou,      409, "BucketAlreadyOwnedByYou",      "Your previous request to create the named bucket succeeded and you already own it.") \
 	X(BucketNotEmpty,               409, "BucketNotEmpty",               "The bucket you tried to delete is not empty") \
+	X(ObjectLocked,                 403, "AccessDenied",                 "Access Denied because object protected by object lock.") \
+	X(ObjectLockConfigurationNotFound, 404, "ObjectLockConfigurationNotFoundError", "Object Lock configuration does not exist for this bucket") \
+	X(NoSuchObjectLockConfiguration, 404, "NoSuchObjectLockConfiguration", "The specified object does not have a ObjectLock configuration") \
+	X(InvalidBucketState,           409, "InvalidBucketState",           "The request is not valid with the current state of the bucket.") \
+	X(LockNotEnabled,               400, "InvalidRequest",               "Bucket is missing Object Lock Configuration") \
 	X(EntityTooLarge,               400, "EntityTooLarge",               "Your proposed upload exceeds the maximum allowed object size.") \
 	X(RecordTooLarge,               400, "EntityTooLarge",               "The object's record (one layout per part) is too large") \
 	X(EntityTooSmall,               400, "EntityTooSmall",               "Your proposed upload is smaller than the minimum allowed object size.") \

@@ -29,6 +29,7 @@
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
+#include "gateway/s3_lock.h"
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
@@ -142,6 +143,7 @@ static void add_object_headers(struct get_rq *g)
 	s3_ver_record_headers(&g->rq, r);
 	if (!s3u_qval(s3_call_req(c), "versionId"))
 		s3_lc_expiration_header(&g->rq, r);
+	s3_lock_record_headers(&g->rq, r);
 	add_overridable(c, "Content-Type",
 			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
 	add_overridable(c, "Content-Encoding", r->content_encoding);

@@ -24,6 +24,8 @@
  *   s3_cors.c       Get/Put/DeleteBucketCors (the preflight OPTIONS is
  *                   installed outside the gate: s3_cors.h)
  *   s3_lifecycle.c  Get/PutBucketLifecycleConfiguration, DeleteBucketLifecycle
+ *   s3_lock.c       Put/GetObjectLockConfiguration, Put/GetObjectRetention,
+ *                   Put/GetObjectLegalHold
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -64,6 +66,7 @@ extern const struct s3_handler s3_cors_handlers[];
 extern const struct s3_handler s3_bucket_policy_handlers[];
 extern const struct s3_handler s3_version_handlers[];   /* s3_version.c (issue 17) */
 extern const struct s3_handler s3_lifecycle_handlers[]; /* s3_lifecycle.c (issue 17) */
+extern const struct s3_handler s3_lock_handlers[];      /* s3_lock.c (issue 17) */
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */
 extern const struct s3_handler *const s3_handler_tables[];

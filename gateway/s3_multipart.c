@@ -43,6 +43,7 @@
 #include "gateway/s3_checksum.h"
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_lock.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
@@ -191,10 +192,16 @@ static void op_create(struct s3_call *c)
 	/* The object's owner and ACL, taken by Complete from the upload. */
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
 	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	/* Object lock: retention and legal hold, or the default from now (S3
+	 * dates the object from its initiation); Complete takes them. */
+	const char *lmsg = NULL;
+	uint64_t now_ms = s3u_wall_ms();
+	if (!ae)
+		ae = s3_lock_to_record(rq, &meta, now_ms, &lmsg);
 	if (ae) {
 		free(acc);
 		s3_put_user_meta_free(&hb.um);
-		s3_rq_fail(rq, ae, NULL);
+		s3_rq_fail(rq, ae, lmsg);
 		return;
 	}
 	s3_access_to_record(acc, &meta);
@@ -202,7 +209,7 @@ static void op_create(struct s3_call *c)
 	u.bucket = rq->bucket;
 	u.key = rq->key;
 	u.upload_id = "";
-	u.initiated_ms = s3u_wall_ms();
+	u.initiated_ms = now_ms;
 	u.owner = (char *)s3_rq_owner(rq);   /* the initiator */
 	u.meta = &meta;
 	u.checksum_algo = (Iolake__Meta__ChecksumAlgo)cr->algo;

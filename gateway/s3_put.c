@@ -34,6 +34,7 @@
 #include "gateway/s3_attrs.h"
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_lock.h"
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
@@ -339,6 +340,19 @@ static void put_commit(struct s3_put *p)
 		free(acc);
 		s3_put_user_meta_free(um);
 		put_abandon(p, S3E_InternalError);
+		return;
+	}
+	/* Object lock: the write's own retention and legal hold, or the
+	 * bucket's default (checked when the request came in). */
+	const char *lmsg;
+	enum s3_err le = s3_lock_to_record(rq, &r, p->mtime_ms, &lmsg);
+	if (le) {
+		free(lbuf);
+		free(acc);
+		s3_put_user_meta_free(um);
+		s3_tagging_mem_free(tmem);
+		s3_rq_fail(rq, le, lmsg);
+		s3_put_drop_new(p);
 		return;
 	}
 	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
@@ -663,11 +677,14 @@ static void op_put_object(struct s3_call *c)
 	if (!p)
 		return;
 	/* The gate read the bucket (it exists; p->rq.bkt). */
+	const char *msg = NULL;
 	enum s3_err e = s3_put_check_access(&p->rq);
 	if (!e)
 		e = s3_quota_check(s3_rq_gate_bucket(&p->rq), p->size, 1);
+	if (!e)
+		e = s3_lock_check_headers(&p->rq, true, &msg);   /* object lock */
 	if (e)
-		s3_rq_fail(&p->rq, e, NULL);
+		s3_rq_fail(&p->rq, e, msg);
 	else
 		s3_put_stream(p);
 }

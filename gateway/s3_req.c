@@ -163,7 +163,10 @@ enum {
 	SR_POLICY_STATUS = 1u << 13,
 	SR_PAB = 1u << 14,
 	SR_CORS = 1u << 15,
-	SR_LIFECYCLE = 1u << 16,
+	SR_OBJECT_LOCK = 1u << 16,   /* object lock (issue 17) */
+	SR_RETENTION = 1u << 17,
+	SR_LEGAL_HOLD = 1u << 18,
+	SR_LIFECYCLE = 1u << 19,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -183,13 +186,13 @@ static const struct qname qnames[] = {
 	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
 	{ "cors", SR_CORS },        { "encryption", SR_UNSUPPORTED },
 	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
-	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_LIFECYCLE },
+	{ "legal-hold", SR_LEGAL_HOLD },  { "lifecycle", SR_LIFECYCLE },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
-	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_UNSUPPORTED },
+	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_OBJECT_LOCK },
 	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_POLICY },
 	{ "policyStatus", SR_POLICY_STATUS }, { "publicAccessBlock", SR_PAB },
 	{ "replication", SR_UNSUPPORTED }, { "requestPayment", SR_UNSUPPORTED },
-	{ "restore", SR_UNSUPPORTED },     { "retention", SR_UNSUPPORTED },
+	{ "restore", SR_UNSUPPORTED },     { "retention", SR_RETENTION },
 	{ "select", SR_UNSUPPORTED },      { "session", SR_UNSUPPORTED },
 	{ "torrent", SR_UNSUPPORTED },     { "website", SR_UNSUPPORTED },
 };
@@ -345,6 +348,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_PAB        ? S3_OP_GetPublicAccessBlock
 				: bits & SR_CORS       ? S3_OP_GetBucketCors
 				: bits & SR_LIFECYCLE  ? S3_OP_GetBucketLifecycleConfiguration
+				: bits & SR_OBJECT_LOCK ? S3_OP_GetObjectLockConfiguration
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -366,6 +370,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_PAB        ? S3_OP_PutPublicAccessBlock
 				: bits & SR_CORS       ? S3_OP_PutBucketCors
 				: bits & SR_LIFECYCLE  ? S3_OP_PutBucketLifecycleConfiguration
+				: bits & SR_OBJECT_LOCK ? S3_OP_PutObjectLockConfiguration
 						       : S3_OP_CreateBucket;
 		} else if (del) {
 			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
@@ -411,6 +416,8 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 			: upload               ? S3_OP_ListParts
 			: bits & SR_ATTRIBUTES ? S3_OP_GetObjectAttributes
 			: bits & SR_ACL        ? S3_OP_GetObjectAcl
+			: bits & SR_RETENTION  ? S3_OP_GetObjectRetention
+			: bits & SR_LEGAL_HOLD ? S3_OP_GetObjectLegalHold
 					       : S3_OP_GetObject;
 	} else if (head) {
 		r->op = S3_OP_HeadObject;
@@ -419,6 +426,10 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 			r->op = S3_OP_PutObjectTagging;
 		else if (bits & SR_ACL)
 			r->op = S3_OP_PutObjectAcl;
+		else if (bits & SR_RETENTION)
+			r->op = S3_OP_PutObjectRetention;
+		else if (bits & SR_LEGAL_HOLD)
+			r->op = S3_OP_PutObjectLegalHold;
 		else if (upload || (bits & SR_PART_NUMBER)) {
 			if (!upload || !(bits & SR_PART_NUMBER)) {
 				r->err_msg = "UploadPart needs both uploadId and partNumber";

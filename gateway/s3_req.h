@@ -57,7 +57,10 @@
 	X(GetBucketCors) X(PutBucketCors) X(DeleteBucketCors) X(OptionsObject)      \
 	X(GetBucketLifecycleConfiguration) X(PutBucketLifecycleConfiguration)       \
 	X(DeleteBucketLifecycle)                                                   \
-	X(PostObject)
+	X(PostObject)                                                              \
+	X(GetObjectLockConfiguration) X(PutObjectLockConfiguration)               \
+	X(GetObjectRetention) X(PutObjectRetention) X(GetObjectLegalHold)         \
+	X(PutObjectLegalHold)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/err.h"
 #include "common/log.h"
@@ -724,6 +725,41 @@ const Iolake__Meta__Bucket *s3_rq_gate_bucket(const struct s3_rq *rq)
 	return rq->bkt && !strcmp(rq->bkt->name, rq->bucket) ? rq->bkt : NULL;
 }
 
+/* Object lock (issue 17): the ops that could remove or shorten the hold
+ * of a version carry the time meta checks the hold at, and whether
+ * GOVERNANCE retention is lifted for them: the caller sent
+ * x-amz-bypass-governance-retention: true AND may
+ * s3:BypassGovernanceRetention on the key. meta/state_lock.c decides. */
+static void stamp_lock(struct s3_rq *rq, Iolake__Meta__Op *op)
+{
+	const char *key = NULL;
+	switch (op->body_case) {
+	case IOLAKE__META__OP__BODY_PUT_OBJECT:
+		key = op->put_object->record ? op->put_object->record->key : NULL;
+		break;
+	case IOLAKE__META__OP__BODY_COMPLETE_MULTIPART:
+		key = op->complete_multipart->key;
+		break;
+	case IOLAKE__META__OP__BODY_DELETE_OBJECT:
+		key = op->delete_object->key;
+		break;
+	case IOLAKE__META__OP__BODY_SET_OBJECT_RETENTION:
+		key = op->set_object_retention->key;
+		break;
+	default:
+		return;
+	}
+	if (!op->time_ms)
+		op->time_ms = s3u_wall_ms();
+	const Iolake__Meta__Bucket *b = s3_rq_gate_bucket(rq);
+	char v[8];
+	op->bypass_governance =
+		rq->c && b && key &&
+		s3u_hdr_str(rq->c, "x-amz-bypass-governance-retention", v, sizeof(v)) &&
+		!strcasecmp(v, "true") &&
+		s3_rq_decide_key(rq, S3_ACT_BypassGovernanceRetention, key, b, NULL) == S3_ALLOW;
+}
+
 void s3_rq_stamp_op(struct s3_rq *rq, Iolake__Meta__Op *op)
 {
 	const Iolake__Meta__Bucket *b = s3_rq_gate_bucket(rq);
@@ -741,6 +777,7 @@ void s3_rq_stamp_op(struct s3_rq *rq, Iolake__Meta__Op *op)
 	default:
 		break;
 	}
+	stamp_lock(rq, op);
 }
 
 void s3_rq_marker_headers(struct s3_rq *rq)

@@ -42,7 +42,8 @@
 	X(UPLOAD_READ, true,  NoSuchUpload)              /* GetUpload, ListParts */           \
 	X(COMPLETE,    false, InternalError)             /* CompleteMultipart */              \
 	X(LISTING,     true,  InvalidContinuationToken)  /* ListObjects */                    \
-	X(UPLOADS,     true,  NoSuchBucket)              /* ListUploads */
+	X(UPLOADS,     true,  NoSuchBucket)              /* ListUploads */                    \
+	X(BUCKET_LOCK, false, InternalError)             /* SetObjectLockConfig, SetBucketVersioning */
 
 /* The table. Status OK is S3E_OK for every subject; a (subject, status)
  * not listed gets the subject's "any other status". REFUSED is the meta
@@ -67,7 +68,14 @@
 	X(COMPLETE,    TOO_LARGE,        RecordTooLarge)                    \
 	X(LISTING,     NOT_FOUND,        NoSuchBucket)                      \
 	X(LISTING,     REFUSED,          InvalidContinuationToken)          \
-	X(UPLOADS,     INVALID,          ListArgumentTooLong)
+	X(UPLOADS,     INVALID,          ListArgumentTooLong)               \
+	X(OBJECT,      LOCKED,           ObjectLocked)  /* object lock (issue 17) */ \
+	X(OBJECT_DEL,  LOCKED,           ObjectLocked)                      \
+	X(OBJECT_TAGS, LOCKED,           ObjectLocked)  /* SetObjectRetention */ \
+	X(COMPLETE,    LOCKED,           ObjectLocked)                      \
+	X(BUCKET_LOCK, NOT_FOUND,        NoSuchBucket)                      \
+	X(BUCKET_LOCK, INVALID,          InvalidBucketState)                \
+	X(BUCKET_LOCK, CONFLICT,         OperationAborted)
 
 enum s3_subj {
 #define S3_SUBJ_ENUM(name, read, other) S3_SUBJ_##name,

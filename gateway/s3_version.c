@@ -190,6 +190,14 @@ static void on_ver_body(struct s3_rq *rq, enum s3_err verdict)
 		sv.state = ENABLED;
 	} else if (!strcmp(st, "Suspended")) {
 		sv.state = SUSPENDED;
+		const Iolake__Meta__Bucket *b = s3_rq_gate_bucket(rq);
+		if (b && b->object_lock && b->object_lock->enabled) {
+			/* object lock keeps versioning on (meta refuses it too) */
+			s3_rq_fail(rq, S3E_InvalidBucketState,
+				   "An Object Lock configuration is present on this bucket, so the "
+				   "versioning state cannot be changed.");
+			return;
+		}
 	} else if (!st[0] && !mfa[0]) {
 		on_set_done(rq, S3E_OK, NULL);   /* nothing asked: nothing changes */
 		return;
@@ -200,7 +208,8 @@ static void on_ver_body(struct s3_rq *rq, enum s3_err verdict)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING;
 	op.set_bucket_versioning = &sv;
-	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET, on_set_done);
+	/* INVALID from meta: a lock bucket (InvalidBucketState) */
+	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET_LOCK, on_set_done);
 }
 
 static void on_get_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)

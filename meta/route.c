@@ -214,6 +214,14 @@ static bool op_target(const Iolake__Meta__Op *op, const char **bucket, const cha
 		*bucket = op->set_object_acl->bucket;
 		*key = op->set_object_acl->key;
 		return true;
+	case IOLAKE__META__OP__BODY_SET_OBJECT_RETENTION:   /* object lock (issue 17) */
+		*bucket = op->set_object_retention->bucket;
+		*key = op->set_object_retention->key;
+		return true;
+	case IOLAKE__META__OP__BODY_SET_OBJECT_LEGAL_HOLD:
+		*bucket = op->set_object_legal_hold->bucket;
+		*key = op->set_object_legal_hold->key;
+		return true;
 	default:
 		return false;
 	}

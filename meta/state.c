@@ -56,6 +56,8 @@
  *   state_bucket.c  'B': CreateBucket, DeleteBucket, access, tags, CORS
  *   state_obj.c     'O': PutObject, DeleteObject, object tags and ACLs
  *   state_ver.c     'V': versions, delete markers, SetBucketVersioning
+ *   state_lock.c    object lock: the one check before a version is freed,
+ *                   retention, legal hold, the bucket's lock configuration
  *   state_mpu.c     'U' 'P': multipart uploads and parts
  *   state_user.c    'u' 'K': users, access keys, grants
  *   state_map.c     "M" 'g': the cluster map, OSDs, Raft groups
@@ -224,6 +226,7 @@ Iolake__Meta__Status meta_state_err_to_status(int err)
 	case META_EINVALID_PART: return IOLAKE__META__STATUS__STATUS_INVALID_PART;
 	case IOL_ETOO_LARGE: return IOLAKE__META__STATUS__STATUS_TOO_LARGE;
 	case META_EWRONG_RANGE: return IOLAKE__META__STATUS__STATUS_WRONG_RANGE;
+	case META_ELOCKED: return IOLAKE__META__STATUS__STATUS_LOCKED;
 	default: return IOLAKE__META__STATUS__STATUS_INTERNAL;
 	}
 }
@@ -241,6 +244,7 @@ int meta_state_status_to_err(Iolake__Meta__Status st)
 	case IOLAKE__META__STATUS__STATUS_INVALID_PART: return META_EINVALID_PART;
 	case IOLAKE__META__STATUS__STATUS_TOO_LARGE: return IOL_ETOO_LARGE;
 	case IOLAKE__META__STATUS__STATUS_WRONG_RANGE: return META_EWRONG_RANGE;
+	case IOLAKE__META__STATUS__STATUS_LOCKED: return META_ELOCKED;
 	default: return -EIO;
 	}
 }
@@ -391,6 +395,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	t->version_id = op->version_id;
 	t->time_ms = op->time_ms;
 	t->quota_bucket = quota_op_bucket(op);
+	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
@@ -426,6 +431,12 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_bucket_tags(t, op->put_bucket_tags);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_CORS:
 		return op_set_bucket_cors(t, op->set_bucket_cors);
+	case IOLAKE__META__OP__BODY_SET_OBJECT_LOCK_CONFIG:   /* object lock: state_lock.c */
+		return op_set_object_lock_config(t, op->set_object_lock_config);
+	case IOLAKE__META__OP__BODY_SET_OBJECT_RETENTION:
+		return op_set_object_retention(t, op->set_object_retention);
+	case IOLAKE__META__OP__BODY_SET_OBJECT_LEGAL_HOLD:
+		return op_set_object_legal_hold(t, op->set_object_legal_hold);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING:
 		return meta_ver_set_bucket(t, op->set_bucket_versioning);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_LIFECYCLE:

@@ -62,6 +62,9 @@
 /* The op's key range is not open in this group, is sealed, or does not
  * cover its key (meta.proto RangeDesc): the sender re-reads the table. */
 #define META_EWRONG_RANGE (-EXDEV)
+/* Object lock (issue 17): the op would remove or replace a version under
+ * retention or legal hold, or shorten a retention (STATUS_LOCKED). */
+#define META_ELOCKED (-EACCES)
 #define META_RANGES_MAX 10000            /* ranges in one GetRanges answer */
 
 struct meta_state;
@@ -153,6 +156,14 @@ long meta_state_entry_encode(const Iolake__Meta__OpBatch *b, uint8_t *buf, size_
  */
 int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *entry,
 		     size_t len, struct meta_op_result *res, size_t res_cap);
+
+/* Object lock (meta/state_lock.c): whether record r (NULL: no) is held
+ * against removal at now_ms — a legal hold, or a retention in force that
+ * bypass (GOVERNANCE only) does not lift. Pure. */
+bool meta_lock_held(const Iolake__Meta__ObjectRecord *r, bool bypass, uint64_t now_ms);
+/* Since start: ops refused by the lock, and locked records that reached
+ * the GC queue (must stay 0). Any thread. */
+void meta_lock_stats(uint64_t *refused, uint64_t *gc_violations);
 
 /* Map between C errors and the wire status. */
 Iolake__Meta__Status meta_state_err_to_status(int err);

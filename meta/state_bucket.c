@@ -61,7 +61,8 @@ int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op)
 {
 	if (!op->bucket || !valid_bucket(op->bucket->name) || !valid_name(op->bucket->owner) ||
 	    !valid_acl(op->bucket->acl) || !valid_ownership(op->bucket->object_ownership) ||
-	    !valid_policy(op->bucket->policy))
+	    !valid_policy(op->bucket->policy) ||
+	    !lock_valid_config(op->bucket->object_lock, op->bucket->versioning))
 		return -EINVAL;
 	struct key k;
 	k_init(&k, 'B');

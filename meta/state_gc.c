@@ -27,6 +27,8 @@ void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 {
 	if (r->n_segments == 0 && r->data_layout.len == 0)
 		return;
+	if (lock_gc_refuse(t, r))
+		return;   /* object lock: never queued (state_lock.c) */
 	Iolake__Meta__ObjectRecord copy = *r;
 	copy.inline_data.len = 0;
 	copy.inline_data.data = NULL;

@@ -66,6 +66,9 @@ struct tx {
 	/* Quotas (state_quota.c): the bucket whose usage an object op's
 	 * range_count moves (NULL: not an object op). */
 	const char *quota_bucket;
+	/* Object lock (Op field 70): GOVERNANCE retention does not hold
+	 * against this op (meta/state_lock.c). */
+	bool bypass;
 };
 
 struct key {
@@ -217,5 +220,23 @@ void quota_forget(struct tx *t, const char *bucket);
 int op_set_quota(struct tx *t, const Iolake__Meta__SetQuota *op);
 /* The bucket an object op counts in (NULL: none). */
 const char *quota_op_bucket(const Iolake__Meta__Op *op);
+/* ---- state_lock.c: object lock (issue 17) */
+/* THE check: 0, or META_ELOCKED when version v is held (legal hold, or a
+ * retention in force at t->time_ms that t->bypass does not lift). Every
+ * path that removes a version or frees its data calls it before writing
+ * anything. */
+int lock_check(struct tx *t, const Iolake__Meta__ObjectRecord *v);
+/* gc_record's last line: true (and counted, logged) when r is still held,
+ * i.e. some path freed it without lock_check; its shards are not queued. */
+bool lock_gc_refuse(struct tx *t, const Iolake__Meta__ObjectRecord *r);
+/* A record's lock fields as apply accepts them (a known mode with a date,
+ * or neither). */
+bool lock_valid_record(const Iolake__Meta__ObjectRecord *r);
+/* A bucket's lock configuration (NULL ok) under its versioning state. */
+bool lock_valid_config(const Iolake__Meta__ObjectLockConfig *c, int versioning);
+bool lock_bucket_enabled(const Iolake__Meta__Bucket *b);
+int op_set_object_lock_config(struct tx *t, const Iolake__Meta__SetObjectLockConfig *op);
+int op_set_object_retention(struct tx *t, const Iolake__Meta__SetObjectRetention *op);
+int op_set_object_legal_hold(struct tx *t, const Iolake__Meta__SetObjectLegalHold *op);
 
 #endif

@@ -248,12 +248,16 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 	rec.upload_id = op->upload_id;
 	rec.n_part_list = u->checksum_algo ? n : 0;
 	rec.part_list = opp;
+	/* First, as it may refuse before writing anything (object lock: a
+	 * held version the object would free; state_lock.c). */
+	rc = meta_ver_put_current(t, &ok, &rec, cur, r);
+	if (rc)
+		goto out;
 	range_count(t, 0, 0, -1);   /* the upload; meta_ver_put_current counts the object */
 	/* The kept parts' layouts move into the object: the parts stop
 	 * naming them (drop_parts handles the others), the object starts. */
 	for (size_t i = 0; i < n; i++)
 		ref_part(t, parts[i], false);
-	rc = meta_ver_put_current(t, &ok, &rec, cur, r);
 	drop_parts(t, op->bucket, op->key, op->upload_id, nums, n);
 	struct key uk;
 	key_upload(&uk, op->bucket, op->key, op->upload_id);

@@ -76,6 +76,8 @@ int op_delete_object(struct tx *t, const Iolake__Meta__DeleteObject *op,
 	}
 	if (rc == 0 && !cur)
 		rc = IOL_ENOT_FOUND;
+	if (rc == 0)
+		rc = lock_check(t, cur);   /* object lock (state_lock.c) */
 	if (rc == 0) {
 		gc_record(t, cur);
 		ref_record(t, cur, cur->generation, false);

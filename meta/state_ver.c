@@ -142,7 +142,8 @@ static void key_version(struct key *k, const char *bucket, const char *key, uint
 }
 
 /* Free one version: its shards go to the GC queue, its references and
- * its count go. The caller deletes its row. */
+ * its count go. The caller deletes its row, and ran lock_check on it
+ * before writing anything (meta/state_lock.c). */
 static void free_version(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 {
 	gc_record(t, r);
@@ -196,6 +197,29 @@ int meta_ver_put_current(struct tx *t, const struct key *ok, Iolake__Meta__Objec
 	if (enabled)
 		snprintf(vid, sizeof(vid), "%016llx", (unsigned long long)order);
 	r->retained = false;
+	if (!lock_valid_record(rec))
+		return -EINVAL;
+	/* Object lock, before anything is written (an op that fails writes
+	 * nothing): the versions this write frees — a null current one, or
+	 * when suspended the older null one — must not be held. */
+	Iolake__Meta__ObjectRecord *old = NULL;
+	struct key old_row;
+	if (cur && !enabled) {
+		int rc = 0;
+		if (!cur->version_id[0]) {
+			rc = lock_check(t, cur);
+		} else {
+			rc = find_row(t, rec->bucket, rec->key, true, &old, &old_row);
+			if (rc == IOL_ENOT_FOUND)
+				rc = 0;
+			else if (rc == 0)
+				rc = lock_check(t, old);
+		}
+		if (rc) {
+			meta_state_free_msg(old);
+			return rc;
+		}
+	}
 	if (cur) {
 		bool cur_null = !cur->version_id[0];
 		if (enabled || !cur_null) {
@@ -203,24 +227,20 @@ int meta_ver_put_current(struct tx *t, const struct key *ok, Iolake__Meta__Objec
 			struct key vk;
 			key_version(&vk, rec->bucket, rec->key, meta_ver_order(cur));
 			int rc = tx_put_msg(t, &vk, &cur->base);
-			if (rc)
+			if (rc) {
+				meta_state_free_msg(old);
 				return rc;
+			}
 			r->retained = true;
 		} else {
 			free_version(t, cur);   /* the null version it replaces */
 		}
-		if (!enabled && !cur_null) {
-			/* Suspended: the new null version replaces an older one. */
-			Iolake__Meta__ObjectRecord *old = NULL;
-			struct key row;
-			int rc = find_row(t, rec->bucket, rec->key, true, &old, &row);
-			if (rc == 0) {
-				free_version(t, old);
-				tx_del(t, &row);
-				meta_state_free_msg(old);
-			} else if (rc != IOL_ENOT_FOUND) {
-				return rc;
-			}
+		if (old) {
+			/* Suspended: the new null version replaces an older one
+			 * (found and checked above). */
+			free_version(t, old);
+			tx_del(t, &old_row);
+			meta_state_free_msg(old);
 		}
 	}
 	char *sent_vid = rec->version_id;   /* whatever the proposer sent is ignored */
@@ -268,6 +288,9 @@ static int delete_version(struct tx *t, const Iolake__Meta__DeleteObject *op,
 		return IOL_ENOT_FOUND;
 	snprintf(r->version_id, sizeof(r->version_id), "%s", is_null_id(vid) ? "" : vid);
 	if (id_matches(cur, vid)) {
+		int lrc = lock_check(t, cur);   /* object lock: before any write */
+		if (lrc)
+			return lrc;
 		r->delete_marker = cur->is_delete_marker;
 		free_version(t, cur);
 		Iolake__Meta__ObjectRecord *next = NULL;
@@ -295,6 +318,8 @@ static int delete_version(struct tx *t, const Iolake__Meta__DeleteObject *op,
 		if (rc == 0 && !id_matches(v, vid))
 			rc = IOL_ENOT_FOUND;
 	}
+	if (rc == 0)
+		rc = lock_check(t, v);   /* object lock: before any write */
 	if (rc == 0) {
 		r->delete_marker = v->is_delete_marker;
 		free_version(t, v);
@@ -385,6 +410,11 @@ int meta_ver_set_bucket(struct tx *t, const Iolake__Meta__SetBucketVersioning *o
 	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
 	if (rc)
 		return rc;
+	if (op->state != ENABLED && lock_bucket_enabled(b)) {
+		/* object lock keeps versioning on for good (S3 InvalidBucketState) */
+		meta_state_free_msg(b);
+		return -EINVAL;
+	}
 	b->versioning = op->state;
 	rc = tx_put_msg(t, &k, &b->base);
 	meta_state_free_msg(b);

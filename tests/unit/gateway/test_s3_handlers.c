@@ -74,6 +74,12 @@ static const struct {
 	{ S3_OP_GetBucketLifecycleConfiguration, S3_ACT_GetLifecycleConfiguration },
 	{ S3_OP_PutBucketLifecycleConfiguration, S3_ACT_PutLifecycleConfiguration },
 	{ S3_OP_DeleteBucketLifecycle, S3_ACT_PutLifecycleConfiguration },
+	{ S3_OP_GetObjectLockConfiguration, S3_ACT_GetBucketObjectLockConfiguration },
+	{ S3_OP_PutObjectLockConfiguration, S3_ACT_PutBucketObjectLockConfiguration },
+	{ S3_OP_GetObjectRetention, S3_ACT_GetObjectRetention },
+	{ S3_OP_PutObjectRetention, S3_ACT_PutObjectRetention },
+	{ S3_OP_GetObjectLegalHold, S3_ACT_GetObjectLegalHold },
+	{ S3_OP_PutObjectLegalHold, S3_ACT_PutObjectLegalHold },
 };
 
 START_TEST(test_tables)
@@ -82,7 +88,7 @@ START_TEST(test_tables)
 	memset(seen, 0, sizeof(seen));
 	enum s3_authz_action act[S3_OP__COUNT];
 	memset(act, 0, sizeof(act));
-	ck_assert_uint_eq(s3_n_handler_tables, 15);
+	ck_assert_uint_eq(s3_n_handler_tables, 16);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			ck_assert_msg(h->op > S3_OP_NONE && h->op < S3_OP__COUNT, "table %zu: op %d",
