@@ -36,6 +36,7 @@
 #include "gateway/gw_rec.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_part.h"
+#include "gateway/s3_prows.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
@@ -49,6 +50,9 @@ struct src_reader {
 	struct gw_data_layout lay;    /* of the GET in flight */
 	struct gw_data_get *get;
 	bool get_done;                /* the GET in flight handed out everything */
+	/* A source whose layouts are in part rows (issue 18, s3_prows.h). */
+	bool rows, rows_wait;
+	struct s3_prows prows;
 };
 
 struct copy_rq {
@@ -85,6 +89,7 @@ static void copy_fini(struct s3_rq *rq)
 {
 	struct copy_rq *cr = copy_of(rq);
 	reader_clear(&cr->rd);
+	s3_prows_clear(&cr->rd.prows);
 	if (cr->held)
 		buf_unref(cr->held);
 	s3u_free_msg(cr->src);
@@ -96,6 +101,7 @@ static void copy_fini(struct s3_rq *rq)
 }
 
 static void pump(struct copy_rq *cr);
+static void copy_fail(struct copy_rq *cr, enum s3_err e, const char *msg);
 
 static void on_src_readable(struct gw_data_get *g, void *ud)
 {
@@ -105,17 +111,49 @@ static void on_src_readable(struct gw_data_get *g, void *ud)
 		pump(cr);
 }
 
+/* The source's part rows came (issue 18): go on reading. */
+static void on_src_rows(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	struct copy_rq *cr = copy_of(rq);
+	cr->rd.rows_wait = false;
+	e = s3_prows_take(&cr->rd.prows, e, resp);
+	if (e)
+		copy_fail(cr, e, e == S3E_InternalError ? "Unreadable source layout" : NULL);
+	else
+		pump(cr);
+}
+
 /* Start the GET of the next run of the source: the whole layout of a
- * simple record, or the next segment of a multipart one. */
+ * simple record, or the next segment of a multipart one (-EAGAIN while
+ * the part row of a part-rows source is read). */
 static int reader_next(struct src_reader *rd)
 {
 	struct s3_ops *o = rd->cr->put.rq.o;
 	const Iolake__Meta__ObjectRecord *r = rd->rec;
+	if (rd->rows_wait)
+		return -EAGAIN;
 	reader_clear(rd);
 	rd->get_done = false;
 	uint64_t base = 0, n = rd->end - rd->pos;
 	int rc;
-	if (gw_rec_is_multipart(r)) {
+	if (rd->rows) {
+		const Iolake__Meta__Segment *sg = NULL;
+		rc = s3_prows_seg(&rd->prows, rd->pos, &sg);
+		if (rc == -EAGAIN) {
+			if (s3_prows_fetch(&rd->prows, &rd->cr->put.rq, on_src_rows)) {
+				copy_fail(rd->cr, S3E_OK, NULL);   /* answered already */
+				return -EAGAIN;
+			}
+			rd->rows_wait = true;
+			return -EAGAIN;
+		}
+		if (rc)
+			return rc;
+		base = sg->offset;
+		if (sg->offset + sg->length < rd->end)
+			n = sg->offset + sg->length - rd->pos;
+		rc = gw_rec_seg_layout(sg, &rd->lay);
+	} else if (gw_rec_is_multipart(r)) {
 		while (rd->seg < r->n_segments &&
 		       r->segments[rd->seg]->offset + r->segments[rd->seg]->length <= rd->pos)
 			rd->seg++;
@@ -188,7 +226,8 @@ static void copy_fail(struct copy_rq *cr, enum s3_err e, const char *msg)
 		gw_data_put_free(p->put);   /* deletes what it wrote */
 		p->put = NULL;
 	}
-	s3_rq_fail(&p->rq, e, msg);
+	if (e)   /* S3E_OK: the error was answered already */
+		s3_rq_fail(&p->rq, e, msg);
 }
 
 /* Offer the held piece to the destination; true when it was all taken. */
@@ -317,6 +356,11 @@ static void copy_start(struct copy_rq *cr)
 	cr->rd.rec = cr->src;
 	cr->rd.pos = cr->off;
 	cr->rd.end = cr->off + cr->len;
+	cr->rd.rows = s3_prows_is(cr->src) && cr->len > 0;
+	if (cr->rd.rows && s3_prows_init(&cr->rd.prows, cr->src)) {
+		copy_fail(cr, S3E_InternalError, "Unreadable source layout");
+		return;
+	}
 	pump(cr);
 }
 
