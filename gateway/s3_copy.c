@@ -65,6 +65,7 @@ struct copy_rq {
 	uint64_t off, len;            /* source range */
 	Iolake__Meta__ObjectRecord *src;
 	struct src_reader rd;
+	int src_err;                  /* a failed read of the source (src_read_failed) */
 	struct buf *held;             /* a piece the PUT has not taken yet */
 	size_t held_len;
 	const uint8_t *held_p;
@@ -102,6 +103,7 @@ static void copy_fini(struct s3_rq *rq)
 
 static void pump(struct copy_rq *cr);
 static void copy_fail(struct copy_rq *cr, enum s3_err e, const char *msg);
+static void src_read_failed(struct copy_rq *cr, int rc);
 
 static void on_src_readable(struct gw_data_get *g, void *ud)
 {
@@ -118,7 +120,7 @@ static void on_src_rows(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage 
 	cr->rd.rows_wait = false;
 	e = s3_prows_take(&cr->rd.prows, e, resp);
 	if (e)
-		copy_fail(cr, e, e == S3E_InternalError ? "Unreadable source layout" : NULL);
+		src_read_failed(cr, e == S3E_InternalError ? IOL_ECORRUPT : IOL_EUNAVAILABLE);
 	else
 		pump(cr);
 }
@@ -272,9 +274,7 @@ static void pump(struct copy_rq *cr)
 			LOG_WARN("copy source read failed", "bucket=%s key=%s err=%s", cr->src_bucket,
 				 LOG_Q(cr->src_key),
 				 LOG_Q(cr->rd.get ? gw_data_get_error(cr->rd.get) : iol_strerror(rc)));
-			copy_fail(cr, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
-				  rc == IOL_ECORRUPT ? "Unreadable source layout"
-						     : "Not enough storage nodes reachable to read the source");
+			src_read_failed(cr, rc);
 			return;
 		}
 		if (rc == 0) {
@@ -301,6 +301,45 @@ static void pump(struct copy_rq *cr)
 		copy_fail(cr, S3E_InternalError, "Source shorter than its record");
 	}
 	/* else on_done commits */
+}
+
+/* The source as it is now, after a read of it failed: overwritten or
+ * deleted since the copy started (its shards or part rows were freed
+ * under the copy), or still the same (the data path failed). */
+static void on_src_recheck(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	struct copy_rq *cr = copy_of(rq);
+	bool changed = e == S3E_NoSuchKey ||
+		       (e == S3E_OK && rec && rec->generation != cr->src->generation);
+	s3u_free_msg(rec);
+	if (changed)
+		s3_rq_fail(rq, S3E_ServiceUnavailable,
+			   "The copy source was overwritten or deleted while it was read; nothing "
+			   "was written. Retry the copy.");
+	else if (cr->src_err == IOL_ECORRUPT)
+		s3_rq_fail(rq, S3E_InternalError, "Unreadable source layout");
+	else
+		s3_rq_fail(rq, S3E_ServiceUnavailable,
+			   "Not enough storage nodes reachable to read the source");
+}
+
+/* A read of the source failed (rc): the copy stops, what it wrote is
+ * deleted, nothing is committed (never a broken object). Whether the
+ * source changed under it decides the answer: a copy racing an
+ * overwrite of its source fails cleanly, retryable (503), since the
+ * shards it started from are freed by the overwrite's commit. */
+static void src_read_failed(struct copy_rq *cr, int rc)
+{
+	struct s3_rq *rq = &cr->put.rq;
+	if (cr->failed)
+		return;   /* answered already */
+	copy_fail(cr, S3E_OK, NULL);   /* stop and clean up; answered below */
+	cr->src_err = rc;
+	if (cr->src_vid || !rq->c) {   /* a version named never changes */
+		on_src_recheck(rq, S3E_OK, (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&cr->src->base));
+		return;
+	}
+	s3_rq_head(rq, cr->src_bucket, cr->src_key, on_src_recheck);
 }
 
 static void on_dst_writable(struct gw_data_put *dp, void *ud)
