@@ -58,6 +58,10 @@
  *   - meta queues a record only in the op that stops naming it, and the
  *     queue entry is the copy taken at that moment; a generation is never
  *     reused, so no later op can make a queued record live again.
+ *   - a record whose layouts are in part rows (issue 18) is queued naming
+ *     only its version; FreePartRows refuses (CONFLICT) while the key's
+ *     current record, a version or an open upload names those rows, so
+ *     the rows it turns into entries are ones no live record names.
  *   Not covered here: shards of PUTs that never committed (a gateway
  *   killed mid-PUT) are in no record and no queue entry; shards left on an
  *   OSD that has since left the PG's set (the delete goes to the PG's
@@ -99,6 +103,7 @@ struct slot {
 	int start_err;             /* a layout that could not start (0: none) */
 	bool failed, skipped;
 	bool rows_started;         /* a part-rows record: FreePartRows sent */
+	bool rows_routed;          /* ... its second pass, routed by key */
 	const Iolake__Meta__ObjectRecord *rec;
 };
 
@@ -378,10 +383,14 @@ static void on_deleted(void *ud, int status, uint32_t failed)
 }
 
 /* Issue 18: a queued record whose layouts are in part rows names no
- * shards itself. Meta turns its rows, a bounded batch per FreePartRows
- * (routed by key: the rows may have moved to another group since), into
- * ordinary entries of the group holding them, which later pages free;
- * the entry is acked once no row is left. */
+ * shards itself. Meta turns its rows, a bounded batch per FreePartRows,
+ * into ordinary entries of the group holding them, which later pages
+ * free; the entry is acked once no row is left. Two passes: first in the
+ * group that queued the entry (where the rows were when the record went;
+ * still right when its bucket has since been deleted, which leaves no
+ * route), then routed by key (a split or merge since may have moved the
+ * rows with their key to another group; a deleted bucket routes to the
+ * root, which finds none). */
 static int rows_submit(struct slot *s);
 
 static void on_rows_freed(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
@@ -395,7 +404,10 @@ static void on_rows_freed(void *ud, int err, const Iolake__Meta__OpResult *res, 
 		return;
 	}
 	const Iolake__Meta__ObjectRecord *r = s->rec;
-	if (!err && res->status == IOLAKE__META__STATUS__STATUS_OK && res->part_rows_more) {
+	bool ok = !err && res->status == IOLAKE__META__STATUS__STATUS_OK;
+	if (ok && (res->part_rows_more || !s->rows_routed)) {
+		if (!res->part_rows_more)
+			s->rows_routed = true;   /* this group is done: now by key */
 		int rc = rows_submit(s);
 		if (rc == 0)
 			return;   /* still in flight */
@@ -425,7 +437,9 @@ static int rows_submit(struct slot *s)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_FREE_PART_ROWS;
 	op.free_part_rows = &f;
-	int rc = meta_client_submit(s->g->mc, &op, on_rows_freed, s);   /* routed by key */
+	int rc = s->rows_routed ? meta_client_submit(s->g->mc, &op, on_rows_freed, s)
+				: meta_client_submit_group(s->g->mc, cur_group(s->g), &op,
+							   on_rows_freed, s);
 	if (rc == 0)
 		s->g->pending++;
 	return rc;
