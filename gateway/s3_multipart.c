@@ -3,10 +3,9 @@
  * CreateMultipartUpload, CompleteMultipartUpload, AbortMultipartUpload and
  * ListParts. Records in meta (meta.proto MultipartUpload, Part); each
  * non-empty part was one gw_data PUT of its own (s3_part.c) whose encoded
- * layout travels in Part.segment.data_layout. Uploads created here ask for
- * part rows (issue 18): the parts stay rows under the key after Complete
- * and the object record keeps a summary (readers: s3_prows.h); an upload
- * from before has its layouts copied into the record's segments.
+ * layout travels in Part.segment.data_layout. Uploads ask for part rows
+ * (issue 18): parts stay rows under the key after Complete, the record a
+ * summary (readers: s3_prows.h); older uploads' layouts go in the record.
  *
  * Space: the shards of a part are freed by whoever commits the meta change
  * that stops naming it, after that commit (as s3_put.c does for object
@@ -209,9 +208,7 @@ static void op_create(struct s3_call *c)
 	u.meta = &meta;
 	u.checksum_algo = (Iolake__Meta__ChecksumAlgo)cr->algo;
 	u.checksum_full_object = cr->full;
-	/* Its parts as rows under the key, the object's record a summary
-	 * (issue 18: up to 10,000 parts of 5 GiB; meta/state_prows.c). */
-	u.part_rows = true;
+	u.part_rows = true;   /* parts as rows under the key (issue 18, state_prows.c) */
 	Iolake__Meta__CreateMultipart cm = IOLAKE__META__CREATE_MULTIPART__INIT;
 	cm.upload = &u;
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
@@ -722,8 +719,8 @@ static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessag
 	const struct s3_req *q = s3_call_req(rq->c);
 	long marker = s3u_qnum(q, "part-number-marker", 0), max = s3u_qnum(q, "max-parts", LIST_MAX);
 	const char *owner = r->upload ? r->upload->owner : NULL;
-	const char *enc = s3u_qval(q, "encoding-type");
-	bool url = enc && !strcmp(enc, "url");   /* anything else refused in op_list_parts */
+	const char *enc = s3u_qval(q, "encoding-type");   /* else refused in op_list_parts */
+	bool url = enc && !strcmp(enc, "url");
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "ListPartsResult", S3_XMLNS);
