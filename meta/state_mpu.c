@@ -321,7 +321,19 @@ int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *op)
 		meta_state_free_msg(u);
 		return IOL_ECONFLICT;
 	}
-	drop_parts(t, u, op->bucket, op->key, op->upload_id, NULL, 0);
+	if (u->part_rows) {
+		/* Part rows stay until the GC worker frees them in batches
+		 * (FreePartRows, once the upload row below is gone): one small
+		 * entry names them, however many and large the parts. */
+		Iolake__Meta__ObjectRecord q = IOLAKE__META__OBJECT_RECORD__INIT;
+		q.bucket = op->bucket;
+		q.key = op->key;
+		q.upload_id = op->upload_id;
+		q.part_rows = true;
+		gc_record(t, &q);
+	} else {
+		drop_parts(t, u, op->bucket, op->key, op->upload_id, NULL, 0);
+	}
 	range_count(t, 0, 0, -1);
 	struct key k;
 	key_upload(&k, op->bucket, op->key, op->upload_id);

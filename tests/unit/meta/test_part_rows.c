@@ -16,7 +16,8 @@
  *               (or a noncurrent version) names the rows, then turns them
  *               into GC entries 256 rows at a time, one entry a batch
  *               (more, more, done), until no row and no reference is
- *               left; again is a no-op.
+ *               left; again is a no-op. An Abort queues one entry and
+ *               leaves its rows to FreePartRows the same way.
  *   versions    in a versioned bucket a noncurrent multipart version keeps
  *               its rows (and reads back) after a newer one is completed;
  *               deleting that version queues it, and its rows then go.
@@ -336,6 +337,27 @@ START_TEST(gc_batches)
 	for (size_t i = 0; i < n; i++)
 		meta_state_free_msg(v[i]);
 	free(v);
+	/* An Abort of an upload with rows queues one entry naming them, and
+	 * leaves them to FreePartRows. */
+	upload(s, &idx, false, NP, uid);
+	before = gc_len(s);
+	t = tb_new();
+	Iolake__Meta__Op *aop = tb_op(t, 0, 0);
+	Iolake__Meta__AbortMultipart *ab = tb_alloc(t, sizeof(*ab));
+	iolake__meta__abort_multipart__init(ab);
+	ab->bucket = tb_str(t, "mpb");
+	ab->key = tb_str(t, "big");
+	ab->upload_id = tb_str(t, uid);
+	aop->body_case = IOLAKE__META__OP__BODY_ABORT_MULTIPART;
+	aop->abort_multipart = ab;
+	ck_assert_int_eq(tb_apply(s, ++idx, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_uint_eq(gc_len(s), before + 1);
+	ck_assert_uint_eq(count_rows(s, uid, false), NP);
+	ck_assert(refd(s, 1));
+	ck_assert_int_eq(free_all(s, &idx, uid), 3);
+	ck_assert_uint_eq(count_rows(s, uid, false), 0);
+	ck_assert(!refd(s, 1) && !refd(s, NP));
 	meta_state_close(s);
 	rm_rf(dir);
 }
