@@ -58,6 +58,10 @@
  *   - meta queues a record only in the op that stops naming it, and the
  *     queue entry is the copy taken at that moment; a generation is never
  *     reused, so no later op can make a queued record live again.
+ *   - a record whose layouts are in part rows (issue 18) is queued naming
+ *     only its version; FreePartRows refuses (CONFLICT) while the key's
+ *     current record, a version or an open upload names those rows, so
+ *     the rows it turns into entries are ones no live record names.
  *   Not covered here: shards of PUTs that never committed (a gateway
  *   killed mid-PUT) are in no record and no queue entry; shards left on an
  *   OSD that has since left the PG's set (the delete goes to the PG's
@@ -99,6 +103,9 @@ struct slot {
 	uint32_t shards_failed;    /* shard deletes that failed */
 	int start_err;             /* a layout that could not start (0: none) */
 	bool failed, skipped;
+	bool rows_started;         /* a part-rows record: FreePartRows sent */
+	bool rows_routed;          /* ... its second pass, routed by key */
+	const Iolake__Meta__ObjectRecord *rec;
 };
 
 struct gw_gc {
@@ -397,10 +404,86 @@ static void on_deleted(void *ud, int status, uint32_t failed)
 	pump(g);
 }
 
+/* Issue 18: a queued record whose layouts are in part rows names no
+ * shards itself. Meta turns its rows, a bounded batch per FreePartRows,
+ * into ordinary entries of the group holding them, which later pages
+ * free; the entry is acked once no row is left. Two passes: first in the
+ * group that queued the entry (where the rows were when the record went;
+ * still right when its bucket has since been deleted, which leaves no
+ * route), then routed by key (a split or merge since may have moved the
+ * rows with their key to another group; a deleted bucket routes to the
+ * root, which finds none). */
+static int rows_submit(struct slot *s);
+
+static void on_rows_freed(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
+{
+	(void)index;
+	struct slot *s = ud;
+	struct gw_gc *g = s->g;
+	g->pending--;
+	if (g->closing) {
+		maybe_free(g);
+		return;
+	}
+	const Iolake__Meta__ObjectRecord *r = s->rec;
+	bool ok = !err && res->status == IOLAKE__META__STATUS__STATUS_OK;
+	if (ok && (res->part_rows_more || !s->rows_routed)) {
+		if (!res->part_rows_more)
+			s->rows_routed = true;   /* this group is done: now by key */
+		int rc = rows_submit(s);
+		if (rc == 0)
+			return;   /* still in flight */
+		s->failed = true;
+		s->start_err = rc;
+	} else if (!err && res->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
+		/* A live record or upload names them: not garbage. */
+		LOG_ERROR("gc: queued record's part rows are still named; left alone",
+			  "bucket=%s key=%s upload=%s", r->bucket, LOG_Q(r->key), r->upload_id);
+		s->skipped = true;
+	} else if (err || res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		s->failed = true;
+		s->start_err = err ? err : IOL_EUNAVAILABLE;
+	}
+	g->inflight--;
+	s->inflight--;
+	pump(g);
+}
+
+static int rows_submit(struct slot *s)
+{
+	const Iolake__Meta__ObjectRecord *r = s->rec;
+	Iolake__Meta__FreePartRows f = IOLAKE__META__FREE_PART_ROWS__INIT;
+	f.bucket = r->bucket;
+	f.key = r->key;
+	f.upload_id = r->upload_id;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_FREE_PART_ROWS;
+	op.free_part_rows = &f;
+	int rc = s->rows_routed ? meta_client_submit(s->g->mc, &op, on_rows_freed, s)
+				: meta_client_submit_group(s->g->mc, cur_group(s->g), &op,
+							   on_rows_freed, s);
+	if (rc == 0)
+		s->g->pending++;
+	return rc;
+}
+
 /* Start the next layout of the current entry; false when it has none
  * left (the caller moves on). */
 static bool start_one(struct gw_gc *g, struct slot *s, const Iolake__Meta__ObjectRecord *r)
 {
+	if (r && r->part_rows && r->upload_id && !s->rows_started && !s->failed) {
+		s->rows_started = true;
+		s->rec = r;
+		int rc = rows_submit(s);
+		if (rc) {
+			s->failed = true;
+			s->start_err = rc;
+		} else {
+			s->inflight++;
+			g->inflight++;
+		}
+		return false;
+	}
 	if (s->failed || s->next >= s->n_layouts)
 		return false;   /* a failed entry is retried whole next round */
 	int rc = gw_rec_drop_layout(g->map, g->data, r, s->next++, on_deleted, s);

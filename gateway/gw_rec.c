@@ -16,12 +16,15 @@
 
 bool gw_rec_is_inline(const Iolake__Meta__ObjectRecord *r)
 {
-	return r->data_layout.len == 0 && r->n_segments == 0;
+	return r->data_layout.len == 0 && r->n_segments == 0 && !r->part_rows;
 }
 
+/* A record with part_rows (issue 18) is multipart with no segments here:
+ * its layouts are in its part rows (s3_prows.h), freed through the GC
+ * queue (gw_gc.c), never by gw_rec_drop_shards. */
 bool gw_rec_is_multipart(const Iolake__Meta__ObjectRecord *r)
 {
-	return r->data_layout.len == 0 && r->n_segments > 0;
+	return r->data_layout.len == 0 && (r->n_segments > 0 || r->part_rows);
 }
 
 /* Decode enc into *l and check it describes size bytes. */

@@ -28,7 +28,8 @@
 bool gw_rec_is_inline(const Iolake__Meta__ObjectRecord *r);
 
 /* Whether r is a multipart record (its body in r->segments, each with its
- * own encoded layout; no record-level data_layout). */
+ * own encoded layout, or with part_rows in its part rows: s3_prows.h; no
+ * record-level data_layout). */
 bool gw_rec_is_multipart(const Iolake__Meta__ObjectRecord *r);
 
 /* r's record-level layout into *l (release with gw_data_layout_clear): 0,
@@ -39,8 +40,9 @@ int gw_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l)
  * segment's length. */
 int gw_rec_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l);
 
-/* The shard layouts r names: a multipart record one per segment, an
- * erasure-coded one 1, an inline one 0. */
+/* The shard layouts r names: a multipart record one per segment (none
+ * with part_rows: its rows name them), an erasure-coded one 1, an inline
+ * one 0. */
 size_t gw_rec_n_layouts(const Iolake__Meta__ObjectRecord *r);
 
 /* Start deleting the shards of r's i-th layout (i < gw_rec_n_layouts) on

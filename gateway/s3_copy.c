@@ -37,6 +37,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_lock.h"
 #include "gateway/s3_part.h"
+#include "gateway/s3_prows.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
@@ -51,6 +52,9 @@ struct src_reader {
 	struct gw_data_layout lay;    /* of the GET in flight */
 	struct gw_data_get *get;
 	bool get_done;                /* the GET in flight handed out everything */
+	/* A source whose layouts are in part rows (issue 18, s3_prows.h). */
+	bool rows, rows_wait;
+	struct s3_prows prows;
 };
 
 struct copy_rq {
@@ -63,6 +67,7 @@ struct copy_rq {
 	uint64_t off, len;            /* source range */
 	Iolake__Meta__ObjectRecord *src;
 	struct src_reader rd;
+	int src_err;                  /* a failed read of the source (src_read_failed) */
 	struct buf *held;             /* a piece the PUT has not taken yet */
 	size_t held_len;
 	const uint8_t *held_p;
@@ -87,6 +92,7 @@ static void copy_fini(struct s3_rq *rq)
 {
 	struct copy_rq *cr = copy_of(rq);
 	reader_clear(&cr->rd);
+	s3_prows_clear(&cr->rd.prows);
 	if (cr->held)
 		buf_unref(cr->held);
 	s3u_free_msg(cr->src);
@@ -98,6 +104,8 @@ static void copy_fini(struct s3_rq *rq)
 }
 
 static void pump(struct copy_rq *cr);
+static void copy_fail(struct copy_rq *cr, enum s3_err e, const char *msg);
+static void src_read_failed(struct copy_rq *cr, int rc);
 
 static void on_src_readable(struct gw_data_get *g, void *ud)
 {
@@ -107,17 +115,49 @@ static void on_src_readable(struct gw_data_get *g, void *ud)
 		pump(cr);
 }
 
+/* The source's part rows came (issue 18): go on reading. */
+static void on_src_rows(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	struct copy_rq *cr = copy_of(rq);
+	cr->rd.rows_wait = false;
+	e = s3_prows_take(&cr->rd.prows, e, resp);
+	if (e)
+		src_read_failed(cr, e == S3E_InternalError ? IOL_ECORRUPT : IOL_EUNAVAILABLE);
+	else
+		pump(cr);
+}
+
 /* Start the GET of the next run of the source: the whole layout of a
- * simple record, or the next segment of a multipart one. */
+ * simple record, or the next segment of a multipart one (-EAGAIN while
+ * the part row of a part-rows source is read). */
 static int reader_next(struct src_reader *rd)
 {
 	struct s3_ops *o = rd->cr->put.rq.o;
 	const Iolake__Meta__ObjectRecord *r = rd->rec;
+	if (rd->rows_wait)
+		return -EAGAIN;
 	reader_clear(rd);
 	rd->get_done = false;
 	uint64_t base = 0, n = rd->end - rd->pos;
 	int rc;
-	if (gw_rec_is_multipart(r)) {
+	if (rd->rows) {
+		const Iolake__Meta__Segment *sg = NULL;
+		rc = s3_prows_seg(&rd->prows, rd->pos, &sg);
+		if (rc == -EAGAIN) {
+			if (s3_prows_fetch(&rd->prows, &rd->cr->put.rq, on_src_rows)) {
+				copy_fail(rd->cr, S3E_OK, NULL);   /* answered already */
+				return -EAGAIN;
+			}
+			rd->rows_wait = true;
+			return -EAGAIN;
+		}
+		if (rc)
+			return rc;
+		base = sg->offset;
+		if (sg->offset + sg->length < rd->end)
+			n = sg->offset + sg->length - rd->pos;
+		rc = gw_rec_seg_layout(sg, &rd->lay);
+	} else if (gw_rec_is_multipart(r)) {
 		while (rd->seg < r->n_segments &&
 		       r->segments[rd->seg]->offset + r->segments[rd->seg]->length <= rd->pos)
 			rd->seg++;
@@ -190,7 +230,8 @@ static void copy_fail(struct copy_rq *cr, enum s3_err e, const char *msg)
 		gw_data_put_free(p->put);   /* deletes what it wrote */
 		p->put = NULL;
 	}
-	s3_rq_fail(&p->rq, e, msg);
+	if (e)   /* S3E_OK: the error was answered already */
+		s3_rq_fail(&p->rq, e, msg);
 }
 
 /* Offer the held piece to the destination; true when it was all taken. */
@@ -235,9 +276,7 @@ static void pump(struct copy_rq *cr)
 			LOG_WARN("copy source read failed", "bucket=%s key=%s err=%s", cr->src_bucket,
 				 LOG_Q(cr->src_key),
 				 LOG_Q(cr->rd.get ? gw_data_get_error(cr->rd.get) : iol_strerror(rc)));
-			copy_fail(cr, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
-				  rc == IOL_ECORRUPT ? "Unreadable source layout"
-						     : "Not enough storage nodes reachable to read the source");
+			src_read_failed(cr, rc);
 			return;
 		}
 		if (rc == 0) {
@@ -264,6 +303,45 @@ static void pump(struct copy_rq *cr)
 		copy_fail(cr, S3E_InternalError, "Source shorter than its record");
 	}
 	/* else on_done commits */
+}
+
+/* The source as it is now, after a read of it failed: overwritten or
+ * deleted since the copy started (its shards or part rows were freed
+ * under the copy), or still the same (the data path failed). */
+static void on_src_recheck(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	struct copy_rq *cr = copy_of(rq);
+	bool changed = e == S3E_NoSuchKey ||
+		       (e == S3E_OK && rec && rec->generation != cr->src->generation);
+	s3u_free_msg(rec);
+	if (changed)
+		s3_rq_fail(rq, S3E_ServiceUnavailable,
+			   "The copy source was overwritten or deleted while it was read; nothing "
+			   "was written. Retry the copy.");
+	else if (cr->src_err == IOL_ECORRUPT)
+		s3_rq_fail(rq, S3E_InternalError, "Unreadable source layout");
+	else
+		s3_rq_fail(rq, S3E_ServiceUnavailable,
+			   "Not enough storage nodes reachable to read the source");
+}
+
+/* A read of the source failed (rc): the copy stops, what it wrote is
+ * deleted, nothing is committed (never a broken object). Whether the
+ * source changed under it decides the answer: a copy racing an
+ * overwrite of its source fails cleanly, retryable (503), since the
+ * shards it started from are freed by the overwrite's commit. */
+static void src_read_failed(struct copy_rq *cr, int rc)
+{
+	struct s3_rq *rq = &cr->put.rq;
+	if (cr->failed)
+		return;   /* answered already */
+	copy_fail(cr, S3E_OK, NULL);   /* stop and clean up; answered below */
+	cr->src_err = rc;
+	if (cr->src_vid || !rq->c) {   /* a version named never changes */
+		on_src_recheck(rq, S3E_OK, (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&cr->src->base));
+		return;
+	}
+	s3_rq_head(rq, cr->src_bucket, cr->src_key, on_src_recheck);
 }
 
 static void on_dst_writable(struct gw_data_put *dp, void *ud)
@@ -319,6 +397,11 @@ static void copy_start(struct copy_rq *cr)
 	cr->rd.rec = cr->src;
 	cr->rd.pos = cr->off;
 	cr->rd.end = cr->off + cr->len;
+	cr->rd.rows = s3_prows_is(cr->src) && cr->len > 0;
+	if (cr->rd.rows && s3_prows_init(&cr->rd.prows, cr->src)) {
+		copy_fail(cr, S3E_InternalError, "Unreadable source layout");
+		return;
+	}
 	pump(cr);
 }
 

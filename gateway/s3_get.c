@@ -28,6 +28,7 @@
 #include "gateway/s3_attrs.h"
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
+#include "gateway/s3_prows.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_lock.h"
 #include "gateway/s3_tagging.h"
@@ -51,6 +52,9 @@ struct get_rq {
 	bool mpu;
 	uint32_t mseg;                 /* segment being read */
 	uint64_t mpos, mend;           /* object bytes [mpos, mend) still to read */
+	bool rows;                     /* its layouts in part rows (issue 18) */
+	bool rows_wait;                /* a GetPartRows is in flight */
+	struct s3_prows prows;
 };
 
 static struct get_rq *get_of(struct s3_rq *rq)
@@ -72,6 +76,7 @@ static void get_fini(struct s3_rq *rq)
 	struct get_rq *g = get_of(rq);
 	get_stop(rq);
 	gw_data_layout_clear(&g->lay);
+	s3_prows_clear(&g->prows);
 	s3u_free_msg(g->rec);
 }
 
@@ -235,26 +240,66 @@ static void on_get_readable(struct gw_data_get *dg, void *ud)
 		get_pump(g);
 }
 
-/* Multipart GET: start reading the next segment the range touches (its
- * own layout, its own gw_data GET). 0, or an error (the GET fails). */
-static int mget_next(struct get_rq *g)
+static int mget_next(struct get_rq *g);
+
+static void mget_fail(struct get_rq *g, int rc);
+
+/* The part rows of the next segment came (issue 18): go on reading. */
+static void on_get_rows(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
+{
+	struct get_rq *g = get_of(rq);
+	g->rows_wait = false;
+	e = s3_prows_take(&g->prows, e, resp);
+	int rc = e ? IOL_EUNAVAILABLE : mget_next(g);
+	if (rc == 0)
+		get_pump(g);
+	else if (rc != -EAGAIN)
+		mget_fail(g, e == S3E_InternalError ? IOL_ECORRUPT : rc);
+}
+
+/* The segment holding g->mpos: from the record, or from its part rows
+ * (then -EAGAIN while they are fetched; mget_next runs again after). */
+static int mget_seg(struct get_rq *g, const Iolake__Meta__Segment **sg)
 {
 	const Iolake__Meta__ObjectRecord *r = g->rec;
+	if (g->rows) {
+		int rc = s3_prows_seg(&g->prows, g->mpos, sg);
+		if (rc == -EAGAIN) {
+			if (s3_prows_fetch(&g->prows, &g->rq, on_get_rows)) {
+				g->ended = true;   /* answered ServiceUnavailable */
+				return -EAGAIN;
+			}
+			g->rows_wait = true;
+		}
+		return rc;
+	}
+	while (g->mseg < r->n_segments &&
+	       r->segments[g->mseg]->offset + r->segments[g->mseg]->length <= g->mpos)
+		g->mseg++;
+	if (g->mseg >= r->n_segments || r->segments[g->mseg]->offset > g->mpos)
+		return IOL_ECORRUPT;   /* a hole in the record */
+	*sg = r->segments[g->mseg];
+	return 0;
+}
+
+/* Multipart GET: start reading the next segment the range touches (its
+ * own layout, its own gw_data GET). 0, -EAGAIN (its part row is being
+ * read), or an error (the GET fails). */
+static int mget_next(struct get_rq *g)
+{
 	struct s3_ops *o = g->rq.o;
 	if (g->get) {
 		gw_data_get_free(g->get);   /* before its layout goes */
 		g->get = NULL;
 	}
 	gw_data_layout_clear(&g->lay);
-	while (g->mseg < r->n_segments &&
-	       r->segments[g->mseg]->offset + r->segments[g->mseg]->length <= g->mpos)
-		g->mseg++;
-	if (g->mseg >= r->n_segments || r->segments[g->mseg]->offset > g->mpos)
-		return IOL_ECORRUPT;   /* a hole in the record */
-	const Iolake__Meta__Segment *sg = r->segments[g->mseg];
+	const Iolake__Meta__Segment *sg = NULL;
+	int rc = mget_seg(g, &sg);
+	if (rc)
+		return rc;
 	uint64_t seg_end = sg->offset + sg->length;
 	uint64_t n = (seg_end < g->mend ? seg_end : g->mend) - g->mpos;
-	int rc = gw_rec_seg_layout(sg, &g->lay);
+	rc = gw_rec_seg_layout(sg, &g->lay);
 	if (rc)
 		return rc;
 	struct gw_data_target t;
@@ -269,9 +314,29 @@ static int mget_next(struct get_rq *g)
 	return 0;
 }
 
+/* The GET cannot go on (rc): 503 before the first byte, else a cut. */
+static void mget_fail(struct get_rq *g, int rc)
+{
+	struct http_stream *s = s3_call_stream(g->rq.c);
+	LOG_WARN("get failed", "bucket=%s key=%s err=%s", g->rq.bucket, LOG_Q(g->rq.key),
+		 LOG_Q(iol_strerror(rc)));
+	if (g->ended)
+		return;
+	g->ended = true;
+	if (!g->started) {
+		s3_rq_fail(&g->rq, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
+			   rc == IOL_ECORRUPT ? "Unreadable object layout" : NULL);
+	} else {
+		http_set_close(s);
+		http_respond_end(s);
+	}
+}
+
 static void get_pump(struct get_rq *g)
 {
 	struct http_stream *s = s3_call_stream(g->rq.c);
+	if (g->rows_wait)
+		return;   /* on_get_rows pumps */
 	while (!g->ended && g->writes < GET_WRITES) {
 		struct buf_slice sl;
 		int rc = g->get ? gw_data_get_read(g->get, &sl) : IOL_EUNAVAILABLE;
@@ -336,6 +401,8 @@ static int part_range(const Iolake__Meta__ObjectRecord *r, uint32_t pn, uint64_t
 		return pn == 1 ? 0 : -1;
 	if (pn > r->parts_count)
 		return -1;
+	if (s3_prows_is(r))
+		return s3_prows_part_range(r, pn, off, len);
 	/* Empty parts have no segment: they sit where the next one starts. */
 	*off = 0;
 	*len = 0;
@@ -417,7 +484,12 @@ static void get_respond(struct get_rq *g)
 		g->mseg = 0;
 		g->mpos = g->off;
 		g->mend = g->off + g->len;
-		int rc = mget_next(g);
+		g->rows = s3_prows_is(r);
+		int rc = g->rows ? s3_prows_init(&g->prows, r) : 0;
+		if (rc == 0)
+			rc = mget_next(g);
+		if (rc == -EAGAIN)
+			return;   /* its part row first: on_get_rows goes on */
 		if (rc) {
 			s3_rq_fail(&g->rq, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
 				   rc == IOL_ECORRUPT ? "Unreadable object layout" : NULL);

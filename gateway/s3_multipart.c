@@ -3,8 +3,9 @@
  * CreateMultipartUpload, CompleteMultipartUpload, AbortMultipartUpload and
  * ListParts. Records in meta (meta.proto MultipartUpload, Part); each
  * non-empty part was one gw_data PUT of its own (s3_part.c) whose encoded
- * layout travels in Part.segment.data_layout and, after Complete, in the
- * object record's Segment.data_layout (one segment per non-empty part).
+ * layout travels in Part.segment.data_layout. Uploads ask for part rows
+ * (issue 18): parts stay rows under the key after Complete, the record a
+ * summary (readers: s3_prows.h); older uploads' layouts go in the record.
  *
  * Space: the shards of a part are freed by whoever commits the meta change
  * that stops naming it, after that commit (as s3_put.c does for object
@@ -44,6 +45,7 @@
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_lock.h"
+#include "gateway/s3_list.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_util.h"
@@ -214,6 +216,7 @@ static void op_create(struct s3_call *c)
 	u.meta = &meta;
 	u.checksum_algo = (Iolake__Meta__ChecksumAlgo)cr->algo;
 	u.checksum_full_object = cr->full;
+	u.part_rows = true;   /* parts as rows under the key (issue 18, state_prows.c) */
 	Iolake__Meta__CreateMultipart cm = IOLAKE__META__CREATE_MULTIPART__INIT;
 	cm.upload = &u;
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
@@ -727,11 +730,13 @@ static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessag
 	const struct s3_req *q = s3_call_req(rq->c);
 	long marker = s3u_qnum(q, "part-number-marker", 0), max = s3u_qnum(q, "max-parts", LIST_MAX);
 	const char *owner = r->upload ? r->upload->owner : NULL;
+	const char *enc = s3u_qval(q, "encoding-type");   /* else refused in op_list_parts */
+	bool url = enc && !strcmp(enc, "url");
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "ListPartsResult", S3_XMLNS);
 	xml_elem(w, "Bucket", rq->bucket);
-	xml_elem(w, "Key", rq->key);
+	s3_list_key_elem(w, "Key", rq->key, url);
 	xml_elem_n(w, "UploadId", q->upload_id, q->upload_id_len);
 	s3u_owner_elems(w, "Initiator", owner);
 	s3u_owner_elems(w, "Owner", owner);
@@ -747,6 +752,8 @@ static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessag
 	if (shown)
 		xml_elem_u64(w, "NextPartNumberMarker", r->parts[shown - 1]->part_number);
 	xml_elem_u64(w, "MaxParts", (uint64_t)max);
+	if (url)
+		xml_elem(w, "EncodingType", "url");
 	xml_elem_bool(w, "IsTruncated", r->truncated || shown < r->n_parts);
 	for (size_t i = 0; i < shown; i++) {
 		const Iolake__Meta__Part *p = r->parts[i];
@@ -772,6 +779,11 @@ static void op_list_parts(struct s3_call *c)
 	long marker = s3u_qnum(q, "part-number-marker", 0), max = s3u_qnum(q, "max-parts", LIST_MAX);
 	if (marker < 0 || max < 0 || marker > MPU_MAX_PARTS) {
 		s3_call_error(c, S3E_InvalidArgument, "part-number-marker and max-parts must be integers");
+		return;
+	}
+	const char *enc = s3u_qval(q, "encoding-type");
+	if (enc && strcmp(enc, "url")) {
+		s3_call_error(c, S3E_InvalidArgument, "Invalid Encoding Method specified in Request");
 		return;
 	}
 	struct s3_rq *rq = new_upload_rq(c, sizeof(*rq));

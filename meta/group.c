@@ -550,6 +550,7 @@ static void sub_finish(struct meta_group *g, struct sub *s, int status, const ch
 		msgs[i].version_id = (char *)res[i].version_id;   /* issue 17 */
 		msgs[i].delete_marker = res[i].delete_marker;
 		msgs[i].retained = res[i].retained;
+		msgs[i].part_rows_more = res[i].part_rows_more;   /* issue 18 */
 		ptrs[i] = &msgs[i];
 	}
 	resp.results = ptrs;

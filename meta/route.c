@@ -222,6 +222,10 @@ static bool op_target(const Iolake__Meta__Op *op, const char **bucket, const cha
 		*bucket = op->set_object_legal_hold->bucket;
 		*key = op->set_object_legal_hold->key;
 		return true;
+	case IOLAKE__META__OP__BODY_FREE_PART_ROWS:   /* issue 18: part rows */
+		*bucket = op->free_part_rows->bucket;
+		*key = op->free_part_rows->key;
+		return true;
 	default:
 		return false;
 	}
@@ -264,6 +268,7 @@ bool meta_route_wants_call(unsigned method, const ProtobufCMessage *req)
 	case META_M_LIST_UPLOADS:
 	case META_M_GET_VERSION:     /* issue 17: routed as HeadObject, */
 	case META_M_LIST_VERSIONS:   /* by its key field (2) */
+	case META_M_GET_PART_ROWS:   /* issue 18: by its key field (2) */
 		break;
 	case META_M_CHECK_SHARDS: {
 		const uint64_t *g = u64_field(req, 100);

@@ -474,7 +474,9 @@ static void serve_get_upload(struct meta_group *g, struct rpc_req *r)
 	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
 		rc = META_EWRONG_RANGE;
 	if (rc == 0 && q->part_number > 0) {
-		int prc = meta_state_get_part(g->state, q->upload_id, q->part_number, &p);
+		int prc = u->part_rows ? meta_state_get_part_row(g->state, q->bucket, q->key,
+								 q->upload_id, q->part_number, &p)
+				       : meta_state_get_part(g->state, q->upload_id, q->part_number, &p);
 		if (read_failed(r, prc)) {
 			meta_state_free_msg(u);
 			return;
@@ -504,8 +506,15 @@ static void serve_list_parts(struct meta_group *g, struct rpc_req *r)
 	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
 		rc = META_EWRONG_RANGE;
 	if (rc == 0) {
-		int lrc = meta_state_list_parts(g->state, q->upload_id, q->part_number_marker,
-						q->max_parts, &v, &cnt, &trunc);
+		/* An upload with part rows lists no layouts: 10,000 parts of
+		 * 5 GiB would be 1.2 GB of them (nobody listing needs them;
+		 * what Complete and Abort drop is queued for GC in meta). */
+		int lrc = u->part_rows
+				  ? meta_state_list_part_rows(g->state, q->bucket, q->key, q->upload_id,
+							      q->part_number_marker, q->max_parts,
+							      true, &v, &cnt, &trunc)
+				  : meta_state_list_parts(g->state, q->upload_id, q->part_number_marker,
+							  q->max_parts, &v, &cnt, &trunc);
 		if (lrc) {
 			meta_state_free_msg(u);
 			rpc_fail(r, RPC_INTERNAL, "list parts: %s", iol_strerror(lrc));
@@ -522,6 +531,36 @@ static void serve_list_parts(struct meta_group *g, struct rpc_req *r)
 		meta_state_free_msg(v[i]);
 	free(v);
 	meta_state_free_msg(u);
+}
+
+/* Issue 18: the part rows of an upload or a completed object
+ * (meta/state_prows.c), with their layouts, bounded by count and bytes. */
+static void serve_get_part_rows(struct meta_group *g, struct rpc_req *r)
+{
+	const Iolake__Meta__GetPartRowsRequest *q = REQ(Iolake__Meta__GetPartRowsRequest, r);
+	Iolake__Meta__GetPartRowsResponse resp = IOLAKE__META__GET_PART_ROWS_RESPONSE__INIT;
+	Iolake__Meta__Part **v = NULL;
+	size_t cnt = 0;
+	bool trunc = false;
+	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status))
+		return;
+	int rc = meta_state_list_part_rows(g->state, q->bucket, q->key, q->upload_id,
+					   q->part_number_marker, q->max_parts, false, &v, &cnt,
+					   &trunc);
+	if (rc && rc != -EINVAL) {
+		read_failed(r, rc);
+		return;
+	}
+	if (rc == 0 && cnt == 0 && stale_root_route(g, q->range_id, q->bucket))
+		rc = META_EWRONG_RANGE;
+	resp.status = st_of(rc);
+	resp.parts = v;
+	resp.n_parts = cnt;
+	resp.truncated = trunc;
+	rpc_respond(r, &resp.base, NULL);
+	for (size_t i = 0; i < cnt; i++)
+		meta_state_free_msg(v[i]);
+	free(v);
 }
 
 static void serve_list_uploads(struct meta_group *g, struct rpc_req *r)
@@ -706,6 +745,7 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
 	case META_M_GET_VERSION: serve_get_version(g, r); break;
 	case META_M_LIST_VERSIONS: serve_list_versions(g, r); break;
 	case META_M_READ_RANGE: node_serve_read_range(g, r); break;
+	case META_M_GET_PART_ROWS: serve_get_part_rows(g, r); break;
 	default: rpc_fail(r, RPC_INTERNAL, "not a read"); break;
 	}
 }
@@ -746,6 +786,7 @@ READ_HANDLER(h_get_ranges, META_M_GET_RANGES)
 READ_HANDLER(h_get_version, META_M_GET_VERSION)
 READ_HANDLER(h_list_versions, META_M_LIST_VERSIONS)
 READ_HANDLER(h_read_range, META_M_READ_RANGE)
+READ_HANDLER(h_get_part_rows, META_M_GET_PART_ROWS)
 
 /* ----------------------------------------------------------- WatchMap */
 
@@ -1289,7 +1330,8 @@ int node_service_register(struct meta_node *n)
 		[META_M_GET_VERSION] = h_get_version,
 		[META_M_LIST_VERSIONS] = h_list_versions,
 		[META_M_READ_RANGE] = h_read_range,
+		[META_M_GET_PART_ROWS] = h_get_part_rows,
 	};
-	_Static_assert(META_M_COUNT == 28, "meta.proto service Meta has 28 methods");
+	_Static_assert(META_M_COUNT == 29, "meta.proto service Meta has 29 methods");
 	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
 }

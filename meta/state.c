@@ -12,7 +12,10 @@
  *                                         (state_ver.c, docs/architecture.md
  *                                         "Versioning")
  *   'U' bucket 0x00 key 0x00 upload_id    MultipartUpload
- *   'P' upload_id(16 hex) u32 part        Part
+ *   'P' upload_id(16 hex) u32 part        Part (uploads without part_rows)
+ *   'p' bucket 0x00 key 0x00 be64(upload  Part: a part row of an upload with
+ *       generation) u32 part              part_rows, kept by the object
+ *                                         Complete makes (state_prows.c)
  *   'u' user name                         User
  *   'K' access key id                     AccessKey
  *   "M"                                   ClusterMap (OSDs, PG table, epoch)
@@ -59,6 +62,7 @@
  *   state_lock.c    object lock: the one check before a version is freed,
  *                   retention, legal hold, the bucket's lock configuration
  *   state_mpu.c     'U' 'P': multipart uploads and parts
+ *   state_prows.c   'p': part rows (parts of a 5 TiB object), FreePartRows
  *   state_user.c    'u' 'K': users, access keys, grants
  *   state_map.c     "M" 'g': the cluster map, OSDs, Raft groups
  *   state_range.c   'Q' 'q' 'r': key ranges; state_move.c: moving them
@@ -444,6 +448,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	case IOLAKE__META__OP__BODY_LIFECYCLE_ADVANCE:
 		return meta_lc_advance(t, op->lifecycle_advance);
 	case IOLAKE__META__OP__BODY_SET_QUOTA: return op_set_quota(t, op->set_quota);
+	case IOLAKE__META__OP__BODY_FREE_PART_ROWS:   /* issue 18: state_prows.c */
+		return op_free_part_rows(t, op->free_part_rows, r);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
 	case IOLAKE__META__OP__BODY_DELETE_GROUP:
 		if (group_holds_ranges(t, op->delete_group->id))
@@ -484,6 +490,7 @@ static void result_from_msg(const Iolake__Meta__OpResult *m, struct meta_op_resu
 	snprintf(r->version_id, sizeof(r->version_id), "%s", m->version_id ? m->version_id : "");
 	r->delete_marker = m->delete_marker;
 	r->retained = m->retained;
+	r->part_rows_more = m->part_rows_more;
 }
 
 /* Write the memo's session (see struct tx): the same record the last of
@@ -554,6 +561,7 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 	m.version_id = r->version_id;
 	m.delete_marker = r->delete_marker;
 	m.retained = r->retained;
+	m.part_rows_more = r->part_rows_more;
 	tx_put_msg(t, &rk, &m.base);
 
 	uint64_t want = op->acked_below;

@@ -85,6 +85,7 @@ struct meta_op_result {
 	char version_id[24];
 	bool delete_marker;
 	bool retained;
+	bool part_rows_more;     /* FreePartRows: rows are left (state_prows.c) */
 };
 
 #define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
@@ -201,6 +202,18 @@ int meta_state_get_part(struct meta_state *s, const char *upload_id, uint32_t pa
  * no parts (check the upload with meta_state_get_upload). */
 int meta_state_list_parts(struct meta_state *s, const char *upload_id, uint32_t marker,
 			  uint32_t max, Iolake__Meta__Part ***out, size_t *n, bool *truncated);
+/* Part rows (meta/state_prows.c): an upload's with part_rows, or a
+ * completed object's (ObjectRecord.part_rows), in part-number order after
+ * marker; at most max (0: the cap) and, with layouts, about 4 MiB (at
+ * least one row): the cap is 1000 rows with layouts, META_PARTS_MAX
+ * without (no_layouts: each part's segment keeps its place but not its
+ * layout, ~100 bytes a part). *truncated when more follow. Freed like
+ * meta_state_list_buckets' array. No rows: 0 and none. */
+int meta_state_list_part_rows(struct meta_state *s, const char *bucket, const char *key,
+			      const char *upload_id, uint32_t marker, uint32_t max, bool no_layouts,
+			      Iolake__Meta__Part ***out, size_t *n, bool *truncated);
+int meta_state_get_part_row(struct meta_state *s, const char *bucket, const char *key,
+			    const char *upload_id, uint32_t part_number, Iolake__Meta__Part **out);
 int meta_state_get_user(struct meta_state *s, const char *name, Iolake__Meta__User **out);
 /* The key holds the secret: never log it. */
 int meta_state_get_access_key(struct meta_state *s, const char *access_key_id,

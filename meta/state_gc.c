@@ -25,7 +25,7 @@
  * no shards; others name theirs by segments or by data_layout). */
 void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 {
-	if (r->n_segments == 0 && r->data_layout.len == 0)
+	if (r->n_segments == 0 && r->data_layout.len == 0 && !r->part_rows)
 		return;
 	if (lock_gc_refuse(t, r))
 		return;   /* object lock: never queued (state_lock.c) */
@@ -33,6 +33,11 @@ void gc_record(struct tx *t, const Iolake__Meta__ObjectRecord *r)
 	copy.inline_data.len = 0;
 	copy.inline_data.data = NULL;
 	copy.n_user_meta = 0;
+	/* Part rows (state_prows.c): the entry names the version (bucket,
+	 * key, upload id), not its 10,000-part summary; FreePartRows frees
+	 * the rows in batches. */
+	copy.n_part_list = 0;
+	copy.part_list = NULL;
 	struct key k;
 	key_gc(&k, t->gen, t->gc_seq);
 	t->gc_seq++;

@@ -238,5 +238,19 @@ bool lock_bucket_enabled(const Iolake__Meta__Bucket *b);
 int op_set_object_lock_config(struct tx *t, const Iolake__Meta__SetObjectLockConfig *op);
 int op_set_object_retention(struct tx *t, const Iolake__Meta__SetObjectRetention *op);
 int op_set_object_legal_hold(struct tx *t, const Iolake__Meta__SetObjectLegalHold *op);
+/* ---- state_prows.c: multipart part rows ('p' bucket 0 key 0 be64(upload
+ * generation) be32(part)) of uploads with MultipartUpload.part_rows */
+/* false: a name or upload id that makes no key */
+bool key_part_rows(struct key *k, const char *bucket, const char *key, const char *upload_id);
+bool key_part_row(struct key *k, const char *bucket, const char *key, const char *upload_id,
+		  uint32_t part);
+/* The key of part `part` of upload u ('p' when u->part_rows, else 'P'),
+ * and the prefix of all its parts. */
+void mpu_part_key(struct key *k, const Iolake__Meta__MultipartUpload *u, const char *bucket,
+		  const char *key, const char *upload_id, uint32_t part);
+void mpu_parts_prefix(struct key *k, const Iolake__Meta__MultipartUpload *u, const char *bucket,
+		      const char *key, const char *upload_id);
+int op_free_part_rows(struct tx *t, const Iolake__Meta__FreePartRows *op,
+		      struct meta_op_result *r);
 
 #endif

@@ -8,8 +8,8 @@
  *
  * The per-key tables a move carries are listed once, in MOVE_TABLES: every
  * table whose keys are 'T' bucket 0x00 s3key [0x00 suffix] (objects 'O',
- * uploads 'U', older versions 'V'; a table of that shape added later is
- * added there and nowhere else). Dependants ride with their record: an upload's
+ * uploads 'U', older versions 'V', part rows 'p' of state_prows.c; a table
+ * of that shape added later is added there and nowhere else). Dependants ride with their record: an upload's
  * parts ('P' upload_id), and the shard reference index ('X'), which is
  * derived: the target adds the references of what it ingests, the source
  * drops those of what it drops, so at every moment at least one group
@@ -28,7 +28,7 @@
 
 /* The per-key tables a move carries, in the order a move walks them:
  * keys 'T' bucket 0x00 s3key [0x00 suffix]. */
-static const char MOVE_TABLES[] = { 'O', 'U', 'V' };
+static const char MOVE_TABLES[] = { 'O', 'U', 'V', 'p' };
 #define N_MOVE_TABLES (sizeof(MOVE_TABLES) / sizeof(MOVE_TABLES[0]))
 #define PART_KEY_LEN (1 + 16 + 4)      /* 'P' upload_id u32 */
 
@@ -268,7 +268,9 @@ static int pair_effects(struct tx *t, const char *kb, const char *vb, size_t vn,
 	} else if (kb[0] == 'U') {
 		if (r)
 			r->uploads++;
-	} else if (kb[0] == 'P') {
+	} else if (kb[0] == 'P' || kb[0] == 'p') {
+		/* An old upload's part, or a part row (state_prows.c: an open
+		 * upload's or a completed object's; it holds its references). */
 		Iolake__Meta__Part *p = iolake__meta__part__unpack(NULL, vn, (const uint8_t *)vb);
 		if (!p)
 			return -EINVAL;

@@ -2,6 +2,12 @@
  * state_mpu.c — multipart uploads in the meta state machine:
  * CreateMultipart, PutPart, CompleteMultipart, AbortMultipart.
  *
+ * Where parts live: an upload created with part_rows (every gateway asks)
+ * keeps them as rows under its key, which its Complete leaves in place
+ * and its object names (state_prows.c: keys, FreePartRows, the reads); an
+ * older upload keeps them under 'P' upload_id and its Complete copies
+ * their layouts into the record's segments.
+ *
  * Not here: the object record Complete writes is counted and versioned
  * through state_ver.c; replaced parts are queued for GC by state_gc.c.
  */
@@ -66,7 +72,7 @@ int op_put_part(struct tx *t, const Iolake__Meta__PutPart *op)
 	if (rc)
 		return rc;
 	struct key k;
-	key_part(&k, op->upload_id, op->part->part_number);
+	mpu_part_key(&k, u, op->bucket, op->key, op->upload_id, op->part->part_number);
 	rc = tx_get_msg(t, &k, &iolake__meta__part__descriptor, (void **)&old);
 	if (rc && rc != IOL_ENOT_FOUND)
 		goto out;
@@ -100,13 +106,13 @@ out:
 	return rc;
 }
 
-/* Delete an upload's parts, GC those not in keep (sorted part numbers). */
-static void drop_parts(struct tx *t, const char *bucket, const char *key, const char *id,
-		       const uint32_t *keep, size_t n_keep)
+/* Delete an upload's parts, GC those not in keep (sorted part numbers).
+ * With part rows (u->part_rows) the kept ones stay: the object names them. */
+static void drop_parts(struct tx *t, const Iolake__Meta__MultipartUpload *u, const char *bucket,
+		       const char *key, const char *id, const uint32_t *keep, size_t n_keep)
 {
 	struct key prefix;
-	k_init(&prefix, 'P');
-	k_str(&prefix, id);
+	mpu_parts_prefix(&prefix, u, bucket, key, id);
 	rocksdb_iterator_t *it = tx_iter(t, &prefix);
 	size_t j = 0;
 	for (; iter_has_prefix(it, &prefix); rocksdb_iter_next(it)) {
@@ -120,7 +126,8 @@ static void drop_parts(struct tx *t, const char *bucket, const char *key, const 
 		uint32_t num = (uint32_t)nb[0] << 24 | (uint32_t)nb[1] << 16 | (uint32_t)nb[2] << 8 | nb[3];
 		while (j < n_keep && keep[j] < num)
 			j++;
-		if (!(j < n_keep && keep[j] == num)) {
+		bool kept = j < n_keep && keep[j] == num;
+		if (!kept) {
 			Iolake__Meta__Part *p =
 				iolake__meta__part__unpack(NULL, vn, (const uint8_t *)vb);
 			if (p) {
@@ -129,7 +136,8 @@ static void drop_parts(struct tx *t, const char *bucket, const char *key, const 
 			}
 			meta_state_free_msg(p);
 		}
-		tx_del(t, &k);
+		if (!kept || !u->part_rows)
+			tx_del(t, &k);
 	}
 	rocksdb_iter_destroy(it);
 }
@@ -144,6 +152,10 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 	uint32_t *nums = NULL;
 	uint8_t *md5s = NULL;
 	Iolake__Meta__ObjectPart *ops = NULL, **opp = NULL;
+	struct {
+		Iolake__Meta__Checksum c;
+		uint8_t v[32];
+	} *cks = NULL;
 	size_t n = op->n_parts;
 	int rc = get_upload(t, op->bucket, op->key, op->upload_id, &u);
 	if (rc)
@@ -178,10 +190,20 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 	}
 	uint64_t off = 0;
 	size_t n_segs = 0;
+	/* Part rows: the layouts stay in the rows; the record keeps a summary
+	 * (number, size, checksum) of every part. A part is let go once read
+	 * (its checksum copied), so 10,000 parts of 5 GiB (123 KB of layout
+	 * each) never sit in memory together. */
+	bool rows = u->part_rows;
+	if (rows && !(cks = calloc(n, sizeof(*cks)))) {
+		rc = -ENOMEM;
+		t->io_err = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const Iolake__Meta__PartRef *ref = op->parts[i];
 		struct key k;
-		key_part(&k, op->upload_id, ref->part_number);
+		mpu_part_key(&k, u, op->bucket, op->key, op->upload_id, ref->part_number);
 		rc = tx_get_msg(t, &k, &iolake__meta__part__descriptor, (void **)&parts[i]);
 		if (rc == IOL_ENOT_FOUND || (rc == 0 && (strcmp(parts[i]->etag, ref->etag) != 0 ||
 					     strlen(ref->etag) != 32 ||
@@ -189,7 +211,7 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 			rc = META_EINVALID_PART;
 		if (rc)
 			goto out;
-		if (parts[i]->segment) {
+		if (parts[i]->segment && !rows) {
 			segs[n_segs] = *parts[i]->segment;
 			segs[n_segs].offset = off;
 			segs[n_segs].part_number = ref->part_number;
@@ -205,6 +227,18 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 			if (parts[i]->checksums[c]->algo == u->checksum_algo)
 				ops[i].checksum = parts[i]->checksums[c];
 		opp[i] = &ops[i];
+		if (rows) {
+			if (ops[i].checksum && ops[i].checksum->value.len <= sizeof(cks[i].v)) {
+				cks[i].c = *ops[i].checksum;
+				memcpy(cks[i].v, cks[i].c.value.data, cks[i].c.value.len);
+				cks[i].c.value.data = cks[i].v;
+				ops[i].checksum = &cks[i].c;
+			} else {
+				ops[i].checksum = NULL;
+			}
+			meta_state_free_msg(parts[i]);
+			parts[i] = NULL;
+		}
 	}
 	struct key ok;
 	key_object(&ok, op->bucket, op->key);
@@ -246,8 +280,9 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 		rec.checksums = &ckp;
 	}
 	rec.upload_id = op->upload_id;
-	rec.n_part_list = u->checksum_algo ? n : 0;
+	rec.n_part_list = u->checksum_algo || rows ? n : 0;
 	rec.part_list = opp;
+	rec.part_rows = rows;
 	/* First, as it may refuse before writing anything (object lock: a
 	 * held version the object would free; state_lock.c). */
 	rc = meta_ver_put_current(t, &ok, &rec, cur, r);
@@ -255,10 +290,11 @@ int op_complete_multipart(struct tx *t, const Iolake__Meta__CompleteMultipart *o
 		goto out;
 	range_count(t, 0, 0, -1);   /* the upload; meta_ver_put_current counts the object */
 	/* The kept parts' layouts move into the object: the parts stop
-	 * naming them (drop_parts handles the others), the object starts. */
-	for (size_t i = 0; i < n; i++)
+	 * naming them (drop_parts handles the others), the object starts.
+	 * Part rows keep naming theirs. */
+	for (size_t i = 0; i < n && !rows; i++)
 		ref_part(t, parts[i], false);
-	drop_parts(t, op->bucket, op->key, op->upload_id, nums, n);
+	drop_parts(t, u, op->bucket, op->key, op->upload_id, nums, n);
 	struct key uk;
 	key_upload(&uk, op->bucket, op->key, op->upload_id);
 	tx_del(t, &uk);
@@ -266,6 +302,7 @@ out:
 	if (parts)
 		for (size_t i = 0; i < n; i++)
 			meta_state_free_msg(parts[i]);
+	free(cks);
 	free(opp);
 	free(ops);
 	free(md5s);
@@ -288,7 +325,19 @@ int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *op)
 		meta_state_free_msg(u);
 		return IOL_ECONFLICT;
 	}
-	drop_parts(t, op->bucket, op->key, op->upload_id, NULL, 0);
+	if (u->part_rows) {
+		/* Part rows stay until the GC worker frees them in batches
+		 * (FreePartRows, once the upload row below is gone): one small
+		 * entry names them, however many and large the parts. */
+		Iolake__Meta__ObjectRecord q = IOLAKE__META__OBJECT_RECORD__INIT;
+		q.bucket = op->bucket;
+		q.key = op->key;
+		q.upload_id = op->upload_id;
+		q.part_rows = true;
+		gc_record(t, &q);
+	} else {
+		drop_parts(t, u, op->bucket, op->key, op->upload_id, NULL, 0);
+	}
 	range_count(t, 0, 0, -1);
 	struct key k;
 	key_upload(&k, op->bucket, op->key, op->upload_id);

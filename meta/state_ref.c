@@ -157,7 +157,7 @@ int ref_build(struct meta_state *s)
 		rocksdb_writebatch_wi_delete(t.wb, kb, kn);
 	}
 	uint64_t records = 0;
-	for (const char *tab = "OPV"; *tab && !t.io_err; tab++) {
+	for (const char *tab = "OPVp"; *tab && !t.io_err; tab++) {
 		for (rocksdb_iter_seek(it, tab, 1); rocksdb_iter_valid(it) && !t.io_err;
 		     rocksdb_iter_next(it)) {
 			size_t kn, vn;
@@ -165,7 +165,7 @@ int ref_build(struct meta_state *s)
 			if (kn == 0 || kb[0] != *tab)
 				break;
 			const uint8_t *vb = (const uint8_t *)rocksdb_iter_value(it, &vn);
-			if (*tab != 'P') {   /* 'O' and 'V': object versions */
+			if (*tab != 'P' && *tab != 'p') {   /* 'O' and 'V': object versions */
 				Iolake__Meta__ObjectRecord *r =
 					iolake__meta__object_record__unpack(NULL, vn, vb);
 				if (!r) {

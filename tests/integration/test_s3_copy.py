@@ -9,8 +9,15 @@ precedence rules); tags kept or replaced (x-amz-tagging-directive); NoSuchKey / 
 UploadPartCopy with and without x-amz-copy-source-range (a range spanning
 the parts of a multipart source), completed into an object read back byte
 for byte. Afterwards, with everything deleted, every OSD's
-iolake_osd_used_bytes is back at its starting value."""
-import datetime, hashlib, os, random, sys, time
+iolake_osd_used_bytes is back at its starting value.
+
+A copy racing an overwrite of its source (issue 18): the source (32 MiB)
+is overwritten (by 1,000 bytes) while copies of it run, three rounds at
+varied delays:
+each copy either succeeds with the bytes of one whole version of the
+source, or fails cleanly (503 saying the source changed, or the source
+gone) with no destination object; never other bytes."""
+import datetime, hashlib, os, random, sys, threading, time
 
 from botocore.exceptions import ClientError
 
@@ -181,6 +188,46 @@ def part_copies(s3, src):
     expect(get(s3, "cpb", "assembled") == want, True, "object of copied parts byte for byte")
 
 
+def overwrite_mid_copy(s3):
+    # the overwrite is small: its commit (which frees the source's
+    # shards) lands while the copy still reads
+    versions = [rnd.randbytes(32 * MiB), rnd.randbytes(1000)]
+    outcomes = []
+    for rnd_i, delay in enumerate((0.02, 0.08, 0.2)):
+        s3.put_object(Bucket="cpa", Key="racing", Body=versions[0])
+        dst = "raced%d" % rnd_i
+        res = {}
+
+        def copy():
+            try:
+                s3.copy_object(Bucket="cpb", Key=dst, CopySource="cpa/racing")
+                res["code"] = "OK"
+            except ClientError as e:
+                res["code"] = e.response["Error"]["Code"]
+                res["msg"] = e.response["Error"].get("Message", "")
+
+        t = threading.Thread(target=copy)
+        t.start()
+        time.sleep(delay)
+        s3.put_object(Bucket="cpa", Key="racing", Body=versions[1])
+        t.join()
+        if res["code"] == "OK":
+            got = get(s3, "cpb", dst)
+            expect(got in versions, True, "copy %d (overwrite after %.2f s) succeeded with one "
+                   "whole version" % (rnd_i, delay))
+            outcomes.append("copied v%d" % versions.index(got))
+            s3.delete_object(Bucket="cpb", Key=dst)
+        else:
+            expect((res["code"], "overwritten" in res["msg"]), ("ServiceUnavailable", True),
+                   "copy %d (overwrite after %.2f s) failed cleanly: %s" % (rnd_i, delay,
+                                                                           res["msg"]))
+            expect(code(s3.head_object, Bucket="cpb", Key=dst), "404",
+                   "no destination object after the failed copy")
+            outcomes.append("failed")
+    print("ok: copies racing an overwrite of their source:", ", ".join(outcomes))
+    s3.delete_object(Bucket="cpa", Key="racing")
+
+
 def main():
     aio = Aio(osd_size="512M")
     try:
@@ -192,6 +239,7 @@ def main():
         tags(s3)
         conditions(s3, src)
         part_copies(s3, src)
+        overwrite_mid_copy(s3)
         for b in ("cpa", "cpb"):
             for o in s3.list_objects_v2(Bucket=b).get("Contents", []):
                 s3.delete_object(Bucket=b, Key=o["Key"])

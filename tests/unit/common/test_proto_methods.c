@@ -61,6 +61,7 @@ START_TEST(meta_methods_match_descriptor)
 		{ META_M_GET_VERSION, "GetVersion" },
 		{ META_M_LIST_VERSIONS, "ListVersions" },
 		{ META_M_READ_RANGE, "ReadRange" },
+		{ META_M_GET_PART_ROWS, "GetPartRows" },
 	};
 	ck_assert_uint_eq(META_SERVICE->n_methods, META_M_COUNT);
 	ck_assert_uint_eq(sizeof(want) / sizeof(want[0]), META_M_COUNT);
