@@ -45,6 +45,7 @@
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
+#include "gateway/s3_sse.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
@@ -98,6 +99,7 @@ struct create_rq {
 	struct s3_rq rq;
 	enum s3_ck_algo algo;             /* x-amz-checksum-algorithm (NONE: none) */
 	bool full;                        /* x-amz-checksum-type FULL_OBJECT */
+	struct s3_sse_obj sse;            /* the object's encryption (s3_sse.h) */
 };
 
 static const char *ck_type_name(bool full)
@@ -162,6 +164,8 @@ static void on_create(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpRes
 		http_add_header(s3_call_stream(rq->c), "x-amz-checksum-algorithm", s3_ck_name(cr->algo));
 		http_add_header(s3_call_stream(rq->c), "x-amz-checksum-type", ck_type_name(cr->full));
 	}
+	s3_sse_headers(rq->c, &cr->sse);
+	s3_sse_obj_wipe(&cr->sse);
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "InitiateMultipartUploadResult", S3_XMLNS);
@@ -197,6 +201,15 @@ static void op_create(struct s3_call *c)
 		return;
 	}
 	s3_access_to_record(acc, &meta);
+	const char *msg;
+	enum s3_err se = s3_sse_for_write(c, rq->bkt, &cr->sse, &msg);
+	if (se) {
+		free(acc);
+		s3_put_user_meta_free(&hb.um);
+		s3_rq_fail(rq, se, msg);
+		return;
+	}
+	s3_sse_to_record(&cr->sse, &meta);   /* the parts' and the object's */
 	Iolake__Meta__MultipartUpload u = IOLAKE__META__MULTIPART_UPLOAD__INIT;
 	u.bucket = rq->bucket;
 	u.key = rq->key;
@@ -306,6 +319,8 @@ static void complete_respond(struct cm_rq *m, const char *etag)
 		snprintf(loc, loc_n, "http://%.*s/%s/%s", (int)hr->host_len, hr->host ? hr->host : "",
 			 m->rq.bucket, m->rq.key);
 	s3_ver_headers(&m->rq);
+	if (m->listed && m->listed->upload && m->listed->upload->meta)
+		s3_sse_record_headers(c, m->listed->upload->meta);
 	struct xml_w *w = s3_call_xml(c);
 	xml_decl(w);
 	xml_open_ns(w, "CompleteMultipartUploadResult", S3_XMLNS);
