@@ -141,8 +141,11 @@ static enum s3_err new_data_key(struct s3_sse_obj *o, const char **msg)
 	}
 	if (RAND_bytes(o->base, SSE_KEY_BYTES) != 1)
 		return S3E_InternalError;
-	int n = meta_secret_seal(master, SEAL_LABEL, (const char *)o->base, SSE_KEY_BYTES,
-				 o->wrapped);
+	/* Sealed as hex: meta_secret's blobs hold text (an open refuses a NUL). */
+	char hex[2 * SSE_KEY_BYTES + 1];
+	hash_hex(o->base, SSE_KEY_BYTES, hex);
+	int n = meta_secret_seal(master, SEAL_LABEL, hex, 2 * SSE_KEY_BYTES, o->wrapped);
+	explicit_bzero(hex, sizeof(hex));
 	if (n < 0)
 		return S3E_InternalError;
 	o->wrapped_len = (size_t)n;
@@ -222,18 +225,18 @@ enum s3_err s3_sse_for_read(struct s3_call *c, const Iolake__Meta__ObjectRecord 
 			*msg = "The encryption parameters are not applicable to this object.";
 			return S3E_InvalidRequest;
 		}
-		char dk[SSE_KEY_BYTES + 1];
+		char hex[2 * SSE_KEY_BYTES + 1];
 		uint32_t kid = 0;
 		int n = meta_secret_open(master, SEAL_LABEL, r->sse_wrapped_key.data,
-					 r->sse_wrapped_key.len, dk, sizeof(dk), &kid);
-		if (n != SSE_KEY_BYTES) {
-			explicit_bzero(dk, sizeof(dk));
+					 r->sse_wrapped_key.len, hex, sizeof(hex), &kid);
+		if (n != 2 * SSE_KEY_BYTES || hash_unhex(hex, SSE_KEY_BYTES, o->base)) {
+			explicit_bzero(hex, sizeof(hex));
+			s3_sse_obj_wipe(o);
 			*msg = n == -ENOKEY ? "The object's data key was sealed by another master key."
 					    : "The object's data key does not open.";
 			return S3E_InternalError;
 		}
-		memcpy(o->base, dk, SSE_KEY_BYTES);
-		explicit_bzero(dk, sizeof(dk));
+		explicit_bzero(hex, sizeof(hex));
 		o->kind = IOLAKE__META__SSE_KIND__SSE_S3;
 		return S3E_OK;
 	}
