@@ -60,6 +60,7 @@ extern const struct s3_handler s3_tagging_handlers[];
 extern const struct s3_handler s3_attrs_handlers[];
 extern const struct s3_handler s3_access_handlers[];
 extern const struct s3_handler s3_cors_handlers[];
+extern const struct s3_handler s3_sse_config_handlers[];
 extern const struct s3_handler s3_bucket_policy_handlers[];
 extern const struct s3_handler s3_version_handlers[];   /* s3_version.c (issue 17) */
 

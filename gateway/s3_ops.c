@@ -250,7 +250,7 @@ const struct s3_handler *const s3_handler_tables[] = {
 	s3_bucket_handlers, s3_list_handlers,      s3_put_handlers,     s3_get_handlers,
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
 	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_bucket_policy_handlers,
-	s3_cors_handlers,   s3_version_handlers,
+	s3_cors_handlers,   s3_version_handlers,   s3_sse_config_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 

@@ -163,6 +163,7 @@ enum {
 	SR_POLICY_STATUS = 1u << 13,
 	SR_PAB = 1u << 14,
 	SR_CORS = 1u << 15,
+	SR_ENCRYPTION = 1u << 16,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -180,7 +181,7 @@ static const struct qname qnames[] = {
 	{ "acl", SR_ACL },                 { "attributes", SR_ATTRIBUTES },
 	{ "list-type", SR_LIST_TYPE },
 	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
-	{ "cors", SR_CORS },        { "encryption", SR_UNSUPPORTED },
+	{ "cors", SR_CORS },        { "encryption", SR_ENCRYPTION },
 	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
 	{ "legal-hold", SR_UNSUPPORTED },  { "lifecycle", SR_UNSUPPORTED },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
@@ -343,6 +344,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY_STATUS ? S3_OP_GetBucketPolicyStatus
 				: bits & SR_PAB        ? S3_OP_GetPublicAccessBlock
 				: bits & SR_CORS       ? S3_OP_GetBucketCors
+				: bits & SR_ENCRYPTION ? S3_OP_GetBucketEncryption
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -363,6 +365,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY     ? S3_OP_PutBucketPolicy
 				: bits & SR_PAB        ? S3_OP_PutPublicAccessBlock
 				: bits & SR_CORS       ? S3_OP_PutBucketCors
+				: bits & SR_ENCRYPTION ? S3_OP_PutBucketEncryption
 						       : S3_OP_CreateBucket;
 		} else if (del) {
 			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
@@ -370,6 +373,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_POLICY    ? S3_OP_DeleteBucketPolicy
 				: bits & SR_PAB       ? S3_OP_DeletePublicAccessBlock
 				: bits & SR_CORS      ? S3_OP_DeleteBucketCors
+				: bits & SR_ENCRYPTION ? S3_OP_DeleteBucketEncryption
 						      : S3_OP_DeleteBucket;
 		} else if (post) {
 			if (bits & SR_DELETE) {

@@ -55,7 +55,8 @@
 	X(DeleteBucketPolicy) X(GetBucketPolicyStatus) X(GetPublicAccessBlock)    \
 	X(PutPublicAccessBlock) X(DeletePublicAccessBlock)    \
 	X(GetBucketCors) X(PutBucketCors) X(DeleteBucketCors) X(OptionsObject)      \
-	X(PostObject)
+	X(PostObject)                                                              \
+	X(GetBucketEncryption) X(PutBucketEncryption) X(DeleteBucketEncryption)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */

@@ -422,6 +422,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_bucket_tags(t, op->put_bucket_tags);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_CORS:
 		return op_set_bucket_cors(t, op->set_bucket_cors);
+	case IOLAKE__META__OP__BODY_SET_BUCKET_ENCRYPTION:
+		return op_set_bucket_encryption(t, op->set_bucket_encryption);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING:
 		return meta_ver_set_bucket(t, op->set_bucket_versioning);
 	case IOLAKE__META__OP__BODY_CREATE_GROUP: return op_create_group(t, op->create_group, r);
