@@ -142,9 +142,9 @@ static int reader_next(struct src_reader *rd)
 	if (s3_rq_target(&rd->cr->put.rq, rd->lay.pg, &t))
 		return IOL_EUNAVAILABLE;
 	uint64_t soff = rd->pos - base, slen = n;
+	uint64_t run = gw_rec_is_multipart(r) ? r->segments[rd->seg - 1]->length : r->size;
 	struct s3_sse_get *dec = rd->cr->src_dec;
-	if (dec && (rc = s3_sse_get_run(dec, &rd->lay, gw_rec_is_multipart(r) ? r->segments[rd->seg - 1]->length : r->size,
-					 soff, n, &soff, &slen)))
+	if (dec && (rc = s3_sse_get_run(dec, &rd->lay, run, soff, n, &soff, &slen)))
 		return rc;
 	rc = gw_data_get_start(o->data, &t, &rd->lay, soff, slen, on_src_readable, rd->cr, &rd->get);
 	if (rc)

@@ -695,7 +695,8 @@ static void sse_end(struct sax *s)
 		return;
 	}
 	/* ServerSideEncryptionConfiguration/Rule/ApplyServerSide…/leaf */
-	if (s->depth != 4 || strcmp(s->path[0], SSE_ROOT) || strcmp(s->path[1], "Rule") || strcmp(s->path[2], SSE_DEF))
+	if (s->depth != 4 || strcmp(s->path[0], SSE_ROOT) || strcmp(s->path[1], "Rule") ||
+	    strcmp(s->path[2], SSE_DEF))
 		return;
 	if (!strcmp(s->path[3], "SSEAlgorithm"))
 		sse_take(s, x->algorithm, sizeof(x->algorithm));
