@@ -23,10 +23,13 @@ must-show 3) with boto3 and aws-cli:
 - Bucket default encryption: GetBucketEncryption 404
   ServerSideEncryptionConfigurationNotFoundError, PutBucketEncryption
   AES256 (aws:kms NotImplemented), objects and uploads written without
-  headers get SSE-S3, DeleteBucketEncryption.
+  headers (PUT, CopyObject, CreateMultipartUpload, browser POST) get
+  SSE-S3, DeleteBucketEncryption.
 - aws-cli `s3 cp --sse-c AES256 --sse-c-key` for one PUT and GET.
 """
 import base64, hashlib, mmap, os, random, subprocess, sys
+
+import requests
 
 from botocore.exceptions import ClientError
 
@@ -263,6 +266,13 @@ def run(aio):
     up = s3.create_multipart_upload(Bucket="dflt", Key="d3")
     expect(up.get("ServerSideEncryption"), "AES256", "CreateMultipartUpload under the default")
     s3.abort_multipart_upload(Bucket="dflt", Key="d3", UploadId=up["UploadId"])
+    pp = s3.generate_presigned_post("dflt", "d6")
+    r = requests.post(pp["url"], data=pp["fields"], files={"file": ("f", b"posted bytes")},
+                      timeout=30)
+    expect(r.status_code, 204, "browser POST into the default-encrypted bucket")
+    expect((s3.head_object(Bucket="dflt", Key="d6").get("ServerSideEncryption"),
+            s3.get_object(Bucket="dflt", Key="d6")["Body"].read()), ("AES256", b"posted bytes"),
+           "POST under the default gets SSE-S3")
     s3.copy_object(Bucket="dflt", Key="d4", CopySource="sse/control")
     expect(s3.head_object(Bucket="dflt", Key="d4").get("ServerSideEncryption"), "AES256",
            "CopyObject under the default")
