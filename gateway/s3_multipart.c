@@ -193,23 +193,18 @@ static void op_create(struct s3_call *c)
 		meta.pg = pg;
 	/* The object's owner and ACL, taken by Complete from the upload. */
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
+	const char *msg = NULL;
 	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	if (!ae)   /* the encryption of the parts and the object (s3_sse.h) */
+		ae = s3_sse_for_write(c, rq->bkt, &cr->sse, &msg);
 	if (ae) {
 		free(acc);
 		s3_put_user_meta_free(&hb.um);
-		s3_rq_fail(rq, ae, NULL);
+		s3_rq_fail(rq, ae, msg);
 		return;
 	}
 	s3_access_to_record(acc, &meta);
-	const char *msg;
-	enum s3_err se = s3_sse_for_write(c, rq->bkt, &cr->sse, &msg);
-	if (se) {
-		free(acc);
-		s3_put_user_meta_free(&hb.um);
-		s3_rq_fail(rq, se, msg);
-		return;
-	}
-	s3_sse_to_record(&cr->sse, &meta);   /* the parts' and the object's */
+	s3_sse_to_record(&cr->sse, &meta);
 	Iolake__Meta__MultipartUpload u = IOLAKE__META__MULTIPART_UPLOAD__INIT;
 	u.bucket = rq->bucket;
 	u.key = rq->key;
