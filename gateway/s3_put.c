@@ -90,9 +90,12 @@ int s3_put_encrypt(struct s3_put *p, const struct s3_sse_obj *o)
 
 int s3_put_data_start(struct s3_put *p, const struct gw_data_put_cbs *cbs, void *ud)
 {
-	return gw_data_put_start(p->rq.o->data, &p->target,
-				 p->sse ? s3_sse_put_stored_len(p->sse) : p->size,
-				 p->sse ? s3_sse_put_oid(p->sse) : NULL, cbs, ud, &p->put);
+	int rc = gw_data_put_start(p->rq.o->data, &p->target,
+				   p->sse ? s3_sse_put_stored_len(p->sse) : p->size,
+				   p->sse ? s3_sse_put_oid(p->sse) : NULL, cbs, ud, &p->put);
+	if (!rc && p->sse)
+		gw_data_put_no_etag(p->put);   /* the encryptor makes the ETag */
+	return rc;
 }
 
 /* ------------------------------------------------------------ the record commit */
@@ -423,7 +426,7 @@ static void put_maybe_commit(struct s3_put *p)
 		hash_md5(p->inl ? p->inl : (const uint8_t *)"", p->inl_len, d);
 		hash_hex(d, 16, p->etag);
 	} else if (p->sse) {
-		s3_sse_put_etag(p->sse, gw_data_put_etag(p->put), p->etag);
+		s3_sse_put_etag(p->sse, p->etag);
 	} else {
 		snprintf(p->etag, sizeof(p->etag), "%s", gw_data_put_etag(p->put));
 	}

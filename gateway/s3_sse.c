@@ -303,7 +303,10 @@ struct s3_sse_put {
 	uint8_t oid[SSE_OID_BYTES];
 	uint64_t stored;
 	struct sse_enc enc;
-	struct hash_stream *md5;      /* SSE-S3: the plaintext's */
+	/* The ETag's MD5: SSE-S3 of the plaintext (as AWS); SSE-C of the
+	 * chunks' GCM tags (opaque, as AWS's, and bound to the content
+	 * without a second pass over it). */
+	struct hash_stream *md5;
 };
 
 struct s3_sse_put *s3_sse_put_new(const struct s3_sse_obj *o, uint64_t plain)
@@ -318,7 +321,7 @@ struct s3_sse_put *s3_sse_put_new(const struct s3_sse_obj *o, uint64_t plain)
 	    sse_enc_init(&sp->enc, key, plain, SSE_CHUNK_BYTES))
 		goto fail;
 	explicit_bzero(key, sizeof(key));
-	if (o->kind == IOLAKE__META__SSE_KIND__SSE_S3 && !(sp->md5 = hash_stream_new(HASH_MD5)))
+	if (!(sp->md5 = hash_stream_new(HASH_MD5)))
 		goto fail;
 	return sp;
 fail:
@@ -357,7 +360,8 @@ uint64_t s3_sse_put_stored_len(const struct s3_sse_put *sp)
 int s3_sse_put_feed(struct s3_sse_put *sp, const uint8_t *in, size_t len, struct buf **out)
 {
 	*out = NULL;
-	if (sp->md5)
+	bool tags = sp->obj.kind == IOLAKE__META__SSE_KIND__SSE_C;
+	if (!tags)
 		hash_stream_update(sp->md5, in, len);
 	/* Room for every chunk this input can complete. */
 	size_t cap = (len / SSE_CHUNK_BYTES + 2) * ((size_t)SSE_CHUNK_BYTES + SSE_TAG_BYTES);
@@ -381,20 +385,18 @@ int s3_sse_put_feed(struct s3_sse_put *sp, const uint8_t *in, size_t len, struct
 		}
 		memcpy(b->data + b->len, sealed, sl);
 		b->len += sl;
+		if (tags)
+			hash_stream_update(sp->md5, sealed + sl - SSE_TAG_BYTES, SSE_TAG_BYTES);
 	}
 	*out = b;
 	return 0;
 }
 
-void s3_sse_put_etag(struct s3_sse_put *sp, const char *stored_etag, char out[33])
+void s3_sse_put_etag(struct s3_sse_put *sp, char out[33])
 {
-	if (sp->md5) {
-		uint8_t d[16];
-		hash_stream_final(sp->md5, d);
-		hash_hex(d, 16, out);
-	} else {
-		snprintf(out, 33, "%s", stored_etag);
-	}
+	uint8_t d[16];
+	hash_stream_final(sp->md5, d);
+	hash_hex(d, 16, out);
 }
 
 /* ------------------------------------------------------------ GET */
@@ -455,33 +457,45 @@ int s3_sse_get_run(struct s3_sse_get *sg, const struct gw_data_layout *l, uint64
 	return 0;
 }
 
+/* Chunks decrypted into one buffer handed out: fewer, larger response
+ * writes (as gw_data's shard-sized pieces), at most this much plaintext
+ * held per GET. */
+#define GET_BATCH_CHUNKS 16
+
 int s3_sse_get_read(struct s3_sse_get *sg, struct gw_data_get *get, struct buf_slice *out)
 {
 	if (!sg->live)
 		return IOL_ECORRUPT;
+	struct buf *b = NULL;
+	size_t first = 0, end = 0;   /* the range's bytes in b: [first, end) */
+	int rc = 0;
 	for (;;) {
 		if (sse_dec_full(&sg->dec)) {
-			struct buf *b = buf_new(SSE_CHUNK_BYTES);
 			size_t skip, n;
-			if (!b)
+			if (!b && !(b = buf_new((size_t)GET_BATCH_CHUNKS * SSE_CHUNK_BYTES)))
 				return -ENOMEM;
-			int rc = sse_dec_open_to(&sg->dec, b->data, &skip, &n);
-			if (rc) {
+			/* Chunks after the first start at their first byte: the
+			 * range's bytes stay contiguous in b. */
+			if (sse_dec_open_to(&sg->dec, b->data + end, &skip, &n)) {
 				buf_unref(b);
 				return IOL_ECORRUPT;   /* a chunk that does not authenticate */
 			}
-			b->len = skip + n;
-			out->buf = b;
-			out->off = skip;
-			out->len = n;
-			return 1;
+			if (end == 0)
+				first = skip;
+			else if (skip)
+				memmove(b->data + end, b->data + end + skip, n);
+			end += (end == 0 ? skip : 0) + n;
+			if (end + SSE_CHUNK_BYTES > b->cap || !sg->dec.left)
+				break;
+			continue;
 		}
 		if (!sg->holding) {
-			int rc = gw_data_get_read(get, &sg->held);
-			if (rc == 0)
-				return sg->dec.left ? IOL_ECORRUPT : 0;
-			if (rc < 0)
-				return rc;
+			rc = gw_data_get_read(get, &sg->held);
+			if (rc == 0 && sg->dec.left)
+				rc = IOL_ECORRUPT;   /* the stored range ended early */
+			if (rc <= 0)
+				break;
+			rc = 0;
 			sg->holding = true;
 		}
 		size_t n = sse_dec_put(&sg->dec, sg->held.buf->data + sg->held.off, sg->held.len);
@@ -491,7 +505,18 @@ int s3_sse_get_read(struct s3_sse_get *sg, struct gw_data_get *get, struct buf_s
 			buf_unref(sg->held.buf);
 			sg->holding = false;
 		} else if (!n) {
-			return IOL_ECORRUPT;   /* more stored bytes than the range */
+			rc = IOL_ECORRUPT;   /* more stored bytes than the range */
+			break;
 		}
 	}
+	if (b && end > first && (rc == 0 || rc == -EAGAIN)) {
+		b->len = end;
+		out->buf = b;
+		out->off = first;
+		out->len = end - first;
+		return 1;   /* verified bytes; what comes next, with the next read */
+	}
+	if (b)
+		buf_unref(b);
+	return rc;
 }

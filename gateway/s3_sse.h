@@ -94,9 +94,11 @@ uint64_t s3_sse_put_stored_len(const struct s3_sse_put *sp);
 /* The stored bytes of len more plaintext bytes: *out a new buffer
  * (NULL when no chunk completed), or -ENOMEM / -EIO. */
 int s3_sse_put_feed(struct s3_sse_put *sp, const uint8_t *in, size_t len, struct buf **out);
-/* The ETag: SSE-S3 the plaintext's MD5; SSE-C the stored bytes' (given:
- * gw_data's), which AWS also calls opaque. */
-void s3_sse_put_etag(struct s3_sse_put *sp, const char *stored_etag, char out[33]);
+/* The ETag, once every byte was fed: SSE-S3 the plaintext's MD5 (as
+ * AWS); SSE-C the MD5 of the chunks' GCM tags (AWS: not the MD5 of the
+ * object data). The PUT's gw_data computes no MD5 of its own
+ * (gw_data_put_no_etag). */
+void s3_sse_put_etag(struct s3_sse_put *sp, char out[33]);
 
 /* A GET's decryptor: for each run (a layout: the object, or one segment
  * of a multipart object) s3_sse_get_run maps the plaintext range to the
