@@ -98,7 +98,7 @@ def main():
 
 def run(aio):
     s3 = aio.client()
-    base = osd_used(aio)
+    used0 = osd_used(aio)
     s3.create_bucket(Bucket="sse")
     key = rnd.randbytes(32)
     key2 = rnd.randbytes(32)
@@ -232,6 +232,10 @@ def run(aio):
     expect(h.get("ServerSideEncryption"), None, "copy SSE-S3 -> plain has no SSE header")
     got = s3.get_object(Bucket="sse", Key="c2plain", Range="bytes=100-200000")["Body"].read()
     expect(got == big[100:200001], True, "copy SSE-S3 -> plain reads back")
+    s3.put_object(Bucket="sse", Key="self", Body=b"to be encrypted in place")
+    r = s3.copy_object(Bucket="sse", Key="self", CopySource="sse/self", ServerSideEncryption="AES256")
+    expect((r.get("ServerSideEncryption"), s3.get_object(Bucket="sse", Key="self")["Body"].read()),
+           ("AES256", b"to be encrypted in place"), "a copy onto itself that adds SSE-S3")
     r = s3.copy_object(Bucket="sse", Key="c2c", CopySource="sse/mpu", **ssec(key, copy=True),
                        **ssec(key2))
     expect(s3.get_object(Bucket="sse", Key="c2c", **ssec(key2))["Body"].read() == whole, True,
@@ -328,7 +332,7 @@ def run(aio):
     for b in ("sse", "dflt"):
         for o in s3.list_objects_v2(Bucket=b).get("Contents", []):
             s3.delete_object(Bucket=b, Key=o["Key"])
-    wait_used(aio, base, "every object deleted: the OSDs' used bytes back where they began")
+    wait_used(aio, used0, "every object deleted: the OSDs' used bytes back where they began")
     print("PASS test_s3_sse")
 
 
