@@ -25,6 +25,7 @@
  *   osd-N/meta       OSD N's RocksDB index
  *   root-credentials the root access key and secret (0600), unless given
  *                    by IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY
+ *   sse.key          SSE-S3's master key (0600), unless --sse-master-key-file
  *   aio.json         what this running aio serves (S3 endpoint, meta's admin
  *                    address, admin API and console URLs, pid): written
  *                    (write + rename) once it is up, removed on a clean
@@ -78,6 +79,7 @@
 #include "gateway/gw_front.h"
 #include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
+#include "gateway/s3_sse.h"
 #include "meta/client.h"
 #include "meta/node.h"
 #include "meta/rootkey.h"
@@ -121,6 +123,8 @@ static uint64_t f_deep_scrub = 7ull * 24 * 3600 * 1000;
 static uint64_t f_meta_cache = 256ull << 20;
 static uint64_t f_meta_wbuf = 64ull << 20;
 static bool f_sigv2 = true;
+static const char *f_sse_key_file;       /* NULL: DIR/sse.key, made on first start */
+static bool f_sse_c_http;
 static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
@@ -157,6 +161,11 @@ static const struct flag_spec specs[] = {
 	{ .name = "region", .type = FLAG_STRING, .dst = &f_region, .help = "S3 region" },
 	{ .name = "sigv2", .type = FLAG_BOOL, .dst = &f_sigv2,
 	  .help = "accept AWS Signature Version 2 (Debian 12's boto3 presigns with it)" },
+	{ .name = "sse-master-key-file", .type = FLAG_STRING, .dst = &f_sse_key_file,
+	  .metavar = "FILE", .help = "the SSE-S3 master key (default: DIR/sse.key, made on "
+	  "first start, mode 0600)" },
+	{ .name = "sse-c-allow-http", .type = FLAG_BOOL, .dst = &f_sse_c_http,
+	  .help = "accept SSE-C keys over plain HTTP from other hosts (loopback always is)" },
 	{ .name = "pg-count", .type = FLAG_UINT64, .dst = &f_pg_count, .min = 1, .max = 65536,
 	  .help = "placement groups of a new cluster (power of two)" },
 	{ .name = "range-groups", .type = FLAG_UINT64, .dst = &f_range_groups, .min = 0,
@@ -264,6 +273,7 @@ static struct {
 	unsigned outstanding;
 	bool announced, stopping;
 	struct meta_secret secret;     /* the cluster key (DIR/secret.key) */
+	struct meta_secret sse_master; /* SSE-S3's master key (DIR/sse.key) */
 } A;
 
 __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
@@ -313,6 +323,26 @@ static void cluster_key(const char *meta_dir)
 	if (meta_secret_check_dir(meta_dir, &A.secret, err, sizeof(err)))
 		die("cluster key: %s", err);
 	gw_creds_set_secret(&A.secret);
+}
+
+/* DIR/sse.key (made on first start, mode 0600, as secret.key), or the
+ * file --sse-master-key-file names: wraps SSE-S3 data keys
+ * (gateway/s3_sse.h). A key of its own, so that the one can be rotated or
+ * kept apart without the other. */
+static void sse_key(void)
+{
+	char path[4200], err[512];
+	if (f_sse_key_file) {
+		snprintf(path, sizeof(path), "%s", f_sse_key_file);
+	} else {
+		snprintf(path, sizeof(path), "%s/sse.key", f_data_dir);
+		int rc = meta_secret_create(path, err, sizeof(err));
+		if (rc && rc != -EEXIST)
+			die("sse master key: %s", err);
+	}
+	if (meta_secret_load(path, &A.sse_master, err, sizeof(err)))
+		die("sse master key: %s", err);
+	s3_sse_configure(&A.sse_master, f_sse_c_http);
 }
 
 /* --- meta --- */
@@ -1080,6 +1110,7 @@ int main(int argc, char **argv)
 		die("%s: %s", dir, strerror(-rc));
 	credentials();
 	cluster_key(dir);
+	sse_key();
 	if ((rc = meta_address()))
 		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
 	madm_check();

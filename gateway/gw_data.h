@@ -254,6 +254,11 @@ ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len);
  * came; else 0, and on_done follows once the last segment is settled. */
 int gw_data_put_finish(struct gw_data_put *p);
 
+/* The caller needs no ETag (it hashes the bytes itself, or they are
+ * ciphertext: s3_sse): the MD5 pass is skipped and gw_data_put_etag is
+ * "". Before the first gw_data_put_write. */
+void gw_data_put_no_etag(struct gw_data_put *p);
+
 /* Give up (client went away, body failed its signature): no more segments
  * go out; what was written is deleted; on_done(-ECANCELED) follows unless
  * the PUT was already over. */

@@ -95,6 +95,7 @@ struct gw_data_put {
 	bool walk_started, walking, in_walk_start;
 	bool done;
 	struct hash_stream *md5;  /* kept across reuse */
+	bool no_etag;             /* gw_data_put_no_etag: the MD5 is not computed */
 	char etag[2 * MD5_LEN + 1];
 	char rid[LOG_REQ_ID_LEN + 1]; /* the request id every PutShard carries ("" none) */
 	char err[320];
@@ -370,9 +371,10 @@ static void put_complete(struct gw_data_put *p)
 	struct gw_data *d = p->d;
 	uint8_t md[MD5_LEN];
 	p->done = true;
-	hash_stream_final(p->md5, md);
+	hash_stream_final(p->md5, md);   /* (also resets it for the next PUT) */
 	if (p->status == 0) {
-		hash_hex(md, MD5_LEN, p->etag);
+		if (!p->no_etag)
+			hash_hex(md, MD5_LEN, p->etag);
 		d->st.put_bytes += p->fed;
 	} else {
 		d->st.puts_failed++;
@@ -566,7 +568,8 @@ ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
 		if (c > seg_len - p->cur_len)
 			c = seg_len - p->cur_len;
 		memcpy(p->cur->data + p->cur_len, in + taken, c);
-		hash_stream_update(p->md5, in + taken, c);
+		if (!p->no_etag)
+			hash_stream_update(p->md5, in + taken, c);
 		p->cur_len += (uint32_t)c;
 		taken += c;
 		p->fed += c;
@@ -611,6 +614,11 @@ void gw_data_put_abort(struct gw_data_put *p)
 const struct gw_data_layout *gw_data_put_layout(const struct gw_data_put *p)
 {
 	return &p->layout;
+}
+
+void gw_data_put_no_etag(struct gw_data_put *p)
+{
+	p->no_etag = true;
 }
 
 const char *gw_data_put_etag(const struct gw_data_put *p)

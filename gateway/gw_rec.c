@@ -10,6 +10,7 @@
  * Thread: the gateway loop.
  */
 #include "gateway/gw_rec.h"
+#include "gateway/sse_crypt.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -40,14 +41,24 @@ static int decode_sized(const ProtobufCBinaryData *enc, uint64_t size, struct gw
 	return 0;
 }
 
-int gw_rec_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l)
+/* The stored length of plain bytes of r: an encrypted record's layouts
+ * hold the chunk cipher's output (gateway/sse_crypt.h). */
+static uint64_t stored_size(const Iolake__Meta__ObjectRecord *r, uint64_t plain)
 {
-	return decode_sized(&sg->data_layout, sg->length, l);
+	if (r->sse == IOLAKE__META__SSE_KIND__SSE_NONE)
+		return plain;
+	return sse_stored_len(plain, r->sse_chunk_bytes ? r->sse_chunk_bytes : SSE_CHUNK_BYTES);
+}
+
+int gw_rec_seg_layout(const Iolake__Meta__ObjectRecord *r, const Iolake__Meta__Segment *sg,
+		      struct gw_data_layout *l)
+{
+	return decode_sized(&sg->data_layout, stored_size(r, sg->length), l);
 }
 
 int gw_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l)
 {
-	return decode_sized(&r->data_layout, r->size, l);
+	return decode_sized(&r->data_layout, stored_size(r, r->size), l);
 }
 
 /* Start deleting the shards of a decoded layout on its PG's current OSDs. */

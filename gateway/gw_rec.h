@@ -33,12 +33,14 @@ bool gw_rec_is_inline(const Iolake__Meta__ObjectRecord *r);
 bool gw_rec_is_multipart(const Iolake__Meta__ObjectRecord *r);
 
 /* r's record-level layout into *l (release with gw_data_layout_clear): 0,
- * IOL_ECORRUPT (malformed, or not matching the record's size), -ENOMEM. */
+ * IOL_ECORRUPT (malformed, or not matching the record's size: for an
+ * encrypted record, the stored length of its size), -ENOMEM. */
 int gw_rec_layout(const Iolake__Meta__ObjectRecord *r, struct gw_data_layout *l);
 
-/* A multipart segment's layout, as gw_rec_layout, checked against the
- * segment's length. */
-int gw_rec_seg_layout(const Iolake__Meta__Segment *sg, struct gw_data_layout *l);
+/* A multipart segment of r: its layout, as gw_rec_layout, checked against
+ * the segment's length. */
+int gw_rec_seg_layout(const Iolake__Meta__ObjectRecord *r, const Iolake__Meta__Segment *sg,
+		      struct gw_data_layout *l);
 
 /* The shard layouts r names: a multipart record one per segment (none
  * with part_rows: its rows name them), an erasure-coded one 1, an inline

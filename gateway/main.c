@@ -38,6 +38,7 @@
 #include "common/rpc_tls.h"
 #include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
+#include "gateway/s3_sse.h"
 #include "meta/rootkey.h"
 #include "meta/secret.h"
 
@@ -55,6 +56,8 @@ static int64_t f_max_conns = 1024;
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_lc_interval = 3600000, f_lc_day_s;
 static const char *f_secret_file;
+static const char *f_sse_key_file;
+static bool f_sse_c_http;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
 static const char *f_admin_api_listen;
@@ -94,6 +97,11 @@ static const struct flag_spec specs[] = {
 	{ .name = "secret-key-file", .type = FLAG_STRING, .dst = &f_secret_file, .metavar = "FILE",
 	  .help = "the cluster key (mode 0600) that opens the access key secrets meta stores "
 		  "sealed (meta's --secret-key-file)" },
+	{ .name = "sse-master-key-file", .type = FLAG_STRING, .dst = &f_sse_key_file,
+	  .metavar = "FILE", .help = "the SSE-S3 master key (64 hex digits, mode 0600; "
+		  "`iolake-admin cluster init-key` makes one): without it SSE-S3 is refused" },
+	{ .name = "sse-c-allow-http", .type = FLAG_BOOL, .dst = &f_sse_c_http,
+	  .help = "accept SSE-C keys over plain HTTP from other hosts (loopback always is)" },
 	GW_FRONT_FLAGS(front),
 	LC_FLAGS(f_lc_interval, f_lc_day_s),
 	{ 0 }
@@ -211,6 +219,12 @@ int main(int argc, char **argv)
 		gw_creds_set_secret(&secret);
 		creds.secret = &secret;
 	}
+	static struct meta_secret sse_master;   /* SSE-S3's master key, until exit */
+	if (f_sse_key_file && meta_secret_load(f_sse_key_file, &sse_master, cerr, sizeof(cerr))) {
+		fprintf(stderr, "%s: flag --sse-master-key-file: %s\n", PROG, cerr);
+		return 2;
+	}
+	s3_sse_configure(f_sse_key_file ? &sse_master : NULL, f_sse_c_http);
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=gw");
 	if (gw_front_setup(&front, cerr, sizeof(cerr)) ||

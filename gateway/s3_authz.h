@@ -86,6 +86,8 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(PutBucketCORS,               BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetLifecycleConfiguration,   BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutLifecycleConfiguration,   BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetEncryptionConfiguration,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutEncryptionConfiguration,  BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutObject,                   BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
 	X(DeleteObject,                BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \
 	X(AbortMultipartUpload,        BUCKET, BUCKET_ACL,    S3_PERM_WRITE)              \

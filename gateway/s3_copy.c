@@ -72,6 +72,10 @@ struct copy_rq {
 	size_t held_len;
 	const uint8_t *held_p;
 	bool read_done, failed, finished;
+	/* Encryption (s3_sse.h): the source's key and decryptor (NULL: a
+	 * plain source), and what the destination gets. */
+	struct s3_sse_obj src_sse, dst_sse;
+	struct s3_sse_get *src_dec;
 };
 
 static struct copy_rq *copy_of(struct s3_rq *rq)
@@ -95,6 +99,9 @@ static void copy_fini(struct s3_rq *rq)
 	s3_prows_clear(&cr->rd.prows);
 	if (cr->held)
 		buf_unref(cr->held);
+	s3_sse_get_free(cr->src_dec);
+	s3_sse_obj_wipe(&cr->src_sse);
+	s3_sse_obj_wipe(&cr->dst_sse);
 	s3u_free_msg(cr->src);
 	free(cr->src_bucket);
 	free(cr->src_key);
@@ -138,7 +145,7 @@ static int reader_next(struct src_reader *rd)
 		return -EAGAIN;
 	reader_clear(rd);
 	rd->get_done = false;
-	uint64_t base = 0, n = rd->end - rd->pos;
+	uint64_t base = 0, n = rd->end - rd->pos, run = r->size;   /* run: the stored run's plaintext */
 	int rc;
 	if (rd->rows) {
 		const Iolake__Meta__Segment *sg = NULL;
@@ -154,9 +161,10 @@ static int reader_next(struct src_reader *rd)
 		if (rc)
 			return rc;
 		base = sg->offset;
+		run = sg->length;
 		if (sg->offset + sg->length < rd->end)
 			n = sg->offset + sg->length - rd->pos;
-		rc = gw_rec_seg_layout(sg, &rd->lay);
+		rc = gw_rec_seg_layout(r, sg, &rd->lay);
 	} else if (gw_rec_is_multipart(r)) {
 		while (rd->seg < r->n_segments &&
 		       r->segments[rd->seg]->offset + r->segments[rd->seg]->length <= rd->pos)
@@ -165,9 +173,10 @@ static int reader_next(struct src_reader *rd)
 			return IOL_ECORRUPT;
 		const Iolake__Meta__Segment *sg = r->segments[rd->seg++];
 		base = sg->offset;
+		run = sg->length;
 		if (sg->offset + sg->length < rd->end)
 			n = sg->offset + sg->length - rd->pos;
-		rc = gw_rec_seg_layout(sg, &rd->lay);
+		rc = gw_rec_seg_layout(r, sg, &rd->lay);
 	} else {
 		rc = gw_rec_layout(r, &rd->lay);
 	}
@@ -176,8 +185,11 @@ static int reader_next(struct src_reader *rd)
 	struct gw_data_target t;
 	if (s3_rq_target(&rd->cr->put.rq, rd->lay.pg, &t))
 		return IOL_EUNAVAILABLE;
-	rc = gw_data_get_start(o->data, &t, &rd->lay, rd->pos - base, n, on_src_readable, rd->cr,
-			       &rd->get);
+	uint64_t soff = rd->pos - base, slen = n;
+	struct s3_sse_get *dec = rd->cr->src_dec;
+	if (dec && (rc = s3_sse_get_run(dec, &rd->lay, run, soff, n, &soff, &slen)))
+		return rc;
+	rc = gw_data_get_start(o->data, &t, &rd->lay, soff, slen, on_src_readable, rd->cr, &rd->get);
 	if (rc)
 		return rc;
 	rd->pos += n;
@@ -204,7 +216,8 @@ static int reader_read(struct src_reader *rd, struct buf_slice *out)
 	}
 	for (;;) {
 		if (rd->get && !rd->get_done) {
-			int rc = gw_data_get_read(rd->get, out);
+			int rc = rd->cr->src_dec ? s3_sse_get_read(rd->cr->src_dec, rd->get, out)
+						 : gw_data_get_read(rd->get, out);
 			if (rc != 0)
 				return rc;
 			rd->get_done = true;
@@ -285,10 +298,25 @@ static void pump(struct copy_rq *cr)
 			s3_part_ck_final(&cr->part);
 			break;
 		}
+		s3_part_ck_update(&cr->part, sl.buf->data + sl.off, sl.len);
+		if (p->sse) {
+			/* The destination's ciphertext: whole chunks, or nothing yet. */
+			struct buf *b;
+			rc = s3_sse_put_feed(p->sse, sl.buf->data + sl.off, sl.len, &b);
+			buf_unref(sl.buf);
+			if (rc) {
+				copy_fail(cr, S3E_InternalError, NULL);
+				return;
+			}
+			if (!b)
+				continue;
+			sl.buf = b;
+			sl.off = 0;
+			sl.len = b->len;
+		}
 		cr->held = sl.buf;
 		cr->held_p = sl.buf->data + sl.off;
 		cr->held_len = sl.len;
-		s3_part_ck_update(&cr->part, cr->held_p, cr->held_len);
 	}
 	if (!p->rq.c || cr->failed || !cr->read_done || cr->finished)
 		return;
@@ -372,6 +400,13 @@ static void copy_start(struct copy_rq *cr)
 	struct s3_rq *rq = &p->rq;
 	p->size = cr->len;
 	p->is_inline = cr->is_part ? cr->len == 0 : cr->len <= rq->o->inline_max;
+	if (s3_put_encrypt(p, &cr->dst_sse))
+		return;
+	if (cr->len && cr->src_sse.kind != IOLAKE__META__SSE_KIND__SSE_NONE &&
+	    !(cr->src_dec = s3_sse_get_new(&cr->src_sse))) {
+		s3_rq_fail(rq, S3E_InternalError, NULL);
+		return;
+	}
 	if (p->is_inline && cr->len && !(p->inl = malloc(cr->len))) {
 		s3_rq_fail(rq, S3E_InternalError, NULL);
 		return;
@@ -385,8 +420,7 @@ static void copy_start(struct copy_rq *cr)
 	}
 	if (!p->is_inline) {
 		struct gw_data_put_cbs cbs = { .on_writable = on_dst_writable, .on_done = on_dst_done };
-		if (s3_rq_target(rq, p->pg, &p->target) ||
-		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, cr, &p->put)) {
+		if (s3_rq_target(rq, p->pg, &p->target) || s3_put_data_start(p, &cbs, cr)) {
 			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
 			return;
 		}
@@ -544,6 +578,12 @@ static void src_ready(struct s3_rq *rq, Iolake__Meta__ObjectRecord *rec)
 		s3_rq_fail(rq, S3E_PreconditionFailed, NULL);
 		return;
 	}
+	const char *smsg;
+	enum s3_err e = s3_sse_for_read(rq->c, rec, true, &cr->src_sse, &smsg);
+	if (e) {
+		s3_rq_fail(rq, e, smsg);
+		return;
+	}
 	cr->off = 0;
 	cr->len = cr->src->size;
 	char v[128];
@@ -573,11 +613,18 @@ static void on_dst(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp
 {
 	struct copy_rq *cr = copy_of(rq);
 	const Iolake__Meta__GetUploadResponse *u = (const void *)resp;
+	const char *msg = NULL;
 	if (!e && cr->is_part && u && u->upload &&
 	    s3_part_ck_begin(&cr->part, (enum s3_ck_algo)u->upload->checksum_algo))
 		e = S3E_InternalError;   /* the part carries the upload's checksum */
+	/* The destination's encryption: the upload's (a part), else the
+	 * request's or the bucket's default. */
+	if (!e && cr->is_part && u && u->upload && u->upload->meta)
+		e = s3_sse_for_read(rq->c, u->upload->meta, false, &cr->dst_sse, &msg);
+	else if (!e && !cr->is_part)
+		e = s3_sse_for_write(rq->c, rq->bkt, &cr->dst_sse, &msg);
 	if (e)
-		s3_rq_fail(rq, e, NULL);
+		s3_rq_fail(rq, e, msg);
 	else   /* the copy's second question: may the caller read the source? */
 		s3_rq_head_authz(rq, cr->src_bucket, cr->src_key, S3_ACT_GetObject, on_src);
 }
@@ -589,6 +636,7 @@ static void copy_respond(struct s3_put *p)
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
 	s3_ver_headers(&p->rq);
 	struct copy_rq *cr = copy_of(&p->rq);
+	s3_sse_headers(p->rq.c, &cr->dst_sse);
 	if (cr->src && (cr->src_vid || cr->src->version_id[0]))
 		http_add_header(s3_call_stream(p->rq.c), "x-amz-copy-source-version-id",
 				cr->src->version_id[0] ? cr->src->version_id : "null");
@@ -674,9 +722,11 @@ static void copy_begin(struct s3_call *c, bool is_part)
 			return;
 		}
 	}
-	/* (A version copied onto its own key is S3's way to restore it.) */
+	/* (A version copied onto its own key is S3's way to restore it; a
+	 * copy onto itself that changes the encryption is allowed too.) */
 	if (!is_part && !cr->replace && !cr->src_vid && strcmp(cr->src_bucket, rq->bucket) == 0 &&
-	    strcmp(cr->src_key, rq->key) == 0) {
+	    strcmp(cr->src_key, rq->key) == 0 && !s3u_hdr(c, "x-amz-server-side-encryption") &&
+	    !s3u_hdr(c, "x-amz-server-side-encryption-customer-algorithm")) {
 		s3_rq_fail(rq, S3E_InvalidRequest,
 			   "This copy request is illegal because it is trying to copy an object to itself "
 			   "without changing the object's metadata, storage class, website redirect "

@@ -26,6 +26,7 @@
 	X(CORSBadRequest,               400, "BadRequest",                   "Insufficient information. Origin request header needed.") \
 	X(NoSuchCORSConfiguration,      404, "NoSuchCORSConfiguration",      "The CORS configuration does not exist") \
 	X(NoSuchLifecycleConfiguration, 404, "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist") \
+	X(NoSuchEncryptionConfiguration, 404, "ServerSideEncryptionConfigurationNotFoundError", "The server side encryption configuration was not found") \
 	X(InvalidPolicyDocument,        400, "InvalidPolicyDocument",        "Invalid Policy") \
 	X(MalformedPOSTRequest,         400, "MalformedPOSTRequest",         "The body of your POST request is not well-formed multipart/form-data.") \
 	X(MaxPostPreDataLengthExceeded, 400, "MaxPostPreDataLengthExceededError", "Your POST request fields preceding the upload file were too large.") \

@@ -31,6 +31,7 @@
 #include "gateway/s3_prows.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_lock.h"
+#include "gateway/s3_sse.h"
 #include "gateway/s3_tagging.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
@@ -55,6 +56,10 @@ struct get_rq {
 	bool rows;                     /* its layouts in part rows (issue 18) */
 	bool rows_wait;                /* a GetPartRows is in flight */
 	struct s3_prows prows;
+	/* An encrypted object (s3_sse.h): its key, and the decryptor the
+	 * stored bytes go through (NULL: not encrypted, or no body). */
+	struct s3_sse_obj sse;
+	struct s3_sse_get *dec;
 };
 
 static struct get_rq *get_of(struct s3_rq *rq)
@@ -78,6 +83,8 @@ static void get_fini(struct s3_rq *rq)
 	gw_data_layout_clear(&g->lay);
 	s3_prows_clear(&g->prows);
 	s3u_free_msg(g->rec);
+	s3_sse_get_free(g->dec);
+	s3_sse_obj_wipe(&g->sse);
 }
 
 static void get_pump(struct get_rq *g);
@@ -162,6 +169,7 @@ static void add_object_headers(struct get_rq *g)
 		http_add_header(s, name, r->user_meta[i]->value);
 	}
 	s3_tagging_count_header(s, r);
+	s3_sse_headers(c, &g->sse);
 	/* The object's checksum only with the whole object (not a range,
 	 * not one part). */
 	if (!g->partial && !s3_call_req(c)->part_number && s3_attrs_checksum_mode(c))
@@ -299,14 +307,16 @@ static int mget_next(struct get_rq *g)
 		return rc;
 	uint64_t seg_end = sg->offset + sg->length;
 	uint64_t n = (seg_end < g->mend ? seg_end : g->mend) - g->mpos;
-	rc = gw_rec_seg_layout(sg, &g->lay);
+	rc = gw_rec_seg_layout(g->rec, sg, &g->lay);
 	if (rc)
 		return rc;
 	struct gw_data_target t;
 	if (s3_rq_target(&g->rq, g->lay.pg, &t))
 		return IOL_EUNAVAILABLE;
-	rc = gw_data_get_start(o->data, &t, &g->lay, g->mpos - sg->offset, n, on_get_readable, g,
-			       &g->get);
+	uint64_t soff = g->mpos - sg->offset, slen = n;
+	if (g->dec && (rc = s3_sse_get_run(g->dec, &g->lay, sg->length, soff, n, &soff, &slen)))
+		return rc;
+	rc = gw_data_get_start(o->data, &t, &g->lay, soff, slen, on_get_readable, g, &g->get);
 	if (rc)
 		return rc;
 	g->mpos += n;
@@ -339,7 +349,9 @@ static void get_pump(struct get_rq *g)
 		return;   /* on_get_rows pumps */
 	while (!g->ended && g->writes < GET_WRITES) {
 		struct buf_slice sl;
-		int rc = g->get ? gw_data_get_read(g->get, &sl) : IOL_EUNAVAILABLE;
+		int rc = !g->get ? IOL_EUNAVAILABLE
+			 : g->dec ? s3_sse_get_read(g->dec, g->get, &sl)
+				  : gw_data_get_read(g->get, &sl);
 		if (rc == 0 && g->mpu && g->mpos < g->mend) {
 			rc = mget_next(g);
 			if (rc == 0)
@@ -464,8 +476,19 @@ static void get_respond(struct get_rq *g)
 	const Iolake__Meta__ObjectRecord *r = g->rec;
 	struct s3_ops *o = g->rq.o;
 	struct http_stream *s = s3_call_stream(g->rq.c);
+	const char *msg;
+	enum s3_err e = s3_sse_for_read(g->rq.c, r, false, &g->sse, &msg);
+	if (e) {
+		s3_rq_fail(&g->rq, e, msg);
+		return;
+	}
 	if (!get_range(g))
 		return;
+	if (!g->head && g->sse.kind != IOLAKE__META__SSE_KIND__SSE_NONE && g->len &&
+	    !(g->dec = s3_sse_get_new(&g->sse))) {
+		s3_rq_fail(&g->rq, S3E_ServiceUnavailable, NULL);
+		return;
+	}
 	if (g->head) {
 		/* As S3: a satisfiable Range (or partNumber) changes only the
 		 * status and Content-Length (plus Content-Range) of a HEAD. */
@@ -520,7 +543,12 @@ static void get_respond(struct get_rq *g)
 		s3_rq_fail(&g->rq, S3E_ServiceUnavailable, "No cluster map yet");
 		return;
 	}
-	rc = gw_data_get_start(o->data, &t, &g->lay, g->off, g->len, on_get_readable, g, &g->get);
+	uint64_t soff = g->off, slen = g->len;
+	if (g->dec && (rc = s3_sse_get_run(g->dec, &g->lay, r->size, g->off, g->len, &soff, &slen))) {
+		s3_rq_fail(&g->rq, S3E_InternalError, "Unreadable object layout");
+		return;
+	}
+	rc = gw_data_get_start(o->data, &t, &g->lay, soff, slen, on_get_readable, g, &g->get);
 	if (rc) {
 		s3_rq_fail(&g->rq, rc == -EAGAIN || rc == -ENOMEM ? S3E_ServiceUnavailable
 								 : S3E_InternalError, NULL);

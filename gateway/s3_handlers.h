@@ -11,7 +11,8 @@
  *   s3_get.c        GetObject, HeadObject
  *   s3_delete.c     DeleteObject, DeleteObjects
  *   s3_multipart.c  CreateMultipartUpload, CompleteMultipartUpload,
- *                   AbortMultipartUpload, ListParts
+ *                   AbortMultipartUpload
+ *   s3_list_parts.c ListParts
  *   s3_part.c       UploadPart (and the part commit, s3_part.h)
  *   s3_copy.c       CopyObject, UploadPartCopy
  *   s3_tagging.c    Put/Get/DeleteObjectTagging, Put/Get/DeleteBucketTagging
@@ -26,6 +27,7 @@
  *   s3_lifecycle.c  Get/PutBucketLifecycleConfiguration, DeleteBucketLifecycle
  *   s3_lock.c       Put/GetObjectLockConfiguration, Put/GetObjectRetention,
  *                   Put/GetObjectLegalHold
+ *   s3_sse_config.c Get/Put/DeleteBucketEncryption
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -63,9 +65,11 @@ extern const struct s3_handler s3_tagging_handlers[];
 extern const struct s3_handler s3_attrs_handlers[];
 extern const struct s3_handler s3_access_handlers[];
 extern const struct s3_handler s3_cors_handlers[];
+extern const struct s3_handler s3_sse_config_handlers[];
 extern const struct s3_handler s3_bucket_policy_handlers[];
 extern const struct s3_handler s3_version_handlers[];   /* s3_version.c (issue 17) */
 extern const struct s3_handler s3_lifecycle_handlers[]; /* s3_lifecycle.c (issue 17) */
+extern const struct s3_handler s3_list_parts_handlers[]; /* s3_list_parts.c */
 extern const struct s3_handler s3_lock_handlers[];      /* s3_lock.c (issue 17) */
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */

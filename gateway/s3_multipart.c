@@ -26,8 +26,9 @@
  * the value with the object; the listing it relies on is the one the
  * commit's parts_generation condition holds.
  *
- * Does not upload parts (s3_part.c) nor list a bucket's uploads
- * (ListMultipartUploads, s3_list.c).
+ * Does not upload parts (s3_part.c), list an upload's parts (ListParts,
+ * s3_list_parts.c) nor a bucket's uploads (ListMultipartUploads,
+ * s3_list.c).
  *
  * Thread: the gateway loop; no blocking call.
  */
@@ -48,6 +49,7 @@
 #include "gateway/s3_list.h"
 #include "gateway/s3_put.h"
 #include "gateway/s3_rq.h"
+#include "gateway/s3_sse.h"
 #include "gateway/s3_util.h"
 #include "gateway/s3_version.h"
 #include "gateway/xml_parse.h"
@@ -102,6 +104,7 @@ struct create_rq {
 	struct s3_rq rq;
 	enum s3_ck_algo algo;             /* x-amz-checksum-algorithm (NONE: none) */
 	bool full;                        /* x-amz-checksum-type FULL_OBJECT */
+	struct s3_sse_obj sse;            /* the object's encryption (s3_sse.h) */
 };
 
 static const char *ck_type_name(bool full)
@@ -166,6 +169,8 @@ static void on_create(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpRes
 		http_add_header(s3_call_stream(rq->c), "x-amz-checksum-algorithm", s3_ck_name(cr->algo));
 		http_add_header(s3_call_stream(rq->c), "x-amz-checksum-type", ck_type_name(cr->full));
 	}
+	s3_sse_headers(rq->c, &cr->sse);
+	s3_sse_obj_wipe(&cr->sse);
 	struct xml_w *w = s3_call_xml(rq->c);
 	xml_decl(w);
 	xml_open_ns(w, "InitiateMultipartUploadResult", S3_XMLNS);
@@ -193,20 +198,23 @@ static void op_create(struct s3_call *c)
 		meta.pg = pg;
 	/* The object's owner and ACL, taken by Complete from the upload. */
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
+	const char *msg = NULL;
 	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
 	/* Object lock: retention and legal hold, or the default from now (S3
 	 * dates the object from its initiation); Complete takes them. */
-	const char *lmsg = NULL;
 	uint64_t now_ms = s3u_wall_ms();
 	if (!ae)
-		ae = s3_lock_to_record(rq, &meta, now_ms, &lmsg);
+		ae = s3_lock_to_record(rq, &meta, now_ms, &msg);
+	if (!ae)   /* the encryption of the parts and the object (s3_sse.h) */
+		ae = s3_sse_for_write(c, rq->bkt, &cr->sse, &msg);
 	if (ae) {
 		free(acc);
 		s3_put_user_meta_free(&hb.um);
-		s3_rq_fail(rq, ae, lmsg);
+		s3_rq_fail(rq, ae, msg);
 		return;
 	}
 	s3_access_to_record(acc, &meta);
+	s3_sse_to_record(&cr->sse, &meta);
 	Iolake__Meta__MultipartUpload u = IOLAKE__META__MULTIPART_UPLOAD__INIT;
 	u.bucket = rq->bucket;
 	u.key = rq->key;
@@ -317,6 +325,8 @@ static void complete_respond(struct cm_rq *m, const char *etag)
 		snprintf(loc, loc_n, "http://%.*s/%s/%s", (int)hr->host_len, hr->host ? hr->host : "",
 			 m->rq.bucket, m->rq.key);
 	s3_ver_headers(&m->rq);
+	if (m->listed && m->listed->upload && m->listed->upload->meta)
+		s3_sse_record_headers(c, m->listed->upload->meta);
 	struct xml_w *w = s3_call_xml(c);
 	xml_decl(w);
 	xml_open_ns(w, "CompleteMultipartUploadResult", S3_XMLNS);
@@ -718,94 +728,9 @@ static void op_abort(struct s3_call *c)
 		list_parts(m, on_abort_listed);
 }
 
-/* ------------------------------------------------------------ ListParts */
-
-static void on_list_parts(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp)
-{
-	if (e) {
-		s3_rq_fail(rq, e, NULL);
-		return;
-	}
-	const Iolake__Meta__ListPartsResponse *r = (const void *)resp;
-	const struct s3_req *q = s3_call_req(rq->c);
-	long marker = s3u_qnum(q, "part-number-marker", 0), max = s3u_qnum(q, "max-parts", LIST_MAX);
-	const char *owner = r->upload ? r->upload->owner : NULL;
-	const char *enc = s3u_qval(q, "encoding-type");   /* else refused in op_list_parts */
-	bool url = enc && !strcmp(enc, "url");
-	struct xml_w *w = s3_call_xml(rq->c);
-	xml_decl(w);
-	xml_open_ns(w, "ListPartsResult", S3_XMLNS);
-	xml_elem(w, "Bucket", rq->bucket);
-	s3_list_key_elem(w, "Key", rq->key, url);
-	xml_elem_n(w, "UploadId", q->upload_id, q->upload_id_len);
-	s3u_owner_elems(w, "Initiator", owner);
-	s3u_owner_elems(w, "Owner", owner);
-	xml_elem(w, "StorageClass", "STANDARD");
-	if (r->upload && r->upload->checksum_algo) {
-		xml_elem(w, "ChecksumAlgorithm", s3_ck_name((enum s3_ck_algo)r->upload->checksum_algo));
-		xml_elem(w, "ChecksumType", ck_type_name(r->upload->checksum_full_object));
-	}
-	/* max-parts=0: meta was asked for one part, to say whether any
-	 * follow; the page itself is empty. */
-	size_t shown = max == 0 ? 0 : r->n_parts;
-	xml_elem_u64(w, "PartNumberMarker", (uint64_t)marker);
-	if (shown)
-		xml_elem_u64(w, "NextPartNumberMarker", r->parts[shown - 1]->part_number);
-	xml_elem_u64(w, "MaxParts", (uint64_t)max);
-	if (url)
-		xml_elem(w, "EncodingType", "url");
-	xml_elem_bool(w, "IsTruncated", r->truncated || shown < r->n_parts);
-	for (size_t i = 0; i < shown; i++) {
-		const Iolake__Meta__Part *p = r->parts[i];
-		char d[40], et[40];
-		s3u_iso_date(p->mtime_ms, d);
-		snprintf(et, sizeof(et), "\"%s\"", p->etag);
-		xml_open(w, "Part");
-		xml_elem_u64(w, "PartNumber", p->part_number);
-		xml_elem(w, "LastModified", d);
-		xml_elem(w, "ETag", et);
-		xml_elem_u64(w, "Size", p->size);
-		if (p->n_checksums)
-			s3_attrs_xml_checksum(w, p->checksums[0], 0);
-		xml_close(w);
-	}
-	xml_close(w);
-	s3_call_send_xml(rq->c, 200);
-}
-
-static void op_list_parts(struct s3_call *c)
-{
-	const struct s3_req *q = s3_call_req(c);
-	long marker = s3u_qnum(q, "part-number-marker", 0), max = s3u_qnum(q, "max-parts", LIST_MAX);
-	if (marker < 0 || max < 0 || marker > MPU_MAX_PARTS) {
-		s3_call_error(c, S3E_InvalidArgument, "part-number-marker and max-parts must be integers");
-		return;
-	}
-	const char *enc = s3u_qval(q, "encoding-type");
-	if (enc && strcmp(enc, "url")) {
-		s3_call_error(c, S3E_InvalidArgument, "Invalid Encoding Method specified in Request");
-		return;
-	}
-	struct s3_rq *rq = new_upload_rq(c, sizeof(*rq));
-	if (!rq)
-		return;
-	char id[17];
-	memcpy(id, q->upload_id, 16);
-	id[16] = 0;
-	Iolake__Meta__ListPartsRequest req = IOLAKE__META__LIST_PARTS_REQUEST__INIT;
-	req.bucket = rq->bucket;
-	req.key = rq->key;
-	req.upload_id = id;
-	req.part_number_marker = (uint32_t)marker;
-	/* max-parts=0 answers an empty, truncated page (meta reads 0 as "all"). */
-	req.max_parts = max == 0 ? 1 : max > LIST_MAX ? LIST_MAX : (uint32_t)max;
-	s3_rq_call(rq, META_M_LIST_PARTS, &req.base, S3_SUBJ_UPLOAD_READ, on_list_parts);
-}
-
 const struct s3_handler s3_multipart_handlers[] = {
 	{ S3_OP_CreateMultipartUpload, op_create, S3_ACT_PutObject },
 	{ S3_OP_CompleteMultipartUpload, op_complete, S3_ACT_PutObject },
 	{ S3_OP_AbortMultipartUpload, op_abort, S3_ACT_AbortMultipartUpload },
-	{ S3_OP_ListParts, op_list_parts, S3_ACT_ListMultipartUploadParts },
 	S3_HANDLERS_END,
 };

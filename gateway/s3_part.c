@@ -35,6 +35,8 @@ static void part_respond(struct s3_put *p, const struct s3_part *mp)
 	struct s3_call *c = p->rq.c;
 	char etag[40];
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
+	if (p->sse)
+		s3_sse_headers(c, s3_sse_put_obj(p->sse));
 	if (!mp->copy) {
 		http_add_header(s3_call_stream(c), "ETag", etag);
 		const struct s3_ck_value *v = s3_call_checksum(c);
@@ -244,6 +246,20 @@ static void on_upload_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMe
 	const Iolake__Meta__GetUploadResponse *r = (const void *)resp;
 	if (!e && rq->c && r && r->upload)
 		s3_call_checksum_want(rq->c, (enum s3_ck_algo)r->upload->checksum_algo);
+	if (!e && rq->c && r && r->upload && r->upload->meta) {
+		/* The upload's encryption (its key, for SSE-C) is the part's. */
+		struct s3_sse_obj so;
+		const char *msg;
+		e = s3_sse_for_read(rq->c, r->upload->meta, false, &so, &msg);
+		int rc = e ? 0 : s3_put_encrypt(s3_put_of(rq), &so);
+		s3_sse_obj_wipe(&so);
+		if (e) {
+			s3_rq_fail(rq, e, msg);
+			return;
+		}
+		if (rc)
+			return;
+	}
 	s3_put_on_checked(rq, e, resp);
 }
 

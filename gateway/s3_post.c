@@ -480,6 +480,21 @@ static void open_file(struct post_rq *q)
 		post_fail(q, e, NULL);
 		return;
 	}
+	/* The bucket's default encryption (s3_sse.h; a form's own SSE fields
+	 * are not read). */
+	struct s3_sse_obj so;
+	const char *smsg;
+	e = s3_sse_for_write(p->rq.c, p->rq.bkt, &so, &smsg);
+	int rc = e ? 0 : s3_put_encrypt(p, &so);
+	s3_sse_obj_wipe(&so);
+	if (e) {
+		post_fail(q, e, smsg);
+		return;
+	}
+	if (rc) {
+		q->failed = true;
+		return;
+	}
 	if (s3_put_open(p)) {
 		q->failed = true;
 		return;

@@ -71,6 +71,34 @@ void s3_put_fini(struct s3_rq *rq)
 	free(p->spill);
 	s3u_free_msg(p->cur);
 	free(p->inl);
+	s3_sse_put_free(p->sse);
+	p->sse = NULL;
+}
+
+int s3_put_encrypt(struct s3_put *p, const struct s3_sse_obj *o)
+{
+	if (o->kind == IOLAKE__META__SSE_KIND__SSE_NONE)
+		return 0;
+	if (!(p->sse = s3_sse_put_new(o, p->size))) {
+		s3_rq_fail(&p->rq, S3E_InternalError, NULL);
+		return -ENOMEM;
+	}
+	if (p->size) {
+		p->is_inline = false;   /* the record never holds plaintext */
+		free(p->inl);
+		p->inl = NULL;
+	}
+	return 0;
+}
+
+int s3_put_data_start(struct s3_put *p, const struct gw_data_put_cbs *cbs, void *ud)
+{
+	int rc = gw_data_put_start(p->rq.o->data, &p->target,
+				   p->sse ? s3_sse_put_stored_len(p->sse) : p->size,
+				   p->sse ? s3_sse_put_oid(p->sse) : NULL, cbs, ud, &p->put);
+	if (!rc && p->sse)
+		gw_data_put_no_etag(p->put);   /* the encryptor makes the ETag */
+	return rc;
 }
 
 /* ------------------------------------------------------------ the record commit */
@@ -83,6 +111,8 @@ static void put_respond(struct s3_put *p)
 	char etag[40];
 	snprintf(etag, sizeof(etag), "\"%s\"", p->etag);
 	http_add_header(s3_call_stream(c), "ETag", etag);
+	if (p->sse)
+		s3_sse_headers(c, s3_sse_put_obj(p->sse));
 	s3_ver_headers(&p->rq);
 	s3_lc_expiration_put(&p->rq, p->size, p->mtime_ms);
 	s3_attrs_put_checksum_header(c);
@@ -301,6 +331,8 @@ static void put_commit(struct s3_put *p)
 	}
 	s3_access_to_record(acc, &r);
 	r.pg = p->pg;
+	if (p->sse)
+		s3_sse_to_record(s3_sse_put_obj(p->sse), &r);
 	Iolake__Meta__Checksum ck, *pck = &ck;
 	if (s3_attrs_record_checksum(c, &ck)) {
 		r.n_checksums = 1;
@@ -410,6 +442,8 @@ static void put_maybe_commit(struct s3_put *p)
 		uint8_t d[16];
 		hash_md5(p->inl ? p->inl : (const uint8_t *)"", p->inl_len, d);
 		hash_hex(d, 16, p->etag);
+	} else if (p->sse) {
+		s3_sse_put_etag(p->sse, p->etag);
 	} else {
 		snprintf(p->etag, sizeof(p->etag), "%s", gw_data_put_etag(p->put));
 	}
@@ -471,18 +505,10 @@ static void on_put_done(struct gw_data_put *dp, int status, void *ud)
 	put_maybe_commit(p);
 }
 
-void s3_put_feed(struct s3_put *p, const char *data, size_t len)
+/* Stored bytes (the body, or its ciphertext) to gw_data. */
+static void put_feed_stored(struct s3_put *p, const char *data, size_t len)
 {
 	struct s3_call *c = p->rq.c;
-	if (p->is_inline) {
-		if (p->inl_len + len > p->size)
-			return; /* over-long: the verdict says IncompleteBody */
-		memcpy(p->inl + p->inl_len, data, len);
-		p->inl_len += len;
-		return;
-	}
-	if (!p->put)
-		return;
 	size_t n = 0;
 	if (!p->spill_len) {
 		ssize_t w = gw_data_put_write(p->put, data, len);
@@ -510,6 +536,32 @@ void s3_put_feed(struct s3_put *p, const char *data, size_t len)
 	memcpy(p->spill + p->spill_len, data + n, rest);
 	p->spill_len += rest;
 	http_pause(s3_call_stream(c));
+}
+
+void s3_put_feed(struct s3_put *p, const char *data, size_t len)
+{
+	if (p->is_inline) {
+		if (p->inl_len + len > p->size)
+			return; /* over-long: the verdict says IncompleteBody */
+		memcpy(p->inl + p->inl_len, data, len);
+		p->inl_len += len;
+		return;
+	}
+	if (!p->put)
+		return;
+	if (!p->sse) {
+		put_feed_stored(p, data, len);
+		return;
+	}
+	struct buf *b;
+	if (s3_sse_put_feed(p->sse, (const uint8_t *)data, len, &b)) {
+		gw_data_put_abort(p->put);   /* on_done reports */
+		return;
+	}
+	if (b) {
+		put_feed_stored(p, (const char *)b->data, b->len);
+		buf_unref(b);
+	}
 }
 
 static void on_put_body(struct s3_call *c, const char *data, size_t len)
@@ -569,8 +621,7 @@ int s3_put_open(struct s3_put *p)
 	if (!p->is_inline) {
 		struct gw_data_put_cbs cbs = { .on_writable = on_put_writable, .on_done = on_put_done };
 		if (gw_map_object_pg(rq->o->map, rq->bucket, rq->key, &p->pg) ||
-		    s3_rq_target(rq, p->pg, &p->target) ||
-		    gw_data_put_start(rq->o->data, &p->target, p->size, NULL, &cbs, p, &p->put)) {
+		    s3_rq_target(rq, p->pg, &p->target) || s3_put_data_start(p, &cbs, p)) {
 			s3_rq_fail(rq, S3E_ServiceUnavailable, "No cluster map yet");
 			return -EAGAIN;
 		}
@@ -683,9 +734,17 @@ static void op_put_object(struct s3_call *c)
 		e = s3_quota_check(s3_rq_gate_bucket(&p->rq), p->size, 1);
 	if (!e)
 		e = s3_lock_check_headers(&p->rq, true, &msg);   /* object lock */
+	if (e) {
+		s3_rq_fail(&p->rq, e, msg);
+		return;
+	}
+	struct s3_sse_obj so;
+	e = s3_sse_for_write(c, p->rq.bkt, &so, &msg);
+	int rc = e ? 0 : s3_put_encrypt(p, &so);
+	s3_sse_obj_wipe(&so);
 	if (e)
 		s3_rq_fail(&p->rq, e, msg);
-	else
+	else if (!rc)
 		s3_put_stream(p);
 }
 

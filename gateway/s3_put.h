@@ -28,6 +28,7 @@
 
 #include "gateway/gw_data.h"
 #include "gateway/s3_rq.h"
+#include "gateway/s3_sse.h"
 
 /* The state of a request built on the pipeline; an operation that needs
  * more embeds it first: struct copy_rq { struct s3_put put; ... }. */
@@ -66,6 +67,9 @@ struct s3_put {
 	 * of the request's headers; NULL: the request's. */
 	const struct sigv4_header *form_hdrs;
 	size_t n_form_hdrs;
+	/* Server-side encryption (s3_sse.h): the body is encrypted on its
+	 * way to gw_data (never inline); NULL: stored as sent. */
+	struct s3_sse_put *sse;
 };
 
 static inline struct s3_put *s3_put_of(struct s3_rq *rq)
@@ -103,6 +107,16 @@ void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *
  * bucket the gate read (s3_access_for_object): S3E_OK or the error to
  * answer before any body is read. */
 enum s3_err s3_put_check_access(struct s3_rq *rq);
+
+/* Encrypt the body as o says (kind SSE_NONE: nothing to do): a body
+ * that is not empty is then never inline. Before the data path starts.
+ * 0, or -ENOMEM after answering. */
+int s3_put_encrypt(struct s3_put *p, const struct s3_sse_obj *o);
+
+/* Start p's gw_data PUT (p->target set): p->size bytes, or their stored
+ * length and the encryptor's object id when encrypted. As
+ * gw_data_put_start. */
+int s3_put_data_start(struct s3_put *p, const struct gw_data_put_cbs *cbs, void *ud);
 
 /* The data is whole and durable (a copy pump fed it): commit. */
 void s3_put_ready(struct s3_put *p);

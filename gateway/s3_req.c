@@ -167,6 +167,7 @@ enum {
 	SR_RETENTION = 1u << 17,
 	SR_LEGAL_HOLD = 1u << 18,
 	SR_LIFECYCLE = 1u << 19,
+	SR_ENCRYPTION = 1u << 20,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -184,7 +185,7 @@ static const struct qname qnames[] = {
 	{ "acl", SR_ACL },                 { "attributes", SR_ATTRIBUTES },
 	{ "list-type", SR_LIST_TYPE },
 	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
-	{ "cors", SR_CORS },        { "encryption", SR_UNSUPPORTED },
+	{ "cors", SR_CORS },        { "encryption", SR_ENCRYPTION },
 	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
 	{ "legal-hold", SR_LEGAL_HOLD },  { "lifecycle", SR_LIFECYCLE },
 	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
@@ -349,6 +350,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_CORS       ? S3_OP_GetBucketCors
 				: bits & SR_LIFECYCLE  ? S3_OP_GetBucketLifecycleConfiguration
 				: bits & SR_OBJECT_LOCK ? S3_OP_GetObjectLockConfiguration
+				: bits & SR_ENCRYPTION ? S3_OP_GetBucketEncryption
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -371,6 +373,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_CORS       ? S3_OP_PutBucketCors
 				: bits & SR_LIFECYCLE  ? S3_OP_PutBucketLifecycleConfiguration
 				: bits & SR_OBJECT_LOCK ? S3_OP_PutObjectLockConfiguration
+				: bits & SR_ENCRYPTION ? S3_OP_PutBucketEncryption
 						       : S3_OP_CreateBucket;
 		} else if (del) {
 			r->op = bits & SR_TAGGING     ? S3_OP_DeleteBucketTagging
@@ -379,6 +382,7 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_PAB       ? S3_OP_DeletePublicAccessBlock
 				: bits & SR_CORS      ? S3_OP_DeleteBucketCors
 				: bits & SR_LIFECYCLE ? S3_OP_DeleteBucketLifecycle
+				: bits & SR_ENCRYPTION ? S3_OP_DeleteBucketEncryption
 						      : S3_OP_DeleteBucket;
 		} else if (post) {
 			if (bits & SR_DELETE) {

@@ -60,7 +60,8 @@
 	X(PostObject)                                                              \
 	X(GetObjectLockConfiguration) X(PutObjectLockConfiguration)               \
 	X(GetObjectRetention) X(PutObjectRetention) X(GetObjectLegalHold)         \
-	X(PutObjectLegalHold)
+	X(PutObjectLegalHold)                                                      \
+	X(GetBucketEncryption) X(PutBucketEncryption) X(DeleteBucketEncryption)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */

@@ -657,3 +657,56 @@ int xmlp_public_access_block(const char *body, size_t len, size_t max_len, int v
 	struct sax s = { .on_start = pab_start, .on_end = pab_end, .ud = vals };
 	return sax_run(&s, body, len, max_len);
 }
+
+/* ------------------------------------------------------------ ServerSideEncryptionConfiguration */
+
+#define SSE_ROOT "ServerSideEncryptionConfiguration"
+#define SSE_DEF "ApplyServerSideEncryptionByDefault"
+
+static void sse_start(struct sax *s)
+{
+	struct xmlp_sse *x = s->ud;
+	if (s->depth == 1 && strcmp(s->path[0], SSE_ROOT) != 0)
+		stop(s, -EBADMSG);
+	else if (at(s, 2, SSE_ROOT, "Rule", NULL))
+		x->n_rules++;
+	else if (at(s, 3, SSE_ROOT, "Rule", SSE_DEF)) {
+		if (x->have_default)
+			stop(s, -EBADMSG);
+		x->have_default = true;
+	}
+}
+
+/* The element's text into dst (cap bytes), once. */
+static void sse_take(struct sax *s, char *dst, size_t cap)
+{
+	if (dst[0] || s->text_len >= cap || s->text_len == 0) {
+		stop(s, -EBADMSG);
+		return;
+	}
+	memcpy(dst, s->text, s->text_len + 1);
+}
+
+static void sse_end(struct sax *s)
+{
+	struct xmlp_sse *x = s->ud;
+	if (at(s, 3, SSE_ROOT, "Rule", "BucketKeyEnabled")) {
+		sse_take(s, x->bucket_key, sizeof(x->bucket_key));
+		return;
+	}
+	/* ServerSideEncryptionConfiguration/Rule/ApplyServerSide…/leaf */
+	if (s->depth != 4 || strcmp(s->path[0], SSE_ROOT) || strcmp(s->path[1], "Rule") ||
+	    strcmp(s->path[2], SSE_DEF))
+		return;
+	if (!strcmp(s->path[3], "SSEAlgorithm"))
+		sse_take(s, x->algorithm, sizeof(x->algorithm));
+	else if (!strcmp(s->path[3], "KMSMasterKeyID"))
+		sse_take(s, x->kms_key_id, sizeof(x->kms_key_id));
+}
+
+int xmlp_sse(const char *body, size_t len, size_t max_len, struct xmlp_sse *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct sax s = { .on_start = sse_start, .on_end = sse_end, .ud = out };
+	return sax_run(&s, body, len, max_len);
+}

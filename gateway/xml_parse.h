@@ -187,4 +187,21 @@ int xmlp_cors(const char *body, size_t len, size_t max_len, struct xmlp_cors *c)
  * than true/false, an element twice), -E2BIG (len > max_len). */
 int xmlp_public_access_block(const char *body, size_t len, size_t max_len, int vals[XMLP_PAB_N]);
 
+/* ------------------------------------------------------------ ServerSideEncryptionConfiguration */
+
+/* <ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionBy
+ * Default><SSEAlgorithm>…</SSEAlgorithm><KMSMasterKeyID>…</…></Apply…>
+ * <BucketKeyEnabled>…</BucketKeyEnabled></Rule></…> (issue 18): each
+ * value as sent ("" when absent), and how many Rules there were. */
+struct xmlp_sse {
+	unsigned n_rules;
+	char algorithm[32];
+	char kms_key_id[256];
+	char bucket_key[8];
+	bool have_default;             /* an ApplyServerSideEncryptionByDefault came */
+};
+/* Returns 0, -EBADMSG (malformed, wrong root, a value twice or too long),
+ * -E2BIG (len > max_len). The values are the caller's to check. */
+int xmlp_sse(const char *body, size_t len, size_t max_len, struct xmlp_sse *out);
+
 #endif

@@ -441,6 +441,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_set_object_retention(t, op->set_object_retention);
 	case IOLAKE__META__OP__BODY_SET_OBJECT_LEGAL_HOLD:
 		return op_set_object_legal_hold(t, op->set_object_legal_hold);
+	case IOLAKE__META__OP__BODY_SET_BUCKET_ENCRYPTION:
+		return op_set_bucket_encryption(t, op->set_bucket_encryption);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_VERSIONING:
 		return meta_ver_set_bucket(t, op->set_bucket_versioning);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_LIFECYCLE:

@@ -156,6 +156,9 @@ int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op);
 int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op);
 int op_set_bucket_cors(struct tx *t, const Iolake__Meta__SetBucketCors *op);
 
+/* ---- state_sse.c: a bucket's default encryption (issue 18) */
+int op_set_bucket_encryption(struct tx *t, const Iolake__Meta__SetBucketEncryption *op);
+
 /* ---- state_obj.c: object ops, tags, ACLs */
 /* The current record of key k for a conditional write: 0 (with *cur
  * possibly NULL), IOL_ECONFLICT or a storage error. */

@@ -8,8 +8,8 @@ per-part checksums, CRC64NVME and CRC32 full-object checksums (checked by
 the store at Complete and by the SDK itself on GetObject with ChecksumMode
 ENABLED, which must also refuse a spoiled value), a SHA256 composite one,
 GetObject with PartNumber, HeadObject, GetObjectAttributes with
-ObjectParts. SSE-C has a hook in the script (skipped until the store has
-it)."""
+ObjectParts; SSE-C (PutObject, GetObject with a range, HeadObject,
+multipart; no key 400, another key 403)."""
 import os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

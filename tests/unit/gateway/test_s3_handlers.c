@@ -80,6 +80,9 @@ static const struct {
 	{ S3_OP_PutObjectRetention, S3_ACT_PutObjectRetention },
 	{ S3_OP_GetObjectLegalHold, S3_ACT_GetObjectLegalHold },
 	{ S3_OP_PutObjectLegalHold, S3_ACT_PutObjectLegalHold },
+	{ S3_OP_GetBucketEncryption, S3_ACT_GetEncryptionConfiguration },
+	{ S3_OP_PutBucketEncryption, S3_ACT_PutEncryptionConfiguration },
+	{ S3_OP_DeleteBucketEncryption, S3_ACT_PutEncryptionConfiguration },
 };
 
 START_TEST(test_tables)
@@ -88,7 +91,7 @@ START_TEST(test_tables)
 	memset(seen, 0, sizeof(seen));
 	enum s3_authz_action act[S3_OP__COUNT];
 	memset(act, 0, sizeof(act));
-	ck_assert_uint_eq(s3_n_handler_tables, 16);
+	ck_assert_uint_eq(s3_n_handler_tables, 18);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			ck_assert_msg(h->op > S3_OP_NONE && h->op < S3_OP__COUNT, "table %zu: op %d",

@@ -1583,6 +1583,68 @@ START_TEST(test_bucket_cors)
 }
 END_TEST
 
+/* A SetBucketEncryption op (issue 18, sse). */
+static void tb_bucket_sse(struct tb *t, const char *name, Iolake__Meta__SseKind kind, bool bk)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetBucketEncryption *se = tb_alloc(t, sizeof(*se));
+	iolake__meta__set_bucket_encryption__init(se);
+	se->name = tb_str(t, name);
+	se->default_sse = kind;
+	se->bucket_key = bk;
+	op->body_case = IOLAKE__META__OP__BODY_SET_BUCKET_ENCRYPTION;
+	op->set_bucket_encryption = se;
+}
+
+/* Bucket default encryption: set (SSE-S3 only; SSE-C is no default),
+ * kept with the other fields, the generation unchanged; deleted. */
+START_TEST(test_bucket_encryption)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "sseb", "alice");
+	tb_bucket_tags(t, "sseb", 2);
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	Iolake__Meta__Bucket *b;
+	ck_assert_int_eq(meta_state_get_bucket(s, "sseb", &b), 0);
+	uint64_t gen = b->generation;
+	ck_assert_int_eq(b->default_sse, IOLAKE__META__SSE_KIND__SSE_NONE);
+	meta_state_free_msg(b);
+
+	t = tb_new();
+	tb_bucket_sse(t, "sseb", IOLAKE__META__SSE_KIND__SSE_S3, true);
+	tb_bucket_sse(t, "nobucket", IOLAKE__META__SSE_KIND__SSE_S3, false);
+	tb_bucket_sse(t, "sseb", IOLAKE__META__SSE_KIND__SSE_C, false);    /* no such default */
+	tb_bucket_sse(t, "sseb", (Iolake__Meta__SseKind)7, false);
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 4);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[2].err, -EINVAL);
+	ck_assert_int_eq(res[3].err, -EINVAL);
+	ck_assert_int_eq(meta_state_get_bucket(s, "sseb", &b), 0);
+	ck_assert_int_eq(b->default_sse, IOLAKE__META__SSE_KIND__SSE_S3);
+	ck_assert(b->sse_bucket_key);
+	ck_assert_uint_eq(b->n_tags, 2);
+	ck_assert_str_eq(b->owner, "alice");
+	ck_assert_uint_eq(b->generation, gen);
+	meta_state_free_msg(b);
+
+	t = tb_new();
+	tb_bucket_sse(t, "sseb", IOLAKE__META__SSE_KIND__SSE_NONE, true);
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(meta_state_get_bucket(s, "sseb", &b), 0);
+	ck_assert_int_eq(b->default_sse, IOLAKE__META__SSE_KIND__SSE_NONE);
+	ck_assert(!b->sse_bucket_key);
+	ck_assert_uint_eq(b->n_tags, 2);
+	meta_state_free_msg(b);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_tags)
 {
 	char dir[64];
@@ -1866,6 +1928,7 @@ int main(void)
 	tcase_add_test(tc, test_malformed_entries);
 	tcase_add_test(tc, test_tags);
 	tcase_add_test(tc, test_bucket_cors);
+	tcase_add_test(tc, test_bucket_encryption);
 	tcase_add_test(tc, test_groups);
 	tcase_add_test(tc, test_shared_cache);
 	suite_add_tcase(s, tc);
