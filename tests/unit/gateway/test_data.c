@@ -1194,8 +1194,13 @@ START_TEST(hung_osd_put_at_quorum)
 	printf("%s: healthy PUT p50 %llu p99 %llu max %llu ms (%d PUTs), grace %u ms\n", tname[_i],
 	       (unsigned long long)ms[QP_OBJS / 2], (unsigned long long)ms[QP_OBJS * 99 / 100],
 	       (unsigned long long)ms[QP_OBJS - 1], QP_OBJS, s0.put_grace_ms);
-	ck_assert_uint_eq(s0.shard_puts_abandoned, 0);
-	ck_assert_uint_eq(degr.n[GW_DATA_PUT_PARTIAL], 0);
+	/* Healthy: the grace (2 x the healthy p99) cuts almost nothing; on a
+	 * loaded machine a write now and then is slower than that (2 of the
+	 * 144 once), so a few, not none. */
+	printf("%s: healthy: shard writes abandoned at the grace %llu of %d\n", tname[_i],
+	       (unsigned long long)s0.shard_puts_abandoned, 2 * QP_OBJS * 6);
+	ck_assert_uint_le(s0.shard_puts_abandoned, QP_OBJS / 4);
+	ck_assert_uint_le(degr.n[GW_DATA_PUT_PARTIAL], s0.shard_puts_abandoned);
 
 	/* Before: the grace off, every call awaited. */
 	fx_new_data(&f, &off);
