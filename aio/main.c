@@ -72,6 +72,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "common/rpc.h"
+#include "common/rpc_fault.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
@@ -124,6 +125,7 @@ static bool f_sigv2 = true;
 static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
+static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
 static struct rpc_tls_files rpc_tlsf;              /* --rpc-tls-*: the TCP RPC port */
 
@@ -205,12 +207,14 @@ static const struct flag_spec specs[] = {
 	GW_FRONT_FLAGS(front),
 	RPC_TLS_FLAGS(rpc_tlsf),
 	LC_FLAGS(f_lc_interval, f_lc_day_s),
-	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 1,
+	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 0,
 	  .max = 86400000, .metavar = "MS",
-	  .help = "meta and the OSDs log each call slower than this with its request id" },
+	  .help = "meta and the OSDs log each call slower than this with its request id "
+		  "(0: every call)" },
 	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
+	RPC_FAULT_FLAG(f_debug_fault),
 	{ 0 }
 };
 
@@ -1070,6 +1074,8 @@ int main(int argc, char **argv)
 	A.n_osds = (int)f_osds;
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=aio");
+	if (rpc_fault_flag_apply(PROG, f_debug_fault))
+		return 2;   /* before any service opens a channel */
 	signal(SIGPIPE, SIG_IGN);
 
 	char dir[4200];
