@@ -42,7 +42,9 @@
  * next call on; rpc_fault_set(NULL) stops wrapping new channels.
  *
  * Does not: touch servers (a fault is seen where the call is made), open
- * the circuit of rpc_peer_state() for a partitioned peer, or corrupt bytes.
+ * the circuit of rpc_peer_state() for a partitioned peer, corrupt bytes,
+ * or reach Raft's own traffic between meta members (libraft's transport,
+ * not an RPC channel).
  * Threads: rules are process-wide, read under a mutex by calls on any
  * loop; each wrapped channel's held calls belong to its loop.
  */
