@@ -33,10 +33,11 @@
  *
  * Threads: every service runs on its own loop_thread (meta, osd.N, gw);
  * they talk over the in-process RPC transport ("local:NAME"), or HTTP/2 on
- * 127.0.0.1 with --rpc loopback. The main thread's loop does the control
- * work that a real cluster's OSD processes and operators would do: it
- * registers each OSD with meta as host aio-N (so 4+2 PGs span all six),
- * sends their heartbeats, creates the root user and key, and handles
+ * 127.0.0.1 with --rpc loopback. Each OSD's loop runs the OSD's own meta
+ * link (osd/metaclient.h, as iolake-osd does): it registers the OSD as
+ * host aio-N (so 4+2 PGs span all six) and sends its heartbeats. The main
+ * thread's loop does what an operator would: it creates the root user and
+ * key, announces aio once every OSD is registered, and handles
  * SIGTERM/SIGINT.
  *
  * Each OSD runs its recovery driver (osd/recover.h) with the --recovery-*
@@ -73,6 +74,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "common/rpc.h"
+#include "common/rpc_fault.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
@@ -84,6 +86,7 @@
 #include "meta/node.h"
 #include "meta/rootkey.h"
 #include "meta/secret.h"
+#include "osd/metaclient.h"
 #include "osd/recover.h"
 #include "osd/service.h"
 #include "osd/store/store.h"
@@ -128,6 +131,7 @@ static bool f_sse_c_http;
 static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
+static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
 static struct rpc_tls_files rpc_tlsf;              /* --rpc-tls-*: the TCP RPC port */
 
@@ -214,12 +218,14 @@ static const struct flag_spec specs[] = {
 	GW_FRONT_FLAGS(front),
 	RPC_TLS_FLAGS(rpc_tlsf),
 	LC_FLAGS(f_lc_interval, f_lc_day_s),
-	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 1,
+	{ .name = "slow-op-ms", .type = FLAG_DURATION, .dst = &f_slow_op_ms, .min = 0,
 	  .max = 86400000, .metavar = "MS",
-	  .help = "meta and the OSDs log each call slower than this with its request id" },
+	  .help = "meta and the OSDs log each call slower than this with its request id "
+		  "(0: every call)" },
 	{ .name = "orphan-scan-interval", .type = FLAG_DURATION, .dst = &f_orphan_interval,
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
+	RPC_FAULT_FLAG(f_debug_fault),
 	{ 0 }
 };
 
@@ -239,7 +245,8 @@ struct osd_slot {
 	uint64_t capacity;
 	int rc;                   /* start result */
 	char err[512];
-	bool registered;
+	struct osd_metaclient *mc;  /* registration and heartbeats, on lt */
+	atomic_bool registered;     /* meta acked it once (read by the main loop) */
 };
 
 static struct {
@@ -269,7 +276,7 @@ static struct {
 	struct meta_client *mc;
 	uv_timer_t timer;
 	uv_signal_t sig_term, sig_int, sig_hup;
-	int phase;                /* 0 map, 1 register, 2 user, 3 beating */
+	int phase;                /* 0 map, 1 root user, 2 OSDs registered, 3 up */
 	unsigned outstanding;
 	bool announced, stopping;
 	struct meta_secret secret;     /* the cluster key (DIR/secret.key) */
@@ -446,6 +453,14 @@ static int meta_address(void)
 
 /* --- OSDs --- */
 
+/* On the OSD's loop; the main loop reads the flag. */
+static void on_osd_registered(void *arg, uint32_t osd_id)
+{
+	(void)osd_id;
+	struct osd_slot *o = arg;
+	atomic_store(&o->registered, true);
+}
+
 static void osd_start_fn(void *arg)
 {
 	struct osd_slot *o = arg;
@@ -487,6 +502,19 @@ static void osd_start_fn(void *arg)
 	}
 	if (o->rc) {
 		snprintf(o->err, sizeof(o->err), "rpc listen: %s", iol_strerror(o->rc));
+		return;
+	}
+	char host[16];
+	snprintf(host, sizeof(host), "aio-%u", o->id);
+	const char *mmembers[1] = { A.meta_target };
+	struct osd_metaclient_opts mo = { .addrs = mmembers, .naddrs = 1, .osd_id = o->id,
+					  .listen_addr = o->addr, .host = host,
+					  .capacity_bytes = o->capacity, .heartbeat_ms = BEAT_MS,
+					  .backoff_min_ms = RETRY_MS, .on_registered = on_osd_registered,
+					  .arg = o };
+	o->rc = osd_metaclient_start(&o->lt.loop, &mo, &o->mc);
+	if (o->rc) {
+		snprintf(o->err, sizeof(o->err), "meta client: %s", iol_strerror(o->rc));
 		return;
 	}
 	if (f_orphan_interval) {
@@ -556,10 +584,23 @@ static void osd_rec_stopped(void *arg)
 	osd_close_fn(sc);    /* on to the sweep, then the service */
 }
 
+static void osd_mc_stopped(void *arg)
+{
+	struct sync_call *sc = arg;
+	osd_close_fn(sc);    /* on to the recovery driver, the sweep, the service */
+}
+
 static void osd_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
 	struct osd_slot *o = sc->arg;
+	if (o->mc) {
+		/* Stop beating first: meta marks the OSD down after it stops. */
+		struct osd_metaclient *mc = o->mc;
+		o->mc = NULL;
+		osd_metaclient_stop(mc, osd_mc_stopped, sc);
+		return;
+	}
 	if (o->rec) {
 		/* The driver first (its calls cancelled), then the service. */
 		osd_service_set_hooks(o->svc, NULL);
@@ -754,30 +795,7 @@ static void on_map(void *ud, int err, const ProtobufCMessage *resp)
 	control_next();
 }
 
-static void on_registered(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t idx)
-{
-	(void)idx;
-	struct osd_slot *o = ud;
-	A.outstanding--;
-	if (!err && res->status == IOLAKE__META__STATUS__STATUS_OK)
-		o->registered = true;
-	else if (!A.stopping)
-		LOG_WARN("osd registration failed; retrying", "osd=%u err=%s status=%d", o->id,
-			 LOG_Q(iol_strerror(err)), err ? -1 : (int)res->status);
-	if (A.outstanding == 0 && !A.stopping)
-		control_next();
-}
-
-static int submit(Iolake__Meta__Op *op, meta_client_submit_cb cb, void *ud)
-{
-	A.outstanding++;
-	int rc = meta_client_submit(A.mc, op, cb, ud);
-	if (rc)
-		A.outstanding--;
-	return rc;
-}
-
-/* The root user and key (meta/rootkey.h), then beating. */
+/* The root user and key (meta/rootkey.h), then waiting for the OSDs. */
 static void on_root_key(void *ud, int err)
 {
 	(void)ud;
@@ -788,9 +806,8 @@ static void on_root_key(void *ud, int err)
 		retry_later();
 		return;
 	}
-	A.phase = 3;
+	A.phase = 2;
 	atomic_store(&root_key_ready, true);
-	announce();
 	control_next();
 }
 
@@ -804,44 +821,6 @@ static void user_step(void)
 	if (rootkey_ensure(A.mc, &c, on_root_key, NULL)) {
 		A.outstanding--;
 		retry_later();
-	}
-}
-
-static void on_beat(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct osd_slot *o = ud;
-	A.outstanding--;
-	if (A.stopping || err)
-		return;
-	const Iolake__Meta__HeartbeatResponse *r = (const void *)resp;
-	if (r->status == IOLAKE__META__STATUS__STATUS_NOT_FOUND)
-		o->registered = false;
-}
-
-static void register_osds(void)
-{
-	for (int i = 0; i < A.n_osds; i++) {
-		struct osd_slot *o = &A.osds[i];
-		if (o->registered)
-			continue;
-		char host[16];
-		snprintf(host, sizeof(host), "aio-%u", o->id);
-		Iolake__Meta__OsdInfo info = IOLAKE__META__OSD_INFO__INIT;
-		info.id = o->id;
-		info.addr = o->addr;
-		info.host = host;
-		info.weight = 1;
-		info.up = true;
-		info.in = true;
-		info.capacity_bytes = o->capacity;
-		info.registered_ms = (uint64_t)time(NULL) * 1000;
-		Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
-		ro.osd = &info;
-		ro.time_ms = info.registered_ms;
-		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-		op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
-		op.register_osd = &ro;
-		submit(&op, on_registered, o);
 	}
 }
 
@@ -859,39 +838,21 @@ static void control_next(void)
 		}
 		return;
 	}
-	case 1: {
-		bool all = true;
-		for (int i = 0; i < A.n_osds; i++)
-			all &= A.osds[i].registered;
-		if (all) {
-			A.phase = 2;
-			control_next();
-			return;
-		}
-		register_osds();
-		if (!A.outstanding)
-			retry_later();
-		return;
-	}
-	case 2:
+	case 1:
 		user_step();
 		return;
-	default:
-		/* Steady state: beats (and re-registration if meta forgot). */
-		for (int i = 0; i < A.n_osds; i++) {
-			struct osd_slot *o = &A.osds[i];
-			if (!o->registered) {
-				A.phase = 1;
-				uv_timer_start(&A.timer, on_timer, RETRY_MS, 0);
+	case 2:
+		/* Each OSD's metaclient registers it; announce once all are. */
+		for (int i = 0; i < A.n_osds; i++)
+			if (!atomic_load(&A.osds[i].registered)) {
+				retry_later();
 				return;
 			}
-			Iolake__Meta__HeartbeatRequest req = IOLAKE__META__HEARTBEAT_REQUEST__INIT;
-			req.osd_id = o->id;
-			A.outstanding++;
-			if (meta_client_call(A.mc, META_M_HEARTBEAT, &req.base, on_beat, o))
-				A.outstanding--;
-		}
-		uv_timer_start(&A.timer, on_timer, BEAT_MS, 0);
+		A.phase = 3;
+		announce();
+		return;
+	default:
+		return;
 	}
 }
 
@@ -1100,6 +1061,8 @@ int main(int argc, char **argv)
 	A.n_osds = (int)f_osds;
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=aio");
+	if (rpc_fault_flag_apply(PROG, f_debug_fault))
+		return 2;   /* before any service opens a channel */
 	signal(SIGPIPE, SIG_IGN);
 
 	char dir[4200];

@@ -4,6 +4,7 @@ at least 85% of `base`'s end-to-end throughput?
 
     bench/regression.py --base DIR --head DIR --workdir TMPFS [--runs 5]
                         [--out perf.json] [--threshold 0.85]
+                        [--head-flags "--debug-fault spin=170,method=PutShard"]
 
 DIR are two build directories (each with iolake-aio and iolake-s3-bench;
 this script builds nothing). Runs alternate base, head, head, base, base,
@@ -21,6 +22,10 @@ table (medians with +- half the range, the ratio with a pass/fail mark,
 p99 base -> head, which is not judged) and writes every run's figures to
 --out. Exit 0: pass; 1: a cell regressed; 2: nothing could be measured
 (bad arguments, a work dir under /dev or not on tmpfs, a run that failed).
+
+--head-flags adds iolake-aio flags to head's runs only: with the RPC fault
+layer's spin= (common/rpc_fault.h) the same build plays a head that spends
+more CPU per PUT, which is how the check is shown to fail a slower head.
 
 TMPFS must be a tmpfs outside /dev (an OSD takes a path under /dev for a
 block device): mount -t tmpfs -o size=8g tmpfs /mnt/iolake-bench
@@ -51,6 +56,8 @@ def parse(argv):
     ap.add_argument("--threshold", type=float, default=0.85,
                     help="lowest head/base ratio that passes (default 0.85)")
     ap.add_argument("--bench", help="iolake-s3-bench to drive both (default: base's)")
+    ap.add_argument("--head-flags", default="",
+                    help="more iolake-aio flags for head's runs only (split on spaces)")
     # Test knobs: smaller runs for the integration test; not for CI.
     h = argparse.SUPPRESS
     ap.add_argument("--small-objects", type=int, default=6000, help=h)
@@ -77,7 +84,8 @@ def one_run(a, build, workdir, idx):
     rec = {"index": idx, "build": build, "dir": os.path.abspath(getattr(a, build)),
            "load_before": benchlib.uptime(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                       time.gmtime())}
-    with benchlib.Aio(getattr(a, build), workdir, osd_size=a.osd_size) as aio:
+    flags = a.head_flags.split() if build == "head" else []
+    with benchlib.Aio(getattr(a, build), workdir, osd_size=a.osd_size, flags=flags) as aio:
         j = os.path.join(aio.dir, "cell.json")
         c = benchlib.s3bench(a.bench, aio.ep, "64KiB", small, 32, 4, j, prefix="s/",
                              warmup_ops=min(500, small))

@@ -62,8 +62,8 @@ static uint64_t fold_bytes(uint64_t h, const uint8_t *p, size_t n)
 	return h;
 }
 
-uint64_t meta_place_hash_object(const char *bucket, size_t bucket_len, const char *key,
-				size_t key_len)
+uint64_t place_hash_object(const char *bucket, size_t bucket_len, const char *key,
+			   size_t key_len)
 {
 	static const uint8_t zero = 0;
 	uint64_t h = OBJECT_SEED;
@@ -75,10 +75,10 @@ uint64_t meta_place_hash_object(const char *bucket, size_t bucket_len, const cha
 	return mix64(h ^ (uint64_t)(bucket_len + 1 + key_len));
 }
 
-uint32_t meta_place_object_pg(const char *bucket, size_t bucket_len, const char *key,
-			      size_t key_len, uint32_t pg_count)
+uint32_t place_object_pg(const char *bucket, size_t bucket_len, const char *key,
+			 size_t key_len, uint32_t pg_count)
 {
-	return (uint32_t)(meta_place_hash_object(bucket, bucket_len, key, key_len) &
+	return (uint32_t)(place_hash_object(bucket, bucket_len, key, key_len) &
 			  (uint64_t)(pg_count - 1));
 }
 
@@ -109,12 +109,12 @@ static unsigned __int128 draw(uint32_t pg, uint32_t osd, uint32_t weight)
 	return ((unsigned __int128)weight << 64) / l;
 }
 
-int meta_place_table_init(struct meta_pg_table *t, uint32_t pg_count, uint32_t width)
+int place_table_init(struct meta_pg_table *t, uint32_t pg_count, uint32_t width)
 {
 	t->osds = NULL;
 	t->pg_count = t->width = 0;
-	if (pg_count == 0 || pg_count > META_PLACE_MAX_PGS || (pg_count & (pg_count - 1)) ||
-	    width == 0 || width > META_PLACE_MAX_WIDTH)
+	if (pg_count == 0 || pg_count > PLACE_MAX_PGS || (pg_count & (pg_count - 1)) ||
+	    width == 0 || width > PLACE_MAX_WIDTH)
 		return -EINVAL;
 	t->osds = malloc((size_t)pg_count * width * sizeof(*t->osds));
 	if (!t->osds)
@@ -122,24 +122,24 @@ int meta_place_table_init(struct meta_pg_table *t, uint32_t pg_count, uint32_t w
 	t->pg_count = pg_count;
 	t->width = width;
 	for (size_t i = 0; i < (size_t)pg_count * width; i++)
-		t->osds[i] = META_PLACE_NONE;
+		t->osds[i] = PLACE_NONE;
 	return 0;
 }
 
-void meta_place_table_free(struct meta_pg_table *t)
+void place_table_free(struct meta_pg_table *t)
 {
 	free(t->osds);
 	t->osds = NULL;
 	t->pg_count = t->width = 0;
 }
 
-int meta_place_primary_slot(uint32_t pg, const uint32_t *osds, uint32_t width, uint32_t up_mask)
+int place_primary_slot(uint32_t pg, const uint32_t *osds, uint32_t width, uint32_t up_mask)
 {
 	int best = -1;
 	uint64_t best_h = 0;
 	uint64_t seed = mix64(PRIMARY_SEED ^ pg);
 	for (uint32_t i = 0; i < width && i < 32; i++) {
-		if (osds[i] == META_PLACE_NONE || !(up_mask >> i & 1))
+		if (osds[i] == PLACE_NONE || !(up_mask >> i & 1))
 			continue;
 		uint64_t h = mix64(seed ^ ((uint64_t)osds[i] * 0x9e3779b97f4a7c15ULL));
 		if (best < 0 || h > best_h) {
@@ -150,7 +150,7 @@ int meta_place_primary_slot(uint32_t pg, const uint32_t *osds, uint32_t width, u
 	return best;
 }
 
-long meta_place_diff(const struct meta_pg_table *a, const struct meta_pg_table *b)
+long place_diff(const struct meta_pg_table *a, const struct meta_pg_table *b)
 {
 	if (a->pg_count != b->pg_count || a->width != b->width)
 		return -EINVAL;
@@ -183,9 +183,9 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
-		       const struct meta_place_params *p, const struct meta_pg_table *prev,
-		       struct meta_pg_table *out)
+int place_compute(const struct place_osd *osds, size_t n_osds,
+		  const struct place_params *p, const struct meta_pg_table *prev,
+		  struct meta_pg_table *out)
 {
 	int rc = -EINVAL;
 	struct cand *c = NULL;
@@ -193,7 +193,7 @@ int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
 	uint32_t *ids = NULL;
 	bool *host_used = NULL, *taken = NULL;
 
-	if (n_osds > META_PLACE_MAX_OSDS || !out->osds || out->pg_count != p->pg_count ||
+	if (n_osds > PLACE_MAX_OSDS || !out->osds || out->pg_count != p->pg_count ||
 	    out->width != p->width)
 		return -EINVAL;
 
@@ -219,8 +219,8 @@ int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
 
 	size_t n = 0;
 	for (size_t i = 0; i < n_osds; i++) {
-		const struct meta_place_osd *o = &osds[i];
-		if (!o->in || o->weight == 0 || o->id == META_PLACE_NONE)
+		const struct place_osd *o = &osds[i];
+		if (!o->in || o->weight == 0 || o->id == PLACE_NONE)
 			continue;
 		if (!o->up && !p->down_keeps_slot)
 			continue;
@@ -238,7 +238,7 @@ int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
 	bool use_prev = prev && prev->osds && prev->pg_count == p->pg_count &&
 			prev->width == p->width;
 	uint32_t w = p->width;
-	uint32_t pick[META_PLACE_MAX_WIDTH];
+	uint32_t pick[PLACE_MAX_WIDTH];
 
 	for (uint32_t pg = 0; pg < p->pg_count; pg++) {
 		uint32_t got = 0;
@@ -269,8 +269,8 @@ int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
 
 		uint32_t *row = &out->osds[(size_t)pg * w];
 		for (uint32_t s = 0; s < w; s++)
-			row[s] = META_PLACE_NONE;
-		bool placed[META_PLACE_MAX_WIDTH] = { false };
+			row[s] = PLACE_NONE;
+		bool placed[PLACE_MAX_WIDTH] = { false };
 		if (use_prev) {
 			/* Survivors keep their slot. */
 			const uint32_t *old = &prev->osds[(size_t)pg * w];
@@ -289,7 +289,7 @@ int meta_place_compute(const struct meta_place_osd *osds, size_t n_osds,
 		for (uint32_t j = 0; j < got; j++) {
 			if (placed[j])
 				continue;
-			while (row[s] != META_PLACE_NONE)
+			while (row[s] != PLACE_NONE)
 				s++;
 			row[s] = pick[j];
 		}

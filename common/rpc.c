@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,9 +253,13 @@ struct rpc_channel *rpc_channel_open(uv_loop_t *loop, const char *target,
 	struct rpc_target t;
 	if (rpc_target_parse(target, &t))
 		return NULL;
-	if (t.kind == RPC_TARGET_LOCAL)
-		return rpc_local_channel_open(loop, target, &t, opts);
-	return rpc_h2_channel_open(loop, target, &t, opts);
+	struct rpc_channel *ch = t.kind == RPC_TARGET_LOCAL
+					 ? rpc_local_channel_open(loop, target, &t, opts)
+					 : rpc_h2_channel_open(loop, target, &t, opts);
+	/* Tests only (--debug-fault): the one check the fault layer costs. */
+	if (ch && atomic_load_explicit(&rpc_fault_armed, memory_order_relaxed))
+		rpc_fault_wrap(ch);
+	return ch;
 }
 
 const char *rpc_channel_target(const struct rpc_channel *ch)

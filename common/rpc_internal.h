@@ -17,6 +17,7 @@
 #ifndef COMMON_RPC_INTERNAL_H
 #define COMMON_RPC_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -126,6 +127,7 @@ struct rpc_chan_ops {
 
 struct rpc_deferred;
 struct rpc_peer;
+struct rpc_fault_call;
 
 struct rpc_channel {
 	const struct rpc_chan_ops *ops;
@@ -145,6 +147,10 @@ struct rpc_channel {
 	struct rpc_dl **dl_heap;
 	uint32_t dl_len, dl_cap;
 	uint64_t dl_armed_ms;          /* when dl_timer fires, 0: stopped */
+	/* Fault injection (rpc_fault.c, tests only): the transport's own ops
+	 * when ops is the fault layer's, else NULL; calls and answers held. */
+	const struct rpc_chan_ops *fault_inner;
+	struct rpc_fault_call *fault_held;
 };
 
 /* Common part of a transport's channel: fills ch, inits its handles. */
@@ -180,6 +186,12 @@ struct rpc_channel *rpc_h2_channel_open(uv_loop_t *loop, const char *target,
 struct rpc_channel *rpc_local_channel_open(uv_loop_t *loop, const char *target,
 					   const struct rpc_target *t,
 					   const struct rpc_channel_opts *opts);
+
+/* Fault injection (rpc_fault.c): true while rules are set; then
+ * rpc_channel_open hands each new channel to rpc_fault_wrap, which puts
+ * the fault layer's ops in front of the transport's. */
+extern _Atomic bool rpc_fault_armed;
+void rpc_fault_wrap(struct rpc_channel *ch);
 
 /* ------------------------------------------------------------ peer health
  * (rpc_health.c; the contract of the states is in rpc.h) */

@@ -180,7 +180,7 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 				return -EINVAL;
 			v = v * 10 + (uint64_t)(s[3][i] - '0');
 		}
-		if (osd && v >= 0xFFFFFFFFull)   /* META_PLACE_NONE */
+		if (osd && v >= 0xFFFFFFFFull)   /* PLACE_NONE */
 			return -EINVAL;
 		if (!osd && (v == 0 || v > (UINT64_C(1) << 53)))
 			return -EINVAL;
@@ -218,7 +218,7 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 				return -EINVAL;
 			v = v * 10 + (uint64_t)(s[3][i] - '0');
 		}
-		if (v >= 0xFFFFFFFFull)   /* META_PLACE_NONE */
+		if (v >= 0xFFFFFFFFull)   /* PLACE_NONE */
 			return -EINVAL;
 		r->osd_id = (uint32_t)v;
 		return want(m, "POST", NULL);

@@ -379,15 +379,6 @@ static void put_complete(struct gw_data_put *p)
 	} else {
 		d->st.puts_failed++;
 	}
-#ifdef IOLAKE_FAULT_INJECTION
-	/* Test builds only (make FAULT=1): each PUT costs
-	 * IOLAKE_FAULT_PUT_BUSY_US more on this loop, spinning, as a slower
-	 * PUT path would (bench/regression.py's must-show). */
-	const char *busy = getenv("IOLAKE_FAULT_PUT_BUSY_US");
-	for (uint64_t end = uv_hrtime() + (busy ? strtoull(busy, NULL, 10) * 1000 : 0);
-	     uv_hrtime() < end;)
-		;
-#endif
 	if (p->freed) {
 		put_release(p);
 		return;

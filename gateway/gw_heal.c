@@ -35,7 +35,7 @@ static const char *const reason_names[GW_HEAL__REASONS] = {
 };
 
 struct pending {
-	uint64_t bits[META_PLACE_MAX_PGS / 64];
+	uint64_t bits[PLACE_MAX_PGS / 64];
 	uint32_t *ids;                 /* [max_pending] */
 	uint32_t n;
 };
@@ -68,7 +68,7 @@ static void maybe_free(struct gw_heal *h)
 
 void gw_heal_flag(struct gw_heal *h, uint32_t pg, enum gw_heal_reason r)
 {
-	if (!h || h->closing || (unsigned)r >= GW_HEAL__REASONS || pg >= META_PLACE_MAX_PGS)
+	if (!h || h->closing || (unsigned)r >= GW_HEAL__REASONS || pg >= PLACE_MAX_PGS)
 		return;
 	struct pending *p = &h->p[r];
 	uint64_t bit = 1ull << (pg % 64);
@@ -150,7 +150,7 @@ int gw_heal_new(uv_loop_t *loop, struct meta_client *mc, struct metrics_registry
 		h->o = *opts;
 	if (!h->o.interval_ms)
 		h->o.interval_ms = DEFAULT_INTERVAL_MS;
-	if (!h->o.max_pending || h->o.max_pending > META_PLACE_MAX_PGS)
+	if (!h->o.max_pending || h->o.max_pending > PLACE_MAX_PGS)
 		h->o.max_pending = DEFAULT_MAX_PENDING;
 	h->loop = loop;
 	h->mc = mc;

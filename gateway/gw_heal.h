@@ -10,7 +10,7 @@
  * that fails is counted and its PGs dropped (the primaries' periodic scans
  * find what a lost flag named, later).
  *
- * Bounded: one bit per PG id below META_PLACE_MAX_PGS per reason, and at
+ * Bounded: one bit per PG id below PLACE_MAX_PGS per reason, and at
  * most max_pending PG ids waiting per reason (beyond: dropped, counted).
  *
  * Thread: the gateway loop; every function on that loop's thread.

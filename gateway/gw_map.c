@@ -64,7 +64,7 @@ int gw_map_object_pg(const struct gw_map *m, const char *bucket, const char *key
 	const Iolake__Meta__ClusterMap *map = meta_mapwatch_map(m->w);
 	if (!map || !map->pg_count)
 		return -EAGAIN;
-	*pg = meta_place_object_pg(bucket, strlen(bucket), key, strlen(key), map->pg_count);
+	*pg = place_object_pg(bucket, strlen(bucket), key, strlen(key), map->pg_count);
 	return 0;
 }
 
@@ -79,7 +79,7 @@ int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t)
 	memset(t, 0, sizeof(*t));
 	t->pg = pg;
 	for (size_t i = 0; i < e->n_osds && i < EC_MAX_SHARDS; i++) {
-		if (e->osds[i] == META_PLACE_NONE)
+		if (e->osds[i] == PLACE_NONE)
 			continue;
 		/* A down OSD keeps its slot (down_keeps_slot): PUTs still
 		 * write it (the call fails at once while its circuit is

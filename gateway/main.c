@@ -32,6 +32,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/rpc_fault.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
@@ -49,6 +50,7 @@ static const char *f_listen = "127.0.0.1:9000";
 static struct flag_list f_meta, f_domain;
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
+static const char *f_debug_fault;   /* tests only: common/rpc_fault.h */
 static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
 static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
@@ -104,6 +106,7 @@ static const struct flag_spec specs[] = {
 	  .help = "accept SSE-C keys over plain HTTP from other hosts (loopback always is)" },
 	GW_FRONT_FLAGS(front),
 	LC_FLAGS(f_lc_interval, f_lc_day_s),
+	RPC_FAULT_FLAG(f_debug_fault),
 	{ 0 }
 };
 
@@ -227,6 +230,8 @@ int main(int argc, char **argv)
 	s3_sse_configure(f_sse_key_file ? &sse_master : NULL, f_sse_c_http);
 	log_set_level((enum log_level)lvl);
 	log_set_thread_context("svc=gw");
+	if (rpc_fault_flag_apply(PROG, f_debug_fault))
+		return 2;
 	if (gw_front_setup(&front, cerr, sizeof(cerr)) ||
 	    rpc_tls_setup(&f_rpc_tls, cerr, sizeof(cerr))) {
 		fprintf(stderr, "%s: %s\n", PROG, cerr);

@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/rpc_fault.h"
 #include "common/rpc_tls.h"
 #include "meta/node.h"
 #include "meta/rootkey.h"
@@ -100,6 +101,7 @@ int main(int argc, char **argv)
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000, slow_op_ms = 1000;
+	const char *debug_fault = NULL;
 	const struct flag_spec specs[] = {
 		RPC_TLS_FLAGS(tlsf),
 		{ .name = "id", .type = FLAG_INT64, .dst = &id, .required = true, .min = 1,
@@ -166,6 +168,7 @@ int main(int argc, char **argv)
 		  .metavar = "FILE", .help = "the cluster key (mode 0600; iolake-admin cluster "
 			  "init-key makes one): access key secrets are stored sealed under it "
 			  "(without it: in clear, refused once the data dir holds sealed ones)" },
+		RPC_FAULT_FLAG(debug_fault),
 		{ 0 }
 	};
 	int rc = flags_parse_program(argv[0], "", specs, argc, argv, NULL);
@@ -211,6 +214,8 @@ int main(int argc, char **argv)
 	char ctx[64];
 	snprintf(ctx, sizeof(ctx), "svc=meta.%lld", (long long)id);
 	log_set_thread_context(ctx);
+	if (rpc_fault_flag_apply(argv[0], debug_fault))
+		goto bad_flag;
 
 	struct meta_peer pv[META_NODE_MAX_PEERS];
 	if (peers.n == 0 || peers.n > META_NODE_MAX_PEERS) {

@@ -24,7 +24,7 @@ struct meta_pgstate {
 	uint8_t *flags;                /* [n]: 1 when flagged for a rescan */
 	size_t n_flagged;
 	/* The OSDs' own rebuild rates: one entry per OSD that ever sent one
-	 * (bounded by the map's OSDs, META_PLACE_MAX_OSDS). */
+	 * (bounded by the map's OSDs, PLACE_MAX_OSDS). */
 	struct osd_rate {
 		uint32_t id;
 		uint64_t rate, at_ms;
@@ -51,7 +51,7 @@ int meta_pgstate_osd_rate(struct meta_pgstate *p, uint32_t osd_id, uint64_t rate
 {
 	size_t i = rate_at(p, osd_id);
 	if (i == p->n_rates || p->rates[i].id != osd_id) {
-		if (p->n_rates == META_PLACE_MAX_OSDS)
+		if (p->n_rates == PLACE_MAX_OSDS)
 			return -ENOMEM;
 		if (p->n_rates == p->cap_rates) {
 			size_t cap = p->cap_rates ? p->cap_rates * 2 : 16;
@@ -104,7 +104,7 @@ static enum meta_pg_report_kind kind_of(const char *s)
 static bool slots_degraded(uint32_t width, const uint32_t *osds, uint32_t up_mask)
 {
 	for (uint32_t i = 0; i < width; i++)
-		if (osds[i] == META_PLACE_NONE || !(up_mask & (1u << i)))
+		if (osds[i] == PLACE_NONE || !(up_mask & (1u << i)))
 			return true;
 	return false;
 }
@@ -149,11 +149,11 @@ void meta_pgstate_derive(const struct meta_pg_view *v, const struct meta_pg_repo
 			 uint64_t now_ms, struct meta_pg_derived *out)
 {
 	memset(out, 0, sizeof(*out));
-	int ps = meta_place_primary_slot(v->pg, v->osds, v->width, v->up_mask);
-	out->primary = ps >= 0 ? v->osds[ps] : META_PLACE_NONE;
+	int ps = place_primary_slot(v->pg, v->osds, v->width, v->up_mask);
+	out->primary = ps >= 0 ? v->osds[ps] : PLACE_NONE;
 	uint32_t up = 0;
 	for (uint32_t i = 0; i < v->width; i++)
-		if (v->osds[i] != META_PLACE_NONE && (v->up_mask & (1u << i)))
+		if (v->osds[i] != PLACE_NONE && (v->up_mask & (1u << i)))
 			up++;
 	bool degraded = slots_degraded(v->width, v->osds, v->up_mask);
 	if (rep && !rep->present)
@@ -205,7 +205,7 @@ int meta_pgstate_view(const Iolake__Meta__ClusterMap *m, uint32_t pg, struct met
 	if (!m || pg >= m->n_pgs || !m->pgs[pg])
 		return -EINVAL;
 	const Iolake__Meta__PgEntry *e = m->pgs[pg];
-	if (e->n_osds == 0 || e->n_osds > META_PLACE_MAX_WIDTH)
+	if (e->n_osds == 0 || e->n_osds > PLACE_MAX_WIDTH)
 		return -EINVAL;
 	v->pg = pg;
 	v->k = m->k;
@@ -213,7 +213,7 @@ int meta_pgstate_view(const Iolake__Meta__ClusterMap *m, uint32_t pg, struct met
 	v->osds = e->osds;
 	v->up_mask = 0;
 	for (uint32_t i = 0; i < v->width; i++) {
-		if (e->osds[i] == META_PLACE_NONE)
+		if (e->osds[i] == PLACE_NONE)
 			continue;
 		const Iolake__Meta__OsdInfo *o = find_osd(m, e->osds[i]);
 		if (o && o->up)
@@ -257,7 +257,7 @@ void meta_pgstate_reset(struct meta_pgstate *p)
 static int fit(struct meta_pgstate *p, const Iolake__Meta__ClusterMap *m)
 {
 	uint32_t n = (uint32_t)m->n_pgs;
-	if (n > META_PLACE_MAX_PGS)
+	if (n > PLACE_MAX_PGS)
 		return -EINVAL;
 	if (n == p->n)
 		return 0;
@@ -283,7 +283,7 @@ int meta_pgstate_report(struct meta_pgstate *p, const Iolake__Meta__ClusterMap *
 	int rc = fit(p, m);
 	if (rc)
 		return rc;
-	if (r->pg >= p->n || r->n_osds == 0 || r->n_osds > META_PLACE_MAX_WIDTH)
+	if (r->pg >= p->n || r->n_osds == 0 || r->n_osds > PLACE_MAX_WIDTH)
 		return -EINVAL;
 	struct meta_pg_report *old = &p->reps[r->pg];
 	if (old->present && old->epoch > r->epoch)
@@ -386,7 +386,7 @@ void meta_pgstate_derive_all(const struct meta_pgstate *p, const Iolake__Meta__C
 		if (meta_pgstate_view(m, pg, &v)) {
 			memset(&d, 0, sizeof(d));
 			d.state = META_PG_UNKNOWN;
-			d.primary = META_PLACE_NONE;
+			d.primary = PLACE_NONE;
 		} else {
 			const struct meta_pg_report *r = p->n == m->n_pgs ? meta_pgstate_get(p, pg) : NULL;
 			meta_pgstate_derive(&v, r, now_ms, &d);

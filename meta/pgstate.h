@@ -7,7 +7,7 @@
  * Leader memory only, not Raft state (like the heartbeat times in
  * node.c): a new leader starts empty and shows "unknown" until the
  * primaries report again (every ~2 s). The table holds one slot per PG
- * (pg_count of the map, at most META_PLACE_MAX_PGS): bounded by the map,
+ * (pg_count of the map, at most PLACE_MAX_PGS): bounded by the map,
  * never by traffic.
  *
  * Derivation (meta_pgstate_derive, pure: a unit test drives it without
@@ -85,7 +85,7 @@ struct meta_pg_report {
 	enum meta_pg_state carried;
 	uint64_t epoch;
 	uint32_t n_osds;
-	uint32_t osds[META_PLACE_MAX_WIDTH];
+	uint32_t osds[PLACE_MAX_WIDTH];
 	uint32_t up_mask;
 	char state[16];               /* the reporter's word, truncated */
 	uint64_t stripes, stripes_missing, bytes_missing, stripes_done, bytes_done;
@@ -99,14 +99,14 @@ struct meta_pg_view {
 	uint32_t pg;                  /* its id: the primary's draw depends on it */
 	uint32_t k;
 	uint32_t width;               /* k + m: entries of osds */
-	const uint32_t *osds;         /* slot i's OSD, META_PLACE_NONE: empty */
+	const uint32_t *osds;         /* slot i's OSD, PLACE_NONE: empty */
 	uint32_t up_mask;             /* bit i: slot i's OSD is up */
 };
 
 struct meta_pg_derived {
 	enum meta_pg_state state;
 	bool report_valid;
-	uint32_t primary;             /* meta_place_primary_slot's OSD; NONE: no up OSD */
+	uint32_t primary;             /* place_primary_slot's OSD; NONE: no up OSD */
 	uint64_t eta_s;               /* report's bytes_missing / rate; 0 when no rate */
 	uint64_t age_ms;              /* of the report; 0 without one */
 };
@@ -145,7 +145,7 @@ void meta_pgstate_reset(struct meta_pgstate *p);
 
 /* Keep report r from osd osd_id, received at now_ms, for map m. A report
  * older (by epoch) than the one kept is ignored. 0, or -EINVAL (no such
- * PG, width over META_PLACE_MAX_WIDTH), -ENOMEM (the table could not be
+ * PG, width over PLACE_MAX_WIDTH), -ENOMEM (the table could not be
  * sized to the map). */
 int meta_pgstate_report(struct meta_pgstate *p, const Iolake__Meta__ClusterMap *m,
 			uint32_t osd_id, const Iolake__Meta__PgReport *r, uint64_t now_ms);

@@ -913,9 +913,9 @@ static void h_report_pgs(struct rpc_req *r, void *ud)
 		rpc_respond(r, &resp.base, NULL);
 		return;
 	}
-	if (q->n_pgs > META_PLACE_MAX_PGS) {
+	if (q->n_pgs > PLACE_MAX_PGS) {
 		rpc_fail(r, RPC_INVALID_ARGUMENT, "at most %u PG reports per call",
-			 META_PLACE_MAX_PGS);
+			 PLACE_MAX_PGS);
 		return;
 	}
 	uint64_t now = loop_now_ms();

@@ -64,28 +64,28 @@ static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__Osd
 	int rc;
 	uint32_t w = m->k + m->m;
 	struct meta_pg_table prev = { 0 }, next = { 0 };
-	struct meta_place_osd *po = calloc(n ? n : 1, sizeof(*po));
+	struct place_osd *po = calloc(n ? n : 1, sizeof(*po));
 	Iolake__Meta__PgEntry *pe = calloc(m->pg_count, sizeof(*pe));
 	Iolake__Meta__PgEntry **pp = calloc(m->pg_count, sizeof(*pp));
 	if (!po || !pe || !pp) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = meta_place_table_init(&next, m->pg_count, w);
+	rc = place_table_init(&next, m->pg_count, w);
 	if (rc)
 		goto out;
-	if (m->n_pgs == m->pg_count && meta_place_table_init(&prev, m->pg_count, w) == 0) {
+	if (m->n_pgs == m->pg_count && place_table_init(&prev, m->pg_count, w) == 0) {
 		for (uint32_t pg = 0; pg < m->pg_count; pg++)
 			for (uint32_t s = 0; s < w && s < m->pgs[pg]->n_osds; s++)
 				prev.osds[(size_t)pg * w + s] = m->pgs[pg]->osds[s];
 	}
 	for (size_t i = 0; i < n; i++)
-		po[i] = (struct meta_place_osd){ .id = osds[i]->id, .host = osds[i]->host,
+		po[i] = (struct place_osd){ .id = osds[i]->id, .host = osds[i]->host,
 						 .weight = osds[i]->weight, .up = osds[i]->up,
 						 .in = osds[i]->in };
-	struct meta_place_params p = { .pg_count = m->pg_count, .width = w,
+	struct place_params p = { .pg_count = m->pg_count, .width = w,
 				       .down_keeps_slot = m->down_keeps_slot };
-	rc = meta_place_compute(po, n, &p, prev.osds ? &prev : NULL, &next);
+	rc = place_compute(po, n, &p, prev.osds ? &prev : NULL, &next);
 	if (rc)
 		goto out;
 	for (uint32_t pg = 0; pg < m->pg_count; pg++) {
@@ -109,8 +109,8 @@ static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__Osd
 out:
 	if (rc == -ENOMEM)
 		t->io_err = -ENOMEM;
-	meta_place_table_free(&prev);
-	meta_place_table_free(&next);
+	place_table_free(&prev);
+	place_table_free(&next);
 	free(pp);
 	free(pe);
 	free(po);
@@ -120,9 +120,9 @@ out:
 int op_init_map(struct tx *t, const Iolake__Meta__InitMap *op, struct meta_op_result *r)
 {
 	Iolake__Meta__ClusterMap *m = NULL;
-	uint32_t pgs = op->pg_count ? op->pg_count : META_PLACE_DEFAULT_PGS;
-	if (pgs > META_PLACE_MAX_PGS || (pgs & (pgs - 1)) || op->k < 1 || op->m > 16 ||
-	    op->k + op->m > META_PLACE_MAX_WIDTH)
+	uint32_t pgs = op->pg_count ? op->pg_count : PLACE_DEFAULT_PGS;
+	if (pgs > PLACE_MAX_PGS || (pgs & (pgs - 1)) || op->k < 1 || op->m > 16 ||
+	    op->k + op->m > PLACE_MAX_WIDTH)
 		return -EINVAL;
 	int rc = get_map(t, &m);
 	if (rc == 0) {
@@ -144,12 +144,12 @@ int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op,
 {
 	Iolake__Meta__ClusterMap *m = NULL;
 	const Iolake__Meta__OsdInfo *in = op->osd;
-	if (!in || in->id == META_PLACE_NONE || !valid_name(in->host) || !in->addr)
+	if (!in || in->id == PLACE_NONE || !valid_name(in->host) || !in->addr)
 		return -EINVAL;
 	int rc = get_map(t, &m);
 	if (rc)
 		return rc;
-	if (m->n_osds >= META_PLACE_MAX_OSDS) {
+	if (m->n_osds >= PLACE_MAX_OSDS) {
 		meta_state_free_msg(m);
 		return IOL_ETOO_LARGE;
 	}

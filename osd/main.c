@@ -45,6 +45,7 @@
 #include "common/metrics_http.h"
 #include "common/rpc_tls.h"
 #include "common/rpc.h"
+#include "common/rpc_fault.h"
 #include "osd/metaclient.h"
 #include "osd/recover.h"
 #include "osd/service.h"
@@ -66,6 +67,7 @@ static bool f_format, f_force;
 static const char *f_cluster_id = "";
 static uint64_t f_inline_max = 64 << 10;
 static const char *f_log_level = "info";
+static const char *f_debug_fault;   /* tests only: common/rpc_fault.h */
 static const char *f_host;
 static int64_t f_max_inflight = 256;
 static uint64_t f_scrub_rate = 32ull << 20;
@@ -143,6 +145,7 @@ static const struct flag_spec specs[] = {
 	  .help = "deep-scrub every PG this OSD is the primary of this often: read all k+m "
 		  "shards of each whole stripe, re-encode, rewrite the one shard that "
 		  "disagrees (0: off; needs --meta)" },
+	RPC_FAULT_FLAG(f_debug_fault),
 	{ 0 }
 };
 
@@ -346,6 +349,10 @@ int main(int argc, char **argv)
 	char ctx[48];
 	snprintf(ctx, sizeof(ctx), "svc=osd.%lld", (long long)f_id);
 	log_set_thread_context(ctx);
+	if (rpc_fault_flag_apply(PROG, f_debug_fault)) {
+		flags_free(specs);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	char tls_err[512];
 	if (rpc_tls_setup(&f_tls, tls_err, sizeof(tls_err))) {

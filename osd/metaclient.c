@@ -5,7 +5,8 @@
  * Owns: one timer (the next attempt, or the running attempt's timeout), at
  * most one getaddrinfo request and one TCP handle at a time, and a
  * meta_client with at most one RegisterOsd or Heartbeat outstanding. One attempt
- * runs at a time: phase IDLE -> RESOLVE -> CONNECT -> IDLE; the outcome is
+ * runs at a time: phase IDLE -> RESOLVE -> CONNECT -> IDLE (a "local:"
+ * target is reached at once, without a phase); the outcome is
  * decided in the request callbacks only, so a timeout cancels (uv_cancel,
  * uv_close) and the callback that follows reports it.
  * Thread: the owner's loop. Logs (warn on each failure, info on recovery).
@@ -27,6 +28,7 @@
 enum phase { PH_IDLE, PH_RESOLVE, PH_CONNECT };
 
 struct target {
+	bool local;           /* "local:NAME": in process, nothing to probe */
 	char host[256];
 	char port[8];
 	char text[280];
@@ -48,6 +50,8 @@ struct osd_metaclient {
 	uint32_t backoff_ms;
 	uint32_t failures;
 	bool reachable;
+	void (*on_registered_cb)(void *arg, uint32_t osd_id);
+	void *cb_arg;
 
 	enum phase phase;
 	bool timed_out;
@@ -73,6 +77,7 @@ static void on_retry(uv_timer_t *t)
 /* "host:port" or "[v6]:port". */
 static int parse_target(const char *s, struct target *t)
 {
+	t->local = false;
 	const char *colon = strrchr(s, ':');
 	if (!colon || colon == s || !colon[1] || strlen(colon + 1) >= sizeof(t->port))
 		return -EINVAL;
@@ -117,6 +122,8 @@ static void on_registered(void *ud, int err, const Iolake__Meta__OpResult *res, 
 		mc->registered = true;
 		LOG_INFO("registered with meta", "osd=%u addr=%s host=%s", mc->osd_id,
 			 LOG_Q(mc->listen), LOG_Q(mc->host));
+		if (mc->on_registered_cb)
+			mc->on_registered_cb(mc->cb_arg, mc->osd_id);
 		return;
 	}
 	LOG_WARN("registration failed; retrying", "osd=%u err=%s status=%d", mc->osd_id,
@@ -287,6 +294,10 @@ static void attempt(struct osd_metaclient *mc)
 		return;
 	}
 	const struct target *t = &mc->t[mc->cur];
+	if (t->local) {
+		finish(mc, NULL);
+		return;
+	}
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	mc->timed_out = false;
 	mc->gai.data = mc;
@@ -315,6 +326,12 @@ int osd_metaclient_start(uv_loop_t *loop, const struct osd_metaclient_opts *o,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < o->naddrs; i++) {
+		if (strncmp(o->addrs[i], "local:", 6) == 0 && o->addrs[i][6] &&
+		    strlen(o->addrs[i]) < sizeof(mc->t[i].text)) {
+			mc->t[i].local = true;
+			snprintf(mc->t[i].text, sizeof(mc->t[i].text), "%s", o->addrs[i]);
+			continue;
+		}
 		if (parse_target(o->addrs[i], &mc->t[i])) {
 			free(mc->t);
 			free(mc);
@@ -334,6 +351,8 @@ int osd_metaclient_start(uv_loop_t *loop, const struct osd_metaclient_opts *o,
 	mc->bmax_ms = o->backoff_max_ms ? o->backoff_max_ms : mc->hb_ms;
 	mc->backoff_ms = mc->bmin_ms;
 	mc->capacity = o->capacity_bytes;
+	mc->on_registered_cb = o->on_registered;
+	mc->cb_arg = o->arg;
 	if (o->host && *o->host)
 		snprintf(mc->host, sizeof(mc->host), "%s", o->host);
 	else if (gethostname(mc->host, sizeof(mc->host) - 1) || !mc->host[0])

@@ -12,6 +12,11 @@
  * (meta forgot the OSD) registers again. The OSD keeps serving shards
  * meanwhile: nothing here blocks or gates the store or the RPC service.
  *
+ * An in-process meta ("local:NAME", iolake-aio runs one metaclient per
+ * OSD against its meta member) has no TCP to probe: it counts as
+ * reachable at every period, and the meta client's own retries cover a
+ * member not up yet.
+ *
  * Does not: learn the cluster map (the recovery driver, osd/recover.h,
  * watches it), report space in
  * heartbeats (HeartbeatRequest has no field for it yet).
@@ -29,7 +34,7 @@
 struct osd_metaclient;
 
 struct osd_metaclient_opts {
-	const char *const *addrs;  /* "host:port" each (copied); tried in turn */
+	const char *const *addrs;  /* "host:port" or "local:NAME" each (copied); tried in turn */
 	size_t naddrs;             /* >= 1 */
 	uint32_t osd_id;
 	const char *listen_addr;   /* announced RPC address, host:port (copied) */
@@ -39,14 +44,19 @@ struct osd_metaclient_opts {
 	uint32_t backoff_min_ms;   /* first retry delay; 0: 500 */
 	uint32_t backoff_max_ms;   /* cap; 0: heartbeat_ms */
 	uint32_t heartbeat_ms;     /* probe + Heartbeat period while reachable; 0: 2000 */
+	/* Called on the loop each time meta acks a registration (the first,
+	 * and again after a Heartbeat answered NOT_FOUND); NULL: none. */
+	void (*on_registered)(void *arg, uint32_t osd_id);
+	void *arg;
 };
 
 /* Start probing at once. Returns 0 with *out, -EINVAL (no address, or an
- * address that is not host:port), or -ENOMEM. */
+ * address that is neither host:port nor local:NAME), or -ENOMEM. */
 int osd_metaclient_start(uv_loop_t *loop, const struct osd_metaclient_opts *opts,
 			 struct osd_metaclient **out);
 
-/* Whether addr is a usable meta address ("host:port", "[v6]:port"). */
+/* Whether addr is a usable meta address for iolake-osd ("host:port",
+ * "[v6]:port"; "local:NAME" is not: there is no meta in its process). */
 bool osd_metaclient_addr_valid(const char *addr);
 
 /* Whether the last attempt reached a meta address. */

@@ -59,7 +59,7 @@ bool osd_recover_sig_eq(const struct osd_recover_sig *a, const struct osd_recove
 
 int osd_recover_primary_slot(uint32_t pg, const struct osd_recover_sig *s)
 {
-	return meta_place_primary_slot(pg, s->osds, s->width, s->up_mask);
+	return place_primary_slot(pg, s->osds, s->width, s->up_mask);
 }
 
 struct osd_recover_stripe_class osd_recover_classify(const struct osd_recover_sig *s,

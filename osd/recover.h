@@ -1,7 +1,7 @@
 /*
  * recover.h — the per-PG recovery driver of one OSD (issue 12,
  * self-healing): for every PG this OSD is the primary of (common/place.h
- * meta_place_primary_slot over the current cluster map), it compares the
+ * place_primary_slot over the current cluster map), it compares the
  * shard listings of the PG's OSDs and rebuilds, from k good shards of a
  * stripe, every shard its slot's OSD lacks (a new OSD in the slot, a
  * returned OSD, a partial PUT, a bad shard), then reports each PG's state
@@ -105,7 +105,7 @@ struct osd_recover_sig {
 
 bool osd_recover_sig_eq(const struct osd_recover_sig *a, const struct osd_recover_sig *b);
 
-/* Index of PG pg's primary slot (meta_place_primary_slot: the up OSD
+/* Index of PG pg's primary slot (place_primary_slot: the up OSD
  * with the highest draw for this PG, the rule meta's PG states use too);
  * -1 when no slot's OSD is up. */
 int osd_recover_primary_slot(uint32_t pg, const struct osd_recover_sig *s);

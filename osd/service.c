@@ -28,8 +28,6 @@
  * Logs: each shard op slower than opts.slow_op_ms (warn) and every read
  * (debug), with the caller's request id, PG, shard, time queued vs in the
  * store; failures with the request id (warn for bad bytes, else debug).
- * The read-delay test hook (OSD_FAULT_READ_DELAY_ENV) holds read answers
- * back on a timer, in arrival order.
  * Does not: retry, or hold shard bytes beyond the call (the store copies
  * a put's payload into its own aligned buffer).
  */
@@ -118,11 +116,6 @@ struct op {
 	uint64_t arrive_us;  /* the call arrived (earlier when it was parked) */
 	char req_id[OP_REQ_ID_MAX + 1]; /* the caller's request id, for the log after answering */
 	bool bg;             /* a background call */
-	/* IOLAKE_FAULT_READ_DELAY_MS: a read held back before its answer */
-	bool delayed;
-	int dstatus;
-	uint64_t due_ms;
-	struct op *dnext;
 	struct op *next_free;
 };
 
@@ -170,12 +163,6 @@ struct osd_service {
 
 	bool slow_log;                /* opts: the slow-op log */
 	uint32_t slow_op_ms;
-	/* The read-delay test hook (OSD_FAULT_READ_DELAY_ENV): 0 off; reads
-	 * wait in FIFO order (one delay for all, so FIFO is due order). */
-	uint32_t read_delay_ms;
-	uv_timer_t delay_timer;
-	bool delay_timer_open;
-	struct op *dhead, *dtail;
 
 	struct osd_sweep *sweep;      /* the orphan sweep's figures in Status; NULL: off */
 	struct osd_service_hooks hooks; /* the recovery driver's, or zero */
@@ -314,7 +301,7 @@ static void info_to(const struct store_stat *st, Iolake__Osd__ShardKey *key,
 static void maybe_drained(struct osd_service *svc)
 {
 	if (!svc->draining || svc->inflight || svc->timer_open || svc->bg_timer_open ||
-	    svc->delay_timer_open || svc->scrub || !svc->drain_cb)
+	    svc->scrub || !svc->drain_cb)
 		return;
 	void (*cb)(void *) = svc->drain_cb;
 	svc->drain_cb = NULL;
@@ -425,7 +412,6 @@ static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_ki
 	op->bytes = bytes;
 	op->t0_us = now_us();
 	op->arrive_us = op->t0_us;
-	op->delayed = false;
 	const char *id = rpc_req_id(r);
 	size_t idlen = strnlen(id, OP_REQ_ID_MAX);
 	memcpy(op->req_id, id, idlen);
@@ -567,34 +553,11 @@ static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 
 /* ------------------------------------------------------------ GetShard */
 
-static void on_delay_timer(uv_timer_t *t);
-
-/* The read-delay test hook: hold op's answer back read_delay_ms. */
-static void delay_read(struct op *op, int status)
-{
-	struct osd_service *svc = op->svc;
-	op->delayed = true;
-	op->dstatus = status;
-	op->due_ms = loop_now_ms() + svc->read_delay_ms;
-	op->dnext = NULL;
-	if (svc->dtail)
-		svc->dtail->dnext = op;
-	else
-		svc->dhead = op;
-	svc->dtail = op;
-	if (!uv_is_active((uv_handle_t *)&svc->delay_timer))
-		uv_timer_start(&svc->delay_timer, on_delay_timer, svc->read_delay_ms, 0);
-}
-
 static void on_get(struct store_get_req *req, int status)
 {
 	struct op *op = req->data;
 	struct osd_service *svc = op->svc;
 	struct rpc_req *r = op->r;
-	if (svc->read_delay_ms && !op->delayed && !svc->draining) {
-		delay_read(op, status);
-		return;
-	}
 	if (status == IOL_ECHECKSUM) {
 		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS, "%s on osd %u", req->err, svc->osd_id);
 		/* Stored bytes went bad: have the PG's primary rewrite them. */
@@ -674,22 +637,6 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 		fail_store(svc, r, rc, name, 0);
 		op_release(op, false);
 	}
-}
-
-/* Answer the held reads that are due (all of them when draining). */
-static void on_delay_timer(uv_timer_t *t)
-{
-	struct osd_service *svc = t->data;
-	uint64_t now = loop_now_ms();
-	while (svc->dhead && (svc->dhead->due_ms <= now || svc->draining)) {
-		struct op *op = svc->dhead;
-		svc->dhead = op->dnext;
-		if (!svc->dhead)
-			svc->dtail = NULL;
-		on_get(&op->u.get, op->dstatus);
-	}
-	if (svc->dhead && !svc->draining)
-		uv_timer_start(&svc->delay_timer, on_delay_timer, svc->dhead->due_ms - now, 0);
 }
 
 /* ------------------------------------------------------------ DeleteShard */
@@ -1150,30 +1097,6 @@ static int register_metrics(struct osd_service *svc)
 	return 0;
 }
 
-/* OSD_FAULT_READ_DELAY_ENV for this OSD: "MS" (every OSD) or
- * "ID:MS[,ID:MS...]"; 0 when unset, malformed or not naming it. */
-static uint32_t fault_read_delay_ms(uint32_t osd_id)
-{
-	const char *v = getenv(OSD_FAULT_READ_DELAY_ENV);
-	if (!v || !*v)
-		return 0;
-	if (!strchr(v, ':'))
-		return (uint32_t)strtoul(v, NULL, 10);
-	while (*v) {
-		char *end;
-		unsigned long id = strtoul(v, &end, 10);
-		if (*end != ':')
-			return 0;
-		unsigned long ms = strtoul(end + 1, &end, 10);
-		if (id == osd_id)
-			return (uint32_t)ms;
-		if (*end != ',')
-			return 0;
-		v = end + 1;
-	}
-	return 0;
-}
-
 int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 		    struct osd_service **out)
 {
@@ -1192,7 +1115,6 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	svc->reg = o->metrics;
 	svc->slow_log = o->slow_log;
 	svc->slow_op_ms = o->slow_op_ms;
-	svc->read_delay_ms = fault_read_delay_ms(o->osd_id);
 	svc->scrub_rate = o->scrub_rate_bytes;
 	svc->scrub_interval_ms = o->scrub_interval_ms;
 	int rc = -ENOMEM;
@@ -1216,13 +1138,6 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	uv_timer_init(loop, &svc->bg_timer); /* cannot fail once the first did */
 	svc->bg_timer.data = svc;
 	svc->bg_timer_open = true;
-	if (svc->read_delay_ms) {
-		uv_timer_init(loop, &svc->delay_timer);
-		svc->delay_timer.data = svc;
-		svc->delay_timer_open = true;
-		LOG_WARN("test hook: shard reads delayed", "osd=%u delay_ms=%u env=%s", svc->osd_id,
-			 svc->read_delay_ms, OSD_FAULT_READ_DELAY_ENV);
-	}
 	*out = svc;
 	return 0;
 
@@ -1303,13 +1218,6 @@ static void on_bg_timer_closed(uv_handle_t *h)
 	maybe_drained(svc);
 }
 
-static void on_delay_timer_closed(uv_handle_t *h)
-{
-	struct osd_service *svc = h->data;
-	svc->delay_timer_open = false;
-	maybe_drained(svc);
-}
-
 static void on_scrub_stopped(void *arg)
 {
 	struct osd_service *svc = arg;
@@ -1327,11 +1235,6 @@ void osd_service_drain(struct osd_service *svc, void (*done_cb)(void *arg), void
 		store_scrub_stop(svc->scrub, on_scrub_stopped, svc);
 	}
 	bg_fail_parked(svc);
-	if (svc->delay_timer_open) {
-		/* Held reads are answered now (they were read already). */
-		on_delay_timer(&svc->delay_timer);
-		uv_close((uv_handle_t *)&svc->delay_timer, on_delay_timer_closed);
-	}
 	/* Closing the timers also defers done_cb past this call. */
 	uv_close((uv_handle_t *)&svc->bg_timer, on_bg_timer_closed);
 	uv_close((uv_handle_t *)&svc->timer, on_timer_closed);

@@ -58,14 +58,6 @@ struct osd_service_opts {
 	uint32_t slow_op_ms;
 };
 
-/* Test hook, documented as for tests only (docs/operations.md): the
- * environment variable IOLAKE_FAULT_READ_DELAY_MS, read by
- * osd_service_new, makes GetShard answers late by that many ms, as a slow
- * device would: "MS" for every OSD of the process, or "ID:MS[,ID:MS...]"
- * for the OSDs named. The delay counts as store time in the slow-op log.
- * Unset (the default): no timer, one untaken branch per read. */
-#define OSD_FAULT_READ_DELAY_ENV "IOLAKE_FAULT_READ_DELAY_MS"
-
 /*
  * Create the service on loop and register its metrics (labelled with the
  * OSD id, so several OSDs may share one registry). Returns 0 with *out,

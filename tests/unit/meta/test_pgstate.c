@@ -12,7 +12,7 @@
 
 #include "meta/pgstate.h"
 
-#define NONE META_PLACE_NONE
+#define NONE PLACE_NONE
 
 /* ------------------------------------------------------- derivation */
 
@@ -107,8 +107,8 @@ START_TEST(test_primary_and_eta)
 	struct meta_pg_derived d;
 	meta_pgstate_derive(&v, &r, 1200, &d);
 	/* the draw's pick among the up slots: never the empty slot 0 or the
-	 * down slot 1 (meta_place_primary_slot is tested in test_place) */
-	int ps = meta_place_primary_slot(0, set, 6, 0x3c);
+	 * down slot 1 (place_primary_slot is tested in test_place) */
+	int ps = place_primary_slot(0, set, 6, 0x3c);
 	ck_assert_int_ge(ps, 2);
 	ck_assert_uint_eq(d.primary, set[ps]);
 	ck_assert_uint_eq(d.eta_s, 10);
@@ -168,12 +168,12 @@ static void tmap_init(struct tmap *t)
 	t->m.n_pgs = 4;
 }
 
-/* The OSD meta_place_primary_slot makes PG pg's primary in t's map. */
+/* The OSD place_primary_slot makes PG pg's primary in t's map. */
 static uint32_t prim(struct tmap *t, uint32_t pg)
 {
 	struct meta_pg_view v;
 	ck_assert_int_eq(meta_pgstate_view(&t->m, pg, &v), 0);
-	int ps = meta_place_primary_slot(pg, v.osds, v.width, v.up_mask);
+	int ps = place_primary_slot(pg, v.osds, v.width, v.up_mask);
 	return ps < 0 ? NONE : v.osds[ps];
 }
 

@@ -3,7 +3,8 @@
  * with growing delays (and logged), a listener appearing on it is noticed,
  * it going away again is noticed, and stop releases everything (the loop
  * closes cleanly). Against a real in-process meta member (one voter on
- * the same loop): the OSD registers, then heartbeats are answered OK.
+ * the same loop): the OSD registers, then heartbeats are answered OK, over
+ * TCP and over the in-process transport (as iolake-aio runs it).
  */
 #include <signal.h>
 #include <check.h>
@@ -216,6 +217,15 @@ static void on_node_closed(void *ud)
 	node_closed = 1;
 }
 
+static int n_registered;
+static uint32_t registered_id;
+static void on_registered(void *arg, uint32_t osd_id)
+{
+	ck_assert_ptr_eq(arg, &n_registered);
+	n_registered++;
+	registered_id = osd_id;
+}
+
 START_TEST(registers_and_beats)
 {
 	uv_loop_t loop;
@@ -230,7 +240,7 @@ START_TEST(registers_and_beats)
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port(&loop));
 		peer.addr = addr;
 		struct meta_node_opts no = { .id = 1, .data_dir = dir, .listen = addr,
-					     .peers = &peer, .n_peers = 1,
+					     .local_name = "mc-meta", .peers = &peer, .n_peers = 1,
 					     .election_timeout_ms = 200, .heartbeat_timeout_ms = 50,
 					     .pg_count = 16 };
 		if (meta_node_start(&loop, &no, &node)) {
@@ -247,17 +257,25 @@ START_TEST(registers_and_beats)
 	}
 	ck_assert_ptr_nonnull(node);
 
-	const char *addrs[] = { addr };
+	/* _i == 1: the in-process transport, as iolake-aio runs it (no TCP
+	 * probe: reachable at once). */
+	const char *addrs[] = { _i ? "local:mc-meta" : addr };
+	ck_assert(!osd_metaclient_addr_valid("local:mc-meta")); /* not for iolake-osd */
+	n_registered = 0;
 	struct osd_metaclient_opts o = { .addrs = addrs, .naddrs = 1, .osd_id = 7,
 					 .listen_addr = "127.0.0.1:7007", .host = "mc-host",
 					 .capacity_bytes = 1 << 30, .heartbeat_ms = 50,
-					 .backoff_min_ms = 20, .backoff_max_ms = 100 };
+					 .backoff_min_ms = 20, .backoff_max_ms = 100,
+					 .on_registered = on_registered, .arg = &n_registered };
 	struct osd_metaclient *mc;
 	ck_assert_int_eq(osd_metaclient_start(&loop, &o, &mc), 0);
 	for (int i = 0; i < 100 && osd_metaclient_beats(mc) < 3; i++)
 		run_ms(&loop, 50);
 	ck_assert(osd_metaclient_registered(mc));
+	ck_assert(osd_metaclient_reachable(mc));
 	ck_assert_uint_ge(osd_metaclient_beats(mc), 3);
+	ck_assert_int_eq(n_registered, 1);
+	ck_assert_uint_eq(registered_id, 7);
 	struct meta_node_info info;
 	meta_node_info(node, &info);
 	ck_assert_uint_ge(info.epoch, 2); /* the registration moved the map */
@@ -285,7 +303,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, retry_then_reachable);
 	tcase_add_test(tc, stop_mid_attempt);
-	tcase_add_test(tc, registers_and_beats);
+	tcase_add_loop_test(tc, registers_and_beats, 0, 2);
 	suite_add_tcase(s, tc);
 	/* Its own case: make soak-liveness runs it alone (CK_RUN_CASE). */
 	TCase *lv = tcase_create("liveness");

@@ -97,7 +97,7 @@ START_TEST(primary_and_signature)
 	struct osd_recover_sig s = sig6(4, 2, 7, 1, 3, 5, 0x3f);
 	int p = osd_recover_primary_slot(9, &s);
 	ck_assert_int_ge(p, 0);
-	ck_assert_int_eq(p, meta_place_primary_slot(9, s.osds, 6, 0x3f));
+	ck_assert_int_eq(p, place_primary_slot(9, s.osds, 6, 0x3f));
 	/* a slot other than the primary's going down changes nothing */
 	s.up_mask = 0x3f & ~(1u << ((p + 1) % 6));
 	ck_assert_int_eq(osd_recover_primary_slot(9, &s), p);
