@@ -231,9 +231,13 @@ def main():
                 raise AssertionError("GC queue not drained: %s" % r)
             time.sleep(0.2)
         w = r["worker"]
-        expect(w["freed_entries"] + w["skipped_entries"] == pending and w["failed_entries"] == 0
-               and w["freed_bytes"] <= pending_bytes and w["last_round_end_ms"],
-               "GET gc: drained to 0, the worker acked %d entries: %s" % (pending, w))
+        # At least what was pending: a part-rows object's entry (issue 18)
+        # becomes a second entry with its parts' layouts once the worker
+        # frees its rows, so more may be freed than the first look saw.
+        expect(w["freed_entries"] + w["skipped_entries"] >= pending and w["failed_entries"] == 0
+               and w["freed_bytes"] >= n * size and w["last_round_end_ms"],
+               "GET gc: drained to 0, the worker acked at least the %d entries (%d bytes) "
+               "pending: %s" % (pending, pending_bytes, w))
 
         # ---- 5. scrub status
         end = time.time() + 30
