@@ -158,6 +158,8 @@ struct gw_data_stats {
 	uint64_t shard_puts, shard_put_failures;
 	uint64_t shard_puts_abandoned;             /* still out at the quorum grace: recorded missing */
 	uint64_t shard_puts_late;                  /* ... whose call ended after the segment settled */
+	uint64_t shard_gets_late;                  /* shard reads still out when their segment
+						    * was emitted (its slot went on without them) */
 	uint64_t shard_gets, shard_get_failures;
 	uint64_t shard_gets_by_index[EC_MAX_SHARDS]; /* GetShard calls per shard index */
 	uint64_t crc_mismatches;                   /* responses failing the end-to-end check */

@@ -33,8 +33,9 @@
  * fetching then, the shards still out are marked slow: planning treats
  * them as failed (enough other shards are asked in full to decode) but
  * their answers are still taken if they come first. One hedge per
- * segment. A segment that decoded before its slow read answered keeps its
- * slot until that call ends (the answer is dropped).
+ * segment. Once a segment is emitted its slot takes the next segment at
+ * once; reads still out become late calls (seg_recycle) whose answers
+ * are dropped and which keep only g alive (g->pending).
  *
  * Loop: the gw_data's. The readable callback runs only at the end of an
  * RPC callback, and g is not touched after it.
@@ -52,8 +53,14 @@
 
 enum seg_state { S_IDLE, S_FETCH, S_READY, S_FAILED, S_EMITTED };
 
+/* One GetShard call on the wire (from d->free_calls, or the heap). Its
+ * segment slot may be reused before it answers (a late call: the slot's
+ * `use` moved on); then it only counts itself out of g->pending. */
 struct get_call {
+	struct gw_data_get *g;
 	struct get_seg *seg;
+	struct get_call *next_free;
+	uint32_t use;            /* seg->use when asked */
 	uint32_t shard;
 	bool full;               /* asked for the whole shard */
 	uint32_t off, len;       /* asked range */
@@ -79,7 +86,8 @@ struct get_seg {
 	struct gwd_hnode hn;                 /* on d->hq while waiting to hedge */
 	unsigned emit_next;
 	unsigned pending;
-	struct get_call calls[EC_MAX_SHARDS];
+	uint32_t use;                        /* bumped when the slot is reused */
+	struct get_call *calls[EC_MAX_SHARDS]; /* shard i's call out (NULL: none) */
 };
 
 struct gw_data_get {
@@ -158,11 +166,52 @@ static void seg_fail(struct get_seg *seg, const char *fmt, ...)
 
 static void on_get(void *ud, const struct rpc_result *res);
 
+static struct get_call *call_get(struct gw_data *d)
+{
+	struct get_call *c = d->free_calls;
+	if (c)
+		d->free_calls = c->next_free;
+	else
+		c = malloc(sizeof(*c));
+	return c;
+}
+
+static void call_put(struct gw_data *d, struct get_call *c)
+{
+	c->next_free = d->free_calls;
+	d->free_calls = c;
+}
+
+/* seg was emitted: its slot is free for the next segment now, even with
+ * calls still out (slow reads a hedge went around, or range reads a
+ * decode made needless): they become late calls, which hold no buffer of
+ * ours and only keep g (g->pending) until they end. Before this a slot
+ * waited for them: a GET of more segments than the window stalled for
+ * the RPC deadline behind one OSD that took reads and never answered. */
+static void seg_recycle(struct get_seg *seg)
+{
+	if (seg->pending)
+		seg->g->d->st.shard_gets_late += seg->pending;
+	seg->use++;
+	seg->pending = 0;
+	seg->inflight = seg->inflight_full = seg->slow = 0;
+	for (unsigned i = 0; i < EC_MAX_SHARDS; i++)
+		seg->calls[i] = NULL;
+	seg->state = S_IDLE;
+}
+
 static void issue(struct get_seg *seg, unsigned i, bool full)
 {
 	struct gw_data_get *g = seg->g;
 	struct gw_data *d = g->d;
-	struct get_call *c = &seg->calls[i];
+	struct get_call *c = seg->calls[i] ? NULL : call_get(d);
+	if (!c) {   /* no memory (a call to shard i is never out twice) */
+		seg->failed |= 1u << i;
+		seg->degraded = true;
+		return;
+	}
+	*c = (struct get_call){ .g = g, .seg = seg, .use = seg->use, .shard = i };
+	seg->calls[i] = c;
 	drop(seg, i);
 	c->full = full;
 	c->off = full ? 0 : seg->w_off[i];
@@ -509,11 +558,23 @@ static void on_get(void *ud, const struct rpc_result *res)
 {
 	struct get_call *c = ud;
 	struct get_seg *seg = c->seg;
-	struct gw_data_get *g = seg->g;
+	struct gw_data_get *g = c->g;
 	struct gw_data *d = g->d;
 	uint32_t i = c->shard, b = 1u << i;
-	seg->pending--;
 	g->pending--;
+	if (c->use != seg->use) {   /* late: its slot moved on */
+		if (res->status == RPC_OK) {   /* its latency still counts */
+			uint64_t us = (loop_now_ns() - c->t0_ns) / 1000;
+			gw_lat_add(&d->lat, us);
+			gwd_osd_lat_add(&d->olat, g->t.osd_ids[i], us);
+		}
+		call_put(d, c);
+		if (g->freed && !g->pending)
+			get_release(g);
+		return;
+	}
+	seg->calls[i] = NULL;
+	seg->pending--;
 	seg->inflight &= ~b;
 	seg->inflight_full &= ~b;
 	seg->slow &= ~b;
@@ -527,6 +588,7 @@ static void on_get(void *ud, const struct rpc_result *res)
 	if (t)
 		gw_trace_call_end(&t->osd, c->t0_ns, now, g->t.osd_ids[i], res->status == RPC_OK);
 	if (g->freed) {
+		call_put(d, c);
 		if (!g->pending)
 			get_release(g);
 		return;
@@ -562,10 +624,7 @@ static void on_get(void *ud, const struct rpc_result *res)
 		}
 		seg_advance(seg);
 	}
-	if (!seg->pending && seg->state == S_EMITTED) {
-		seg->state = S_IDLE;
-		pump(g);
-	}
+	call_put(d, c);
 	notify(g);
 }
 
@@ -588,6 +647,11 @@ void gwd_get_free_list(struct gw_data *d)
 		struct gw_data_get *g = d->free_gets;
 		d->free_gets = g->next_free;
 		free(g);
+	}
+	while (d->free_calls) {
+		struct get_call *c = d->free_calls;
+		d->free_calls = c->next_free;
+		free(c);
 	}
 }
 
@@ -630,8 +694,10 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 		struct get_seg *seg = &g->segs[j];
 		seg->g = g;
 		seg->index = UINT32_MAX;
+		seg->pending = 0;
+		seg->use = 0;
 		for (unsigned i = 0; i < EC_MAX_SHARDS; i++)
-			seg->calls[i] = (struct get_call){ .seg = seg, .shard = i };
+			seg->calls[i] = NULL;
 	}
 	if (len) {
 		g->next_start = g->next_emit = (uint32_t)(off / l->segment_bytes);
@@ -674,10 +740,8 @@ int gw_data_get_read(struct gw_data_get *g, struct buf_slice *out)
 		seg->state = S_EMITTED;
 		drop_all(seg);
 		g->next_emit++;
-		if (!seg->pending) {
-			seg->state = S_IDLE;
-			pump(g);
-		}
+		seg_recycle(seg);
+		pump(g);
 	}
 	return 1;
 }

@@ -106,6 +106,7 @@ struct gw_data {
 	struct gwd_deferred *dhead, *dtail;
 	struct gw_data_put *free_puts;
 	struct gw_data_get *free_gets;
+	struct get_call *free_calls;   /* GetShard call contexts (gw_data_get.c) */
 	struct gwd_del *free_dels;
 	struct gw_data_stats st;
 };

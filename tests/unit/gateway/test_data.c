@@ -1036,6 +1036,10 @@ START_TEST(hung_osd_hedged)
 		b[j] = pattern(j % 2 ? 65536 : 1 << 20, f.seed + (uint64_t)j);
 		ck_assert_int_eq(do_put(&f, b[j], 1 << 20, &l[j], NULL, NULL), 0);
 	}
+	/* Six segments of 1 MiB: more than the window (2) of segment slots. */
+	struct buf *big = pattern(6 << 20, f.seed + 99);
+	struct gw_data_layout lbig;
+	ck_assert_int_eq(do_put(&f, big, 1 << 20, &lbig, NULL, NULL), 0);
 	/* Fill the latency window (32 samples) with healthy reads. */
 	for (int r = 0; r < 3; r++)
 		for (int j = 0; j < FD_OBJS; j++)
@@ -1063,6 +1067,19 @@ START_TEST(hung_osd_hedged)
 	ck_assert_uint_ge(s1.hedge_wins - s0.hedge_wins, 1);
 	ck_assert_uint_eq(s1.gets_failed, 0);
 	ck_assert_uint_lt(worst, 2500); /* generous: the point is "not the deadline" */
+	/* A GET of more segments than the window: each emitted segment's
+	 * slot goes on to the next one, leaving its hung read behind as a
+	 * late call, instead of holding the slot until that read's deadline
+	 * (before: the third segment waited 5 s, the RPC deadline here). */
+	uint64_t t0 = loop_now_ms();
+	expect_range(&f, &lbig, big, 0, big->len);
+	uint64_t big_ms = loop_now_ms() - t0;
+	struct gw_data_stats sb = stats(&f);
+	printf("%s: OSD 1 hung: GET of 6 segments (window 2) in %llu ms, %llu shard reads left "
+	       "behind late\n", tname[_i], (unsigned long long)big_ms,
+	       (unsigned long long)(sb.shard_gets_late - s1.shard_gets_late));
+	ck_assert_uint_lt(big_ms, 2500);
+	ck_assert_uint_ge(sb.shard_gets_late - s1.shard_gets_late, 1);
 
 	if (_i == T_H2) {
 		/* The PING goes unanswered: dead, circuit open. */
@@ -1094,6 +1111,8 @@ START_TEST(hung_osd_hedged)
 		buf_unref(b[j]);
 		gw_data_layout_clear(&l[j]);
 	}
+	buf_unref(big);
+	gw_data_layout_clear(&lbig);
 	fx_teardown(&f);
 }
 END_TEST
