@@ -14,6 +14,25 @@ void admin_on_call(void *ud, int err, const ProtobufCMessage *resp)
 		w->err = -ENOMEM;
 }
 
+void admin_on_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
+{
+	(void)index;
+	struct admin_wait *w = ud;
+	w->done = true;
+	w->err = err;
+	if (!err)
+		w->status = res->status;
+}
+
+int admin_run(uv_loop_t *loop, struct admin_wait *w, int rc)
+{
+	if (rc)
+		return rc;
+	while (!w->done)
+		uv_run(loop, UV_RUN_ONCE);
+	return w->err;
+}
+
 static int await(struct meta_client *c, struct admin_wait *w, int rc, ProtobufCMessage **out)
 {
 	*out = NULL;

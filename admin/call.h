@@ -17,10 +17,16 @@ struct admin_wait {
 	bool done;
 	int err;
 	ProtobufCMessage *resp;
+	Iolake__Meta__Status status;   /* a submit's */
 };
 
 /* A meta_client_cb that fills the struct admin_wait given as ud. */
 void admin_on_call(void *ud, int err, const ProtobufCMessage *resp);
+/* The same for meta_client_submit: err and the op's status. */
+void admin_on_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index);
+/* rc, the start of a call made with w, if it failed; else run loop until
+ * w is answered and return w's err. */
+int admin_run(uv_loop_t *loop, struct admin_wait *w, int rc);
 
 /* The answer of method(req), routed like meta_client_call_direct, in *out
  * (owned: free with protobuf_c_message_free_unpacked; NULL on error).

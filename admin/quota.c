@@ -14,43 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/call.h"
 #include "common/err.h"
 #include "common/flags.h"
-
-struct wait {
-	bool done;
-	int err;
-	ProtobufCMessage *resp;        /* owned copy */
-	Iolake__Meta__Status status;   /* submits */
-};
-
-static void on_call(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct wait *w = ud;
-	w->done = true;
-	w->err = err;
-	if (!err && !(w->resp = meta_client_copy_msg(resp)))
-		w->err = -ENOMEM;
-}
-
-static void on_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	struct wait *w = ud;
-	w->done = true;
-	w->err = err;
-	if (!err)
-		w->status = res->status;
-}
-
-static int run(uv_loop_t *loop, struct wait *w, int rc)
-{
-	if (rc)
-		return rc;
-	while (!w->done)
-		uv_run(loop, UV_RUN_ONCE);
-	return w->err;
-}
 
 static void free_msg(void *m)
 {
@@ -113,8 +79,8 @@ static int get_bucket(struct meta_client *c, uv_loop_t *loop, const char *name, 
 {
 	Iolake__Meta__GetBucketRequest q = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
 	q.name = (char *)name;
-	struct wait w = { 0 };
-	int rc = run(loop, &w, meta_client_call(c, META_M_GET_BUCKET, &q.base, on_call, &w));
+	struct admin_wait w = { 0 };
+	int rc = admin_run(loop, &w, meta_client_call(c, META_M_GET_BUCKET, &q.base, admin_on_call, &w));
 	const Iolake__Meta__GetBucketResponse *r = (const void *)w.resp;
 	if (rc || !r || r->status != IOLAKE__META__STATUS__STATUS_OK || !r->bucket) {
 		fprintf(err, "iolake-admin: quota get: %s\n",
@@ -147,8 +113,8 @@ static int get_user(struct meta_client *c, uv_loop_t *loop, const char *name, bo
 		    FILE *out, FILE *err)
 {
 	Iolake__Meta__ListUsersRequest q = IOLAKE__META__LIST_USERS_REQUEST__INIT;
-	struct wait w = { 0 };
-	int rc = run(loop, &w, meta_client_call(c, META_M_LIST_USERS, &q.base, on_call, &w));
+	struct admin_wait w = { 0 };
+	int rc = admin_run(loop, &w, meta_client_call(c, META_M_LIST_USERS, &q.base, admin_on_call, &w));
 	const Iolake__Meta__ListUsersResponse *r = (const void *)w.resp;
 	const Iolake__Meta__User *u = NULL;
 	for (size_t i = 0; !rc && r && i < r->n_users; i++)
@@ -161,8 +127,8 @@ static int get_user(struct meta_client *c, uv_loop_t *loop, const char *name, bo
 	}
 	Iolake__Meta__ListBucketsRequest bq = IOLAKE__META__LIST_BUCKETS_REQUEST__INIT;
 	bq.owner = (char *)name;
-	struct wait bw = { 0 };
-	rc = run(loop, &bw, meta_client_call(c, META_M_LIST_BUCKETS, &bq.base, on_call, &bw));
+	struct admin_wait bw = { 0 };
+	rc = admin_run(loop, &bw, meta_client_call(c, META_M_LIST_BUCKETS, &bq.base, admin_on_call, &bw));
 	const Iolake__Meta__ListBucketsResponse *br = (const void *)bw.resp;
 	if (rc || !br) {
 		fprintf(err, "iolake-admin: quota get: %s\n", iol_strerror(rc ? rc : -ENOMEM));
@@ -267,8 +233,8 @@ int admin_quota(struct meta_client *c, uv_loop_t *loop, int nargs, char **args, 
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_SET_QUOTA;
 	op.set_quota = &sq;
-	struct wait w = { 0 };
-	int rc = run(loop, &w, meta_client_submit(c, &op, on_submit, &w));
+	struct admin_wait w = { 0 };
+	int rc = admin_run(loop, &w, meta_client_submit(c, &op, admin_on_submit, &w));
 	if (rc || w.status != IOLAKE__META__STATUS__STATUS_OK) {
 		fprintf(err, "iolake-admin: quota %s: %s\n", verb,
 			rc ? iol_strerror(rc)

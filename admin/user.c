@@ -15,49 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/call.h"
 #include "common/err.h"
 #include "meta/secret.h"
-
-struct wait {
-	bool done;
-	int err;
-	ProtobufCMessage *resp;        /* owned copy */
-	Iolake__Meta__Status status;   /* submits */
-};
-
-static void on_call(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct wait *w = ud;
-	w->done = true;
-	w->err = err;
-	if (!err && !(w->resp = meta_client_copy_msg(resp)))
-		w->err = -ENOMEM;
-}
-
-static void on_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	struct wait *w = ud;
-	w->done = true;
-	w->err = err;
-	if (!err)
-		w->status = res->status;
-}
-
-static int run(uv_loop_t *loop, struct wait *w, int rc)
-{
-	if (rc)
-		return rc;
-	while (!w->done)
-		uv_run(loop, UV_RUN_ONCE);
-	return w->err;
-}
 
 static int call(struct meta_client *c, uv_loop_t *loop, unsigned method,
 		const ProtobufCMessage *req, ProtobufCMessage **out)
 {
-	struct wait w = { 0 };
-	int rc = run(loop, &w, meta_client_call(c, method, req, on_call, &w));
+	struct admin_wait w = { 0 };
+	int rc = admin_run(loop, &w, meta_client_call(c, method, req, admin_on_call, &w));
 	*out = w.resp;
 	return rc;
 }
@@ -65,8 +31,8 @@ static int call(struct meta_client *c, uv_loop_t *loop, unsigned method,
 static int submit(struct meta_client *c, uv_loop_t *loop, const Iolake__Meta__Op *op,
 		  Iolake__Meta__Status *st)
 {
-	struct wait w = { 0 };
-	int rc = run(loop, &w, meta_client_submit(c, op, on_submit, &w));
+	struct admin_wait w = { 0 };
+	int rc = admin_run(loop, &w, meta_client_submit(c, op, admin_on_submit, &w));
 	*st = w.status;
 	return rc;
 }
