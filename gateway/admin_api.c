@@ -376,6 +376,28 @@ void admin_api_forget_creds(struct admin_call *c)
 	s3_auth_invalidate_all(c->api->auth);
 }
 
+void admin_reply_creds_deleted(struct admin_call *c, int err, const Iolake__Meta__OpResult *res,
+			       const char *what)
+{
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
+		admin_reply_status(c, res->status, what);
+		return;
+	}
+	/* Its keys must stop working here at once, not when cached entries
+	 * expire (the S3 front end follows meta's creds_epoch itself). */
+	admin_api_forget_creds(c);
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_kstr(&w, "deleted", admin_call_route(c)->name);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 typedef void (*handler_fn)(struct admin_call *c);

@@ -159,6 +159,11 @@ void admin_msg_free(ProtobufCMessage *m);
 
 /* Forget every cached credential (after a user or key was removed). */
 void admin_api_forget_creds(struct admin_call *c);
+/* The answer to a DeleteUser or DeleteAccessKey submit: the meta error,
+ * the status with `what`, or (credentials forgotten) 200 {"deleted": the
+ * route's name}. */
+void admin_reply_creds_deleted(struct admin_call *c, int err, const Iolake__Meta__OpResult *res,
+			       const char *what);
 
 /* Handlers (one file per resource). */
 void admin_h_cluster(struct admin_call *c);

@@ -241,23 +241,7 @@ void admin_h_user_create(struct admin_call *c)
 
 static void on_deleted(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
 {
-	if (err) {
-		admin_reply_meta_error(c, err);
-		return;
-	}
-	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
-		admin_reply_status(c, res->status, "delete user");
-		return;
-	}
-	/* Its keys must stop working here at once, not when cached entries
-	 * expire (the S3 front end follows meta's creds_epoch itself). */
-	admin_api_forget_creds(c);
-	struct jsonw w;
-	jsonw_init(&w, 0);
-	jsonw_obj_begin(&w);
-	jsonw_kstr(&w, "deleted", admin_call_route(c)->name);
-	jsonw_obj_end(&w);
-	admin_reply_json(c, 200, &w);
+	admin_reply_creds_deleted(c, err, res, "delete user");
 }
 
 void admin_h_user_delete(struct admin_call *c)
