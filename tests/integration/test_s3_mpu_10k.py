@@ -105,7 +105,8 @@ def reads(c, parts, data, what):
 def main():
     # two range groups: the bucket's records live in a range group, which
     # a split moves to the other
-    aio = Aio(osd_size="1G", args=["--debug-min-part-size", "1", "--range-groups", "2"])
+    aio = Aio(osd_size="1G", args=["--debug-min-part-size", "1", "--range-groups", "2",
+                                   "--gc-interval", "500ms"])   # part rows: freed by the GC worker
     aio.start()
     try:
         c = Conn(aio.port)
