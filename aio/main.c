@@ -667,6 +667,7 @@ static void gw_start_fn(void *arg)
 	sc.http.addr = A.s3_host;
 	sc.http.port = A.s3_port;
 	sc.region = f_region;
+	sc.hash_pool = hash_pool;
 	sc.no_sigv2 = !f_sigv2;
 	gw_front_apply(&front, &sc.http);
 	gw_front_apply_users(&front, &sc.user_limit);

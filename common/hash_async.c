@@ -27,15 +27,16 @@ struct hash_async {
 	hash_async_cb cb;
 	void *ud;
 	unsigned pending;
+	unsigned algs;                /* HASH_ASYNC_* in use */
 	unsigned nslots;
 	struct ha_job slots[];
 };
 
 static void hash_range(struct hash_async *h, const void *data, size_t len)
 {
-	if (h->md5)
+	if (h->algs & HASH_ASYNC_MD5)
 		hash_stream_update(h->md5, data, len);
-	if (h->sha)
+	if (h->algs & HASH_ASYNC_SHA256)
 		hash_stream_update(h->sha, data, len);
 }
 
@@ -73,9 +74,7 @@ struct hash_async *hash_async_new(struct workpool_port *pt, unsigned algs, unsig
 	h->cb = cb;
 	h->ud = ud;
 	h->nslots = slots;
-	if ((algs & HASH_ASYNC_MD5) && !(h->md5 = hash_stream_new(HASH_MD5)))
-		goto fail;
-	if ((algs & HASH_ASYNC_SHA256) && !(h->sha = hash_stream_new(HASH_SHA256)))
+	if (hash_async_set_algs(h, algs))
 		goto fail;
 	for (unsigned i = 0; i < slots; i++) {
 		h->slots[i].h = h;
@@ -86,6 +85,16 @@ struct hash_async *hash_async_new(struct workpool_port *pt, unsigned algs, unsig
 fail:
 	hash_async_free(h);
 	return NULL;
+}
+
+int hash_async_set_algs(struct hash_async *h, unsigned algs)
+{
+	if ((algs & HASH_ASYNC_MD5) && !h->md5 && !(h->md5 = hash_stream_new(HASH_MD5)))
+		return -ENOMEM;
+	if ((algs & HASH_ASYNC_SHA256) && !h->sha && !(h->sha = hash_stream_new(HASH_SHA256)))
+		return -ENOMEM;
+	h->algs = algs;
+	return 0;
 }
 
 void hash_async_set_cb(struct hash_async *h, hash_async_cb cb, void *ud)
@@ -136,9 +145,9 @@ unsigned hash_async_pending(const struct hash_async *h)
 void hash_async_final(struct hash_async *h, uint8_t *md5, uint8_t *sha256)
 {
 	uint8_t scratch[SHA256_LEN];
-	if (h->md5)
+	if (h->algs & HASH_ASYNC_MD5)
 		hash_stream_final(h->md5, md5 ? md5 : scratch);
-	if (h->sha)
+	if (h->algs & HASH_ASYNC_SHA256)
 		hash_stream_final(h->sha, sha256 ? sha256 : scratch);
 }
 

@@ -45,6 +45,11 @@ typedef void (*hash_async_cb)(struct hash_async *h, void *ud);
 struct hash_async *hash_async_new(struct workpool_port *pt, unsigned algs, unsigned slots,
 				  hash_async_cb cb, void *ud);
 
+/* Hash only the algorithms in algs from now on (a subset of HASH_ASYNC_*;
+ * the missing ones are made). Requires hash_async_pending(h) == 0 and a
+ * fresh stream (after final). 0 or -ENOMEM. */
+int hash_async_set_algs(struct hash_async *h, unsigned algs);
+
 /* Change the callback (for streams kept across reuse). */
 void hash_async_set_cb(struct hash_async *h, hash_async_cb cb, void *ud);
 

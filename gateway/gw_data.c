@@ -214,7 +214,7 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 	if (!o.pool_max_bytes)
 		o.pool_max_bytes = 256ull << 20;
 	if (!o.hash_min_bytes)
-		o.hash_min_bytes = 64u << 10;
+		o.hash_min_bytes = 128u << 10;   /* below: a thread hop costs more */
 	/* A process-wide switch for operators and A/B benchmarks. */
 	const char *hedge = getenv("IOLAKE_GW_HEDGE");
 	if (hedge && strcmp(hedge, "off") == 0)

@@ -118,7 +118,7 @@ struct gw_data_opts {
 	 * nobody is told. */
 	void (*on_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
 	void *degraded_ud;
-	/* The ETag's MD5 of a PUT of at least hash_min_bytes (0: 64 KiB) is
+	/* The ETag's MD5 of a PUT of at least hash_min_bytes (0: 128 KiB) is
 	 * computed on this pool's threads, a segment at a time, while the
 	 * segments are encoded and sent; on_done waits for it. NULL: on the
 	 * loop as the bytes are written. The pool outlives the gw_data. */

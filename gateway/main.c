@@ -266,6 +266,7 @@ int main(int argc, char **argv)
 	gw_front_apply(&front, &sc.http);
 	gw_front_apply_users(&front, &sc.user_limit);
 	sc.slow_log = true;
+	sc.hash_pool = oc.data.hash_pool;
 	sc.slow_request_ms = front.slow_request_ms;
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/workpool.h"
 #include "common/loop.h"
 #include "gateway/chunked.h"
 #include "gateway/s3_server.h"
@@ -139,6 +140,8 @@ static void op_put_object(struct s3_call *c)
 		s3_call_error(c, e, NULL);
 }
 
+static struct workpool *T_pool;   /* NULL: digests on the loop */
+
 static void do_start(void *arg)
 {
 	(void)arg;
@@ -153,6 +156,8 @@ static void do_start(void *arg)
 	cfg.ops[S3_OP_HeadBucket] = op_ok_empty;
 	cfg.ops[S3_OP_GetObject] = op_get_object;
 	cfg.ops[S3_OP_PutObject] = op_put_object;
+	cfg.hash_pool = T_pool;   /* the "hash-pool" case: every body's digests */
+	cfg.hash_min_bytes = 1;
 	ck_assert_int_eq(s3_server_start(&S.lt.loop, &cfg, &S.srv), 0);
 	S.port = s3_server_port(S.srv);
 }
@@ -192,6 +197,22 @@ static void teardown(void)
 	}
 	ck_assert(closed);
 	loop_thread_stop(&S.lt);
+}
+
+/* The same tests with a one-thread hash pool: digests of every body on
+ * it (stage buffers, the verdict after the last job, an abandoned body's
+ * call back in the pool only after its jobs). */
+static void setup_pool(void)
+{
+	ck_assert_int_eq(workpool_new(1, 0, &T_pool), 0);
+	setup();
+}
+
+static void teardown_pool(void)
+{
+	teardown();
+	workpool_free(T_pool);
+	T_pool = NULL;
 }
 
 /* ------------------------------------------------------------ client side */
@@ -731,6 +752,15 @@ int main(void)
 	tcase_add_test(tc, test_abandoned_body);
 	tcase_add_test(tc, test_boto3);
 	suite_add_tcase(s, tc);
+	TCase *tp = tcase_create("hash-pool");
+	tcase_add_checked_fixture(tp, setup_pool, teardown_pool);
+	tcase_set_timeout(tp, 30);
+	tcase_add_test(tp, test_signed_requests);
+	tcase_add_test(tp, test_put_payload_checks);
+	tcase_add_test(tp, test_streaming_upload);
+	tcase_add_test(tp, test_checksums);
+	tcase_add_test(tp, test_abandoned_body);
+	suite_add_tcase(s, tp);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
