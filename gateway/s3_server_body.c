@@ -134,7 +134,12 @@ static bool ha_setup(struct s3_call *c, const struct http_request *hr)
 	uint64_t len = c->has_decoded_len ? c->decoded_expected
 		       : hr->has_content_length ? hr->content_length : 0;
 	uint32_t min = srv->cfg.hash_min_bytes ? srv->cfg.hash_min_bytes : S3S_HASH_MIN;
-	if (!srv->cfg.hash_pool || (!c->want_sha && !c->want_md5) || len < min)
+	/* Not a POST form: it pauses mid-body until the policy is checked,
+	 * and a resume of ours (on_ha) would feed it early. The handlers
+	 * that take large bodies otherwise (s3_put: PutObject, UploadPart;
+	 * s3_body) pause only for back-pressure, and take data again. */
+	if (!srv->cfg.hash_pool || (!c->want_sha && !c->want_md5) || len < min ||
+	    c->req.op == S3_OP_PostObject)
 		return false;
 	if (!srv->hash_port && !(srv->hash_port = workpool_port_new(srv->cfg.hash_pool, srv->loop)))
 		return false;
