@@ -10,7 +10,10 @@
  * shards are slices of the bytes the caller fed (copied once, from the
  * HTTP read buffer), the parity shards follow them in the same buffer. A
  * buffer goes back when its calls have ended and the transport has let
- * go of it.
+ * go of it, and (hash threads: gw_data_opts.hash_pool) when the job that
+ * MD5s its data bytes is done: those bytes are read-only from the send
+ * on, and at most `window` hash jobs are out per PUT (slot_free), so a
+ * PUT holds at most 3 * window + 1 blocks.
  *
  * Invariants: p->inflight counts busy segment slots; a slot is busy from
  * send until every one of its k+m calls has answered, or until it reached
