@@ -18,6 +18,9 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -645,6 +648,77 @@ START_TEST(test_abandoned_body)
 }
 END_TEST
 
+/* The hash-pool case: a 3 MiB body while the pool's only worker is held
+ * by another job for 300 ms. Its stages fill every slot and the queue,
+ * the body is paused, and resumes when the jobs run; the digests (signed
+ * SHA-256, Content-MD5) are still right, and a wrong Content-MD5 still
+ * fails. */
+struct hold {
+	struct wp_job job;
+	atomic_bool go;
+};
+
+static void hold_run(struct wp_job *j)
+{
+	struct hold *h = (struct hold *)j;
+	while (!atomic_load(&h->go))
+		usleep(1000);
+}
+
+static void hold_done(struct wp_job *j, int status)
+{
+	(void)j, (void)status;
+}
+
+static void *release_later(void *arg)
+{
+	usleep(300000);
+	atomic_store(&((struct hold *)arg)->go, true);
+	return NULL;
+}
+
+START_TEST(test_hash_backpressure)
+{
+	static char req[(3 << 20) + 8192], body[3 << 20];
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (char)(i * 13 + (i >> 12));
+	uint8_t d[32];
+	char sha[65], md5[33], b64[32], etag[64], code[64];
+	hash_sha256(body, sizeof(body), d);
+	hash_hex(d, 32, sha);
+	hash_md5(body, sizeof(body), d);
+	hash_hex(d, 16, md5);
+	EVP_EncodeBlock((unsigned char *)b64, d, 16);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct workpool_port *pt = workpool_port_new(T_pool, &loop);
+	struct hold h = { .job = { .run = hold_run, .done = hold_done } };
+	workpool_submit(pt, NULL, &h.job);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, release_later, &h), 0);
+	struct resp r;
+	size_t n = build(req, sizeof(req), "PUT", "/b1b/big", sha, SK, "content-md5", b64, body,
+			 sizeof(body), NULL);
+	roundtrip(req, n, &r);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(etag, sizeof(etag), "ETag: \"%s\"", md5);
+	ck_assert_ptr_nonnull(strcasestr(r.head, etag));
+	while (workpool_port_jobs(pt))
+		uv_run(&loop, UV_RUN_ONCE);
+	workpool_port_close(pt);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+
+	body[sizeof(body) - 1] ^= 1;
+	n = build(req, sizeof(req), "PUT", "/b1b/big", "UNSIGNED-PAYLOAD", SK, "content-md5", b64,
+		  body, sizeof(body), NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 400);
+	ck_assert_str_eq(xml_code(&r, code), "BadDigest");
+}
+END_TEST
+
 /* Real clients, when installed: boto3 (and aws-cli). */
 START_TEST(test_boto3)
 {
@@ -760,6 +834,7 @@ int main(void)
 	tcase_add_test(tp, test_streaming_upload);
 	tcase_add_test(tp, test_checksums);
 	tcase_add_test(tp, test_abandoned_body);
+	tcase_add_test(tp, test_hash_backpressure);
 	suite_add_tcase(s, tp);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
