@@ -78,6 +78,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
+#include "common/workpool.h"
 #include "gateway/gw_front.h"
 #include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
@@ -132,6 +133,8 @@ static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
 static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
+static int64_t f_hash_threads = -1;      /* common/workpool.h; -1: one per core */
+static struct workpool *hash_pool;       /* NULL: hashing on the gateway loop */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
 static struct rpc_tls_files rpc_tlsf;              /* --rpc-tls-*: the TCP RPC port */
 
@@ -226,6 +229,7 @@ static const struct flag_spec specs[] = {
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
 	RPC_FAULT_FLAG(f_debug_fault),
+	WORKPOOL_HASH_FLAG(f_hash_threads),
 	{ 0 }
 };
 
@@ -648,7 +652,7 @@ static void gw_start_fn(void *arg)
 	static char lc_holder[128];
 	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
-				 .data = { .k = A.k, .m = A.m },
+				 .data = { .k = A.k, .m = A.m, .hash_pool = hash_pool },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
 				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval,
@@ -663,6 +667,7 @@ static void gw_start_fn(void *arg)
 	sc.http.addr = A.s3_host;
 	sc.http.port = A.s3_port;
 	sc.region = f_region;
+	sc.hash_pool = hash_pool;
 	sc.no_sigv2 = !f_sigv2;
 	gw_front_apply(&front, &sc.http);
 	gw_front_apply_users(&front, &sc.user_limit);
@@ -1118,6 +1123,7 @@ int main(int argc, char **argv)
 	}
 
 	/* gateway */
+	hash_pool = workpool_hash_start(f_hash_threads);
 	if (loop_thread_start(&A.gw_lt, "gw"))
 		die("cannot start a thread");
 	int grc = 0;
@@ -1154,6 +1160,7 @@ int main(int argc, char **argv)
 	uv_run(A.loop, UV_RUN_DEFAULT);
 
 	shutdown_all();
+	workpool_free(hash_pool);   /* after the gateway's loop: its port is closed */
 	remove_aio_json();
 	uv_loop_close(A.loop);
 	metrics_registry_free(A.reg);

@@ -33,6 +33,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/rpc_fault.h"
+#include "common/workpool.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
@@ -51,6 +52,7 @@ static struct flag_list f_meta, f_domain;
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static const char *f_debug_fault;   /* tests only: common/rpc_fault.h */
+static int64_t f_hash_threads = -1; /* common/workpool.h; -1: one per core */
 static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
 static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
@@ -107,6 +109,7 @@ static const struct flag_spec specs[] = {
 	GW_FRONT_FLAGS(front),
 	LC_FLAGS(f_lc_interval, f_lc_day_s),
 	RPC_FAULT_FLAG(f_debug_fault),
+	WORKPOOL_HASH_FLAG(f_hash_threads),
 	{ 0 }
 };
 
@@ -243,7 +246,8 @@ int main(int argc, char **argv)
 	char lc_holder[128];
 	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
-				 .data = { .k = k, .m = m },
+				 .data = { .k = k, .m = m,
+					   .hash_pool = workpool_hash_start(f_hash_threads) },
 				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				 .debug_min_part_bytes = f_debug_min_part,
 				 .gc_interval_ms = (uint32_t)f_gc_interval,
@@ -262,6 +266,7 @@ int main(int argc, char **argv)
 	gw_front_apply(&front, &sc.http);
 	gw_front_apply_users(&front, &sc.user_limit);
 	sc.slow_log = true;
+	sc.hash_pool = oc.data.hash_pool;
 	sc.slow_request_ms = front.slow_request_ms;
 	s3_ops_bind(ops, &sc);
 	rc = s3_server_start(loop, &sc, &srv);
@@ -308,6 +313,7 @@ int main(int argc, char **argv)
 		 host, s3_server_port(srv), f_meta.n, f_region, k, m);
 	uv_run(loop, UV_RUN_DEFAULT);
 	uv_loop_close(loop);
+	workpool_free(oc.data.hash_pool);
 	gw_front_free(&front);
 	flags_free(specs);
 	return 0;
