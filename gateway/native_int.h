@@ -37,7 +37,6 @@ struct native_srv {
 	struct s3_ops *o;
 	struct rpc_server *rpc;
 	struct s3_auth *auth;
-	struct s3_server_cfg scfg;      /* s3_ops_bind's: credential source, revocation hook */
 	uint64_t creds_gen;
 	struct native_upload *uploads;  /* PutBegin's, newest first */
 	uv_timer_t reaper;              /* aborts idle uploads */

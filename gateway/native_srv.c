@@ -8,7 +8,8 @@
  * message, re-packed without Auth, make common/native_sig's canonical
  * request; s3_auth verifies it as it verifies S3 (scope, 15-minute skew,
  * the key through the credential cache, the signature), with the S3 front
- * end's credential source and revocation hook (s3_ops_bind's). A signed
+ * end's credential source (gw_creds over meta) and revocation (the map's
+ * creds_epoch empties the cache, as s3_server does). A signed
  * payload hash is checked here against the payload; streaming modes are
  * refused. Anonymous calls are refused: the native protocol has none.
  *
@@ -25,8 +26,9 @@
 
 #include "common/hash.h"
 #include "common/log.h"
+#include "gateway/gw_creds.h"
+#include "gateway/gw_map.h"
 #include "gateway/native_int.h"
-#include "gateway/s3_ops.h"
 #include "gateway/s3_util.h"
 
 #define REAP_MS 5000
@@ -175,13 +177,12 @@ static void call_auth(struct native_call *nc)
 		native_fail(nc, S3E_InvalidRequest, "malformed Auth");
 		return;
 	}
-	/* Revocation: a removed key stops working at once, as for S3. */
-	if (s->scfg.creds_generation) {
-		uint64_t g = s->scfg.creds_generation(s->scfg.ops_ctx);
-		if (g != s->creds_gen) {
-			s->creds_gen = g;
-			s3_auth_invalidate_all(s->auth);
-		}
+	/* Revocation: a removed key stops working at once, as for S3 (the
+	 * map's creds_epoch, s3_ops' creds_generation hook). */
+	uint64_t g = gw_map_creds_epoch(s->o->map);
+	if (g != s->creds_gen) {
+		s->creds_gen = g;
+		s3_auth_invalidate_all(s->auth);
 	}
 	struct s3_auth_req *ar = &nc->areq;
 	ar->method = nc->sig.req.method;
@@ -277,6 +278,14 @@ void native_srv_unref(struct native_srv *s)
 		srv_free_now(s);
 }
 
+/* S3's credential source (s3_ops.c's): meta's GetAccessKey, counted in
+ * the same metric. */
+static void cred_lookup(void *ctx, struct s3_cred_lookup *l)
+{
+	struct s3_ops *o = ctx;
+	gw_creds_lookup(o->mc, o->m_cred_lookups, l);
+}
+
 static void on_reap(uv_timer_t *t)
 {
 	struct native_srv *s = t->data;
@@ -292,8 +301,7 @@ int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cf
 	s->loop = loop;
 	s->o = ops;
 	s->idle_ms = cfg->upload_idle_ms ? cfg->upload_idle_ms : 60000;
-	s3_ops_bind(ops, &s->scfg);
-	struct s3_auth_cfg ac = { .region = ops->region, .source = s->scfg.creds,
+	struct s3_auth_cfg ac = { .region = ops->region, .source = { cred_lookup, ops },
 				  .no_sigv2 = true };
 	static const rpc_handler_fn handlers[NATIVE_M_COUNT] = {
 		[NATIVE_M_PUT] = h_put,          [NATIVE_M_PUT_BEGIN] = h_put_begin,
