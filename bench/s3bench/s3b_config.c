@@ -9,7 +9,7 @@
 
 #include "common/flags.h"
 
-#define N_SPECS 29 /* the table below, terminator included */
+#define N_SPECS 30 /* the table below, terminator included */
 
 static void defaults(struct s3b_config *c)
 {
@@ -26,6 +26,7 @@ static void defaults(struct s3b_config *c)
 	c->warmup_ms = 2000;
 	c->timeout_ms = 30000;
 	c->protocol = "s3";
+	c->native_conns = 1;
 }
 
 /* The table points into c, so it is built per call. */
@@ -40,6 +41,9 @@ static void make_specs(struct s3b_config *c, struct flag_spec *s)
 		  "(HTTP/2 RPC, docs/native-protocol.md; the bucket must exist)" },
 		{ .name = "skip-md5", .type = FLAG_BOOL, .dst = &c->skip_md5,
 		  .help = "native PUTs: store no MD5 (an opaque \"<hex>-0\" ETag)" },
+		{ .name = "native-conns", .type = FLAG_INT64, .dst = &c->native_conns, .min = 1,
+		  .max = 64, .metavar = "N", .help = "native: HTTP/2 connections the calls are "
+		  "spread over (S3's engine: one per request in flight)" },
 		{ .name = "access-key", .type = FLAG_STRING, .dst = &c->access_key, .required = true,
 		  .metavar = "KEY", .help = "access key id" },
 		{ .name = "secret-key", .type = FLAG_STRING, .dst = &c->secret_key, .required = true,

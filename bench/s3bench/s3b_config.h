@@ -47,6 +47,7 @@ struct s3b_config {
 	const char *protocol;     /* "s3" or "native" (issue 19) */
 	bool native;              /* derived from protocol */
 	bool skip_md5;            /* native PUTs store no MD5 */
+	int64_t native_conns;     /* native: HTTP/2 connections */
 	uint64_t seed;            /* bodies and GET order */
 	bool seed_given;
 };

@@ -22,7 +22,8 @@ struct s3b_native {
 	struct s3b_native_config cfg;
 	char bucket[64];
 	char prefix[512];
-	struct rpc_channel *ch;
+	struct rpc_channel *ch[S3B_NATIVE_MAX_CHANNELS];
+	unsigned n_ch, next_ch;
 	struct buf *body;              /* wraps cfg.body->buf: no copy per PUT */
 	const struct s3b_phase *p;
 	unsigned inflight;
@@ -167,7 +168,8 @@ static int send_op(struct s3b_native *e, struct nop *n)
 	auth.content_sha256 = sha;
 	struct rpc_call_opts co = { .timeout_ms = (uint32_t)(e->cfg.timeout_ns / 1000000) };
 	n->t0 = uv_hrtime();
-	rpc_call(e->ch, NATIVE_SVC, method, &m.base, pp, &co, on_answer, n);
+	struct rpc_channel *ch = e->ch[e->next_ch++ % e->n_ch];
+	rpc_call(ch, NATIVE_SVC, method, &m.base, pp, &co, on_answer, n);
 	return 0;
 }
 
@@ -227,13 +229,20 @@ int s3b_native_new(uv_loop_t *loop, const struct s3b_native_config *cfg, struct 
 	snprintf(e->prefix, sizeof(e->prefix), "%s", cfg->prefix);
 	size_t blen = cfg->body->size + (size_t)(cfg->body->variants - 1) * S3B_BODY_STEP;
 	struct rpc_channel_opts co = { .max_message_bytes = NATIVE_CHUNK_MAX + (1u << 20) };
-	if (!strchr(ep, ':') || !(e->ch = rpc_channel_open(loop, ep, &co))) {
-		snprintf(err, errlen, "flag --endpoint: '%s' is not host:port", cfg->endpoint);
-		free(e);
-		return -EINVAL;
-	}
+	e->n_ch = cfg->channels ? cfg->channels : 1;
+	if (e->n_ch > S3B_NATIVE_MAX_CHANNELS)
+		e->n_ch = S3B_NATIVE_MAX_CHANNELS;
+	for (unsigned i = 0; i < e->n_ch; i++)
+		if (!strchr(ep, ':') || !(e->ch[i] = rpc_channel_open(loop, ep, &co))) {
+			snprintf(err, errlen, "flag --endpoint: '%s' is not host:port", cfg->endpoint);
+			while (i)
+				rpc_channel_close(e->ch[--i]);
+			free(e);
+			return -EINVAL;
+		}
 	if (!(e->body = buf_wrap(cfg->body->buf, blen, no_release, NULL))) {
-		rpc_channel_close(e->ch);
+		for (unsigned i = 0; i < e->n_ch; i++)
+			rpc_channel_close(e->ch[i]);
 		free(e);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -263,16 +272,16 @@ int s3b_native_run(struct s3b_native *e, const struct s3b_phase *p)
 
 void s3b_native_get_stats(const struct s3b_native *e, struct s3b_engine_stats *st)
 {
-	(void)e;
 	memset(st, 0, sizeof(*st));
-	st->connects = 1;
+	st->connects = e->n_ch;
 }
 
 void s3b_native_free(struct s3b_native *e)
 {
 	if (!e)
 		return;
-	rpc_channel_close(e->ch);
+	for (unsigned i = 0; i < e->n_ch; i++)
+		rpc_channel_close(e->ch[i]);
 	uv_close((uv_handle_t *)&e->tick, NULL);
 	uv_run(e->loop, UV_RUN_DEFAULT);
 	buf_unref(e->body);

@@ -2,7 +2,8 @@
  * s3b_native.h — the bench's engine for IOLake's native protocol (issue
  * 19, docs/native-protocol.md), beside the S3 one (s3b_engine.h) and
  * driven by the same phases: one HTTP/2 connection (common/rpc's client on
- * the bench's loop) carrying up to max_inflight calls at once, each signed
+ * the bench's loop; --native-conns N spreads the calls over N) carrying
+ * up to max_inflight calls at once, each signed
  * with common/native_sig (the signer's daily key, its amz_date), bodies
  * sent from the pre-generated buffer without a copy.
  *
@@ -35,7 +36,10 @@ struct s3b_native_config {
 	bool verify;
 	bool sign_payload;             /* body SHA-256s (body must hold them) */
 	bool skip_md5;
+	unsigned channels;             /* HTTP/2 connections, ops spread over them; 0: 1 */
 };
+
+#define S3B_NATIVE_MAX_CHANNELS 64
 
 struct s3b_native;
 
@@ -44,7 +48,7 @@ int s3b_native_new(uv_loop_t *loop, const struct s3b_native_config *cfg, struct 
 		   char *err, size_t errlen);
 /* As s3b_engine_run. */
 int s3b_native_run(struct s3b_native *e, const struct s3b_phase *p);
-/* connects: 1 (the one channel); the rest 0. */
+/* connects: the channels opened; the rest 0. */
 void s3b_native_get_stats(const struct s3b_native *e, struct s3b_engine_stats *st);
 void s3b_native_free(struct s3b_native *e);
 
