@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		"  --max-keys N              ls: at most N names\n"
 		"  --unsigned-payload        send UNSIGNED-PAYLOAD instead of body hashes\n"
 		"  --timeout MS              per call (default 60000)\n"
+		"  --tls-ca/--tls-cert/--tls-key FILE  mutual TLS, when the gateway has --rpc-tls-*\n"
 		"  --debug-clock-offset S    tests only: sign as if the clock were S seconds off\n"
 		"  -h, --help                this text\n",
 		PROG);
@@ -133,8 +134,9 @@ int main(int argc, char **argv)
 	int skip_md5 = 0, unsigned_payload = 0;
 	uint32_t timeout_ms = 0;
 	int64_t skew_s = 0;
+	const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	enum { O_EP = 256, O_AK, O_SK, O_REGION, O_SKIP, O_CT, O_RANGE, O_DELIM, O_START, O_MAX,
-	       O_UNSIGNED, O_TIMEOUT, O_SKEW };
+	       O_UNSIGNED, O_TIMEOUT, O_SKEW, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
 	static const struct option opts[] = {
 		{ "endpoint", required_argument, NULL, O_EP },
 		{ "access-key", required_argument, NULL, O_AK },
@@ -149,6 +151,9 @@ int main(int argc, char **argv)
 		{ "unsigned-payload", no_argument, NULL, O_UNSIGNED },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "debug-clock-offset", required_argument, NULL, O_SKEW },
+		{ "tls-ca", required_argument, NULL, O_TLS_CA },
+		{ "tls-cert", required_argument, NULL, O_TLS_CERT },
+		{ "tls-key", required_argument, NULL, O_TLS_KEY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -169,6 +174,9 @@ int main(int argc, char **argv)
 		case O_UNSIGNED: unsigned_payload = 1; break;
 		case O_TIMEOUT: timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case O_SKEW: skew_s = strtoll(optarg, NULL, 10); break;
+		case O_TLS_CA: tls_ca = optarg; break;
+		case O_TLS_CERT: tls_cert = optarg; break;
+		case O_TLS_KEY: tls_key = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s (IOLake native protocol client)\n", PROG); return 0;
 		default: usage(stderr); return 2;
@@ -206,7 +214,8 @@ int main(int argc, char **argv)
 	}
 	struct iolake_opts io = { .region = region, .timeout_ms = timeout_ms,
 				  .unsigned_payload = unsigned_payload,
-				  .debug_clock_offset_s = skew_s };
+				  .debug_clock_offset_s = skew_s, .tls_ca = tls_ca,
+				  .tls_cert = tls_cert, .tls_key = tls_key };
 	iolake_t *c = iolake_open(endpoint, ak, sk, &io);
 	if (!c) {
 		fprintf(stderr, "%s: cannot open %s\n", PROG, endpoint);

@@ -26,10 +26,12 @@
 #include "common/native_sig.h"
 #include "common/proto/native_methods.h"
 #include "common/rpc.h"
+#include "common/rpc_tls.h"
 
 struct iolake {
 	uv_loop_t loop;
 	struct rpc_channel *ch;
+	struct rpc_tls *tls;            /* NULL: plaintext */
 	char ak[129], sk[129], region[64];
 	uint32_t timeout_ms;
 	bool unsigned_payload;
@@ -138,12 +140,25 @@ iolake_t *iolake_open(const char *endpoint, const char *access_key, const char *
 		return NULL;
 	}
 	struct rpc_channel_opts co = { .max_message_bytes = NATIVE_CHUNK_MAX + (1u << 20) };
-	if (!(c->ch = rpc_channel_open(&c->loop, endpoint, &co))) {
-		uv_loop_close(&c->loop);
-		free(c);
-		return NULL;
+	if (opts && (opts->tls_ca || opts->tls_cert || opts->tls_key)) {
+		struct rpc_tls_files f = { opts->tls_ca, opts->tls_cert, opts->tls_key };
+		char err[256];
+		if (!f.ca || !f.cert || !f.key || rpc_tls_new(&f, &c->tls, err, sizeof(err))) {
+			fprintf(stderr, "libiolake: TLS: %s\n",
+				f.ca && f.cert && f.key ? err : "the CA, certificate and key go together");
+			goto fail_loop;
+		}
+		co.tls = c->tls;
 	}
+	if (!(c->ch = rpc_channel_open(&c->loop, endpoint, &co)))
+		goto fail_tls;
 	return c;
+fail_tls:
+	rpc_tls_free(c->tls);
+fail_loop:
+	uv_loop_close(&c->loop);
+	free(c);
+	return NULL;
 }
 
 static void drop_answer(struct iolake *c)
@@ -164,6 +179,7 @@ void iolake_close(iolake_t *c)
 	while (uv_run(&c->loop, UV_RUN_DEFAULT))
 		;
 	uv_loop_close(&c->loop);
+	rpc_tls_free(c->tls);
 	free(c);
 }
 

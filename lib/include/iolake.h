@@ -46,6 +46,10 @@ struct iolake_opts {
 	uint32_t timeout_ms;    /* per call; 0: 60000 */
 	int unsigned_payload;   /* 1: send UNSIGNED-PAYLOAD instead of each body's SHA-256 */
 	int64_t debug_clock_offset_s; /* tests only: sign as if the clock were this far off */
+	/* Mutual TLS (the gateway's --rpc-tls-* make its native listener
+	 * TLS): the cluster CA and a certificate and key it signed (PEM
+	 * files: `iolake-admin ca issue`). All NULL: plaintext HTTP/2. */
+	const char *tls_ca, *tls_cert, *tls_key;
 };
 
 /* What the gateway knows of an object. */
@@ -58,8 +62,9 @@ struct iolake_info {
 
 /* Open a handle to endpoint "host:port" (the gateway's --native-listen;
  * aio prints it as "native:"). opts may be NULL. Connects lazily. NULL
- * only when out of memory or an argument is empty; never for a
- * gateway that is down (the first call says so). */
+ * when out of memory, an argument is empty or the TLS files do not load
+ * (the reason on stderr); never for a gateway that is down (the first
+ * call says so). */
 iolake_t *iolake_open(const char *endpoint, const char *access_key, const char *secret_key,
 		      const struct iolake_opts *opts);
 
