@@ -32,6 +32,10 @@
 
 struct native_upload;
 
+/* PutBegin uploads open at once per server (each holds a gw_data PUT,
+ * whose operations S3 shares): beyond, PutBegin answers SlowDown. */
+#define NATIVE_UPLOADS_MAX 256
+
 struct native_srv {
 	uv_loop_t *loop;
 	struct s3_ops *o;
@@ -39,6 +43,7 @@ struct native_srv {
 	struct s3_auth *auth;
 	uint64_t creds_gen;
 	struct native_upload *uploads;  /* PutBegin's, newest first */
+	unsigned n_uploads;             /* listed; at most NATIVE_UPLOADS_MAX */
 	uv_timer_t reaper;              /* aborts idle uploads */
 	uint32_t idle_ms;
 	unsigned live;                  /* calls and uploads not yet freed */

@@ -86,6 +86,7 @@ static void unlist(struct native_upload *u)
 			break;
 		}
 	u->listed = false;
+	u->s->n_uploads--;
 }
 
 static void upload_maybe_free(struct native_upload *u)
@@ -476,6 +477,10 @@ static void on_begin_head(struct s3_head *h, enum s3_err e, Iolake__Meta__Object
 	const Iolake__Native__PutBeginRequest *m = (const void *)nc->msg;
 	const char *msg;
 	enum s3_err ce = write_check(nc, e, m->size, &msg);
+	if (!ce && nc->s->n_uploads >= NATIVE_UPLOADS_MAX) {
+		ce = S3E_SlowDown;
+		msg = "too many uploads in progress on this gateway";
+	}
 	if (ce) {
 		s3u_free_msg(rec);
 		native_fail(nc, ce, msg);
@@ -497,6 +502,7 @@ static void on_begin_head(struct s3_head *h, enum s3_err e, Iolake__Meta__Object
 	u->next = u->s->uploads;
 	u->s->uploads = u;
 	u->listed = true;
+	u->s->n_uploads++;
 	Iolake__Native__PutBeginResponse r = IOLAKE__NATIVE__PUT_BEGIN_RESPONSE__INIT;
 	r.upload = u->id;
 	native_ok(nc, &r.base, NULL);
