@@ -228,6 +228,13 @@ static void dispatch(struct rpc_req *r, struct native_srv *s, unsigned method, n
 		}
 		snprintf(nc->rq.bucket, sizeof(nc->rq.bucket), "%s", bucket);
 	}
+	/* Keys as S3's: at most 1,024 bytes. (A key with a NUL in it reads
+	 * shorter here than the client packed it: its arguments' hash, and so
+	 * its signature, does not match.) */
+	if (key && strlen(key) > S3_KEY_MAX) {
+		native_fail(nc, S3E_KeyTooLongError, NULL);
+		return;
+	}
 	if (key && !(nc->rq.key = strdup(key))) {
 		native_fail(nc, S3E_InternalError, NULL);
 		return;

@@ -154,6 +154,10 @@ def run(aio):
     expect(r.returncode, 0, "rm of a missing key succeeds, as S3")
     r = cli(ep, "get", "nosuchbucket/x", "-")
     expect(code_of(r), "NoSuchBucket", "a missing bucket: NoSuchBucket")
+    r = cli(ep, "put", "%s/%s" % (b, "k" * 1025), stdin=b"x")
+    expect(code_of(r), "KeyTooLongError", "a key of 1,025 bytes: KeyTooLongError")
+    r = cli(ep, "put", "%s/%s" % (b, "k" * 1024), stdin=b"x")
+    expect(r.returncode, 0, "a key of 1,024 bytes is stored")
 
     # authentication
     r = cli(ep, "get", "%s/small.n" % b, "-", sk=SK + "x")
