@@ -76,6 +76,7 @@
 #include "common/rpc.h"
 #include "common/rpc_fault.h"
 #include "gateway/admin_api.h"
+#include "gateway/native.h"
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
 #include "common/workpool.h"
@@ -132,6 +133,7 @@ static bool f_sse_c_http;
 static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
+static const char *f_native_listen;      /* NULL: S3 host, port + 3; "off": none (issue 19) */
 static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
 static int64_t f_hash_threads = -1;      /* common/workpool.h; -1: one per core */
 static struct workpool *hash_pool;       /* NULL: hashing on the gateway loop */
@@ -211,6 +213,9 @@ static const struct flag_spec specs[] = {
 	{ .name = "admin-listen", .type = FLAG_STRING, .dst = &f_admin_listen,
 	  .metavar = "HOST:PORT", .help = "meta's RPC for iolake-admin (default: the S3 host, "
 	  "S3 port + 1; port 0: any free port)" },
+	{ .name = "native-listen", .type = FLAG_STRING, .dst = &f_native_listen,
+	  .metavar = "HOST:PORT", .help = "the native protocol (libiolake, the iolake CLI; default: "
+	  "the S3 host, S3 port + 3; off: none)" },
 	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
 	  .metavar = "HOST:PORT", .help = "the admin HTTP API and the console (default: the S3 "
 	  "host, S3 port + 2; port 0: any free port)" },
@@ -268,6 +273,10 @@ static struct {
 	struct s3_ops *ops;
 	struct s3_server *srv;
 	struct admin_api *api;
+	struct native_srv *native;   /* issue 19; NULL: off */
+	char native_host[64];
+	int native_port;
+	bool native_default, native_off;
 	char s3_host[64];
 	int s3_port;
 	/* meta's admin address and the admin API's: host, port (0: any), and
@@ -698,6 +707,23 @@ static void gw_start_fn(void *arg)
 		return;
 	}
 	A.api_port = admin_api_port(A.api);
+	if (A.native_off)
+		return;
+	char naddr[96];
+	snprintf(naddr, sizeof(naddr), "%s:%d", A.native_host, A.native_port);
+	struct native_cfg ncfg = { .listen = naddr };
+	*rc = native_srv_start(&A.gw_lt.loop, A.ops, &ncfg, &A.native);
+	if (*rc == -EADDRINUSE && A.native_default && A.native_port) {
+		LOG_WARN("the default native address is taken; it takes a free port", "addr=%s",
+			 naddr);
+		snprintf(naddr, sizeof(naddr), "%s:0", A.native_host);
+		*rc = native_srv_start(&A.gw_lt.loop, A.ops, &ncfg, &A.native);
+	}
+	if (*rc) {
+		A.native = NULL;
+		return;
+	}
+	A.native_port = native_srv_port(A.native);
 }
 
 static void gw_closed(void *arg)
@@ -722,6 +748,8 @@ static void gw_api_closed(void *arg)
 static void gw_close_fn(void *arg)
 {
 	struct sync_call *sc = arg;
+	native_srv_close(A.native);
+	A.native = NULL;
 	if (A.api) {
 		admin_api_close(A.api, gw_api_closed, sc);
 		return;
@@ -774,6 +802,9 @@ static void announce(void)
 	       A.madm_host, A.madm_port, f_data_dir);
 	printf("  admin API:    http://%s:%d/api/v1/\n", A.api_host, A.api_port);
 	printf("  console:      http://%s:%d/console/\n", A.api_host, A.api_port);
+	if (!A.native_off)
+		printf("  native:       %s:%d   (iolake --endpoint %s:%d ls BUCKET)\n", A.native_host,
+		       A.native_port, A.native_host, A.native_port);
 	printf("  access key:   %s\n", A.ak);
 	printf("  secret key:   %s\n", A.sk);
 	printf("  region:       %s\n", f_region);
@@ -883,6 +914,10 @@ static void write_aio_json(void)
 	jsonw_kstr(&w, "admin_api", url);
 	snprintf(url, sizeof(url), "http://%s:%d/console/", A.api_host, A.api_port);
 	jsonw_kstr(&w, "console", url);
+	if (!A.native_off) {
+		snprintf(url, sizeof(url), "%s:%d", A.native_host, A.native_port);
+		jsonw_kstr(&w, "native_endpoint", url);
+	}
 	jsonw_kstr(&w, "root_credentials", getenv("IOLAKE_ROOT_ACCESS_KEY") ? "environment"
 		   : "root-credentials");
 	jsonw_obj_end(&w);
@@ -1062,6 +1097,10 @@ int main(int argc, char **argv)
 	    derive_addr("admin-api-listen", f_admin_api_listen, 2, A.api_host, &A.api_port,
 			&A.api_default))
 		return 2;
+	A.native_off = f_native_listen && strcmp(f_native_listen, "off") == 0;
+	if (!A.native_off && derive_addr("native-listen", f_native_listen, 3, A.native_host,
+					 &A.native_port, &A.native_default))
+		return 2;
 	A.loopback = strcmp(f_rpc, "loopback") == 0;
 	A.n_osds = (int)f_osds;
 	log_set_level((enum log_level)lvl);
@@ -1128,6 +1167,12 @@ int main(int argc, char **argv)
 		die("cannot start a thread");
 	int grc = 0;
 	loop_thread_call(&A.gw_lt, gw_start_fn, &grc);
+	if (grc && A.srv && A.api) {
+		fprintf(stderr, "%s: flag --native-listen %s:%d: %s\n", PROG, A.native_host,
+			A.native_port, iol_strerror(grc));
+		shutdown_all();
+		return 1;
+	}
 	if (grc && A.srv) {
 		fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
 			A.api_port, iol_strerror(grc));

@@ -39,6 +39,7 @@
 #include "gateway/gw_front.h"
 #include "common/rpc_tls.h"
 #include "gateway/lc_worker.h"
+#include "gateway/native.h"
 #include "gateway/s3_ops.h"
 #include "gateway/s3_sse.h"
 #include "meta/rootkey.h"
@@ -65,6 +66,7 @@ static bool f_sse_c_http;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
 static const char *f_admin_api_listen;
+static const char *f_native_listen;   /* issue 19: the native protocol (off unless given) */
 static struct gw_front front = GW_FRONT_DEFAULTS;
 static struct rpc_tls_files f_rpc_tls;
 
@@ -98,6 +100,9 @@ static const struct flag_spec specs[] = {
 		  "key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
 	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
 	  .metavar = "HOST:PORT", .help = "also serve the admin HTTP API here (off unless given)" },
+	{ .name = "native-listen", .type = FLAG_STRING, .dst = &f_native_listen,
+	  .metavar = "HOST:PORT", .help = "also serve the native protocol (RPC: libiolake, the "
+		  "iolake CLI) here (off unless given)" },
 	{ .name = "secret-key-file", .type = FLAG_STRING, .dst = &f_secret_file, .metavar = "FILE",
 	  .help = "the cluster key (mode 0600) that opens the access key secrets meta stores "
 		  "sealed (meta's --secret-key-file)" },
@@ -116,6 +121,7 @@ static const struct flag_spec specs[] = {
 static struct s3_ops *ops;
 static struct admin_api *api;
 static struct s3_server *srv;
+static struct native_srv *native;
 static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t watchdog;
@@ -155,6 +161,8 @@ static void on_signal(uv_signal_t *s, int signum)
 	rootkey = NULL;
 	if (api)
 		admin_api_close(api, on_api_closed, NULL);
+	native_srv_close(native);
+	native = NULL;
 	s3_server_close(srv, on_server_closed, NULL);
 }
 
@@ -294,6 +302,19 @@ int main(int argc, char **argv)
 			return rc == -EINVAL ? 2 : 1;
 		}
 		LOG_INFO("admin API listening", "addr=%s:%d", ahost, admin_api_port(api));
+	}
+	if (f_native_listen) {
+		struct native_cfg nc = { .listen = f_native_listen };
+		rc = native_srv_start(loop, ops, &nc, &native);
+		if (rc) {
+			fprintf(stderr, "%s: flag --native-listen %s: %s\n", PROG, f_native_listen,
+				iol_strerror(rc));
+			s3_server_close(srv, on_server_closed, NULL);
+			uv_run(loop, UV_RUN_DEFAULT);
+			return 1;
+		}
+		LOG_INFO("native protocol listening", "addr=%s port=%d", f_native_listen,
+			 native_srv_port(native));
 	}
 	if (have_creds) {
 		rc = rootkey_runner_start(loop, (const char *const *)f_meta.items, f_meta.n, &creds,
