@@ -184,7 +184,9 @@ static void h_submit(struct rpc_req *r, void *ud)
 			return;
 		}
 		bool group_op = q->ops[i]->body_case == IOLAKE__META__OP__BODY_CREATE_GROUP ||
-				q->ops[i]->body_case == IOLAKE__META__OP__BODY_DELETE_GROUP;
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_DELETE_GROUP ||
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_SET_GROUP_MEMBERS ||
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_GROUP_RECONCILED;
 		if (group_op && g->id != 0) {
 			rpc_fail(r, RPC_INVALID_ARGUMENT, "op %zu: groups are created and deleted "
 				 "through the root group", i);
