@@ -255,7 +255,7 @@ static void root_step(struct meta_node *n, Iolake__Meta__GroupDesc **v, size_t c
 	uint64_t ids[META_GROUP_VOTERS_MAX];
 	char addrs[META_GROUP_VOTERS_MAX][META_NODE_ADDR_MAX];
 	for (unsigned i = 0; i < rc->n; i++) {
-		if (rc->servers[i].role != RAFT_VOTER)
+		if (rc->servers[i].role != RAFT_VOTER || rc->servers[i].id == n->members_leaving)
 			continue;
 		if (nv == META_GROUP_VOTERS_MAX)
 			return;   /* more voters than a group may have: left as it is */
@@ -323,12 +323,69 @@ static void root_step(struct meta_node *n, Iolake__Meta__GroupDesc **v, size_t c
 	members_propose(n, o, k);
 }
 
+bool group_members_lists(struct meta_node *n, uint64_t id)
+{
+	Iolake__Meta__GroupDesc **v = NULL;
+	size_t cnt = 0;
+	if (!n->root || n->root->inst || meta_state_list_groups(n->root->state, &v, &cnt))
+		return false;
+	bool any = false;
+	for (size_t i = 0; i < cnt; i++) {
+		any = any || (!v[i]->deleted && v[i]->id && desired_has(v[i], id));
+		meta_state_free_msg(v[i]);
+	}
+	free(v);
+	return any;
+}
+
+/* RemoveMember calls draining their member out of the groups: on to the
+ * root's raft_remove once no live group lists it and every one is
+ * reconciled (after a grace, for the member to hear of it and drop its
+ * copies: hosting.c), or once out of time (a member that is gone, groups
+ * that cannot commit: the root goes on without them). */
+static void drains(struct meta_node *n, Iolake__Meta__GroupDesc **v, size_t cnt, uint64_t now,
+		   bool root_leader)
+{
+	struct change *next;
+	for (struct change *ch = n->changes; ch; ch = next) {
+		next = ch->next;
+		if (!ch->draining)
+			continue;
+		if (!root_leader) {
+			node_change_fail(ch, RAFT_LEADERSHIPLOST);
+			continue;
+		}
+		bool out = true;
+		for (size_t i = 0; i < cnt && out; i++)
+			out = v[i]->deleted || !v[i]->id ||
+			      (!desired_has(v[i], ch->id) && v[i]->reconciled_index == v[i]->members_index);
+		if (out && !ch->drained) {
+			ch->drained = true;
+			/* A few heartbeats carry the commit index to the member. */
+			uint64_t grace = 4 * (uint64_t)n->o.heartbeat_timeout_ms;
+			if (grace < 100)
+				grace = 100;
+			if (grace > MEMBER_DRAIN_GRACE_MS)
+				grace = MEMBER_DRAIN_GRACE_MS;
+			if (ch->drain_deadline_ms > now + grace)
+				ch->drain_deadline_ms = now + grace;
+			LOG_INFO("member left the range groups", "id=%llu", (unsigned long long)ch->id);
+		}
+		if (now >= ch->drain_deadline_ms) {
+			if (!ch->drained)
+				LOG_WARN("member still in range groups: removing it from the root anyway",
+					 "id=%llu", (unsigned long long)ch->id);
+			node_change_drained(ch);
+		}
+	}
+}
+
 void group_members_tick(struct meta_node *n, uint64_t now_ms, bool root_leader)
 {
 	if (n->closing || !n->root || n->root->inst || now_ms - n->last_members_ms < MEMBERS_POLL_MS)
 		return;
 	n->last_members_ms = now_ms;
-	bool leads_any = root_leader;
+	bool leads_any = root_leader || n->changes;
 	for (size_t i = 0; i < n->n_groups && !leads_any; i++)
 		leads_any = n->groups[i]->id && group_is_leader(n->groups[i]);
 	if (!leads_any)
@@ -345,6 +402,7 @@ void group_members_tick(struct meta_node *n, uint64_t now_ms, bool root_leader)
 	}
 	if (root_leader)
 		root_step(n, v, cnt);
+	drains(n, v, cnt, now_ms, root_leader);
 	for (size_t i = 0; i < cnt; i++)
 		meta_state_free_msg(v[i]);
 	free(v);

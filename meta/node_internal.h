@@ -124,6 +124,11 @@ struct change {
 	struct rpc_req *req;
 	uint64_t id;
 	bool add;
+	/* remove: the range groups drop the member first (group_members.c),
+	 * until drained or drain_deadline_ms, then the root's raft_remove */
+	bool draining;
+	bool drained;                  /* seen drained: a grace for the member to hear it */
+	uint64_t drain_deadline_ms;
 };
 
 /* A group's metrics. The root's carry {member} (the series of a member
@@ -301,6 +306,7 @@ struct meta_node {
 	struct node_mover *mover;      /* node_move.c: moves of records (root leader) */
 	uint64_t last_range_keep_ms;
 	bool members_pending;          /* group_members.c: a root op of ours in flight */
+	uint64_t members_leaving;      /* a RemoveMember draining it out of the groups; 0: none */
 	uint64_t last_members_ms;
 
 	/* root leadership and OSD liveness */
@@ -488,6 +494,11 @@ void node_serve_read_range(struct meta_group *g, struct rpc_req *r);
  * have (SetGroupMembers) and which groups match them (GroupReconciled);
  * each group's leader makes the next Raft change toward them. */
 void group_members_tick(struct meta_node *n, uint64_t now_ms, bool root_leader);
+/* Whether any live group has member id among its members (the root's
+ * table as this member has it). */
+bool group_members_lists(struct meta_node *n, uint64_t id);
+#define MEMBER_DRAIN_MS 15000          /* RemoveMember: the groups drop it within */
+#define MEMBER_DRAIN_GRACE_MS 1000     /* then the root waits 4 heartbeats (at most this) */
 /* The members group d must have now (GroupDesc.members, else voters). */
 void group_members_desired(const Iolake__Meta__GroupDesc *d, Iolake__Meta__GroupVoter *const **v,
 			   size_t *n);
@@ -498,5 +509,10 @@ void node_move_close(struct meta_node *n);
 void node_wake_watches(struct meta_node *n, bool closing);
 void node_expire_watches(struct meta_node *n, uint64_t now_ms);
 void node_cancel_changes(struct meta_node *n);
+/* A RemoveMember draining its member out of the range groups is done
+ * (or out of time): remove it from the root now. */
+void node_change_drained(struct change *ch);
+/* End a draining RemoveMember with status (a RAFT_* error). */
+void node_change_fail(struct change *ch, int status);
 
 #endif

@@ -11,10 +11,12 @@
 # every acknowledged object reads back (meta-ledger verify); a dead member
 # removed (`member rm`): every group drops it; a fresh member 6 added in
 # its place: every group takes it, and each group's state digest is the
-# same on every live member.
+# same on every live member; member 6 removed while it runs: every group
+# drops it first, and it deletes its copies.
 set -u
 . "$(dirname "$0")/meta_lib.sh"
 meta_lib_init metamr 12
+[ -n "${KEEP_LOGS:-}" ] && META_LIB_ON_EXIT="cp -r \"\$DIR\" \"$KEEP_LOGS\""
 PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
 META="$(addr 1),$(addr 2),$(addr 3),$(addr 4),$(addr 5),$(addr 6)"
 LEDGER="$B/tests/tools/meta-ledger"
@@ -101,17 +103,20 @@ admin member add "5@$(addr 5)" || fail "member add 5"
 IDX=$(wait_groups "1 2 3 4 5" "1 2 3 4 5") || fail "groups did not take members 4 and 5"
 echo "every group has voters 1..5, digests equal on all five, $(($(now_ms) - T0)) ms after the first member add ($IDX)"
 # The leader spread gives the new members leaderships: four groups (the
-# root and three) over five members is one each at most.
+# root, which the spread balances too, and three) over five members is one
+# each at most.
 SPREAD=""
 for _ in $(seq 75); do
-	SPREAD=$(at 3 --json range ls | python3 -c 'import json,sys
-print(" ".join(sorted({g["leader"] for g in json.load(sys.stdin)["group_info"]})))')
-	case " $SPREAD " in *" $(addr 4) "* | *" $(addr 5) "*) break ;; esac
+	SPREAD="$(at 3 --json range ls | python3 -c 'import json,sys
+print(" ".join(sorted({g["leader"] for g in json.load(sys.stdin)["group_info"]})))') root:$(
+		admin --json cluster status | python3 -c 'import json,sys
+print([m["address"] for m in json.load(sys.stdin)["members"] if m.get("role")=="leader"][0])')"
+	case " $SPREAD " in *"$(addr 4) "* | *"$(addr 5) "*) break ;; esac
 	sleep 0.2
 done
-case " $SPREAD " in *" $(addr 4) "* | *" $(addr 5) "*) ;;
-*) fail "members 4 and 5 lead no range group (leaders: $SPREAD)" ;; esac
-echo "range group leaders after the spread: $SPREAD"
+case " $SPREAD " in *"$(addr 4) "* | *"$(addr 5) "*) ;;
+*) fail "members 4 and 5 lead no group (leaders: $SPREAD)" ;; esac
+echo "group leaders after the spread: $SPREAD"
 admin range ls
 
 # Two original members down, the root leader among them when it is one
@@ -157,6 +162,24 @@ admin member add "6@$(addr 6)" || fail "member add 6"
 IDX=$(wait_groups "$LIVE 6" "$NEW 6") || fail "groups did not take member 6"
 echo "member 6 in every group, digests equal on$LIVE 6, $(($(now_ms) - T0)) ms after member add ($IDX)"
 ledger --size 64 --count 50 2>>"$DIR/ledger.log" || fail "ledger: puts after member 6"
+
+# A live member removed: `member rm` takes it out of every group first (it
+# still hears the root, so it learns the groups are done and drops its
+# copies, directories included), then out of the root.
+ls -d "$DIR"/m6/groups/* >/dev/null 2>&1 || fail "member 6 has no group directories"
+T0=$(now_ms)
+admin member rm 6 || fail "member rm 6 (live)"
+echo "member rm 6 answered after $(($(now_ms) - T0)) ms"
+wait_groups "$LIVE" "$NEW" >/dev/null || fail "groups did not drop live member 6"
+for _ in $(seq 50); do
+	[ -z "$(ls "$DIR"/m6/groups/ 2>/dev/null)" ] && break
+	sleep 0.2
+done
+[ -z "$(ls "$DIR"/m6/groups/ 2>/dev/null)" ] ||
+	fail "member 6 kept group directories: $(ls "$DIR"/m6/groups/)"
+grep -q 'msg="group stopping".*removed=1' "$DIR/log6" || fail "member 6 did not log dropping its groups"
+ledger --size 64 --count 50 2>>"$DIR/ledger.log" || fail "ledger: puts after member 6 left"
 "$LEDGER" verify --meta "$META" --ledger "$DIR/ledger" --seed 7 --size 64 || fail "ledger verify at the end"
+echo "live member 6 removed: out of every group, its group directories deleted"
 admin range ls
 echo PASS
