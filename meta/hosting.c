@@ -354,7 +354,7 @@ static uint64_t pick_target(struct meta_group *g, const uint64_t *ids, const uns
 	unsigned best_lead = 0;
 	for (unsigned i = 0; i < c->n; i++) {
 		const struct raft_server *sv = &c->servers[i];
-		if (sv->role != RAFT_VOTER || sv->id == g->n->o.id)
+		if (sv->role != RAFT_VOTER || sv->id == g->n->o.id || sv->id == g->n->members_leaving)
 			continue;
 		int k = member_index(ids, m, sv->id);
 		if (k < 0 || !g->raft.leader_state.progress ||
@@ -372,7 +372,9 @@ static uint64_t pick_target(struct meta_group *g, const uint64_t *ids, const uns
 
 void hosting_spread(struct meta_node *n, uint64_t now_ms)
 {
-	if (n->closing || !n->root || n->n_groups < 2)
+	/* Not while a member drains out of the groups (group_members.c): a
+	 * leadership handed to it would be taken back at once. */
+	if (n->closing || !n->root || n->n_groups < 2 || n->members_leaving)
 		return;
 	const struct raft_configuration *rc = &n->root->raft.configuration;
 	uint64_t ids[META_NODE_MAX_PEERS * 2];

@@ -1241,6 +1241,15 @@ static void on_removed(struct raft_change *c, int status)
 	change_finish(c->data, status);
 }
 
+static bool in_root_configuration(struct meta_node *n, uint64_t id)
+{
+	const struct raft_configuration *c = &n->root->raft.configuration;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->servers[i].id == id)
+			return true;
+	return false;
+}
+
 static void on_leaving_transfer(struct raft_transfer *t)
 {
 	struct meta_group *g = t->data;
@@ -1269,6 +1278,14 @@ static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 	ch->id = q->id;
 	ch->add = add;
 	ch->c.data = ch;
+	if (!add && !in_root_configuration(n, q->id)) {
+		/* Not (or no longer) a member: done (a retry of a removal that
+		 * went through answers OK). */
+		free(ch);
+		Iolake__Meta__MemberChangeResponse resp = IOLAKE__META__MEMBER_CHANGE_RESPONSE__INIT;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
 	if (!add && group_members_lists(n, q->id)) {
 		/* Range groups first (issue 13, group_members.c): the member
 		 * leaves them while it still hears the root, so it learns they

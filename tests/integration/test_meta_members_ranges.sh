@@ -29,7 +29,7 @@ start() {   # id [--join]
 	PID[$1]=$!
 }
 admin() { "$B/iolake-admin" --meta "$META" --timeout 5s "$@"; }
-at() { local i=$1; shift; "$B/iolake-admin" --meta "$(addr "$i")" --timeout 5s "$@"; }
+at() { local i=$1; shift; timeout 20 "$B/iolake-admin" --meta "$(addr "$i")" --timeout 5s "$@"; }
 ledger() { "$LEDGER" run --meta "$META" --ledger "$DIR/ledger" --seed 7 --wait 20s "$@"; }
 
 # "OK" when, on every member of $1, every one of the 3 groups has the
@@ -59,11 +59,12 @@ if any(len(v) != 1 for v in dig.values()):
 print("OK", " ".join(f"{k}:{v.pop()[0]}" for k, v in sorted(dig.items())))
 EOF
 }
-wait_groups() {   # ids, members; up to ~40 s; prints "group:index ..."
-	local out=""
-	for _ in $(seq 200); do
+wait_groups() {   # ids, members; up to 40 s; prints "group:index ..."
+	local out="" end=$(($(date +%s) + 40))
+	while [ "$(date +%s)" -lt "$end" ]; do
 		out=$(groups_check "$1" "$2" 2>&1)
 		case "$out" in OK*) echo "${out#OK }"; return 0 ;; esac
+		echo "$(date +%T.%N | cut -c1-12) $out" >>"$DIR/polls.log"
 		sleep 0.2
 	done
 	echo "last poll: $out" >&2
