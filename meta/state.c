@@ -493,6 +493,8 @@ static void result_from_msg(const Iolake__Meta__OpResult *m, struct meta_op_resu
 	r->delete_marker = m->delete_marker;
 	r->retained = m->retained;
 	r->part_rows_more = m->part_rows_more;
+	r->bucket_changed = m->bucket_changed;
+	r->replaced_shards = m->replaced_shards;
 }
 
 /* Write the memo's session (see struct tx): the same record the last of
@@ -564,6 +566,8 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 	m.delete_marker = r->delete_marker;
 	m.retained = r->retained;
 	m.part_rows_more = r->part_rows_more;
+	m.bucket_changed = r->bucket_changed;
+	m.replaced_shards = r->replaced_shards;
 	tx_put_msg(t, &rk, &m.base);
 
 	uint64_t want = op->acked_below;
