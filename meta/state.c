@@ -400,6 +400,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	t->time_ms = op->time_ms;
 	t->quota_bucket = quota_op_bucket(op);
 	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
+	if (op->body_case != IOLAKE__META__OP__BODY_PUT_OBJECT)
+		t->digest_ok = 0;   /* issue 19: the digest memo (state_obj.c) */
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);

@@ -5,7 +5,8 @@
  * bucket's stored record is unchanged; any change of the record (policy
  * through SetBucketAccess, versioning, a bucket quota) or a quota on its
  * owner refuses it with CONFLICT and bucket_changed and writes nothing; a
- * change earlier in the same entry counts; a retry of a refused op is
+ * change earlier in the same entry counts (also after a PutObject of that
+ * entry found the digest held); a retry of a refused op is
  * answered bucket_changed from the request table; a missing bucket is
  * refused the same way; 0 means no check. An unconditional PUT over a
  * version with shards says replaced_shards (and queues them for GC), one
@@ -146,6 +147,19 @@ START_TEST(test_digest_holds_then_changes)
 	ck_assert_int_eq(apply_all(s, t, 2), IOL_ECONFLICT);
 	ck_assert(res[1].bucket_changed);
 	ck_assert(!exists(s, "e"));
+
+	/* PUT, change, PUT in one entry: the first holds (and is memoized),
+	 * the change forgets it, the second is refused. */
+	uint64_t d3 = digest(s, "dig");
+	t = tb_new();
+	tb_put(t, 0, 0, "dig", "f", 100)->if_bucket_digest = d3;
+	tb_put(t, 0, 0, "dig", "g", 100)->if_bucket_digest = d3;
+	tb_policy(t, "{}");
+	tb_put(t, 0, 0, "dig", "h", 100)->if_bucket_digest = d3;
+	ck_assert_int_eq(apply_all(s, t, 4), IOL_ECONFLICT);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert(exists(s, "f") && exists(s, "g") && !exists(s, "h"));
 	meta_state_close(s);
 	rm_rf(dir);
 }
