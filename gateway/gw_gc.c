@@ -115,6 +115,7 @@ struct gw_gc {
 	struct gw_gc_opts opt;
 	uv_timer_t timer;
 	bool closing, timer_closed, running;
+	bool kicked;               /* gw_gc_kick during a round: another soon */
 	unsigned pending;          /* meta calls + deletes whose callback is owed */
 	/* The cursor: the group whose queue is walked (every Raft group
 	 * keeps the GC entries of the records it holds: the root, then each
@@ -218,7 +219,18 @@ static void round_end(struct gw_gc *g)
 		LOG_INFO("gc: round", "freed=%u skipped=%u more=%d", g->freed, g->skipped,
 			 g->more);
 	bool backlog = g->more && g->freed > 0;
-	arm(g, backlog ? BACKLOG_PAUSE_MS : g->opt.interval_ms);
+	arm(g, backlog ? BACKLOG_PAUSE_MS : g->kicked ? GW_GC_KICK_MS : g->opt.interval_ms);
+	g->kicked = false;
+}
+
+void gw_gc_kick(struct gw_gc *g)
+{
+	if (!g || g->closing)
+		return;
+	if (g->running)
+		g->kicked = true;
+	else if (uv_timer_get_due_in(&g->timer) > GW_GC_KICK_MS)
+		arm(g, GW_GC_KICK_MS);
 }
 
 static void on_groups(void *ud, int err, const ProtobufCMessage *resp)

@@ -55,6 +55,13 @@ int gw_gc_start(uv_loop_t *loop, struct meta_client *mc, struct gw_map *map, str
  * back). Call before closing its meta client. NULL is ignored. */
 void gw_gc_close(struct gw_gc *g);
 
+/* Entries were just queued that this gateway did not delete itself (a
+ * PUT that replaced a version without reading it, issue 19): a round
+ * starts within GW_GC_KICK_MS (after the one running, if any), not one
+ * interval from now. Many kicks make one round. NULL is ignored. */
+#define GW_GC_KICK_MS 100
+void gw_gc_kick(struct gw_gc *g);
+
 /* A copy of g's status. Any time on g's loop. */
 void gw_gc_status(const struct gw_gc *g, struct gw_gc_status *out);
 

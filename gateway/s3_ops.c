@@ -28,6 +28,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "gateway/gw_bcache.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_gc.h"
 #include "gateway/lc_worker.h"
@@ -223,6 +224,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	if (rc)
 		goto err_mc;
 	register_metrics(o);
+	o->bcache = gw_bcache_new(GW_BCACHE_SLOTS, GW_BCACHE_TTL_MS, o->reg);   /* rtt: NULL: none */
 	rc = gw_heal_new(loop, o->mc, o->reg, NULL, &o->heal);
 	if (rc) {
 		gw_map_close(o->map);
@@ -256,6 +258,7 @@ err_reg:
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
 err_free:
+	gw_bcache_free(o->bcache);   /* rtt */
 	s3_policy_cache_free(o->policies);
 	free(o);
 	return rc;
@@ -364,6 +367,7 @@ void s3_ops_free(struct s3_ops *o)
 	gw_stats_free(o->stats);
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
+	gw_bcache_free(o->bcache);   /* rtt */
 	s3_policy_cache_free(o->policies);
 	free(o);
 }

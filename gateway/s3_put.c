@@ -4,10 +4,21 @@
  * inline or through gw_data with back-pressure (bytes the data path's
  * window refused wait in a spill buffer while the body is paused), the
  * commit once the body's verdict is OK and the data durable, and
- * PutObject's record commit (the current record read, If-Match /
- * If-None-Match checked against it, the new record committed conditioned
- * on its generation, CONFLICT read again), then the replaced version's
- * shards deleted.
+ * PutObject's record commit.
+ *
+ * The record commit (issue 19: one meta round trip for a small PUT): a
+ * request with a condition (If-Match, If-None-Match, ...), or whose data
+ * went to the OSDs, reads the current record, checks the condition
+ * against it and commits conditioned on its generation (CONFLICT: read
+ * again), then deletes the replaced version's shards at once. An inline
+ * PUT (at most --inline-max-size) without a condition commits
+ * unconditionally, reading nothing: meta's apply queues the replaced
+ * version's shards for GC (meta/state_ver.c free_version) as it does for
+ * every replaced version, and says so (OpResult.replaced_shards), and the
+ * gateway's GC worker is asked for a round soon (gw_gc_kick). A commit
+ * that carried the cached bucket's digest and was refused as
+ * bucket_changed reads the bucket, decides again and commits again
+ * (gw_bcache.h).
  *
  * Also what a PUT stores from its headers (Content-*, Cache-Control,
  * Expires, x-amz-meta-*), which CreateMultipartUpload stores too.
@@ -28,10 +39,13 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "gateway/gw_bcache.h"
+#include "gateway/gw_gc.h"
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
 #include "gateway/s3_access.h"
 #include "gateway/s3_attrs.h"
+#include "gateway/s3_cond.h"
 #include "gateway/s3_cond_ops.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_lock.h"
@@ -104,6 +118,7 @@ int s3_put_data_start(struct s3_put *p, const struct gw_data_put_cbs *cbs, void 
 /* ------------------------------------------------------------ the record commit */
 
 static void put_read_cur(struct s3_put *p);
+static void put_refresh_bucket(struct s3_put *p);
 
 static void put_respond(struct s3_put *p)
 {
@@ -148,11 +163,16 @@ static void on_put_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__O
 	case S3_PUT_COMMITTED:
 		if (!res->retained)   /* versioning keeps the replaced version */
 			gw_rec_drop_shards(rq->o->map, rq->o->data, p->cur);
+		if (!p->cur_read && res->replaced_shards)
+			gw_gc_kick(rq->o->gc);   /* not read, so not deleted here */
 		if (rq->c)
 			p->respond ? p->respond(p) : put_respond(p);
 		break;
 	case S3_PUT_RETRY:
-		put_read_cur(p);
+		if (res->bucket_changed)
+			put_refresh_bucket(p);
+		else
+			put_read_cur(p);
 		break;
 	case S3_PUT_FAILED:
 		break;
@@ -391,8 +411,9 @@ static void put_commit(struct s3_put *p)
 	po.record = &r;
 	if (p->cur)
 		po.if_generation = p->cur->generation;
-	else
-		po.if_none_match = true;
+	else if (p->cur_read)
+		po.if_none_match = true;   /* there was none when the condition was checked */
+	po.if_bucket_digest = rq->bkt_digest;   /* 0: decided on a fresh read, unchecked */
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
 	op.put_object = &po;
@@ -423,10 +444,81 @@ static void on_put_cur(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectReco
 	put_commit(p);
 }
 
-/* Read the current record (its generation is the commit's condition). */
+/* Read the current record (its generation is the commit's condition),
+ * or for an inline PUT no condition needs it for, commit unconditionally
+ * at once (see the top of this file). */
 static void put_read_cur(struct s3_put *p)
 {
+	struct s3_cond_in in;
+	s3_cond_in_from(&in, s3_call_http(p->rq.c));
+	if (p->is_inline && !p->cur_read && !s3_cond_any(&in)) {
+		put_commit(p);
+		return;
+	}
+	p->cur_read = true;
 	if (s3_rq_head(&p->rq, p->rq.bucket, p->rq.key, on_put_cur))
+		s3_put_drop_new(p);
+}
+
+/* The commit found the bucket changed since the record the request was
+ * decided on (a cached one): decide again on the record meta holds now,
+ * as the gate and op_put_object did, and commit again. Encryption is
+ * settled before the body was stored: a bucket whose default changed
+ * under the request gets a retryable 503, never a differently encrypted
+ * object. */
+static void on_put_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+{
+	struct s3_put *p = s3_put_of(rq);
+	if (!e && !b)
+		e = S3E_NoSuchBucket;
+	Iolake__Meta__Bucket *copy = e ? NULL : (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base);
+	if (!e && !copy)
+		e = S3E_InternalError;
+	if (e) {
+		put_abandon(p, e);
+		return;
+	}
+	s3u_free_msg(rq->bkt);
+	rq->bkt = copy;
+	rq->bkt_digest = 0;
+	if (gw_bcache_cacheable(copy, rq->bkt_read_digest)) {
+		gw_bcache_put(rq->o->bcache, copy, rq->bkt_read_digest, loop_now_ms());
+		rq->bkt_digest = rq->bkt_read_digest;
+	}
+	const char *msg = NULL;
+	if (s3_rq_decide(rq, S3_ACT_PutObject, copy, NULL) == S3_DENY)
+		e = S3E_AccessDenied;
+	if (!e)
+		e = s3_put_check_access(rq);
+	if (!e)
+		e = s3_quota_check(copy, p->size, 1);
+	if (!e)
+		e = s3_lock_check_headers(rq, true, &msg);
+	if (!e) {
+		struct s3_sse_obj so;
+		e = s3_sse_for_write(rq->c, copy, &so, &msg);
+		Iolake__Meta__SseKind had = p->sse ? s3_sse_put_obj(p->sse)->kind
+						   : IOLAKE__META__SSE_KIND__SSE_NONE;
+		if (!e && so.kind != had) {
+			e = S3E_ServiceUnavailable;
+			msg = "The bucket's encryption changed during the request; retry";
+		}
+		s3_sse_obj_wipe(&so);
+	}
+	if (e) {
+		s3_rq_fail(rq, e, msg);
+		s3_put_drop_new(p);
+		return;
+	}
+	put_commit(p);
+}
+
+static void put_refresh_bucket(struct s3_put *p)
+{
+	struct s3_rq *rq = &p->rq;
+	gw_bcache_drop(rq->o->bcache, rq->bucket, true);
+	rq->bkt_served = true;   /* read it afresh */
+	if (s3_rq_bucket(rq, rq->bucket, on_put_bucket))
 		s3_put_drop_new(p);
 }
 

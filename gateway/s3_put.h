@@ -51,6 +51,7 @@ struct s3_put {
 	size_t spill_len, spill_cap;
 	uint32_t pg;
 	Iolake__Meta__ObjectRecord *cur;   /* the record being replaced */
+	bool cur_read;              /* a condition needed it: cur was read (NULL: none) */
 	char etag[33];
 	uint64_t mtime_ms;
 	/* CopyObject with the COPY directive: the source's headers, user

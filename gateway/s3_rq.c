@@ -21,6 +21,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "gateway/gw_bcache.h"
 #include "gateway/gw_data.h"
 #include "gateway/gw_map.h"
 #include "gateway/s3_cors_hdr.h"
@@ -100,8 +101,10 @@ void *s3_rq_new(struct s3_call *c, size_t size)
 		/* The gate's records (the request was counted there). */
 		rq->bkt = o->handoff_bkt;
 		rq->obj = o->handoff_obj;
+		rq->bkt_digest = o->handoff_bkt_digest;
 		o->handoff_bkt = NULL;
 		o->handoff_obj = NULL;
+		o->handoff_bkt_digest = 0;
 		o->handoff = false;
 	} else {
 		metrics_counter_inc(o->m_req[r->op]);
@@ -260,9 +263,33 @@ static void on_done(void *ud, int err, const Iolake__Meta__OpResult *res, uint64
 	s3_rq_maybe_free(rq);
 }
 
+/* Ops on one object or upload leave the bucket record alone; any other
+ * op a request submits may change it (ACL, policy, versioning, lock,
+ * encryption, quota, deletion): this loop's cached copy goes at once. */
+static bool leaves_bucket(const Iolake__Meta__Op *op)
+{
+	switch (op->body_case) {
+	case IOLAKE__META__OP__BODY_PUT_OBJECT:
+	case IOLAKE__META__OP__BODY_DELETE_OBJECT:
+	case IOLAKE__META__OP__BODY_CREATE_MULTIPART:
+	case IOLAKE__META__OP__BODY_PUT_PART:
+	case IOLAKE__META__OP__BODY_COMPLETE_MULTIPART:
+	case IOLAKE__META__OP__BODY_ABORT_MULTIPART:
+	case IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS:
+	case IOLAKE__META__OP__BODY_SET_OBJECT_ACL:
+	case IOLAKE__META__OP__BODY_SET_OBJECT_RETENTION:
+	case IOLAKE__META__OP__BODY_SET_OBJECT_LEGAL_HOLD:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int s3_rq_submit(struct s3_rq *rq, const Iolake__Meta__Op *op, enum s3_subj subj,
 		 s3_rq_done_cb cb)
 {
+	if (rq->o->bcache && rq->bucket[0] && !leaves_bucket(op))
+		gw_bcache_drop(rq->o->bcache, rq->bucket, false);
 	if (!call_begin(rq, subj))
 		return -EBUSY;
 	rq->cb.done = cb;
@@ -378,6 +405,7 @@ static void on_bucket(void *ud, int err, const ProtobufCMessage *resp)
 		return;
 	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
 	enum s3_err e = s3_status_err(S3_SUBJ_BUCKET_READ, err, err ? 0 : (int)r->status);
+	rq->bkt_read_digest = e ? 0 : r->bucket_digest;
 	cb(rq, e, e ? NULL : r->bucket);
 }
 
@@ -494,9 +522,11 @@ static void build_ctx(const struct s3_rq *rq, enum s3_authz_action action,
 	s3_policy_ctx_build(ctx, &in);
 }
 
-enum s3_verdict s3_rq_decide_key(const struct s3_rq *rq, enum s3_authz_action action,
-				 const char *key, const Iolake__Meta__Bucket *b,
-				 const Iolake__Meta__ObjectRecord *rec)
+/* The decision; a refusal counted in iolake_gw_access_denied_total when
+ * count (not for a cached record's, which is decided again fresh). */
+static enum s3_verdict decide_key(const struct s3_rq *rq, enum s3_authz_action action,
+				  const char *key, const Iolake__Meta__Bucket *b,
+				  const Iolake__Meta__ObjectRecord *rec, bool count)
 {
 	struct s3_acl *acls = malloc(2 * sizeof(*acls));
 	if (!acls)
@@ -535,9 +565,16 @@ enum s3_verdict s3_rq_decide_key(const struct s3_rq *rq, enum s3_authz_action ac
 	v = s3_authz_decide(&q);
 out:
 	free(acls);
-	if (v == S3_DENY)
+	if (v == S3_DENY && count)
 		metrics_counter_inc(rq->o->m_denied);
 	return v;
+}
+
+enum s3_verdict s3_rq_decide_key(const struct s3_rq *rq, enum s3_authz_action action,
+				 const char *key, const Iolake__Meta__Bucket *b,
+				 const Iolake__Meta__ObjectRecord *rec)
+{
+	return decide_key(rq, action, key, b, rec, true);
 }
 
 enum s3_verdict s3_rq_decide(const struct s3_rq *rq, enum s3_authz_action action,
@@ -607,6 +644,7 @@ static void gate_pass(struct gate *g)
 	o->handoff = true;
 	o->handoff_bkt = rq->bkt;
 	o->handoff_obj = rq->obj;
+	o->handoff_bkt_digest = rq->bkt_digest;
 	rq->bkt = NULL;
 	rq->obj = NULL;
 	/* The body was held while we read; the handler takes it from here
@@ -634,21 +672,63 @@ static bool per_key(const struct s3_rq *rq, const Iolake__Meta__Bucket *b)
 	return rq->c && s3_call_req(rq->c)->op == S3_OP_DeleteObjects && b->policy && b->policy[0];
 }
 
-static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+/* Whether the gate of this request may use the bucket cache: a
+ * PutObject, the one commit that checks the digest (gw_bcache.h). */
+static bool gate_caches(const struct s3_rq *rq)
 {
-	struct gate *g = container_of(rq, struct gate, rq);
+	return rq->o->bcache && s3_call_req(rq->c)->op == S3_OP_PutObject;
+}
+
+/* Decide on b (the gate's own copy, or NULL with e) and pass or answer. */
+static void gate_bucket_decide(struct gate *g, enum s3_err e, Iolake__Meta__Bucket *b)
+{
+	struct s3_rq *rq = &g->rq;
 	s3_cors_headers(rq->c, b); /* on the answer, whatever it is */
 	if (!e && !b)
 		e = S3E_NoSuchBucket;
 	if (!e && s3_rq_decide(rq, g->h->action, b, NULL) == S3_DENY && !per_key(rq, b))
 		e = S3E_AccessDenied;
-	if (!e && !(rq->bkt = (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base)))
-		e = S3E_InternalError;
 	if (e) {
+		s3u_free_msg(b);
 		s3_rq_fail(rq, e, NULL);
 		return;
 	}
+	rq->bkt = b;
 	gate_pass(g);
+}
+
+static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
+{
+	struct gate *g = container_of(rq, struct gate, rq);
+	Iolake__Meta__Bucket *copy = NULL;
+	if (!e && b && !(copy = (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base)))
+		e = S3E_InternalError;
+	if (copy && gate_caches(rq) && gw_bcache_cacheable(copy, rq->bkt_read_digest)) {
+		gw_bcache_put(rq->o->bcache, copy, rq->bkt_read_digest, loop_now_ms());
+		rq->bkt_digest = rq->bkt_read_digest;
+	}
+	gate_bucket_decide(g, e, copy);
+}
+
+/* The PUT gate from the cache: true when it ran (passed or answered). */
+static bool gate_from_cache(struct gate *g)
+{
+	struct s3_rq *rq = &g->rq;
+	uint64_t digest = 0;
+	Iolake__Meta__Bucket *b = gw_bcache_get(rq->o->bcache, rq->bucket, loop_now_ms(), &digest);
+	if (!b)
+		return false;
+	/* Only an allow is taken from the cache (the commit checks it); a
+	 * refusal is decided again on the record meta holds now. */
+	if (decide_key(rq, g->h->action, rq->key, b, NULL, false) == S3_DENY) {
+		s3u_free_msg(b);
+		return false;
+	}
+	rq->bkt_digest = digest;
+	s3_cors_headers(rq->c, b);
+	rq->bkt = b;
+	gate_pass(g);
+	return true;
 }
 
 static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
@@ -712,6 +792,8 @@ void s3_rq_gate(struct s3_call *c)
 	/* Nothing of a body is read before the decision. */
 	if (s3_call_http(c)->has_body)
 		http_pause(s3_call_stream(c));
+	if (res == S3_RES_BUCKET && gate_caches(&g->rq) && gate_from_cache(g))
+		return;
 	if (res == S3_RES_BUCKET)
 		s3_rq_bucket(&g->rq, g->rq.bucket, on_gate_bucket);
 	else

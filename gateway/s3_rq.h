@@ -55,6 +55,7 @@ struct gw_heal;
 struct gw_map;
 struct s3_handler;
 struct s3_policy_cache;
+struct gw_bcache;
 
 /* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
 struct s3_ops {
@@ -75,6 +76,7 @@ struct s3_ops {
 	struct metrics_counter *m_unavail;
 	struct metrics_counter *m_denied;
 	struct s3_policy_cache *policies; /* compiled bucket policies (this loop's) */
+	struct gw_bcache *bcache;       /* bucket records for PUT gates (gw_bcache.h) */
 	struct metrics_counter *m_cred_lookups; /* GetAccessKey calls to meta */
 	struct gw_stats *stats;         /* per-op requests and latency; NULL: none */
 	/* The handler of each operation (s3_ops_bind), which the front end
@@ -85,6 +87,7 @@ struct s3_ops {
 	bool handoff;
 	Iolake__Meta__Bucket *handoff_bkt;
 	Iolake__Meta__ObjectRecord *handoff_obj;
+	uint64_t handoff_bkt_digest;
 };
 
 struct s3_rq;
@@ -133,6 +136,12 @@ struct s3_rq {
 	Iolake__Meta__Bucket *bkt;
 	Iolake__Meta__ObjectRecord *obj;
 	bool bkt_served;
+	/* Issue 19: the digest of bkt when a commit may carry it as
+	 * PutObject.if_bucket_digest (gw_bcache.h: bkt came from the cache, or
+	 * was read fresh and is cacheable); 0: none. bkt_read_digest: the
+	 * digest of the last GetBucket answer s3_rq_bucket passed on. */
+	uint64_t bkt_digest;
+	uint64_t bkt_read_digest;
 	s3_rq_head_cb authz_cb;     /* s3_rq_head_authz's caller */
 	enum s3_authz_action authz_action;
 	char *authz_key;            /* s3_rq_head_authz's key (the policy's resource) */

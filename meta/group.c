@@ -551,6 +551,8 @@ static void sub_finish(struct meta_group *g, struct sub *s, int status, const ch
 		msgs[i].delete_marker = res[i].delete_marker;
 		msgs[i].retained = res[i].retained;
 		msgs[i].part_rows_more = res[i].part_rows_more;   /* issue 18 */
+		msgs[i].bucket_changed = res[i].bucket_changed;   /* issue 19 (rtt) */
+		msgs[i].replaced_shards = res[i].replaced_shards;
 		ptrs[i] = &msgs[i];
 	}
 	resp.results = ptrs;

@@ -122,8 +122,19 @@ void node_kick(struct meta_node *n)
 
 /* ------------------------------------------------------------ root hooks */
 
+static void on_commit_turn(uv_check_t *h)
+{
+	struct meta_node *n = h->data;
+	if (n->m_entries_per_commit)
+		metrics_histogram_observe(n->m_entries_per_commit, n->turn_entries);
+	n->turn_entries = 0;
+	uv_check_stop(h);
+}
+
 void node_root_applied(struct meta_node *n, const struct meta_op_result *res, int nops)
 {
+	if (n->commit_turn.loop && !n->closing && n->turn_entries++ == 0)
+		uv_check_start(&n->commit_turn, on_commit_turn);
 	for (int i = 0; i < nops; i++) {
 		if (res[i].epoch > n->epoch) {
 			n->epoch = res[i].epoch;
@@ -566,6 +577,12 @@ static int register_metrics(struct meta_node *n)
 		if (!n->m_pg_flags[r])
 			return -errno;
 	}
+	static const uint64_t ent_b[] = { 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128 };
+	n->m_entries_per_commit = metrics_histogram_new(
+		g, "iolake_meta_raft_entries_per_commit",
+		"The root's Raft entries applied in one loop turn: made committed by one log "
+		"write on a single voter, by one replication round on several.",
+		l, ent_b, sizeof(ent_b) / sizeof(ent_b[0]), 1);
 	n->m_rec_bytes = metrics_gauge_new(g, "iolake_recovery_bytes_missing",
 					   "Shard bytes still to rebuild (valid PG reports).", l);
 	n->m_rec_stripes = metrics_gauge_new(g, "iolake_recovery_stripes_missing",
@@ -724,7 +741,8 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	 * them and its close callback finds the member through them. */
 	uv_timer_init(loop, &n->tick);
 	uv_timer_init(loop, &n->kick);
-	n->tick.data = n->kick.data = n;
+	uv_check_init(loop, &n->commit_turn);
+	n->tick.data = n->kick.data = n->commit_turn.data = n;
 	struct raft_configuration conf;
 	raft_configuration_init(&conf);
 	rc = 0;
@@ -777,9 +795,10 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 	n->close_ud = ud;
 	n->close_pending = 1;   /* until the end of this function */
 	if (n->tick.loop) {   /* timers exist once start got that far */
-		n->close_pending += 2;
+		n->close_pending += 3;
 		uv_close((uv_handle_t *)&n->tick, on_handle_closed);
 		uv_close((uv_handle_t *)&n->kick, on_handle_closed);
+		uv_close((uv_handle_t *)&n->commit_turn, on_handle_closed);
 	}
 	node_move_close(n);
 	rpc_server_close(n->srv);

@@ -53,7 +53,15 @@
 #define META_NODE_MAX_PEERS 9
 #define META_NODE_ADDR_MAX META_ADDR_MAX /* "host:port" + NUL */
 #define META_NODE_ENTRY_BYTES (128u << 10)  /* target bytes of one entry */
-#define META_NODE_PIPELINE 2            /* entries proposed, not yet applied */
+/* Entries proposed, not yet applied. 1 (issue 19, measured in
+ * docs/performance.md "Small PUTs past the flush rate"): the ops queued
+ * while an entry is written all go into the next one, proposed as soon as
+ * it applies, so an op waits for about 1.5 log writes; with 2 the next
+ * entry was formed a write earlier and an op waited about 2.5, in smaller
+ * entries (iolake-aio on the disk, PUT 4 KiB at 32: 15.7 against 10.8 ops
+ * per write, 2,119-3,177 against 1,370-2,033 PUT/s; bench-meta's three
+ * voters not slower). */
+#define META_NODE_PIPELINE 1
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */

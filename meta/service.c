@@ -273,6 +273,8 @@ static void serve_get_bucket(struct meta_group *g, struct rpc_req *r)
 	int rc = meta_state_get_bucket(g->state, REQ(Iolake__Meta__GetBucketRequest, r)->name, &b);
 	if (rc == 0 && g->id == 0)
 		rc = meta_state_quota_fill(g->state, b);   /* issue 20: usage for the quota check */
+	if (rc == 0)   /* issue 19: what a PUT decided on a cached copy carries */
+		rc = meta_state_get_bucket_digest(g->state, b->name, &resp.bucket_digest);
 	if (read_failed(r, rc)) {
 		meta_state_free_msg(b);
 		return;

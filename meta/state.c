@@ -401,6 +401,8 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	t->time_ms = op->time_ms;
 	t->quota_bucket = quota_op_bucket(op);
 	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
+	if (op->body_case != IOLAKE__META__OP__BODY_PUT_OBJECT)
+		t->digest_ok = 0;   /* issue 19: the digest memo (state_obj.c) */
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
@@ -498,6 +500,8 @@ static void result_from_msg(const Iolake__Meta__OpResult *m, struct meta_op_resu
 	r->delete_marker = m->delete_marker;
 	r->retained = m->retained;
 	r->part_rows_more = m->part_rows_more;
+	r->bucket_changed = m->bucket_changed;
+	r->replaced_shards = m->replaced_shards;
 }
 
 /* Write the memo's session (see struct tx): the same record the last of
@@ -569,6 +573,8 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 	m.delete_marker = r->delete_marker;
 	m.retained = r->retained;
 	m.part_rows_more = r->part_rows_more;
+	m.bucket_changed = r->bucket_changed;
+	m.replaced_shards = r->replaced_shards;
 	tx_put_msg(t, &rk, &m.base);
 
 	uint64_t want = op->acked_below;

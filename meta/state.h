@@ -86,6 +86,8 @@ struct meta_op_result {
 	bool delete_marker;
 	bool retained;
 	bool part_rows_more;     /* FreePartRows: rows are left (state_prows.c) */
+	bool bucket_changed;     /* PutObject: if_bucket_digest failed (state_obj.c) */
+	bool replaced_shards;    /* PutObject: queued a replaced version's shards for GC */
 };
 
 #define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
@@ -178,6 +180,12 @@ int meta_state_status_to_err(Iolake__Meta__Status st);
 void meta_state_free_msg(void *msg);   /* any record below; NULL ok */
 
 int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__Bucket **out);
+/* Issue 19 (state_obj.c): the digest of a bucket's stored record (the
+ * first 8 bytes of the SHA-256 of its bytes; never 0), as GetBucket
+ * answers it and PutObject.if_bucket_digest is checked against. 0 and
+ * *digest, IOL_ENOT_FOUND, -EINVAL or a storage error. */
+int meta_state_get_bucket_digest(struct meta_state *s, const char *name, uint64_t *digest);
+uint64_t meta_state_bucket_digest(const void *stored, size_t len);
 /* Buckets in name order, of owner (NULL: all), at most
  * META_LIST_BUCKETS_MAX. *out is a malloc'd array; free each with
  * meta_state_free_msg and the array with free. */

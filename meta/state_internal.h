@@ -69,6 +69,11 @@ struct tx {
 	/* Object lock (Op field 70): GOVERNANCE retention does not hold
 	 * against this op (meta/state_lock.c). */
 	bool bypass;
+	/* Issue 19 (state_obj.c): the last bucket whose if_bucket_digest
+	 * held, and that digest, while only PutObjects follow in this entry
+	 * (any other op may change a bucket or a quota: apply_body forgets). */
+	char digest_bucket[BUCKET_MAX + 1];
+	uint64_t digest_ok;
 };
 
 struct key {
