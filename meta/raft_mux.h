@@ -138,6 +138,12 @@ void raft_mux_set_handshake_timeout(struct raft_mux *m, unsigned timeout_ms);
 
 void raft_mux_get_stats(const struct raft_mux *m, struct raft_mux_stats *out);
 
+struct rpc_tls;
+/* Mutual TLS on every connection of m from now on (meta/raft_tls.h),
+ * NULL: plain TCP. raft_mux_init takes the process default
+ * (rpc_tls_default(): the --rpc-tls-* flags); tests set their own. */
+void raft_mux_set_tls(struct raft_mux *m, struct rpc_tls *tls);
+
 /*
  * Fill t as a transport for group_id on m, for raft_uv_init(io, loop, dir,
  * t) of that group; t->data is left as it was (raft_uv owns it). The group

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/rpc.h"
+#include "common/rpc_authz.h"
 #include "common/rpc_tls.h"
 #include "proto/echo.pb-c.h"
 
@@ -47,7 +48,8 @@ static void issue(const char *ca, const char *name, const char *prefix)
 	path(cdir, sizeof(cdir), ca);
 	path(pfx, sizeof(pfx), prefix);
 	static const char *const ips[] = { "127.0.0.1" };
-	struct ca_issue_req r = { .name = name, .ips = ips, .n_ips = 1, .days = 1 };
+	struct ca_issue_req r = { .name = name, .ips = ips, .n_ips = 1, .days = 1,
+				  .roles = RPC_ROLE_GW };
 	ck_assert_msg(ca_issue(cdir, &r, pfx, why, sizeof(why)) == 0, "%s", why);
 }
 
@@ -353,6 +355,10 @@ START_TEST(ca_checks)
 	static const char *const bad_dns[] = { "a..b" };
 	static const char *const ok_dns[] = { "*.node.example", "meta-1" };
 	struct ca_issue_req r = { .name = "n", .days = 1 };
+	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);   /* no role */
+	r.roles = RPC_ROLE_OSD;
+	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);   /* osd needs a node id */
+	r.node_id = 7;
 	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), 0);
 	r.ips = bad_ip, r.n_ips = 1;
 	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);
