@@ -287,7 +287,7 @@ aws_ s3 cp s3://mtls/a/obj - 2>/dev/null | cmp -s - "$DIR/obj" || fail "GET befo
 cp "$CA/crl.pem" "$DIR/crl.pem.tmp" && mv "$DIR/crl.pem.tmp" "$DIR/crl.pem"
 for i in 1 2 3; do kill -HUP "${PID["meta$i"]}"; done
 sleep 0.5
-AWS_MAX_ATTEMPTS=1 timeout 40 aws --endpoint-url "http://127.0.0.1:$GWPORT" --cli-read-timeout 30 \
+AWS_MAX_ATTEMPTS=1 timeout 20 aws --endpoint-url "http://127.0.0.1:$GWPORT" --cli-read-timeout 4 \
 	s3 cp s3://mtls/a/obj "$DIR/obj.revoked" >/dev/null 2>"$DIR/revoked.err" &&
 	fail "GET through the revoked gateway succeeded"
 grep -q 'revoked' "$DIR"/log-meta* || fail "no meta logged the revoked gateway"
