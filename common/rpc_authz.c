@@ -166,7 +166,7 @@ static const struct method_row {
 	{ "iolake.osd.Osd", "DeleteShard", O | G },
 	{ "iolake.osd.Osd", "StatShard", O | G },
 	{ "iolake.osd.Osd", "StatShards", O | G },
-	{ "iolake.osd.Osd", "ListShards", O | G },
+	{ "iolake.osd.Osd", "ListShards", O | G | A },   /* iolake-admin reads an OSD's shards */
 	{ "iolake.osd.Osd", "ListBadShards", O | G | A },
 	{ "iolake.osd.Osd", "Status", M | O | G | A },
 };
