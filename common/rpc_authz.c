@@ -201,6 +201,9 @@ static const struct op_row {
 	{ "move_range_step", M | A },
 	{ "ingest_range", M | A },
 	{ "drop_range", M | A },
+	/* member changes' bookkeeping (meta/group_members.c, issue 13) */
+	{ "set_group_members", M | A },
+	{ "group_reconciled", M | A },
 };
 
 unsigned rpc_authz_method_roles(const char *service, const char *method)
