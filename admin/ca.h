@@ -9,6 +9,16 @@
  *       D's CA, SANs from --ip/--dns, serverAuth + clientAuth, 825 days by
  *       default. Both files are written beside and renamed into place, so
  *       a service reloading on SIGHUP never reads half a file.
+ *       --role R[,R...] (meta, osd, gw, admin; required) and --node ID
+ *       (required with osd: the OSD id it may register) go into the SAN as
+ *       URIs iolake:role:R and iolake:node:ID (common/rpc_authz.h).
+ *   ca revoke --dir D [--days N] CERT.pem
+ *       adds CERT's serial to D/crl.pem (made if missing), signed by the
+ *       CA, valid N days (365): give it to every service as --rpc-tls-crl
+ *       and SIGHUP them. Refuses a certificate this CA did not sign.
+ *   ca crl --dir D [--days N] [--out FILE]
+ *       signs D/crl.pem again (a new nextUpdate; an empty one if none) and
+ *       writes it, also to FILE when given.
  *
  * OpenSSL 3's EVP and X509 APIs; no state beyond the two CA files (serial
  * numbers are 128 random bits). Does not talk to the cluster.
@@ -17,6 +27,7 @@
 #define ADMIN_CA_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* `iolake-admin ca ...` with args after "ca": exit status (0, 1 when it
@@ -30,7 +41,16 @@ struct ca_issue_req {
 	const char *const *dns;    /* DNS SANs */
 	size_t n_dns;
 	unsigned days;             /* validity */
+	unsigned roles;            /* RPC_ROLE_* bits (common/rpc_authz.h); 0 refused */
+	uint32_t node_id;          /* 0: none; required with RPC_ROLE_OSD */
 };
+
+/* Add cert_file's serial to dir's CRL (dir/crl.pem) and sign it. */
+int ca_revoke(const char *dir, const char *cert_file, unsigned days, char *why, size_t cap);
+
+/* Sign dir's CRL again (empty when there is none) into dir/crl.pem and,
+ * when out is not NULL, out. */
+int ca_crl(const char *dir, const char *out, unsigned days, char *why, size_t cap);
 
 /* Make a CA in dir (created 0700 if missing). 0, or -errno with why. */
 int ca_init(const char *dir, unsigned days, char *why, size_t cap);

@@ -13,6 +13,12 @@
  * ops/s when other work shares the cores.
  *
  *   build/bench-meta [--duration 3s] [--slice 500ms] [--members 3] [--only N]
+ *                    [--rpc-tls-ca F --rpc-tls-cert F --rpc-tls-key F]
+ *
+ * With the --rpc-tls-* flags (a meta certificate: iolake-admin ca issue
+ * --role meta) every member's RPC and Raft port runs mutual TLS (issue 16)
+ * and the client presents the same certificate. Per phase it prints the
+ * latency of each op, submit to commit, as p50 / p99 / max.
  *
  * The two phases take turns (--slice each, --duration in all per phase),
  * so a burst of other work on a shared machine hits both alike.
@@ -33,6 +39,7 @@
 
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/rpc_tls.h"
 #include "common/loop.h"
 #include "meta/client.h"
 #include "meta/node.h"
@@ -119,7 +126,11 @@ struct load {
 	atomic_ulong done_ops;
 	uint64_t lat_sum_us;
 	uint64_t errors;
+	uint64_t *lat;                 /* this phase's samples, us (LAT_MAX kept) */
+	size_t n_lat;
 };
+
+#define LAT_MAX (1u << 21)
 
 struct op_ud {
 	struct load *L;
@@ -138,7 +149,10 @@ static void on_put(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_
 		L->errors++;
 	else
 		atomic_fetch_add(&L->done_ops, 1);
-	L->lat_sum_us += (loop_now_ns() / 1000) - u->t0;
+	uint64_t us = (loop_now_ns() / 1000) - u->t0;
+	L->lat_sum_us += us;
+	if (L->lat && L->n_lat < LAT_MAX)
+		L->lat[L->n_lat++] = us;
 	free(u);
 	pump(L);
 }
@@ -237,7 +251,15 @@ static void leader_stats(struct member *m, size_t n, uint64_t *entries, uint64_t
 struct phase {
 	uint64_t el_ms, done, entries, lat_us;
 	double cpu_us;
+	uint64_t *lat;                 /* samples of all its slices */
+	size_t n_lat;
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
 
 /* Run the load at this window for ms, wait until it drained, add up. */
 static void run_slice(struct member *m, size_t n, struct load *L, unsigned window, uint64_t ms,
@@ -246,6 +268,10 @@ static void run_slice(struct member *m, size_t n, struct load *L, unsigned windo
 	L->window = window;
 	atomic_store(&L->done_ops, 0);
 	L->lat_sum_us = 0;
+	if (!acc->lat)
+		acc->lat = calloc(LAT_MAX, sizeof(uint64_t));
+	L->lat = acc->lat;
+	L->n_lat = acc->n_lat;
 	uint64_t e0, o0, e1, o1;
 	leader_stats(m, n, &e0, &o0);
 	uint64_t t0 = loop_now_ms();
@@ -261,12 +287,14 @@ static void run_slice(struct member *m, size_t n, struct load *L, unsigned windo
 	acc->done += atomic_load(&L->done_ops);
 	acc->entries += e1 - e0;
 	acc->lat_us += L->lat_sum_us;
+	acc->n_lat = L->n_lat;
 }
 
 int main(int argc, char **argv)
 {
 	int64_t nmemb = 3, only = 0;
 	uint64_t slice_ms = 500;
+	struct rpc_tls_files tlsf = { 0 };
 	const struct flag_spec specs[] = {
 		{ .name = "duration", .type = FLAG_DURATION, .dst = &duration_ms, .help = "per phase" },
 		{ .name = "members", .type = FLAG_INT64, .dst = &nmemb, .min = 1, .max = MAXM,
@@ -275,6 +303,7 @@ int main(int argc, char **argv)
 		  .help = "the phases take turns this long each; 0: one after the other" },
 		{ .name = "only", .type = FLAG_INT64, .dst = &only, .min = 0, .max = 1024,
 		  .help = "run one phase with this many in flight (for profiling); 0: 1 then 64" },
+		RPC_TLS_FLAGS(tlsf),
 		{ 0 }
 	};
 	char err[256];
@@ -290,6 +319,10 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	log_set_level(LOG_LEVEL_WARN);
+	if (rpc_tls_setup(&tlsf, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", argv[0], err);
+		return 2;
+	}
 	size_t n = (size_t)nmemb;
 	static struct member m[MAXM];
 	struct meta_peer peers[MAXM];
@@ -325,8 +358,9 @@ int main(int argc, char **argv)
 	       "in turns of %llu ms\n",
 	       n, (unsigned long long)duration_ms,
 	       (unsigned long long)(slice_ms && slice_ms < duration_ms ? slice_ms : duration_ms));
-	printf("%-10s %12s %12s %14s %12s %12s\n", "in-flight", "ops/s", "entries/s", "ops/entry",
-	       "mean lat us", "cpu us/op");
+	printf("transport: %s\n", rpc_tls_default() ? "mutual TLS on RPC and Raft" : "plain TCP");
+	printf("%-10s %12s %12s %14s %12s %12s %9s %9s %9s\n", "in-flight", "ops/s", "entries/s",
+	       "ops/entry", "mean lat us", "cpu us/op", "p50 us", "p99 us", "max us");
 	unsigned windows[] = { 1, 64 };
 	if (only)
 		windows[1] = (unsigned)only;
@@ -342,11 +376,16 @@ int main(int argc, char **argv)
 	for (size_t w = only ? 1 : 0; w < 2; w++) {
 		const struct phase *a = &acc[w];
 		rate[w] = (double)a->done * 1000.0 / (double)a->el_ms;
-		printf("%-10u %12.0f %12.0f %14.1f %12.0f %12.1f\n", windows[w], rate[w],
-		       (double)a->entries * 1000.0 / (double)a->el_ms,
+		qsort(a->lat, a->n_lat, sizeof(uint64_t), cmp_u64);
+		uint64_t p50 = a->n_lat ? a->lat[a->n_lat / 2] : 0;
+		uint64_t p99 = a->n_lat ? a->lat[(a->n_lat * 99) / 100] : 0;
+		uint64_t mx = a->n_lat ? a->lat[a->n_lat - 1] : 0;
+		printf("%-10u %12.0f %12.0f %14.1f %12.0f %12.1f %9llu %9llu %9llu\n", windows[w],
+		       rate[w], (double)a->entries * 1000.0 / (double)a->el_ms,
 		       a->entries ? (double)a->done / (double)a->entries : 0.0,
 		       a->done ? (double)a->lat_us / (double)a->done : 0.0,
-		       a->done ? a->cpu_us / (double)a->done : 0.0);
+		       a->done ? a->cpu_us / (double)a->done : 0.0, (unsigned long long)p50,
+		       (unsigned long long)p99, (unsigned long long)mx);
 	}
 	if (!only)
 		printf("batching: 64 in flight / 1 in flight = %.1fx%s\n", rate[1] / rate[0],

@@ -423,12 +423,27 @@ static void tls_input(struct h2_conn *c, size_t n)
 		h2_conn_fail(c, "out of memory");
 		return;
 	}
+	if (c->tls_up && tls_conn_revoked(c->tls)) {
+		/* A reload's CRL lists the peer: drop it (issue 16). */
+		if (c->server)
+			rpc_tls_refused(RPC_TLS_REFUSED_REVOKED, c->peer, "certificate revoked");
+		h2_conn_fail(c, "TLS: the peer's certificate was revoked");
+		return;
+	}
 	for (;;) {
 		ssize_t m = tls_conn_read(c->tls, c->rbuf, sizeof(c->rbuf));
 		if (!c->tls_up && tls_conn_handshake_done(c->tls)) {
-			char why[128];
+			char why[320];
 			if (rpc_tls_conn_ready(c->tls, c->server, why, sizeof(why))) {
 				tls_failed(c, false, why);
+				return;
+			}
+			/* Issue 16: the server knows its peer's roles from here on. */
+			if (c->server && rpc_tls_conn_peer(c->hs_tls, c->tls, &c->tls_peer, why,
+							   sizeof(why))) {
+				rpc_tls_refused(RPC_TLS_REFUSED_ROLE, c->peer, why);
+				tls_send_alert(c);
+				h2_conn_fail(c, "TLS: certificate role");
 				return;
 			}
 			c->tls_up = true;
@@ -488,6 +503,7 @@ int h2_tls_start(struct h2_conn *c, struct rpc_tls *t)
 	c->tls = rpc_tls_conn_new(t, c->server);
 	if (!c->tls)
 		return -ENOMEM;
+	c->hs_tls = t;
 	if (c->server) {
 		struct sockaddr_storage ss;
 		int len = sizeof(ss);

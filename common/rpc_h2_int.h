@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/loop.h"
+#include "common/rpc_authz.h"
 #include "common/rpc_internal.h"
 #include "common/rpc_tls.h"
 #include "common/tls.h"
@@ -68,6 +69,10 @@ struct h2_conn {
 	char *tls_wbuf;                /* ciphertext being written */
 	size_t tls_wcap;
 	char peer[64];                 /* server: the peer's address, for logs */
+	/* Server with TLS: who the peer's certificate says it is (roles, node
+	 * id: common/rpc_authz.h); every call is checked against it. */
+	struct rpc_ident tls_peer;
+	struct rpc_tls *hs_tls;        /* the identity c->tls was made from */
 	/* Output batch. */
 	unsigned niov, nrefs;
 	size_t batch_bytes, stage_len;

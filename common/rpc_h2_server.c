@@ -104,6 +104,17 @@ void h2_run_ready(struct h2_conn *c)
 		}
 		p->msgs[0] = NULL;
 		p->nmsgs = 0;
+		if (c->tls) {
+			/* Issue 16: the caller's certificate role against the
+			 * method (common/rpc_authz.c's table). */
+			r->base.ident = &c->tls_peer;
+			const struct rpc_method *rm = r->base.m;
+			if (rm && rpc_authz_call(&r->base, rm->svc->name,
+						 rm->svc->methods[rm->index].name)) {
+				buf_unref(m);   /* answered PERMISSION_DENIED, r freed */
+				continue;
+			}
+		}
 		rpc_req_dispatch(&r->base, m->data, m->len); /* may free r */
 		buf_unref(m);
 	}

@@ -281,6 +281,7 @@ struct rpc_req {
 	const char *id;              /* never NULL */
 	uint64_t deadline_ms;
 	uint64_t t0_ns;              /* dispatched (server opts.log_calls only) */
+	const struct rpc_ident *ident; /* the TLS peer (common/rpc_authz.h); NULL: none */
 };
 
 /* Unpack msg bytes for r->m and run the handler, or answer UNIMPLEMENTED

@@ -3,7 +3,9 @@
  * identity as two common/tls.c contexts (server: TLS 1.3, ALPN h2
  * required, a client certificate from the CA required, no session
  * tickets; client: TLS 1.3, offers h2, verifies the server against the
- * CA), the process default, the counters and the refusal log.
+ * CA), the same pair for Raft's port (ALPN iolake-raft), the optional CRL
+ * in all four, the peer's roles from its certificate (rpc_authz.h), the
+ * process default, the counters and the refusal log.
  *
  * Owns: struct rpc_tls (the two contexts and copies of the file names),
  * the process-wide counters and the log limiter. Does not own: sockets,
@@ -22,32 +24,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/x509v3.h>
+
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/rpc_authz.h"
 #include "common/tls.h"
 #include "common/loop.h"
 
 static const unsigned char alpn_h2[] = "\x02h2";
+static const unsigned char alpn_raft[] = "\x0biolake-raft";
 
 struct rpc_tls {
-	struct tls_server *srv, *cli;
-	char *ca, *cert, *key;
+	struct tls_server *srv, *cli;     /* RPC: h2 */
+	struct tls_server *rsrv, *rcli;   /* Raft's port: iolake-raft */
+	char *ca, *cert, *key, *crl;
+	bool legacy;                      /* --rpc-tls-legacy-any-role */
 };
 
 static struct rpc_tls *g_default;
 
 static struct {
 	atomic_uint_fast64_t server_handshakes, client_handshakes, refused_plaintext,
-		refused_handshake, client_failures, reloads, reload_failures;
+		refused_handshake, client_failures, reloads, reload_failures, refused_role,
+		dropped_revoked;
+	atomic_uint_fast64_t raft_server_handshakes, raft_client_handshakes,
+		raft_refused[RPC_TLS_RAFT_COUNT], raft_client_failures[RPC_TLS_RAFT_COUNT],
+		raft_dropped_revoked;
 } g_st;
 
-static void fill_cfg(const struct rpc_tls *t, bool client, struct tls_cfg *c)
+static void fill_cfg(const struct rpc_tls *t, bool client, bool raft, struct tls_cfg *c)
 {
 	*c = (struct tls_cfg){
 		.cert_file = t->cert, .key_file = t->key, .ca_file = t->ca, .client = client,
-		.tls13_only = true, .alpn = alpn_h2, .alpn_len = sizeof(alpn_h2) - 1,
-		.sid_ctx = "iolake-rpc", .no_tickets = true,
+		.tls13_only = true, .alpn = raft ? alpn_raft : alpn_h2,
+		.alpn_len = raft ? sizeof(alpn_raft) - 1 : sizeof(alpn_h2) - 1,
+		.sid_ctx = raft ? "iolake-raft" : "iolake-rpc", .no_tickets = true,
+		.crl_file = t->crl,
 	};
+}
+
+/* The four contexts, in one order for new, reload and free. */
+static struct tls_server **ctx_slot(struct rpc_tls *t, int i, bool *client, bool *raft)
+{
+	*client = i & 1;
+	*raft = i >= 2;
+	struct tls_server **slots[4] = { &t->srv, &t->cli, &t->rsrv, &t->rcli };
+	return slots[i];
 }
 
 int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, size_t err_len)
@@ -62,16 +85,21 @@ int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, 
 	t->ca = strdup(f->ca);
 	t->cert = f->cert ? strdup(f->cert) : NULL;
 	t->key = f->key ? strdup(f->key) : NULL;
+	t->crl = f->crl ? strdup(f->crl) : NULL;
+	t->legacy = f->legacy_any_role;
 	int rc = -ENOMEM;
-	if (!t->ca || !t->cert != !f->cert || !t->key != !f->key)
+	if (!t->ca || !t->cert != !f->cert || !t->key != !f->key || !t->crl != !f->crl)
 		goto fail;
-	struct tls_cfg c;
-	fill_cfg(t, false, &c);
-	if (t->cert && (rc = tls_ctx_new(&c, &t->srv, err, err_len)))
-		goto fail;
-	fill_cfg(t, true, &c);
-	if ((rc = tls_ctx_new(&c, &t->cli, err, err_len)))
-		goto fail;
+	for (int i = 0; i < 4; i++) {
+		bool client, raft;
+		struct tls_server **slot = ctx_slot(t, i, &client, &raft);
+		if (!client && !t->cert)
+			continue;   /* a client-only identity cannot serve */
+		struct tls_cfg c;
+		fill_cfg(t, client, raft, &c);
+		if ((rc = tls_ctx_new(&c, slot, err, err_len)))
+			goto fail;
+	}
 	*out = t;
 	return 0;
 fail:
@@ -82,18 +110,19 @@ fail:
 int rpc_tls_reload(struct rpc_tls *t, char *err, size_t err_len)
 {
 	struct tls_cfg c;
-	/* Check both before swapping either: a bad file changes nothing. */
+	/* Check one before swapping any: a bad file changes nothing (the
+	 * four load the same files). */
 	struct tls_server *probe = NULL;
-	fill_cfg(t, false, &c);
-	int rc = t->srv ? tls_ctx_new(&c, &probe, err, err_len) : 0;
+	fill_cfg(t, !t->srv, false, &c);
+	int rc = tls_ctx_new(&c, &probe, err, err_len);
 	tls_server_free(probe);
-	if (!rc && t->srv) {
-		fill_cfg(t, false, &c);
-		rc = tls_ctx_reload(t->srv, &c, err, err_len);
-	}
-	if (!rc) {
-		fill_cfg(t, true, &c);
-		rc = tls_ctx_reload(t->cli, &c, err, err_len);
+	for (int i = 0; i < 4 && !rc; i++) {
+		bool client, raft;
+		struct tls_server **slot = ctx_slot(t, i, &client, &raft);
+		if (!*slot)
+			continue;
+		fill_cfg(t, client, raft, &c);
+		rc = tls_ctx_reload(*slot, &c, err, err_len);
 	}
 	atomic_fetch_add(rc ? &g_st.reload_failures : &g_st.reloads, 1);
 	return rc;
@@ -105,6 +134,9 @@ void rpc_tls_free(struct rpc_tls *t)
 		return;
 	tls_server_free(t->srv);
 	tls_server_free(t->cli);
+	tls_server_free(t->rsrv);
+	tls_server_free(t->rcli);
+	free(t->crl);
 	free(t->ca);
 	free(t->cert);
 	free(t->key);
@@ -135,8 +167,18 @@ int rpc_tls_setup(const struct rpc_tls_files *f, char *err, size_t err_len)
 		return rc;
 	char serial[80];
 	tls_server_serial(t->cli, serial, sizeof(serial));
-	LOG_INFO("rpc-tls: mutual TLS on RPC", "ca=%s cert=%s serial=%s", LOG_Q(f->ca),
-		 LOG_Q(f->cert), serial);
+	struct rpc_ident me;
+	char why[200] = "", roles[64] = "none";
+	if (!rpc_tls_cert_peer(tls_server_cert(t->cli), &me, why, sizeof(why)))
+		rpc_roles_format(me.roles, roles, sizeof(roles));
+	LOG_INFO("rpc-tls: mutual TLS on RPC and Raft", "ca=%s cert=%s serial=%s roles=%s node=%u "
+		 "crl=%s legacy_any_role=%d", LOG_Q(f->ca), LOG_Q(f->cert), serial, roles,
+		 (unsigned)me.node_id, LOG_Q(f->crl ? f->crl : ""), (int)f->legacy_any_role);
+	if (!me.roles && !f->legacy_any_role)
+		LOG_WARN("rpc-tls: this node's certificate carries no iolake role (issued before "
+			 "roles): peers refuse it unless they run with --rpc-tls-legacy-any-role; "
+			 "issue a new one with iolake-admin ca issue --role", "cert=%s",
+			 LOG_Q(f->cert));
 	rpc_tls_set_default(t);
 	return 0;
 }
@@ -153,7 +195,8 @@ void rpc_tls_reload_default(void)
 	}
 	char serial[80];
 	tls_server_serial(t->cli, serial, sizeof(serial));
-	LOG_INFO("rpc-tls: certificate reloaded", "cert=%s serial=%s", LOG_Q(t->cert), serial);
+	LOG_INFO("rpc-tls: certificate reloaded", "cert=%s serial=%s crl=%s", LOG_Q(t->cert),
+		 serial, LOG_Q(t->crl ? t->crl : ""));
 }
 
 /* ------------------------------------------------------------ connections */
@@ -175,6 +218,116 @@ int rpc_tls_conn_ready(struct tls_conn *tc, bool server, char *why, size_t cap)
 	}
 	atomic_fetch_add(server ? &g_st.server_handshakes : &g_st.client_handshakes, 1);
 	return 0;
+}
+
+int rpc_tls_cert_peer(const void *cert, struct rpc_ident *out, char *why, size_t cap)
+{
+	X509 *x = (X509 *)cert;
+	memset(out, 0, sizeof(*out));
+	if (!x)
+		return 0;
+	BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+	char *hex = bn ? BN_bn2hex(bn) : NULL;
+	snprintf(out->serial, sizeof(out->serial), "%s", hex ? hex : "?");
+	OPENSSL_free(hex);
+	BN_free(bn);
+	if (X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, out->cn,
+				      (int)sizeof(out->cn)) < 0)
+		out->cn[0] = 0;
+	GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	int rc = 0;
+	for (int i = 0; names && i < sk_GENERAL_NAME_num(names); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+		if (g->type != GEN_URI)
+			continue;
+		const ASN1_IA5STRING *u = g->d.uniformResourceIdentifier;
+		int r = rpc_authz_parse_uri((const char *)ASN1_STRING_get0_data(u),
+					    (size_t)ASN1_STRING_length(u), out);
+		if (r < 0) {
+			snprintf(why, cap, "certificate %s (CN %s) has an invalid iolake: URI "
+				 "(a role must be meta, osd, gw or admin; one node id)", out->serial,
+				 out->cn);
+			rc = -EINVAL;
+			break;
+		}
+	}
+	GENERAL_NAMES_free(names);
+	return rc;
+}
+
+int rpc_tls_conn_peer(const struct rpc_tls *t, struct tls_conn *tc, struct rpc_ident *out,
+		      char *why, size_t cap)
+{
+	if (rpc_tls_cert_peer(tls_conn_peer_cert(tc), out, why, cap))
+		return -EACCES;
+	if (out->roles)
+		return 0;
+	if (t->legacy) {
+		out->legacy = true;
+		out->roles = RPC_ROLE_ANY;
+		return 0;
+	}
+	snprintf(why, cap, "certificate %s (CN %s) carries no iolake role: issued before roles; "
+		 "issue a new one (iolake-admin ca issue --role) or run with "
+		 "--rpc-tls-legacy-any-role during the upgrade", out->serial, out->cn);
+	return -EACCES;
+}
+
+/* ------------------------------------------------------------ Raft's port */
+
+struct tls_conn *rpc_tls_raft_conn_new(struct rpc_tls *t, bool server)
+{
+	if (server && !t->rsrv)
+		return NULL;
+	return tls_conn_new(server ? t->rsrv : t->rcli);
+}
+
+int rpc_tls_raft_ready(const struct rpc_tls *t, struct tls_conn *tc, char *why, size_t cap)
+{
+	unsigned len;
+	const unsigned char *p = tls_conn_alpn(tc, &len);
+	if (!p || len != sizeof(alpn_raft) - 2 || memcmp(p, alpn_raft + 1, len) != 0) {
+		snprintf(why, cap, "the peer did not agree on ALPN iolake-raft");
+		return -EPROTO;
+	}
+	struct rpc_ident peer;
+	if (rpc_tls_conn_peer(t, tc, &peer, why, cap))
+		return -EACCES;
+	if (!(peer.roles & RPC_ROLE_META)) {
+		char rs[64];
+		rpc_roles_format(peer.roles, rs, sizeof(rs));
+		snprintf(why, cap, "certificate %s (CN %s) has roles %s: Raft needs meta",
+			 peer.serial, peer.cn, rs);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static const char *const raft_refusal_names[] = {
+#define RPC_TLS_RAFT_NAME(name, text) text,
+	RPC_TLS_RAFT_REFUSALS(RPC_TLS_RAFT_NAME)
+#undef RPC_TLS_RAFT_NAME
+};
+
+void rpc_tls_raft_handshake(bool server)
+{
+	atomic_fetch_add(server ? &g_st.raft_server_handshakes : &g_st.raft_client_handshakes, 1);
+}
+
+void rpc_tls_raft_dropped_revoked(void)
+{
+	atomic_fetch_add(&g_st.raft_dropped_revoked, 1);
+}
+
+void rpc_tls_raft_stats(struct rpc_tls_raft_stats *o)
+{
+	o->server_handshakes = atomic_load(&g_st.raft_server_handshakes);
+	o->client_handshakes = atomic_load(&g_st.raft_client_handshakes);
+	for (int i = 0; i < RPC_TLS_RAFT_COUNT; i++) {
+		o->refused[i] = atomic_load(&g_st.raft_refused[i]);
+		o->client_failures[i] = atomic_load(&g_st.raft_client_failures[i]);
+	}
+	o->dropped_revoked = atomic_load(&g_st.raft_dropped_revoked);
 }
 
 bool rpc_tls_is_plaintext(uint8_t first_byte)
@@ -203,7 +356,30 @@ static bool limit_pass(struct limiter *l, uint64_t *dropped)
 	return true;
 }
 
-static struct limiter lim_plain, lim_hs, lim_client;
+static struct limiter lim_plain, lim_hs, lim_client, lim_role, lim_raft[RPC_TLS_RAFT_COUNT],
+	lim_raft_client;
+
+void rpc_tls_raft_refused(bool server, enum rpc_tls_raft_refusal kind, const char *peer,
+			  const char *why)
+{
+	uint64_t dropped;
+	if ((unsigned)kind >= RPC_TLS_RAFT_COUNT)
+		kind = RPC_TLS_RAFT_HANDSHAKE;
+	if (server) {
+		atomic_fetch_add(&g_st.raft_refused[kind], 1);
+		if (limit_pass(&lim_raft[kind], &dropped))
+			LOG_WARN("raft-tls: refused a Raft connection (this port requires mutual TLS "
+				 "from a meta member)", "peer=%s reason=%s why=%s not_logged=%llu",
+				 LOG_Q(peer), raft_refusal_names[kind], LOG_Q(why),
+				 (unsigned long long)dropped);
+		return;
+	}
+	atomic_fetch_add(&g_st.raft_client_failures[kind], 1);
+	if (limit_pass(&lim_raft_client, &dropped))
+		LOG_WARN("raft-tls: TLS to a Raft peer failed", "target=%s reason=%s why=%s "
+			 "not_logged=%llu", LOG_Q(peer), raft_refusal_names[kind], LOG_Q(why),
+			 (unsigned long long)dropped);
+}
 
 void rpc_tls_refused(enum rpc_tls_refusal kind, const char *peer, const char *why)
 {
@@ -213,6 +389,16 @@ void rpc_tls_refused(enum rpc_tls_refusal kind, const char *peer, const char *wh
 		if (limit_pass(&lim_plain, &dropped))
 			LOG_WARN("rpc-tls: refused a plaintext connection (this port requires "
 				 "mutual TLS)", "peer=%s not_logged=%llu", LOG_Q(peer),
+				 (unsigned long long)dropped);
+		return;
+	}
+	if (kind == RPC_TLS_REFUSED_ROLE || kind == RPC_TLS_REFUSED_REVOKED) {
+		bool role = kind == RPC_TLS_REFUSED_ROLE;
+		atomic_fetch_add(role ? &g_st.refused_role : &g_st.dropped_revoked, 1);
+		if (limit_pass(&lim_role, &dropped))
+			LOG_WARN(role ? "rpc-tls: refused a connection: certificate role"
+				      : "rpc-tls: dropped a connection: its certificate is revoked",
+				 "peer=%s why=%s not_logged=%llu", LOG_Q(peer), LOG_Q(why),
 				 (unsigned long long)dropped);
 		return;
 	}
@@ -242,6 +428,8 @@ void rpc_tls_stats(struct rpc_tls_stats *o)
 	o->client_failures = atomic_load(&g_st.client_failures);
 	o->reloads = atomic_load(&g_st.reloads);
 	o->reload_failures = atomic_load(&g_st.reload_failures);
+	o->refused_role = atomic_load(&g_st.refused_role);
+	o->dropped_revoked = atomic_load(&g_st.dropped_revoked);
 }
 
 #define TLS_STAT(f)                                   \
@@ -257,6 +445,27 @@ TLS_STAT(refused_handshake)
 TLS_STAT(client_failures)
 TLS_STAT(reloads)
 TLS_STAT(reload_failures)
+TLS_STAT(refused_role)
+TLS_STAT(dropped_revoked)
+TLS_STAT(raft_server_handshakes)
+TLS_STAT(raft_client_handshakes)
+TLS_STAT(raft_dropped_revoked)
+
+static double m_authz_denied(void *arg)
+{
+	(void)arg;
+	return (double)rpc_authz_denied();
+}
+
+static double m_raft_refused(void *arg)
+{
+	return (double)atomic_load(&g_st.raft_refused[(uintptr_t)arg]);
+}
+
+static double m_raft_client_failures(void *arg)
+{
+	return (double)atomic_load(&g_st.raft_client_failures[(uintptr_t)arg]);
+}
 
 int rpc_tls_register_metrics(struct metrics_registry *reg)
 {
@@ -264,6 +473,7 @@ int rpc_tls_register_metrics(struct metrics_registry *reg)
 	static const char *const cli[] = { "side", "client", NULL };
 	static const char *const plain[] = { "reason", "plaintext", NULL };
 	static const char *const hs[] = { "reason", "handshake", NULL };
+	static const char *const role[] = { "reason", "role", NULL };
 	static const struct {
 		const char *name, *help;
 		const char *const *labels;
@@ -286,10 +496,38 @@ int rpc_tls_register_metrics(struct metrics_registry *reg)
 		  NULL, m_reloads },
 		{ "iolake_rpc_tls_reload_failures", "RPC certificate reloads refused (old kept)",
 		  NULL, m_reload_failures },
+		{ "iolake_rpc_tls_refused", "RPC connections refused by a mutual-TLS server "
+		  "(plaintext peer, or a failed handshake: no or wrong certificate)", role,
+		  m_refused_role },
+		{ "iolake_rpc_tls_dropped_revoked", "open RPC connections dropped because a reloaded "
+		  "CRL revoked the peer", NULL, m_dropped_revoked },
+		{ "iolake_rpc_authz_denied", "RPC calls refused by the caller's certificate role "
+		  "(common/rpc_authz.c)", NULL, m_authz_denied },
+		{ "iolake_raft_tls_handshakes", "Raft mutual-TLS handshakes completed", srv,
+		  m_raft_server_handshakes },
+		{ "iolake_raft_tls_handshakes", "Raft mutual-TLS handshakes completed", cli,
+		  m_raft_client_handshakes },
+		{ "iolake_raft_tls_dropped_revoked", "open Raft connections dropped because a "
+		  "reloaded CRL revoked the peer", NULL, m_raft_dropped_revoked },
 	};
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		if (!metrics_gauge_fn_new(reg, g[i].name, g[i].help, g[i].labels, g[i].fn, NULL) &&
 		    errno != EEXIST)
 			return -errno;
+	static const char *const labels[RPC_TLS_RAFT_COUNT][3] = {
+#define RPC_TLS_RAFT_LABEL(name, text) { "reason", text, NULL },
+		RPC_TLS_RAFT_REFUSALS(RPC_TLS_RAFT_LABEL)
+#undef RPC_TLS_RAFT_LABEL
+	};
+	for (uintptr_t k = 0; k < RPC_TLS_RAFT_COUNT; k++) {
+		if (!metrics_gauge_fn_new(reg, "iolake_raft_tls_refused", "Raft connections refused "
+					  "by this member's mutual-TLS port, by reason", labels[k],
+					  m_raft_refused, (void *)k) && errno != EEXIST)
+			return -errno;
+		if (!metrics_gauge_fn_new(reg, "iolake_raft_tls_client_failures", "Raft connections "
+					  "to a peer whose TLS failed, by reason", labels[k],
+					  m_raft_client_failures, (void *)k) && errno != EEXIST)
+			return -errno;
+	}
 	return 0;
 }

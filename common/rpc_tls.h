@@ -17,10 +17,23 @@
  *     connection (its calls UNAVAILABLE with OpenSSL's reason) and counts
  *     iolake_rpc_tls_client_failures.
  *
- * Any certificate signed by the CA is any node: there is no per-node
- * authorization and no name check (targets are numeric addresses).
- * Reload (SIGHUP) reads the three files again: new connections use them,
- * open ones keep theirs; a file that fails to load keeps the old ones.
+ * Who the peer is comes from its certificate: the roles and node id of
+ * common/rpc_authz.h (SAN URIs iolake:role:R, iolake:node:N); a server
+ * refuses a certificate without a role (a clear log line: "issued before
+ * roles") unless --rpc-tls-legacy-any-role, and checks every call against
+ * the role table. There is no name check (targets are numeric addresses).
+ *
+ * Revocation: --rpc-tls-crl FILE (iolake-admin ca revoke / ca crl) is
+ * checked at every handshake; reload (SIGHUP) reads the four files again:
+ * new connections use them, open ones keep theirs except that a
+ * connection whose peer the new CRL lists is dropped at its next bytes
+ * (servers also refuse its calls at once); a file that fails to load
+ * keeps the old ones.
+ *
+ * Raft's port (meta/raft_tls.c) uses the same identity with its own pair
+ * of contexts: ALPN "iolake-raft" (an RPC client offering h2 cannot
+ * complete a handshake there, nor a Raft client on an RPC port), the meta
+ * role required on both ends; its counters are iolake_raft_tls_*.
  *
  * The codec is common/tls.c (the S3 port's); this module owns the
  * identity, the process default, the flags, the counters and the refusal
@@ -42,6 +55,8 @@ struct metrics_registry;
 /* The three files (PEM). */
 struct rpc_tls_files {
 	const char *ca, *cert, *key;
+	const char *crl;              /* optional */
+	bool legacy_any_role;         /* a certificate without a role is any role */
 };
 
 /* The flag_spec entries of every binary (put them in its specs array). */
@@ -52,7 +67,13 @@ struct rpc_tls_files {
 	{ .name = "rpc-tls-cert", .type = FLAG_STRING, .dst = &(f).cert, .metavar = "FILE",      \
 	  .help = "this node's certificate for RPC (PEM; iolake-admin ca issue); SIGHUP reloads" }, \
 	{ .name = "rpc-tls-key", .type = FLAG_STRING, .dst = &(f).key, .metavar = "FILE",        \
-	  .help = "the private key of --rpc-tls-cert (PEM)" }
+	  .help = "the private key of --rpc-tls-cert (PEM)" },                                   \
+	{ .name = "rpc-tls-crl", .type = FLAG_STRING, .dst = &(f).crl, .metavar = "FILE",        \
+	  .help = "certificates revoked by the cluster CA (PEM CRL; iolake-admin ca revoke); "     \
+		  "SIGHUP reloads it and drops connections of newly revoked peers" },             \
+	{ .name = "rpc-tls-legacy-any-role", .type = FLAG_BOOL, .dst = &(f).legacy_any_role,    \
+	  .help = "accept a peer certificate without an iolake role (issued before roles) as "   \
+		  "every role, for an upgrade; default: refused" }
 
 /* Load an identity. 0 and *out, or -EINVAL with err naming the file and
  * OpenSSL's reason (a key not matching its certificate included). cert
@@ -86,6 +107,8 @@ struct rpc_tls_stats {
 	uint64_t refused_handshake;   /* server: handshake failed (cert, CA, version, ALPN) */
 	uint64_t client_failures;     /* client: the server's TLS failed or was refused */
 	uint64_t reloads, reload_failures;
+	uint64_t refused_role;        /* server: a certificate without a (valid) role */
+	uint64_t dropped_revoked;     /* open connections dropped when a reload revoked the peer */
 };
 
 /* Process-wide counters (any thread). */
@@ -97,6 +120,8 @@ int rpc_tls_register_metrics(struct metrics_registry *reg);
 
 /* ------------------------------------------------------------ for the transport */
 
+struct rpc_ident;
+
 /* A connection's TLS (client or server side), NULL on out-of-memory. */
 struct tls_conn *rpc_tls_conn_new(struct rpc_tls *t, bool server);
 
@@ -104,7 +129,60 @@ struct tls_conn *rpc_tls_conn_new(struct rpc_tls *t, bool server);
  * why set. Counts the handshake when 0. */
 int rpc_tls_conn_ready(struct tls_conn *tc, bool server, char *why, size_t cap);
 
-enum rpc_tls_refusal { RPC_TLS_REFUSED_PLAINTEXT, RPC_TLS_REFUSED_HANDSHAKE };
+/* Who the peer of a completed handshake is (common/rpc_authz.h): its
+ * roles and node id from the SAN URIs, serial and CN. 0; -EACCES with why
+ * when the certificate has no role (and t does not accept legacy ones:
+ * out->legacy is set when it does) or an invalid iolake: URI. */
+int rpc_tls_conn_peer(const struct rpc_tls *t, struct tls_conn *tc, struct rpc_ident *out,
+		      char *why, size_t cap);
+
+/* Parse the iolake: URIs of cert (an X509 *) into out (zeroed first).
+ * 0, -EINVAL (an invalid iolake: URI; why set). Roles may be 0. */
+int rpc_tls_cert_peer(const void *cert, struct rpc_ident *out, char *why, size_t cap);
+
+/* ------------------------------------------------------------ Raft's port */
+
+/* A Raft connection's TLS (ALPN iolake-raft), NULL on out-of-memory or a
+ * client-only identity asked to serve. */
+struct tls_conn *rpc_tls_raft_conn_new(struct rpc_tls *t, bool server);
+
+/* The handshake of a Raft connection is done: ALPN iolake-raft agreed and
+ * the peer holds the meta role (a legacy certificate passes when t allows
+ * them). 0, or -EPROTO (ALPN) / -EACCES (role) with why. */
+int rpc_tls_raft_ready(const struct rpc_tls *t, struct tls_conn *tc, char *why, size_t cap);
+
+#define RPC_TLS_RAFT_REFUSALS(X)                                            \
+	X(PLAINTEXT, "plaintext")  /* not a TLS record: a plaintext mux peer */ \
+	X(HANDSHAKE, "handshake")  /* no/bad certificate, CA, ALPN, version */   \
+	X(ROLE, "role")            /* a certificate without the meta role */     \
+	X(REVOKED, "revoked")      /* listed by the CRL reloaded since */        \
+	X(TIMEOUT, "timeout")      /* no handshake within the deadline */
+
+enum rpc_tls_raft_refusal {
+#define RPC_TLS_RAFT_ENUM(name, text) RPC_TLS_RAFT_##name,
+	RPC_TLS_RAFT_REFUSALS(RPC_TLS_RAFT_ENUM)
+#undef RPC_TLS_RAFT_ENUM
+	RPC_TLS_RAFT_COUNT
+};
+
+/* A Raft connection refused (server side) or failed (client side; kind
+ * says why): count, log (rate-limited). */
+void rpc_tls_raft_refused(bool server, enum rpc_tls_raft_refusal kind, const char *peer,
+			  const char *why);
+/* A Raft handshake completed (both sides count their own). */
+void rpc_tls_raft_handshake(bool server);
+
+struct rpc_tls_raft_stats {
+	uint64_t server_handshakes, client_handshakes;
+	uint64_t refused[RPC_TLS_RAFT_COUNT];        /* server side */
+	uint64_t client_failures[RPC_TLS_RAFT_COUNT];
+	uint64_t dropped_revoked;                    /* open connections dropped at a reload */
+};
+void rpc_tls_raft_stats(struct rpc_tls_raft_stats *out);
+void rpc_tls_raft_dropped_revoked(void);
+
+enum rpc_tls_refusal { RPC_TLS_REFUSED_PLAINTEXT, RPC_TLS_REFUSED_HANDSHAKE, RPC_TLS_REFUSED_ROLE,
+		       RPC_TLS_REFUSED_REVOKED };
 
 /* A server refused peer (its "addr:port"): count, log (rate-limited). */
 void rpc_tls_refused(enum rpc_tls_refusal kind, const char *peer, const char *why);

@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <pthread.h>
@@ -51,6 +52,9 @@ struct tls_server {
 	bool alpn_strict;               /* server: no common protocol is fatal */
 	bool client;
 	SSL_CTX *ctx;                   /* current; SSLs hold their own reference */
+	X509_CRL *crl;                  /* the CRL loaded with ctx (cfg.crl_file), or NULL */
+	atomic_uint_fast64_t gen;       /* bumped by every reload: connections recheck
+					 * their peer against the new CRL */
 	atomic_uint_fast64_t handshakes, failures, resumed, tls12, tls13, reloads,
 		reload_failures;
 };
@@ -68,6 +72,7 @@ struct tls_conn {
 	bool failed;                    /* counted as a failure */
 	bool want_input;                /* the last read consumed all input */
 	bool notified;                  /* close_notify queued */
+	uint64_t gen;                   /* ts->gen the peer was last checked against */
 	char why[200];                  /* the reason of a failure */
 };
 
@@ -101,7 +106,35 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_OK;
 }
 
-static SSL_CTX *make_ctx(struct tls_server *ts, const struct tls_cfg *cfg, char *err, size_t cap)
+/* The CRL of cfg->crl_file (PEM, signed by the CA) into ctx's store, with
+ * CRL checking on for the peer's certificate; a reference in *out. */
+static int load_crl(SSL_CTX *ctx, const char *file, X509_CRL **out, char *err, size_t cap)
+{
+	FILE *f = fopen(file, "r");
+	if (!f) {
+		snprintf(err, cap, "cannot open the CRL %s: %s", file, strerror(errno));
+		return -1;
+	}
+	X509_CRL *crl = PEM_read_X509_CRL(f, NULL, NULL, NULL);
+	fclose(f);
+	if (!crl) {
+		set_err(err, cap, "cannot read the CRL", file);
+		return -1;
+	}
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	if (X509_STORE_add_crl(st, crl) != 1) {
+		X509_CRL_free(crl);
+		set_err(err, cap, "cannot use the CRL", file);
+		return -1;
+	}
+	/* The leaf only: the CA itself is the root of trust. */
+	X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
+	*out = crl;
+	return 0;
+}
+
+static SSL_CTX *make_ctx(struct tls_server *ts, const struct tls_cfg *cfg, X509_CRL **crl,
+			 char *err, size_t cap)
 {
 	const char *cert = cfg->cert_file, *key = cfg->key_file;
 	ERR_clear_error();
@@ -158,6 +191,8 @@ static SSL_CTX *make_ctx(struct tls_server *ts, const struct tls_cfg *cfg, char 
 				SSL_CTX_set_client_CA_list(ctx, names);
 		}
 		SSL_CTX_set_verify(ctx, mode, NULL);
+		if (cfg->crl_file && load_crl(ctx, cfg->crl_file, crl, err, cap))
+			goto fail;
 	}
 	return ctx;
 fail:
@@ -184,7 +219,7 @@ int tls_ctx_new(const struct tls_cfg *cfg, struct tls_server **out, char *err, s
 		ts->alpn_len = sizeof(alpn_http11) - 1;
 	}
 	ts->client = cfg->client;
-	ts->ctx = make_ctx(ts, cfg, err, err_len);
+	ts->ctx = make_ctx(ts, cfg, &ts->crl, err, err_len);
 	if (!ts->ctx) {
 		free(ts);
 		return -EINVAL;
@@ -203,7 +238,8 @@ int tls_server_new(const char *cert_file, const char *key_file, struct tls_serve
 
 int tls_ctx_reload(struct tls_server *ts, const struct tls_cfg *cfg, char *err, size_t err_len)
 {
-	SSL_CTX *ctx = make_ctx(ts, cfg, err, err_len);
+	X509_CRL *crl = NULL;
+	SSL_CTX *ctx = make_ctx(ts, cfg, &crl, err, err_len);
 	if (!ctx) {
 		ts->reload_failures++;
 		return -EINVAL;
@@ -216,8 +252,12 @@ int tls_ctx_reload(struct tls_server *ts, const struct tls_cfg *cfg, char *err, 
 	if (!cfg->client && SSL_CTX_get_tlsext_ticket_keys(old, keys, sizeof(keys)) == 1)
 		SSL_CTX_set_tlsext_ticket_keys(ctx, keys, sizeof(keys));
 	ts->ctx = ctx;
+	X509_CRL *old_crl = ts->crl;
+	ts->crl = crl;
+	atomic_fetch_add(&ts->gen, 1);
 	pthread_mutex_unlock(&ts->mu);
 	SSL_CTX_free(old);
+	X509_CRL_free(old_crl);
 	ts->reloads++;
 	return 0;
 }
@@ -234,6 +274,7 @@ void tls_server_free(struct tls_server *ts)
 	if (!ts)
 		return;
 	SSL_CTX_free(ts->ctx);
+	X509_CRL_free(ts->crl);
 	pthread_mutex_destroy(&ts->mu);
 	free(ts);
 }
@@ -391,6 +432,7 @@ struct tls_conn *tls_conn_new(struct tls_server *ts)
 		return NULL;
 	t->ts = ts;
 	pthread_mutex_lock(&ts->mu);
+	t->gen = atomic_load(&ts->gen);
 	t->ssl = SSL_new(ts->ctx);
 	pthread_mutex_unlock(&ts->mu);
 	if (!t->ssl)
@@ -652,4 +694,36 @@ void tls_conn_peer_cn(const struct tls_conn *t, char *buf, size_t cap)
 	if (x && X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, buf,
 					   (int)cap) < 0)
 		buf[0] = 0;
+}
+
+const void *tls_conn_peer_cert(const struct tls_conn *t)
+{
+	return t->done ? SSL_get0_peer_certificate(t->ssl) : NULL;
+}
+
+bool tls_conn_revoked(struct tls_conn *t)
+{
+	struct tls_server *ts = t->ts;
+	uint64_t gen = atomic_load(&ts->gen);
+	if (gen == t->gen)
+		return false;   /* checked against this CRL (at the handshake or since) */
+	t->gen = gen;
+	X509 *x = t->done ? SSL_get0_peer_certificate(t->ssl) : NULL;
+	if (!x)
+		return false;
+	bool revoked = false;
+	pthread_mutex_lock(&ts->mu);
+	X509_REVOKED *rv = NULL;
+	if (ts->crl && X509_CRL_get0_by_cert(ts->crl, &rv, x) == 1)
+		revoked = true;
+	pthread_mutex_unlock(&ts->mu);
+	return revoked;
+}
+
+const void *tls_server_cert(struct tls_server *ts)
+{
+	pthread_mutex_lock(&ts->mu);
+	X509 *x = SSL_CTX_get0_certificate(ts->ctx);
+	pthread_mutex_unlock(&ts->mu);
+	return x;
 }

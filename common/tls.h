@@ -54,6 +54,8 @@ struct tls_cfg {
 	unsigned alpn_len;
 	const char *sid_ctx;               /* session id context; NULL: "iolake-s3" */
 	bool no_tickets;                   /* server: send no TLS 1.3 session tickets */
+	const char *crl_file;              /* PEM CRL from the CA (with ca_file): a peer
+					    * certificate it lists is refused */
 };
 
 /* A context from cfg. 0 and *out, or -EINVAL with err set, -ENOMEM. */
@@ -80,6 +82,10 @@ void tls_server_stats(const struct tls_server *ts, struct tls_stats *out);
 /* Export the counters as iolake_gw_tls_* gauges in reg; ts must outlive
  * every render of reg. 0 or -errno. */
 int tls_server_register_metrics(struct tls_server *ts, struct metrics_registry *reg);
+
+/* The certificate in use (an X509 *), valid until the next reload; NULL
+ * when none. */
+const void *tls_server_cert(struct tls_server *ts);
 
 /* The serial number of the certificate in use, hex (for logs). */
 void tls_server_serial(struct tls_server *ts, char *buf, size_t cap);
@@ -146,6 +152,15 @@ const char *tls_conn_error(const struct tls_conn *t);
 
 /* The ALPN protocol agreed, or NULL (*len 0). */
 const unsigned char *tls_conn_alpn(const struct tls_conn *t, unsigned *len);
+
+/* The peer's certificate (an X509 *, valid while t is), or NULL before
+ * the handshake or without one. */
+const void *tls_conn_peer_cert(const struct tls_conn *t);
+
+/* After a reload of t's context (tls_ctx_reload): true when the new CRL
+ * lists the peer's certificate (the caller drops the connection). Cheap
+ * when nothing was reloaded since the last call: one atomic load. */
+bool tls_conn_revoked(struct tls_conn *t);
 
 /* The peer's certificate subject CN (after the handshake), or "". */
 void tls_conn_peer_cn(const struct tls_conn *t, char *buf, size_t cap);

@@ -181,13 +181,15 @@ make_ca() {
 	[ -f "$DIR/ca/ca.pem" ] || "$BUILD/iolake-admin" ca init --dir "$DIR/ca" >/dev/null ||
 		die "up: iolake-admin ca init failed"
 	[ -f "$DIR/ca/admin.pem" ] || "$BUILD/iolake-admin" ca issue --dir "$DIR/ca" --name admin \
-		--out "$DIR/ca/admin" >/dev/null || die "up: iolake-admin ca issue admin failed"
+		--role admin --out "$DIR/ca/admin" >/dev/null || die "up: iolake-admin ca issue admin failed"
 }
 node_cert() {
 	local n=$1
 	[ "$RPC_TLS" = 1 ] && [ ! -f "$DIR/n$n/node.pem" ] || return 0
+	# One certificate per node, shared by its member, OSDs and gateway:
+	# every role (issue 16's per-process roles would need one each).
 	"$BUILD/iolake-admin" ca issue --dir "$DIR/ca" --name "n$n" --ip "$(node_ip "$n")" \
-		--out "$DIR/n$n/node" >/dev/null || die "iolake-admin ca issue n$n failed"
+		--role meta,osd,gw,admin --node "$n" --out "$DIR/n$n/node" >/dev/null || die "iolake-admin ca issue n$n failed"
 }
 tls_flags() {
 	[ "$RPC_TLS" = 1 ] || return 0

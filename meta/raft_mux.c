@@ -47,7 +47,9 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/rpc_tls.h"
 #include "common/tcp_self.h"
+#include "meta/raft_tls.h"
 
 /* IOL_ASSERTs here guard the mux's own bookkeeping or its caller's use of
  * the API, never what a peer sent. */
@@ -214,7 +216,10 @@ struct mux_group {
 struct mux_conn {
 	struct mux_group *g;
 	struct raft_uv_connect *req;
-	uv_tcp_t *tcp;                         /* raft_malloc'd: becomes raft_uv's */
+	uv_tcp_t *tcp;                         /* raft_malloc'd: connecting */
+	uv_stream_t *stream;                   /* what raft_uv gets: tcp, or with TLS the
+						* plaintext end of the relay (raft_tls.h) */
+	struct raft_tls_relay *relay;          /* TLS: until its ready callback */
 	uv_connect_t connect;
 	uv_write_t write;
 	int status;                            /* 0 while going; then the RAFT_* error
@@ -225,7 +230,10 @@ struct mux_conn {
 /* An accepted connection reading its preamble. */
 struct mux_hs {
 	struct raft_mux *m;
-	uv_tcp_t *tcp;                         /* raft_malloc'd: becomes raft_uv's */
+	uv_stream_t *stream;                   /* raft_malloc'd: becomes raft_uv's: the TCP
+						* connection, or with TLS the plaintext end of
+						* its relay (raft_tls.h) */
+	char peer[64];                         /* "addr:port", for logs */
 	struct mux_hs *prev, *next;            /* m->hs_active, or m->hs_free (next only) */
 	uint64_t deadline_ms;                  /* uv_now after which it is refused */
 	size_t nread;                          /* bytes in buf */
@@ -257,6 +265,7 @@ struct raft_mux {
 	struct mux_hs *hs_active;              /* reading a preamble */
 	struct mux_hs *hs_free;
 	struct mux_hs hs[RAFT_MUX_HANDSHAKES_MAX];
+	struct rpc_tls *tls;                   /* mutual TLS on every connection, or NULL */
 	struct raft_mux_stats stats;
 	struct refusal_log log[RAFT_MUX_R_COUNT];
 	void (*close_cb)(void *ud);
@@ -376,7 +385,7 @@ static void hs_unlink(struct mux_hs *s)
 static void hs_release(struct mux_hs *s)
 {
 	struct raft_mux *m = s->m;
-	s->tcp = NULL;
+	s->stream = NULL;
 	s->next = m->hs_free;
 	m->hs_free = s;
 }
@@ -394,7 +403,7 @@ static void on_hs_closed(uv_handle_t *h)
 
 /* Count and (rate-limited) log one refusal. tcp may be NULL; group is
  * printed only when has_group. */
-static void note_refusal(struct raft_mux *m, enum raft_mux_refusal why, uv_tcp_t *tcp,
+static void note_refusal(struct raft_mux *m, enum raft_mux_refusal why, const char *peer_s,
 			 bool has_group, uint64_t group)
 {
 	struct refusal_log *l = &m->log[why];
@@ -405,8 +414,8 @@ static void note_refusal(struct raft_mux *m, enum raft_mux_refusal why, uv_tcp_t
 		return;
 	}
 	char peer[64] = "-", grp[24] = "-";
-	if (tcp)
-		peer_name(tcp, peer, sizeof(peer));
+	if (peer_s)
+		snprintf(peer, sizeof(peer), "%s", peer_s);
 	if (has_group)
 		snprintf(grp, sizeof(grp), "%llu", (unsigned long long)group);
 	LOG_WARN("raft mux refused a connection", "listen=%s reason=%s peer=%s group=%s total=%llu suppressed=%llu",
@@ -419,9 +428,9 @@ static void note_refusal(struct raft_mux *m, enum raft_mux_refusal why, uv_tcp_t
 
 static void hs_refuse(struct mux_hs *s, enum raft_mux_refusal why, bool has_group, uint64_t group)
 {
-	note_refusal(s->m, why, s->tcp, has_group, group);
+	note_refusal(s->m, why, s->peer, has_group, group);
 	hs_unlink(s);
-	uv_close((uv_handle_t *)s->tcp, on_hs_closed);
+	uv_close((uv_handle_t *)s->stream, on_hs_closed);
 }
 
 static void hs_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -474,14 +483,13 @@ static void hs_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	uv_read_stop(stream);
-	uv_tcp_t *tcp = s->tcp;
 	hs_unlink(s);
 	hs_release(s);
 	m->handles--;                        /* raft_uv's from here on */
 	m->stats.accepted++;
-	tcp->data = NULL;
+	stream->data = NULL;
 	accept_more(m);
-	g->accept_cb(g->t, pre.server_id, pre.address, (uv_stream_t *)tcp);
+	g->accept_cb(g->t, pre.server_id, pre.address, stream);
 }
 
 static void on_hs_timer(uv_timer_t *timer)
@@ -503,9 +511,9 @@ static void on_hs_timer(uv_timer_t *timer)
 		uv_timer_start(&m->hs_timer, on_hs_timer, next - now, 0);
 }
 
-static void hs_start(struct raft_mux *m, struct mux_hs *s, uv_tcp_t *tcp)
+static void hs_start(struct raft_mux *m, struct mux_hs *s, uv_stream_t *stream)
 {
-	s->tcp = tcp;
+	s->stream = stream;
 	s->nread = 0;
 	s->need = RAFT_MUX_HDR_BYTES;
 	s->deadline_ms = uv_now(m->loop) + m->hs_timeout_ms;
@@ -520,7 +528,7 @@ static void hs_start(struct raft_mux *m, struct mux_hs *s, uv_tcp_t *tcp)
 	if (!uv_is_active((uv_handle_t *)&m->hs_timer) ||
 	    uv_timer_get_due_in(&m->hs_timer) > m->hs_timeout_ms)
 		uv_timer_start(&m->hs_timer, on_hs_timer, m->hs_timeout_ms, 0);
-	int rc = uv_read_start((uv_stream_t *)tcp, hs_alloc, hs_read);
+	int rc = uv_read_start(stream, hs_alloc, hs_read);
 	if (rc)
 		hs_refuse(s, RAFT_MUX_R_READ_ERROR, false, 0);
 }
@@ -542,7 +550,8 @@ static void accept_more(struct raft_mux *m)
 	m->backlog = false;
 	uv_tcp_init(m->loop, tcp);
 	tcp->data = s;
-	s->tcp = tcp;
+	s->stream = (uv_stream_t *)tcp;
+	s->peer[0] = 0;
 	m->handles++;
 	int rc = uv_accept((uv_stream_t *)&m->listener, (uv_stream_t *)tcp);
 	if (rc) {
@@ -551,7 +560,24 @@ static void accept_more(struct raft_mux *m)
 		return;
 	}
 	tune_socket(tcp);
-	hs_start(m, s, tcp);
+	peer_name(tcp, s->peer, sizeof(s->peer));
+	if (m->tls) {
+		/* The relay takes the TCP connection; the preamble is read from
+		 * its plaintext end, which then goes to raft_uv like a socket.
+		 * The handshake deadline below covers TLS and preamble. */
+		uv_pipe_t *plain;
+		rc = raft_tls_relay_start(m->loop, m->tls, true, tcp, s->peer, m->hs_timeout_ms,
+					  NULL, NULL, &plain, NULL);
+		if (rc) {
+			LOG_ERROR("raft mux: cannot start TLS on a connection", "listen=%s peer=%s err=%s",
+				  m->address, s->peer, uv_strerror(rc));
+			uv_close((uv_handle_t *)tcp, on_hs_closed);
+			return;
+		}
+		plain->data = s;
+		s->stream = (uv_stream_t *)plain;
+	}
+	hs_start(m, s, s->stream);
 }
 
 static void on_listen(uv_stream_t *server, int status)
@@ -601,7 +627,11 @@ static void on_conn_closed(uv_handle_t *h)
 static void conn_fail(struct mux_conn *c, int status)
 {
 	c->status = status;
-	uv_close((uv_handle_t *)c->tcp, on_conn_closed);
+	if (c->relay) {
+		raft_tls_relay_detach(c->relay);   /* it closes when its plaintext end does */
+		c->relay = NULL;
+	}
+	uv_close((uv_handle_t *)c->stream, on_conn_closed);
 }
 
 static void on_conn_written(uv_write_t *w, int status)
@@ -616,12 +646,27 @@ static void on_conn_written(uv_write_t *w, int status)
 	}
 	struct mux_group *g = c->g;
 	struct raft_uv_connect *req = c->req;
-	uv_tcp_t *tcp = c->tcp;
+	uv_stream_t *stream = c->stream;
 	conn_unlink(c);
 	free(c);
-	tcp->data = NULL;
+	stream->data = NULL;
 	g->m->stats.connects++;
-	req->cb(req, (uv_stream_t *)tcp, 0);
+	req->cb(req, stream, 0);
+}
+
+static void write_preamble(struct mux_conn *c);
+
+/* TLS: the relay's handshake ended. */
+static void on_conn_tls_ready(void *ud, int status, const char *why)
+{
+	struct mux_conn *c = ud;
+	c->relay = NULL;
+	if (status) {
+		snprintf(c->g->t->errmsg, RAFT_ERRMSG_BUF_SIZE, "TLS: %s", why);
+		conn_fail(c, RAFT_NOCONNECTION);
+		return;
+	}
+	write_preamble(c);
 }
 
 static void on_conn_connected(uv_connect_t *cr, int status)
@@ -640,10 +685,32 @@ static void on_conn_connected(uv_connect_t *cr, int status)
 		conn_fail(c, RAFT_NOCONNECTION);
 		return;
 	}
+	struct raft_mux *m = c->g->m;
+	if (m->tls) {
+		char peer[64];
+		peer_name(c->tcp, peer, sizeof(peer));
+		uv_pipe_t *plain;
+		int rc = raft_tls_relay_start(m->loop, m->tls, false, c->tcp, peer, m->hs_timeout_ms,
+					      on_conn_tls_ready, c, &plain, &c->relay);
+		if (rc) {
+			snprintf(c->g->t->errmsg, RAFT_ERRMSG_BUF_SIZE, "TLS relay: %s", uv_strerror(rc));
+			conn_fail(c, RAFT_NOCONNECTION);
+			return;
+		}
+		plain->data = c;
+		c->stream = (uv_stream_t *)plain;   /* the relay owns tcp now */
+		c->tcp = NULL;
+		return;
+	}
+	write_preamble(c);
+}
+
+static void write_preamble(struct mux_conn *c)
+{
 	/* The group's preamble outlives the write: the group is released
 	 * only after its close, which waits for this connection. */
 	uv_buf_t b = uv_buf_init((char *)c->g->preamble, (unsigned)c->g->preamble_len);
-	int rc = uv_write(&c->write, (uv_stream_t *)c->tcp, &b, 1, on_conn_written);
+	int rc = uv_write(&c->write, c->stream, &b, 1, on_conn_written);
 	if (rc) {
 		snprintf(c->g->t->errmsg, RAFT_ERRMSG_BUF_SIZE, "write preamble: %s", uv_strerror(rc));
 		conn_fail(c, RAFT_NOCONNECTION);
@@ -675,6 +742,7 @@ static int tr_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, 
 	c->g = g;
 	c->req = req;
 	c->tcp = tcp;
+	c->stream = (uv_stream_t *)tcp;
 	c->connect.data = c;
 	c->write.data = c;
 	/* The socket exists once bound: its options apply to the SYNs too. */
@@ -862,6 +930,7 @@ int raft_mux_init(struct raft_mux **out, uv_loop_t *loop, const char *address)
 	uv_timer_init(loop, &m->defer);
 	m->hs_timer.data = m->defer.data = m;
 	m->handles = 3;
+	m->tls = rpc_tls_default();
 	*out = m;
 	return 0;
 }
@@ -881,6 +950,11 @@ void raft_mux_set_handshake_timeout(struct raft_mux *m, unsigned timeout_ms)
 	m->hs_timeout_ms = timeout_ms ? timeout_ms : 1;
 }
 
+void raft_mux_set_tls(struct raft_mux *m, struct rpc_tls *tls)
+{
+	m->tls = tls;
+}
+
 void raft_mux_get_stats(const struct raft_mux *m, struct raft_mux_stats *out)
 {
 	*out = m->stats;
@@ -897,7 +971,7 @@ void raft_mux_close(struct raft_mux *m, void (*cb)(void *ud), void *ud)
 	while (m->hs_active) {
 		struct mux_hs *s = m->hs_active;
 		hs_unlink(s);
-		uv_close((uv_handle_t *)s->tcp, on_hs_closed);
+		uv_close((uv_handle_t *)s->stream, on_hs_closed);
 	}
 	uv_close((uv_handle_t *)&m->hs_timer, on_mux_handle_closed);
 	mux_maybe_done(m);

@@ -26,6 +26,13 @@
  * A meta member runs every group it hosts over one mux on RPC port + 1
  * (meta/group.c: the root is group 0). A raft_uv_tcp member (from before
  * groups) cannot talk to a mux member: all members move together.
+ *
+ * Under mutual TLS (the process's --rpc-tls-* identity, or
+ * raft_mux_set_tls) every connection goes through a relay of
+ * meta/raft_tls.h first: the preamble and libraft's bytes are then the
+ * plaintext inside TLS, read from and handed over as the relay's
+ * socketpair end (a uv_pipe_t) instead of the TCP socket. A TLS member
+ * and a plaintext one refuse each other.
  * Everything here runs on the mux's loop thread.
  */
 #ifndef META_RAFT_MUX_H
@@ -137,6 +144,12 @@ int raft_mux_port(const struct raft_mux *m);
 void raft_mux_set_handshake_timeout(struct raft_mux *m, unsigned timeout_ms);
 
 void raft_mux_get_stats(const struct raft_mux *m, struct raft_mux_stats *out);
+
+struct rpc_tls;
+/* Mutual TLS on every connection of m from now on (meta/raft_tls.h),
+ * NULL: plain TCP. raft_mux_init takes the process default
+ * (rpc_tls_default(): the --rpc-tls-* flags); tests set their own. */
+void raft_mux_set_tls(struct raft_mux *m, struct rpc_tls *tls);
 
 /*
  * Fill t as a transport for group_id on m, for raft_uv_init(io, loop, dir,

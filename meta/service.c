@@ -20,6 +20,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/rpc_authz.h"
 #include "meta/list.h"
 #include "meta/node_internal.h"
 #include "meta/secret.h"
@@ -161,10 +162,32 @@ static int seal_op(struct meta_node *n, struct rpc_req *r, Iolake__Meta__Op *op)
 	return 0;
 }
 
+/* Issue 16: under mutual TLS each op of a Submit needs a role
+ * (common/rpc_authz.c's table), and an OSD registers only its own id.
+ * Checked on the first member reached: a forwarded call comes from meta. */
+static int authz_submit(struct rpc_req *r, const Iolake__Meta__SubmitRequest *q)
+{
+	if (!rpc_req_ident(r))
+		return 0;
+	for (size_t i = 0; i < q->n_ops; i++) {
+		const Iolake__Meta__Op *op = q->ops[i];
+		const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+			&iolake__meta__op__descriptor, (unsigned)op->body_case);
+		if (f && rpc_authz_op(r, f->name))
+			return -EACCES;
+		if (op->body_case == IOLAKE__META__OP__BODY_REGISTER_OSD && op->register_osd &&
+		    op->register_osd->osd && rpc_authz_osd_id(r, op->register_osd->osd->id))
+			return -EACCES;
+	}
+	return 0;
+}
+
 static void h_submit(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
 	const Iolake__Meta__SubmitRequest *q = REQ(Iolake__Meta__SubmitRequest, r);
+	if (authz_submit(r, q))
+		return;   /* answered: a role not allowed this op (issue 16) */
 	struct meta_group *g = req_group(n, r);
 	if (!g)
 		return;
@@ -875,6 +898,8 @@ static void h_heartbeat(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
 	const Iolake__Meta__HeartbeatRequest *q = REQ(Iolake__Meta__HeartbeatRequest, r);
+	if (rpc_authz_osd_id(r, q->osd_id))
+		return;   /* issue 16: another OSD's id */
 	if (!node_is_leader(n)) {
 		group_fail_not_leader(n->root, r);
 		return;
@@ -906,6 +931,8 @@ static void h_report_pgs(struct rpc_req *r, void *ud)
 {
 	struct meta_node *n = ud;
 	const Iolake__Meta__ReportPgsRequest *q = REQ(Iolake__Meta__ReportPgsRequest, r);
+	if (rpc_authz_osd_id(r, q->osd_id))
+		return;   /* issue 16: another OSD's id */
 	if (!node_is_leader(n)) {
 		group_fail_not_leader(n->root, r);
 		return;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "admin/ca.h"
+#include "common/rpc_authz.h"
 
 #define MAX_ITEMS 40
 
@@ -26,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	buf[size] = 0;
 	const char *ips[MAX_ITEMS], *dns[MAX_ITEMS];
-	struct ca_issue_req r = { .ips = ips, .dns = dns, .days = (unsigned)data[0] };
+	struct ca_issue_req r = { .ips = ips, .dns = dns, .days = (unsigned)data[0],
+				  .roles = RPC_ROLE_GW };
 	char *save = NULL;
 	char *line = strtok_r(buf + 1, "\n", &save);
 	r.name = line;

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/rpc.h"
+#include "common/rpc_authz.h"
 #include "common/rpc_tls.h"
 #include "proto/echo.pb-c.h"
 
@@ -47,7 +48,8 @@ static void issue(const char *ca, const char *name, const char *prefix)
 	path(cdir, sizeof(cdir), ca);
 	path(pfx, sizeof(pfx), prefix);
 	static const char *const ips[] = { "127.0.0.1" };
-	struct ca_issue_req r = { .name = name, .ips = ips, .n_ips = 1, .days = 1 };
+	struct ca_issue_req r = { .name = name, .ips = ips, .n_ips = 1, .days = 1,
+				  .roles = RPC_ROLE_GW };
 	ck_assert_msg(ca_issue(cdir, &r, pfx, why, sizeof(why)) == 0, "%s", why);
 }
 
@@ -353,6 +355,10 @@ START_TEST(ca_checks)
 	static const char *const bad_dns[] = { "a..b" };
 	static const char *const ok_dns[] = { "*.node.example", "meta-1" };
 	struct ca_issue_req r = { .name = "n", .days = 1 };
+	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);   /* no role */
+	r.roles = RPC_ROLE_OSD;
+	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);   /* osd needs a node id */
+	r.node_id = 7;
 	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), 0);
 	r.ips = bad_ip, r.n_ips = 1;
 	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);
@@ -374,6 +380,100 @@ START_TEST(ca_checks)
 }
 END_TEST
 
+/* A certificate from ca1 without any iolake role (as issued before roles),
+ * made with the openssl tool: legacy.pem / legacy.key. */
+static void issue_legacy(void)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && openssl ecparam -name prime256v1 -genkey -noout -out legacy.key 2>/dev/null"
+		 " && openssl req -new -key legacy.key -subj /O=IOLake/CN=legacy -out legacy.csr"
+		 " 2>/dev/null && printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,"
+		 "clientAuth\\n' > legacy.ext && openssl x509 -req -in legacy.csr -CA ca1/ca.pem"
+		 " -CAkey ca1/ca.key -CAcreateserial -days 1 -sha256 -extfile legacy.ext"
+		 " -out legacy.pem 2>/dev/null", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct rpc_tls *ident_opts(const char *prefix, const char *crl, bool legacy)
+{
+	char caf[300], cert[300], key[300], crlf[300], err[512];
+	snprintf(caf, sizeof(caf), "%s/ca1/ca.pem", dir);
+	snprintf(cert, sizeof(cert), "%s/%s.pem", dir, prefix);
+	snprintf(key, sizeof(key), "%s/%s.key", dir, prefix);
+	snprintf(crlf, sizeof(crlf), "%s/%s", dir, crl ? crl : "");
+	struct rpc_tls_files f = { caf, cert, key, crl ? crlf : NULL, legacy };
+	struct rpc_tls *t = NULL;
+	ck_assert_msg(rpc_tls_new(&f, &t, err, sizeof(err)) == 0, "%s", err);
+	return t;
+}
+
+/* A peer certificate without a role is refused (counted as a role
+ * refusal), unless the server runs with --rpc-tls-legacy-any-role. */
+START_TEST(legacy_role)
+{
+	make_pki();
+	issue_legacy();
+	struct rpc_tls *strict = ident_opts("srv", NULL, false), *lax = ident_opts("srv", NULL, true);
+	struct rpc_tls *old = ident_opts("legacy", NULL, false);
+	struct rpc_tls_stats a, b;
+	rpc_tls_stats(&a);
+	struct srv s;
+	srv_up(&s, strict);
+	struct result r = call(old, s.port, 0);
+	ck_assert_msg(r.status != RPC_OK, "a role-less certificate was served");
+	srv_down(&s);
+	rpc_tls_stats(&b);
+	ck_assert_uint_ge(b.refused_role - a.refused_role, 1);
+	usleep(300 * 1000);   /* the refusal opened the target's circuit */
+	srv_up(&s, lax);
+	r = call(old, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "legacy-any-role: status %d: %s", r.status, r.message);
+	srv_down(&s);
+	rpc_tls_free(strict);
+	rpc_tls_free(lax);
+	rpc_tls_free(old);
+	rm_pki();
+}
+END_TEST
+
+/* ca revoke + --rpc-tls-crl: a revoked client is refused at the handshake
+ * once the server reloads the CRL; others still pass. */
+START_TEST(revoked)
+{
+	make_pki();
+	char cdir[300], certf[300], why[256];
+	path(cdir, sizeof(cdir), "ca1");
+	ck_assert_msg(ca_crl(cdir, NULL, 1, why, sizeof(why)) == 0, "%s", why);
+	issue("ca1", "other-client", "cli2");
+	struct rpc_tls *st = ident_opts("srv", "ca1/crl.pem", false);
+	struct rpc_tls *ct = ident("ca1", "cli"), *ct2 = ident("ca1", "cli2");
+	struct srv s;
+	srv_up(&s, st);
+	struct result r = call(ct, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "before: %d %s", r.status, r.message);
+	path(certf, sizeof(certf), "cli.pem");
+	ck_assert_msg(ca_revoke(cdir, certf, 1, why, sizeof(why)) == 0, "%s", why);
+	/* A certificate from another CA cannot be revoked here. */
+	path(certf, sizeof(certf), "other.pem");
+	ck_assert_int_eq(ca_revoke(cdir, certf, 1, why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(rpc_tls_reload(st, why, sizeof(why)), 0);
+	r = call(ct, s.port, 0);
+	ck_assert_msg(r.status != RPC_OK, "a revoked certificate was served");
+	/* The refusal opened that target's circuit: a fresh port for the
+	 * certificate that is not revoked. */
+	srv_down(&s);
+	srv_up(&s, st);
+	r = call(ct2, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "not revoked: %d %s", r.status, r.message);
+	srv_down(&s);
+	rpc_tls_free(st);
+	rpc_tls_free(ct);
+	rpc_tls_free(ct2);
+	rm_pki();
+}
+END_TEST
+
 int main(void)
 {
 	log_set_level(LOG_LEVEL_ERROR);
@@ -385,6 +485,8 @@ int main(void)
 	tcase_add_test(tc, refused_by_client);
 	tcase_add_test(tc, reload);
 	tcase_add_test(tc, ca_checks);
+	tcase_add_test(tc, legacy_role);
+	tcase_add_test(tc, revoked);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

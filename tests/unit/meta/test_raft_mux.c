@@ -22,6 +22,9 @@
  *                its groups, which then close) and the other two commit
  *                20 more in every group; member 3 reopens on the same
  *                port and dirs and catches up in every group
+ *   multi_group_tls  the same with every mux under mutual TLS (the relay
+ *                of meta/raft_tls.c): handshakes on both sides, no
+ *                refusal
  *   garbage      on a running 3-member, 2-group cluster, raw clients to
  *                member 1's port: HTTP bytes and a raft_uv_tcp handshake
  *                (bad magic), bad protocol, server id 0, an address length
@@ -52,6 +55,9 @@
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "admin/ca.h"
+#include "common/rpc_authz.h"
+#include "common/rpc_tls.h"
 #include "meta/raft_mux.h"
 #include "meta_test_util.h"
 
@@ -621,7 +627,7 @@ static void move_leader(struct cluster *c, size_t slot, int want)
 
 /* ------------------------------------------------------------ multi_group */
 
-START_TEST(multi_group)
+static void multi_group_body(void)
 {
 	static struct cluster c;   /* ~ a few hundred KiB: not on the stack */
 	const uint64_t gids[] = { 0, 1, 42, 1000003, 0xdeadbeefULL, 1ULL << 40, UINT64_MAX - 1,
@@ -685,6 +691,44 @@ START_TEST(multi_group)
 	printf("multi_group: member 3 reopened on %s and caught up (%llu ms)\n", c.m[2].addr,
 	       (unsigned long long)(loop_now_ms() - t0));
 	cluster_free(&c);
+}
+
+START_TEST(multi_group)
+{
+	multi_group_body();
+}
+END_TEST
+
+/* The same over mutual TLS (meta/raft_tls.c): every mux takes the
+ * process's identity, a meta certificate from a CA made here. */
+START_TEST(multi_group_tls)
+{
+	char dir[96], cdir[128], pfx[128], caf[160], cert[160], key[160], why[512];
+	snprintf(dir, sizeof(dir), "/dev/shm/test_raft_mux_tls.%d", (int)getpid());
+	snprintf(cdir, sizeof(cdir), "%s/ca", dir);
+	snprintf(pfx, sizeof(pfx), "%s/m", dir);
+	ck_assert_msg(ca_init(cdir, 1, why, sizeof(why)) == 0, "%s", why);
+	static const char *const ips[] = { "127.0.0.1" };
+	struct ca_issue_req r = { .name = "m", .ips = ips, .n_ips = 1, .days = 1,
+				  .roles = RPC_ROLE_META };
+	ck_assert_msg(ca_issue(cdir, &r, pfx, why, sizeof(why)) == 0, "%s", why);
+	snprintf(caf, sizeof(caf), "%s/ca.pem", cdir);
+	snprintf(cert, sizeof(cert), "%s.pem", pfx);
+	snprintf(key, sizeof(key), "%s.key", pfx);
+	struct rpc_tls_files f = { .ca = caf, .cert = cert, .key = key };
+	ck_assert_msg(rpc_tls_setup(&f, why, sizeof(why)) == 0, "%s", why);
+	struct rpc_tls_raft_stats a, b;
+	rpc_tls_raft_stats(&a);
+	multi_group_body();
+	rpc_tls_raft_stats(&b);
+	/* 9 groups x 3 members x 2 peers, and member 3 reconnecting. */
+	ck_assert_uint_ge(b.server_handshakes - a.server_handshakes, 9 * 3 * 2);
+	ck_assert_uint_ge(b.client_handshakes - a.client_handshakes, 9 * 3 * 2);
+	for (int k = 0; k < RPC_TLS_RAFT_COUNT; k++)
+		ck_assert_msg(b.refused[k] == a.refused[k], "refused %d", k);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -880,6 +924,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, codec);
 	tcase_add_test(tc, multi_group);
+	tcase_add_test(tc, multi_group_tls);
 	tcase_add_test(tc, garbage);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
