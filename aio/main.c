@@ -31,7 +31,9 @@
  *                    (write + rename) once it is up, removed on a clean
  *                    shutdown; `iolake-admin --data-dir DIR` reads it
  *
- * Threads: every service runs on its own loop_thread (meta, osd.N, gw);
+ * Threads: every service runs on its own loop_thread (meta, osd.N, and
+ * the gateway's --gw-loops threads gw.0 .. gw.N-1, default one per core:
+ * aio/aio_gw.h, gateway/gw_loops.h);
  * they talk over the in-process RPC transport ("local:NAME"), or HTTP/2 on
  * 127.0.0.1 with --rpc loopback. Each OSD's loop runs the OSD's own meta
  * link (osd/metaclient.h, as iolake-osd does): it registers the OSD as
@@ -65,6 +67,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "aio/aio_gw.h"
 #include "common/check.h"
 #include "common/ec.h"
 #include "common/err.h"
@@ -132,6 +135,7 @@ static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
 static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
+static int64_t f_gw_loops;               /* 0: one per core (gateway/gw_loops.h) */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
 static struct rpc_tls_files rpc_tlsf;              /* --rpc-tls-*: the TCP RPC port */
 
@@ -226,6 +230,7 @@ static const struct flag_spec specs[] = {
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
 	RPC_FAULT_FLAG(f_debug_fault),
+	GW_LOOPS_FLAG(f_gw_loops),
 	{ 0 }
 };
 
@@ -260,10 +265,7 @@ static struct {
 	struct meta_node *meta;
 	struct osd_slot osds[MAX_OSDS];
 	int n_osds;
-	struct loop_thread gw_lt;
-	struct s3_ops *ops;
-	struct s3_server *srv;
-	struct admin_api *api;
+	struct aio_gw gw;         /* the gateway's loops and the admin API (aio_gw.h) */
 	char s3_host[64];
 	int s3_port;
 	/* meta's admin address and the admin API's: host, port (0: any), and
@@ -641,93 +643,6 @@ static bool aio_ready(void *ops)
 	return atomic_load(&root_key_ready) && s3_ops_ready(ops);
 }
 
-static void gw_start_fn(void *arg)
-{
-	int *rc = arg;
-	const char *members[1] = { A.meta_target };
-	static char lc_holder[128];
-	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
-	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
-				 .data = { .k = A.k, .m = A.m },
-				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
-				 .debug_min_part_bytes = f_debug_min_part,
-				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval,
-				 .lc_interval_ms = (uint32_t)f_lc_interval,
-				 .lc_day_ms = f_lc_day_s * 1000,
-				 .lc_holder = lc_holder };
-	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
-	if (*rc)
-		return;
-	static struct s3_server_cfg sc;
-	memset(&sc, 0, sizeof(sc));
-	sc.http.addr = A.s3_host;
-	sc.http.port = A.s3_port;
-	sc.region = f_region;
-	sc.no_sigv2 = !f_sigv2;
-	gw_front_apply(&front, &sc.http);
-	gw_front_apply_users(&front, &sc.user_limit);
-	sc.slow_log = true;
-	sc.slow_request_ms = front.slow_request_ms;
-	s3_ops_bind(A.ops, &sc);
-	sc.ready = aio_ready;
-	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
-	if (*rc) {
-		s3_ops_free(A.ops);
-		A.ops = NULL;
-		return;
-	}
-	A.s3_port = s3_server_port(A.srv);
-	struct admin_api_cfg ac = { .addr = A.api_host, .port = A.api_port, .meta = members,
-				    .n_meta = 1, .region = f_region,
-				    .stats = s3_ops_stats(A.ops), .gc = s3_ops_gc(A.ops) };
-	*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
-	if (*rc == -EADDRINUSE && A.api_default && A.api_port) {
-		LOG_WARN("the default admin API address is taken; it takes a free port",
-			 "addr=%s:%d", A.api_host, A.api_port);
-		ac.port = 0;
-		*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
-	}
-	if (*rc) {
-		/* the S3 server stays up: shutdown_all closes it */
-		A.api = NULL;
-		return;
-	}
-	A.api_port = admin_api_port(A.api);
-}
-
-static void gw_closed(void *arg)
-{
-	struct sync_call *sc = arg;
-	s3_ops_free(A.ops);
-	A.ops = NULL;
-	sync_done(sc);
-}
-
-static void gw_api_closed(void *arg)
-{
-	struct sync_call *sc = arg;
-	A.api = NULL;
-	if (!A.srv) {
-		sync_done(sc);
-		return;
-	}
-	s3_server_close(A.srv, gw_closed, sc);
-}
-
-static void gw_close_fn(void *arg)
-{
-	struct sync_call *sc = arg;
-	if (A.api) {
-		admin_api_close(A.api, gw_api_closed, sc);
-		return;
-	}
-	if (!A.srv) {
-		sync_done(sc);
-		return;
-	}
-	s3_server_close(A.srv, gw_closed, sc);
-}
-
 /* Run fn on lt and wait until it reported done. */
 static void run_and_wait(struct loop_thread *lt, void (*fn)(void *), void *arg)
 {
@@ -980,8 +895,7 @@ static void shutdown_all(void)
 {
 	alarm(SHUTDOWN_LIMIT_S); /* SIGALRM's default action ends a stuck shutdown */
 	LOG_INFO("shutting down", "");
-	run_and_wait(&A.gw_lt, gw_close_fn, NULL);
-	loop_thread_stop(&A.gw_lt);
+	aio_gw_stop(&A.gw);
 	for (int i = 0; i < A.n_osds; i++) {
 		run_and_wait(&A.osds[i].lt, osd_close_fn, &A.osds[i]);
 		loop_thread_stop(&A.osds[i].lt);
@@ -1117,22 +1031,33 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* gateway */
-	if (loop_thread_start(&A.gw_lt, "gw"))
-		die("cannot start a thread");
-	int grc = 0;
-	loop_thread_call(&A.gw_lt, gw_start_fn, &grc);
-	if (grc && A.srv) {
-		fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
-			A.api_port, iol_strerror(grc));
-		shutdown_all();
-		return 1;
-	}
+	/* gateway: --gw-loops threads (aio/aio_gw.h) */
+	struct aio_gw_cfg gc = { .loops = f_gw_loops ? (unsigned)f_gw_loops : gw_loops_default(),
+				 .meta = A.meta_target, .listen = f_listen, .region = f_region,
+				 .k = A.k, .m = A.m, .inline_max = (uint32_t)f_inline_max,
+				 .debug_min_part = f_debug_min_part, .reg = A.reg,
+				 .gc_interval_ms = (uint32_t)f_gc_interval,
+				 .lc_interval_ms = (uint32_t)f_lc_interval,
+				 .lc_day_ms = f_lc_day_s * 1000, .no_sigv2 = !f_sigv2,
+				 .front = &front, .ready = aio_ready, .s3_host = A.s3_host,
+				 .s3_port = A.s3_port, .api_host = A.api_host, .api_port = A.api_port,
+				 .api_default = A.api_default };
+	const char *which;
+	int grc = aio_gw_start(&gc, &A.gw, &which);
 	if (grc) {
-		fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen, iol_strerror(grc));
+		if (which && !strcmp(which, "api"))
+			fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
+				A.api_port, iol_strerror(grc));
+		else if (which)
+			fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen,
+				iol_strerror(grc));
+		else
+			fprintf(stderr, "%s: gateway: cannot start: %s\n", PROG, iol_strerror(grc));
 		shutdown_all();
 		return 1;
 	}
+	A.s3_port = A.gw.s3_port;
+	A.api_port = A.gw.api_port;
 
 	/* control */
 	A.loop = uv_default_loop();

@@ -63,6 +63,18 @@ static void count(struct metrics_counter *m, uint64_t *stat)
 
 /* ------------------------------------------------------------ utils */
 
+static void limit_lock(struct http_server *srv)
+{
+	if (srv->limit_mu)
+		pthread_mutex_lock(srv->limit_mu);
+}
+
+static void limit_unlock(struct http_server *srv)
+{
+	if (srv->limit_mu)
+		pthread_mutex_unlock(srv->limit_mu);
+}
+
 /* x-amz-request-id: 16 hex chars, unique across gateways and restarts
  * (log_new_request_id: a random 64-bit start, counted and mixed; one
  * atomic add). The same id goes in error bodies, the slow-request log,
@@ -302,7 +314,13 @@ static void ev_head(void *ud, struct http_request *req)
 {
 	struct conn *c = ud;
 	struct http_server *srv = c->srv;
-	if (srv->limit && !http_limit_request(srv->limit, c->limit_slot, loop_now_ns())) {
+	bool ok = true;
+	if (srv->limit) {
+		limit_lock(srv);
+		ok = http_limit_request(srv->limit, c->limit_slot, loop_now_ns());
+		limit_unlock(srv);
+	}
+	if (!ok) {
 		/* Refused before the handler (and SigV4) sees it. */
 		count(srv->m_refused_rate, &srv->stats.limit_requests_refused);
 		c->limited = true;
@@ -544,8 +562,11 @@ static void on_conn_closed(uv_handle_t *h)
 		srv->cfg.handler.on_finish(&c->stream, c->close_err ? c->close_err : -ECONNRESET);
 	}
 	unkick(c);
-	if (srv->limit)
+	if (srv->limit) {
+		limit_lock(srv);
 		http_limit_conn_close(srv->limit, c->limit_slot);
+		limit_unlock(srv);
+	}
 	tls_conn_free(c->tc);
 	c->tc = NULL;
 	if (c->prev)
@@ -555,6 +576,7 @@ static void on_conn_closed(uv_handle_t *h)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->stats.conns_active--;
+	atomic_fetch_sub_explicit(&srv->load, 1, memory_order_relaxed);
 	c->next = srv->free_list;
 	c->prev = NULL;
 	srv->free_list = c;
@@ -579,14 +601,13 @@ void conn_close(struct conn *c, int err)
 	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 }
 
-static void accept_one(struct http_server *srv)
+/* A connection from the pool, live, its handles initialized; NULL when
+ * the pool is empty. */
+static struct conn *conn_take(struct http_server *srv)
 {
 	struct conn *c = srv->free_list;
-	if (!c) {
-		srv->accept_waiting = true;
-		srv->stats.accept_deferred++;
-		return;
-	}
+	if (!c)
+		return NULL;
 	srv->free_list = c->next;
 	/* Reset the state, not the buffers. */
 	memset(c, 0, offsetof(struct conn, w));
@@ -603,15 +624,24 @@ static void accept_one(struct http_server *srv)
 		srv->live->prev = c;
 	srv->live = c;
 	srv->stats.conns_active++;
-	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp)) {
-		conn_close(c, 0);
-		return;
-	}
+	atomic_fetch_add_explicit(&srv->load, 1, memory_order_relaxed);
+	return c;
+}
+
+/* The socket is c's: limits, TLS, and the first read. */
+static void conn_begin(struct conn *c)
+{
+	struct http_server *srv = c->srv;
 	srv->stats.conns_accepted++;
 	uv_tcp_nodelay(&c->tcp, 1);
 	conn_peer_name(c);
-	if (srv->limit &&
-	    !http_limit_conn_open(srv->limit, c->peer_bin, loop_now_ns(), &c->limit_slot)) {
+	bool ok = true;
+	if (srv->limit) {
+		limit_lock(srv);
+		ok = http_limit_conn_open(srv->limit, c->peer_bin, loop_now_ns(), &c->limit_slot);
+		limit_unlock(srv);
+	}
+	if (!ok) {
 		count(srv->m_refused_conns, &srv->stats.limit_conns_refused);
 		conn_close(c, 0);
 		return;
@@ -629,6 +659,51 @@ static void accept_one(struct http_server *srv)
 	conn_update_timer(c, false);
 }
 
+static void accept_one(struct http_server *srv)
+{
+	if (srv->cfg.adopt_only)
+		return;
+	struct conn *c = conn_take(srv);
+	if (!c) {
+		srv->accept_waiting = true;
+		srv->stats.accept_deferred++;
+		return;
+	}
+	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp)) {
+		conn_close(c, 0);
+		return;
+	}
+	conn_begin(c);
+}
+
+int http_server_adopt(struct http_server *srv, int fd)
+{
+	struct conn *c = srv->closing ? NULL : conn_take(srv);
+	if (!c) {
+		srv->stats.accept_deferred++;
+		close(fd);
+		return -EBUSY;
+	}
+	int rc = uv_tcp_open(&c->tcp, fd);
+	if (rc) {
+		close(fd);
+		conn_close(c, 0);
+		return rc;
+	}
+	conn_begin(c);
+	return 0;
+}
+
+uint32_t http_server_load(const struct http_server *srv)
+{
+	return atomic_load_explicit(&srv->load, memory_order_relaxed);
+}
+
+uint32_t http_server_capacity(const struct http_server *srv)
+{
+	return srv->cfg.max_conns;
+}
+
 static void on_connection(uv_stream_t *l, int status)
 {
 	struct http_server *srv = l->data;
@@ -637,8 +712,8 @@ static void on_connection(uv_stream_t *l, int status)
 	accept_one(srv);
 }
 
-/* Counters in cfg.metrics (errors ignored: EEXIST when a second server
- * shares the registry; that one keeps http_stats only). */
+/* Counters in cfg.metrics, shared by the servers of several loops on one
+ * registry (errors ignored: the server then keeps http_stats only). */
 static void register_metrics(struct http_server *srv)
 {
 	struct metrics_registry *reg = srv->cfg.metrics;
@@ -646,14 +721,15 @@ static void register_metrics(struct http_server *srv)
 		return;
 	static const char name[] = "iolake_gw_http_refused_total";
 	static const char help[] = "connections and requests refused before authentication";
-	srv->m_refused_conns = metrics_counter_new(reg, name, help,
-						   METRICS_LABELS("reason", "conns_per_addr"));
-	srv->m_refused_rate = metrics_counter_new(reg, name, help,
-						  METRICS_LABELS("reason", "rate_per_addr"));
-	srv->m_slow_body = metrics_counter_new(reg, "iolake_gw_http_slow_bodies_total",
-					       "request bodies cut off under the minimum rate", NULL);
-	srv->m_plain_on_tls = metrics_counter_new(reg, "iolake_gw_http_plain_on_tls_total",
-						  "plain HTTP requests sent to the TLS port", NULL);
+	srv->m_refused_conns = metrics_counter_shared(reg, name, help,
+						      METRICS_LABELS("reason", "conns_per_addr"));
+	srv->m_refused_rate = metrics_counter_shared(reg, name, help,
+						     METRICS_LABELS("reason", "rate_per_addr"));
+	srv->m_slow_body = metrics_counter_shared(reg, "iolake_gw_http_slow_bodies_total",
+						  "request bodies cut off under the minimum rate",
+						  NULL);
+	srv->m_plain_on_tls = metrics_counter_shared(reg, "iolake_gw_http_plain_on_tls_total",
+						     "plain HTTP requests sent to the TLS port", NULL);
 	if (srv->cfg.tls)
 		tls_server_register_metrics(srv->cfg.tls, reg);
 }
@@ -689,7 +765,10 @@ int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct
 		goto err_srv;
 	}
 	rc = -ENOMEM;
-	if (k->limit.max_conns || k->limit.rate) {
+	if (k->limit_shared) {
+		srv->limit = k->limit_shared->l;
+		srv->limit_mu = &k->limit_shared->mu;
+	} else if (k->limit.max_conns || k->limit.rate) {
 		srv->limit = http_limit_new(&k->limit, 0);
 		if (!srv->limit)
 			goto err_pool;
@@ -705,6 +784,12 @@ int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct
 		srv->free_list = &srv->pool[i];
 	}
 
+	if (k->adopt_only) {
+		uv_idle_init(loop, &srv->kick);
+		srv->kick.data = srv;
+		*out = srv;
+		return 0;
+	}
 	struct sockaddr_storage ss;
 	if (strchr(k->addr, ':'))
 		rc = uv_ip6_addr(k->addr, k->port, (struct sockaddr_in6 *)&ss);
@@ -738,7 +823,8 @@ err_listener:
 	uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
 	return rc;
 err_pool:
-	http_limit_free(srv->limit);
+	if (!srv->limit_mu)
+		http_limit_free(srv->limit);
 	free(srv->tls_in);
 	free(srv->pool);
 err_srv:
@@ -762,7 +848,8 @@ static void server_maybe_done(struct http_server *srv)
 		return;
 	void (*cb)(void *) = srv->close_cb;
 	void *arg = srv->close_arg;
-	http_limit_free(srv->limit);
+	if (!srv->limit_mu)   /* a shared table is its maker's */
+		http_limit_free(srv->limit);
 	free(srv->tls_in);
 	free(srv->pool);
 	free(srv);
@@ -782,8 +869,9 @@ void http_server_close(struct http_server *srv, void (*cb)(void *arg), void *arg
 	srv->closing = true;
 	srv->close_cb = cb;
 	srv->close_arg = arg;
-	srv->handles_open = 2;
-	uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
+	srv->handles_open = srv->cfg.adopt_only ? 1 : 2;
+	if (!srv->cfg.adopt_only)
+		uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
 	uv_close((uv_handle_t *)&srv->kick, on_srv_handle_closed);
 	for (struct conn *c = srv->live; c; c = c->next)
 		conn_close(c, -ESHUTDOWN);

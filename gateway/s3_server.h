@@ -92,6 +92,9 @@ struct s3_server_cfg {
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);
 int s3_server_port(const struct s3_server *srv);
+/* The HTTP server underneath (gateway/gw_loops.c hands it connections
+ * accepted on another loop: http_server_adopt). */
+struct http_server *s3_server_http(struct s3_server *srv);
 /* cb(arg) once everything is closed and freed. */
 void s3_server_close(struct s3_server *srv, void (*cb)(void *arg), void *arg);
 /* For revocation: s3_auth_invalidate(s3_server_auth(srv), key). */
