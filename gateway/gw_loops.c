@@ -155,7 +155,7 @@ static void acceptor_start_fn(void *arg)
 	}
 	const struct http_server_cfg *h = &g->cfg.srv.http;
 	g->l[0].rc = http_acceptor_start(&g->l[0].lt.loop, h->addr ? h->addr : "127.0.0.1",
-					 h->port, t, g->n, h->metrics, &g->acc);
+					 h->port, t, g->n, g->cfg.ops.metrics, &g->acc);
 	if (g->l[0].rc)
 		g->acc = NULL;
 	else

@@ -147,6 +147,15 @@ void conn_kick(struct conn *c);
 void conn_update_reading(struct conn *c);
 void conn_update_timer(struct conn *c, bool restart);
 
+/* The listener has a connection (http_server.c listens with it). */
+void http_on_connection(uv_stream_t *l, int status);
+
+/* ------------------------------------------------------------ http_server.c */
+
+/* Free the server once closing and its last handle and connection are
+ * gone, then call its close callback. */
+void http_server_maybe_done(struct http_server *srv);
+
 /* ------------------------------------------------------------ http_resp.c */
 
 /* The Date header's value, formatted once a second. */
