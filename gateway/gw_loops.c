@@ -38,6 +38,8 @@ struct gw_loops {
 	struct gw_loops_cfg cfg;
 	struct s3_ops_peers peers;
 	struct http_limit_shared *limit;  /* N > 1: one per-address table */
+	struct user_limit *ulimit;        /* N > 1: one per-user table ... */
+	pthread_mutex_t ulimit_mu;        /* ... behind this */
 	struct http_acceptor *acc;        /* N > 1, on loop 0 */
 	int port;
 	struct gw_loop l[GW_LOOPS_MAX];
@@ -135,6 +137,8 @@ static void loop_start_fn(void *arg)
 		l->sc.http.max_conns = (all + g->n - 1) / g->n;
 		l->sc.http.adopt_only = true;
 		l->sc.http.limit_shared = g->limit;
+		l->sc.user_limit_shared = g->ulimit;
+		l->sc.user_limit_mu = g->ulimit ? &g->ulimit_mu : NULL;
 	}
 	l->rc = s3_server_start(&l->lt.loop, &l->sc, &l->srv);
 	if (l->rc) {
@@ -181,6 +185,10 @@ int gw_loops_start(const struct gw_loops_cfg *cfg, struct gw_loops **out, bool *
 		free(g);
 		return -ENOMEM;
 	}
+	const struct user_limit_cfg *ul = &cfg->srv.user_limit;
+	pthread_mutex_init(&g->ulimit_mu, NULL);
+	if (g->n > 1 && (ul->rate || ul->bytes_rate) && !(g->ulimit = user_limit_new(ul, 0)))
+		rc = -ENOMEM;
 	for (unsigned i = 0; i < g->n && !rc; i++) {
 		struct gw_loop *l = &g->l[i];
 		l->g = g;
@@ -282,5 +290,7 @@ void gw_loops_stop(struct gw_loops *g)
 		if (g->l[i].started)
 			loop_thread_stop(&g->l[i].lt);
 	http_limit_shared_free(g->limit);
+	user_limit_free(g->ulimit);
+	pthread_mutex_destroy(&g->ulimit_mu);
 	free(g);
 }

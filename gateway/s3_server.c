@@ -96,7 +96,8 @@ static void free_all(struct s3_server *srv)
 		s3_ck_free(&srv->calls[i].ck);
 	}
 	free(srv->calls);
-	user_limit_free(srv->ulimit);
+	if (!srv->ulimit_mu)   /* a shared table is its maker's */
+		user_limit_free(srv->ulimit);
 	s3_auth_free(srv->auth);
 	void (*cb)(void *) = srv->close_cb;
 	void *arg = srv->close_arg;
@@ -187,13 +188,18 @@ static bool user_admit(struct s3_call *c)
 	struct s3_server *srv = c->srv;
 	const struct http_request *hr = http_stream_request(c->s);
 	struct user_limit_stats before, after;
+	if (srv->ulimit_mu)
+		pthread_mutex_lock(srv->ulimit_mu);
 	user_limit_stats(srv->ulimit, &before);
-	if (user_limit_admit(srv->ulimit, c->auth.res.user,
-			     hr->has_content_length ? hr->content_length : 0, loop_now_ns())) {
+	bool ok = user_limit_admit(srv->ulimit, c->auth.res.user,
+				   hr->has_content_length ? hr->content_length : 0, loop_now_ns());
+	user_limit_stats(srv->ulimit, &after);
+	if (srv->ulimit_mu)
+		pthread_mutex_unlock(srv->ulimit_mu);
+	if (ok) {
 		c->limited_user = true;
 		return true;
 	}
-	user_limit_stats(srv->ulimit, &after);
 	bool bytes = after.refused_bytes != before.refused_bytes;
 	struct metrics_counter *m = bytes ? srv->m_user_bytes : srv->m_user_rate;
 	if (m)
@@ -404,8 +410,12 @@ static void on_finish(struct http_stream *s, int err)
 	if (c->on_finish)
 		c->on_finish(c, err);
 	if (c->limited_user) {
+		if (c->srv->ulimit_mu)
+			pthread_mutex_lock(c->srv->ulimit_mu);
 		user_limit_charge(c->srv->ulimit, c->auth.res.user, http_stream_body_sent(s),
 				  loop_now_ns());
+		if (c->srv->ulimit_mu)
+			pthread_mutex_unlock(c->srv->ulimit_mu);
 		c->limited_user = false;
 	}
 	if (c->traced)
@@ -486,9 +496,13 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 		c->next_free = srv->free_calls;
 		srv->free_calls = c;
 	}
-	if ((cfg->user_limit.rate || cfg->user_limit.bytes_rate) &&
-	    !(srv->ulimit = user_limit_new(&cfg->user_limit, 0)))
+	if (cfg->user_limit_shared) {
+		srv->ulimit = cfg->user_limit_shared;
+		srv->ulimit_mu = cfg->user_limit_mu;
+	} else if ((cfg->user_limit.rate || cfg->user_limit.bytes_rate) &&
+		   !(srv->ulimit = user_limit_new(&cfg->user_limit, 0))) {
 		goto err_calls;
+	}
 	if (cfg->http.metrics) {   /* registered when off too: the series stays put */
 		static const char name[] = "iolake_gw_user_refused_total";
 		static const char help[] = "authenticated requests refused by the per-user limits";
@@ -508,7 +522,8 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 	return 0;
 
 err_calls:
-	user_limit_free(srv->ulimit);
+	if (!srv->ulimit_mu)
+		user_limit_free(srv->ulimit);
 	for (size_t i = 0; i < srv->n_calls; i++) {
 		hash_stream_free(srv->calls[i].sha);
 		hash_stream_free(srv->calls[i].md5);

@@ -25,6 +25,7 @@
 #ifndef GATEWAY_S3_SERVER_H
 #define GATEWAY_S3_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,11 @@ struct s3_server_cfg {
 	bool no_sigv2;
 	/* Limits per authenticated user (user_limit.h); zeros: none. */
 	struct user_limit_cfg user_limit;
+	/* The servers of several loops (gateway/gw_loops.h) share one table
+	 * behind this mutex (user_limit above is then ignored). NULL: the
+	 * server's own. Both outlive the server. */
+	struct user_limit *user_limit_shared;
+	pthread_mutex_t *user_limit_mu;
 	/* The slow-request log (gateway/gw_trace.h): every S3 request taking
 	 * slow_request_ms or more (0: every one) gets one warn line at its
 	 * end (--slow-request-ms). false: no line. */
