@@ -5,6 +5,7 @@
 
     bench/gw_loops.py [--build build] [--workdir /dev/shm] [--rounds 2]
                       [--b-flags "--gw-loops 0"] [--json FILE] [--quick]
+    bench/gw_loops.py --interleaved [--pairs 4] [--secs 4]
 
 Each aio round: iolake-s3-bench PUT then GET cells of 4 KiB and 64 KiB at
 32 in flight and 4 MiB at 8, then presigned GETs of the 4 KiB and 64 KiB
@@ -14,6 +15,10 @@ Prints a table per cell with p50/p99/max per round and the load average
 of each round: the machine is shared, so compare A and B within a pair of
 rounds, not across runs. Nothing asserts; exit 0 unless something failed
 to run.
+
+--interleaved: both aios up at once with the same objects, and only the
+wrk GETs, A B B A ... in short runs: each pair of runs sees the same
+neighbours, which a loaded machine needs.
 """
 import argparse
 import json
@@ -79,6 +84,51 @@ def nginx_round(a, out):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def interleaved(a, bench):
+    """Both aios up at once, the same objects in each; wrk GET runs of
+    a.secs alternate A B B A ... a.pairs times per size: each pair sees
+    the same neighbours. Prints every run and the medians."""
+    fa, fb = shlex.split(a.a_flags), shlex.split(a.b_flags)
+    res = {"A": {}, "B": {}}
+    with benchlib.Aio(a.build, a.workdir, flags=fa) as A, \
+            benchlib.Aio(a.build, a.workdir, flags=fb) as B:
+        paths = {}
+        for size, n in (("4KiB", 1000), ("64KiB", 1000)):
+            for who, aio in (("A", A), ("B", B)):
+                j = os.path.join(aio.dir, "cell.json")
+                benchlib.s3bench(bench, aio.ep, size, n, 32, 1, j, prefix="c%s/" % size)
+                paths[(who, size)] = e2e.presigned_paths(aio.ep, "bench", "c%s/" % size, n)
+        work = tempfile.mkdtemp(prefix="wrk.", dir=a.workdir)
+        try:
+            for size in ("4KiB", "64KiB"):
+                order = ["A", "B"]
+                for _ in range(a.pairs):
+                    for who in order:
+                        aio = A if who == "A" else B
+                        r = e2e.wrk(aio.ep, paths[(who, size)], a.secs, work)
+                        r["load"] = benchlib.uptime().split()[0]
+                        res[who].setdefault(size, []).append(r)
+                    order.reverse()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\n%s; interleaved wrk -t2 -c32 %d s runs, A = `%s`, B = `%s` (A B B A ...)\n" % (
+        benchlib.machine(), a.secs, a.a_flags, a.b_flags or "default"))
+    print("| GET | A ops/s (each run) | B ops/s (each run) | A median | B median | B / A | "
+          "A p99 ms median | B p99 ms median | load 1-min |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for size in ("4KiB", "64KiB"):
+        ra, rb = res["A"][size], res["B"][size]
+        ma = statistics.median(r["ops_per_s"] for r in ra)
+        mb = statistics.median(r["ops_per_s"] for r in rb)
+        print("| %s | %s | %s | %s | %s | %.2f | %.1f | %.1f | %s |" % (
+            size, " ".join("{:,.0f}".format(r["ops_per_s"]) for r in ra),
+            " ".join("{:,.0f}".format(r["ops_per_s"]) for r in rb), "{:,.0f}".format(ma),
+            "{:,.0f}".format(mb), mb / ma, statistics.median(r["p99_ms"] for r in ra),
+            statistics.median(r["p99_ms"] for r in rb),
+            " ".join(r["load"] for r in ra + rb)))
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -90,8 +140,21 @@ def main():
     ap.add_argument("--secs", type=int, default=4, help="each wrk run")
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="only wrk GETs, both aios up at once, runs alternating")
+    ap.add_argument("--pairs", type=int, default=4, help="--interleaved: ABBA pairs per size")
     a = ap.parse_args()
     bench = benchlib.build_bin(a.build, "iolake-s3-bench")
+    if a.interleaved:
+        try:
+            r = interleaved(a, bench)
+        except BenchError as e:
+            print("gw_loops: %s" % e, file=sys.stderr)
+            return 1
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(r, f, indent=1)
+        return 0
     res = {"machine": benchlib.machine(), "A": [], "B": [], "nginx": [],
            "a_flags": a.a_flags, "b_flags": a.b_flags}
     order = ["A", "B"]
