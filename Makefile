@@ -133,6 +133,18 @@ BINS        += $(B)/iolake-s3-bench
 endif
 BENCHES     := $(patsubst bench/%.c,$(B)/%,$(subst _,-,$(BENCH_SRC)))
 
+# libiolake (issue 19): the native protocol's C client (lib/, public header
+# lib/include/iolake.h) as build/libiolake.a (its objects and common's) and
+# build/libiolake.so (the same compiled -fPIC, exporting iolake_* only),
+# and its CLI, build/iolake (cli/).
+LIBIOLAKE_SRC := $(wildcard lib/*.c)
+CLI_SRC     := $(wildcard cli/*.c)
+LIBIOLAKE_A := $(B)/libiolake.a
+LIBIOLAKE_SO := $(B)/libiolake.so
+ifneq ($(CLI_SRC),)
+BINS        += $(B)/iolake
+endif
+
 TEST_LIB_SRC := $(wildcard tests/lib/*.c)
 UNIT_SRC    := $(wildcard tests/unit/*/test_*.c)
 UNITS       := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRC))
@@ -148,12 +160,12 @@ FUZZ_TIME   ?= 60
 ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC) $(ADMIN_SRC) \
                $(BIN_SRC) $(AIO_SRC) \
                $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC) \
-               $(TOOL_SRC)
+               $(TOOL_SRC) $(LIBIOLAKE_SRC) $(CLI_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut bench-cluster \
         soak-powercut soak-liveness deb test-deb console
-all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS)
+all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS) $(if $(LIBIOLAKE_SRC),$(LIBIOLAKE_A) $(if $(SAN)$(FUZZ),,$(LIBIOLAKE_SO)))
 
 deps:
 	scripts/deps.sh
@@ -220,6 +232,29 @@ endef
 $(foreach p,$(BIN_PAIRS),$(eval $(call bin_rule,$(p))))
 
 $(B)/iolake-s3-bench: $(B)/obj/bench/s3bench/main.o $(LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(LIBIOLAKE_A): $(call obj,$(LIBIOLAKE_SRC) $(COMMON_SRC)) $(patsubst $(B)/%.c,$(B)/obj/%.o,$(PROTO_C))
+	@mkdir -p $(@D)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/pic/%.o: %.c | $(PROTO_H) $(B)/config.mk
+	@mkdir -p $(@D)
+	$(call say,CC,$< [pic])
+	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
+$(B)/pic/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$< [pic])
+	$(Q)$(CC) -std=gnu17 $(OPT) -fPIC -I$(B)/gen $(PKG_CFLAGS) -c $< -o $@
+$(LIBIOLAKE_SO): $(patsubst %.c,$(B)/pic/%.o,$(LIBIOLAKE_SRC) $(COMMON_SRC)) \
+		$(patsubst $(B)/%.c,$(B)/pic/%.o,$(PROTO_C)) lib/iolake.map
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libiolake.so -Wl,--version-script=lib/iolake.map -o $@ \
+		$(filter %.o,$^) $(LDLIBS)
+
+$(B)/iolake: $(call obj,$(CLI_SRC)) $(LIBIOLAKE_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

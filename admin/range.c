@@ -75,6 +75,69 @@ static const char *move_state(const Iolake__Meta__RangeDesc *d)
 	}
 }
 
+static void ids_out(FILE *out, bool json, const uint64_t *v, size_t n, int width)
+{
+	char buf[256];
+	size_t k = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && k < sizeof(buf) - 24; i++)
+		k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%" PRIu64, i ? "," : "", v[i]);
+	if (json)
+		fprintf(out, "[%s]", buf);
+	else
+		fprintf(out, "%-*s ", width, n ? buf : "-");
+}
+
+/* Each live group: the members the root's table gives it and whether its
+ * configuration matched them (from a range it holds; issue 13), and, as
+ * the member asked (member 0 of the client) sees it, its voters, leader
+ * and state digest. */
+static void group_summary(struct meta_client *c, uv_loop_t *loop,
+			  const Iolake__Meta__GetRangesResponse *t,
+			  const Iolake__Meta__StatusResponse *st, bool json, FILE *out)
+{
+	for (size_t i = 0; i < t->n_groups; i++) {
+		uint64_t id = t->groups[i];
+		const Iolake__Meta__RangeDesc *r = NULL;
+		for (size_t k = 0; k < t->n_ranges && !r; k++)
+			if (t->ranges[k]->group == id && t->ranges[k]->n_group_members)
+				r = t->ranges[k];
+		const Iolake__Meta__GroupStatus *gs = NULL;
+		for (size_t g = 0; st && g < st->n_groups && !gs; g++)
+			if (st->groups[g]->id == id)
+				gs = st->groups[g];
+		Iolake__Meta__StatusRequest sq = IOLAKE__META__STATUS_REQUEST__INIT;
+		Iolake__Meta__StatusResponse *gst = NULL;
+		sq.group = id;
+		if (gs)
+			call(c, loop, META_M_STATUS, &sq.base, (ProtobufCMessage **)&gst);
+		const char *digest = gst ? gst->state_digest : "";
+		uint64_t dindex = gst ? gst->state_applied_index : 0;
+		const char *leader = gs && gs->leader_address[0] ? gs->leader_address : "-";
+		if (json) {
+			fprintf(out, "%s{\"id\":%" PRIu64 ",\"members\":", i ? "," : "", id);
+			ids_out(out, true, r ? r->group_members : NULL, r ? r->n_group_members : 0, 0);
+			fprintf(out, ",\"reconciled\":%s,\"hosted\":%s,\"voters\":",
+				r ? (r->group_reconciled ? "true" : "false") : "null",
+				gs ? "true" : "false");
+			ids_out(out, true, gs ? gs->voters : NULL, gs ? gs->n_voters : 0, 0);
+			fprintf(out, ",\"leader\":");
+			jstr(out, leader);
+			fprintf(out, ",\"digest\":");
+			jstr(out, digest);
+			fprintf(out, ",\"digest_index\":%" PRIu64 "}", dindex);
+		} else {
+			fprintf(out, "%-6" PRIu64 " ", id);
+			ids_out(out, false, r ? r->group_members : NULL, r ? r->n_group_members : 0, 20);
+			fprintf(out, "%-11s ", r ? (r->group_reconciled ? "yes" : "no") : "-");
+			ids_out(out, false, gs ? gs->voters : NULL, gs ? gs->n_voters : 0, 20);
+			fprintf(out, "%-22s %.16s@%" PRIu64 "\n", leader, digest[0] ? digest : "-",
+				dindex);
+		}
+		free_msg(gst);
+	}
+}
+
 int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *bucket, bool json,
 			FILE *out, FILE *err)
 {
@@ -158,8 +221,14 @@ int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *buck
 		fprintf(out, "],\"groups\":[");
 		for (size_t i = 0; i < t->n_groups; i++)
 			fprintf(out, "%s%" PRIu64, i ? "," : "", t->groups[i]);
-		fprintf(out, "]}\n");
+		fprintf(out, "],\"group_info\":[");
+	} else if (t->n_groups) {
+		fprintf(out, "\n%-6s %-20s %-11s %-20s %-22s %s\n", "GROUP", "MEMBERS", "RECONCILED",
+			"VOTERS(here)", "LEADER", "DIGEST@INDEX(here)");
 	}
+	group_summary(c, loop, t, st, json, out);
+	if (json)
+		fprintf(out, "]}\n");
 	for (size_t i = 0; i < t->n_ranges; i++)
 		free_msg(rows[i]);
 	free(rows);

@@ -15,8 +15,11 @@
 /* `range ls [--bucket B]`: every range of the root's table (of bucket B
  * only when not NULL) with its group, the group's leader (member 0's
  * view), its state in the group (open, sealed, unopened) and its object
- * count, bytes and uploads (the group's counters). Exit status: 0, or 1
- * (meta unreachable, no such bucket). */
+ * count, bytes and uploads (the group's counters); then each live group:
+ * its members and whether they are reconciled (from a range it holds, the
+ * root's table), and member 0's view of its voters, leader and state
+ * digest (JSON: "group_info"). Exit status: 0, or 1 (meta unreachable, no
+ * such bucket). */
 int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *bucket, bool json,
 			FILE *out, FILE *err);
 

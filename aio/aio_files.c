@@ -79,6 +79,10 @@ void aio_write_json(const struct aio_json *a)
 	jsonw_kstr(&w, "admin_api", url);
 	snprintf(url, sizeof(url), "http://%s:%d/console/", a->api_host, a->api_port);
 	jsonw_kstr(&w, "console", url);
+	if (a->native_host) {
+		snprintf(url, sizeof(url), "%s:%d", a->native_host, a->native_port);
+		jsonw_kstr(&w, "native_endpoint", url);
+	}
 	jsonw_kstr(&w, "root_credentials", getenv("IOLAKE_ROOT_ACCESS_KEY") ? "environment"
 		   : "root-credentials");
 	jsonw_obj_end(&w);

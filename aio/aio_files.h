@@ -31,6 +31,8 @@ int aio_sse_key(const char *data_dir, const char *given, struct meta_secret *out
 struct aio_json {
 	const char *data_dir, *region, *s3_host, *madm_host, *api_host;
 	int s3_port, madm_port, api_port;
+	const char *native_host;   /* NULL: no native listener */
+	int native_port;
 };
 
 /* DIR/aio.json, written whole (write + rename); a failure is logged. */

@@ -11,12 +11,14 @@
 #include "aio/aio_gw.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <uv.h>
 
 #include "common/log.h"
 #include "gateway/admin_api.h"
 #include "gateway/lc_worker.h"
+#include "gateway/native.h"
 
 struct api_call {
 	struct aio_gw *g;
@@ -32,6 +34,29 @@ static void api_start_fn(void *arg)
 	a->rc = admin_api_start(loop, a->ac, &a->g->api);
 	if (a->rc)
 		a->g->api = NULL;
+}
+
+struct native_call {
+	struct aio_gw *g;
+	const char *listen;
+	int rc;
+};
+
+static void native_start_fn(void *arg)
+{
+	struct native_call *n = arg;
+	struct native_cfg nc = { .listen = n->listen };
+	n->rc = native_srv_start(&gw_loops_thread(n->g->loops, 0)->loop,
+				 gw_loops_ops(n->g->loops, 0), &nc, &n->g->native);
+	if (n->rc)
+		n->g->native = NULL;
+}
+
+static void native_stop_fn(void *arg)
+{
+	struct aio_gw *g = arg;
+	native_srv_close(g->native);
+	g->native = NULL;
 }
 
 static void api_closed(void *arg)
@@ -59,7 +84,7 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 	lc.n = c->loops;
 	lc.ready = c->ready;
 	lc.ops = (struct s3_ops_cfg){ .meta = members, .n_meta = 1, .region = c->region,
-				      .data = { .k = c->k, .m = c->m },
+				      .data = { .k = c->k, .m = c->m, .hash_pool = c->hash_pool },
 				      .inline_max_bytes = c->inline_max ? c->inline_max : 1,
 				      .debug_min_part_bytes = c->debug_min_part,
 				      .metrics = c->reg, .gc_interval_ms = c->gc_interval_ms,
@@ -73,6 +98,7 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 	gw_front_apply(c->front, &sc->http);
 	gw_front_apply_users(c->front, &sc->user_limit);
 	sc->slow_log = true;
+	sc->hash_pool = c->hash_pool;   /* one pool; a completion port per loop */
 	sc->slow_request_ms = c->front->slow_request_ms;
 	bool bind_failed;
 	int rc = gw_loops_start(&lc, &g->loops, &bind_failed);
@@ -101,6 +127,24 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 		return a.rc;
 	}
 	g->api_port = admin_api_port(g->api);
+	if (c->native_off)
+		return 0;
+	char naddr[96];
+	snprintf(naddr, sizeof(naddr), "%s:%d", c->native_host, c->native_port);
+	struct native_call n = { .g = g, .listen = naddr };
+	loop_thread_call(gw_loops_thread(g->loops, 0), native_start_fn, &n);
+	if (n.rc == -EADDRINUSE && c->native_default && c->native_port) {
+		LOG_WARN("the default native address is taken; it takes a free port", "addr=%s",
+			 naddr);
+		snprintf(naddr, sizeof(naddr), "%s:0", c->native_host);
+		loop_thread_call(gw_loops_thread(g->loops, 0), native_start_fn, &n);
+	}
+	if (n.rc) {
+		*which = "native";
+		aio_gw_stop(g);
+		return n.rc;
+	}
+	g->native_port = native_srv_port(g->native);
 	return 0;
 }
 
@@ -108,6 +152,8 @@ void aio_gw_stop(struct aio_gw *g)
 {
 	if (!g->loops)
 		return;
+	if (g->native)
+		loop_thread_call(gw_loops_thread(g->loops, 0), native_stop_fn, g);
 	if (g->api) {
 		struct api_call a = { .g = g };
 		uv_sem_init(&a.sem, 0);

@@ -19,6 +19,8 @@
 #include "gateway/gw_loops.h"
 
 struct admin_api;
+struct native_srv;
+struct workpool;
 struct metrics_registry;
 
 struct aio_gw_cfg {
@@ -40,17 +42,25 @@ struct aio_gw_cfg {
 	const char *api_host;
 	int api_port;                  /* 0: any */
 	bool api_default;              /* a default port: falls back to any when taken */
+	struct workpool *hash_pool;    /* large bodies' hashing (common/workpool.h); NULL: on the loops */
+	bool native_off;               /* no native protocol listener (issue 19) */
+	const char *native_host;
+	int native_port;               /* 0: any */
+	bool native_default;           /* a default port: falls back to any when taken */
 };
 
 struct aio_gw {
 	struct gw_loops *loops;
 	struct admin_api *api;
-	int s3_port, api_port;         /* bound */
+	struct native_srv *native;     /* on loop 0; NULL: off */
+	int s3_port, api_port, native_port;   /* bound */
 };
 
 /* Start the loops, then the admin API on loop 0. 0; or -errno with
  * *which "s3" (the S3 address) or "api" (the admin API's) or NULL (no
- * address at fault); nothing is left running. */
+ * address at fault) or "native"; nothing is left running. The native
+ * protocol's listener, unless native_off, runs on loop 0 with loop 0's
+ * ops. */
 int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **which);
 
 /* Close the admin API, then every loop (gw_loops_stop). */

@@ -80,6 +80,7 @@
 #include "common/metrics.h"
 #include "common/rpc.h"
 #include "common/rpc_fault.h"
+#include "common/workpool.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
@@ -136,8 +137,11 @@ static bool f_sse_c_http;
 static uint64_t f_snap_bytes = 64ull << 20;
 static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
+static const char *f_native_listen;      /* NULL: S3 host, port + 3; "off": none (issue 19) */
 static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
 static int64_t f_gw_loops;               /* 0: one per core (gateway/gw_loops.h) */
+static int64_t f_hash_threads = -1;      /* common/workpool.h; -1: one per core */
+static struct workpool *hash_pool;       /* NULL: hashing on the gateway loop */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
 static struct rpc_tls_files rpc_tlsf;              /* --rpc-tls-*: the TCP RPC port */
 
@@ -214,6 +218,9 @@ static const struct flag_spec specs[] = {
 	{ .name = "admin-listen", .type = FLAG_STRING, .dst = &f_admin_listen,
 	  .metavar = "HOST:PORT", .help = "meta's RPC for iolake-admin (default: the S3 host, "
 	  "S3 port + 1; port 0: any free port)" },
+	{ .name = "native-listen", .type = FLAG_STRING, .dst = &f_native_listen,
+	  .metavar = "HOST:PORT", .help = "the native protocol (libiolake, the iolake CLI; default: "
+	  "the S3 host, S3 port + 3; off: none)" },
 	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
 	  .metavar = "HOST:PORT", .help = "the admin HTTP API and the console (default: the S3 "
 	  "host, S3 port + 2; port 0: any free port)" },
@@ -233,6 +240,7 @@ static const struct flag_spec specs[] = {
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
 	RPC_FAULT_FLAG(f_debug_fault),
 	GW_LOOPS_FLAG(f_gw_loops),
+	WORKPOOL_HASH_FLAG(f_hash_threads),
 	{ 0 }
 };
 
@@ -250,7 +258,10 @@ static struct {
 	struct meta_node *meta;
 	struct osd_slot osds[MAX_OSDS];
 	int n_osds;
-	struct aio_gw gw;         /* the gateway's loops and the admin API (aio_gw.h) */
+	struct aio_gw gw;         /* the gateway's loops, admin API, native (aio_gw.h) */
+	char native_host[64];     /* issue 19's native protocol */
+	int native_port;
+	bool native_default, native_off;
 	char s3_host[64];
 	int s3_port;
 	/* meta's admin address and the admin API's: host, port (0: any), and
@@ -447,7 +458,9 @@ static void announce(void)
 	A.announced = true;
 	struct aio_json j = { .data_dir = f_data_dir, .region = f_region, .s3_host = A.s3_host,
 			      .madm_host = A.madm_host, .api_host = A.api_host,
-			      .s3_port = A.s3_port, .madm_port = A.madm_port, .api_port = A.api_port };
+			      .s3_port = A.s3_port, .madm_port = A.madm_port, .api_port = A.api_port,
+			      .native_host = A.native_off ? NULL : A.native_host,
+			      .native_port = A.native_port };
 	aio_write_json(&j);
 	printf("IOLake aio is up: %d OSDs (%u+%u), data in %s\n", A.n_osds, A.k, A.m, f_data_dir);
 	printf("  S3 endpoint:  %s://%s:%d\n", gw_front_scheme(&front), A.s3_host, A.s3_port);
@@ -455,6 +468,9 @@ static void announce(void)
 	       A.madm_host, A.madm_port, f_data_dir);
 	printf("  admin API:    http://%s:%d/api/v1/\n", A.api_host, A.api_port);
 	printf("  console:      http://%s:%d/console/\n", A.api_host, A.api_port);
+	if (!A.native_off)
+		printf("  native:       %s:%d   (iolake --endpoint %s:%d ls BUCKET)\n", A.native_host,
+		       A.native_port, A.native_host, A.native_port);
 	printf("  access key:   %s\n", A.ak);
 	printf("  secret key:   %s\n", A.sk);
 	printf("  region:       %s\n", f_region);
@@ -648,6 +664,10 @@ int main(int argc, char **argv)
 	    derive_addr("admin-api-listen", f_admin_api_listen, 2, A.api_host, &A.api_port,
 			&A.api_default))
 		return 2;
+	A.native_off = f_native_listen && strcmp(f_native_listen, "off") == 0;
+	if (!A.native_off && derive_addr("native-listen", f_native_listen, 3, A.native_host,
+					 &A.native_port, &A.native_default))
+		return 2;
 	A.loopback = strcmp(f_rpc, "loopback") == 0;
 	A.n_osds = (int)f_osds;
 	log_set_level((enum log_level)lvl);
@@ -726,6 +746,7 @@ int main(int argc, char **argv)
 	}
 
 	/* gateway: --gw-loops threads (aio/aio_gw.h) */
+	hash_pool = workpool_hash_start(f_hash_threads);
 	struct aio_gw_cfg gc = { .loops = f_gw_loops ? (unsigned)f_gw_loops : gw_loops_default(),
 				 .meta = A.meta_target, .listen = f_listen, .region = f_region,
 				 .k = A.k, .m = A.m, .inline_max = (uint32_t)f_inline_max,
@@ -735,11 +756,16 @@ int main(int argc, char **argv)
 				 .lc_day_ms = f_lc_day_s * 1000, .no_sigv2 = !f_sigv2,
 				 .front = &front, .ready = aio_ready, .s3_host = A.s3_host,
 				 .s3_port = A.s3_port, .api_host = A.api_host, .api_port = A.api_port,
-				 .api_default = A.api_default };
+				 .api_default = A.api_default, .hash_pool = hash_pool,
+				 .native_off = A.native_off, .native_host = A.native_host,
+				 .native_port = A.native_port, .native_default = A.native_default };
 	const char *which;
 	int grc = aio_gw_start(&gc, &A.gw, &which);
 	if (grc) {
-		if (which && !strcmp(which, "api"))
+		if (which && !strcmp(which, "native"))
+			fprintf(stderr, "%s: flag --native-listen %s:%d: %s\n", PROG, A.native_host,
+				A.native_port, iol_strerror(grc));
+		else if (which && !strcmp(which, "api"))
 			fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
 				A.api_port, iol_strerror(grc));
 		else if (which)
@@ -752,6 +778,7 @@ int main(int argc, char **argv)
 	}
 	A.s3_port = A.gw.s3_port;
 	A.api_port = A.gw.api_port;
+	A.native_port = A.gw.native_port;
 
 	/* control */
 	A.loop = uv_default_loop();
@@ -773,6 +800,7 @@ int main(int argc, char **argv)
 	uv_run(A.loop, UV_RUN_DEFAULT);
 
 	shutdown_all();
+	workpool_free(hash_pool);   /* after the gateway's loops: their ports are closed */
 	aio_remove_json(f_data_dir);
 	uv_loop_close(A.loop);
 	metrics_registry_free(A.reg);

@@ -6,6 +6,7 @@
  * Runs on the channel's loop.
  */
 #include "common/rpc_h2_int.h"
+#include "common/tcp_self.h"
 
 /* ------------------------------------------------------------ client calls */
 
@@ -405,6 +406,10 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	if (status < 0) {
 		h2_conn_fail(c, uv_strerror(status));
+		return;
+	}
+	if (tcp_self_connected(&c->tcp)) {   /* a dead local peer's port: see tcp_self.h */
+		h2_conn_fail(c, "connected to itself");
 		return;
 	}
 	struct rpc_tls *tls = c->ch->base.opts.tls ? c->ch->base.opts.tls : rpc_tls_default();

@@ -213,6 +213,8 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 		o.max_ops = 4096;
 	if (!o.pool_max_bytes)
 		o.pool_max_bytes = 256ull << 20;
+	if (!o.hash_min_bytes)
+		o.hash_min_bytes = 128u << 10;   /* below: a thread hop costs more */
 	/* A process-wide switch for operators and A/B benchmarks. */
 	const char *hedge = getenv("IOLAKE_GW_HEDGE");
 	if (hedge && strcmp(hedge, "off") == 0)
@@ -237,6 +239,8 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 		rc = -EINVAL;
 		goto free_pool;
 	}
+	if (o.hash_pool && !(d->hash_port = workpool_port_new(o.hash_pool, loop)))
+		goto free_code;
 	if (!o.hedge_min_ms && !o.hedge_max_ms) {
 		d->o.hedge_min_ms = 5;
 		d->o.hedge_max_ms = 500;
@@ -256,7 +260,7 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 	d->oplat.q_permille = 990;
 	rc = uv_timer_init(loop, &d->kick);
 	if (rc)
-		goto free_code;
+		goto close_port;
 	d->kick.data = d;
 	uv_timer_init(loop, &d->hedge);
 	d->hedge.data = d;
@@ -264,6 +268,8 @@ int gw_data_new(uv_loop_t *loop, const struct gw_data_opts *opts, struct gw_data
 	*out = d;
 	return 0;
 
+close_port:
+	workpool_port_close(d->hash_port);
 free_code:
 	ec_free(d->codes[0]);
 free_pool:
@@ -342,6 +348,7 @@ void gw_data_free(struct gw_data *d)
 	for (unsigned i = 0; i < d->ncodes; i++)
 		ec_free(d->codes[i]);
 	pool_unref(d->pool);
+	workpool_port_close(d->hash_port);   /* no PUT live: no hash job out */
 	uv_timer_stop(&d->kick);
 	uv_close((uv_handle_t *)&d->kick, on_handle_closed);
 	uv_close((uv_handle_t *)&d->hedge, on_handle_closed);

@@ -74,6 +74,7 @@
 #include "common/buf.h"
 #include "common/ec.h"
 #include "common/rpc.h"
+#include "common/workpool.h"
 #include "gateway/gw_trace.h"
 
 #define GW_DATA_OID_LEN 16
@@ -117,6 +118,12 @@ struct gw_data_opts {
 	 * nobody is told. */
 	void (*on_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
 	void *degraded_ud;
+	/* The ETag's MD5 of a PUT of at least hash_min_bytes (0: 128 KiB) is
+	 * computed on this pool's threads, a segment at a time, while the
+	 * segments are encoded and sent; on_done waits for it. NULL: on the
+	 * loop as the bytes are written. The pool outlives the gw_data. */
+	struct workpool *hash_pool;
+	uint32_t hash_min_bytes;
 };
 
 /* Where an object's shards go: the PG and its ordered OSD set. */

@@ -94,6 +94,7 @@ struct gw_data {
 	struct ec_code *codes[GWD_CODES];
 	unsigned ncodes;
 	struct gwd_pool *pool;
+	struct workpool_port *hash_port;   /* o.hash_pool's, on loop; NULL: none */
 	uv_timer_t kick;
 	uv_timer_t hedge;        /* fires for the head of hq */
 	uint64_t hedge_armed_ms; /* when it fires, 0: stopped */

@@ -10,7 +10,10 @@
  * shards are slices of the bytes the caller fed (copied once, from the
  * HTTP read buffer), the parity shards follow them in the same buffer. A
  * buffer goes back when its calls have ended and the transport has let
- * go of it.
+ * go of it, and (hash threads: gw_data_opts.hash_pool) when the job that
+ * MD5s its data bytes is done: those bytes are read-only from the send
+ * on, and at most `window` hash jobs are out per PUT (slot_free), so a
+ * PUT holds at most 3 * window + 1 blocks.
  *
  * Invariants: p->inflight counts busy segment slots; a slot is busy from
  * send until every one of its k+m calls has answered, or until it reached
@@ -41,6 +44,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "common/hash.h"
+#include "common/hash_async.h"
 #include "gateway/gw_data.h"
 #include "gateway/gw_data_int.h"
 
@@ -94,8 +98,9 @@ struct gw_data_put {
 	bool freed;               /* the caller has let go: no callbacks */
 	bool walk_started, walking, in_walk_start;
 	bool done;
-	struct hash_stream *md5;  /* kept across reuse */
+	struct hash_async *md5;   /* kept across reuse (the ETag's MD5) */
 	bool no_etag;             /* gw_data_put_no_etag: the MD5 is not computed */
+	bool hash_off_loop;       /* MD5 per sent segment on the hash pool */
 	char etag[2 * MD5_LEN + 1];
 	char rid[LOG_REQ_ID_LEN + 1]; /* the request id every PutShard carries ("" none) */
 	char err[320];
@@ -288,6 +293,14 @@ static void send_segment(struct gw_data_put *p)
 
 	uint32_t len = gw_data_layout_seg_len(&p->layout, seg->index), sl = seg->sl;
 	uint8_t *base = seg->blk->data;
+	/* The ETag's MD5 of these bytes on a hash thread, in segment order,
+	 * while they are encoded and sent: [0, len) of the block is read-only
+	 * from here until the hash job's done (it holds a reference); the
+	 * padding and parity written below lie after it. A slot is free
+	 * (slot_free counts hash jobs), so this cannot be refused. */
+	if (p->hash_off_loop && !p->no_etag &&
+	    hash_async_update(p->md5, seg->blk, 0, len, 0))
+		put_fail(p, -ENOMEM, "no hash slot for segment %u", seg->index);
 	memset(base + len, 0, (size_t)k * sl - len);
 	const uint8_t *data[EC_MAX_SHARDS];
 	uint8_t *parity[EC_MAX_SHARDS];
@@ -342,7 +355,8 @@ static void send_segment(struct gw_data_put *p)
  * late blocks still held (the memory bound at the top). */
 static bool slot_free(const struct gw_data_put *p)
 {
-	return p->inflight < p->d->o.window && p->late_blocks < p->d->o.window;
+	return p->inflight < p->d->o.window && p->late_blocks < p->d->o.window &&
+	       hash_async_pending(p->md5) < p->d->o.window;
 }
 
 static bool can_take(const struct gw_data_put *p)
@@ -371,7 +385,7 @@ static void put_complete(struct gw_data_put *p)
 	struct gw_data *d = p->d;
 	uint8_t md[MD5_LEN];
 	p->done = true;
-	hash_stream_final(p->md5, md);   /* (also resets it for the next PUT) */
+	hash_async_final(p->md5, md, NULL);   /* (also resets it for the next PUT) */
 	if (p->status == 0) {
 		if (!p->no_etag)
 			hash_hex(md, MD5_LEN, p->etag);
@@ -408,7 +422,7 @@ static void put_progress(struct gw_data_put *p)
 	if (p->done)
 		return;
 	if (p->status) {
-		if (p->inflight || p->calls_out)
+		if (p->inflight || p->calls_out || hash_async_pending(p->md5))
 			return;
 		buf_unref(p->cur);
 		p->cur = NULL;
@@ -443,7 +457,8 @@ static void put_progress(struct gw_data_put *p)
 			return;
 		}
 	}
-	if (p->finished && p->next_send == p->layout.nsegs && !p->inflight) {
+	if (p->finished && p->next_send == p->layout.nsegs && !p->inflight &&
+	    !hash_async_pending(p->md5)) {
 		put_complete(p);
 		return;
 	}
@@ -452,6 +467,13 @@ static void put_progress(struct gw_data_put *p)
 		if (!p->freed && p->cbs.on_writable)
 			p->cbs.on_writable(p, p->ud);
 	}
+}
+
+/* A hash job of p completed: the PUT may finish, or a segment go out. */
+static void on_hashed(struct hash_async *h, void *ud)
+{
+	(void)h;
+	put_progress(ud);
 }
 
 static void put_deferred(struct gwd_deferred *w)
@@ -464,7 +486,7 @@ void gwd_put_free_list(struct gw_data *d)
 	while (d->free_puts) {
 		struct gw_data_put *p = d->free_puts;
 		d->free_puts = p->next_free;
-		hash_stream_free(p->md5);
+		hash_async_free(p->md5);
 		free(p);
 	}
 }
@@ -486,18 +508,19 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 		p = calloc(1, sizeof(*p) + o->window * sizeof(struct put_seg));
 		if (!p)
 			return -ENOMEM;
-		p->md5 = hash_stream_new(HASH_MD5);
+		p->md5 = hash_async_new(d->hash_port, HASH_ASYNC_MD5, o->window, on_hashed, p);
 		if (!p->md5) {
 			free(p);
 			return -ENOMEM;
 		}
 	}
-	struct hash_stream *md5 = p->md5;
+	struct hash_async *md5 = p->md5;
 	memset(p, 0, sizeof(*p) + o->window * sizeof(struct put_seg));
 	p->md5 = md5;
 	p->d = d;
 	p->dfr.fn = put_deferred;
 	p->t = *target;
+	p->hash_off_loop = d->hash_port && size >= o->hash_min_bytes;
 	snprintf(p->rid, sizeof(p->rid), "%s", gw_trace_id(gw_trace_get(&target->trace)));
 	p->cbs = *cbs;
 	p->ud = ud;
@@ -559,8 +582,8 @@ ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
 		if (c > seg_len - p->cur_len)
 			c = seg_len - p->cur_len;
 		memcpy(p->cur->data + p->cur_len, in + taken, c);
-		if (!p->no_etag)
-			hash_stream_update(p->md5, in + taken, c);
+		if (!p->no_etag && !p->hash_off_loop)
+			hash_async_update_now(p->md5, in + taken, c);
 		p->cur_len += (uint32_t)c;
 		taken += c;
 		p->fed += c;

@@ -7,7 +7,8 @@
  *
  * --admin-api-listen HOST:PORT also serves the admin HTTP API
  * (gateway/admin_api.h) there, against the same meta members; off unless
- * given.
+ * given. --native-listen HOST:PORT serves the native protocol (gateway/
+ * native.h) on loop 0; off unless given.
  *
  * Root credentials: IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY, or
  * --root-credentials FILE, are put in meta as user root's key in the
@@ -44,12 +45,14 @@
 #include "common/check.h"
 #include "common/metrics.h"
 #include "common/rpc_fault.h"
+#include "common/workpool.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
 #include "gateway/gw_loops.h"
 #include "common/rpc_tls.h"
 #include "gateway/lc_worker.h"
+#include "gateway/native.h"
 #include "gateway/s3_ops.h"
 #include "gateway/s3_sse.h"
 #include "meta/rootkey.h"
@@ -68,6 +71,7 @@ static uint64_t f_inline_max = 4096;
 static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
 static int64_t f_max_conns = 1024;
 static int64_t f_gw_loops;          /* 0: one per core (gw_loops_default) */
+static int64_t f_hash_threads = -1; /* common/workpool.h; -1: one per core */
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_lc_interval = 3600000, f_lc_day_s;
 static const char *f_secret_file;
@@ -76,6 +80,7 @@ static bool f_sse_c_http;
 static const char *f_root_creds;
 static bool f_sigv2 = true;
 static const char *f_admin_api_listen;
+static const char *f_native_listen;   /* issue 19: the native protocol (off unless given) */
 static struct gw_front front = GW_FRONT_DEFAULTS;
 static struct rpc_tls_files f_rpc_tls;
 
@@ -110,6 +115,9 @@ static const struct flag_spec specs[] = {
 		  "key (IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY win over it)" },
 	{ .name = "admin-api-listen", .type = FLAG_STRING, .dst = &f_admin_api_listen,
 	  .metavar = "HOST:PORT", .help = "also serve the admin HTTP API here (off unless given)" },
+	{ .name = "native-listen", .type = FLAG_STRING, .dst = &f_native_listen,
+	  .metavar = "HOST:PORT", .help = "also serve the native protocol (RPC: libiolake, the "
+		  "iolake CLI) here (off unless given)" },
 	{ .name = "secret-key-file", .type = FLAG_STRING, .dst = &f_secret_file, .metavar = "FILE",
 	  .help = "the cluster key (mode 0600) that opens the access key secrets meta stores "
 		  "sealed (meta's --secret-key-file)" },
@@ -121,11 +129,13 @@ static const struct flag_spec specs[] = {
 	GW_FRONT_FLAGS(front),
 	LC_FLAGS(f_lc_interval, f_lc_day_s),
 	RPC_FAULT_FLAG(f_debug_fault),
+	WORKPOOL_HASH_FLAG(f_hash_threads),
 	{ 0 }
 };
 
 static struct gw_loops *loops;
 static struct admin_api *api;
+static struct native_srv *native;   /* on loop 0 */
 static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int, sig_hup;
 
@@ -175,8 +185,26 @@ static void api_close_fn(void *arg)
 	api = NULL;
 }
 
+static int native_rc;
+
+static void native_start_fn(void *arg)
+{
+	struct native_cfg *nc = arg;
+	native_rc = native_srv_start(&gw_loops_thread(loops, 0)->loop, gw_loops_ops(loops, 0), nc,
+				     &native);
+}
+
+static void native_stop_fn(void *arg)
+{
+	(void)arg;
+	native_srv_close(native);
+	native = NULL;
+}
+
 static void stop_api(void)
 {
+	if (native)
+		loop_thread_call(gw_loops_thread(loops, 0), native_stop_fn, NULL);
 	if (!api)
 		return;
 	uv_sem_t sem;
@@ -273,7 +301,9 @@ int main(int argc, char **argv)
 	static struct gw_loops_cfg gc;   /* large (the ops table) */
 	gc.n = f_gw_loops ? (unsigned)f_gw_loops : gw_loops_default();
 	gc.ops = (struct s3_ops_cfg){ .meta = f_meta.items, .n_meta = f_meta.n,
-				      .region = f_region, .data = { .k = k, .m = m },
+				      .region = f_region,
+				      .data = { .k = k, .m = m,
+						.hash_pool = workpool_hash_start(f_hash_threads) },
 				      .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				      .debug_min_part_bytes = f_debug_min_part, .metrics = reg,
 				      .gc_interval_ms = (uint32_t)f_gc_interval,
@@ -289,6 +319,7 @@ int main(int argc, char **argv)
 	gw_front_apply(&front, &sc->http);
 	gw_front_apply_users(&front, &sc->user_limit);
 	sc->slow_log = true;
+	sc->hash_pool = gc.ops.data.hash_pool;   /* one pool; a completion port per loop */
 	sc->slow_request_ms = front.slow_request_ms;
 	bool bind_failed;
 	rc = gw_loops_start(&gc, &loops, &bind_failed);
@@ -299,6 +330,7 @@ int main(int argc, char **argv)
 		else
 			fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));
 		metrics_registry_free(reg);
+		workpool_free(gc.ops.data.hash_pool);
 		return 1;
 	}
 	if (f_admin_api_listen) {
@@ -321,9 +353,27 @@ int main(int argc, char **argv)
 			api = NULL;
 			gw_loops_stop(loops);
 			metrics_registry_free(reg);
+			workpool_free(gc.ops.data.hash_pool);
 			return rc == -EINVAL ? 2 : 1;
 		}
 		LOG_INFO("admin API listening", "addr=%s:%d", ahost, admin_api_port(api));
+	}
+	if (f_native_listen) {
+		/* One native listener, on loop 0 (its calls use loop 0's ops). */
+		struct native_cfg nc = { .listen = f_native_listen };
+		loop_thread_call(gw_loops_thread(loops, 0), native_start_fn, &nc);
+		if (native_rc) {
+			fprintf(stderr, "%s: flag --native-listen %s: %s\n", PROG, f_native_listen,
+				iol_strerror(native_rc));
+			native = NULL;
+			stop_api();
+			gw_loops_stop(loops);
+			metrics_registry_free(reg);
+			workpool_free(gc.ops.data.hash_pool);
+			return 1;
+		}
+		LOG_INFO("native protocol listening", "addr=%s port=%d", f_native_listen,
+			 native_srv_port(native));
 	}
 	if (have_creds) {
 		rc = rootkey_runner_start(loop, (const char *const *)f_meta.items, f_meta.n, &creds,
@@ -346,6 +396,7 @@ int main(int argc, char **argv)
 	gw_loops_stop(loops);
 	loops = NULL;
 	metrics_registry_free(reg);
+	workpool_free(gc.ops.data.hash_pool);
 	LOG_INFO("stopped", "clean=true");
 	uv_loop_close(loop);
 	gw_front_free(&front);

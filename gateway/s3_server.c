@@ -64,8 +64,12 @@ static struct s3_call *pool_get(struct s3_server *srv)
 	return c;
 }
 
+static void maybe_done(struct s3_server *srv);
+
 static void pool_put(struct s3_call *c)
 {
+	if (s3s_body_release(c))
+		return;   /* hash jobs still read its buffers: s3s_call_put */
 	if (c->reading_body) {
 		/* The body never ended (the client went away): reset the
 		 * digests, or the next request on this call would hash on top
@@ -87,15 +91,23 @@ static void pool_put(struct s3_call *c)
 	c->srv->free_calls = c;
 }
 
+void s3s_call_put(struct s3_call *c)
+{
+	pool_put(c);
+	maybe_done(c->srv);
+}
+
 static void free_all(struct s3_server *srv)
 {
 	for (size_t i = 0; i < srv->n_calls; i++) {
+		s3s_body_free(&srv->calls[i]);
 		xml_free(&srv->calls[i].xml);
 		hash_stream_free(srv->calls[i].sha);
 		hash_stream_free(srv->calls[i].md5);
 		s3_ck_free(&srv->calls[i].ck);
 	}
 	free(srv->calls);
+	workpool_port_close(srv->hash_port);   /* no call waits: no job out */
 	if (!srv->ulimit_mu)   /* a shared table is its maker's */
 		user_limit_free(srv->ulimit);
 	s3_auth_free(srv->auth);
@@ -108,7 +120,8 @@ static void free_all(struct s3_server *srv)
 
 static void maybe_done(struct s3_server *srv)
 {
-	if (srv->closing && srv->http_closed && srv->pending_lookups == 0)
+	if (srv->closing && srv->http_closed && srv->pending_lookups == 0 &&
+	    srv->hash_waits == 0)
 		free_all(srv);
 }
 

@@ -82,6 +82,10 @@ struct s3_server_cfg {
 	/* Refuse SigV2 (the "AWS AK:sig" header and AWSAccessKeyId presigned
 	 * URLs) with InvalidRequest; by default it is verified. */
 	bool no_sigv2;
+	/* Large bodies' x-amz-content-sha256 and Content-MD5 are computed on
+	 * this pool's threads (common/workpool.h); NULL: on the loop. */
+	struct workpool *hash_pool;
+	uint32_t hash_min_bytes;           /* bodies from this size (0: 128 KiB) */
 	/* Limits per authenticated user (user_limit.h); zeros: none. */
 	struct user_limit_cfg user_limit;
 	/* The servers of several loops (gateway/gw_loops.h) share one table

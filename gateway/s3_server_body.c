@@ -4,6 +4,20 @@
  * x-amz-content-sha256 and the additional checksums computed as it
  * streams, and the verdict at its end (s3_server.h, "body"). The call
  * pool, routing and authentication are s3_server.c's.
+ *
+ * Hashing off the loop: a body of at least S3S_HASH_MIN bytes (or
+ * cfg.hash_min_bytes) with a
+ * signed payload digest or a Content-MD5, on a server with a hash pool,
+ * has those two digests computed on the pool's threads. Its bytes are
+ * copied (the read buffer is reused) into stage buffers of S3S_STAGE
+ * bytes, each handed to the call's ordered hash stream when full; with
+ * every hash slot busy, full stages wait in a short queue and the body is
+ * paused until a job ends. The end of the body waits for the last job,
+ * then the verdict runs as before: nothing reaches the handler's on_end
+ * (so nothing is committed or acknowledged) before the digests are
+ * final. A call whose exchange ends with jobs out goes back to the pool
+ * only when they are done (s3s_body_release). The chunk signatures of
+ * aws-chunked and the additional checksums stay on the loop.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -15,6 +29,12 @@
 
 #include "common/loop.h"
 #include "gateway/s3_server_int.h"
+
+#define S3S_HASH_MIN (128u << 10)   /* below: a thread hop costs more */
+#define S3S_STAGE (256u << 10)
+#define S3S_HA_SLOTS 4
+
+static void body_end(struct s3_call *c);
 
 /* ------------------------------------------------------------ body */
 
@@ -30,13 +50,116 @@ bool s3s_hdr_has(const struct http_request *hr, const char *name, const char *to
 	return false;
 }
 
+/* Hand full stages to the hash stream while it has slots; pause the body
+ * while some wait. */
+static void ha_drain(struct s3_call *c)
+{
+	while (c->ha_nq && hash_async_update(c->ha, c->ha_queue[0], 0, c->ha_queue[0]->len, 0) == 0) {
+		buf_unref(c->ha_queue[0]);   /* the job holds its own reference */
+		memmove(c->ha_queue, c->ha_queue + 1, --c->ha_nq * sizeof(c->ha_queue[0]));
+	}
+	if (c->ha_nq && c->s)
+		http_pause(c->s);   /* again after a handler's resume: the queue is bounded */
+}
+
+static void ha_push(struct s3_call *c)
+{
+	struct buf *b = c->ha_stage;
+	c->ha_stage = NULL;
+	if (c->ha_nq == S3S_HA_QUEUE) {
+		/* Only if the body kept coming while paused. Refuse it whole. */
+		buf_unref(b);
+		if (!c->body_err)
+			c->body_err = S3E_InternalError;
+		return;
+	}
+	c->ha_queue[c->ha_nq++] = b;
+	ha_drain(c);
+}
+
+static void ha_stage(struct s3_call *c, const char *data, size_t len)
+{
+	while (len && !c->body_err) {
+		if (!c->ha_stage && !(c->ha_stage = buf_new(S3S_STAGE))) {
+			c->body_err = S3E_InternalError;
+			return;
+		}
+		struct buf *b = c->ha_stage;
+		size_t n = b->cap - b->len < len ? b->cap - b->len : len;
+		memcpy(b->data + b->len, data, n);
+		b->len += n;
+		data += n;
+		len -= n;
+		if (b->len == b->cap)
+			ha_push(c);
+	}
+}
+
+static void ha_drop_stages(struct s3_call *c)
+{
+	buf_unref(c->ha_stage);
+	c->ha_stage = NULL;
+	for (unsigned i = 0; i < c->ha_nq; i++)
+		buf_unref(c->ha_queue[i]);
+	c->ha_nq = 0;
+}
+
+/* A hash job of c's body is done (on the loop). */
+static void on_ha(struct hash_async *h, void *ud)
+{
+	struct s3_call *c = ud;
+	bool idle = !hash_async_pending(h);
+	if (c->ha_release_wait) {
+		if (!idle)
+			return;
+		c->ha_release_wait = false;
+		c->srv->hash_waits--;
+		s3s_call_put(c);
+		return;
+	}
+	bool was_full = c->ha_nq > 0;
+	ha_drain(c);
+	if (was_full && !c->ha_nq && c->s && c->reading_body && !c->ha_end_wait)
+		http_resume(c->s);
+	if (c->ha_end_wait && idle && !c->ha_nq) {
+		c->ha_end_wait = false;
+		body_end(c);
+	}
+}
+
+/* Whether this body's digests go to the pool; sets it up. */
+static bool ha_setup(struct s3_call *c, const struct http_request *hr)
+{
+	struct s3_server *srv = c->srv;
+	uint64_t len = c->has_decoded_len ? c->decoded_expected
+		       : hr->has_content_length ? hr->content_length : 0;
+	uint32_t min = srv->cfg.hash_min_bytes ? srv->cfg.hash_min_bytes : S3S_HASH_MIN;
+	/* Not a POST form: it pauses mid-body until the policy is checked,
+	 * and a resume of ours (on_ha) would feed it early. The handlers
+	 * that take large bodies otherwise (s3_put: PutObject, UploadPart;
+	 * s3_body) pause only for back-pressure, and take data again. */
+	if (!srv->cfg.hash_pool || (!c->want_sha && !c->want_md5) || len < min ||
+	    c->req.op == S3_OP_PostObject)
+		return false;
+	if (!srv->hash_port && !(srv->hash_port = workpool_port_new(srv->cfg.hash_pool, srv->loop)))
+		return false;
+	if (!c->ha && !(c->ha = hash_async_new(srv->hash_port, 0, S3S_HA_SLOTS, on_ha, c)))
+		return false;
+	return hash_async_set_algs(c->ha, (c->want_sha ? HASH_ASYNC_SHA256 : 0) |
+				   (c->want_md5 ? HASH_ASYNC_MD5 : 0)) == 0;
+}
+
 static void deliver(void *ud, const char *data, size_t len)
 {
 	struct s3_call *c = ud;
-	if (c->want_sha)
-		hash_stream_update(c->sha, data, len);
-	if (c->want_md5)
-		hash_stream_update(c->md5, data, len);
+	if (c->ha_on) {
+		ha_stage(c, data, len);
+	} else {
+		if (c->want_sha)
+			hash_stream_update(c->sha, data, len);
+		if (c->want_md5)
+			hash_stream_update(c->md5, data, len);
+	}
 	if (c->ck_algo)
 		s3_ck_update(&c->ck, data, len);
 	c->decoded += len;
@@ -161,6 +284,7 @@ static enum s3_err body_setup(struct s3_call *c)
 		c->chunked_mode = true;
 	}
 	c->want_sha = res->payload == S3_PAYLOAD_SHA256;
+	c->ha_on = ha_setup(c, hr);
 	return S3E_OK;
 }
 
@@ -224,18 +348,23 @@ static enum s3_err body_verdict(struct s3_call *c)
 		v = S3E_IncompleteBody;
 	if (!v && c->has_decoded_len && c->decoded != c->decoded_expected)
 		v = S3E_IncompleteBody;
-	if (c->want_sha) {
-		uint8_t d[32];
-		hash_stream_final(c->sha, d);
-		if (!v && memcmp(d, c->auth.res.payload_sha256, 32) != 0)
-			v = S3E_XAmzContentSHA256Mismatch;
+	uint8_t sha[32], md5[16];
+	if (c->ha_on) {
+		/* Every job is done (s3s_on_body_end waited); a stage still
+		 * here means the body failed before its end was hashed. */
+		ha_drop_stages(c);
+		hash_async_final(c->ha, md5, sha);
+		c->ha_on = false;
+	} else {
+		if (c->want_sha)
+			hash_stream_final(c->sha, sha);
+		if (c->want_md5)
+			hash_stream_final(c->md5, md5);
 	}
-	if (c->want_md5) {
-		uint8_t d[16];
-		hash_stream_final(c->md5, d);
-		if (!v && memcmp(d, c->content_md5, 16) != 0)
-			v = S3E_BadDigest;
-	}
+	if (c->want_sha && !v && memcmp(sha, c->auth.res.payload_sha256, 32) != 0)
+		v = S3E_XAmzContentSHA256Mismatch;
+	if (c->want_md5 && !v && memcmp(md5, c->content_md5, 16) != 0)
+		v = S3E_BadDigest;
 	if (c->ck_algo) {
 		s3_ck_final(&c->ck, &c->ck_result);
 		if (!v)
@@ -246,14 +375,52 @@ static enum s3_err body_verdict(struct s3_call *c)
 	return v;
 }
 
-void s3s_on_body_end(struct http_stream *s)
+static void body_end(struct s3_call *c)
 {
-	struct s3_call *c = http_stream_user(s);
-	if (!c || !c->reading_body)
-		return;
 	enum s3_err v = body_verdict(c);
 	c->reading_body = false;
 	c->on_end(c, v);
+}
+
+void s3s_on_body_end(struct http_stream *s)
+{
+	struct s3_call *c = http_stream_user(s);
+	if (!c || !c->reading_body || c->ha_end_wait)
+		return;
+	if (c->ha_on) {
+		if (c->ha_stage && c->ha_stage->len && !c->body_err)
+			ha_push(c);
+		if (hash_async_pending(c->ha) || c->ha_nq) {
+			c->ha_end_wait = true;   /* on_ha runs the verdict */
+			return;
+		}
+	}
+	body_end(c);
+}
+
+bool s3s_body_release(struct s3_call *c)
+{
+	c->ha_end_wait = false;
+	if (!c->ha)
+		return false;
+	ha_drop_stages(c);
+	if (hash_async_pending(c->ha)) {
+		c->ha_release_wait = true;
+		c->srv->hash_waits++;
+		return true;
+	}
+	if (c->ha_on) {
+		hash_async_final(c->ha, NULL, NULL);   /* reset for the next body */
+		c->ha_on = false;
+	}
+	return false;
+}
+
+void s3s_body_free(struct s3_call *c)
+{
+	ha_drop_stages(c);
+	hash_async_free(c->ha);
+	c->ha = NULL;
 }
 
 enum s3_err s3_call_check_empty_body(struct s3_call *c)

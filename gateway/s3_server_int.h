@@ -7,11 +7,14 @@
 #define GATEWAY_S3_SERVER_INT_H
 
 #include "common/hash.h"
+#include "common/hash_async.h"
 #include "common/metrics.h"
 #include "gateway/chunked.h"
 #include "gateway/gw_trace.h"
 #include "gateway/s3_checksum.h"
 #include "gateway/s3_server.h"
+
+#define S3S_HA_QUEUE 8
 
 struct s3_call {
 	struct s3_server *srv;
@@ -35,6 +38,17 @@ struct s3_call {
 	uint64_t decoded, decoded_expected;
 	uint8_t content_md5[16];
 	struct hash_stream *sha, *md5;
+	/* A large body's x-amz-content-sha256 and Content-MD5 on the hash
+	 * pool (s3_server_body.c): its bytes are copied into stage buffers
+	 * that go to ha a buffer at a time; the verdict waits for the last. */
+	struct hash_async *ha;        /* made on first use, kept */
+	bool ha_on;                   /* this body's digests go through ha */
+	bool ha_end_wait;             /* body ended; the verdict after the jobs */
+	bool ha_release_wait;         /* the exchange is over; the call goes back
+				       * to the pool after the jobs (srv->hash_waits) */
+	struct buf *ha_stage;         /* being filled */
+	struct buf *ha_queue[S3S_HA_QUEUE];   /* full, no hash slot yet */
+	unsigned ha_nq;
 	/* The additional checksum (x-amz-checksum-*): computed as the body
 	 * streams, matched at its end against the header's value (claimed)
 	 * or the trailer's; the result is what the object stores. */
@@ -85,11 +99,22 @@ struct s3_server {
 	struct metrics_histogram *m_lat[S3_OP__COUNT];
 	struct metrics_counter *m_err[S3_OP__COUNT][2];   /* 4xx, 5xx */
 	struct metrics_counter *m_bytes_in, *m_bytes_out;
+	struct workpool_port *hash_port;   /* cfg.hash_pool's; made on first use */
+	unsigned hash_waits;          /* calls whose release waits for hash jobs */
 };
 
 /* s3_server_body.c */
 bool s3s_hdr_has(const struct http_request *hr, const char *name, const char *token);
 void s3s_on_body(struct http_stream *s, const char *data, size_t len);
 void s3s_on_body_end(struct http_stream *s);
+/* Before a call goes back to the pool: true when hash jobs of its body
+ * are still out (the body file calls s3s_call_put when they are done). */
+bool s3s_body_release(struct s3_call *c);
+/* Free the call's body state (server teardown). */
+void s3s_body_free(struct s3_call *c);
+
+/* s3_server.c: put a call back in the pool (after s3s_body_release said
+ * it had to wait), and finish a close that waited for it. */
+void s3s_call_put(struct s3_call *c);
 
 #endif

@@ -6,18 +6,29 @@
  *
  * Invariants:
  *   - The root's table is the only source of which groups exist. A member
- *     runs group k exactly when the table holds k, not deleted, with this
- *     member among its voters. Reconciling is idempotent and runs on the
- *     kick (never inside libraft's apply), at start after the root's state
- *     opened, and after a root snapshot install.
- *   - Every voter bootstraps a new group with the configuration the
- *     CreateGroup entry carries, so all of them bootstrap the same one;
- *     a restart finds RAFT_CANTBOOTSTRAP and carries on.
- *   - A group's directory is removed only for a tombstone (a DeleteGroup
- *     the root applied). A directory the table does not name is left
- *     alone: after a crash the root's state is its last flush, behind the
- *     log, and the CreateGroup that made that directory may not be
- *     replayed yet. Removal runs on the libuv pool.
+ *     runs group k when the table holds k, not deleted, with this member
+ *     among its members (GroupDesc.members, else its bootstrap voters;
+ *     issue 13), and keeps running one it is no longer a member of until
+ *     the table says the group's configuration matched its members
+ *     (reconciled_index == members_index: the group's leader has removed
+ *     this member and that configuration committed), so a member leaving
+ *     votes until it is out. After a restart it reopens such a group
+ *     only when its directory is still there. Reconciling is idempotent and
+ *     runs on the kick (never inside libraft's apply), at start after the
+ *     root's state opened, and after a root snapshot install.
+ *   - Every member, original or joining, bootstraps a group with the
+ *     configuration the CreateGroup entry carries (GroupDesc.voters), so
+ *     all of them hold the same entry at index 1; a joiner is not a voter
+ *     there and waits for the group's leader to add it (group_members.c).
+ *     A restart finds RAFT_CANTBOOTSTRAP and carries on.
+ *   - A group's directory is removed for a tombstone (a DeleteGroup the
+ *     root applied) and when a running group closes because the table says
+ *     it was reconciled without this member: its committed configuration
+ *     no longer counts this member, so no quorum needs what it holds. A
+ *     directory the table does not name is left alone: after a crash the
+ *     root's state is its last flush, behind the log, and the CreateGroup
+ *     that made that directory may not be replayed yet. Removal runs on
+ *     the libuv pool.
  *   - At most one leadership transfer per member is in flight, and a group
  *     moves at most once per SPREAD_GROUP_QUIET_MS.
  *
@@ -178,12 +189,30 @@ void hosting_group_closed(struct meta_group *g)
 
 /* ------------------------------------------------------------ reconcile */
 
-static bool is_voter(const Iolake__Meta__GroupDesc *d, uint64_t id)
+static bool is_member(const Iolake__Meta__GroupDesc *d, uint64_t id)
 {
-	for (size_t i = 0; i < d->n_voters; i++)
-		if (d->voters[i]->id == id)
+	Iolake__Meta__GroupVoter *const *v;
+	size_t n;
+	group_members_desired(d, &v, &n);
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->id == id)
 			return true;
 	return false;
+}
+
+/* Not a member any more, and the group's configuration was seen to match
+ * its members: this member is out of it. */
+static bool left(const Iolake__Meta__GroupDesc *d, uint64_t self)
+{
+	return !is_member(d, self) && d->reconciled_index == d->members_index;
+}
+
+static bool dir_exists(struct meta_node *n, uint64_t id)
+{
+	char path[GROUP_DIR_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/groups/%llu", n->dir, (unsigned long long)id);
+	return stat(path, &st) == 0;
 }
 
 static const Iolake__Meta__GroupDesc *desc_find(Iolake__Meta__GroupDesc **v, size_t n,
@@ -250,12 +279,13 @@ void hosting_reconcile(struct meta_node *n)
 		if (g->id == 0)
 			continue;
 		const Iolake__Meta__GroupDesc *d = desc_find(v, cnt, g->id);
-		if (d && !d->deleted && is_voter(d, self))
+		if (d && !d->deleted && !left(d, self))
 			continue;
-		LOG_INFO("group stopping", "group=%llu deleted=%d", (unsigned long long)g->id,
-			 d && d->deleted);
+		LOG_INFO("group stopping", "group=%llu deleted=%d removed=%d",
+			 (unsigned long long)g->id, d && d->deleted, d && !d->deleted);
 		table_remove(n, g);
-		group_close(g, d && d->deleted);
+		/* A group this member left: its data goes too (see the top). */
+		group_close(g, d != NULL);
 	}
 	/* Start what it gives and is not running; clean up tombstones. */
 	for (size_t i = 0; i < cnt; i++) {
@@ -270,7 +300,7 @@ void hosting_reconcile(struct meta_node *n)
 			remove_dir(n, d->id);
 			continue;
 		}
-		if (!is_voter(d, self))
+		if (!is_member(d, self) && (left(d, self) || !dir_exists(n, d->id)))
 			continue;
 		rc = open_group(n, d);
 		if (rc) {
@@ -324,7 +354,7 @@ static uint64_t pick_target(struct meta_group *g, const uint64_t *ids, const uns
 	unsigned best_lead = 0;
 	for (unsigned i = 0; i < c->n; i++) {
 		const struct raft_server *sv = &c->servers[i];
-		if (sv->role != RAFT_VOTER || sv->id == g->n->o.id)
+		if (sv->role != RAFT_VOTER || sv->id == g->n->o.id || sv->id == g->n->members_leaving)
 			continue;
 		int k = member_index(ids, m, sv->id);
 		if (k < 0 || !g->raft.leader_state.progress ||
@@ -342,7 +372,9 @@ static uint64_t pick_target(struct meta_group *g, const uint64_t *ids, const uns
 
 void hosting_spread(struct meta_node *n, uint64_t now_ms)
 {
-	if (n->closing || !n->root || n->n_groups < 2)
+	/* Not while a member drains out of the groups (group_members.c): a
+	 * leadership handed to it would be taken back at once. */
+	if (n->closing || !n->root || n->n_groups < 2 || n->members_leaving)
 		return;
 	const struct raft_configuration *rc = &n->root->raft.configuration;
 	uint64_t ids[META_NODE_MAX_PEERS * 2];

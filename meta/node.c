@@ -481,6 +481,7 @@ static void on_tick(uv_timer_t *t)
 		}
 	}
 	node_move_tick(n, now, role == RAFT_LEADER);
+	group_members_tick(n, now, role == RAFT_LEADER);   /* issue 13: group_members.c */
 	if (n->map_dirty)
 		refresh_map(n);
 	node_expire_watches(n, now);

@@ -124,6 +124,11 @@ struct change {
 	struct rpc_req *req;
 	uint64_t id;
 	bool add;
+	/* remove: the range groups drop the member first (group_members.c),
+	 * until drained or drain_deadline_ms, then the root's raft_remove */
+	bool draining;
+	bool drained;                  /* seen drained: a grace for the member to hear it */
+	uint64_t drain_deadline_ms;
 };
 
 /* A group's metrics. The root's carry {member} (the series of a member
@@ -205,6 +210,12 @@ struct meta_group {
 	struct raft_transfer xfer;
 	bool xfer_busy;
 	uint64_t xfer_ms;              /* when the last transfer of this group started */
+
+	/* membership (group_members.c): the leader's one change at a time
+	 * toward the members the root's table gives the group */
+	struct raft_change mchange;
+	bool mchange_busy;
+	uint64_t mchange_retry_ms;     /* after a refused or failed change: not before */
 
 	/* Status digest: one state scan at a time on the libuv pool; the
 	 * last result is kept while the state stays at dg_index. */
@@ -294,6 +305,9 @@ struct meta_node {
 	unsigned range_group_pending;  /* CreateGroups of the range keeper in flight */
 	struct node_mover *mover;      /* node_move.c: moves of records (root leader) */
 	uint64_t last_range_keep_ms;
+	bool members_pending;          /* group_members.c: a root op of ours in flight */
+	uint64_t members_leaving;      /* a RemoveMember draining it out of the groups; 0: none */
+	uint64_t last_members_ms;
 
 	/* root leadership and OSD liveness */
 	uint64_t leader_since_ms;
@@ -475,6 +489,19 @@ int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket,
 /* GetRanges: the root's table, or a range group's open-range rows. */
 void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r);
 void node_serve_read_range(struct meta_group *g, struct rpc_req *r);
+/* group_members.c (issue 13): range groups follow the root's voters. On
+ * the tick: the root leader records the members every live group must
+ * have (SetGroupMembers) and which groups match them (GroupReconciled);
+ * each group's leader makes the next Raft change toward them. */
+void group_members_tick(struct meta_node *n, uint64_t now_ms, bool root_leader);
+/* Whether any live group has member id among its members (the root's
+ * table as this member has it). */
+bool group_members_lists(struct meta_node *n, uint64_t id);
+#define MEMBER_DRAIN_MS 15000          /* RemoveMember: the groups drop it within */
+#define MEMBER_DRAIN_GRACE_MS 1000     /* then the root waits 4 heartbeats (at most this) */
+/* The members group d must have now (GroupDesc.members, else voters). */
+void group_members_desired(const Iolake__Meta__GroupDesc *d, Iolake__Meta__GroupVoter *const **v,
+			   size_t *n);
 /* node_move.c: the root leader drives moves of records to their end. */
 void node_move_tick(struct meta_node *n, uint64_t now, bool leader);
 void node_move_close(struct meta_node *n);
@@ -482,5 +509,10 @@ void node_move_close(struct meta_node *n);
 void node_wake_watches(struct meta_node *n, bool closing);
 void node_expire_watches(struct meta_node *n, uint64_t now_ms);
 void node_cancel_changes(struct meta_node *n);
+/* A RemoveMember draining its member out of the range groups is done
+ * (or out of time): remove it from the root now. */
+void node_change_drained(struct change *ch);
+/* End a draining RemoveMember with status (a RAFT_* error). */
+void node_change_fail(struct change *ch, int status);
 
 #endif

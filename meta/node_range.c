@@ -47,8 +47,23 @@ static void free_ranges(Iolake__Meta__RangeDesc **v, size_t n)
 	free(v);
 }
 
-/* The root's live groups >= 1 into resp->groups (malloc'd). */
-static int live_groups(struct meta_group *g, Iolake__Meta__GetRangesResponse *resp)
+/* Range r's group's members and whether they are reconciled (issue 13,
+ * RangeDesc 18-19), from the root's row d. */
+static void annotate(Iolake__Meta__RangeDesc *r, const Iolake__Meta__GroupDesc *d)
+{
+	Iolake__Meta__GroupVoter *const *m;
+	size_t nm;
+	group_members_desired(d, &m, &nm);
+	r->group_members = calloc(nm + 1, sizeof(*r->group_members));
+	for (size_t i = 0; r->group_members && i < nm; i++)
+		r->group_members[r->n_group_members++] = m[i]->id;
+	r->group_reconciled = d->reconciled_index == d->members_index;
+}
+
+/* The root's live groups >= 1 into resp->groups (malloc'd); each of
+ * ranges[0..nr) told its group's members. */
+static int live_groups(struct meta_group *g, Iolake__Meta__GetRangesResponse *resp,
+		       Iolake__Meta__RangeDesc **ranges, size_t nr)
 {
 	Iolake__Meta__GroupDesc **v = NULL;
 	size_t n = 0;
@@ -59,6 +74,9 @@ static int live_groups(struct meta_group *g, Iolake__Meta__GetRangesResponse *re
 	for (size_t i = 0; i < n; i++) {
 		if (resp->groups && !v[i]->deleted)
 			resp->groups[resp->n_groups++] = v[i]->id;
+		for (size_t k = 0; k < nr; k++)
+			if (ranges[k]->group == v[i]->id && !ranges[k]->group_members)
+				annotate(ranges[k], v[i]);
 		meta_state_free_msg(v[i]);
 	}
 	free(v);
@@ -88,7 +106,7 @@ void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r)
 		}
 		rc = meta_state_list_ranges(g->state, bucket, &v, &n);
 		if (rc == 0) {
-			rc = live_groups(g, &resp);
+			rc = live_groups(g, &resp, v, n);
 			if (rc)
 				free_ranges(v, n);
 		}

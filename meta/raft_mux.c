@@ -47,6 +47,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/tcp_self.h"
 
 /* IOL_ASSERTs here guard the mux's own bookkeeping or its caller's use of
  * the API, never what a peer sent. */
@@ -630,6 +631,12 @@ static void on_conn_connected(uv_connect_t *cr, int status)
 		return;
 	if (status < 0) {
 		snprintf(c->g->t->errmsg, RAFT_ERRMSG_BUF_SIZE, "connect: %s", uv_strerror(status));
+		conn_fail(c, RAFT_NOCONNECTION);
+		return;
+	}
+	if (tcp_self_connected(c->tcp)) {   /* a dead local peer's port: see tcp_self.h */
+		snprintf(c->g->t->errmsg, RAFT_ERRMSG_BUF_SIZE, "connect: connected to itself");
+		c->g->m->stats.self_connects++;
 		conn_fail(c, RAFT_NOCONNECTION);
 		return;
 	}

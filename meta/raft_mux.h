@@ -110,6 +110,8 @@ struct raft_mux_stats {
 	uint64_t accepted;                   /* streams handed to a group */
 	uint64_t refused[RAFT_MUX_R_COUNT];  /* closed before reaching a group, by reason */
 	uint64_t connects;                   /* outgoing streams handed to a group */
+	uint64_t self_connects;              /* outgoing connects that reached their own
+	                                      * socket (common/tcp_self.h), failed */
 	uint32_t handshakes;                 /* preambles being read now */
 	uint32_t groups;                     /* transports made and not yet released */
 };

@@ -184,7 +184,9 @@ static void h_submit(struct rpc_req *r, void *ud)
 			return;
 		}
 		bool group_op = q->ops[i]->body_case == IOLAKE__META__OP__BODY_CREATE_GROUP ||
-				q->ops[i]->body_case == IOLAKE__META__OP__BODY_DELETE_GROUP;
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_DELETE_GROUP ||
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_SET_GROUP_MEMBERS ||
+				q->ops[i]->body_case == IOLAKE__META__OP__BODY_GROUP_RECONCILED;
 		if (group_op && g->id != 0) {
 			rpc_fail(r, RPC_INVALID_ARGUMENT, "op %zu: groups are created and deleted "
 				 "through the root group", i);
@@ -1239,6 +1241,21 @@ static void on_removed(struct raft_change *c, int status)
 	change_finish(c->data, status);
 }
 
+static bool in_root_configuration(struct meta_node *n, uint64_t id)
+{
+	const struct raft_configuration *c = &n->root->raft.configuration;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->servers[i].id == id)
+			return true;
+	return false;
+}
+
+static void on_leaving_transfer(struct raft_transfer *t)
+{
+	struct meta_group *g = t->data;
+	g->xfer_busy = false;
+}
+
 static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 {
 	const Iolake__Meta__MemberChangeRequest *q = REQ(Iolake__Meta__MemberChangeRequest, r);
@@ -1261,6 +1278,55 @@ static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 	ch->id = q->id;
 	ch->add = add;
 	ch->c.data = ch;
+	if (!add && !in_root_configuration(n, q->id)) {
+		/* Not (or no longer) a member: done (a retry of a removal that
+		 * went through answers OK). */
+		free(ch);
+		Iolake__Meta__MemberChangeResponse resp = IOLAKE__META__MEMBER_CHANGE_RESPONSE__INIT;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	if (!add && group_members_lists(n, q->id)) {
+		/* Range groups first (issue 13, group_members.c): the member
+		 * leaves them while it still hears the root, so it learns they
+		 * are done and drops its copies; then the root. */
+		if (n->members_leaving && n->members_leaving != q->id) {
+			rpc_fail(r, RPC_FAILED_PRECONDITION, "member %llu is being removed; retry",
+				 (unsigned long long)n->members_leaving);
+			free(ch);
+			return;
+		}
+		if (q->id == n->o.id) {
+			/* The leader leaving: it could not see the groups drop it
+			 * (it stops hearing them first). Hand the root over; the
+			 * client retries at the next leader. */
+			free(ch);
+			struct meta_group *root = n->root;
+			if (!root->xfer_busy) {
+				root->xfer.data = root;
+				if (raft_transfer(&root->raft, &root->xfer, 0, on_leaving_transfer) == 0)
+					root->xfer_busy = true;
+			}
+			rpc_fail(r, RPC_UNAVAILABLE, "the leader is the member leaving: handing over; retry");
+			return;
+		}
+		for (struct change *o = n->changes; o; o = o->next)
+			if (o->draining && o->id == q->id) {
+				/* A retry of the call that started it: it answers this one. */
+				if (o->req)
+					rpc_fail(o->req, RPC_UNAVAILABLE, "superseded by a retry");
+				o->req = r;
+				free(ch);
+				return;
+			}
+		n->members_leaving = q->id;
+		ch->draining = true;
+		ch->drain_deadline_ms = loop_now_ms() + MEMBER_DRAIN_MS;
+		ch->next = n->changes;
+		n->changes = ch;
+		LOG_INFO("member leaving the range groups", "id=%llu", (unsigned long long)q->id);
+		return;
+	}
 	int rc = add ? raft_add(&n->root->raft, &ch->c, q->id, ra, on_added)
 		     : raft_remove(&n->root->raft, &ch->c, q->id, on_removed);
 	if (rc) {
@@ -1283,15 +1349,39 @@ static void h_remove_member(struct rpc_req *r, void *ud)
 	h_member_change(r, ud, false);
 }
 
+void node_change_drained(struct change *ch)
+{
+	struct meta_node *n = ch->n;
+	ch->draining = false;
+	if (n->members_leaving == ch->id)
+		n->members_leaving = 0;
+	int rc = raft_remove(&n->root->raft, &ch->c, ch->id, on_removed);
+	if (rc)
+		change_finish(ch, rc);
+}
+
+void node_change_fail(struct change *ch, int status)
+{
+	if (ch->n->members_leaving == ch->id)
+		ch->n->members_leaving = 0;
+	change_finish(ch, status);
+}
+
 /* Closing: libraft fails pending changes itself; the calls are answered
- * then, so here only their callers are told early. */
+ * then, so here only their callers are told early. A change still
+ * draining has nothing in libraft: it ends here. */
 void node_cancel_changes(struct meta_node *n)
 {
-	for (struct change *ch = n->changes; ch; ch = ch->next)
+	struct change *next;
+	for (struct change *ch = n->changes; ch; ch = next) {
+		next = ch->next;
 		if (ch->req) {
 			rpc_fail(ch->req, RPC_UNAVAILABLE, "member stopping");
 			ch->req = NULL;
 		}
+		if (ch->draining)
+			node_change_fail(ch, RAFT_SHUTDOWN);
+	}
 }
 
 static void h_confirm_leader(struct rpc_req *r, void *ud)

@@ -65,6 +65,7 @@
  *   state_prows.c   'p': part rows (parts of a 5 TiB object), FreePartRows
  *   state_user.c    'u' 'K': users, access keys, grants
  *   state_map.c     "M" 'g': the cluster map, OSDs, Raft groups
+ *   state_members.c 'g': the members each range group must have (issue 13)
  *   state_range.c   'Q' 'q' 'r': key ranges; state_move.c: moving them
  *   state_gc.c      'G': the shard GC queue
  *   state_ref.c     'X': the shard reference index
@@ -457,6 +458,10 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		if (group_holds_ranges(t, op->delete_group->id))
 			return IOL_ECONFLICT;   /* its ranges would lose their records */
 		return op_delete_group(t, op->delete_group, r);
+	case IOLAKE__META__OP__BODY_SET_GROUP_MEMBERS:   /* issue 13: state_members.c */
+		return op_set_group_members(t, op->set_group_members, r);
+	case IOLAKE__META__OP__BODY_GROUP_RECONCILED:
+		return op_group_reconciled(t, op->group_reconciled, r);
 	case IOLAKE__META__OP__BODY_SET_OBJECT_ACL:
 		return op_set_object_acl(t, op->set_object_acl);
 	case IOLAKE__META__OP__BODY_SET_BUCKET_ACCESS:

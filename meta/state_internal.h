@@ -203,6 +203,11 @@ int op_remove_osd(struct tx *t, const Iolake__Meta__RemoveOsd *op, struct meta_o
 int op_set_osd_state(struct tx *t, const Iolake__Meta__SetOsdState *op, struct meta_op_result *r);
 int op_create_group(struct tx *t, const Iolake__Meta__CreateGroup *op, struct meta_op_result *r);
 int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op, struct meta_op_result *r);
+/* ---- state_members.c: the members each group must have (issue 13) */
+int op_set_group_members(struct tx *t, const Iolake__Meta__SetGroupMembers *op,
+			 struct meta_op_result *r);
+int op_group_reconciled(struct tx *t, const Iolake__Meta__GroupReconciled *op,
+			struct meta_op_result *r);
 
 /* ---- state_gc.c: the shard GC queue */
 void gc_part(struct tx *t, const char *bucket, const char *key, const Iolake__Meta__Part *p);

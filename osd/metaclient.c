@@ -23,6 +23,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/tcp_self.h"
 #include "meta/client.h"
 
 enum phase { PH_IDLE, PH_RESOLVE, PH_CONNECT };
@@ -235,7 +236,14 @@ static void on_connect(uv_connect_t *req, int status)
 {
 	struct osd_metaclient *mc = req->data;
 	char why[160];
+	/* A dead meta on this host whose port the kernel picked as our
+	 * source port: connected to ourselves, not to meta (tcp_self.h). */
+	bool self = status == 0 && tcp_self_connected(&mc->tcp);
 	close_tcp(mc);
+	if (self) {
+		finish(mc, "connected to itself (nothing listens there)");
+		return;
+	}
 	if (status == 0) {
 		finish(mc, NULL);
 		return;

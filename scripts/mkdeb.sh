@@ -32,7 +32,7 @@ for t in dpkg-deb dpkg-shlibdeps strip help2man; do
 	command -v "$t" >/dev/null || die "$t not found (Debian packages dpkg-dev, binutils, help2man: scripts/deps.sh)"
 done
 BIN_MAIN=(iolake-aio iolake-meta iolake-osd iolake-gw iolake-admin)
-BIN_TOOLS=(iolake-s3-bench)
+BIN_TOOLS=(iolake-s3-bench iolake)
 for b in "${BIN_MAIN[@]}" "${BIN_TOOLS[@]}"; do
 	[ -x "$B/$b" ] || die "$B/$b missing: run make first"
 	# A sanitizer or fuzz build is no release.
@@ -82,6 +82,7 @@ declare -A SUMMARY=(
 	[iolake-gw]="IOLake S3 gateway"
 	[iolake-admin]="administer an IOLake cluster"
 	[iolake-s3-bench]="S3 load generator: PUT then GET phase, latency percentiles"
+	[iolake]="objects over IOLake's native protocol: put, get, head, rm, ls"
 )
 
 # Binaries stripped, each with a manual page made from its --help

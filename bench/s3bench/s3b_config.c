@@ -9,7 +9,7 @@
 
 #include "common/flags.h"
 
-#define N_SPECS 27 /* the table below, terminator included */
+#define N_SPECS 30 /* the table below, terminator included */
 
 static void defaults(struct s3b_config *c)
 {
@@ -25,6 +25,8 @@ static void defaults(struct s3b_config *c)
 	c->get_order = "random";
 	c->warmup_ms = 2000;
 	c->timeout_ms = 30000;
+	c->protocol = "s3";
+	c->native_conns = 1;
 }
 
 /* The table points into c, so it is built per call. */
@@ -32,7 +34,16 @@ static void make_specs(struct s3b_config *c, struct flag_spec *s)
 {
 	const struct flag_spec specs[] = {
 		{ .name = "endpoint", .type = FLAG_STRING, .dst = &c->endpoint, .required = true,
-		  .metavar = "URL", .help = "S3 endpoint, http://host:port[/path]" },
+		  .metavar = "URL", .help = "S3 endpoint, http://host:port[/path] (with --protocol "
+		  "native: the native listener, host:port)" },
+		{ .name = "protocol", .type = FLAG_STRING, .dst = &c->protocol,
+		  .metavar = "s3|native", .help = "S3 over HTTP/1.1, or IOLake's native protocol "
+		  "(HTTP/2 RPC, docs/native-protocol.md; the bucket must exist)" },
+		{ .name = "skip-md5", .type = FLAG_BOOL, .dst = &c->skip_md5,
+		  .help = "native PUTs: store no MD5 (an opaque \"<hex>-0\" ETag)" },
+		{ .name = "native-conns", .type = FLAG_INT64, .dst = &c->native_conns, .min = 1,
+		  .max = 64, .metavar = "N", .help = "native: HTTP/2 connections the calls are "
+		  "spread over (S3's engine: one per request in flight)" },
 		{ .name = "access-key", .type = FLAG_STRING, .dst = &c->access_key, .required = true,
 		  .metavar = "KEY", .help = "access key id" },
 		{ .name = "secret-key", .type = FLAG_STRING, .dst = &c->secret_key, .required = true,
@@ -132,6 +143,16 @@ int s3b_config_parse(struct s3b_config *c, int argc, char **argv, char *err, siz
 	else
 		return fail(err, errlen, "flag --get-order: '%s' is not random or sequential",
 			    c->get_order);
+	if (strcmp(c->protocol, "s3") == 0)
+		c->native = false;
+	else if (strcmp(c->protocol, "native") == 0)
+		c->native = true;
+	else
+		return fail(err, errlen, "flag --protocol: '%s' is not s3 or native", c->protocol);
+	if (c->native && c->do_list)
+		return fail(err, errlen, "flag --list: the native engine has no LIST phase");
+	if (c->skip_md5 && !c->native)
+		return fail(err, errlen, "flag --skip-md5: only with --protocol native");
 	if (c->timeout_ms == 0)
 		return fail(err, errlen, "flag --timeout: must be above 0");
 	if (c->skip_put && (!c->objects || c->duration_ms))

@@ -44,6 +44,10 @@ struct s3b_config {
 	uint64_t timeout_ms;      /* per request */
 	const char *json_path;    /* --json FILE, or NULL */
 	bool allow_errors;        /* exit 0 even when requests failed */
+	const char *protocol;     /* "s3" or "native" (issue 19) */
+	bool native;              /* derived from protocol */
+	bool skip_md5;            /* native PUTs store no MD5 */
+	int64_t native_conns;     /* native: HTTP/2 connections */
 	uint64_t seed;            /* bodies and GET order */
 	bool seed_given;
 };

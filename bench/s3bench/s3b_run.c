@@ -320,7 +320,7 @@ static int phase_run(struct s3b_run *r, struct driver *d, unsigned inflight)
 {
 	struct s3b_phase p = { drv_next, drv_done, drv_tick, d, inflight };
 	d->res->started_ms = wall_ms();
-	int rc = s3b_engine_run(r->engine, &p);
+	int rc = r->native ? s3b_native_run(r->native, &p) : s3b_engine_run(r->engine, &p);
 	uint64_t end = uv_hrtime();
 	d->res->finished_ms = wall_ms();
 	d->res->elapsed_ns = d->next ? end - d->start_ns : 0;
@@ -430,7 +430,10 @@ int s3b_run_all(struct s3b_run *r, char *err, size_t errlen)
 			return rc;
 	}
 	r->finished_ms = wall_ms();
-	s3b_engine_get_stats(r->engine, &r->engine_stats);
+	if (r->native)
+		s3b_native_get_stats(r->native, &r->engine_stats);
+	else
+		s3b_engine_get_stats(r->engine, &r->engine_stats);
 	return 0;
 }
 
@@ -452,7 +455,12 @@ int s3b_run_init(struct s3b_run *r, const struct s3b_config *cfg, char *err, siz
 	r->seed = cfg->seed_given ? cfg->seed : (uint64_t)wall_ms() ^ ((uint64_t)getpid() << 32);
 	r->progress = isatty(STDOUT_FILENO);
 
-	if ((rc = s3b_endpoint_parse(cfg->endpoint, &r->endpoint, err, errlen)) < 0)
+	/* The native protocol's endpoint is host:port; the S3 target below
+	 * only names the bucket for the report. */
+	char url[300];
+	snprintf(url, sizeof(url), "%s%s", cfg->native && strncmp(cfg->endpoint, "http://", 7) ?
+		 "http://" : "", cfg->endpoint);
+	if ((rc = s3b_endpoint_parse(url, &r->endpoint, err, errlen)) < 0)
 		return rc;
 	if ((rc = s3b_target_init(&r->target, &r->endpoint, cfg->bucket, cfg->prefix,
 				  cfg->virtual_host, err, errlen)) < 0)
@@ -487,7 +495,17 @@ int s3b_run_init(struct s3b_run *r, const struct s3b_config *cfg, char *err, siz
 		.verify = cfg->verify,
 		.sign_payload = cfg->sign_payload,
 	};
-	if ((rc = s3b_engine_new(&r->loop, &ec, &r->engine, err, errlen)) < 0)
+	if (cfg->native) {
+		struct s3b_native_config nc = {
+			.endpoint = cfg->endpoint, .bucket = cfg->bucket, .prefix = cfg->prefix,
+			.signer = &r->signer, .body = &r->body,
+			.timeout_ns = cfg->timeout_ms * 1000000ull, .verify = cfg->verify,
+			.sign_payload = cfg->sign_payload, .skip_md5 = cfg->skip_md5,
+			.channels = (unsigned)cfg->native_conns,
+		};
+		if ((rc = s3b_native_new(&r->loop, &nc, &r->native, err, errlen)) < 0)
+			goto close_loop;
+	} else if ((rc = s3b_engine_new(&r->loop, &ec, &r->engine, err, errlen)) < 0)
 		goto close_loop;
 	return 0;
 
@@ -509,7 +527,10 @@ void s3b_run_free(struct s3b_run *r)
 {
 	if (!r->results)
 		return;
-	s3b_engine_free(r->engine);
+	if (r->native)
+		s3b_native_free(r->native);
+	else
+		s3b_engine_free(r->engine);
 	uv_loop_close(&r->loop);
 	s3b_body_free(&r->body);
 	free(r->schedule);

@@ -17,6 +17,7 @@
 #include "bench/s3bench/s3b_config.h"
 #include "bench/s3bench/s3b_engine.h"
 #include "bench/s3bench/s3b_hist.h"
+#include "bench/s3bench/s3b_native.h"
 #include "bench/s3bench/s3b_req.h"
 
 #define S3B_MAX_PHASES 8
@@ -45,6 +46,7 @@ struct s3b_run {
 	struct s3b_signer signer;
 	struct s3b_body body;
 	struct s3b_engine *engine;
+	struct s3b_native *native;   /* --protocol native: used instead of engine */
 	struct s3b_engine_stats engine_stats; /* copied at the end */
 	uint64_t seed;
 	uint64_t started_ms, finished_ms;

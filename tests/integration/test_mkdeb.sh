@@ -38,7 +38,7 @@ fi
 
 # mkdeb stages under its BUILD argument: a private one, binaries linked in.
 mkdir -p "$W/b"
-for b in iolake-aio iolake-meta iolake-osd iolake-gw iolake-admin iolake-s3-bench; do
+for b in iolake-aio iolake-meta iolake-osd iolake-gw iolake-admin iolake-s3-bench iolake; do
 	[ -x "$B/$b" ] || fail "$B/$b missing"
 	ln -s "$B/$b" "$W/b/$b"
 done
@@ -97,6 +97,7 @@ done
 ! grep -q '^[0-9a-f]*  etc/' "$W/m/DEBIAN/md5sums" || fail "md5sums lists a conffile"
 tools_list=$(dpkg-deb -c "$TOOLS")
 grep -q ' ./usr/bin/iolake-s3-bench$' <<<"$tools_list" || fail "iolake-tools lacks iolake-s3-bench"
+grep -q ' ./usr/bin/iolake$' <<<"$tools_list" || fail "iolake-tools lacks iolake (the native CLI)"
 for s in postinst prerm postrm; do
 	[ -x "$W/m/DEBIAN/$s" ] || fail "$s is not executable"
 	sh -n "$W/m/DEBIAN/$s" || fail "$s does not parse"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/proto/meta_methods.h"
+#include "common/proto/native_methods.h"
 #include "common/proto/osd_methods.h"
 
 START_TEST(osd_methods_match_descriptor)
@@ -70,12 +71,32 @@ START_TEST(meta_methods_match_descriptor)
 }
 END_TEST
 
+START_TEST(native_methods_match_descriptor)
+{
+	static const struct {
+		unsigned m;
+		const char *name;
+	} want[] = {
+		{ NATIVE_M_PUT, "Put" },           { NATIVE_M_PUT_BEGIN, "PutBegin" },
+		{ NATIVE_M_PUT_APPEND, "PutAppend" }, { NATIVE_M_PUT_COMMIT, "PutCommit" },
+		{ NATIVE_M_PUT_ABORT, "PutAbort" }, { NATIVE_M_GET, "Get" },
+		{ NATIVE_M_HEAD, "Head" },         { NATIVE_M_DELETE, "Delete" },
+		{ NATIVE_M_LIST, "List" },
+	};
+	ck_assert_uint_eq(NATIVE_SVC->n_methods, NATIVE_M_COUNT);
+	ck_assert_uint_eq(sizeof(want) / sizeof(want[0]), NATIVE_M_COUNT);
+	for (size_t i = 0; i < NATIVE_M_COUNT; i++)
+		ck_assert_str_eq(NATIVE_SVC->methods[want[i].m].name, want[i].name);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("proto_methods");
 	TCase *tc = tcase_create("proto_methods");
 	tcase_add_test(tc, osd_methods_match_descriptor);
 	tcase_add_test(tc, meta_methods_match_descriptor);
+	tcase_add_test(tc, native_methods_match_descriptor);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -18,6 +18,9 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/workpool.h"
 #include "common/loop.h"
 #include "gateway/chunked.h"
 #include "gateway/s3_server.h"
@@ -139,6 +143,8 @@ static void op_put_object(struct s3_call *c)
 		s3_call_error(c, e, NULL);
 }
 
+static struct workpool *T_pool;   /* NULL: digests on the loop */
+
 static void do_start(void *arg)
 {
 	(void)arg;
@@ -153,6 +159,8 @@ static void do_start(void *arg)
 	cfg.ops[S3_OP_HeadBucket] = op_ok_empty;
 	cfg.ops[S3_OP_GetObject] = op_get_object;
 	cfg.ops[S3_OP_PutObject] = op_put_object;
+	cfg.hash_pool = T_pool;   /* the "hash-pool" case: every body's digests */
+	cfg.hash_min_bytes = 1;
 	ck_assert_int_eq(s3_server_start(&S.lt.loop, &cfg, &S.srv), 0);
 	S.port = s3_server_port(S.srv);
 }
@@ -192,6 +200,22 @@ static void teardown(void)
 	}
 	ck_assert(closed);
 	loop_thread_stop(&S.lt);
+}
+
+/* The same tests with a one-thread hash pool: digests of every body on
+ * it (stage buffers, the verdict after the last job, an abandoned body's
+ * call back in the pool only after its jobs). */
+static void setup_pool(void)
+{
+	ck_assert_int_eq(workpool_new(1, 0, &T_pool), 0);
+	setup();
+}
+
+static void teardown_pool(void)
+{
+	teardown();
+	workpool_free(T_pool);
+	T_pool = NULL;
 }
 
 /* ------------------------------------------------------------ client side */
@@ -624,6 +648,77 @@ START_TEST(test_abandoned_body)
 }
 END_TEST
 
+/* The hash-pool case: a 3 MiB body while the pool's only worker is held
+ * by another job for 300 ms. Its stages fill every slot and the queue,
+ * the body is paused, and resumes when the jobs run; the digests (signed
+ * SHA-256, Content-MD5) are still right, and a wrong Content-MD5 still
+ * fails. */
+struct hold {
+	struct wp_job job;
+	atomic_bool go;
+};
+
+static void hold_run(struct wp_job *j)
+{
+	struct hold *h = (struct hold *)j;
+	while (!atomic_load(&h->go))
+		usleep(1000);
+}
+
+static void hold_done(struct wp_job *j, int status)
+{
+	(void)j, (void)status;
+}
+
+static void *release_later(void *arg)
+{
+	usleep(300000);
+	atomic_store(&((struct hold *)arg)->go, true);
+	return NULL;
+}
+
+START_TEST(test_hash_backpressure)
+{
+	static char req[(3 << 20) + 8192], body[3 << 20];
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (char)(i * 13 + (i >> 12));
+	uint8_t d[32];
+	char sha[65], md5[33], b64[32], etag[64], code[64];
+	hash_sha256(body, sizeof(body), d);
+	hash_hex(d, 32, sha);
+	hash_md5(body, sizeof(body), d);
+	hash_hex(d, 16, md5);
+	EVP_EncodeBlock((unsigned char *)b64, d, 16);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct workpool_port *pt = workpool_port_new(T_pool, &loop);
+	struct hold h = { .job = { .run = hold_run, .done = hold_done } };
+	workpool_submit(pt, NULL, &h.job);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, release_later, &h), 0);
+	struct resp r;
+	size_t n = build(req, sizeof(req), "PUT", "/b1b/big", sha, SK, "content-md5", b64, body,
+			 sizeof(body), NULL);
+	roundtrip(req, n, &r);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(etag, sizeof(etag), "ETag: \"%s\"", md5);
+	ck_assert_ptr_nonnull(strcasestr(r.head, etag));
+	while (workpool_port_jobs(pt))
+		uv_run(&loop, UV_RUN_ONCE);
+	workpool_port_close(pt);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+
+	body[sizeof(body) - 1] ^= 1;
+	n = build(req, sizeof(req), "PUT", "/b1b/big", "UNSIGNED-PAYLOAD", SK, "content-md5", b64,
+		  body, sizeof(body), NULL);
+	roundtrip(req, n, &r);
+	ck_assert_int_eq(r.status, 400);
+	ck_assert_str_eq(xml_code(&r, code), "BadDigest");
+}
+END_TEST
+
 /* Real clients, when installed: boto3 (and aws-cli). */
 START_TEST(test_boto3)
 {
@@ -731,6 +826,16 @@ int main(void)
 	tcase_add_test(tc, test_abandoned_body);
 	tcase_add_test(tc, test_boto3);
 	suite_add_tcase(s, tc);
+	TCase *tp = tcase_create("hash-pool");
+	tcase_add_checked_fixture(tp, setup_pool, teardown_pool);
+	tcase_set_timeout(tp, 30);
+	tcase_add_test(tp, test_signed_requests);
+	tcase_add_test(tp, test_put_payload_checks);
+	tcase_add_test(tp, test_streaming_upload);
+	tcase_add_test(tp, test_checksums);
+	tcase_add_test(tp, test_abandoned_body);
+	tcase_add_test(tp, test_hash_backpressure);
+	suite_add_tcase(s, tp);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -1,0 +1,37 @@
+/*
+ * native.h — the native protocol's service on a gateway (issue 19,
+ * docs/native-protocol.md): an RPC listener of its own (common/rpc.h,
+ * service iolake.native.Native) whose calls put, get, head, delete and
+ * list objects in the same records and shards as S3, authenticated by the
+ * same keys (gateway/s3_auth) and authorized by the same decision
+ * (s3_rq_decide).
+ *
+ * Thread: the loop of the s3_ops it serves; every call runs there.
+ */
+#ifndef GATEWAY_NATIVE_H
+#define GATEWAY_NATIVE_H
+
+#include <uv.h>
+
+struct s3_ops;
+struct native_srv;
+
+struct native_cfg {
+	const char *listen;            /* "host:port" (port 0: any) */
+	uint32_t upload_idle_ms;       /* a PutBegin upload untouched this long is aborted; 0: 60000 */
+};
+
+/* Serve the native protocol for ops on loop. 0 and *out; -EADDRINUSE and
+ * the other errors of rpc_server_listen; -ENOMEM. ops must outlive it. */
+int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cfg *cfg,
+		     struct native_srv **out);
+
+/* The TCP port listened on. */
+int native_srv_port(const struct native_srv *s);
+
+/* Stop listening, abort every upload in progress (their shards are
+ * deleted) and free s once its calls are answered. Before the ops are
+ * freed. */
+void native_srv_close(struct native_srv *s);
+
+#endif
