@@ -93,6 +93,8 @@ META_SRC    := $(filter-out meta/main.c,$(wildcard meta/*.c))
 # iolake-admin: a client of every service, in its own directory.
 ADMIN_SRC   := $(filter-out admin/main.c,$(wildcard admin/*.c))
 OSD_SRC     := $(filter-out osd/main.c,$(wildcard osd/*.c osd/store/*.c))
+# iolake-aio's modules beside its main (aio/aio_gw.c: the gateway's loops)
+AIO_SRC     := $(filter-out aio/main.c,$(wildcard aio/*.c))
 GW_SRC      := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -156,7 +158,7 @@ FUZZERS     := $(patsubst tests/fuzz/%.c,$(B)/%,$(FUZZ_SRC))
 FUZZ_TIME   ?= 60
 
 ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC) $(ADMIN_SRC) \
-               $(BIN_SRC) \
+               $(BIN_SRC) $(AIO_SRC) \
                $(BENCH_SRC) $(S3BENCH_SRC) $(TEST_LIB_SRC) $(UNIT_SRC) $(FUZZ_SRC) \
                $(TOOL_SRC) $(LIBIOLAKE_SRC) $(CLI_SRC)
 
@@ -220,7 +222,7 @@ BIN_LIBS_meta  := $(LIB_META) $(LIB_META_CLIENT) $(LIB_COMMON)
 BIN_LIBS_osd   := $(LIB_OSD) $(LIB_META_CLIENT) $(LIB_COMMON)
 BIN_LIBS_gw    := $(LIB_GW) $(LIB_META_CLIENT) $(LIB_COMMON)
 BIN_LIBS_admin := $(LIB_ADMIN) $(LIB_OSD) $(LIB_META_CLIENT) $(LIB_COMMON)
-BIN_LIBS_aio   := $(LIBS)
+BIN_LIBS_aio   := $(call obj,$(AIO_SRC)) $(LIBS)
 define bin_rule
 $(B)/iolake-$(firstword $(subst :, ,$(1))): $(call obj,$(lastword $(subst :, ,$(1)))) \
 		$(BIN_LIBS_$(firstword $(subst :, ,$(1))))

@@ -31,7 +31,9 @@
  *                    (write + rename) once it is up, removed on a clean
  *                    shutdown; `iolake-admin --data-dir DIR` reads it
  *
- * Threads: every service runs on its own loop_thread (meta, osd.N, gw);
+ * Threads: every service runs on its own loop_thread (meta, osd.N, and
+ * the gateway's --gw-loops threads gw.0 .. gw.N-1, default one per core:
+ * aio/aio_gw.h, gateway/gw_loops.h);
  * they talk over the in-process RPC transport ("local:NAME"), or HTTP/2 on
  * 127.0.0.1 with --rpc loopback. Each OSD's loop runs the OSD's own meta
  * link (osd/metaclient.h, as iolake-osd does): it registers the OSD as
@@ -65,6 +67,9 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "aio/aio_files.h"
+#include "aio/aio_gw.h"
+#include "aio/aio_osd.h"
 #include "common/check.h"
 #include "common/ec.h"
 #include "common/err.h"
@@ -75,11 +80,10 @@
 #include "common/metrics.h"
 #include "common/rpc.h"
 #include "common/rpc_fault.h"
+#include "common/workpool.h"
 #include "gateway/admin_api.h"
-#include "gateway/native.h"
 #include "gateway/gw_creds.h"
 #include "common/rpc_tls.h"
-#include "common/workpool.h"
 #include "gateway/gw_front.h"
 #include "gateway/lc_worker.h"
 #include "gateway/s3_ops.h"
@@ -135,6 +139,7 @@ static const char *f_admin_listen;       /* NULL: S3 host, port + 1 */
 static const char *f_admin_api_listen;   /* NULL: S3 host, port + 2 */
 static const char *f_native_listen;      /* NULL: S3 host, port + 3; "off": none (issue 19) */
 static const char *f_debug_fault;        /* tests only: common/rpc_fault.h */
+static int64_t f_gw_loops;               /* 0: one per core (gateway/gw_loops.h) */
 static int64_t f_hash_threads = -1;      /* common/workpool.h; -1: one per core */
 static struct workpool *hash_pool;       /* NULL: hashing on the gateway loop */
 static struct gw_front front = GW_FRONT_DEFAULTS; /* --tls-*, limits before auth */
@@ -234,29 +239,13 @@ static const struct flag_spec specs[] = {
 	  .min = 0, .max = 365ll * 24 * 3600 * 1000,
 	  .help = "from the end of one orphan sweep pass to the next (0: no sweep)" },
 	RPC_FAULT_FLAG(f_debug_fault),
+	GW_LOOPS_FLAG(f_gw_loops),
 	WORKPOOL_HASH_FLAG(f_hash_threads),
 	{ 0 }
 };
 
 /* ------------------------------------------------------------ services */
 
-struct osd_slot {
-	uint32_t id;
-	struct loop_thread lt;
-	struct metrics_registry *reg;
-	struct osd_service *svc;
-	struct osd_recover *rec;
-	struct store *st;
-	struct rpc_server *rpc;
-	struct osd_sweep *sweep;  /* NULL: off */
-	char dir[4096];
-	char addr[64];            /* what meta is told */
-	uint64_t capacity;
-	int rc;                   /* start result */
-	char err[512];
-	struct osd_metaclient *mc;  /* registration and heartbeats, on lt */
-	atomic_bool registered;     /* meta acked it once (read by the main loop) */
-};
 
 static struct {
 	uv_loop_t *loop;          /* main: control + signals */
@@ -269,12 +258,8 @@ static struct {
 	struct meta_node *meta;
 	struct osd_slot osds[MAX_OSDS];
 	int n_osds;
-	struct loop_thread gw_lt;
-	struct s3_ops *ops;
-	struct s3_server *srv;
-	struct admin_api *api;
-	struct native_srv *native;   /* issue 19; NULL: off */
-	char native_host[64];
+	struct aio_gw gw;         /* the gateway's loops, admin API, native (aio_gw.h) */
+	char native_host[64];     /* issue 19's native protocol */
 	int native_port;
 	bool native_default, native_off;
 	char s3_host[64];
@@ -323,46 +308,6 @@ struct sync_call {
 static void sync_done(void *ud)
 {
 	uv_sem_post(&((struct sync_call *)ud)->sem);
-}
-
-/* --- the cluster key --- */
-
-/* DIR/secret.key (made on first start, mode 0600): seals the access key
- * secrets meta stores (meta/secret.h), opened by the gateway. It lives
- * beside, never inside, DIR/meta, whose mark (secret-key-id) must name
- * it. */
-static void cluster_key(const char *meta_dir)
-{
-	char path[4200], err[512];
-	snprintf(path, sizeof(path), "%s/secret.key", f_data_dir);
-	int rc = meta_secret_create(path, err, sizeof(err));
-	if (rc && rc != -EEXIST)
-		die("cluster key: %s", err);
-	if (meta_secret_load(path, &A.secret, err, sizeof(err)))
-		die("cluster key: %s", err);
-	if (meta_secret_check_dir(meta_dir, &A.secret, err, sizeof(err)))
-		die("cluster key: %s", err);
-	gw_creds_set_secret(&A.secret);
-}
-
-/* DIR/sse.key (made on first start, mode 0600, as secret.key), or the
- * file --sse-master-key-file names: wraps SSE-S3 data keys
- * (gateway/s3_sse.h). A key of its own, so that the one can be rotated or
- * kept apart without the other. */
-static void sse_key(void)
-{
-	char path[4200], err[512];
-	if (f_sse_key_file) {
-		snprintf(path, sizeof(path), "%s", f_sse_key_file);
-	} else {
-		snprintf(path, sizeof(path), "%s/sse.key", f_data_dir);
-		int rc = meta_secret_create(path, err, sizeof(err));
-		if (rc && rc != -EEXIST)
-			die("sse master key: %s", err);
-	}
-	if (meta_secret_load(path, &A.sse_master, err, sizeof(err)))
-		die("sse master key: %s", err);
-	s3_sse_configure(&A.sse_master, f_sse_c_http);
 }
 
 /* --- meta --- */
@@ -464,182 +409,6 @@ static int meta_address(void)
 	return -EADDRINUSE;
 }
 
-/* --- OSDs --- */
-
-/* On the OSD's loop; the main loop reads the flag. */
-static void on_osd_registered(void *arg, uint32_t osd_id)
-{
-	(void)osd_id;
-	struct osd_slot *o = arg;
-	atomic_store(&o->registered, true);
-}
-
-static void osd_start_fn(void *arg)
-{
-	struct osd_slot *o = arg;
-	/* Each OSD scrubs at --scrub-rate: they share one host's disks, so
-	 * the host sees up to --osds times that. */
-	struct osd_service_opts so = { .osd_id = o->id, .metrics = A.reg,
-				       .scrub_rate_bytes = f_scrub_rate,
-				       .scrub_interval_ms = f_scrub_interval,
-				       .slow_log = true, .slow_op_ms = (uint32_t)f_slow_op_ms };
-	o->rc = osd_service_new(&o->lt.loop, &so, &o->svc);
-	if (o->rc) {
-		snprintf(o->err, sizeof(o->err), "service: %s", iol_strerror(o->rc));
-		return;
-	}
-	char dev[4200], meta[4200];
-	snprintf(dev, sizeof(dev), "%s/dev", o->dir);
-	snprintf(meta, sizeof(meta), "%s/meta", o->dir);
-	struct store_opts sto = { .device_path = dev, .create_size = f_osd_size,
-				  .create_sparse = true, .meta_dir = meta,
-				  .osd_id = o->id, .observer = osd_service_observer(o->svc) };
-	o->rc = store_open(&o->lt.loop, &sto, &o->st, o->err, sizeof(o->err));
-	if (o->rc)
-		return;
-	osd_service_attach(o->svc, o->st);
-	struct store_space sp;
-	store_space(o->st, &sp);
-	o->capacity = sp.total_bytes;
-	o->rpc = rpc_server_new(&o->lt.loop, NULL);
-	o->rc = o->rpc ? osd_service_register(o->svc, o->rpc) : -ENOMEM;
-	char local[32];
-	snprintf(local, sizeof(local), "local:osd-%u", o->id);
-	if (!o->rc)
-		o->rc = rpc_server_listen(o->rpc, local);
-	if (!o->rc && A.loopback) {
-		o->rc = rpc_server_listen(o->rpc, "127.0.0.1:0");
-		snprintf(o->addr, sizeof(o->addr), "127.0.0.1:%d", rpc_server_port(o->rpc));
-	} else {
-		snprintf(o->addr, sizeof(o->addr), "%s", local);
-	}
-	if (o->rc) {
-		snprintf(o->err, sizeof(o->err), "rpc listen: %s", iol_strerror(o->rc));
-		return;
-	}
-	char host[16];
-	snprintf(host, sizeof(host), "aio-%u", o->id);
-	const char *mmembers[1] = { A.meta_target };
-	struct osd_metaclient_opts mo = { .addrs = mmembers, .naddrs = 1, .osd_id = o->id,
-					  .listen_addr = o->addr, .host = host,
-					  .capacity_bytes = o->capacity, .heartbeat_ms = BEAT_MS,
-					  .backoff_min_ms = RETRY_MS, .on_registered = on_osd_registered,
-					  .arg = o };
-	o->rc = osd_metaclient_start(&o->lt.loop, &mo, &o->mc);
-	if (o->rc) {
-		snprintf(o->err, sizeof(o->err), "meta client: %s", iol_strerror(o->rc));
-		return;
-	}
-	if (f_orphan_interval) {
-		const char *members[1] = { A.meta_target };
-		struct osd_sweep_opts wo = { .osd_id = o->id, .meta = members, .n_meta = 1,
-					     .grace_ms = f_orphan_grace,
-					     .interval_ms = f_orphan_interval, .metrics = A.reg };
-		o->rc = osd_sweep_start(&o->lt.loop, o->st, &wo, &o->sweep);
-		if (o->rc) {
-			snprintf(o->err, sizeof(o->err), "orphan sweep: %s", iol_strerror(o->rc));
-			return;
-		}
-		osd_service_set_sweep(o->svc, o->sweep);
-	}
-	const char *members[1] = { A.meta_target };
-	struct osd_recover_opts ro = { .osd_id = o->id, .meta = members, .n_meta = 1,
-				       .rate_bytes = f_recovery_rate,
-				       .max_pgs = (uint32_t)f_recovery_max_pgs,
-				       .report_ms = (uint32_t)f_pg_report_interval,
-				       .rescan_ms = f_recovery_rescan,
-				       .deep_scrub_ms = f_deep_scrub, .metrics = A.reg };
-	int rc = osd_recover_start(&o->lt.loop, &ro, &o->rec);
-	if (rc) {
-		LOG_ERROR("recovery driver did not start; serving without it", "osd=%u err=%s",
-			  o->id, LOG_Q(iol_strerror(rc)));
-		o->rec = NULL;
-		return;
-	}
-	struct osd_service_hooks h;
-	osd_recover_hooks(o->rec, &h);
-	osd_service_set_hooks(o->svc, &h);
-}
-
-static void osd_store_closed(void *arg)
-{
-	struct sync_call *sc = arg;
-	struct osd_slot *o = sc->arg;
-	osd_service_free(o->svc);
-	o->svc = NULL;
-	sync_done(sc);
-}
-
-static void osd_drained(void *arg)
-{
-	struct sync_call *sc = arg;
-	struct osd_slot *o = sc->arg;
-	if (o->rpc)
-		rpc_server_close(o->rpc);
-	o->rpc = NULL;
-	store_close(o->st, osd_store_closed, sc);
-}
-
-static void osd_close_fn(void *arg);
-
-static void osd_sweep_stopped(void *arg)
-{
-	struct sync_call *sc = arg;
-	struct osd_slot *o = sc->arg;
-	osd_service_drain(o->svc, osd_drained, sc);
-}
-
-static void osd_rec_stopped(void *arg)
-{
-	struct sync_call *sc = arg;
-	struct osd_slot *o = sc->arg;
-	o->rec = NULL;
-	osd_close_fn(sc);    /* on to the sweep, then the service */
-}
-
-static void osd_mc_stopped(void *arg)
-{
-	struct sync_call *sc = arg;
-	osd_close_fn(sc);    /* on to the recovery driver, the sweep, the service */
-}
-
-static void osd_close_fn(void *arg)
-{
-	struct sync_call *sc = arg;
-	struct osd_slot *o = sc->arg;
-	if (o->mc) {
-		/* Stop beating first: meta marks the OSD down after it stops. */
-		struct osd_metaclient *mc = o->mc;
-		o->mc = NULL;
-		osd_metaclient_stop(mc, osd_mc_stopped, sc);
-		return;
-	}
-	if (o->rec) {
-		/* The driver first (its calls cancelled), then the service. */
-		osd_service_set_hooks(o->svc, NULL);
-		osd_recover_stop(o->rec, osd_rec_stopped, sc);
-		return;
-	}
-	if (!o->svc) {
-		sync_done(sc);
-		return;
-	}
-	if (!o->st) {
-		osd_service_free(o->svc);
-		o->svc = NULL;
-		sync_done(sc);
-		return;
-	}
-	if (o->sweep) {
-		/* Its store deletes land before the store closes. */
-		osd_service_set_sweep(o->svc, NULL);
-		osd_sweep_stop(o->sweep, osd_sweep_stopped, sc);
-		o->sweep = NULL;
-		return;
-	}
-	osd_service_drain(o->svc, osd_drained, sc);
-}
-
 /* --- gateway --- */
 
 /* Set on the control loop once the root key is committed in meta: until
@@ -652,113 +421,6 @@ static atomic_bool root_key_ready;
 static bool aio_ready(void *ops)
 {
 	return atomic_load(&root_key_ready) && s3_ops_ready(ops);
-}
-
-static void gw_start_fn(void *arg)
-{
-	int *rc = arg;
-	const char *members[1] = { A.meta_target };
-	static char lc_holder[128];
-	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
-	struct s3_ops_cfg oc = { .meta = members, .n_meta = 1, .region = f_region,
-				 .data = { .k = A.k, .m = A.m, .hash_pool = hash_pool },
-				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
-				 .debug_min_part_bytes = f_debug_min_part,
-				 .metrics = A.reg, .gc_interval_ms = (uint32_t)f_gc_interval,
-				 .lc_interval_ms = (uint32_t)f_lc_interval,
-				 .lc_day_ms = f_lc_day_s * 1000,
-				 .lc_holder = lc_holder };
-	*rc = s3_ops_new(&A.gw_lt.loop, &oc, &A.ops);
-	if (*rc)
-		return;
-	static struct s3_server_cfg sc;
-	memset(&sc, 0, sizeof(sc));
-	sc.http.addr = A.s3_host;
-	sc.http.port = A.s3_port;
-	sc.region = f_region;
-	sc.hash_pool = hash_pool;
-	sc.no_sigv2 = !f_sigv2;
-	gw_front_apply(&front, &sc.http);
-	gw_front_apply_users(&front, &sc.user_limit);
-	sc.slow_log = true;
-	sc.slow_request_ms = front.slow_request_ms;
-	s3_ops_bind(A.ops, &sc);
-	sc.ready = aio_ready;
-	*rc = s3_server_start(&A.gw_lt.loop, &sc, &A.srv);
-	if (*rc) {
-		s3_ops_free(A.ops);
-		A.ops = NULL;
-		return;
-	}
-	A.s3_port = s3_server_port(A.srv);
-	struct admin_api_cfg ac = { .addr = A.api_host, .port = A.api_port, .meta = members,
-				    .n_meta = 1, .region = f_region,
-				    .stats = s3_ops_stats(A.ops), .gc = s3_ops_gc(A.ops) };
-	*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
-	if (*rc == -EADDRINUSE && A.api_default && A.api_port) {
-		LOG_WARN("the default admin API address is taken; it takes a free port",
-			 "addr=%s:%d", A.api_host, A.api_port);
-		ac.port = 0;
-		*rc = admin_api_start(&A.gw_lt.loop, &ac, &A.api);
-	}
-	if (*rc) {
-		/* the S3 server stays up: shutdown_all closes it */
-		A.api = NULL;
-		return;
-	}
-	A.api_port = admin_api_port(A.api);
-	if (A.native_off)
-		return;
-	char naddr[96];
-	snprintf(naddr, sizeof(naddr), "%s:%d", A.native_host, A.native_port);
-	struct native_cfg ncfg = { .listen = naddr };
-	*rc = native_srv_start(&A.gw_lt.loop, A.ops, &ncfg, &A.native);
-	if (*rc == -EADDRINUSE && A.native_default && A.native_port) {
-		LOG_WARN("the default native address is taken; it takes a free port", "addr=%s",
-			 naddr);
-		snprintf(naddr, sizeof(naddr), "%s:0", A.native_host);
-		*rc = native_srv_start(&A.gw_lt.loop, A.ops, &ncfg, &A.native);
-	}
-	if (*rc) {
-		A.native = NULL;
-		return;
-	}
-	A.native_port = native_srv_port(A.native);
-}
-
-static void gw_closed(void *arg)
-{
-	struct sync_call *sc = arg;
-	s3_ops_free(A.ops);
-	A.ops = NULL;
-	sync_done(sc);
-}
-
-static void gw_api_closed(void *arg)
-{
-	struct sync_call *sc = arg;
-	A.api = NULL;
-	if (!A.srv) {
-		sync_done(sc);
-		return;
-	}
-	s3_server_close(A.srv, gw_closed, sc);
-}
-
-static void gw_close_fn(void *arg)
-{
-	struct sync_call *sc = arg;
-	native_srv_close(A.native);
-	A.native = NULL;
-	if (A.api) {
-		admin_api_close(A.api, gw_api_closed, sc);
-		return;
-	}
-	if (!A.srv) {
-		sync_done(sc);
-		return;
-	}
-	s3_server_close(A.srv, gw_closed, sc);
 }
 
 /* Run fn on lt and wait until it reported done. */
@@ -788,14 +450,18 @@ static void retry_later(void)
 		uv_timer_start(&A.timer, on_timer, RETRY_MS, 0);
 }
 
-static void write_aio_json(void);
 
 static void announce(void)
 {
 	if (A.announced)
 		return;
 	A.announced = true;
-	write_aio_json();
+	struct aio_json j = { .data_dir = f_data_dir, .region = f_region, .s3_host = A.s3_host,
+			      .madm_host = A.madm_host, .api_host = A.api_host,
+			      .s3_port = A.s3_port, .madm_port = A.madm_port, .api_port = A.api_port,
+			      .native_host = A.native_off ? NULL : A.native_host,
+			      .native_port = A.native_port };
+	aio_write_json(&j);
 	printf("IOLake aio is up: %d OSDs (%u+%u), data in %s\n", A.n_osds, A.k, A.m, f_data_dir);
 	printf("  S3 endpoint:  %s://%s:%d\n", gw_front_scheme(&front), A.s3_host, A.s3_port);
 	printf("  meta admin:   %s:%d   (iolake-admin --data-dir %s cluster status)\n",
@@ -892,103 +558,6 @@ static void control_next(void)
 	}
 }
 
-/* ------------------------------------------------------------ aio.json */
-
-/* DIR/aio.json: what this aio serves, for `iolake-admin --data-dir` and
- * scripts. Written whole to a temporary name and renamed over, so a reader
- * sees the old file or the new one, never half of one. */
-static void write_aio_json(void)
-{
-	char url[160], path[4200], tmp[4300];
-	struct jsonw w;
-	jsonw_init(&w, 0);
-	jsonw_obj_begin(&w);
-	jsonw_ki64(&w, "pid", (int64_t)getpid());
-	jsonw_kstr(&w, "data_dir", f_data_dir);
-	snprintf(url, sizeof(url), "http://%s:%d", A.s3_host, A.s3_port);
-	jsonw_kstr(&w, "s3_endpoint", url);
-	jsonw_kstr(&w, "region", f_region);
-	snprintf(url, sizeof(url), "%s:%d", A.madm_host, A.madm_port);
-	jsonw_kstr(&w, "meta_admin", url);
-	snprintf(url, sizeof(url), "http://%s:%d/api/v1/", A.api_host, A.api_port);
-	jsonw_kstr(&w, "admin_api", url);
-	snprintf(url, sizeof(url), "http://%s:%d/console/", A.api_host, A.api_port);
-	jsonw_kstr(&w, "console", url);
-	if (!A.native_off) {
-		snprintf(url, sizeof(url), "%s:%d", A.native_host, A.native_port);
-		jsonw_kstr(&w, "native_endpoint", url);
-	}
-	jsonw_kstr(&w, "root_credentials", getenv("IOLAKE_ROOT_ACCESS_KEY") ? "environment"
-		   : "root-credentials");
-	jsonw_obj_end(&w);
-	char *doc;
-	size_t len;
-	if (jsonw_finish(&w, &doc, &len)) {
-		LOG_ERROR("cannot write aio.json", "err=%s", LOG_Q("out of memory"));
-		return;
-	}
-	snprintf(path, sizeof(path), "%s/aio.json", f_data_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	bool ok = fd >= 0 && write(fd, doc, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
-	if (fd >= 0 && close(fd))
-		ok = false;
-	if (!ok || rename(tmp, path)) {
-		LOG_ERROR("cannot write aio.json", "path=%s err=%s", path, LOG_Q(strerror(errno)));
-		unlink(tmp);
-	}
-	free(doc);
-}
-
-static void remove_aio_json(void)
-{
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/aio.json", f_data_dir);
-	if (unlink(path) && errno != ENOENT)
-		LOG_WARN("cannot remove aio.json", "path=%s err=%s", path, LOG_Q(strerror(errno)));
-}
-
-/* ------------------------------------------------------------ credentials */
-
-static void random_key(char *out, size_t n, const char *alphabet)
-{
-	size_t al = strlen(alphabet);
-	uint8_t b[128];
-	if (getrandom(b, n, 0) != (ssize_t)n)
-		die("getrandom failed: %s", strerror(errno));
-	for (size_t i = 0; i < n; i++)
-		out[i] = alphabet[b[i] % al];
-	out[n] = 0;
-}
-
-static void credentials(void)
-{
-	struct rootkey_creds c;
-	char err[512], path[4200];
-	int rc = rootkey_from_env(&c, err, sizeof(err));
-	if (rc == 0) {
-		snprintf(path, sizeof(path), "%s/root-credentials", f_data_dir);
-		rc = rootkey_from_file(path, &c, err, sizeof(err));
-	}
-	if (rc < 0)
-		die("%s", err);
-	if (rc > 0) {
-		snprintf(A.ak, sizeof(A.ak), "%s", c.access_key);
-		snprintf(A.sk, sizeof(A.sk), "%s", c.secret_key);
-		return;
-	}
-	random_key(A.ak, 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
-	random_key(A.sk, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
-	char tmp[4300];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		die("%s: %s", tmp, strerror(errno));
-	dprintf(fd, "access_key=%s\nsecret_key=%s\n", A.ak, A.sk);
-	if (fsync(fd) || close(fd) || rename(tmp, path))
-		die("%s: %s", path, strerror(errno));
-}
-
 /* ------------------------------------------------------------ main */
 
 /* --NAME HOST:PORT, or when not given the S3 host and port + off (0 when
@@ -1020,11 +589,9 @@ static void shutdown_all(void)
 {
 	alarm(SHUTDOWN_LIMIT_S); /* SIGALRM's default action ends a stuck shutdown */
 	LOG_INFO("shutting down", "");
-	run_and_wait(&A.gw_lt, gw_close_fn, NULL);
-	loop_thread_stop(&A.gw_lt);
+	aio_gw_stop(&A.gw);
 	for (int i = 0; i < A.n_osds; i++) {
-		run_and_wait(&A.osds[i].lt, osd_close_fn, &A.osds[i]);
-		loop_thread_stop(&A.osds[i].lt);
+		aio_osd_stop(&A.osds[i]);
 	}
 	if (A.meta)
 		run_and_wait(&A.meta_lt, meta_close_fn, NULL);
@@ -1115,9 +682,15 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s/meta", f_data_dir);
 	if ((rc = mkdir_p(dir)))
 		die("%s: %s", dir, strerror(-rc));
-	credentials();
-	cluster_key(dir);
-	sse_key();
+	char kerr[512];
+	if (aio_credentials(f_data_dir, A.ak, A.sk, kerr, sizeof(kerr)))
+		die("%s", kerr);
+	if (aio_cluster_key(f_data_dir, dir, &A.secret, kerr, sizeof(kerr)))
+		die("cluster key: %s", kerr);
+	gw_creds_set_secret(&A.secret);
+	if (aio_sse_key(f_data_dir, f_sse_key_file, &A.sse_master, kerr, sizeof(kerr)))
+		die("sse master key: %s", kerr);
+	s3_sse_configure(&A.sse_master, f_sse_c_http);
 	if ((rc = meta_address()))
 		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
 	madm_check();
@@ -1141,9 +714,20 @@ int main(int argc, char **argv)
 	if (mrc)
 		die("meta: cannot start: %s", iol_strerror(mrc));
 
-	/* OSDs */
+	/* OSDs (aio/aio_osd.h) */
+	static struct aio_osd_opts oo;
+	oo = (struct aio_osd_opts){ .reg = A.reg, .meta_target = A.meta_target,
+				    .loopback = A.loopback, .osd_size = f_osd_size,
+				    .scrub_rate = f_scrub_rate, .scrub_interval_ms = f_scrub_interval,
+				    .slow_op_ms = f_slow_op_ms, .orphan_interval_ms = f_orphan_interval,
+				    .orphan_grace_ms = f_orphan_grace, .recovery_rate = f_recovery_rate,
+				    .recovery_rescan_ms = f_recovery_rescan,
+				    .deep_scrub_ms = f_deep_scrub, .pg_report_ms = f_pg_report_interval,
+				    .recovery_max_pgs = f_recovery_max_pgs, .beat_ms = BEAT_MS,
+				    .retry_ms = RETRY_MS };
 	for (int i = 0; i < A.n_osds; i++) {
 		struct osd_slot *o = &A.osds[i];
+		o->opt = &oo;
 		o->id = (uint32_t)i + 1;
 		snprintf(o->dir, sizeof(o->dir), "%s/osd-%u", f_data_dir, o->id);
 		if ((rc = mkdir_p(o->dir)))
@@ -1152,7 +736,7 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "osd.%u", o->id);
 		if (loop_thread_start(&o->lt, name))
 			die("cannot start a thread");
-		loop_thread_call(&o->lt, osd_start_fn, o);
+		loop_thread_call(&o->lt, aio_osd_start_fn, o);
 		if (o->rc) {
 			fprintf(stderr, "%s: osd %u: %s\n", PROG, o->id, o->err);
 			A.n_osds = i + 1;
@@ -1161,29 +745,40 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* gateway */
+	/* gateway: --gw-loops threads (aio/aio_gw.h) */
 	hash_pool = workpool_hash_start(f_hash_threads);
-	if (loop_thread_start(&A.gw_lt, "gw"))
-		die("cannot start a thread");
-	int grc = 0;
-	loop_thread_call(&A.gw_lt, gw_start_fn, &grc);
-	if (grc && A.srv && A.api) {
-		fprintf(stderr, "%s: flag --native-listen %s:%d: %s\n", PROG, A.native_host,
-			A.native_port, iol_strerror(grc));
-		shutdown_all();
-		return 1;
-	}
-	if (grc && A.srv) {
-		fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
-			A.api_port, iol_strerror(grc));
-		shutdown_all();
-		return 1;
-	}
+	struct aio_gw_cfg gc = { .loops = f_gw_loops ? (unsigned)f_gw_loops : gw_loops_default(),
+				 .meta = A.meta_target, .listen = f_listen, .region = f_region,
+				 .k = A.k, .m = A.m, .inline_max = (uint32_t)f_inline_max,
+				 .debug_min_part = f_debug_min_part, .reg = A.reg,
+				 .gc_interval_ms = (uint32_t)f_gc_interval,
+				 .lc_interval_ms = (uint32_t)f_lc_interval,
+				 .lc_day_ms = f_lc_day_s * 1000, .no_sigv2 = !f_sigv2,
+				 .front = &front, .ready = aio_ready, .s3_host = A.s3_host,
+				 .s3_port = A.s3_port, .api_host = A.api_host, .api_port = A.api_port,
+				 .api_default = A.api_default, .hash_pool = hash_pool,
+				 .native_off = A.native_off, .native_host = A.native_host,
+				 .native_port = A.native_port, .native_default = A.native_default };
+	const char *which;
+	int grc = aio_gw_start(&gc, &A.gw, &which);
 	if (grc) {
-		fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen, iol_strerror(grc));
+		if (which && !strcmp(which, "native"))
+			fprintf(stderr, "%s: flag --native-listen %s:%d: %s\n", PROG, A.native_host,
+				A.native_port, iol_strerror(grc));
+		else if (which && !strcmp(which, "api"))
+			fprintf(stderr, "%s: flag --admin-api-listen %s:%d: %s\n", PROG, A.api_host,
+				A.api_port, iol_strerror(grc));
+		else if (which)
+			fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen,
+				iol_strerror(grc));
+		else
+			fprintf(stderr, "%s: gateway: cannot start: %s\n", PROG, iol_strerror(grc));
 		shutdown_all();
 		return 1;
 	}
+	A.s3_port = A.gw.s3_port;
+	A.api_port = A.gw.api_port;
+	A.native_port = A.gw.native_port;
 
 	/* control */
 	A.loop = uv_default_loop();
@@ -1205,8 +800,8 @@ int main(int argc, char **argv)
 	uv_run(A.loop, UV_RUN_DEFAULT);
 
 	shutdown_all();
-	workpool_free(hash_pool);   /* after the gateway's loop: its port is closed */
-	remove_aio_json();
+	workpool_free(hash_pool);   /* after the gateway's loops: their ports are closed */
+	aio_remove_json(f_data_dir);
 	uv_loop_close(A.loop);
 	metrics_registry_free(A.reg);
 	gw_front_free(&front);

@@ -386,6 +386,31 @@ struct metrics_histogram *metrics_histogram_new(struct metrics_registry *reg,
 	return register_metric(reg, name, help, labels, KIND_HISTOGRAM, h, NULL, NULL);
 }
 
+/* Several loops of one process (the gateway's, issue 19) register the
+ * same series: the second and later get the first's metric. A metric of
+ * the same name under another kind stays an error (EINVAL). */
+struct metrics_counter *metrics_counter_shared(struct metrics_registry *reg, const char *name,
+					       const char *help, const char *const *labels)
+{
+	struct metrics_counter *c = metrics_counter_new(reg, name, help, labels);
+	if (!c && errno == EEXIST)
+		c = metrics_counter_find(reg, name, labels);
+	return c;
+}
+
+struct metrics_histogram *metrics_histogram_shared(struct metrics_registry *reg,
+						   const char *name, const char *help,
+						   const char *const *labels,
+						   const uint64_t *bounds, size_t nbounds,
+						   double scale)
+{
+	struct metrics_histogram *h =
+		metrics_histogram_new(reg, name, help, labels, bounds, nbounds, scale);
+	if (!h && errno == EEXIST)
+		h = metrics_histogram_find(reg, name, labels);
+	return h;
+}
+
 /* ------------------------------------------------------------ histograms */
 
 void metrics_histogram_observe(struct metrics_histogram *h, uint64_t v)

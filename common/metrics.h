@@ -100,6 +100,19 @@ struct metrics_counter *metrics_counter_find(struct metrics_registry *reg, const
 struct metrics_histogram *metrics_histogram_find(struct metrics_registry *reg,
 						 const char *name, const char *const *labels);
 
+/* As metrics_counter_new / metrics_histogram_new, but a series already
+ * registered under name with exactly these labels is returned instead of
+ * failing with EEXIST: for code that runs once per loop of one process
+ * (the gateway's loops share one set of counters; updates are atomic).
+ * NULL with errno as the _new functions otherwise. */
+struct metrics_counter *metrics_counter_shared(struct metrics_registry *reg, const char *name,
+					       const char *help, const char *const *labels);
+struct metrics_histogram *metrics_histogram_shared(struct metrics_registry *reg,
+						   const char *name, const char *help,
+						   const char *const *labels,
+						   const uint64_t *bounds, size_t nbounds,
+						   double scale);
+
 /* The metric objects are public so the updates below inline to one atomic
  * instruction; treat the fields as private. */
 struct metrics_counter {

@@ -2,7 +2,9 @@
  * http.c — HTTP/1.1 server on libuv, the connection side: the pool of
  * connections, accepting (and deferring when the pool is empty), reading
  * and feeding http_parse, handing heads and bodies to the handler,
- * timeouts, lingering close, and the server's lifecycle. Responses are
+ * timeouts, lingering close (the server's start and close are
+ * http_server.c's; a connection accepted on another loop is adopted here:
+ * http_server_adopt). Responses are
  * http_resp.c's; what both share is http_int.h. See http.h for the model.
  *
  * Connection states (c->phase):
@@ -62,6 +64,18 @@ static void count(struct metrics_counter *m, uint64_t *stat)
 }
 
 /* ------------------------------------------------------------ utils */
+
+static void limit_lock(struct http_server *srv)
+{
+	if (srv->limit_mu)
+		pthread_mutex_lock(srv->limit_mu);
+}
+
+static void limit_unlock(struct http_server *srv)
+{
+	if (srv->limit_mu)
+		pthread_mutex_unlock(srv->limit_mu);
+}
 
 /* x-amz-request-id: 16 hex chars, unique across gateways and restarts
  * (log_new_request_id: a random 64-bit start, counted and mixed; one
@@ -302,7 +316,13 @@ static void ev_head(void *ud, struct http_request *req)
 {
 	struct conn *c = ud;
 	struct http_server *srv = c->srv;
-	if (srv->limit && !http_limit_request(srv->limit, c->limit_slot, loop_now_ns())) {
+	bool ok = true;
+	if (srv->limit) {
+		limit_lock(srv);
+		ok = http_limit_request(srv->limit, c->limit_slot, loop_now_ns());
+		limit_unlock(srv);
+	}
+	if (!ok) {
 		/* Refused before the handler (and SigV4) sees it. */
 		count(srv->m_refused_rate, &srv->stats.limit_requests_refused);
 		c->limited = true;
@@ -528,9 +548,7 @@ static void unkick(struct conn *c)
 	c->kick_queued = false;
 }
 
-static void server_maybe_done(struct http_server *srv);
 static void accept_one(struct http_server *srv);
-static void on_srv_handle_closed(uv_handle_t *h);
 
 static void on_conn_closed(uv_handle_t *h)
 {
@@ -544,8 +562,11 @@ static void on_conn_closed(uv_handle_t *h)
 		srv->cfg.handler.on_finish(&c->stream, c->close_err ? c->close_err : -ECONNRESET);
 	}
 	unkick(c);
-	if (srv->limit)
+	if (srv->limit) {
+		limit_lock(srv);
 		http_limit_conn_close(srv->limit, c->limit_slot);
+		limit_unlock(srv);
+	}
 	tls_conn_free(c->tc);
 	c->tc = NULL;
 	if (c->prev)
@@ -555,11 +576,12 @@ static void on_conn_closed(uv_handle_t *h)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->stats.conns_active--;
+	atomic_fetch_sub_explicit(&srv->load, 1, memory_order_relaxed);
 	c->next = srv->free_list;
 	c->prev = NULL;
 	srv->free_list = c;
 	if (srv->closing) {
-		server_maybe_done(srv);
+		http_server_maybe_done(srv);
 	} else if (srv->accept_waiting) {
 		srv->accept_waiting = false;
 		accept_one(srv);
@@ -579,14 +601,13 @@ void conn_close(struct conn *c, int err)
 	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 }
 
-static void accept_one(struct http_server *srv)
+/* A connection from the pool, live, its handles initialized; NULL when
+ * the pool is empty. */
+static struct conn *conn_take(struct http_server *srv)
 {
 	struct conn *c = srv->free_list;
-	if (!c) {
-		srv->accept_waiting = true;
-		srv->stats.accept_deferred++;
-		return;
-	}
+	if (!c)
+		return NULL;
 	srv->free_list = c->next;
 	/* Reset the state, not the buffers. */
 	memset(c, 0, offsetof(struct conn, w));
@@ -603,15 +624,24 @@ static void accept_one(struct http_server *srv)
 		srv->live->prev = c;
 	srv->live = c;
 	srv->stats.conns_active++;
-	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp)) {
-		conn_close(c, 0);
-		return;
-	}
+	atomic_fetch_add_explicit(&srv->load, 1, memory_order_relaxed);
+	return c;
+}
+
+/* The socket is c's: limits, TLS, and the first read. */
+static void conn_begin(struct conn *c)
+{
+	struct http_server *srv = c->srv;
 	srv->stats.conns_accepted++;
 	uv_tcp_nodelay(&c->tcp, 1);
 	conn_peer_name(c);
-	if (srv->limit &&
-	    !http_limit_conn_open(srv->limit, c->peer_bin, loop_now_ns(), &c->limit_slot)) {
+	bool ok = true;
+	if (srv->limit) {
+		limit_lock(srv);
+		ok = http_limit_conn_open(srv->limit, c->peer_bin, loop_now_ns(), &c->limit_slot);
+		limit_unlock(srv);
+	}
+	if (!ok) {
 		count(srv->m_refused_conns, &srv->stats.limit_conns_refused);
 		conn_close(c, 0);
 		return;
@@ -629,162 +659,45 @@ static void accept_one(struct http_server *srv)
 	conn_update_timer(c, false);
 }
 
-static void on_connection(uv_stream_t *l, int status)
+static void accept_one(struct http_server *srv)
+{
+	if (srv->cfg.adopt_only)
+		return;
+	struct conn *c = conn_take(srv);
+	if (!c) {
+		srv->accept_waiting = true;
+		srv->stats.accept_deferred++;
+		return;
+	}
+	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp)) {
+		conn_close(c, 0);
+		return;
+	}
+	conn_begin(c);
+}
+
+int http_server_adopt(struct http_server *srv, int fd)
+{
+	struct conn *c = srv->closing ? NULL : conn_take(srv);
+	if (!c) {
+		srv->stats.accept_deferred++;
+		close(fd);
+		return -EBUSY;
+	}
+	int rc = uv_tcp_open(&c->tcp, fd);
+	if (rc) {
+		close(fd);
+		conn_close(c, 0);
+		return rc;
+	}
+	conn_begin(c);
+	return 0;
+}
+
+void http_on_connection(uv_stream_t *l, int status)
 {
 	struct http_server *srv = l->data;
 	if (status < 0 || srv->closing)
 		return;
 	accept_one(srv);
-}
-
-/* Counters in cfg.metrics (errors ignored: EEXIST when a second server
- * shares the registry; that one keeps http_stats only). */
-static void register_metrics(struct http_server *srv)
-{
-	struct metrics_registry *reg = srv->cfg.metrics;
-	if (!reg)
-		return;
-	static const char name[] = "iolake_gw_http_refused_total";
-	static const char help[] = "connections and requests refused before authentication";
-	srv->m_refused_conns = metrics_counter_new(reg, name, help,
-						   METRICS_LABELS("reason", "conns_per_addr"));
-	srv->m_refused_rate = metrics_counter_new(reg, name, help,
-						  METRICS_LABELS("reason", "rate_per_addr"));
-	srv->m_slow_body = metrics_counter_new(reg, "iolake_gw_http_slow_bodies_total",
-					       "request bodies cut off under the minimum rate", NULL);
-	srv->m_plain_on_tls = metrics_counter_new(reg, "iolake_gw_http_plain_on_tls_total",
-						  "plain HTTP requests sent to the TLS port", NULL);
-	if (srv->cfg.tls)
-		tls_server_register_metrics(srv->cfg.tls, reg);
-}
-
-int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct http_server **out)
-{
-	int rc;
-	struct http_server *srv = calloc(1, sizeof(*srv));
-	if (!srv)
-		return -ENOMEM;
-	srv->loop = loop;
-	srv->cfg = *cfg;
-	struct http_server_cfg *k = &srv->cfg;
-	if (!k->addr)
-		k->addr = "127.0.0.1";
-	if (!k->max_conns)
-		k->max_conns = 1024;
-	if (!k->header_timeout_ms)
-		k->header_timeout_ms = 30000;
-	if (!k->body_timeout_ms)
-		k->body_timeout_ms = 60000;
-	if (!k->idle_timeout_ms)
-		k->idle_timeout_ms = 60000;
-	if (!k->request_id_header)
-		k->request_id_header = "x-amz-request-id";
-	if (!k->server_name)
-		k->server_name = "IOLake";
-	log_new_request_id(srv->host_id); /* x-amz-id-2: which gateway answered */
-
-	srv->pool = calloc(k->max_conns, sizeof(struct conn));
-	if (!srv->pool) {
-		rc = -ENOMEM;
-		goto err_srv;
-	}
-	rc = -ENOMEM;
-	if (k->limit.max_conns || k->limit.rate) {
-		srv->limit = http_limit_new(&k->limit, 0);
-		if (!srv->limit)
-			goto err_pool;
-	}
-	if (k->tls) {
-		srv->tls_in = malloc(HTTP_TLS_IN_BUF);
-		if (!srv->tls_in)
-			goto err_pool;
-	}
-	register_metrics(srv);
-	for (uint32_t i = k->max_conns; i-- > 0;) {
-		srv->pool[i].next = srv->free_list;
-		srv->free_list = &srv->pool[i];
-	}
-
-	struct sockaddr_storage ss;
-	if (strchr(k->addr, ':'))
-		rc = uv_ip6_addr(k->addr, k->port, (struct sockaddr_in6 *)&ss);
-	else
-		rc = uv_ip4_addr(k->addr, k->port, (struct sockaddr_in *)&ss);
-	if (rc)
-		goto err_pool;
-	rc = uv_tcp_init(loop, &srv->listener);
-	if (rc)
-		goto err_pool;
-	srv->listener.data = srv;
-	rc = uv_tcp_bind(&srv->listener, (struct sockaddr *)&ss, 0);
-	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection);
-	if (rc)
-		goto err_listener;
-	int len = sizeof(ss);
-	uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &len);
-	srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						   : ((struct sockaddr_in *)&ss)->sin_port);
-	uv_idle_init(loop, &srv->kick);
-	srv->kick.data = srv;
-	*out = srv;
-	return 0;
-
-err_listener:
-	/* The handle must be closed through the loop (we may be inside one of
-	 * its callbacks): the server and pool are freed from the close cb. */
-	srv->closing = true;
-	srv->handles_open = 1;
-	uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
-	return rc;
-err_pool:
-	http_limit_free(srv->limit);
-	free(srv->tls_in);
-	free(srv->pool);
-err_srv:
-	free(srv);
-	return rc;
-}
-
-int http_server_port(const struct http_server *srv)
-{
-	return srv->port;
-}
-
-void http_server_stats(const struct http_server *srv, struct http_stats *out)
-{
-	*out = srv->stats;
-}
-
-static void server_maybe_done(struct http_server *srv)
-{
-	if (srv->handles_open > 0 || srv->live)
-		return;
-	void (*cb)(void *) = srv->close_cb;
-	void *arg = srv->close_arg;
-	http_limit_free(srv->limit);
-	free(srv->tls_in);
-	free(srv->pool);
-	free(srv);
-	if (cb)
-		cb(arg);
-}
-
-static void on_srv_handle_closed(uv_handle_t *h)
-{
-	struct http_server *srv = h->data;
-	srv->handles_open--;
-	server_maybe_done(srv);
-}
-
-void http_server_close(struct http_server *srv, void (*cb)(void *arg), void *arg)
-{
-	srv->closing = true;
-	srv->close_cb = cb;
-	srv->close_arg = arg;
-	srv->handles_open = 2;
-	uv_close((uv_handle_t *)&srv->listener, on_srv_handle_closed);
-	uv_close((uv_handle_t *)&srv->kick, on_srv_handle_closed);
-	for (struct conn *c = srv->live; c; c = c->next)
-		conn_close(c, -ESHUTDOWN);
 }

@@ -105,6 +105,15 @@ struct http_server_cfg {
 	/* Counters iolake_gw_http_* (limits, plain HTTP on a TLS port, slow
 	 * bodies) and the TLS ones go here; NULL: none. */
 	struct metrics_registry *metrics;
+	/* Several servers of one process on several loops behind one
+	 * listener (gateway/http_accept.h): no listener of its own;
+	 * connections arrive through http_server_adopt. addr and port are
+	 * then unused (http_server_port answers 0). */
+	bool adopt_only;
+	/* Per-address limits shared by several servers (one table behind a
+	 * mutex, http_limit_shared_new; limit above is then ignored). NULL:
+	 * the server keeps its own table from limit. */
+	struct http_limit_shared *limit_shared;
 };
 
 struct http_stats {
@@ -129,6 +138,26 @@ struct http_stats {
 /* Bind, listen and start accepting on loop. Returns 0 and *out, or -errno
  * (-EADDRINUSE, -ENOMEM, ...). */
 int http_server_start(uv_loop_t *loop, const struct http_server_cfg *cfg, struct http_server **out);
+
+/* A connection accepted elsewhere (gateway/http_accept.c): served from
+ * the pool like one this server accepted. srv's loop only. fd is the
+ * server's from here on (closed at once when the pool is empty: 0 or
+ * -EBUSY, or -errno from libuv). */
+int http_server_adopt(struct http_server *srv, int fd);
+
+/* Connections open now, and the pool's size (max_conns): any thread (an
+ * atomic read), for an acceptor picking the least loaded server. */
+uint32_t http_server_load(const struct http_server *srv);
+uint32_t http_server_capacity(const struct http_server *srv);
+
+/* One per-address limit table for several servers on several loops
+ * (cfg.limit_shared): the same caps as one server's, whatever loop a
+ * connection lands on. Calls take its mutex (one per connection open and
+ * close and per request head; uncontended it costs ~20 ns). NULL when
+ * both limits are 0 or out of memory (errno). Free after every server
+ * using it is closed. */
+struct http_limit_shared *http_limit_shared_new(const struct http_limit_cfg *cfg);
+void http_limit_shared_free(struct http_limit_shared *ls);
 
 /* The bound port (useful with port 0). */
 int http_server_port(const struct http_server *srv);

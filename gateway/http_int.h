@@ -11,6 +11,8 @@
 #ifndef GATEWAY_HTTP_INT_H
 #define GATEWAY_HTTP_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +97,13 @@ struct conn {
 
 enum { T_NONE, T_IDLE, T_HEAD, T_BODY, T_LINGER };
 
+/* One per-address table for the servers of several loops (http_accept.c
+ * makes it; http.c takes mu around each use). */
+struct http_limit_shared {
+	pthread_mutex_t mu;
+	struct http_limit *l;
+};
+
 struct http_server {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
@@ -111,6 +120,8 @@ struct http_server {
 	void *close_arg;
 	struct http_stats stats;
 	struct http_limit *limit;  /* NULL: no per-address limits */
+	pthread_mutex_t *limit_mu; /* set: limit is shared (cfg.limit_shared) */
+	atomic_uint load;          /* connections open (http_server_load) */
 	char *tls_in;              /* HTTP_TLS_IN_BUF: ciphertext of one read */
 	struct metrics_counter *m_refused_conns, *m_refused_rate, *m_slow_body, *m_plain_on_tls;
 	char host_id[LOG_REQ_ID_LEN + 1]; /* this server's, sent as x-amz-id-2 */
@@ -135,6 +146,15 @@ void conn_kick(struct conn *c);
 /* Start or stop reading / pick the timeout for the connection's state. */
 void conn_update_reading(struct conn *c);
 void conn_update_timer(struct conn *c, bool restart);
+
+/* The listener has a connection (http_server.c listens with it). */
+void http_on_connection(uv_stream_t *l, int status);
+
+/* ------------------------------------------------------------ http_server.c */
+
+/* Free the server once closing and its last handle and connection are
+ * gone, then call its close callback. */
+void http_server_maybe_done(struct http_server *srv);
 
 /* ------------------------------------------------------------ http_resp.c */
 

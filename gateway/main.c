@@ -7,21 +7,31 @@
  *
  * --admin-api-listen HOST:PORT also serves the admin HTTP API
  * (gateway/admin_api.h) there, against the same meta members; off unless
- * given.
+ * given. --native-listen HOST:PORT serves the native protocol (gateway/
+ * native.h) on loop 0; off unless given.
  *
  * Root credentials: IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY, or
  * --root-credentials FILE, are put in meta as user root's key in the
  * background (meta/rootkey.h), so a cluster deployed with known keys
  * answers them.
  *
- * Everything runs on the main thread's loop. Shutdown: stop accepting and
- * close connections (s3_server_close), then close meta clients and OSD
- * channels (s3_ops_free); a watchdog exits 1 after SHUTDOWN_LIMIT_MS.
+ * Threads (issue 19): --gw-loops N loop threads serve S3 (gateway/
+ * gw_loops.h: default one per core; each its own meta client, map watch,
+ * OSD channels and caches; one listening socket handing connections to
+ * the least loaded loop). The admin API, the GC and lifecycle workers and
+ * the degraded-PG flagger run on loop 0. The main thread's loop handles
+ * the signals (SIGHUP reloads the TLS certificate for every loop: the
+ * context is shared) and the root-key runner.
  *
- * Owns the process: flags, the loop, signals and the shutdown watchdog.
- * Serves nothing itself.
+ * Shutdown: stop accepting, close every loop's connections and then its
+ * meta clients and OSD channels, join the loops; alarm() ends a shutdown
+ * that takes longer than SHUTDOWN_LIMIT_S.
+ *
+ * Owns the process: flags, signals and the shutdown limit. Serves nothing
+ * itself.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +42,14 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/check.h"
+#include "common/metrics.h"
 #include "common/rpc_fault.h"
 #include "common/workpool.h"
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
+#include "gateway/gw_loops.h"
 #include "common/rpc_tls.h"
 #include "gateway/lc_worker.h"
 #include "gateway/native.h"
@@ -46,18 +59,19 @@
 #include "meta/secret.h"
 
 #define PROG "iolake-gw"
-#define SHUTDOWN_LIMIT_MS 10000
+#define SHUTDOWN_LIMIT_S 10
 
 static const char *f_listen = "127.0.0.1:9000";
 static struct flag_list f_meta, f_domain;
 static const char *f_region = "us-east-1";
 static const char *f_log_level = "info";
 static const char *f_debug_fault;   /* tests only: common/rpc_fault.h */
-static int64_t f_hash_threads = -1; /* common/workpool.h; -1: one per core */
 static const char *f_ec = "4+2";
 static uint64_t f_inline_max = 4096;
 static uint64_t f_debug_min_part;   /* tests: lower multipart minimum */
 static int64_t f_max_conns = 1024;
+static int64_t f_gw_loops;          /* 0: one per core (gw_loops_default) */
+static int64_t f_hash_threads = -1; /* common/workpool.h; -1: one per core */
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_lc_interval = 3600000, f_lc_day_s;
 static const char *f_secret_file;
@@ -89,6 +103,7 @@ static const struct flag_spec specs[] = {
 	  .help = "tests only: multipart minimum part size (0: S3's 5 MiB)" },
 	{ .name = "max-conns", .type = FLAG_INT64, .dst = &f_max_conns, .min = 1,
 	  .max = 65536, .help = "client connections served at once" },
+	GW_LOOPS_FLAG(f_gw_loops),
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &f_gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "sigv2", .type = FLAG_BOOL, .dst = &f_sigv2,
@@ -118,60 +133,85 @@ static const struct flag_spec specs[] = {
 	{ 0 }
 };
 
-static struct s3_ops *ops;
+static struct gw_loops *loops;
 static struct admin_api *api;
-static struct s3_server *srv;
-static struct native_srv *native;
+static struct native_srv *native;   /* on loop 0 */
 static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int, sig_hup;
-static uv_timer_t watchdog;
-
-static void on_watchdog(uv_timer_t *t)
-{
-	(void)t;
-	LOG_ERROR("shutdown took too long; exiting", "limit_ms=%d", SHUTDOWN_LIMIT_MS);
-	_exit(1);
-}
-
-static void on_api_closed(void *arg)
-{
-	(void)arg;
-	api = NULL;
-}
-
-static void on_server_closed(void *arg)
-{
-	(void)arg;
-	s3_ops_free(ops);
-	ops = NULL;
-	uv_close((uv_handle_t *)&watchdog, NULL);
-	LOG_INFO("stopped", "clean=true");
-}
 
 static void on_signal(uv_signal_t *s, int signum)
 {
 	(void)s;
 	LOG_INFO("stopping", "signal=%d", signum);
+	alarm(SHUTDOWN_LIMIT_S); /* SIGALRM's default action ends a stuck shutdown */
 	uv_close((uv_handle_t *)&sig_term, NULL);
 	uv_close((uv_handle_t *)&sig_int, NULL);
 	uv_close((uv_handle_t *)&sig_hup, NULL);
-	uv_timer_start(&watchdog, on_watchdog, SHUTDOWN_LIMIT_MS, 0);
-	uv_unref((uv_handle_t *)&watchdog);
 	rootkey_runner_stop(rootkey);
 	rootkey = NULL;
-	if (api)
-		admin_api_close(api, on_api_closed, NULL);
-	native_srv_close(native);
-	native = NULL;
-	s3_server_close(srv, on_server_closed, NULL);
+	/* the main loop ends now; main() takes the loops down */
 }
 
+/* SIGHUP: the TLS context is one for every loop (swapped under its
+ * mutex; each loop's next handshake takes the new one). */
 static void on_sighup(uv_signal_t *s, int signum)
 {
 	(void)s;
 	(void)signum;
 	gw_front_reload(&front);
 	rpc_tls_reload_default();
+}
+
+/* On loop 0. */
+struct api_start {
+	struct admin_api_cfg *ac;
+	int rc;
+};
+
+static void api_start_fn(void *arg)
+{
+	struct api_start *as = arg;
+	as->rc = admin_api_start(&gw_loops_thread(loops, 0)->loop, as->ac, &api);
+}
+
+static void on_api_closed(void *arg)
+{
+	uv_sem_post(arg);
+}
+
+static void api_close_fn(void *arg)
+{
+	admin_api_close(api, on_api_closed, arg);
+	api = NULL;
+}
+
+static int native_rc;
+
+static void native_start_fn(void *arg)
+{
+	struct native_cfg *nc = arg;
+	native_rc = native_srv_start(&gw_loops_thread(loops, 0)->loop, gw_loops_ops(loops, 0), nc,
+				     &native);
+}
+
+static void native_stop_fn(void *arg)
+{
+	(void)arg;
+	native_srv_close(native);
+	native = NULL;
+}
+
+static void stop_api(void)
+{
+	if (native)
+		loop_thread_call(gw_loops_thread(loops, 0), native_stop_fn, NULL);
+	if (!api)
+		return;
+	uv_sem_t sem;
+	uv_sem_init(&sem, 0);
+	if (loop_thread_call(gw_loops_thread(loops, 0), api_close_fn, &sem) == 0)
+		uv_sem_wait(&sem);
+	uv_sem_destroy(&sem);
 }
 
 /* "host:port" -> host (into buf) and port. 0 or -EINVAL. */
@@ -253,35 +293,44 @@ int main(int argc, char **argv)
 	uv_loop_t *loop = uv_default_loop();
 	char lc_holder[128];
 	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
-	struct s3_ops_cfg oc = { .meta = f_meta.items, .n_meta = f_meta.n, .region = f_region,
-				 .data = { .k = k, .m = m,
-					   .hash_pool = workpool_hash_start(f_hash_threads) },
-				 .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
-				 .debug_min_part_bytes = f_debug_min_part,
-				 .gc_interval_ms = (uint32_t)f_gc_interval,
-				 .lc_interval_ms = (uint32_t)f_lc_interval,
-				 .lc_day_ms = f_lc_day_s * 1000,
-				 .lc_holder = lc_holder };
-	rc = s3_ops_new(loop, &oc, &ops);
-	if (rc) {
-		fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));
+	struct metrics_registry *reg = metrics_registry_new();
+	if (!reg || iol_check_register_metrics(reg)) {
+		fprintf(stderr, "%s: out of memory\n", PROG);
 		return 1;
 	}
-	struct s3_server_cfg sc = { .http = { .addr = host, .port = port,
-					      .max_conns = (uint32_t)f_max_conns },
-				    .domains = f_domain.items, .n_domains = f_domain.n,
-				    .region = f_region, .no_sigv2 = !f_sigv2 };
-	gw_front_apply(&front, &sc.http);
-	gw_front_apply_users(&front, &sc.user_limit);
-	sc.slow_log = true;
-	sc.hash_pool = oc.data.hash_pool;
-	sc.slow_request_ms = front.slow_request_ms;
-	s3_ops_bind(ops, &sc);
-	rc = s3_server_start(loop, &sc, &srv);
+	static struct gw_loops_cfg gc;   /* large (the ops table) */
+	gc.n = f_gw_loops ? (unsigned)f_gw_loops : gw_loops_default();
+	gc.ops = (struct s3_ops_cfg){ .meta = f_meta.items, .n_meta = f_meta.n,
+				      .region = f_region,
+				      .data = { .k = k, .m = m,
+						.hash_pool = workpool_hash_start(f_hash_threads) },
+				      .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
+				      .debug_min_part_bytes = f_debug_min_part, .metrics = reg,
+				      .gc_interval_ms = (uint32_t)f_gc_interval,
+				      .lc_interval_ms = (uint32_t)f_lc_interval,
+				      .lc_day_ms = f_lc_day_s * 1000, .lc_holder = lc_holder };
+	struct s3_server_cfg *sc = &gc.srv;
+	sc->http = (struct http_server_cfg){ .addr = host, .port = port,
+					     .max_conns = (uint32_t)f_max_conns };
+	sc->domains = f_domain.items;
+	sc->n_domains = f_domain.n;
+	sc->region = f_region;
+	sc->no_sigv2 = !f_sigv2;
+	gw_front_apply(&front, &sc->http);
+	gw_front_apply_users(&front, &sc->user_limit);
+	sc->slow_log = true;
+	sc->hash_pool = gc.ops.data.hash_pool;   /* one pool; a completion port per loop */
+	sc->slow_request_ms = front.slow_request_ms;
+	bool bind_failed;
+	rc = gw_loops_start(&gc, &loops, &bind_failed);
 	if (rc) {
-		fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen, iol_strerror(rc));
-		s3_ops_free(ops);
-		uv_run(loop, UV_RUN_DEFAULT);
+		if (bind_failed)
+			fprintf(stderr, "%s: flag --s3-listen %s: %s\n", PROG, f_listen,
+				iol_strerror(rc));
+		else
+			fprintf(stderr, "%s: cannot start: %s\n", PROG, iol_strerror(rc));
+		metrics_registry_free(reg);
+		workpool_free(gc.ops.data.hash_pool);
 		return 1;
 	}
 	if (f_admin_api_listen) {
@@ -289,28 +338,38 @@ int main(int argc, char **argv)
 		int aport;
 		struct admin_api_cfg ac = { .addr = ahost, .meta = (const char *const *)f_meta.items,
 					    .n_meta = f_meta.n, .region = f_region,
-					    .stats = s3_ops_stats(ops), .gc = s3_ops_gc(ops) };
+					    .stats = s3_ops_stats(gw_loops_ops(loops, 0)),
+					    .gc = s3_ops_gc(gw_loops_ops(loops, 0)) };
 		rc = split_addr(f_admin_api_listen, ahost, sizeof(ahost), &aport);
 		ac.port = aport;
-		if (!rc)
-			rc = admin_api_start(loop, &ac, &api);
+		struct api_start as = { .ac = &ac };
+		if (!rc) {
+			loop_thread_call(gw_loops_thread(loops, 0), api_start_fn, &as);
+			rc = as.rc;
+		}
 		if (rc) {
 			fprintf(stderr, "%s: flag --admin-api-listen %s: %s\n", PROG,
 				f_admin_api_listen, rc == -EINVAL ? "not host:port" : iol_strerror(rc));
-			s3_server_close(srv, on_server_closed, NULL);
-			uv_run(loop, UV_RUN_DEFAULT);
+			api = NULL;
+			gw_loops_stop(loops);
+			metrics_registry_free(reg);
+			workpool_free(gc.ops.data.hash_pool);
 			return rc == -EINVAL ? 2 : 1;
 		}
 		LOG_INFO("admin API listening", "addr=%s:%d", ahost, admin_api_port(api));
 	}
 	if (f_native_listen) {
+		/* One native listener, on loop 0 (its calls use loop 0's ops). */
 		struct native_cfg nc = { .listen = f_native_listen };
-		rc = native_srv_start(loop, ops, &nc, &native);
-		if (rc) {
+		loop_thread_call(gw_loops_thread(loops, 0), native_start_fn, &nc);
+		if (native_rc) {
 			fprintf(stderr, "%s: flag --native-listen %s: %s\n", PROG, f_native_listen,
-				iol_strerror(rc));
-			s3_server_close(srv, on_server_closed, NULL);
-			uv_run(loop, UV_RUN_DEFAULT);
+				iol_strerror(native_rc));
+			native = NULL;
+			stop_api();
+			gw_loops_stop(loops);
+			metrics_registry_free(reg);
+			workpool_free(gc.ops.data.hash_pool);
 			return 1;
 		}
 		LOG_INFO("native protocol listening", "addr=%s port=%d", f_native_listen,
@@ -329,12 +388,17 @@ int main(int argc, char **argv)
 	uv_signal_start(&sig_int, on_signal, SIGINT);
 	uv_signal_init(loop, &sig_hup);
 	uv_signal_start(&sig_hup, on_sighup, SIGHUP);
-	uv_timer_init(loop, &watchdog);
-	LOG_INFO("listening", "s3=%s://%s:%d meta=%zu region=%s ec=%u+%u", gw_front_scheme(&front),
-		 host, s3_server_port(srv), f_meta.n, f_region, k, m);
+	LOG_INFO("listening", "s3=%s://%s:%d meta=%zu region=%s ec=%u+%u loops=%u",
+		 gw_front_scheme(&front), host, gw_loops_port(loops), f_meta.n, f_region, k, m,
+		 gw_loops_n(loops));
 	uv_run(loop, UV_RUN_DEFAULT);
+	stop_api();
+	gw_loops_stop(loops);
+	loops = NULL;
+	metrics_registry_free(reg);
+	workpool_free(gc.ops.data.hash_pool);
+	LOG_INFO("stopped", "clean=true");
 	uv_loop_close(loop);
-	workpool_free(oc.data.hash_pool);
 	gw_front_free(&front);
 	flags_free(specs);
 	return 0;

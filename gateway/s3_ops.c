@@ -21,6 +21,8 @@
 #include "gateway/s3_ops.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "gateway/gw_bcache.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_gc.h"
@@ -42,6 +45,19 @@
 #include "gateway/s3_post.h"
 #include "gateway/s3_rq.h"
 #include "meta/client.h"
+
+/* The ops of one loop with what only s3_ops.c knows of: its place among
+ * the gateway's loops (struct s3_ops is shared with the handlers). */
+struct ops_x {
+	struct s3_ops o;
+	struct s3_ops_peers *peers;   /* NULL: one loop */
+	unsigned index;
+};
+
+static struct ops_x *X(struct s3_ops *o)
+{
+	return container_of(o, struct ops_x, o);
+}
 
 /* ------------------------------------------------------------ credentials */
 
@@ -64,28 +80,42 @@ static int metrics_hook(void *ctx, char **text, size_t *len)
 	return metrics_render(o->reg, text, len);
 }
 
-#define EC_GAUGE(field)                                       \
-	static double g_##field(void *arg)                    \
-	{                                                     \
-		struct gw_data_stats st;                        \
-		gw_data_stats(((struct s3_ops *)arg)->data, &st); \
-		return (double)st.field;                      \
+/* The data path's figures over every loop (one loop: its own). A sum,
+ * or (max) the largest of the loops' current values. Other loops' stats
+ * are read as they are being written: plain aligned 64-bit fields, so a
+ * figure may lag by the updates in flight, as any gauge does. */
+#define EC_GAUGE(field, max)                                               \
+	static double g_##field(void *arg)                                 \
+	{                                                                  \
+		struct ops_x *x = X(arg);                                  \
+		unsigned n = x->peers ? x->peers->n : 1;                   \
+		double v = 0;                                              \
+		for (unsigned i = 0; i < n; i++) {                         \
+			struct s3_ops *o = x->peers ? atomic_load(&x->peers->ops[i]) : arg; \
+			if (!o)                                            \
+				continue;                                  \
+			struct gw_data_stats st;                           \
+			gw_data_stats(o->data, &st);                       \
+			double f = (double)st.field;                       \
+			v = max ? (f > v ? f : v) : v + f;                 \
+		}                                                          \
+		return v;                                                  \
 	}
-EC_GAUGE(puts)
-EC_GAUGE(puts_failed)
-EC_GAUGE(gets)
-EC_GAUGE(gets_failed)
-EC_GAUGE(decodes)
-EC_GAUGE(shard_put_failures)
-EC_GAUGE(shard_get_failures)
-EC_GAUGE(buffered_bytes)
-EC_GAUGE(hedges)
-EC_GAUGE(hedge_wins)
-EC_GAUGE(shard_gets_avoided)
-EC_GAUGE(shard_puts_abandoned)
-EC_GAUGE(shard_puts_late)
-EC_GAUGE(put_grace_ms)
-EC_GAUGE(hedge_delay_ms)
+EC_GAUGE(puts, 0)
+EC_GAUGE(puts_failed, 0)
+EC_GAUGE(gets, 0)
+EC_GAUGE(gets_failed, 0)
+EC_GAUGE(decodes, 0)
+EC_GAUGE(shard_put_failures, 0)
+EC_GAUGE(shard_get_failures, 0)
+EC_GAUGE(buffered_bytes, 0)
+EC_GAUGE(hedges, 0)
+EC_GAUGE(hedge_wins, 0)
+EC_GAUGE(shard_gets_avoided, 0)
+EC_GAUGE(shard_puts_abandoned, 0)
+EC_GAUGE(shard_puts_late, 0)
+EC_GAUGE(put_grace_ms, 1)
+EC_GAUGE(hedge_delay_ms, 1)
 
 static double g_epoch(void *arg)
 {
@@ -97,33 +127,55 @@ static double g_up(void *arg)
 	return (double)gw_map_osds_up(((struct s3_ops *)arg)->map);
 }
 
+/* Policy cache hits (misses: !hits) over every loop's cache. */
+static double policy_sum(void *arg, bool hits)
+{
+	struct ops_x *x = X(arg);
+	unsigned n = x->peers ? x->peers->n : 1;
+	double v = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct s3_ops *o = x->peers ? atomic_load(&x->peers->ops[i]) : arg;
+		if (!o)
+			continue;
+		struct s3_policy_cache_stats st;
+		s3_policy_cache_stats(o->policies, &st);
+		v += (double)(hits ? st.hits : st.misses);
+	}
+	return v;
+}
+
 static double g_policy_hits(void *arg)
 {
-	struct s3_policy_cache_stats st;
-	s3_policy_cache_stats(((struct s3_ops *)arg)->policies, &st);
-	return (double)st.hits;
+	return policy_sum(arg, true);
 }
 
 static double g_policy_misses(void *arg)
 {
-	struct s3_policy_cache_stats st;
-	s3_policy_cache_stats(((struct s3_ops *)arg)->policies, &st);
-	return (double)st.misses;
+	return policy_sum(arg, false);
 }
 
+/* The counters are shared by every loop's ops (one series, atomic adds);
+ * the gauges are registered by loop 0 only and sum over the loops. */
 static void register_metrics(struct s3_ops *o)
 {
 	for (int i = 1; i < S3_OP__COUNT; i++)
-		o->m_req[i] = metrics_counter_new(o->reg, "iolake_gw_requests_total",
-						  "S3 requests dispatched, by operation",
-						  METRICS_LABELS("op", s3_op_name(i)));
-	o->m_unavail = metrics_counter_new(o->reg, "iolake_gw_unavailable_total",
-					   "requests answered 503 ServiceUnavailable", NULL);
-	o->m_denied = metrics_counter_new(o->reg, "iolake_gw_access_denied_total",
-					  "authorization decisions that refused (s3_authz)", NULL);
-	o->m_cred_lookups = metrics_counter_new(o->reg, "iolake_gw_cred_lookups_total",
-						"access keys looked up in meta (credential cache "
-						"misses, positive and negative)", NULL);
+		o->m_req[i] = metrics_counter_shared(o->reg, "iolake_gw_requests_total",
+						     "S3 requests dispatched, by operation",
+						     METRICS_LABELS("op", s3_op_name(i)));
+	o->m_unavail = metrics_counter_shared(o->reg, "iolake_gw_unavailable_total",
+					      "requests answered 503 ServiceUnavailable", NULL);
+	o->m_denied = metrics_counter_shared(o->reg, "iolake_gw_access_denied_total",
+					     "authorization decisions that refused (s3_authz)",
+					     NULL);
+	o->m_cred_lookups = metrics_counter_shared(o->reg, "iolake_gw_cred_lookups_total",
+						   "access keys looked up in meta (credential "
+						   "cache misses, positive and negative)", NULL);
+	/* Per-op latency and errors: see below; the loops share them. */
+	o->stats = gw_stats_new(o->reg);
+	if (!o->stats)
+		LOG_WARN("s3: no per-operation request statistics", "errno=%d", errno);
+	if (X(o)->index > 0)
+		return;
 	static const struct {
 		const char *name, *help;
 		metrics_gauge_fn fn;
@@ -151,13 +203,10 @@ static void register_metrics(struct s3_ops *o)
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
 	rpc_health_register_metrics(o->reg); /* PINGs, circuits, fast fails */
-	/* Per-op latency and errors for /metrics and the admin API's
-	 * /api/v1/stats: registered at the first request's end, unless
-	 * another module registered them (gw_stats.h). Out of memory: the
-	 * gateway runs without those figures. */
-	o->stats = gw_stats_new(o->reg);
-	if (!o->stats)
-		LOG_WARN("s3: no per-operation request statistics", "errno=%d", errno);
+	/* gw_stats (above): per-op latency and errors for /metrics and the
+	 * admin API's /api/v1/stats, registered at the first request's end
+	 * unless another module registered them (gw_stats.h). Out of memory:
+	 * the gateway runs without those figures. */
 }
 
 struct gw_stats *s3_ops_stats(struct s3_ops *o)
@@ -175,17 +224,44 @@ struct gw_gc *s3_ops_gc(struct s3_ops *o)
 static void on_degraded(void *ud, uint32_t pg, enum gw_data_degraded why)
 {
 	struct s3_ops *o = ud;
-	gw_heal_flag(o->heal, pg,
-		     why == GW_DATA_PUT_PARTIAL ? GW_HEAL_PUT_PARTIAL : GW_HEAL_READ_BAD_SHARD);
+	struct ops_x *x = X(o);
+	if (!o->heal && x->peers && x->peers->flag_degraded) {
+		x->peers->flag_degraded(x->peers->ud, pg, why);   /* to loop 0 */
+		return;
+	}
+	s3_ops_flag_degraded(o, pg, why);
+}
+
+void s3_ops_flag_degraded(struct s3_ops *o, uint32_t pg, enum gw_data_degraded why)
+{
+	if (o->heal)
+		gw_heal_flag(o->heal, pg, why == GW_DATA_PUT_PARTIAL ? GW_HEAL_PUT_PARTIAL
+								     : GW_HEAL_READ_BAD_SHARD);
+}
+
+void s3_ops_kick_gc(struct s3_ops *o)
+{
+	struct ops_x *x = X(o);
+	if (!o->gc && x->peers && x->peers->kick_gc) {
+		x->peers->kick_gc(x->peers->ud);   /* to loop 0 */
+		return;
+	}
+	gw_gc_kick(o->gc);
 }
 
 int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **out)
 {
 	if (!cfg->n_meta)
 		return -EINVAL;
-	struct s3_ops *o = calloc(1, sizeof(*o));
-	if (!o)
+	if (cfg->peers && (cfg->peers->n > S3_OPS_MAX_LOOPS || cfg->loop_index >= cfg->peers->n))
+		return -EINVAL;
+	struct ops_x *x = calloc(1, sizeof(*x));
+	if (!x)
 		return -ENOMEM;
+	struct s3_ops *o = &x->o;
+	x->peers = cfg->peers;
+	x->index = cfg->peers ? cfg->loop_index : 0;
+	bool first = x->index == 0;   /* runs the background workers */
 	int rc = -ENOMEM;
 	o->loop = loop;
 	if (!(o->policies = s3_policy_cache_new(S3_POLICY_CACHE_DEFAULT)))
@@ -225,12 +301,12 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 		goto err_mc;
 	register_metrics(o);
 	o->bcache = gw_bcache_new(GW_BCACHE_SLOTS, GW_BCACHE_TTL_MS, o->reg);   /* rtt: NULL: none */
-	rc = gw_heal_new(loop, o->mc, o->reg, NULL, &o->heal);
+	rc = first ? gw_heal_new(loop, o->mc, o->reg, NULL, &o->heal) : 0;
 	if (rc) {
 		gw_map_close(o->map);
 		goto err_mc;
 	}
-	if (cfg->gc_interval_ms) {
+	if (cfg->gc_interval_ms && first) {
 		struct gw_gc_opts go = { .interval_ms = cfg->gc_interval_ms };
 		rc = gw_gc_start(loop, o->mc, o->map, o->data, o->reg, &go, &o->gc);
 		if (rc) {
@@ -239,14 +315,17 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 			goto err_mc;
 		}
 	}
-	s3_lc_set_day_ms(cfg->lc_day_ms);
-	if (cfg->lc_interval_ms) {
+	if (first)   /* a process-wide setting: set once, before the other loops start */
+		s3_lc_set_day_ms(cfg->lc_day_ms);
+	if (cfg->lc_interval_ms && first) {
 		struct lc_worker_opts lo = { .interval_ms = cfg->lc_interval_ms,
 					     .day_ms = s3_lc_day_ms(),
 					     .holder = cfg->lc_holder };
 		if (lc_worker_start(loop, o->mc, o->reg, &lo, &o->lc))
 			LOG_WARN("lifecycle: worker not started", "interval_ms=%u", cfg->lc_interval_ms);
 	}
+	if (x->peers)
+		atomic_store(&x->peers->ops[x->index], o);
 	*out = o;
 	return 0;
 err_mc:
@@ -260,7 +339,7 @@ err_reg:
 err_free:
 	gw_bcache_free(o->bcache);   /* rtt */
 	s3_policy_cache_free(o->policies);
-	free(o);
+	free(x);
 	return rc;
 }
 
@@ -358,6 +437,8 @@ void s3_ops_free(struct s3_ops *o)
 {
 	if (!o)
 		return;
+	if (X(o)->peers)   /* loop 0's gauges stop reading it */
+		atomic_store(&X(o)->peers->ops[X(o)->index], NULL);
 	gw_gc_close(o->gc);   /* before the client: its calls come back below */
 	lc_worker_close(o->lc);
 	gw_heal_close(o->heal);
@@ -369,5 +450,5 @@ void s3_ops_free(struct s3_ops *o)
 		metrics_registry_free(o->reg);
 	gw_bcache_free(o->bcache);   /* rtt */
 	s3_policy_cache_free(o->policies);
-	free(o);
+	free(X(o));
 }

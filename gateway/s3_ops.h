@@ -17,7 +17,9 @@
  * on a write quorum and its record committed conditioned on the version it
  * replaces (s3_put.h) before the 200.
  *
- * Thread: the loop given to s3_ops_new; every handler runs there.
+ * Thread: the loop given to s3_ops_new; every handler runs there. The
+ * gateway may run several such loops, one struct s3_ops each
+ * (s3_ops_peers, gateway/gw_loops.h).
  */
 #ifndef GATEWAY_S3_OPS_H
 #define GATEWAY_S3_OPS_H
@@ -30,6 +32,22 @@
 #include "common/metrics.h"
 #include "gateway/gw_data.h"
 #include "gateway/s3_server.h"
+
+struct s3_ops;
+
+/* The gateway on several loops (gateway/gw_loops.h): every loop has its
+ * own struct s3_ops (meta client, map watch, data path, caches); loop 0's
+ * registers the gauges, summed over every loop's, and runs the background
+ * workers (GC, lifecycle, the degraded-PG flagger); the others hand the
+ * PGs they saw degraded to flag_degraded, which runs them on loop 0. */
+#define S3_OPS_MAX_LOOPS 64
+struct s3_ops_peers {
+	unsigned n;                              /* loops */
+	struct s3_ops *_Atomic ops[S3_OPS_MAX_LOOPS]; /* set as they start, NULL once freed */
+	void (*flag_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
+	void (*kick_gc)(void *ud);              /* a GC round soon, on loop 0 */
+	void *ud;
+};
 
 struct s3_ops_cfg {
 	const char *const *meta;        /* meta addresses, copied */
@@ -47,9 +65,11 @@ struct s3_ops_cfg {
 	/* Tests only: the multipart minimum part size (every part but the
 	 * last); 0: S3's 5 MiB. */
 	uint64_t debug_min_part_bytes;
+	/* Several loops: this loop's index and the table every loop's ops
+	 * are in (must outlive them). NULL: one loop, everything here. */
+	struct s3_ops_peers *peers;
+	unsigned loop_index;
 };
-
-struct s3_ops;
 
 /* 0 and *out, -EINVAL, -ENOMEM. Starts watching the cluster map. */
 int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **out);
@@ -63,6 +83,14 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *scfg);
 struct gw_stats *s3_ops_stats(struct s3_ops *o);
 /* The shard GC worker (NULL: none), for the admin API's GET /api/v1/gc. */
 struct gw_gc *s3_ops_gc(struct s3_ops *o);
+
+/* Flag a PG as degraded on this loop's flagger (loop 0 of several: the
+ * others forward theirs here through s3_ops_peers.flag_degraded). */
+void s3_ops_flag_degraded(struct s3_ops *o, uint32_t pg, enum gw_data_degraded why);
+
+/* A GC round soon (gw_gc_kick) on the loop that runs the GC worker: this
+ * one, or loop 0 through s3_ops_peers.kick_gc. */
+void s3_ops_kick_gc(struct s3_ops *o);
 
 /* Ready: a map is known with at least write-quorum OSDs up. */
 bool s3_ops_ready(struct s3_ops *o);

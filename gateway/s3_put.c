@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "gateway/gw_bcache.h"
 #include "gateway/gw_gc.h"
+#include "gateway/s3_ops.h"
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
 #include "gateway/s3_access.h"
@@ -164,7 +165,7 @@ static void on_put_commit(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__O
 		if (!res->retained)   /* versioning keeps the replaced version */
 			gw_rec_drop_shards(rq->o->map, rq->o->data, p->cur);
 		if (!p->cur_read && res->replaced_shards)
-			gw_gc_kick(rq->o->gc);   /* not read, so not deleted here */
+			s3_ops_kick_gc(rq->o);   /* not read, so not deleted here */
 		if (rq->c)
 			p->respond ? p->respond(p) : put_respond(p);
 		break;

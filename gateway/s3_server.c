@@ -108,7 +108,8 @@ static void free_all(struct s3_server *srv)
 	}
 	free(srv->calls);
 	workpool_port_close(srv->hash_port);   /* no call waits: no job out */
-	user_limit_free(srv->ulimit);
+	if (!srv->ulimit_mu)   /* a shared table is its maker's */
+		user_limit_free(srv->ulimit);
 	s3_auth_free(srv->auth);
 	void (*cb)(void *) = srv->close_cb;
 	void *arg = srv->close_arg;
@@ -184,6 +185,7 @@ void s3_call_cred_lookup(struct s3_call *c, struct s3_cred_lookup *l)
 }
 struct s3_auth *s3_server_auth(struct s3_server *srv) { return srv->auth; }
 int s3_server_port(const struct s3_server *srv) { return http_server_port(srv->http); }
+struct http_server *s3_server_http(struct s3_server *srv) { return srv->http; }
 
 void s3_server_http_stats(const struct s3_server *srv, struct http_stats *out)
 {
@@ -199,13 +201,18 @@ static bool user_admit(struct s3_call *c)
 	struct s3_server *srv = c->srv;
 	const struct http_request *hr = http_stream_request(c->s);
 	struct user_limit_stats before, after;
+	if (srv->ulimit_mu)
+		pthread_mutex_lock(srv->ulimit_mu);
 	user_limit_stats(srv->ulimit, &before);
-	if (user_limit_admit(srv->ulimit, c->auth.res.user,
-			     hr->has_content_length ? hr->content_length : 0, loop_now_ns())) {
+	bool ok = user_limit_admit(srv->ulimit, c->auth.res.user,
+				   hr->has_content_length ? hr->content_length : 0, loop_now_ns());
+	user_limit_stats(srv->ulimit, &after);
+	if (srv->ulimit_mu)
+		pthread_mutex_unlock(srv->ulimit_mu);
+	if (ok) {
 		c->limited_user = true;
 		return true;
 	}
-	user_limit_stats(srv->ulimit, &after);
 	bool bytes = after.refused_bytes != before.refused_bytes;
 	struct metrics_counter *m = bytes ? srv->m_user_bytes : srv->m_user_rate;
 	if (m)
@@ -416,8 +423,12 @@ static void on_finish(struct http_stream *s, int err)
 	if (c->on_finish)
 		c->on_finish(c, err);
 	if (c->limited_user) {
+		if (c->srv->ulimit_mu)
+			pthread_mutex_lock(c->srv->ulimit_mu);
 		user_limit_charge(c->srv->ulimit, c->auth.res.user, http_stream_body_sent(s),
 				  loop_now_ns());
+		if (c->srv->ulimit_mu)
+			pthread_mutex_unlock(c->srv->ulimit_mu);
 		c->limited_user = false;
 	}
 	if (c->traced)
@@ -432,19 +443,20 @@ static void on_finish(struct http_stream *s, int err)
 /* ------------------------------------------------------------ server */
 
 /* The per-operation series (docs/metrics.md). Registered once per
- * registry: a second server on the same registry shares the first's. */
+ * registry: the servers of the other gateway loops on the same registry
+ * share the first's (updates are atomic). */
 static int register_metrics(struct s3_server *srv, struct metrics_registry *reg)
 {
 	size_t nb;
 	const uint64_t *b = metrics_latency_buckets_us(&nb);
 	for (unsigned i = 0; i < S3_OP__COUNT; i++) {
 		const char *op = i == S3_OP_NONE ? "unrouted" : s3_op_name(i);
-		srv->m_lat[i] = metrics_histogram_new(reg, "iolake_gw_request_duration_seconds",
+		srv->m_lat[i] = metrics_histogram_shared(reg, "iolake_gw_request_duration_seconds",
 						      "S3 requests by operation: time from the "
 						      "request head to the end of the response",
 						      METRICS_LABELS("op", op), b, nb, 1e-6);
 		for (int k = 0; k < 2; k++)
-			srv->m_err[i][k] = metrics_counter_new(reg, "iolake_gw_request_errors_total",
+			srv->m_err[i][k] = metrics_counter_shared(reg, "iolake_gw_request_errors_total",
 							       "S3 requests answered with an error "
 							       "status, by operation and class",
 							       METRICS_LABELS("op", op, "class",
@@ -452,16 +464,16 @@ static int register_metrics(struct s3_server *srv, struct metrics_registry *reg)
 		if (!srv->m_lat[i] || !srv->m_err[i][0] || !srv->m_err[i][1])
 			goto fail;
 	}
-	srv->m_bytes_in = metrics_counter_new(reg, "iolake_gw_received_bytes_total",
+	srv->m_bytes_in = metrics_counter_shared(reg, "iolake_gw_received_bytes_total",
 					      "S3 request body bytes received (as sent: "
 					      "aws-chunked framing included)", NULL);
-	srv->m_bytes_out = metrics_counter_new(reg, "iolake_gw_sent_bytes_total",
+	srv->m_bytes_out = metrics_counter_shared(reg, "iolake_gw_sent_bytes_total",
 					       "S3 response body bytes sent", NULL);
 	if (srv->m_bytes_in && srv->m_bytes_out)
 		return 0;
 fail:
-	/* Already registered (a second server on this registry): count
-	 * nothing here rather than fail the start. */
+	/* Registered under another kind: count nothing here rather than
+	 * fail the start. */
 	memset(srv->m_lat, 0, sizeof(srv->m_lat));
 	return errno == EEXIST ? 0 : -ENOMEM;
 }
@@ -497,15 +509,19 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 		c->next_free = srv->free_calls;
 		srv->free_calls = c;
 	}
-	if ((cfg->user_limit.rate || cfg->user_limit.bytes_rate) &&
-	    !(srv->ulimit = user_limit_new(&cfg->user_limit, 0)))
+	if (cfg->user_limit_shared) {
+		srv->ulimit = cfg->user_limit_shared;
+		srv->ulimit_mu = cfg->user_limit_mu;
+	} else if ((cfg->user_limit.rate || cfg->user_limit.bytes_rate) &&
+		   !(srv->ulimit = user_limit_new(&cfg->user_limit, 0))) {
 		goto err_calls;
+	}
 	if (cfg->http.metrics) {   /* registered when off too: the series stays put */
 		static const char name[] = "iolake_gw_user_refused_total";
 		static const char help[] = "authenticated requests refused by the per-user limits";
-		srv->m_user_rate = metrics_counter_new(cfg->http.metrics, name, help,
+		srv->m_user_rate = metrics_counter_shared(cfg->http.metrics, name, help,
 						       METRICS_LABELS("reason", "rate_per_user"));
-		srv->m_user_bytes = metrics_counter_new(cfg->http.metrics, name, help,
+		srv->m_user_bytes = metrics_counter_shared(cfg->http.metrics, name, help,
 							METRICS_LABELS("reason", "bytes_per_user"));
 	}
 	if (cfg->http.metrics && (rc = register_metrics(srv, cfg->http.metrics)))
@@ -519,7 +535,8 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 	return 0;
 
 err_calls:
-	user_limit_free(srv->ulimit);
+	if (!srv->ulimit_mu)
+		user_limit_free(srv->ulimit);
 	for (size_t i = 0; i < srv->n_calls; i++) {
 		hash_stream_free(srv->calls[i].sha);
 		hash_stream_free(srv->calls[i].md5);

@@ -25,6 +25,7 @@
 #ifndef GATEWAY_S3_SERVER_H
 #define GATEWAY_S3_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,6 +88,11 @@ struct s3_server_cfg {
 	uint32_t hash_min_bytes;           /* bodies from this size (0: 128 KiB) */
 	/* Limits per authenticated user (user_limit.h); zeros: none. */
 	struct user_limit_cfg user_limit;
+	/* The servers of several loops (gateway/gw_loops.h) share one table
+	 * behind this mutex (user_limit above is then ignored). NULL: the
+	 * server's own. Both outlive the server. */
+	struct user_limit *user_limit_shared;
+	pthread_mutex_t *user_limit_mu;
 	/* The slow-request log (gateway/gw_trace.h): every S3 request taking
 	 * slow_request_ms or more (0: every one) gets one warn line at its
 	 * end (--slow-request-ms). false: no line. */
@@ -96,6 +102,9 @@ struct s3_server_cfg {
 
 int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_server **out);
 int s3_server_port(const struct s3_server *srv);
+/* The HTTP server underneath (gateway/gw_loops.c hands it connections
+ * accepted on another loop: http_server_adopt). */
+struct http_server *s3_server_http(struct s3_server *srv);
 /* cb(arg) once everything is closed and freed. */
 void s3_server_close(struct s3_server *srv, void (*cb)(void *arg), void *arg);
 /* For revocation: s3_auth_invalidate(s3_server_auth(srv), key). */

@@ -89,6 +89,7 @@ struct s3_server {
 	unsigned pending_lookups;
 	uint64_t creds_gen;           /* last cfg.creds_generation seen */
 	struct user_limit *ulimit;    /* NULL: no per-user limits */
+	pthread_mutex_t *ulimit_mu;  /* set: ulimit is shared by several loops (cfg) */
 	struct metrics_counter *m_user_rate, *m_user_bytes;
 	bool closing, http_closed;
 	void (*close_cb)(void *);

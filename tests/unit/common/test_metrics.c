@@ -305,6 +305,46 @@ START_TEST(test_concurrent_exact_totals)
 }
 END_TEST
 
+/* The gateway's loops register the same series once each: the second
+ * and later get the first's metric, and their updates add up in one
+ * series; another kind under the name is still refused. */
+START_TEST(test_shared_registration)
+{
+	struct metrics_registry *reg = metrics_registry_new();
+	size_t nb;
+	const uint64_t *b = metrics_latency_buckets_us(&nb);
+	struct metrics_counter *c1 = metrics_counter_shared(reg, "req_total", "x",
+							    METRICS_LABELS("op", "Get"));
+	struct metrics_counter *c2 = metrics_counter_shared(reg, "req_total", "x",
+							    METRICS_LABELS("op", "Get"));
+	struct metrics_counter *c3 = metrics_counter_shared(reg, "req_total", "x",
+							    METRICS_LABELS("op", "Put"));
+	ck_assert_ptr_nonnull(c1);
+	ck_assert_ptr_eq(c1, c2);
+	ck_assert_ptr_ne(c1, c3);
+	metrics_counter_inc(c1);
+	metrics_counter_inc(c2);
+	ck_assert_uint_eq(metrics_counter_get(c1), 2);
+	struct metrics_histogram *h1 =
+		metrics_histogram_shared(reg, "lat_seconds", "x", NULL, b, nb, 1e-6);
+	struct metrics_histogram *h2 =
+		metrics_histogram_shared(reg, "lat_seconds", "x", NULL, b, nb, 1e-6);
+	ck_assert_ptr_nonnull(h1);
+	ck_assert_ptr_eq(h1, h2);
+	metrics_histogram_observe(h1, 5);
+	metrics_histogram_observe(h2, 7);
+	ck_assert_uint_eq(metrics_histogram_count(h1), 2);
+	errno = 0;
+	ck_assert_ptr_null(metrics_counter_shared(reg, "lat_seconds", "x", NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	char *out = render(reg);
+	ck_assert_ptr_nonnull(strstr(out, "\nreq_total{op=\"Get\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\nlat_seconds_count 2\n"));
+	free(out);
+	metrics_registry_free(reg);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -313,6 +353,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, test_label_escaping);
 	tcase_add_test(tc, test_registration_errors);
 	tcase_add_test(tc, test_latency_buckets);
+	tcase_add_test(tc, test_shared_registration);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
