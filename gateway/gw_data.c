@@ -51,6 +51,11 @@ static void pool_unref(struct gwd_pool *p)
 {
 	if (atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
+	while (p->msgs) {
+		struct gwd_msg *m = p->msgs;
+		p->msgs = m->next_free;
+		free(m);
+	}
 	for (unsigned c = 0; c < GWD_CLASSES; c++) {
 		void *m = p->free[c];
 		while (m) {
@@ -118,6 +123,50 @@ struct buf *gwd_buf_get(struct gw_data *d, size_t n)
 	atomic_fetch_add(&p->refs, 1);
 	pool_add(p, (int64_t)cap);
 	return b;
+}
+
+/* The last reference on a request message: back to the pool (any thread). */
+static void msg_release(struct buf *b)
+{
+	struct gwd_msg *m = container_of(b, struct gwd_msg, hold);
+	struct gwd_pool *p = m->pool;
+	pthread_mutex_lock(&p->mu);
+	if (p->msgs_idle < GWD_MSGS_IDLE) {
+		m->next_free = p->msgs;
+		p->msgs = m;
+		p->msgs_idle++;
+		m = NULL;
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(m);
+	pool_unref(p);
+}
+
+struct gwd_msg *gwd_msg_get(struct gw_data *d, bool put, uint32_t pg, const uint8_t *oid,
+			    uint32_t seg, uint32_t shard)
+{
+	struct gwd_pool *p = d->pool;
+	pthread_mutex_lock(&p->mu);
+	struct gwd_msg *m = p->msgs;
+	if (m) {
+		p->msgs = m->next_free;
+		p->msgs_idle--;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!m && !(m = malloc(sizeof(*m))))
+		return NULL;
+	buf_init_embedded(&m->hold, NULL, 0, msg_release, p);
+	m->pool = p;
+	atomic_fetch_add(&p->refs, 1);
+	gwd_key(&m->key, m->kb, pg, oid, seg, shard);
+	if (put) {
+		m->q.put = (Iolake__Osd__PutShardRequest)IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+		m->q.put.key = &m->key;
+	} else {
+		m->q.get = (Iolake__Osd__GetShardRequest)IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
+		m->q.get.key = &m->key;
+	}
+	return m;
 }
 
 void gwd_account(struct gw_data *d, int64_t n)
