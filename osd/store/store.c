@@ -448,8 +448,27 @@ static bool rec_says(const uint8_t *rec, size_t rec_len, uint64_t length, uint64
 	       r.block == block && r.blocks == blocks && r.crc == crc;
 }
 
+static int put_common(struct store *s, struct store_put_req *req, const struct store_key *key,
+		      struct buf_slice data, const uint32_t *want_crc, bool verify,
+		      store_put_cb cb);
+
 int store_put(struct store *s, struct store_put_req *req, const struct store_key *key,
 	      struct buf_slice data, store_put_cb cb)
+{
+	return put_common(s, req, key, data, NULL, true, cb);
+}
+
+int store_put_crc(struct store *s, struct store_put_req *req, const struct store_key *key,
+		  struct buf_slice data, uint32_t crc, bool verify, store_put_cb cb)
+{
+	return put_common(s, req, key, data, &crc, verify, cb);
+}
+
+/* want_crc NULL: no expected crc (compute it); else refuse a mismatch, or
+ * (inline, !verify) take it as is. */
+static int put_common(struct store *s, struct store_put_req *req, const struct store_key *key,
+		      struct buf_slice data, const uint32_t *want_crc, bool verify,
+		      store_put_cb cb)
 {
 	int rc = check_accept(s);
 	if (rc)
@@ -477,7 +496,15 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 	if (data.len <= s->inline_max) {
 		uint8_t hdr[STORE_REC_HDR];
 		req->is_inline = true;
-		req->crc = crc32c(0, src, data.len);
+		if (want_crc && !verify) {
+			req->crc = *want_crc;
+		} else {
+			req->crc = crc32c(0, src, data.len);
+			if (want_crc && req->crc != *want_crc) {
+				rc = IOL_ECHECKSUM;
+				goto out_wb;
+			}
+		}
 		store_rec_encode_inline_hdr(hdr, data.len, req->crc);
 		const char *keys[1] = { (const char *)req->kbuf };
 		size_t klens[1] = { STORE_KEY_LEN };
@@ -510,6 +537,11 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 	/* crcs of the copy we write, so a caller scribbling on its buffer
 	 * cannot make us index bytes we did not store. */
 	req->crc = store_rec_encode_extent(rec, p, data.len, block, blocks);
+	if (want_crc && req->crc != *want_crc) {
+		free(rec);
+		rc = IOL_ECHECKSUM;
+		goto out_unreserve;
+	}
 	IOL_DEBUG_ASSERT(rec_says(rec, rec_len, data.len, block, blocks, req->crc));
 	IOL_ASSERT(block < s->sb.data_blocks && blocks <= s->sb.data_blocks - block);
 	rocksdb_writebatch_put(req->wb, (const char *)req->kbuf, STORE_KEY_LEN,

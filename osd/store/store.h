@@ -217,6 +217,24 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
 	      struct buf_slice data, store_put_cb cb);
 
 /*
+ * store_put of data whose crc32c the caller already has (carried in the
+ * request), checked in the store's own pass over the bytes instead of a
+ * pass of the caller's:
+ *  - an extent is checksummed from the store's aligned copy, as always
+ *    (the block crcs it indexes); when the whole differs from crc the put
+ *    is refused with IOL_ECHECKSUM before anything is written;
+ *  - an inline shard with verify is checksummed and refused the same way;
+ *    without verify crc is taken as its record checksum with no pass over
+ *    the bytes. The caller vouches that crc was computed over these very
+ *    bytes in this process (they never left memory): were they changed
+ *    since, the record's crc no longer matches them and every read of the
+ *    shard fails with IOL_ECHECKSUM, as for damage on disk.
+ * Everything else as store_put.
+ */
+int store_put_crc(struct store *s, struct store_put_req *req, const struct store_key *key,
+		  struct buf_slice data, uint32_t crc, bool verify, store_put_cb cb);
+
+/*
  * Read len bytes at off (len UINT64_MAX: to the end) of the shard; the
  * range is clamped to the shard. Every crc block touched is verified.
  * Errors now: IOL_ENOT_FOUND, -EINVAL (off > length), IOL_ECORRUPT /
