@@ -78,22 +78,28 @@ static void pool_add(struct gwd_pool *p, int64_t n)
 		;
 }
 
+/* A block is one allocation: the struct buf in its first BLK_HDR bytes
+ * (buf_init_embedded), the data after them. */
+#define BLK_HDR 64
+_Static_assert(sizeof(struct buf) <= BLK_HDR, "struct buf fits a block's header");
+
 /* Last reference of a pooled buf: keep the memory if the pool has room. */
 static void pool_release(struct buf *b)
 {
 	struct gwd_pool *p = b->owner;
 	size_t cap = b->cap;
 	unsigned c = size_class(cap);
+	void *m = b;   /* the block's start; b is dead from here */
 	pool_add(p, -(int64_t)cap);
 	pthread_mutex_lock(&p->mu);
 	if (p->idle_bytes + cap <= p->idle_max && class_size(c) == cap) {
-		*(void **)b->data = p->free[c];
-		p->free[c] = b->data;
+		*(void **)m = p->free[c];
+		p->free[c] = m;
 		p->idle_bytes += cap;
-		b->data = NULL;
+		m = NULL;
 	}
 	pthread_mutex_unlock(&p->mu);
-	free(b->data);
+	free(m);
 	pool_unref(p);
 }
 
@@ -103,6 +109,8 @@ struct buf *gwd_buf_get(struct gw_data *d, size_t n)
 	unsigned c = size_class(n);
 	size_t cap = class_size(c);
 	void *m;
+	if (cap < n)
+		return NULL;
 	pthread_mutex_lock(&p->mu);
 	m = p->free[c];
 	if (m) {
@@ -110,15 +118,10 @@ struct buf *gwd_buf_get(struct gw_data *d, size_t n)
 		p->idle_bytes -= cap;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (cap < n)
+	if (!m && !(m = aligned_alloc(64, BLK_HDR + cap)))
 		return NULL;
-	if (!m && !(m = aligned_alloc(64, cap)))
-		return NULL;
-	struct buf *b = buf_wrap(m, cap, pool_release, p);
-	if (!b) {
-		free(m);
-		return NULL;
-	}
+	struct buf *b = m;
+	buf_init_embedded(b, (uint8_t *)m + BLK_HDR, cap, pool_release, p);
 	b->len = n;
 	atomic_fetch_add(&p->refs, 1);
 	pool_add(p, (int64_t)cap);

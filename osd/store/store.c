@@ -641,7 +641,8 @@ int store_delete(struct store *s, struct store_del_req *req, const struct store_
 static void get_done(struct store_get_req *req)
 {
 	struct store *s = req->s;
-	free(req->val);
+	rocksdb_pinnableslice_destroy(req->pin);
+	req->pin = NULL;
 	req->val = NULL;
 	if (req->status == 0) {
 		s->st.gets++;
@@ -701,9 +702,10 @@ out:
 	get_done(req);
 }
 
-static void release_val(struct buf *b)
+/* The last reference on an inline shard handed out: unpin its value. */
+static void release_pin(struct buf *b)
 {
-	free(b->data);
+	rocksdb_pinnableslice_destroy(b->owner);
 }
 
 int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
@@ -722,7 +724,9 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 	req->cb = cb;
 	uint8_t k[STORE_KEY_LEN];
 	store_key_encode(key, k);
-	rc = store_kv_get(s->kv, k, sizeof(k), &req->val, &req->vlen);
+	/* Pinned, not copied: an inline shard's bytes go out by reference
+	 * to RocksDB's own buffer (one memcpy fewer per inline read). */
+	rc = store_kv_get_pinned(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen);
 	if (rc)
 		return rc;
 	rc = store_rec_decode(req->val, req->vlen, &req->rec);
@@ -742,9 +746,9 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 		    crc32c(0, req->rec.data, req->rec.length) != req->rec.crc) {
 			checksum_error(req, 0, req->rec.length ? req->rec.length - 1 : 0);
 		} else if (req->len) {
-			/* Hand out the value RocksDB copied for us, not a
-			 * second copy of it: the buf frees it. */
-			req->out.buf = buf_wrap(req->val, req->vlen, release_val, NULL);
+			/* Hand out RocksDB's pinned value, not a copy of
+			 * it: the buf unpins it. */
+			req->out.buf = buf_wrap((void *)req->val, req->vlen, release_pin, req->pin);
 			if (!req->out.buf) {
 				rc = -ENOMEM;
 				goto out_val;
@@ -752,6 +756,7 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 			req->out.off = (size_t)((const char *)req->rec.data - req->val) + off;
 			req->out.len = req->len;
 			req->val = NULL;
+			req->pin = NULL;
 		}
 		rc = loop_queue_post(&s->q, &req->work, on_get_deferred);
 		if (rc) {
@@ -789,7 +794,8 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 	return 0;
 
 out_val:
-	free(req->val);
+	rocksdb_pinnableslice_destroy(req->pin);
+	req->pin = NULL;
 	req->val = NULL;
 	return rc;
 }

@@ -155,8 +155,9 @@ struct store_get_req {
 	/* private */
 	struct store *s;
 	struct store_key key;
-	char *val;                    /* the index record (RocksDB-owned copy) */
+	const char *val;              /* the index record, held by pin */
 	size_t vlen;
+	rocksdb_pinnableslice_t *pin; /* RocksDB's pinned value (or its copy) */
 	struct store_rec rec;
 	uint64_t off, len;            /* asked range, clamped */
 	uint64_t rd_off;              /* shard offset of the first byte read */
