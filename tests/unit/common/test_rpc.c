@@ -945,6 +945,8 @@ START_TEST(test_call_ref)
 	for (int i = 0; i < 600 && atomic_load(&released) == 0; i++)
 		usleep(5000);
 	ck_assert_int_eq(atomic_load(&released), 1);
+	if (_i != T_LOCAL)
+		usleep(700 * 1000);   /* the handler's 500 ms answer, before teardown */
 	res_clear(&h);
 	res_clear(&z.r);
 	buf_unref(pb);
