@@ -80,7 +80,7 @@ struct local_chan {
 
 #define LC_INLINE_BYTES 512  /* a packed answer up to this stays in the lcall */
 #define LC_ARENA_BYTES 1024  /* unpacked messages up to about this: no malloc */
-#define LC_POOL_MAX 4096     /* idle lcalls kept */
+#define LC_POOL_MAX 1024     /* idle lcalls kept (~2.4 KiB each) */
 
 /* A bump allocator for protobuf-c over a fixed array; past it, malloc.
  * Frees are no-ops inside the array; reset by setting used to 0 once
