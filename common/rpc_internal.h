@@ -118,8 +118,10 @@ struct rpc_call_args {
 };
 
 struct rpc_chan_ops {
-	/* Take over a->req and a->payload's reference; complete through
-	 * rpc_chan_complete() or rpc_chan_defer_fail(). */
+	/* Take over a->req (or a->msg with a->hold's reference: only the
+	 * local transport gets those, see rpc_call_ref) and a->payload's
+	 * reference; complete through rpc_chan_complete() or
+	 * rpc_chan_defer_fail(). */
 	void (*call)(struct rpc_channel *ch, struct rpc_call_args *a);
 	/* Fail every pending call with CANCELLED now; start closing the
 	 * transport's handles (each holding a channel reference). */
