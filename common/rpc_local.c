@@ -435,6 +435,12 @@ static void lreq_answer_msg(struct rpc_req *r, const ProtobufCMessage *resp,
 			    const struct buf_slice *payload)
 {
 	struct lcall *lc = container_of(r, struct lcall, req);
+	if (lc->early) {
+		/* The caller was told already (server closed) and may be
+		 * reading lc: write nothing of the answer, just release. */
+		r->ops->answer(r, RPC_OK, "", NULL, NULL);
+		return;
+	}
 	size_t n = resp ? protobuf_c_message_get_packed_size(resp) : 0;
 	if (n <= sizeof(lc->rinline)) {
 		lc->rlen = n ? protobuf_c_message_pack(resp, lc->rinline) : 0;
