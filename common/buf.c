@@ -27,6 +27,7 @@ struct buf *buf_new_aligned(size_t cap, size_t align)
 	b->cap = cap;
 	b->release = NULL;
 	b->owner = mem;
+	b->embedded = 0;
 	return b;
 }
 
@@ -56,7 +57,20 @@ struct buf *buf_wrap(void *data, size_t len, buf_release_fn release, void *owner
 	b->cap = len;
 	b->release = release;
 	b->owner = owner;
+	b->embedded = 0;
 	return b;
+}
+
+void buf_init_embedded(struct buf *b, void *data, size_t len, buf_release_fn release,
+		       void *owner)
+{
+	atomic_init(&b->refs, 1);
+	b->data = data;
+	b->len = len;
+	b->cap = len;
+	b->release = release;
+	b->owner = owner;
+	b->embedded = 1;
 }
 
 void buf_unref(struct buf *b)
@@ -65,7 +79,9 @@ void buf_unref(struct buf *b)
 		return;
 	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	if (b->release) {
+	if (b->embedded) {
+		b->release(b);   /* owns b's memory */
+	} else if (b->release) {
 		b->release(b);
 		free(b);
 	} else {

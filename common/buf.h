@@ -26,6 +26,7 @@ struct buf {
 	size_t cap;             /* bytes available at data */
 	buf_release_fn release; /* called by the last unref (wrapped memory) */
 	void *owner;            /* for release: the pool or object the bytes belong to */
+	uint8_t embedded;       /* buf_init_embedded: the struct is the caller's */
 };
 
 /* A new buffer of cap bytes (len 0), data aligned to align (a power of two,
@@ -41,6 +42,16 @@ struct buf *buf_copy(const void *data, size_t len);
 /* Wrap memory the caller owns. When the last reference goes, release(b) runs
  * (it must free the memory it owns) and then the struct is freed. */
 struct buf *buf_wrap(void *data, size_t len, buf_release_fn release, void *owner);
+
+/* Make b, a struct inside an object of the caller's, a buffer with one
+ * reference over data/len (may be NULL/0). The last unref runs release(b)
+ * and frees nothing itself: release owns b's object (it may put it back on
+ * a free list; it may run on whichever thread drops the last reference).
+ * This is how an object that must outlive every reader — an RPC request
+ * message handed by reference (rpc_call_ref) — is reference-counted
+ * without an allocation of its own. */
+void buf_init_embedded(struct buf *b, void *data, size_t len, buf_release_fn release,
+		       void *owner);
 
 static inline struct buf *buf_ref(struct buf *b)
 {

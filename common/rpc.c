@@ -174,14 +174,23 @@ void rpc_chan_deliver(struct rpc_channel *ch, const ProtobufCMessageDescriptor *
 		      rpc_call_cb cb, void *ud, int status, const char *message,
 		      const uint8_t *msg, size_t msg_len, const struct buf_slice *payload)
 {
-	struct rpc_result res = { .status = status, .message = message ? message : "" };
+	rpc_chan_deliver_ex(ch, out, cb, ud, status, message, msg, msg_len, payload, NULL, false);
+}
+
+void rpc_chan_deliver_ex(struct rpc_channel *ch, const ProtobufCMessageDescriptor *out,
+			 rpc_call_cb cb, void *ud, int status, const char *message,
+			 const uint8_t *msg, size_t msg_len, const struct buf_slice *payload,
+			 ProtobufCAllocator *alloc, bool in_memory)
+{
+	struct rpc_result res = { .status = status, .message = message ? message : "",
+				  .in_memory = in_memory };
 	ProtobufCMessage *resp = NULL;
 	if (status == RPC_OK) {
 		if (msg_len > ch->opts.max_message_bytes ||
 		    (payload && payload->len > ch->opts.max_message_bytes)) {
 			res.status = RPC_RESOURCE_EXHAUSTED;
 			res.message = "response larger than max_message_bytes";
-		} else if (!(resp = protobuf_c_message_unpack(out, NULL, msg_len, msg))) {
+		} else if (!(resp = protobuf_c_message_unpack(out, alloc, msg_len, msg))) {
 			res.status = RPC_INTERNAL;
 			res.message = "cannot parse response message";
 		} else {
@@ -192,7 +201,7 @@ void rpc_chan_deliver(struct rpc_channel *ch, const ProtobufCMessageDescriptor *
 	}
 	rpc_chan_complete(ch, cb, ud, &res);
 	if (resp)
-		protobuf_c_message_free_unpacked(resp, NULL);
+		protobuf_c_message_free_unpacked(resp, alloc);
 }
 
 int rpc_chan_init(struct rpc_channel *ch, const struct rpc_chan_ops *ops, uv_loop_t *loop,
@@ -282,9 +291,10 @@ void rpc_channel_close(struct rpc_channel *ch)
 	rpc_chan_unref(ch);
 }
 
-void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc, unsigned method,
-	      const ProtobufCMessage *req, const struct buf_slice *payload,
-	      const struct rpc_call_opts *opts, rpc_call_cb cb, void *ud)
+static void call_start(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
+		       unsigned method, const ProtobufCMessage *req, struct buf *hold,
+		       const struct buf_slice *payload, const struct rpc_call_opts *opts,
+		       rpc_call_cb cb, void *ud)
 {
 	if (ch->closing) {
 		/* Contract violation, but answer rather than hang. */
@@ -309,8 +319,12 @@ void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc, uns
 		.cb = cb,
 		.ud = ud,
 	};
-	a.req = rpc_pack(req);
-	if (!a.req) {
+	/* By reference only where both ends share this memory and nothing in
+	 * between (the fault layer) needs the packed bytes. */
+	if (hold && ch->target.kind == RPC_TARGET_LOCAL && !ch->fault_inner) {
+		a.msg = req;
+		a.hold = buf_ref(hold);
+	} else if (!(a.req = rpc_pack(req))) {
 		rpc_chan_defer_fail(ch, cb, ud, RPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
@@ -320,6 +334,21 @@ void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc, uns
 	}
 	ch->npending++;
 	ch->ops->call(ch, &a);
+}
+
+void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc, unsigned method,
+	      const ProtobufCMessage *req, const struct buf_slice *payload,
+	      const struct rpc_call_opts *opts, rpc_call_cb cb, void *ud)
+{
+	call_start(ch, svc, method, req, NULL, payload, opts, cb, ud);
+}
+
+void rpc_call_ref(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
+		  unsigned method, const ProtobufCMessage *req, struct buf *hold,
+		  const struct buf_slice *payload, const struct rpc_call_opts *opts,
+		  rpc_call_cb cb, void *ud)
+{
+	call_start(ch, svc, method, req, hold, payload, opts, cb, ud);
 }
 
 /* ------------------------------------------------------------ deadlines */
@@ -603,6 +632,11 @@ const struct buf_slice *rpc_req_payload(const struct rpc_req *r)
 	return &r->payload;
 }
 
+bool rpc_req_payload_in_memory(const struct rpc_req *r)
+{
+	return r->in_memory;
+}
+
 const char *rpc_req_id(const struct rpc_req *r)
 {
 	return r->id;
@@ -627,9 +661,12 @@ int rpc_req_cancelled(const struct rpc_req *r)
 
 void rpc_req_release(struct rpc_req *r)
 {
-	if (r->msg)
+	if (r->msg_hold)
+		buf_unref(r->msg_hold); /* the caller's message: let go of it */
+	else if (r->msg)
 		protobuf_c_message_free_unpacked(r->msg, NULL);
 	r->msg = NULL;
+	r->msg_hold = NULL;
 	buf_unref(r->payload.buf);
 	r->payload.buf = NULL;
 }
@@ -648,6 +685,18 @@ void rpc_req_dispatch(struct rpc_req *r, const uint8_t *msg, size_t len)
 		rpc_fail(r, RPC_INVALID_ARGUMENT, "cannot parse request message");
 		return;
 	}
+	m->fn(r, m->ud);
+}
+
+void rpc_req_dispatch_msg(struct rpc_req *r)
+{
+	const struct rpc_method *m = r->m;
+	if (!m || !m->fn) {
+		rpc_fail(r, RPC_UNIMPLEMENTED, "method not implemented");
+		return;
+	}
+	if (r->srv->opts.log_calls)
+		r->t0_ns = loop_now_ns();
 	m->fn(r, m->ud);
 }
 
@@ -673,6 +722,10 @@ void rpc_respond(struct rpc_req *r, const ProtobufCMessage *resp, const struct b
 		log_call(r, RPC_OK, "");
 	if (r->ops->gone(r)) {
 		r->ops->answer(r, RPC_CANCELLED, "", NULL, NULL);
+		return;
+	}
+	if (r->ops->answer_msg) {
+		r->ops->answer_msg(r, resp, payload && payload->buf ? payload : NULL);
 		return;
 	}
 	struct buf *b = rpc_pack(resp);

@@ -13,6 +13,11 @@
  *   "local:NAME"  in-process: the same messages and handlers, no sockets,
  *                 no framing. The call crosses threads through the server
  *                 loop's queue; payloads move by reference, not by copy.
+ *                 A request made with rpc_call_ref() is read by the
+ *                 handler where the caller built it (no pack, no unpack);
+ *                 the answer is packed into the call's own storage and
+ *                 unpacked into an arena of it (no heap allocation for
+ *                 messages that fit, see rpc_local.c).
  *
  * A call is one request message (+ optional payload) and one response
  * message (+ optional payload). On the wire the payload is a second gRPC
@@ -108,6 +113,12 @@ struct rpc_result {
 	const char *message;          /* grpc-message or a local reason; never NULL */
 	const ProtobufCMessage *resp; /* unpacked response; NULL unless RPC_OK */
 	struct buf_slice payload;     /* response payload; .buf NULL when none */
+	/* The payload never left this process's memory: it is the server's
+	 * own buffer, handed by reference (the in-process transport). A crc
+	 * the server computed or verified over those bytes holds for them as
+	 * they are here; nothing in transit could have changed them. False
+	 * over HTTP/2, where the bytes were copied off a socket. */
+	bool in_memory;
 };
 
 typedef void (*rpc_call_cb)(void *ud, const struct rpc_result *res);
@@ -134,6 +145,34 @@ void rpc_call(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
 	      unsigned method, const ProtobufCMessage *req,
 	      const struct buf_slice *payload, const struct rpc_call_opts *opts,
 	      rpc_call_cb cb, void *ud);
+
+/* rpc_call with req handed by reference instead of packed (the in-process
+ * transport's zero-copy path).
+ *
+ * Ownership rule: req, and everything it points to, must stay valid and
+ * unchanged for as long as `hold` has a reference. `hold` is a buf the
+ * caller made for the object holding req (buf_init_embedded: no
+ * allocation); the caller owns one reference and drops it when it no
+ * longer needs req itself, typically in cb. The transport takes one more
+ * reference for as long as the server may read req, and drops it once the
+ * server has answered (or the call ended without reaching a handler).
+ * The server's handler therefore reads the caller's memory: it must not
+ * modify it (rpc_req_msg is const) and loses it when it answers. Use it
+ * only for methods whose handlers keep to that (the OSD's PutShard and
+ * GetShard); a handler that edits its request in place (meta's
+ * PutAccessKey sealing) must be called with rpc_call.
+ *
+ * Because a deadline or a closed channel runs cb before the server has
+ * answered, the last reference on hold may drop after cb, and on the
+ * server's loop thread: hold's release function must be safe there.
+ *
+ * Over HTTP/2 (and whenever the fault-injection layer is armed) req is
+ * packed before this returns, exactly as rpc_call does, and hold is not
+ * referenced: the caller's reference is then the only one. */
+void rpc_call_ref(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
+		  unsigned method, const ProtobufCMessage *req, struct buf *hold,
+		  const struct buf_slice *payload, const struct rpc_call_opts *opts,
+		  rpc_call_cb cb, void *ud);
 
 /* ------------------------------------------------------------ peer health
  *
@@ -235,6 +274,13 @@ const ProtobufCMessage *rpc_req_msg(const struct rpc_req *r);
 /* The request payload (.buf NULL when none); valid until answered, or
  * longer with buf_ref(). */
 const struct buf_slice *rpc_req_payload(const struct rpc_req *r);
+/* The payload never left this process's memory (the in-process transport
+ * hands the caller's buffer by reference): a crc the caller computed over
+ * it and carried in the message is a crc of these very bytes. False over
+ * HTTP/2, where they came off a socket and must be verified. A property of
+ * the bytes, so a handler keeps one code path: it verifies unless this
+ * says there is nothing to verify against. */
+bool rpc_req_payload_in_memory(const struct rpc_req *r);
 /* The request id the caller set (rpc_call_opts.request_id: the
  * x-request-id header on HTTP/2, a field of the call in process), or "".
  * Valid until the call is answered. Log it as req=: LOG_*_REQ(rpc_req_id(r), ...).

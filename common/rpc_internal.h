@@ -106,7 +106,10 @@ struct rpc_dl {
 struct rpc_call_args {
 	const ProtobufCServiceDescriptor *svc;
 	unsigned method;
-	struct buf *req;           /* prefix (5 bytes) + packed message; owned */
+	struct buf *req;           /* prefix (5 bytes) + packed message; owned;
+				    * NULL when msg is set */
+	const ProtobufCMessage *msg; /* rpc_call_ref on a local channel: req by reference */
+	struct buf *hold;          /* with msg: a reference held on its holder */
 	struct buf_slice payload;  /* a reference held; .buf NULL for none */
 	uint32_t timeout_ms;
 	const char *request_id;    /* "" for none */
@@ -115,8 +118,10 @@ struct rpc_call_args {
 };
 
 struct rpc_chan_ops {
-	/* Take over a->req and a->payload's reference; complete through
-	 * rpc_chan_complete() or rpc_chan_defer_fail(). */
+	/* Take over a->req (or a->msg with a->hold's reference: only the
+	 * local transport gets those, see rpc_call_ref) and a->payload's
+	 * reference; complete through rpc_chan_complete() or
+	 * rpc_chan_defer_fail(). */
 	void (*call)(struct rpc_channel *ch, struct rpc_call_args *a);
 	/* Fail every pending call with CANCELLED now; start closing the
 	 * transport's handles (each holding a channel reference). */
@@ -173,6 +178,12 @@ void rpc_chan_complete(struct rpc_channel *ch, rpc_call_cb cb, void *ud,
 void rpc_chan_deliver(struct rpc_channel *ch, const ProtobufCMessageDescriptor *out,
 		      rpc_call_cb cb, void *ud, int status, const char *message,
 		      const uint8_t *msg, size_t msg_len, const struct buf_slice *payload);
+/* The same, unpacking with alloc (NULL: the default) and telling cb
+ * whether the payload stayed in memory (struct rpc_result.in_memory). */
+void rpc_chan_deliver_ex(struct rpc_channel *ch, const ProtobufCMessageDescriptor *out,
+			 rpc_call_cb cb, void *ud, int status, const char *message,
+			 const uint8_t *msg, size_t msg_len, const struct buf_slice *payload,
+			 ProtobufCAllocator *alloc, bool in_memory);
 
 /* Deadline heap of the channel. */
 int rpc_dl_add(struct rpc_channel *ch, struct rpc_dl *d, uint32_t timeout_ms,
@@ -270,13 +281,20 @@ struct rpc_req_ops {
 	void (*answer)(struct rpc_req *r, int status, const char *message, struct buf *resp,
 		       const struct buf_slice *payload);
 	bool (*gone)(const struct rpc_req *r);
+	/* Optional: answer OK with the message itself, not packed (the
+	 * transport packs it where it likes, before returning); otherwise
+	 * as answer. NULL: rpc_respond packs and calls answer. */
+	void (*answer_msg)(struct rpc_req *r, const ProtobufCMessage *resp,
+			   const struct buf_slice *payload);
 };
 
 struct rpc_req {
 	const struct rpc_req_ops *ops;
 	struct rpc_server *srv;
 	const struct rpc_method *m;  /* NULL: unknown path */
-	ProtobufCMessage *msg;       /* unpacked by rpc_req_dispatch */
+	ProtobufCMessage *msg;       /* unpacked by rpc_req_dispatch, or the caller's */
+	struct buf *msg_hold;        /* msg is the caller's (rpc_call_ref): a reference */
+	bool in_memory;              /* payload is the caller's buffer (rpc_req_payload_in_memory) */
 	struct buf_slice payload;    /* our reference */
 	const char *id;              /* never NULL */
 	uint64_t deadline_ms;
@@ -287,6 +305,8 @@ struct rpc_req {
 /* Unpack msg bytes for r->m and run the handler, or answer UNIMPLEMENTED
  * / INVALID_ARGUMENT. r->payload is already set (reference taken). */
 void rpc_req_dispatch(struct rpc_req *r, const uint8_t *msg, size_t len);
+/* Run the handler on r->msg, already set (by reference, r->msg_hold). */
+void rpc_req_dispatch_msg(struct rpc_req *r);
 /* Free what rpc_req_dispatch and the payload hold. */
 void rpc_req_release(struct rpc_req *r);
 

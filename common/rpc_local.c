@@ -3,10 +3,28 @@
  *
  * A process-wide registry (one mutex) maps names to servers. A call is one
  * struct lcall shared by the client's loop and the server's loop: the
- * client packs the request (one allocation), posts the lcall to the
- * server's loop_queue; the server unpacks it and runs the handler; the
- * answer is packed into lcall and posted back to the channel's loop_queue,
- * where it is unpacked and the callback runs. Payloads cross by reference.
+ * client posts the lcall to the server's loop_queue, the server runs the
+ * handler, and the answer is posted back to the channel's loop_queue,
+ * where the callback runs. Payloads cross by reference.
+ *
+ * Messages, without heap allocation on the hot path:
+ *  - request by reference (rpc_call_ref): the handler reads the caller's
+ *    message itself. lcall carries it and a reference on the caller's
+ *    `hold` buf, which passes to the rpc_req and is dropped by
+ *    rpc_req_release when the server answers (or by lcall_unref if no
+ *    handler ever saw it). The rule: the caller's message lives while hold
+ *    has a reference, so it outlives every read by the server even when
+ *    the client gave up first (deadline, close) and its callback ran.
+ *  - request packed (rpc_call): unpacked with the default allocator, as
+ *    over HTTP/2: some handlers edit their request in place with
+ *    malloc/free (meta's seal_op), so it must be heap memory.
+ *  - answer: packed into lcall's rinline (when it fits LC_INLINE_BYTES),
+ *    then unpacked on the client's loop into lcall's arena (malloc only
+ *    past LC_ARENA_BYTES); a callback may not keep or free any of it
+ *    (rpc.h: valid only during the callback). Not by reference: handlers
+ *    build answers on their stacks and return.
+ *  - lcall itself comes from a process-wide free list (one mutex; its last
+ *    reference may drop on either loop), at most LC_POOL_MAX idle.
  *
  * Ownership: lcall is refcounted (atomic; the loops may be two threads or
  * one). The client holds one reference until its callback has run (answer,
@@ -24,6 +42,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +78,19 @@ struct local_chan {
 	struct reaper reaper;
 };
 
+#define LC_INLINE_BYTES 512  /* a packed answer up to this stays in the lcall */
+#define LC_ARENA_BYTES 1024  /* unpacked messages up to about this: no malloc */
+#define LC_POOL_MAX 1024     /* idle lcalls kept (~2.4 KiB each) */
+
+/* A bump allocator for protobuf-c over a fixed array; past it, malloc.
+ * Frees are no-ops inside the array; reset by setting used to 0 once
+ * nothing unpacked into it is alive. */
+struct lc_arena {
+	ProtobufCAllocator a;
+	size_t used;
+	_Alignas(16) uint8_t mem[LC_ARENA_BYTES];
+};
+
 struct lcall {
 	atomic_int refs;
 	atomic_bool gone;          /* client stopped waiting */
@@ -74,7 +107,9 @@ struct lcall {
 	struct rpc_dl dl;
 	bool done;
 	/* request, handed to the server */
-	struct buf *reqbuf;
+	struct buf *reqbuf;                /* packed (rpc_call), or NULL */
+	const ProtobufCMessage *msg;       /* by reference (rpc_call_ref), or NULL */
+	struct buf *hold;                  /* with msg: a reference until dispatch */
 	struct buf_slice payload;
 	/* server side */
 	struct rpc_req req;
@@ -82,14 +117,77 @@ struct lcall {
 	bool early;                /* UNAVAILABLE already posted by close */
 	/* answer */
 	int status;
-	struct buf *resp;
+	struct buf *resp;          /* a packed answer too big for rinline */
+	size_t rlen;               /* packed answer bytes in rinline (resp NULL) */
 	struct buf_slice rpayload;
+	struct lcall *next_free;   /* the pool */
+	/* Not cleared on reuse (lc_new sets what it must): */
 	char id[RPC_MAX_REQUEST_ID + 1];
 	char message[RPC_MAX_MESSAGE_TEXT];
+	_Alignas(16) uint8_t rinline[LC_INLINE_BYTES];
+	struct lc_arena arena;     /* the answer, unpacked on the client's loop */
 };
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rpc_local_server *reg_head;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct lcall *pool_head;   /* under pool_mu */
+static unsigned pool_idle;        /* under pool_mu */
+
+static void *arena_alloc(void *ad, size_t n)
+{
+	struct lc_arena *ar = ad;
+	size_t need = (n + 15) & ~(size_t)15;
+	if (need >= n && need <= sizeof(ar->mem) - ar->used) {
+		void *p = ar->mem + ar->used;
+		ar->used += need;
+		return p;
+	}
+	return malloc(n);
+}
+
+static void arena_free(void *ad, void *p)
+{
+	struct lc_arena *ar = ad;
+	uintptr_t u = (uintptr_t)p, lo = (uintptr_t)ar->mem;
+	if (u >= lo && u < lo + sizeof(ar->mem))
+		return;
+	free(p);
+}
+
+/* A cleared lcall from the pool (or the heap), with one reference... of
+ * the count the caller sets. NULL: out of memory. */
+static struct lcall *lc_new(void)
+{
+	pthread_mutex_lock(&pool_mu);
+	struct lcall *lc = pool_head;
+	if (lc) {
+		pool_head = lc->next_free;
+		pool_idle--;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	if (!lc && !(lc = malloc(sizeof(*lc))))
+		return NULL;
+	memset(lc, 0, offsetof(struct lcall, id));
+	lc->message[0] = 0;
+	lc->arena.a = (ProtobufCAllocator){ arena_alloc, arena_free, &lc->arena };
+	lc->arena.used = 0;
+	return lc;
+}
+
+static void lc_free(struct lcall *lc)
+{
+	pthread_mutex_lock(&pool_mu);
+	if (pool_idle < LC_POOL_MAX) {
+		lc->next_free = pool_head;
+		pool_head = lc;
+		pool_idle++;
+		lc = NULL;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	free(lc);
+}
 
 static void rq_unref(struct local_rq *rq)
 {
@@ -102,11 +200,12 @@ static void lcall_unref(struct lcall *lc)
 	if (atomic_fetch_sub_explicit(&lc->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	buf_unref(lc->reqbuf);
+	buf_unref(lc->hold);
 	buf_unref(lc->payload.buf);
 	buf_unref(lc->resp);
 	buf_unref(lc->rpayload.buf);
 	rq_unref(lc->rq);
-	free(lc);
+	lc_free(lc);
 }
 
 /* Close a scratch timer twice in a row, then run done: the second close
@@ -174,10 +273,11 @@ static void cli_answer(struct loop_work *w)
 		struct local_chan *ch = lc->ch;
 		call_unlink(lc);
 		const ProtobufCMessageDescriptor *out = lc->svc->methods[lc->method].output;
-		const uint8_t *m = lc->resp ? lc->resp->data + GRPC_PREFIX_BYTES : NULL;
-		size_t mlen = lc->resp ? lc->resp->len - GRPC_PREFIX_BYTES : 0;
-		rpc_chan_deliver(&ch->base, out, lc->cb, lc->ud, lc->status, lc->message, m, mlen,
-				 &lc->rpayload);
+		const uint8_t *m = lc->resp ? lc->resp->data + GRPC_PREFIX_BYTES : lc->rinline;
+		size_t mlen = lc->resp ? lc->resp->len - GRPC_PREFIX_BYTES : lc->rlen;
+		lc->arena.used = 0;
+		rpc_chan_deliver_ex(&ch->base, out, lc->cb, lc->ud, lc->status, lc->message, m,
+				    mlen, &lc->rpayload, &lc->arena.a, true);
 		lcall_unref(lc); /* the client's */
 	}
 	lcall_unref(lc);
@@ -188,7 +288,7 @@ static void lc_call(struct rpc_channel *base, struct rpc_call_args *a)
 	struct local_chan *ch = (struct local_chan *)base;
 	const char *why = "out of memory";
 	int status = RPC_RESOURCE_EXHAUSTED;
-	struct lcall *lc = calloc(1, sizeof(*lc));
+	struct lcall *lc = lc_new();
 	if (!lc)
 		goto fail;
 	atomic_init(&lc->refs, 2);
@@ -199,8 +299,11 @@ static void lc_call(struct rpc_channel *base, struct rpc_call_args *a)
 	lc->svc = a->svc;
 	lc->method = a->method;
 	lc->reqbuf = a->req;
+	lc->msg = a->msg;
+	lc->hold = a->hold;
 	lc->payload = a->payload;
 	a->req = NULL;
+	a->hold = NULL;
 	a->payload.buf = NULL;
 	lc->rq = ch->rq;
 	atomic_fetch_add_explicit(&ch->rq->refs, 1, memory_order_relaxed);
@@ -242,6 +345,7 @@ fail_lc:
 	lcall_unref(lc);
 fail:
 	buf_unref(a->req);
+	buf_unref(a->hold);
 	buf_unref(a->payload.buf);
 	base->npending--;
 	rpc_chan_defer_fail(base, a->cb, a->ud, status, why);
@@ -266,7 +370,7 @@ static void lc_close(struct rpc_channel *base)
 	reap_start(base->loop, &ch->reaper, chan_reaped, ch);
 }
 
-static void lc_free(struct rpc_channel *base)
+static void chan_free(struct rpc_channel *base)
 {
 	free(base);
 }
@@ -274,7 +378,7 @@ static void lc_free(struct rpc_channel *base)
 static const struct rpc_chan_ops local_chan_ops = {
 	.call = lc_call,
 	.close = lc_close,
-	.free = lc_free,
+	.free = chan_free,
 };
 
 struct rpc_channel *rpc_local_channel_open(uv_loop_t *loop, const char *target,
@@ -325,6 +429,31 @@ static void live_unlink(struct lcall *lc)
 	lc->sprev = lc->snext = NULL;
 }
 
+/* Answer OK with resp packed into lc->rinline (or a buf when too big),
+ * before the request (which resp may point into) is released. */
+static void lreq_answer_msg(struct rpc_req *r, const ProtobufCMessage *resp,
+			    const struct buf_slice *payload)
+{
+	struct lcall *lc = container_of(r, struct lcall, req);
+	if (lc->early) {
+		/* The caller was told already (server closed) and may be
+		 * reading lc: write nothing of the answer, just release. */
+		r->ops->answer(r, RPC_OK, "", NULL, NULL);
+		return;
+	}
+	size_t n = resp ? protobuf_c_message_get_packed_size(resp) : 0;
+	if (n <= sizeof(lc->rinline)) {
+		lc->rlen = n ? protobuf_c_message_pack(resp, lc->rinline) : 0;
+		r->ops->answer(r, RPC_OK, "", NULL, payload);
+		return;
+	}
+	struct buf *b = rpc_pack(resp);
+	if (!b)
+		r->ops->answer(r, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL, NULL);
+	else
+		r->ops->answer(r, RPC_OK, "", b, payload);
+}
+
 static void lreq_answer(struct rpc_req *r, int status, const char *message, struct buf *resp,
 			const struct buf_slice *payload)
 {
@@ -364,6 +493,7 @@ static bool lreq_gone(const struct rpc_req *r)
 static const struct rpc_req_ops local_req_ops = {
 	.answer = lreq_answer,
 	.gone = lreq_gone,
+	.answer_msg = lreq_answer_msg,
 };
 
 /* Server loop: a call arrives. Carries the server's reference on lc. */
@@ -386,16 +516,25 @@ static void srv_arrive(struct loop_work *w)
 	r->m = rpc_server_find(srv, lc->svc, lc->method);
 	r->id = lc->id;
 	r->payload = lc->payload;
+	r->in_memory = true;
 	lc->payload.buf = NULL;
 	rpc_server_ref(srv);
 	lc->snext = ls->live;
 	if (ls->live)
 		ls->live->sprev = lc;
 	ls->live = lc;
-	size_t len = rb->len - GRPC_PREFIX_BYTES;
+	size_t len = rb ? rb->len - GRPC_PREFIX_BYTES : 0;
+	if (lc->msg) {
+		/* By reference: the hold goes with r, released when r is. */
+		r->msg = (ProtobufCMessage *)lc->msg;
+		r->msg_hold = lc->hold;
+		lc->hold = NULL;
+	}
 	if (len > srv->opts.max_message_bytes ||
 	    (r->payload.buf && r->payload.len > srv->opts.max_message_bytes))
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "request larger than max_message_bytes");
+	else if (r->msg_hold)
+		rpc_req_dispatch_msg(r);
 	else
 		rpc_req_dispatch(r, rb->data + GRPC_PREFIX_BYTES, len);
 	buf_unref(rb);

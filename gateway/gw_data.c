@@ -51,6 +51,11 @@ static void pool_unref(struct gwd_pool *p)
 {
 	if (atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
+	while (p->msgs) {
+		struct gwd_msg *m = p->msgs;
+		p->msgs = m->next_free;
+		free(m);
+	}
 	for (unsigned c = 0; c < GWD_CLASSES; c++) {
 		void *m = p->free[c];
 		while (m) {
@@ -73,22 +78,28 @@ static void pool_add(struct gwd_pool *p, int64_t n)
 		;
 }
 
+/* A block is one allocation: the struct buf in its first BLK_HDR bytes
+ * (buf_init_embedded), the data after them. */
+#define BLK_HDR 64
+_Static_assert(sizeof(struct buf) <= BLK_HDR, "struct buf fits a block's header");
+
 /* Last reference of a pooled buf: keep the memory if the pool has room. */
 static void pool_release(struct buf *b)
 {
 	struct gwd_pool *p = b->owner;
 	size_t cap = b->cap;
 	unsigned c = size_class(cap);
+	void *m = b;   /* the block's start; b is dead from here */
 	pool_add(p, -(int64_t)cap);
 	pthread_mutex_lock(&p->mu);
 	if (p->idle_bytes + cap <= p->idle_max && class_size(c) == cap) {
-		*(void **)b->data = p->free[c];
-		p->free[c] = b->data;
+		*(void **)m = p->free[c];
+		p->free[c] = m;
 		p->idle_bytes += cap;
-		b->data = NULL;
+		m = NULL;
 	}
 	pthread_mutex_unlock(&p->mu);
-	free(b->data);
+	free(m);
 	pool_unref(p);
 }
 
@@ -98,6 +109,8 @@ struct buf *gwd_buf_get(struct gw_data *d, size_t n)
 	unsigned c = size_class(n);
 	size_t cap = class_size(c);
 	void *m;
+	if (cap < n)
+		return NULL;
 	pthread_mutex_lock(&p->mu);
 	m = p->free[c];
 	if (m) {
@@ -105,19 +118,58 @@ struct buf *gwd_buf_get(struct gw_data *d, size_t n)
 		p->idle_bytes -= cap;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (cap < n)
+	if (!m && !(m = aligned_alloc(64, BLK_HDR + cap)))
 		return NULL;
-	if (!m && !(m = aligned_alloc(64, cap)))
-		return NULL;
-	struct buf *b = buf_wrap(m, cap, pool_release, p);
-	if (!b) {
-		free(m);
-		return NULL;
-	}
+	struct buf *b = m;
+	buf_init_embedded(b, (uint8_t *)m + BLK_HDR, cap, pool_release, p);
 	b->len = n;
 	atomic_fetch_add(&p->refs, 1);
 	pool_add(p, (int64_t)cap);
 	return b;
+}
+
+/* The last reference on a request message: back to the pool (any thread). */
+static void msg_release(struct buf *b)
+{
+	struct gwd_msg *m = container_of(b, struct gwd_msg, hold);
+	struct gwd_pool *p = m->pool;
+	pthread_mutex_lock(&p->mu);
+	if (p->msgs_idle < GWD_MSGS_IDLE) {
+		m->next_free = p->msgs;
+		p->msgs = m;
+		p->msgs_idle++;
+		m = NULL;
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(m);
+	pool_unref(p);
+}
+
+struct gwd_msg *gwd_msg_get(struct gw_data *d, bool put, uint32_t pg, const uint8_t *oid,
+			    uint32_t seg, uint32_t shard)
+{
+	struct gwd_pool *p = d->pool;
+	pthread_mutex_lock(&p->mu);
+	struct gwd_msg *m = p->msgs;
+	if (m) {
+		p->msgs = m->next_free;
+		p->msgs_idle--;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!m && !(m = malloc(sizeof(*m))))
+		return NULL;
+	buf_init_embedded(&m->hold, NULL, 0, msg_release, p);
+	m->pool = p;
+	atomic_fetch_add(&p->refs, 1);
+	gwd_key(&m->key, m->kb, pg, oid, seg, shard);
+	if (put) {
+		m->q.put = (Iolake__Osd__PutShardRequest)IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+		m->q.put.key = &m->key;
+	} else {
+		m->q.get = (Iolake__Osd__GetShardRequest)IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
+		m->q.get.key = &m->key;
+	}
+	return m;
 }
 
 void gwd_account(struct gw_data *d, int64_t n)

@@ -28,10 +28,32 @@ enum { GWD_M_PUT = OSD_M_PUT, GWD_M_GET = OSD_M_GET, GWD_M_DEL = OSD_M_DEL };
 #define GWD_CODES 4      /* cached (k, m) codes */
 #define GWD_OLAT_MAX 65536 /* OSD ids with read latencies of their own (d->olat) */
 
+#define GWD_MSGS_IDLE 4096 /* idle shard request messages kept (struct gwd_msg) */
+
+/* One ShardPut/GetShard request to an OSD, handed by reference
+ * (rpc_call_ref): it lives while `hold` has references. The gw_data drops
+ * its own right after the call (it never reads the request again); the
+ * in-process transport holds one until the OSD answered. The last
+ * reference, on whichever loop thread drops it, puts the message back on
+ * its pool's free list (under pool->mu). */
+struct gwd_msg {
+	struct buf hold;                 /* buf_init_embedded over nothing */
+	struct gwd_pool *pool;           /* a reference while out */
+	struct gwd_msg *next_free;       /* pool->msgs, under pool->mu */
+	Iolake__Osd__ShardKey key;
+	uint8_t kb[GW_DATA_KEY_LEN];     /* key.oid points here */
+	union {
+		Iolake__Osd__PutShardRequest put;
+		Iolake__Osd__GetShardRequest get;
+	} q;
+};
+
 /* Shared buffer pool: outlives the gw_data while blocks are out. */
 struct gwd_pool {
 	pthread_mutex_t mu;
 	void *free[GWD_CLASSES];         /* under mu: chain through the first word */
+	struct gwd_msg *msgs;            /* under mu: idle request messages */
+	unsigned msgs_idle;              /* under mu */
 	uint64_t idle_bytes, idle_max;   /* under mu */
 	atomic_uint_fast64_t buffered;   /* pool blocks out + response bytes held */
 	atomic_uint_fast64_t peak;
@@ -106,6 +128,7 @@ struct gw_data {
 	int handles;             /* libuv handles open: d is freed at 0 */
 	struct gwd_deferred *dhead, *dtail;
 	struct gw_data_put *free_puts;
+	struct put_call *free_pcalls;  /* PutShard call contexts (gw_data_put.c) */
 	struct gw_data_get *free_gets;
 	struct get_call *free_calls;   /* GetShard call contexts (gw_data_get.c) */
 	struct gwd_del *free_dels;
@@ -118,6 +141,13 @@ struct ec_code *gwd_code(struct gw_data *d, unsigned k, unsigned m);
 /* A buffer of n bytes (len n) from the pool, counted as buffered until its
  * last reference drops. NULL: no memory. */
 struct buf *gwd_buf_get(struct gw_data *d, size_t n);
+
+/* A request message from the pool with its hold's one reference (ours:
+ * drop it with buf_unref(&m->hold) after rpc_call_ref). NULL: no memory.
+ * The key is set (gwd_key) and the request cleared to its INIT with
+ * q.*.key pointing at it; the caller sets the rest. put selects the kind. */
+struct gwd_msg *gwd_msg_get(struct gw_data *d, bool put, uint32_t pg, const uint8_t *oid,
+			    uint32_t seg, uint32_t shard);
 
 /* Count bytes held outside the pool (response payloads): +n / -n. */
 void gwd_account(struct gw_data *d, int64_t n);

@@ -58,6 +58,7 @@ struct put_call {
 	uint64_t t0_ns;          /* sent (the request's trace) */
 	unsigned *late;          /* its segment settled with it out: the calls
 				  * of that block still out (shared, heap) */
+	struct put_call *next_free; /* d->free_pcalls */
 };
 
 struct put_seg {
@@ -159,6 +160,23 @@ static uint32_t put_grace_of(const struct gw_data *d, uint32_t us)
 	       : ms > d->o.put_grace_max_ms ? d->o.put_grace_max_ms : ms;
 }
 
+/* Call contexts from d's free list (the loop's only). */
+static struct put_call *call_get(struct gw_data *d)
+{
+	struct put_call *c = d->free_pcalls;
+	if (c)
+		d->free_pcalls = c->next_free;
+	else
+		c = malloc(sizeof(*c));
+	return c;
+}
+
+static void call_put(struct gw_data *d, struct put_call *c)
+{
+	c->next_free = d->free_pcalls;
+	d->free_pcalls = c;
+}
+
 static void seg_settle(struct put_seg *seg)
 {
 	struct gw_data_put *p = seg->p;
@@ -213,7 +231,7 @@ static void on_late_put(struct put_call *c)
 		p->late_blocks--;
 		block_back = true;
 	}
-	free(c);
+	call_put(p->d, c);
 	if (p->calls_out) {
 		if (block_back && !p->release_wait)
 			put_progress(p);   /* a segment may wait for that block */
@@ -260,7 +278,7 @@ static void on_put(void *ud, const struct rpc_result *res)
 				 res->message);
 		seg_shard_failed(seg, i, why);
 	}
-	free(c);
+	call_put(p->d, c);
 	if (!seg->pending)
 		seg_settle(seg);
 	else if (!p->status && !p->d->o.put_grace_off && !seg->grace.queued &&
@@ -322,18 +340,17 @@ static void send_segment(struct gw_data_put *p)
 			seg_shard_failed(seg, i, "OSD marked down");
 			continue;
 		}
-		Iolake__Osd__ShardKey key;
-		uint8_t kb[GW_DATA_KEY_LEN];
-		Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
-		gwd_key(&key, kb, p->t.pg, p->layout.object_id, seg->index, i);
-		q.key = &key;
-		q.length = sl;
-		q.crc32c = crc;
-		struct put_call *c = malloc(sizeof(*c));
+		struct gwd_msg *msg = gwd_msg_get(d, true, p->t.pg, p->layout.object_id,
+						  seg->index, i);
+		struct put_call *c = msg ? call_get(d) : NULL;
 		if (!c) {
+			if (msg)
+				buf_unref(&msg->hold);
 			seg_shard_failed(seg, i, "out of memory");
 			continue;
 		}
+		msg->q.put.length = sl;
+		msg->q.put.crc32c = crc;
 		*c = (struct put_call){ p, seg, seg->use, i, uv_hrtime() / 1000, 0, NULL };
 		seg->calls[i] = c;
 		struct buf_slice pl = { seg->blk, (size_t)i * sl, sl };
@@ -344,7 +361,12 @@ static void send_segment(struct gw_data_put *p)
 		c->t0_ns = now;
 		if (t)
 			gw_trace_call_begin(&t->osd, now);
-		rpc_call(p->t.osds[i], OSD_SVC, GWD_M_PUT, &q.base, &pl, &co, on_put, c);
+		/* By reference in process: the OSD reads msg where it is and
+		 * trusts the crc it carries over bytes that never left memory
+		 * (osd/service.c says what it still checks). */
+		rpc_call_ref(p->t.osds[i], OSD_SVC, GWD_M_PUT, &msg->q.put.base, &msg->hold, &pl,
+			     &co, on_put, c);
+		buf_unref(&msg->hold);
 	}
 	d->st.segments_put++;
 	if (!seg->pending)
@@ -488,6 +510,11 @@ void gwd_put_free_list(struct gw_data *d)
 		d->free_puts = p->next_free;
 		hash_async_free(p->md5);
 		free(p);
+	}
+	while (d->free_pcalls) {
+		struct put_call *c = d->free_pcalls;
+		d->free_pcalls = c->next_free;
+		free(c);
 	}
 }
 

@@ -12,10 +12,20 @@
  *  - A call that took an op is answered exactly once, from the store
  *    callback (or at once if the store refused it); the op goes back to
  *    the pool right after the answer. inflight == ops taken.
- *  - Payload bytes are verified (length and crc32c) before the store sees
- *    them: a PutShard whose bytes were damaged in transit stores nothing.
+ *  - A PutShard's length is checked before the store sees it, and its
+ *    crc32c in the store's one pass over the bytes (store_put_crc): a
+ *    PutShard whose bytes were damaged in transit stores nothing and is
+ *    answered DATA_LOSS. The one exception is an inline shard whose
+ *    payload never left memory (rpc_req_payload_in_memory: the in-process
+ *    transport handed the gateway's own buffer, over which it computed
+ *    the crc): the store takes the carried crc as the record's without a
+ *    pass. Bytes changed after that crc was computed are then caught by
+ *    every read (the store verifies each record it returns: DATA_LOSS),
+ *    not by the put. Over HTTP/2 every put is verified.
  *  - No answer carries bytes that failed their crc: the store verifies
- *    every block it returns, and its checksum error becomes DATA_LOSS.
+ *    every block it returns, and its checksum error becomes DATA_LOSS. A
+ *    whole-shard read's range_crc32c is the record's crc those blocks were
+ *    just verified against (no second pass); a part's is computed.
  *  - The scrubber (if on) runs from attach until drain; drain completes
  *    only after it stopped, so the store is never closed under it.
  *  - Client calls first: a PutShard or GetShard marked background
@@ -512,14 +522,6 @@ static void h_put(struct rpc_req *r, void *ud)
 		     data.len, (unsigned long long)q->length);
 		return;
 	}
-	uint32_t crc = crc32c(0, buf_slice_data(&data), data.len);
-	if (crc != q->crc32c) {
-		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS,
-		     "shard %s: payload crc32c 0x%08x does not match the request's 0x%08x "
-		     "(damaged in transit; not stored)",
-		     name, crc, q->crc32c);
-		return;
-	}
 	if (q->background && bg_defer(svc, r, OSD_M_PUT))
 		return;
 	put_go(svc, r, q->background, 0);
@@ -544,8 +546,15 @@ static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 	if (arrive_us)
 		op->arrive_us = arrive_us;
 	op->key = k;
-	int rc = store_put(svc->st, &op->u.put, &k, data, on_put);
-	if (rc) {
+	int rc = store_put_crc(svc->st, &op->u.put, &k, data, q->crc32c,
+			       !rpc_req_payload_in_memory(r), on_put);
+	if (rc == IOL_ECHECKSUM) {
+		fail(svc, r, EK_CHECKSUM, RPC_DATA_LOSS,
+		     "shard %s: payload does not match the request's crc32c 0x%08x "
+		     "(damaged in transit or since the crc; not stored)",
+		     name, q->crc32c);
+		op_release(op, false);
+	} else if (rc) {
 		fail_store(svc, r, rc, name, data.len);
 		op_release(op, false);
 	}
@@ -589,7 +598,11 @@ static void on_get(struct store_get_req *req, int status)
 	resp.info = &info;
 	resp.offset = q->offset;
 	resp.length = req->out.len;
-	resp.range_crc32c = crc32c(0, buf_slice_data(&req->out), req->out.len);
+	/* The whole shard: the store has just verified these bytes against
+	 * the record's crc (every block, or the inline value). */
+	resp.range_crc32c = q->offset == 0 && req->out.len == req->stat.length ?
+				    req->stat.crc :
+				    crc32c(0, buf_slice_data(&req->out), req->out.len);
 	metrics_counter_inc(svc->gets);
 	metrics_counter_add(svc->bytes_out, req->out.len);
 	rpc_respond(r, &resp.base, req->out.buf ? &req->out : NULL);

@@ -602,6 +602,23 @@ int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, 
 	return 0;
 }
 
+int store_kv_get_pinned(struct store_kv *kv, const void *key, size_t klen,
+			rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen)
+{
+	char *err = NULL;
+	rocksdb_pinnableslice_t *p = rocksdb_get_pinned(kv->db, kv->ropts, key, klen, &err);
+	if (err) {
+		free(err);
+		rocksdb_pinnableslice_destroy(p);
+		return -EIO;
+	}
+	if (!p)
+		return IOL_ENOT_FOUND;
+	*val = rocksdb_pinnableslice_value(p, vlen);
+	*pin = p;
+	return 0;
+}
+
 rocksdb_t *store_kv_db(struct store_kv *kv)
 {
 	return kv->db;

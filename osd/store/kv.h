@@ -86,6 +86,12 @@ int store_kv_write_sync(struct store_kv *kv, rocksdb_writebatch_t *wb);
 /* Point read. Returns 0 with *val (free with free()) and *vlen,
  * IOL_ENOT_FOUND, or -EIO. */
 int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, size_t *vlen);
+/* store_kv_get without the copy into a malloc'd value: *pin holds the
+ * value (*val, *vlen) — pinned in RocksDB's block cache, or RocksDB's own
+ * copy of a memtable value — until rocksdb_pinnableslice_destroy(*pin),
+ * which any thread may call. Same returns. */
+int store_kv_get_pinned(struct store_kv *kv, const void *key, size_t klen,
+			rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen);
 
 /* The database and default read options, for iterators and multi-get by
  * the store (reads only; all writes go through store_kv_commit). */

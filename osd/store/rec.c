@@ -14,6 +14,7 @@
 
 #include "common/check.h"
 #include "common/crc.h"
+#include "common/crc_combine.h"
 #include "common/err.h"
 #include "osd/store/super.h"
 
@@ -104,8 +105,11 @@ uint32_t store_rec_encode_extent(uint8_t *out, const uint8_t *data, uint64_t len
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t off = (uint64_t)i << STORE_CRC_SHIFT;
 		size_t len = length - off < STORE_CRC_BLOCK ? (size_t)(length - off) : STORE_CRC_BLOCK;
-		put32(out + STORE_REC_EXT_HDR + 4 * (size_t)i, crc32c(0, data + off, len));
-		whole = crc32c(whole, data + off, len);
+		uint32_t c = crc32c(0, data + off, len);
+		put32(out + STORE_REC_EXT_HDR + 4 * (size_t)i, c);
+		/* One pass over the bytes: the whole shard's crc from the
+		 * blocks' (about a third of a second pass's cost per 64 KiB). */
+		whole = i ? (uint32_t)crc_combine(CRC_KIND_CRC32C, whole, c, len) : c;
 	}
 	out[0] = STORE_REC_VERSION;
 	out[1] = 0;

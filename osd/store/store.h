@@ -155,8 +155,9 @@ struct store_get_req {
 	/* private */
 	struct store *s;
 	struct store_key key;
-	char *val;                    /* the index record (RocksDB-owned copy) */
+	const char *val;              /* the index record, held by pin */
 	size_t vlen;
+	rocksdb_pinnableslice_t *pin; /* RocksDB's pinned value (or its copy) */
 	struct store_rec rec;
 	uint64_t off, len;            /* asked range, clamped */
 	uint64_t rd_off;              /* shard offset of the first byte read */
@@ -215,6 +216,24 @@ void store_close(struct store *s, void (*done_cb)(void *arg), void *arg);
  */
 int store_put(struct store *s, struct store_put_req *req, const struct store_key *key,
 	      struct buf_slice data, store_put_cb cb);
+
+/*
+ * store_put of data whose crc32c the caller already has (carried in the
+ * request), checked in the store's own pass over the bytes instead of a
+ * pass of the caller's:
+ *  - an extent is checksummed from the store's aligned copy, as always
+ *    (the block crcs it indexes); when the whole differs from crc the put
+ *    is refused with IOL_ECHECKSUM before anything is written;
+ *  - an inline shard with verify is checksummed and refused the same way;
+ *    without verify crc is taken as its record checksum with no pass over
+ *    the bytes. The caller vouches that crc was computed over these very
+ *    bytes in this process (they never left memory): were they changed
+ *    since, the record's crc no longer matches them and every read of the
+ *    shard fails with IOL_ECHECKSUM, as for damage on disk.
+ * Everything else as store_put.
+ */
+int store_put_crc(struct store *s, struct store_put_req *req, const struct store_key *key,
+		  struct buf_slice data, uint32_t crc, bool verify, store_put_cb cb);
 
 /*
  * Read len bytes at off (len UINT64_MAX: to the end) of the shard; the

@@ -67,6 +67,38 @@ START_TEST(test_wrap_release_once)
 }
 END_TEST
 
+/* An embedded buf: its release owns the enclosing object (here frees it;
+ * under ASan a free of the struct by buf_unref itself would be a double
+ * free or an invalid free of an interior pointer). */
+struct obj {
+	int pad;
+	struct buf b;
+	char payload[16];
+};
+
+static void release_obj(struct buf *b)
+{
+	struct obj *o = b->owner;
+	ck_assert_ptr_eq(&o->b, b);
+	released++;
+	free(o);
+}
+
+START_TEST(test_embedded_release_once)
+{
+	released = 0;
+	struct obj *o = malloc(sizeof(*o));
+	buf_init_embedded(&o->b, o->payload, sizeof(o->payload), release_obj, o);
+	ck_assert_ptr_eq(o->b.data, (uint8_t *)o->payload);
+	ck_assert_uint_eq(o->b.len, sizeof(o->payload));
+	buf_ref(&o->b);
+	buf_unref(&o->b);
+	ck_assert_int_eq(released, 0);
+	buf_unref(&o->b);
+	ck_assert_int_eq(released, 1);
+}
+END_TEST
+
 #define NTHREADS 4
 #define NREFS 200000
 
@@ -105,6 +137,7 @@ int main(void)
 	tcase_add_test(tc, test_aligned);
 	tcase_add_test(tc, test_copy);
 	tcase_add_test(tc, test_wrap_release_once);
+	tcase_add_test(tc, test_embedded_release_once);
 	tcase_add_test(tc, test_threads);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +89,16 @@ struct delayed {
 	struct rpc_req *r;
 };
 
+/* What the last answered Echo saw (server loop; read by the client after
+ * its callback, which the answer's queue orders after these stores). */
+static _Atomic(const void *) seen_msg;
+static atomic_bool seen_in_memory;
+
 static void answer_echo(struct rpc_req *r)
 {
 	const Iolake__Test__EchoRequest *q = (const void *)rpc_req_msg(r);
+	atomic_store(&seen_msg, (const void *)q);
+	atomic_store(&seen_in_memory, rpc_req_payload_in_memory(r));
 	if (q->fail_status) {
 		rpc_fail(r, q->fail_status, "%s", q->fail_message);
 		return;
@@ -272,6 +280,7 @@ struct res {
 	uint64_t payload_len;
 	int64_t deadline_left_ms;
 	struct buf_slice payload;  /* a reference, or .buf NULL */
+	bool in_memory;            /* rpc_result.in_memory */
 	uint64_t t_start, t_done;
 	const uint8_t *expect;     /* concurrent test: expected payload */
 	size_t expect_len;
@@ -299,6 +308,7 @@ static void on_res(void *ud, const struct rpc_result *r)
 		x->payload = r->payload;
 		buf_ref(r->payload.buf);
 	}
+	x->in_memory = r->in_memory;
 	if (x->counter)
 		(*x->counter)++;
 	/* A callback may run in the timer phase, before the poll of the same
@@ -810,6 +820,140 @@ START_TEST(test_close_cancels)
 }
 END_TEST
 
+/* rpc_call_ref's ownership rule: the request lives in an object of the
+ * caller's (here `struct held`) while its hold buf has references. The
+ * release frees the object, so under ASan a server reading it after the
+ * release would be a use-after-free; `released` counts releases. */
+static atomic_int released;
+
+struct held {
+	struct buf hold;
+	Iolake__Test__EchoRequest q;
+	char text[32];
+};
+
+static void held_release(struct buf *b)
+{
+	struct held *h = container_of(b, struct held, hold);
+	memset(h, 0xa5, sizeof(*h));  /* a stale read sees garbage */
+	free(h);
+	atomic_fetch_add(&released, 1);
+}
+
+static struct held *held_new(const char *text, uint32_t delay_ms)
+{
+	struct held *h = malloc(sizeof(*h));
+	ck_assert_ptr_nonnull(h);
+	buf_init_embedded(&h->hold, NULL, 0, held_release, NULL);
+	iolake__test__echo_request__init(&h->q);
+	snprintf(h->text, sizeof(h->text), "%s", text);
+	h->q.text = h->text;
+	h->q.seq = 9;
+	h->q.delay_ms = delay_ms;
+	h->q.echo_payload = 1;
+	return h;
+}
+
+/* The callback drops the caller's reference, as gw_data does. */
+struct ref_res {
+	struct res r;
+	struct held *h;
+	int released_at_cb;
+};
+
+static void on_ref_res(void *ud, const struct rpc_result *res)
+{
+	struct ref_res *x = ud;
+	on_res(&x->r, res);
+	x->released_at_cb = atomic_load(&released);
+	buf_unref(&x->h->hold);
+	x->h = NULL;
+}
+
+START_TEST(test_call_ref)
+{
+	struct fx f;
+	fx_setup(&f, _i, NULL);
+	atomic_store(&released, 0);
+	struct buf *pb = random_buf(5000, 3);
+	struct buf_slice pl = { pb, 10, 4000 };
+	struct rpc_call_opts o = { .timeout_ms = 5000 };
+
+	/* Answered: the server read the caller's message in place (local)
+	 * or a packed copy (HTTP/2); the payload stayed in memory only in
+	 * process; the hold is released once, after the answer at the
+	 * latest. */
+	struct ref_res x = { .h = held_new("by-ref", 0) };
+	rpc_call_ref(f.ch, SVC_ECHO, M_ECHO, &x.h->q.base, &x.h->hold, &pl, &o, on_ref_res, &x);
+	const void *qaddr = &x.h->q;
+	wait_call(&f, &x.r);
+	ck_assert_msg(x.r.status == RPC_OK, "%s: %s", tname[_i], x.r.message);
+	ck_assert_str_eq(x.r.text, "by-ref");
+	ck_assert_uint_eq(x.r.seq, 9);
+	ck_assert_uint_eq(x.r.payload.len, 4000);
+	ck_assert(memcmp(buf_slice_data(&x.r.payload), pb->data + 10, 4000) == 0);
+	ck_assert_int_eq(atomic_load(&released), 1);
+	if (_i == T_LOCAL) {
+		ck_assert_ptr_eq(atomic_load(&seen_msg), qaddr);
+		ck_assert(atomic_load(&seen_in_memory));
+		ck_assert(x.r.in_memory);
+		/* The server's reference was gone before the answer came. */
+		ck_assert_int_eq(x.released_at_cb, 0);
+	} else {
+		ck_assert_ptr_ne(atomic_load(&seen_msg), qaddr);
+		ck_assert(!atomic_load(&seen_in_memory));
+		ck_assert(!x.r.in_memory);
+	}
+	res_clear(&x.r);
+
+	/* The caller gives up first (deadline at 50 ms, the server answers
+	 * at 500 ms): the callback runs and drops the caller's reference,
+	 * but in process the message stays alive until the server has read
+	 * it and answered; then it is released exactly once. */
+	atomic_store(&released, 0);
+	struct ref_res y = { .h = held_new("late", 500) };
+	struct rpc_call_opts o50 = { .timeout_ms = 50 };
+	rpc_call_ref(f.ch, SVC_ECHO, M_ECHO, &y.h->q.base, &y.h->hold, &pl, &o50, on_ref_res, &y);
+	wait_call(&f, &y.r);
+	ck_assert_int_eq(y.r.status, RPC_DEADLINE_EXCEEDED);
+	ck_assert_int_eq(y.released_at_cb, 0);
+	if (_i == T_LOCAL)
+		ck_assert_int_eq(atomic_load(&released), 0); /* the server holds it */
+	else
+		ck_assert_int_eq(atomic_load(&released), 1); /* packed: ours was the last */
+	for (int i = 0; i < 300 && atomic_load(&released) == 0; i++)
+		run_for(&f, 10);
+	ck_assert_int_eq(atomic_load(&released), 1);
+	res_clear(&y.r);
+
+	/* The channel closes under a call whose handler still holds the
+	 * message (answering at 500 ms): the caller hears CANCELLED at
+	 * once; the message is released when the handler answers (on the
+	 * server's thread), not before. */
+	atomic_store(&released, 0);
+	Iolake__Test__EchoRequest hq = IOLAKE__TEST__ECHO_REQUEST__INIT;
+	struct res h = { 0 };
+	start_call(&f, SVC_ECHO, M_HANG, &hq, NULL, 10000, &h);
+	struct ref_res z = { .h = held_new("closed", 500) };
+	rpc_call_ref(f.ch, SVC_ECHO, M_ECHO, &z.h->q.base, &z.h->hold, NULL, &o, on_ref_res, &z);
+	rpc_channel_close(f.ch);
+	f.ch = NULL;
+	ck_assert_int_eq(h.status, RPC_CANCELLED);
+	ck_assert_int_eq(z.r.status, RPC_CANCELLED);
+	if (_i == T_LOCAL)
+		ck_assert_int_eq(atomic_load(&released), 0);
+	for (int i = 0; i < 600 && atomic_load(&released) == 0; i++)
+		usleep(5000);
+	ck_assert_int_eq(atomic_load(&released), 1);
+	if (_i != T_LOCAL)
+		usleep(700 * 1000);   /* the handler's 500 ms answer, before teardown */
+	res_clear(&h);
+	res_clear(&z.r);
+	buf_unref(pb);
+	fx_teardown(&f);
+}
+END_TEST
+
 /* ------------------------------------------------------------ wire codec */
 
 START_TEST(test_wire_parser)
@@ -938,6 +1082,7 @@ static Suite *rpc_suite(void)
 	tcase_add_loop_test(c, test_server_killed, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_unreachable, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_close_cancels, 0, TRANSPORTS);
+	tcase_add_loop_test(c, test_call_ref, 0, TRANSPORTS);
 	suite_add_tcase(s, c);
 	return s;
 }

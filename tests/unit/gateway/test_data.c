@@ -800,6 +800,61 @@ START_TEST(corruption_read_around)
 }
 END_TEST
 
+/* An inline shard whose bytes changed after their crc was computed: the
+ * stale shard 1 of a 64 KiB object is rewritten with other bytes but the
+ * layout's crc, as a gateway buffer scribbled on between crc32c and the
+ * call would be sent. Over HTTP/2 the OSD refuses the put (DATA_LOSS). In
+ * process it trusts the carried crc (the bytes never left memory) and
+ * stores them; the GET path then reports it: the OSD answers DATA_LOSS,
+ * the shard is read around (decode) and reported bad, and the object
+ * comes back byte for byte. Issue 19's crc-once rule, end to end. */
+START_TEST(inline_changed_after_crc)
+{
+	struct fx f;
+	fx_setup(&f, _i, "gwic", 64 << 20, &degr_exact_opts);
+	memset(&degr, 0, sizeof(degr));
+	struct buf *b = pattern(64 << 10, f.seed);   /* 16 KiB shards: inline */
+	struct gw_data_layout l;
+	ck_assert_int_eq(do_put(&f, b, 1 << 20, &l, NULL, NULL), 0);
+	uint8_t kb[GW_DATA_KEY_LEN];
+	memcpy(kb, l.object_id, GW_DATA_OID_LEN);
+	memset(kb + GW_DATA_OID_LEN, 0, 4);
+	Iolake__Osd__ShardKey key;
+	iolake__osd__shard_key__init(&key);
+	key.pg = PG;
+	key.object_id.data = kb;
+	key.object_id.len = sizeof(kb);
+	key.shard = 1;
+	struct buf *junk = pattern(16 << 10, f.seed + 7);
+	Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+	q.key = &key;
+	q.length = junk->len;
+	q.crc32c = l.crcs[1];   /* the crc of the bytes before the change */
+	struct buf_slice pl = { junk, 0, junk->len };
+	struct osd_call c;
+	int st = osd_call_sync(&f.loop, f.ch[1], OSD_M_PUT, &q.base, &pl, &c);
+	printf("%s: inline shard changed after its crc: put %s %s\n", tname[_i],
+	       rpc_status_name(st), c.message);
+	osd_call_clear(&c);
+	ck_assert_int_eq(st, _i == T_LOCAL ? RPC_OK : RPC_DATA_LOSS);
+	expect_range(&f, &l, b, 0, b->len);
+	struct gw_data_stats s = stats(&f);
+	if (_i == T_LOCAL) {
+		ck_assert_uint_eq(s.decodes, 1);
+		ck_assert_uint_ge(s.shard_get_failures, 1);
+		ck_assert_uint_eq(degr.n[GW_DATA_READ_BAD_SHARD], 1);
+		ck_assert_uint_eq(degr.pg, PG);
+	} else {
+		ck_assert_uint_eq(s.decodes, 0);   /* the stored shard is the good one */
+		ck_assert_uint_eq(degr.n[GW_DATA_READ_BAD_SHARD], 0);
+	}
+	buf_unref(junk);
+	buf_unref(b);
+	gw_data_layout_clear(&l);
+	fx_teardown(&f);
+}
+END_TEST
+
 /* Slow consumer: one piece per 3 ms tick, then a long pause. */
 struct slow {
 	struct fx *f;
@@ -1478,6 +1533,7 @@ static Suite *data_suite(void)
 	tcase_add_loop_test(tc, one_down_put_succeeds, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, missing_mask_is_a_hint, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, corruption_read_around, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, inline_changed_after_crc, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, slow_consumer_bounded, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, abort_and_misuse, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, hung_osd_hedged, 0, TRANSPORTS);
