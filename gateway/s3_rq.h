@@ -97,6 +97,11 @@ typedef void (*s3_rq_fn)(struct s3_rq *rq);
 typedef void (*s3_rq_read_cb)(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp);
 typedef void (*s3_rq_done_cb)(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res);
 typedef void (*s3_rq_head_cb)(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec);
+
+/* s3_rq_head with the bucket record asked for too (with_bucket): the
+ * gate's read, shared by s3_rq.c and s3_gate.c. */
+int s3_rq_head_start(struct s3_rq *rq, const char *bucket, const char *key, bool with_bucket,
+		     s3_rq_head_cb cb);
 typedef void (*s3_rq_bucket_cb)(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b);
 
 /* A HeadObject read in flight, owned by the caller until its callback. */
