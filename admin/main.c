@@ -46,6 +46,7 @@
 #include "admin/ca.h"
 #include "common/rpc_tls.h"
 #include "admin/http.h"
+#include "admin/member.h"
 #include "meta/client.h"
 #include "admin/health.h"
 #include "admin/quota.h"
@@ -1326,52 +1327,6 @@ static int cmd_bucket_ls(void)
 	return 0;
 }
 
-/* "ID@HOST:PORT": a member id above 0 and its RPC address (checked again,
- * fully, by the leader that applies the change). 0 or -EINVAL. */
-static int parse_member(const char *s, uint64_t *id, const char **addr)
-{
-	char *end;
-	const char *at = strchr(s, '@'), *colon = at ? strrchr(at, ':') : NULL;
-	if (!at || at == s || !colon || colon == at + 1 || !colon[1])
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (end != at || v == 0 || errno)
-		return -EINVAL;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (*end || port == 0 || port >= 65535)
-		return -EINVAL;
-	*id = v;
-	*addr = at + 1;
-	return 0;
-}
-
-static int cmd_member(bool add, const char *arg)
-{
-	Iolake__Meta__MemberChangeRequest req = IOLAKE__META__MEMBER_CHANGE_REQUEST__INIT;
-	if (add) {
-		uint64_t id;
-		const char *addr;
-		if (parse_member(arg, &id, &addr)) {
-			fprintf(stderr, "iolake-admin: member add: %s is not ID@HOST:PORT\n", arg);
-			return 2;
-		}
-		req.id = id;
-		req.address = (char *)addr;
-	} else {
-		char *end;
-		req.id = strtoull(arg, &end, 10);
-		if (*end || !req.id) {
-			fprintf(stderr, "iolake-admin: member rm: %s is not a member id\n", arg);
-			return 2;
-		}
-	}
-	ProtobufCMessage *resp = call(add ? META_M_ADD_MEMBER : META_M_REMOVE_MEMBER, &req.base);
-	protobuf_c_message_free_unpacked(resp, NULL);
-	printf(json ? "{\"ok\":true}\n" : "done\n");
-	return 0;
-}
-
 /* ------------------------------------------------------------ api */
 
 /* `api METHOD PATH [BODY]` against a local aio's admin API, signed with
@@ -1564,6 +1519,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: flag --meta: %s\n", argv[0], iol_strerror(rc));
 		return 2;
 	}
+	const struct admin_ctx x = { .cli = cli, .loop = &loop, .json = json, .out = stdout,
+				     .err = stderr };
 	const char *obj = a[0], *verb = a[1];
 	if (!strcmp(obj, "cluster") && !strcmp(verb, "status") && nargs == 2)
 		rc = cmd_cluster_status();
@@ -1620,9 +1577,11 @@ int main(int argc, char **argv)
 		rc = meta_range_admin_split(cli, &loop, a[2], a[3], stdout, stderr);
 	else if (!strcmp(obj, "range") && !strcmp(verb, "merge") && nargs == 4)
 		rc = meta_range_admin_merge(cli, &loop, a[2], a[3], stdout, stderr);
-	else if (!strcmp(obj, "member") && (!strcmp(verb, "add") || !strcmp(verb, "rm")) && nargs == 3)
-		rc = cmd_member(!strcmp(verb, "add"), a[2]);
-	else {
+	else if (!strcmp(obj, "member"))
+		rc = admin_member(&x, nargs - 1, a + 1);
+	else
+		rc = ADMIN_UNKNOWN;
+	if (rc == ADMIN_UNKNOWN) {
 		fprintf(stderr, "%s: unknown command:", argv[0]);
 		for (int i = 0; i < nargs; i++)
 			fprintf(stderr, " %s", a[i]);
