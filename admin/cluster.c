@@ -84,19 +84,19 @@ static int status(const struct admin_ctx *x)
 			fprintf(x->out, ",\"id\":%" PRIu64 ",\"role\":", s->id);
 			admin_jstr(x->out, s->role);
 			fprintf(x->out, ",\"term\":%" PRIu64 ",\"commit_index\":%" PRIu64
-			       ",\"applied_index\":%" PRIu64 ",\"leader_id\":%" PRIu64
-			       ",\"epoch\":%" PRIu64 ",\"state_applied_index\":%" PRIu64
-			       ",\"state_digest\":",
-			       s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
-			       s->state_applied_index);
+				",\"applied_index\":%" PRIu64 ",\"leader_id\":%" PRIu64
+				",\"epoch\":%" PRIu64 ",\"state_applied_index\":%" PRIu64
+				",\"state_digest\":",
+				s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
+				s->state_applied_index);
 			admin_jstr(x->out, s->state_digest);
 			fprintf(x->out, ",\"snapshot_restores\":%" PRIu64 ",\"snapshot_installing\":%s"
-			       ",\"gc_queue\":%" PRIu64 ",\"configuration\":[",
-			       s->snapshot_restores, s->snapshot_installing ? "true" : "false",
-			       s->gc_queue);
+				",\"gc_queue\":%" PRIu64 ",\"configuration\":[",
+				s->snapshot_restores, s->snapshot_installing ? "true" : "false",
+				s->gc_queue);
 			for (size_t j = 0; j < s->n_members; j++) {
 				fprintf(x->out, "%s{\"id\":%" PRIu64 ",\"address\":", j ? "," : "",
-				       s->members[j]->id);
+					s->members[j]->id);
 				admin_jstr(x->out, s->members[j]->address);
 				fprintf(x->out, ",\"voter\":%s}", s->members[j]->voter ? "true" : "false");
 			}
@@ -105,33 +105,33 @@ static int status(const struct admin_ctx *x)
 		fprintf(x->out, "]}\n");
 	} else {
 		fprintf(x->out, "%-4s %-22s %-10s %8s %12s %12s  %s\n", "ID", "ADDRESS", "ROLE", "TERM",
-		       "COMMIT", "APPLIED", "STATE DIGEST");
+			"COMMIT", "APPLIED", "STATE DIGEST");
 		const Iolake__Meta__StatusResponse *conf = NULL;
 		for (size_t i = 0; i < n; i++) {
 			const Iolake__Meta__StatusResponse *s = ms[i].st;
 			if (!s) {
 				fprintf(x->out, "%-4s %-22s %-10s %8s %12s %12s  %s\n", "-",
-				       meta_client_member(x->cli, i), "down", "-", "-", "-", "-");
+					meta_client_member(x->cli, i), "down", "-", "-", "-", "-");
 				continue;
 			}
 			if (!conf || !strcmp(s->role, "leader"))
 				conf = s;
 			/* The digest's first 16 hex digits and the index it covers. */
 			fprintf(x->out, "%-4" PRIu64 " %-22s %-10s %8" PRIu64 " %12" PRIu64 " %12" PRIu64
-			       "  %.16s@%" PRIu64 "\n",
-			       s->id, meta_client_member(x->cli, i), s->role, s->term, s->commit_index,
-			       s->applied_index, *s->state_digest ? s->state_digest : "-",
-			       s->state_applied_index);
+				"  %.16s@%" PRIu64 "\n",
+				s->id, meta_client_member(x->cli, i), s->role, s->term, s->commit_index,
+				s->applied_index, *s->state_digest ? s->state_digest : "-",
+				s->state_applied_index);
 		}
 		fprintf(x->out, "map epoch: %" PRIu64 "   leaders: %zu   members answering: %zu/%zu\n", epoch,
-		       leaders, answered, n);
+			leaders, answered, n);
 		fprintf(x->out, "configuration (member %" PRIu64 "'s view):", conf->id);
 		for (size_t j = 0; j < conf->n_members; j++)
 			fprintf(x->out, " %" PRIu64 "@%s%s", conf->members[j]->id, conf->members[j]->address,
-			       conf->members[j]->voter ? "" : "(non-voter)");
+				conf->members[j]->voter ? "" : "(non-voter)");
 		fprintf(x->out, "\n");
 		fprintf(x->out, "shard GC queue (member %" PRIu64 "'s view): %" PRIu64 " entries\n", conf->id,
-		       conf->gc_queue);
+			conf->gc_queue);
 		admin_pg_summary_text(x, ps, ps_why);
 	}
 	if (ps)

@@ -28,20 +28,20 @@ static int ls(const struct admin_ctx *x)
 			fprintf(x->out, ",\"host\":");
 			admin_jstr(x->out, o->host);
 			fprintf(x->out, ",\"weight\":%u,\"up\":%s,\"in\":%s,\"admin_out\":%s"
-			       ",\"capacity_bytes\":%" PRIu64 "}",
-			       o->weight, o->up ? "true" : "false", o->in ? "true" : "false",
-			       o->admin_out ? "true" : "false", o->capacity_bytes);
+				",\"capacity_bytes\":%" PRIu64 "}",
+				o->weight, o->up ? "true" : "false", o->in ? "true" : "false",
+				o->admin_out ? "true" : "false", o->capacity_bytes);
 		}
 		fprintf(x->out, "]}\n");
 	} else {
 		/* IN: "out(admin)" while an operator's `osd out` holds it out */
 		fprintf(x->out, "%-6s %-22s %-16s %6s %-5s %-10s\n", "ID", "ADDRESS", "HOST", "WEIGHT", "UP",
-		       "IN");
+			"IN");
 		for (size_t i = 0; i < m->n_osds; i++) {
 			const Iolake__Meta__OsdInfo *o = m->osds[i];
 			fprintf(x->out, "%-6u %-22s %-16s %6u %-5s %-10s\n", o->id, o->addr, o->host, o->weight,
-			       o->up ? "up" : "down",
-			       o->admin_out ? "out(admin)" : o->in ? "in" : "out");
+				o->up ? "up" : "down",
+				o->admin_out ? "out(admin)" : o->in ? "in" : "out");
 		}
 		fprintf(x->out, "map epoch: %" PRIu64 "   osds: %zu\n", m->epoch, m->n_osds);
 	}
@@ -70,7 +70,8 @@ static void on_osd_status(void *ud, const struct rpc_result *res)
 	(*c->left)--;
 }
 
-static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, const struct df_call *c, bool first)
+static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
+		   const struct df_call *c, bool first)
 {
 	const Iolake__Osd__StatusResponse *st = c->st;
 	if (x->json) {
@@ -83,10 +84,10 @@ static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, co
 			return;
 		}
 		fprintf(x->out, ",\"total_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
-		       ",\"reserved_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64
-		       ",\"inline_bytes\":%" PRIu64 ",\"puts\":%" PRIu64 ",\"deletes\":%" PRIu64 "}",
-		       st->total_bytes, st->used_bytes, st->reserved_bytes, st->free_bytes,
-		       st->inline_bytes, st->puts, st->deletes);
+			",\"reserved_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64
+			",\"inline_bytes\":%" PRIu64 ",\"puts\":%" PRIu64 ",\"deletes\":%" PRIu64 "}",
+			st->total_bytes, st->used_bytes, st->reserved_bytes, st->free_bytes,
+			st->inline_bytes, st->puts, st->deletes);
 		return;
 	}
 	if (!st) {
@@ -94,7 +95,7 @@ static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, co
 		return;
 	}
 	fprintf(x->out, "%-6u %-22s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %12" PRIu64 "\n", o->id,
-	       o->addr, st->total_bytes, st->used_bytes, st->free_bytes, st->inline_bytes);
+		o->addr, st->total_bytes, st->used_bytes, st->free_bytes, st->inline_bytes);
 }
 
 static int df(const struct admin_ctx *x)
@@ -129,7 +130,7 @@ static int df(const struct admin_ctx *x)
 		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", m->epoch);
 	else
 		fprintf(x->out, "%-6s %-22s %14s %14s %14s %12s\n", "ID", "ADDRESS", "TOTAL", "USED", "FREE",
-		       "INLINE");
+			"INLINE");
 	for (size_t i = 0; i < n; i++)
 		df_row(x, m->osds[i], &calls[i], i == 0);
 	if (x->json)
@@ -149,7 +150,8 @@ static int df(const struct admin_ctx *x)
 #define SCRUB_PAGE 1000
 #define SCRUB_BAD_MAX 100000
 
-static void bad_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, const Iolake__Osd__BadShard *b, bool first)
+static void bad_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
+		    const Iolake__Osd__BadShard *b, bool first)
 {
 	char name[OSD_SHARD_NAME_MAX] = "(bad key)";
 	uint32_t pg = 0, shard = 0;
@@ -177,18 +179,19 @@ static void bad_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, c
 		fprintf(x->out, ",\"kind\":");
 		admin_jstr(x->out, b->kind);
 		fprintf(x->out, ",\"bad_offset\":%" PRIu64 ",\"bad_length\":%" PRIu64 ",\"length\":%" PRIu64
-		       ",\"found_unix_s\":%" PRIu64 "}",
-		       b->bad_offset, b->bad_length, b->length, b->found_unix_s);
+			",\"found_unix_s\":%" PRIu64 "}",
+			b->bad_offset, b->bad_length, b->length, b->found_unix_s);
 		return;
 	}
 	fprintf(x->out, "  osd %u: %s: %s, bytes %" PRIu64 "+%" PRIu64 " of %" PRIu64 ", found at %" PRIu64
-	       "\n", o->id, name, b->kind, b->bad_offset, b->bad_length, b->length,
-	       b->found_unix_s);
+		"\n", o->id, name, b->kind, b->bad_offset, b->bad_length, b->length,
+		b->found_unix_s);
 }
 
 /* One OSD: a row (table) or an object (JSON); bad shards listed after the
  * table by the caller in table mode, so rows here print them in JSON only. */
-static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, bool first, bool list)
+static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, bool first,
+			bool list)
 {
 	size_t seen = 0;
 	struct rpc_channel *ch = admin_osd_open(x, o->addr);
@@ -216,15 +219,15 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 		fprintf(x->out, "%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
 		admin_jstr(x->out, o->addr);
 		fprintf(x->out, ",\"scrub_rate\":%" PRIu64 ",\"passes\":%" PRIu64 ",\"shards\":%" PRIu64
-		       ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"position_pg\":%u,\"idle\":%s"
-		       ",\"deep\":{\"on\":%s,\"interval_ms\":%" PRIu64 ",\"pgs\":%" PRIu64
-		       ",\"stripes\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"repaired\":%" PRIu64
-		       ",\"inconsistent\":%" PRIu64 "},\"bad_shards\":[",
-		       st->scrub_rate, st->scrub_passes, st->scrub_shards, st->scrub_bytes,
-		       st->scrub_errors, st->scrub_position_pg, st->scrub_idle ? "true" : "false",
-		       st->recovery_on && st->deep_scrub_interval_ms ? "true" : "false",
-		       st->deep_scrub_interval_ms, st->deep_pgs, st->deep_stripes, st->deep_bytes,
-		       st->deep_repaired, st->deep_inconsistent);
+			",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"position_pg\":%u,\"idle\":%s"
+			",\"deep\":{\"on\":%s,\"interval_ms\":%" PRIu64 ",\"pgs\":%" PRIu64
+			",\"stripes\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"repaired\":%" PRIu64
+			",\"inconsistent\":%" PRIu64 "},\"bad_shards\":[",
+			st->scrub_rate, st->scrub_passes, st->scrub_shards, st->scrub_bytes,
+			st->scrub_errors, st->scrub_position_pg, st->scrub_idle ? "true" : "false",
+			st->recovery_on && st->deep_scrub_interval_ms ? "true" : "false",
+			st->deep_scrub_interval_ms, st->deep_pgs, st->deep_stripes, st->deep_bytes,
+			st->deep_repaired, st->deep_inconsistent);
 	} else if (!list) {
 		char state[24];
 		snprintf(state, sizeof(state), "%s", !st->scrub_rate ? "off" :
@@ -237,9 +240,9 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 		else
 			snprintf(deep, sizeof(deep), "off");
 		fprintf(x->out, "%-6u %-22s %-9s %12" PRIu64 " %8" PRIu64 " %12" PRIu64 " %14" PRIu64 " %8u %8"
-		       PRIu64 "  %s\n", o->id, o->addr, state, st->scrub_rate, st->scrub_passes,
-		       st->scrub_shards, st->scrub_bytes, st->scrub_position_pg, st->scrub_errors,
-		       deep);
+			PRIu64 "  %s\n", o->id, o->addr, state, st->scrub_rate, st->scrub_passes,
+			st->scrub_shards, st->scrub_bytes, st->scrub_position_pg, st->scrub_errors,
+			deep);
 	}
 	protobuf_c_message_free_unpacked(&st->base, NULL);
 	/* JSON: always list; table: only in the second (listing) round. */
@@ -257,7 +260,7 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 			if (!r) {
 				if (!x->json)
 					fprintf(x->out, "  osd %u: listing bad shards failed: %s\n", o->id,
-					       rpc_status_name(rc));
+						rpc_status_name(rc));
 				break;
 			}
 			for (size_t i = 0; i < r->n_shards; i++, firstb = false)
@@ -293,8 +296,8 @@ static int scrub_status(const struct admin_ctx *x)
 		fprintf(x->out, "]}\n");
 	} else {
 		fprintf(x->out, "%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s  %s\n", "ID", "ADDRESS", "SCRUB",
-		       "RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS",
-		       "DEEP PGS/STRIPES/REPAIRED/INCONSISTENT");
+			"RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS",
+			"DEEP PGS/STRIPES/REPAIRED/INCONSISTENT");
 		for (size_t i = 0; i < n; i++)
 			scrub_osd(x, m->osds[i], i == 0, false);
 		fprintf(x->out, "bad shards:\n");
@@ -350,10 +353,10 @@ static int out_in(const struct admin_ctx *x, bool out, const char *arg)
 	int rc = admin_check_result(x, what, r);
 	if (!rc && x->json)
 		fprintf(x->out, "{\"osd\":%u,\"in\":%s,\"admin_out\":%s,\"epoch\":%" PRIu64 "}\n", id,
-		       out ? "false" : "true", out ? "true" : "false", r->epoch);
+			out ? "false" : "true", out ? "true" : "false", r->epoch);
 	else if (!rc)
 		fprintf(x->out, "osd %u is %s (map epoch %" PRIu64 ")\n", id,
-		       out ? "out, held out until `osd in`" : "in", r->epoch);
+			out ? "out, held out until `osd in`" : "in", r->epoch);
 	protobuf_c_message_free_unpacked(&r->base, NULL);
 	return rc;
 }

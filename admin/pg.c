@@ -26,15 +26,16 @@ void admin_pg_summary_json(const struct admin_ctx *x, const Iolake__Meta__PgStat
 	fprintf(x->out, "}");
 	if (ps)
 		fprintf(x->out, ",\"recovery\":{\"stripes_missing\":%" PRIu64 ",\"bytes_missing\":%" PRIu64
-		       ",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64
-		       ",\"unfound\":%" PRIu64 "}",
-		       ps->stripes_missing, ps->bytes_missing, ps->rate_bytes_per_s, ps->eta_s,
-		       ps->unfound);
+			",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64
+			",\"unfound\":%" PRIu64 "}",
+			ps->stripes_missing, ps->bytes_missing, ps->rate_bytes_per_s, ps->eta_s,
+			ps->unfound);
 	else
 		fprintf(x->out, ",\"recovery\":null");
 }
 
-void admin_pg_summary_text(const struct admin_ctx *x, const Iolake__Meta__PgStatsResponse *ps, const char *why)
+void admin_pg_summary_text(const struct admin_ctx *x, const Iolake__Meta__PgStatsResponse *ps,
+			   const char *why)
 {
 	if (!ps) {
 		fprintf(x->out, "pgs: not known (%s)\n", why);
@@ -50,8 +51,8 @@ void admin_pg_summary_text(const struct admin_ctx *x, const Iolake__Meta__PgStat
 	char b[32], r[40], e[32];
 	if (ps->bytes_missing || ps->stripes_missing)
 		fprintf(x->out, "recovery: %" PRIu64 " stripes, %s left at %s, eta %s\n", ps->stripes_missing,
-		       admin_human_bytes(ps->bytes_missing, b), admin_human_rate(ps->rate_bytes_per_s, r),
-		       admin_human_eta(ps->eta_s, e));
+			admin_human_bytes(ps->bytes_missing, b), admin_human_rate(ps->rate_bytes_per_s, r),
+			admin_human_eta(ps->eta_s, e));
 	else
 		fprintf(x->out, "recovery: nothing left to rebuild\n");
 	if (ps->unfound)
@@ -66,7 +67,7 @@ static int pg_ls_map_only(const struct admin_ctx *x, const Iolake__Meta__Cluster
 		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"k\":%u,\"m\":%u,\"pgs\":[", m->epoch, m->k, m->m);
 	else
 		fprintf(x->out, "map epoch: %" PRIu64 "   pgs: %u   ec: %u+%u\n%-6s %s\n", m->epoch,
-		       m->pg_count, m->k, m->m, "PG", "OSDS");
+			m->pg_count, m->k, m->m, "PG", "OSDS");
 	for (size_t i = 0; i < m->n_pgs; i++) {
 		const Iolake__Meta__PgEntry *p = m->pgs[i];
 		if (x->json)
@@ -96,19 +97,19 @@ static void pg_report_json(const struct admin_ctx *x, const Iolake__Meta__PgStat
 		return;
 	}
 	fprintf(x->out, "{\"valid\":%s,\"age_ms\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"state\":",
-	       p->report_valid ? "true" : "false", p->report_age_ms, r->epoch);
+		p->report_valid ? "true" : "false", p->report_age_ms, r->epoch);
 	admin_jstr(x->out, r->state);
 	fprintf(x->out, ",\"osds\":[");
 	for (size_t j = 0; j < r->n_osds; j++)
 		fprintf(x->out, j ? ",%d" : "%d", r->osds[j] == 0xFFFFFFFFu ? -1 : (int)r->osds[j]);
 	fprintf(x->out, "],\"up_mask\":%u,\"stripes\":%" PRIu64 ",\"stripes_missing\":%" PRIu64
-	       ",\"bytes_missing\":%" PRIu64 ",\"stripes_done\":%" PRIu64 ",\"bytes_done\":%" PRIu64
-	       ",\"rate_bytes_per_s\":%" PRIu64 ",\"unfound\":%" PRIu64 ",\"min_shards\":%u"
-	       ",\"bad_shards\":%" PRIu64 ",\"scan_started_ms\":%" PRIu64
-	       ",\"last_clean_ms\":%" PRIu64 "}",
-	       r->up_mask, r->stripes, r->stripes_missing, r->bytes_missing, r->stripes_done,
-	       r->bytes_done, r->rate_bytes_per_s, r->unfound, r->min_shards, r->bad_shards,
-	       r->scan_started_ms, r->last_clean_ms);
+		",\"bytes_missing\":%" PRIu64 ",\"stripes_done\":%" PRIu64 ",\"bytes_done\":%" PRIu64
+		",\"rate_bytes_per_s\":%" PRIu64 ",\"unfound\":%" PRIu64 ",\"min_shards\":%u"
+		",\"bad_shards\":%" PRIu64 ",\"scan_started_ms\":%" PRIu64
+		",\"last_clean_ms\":%" PRIu64 "}",
+		r->up_mask, r->stripes, r->stripes_missing, r->bytes_missing, r->stripes_done,
+		r->bytes_done, r->rate_bytes_per_s, r->unfound, r->min_shards, r->bad_shards,
+		r->scan_started_ms, r->last_clean_ms);
 }
 
 /* One PG per line with its derived state (the leader's PgStats); the map
@@ -137,9 +138,9 @@ static int ls(const struct admin_ctx *x)
 		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"k\":%u,\"m\":%u,\"pgs\":[", ps->epoch, m->k, m->m);
 	else
 		fprintf(x->out, "map epoch: %" PRIu64 "   pgs: %zu   ec: %u+%u\n"
-		       "%-6s %-28s %-24s %7s %9s %11s %12s %8s\n",
-		       ps->epoch, ps->n_pgs, m->k, m->m, "PG", "STATE", "OSDS", "PRIMARY", "MISSING",
-		       "BYTES LEFT", "RATE", "ETA");
+			"%-6s %-28s %-24s %7s %9s %11s %12s %8s\n",
+			ps->epoch, ps->n_pgs, m->k, m->m, "PG", "STATE", "OSDS", "PRIMARY", "MISSING",
+			"BYTES LEFT", "RATE", "ETA");
 	for (size_t i = 0; i < ps->n_pgs; i++) {
 		const Iolake__Meta__PgStat *p = ps->pgs[i];
 		const Iolake__Meta__PgReport *rp = p->report;
@@ -151,14 +152,14 @@ static int ls(const struct admin_ctx *x)
 			fprintf(x->out, ",\"osds\":[");
 			for (size_t j = 0; j < p->n_osds; j++)
 				fprintf(x->out, j ? ",%d" : "%d",
-				       p->osds[j] == 0xFFFFFFFFu ? -1 : (int)p->osds[j]);
+					p->osds[j] == 0xFFFFFFFFu ? -1 : (int)p->osds[j]);
 			fprintf(x->out, "],\"up\":[");
 			for (size_t j = 0; j < p->n_osds; j++)
 				fprintf(x->out, "%s%s", j ? "," : "", p->up_mask & (1u << j) ? "true" : "false");
 			fprintf(x->out, "],\"primary\":%d,\"stripes_missing\":%" PRIu64 ",\"bytes_missing\":%" PRIu64
-			       ",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64 ",\"report\":",
-			       p->primary == 0xFFFFFFFFu ? -1 : (int)p->primary, smiss, bmiss, rate,
-			       p->eta_s);
+				",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64 ",\"report\":",
+				p->primary == 0xFFFFFFFFu ? -1 : (int)p->primary, smiss, bmiss, rate,
+				p->eta_s);
 			pg_report_json(x, p);
 			fprintf(x->out, "}");
 			continue;
@@ -177,8 +178,9 @@ static int ls(const struct admin_ctx *x)
 			snprintf(prim, sizeof(prim), "-");
 		else
 			snprintf(prim, sizeof(prim), "%u", p->primary);
-		fprintf(x->out, "%-6u %-28s %-24s %7s %9" PRIu64 " %11s %12s %8s\n", p->pg, p->state, osds, prim,
-		       smiss, admin_human_bytes(bmiss, b), admin_human_rate(rate, r), admin_human_eta(p->eta_s, e));
+		fprintf(x->out, "%-6u %-28s %-24s %7s %9" PRIu64 " %11s %12s %8s\n", p->pg,
+			p->state, osds, prim, smiss, admin_human_bytes(bmiss, b),
+			admin_human_rate(rate, r), admin_human_eta(p->eta_s, e));
 	}
 	if (x->json) {
 		fprintf(x->out, "]");
@@ -319,21 +321,21 @@ static int check(const struct admin_ctx *x)
 			continue;
 		if (x->json)
 			fprintf(x->out, "%s{\"pg\":%zu,\"stripes\":%" PRIu64 ",\"incomplete\":%" PRIu64
-			       ",\"shards_missing\":%" PRIu64 "}", first ? "" : ",", pg, pg_stripes,
-			       pg_incomplete, pg_missing);
+				",\"shards_missing\":%" PRIu64 "}", first ? "" : ",", pg, pg_stripes,
+				pg_incomplete, pg_missing);
 		else
 			fprintf(x->out, "pg %zu: %" PRIu64 " of %" PRIu64 " stripes lack %" PRIu64 " shards\n",
-			       pg, pg_incomplete, pg_stripes, pg_missing);
+				pg, pg_incomplete, pg_stripes, pg_missing);
 		first = false;
 	}
 	if (x->json)
 		fprintf(x->out, "],\"stripes\":%" PRIu64 ",\"incomplete\":%" PRIu64 ",\"shards_missing\":%"
-		       PRIu64 ",\"pgs_unreachable\":%" PRIu64 "}\n", stripes, incomplete,
-		       shards_missing, unreachable);
+			PRIu64 ",\"pgs_unreachable\":%" PRIu64 "}\n", stripes, incomplete,
+			shards_missing, unreachable);
 	else
 		fprintf(x->out, "stripes: %" PRIu64 "   incomplete: %" PRIu64 "   shards missing: %" PRIu64
-		       "   pgs unreachable: %" PRIu64 "\n", stripes, incomplete, shards_missing,
-		       unreachable);
+			"   pgs unreachable: %" PRIu64 "\n", stripes, incomplete, shards_missing,
+			unreachable);
 	for (size_t i = 0; i < n_ch; i++)
 		if (ch[i])
 			rpc_channel_close(ch[i]);
