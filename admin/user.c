@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "admin/call.h"
 #include "common/err.h"
@@ -358,20 +357,10 @@ int admin_cluster_init_key(int nargs, char **args, FILE *out, FILE *err)
 
 /* ------------------------------------------------------------ add, rm */
 
-static void random_text(char *out, size_t n, const char *alphabet)
-{
-	size_t k = strlen(alphabet);
-	uint8_t r[64];
-	while (getrandom(r, n, 0) != (ssize_t)n)
-		;
-	for (size_t i = 0; i < n; i++)
-		out[i] = alphabet[r[i] % k];   /* 256 % k bias: negligible for ids, see below */
-	out[n] = 0;
-}
-
 /* `user add NAME [--access-key K --secret-key S]`: args after NAME. 0 and
  * *ak, *sk (NULL: generate), or 2 after printing what is wrong. */
-static int user_add_args(const struct admin_ctx *x, int n, char **a, const char **ak, const char **sk)
+static int user_add_args(const struct admin_ctx *x, int n, char **a, const char **ak,
+			 const char **sk)
 {
 	*ak = *sk = NULL;
 	for (int i = 0; i < n; i++) {
@@ -403,7 +392,8 @@ static int user_add_args(const struct admin_ctx *x, int n, char **a, const char 
 	return 0;
 }
 
-static int user_add(const struct admin_ctx *x, const char *name, const char *given_ak, const char *given_sk)
+static int user_add(const struct admin_ctx *x, const char *name, const char *given_ak,
+		    const char *given_sk)
 {
 	if (given_ak) {
 		/* Refuse before the user is made: a key id in use stays its
@@ -441,13 +431,9 @@ static int user_add(const struct admin_ctx *x, const char *name, const char *giv
 	if (rc)
 		return rc;
 
-	/* AWS-shaped credentials: a 20-char id, a 40-char secret. The secret
-	 * alphabet has 64 symbols (no modulo bias); the id's 32 neither. */
-	char gen_id[21], gen_secret[41];
-	random_text(gen_id + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
-	memcpy(gen_id, "IOL", 3);
-	random_text(gen_secret, 40,
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	/* AWS-shaped credentials: a 20-char id, a 40-char secret. */
+	char gen_id[ROOTKEY_GEN_ID_LEN + 1], gen_secret[ROOTKEY_GEN_SECRET_LEN + 1];
+	rootkey_generate(gen_id, gen_secret);
 	/* An imported key (a deployment's known credentials) must not take
 	 * over another user's: meta answers EXISTS for a key id in use. */
 	char *id = given_ak ? (char *)given_ak : gen_id;
