@@ -1,11 +1,10 @@
 /*
- * user.c — iolake-admin's user grant, revoke, admin, ls, show, rekey and
- * cluster init-key (contracts in user.h).
+ * user.c — iolake-admin's user add, rm, grant, revoke, admin, ls, show,
+ * rekey and cluster init-key (contracts in user.h).
  *
  * Runs calls one after another on the caller's loop (it runs the loop
  * until each answers), as iolake-admin does. Owns nothing past a call.
- * Never prints a secret: `user add` (admin/main.c) is the one command that
- * does, once. rekey hands a clear secret back to meta in a
+ * Never prints a secret but in `user add`, once. rekey hands a clear secret back to meta in a
  * ResealAccessKey, whose receiving member seals it before proposing.
  */
 #include "admin/user.h"
@@ -17,6 +16,7 @@
 
 #include "admin/call.h"
 #include "common/err.h"
+#include "meta/rootkey.h"
 #include "meta/secret.h"
 
 static int call(struct meta_client *c, uv_loop_t *loop, unsigned method,
@@ -41,21 +41,6 @@ static void free_msg(void *m)
 {
 	if (m)
 		protobuf_c_message_free_unpacked(m, NULL);
-}
-
-static void jstr(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
 }
 
 static const char *status_name(Iolake__Meta__Status st)
@@ -102,17 +87,17 @@ static void print_user(const Iolake__Meta__User *u, bool json, bool detail, bool
 {
 	if (json) {
 		fprintf(out, "%s{\"name\":", first ? "" : ",");
-		jstr(out, u->name);
+		admin_jstr(out, u->name);
 		fprintf(out, ",\"admin\":%s,\"created_ms\":%" PRIu64 ",\"access_keys\":[",
 			u->admin ? "true" : "false", u->created_ms);
 		for (size_t j = 0; j < u->n_access_keys; j++) {
 			fputs(j ? "," : "", out);
-			jstr(out, u->access_keys[j]);
+			admin_jstr(out, u->access_keys[j]);
 		}
 		fputs("],\"grants\":[", out);
 		for (size_t j = 0; j < u->n_grants; j++) {
 			fprintf(out, "%s{\"bucket\":", j ? "," : "");
-			jstr(out, u->grants[j]->bucket);
+			admin_jstr(out, u->grants[j]->bucket);
 			fprintf(out, ",\"level\":\"%s\",\"bucket_created_ms\":%" PRIu64,
 				level_name(u->grants[j]->level), u->grants[j]->bucket_created_ms);
 			if (states)
@@ -368,4 +353,150 @@ int admin_cluster_init_key(int nargs, char **args, FILE *out, FILE *err)
 		meta_secret_id_str(s.key_id, id), path);
 	meta_secret_wipe(&s);
 	return 0;
+}
+
+/* ------------------------------------------------------------ add, rm */
+
+/* `user add NAME [--access-key K --secret-key S]`: args after NAME. 0 and
+ * *ak, *sk (NULL: generate), or 2 after printing what is wrong. */
+static int user_add_args(const struct admin_ctx *x, int n, char **a, const char **ak,
+			 const char **sk)
+{
+	*ak = *sk = NULL;
+	for (int i = 0; i < n; i++) {
+		const char **dst = NULL, *v = NULL;
+		const char *names[2] = { "--access-key", "--secret-key" };
+		for (int k = 0; k < 2 && !dst; k++) {
+			size_t l = strlen(names[k]);
+			if (!strncmp(a[i], names[k], l) && (a[i][l] == '=' || !a[i][l])) {
+				dst = k ? sk : ak;
+				v = a[i][l] == '=' ? a[i] + l + 1 : (i + 1 < n ? a[++i] : NULL);
+			}
+		}
+		if (!dst || !v) {
+			fprintf(x->err, "user add: %s %s\n", dst ? "no value for" : "unknown option",
+				a[i]);
+			return 2;
+		}
+		*dst = v;
+	}
+	if (!*ak != !*sk) {
+		fprintf(x->err, "user add: give both --access-key and --secret-key, or neither\n");
+		return 2;
+	}
+	const char *why;
+	if (*ak && rootkey_check(*ak, *sk, &why)) {
+		fprintf(x->err, "user add: %s\n", why);
+		return 2;
+	}
+	return 0;
+}
+
+static int user_add(const struct admin_ctx *x, const char *name, const char *given_ak,
+		    const char *given_sk)
+{
+	if (given_ak) {
+		/* Refuse before the user is made: a key id in use stays its
+		 * owner's (meta would answer EXISTS for the key alone). */
+		Iolake__Meta__GetAccessKeyRequest q = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
+		q.access_key_id = (char *)given_ak;
+		int err;
+		ProtobufCMessage *m = admin_try_call(x, META_M_GET_ACCESS_KEY, &q.base, &err);
+		const Iolake__Meta__GetAccessKeyResponse *r = (const void *)m;
+		bool taken = m && r->status == IOLAKE__META__STATUS__STATUS_OK && r->key;
+		if (m)
+			protobuf_c_message_free_unpacked(m, NULL);
+		if (err && err != IOL_ENOT_FOUND)
+			admin_die_unreachable(x, err);
+		if (taken) {
+			fprintf(x->err, "add user: access key %s is already in use\n", given_ak);
+			return 1;
+		}
+	}
+	Iolake__Meta__User u = IOLAKE__META__USER__INIT;
+	u.name = (char *)name;
+	u.display_name = (char *)name;
+	u.created_ms = (uint64_t)uv_now(x->loop);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	u.created_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	Iolake__Meta__PutUser pu = IOLAKE__META__PUT_USER__INIT;
+	pu.user = &u;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_USER;
+	op.put_user = &pu;
+	Iolake__Meta__OpResult *r = admin_must_submit(x, &op);
+	int rc = admin_check_result(x, "add user", r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (rc)
+		return rc;
+
+	/* AWS-shaped credentials: a 20-char id, a 40-char secret. */
+	char gen_id[ROOTKEY_GEN_ID_LEN + 1], gen_secret[ROOTKEY_GEN_SECRET_LEN + 1];
+	rootkey_generate(gen_id, gen_secret);
+	/* An imported key (a deployment's known credentials) must not take
+	 * over another user's: meta answers EXISTS for a key id in use. */
+	char *id = given_ak ? (char *)given_ak : gen_id;
+	char *secret = given_sk ? (char *)given_sk : gen_secret;
+	Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
+	k.access_key_id = id;
+	k.secret_key = secret;
+	k.user = (char *)name;
+	k.created_ms = u.created_ms;
+	Iolake__Meta__PutAccessKey pk = IOLAKE__META__PUT_ACCESS_KEY__INIT;
+	pk.key = &k;
+	Iolake__Meta__Op op2 = IOLAKE__META__OP__INIT;
+	op2.body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
+	op2.put_access_key = &pk;
+	r = admin_must_submit(x, &op2);
+	rc = admin_check_result(x, "add access key", r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (rc)
+		return rc;
+	if (x->json) {
+		fprintf(x->out, "{\"user\":");
+		admin_jstr(x->out, name);
+		fprintf(x->out, ",\"access_key\":\"%s\",\"secret_key\":\"%s\"}\n", id, secret);
+	} else {
+		fprintf(x->out, "user:       %s\naccess key: %s\nsecret key: %s\n", name, id, secret);
+	}
+	return 0;
+}
+
+static int user_rm(const struct admin_ctx *x, const char *name)
+{
+	Iolake__Meta__DeleteUser du = IOLAKE__META__DELETE_USER__INIT;
+	du.name = (char *)name;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_DELETE_USER;
+	op.delete_user = &du;
+	Iolake__Meta__OpResult *r = admin_must_submit(x, &op);
+	int rc = admin_check_result(x, "remove user", r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	if (!rc && !x->json)
+		fprintf(x->out, "removed user %s\n", name);
+	else if (!rc)
+		fprintf(x->out, "{\"removed\":true}\n");
+	return rc;
+}
+
+int admin_user(const struct admin_ctx *x, int nargs, char **args)
+{
+	const char *verb = args[0];
+	if (!strcmp(verb, "add") && nargs >= 2) {
+		const char *ak, *sk;
+		int rc = user_add_args(x, nargs - 2, args + 2, &ak, &sk);
+		return rc ? rc : user_add(x, args[1], ak, sk);
+	}
+	if (!strcmp(verb, "rm") && nargs == 2)
+		return user_rm(x, args[1]);
+	if (!strcmp(verb, "ls") && nargs == 1)
+		return admin_user_ls(x->cli, x->loop, NULL, x->json, x->out, x->err);
+	if (!strcmp(verb, "show") && nargs == 2)
+		return admin_user_ls(x->cli, x->loop, args[1], x->json, x->out, x->err);
+	if (!strcmp(verb, "rekey") && nargs == 1)
+		return admin_user_rekey(x->cli, x->loop, x->json, x->out, x->err);
+	if (!strcmp(verb, "grant") || !strcmp(verb, "revoke") || !strcmp(verb, "admin"))
+		return admin_user_set(x->cli, x->loop, nargs, args, x->json, x->out, x->err);
+	return ADMIN_UNKNOWN;
 }

@@ -1,9 +1,9 @@
 /*
- * user.h — iolake-admin's user commands beyond add and rm (issue 16):
+ * user.h — iolake-admin's user commands: add and rm, and (issue 16)
  * per-bucket grants, the admin flag, listing and showing users with them,
  * sealing old clear secrets, and making a cluster key. They run their
- * calls on loop one after another and print to out / err; none prints a
- * secret.
+ * calls on loop one after another and print to out / err; none but
+ * `user add` prints a secret (once).
  */
 #ifndef ADMIN_USER_H
 #define ADMIN_USER_H
@@ -12,7 +12,14 @@
 #include <stdio.h>
 #include <uv.h>
 
+#include "admin/cmd.h"
 #include "meta/client.h"
+
+/* Every `user` command: args are the words after "user" (add, rm, ls,
+ * show, grant, revoke, admin, rekey). Exit status as below; `user add`
+ * 0, 1 (refused: the key id in use, the user exists) or 2 (usage);
+ * ADMIN_UNKNOWN for another verb. */
+int admin_user(const struct admin_ctx *x, int nargs, char **args);
 
 /* `user ls` (names, admin, key ids, grants) and `user show NAME`. Exit
  * status 0, or 1 (unreachable; no such user). */

@@ -198,8 +198,26 @@ void admin_scrub_reply(struct admin_call *c, const Iolake__Meta__ClusterMap *m,
 /* admin_api_quota.c: "k": {"max_bytes", "max_objects"} or null. */
 void admin_write_quota(struct jsonw *w, const char *k, const Iolake__Meta__Quota *q);
 
-/* admin_api_users.c: a new access key id and secret, AWS-shaped. */
-void admin_new_key(char access_key[ADMIN_KEY_MAX + 1], char secret_key[ADMIN_KEY_MAX + 1]);
+/* admin_api_keys.c: a key being given to a user (a new one, or with a
+ * user being made), shown once in the 201 answer. */
+struct admin_key {
+	char access_key[ADMIN_KEY_MAX + 1], secret_key[ADMIN_KEY_MAX + 1];
+	uint64_t created_ms;
+};
+/* A new AWS-shaped key (rootkey_generate), made now. */
+void admin_key_new(struct admin_key *k);
+/* PutAccessKey of k for user (cb as admin_meta_submit's). 0, or the
+ * submit's error (cb does not run then). */
+int admin_key_put(struct admin_call *c, const char *user, const struct admin_key *k,
+		  admin_submit_cb cb);
+/* In the put's cb: true when the key was stored; else the answer is
+ * given (a meta error, or res's status with refused as its message). */
+bool admin_key_put_done(struct admin_call *c, int err, const Iolake__Meta__OpResult *res,
+			const char *refused);
+/* 201 {"user", "admin" (when admin is not NULL), "access_key",
+ * "secret_key", "created_ms"}: the secret, shown this once. */
+void admin_reply_key(struct admin_call *c, const char *user, const bool *admin,
+		     const struct admin_key *k);
 
 /* Wall clock in ms. */
 uint64_t admin_wall_ms(void);

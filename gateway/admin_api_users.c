@@ -17,7 +17,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "gateway/admin_api_int.h"
 #include "common/err.h"
@@ -92,53 +91,16 @@ void admin_h_users(struct admin_call *c)
 
 struct create_state {
 	struct admin_user_create in;
-	char access_key[ADMIN_KEY_MAX + 1], secret_key[ADMIN_KEY_MAX + 1];
-	uint64_t created_ms;
+	struct admin_key key;
 };
-
-static void random_text(char *out, size_t n, const char *alphabet)
-{
-	size_t k = strlen(alphabet);
-	uint8_t r[64];
-	while (getrandom(r, n, 0) != (ssize_t)n)
-		;
-	for (size_t i = 0; i < n; i++)
-		out[i] = alphabet[r[i] % k];   /* 32 and 64 symbols: no modulo bias */
-	out[n] = 0;
-}
-
-void admin_new_key(char access_key[ADMIN_KEY_MAX + 1], char secret_key[ADMIN_KEY_MAX + 1])
-{
-	/* AWS-shaped, as iolake-admin's: "IOL" + 17 of base32, 40 of base64. */
-	memcpy(access_key, "IOL", 3);
-	random_text(access_key + 3, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
-	random_text(secret_key, 40,
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
-}
 
 static void on_key_put(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
 {
 	struct create_state *s = admin_call_state(c);
-	if (err) {
-		admin_reply_meta_error(c, err);
-		return;
-	}
-	if (res->status != IOLAKE__META__STATUS__STATUS_OK) {
-		/* The user exists without a key: say so, the operator may
-		 * delete it and try again. */
-		admin_reply_status(c, res->status, "user made, but its access key was refused");
-		return;
-	}
-	struct jsonw w;
-	jsonw_init(&w, 0);
-	jsonw_obj_begin(&w);
-	jsonw_kstr(&w, "user", s->in.name);
-	jsonw_kbool(&w, "admin", s->in.admin);
-	jsonw_kstr(&w, "access_key", s->access_key);
-	jsonw_kstr(&w, "secret_key", s->secret_key);
-	jsonw_ku64(&w, "created_ms", s->created_ms);
-	jsonw_obj_end(&w);
-	admin_reply_json(c, 201, &w);
+	/* Refused: the user exists without a key; say so, the operator may
+	 * delete it and try again. */
+	if (admin_key_put_done(c, err, res, "user made, but its access key was refused"))
+		admin_reply_key(c, s->in.name, &s->in.admin, &s->key);
 }
 
 static void on_user_put(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
@@ -152,17 +114,7 @@ static void on_user_put(struct admin_call *c, int err, const Iolake__Meta__OpRes
 		admin_reply_status(c, res->status, "create user");
 		return;
 	}
-	Iolake__Meta__AccessKey k = IOLAKE__META__ACCESS_KEY__INIT;
-	k.access_key_id = s->access_key;
-	k.secret_key = s->secret_key;
-	k.user = s->in.name;
-	k.created_ms = s->created_ms;
-	Iolake__Meta__PutAccessKey pk = IOLAKE__META__PUT_ACCESS_KEY__INIT;
-	pk.key = &k;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_PUT_ACCESS_KEY;
-	op.put_access_key = &pk;
-	int rc = admin_meta_submit(c, &op, on_key_put);
+	int rc = admin_key_put(c, s->in.name, &s->key, on_key_put);
 	if (rc)
 		admin_reply_meta_error(c, rc);
 }
@@ -172,7 +124,7 @@ static void put_user(struct admin_call *c, struct create_state *s)
 	Iolake__Meta__User u = IOLAKE__META__USER__INIT;
 	u.name = s->in.name;
 	u.display_name = s->in.name;
-	u.created_ms = s->created_ms;
+	u.created_ms = s->key.created_ms;
 	u.admin = s->in.admin;
 	Iolake__Meta__PutUser pu = IOLAKE__META__PUT_USER__INIT;
 	pu.user = &u;
@@ -220,20 +172,20 @@ void admin_h_user_create(struct admin_call *c)
 		admin_reply_error(c, 400, "InvalidRequest", why);
 		return;
 	}
-	s->created_ms = admin_wall_ms();
 	if (s->in.has_key) {
-		snprintf(s->access_key, sizeof(s->access_key), "%s", s->in.access_key);
-		snprintf(s->secret_key, sizeof(s->secret_key), "%s", s->in.secret_key);
+		snprintf(s->key.access_key, sizeof(s->key.access_key), "%s", s->in.access_key);
+		snprintf(s->key.secret_key, sizeof(s->key.secret_key), "%s", s->in.secret_key);
+		s->key.created_ms = admin_wall_ms();
 		/* A key id in use stays its owner's: refuse before the user is
 		 * made (meta would refuse the key alone, leaving a keyless user). */
 		Iolake__Meta__GetAccessKeyRequest q = IOLAKE__META__GET_ACCESS_KEY_REQUEST__INIT;
-		q.access_key_id = s->access_key;
+		q.access_key_id = s->key.access_key;
 		rc = admin_meta_call(c, META_M_GET_ACCESS_KEY, &q.base, on_key_taken, NULL);
 		if (rc)
 			admin_reply_meta_error(c, rc);
 		return;
 	}
-	admin_new_key(s->access_key, s->secret_key);
+	admin_key_new(&s->key);
 	put_user(c, s);
 }
 

@@ -2,8 +2,8 @@
  * lc_rule.c — lifecycle configurations: parse, check, render, match. See
  * lc_rule.h.
  *
- * The parser is a small SAX pass over expat (no DOCTYPE, bounded depth and
- * text): each element is allowed only under the parents S3's schema gives
+ * The parser is a pass of hooks over xml_doc.h's reader (no DOCTYPE,
+ * bounded depth and text): each element is allowed only under the parents S3's schema gives
  * it, each rule is built as its elements end, and the rules are checked
  * once the document is whole (S3's errors need the whole rule: Days and
  * Date together, no action, tags with a marker action). The record is
@@ -14,11 +14,12 @@
 #include "gateway/lc_rule.h"
 
 #include <errno.h>
-#include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gateway/xml_doc.h"
 
 #define DEPTH_MAX 8
 #define TEXT_MAX 1024          /* a Key, Value, Prefix or number */
@@ -36,13 +37,9 @@ enum {
 };
 
 struct lp {
-	XML_Parser p;
+	struct xml_doc d;
 	enum s3_err e;
 	const char *msg;
-	int depth;
-	const char *path[DEPTH_MAX];
-	size_t tlen;
-	char text[TEXT_MAX + 1];
 	Iolake__Meta__LifecycleConfig *cfg;
 	Iolake__Meta__LifecycleRule *r;       /* the rule being read */
 	Iolake__Meta__LifecycleTag *tag;      /* the tag being read */
@@ -59,8 +56,7 @@ static void fail(struct lp *l, enum s3_err e, const char *msg)
 		l->e = e;
 		l->msg = msg;
 	}
-	if (l->p)
-		XML_StopParser(l->p, XML_FALSE);
+	xml_doc_stop(&l->d, -EBADMSG);
 }
 
 static char *dup_text(const char *s)
@@ -76,7 +72,7 @@ static bool is(const char *a, const char *b)
 
 static const char *parent(const struct lp *l)
 {
-	return l->depth >= 2 ? l->path[l->depth - 2] : "";
+	return xml_doc_parent(&l->d);
 }
 
 /* Elements allowed under each parent. */
@@ -129,30 +125,23 @@ static bool once(struct lp *l, uint32_t f)
 	return true;
 }
 
-static void XMLCALL el_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+static void on_start(struct xml_doc *d)
 {
-	(void)attrs;
-	struct lp *l = ud;
+	struct lp *l = d->ud;
 	if (l->e)
 		return;
-	if (l->depth == DEPTH_MAX) {
-		fail(l, S3E_MalformedXML, NULL);
-		return;
-	}
-	l->path[l->depth++] = name;
-	l->tlen = 0;
-	const char *par = parent(l);
-	if (l->depth == 3 && is(par, "Rule") &&
+	const char *name = xml_doc_name(d), *par = parent(l);
+	if (d->depth == 3 && is(par, "Rule") &&
 	    (is(name, "Transition") || is(name, "NoncurrentVersionTransition"))) {
 		fail(l, S3E_NotImplemented,
 		     "Transitions are not supported: this store has one storage class");
 		return;
 	}
-	if (!allowed(par, name, l->depth)) {
+	if (!allowed(par, name, d->depth)) {
 		fail(l, S3E_MalformedXML, NULL);
 		return;
 	}
-	if (l->depth == 2) {
+	if (d->depth == 2) {
 		Iolake__Meta__LifecycleConfig *c = l->cfg;
 		if (c->n_rules == LC_RULES_MAX) {
 			fail(l, S3E_MalformedXML, "A lifecycle configuration has at most 1000 rules");
@@ -277,16 +266,13 @@ static void set_str(struct lp *l, char **dst, const char *v)
 	*dst = s;
 }
 
-static void XMLCALL el_end(void *ud, const XML_Char *name)
+/* The end of an element below a Rule: its value into the rule. */
+static void end_in_rule(struct lp *l)
 {
-	struct lp *l = ud;
-	if (l->e)
-		return;
-	l->text[l->tlen] = '\0';
-	const char *par = parent(l), *t = l->text;
+	const char *name = xml_doc_name(&l->d), *par = parent(l), *t = l->d.text;
 	Iolake__Meta__LifecycleRule *r = l->r;
 	long long v;
-	if (l->depth >= 3 && r) {
+	if (l->d.depth >= 3 && r) {
 		if (is(par, "Rule")) {
 			if (is(name, "ID") && once(l, F_ID)) {
 				if (strlen(t) > LC_ID_MAX)
@@ -370,38 +356,6 @@ static void XMLCALL el_end(void *ud, const XML_Char *name)
 			}
 		}
 	}
-	l->depth--;
-	l->tlen = 0;
-}
-
-static void XMLCALL chars(void *ud, const XML_Char *t, int n)
-{
-	struct lp *l = ud;
-	if (l->e)
-		return;
-	if ((size_t)n > TEXT_MAX - l->tlen) {
-		fail(l, S3E_MalformedXML, NULL);
-		return;
-	}
-	memcpy(l->text + l->tlen, t, (size_t)n);
-	l->tlen += (size_t)n;
-}
-
-static void XMLCALL doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-			    const XML_Char *pubid, int has_internal)
-{
-	(void)name, (void)sysid, (void)pubid, (void)has_internal;
-	fail(ud, S3E_MalformedXML, NULL);
-}
-
-static void XMLCALL entity_decl(void *ud, const XML_Char *name, int is_param,
-				const XML_Char *value, int value_len, const XML_Char *base,
-				const XML_Char *sysid, const XML_Char *pubid,
-				const XML_Char *notation)
-{
-	(void)name, (void)is_param, (void)value, (void)value_len, (void)base, (void)sysid;
-	(void)pubid, (void)notation;
-	fail(ud, S3E_MalformedXML, NULL);
 }
 
 /* ------------------------------------------------------------ whole rules */
@@ -468,12 +422,14 @@ static void check_rule(struct lp *l, Iolake__Meta__LifecycleRule *r, uint32_t se
 			}
 }
 
-static void XMLCALL el_end_rule(void *ud, const XML_Char *name)
+static void on_end(struct xml_doc *d)
 {
-	struct lp *l = ud;
-	bool rule_end = !l->e && l->depth == 2;
-	el_end(ud, name);
-	if (rule_end && l->r) {
+	struct lp *l = d->ud;
+	if (l->e)
+		return;
+	if (d->depth != 2) {
+		end_in_rule(l);
+	} else if (l->r) {
 		check_rule(l, l->r, l->seen, l->filter_conds);
 		l->r = NULL;
 	}
@@ -495,23 +451,11 @@ enum s3_err lc_parse(const char *body, size_t len, Iolake__Meta__LifecycleConfig
 	}
 	iolake__meta__lifecycle_config__init(c);
 	l->cfg = c;
-	l->p = XML_ParserCreate("UTF-8");
-	if (!l->p) {
-		free(l);
-		free(c);
-		return S3E_InternalError;
-	}
-	XML_SetUserData(l->p, l);
-	XML_SetElementHandler(l->p, el_start, el_end_rule);
-	XML_SetCharacterDataHandler(l->p, chars);
-	XML_SetStartDoctypeDeclHandler(l->p, doctype);
-	XML_SetEntityDeclHandler(l->p, entity_decl);
-	XML_SetParamEntityParsing(l->p, XML_PARAM_ENTITY_PARSING_NEVER);
-	enum XML_Status st = XML_Parse(l->p, body ? body : "", (int)len, XML_TRUE);
-	if (st != XML_STATUS_OK && !l->e)
-		l->e = S3E_MalformedXML;
-	XML_ParserFree(l->p);
-	l->p = NULL;
+	l->d = (struct xml_doc){ .max_depth = DEPTH_MAX, .text_max = TEXT_MAX,
+				 .on_start = on_start, .on_end = on_end, .ud = l };
+	int rc = xml_doc_parse(&l->d, body, len, LC_BODY_MAX);
+	if (rc && !l->e)
+		l->e = rc == -ENOMEM ? S3E_InternalError : S3E_MalformedXML;
 	if (!l->e && !c->n_rules)
 		fail(l, S3E_MalformedXML, NULL);
 	/* IDs: S3 makes one up for a rule without; unique. */

@@ -491,30 +491,38 @@ static bool cursor_refused(struct lc_worker *w, int err, Iolake__Meta__Status st
 	return true;
 }
 
+/* A listing page answered (status its status, n its entries): kept as
+ * w->page (an owned copy) with room in w->ops for an op per entry. false
+ * when there is nothing to decide: the worker is closing, the cursor was
+ * refused (the pass starts over), or the bucket went, meta is away or
+ * memory ran out (on to the next bucket; the next round resumes from
+ * the committed cursor). */
+static bool take_page(struct lc_worker *w, int err, const ProtobufCMessage *resp,
+		      Iolake__Meta__Status status, size_t n)
+{
+	if (!back(w))
+		return false;
+	if (resp && cursor_refused(w, err, status))
+		return false;
+	if (!err && resp && status == IOLAKE__META__STATUS__STATUS_OK) {
+		w->page = meta_client_copy_msg(resp);
+		w->ops = w->page ? calloc(n + 1, sizeof(*w->ops)) : NULL;
+		if (w->page && w->ops)
+			return true;
+		page_free(w);
+	}
+	w->bi++;
+	arm(w, NEXT_BUCKET, w->opt.pause_ms);
+	return false;
+}
+
 static void on_versions(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct lc_worker *w = ud;
-	if (!back(w))
-		return;
 	const Iolake__Meta__ListVersionsResponse *pg = (const void *)resp;
-	if (pg && cursor_refused(w, err, pg->status))
+	if (!take_page(w, err, resp, pg ? pg->status : 0, pg ? pg->n_entries : 0))
 		return;
-	if (err || !pg || pg->status != IOLAKE__META__STATUS__STATUS_OK) {
-		/* The bucket went, or meta is away: the next round resumes
-		 * from the committed cursor. */
-		w->bi++;
-		arm(w, NEXT_BUCKET, w->opt.pause_ms);
-		return;
-	}
-	w->page = meta_client_copy_msg(resp);
 	pg = (const void *)w->page;
-	w->ops = pg ? calloc(pg->n_entries + 1, sizeof(*w->ops)) : NULL;
-	if (!pg || !w->ops) {
-		page_free(w);
-		w->bi++;
-		arm(w, NEXT_BUCKET, w->opt.pause_ms);
-		return;
-	}
 	size_t n = pg->n_entries;
 	/* The last entry of a cut page is the lookahead: listed again next. */
 	size_t upto = pg->truncated && n >= 2 ? n - 1 : n;
@@ -545,25 +553,10 @@ static void on_versions(void *ud, int err, const ProtobufCMessage *resp)
 static void on_uploads(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct lc_worker *w = ud;
-	if (!back(w))
-		return;
 	const Iolake__Meta__ListUploadsResponse *pg = (const void *)resp;
-	if (pg && cursor_refused(w, err, pg->status))
+	if (!take_page(w, err, resp, pg ? pg->status : 0, pg ? pg->n_uploads : 0))
 		return;
-	if (err || !pg || pg->status != IOLAKE__META__STATUS__STATUS_OK) {
-		w->bi++;
-		arm(w, NEXT_BUCKET, w->opt.pause_ms);
-		return;
-	}
-	w->page = meta_client_copy_msg(resp);
 	pg = (const void *)w->page;
-	w->ops = pg ? calloc(pg->n_uploads + 1, sizeof(*w->ops)) : NULL;
-	if (!pg || !w->ops) {
-		page_free(w);
-		w->bi++;
-		arm(w, NEXT_BUCKET, w->opt.pause_ms);
-		return;
-	}
 	const Iolake__Meta__LifecycleConfig *cfg = bucket(w)->lifecycle;
 	for (size_t i = 0; i < pg->n_uploads; i++) {
 		const Iolake__Meta__MultipartUpload *u = pg->uploads[i];

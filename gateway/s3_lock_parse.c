@@ -1,34 +1,30 @@
 /*
  * s3_lock_parse.c — object lock documents and dates (s3_lock_parse.h).
  *
- * One small expat core: the path of open elements (bounded depth), the
- * innermost element's text (bounded), and a table per document of the
- * leaf paths it reads, each into a slot that may be filled once. Unknown
- * elements are ignored, as S3 does; a DOCTYPE is refused outright.
+ * On xml_doc.h's reader (bounded depth and text, no DOCTYPE), a table per
+ * document of the leaf paths it reads, each into a slot that may be
+ * filled once. Unknown elements are ignored, as S3 does; text too long
+ * for a slot is an error only in a leaf read.
  *
  * Owns nothing beyond one parse. Pure; any thread.
  */
 #include "gateway/s3_lock_parse.h"
 
 #include <errno.h>
-#include <expat.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "gateway/xml_doc.h"
 
 #define DEPTH_MAX 6
 #define TEXT_MAX 64            /* the longest value read is a date */
 #define SLOTS 4
 
+/* One document: the leaves it reads, each into a slot filled once. */
 struct lp {
-	XML_Parser p;
-	int err;
-	int depth;
-	char path[DEPTH_MAX][32];  /* element names, cut at 31 bytes (then unknown) */
-	size_t text_len;
-	bool text_over;
-	char text[TEXT_MAX + 1];
+	struct xml_doc d;
 	const char *root;
-	const char *const *leaves; /* "A/B/C" paths below the root, one per slot */
+	const char *const *leaves; /* full paths, "Root/A/B", one per slot */
 	size_t n_leaves;
 	bool seen[SLOTS];
 	char val[SLOTS][TEXT_MAX + 1];
@@ -36,117 +32,37 @@ struct lp {
 	unsigned rules;            /* <Rule> elements (ObjectLockConfiguration) */
 };
 
-static void stop(struct lp *l, int err)
+static void on_start(struct xml_doc *d)
 {
-	if (!l->err)
-		l->err = err;
-	XML_StopParser(l->p, XML_FALSE);
-}
-
-static void XMLCALL el_start(void *ud, const XML_Char *name, const XML_Char **attrs)
-{
-	(void)attrs;
-	struct lp *l = ud;
-	if (l->err)
-		return;
-	if (l->depth == DEPTH_MAX) {
-		stop(l, -EBADMSG);
-		return;
-	}
-	if (l->depth == 0 && strcmp(name, l->root) != 0) {
-		stop(l, -EBADMSG);
-		return;
-	}
-	snprintf(l->path[l->depth], sizeof(l->path[0]), "%s", name);
-	l->depth++;
-	if (l->depth == 2 && !strcmp(name, "Rule"))
+	struct lp *l = d->ud;
+	if (d->depth == 1 && strcmp(d->path[0], l->root) != 0)
+		xml_doc_stop(d, -EBADMSG);
+	else if (d->depth == 2 && !strcmp(d->path[1], "Rule"))
 		l->rules++;
-	l->text_len = 0;
-	l->text_over = false;
 }
 
-/* The path below the root, "A/B", of the element being closed. */
-static void rel_path(const struct lp *l, char *out, size_t cap)
+static void on_end(struct xml_doc *d)
 {
-	size_t n = 0;
-	out[0] = 0;
-	for (int i = 1; i < l->depth; i++)
-		n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", i > 1 ? "/" : "",
-				      l->path[i]);
-}
-
-static void XMLCALL el_end(void *ud, const XML_Char *name)
-{
-	(void)name;
-	struct lp *l = ud;
-	if (l->err)
-		return;
-	char rel[DEPTH_MAX * 33];
-	rel_path(l, rel, sizeof(rel));
+	struct lp *l = d->ud;
 	for (size_t i = 0; i < l->n_leaves; i++) {
-		if (strcmp(rel, l->leaves[i]) != 0)
+		if (!xml_doc_at(d, l->leaves[i]))
 			continue;
-		if (l->seen[i] || l->text_over) {
-			stop(l, -EBADMSG);   /* twice, or a value no field takes */
+		if (l->seen[i] || d->text_over) {
+			xml_doc_stop(d, -EBADMSG);   /* twice, or a value no field takes */
 			return;
 		}
 		l->seen[i] = true;
-		memcpy(l->val[i], l->text, l->text_len);
-		l->val[i][l->text_len] = 0;
-		l->val_len[i] = l->text_len;
+		memcpy(l->val[i], d->text, d->text_len + 1);
+		l->val_len[i] = d->text_len;
 	}
-	l->depth--;
-	l->text_len = 0;
-}
-
-static void XMLCALL chars(void *ud, const XML_Char *t, int n)
-{
-	struct lp *l = ud;
-	if (l->err || n <= 0)
-		return;
-	if ((size_t)n > TEXT_MAX - l->text_len) {
-		l->text_over = true;   /* only an error if a leaf we read */
-		return;
-	}
-	memcpy(l->text + l->text_len, t, (size_t)n);
-	l->text_len += (size_t)n;
-}
-
-static void XMLCALL doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-			    const XML_Char *pubid, int has_internal)
-{
-	(void)name, (void)sysid, (void)pubid, (void)has_internal;
-	stop(ud, -EBADMSG);
-}
-
-static void XMLCALL entity_decl(void *ud, const XML_Char *name, int is_param,
-				const XML_Char *value, int value_len, const XML_Char *base,
-				const XML_Char *sysid, const XML_Char *pubid,
-				const XML_Char *notation)
-{
-	(void)name, (void)is_param, (void)value, (void)value_len, (void)base, (void)sysid;
-	(void)pubid, (void)notation;
-	stop(ud, -EBADMSG);
 }
 
 static int run(struct lp *l, const char *body, size_t len, size_t max_len)
 {
-	if (len > max_len)
-		return -E2BIG;
-	l->p = XML_ParserCreate("UTF-8");
-	if (!l->p)
-		return -ENOMEM;
-	XML_SetUserData(l->p, l);
-	XML_SetElementHandler(l->p, el_start, el_end);
-	XML_SetCharacterDataHandler(l->p, chars);
-	XML_SetStartDoctypeDeclHandler(l->p, doctype);
-	XML_SetEntityDeclHandler(l->p, entity_decl);
-	XML_SetParamEntityParsing(l->p, XML_PARAM_ENTITY_PARSING_NEVER);
-	enum XML_Status st = XML_Parse(l->p, body, (int)len, XML_TRUE);
-	if (st != XML_STATUS_OK && !l->err)
-		l->err = -EBADMSG;
-	XML_ParserFree(l->p);
-	return l->err;
+	l->d = (struct xml_doc){ .max_depth = DEPTH_MAX, .text_max = TEXT_MAX,
+				 .long_text_ok = true, .on_start = on_start, .on_end = on_end,
+				 .ud = l };
+	return xml_doc_parse(&l->d, body, len, max_len);
 }
 
 /* ------------------------------------------------------------ values */
@@ -274,8 +190,10 @@ static long pos_int(const char *s, size_t n, long max)
 int s3_lock_parse_config(const char *body, size_t len, size_t max_len, struct s3_lock_config *c)
 {
 	static const char *const leaves[] = {
-		"ObjectLockEnabled", "Rule/DefaultRetention/Mode", "Rule/DefaultRetention/Days",
-		"Rule/DefaultRetention/Years",
+		"ObjectLockConfiguration/ObjectLockEnabled",
+		"ObjectLockConfiguration/Rule/DefaultRetention/Mode",
+		"ObjectLockConfiguration/Rule/DefaultRetention/Days",
+		"ObjectLockConfiguration/Rule/DefaultRetention/Years",
 	};
 	memset(c, 0, sizeof(*c));
 	struct lp l = { .root = "ObjectLockConfiguration", .leaves = leaves, .n_leaves = 4 };
@@ -307,7 +225,7 @@ int s3_lock_parse_config(const char *body, size_t len, size_t max_len, struct s3
 int s3_lock_parse_retention(const char *body, size_t len, size_t max_len, int *mode,
 			    uint64_t *until_ms)
 {
-	static const char *const leaves[] = { "Mode", "RetainUntilDate" };
+	static const char *const leaves[] = { "Retention/Mode", "Retention/RetainUntilDate" };
 	struct lp l = { .root = "Retention", .leaves = leaves, .n_leaves = 2 };
 	*mode = S3_LOCK_NONE;
 	*until_ms = 0;
@@ -327,7 +245,7 @@ int s3_lock_parse_retention(const char *body, size_t len, size_t max_len, int *m
 
 int s3_lock_parse_legal_hold(const char *body, size_t len, size_t max_len, bool *on)
 {
-	static const char *const leaves[] = { "Status" };
+	static const char *const leaves[] = { "LegalHold/Status" };
 	struct lp l = { .root = "LegalHold", .leaves = leaves, .n_leaves = 1 };
 	int rc = run(&l, body, len, max_len);
 	if (rc)

@@ -1,9 +1,10 @@
 /*
- * xml_parse.c — S3 request XML over expat. See xml_parse.h.
+ * xml_parse.c — S3 request XML. See xml_parse.h.
  *
- * One small SAX core: a stack of element names (depth-bounded), the text
- * of the innermost element gathered into a bounded buffer, and an
- * end-element hook per document type that sees the path and the text.
+ * Each document is a pair of hooks on xml_doc.h's reader (which owns
+ * expat, the limits and the refusal of DOCTYPEs): a start hook that
+ * checks the root and opens per-element state, an end hook that sees the
+ * path and the element's text.
  *
  * Owns nothing beyond one parse. Does not choose S3 errors: callers
  * answer a failure with MalformedXML.
@@ -11,122 +12,16 @@
 #include "gateway/xml_parse.h"
 
 #include <errno.h>
-#include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-struct sax {
-	XML_Parser p;
-	int err;                         /* 0 or negative */
-	int depth;
-	const char *path[XMLP_MAX_DEPTH];/* names: valid during the callbacks */
-	const XML_Char **attrs;          /* the element's, during on_start */
-	size_t text_len;
-	char text[XMLP_TEXT_MAX + 1];
-	void (*on_start)(struct sax *s);
-	void (*on_end)(struct sax *s);
-	void *ud;
-};
+#include "gateway/xml_doc.h"
 
-static void stop(struct sax *s, int err)
-{
-	if (!s->err)
-		s->err = err;
-	XML_StopParser(s->p, XML_FALSE);
-}
-
-static void XMLCALL el_start(void *ud, const XML_Char *name, const XML_Char **attrs)
-{
-	struct sax *s = ud;
-	if (s->err)
-		return;
-	if (s->depth == XMLP_MAX_DEPTH) {
-		stop(s, -EBADMSG);
-		return;
-	}
-	s->path[s->depth++] = name;
-	s->text_len = 0;
-	s->attrs = attrs;
-	if (s->on_start)
-		s->on_start(s);
-	s->attrs = NULL;
-}
-
-static void XMLCALL el_end(void *ud, const XML_Char *name)
-{
-	(void)name;
-	struct sax *s = ud;
-	if (s->err)
-		return;
-	s->text[s->text_len] = '\0';
-	s->on_end(s);
-	s->depth--;
-	s->text_len = 0;
-}
-
-static void XMLCALL chars(void *ud, const XML_Char *t, int n)
-{
-	struct sax *s = ud;
-	if (s->err)
-		return;
-	if ((size_t)n > XMLP_TEXT_MAX - s->text_len) {
-		stop(s, -EBADMSG);
-		return;
-	}
-	memcpy(s->text + s->text_len, t, (size_t)n);
-	s->text_len += (size_t)n;
-}
-
-/* No DOCTYPE at all: no entities to expand, no external resources. */
-static void XMLCALL doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-			    const XML_Char *pubid, int has_internal)
-{
-	(void)name, (void)sysid, (void)pubid, (void)has_internal;
-	stop(ud, -EBADMSG);
-}
-
-static void XMLCALL entity_decl(void *ud, const XML_Char *name, int is_param,
-				const XML_Char *value, int value_len, const XML_Char *base,
-				const XML_Char *sysid, const XML_Char *pubid,
-				const XML_Char *notation)
-{
-	(void)name, (void)is_param, (void)value, (void)value_len, (void)base, (void)sysid;
-	(void)pubid, (void)notation;
-	stop(ud, -EBADMSG);
-}
-
-static int sax_run(struct sax *s, const char *body, size_t len, size_t max_len)
-{
-	if (len > max_len)
-		return -E2BIG;
-	s->p = XML_ParserCreate("UTF-8");
-	if (!s->p)
-		return -ENOMEM;
-	XML_SetUserData(s->p, s);
-	XML_SetElementHandler(s->p, el_start, el_end);
-	XML_SetCharacterDataHandler(s->p, chars);
-	XML_SetStartDoctypeDeclHandler(s->p, doctype);
-	XML_SetEntityDeclHandler(s->p, entity_decl);
-	XML_SetParamEntityParsing(s->p, XML_PARAM_ENTITY_PARSING_NEVER);
-	enum XML_Status st = XML_Parse(s->p, body, (int)len, XML_TRUE);
-	if (st != XML_STATUS_OK && !s->err)
-		s->err = -EBADMSG;
-	XML_ParserFree(s->p);
-	return s->err;
-}
-
-static bool at(const struct sax *s, int depth, const char *a, const char *b, const char *c)
-{
-	if (s->depth != depth)
-		return false;
-	const char *want[3] = { a, b, c };
-	for (int i = 0; i < depth; i++)
-		if (strcmp(s->path[i], want[i]) != 0)
-			return false;
-	return true;
-}
+/* xml_parse.h's limits are the reader's defaults. */
+_Static_assert(XMLP_MAX_DEPTH == XML_DOC_DEPTH_MAX, "depth limit");
+_Static_assert(XMLP_TEXT_MAX == XML_DOC_TEXT_MAX, "text limit");
 
 /* ------------------------------------------------------------ CompleteMultipartUpload */
 
@@ -137,32 +32,32 @@ struct mpu {
 	struct xmlp_part cur;
 };
 
-static void mpu_start(struct sax *s)
+static void mpu_start(struct xml_doc *s)
 {
 	struct mpu *m = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], "CompleteMultipartUpload") != 0)
-		stop(s, -EBADMSG);
-	else if (at(s, 2, "CompleteMultipartUpload", "Part", NULL)) {
+		xml_doc_stop(s, -EBADMSG);
+	else if (xml_doc_at(s, "CompleteMultipartUpload/Part")) {
 		memset(&m->cur, 0, sizeof(m->cur));
 		m->have_num = m->have_etag = false;
 	}
 }
 
-static void mpu_end(struct sax *s)
+static void mpu_end(struct xml_doc *s)
 {
 	struct mpu *m = s->ud;
-	if (at(s, 3, "CompleteMultipartUpload", "Part", "PartNumber")) {
+	if (xml_doc_at(s, "CompleteMultipartUpload/Part/PartNumber")) {
 		char *end;
 		unsigned long v = strtoul(s->text, &end, 10);
 		if (!s->text[0] || *end || v < 1 || v > 10000) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		m->cur.part_number = (uint32_t)v;
 		m->have_num = true;
-	} else if (at(s, 3, "CompleteMultipartUpload", "Part", "ETag")) {
+	} else if (xml_doc_at(s, "CompleteMultipartUpload/Part/ETag")) {
 		if (s->text_len == 0 || s->text_len > XMLP_ETAG_MAX) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		memcpy(m->cur.etag, s->text, s->text_len + 1);
@@ -176,19 +71,19 @@ static void mpu_end(struct sax *s)
 			if (strcmp(s->path[2] + 8, names[a]) != 0)
 				continue;
 			if (m->cur.ck_algo || s->text_len == 0 || s->text_len > XMLP_CK_MAX) {
-				stop(s, -EBADMSG);
+				xml_doc_stop(s, -EBADMSG);
 				return;
 			}
 			m->cur.ck_algo = a;
 			memcpy(m->cur.ck, s->text, s->text_len + 1);
 		}
-	} else if (at(s, 2, "CompleteMultipartUpload", "Part", NULL)) {
+	} else if (xml_doc_at(s, "CompleteMultipartUpload/Part")) {
 		if (!m->have_num || !m->have_etag) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		if (m->n == m->max) {
-			stop(s, -E2BIG);
+			xml_doc_stop(s, -E2BIG);
 			return;
 		}
 		m->parts[m->n++] = m->cur;
@@ -199,8 +94,8 @@ int xmlp_complete_mpu(const char *body, size_t len, size_t max_len, struct xmlp_
 		      size_t max_parts, size_t *n)
 {
 	struct mpu m = { .parts = parts, .max = max_parts };
-	struct sax s = { .on_start = mpu_start, .on_end = mpu_end, .ud = &m };
-	int rc = sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = mpu_start, .on_end = mpu_end, .ud = &m };
+	int rc = xml_doc_parse(&s, body, len, max_len);
 	*n = m.n;
 	if (rc == 0 && m.n == 0)
 		rc = -EBADMSG; /* S3: MalformedXML for an empty part list */
@@ -215,37 +110,37 @@ struct del {
 	char vid[XMLP_VERSION_ID_MAX + 1];
 };
 
-static void del_start(struct sax *s)
+static void del_start(struct xml_doc *s)
 {
 	struct del *x = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], "Delete") != 0)
-		stop(s, -EBADMSG);
-	else if (at(s, 2, "Delete", "Object", NULL))
+		xml_doc_stop(s, -EBADMSG);
+	else if (xml_doc_at(s, "Delete/Object"))
 		x->have_key = x->have_vid = false;
 }
 
-static void del_end(struct sax *s)
+static void del_end(struct xml_doc *s)
 {
 	struct del *x = s->ud;
 	struct xmlp_delete *d = x->d;
-	if (at(s, 2, "Delete", "Quiet", NULL)) {
+	if (xml_doc_at(s, "Delete/Quiet")) {
 		if (strcmp(s->text, "true") == 0)
 			d->quiet = true;
 		else if (strcmp(s->text, "false") == 0)
 			d->quiet = false;
 		else
-			stop(s, -EBADMSG);
-	} else if (at(s, 3, "Delete", "Object", "Key")) {
+			xml_doc_stop(s, -EBADMSG);
+	} else if (xml_doc_at(s, "Delete/Object/Key")) {
 		if (x->have_key || s->text_len == 0) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		if (d->n_keys == d->max_keys) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		if (s->text_len + 1 > d->arena_cap - d->arena_len) {
-			stop(s, -E2BIG);
+			xml_doc_stop(s, -E2BIG);
 			return;
 		}
 		char *k = d->arena + d->arena_len;
@@ -255,22 +150,22 @@ static void del_end(struct sax *s)
 		d->key_lens[d->n_keys] = s->text_len;
 		d->n_keys++;
 		x->have_key = true;
-	} else if (at(s, 3, "Delete", "Object", "VersionId")) {
+	} else if (xml_doc_at(s, "Delete/Object/VersionId")) {
 		if (x->have_vid || s->text_len > XMLP_VERSION_ID_MAX) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		memcpy(x->vid, s->text, s->text_len + 1);
 		x->have_vid = true;
-	} else if (at(s, 2, "Delete", "Object", NULL)) {
+	} else if (xml_doc_at(s, "Delete/Object")) {
 		if (!x->have_key) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		if (d->version_ids) {
 			size_t n = x->have_vid ? strlen(x->vid) : 0;
 			if (n + 1 > d->arena_cap - d->arena_len) {
-				stop(s, -E2BIG);
+				xml_doc_stop(s, -E2BIG);
 				return;
 			}
 			char *v = d->arena + d->arena_len;
@@ -287,8 +182,8 @@ int xmlp_delete(const char *body, size_t len, size_t max_len, struct xmlp_delete
 	d->n_keys = 0;
 	d->arena_len = 0;
 	struct del x = { .d = d };
-	struct sax s = { .on_start = del_start, .on_end = del_end, .ud = &x };
-	int rc = sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = del_start, .on_end = del_end, .ud = &x };
+	int rc = xml_doc_parse(&s, body, len, max_len);
 	if (rc == 0 && d->n_keys == 0)
 		rc = -EBADMSG;
 	return rc;
@@ -296,35 +191,28 @@ int xmlp_delete(const char *body, size_t len, size_t max_len, struct xmlp_delete
 
 /* ------------------------------------------------------------ Tagging */
 
-/* at() one level deeper: Tagging/TagSet/Tag/{Key,Value}. */
-static bool at4(const struct sax *s, const char *leaf)
-{
-	return s->depth == 4 && strcmp(s->path[0], "Tagging") == 0 && strcmp(s->path[1], "TagSet") == 0 &&
-	       strcmp(s->path[2], "Tag") == 0 && strcmp(s->path[3], leaf) == 0;
-}
-
 struct tagp {
 	struct xmlp_tagging *t;
 	bool have_set, have_key, have_value;
 	const char *key, *value;
 };
 
-static void tag_start(struct sax *s)
+static void tag_start(struct xml_doc *s)
 {
 	struct tagp *x = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], "Tagging") != 0)
-		stop(s, -EBADMSG);
-	else if (at(s, 2, "Tagging", "TagSet", NULL))
+		xml_doc_stop(s, -EBADMSG);
+	else if (xml_doc_at(s, "Tagging/TagSet"))
 		x->have_set = true;
-	else if (at(s, 3, "Tagging", "TagSet", "Tag"))
+	else if (xml_doc_at(s, "Tagging/TagSet/Tag"))
 		x->have_key = x->have_value = false;
 }
 
 /* Copy the element's text into the arena; NULL (and stopped) when full. */
-static const char *tag_copy(struct sax *s, struct xmlp_tagging *t)
+static const char *tag_copy(struct xml_doc *s, struct xmlp_tagging *t)
 {
 	if (s->text_len + 1 > t->arena_cap - t->arena_len) {
-		stop(s, -E2BIG);
+		xml_doc_stop(s, -E2BIG);
 		return NULL;
 	}
 	char *p = t->arena + t->arena_len;
@@ -333,15 +221,15 @@ static const char *tag_copy(struct sax *s, struct xmlp_tagging *t)
 	return p;
 }
 
-static void tag_end(struct sax *s)
+static void tag_end(struct xml_doc *s)
 {
 	struct tagp *x = s->ud;
 	struct xmlp_tagging *t = x->t;
-	bool is_key = at4(s, "Key");
-	if (is_key || at4(s, "Value")) {
+	bool is_key = xml_doc_at(s, "Tagging/TagSet/Tag/Key");
+	if (is_key || xml_doc_at(s, "Tagging/TagSet/Tag/Value")) {
 		bool *have = is_key ? &x->have_key : &x->have_value;
 		if (*have) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		const char *p = tag_copy(s, t);
@@ -349,13 +237,13 @@ static void tag_end(struct sax *s)
 			return;
 		*(is_key ? &x->key : &x->value) = p;
 		*have = true;
-	} else if (at(s, 3, "Tagging", "TagSet", "Tag")) {
+	} else if (xml_doc_at(s, "Tagging/TagSet/Tag")) {
 		if (!x->have_key || !x->have_value) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		if (t->n_tags == t->max_tags) {
-			stop(s, -E2BIG);
+			xml_doc_stop(s, -E2BIG);
 			return;
 		}
 		t->keys[t->n_tags] = x->key;
@@ -369,8 +257,8 @@ int xmlp_tagging(const char *body, size_t len, size_t max_len, struct xmlp_taggi
 	t->n_tags = 0;
 	t->arena_len = 0;
 	struct tagp x = { .t = t };
-	struct sax s = { .on_start = tag_start, .on_end = tag_end, .ud = &x };
-	int rc = sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = tag_start, .on_end = tag_end, .ud = &x };
+	int rc = xml_doc_parse(&s, body, len, max_len);
 	if (rc == 0 && !x.have_set)
 		rc = -EBADMSG;
 	return rc;
@@ -385,20 +273,20 @@ struct aclp {
 };
 
 /* Inside AccessControlPolicy/AccessControlList/Grant (at any depth >= 3). */
-static bool in_grant(const struct sax *s)
+static bool in_grant(const struct xml_doc *s)
 {
 	return s->depth >= 3 && strcmp(s->path[0], "AccessControlPolicy") == 0 &&
 	       strcmp(s->path[1], "AccessControlList") == 0 && strcmp(s->path[2], "Grant") == 0;
 }
 
-static void acl_start(struct sax *s)
+static void acl_start(struct xml_doc *s)
 {
 	struct aclp *x = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], "AccessControlPolicy") != 0) {
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 		return;
 	}
-	if (at(s, 2, "AccessControlPolicy", "AccessControlList", NULL))
+	if (xml_doc_at(s, "AccessControlPolicy/AccessControlList"))
 		x->have_list = true;
 	if (!in_grant(s))
 		return;
@@ -409,17 +297,17 @@ static void acl_start(struct sax *s)
 	if (s->depth != 4 || strcmp(s->path[3], "Grantee") != 0)
 		return;
 	if (x->cur.has_grantee) {
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 		return;
 	}
 	x->cur.has_grantee = true;
-	for (const XML_Char **p = s->attrs; p && p[0] && p[1]; p += 2) {
+	for (const char **p = s->attrs; p && p[0] && p[1]; p += 2) {
 		/* xsi:type, under whatever prefix the client bound. */
 		const char *colon = strchr(p[0], ':');
 		if (strcmp(colon ? colon + 1 : p[0], "type") != 0)
 			continue;
 		if (strlen(p[1]) >= sizeof(x->cur.type)) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		snprintf(x->cur.type, sizeof(x->cur.type), "%s", p[1]);
@@ -428,10 +316,10 @@ static void acl_start(struct sax *s)
 
 /* Copy the element's text into a grant field; false (stopped) when it
  * does not fit or the field came twice. */
-static bool acl_take(struct sax *s, char *dst, size_t cap, bool *have)
+static bool acl_take(struct xml_doc *s, char *dst, size_t cap, bool *have)
 {
 	if (*have || s->text_len >= cap) {
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 		return false;
 	}
 	memcpy(dst, s->text, s->text_len + 1);
@@ -439,7 +327,7 @@ static bool acl_take(struct sax *s, char *dst, size_t cap, bool *have)
 	return true;
 }
 
-static void acl_end(struct sax *s)
+static void acl_end(struct xml_doc *s)
 {
 	struct aclp *x = s->ud;
 	struct xmlp_acl *a = x->a;
@@ -453,11 +341,11 @@ static void acl_end(struct sax *s)
 	struct xmlp_grant *g = &x->cur;
 	if (s->depth == 3) {   /* </Grant> */
 		if (!g->has_grantee || !g->has_perm) {
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 			return;
 		}
 		if (a->n_grants == a->max_grants) {
-			stop(s, -E2BIG);
+			xml_doc_stop(s, -E2BIG);
 			return;
 		}
 		a->grants[a->n_grants++] = *g;
@@ -483,8 +371,8 @@ int xmlp_acl(const char *body, size_t len, size_t max_len, struct xmlp_acl *a)
 	if (!x)
 		return -ENOMEM;
 	x->a = a;
-	struct sax s = { .on_start = acl_start, .on_end = acl_end, .ud = x };
-	int rc = sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = acl_start, .on_end = acl_end, .ud = x };
+	int rc = xml_doc_parse(&s, body, len, max_len);
 	if (rc == 0 && !x->have_list)
 		rc = -EBADMSG;
 	free(x);
@@ -499,22 +387,22 @@ struct ownp {
 	int rules, values;
 };
 
-static void own_start(struct sax *s)
+static void own_start(struct xml_doc *s)
 {
 	struct ownp *x = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], "OwnershipControls") != 0)
-		stop(s, -EBADMSG);
-	else if (at(s, 2, "OwnershipControls", "Rule", NULL))
+		xml_doc_stop(s, -EBADMSG);
+	else if (xml_doc_at(s, "OwnershipControls/Rule"))
 		x->rules++;
 }
 
-static void own_end(struct sax *s)
+static void own_end(struct xml_doc *s)
 {
 	struct ownp *x = s->ud;
-	if (!at(s, 3, "OwnershipControls", "Rule", "ObjectOwnership"))
+	if (!xml_doc_at(s, "OwnershipControls/Rule/ObjectOwnership"))
 		return;
 	if (x->values++ || s->text_len >= x->cap) {
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 		return;
 	}
 	memcpy(x->out, s->text, s->text_len + 1);
@@ -523,8 +411,8 @@ static void own_end(struct sax *s)
 int xmlp_ownership(const char *body, size_t len, size_t max_len, char *out, size_t cap)
 {
 	struct ownp x = { .out = out, .cap = cap };
-	struct sax s = { .on_start = own_start, .on_end = own_end, .ud = &x };
-	int rc = sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = own_start, .on_end = own_end, .ud = &x };
+	int rc = xml_doc_parse(&s, body, len, max_len);
 	if (rc == 0 && (x.rules != 1 || x.values != 1))
 		rc = -EBADMSG;
 	return rc;
@@ -538,21 +426,21 @@ struct verp {
 	int n_status, n_mfa;
 };
 
-static void ver_start(struct sax *s)
+static void ver_start(struct xml_doc *s)
 {
 	if (s->depth == 1 && strcmp(s->path[0], "VersioningConfiguration") != 0)
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 }
 
-static void ver_end(struct sax *s)
+static void ver_end(struct xml_doc *s)
 {
 	struct verp *x = s->ud;
-	bool st = at(s, 2, "VersioningConfiguration", "Status", NULL);
-	bool mfa = at(s, 2, "VersioningConfiguration", "MfaDelete", NULL);
+	bool st = xml_doc_at(s, "VersioningConfiguration/Status");
+	bool mfa = xml_doc_at(s, "VersioningConfiguration/MfaDelete");
 	if (!st && !mfa)
 		return;
 	if ((st ? x->n_status++ : x->n_mfa++) || s->text_len >= x->cap) {
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 		return;
 	}
 	memcpy(st ? x->status : x->mfa, s->text, s->text_len + 1);
@@ -565,8 +453,8 @@ int xmlp_versioning(const char *body, size_t len, size_t max_len, char *status, 
 		return -EBADMSG;
 	status[0] = mfa[0] = 0;
 	struct verp x = { .status = status, .mfa = mfa, .cap = cap };
-	struct sax s = { .on_start = ver_start, .on_end = ver_end, .ud = &x };
-	return sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = ver_start, .on_end = ver_end, .ud = &x };
+	return xml_doc_parse(&s, body, len, max_len);
 }
 
 /* ------------------------------------------------------------ CORSConfiguration */
@@ -580,19 +468,19 @@ static const char *const cors_fields[] = {
 	[XMLP_CORS_MAX_AGE] = "MaxAgeSeconds",
 };
 
-static void cors_start(struct sax *s)
+static void cors_start(struct xml_doc *s)
 {
 	struct xmlp_cors *c = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], "CORSConfiguration") != 0)
-		stop(s, -EBADMSG);
-	else if (at(s, 2, "CORSConfiguration", "CORSRule", NULL) && c->n_rules++ == XMLP_CORS_RULES_MAX)
-		stop(s, -E2BIG);
+		xml_doc_stop(s, -EBADMSG);
+	else if (xml_doc_at(s, "CORSConfiguration/CORSRule") && c->n_rules++ == XMLP_CORS_RULES_MAX)
+		xml_doc_stop(s, -E2BIG);
 }
 
-static void cors_end(struct sax *s)
+static void cors_end(struct xml_doc *s)
 {
 	struct xmlp_cors *c = s->ud;
-	if (s->depth != 3 || !at(s, 3, "CORSConfiguration", "CORSRule", s->path[2]))
+	if (s->depth != 3 || strcmp(s->path[0], "CORSConfiguration") || strcmp(s->path[1], "CORSRule"))
 		return;
 	size_t f = 0;
 	while (f < sizeof(cors_fields) / sizeof(cors_fields[0]) && strcmp(cors_fields[f], s->path[2]))
@@ -600,7 +488,7 @@ static void cors_end(struct sax *s)
 	if (f == sizeof(cors_fields) / sizeof(cors_fields[0]))
 		return; /* unknown element: ignored, as S3 does */
 	if (c->n_items == c->max_items || s->text_len + 1 > c->arena_cap - c->arena_len) {
-		stop(s, -E2BIG);
+		xml_doc_stop(s, -E2BIG);
 		return;
 	}
 	char *v = c->arena + c->arena_len;
@@ -616,8 +504,8 @@ int xmlp_cors(const char *body, size_t len, size_t max_len, struct xmlp_cors *c)
 	c->n_rules = 0;
 	c->n_items = 0;
 	c->arena_len = 0;
-	struct sax s = { .on_start = cors_start, .on_end = cors_end, .ud = c };
-	int rc = sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = cors_start, .on_end = cors_end, .ud = c };
+	int rc = xml_doc_parse(&s, body, len, max_len);
 	if (rc == 0 && s.depth == 0 && c->n_rules == 0)
 		rc = -EBADMSG;
 	return rc;
@@ -628,13 +516,13 @@ int xmlp_cors(const char *body, size_t len, size_t max_len, struct xmlp_cors *c)
 static const char *const pab_names[XMLP_PAB_N] = { "BlockPublicAcls", "IgnorePublicAcls",
 						    "BlockPublicPolicy", "RestrictPublicBuckets" };
 
-static void pab_start(struct sax *s)
+static void pab_start(struct xml_doc *s)
 {
 	if (s->depth == 1 && strcmp(s->path[0], "PublicAccessBlockConfiguration") != 0)
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 }
 
-static void pab_end(struct sax *s)
+static void pab_end(struct xml_doc *s)
 {
 	int *vals = s->ud;
 	if (s->depth != 2)
@@ -644,7 +532,7 @@ static void pab_end(struct sax *s)
 			continue;
 		int v = strcasecmp(s->text, "true") == 0 ? 1 : strcasecmp(s->text, "false") == 0 ? 0 : -1;
 		if (v < 0 || vals[i] >= 0)   /* not a boolean, or said twice */
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 		else
 			vals[i] = v;
 	}
@@ -654,59 +542,56 @@ int xmlp_public_access_block(const char *body, size_t len, size_t max_len, int v
 {
 	for (int i = 0; i < XMLP_PAB_N; i++)
 		vals[i] = -1;
-	struct sax s = { .on_start = pab_start, .on_end = pab_end, .ud = vals };
-	return sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = pab_start, .on_end = pab_end, .ud = vals };
+	return xml_doc_parse(&s, body, len, max_len);
 }
 
 /* ------------------------------------------------------------ ServerSideEncryptionConfiguration */
 
 #define SSE_ROOT "ServerSideEncryptionConfiguration"
-#define SSE_DEF "ApplyServerSideEncryptionByDefault"
+#define SSE_DEF SSE_ROOT "/Rule/ApplyServerSideEncryptionByDefault"
 
-static void sse_start(struct sax *s)
+static void sse_start(struct xml_doc *s)
 {
 	struct xmlp_sse *x = s->ud;
 	if (s->depth == 1 && strcmp(s->path[0], SSE_ROOT) != 0)
-		stop(s, -EBADMSG);
-	else if (at(s, 2, SSE_ROOT, "Rule", NULL))
+		xml_doc_stop(s, -EBADMSG);
+	else if (xml_doc_at(s, SSE_ROOT "/Rule"))
 		x->n_rules++;
-	else if (at(s, 3, SSE_ROOT, "Rule", SSE_DEF)) {
+	else if (xml_doc_at(s, SSE_DEF)) {
 		if (x->have_default)
-			stop(s, -EBADMSG);
+			xml_doc_stop(s, -EBADMSG);
 		x->have_default = true;
 	}
 }
 
 /* The element's text into dst (cap bytes), once. */
-static void sse_take(struct sax *s, char *dst, size_t cap)
+static void sse_take(struct xml_doc *s, char *dst, size_t cap)
 {
 	if (dst[0] || s->text_len >= cap || s->text_len == 0) {
-		stop(s, -EBADMSG);
+		xml_doc_stop(s, -EBADMSG);
 		return;
 	}
 	memcpy(dst, s->text, s->text_len + 1);
 }
 
-static void sse_end(struct sax *s)
+static void sse_end(struct xml_doc *s)
 {
 	struct xmlp_sse *x = s->ud;
-	if (at(s, 3, SSE_ROOT, "Rule", "BucketKeyEnabled")) {
+	if (xml_doc_at(s, SSE_ROOT "/Rule/BucketKeyEnabled")) {
 		sse_take(s, x->bucket_key, sizeof(x->bucket_key));
 		return;
 	}
 	/* ServerSideEncryptionConfiguration/Rule/ApplyServerSide…/leaf */
-	if (s->depth != 4 || strcmp(s->path[0], SSE_ROOT) || strcmp(s->path[1], "Rule") ||
-	    strcmp(s->path[2], SSE_DEF))
-		return;
-	if (!strcmp(s->path[3], "SSEAlgorithm"))
+	if (xml_doc_at(s, SSE_DEF "/SSEAlgorithm"))
 		sse_take(s, x->algorithm, sizeof(x->algorithm));
-	else if (!strcmp(s->path[3], "KMSMasterKeyID"))
+	else if (xml_doc_at(s, SSE_DEF "/KMSMasterKeyID"))
 		sse_take(s, x->kms_key_id, sizeof(x->kms_key_id));
 }
 
 int xmlp_sse(const char *body, size_t len, size_t max_len, struct xmlp_sse *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct sax s = { .on_start = sse_start, .on_end = sse_end, .ud = out };
-	return sax_run(&s, body, len, max_len);
+	struct xml_doc s = { .on_start = sse_start, .on_end = sse_end, .ud = out };
+	return xml_doc_parse(&s, body, len, max_len);
 }

@@ -1,6 +1,7 @@
 /*
  * xml_parse.h — parsing of S3 request bodies (CompleteMultipartUpload,
- * Delete) with expat, bounded and hostile-input safe.
+ * Delete, ...) with expat (gateway/xml_doc.h), bounded and hostile-input
+ * safe.
  *
  * Limits: a body over the caller's max is refused before parsing; element
  * depth at most XMLP_MAX_DEPTH; one element's text at most XMLP_TEXT_MAX

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "common/err.h"
@@ -27,6 +28,26 @@
 #include "meta/secret.h"
 
 #define ROUNDS 3
+
+static void random_text(char *out, size_t n, const char *alphabet)
+{
+	size_t k = strlen(alphabet);
+	uint8_t r[64];
+	while (getrandom(r, n, 0) != (ssize_t)n)
+		;
+	for (size_t i = 0; i < n; i++)
+		out[i] = alphabet[r[i] % k];   /* 32 and 64 symbols: no modulo bias */
+	out[n] = 0;
+}
+
+void rootkey_generate(char access_key[ROOTKEY_GEN_ID_LEN + 1],
+		      char secret_key[ROOTKEY_GEN_SECRET_LEN + 1])
+{
+	memcpy(access_key, "IOL", 3);
+	random_text(access_key + 3, ROOTKEY_GEN_ID_LEN - 3, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+	random_text(secret_key, ROOTKEY_GEN_SECRET_LEN,
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+}
 
 int rootkey_check(const char *ak, const char *sk, const char **why)
 {

@@ -11,8 +11,9 @@
  *
  * Client side only: it talks to meta through a meta_client on the
  * caller's loop. rootkey_ensure neither retries nor logs; the runner (for
- * iolake-meta and iolake-gw) does both. Does not generate credentials
- * (aio does, on first start).
+ * iolake-meta and iolake-gw) does both. rootkey_generate makes a key
+ * pair of the same shape for any user (iolake-admin user add, the admin
+ * API's new users and keys).
  */
 #ifndef META_ROOTKEY_H
 #define META_ROOTKEY_H
@@ -37,6 +38,14 @@ struct rootkey_creds {
 /* Check an access key id (3..128 of A-Z a-z 0-9) and secret (16..128
  * printable ASCII, no space). 0, or -EINVAL with why (static text). */
 int rootkey_check(const char *access_key, const char *secret_key, const char **why);
+
+/* A new AWS-shaped key pair from getrandom(2): an access key id of
+ * "IOL" and 17 of base32 (A-Z, 2-7), a secret of 40 of base64's
+ * alphabet; both pass rootkey_check. No modulo bias (32 and 64 symbols). */
+#define ROOTKEY_GEN_ID_LEN 20
+#define ROOTKEY_GEN_SECRET_LEN 40
+void rootkey_generate(char access_key[ROOTKEY_GEN_ID_LEN + 1],
+		      char secret_key[ROOTKEY_GEN_SECRET_LEN + 1]);
 
 /* From the environment: 1 and *out when both variables are set, 0 when
  * neither is, -EINVAL when one is missing or a value is bad (err says

@@ -113,26 +113,31 @@ bool bucket_exists(struct tx *t, const char *bucket)
 	return true;
 }
 
-int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op)
+int bucket_config_update(struct tx *t, const char *name, bucket_edit_fn edit, const void *op)
 {
-	if (!valid_bucket(op->name) || !valid_acl(op->acl) ||
-	    !valid_ownership(op->object_ownership) || !valid_policy(op->policy))
-		return -EINVAL;
 	Iolake__Meta__Bucket *b = NULL;
 	struct key k;
 	k_init(&k, 'B');
-	k_str(&k, op->name);
+	k_str(&k, name);
 	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
 	if (rc)
 		return rc;
-	if (op->conditional && b->generation != op->if_generation) {
-		meta_state_free_msg(b);
+	/* edit may point b's fields at the op's memory: put the record back
+	 * as read before freeing it (b owns only what it read). */
+	Iolake__Meta__Bucket as_read = *b;
+	rc = edit(t, b, op);
+	if (!rc)
+		rc = tx_put_msg(t, &k, &b->base);
+	*b = as_read;
+	meta_state_free_msg(b);
+	return rc;
+}
+
+static int edit_access(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	const Iolake__Meta__SetBucketAccess *op = arg;
+	if (op->conditional && b->generation != op->if_generation)
 		return IOL_ECONFLICT;
-	}
-	/* Swap the new values in for the write, then back (b owns the old). */
-	Iolake__Meta__Acl *old = b->acl;
-	char *old_policy = b->policy;
-	Iolake__Meta__PublicAccessBlock *old_pab = b->public_access_block;
 	if (op->set_acl)
 		b->acl = op->acl;
 	if (op->set_ownership)
@@ -142,12 +147,29 @@ int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op)
 	if (op->set_public_access_block)
 		b->public_access_block = op->public_access_block;
 	b->generation = t->gen;
-	rc = tx_put_msg(t, &k, &b->base);
-	b->acl = old;
-	b->policy = old_policy;
-	b->public_access_block = old_pab;
-	meta_state_free_msg(b);
-	return rc;
+	return 0;
+}
+
+int op_set_bucket_access(struct tx *t, const Iolake__Meta__SetBucketAccess *op)
+{
+	if (!valid_bucket(op->name) || !valid_acl(op->acl) ||
+	    !valid_ownership(op->object_ownership) || !valid_policy(op->policy))
+		return -EINVAL;
+	return bucket_config_update(t, op->name, edit_access, op);
+}
+
+struct tag_set {
+	size_t n;
+	Iolake__Meta__Bucket__TagsEntry **tags;
+};
+
+static int edit_tags(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	(void)t;
+	const struct tag_set *ts = arg;
+	b->n_tags = ts->n;
+	b->tags = ts->tags;
+	return 0;
 }
 
 int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op)
@@ -158,13 +180,6 @@ int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op)
 	TAGS_SPLIT(op->n_tags, op->tags, keys, vals);
 	if (!valid_tags(op->n_tags, keys, vals))
 		return -EINVAL;
-	Iolake__Meta__Bucket *b = NULL;
-	struct key k;
-	k_init(&k, 'B');
-	k_str(&k, op->name);
-	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
-	if (rc)
-		return rc;
 	Iolake__Meta__Bucket__TagsEntry ents[META_TAGS_MAX], *pents[META_TAGS_MAX];
 	for (size_t i = 0; i < op->n_tags; i++) {
 		iolake__meta__bucket__tags_entry__init(&ents[i]);
@@ -172,15 +187,8 @@ int op_set_bucket_tags(struct tx *t, const Iolake__Meta__SetBucketTags *op)
 		ents[i].value = (char *)vals[i];
 		pents[i] = &ents[i];
 	}
-	size_t old_n = b->n_tags;
-	Iolake__Meta__Bucket__TagsEntry **old = b->tags;
-	b->n_tags = op->n_tags;
-	b->tags = op->n_tags ? pents : NULL;
-	rc = tx_put_msg(t, &k, &b->base);
-	b->n_tags = old_n;
-	b->tags = old;
-	meta_state_free_msg(b);
-	return rc;
+	struct tag_set ts = { .n = op->n_tags, .tags = op->n_tags ? pents : NULL };
+	return bucket_config_update(t, op->name, edit_tags, &ts);
 }
 
 /* A CORS configuration as apply accepts it: its shape only (the gateway
@@ -199,22 +207,17 @@ static bool valid_cors(const Iolake__Meta__CorsConfig *c)
 	return true;
 }
 
+static int edit_cors(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	(void)t;
+	const Iolake__Meta__SetBucketCors *op = arg;
+	b->cors = op->cors && op->cors->n_rules ? op->cors : NULL;
+	return 0;
+}
+
 int op_set_bucket_cors(struct tx *t, const Iolake__Meta__SetBucketCors *op)
 {
 	if (!valid_bucket(op->name) || !valid_cors(op->cors))
 		return -EINVAL;
-	Iolake__Meta__Bucket *b = NULL;
-	struct key k;
-	k_init(&k, 'B');
-	k_str(&k, op->name);
-	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
-	if (rc)
-		return rc;
-	/* Swap the new configuration in for the write, then back (b owns the old). */
-	Iolake__Meta__CorsConfig *old = b->cors;
-	b->cors = op->cors && op->cors->n_rules ? op->cors : NULL;
-	rc = tx_put_msg(t, &k, &b->base);
-	b->cors = old;
-	meta_state_free_msg(b);
-	return rc;
+	return bucket_config_update(t, op->name, edit_cors, op);
 }

@@ -154,6 +154,12 @@ int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_o
 bool bucket_moving(struct tx *t, const char *bucket);
 
 /* ---- state_bucket.c: bucket ops */
+/* Change bucket name's record in place: read it, let edit change b (it
+ * may point b's fields at memory the op owns; the record is put back as
+ * read before it is freed), write it unless edit returned non-zero. 0,
+ * edit's error, IOL_ENOT_FOUND (no such bucket) or a storage error. */
+typedef int (*bucket_edit_fn)(struct tx *t, Iolake__Meta__Bucket *b, const void *op);
+int bucket_config_update(struct tx *t, const char *name, bucket_edit_fn edit, const void *op);
 bool valid_acl(const Iolake__Meta__Acl *a);
 int op_create_bucket(struct tx *t, const Iolake__Meta__CreateBucket *op);
 int op_delete_bucket(struct tx *t, const Iolake__Meta__DeleteBucket *op);

@@ -14,6 +14,15 @@
 
 #include "common/err.h"
 
+static int edit_sse(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	(void)t;
+	const Iolake__Meta__SetBucketEncryption *op = arg;
+	b->default_sse = op->default_sse;
+	b->sse_bucket_key = op->default_sse != IOLAKE__META__SSE_KIND__SSE_NONE && op->bucket_key;
+	return 0;
+}
+
 int op_set_bucket_encryption(struct tx *t, const Iolake__Meta__SetBucketEncryption *op)
 {
 	if (!valid_bucket(op->name))
@@ -22,16 +31,5 @@ int op_set_bucket_encryption(struct tx *t, const Iolake__Meta__SetBucketEncrypti
 	if (op->default_sse != IOLAKE__META__SSE_KIND__SSE_NONE &&
 	    op->default_sse != IOLAKE__META__SSE_KIND__SSE_S3)
 		return -EINVAL;
-	Iolake__Meta__Bucket *b = NULL;
-	struct key k;
-	k_init(&k, 'B');
-	k_str(&k, op->name);
-	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
-	if (rc)
-		return rc;
-	b->default_sse = op->default_sse;
-	b->sse_bucket_key = op->default_sse != IOLAKE__META__SSE_KIND__SSE_NONE && op->bucket_key;
-	rc = tx_put_msg(t, &k, &b->base);
-	meta_state_free_msg(b);
-	return rc;
+	return bucket_config_update(t, op->name, edit_sse, op);
 }

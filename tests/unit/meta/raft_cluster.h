@@ -3,9 +3,10 @@
  * members (meta/node.h) on their own loop_threads over loopback TCP (RPC
  * and Raft), data under /dev/shm; a put load on a loop_thread of its own
  * through meta/client.h (every acknowledged generation kept); checks of
- * a member's state against it; a synchronous client call. Header-only
- * (static inline) like meta_test_util.h: one source per test binary.
- * Used by test_raft.c and test_snap_install.c.
+ * a member's state against it; synchronous client calls (any method, one
+ * attempt at one member, a put, a head). Header-only (static inline) like
+ * meta_test_util.h: one source per test binary. Used by test_raft.c,
+ * test_snap_install.c and test_forward.c.
  */
 #ifndef TESTS_UNIT_META_RAFT_CLUSTER_H
 #define TESTS_UNIT_META_RAFT_CLUSTER_H
@@ -203,6 +204,23 @@ static inline int wait_leader(struct cluster *c, int timeout_ms)
 				count++;
 			}
 		if (count == 1)
+			return leader;
+		usleep(20000);
+	}
+	return -1;
+}
+
+/* The index of the one leader that every running member also names as
+ * leader (so none would redirect), waiting up to timeout_ms; -1 if none. */
+static inline int wait_leader_known(struct cluster *c, int timeout_ms)
+{
+	for (int t = 0; t < timeout_ms; t += 20) {
+		int leader = wait_leader(c, 20);
+		bool known = leader >= 0;
+		for (size_t i = 0; known && i < c->n; i++)
+			known = !c->m[i].running ||
+				m_info(c, i, NULL).leader_id == (uint64_t)leader + 1;
+		if (known)
 			return leader;
 		usleep(20000);
 	}
@@ -488,6 +506,58 @@ static inline ProtobufCMessage *run_call(uv_loop_t *loop, struct meta_client *cl
 		uv_run(loop, UV_RUN_ONCE);
 	ck_assert_int_eq(s.err, 0);
 	return s.resp;
+}
+
+/* One attempt at member i of cli (meta_client_call_member: no redirect,
+ * no retry), run until it answers: the answer (owned; NULL on error) and
+ * the error in *err. */
+static inline ProtobufCMessage *run_call_member(uv_loop_t *loop, struct meta_client *cli,
+						size_t i, unsigned method,
+						const ProtobufCMessage *req, int *err)
+{
+	struct sync_call s = { 0 };
+	ck_assert_int_eq(meta_client_call_member(cli, i, method, req, on_sync, &s), 0);
+	while (!s.done)
+		uv_run(loop, UV_RUN_ONCE);
+	*err = s.err;
+	return s.resp;
+}
+
+/* PutObject "bkt"/key (one byte of inline data) through cli: the
+ * generation it was acknowledged with. */
+static inline uint64_t put_sync(uv_loop_t *loop, struct meta_client *cli, const char *key)
+{
+	Iolake__Meta__ObjectRecord rec = IOLAKE__META__OBJECT_RECORD__INIT;
+	rec.bucket = "bkt";
+	rec.key = (char *)key;
+	rec.size = 1;
+	rec.etag = "e";
+	rec.owner = "tester";
+	rec.inline_data.data = (uint8_t *)"x";
+	rec.inline_data.len = 1;
+	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
+	po.record = &rec;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
+	op.put_object = &po;
+	Iolake__Meta__OpResult *r = (void *)run_call(loop, cli, -1, &op.base);
+	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+	uint64_t gen = r->generation;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return gen;
+}
+
+/* The generation HeadObject answers for "bkt"/key through cli (0: not
+ * found). */
+static inline uint64_t head_gen(uv_loop_t *loop, struct meta_client *cli, const char *key)
+{
+	Iolake__Meta__HeadObjectRequest q = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
+	q.bucket = "bkt";
+	q.key = (char *)key;
+	Iolake__Meta__HeadObjectResponse *r = (void *)run_call(loop, cli, META_M_HEAD_OBJECT, &q.base);
+	uint64_t gen = r->status == IOLAKE__META__STATUS__STATUS_OK ? r->record->generation : 0;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return gen;
 }
 
 #endif

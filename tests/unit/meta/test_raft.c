@@ -466,41 +466,6 @@ START_TEST(status_digest_changes)
 }
 END_TEST
 
-/* A put of key through cli (bucket "bkt"), synchronously: its generation. */
-static uint64_t put_sync(uv_loop_t *loop, struct meta_client *cli, const char *key)
-{
-	Iolake__Meta__ObjectRecord rec = IOLAKE__META__OBJECT_RECORD__INIT;
-	rec.bucket = "bkt";
-	rec.key = (char *)key;
-	rec.size = 1;
-	rec.etag = "e";
-	rec.owner = "tester";
-	rec.inline_data.data = (uint8_t *)"x";
-	rec.inline_data.len = 1;
-	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
-	po.record = &rec;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
-	op.put_object = &po;
-	Iolake__Meta__OpResult *r = (void *)run_call(loop, cli, -1, &op.base);
-	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
-	uint64_t gen = r->generation;
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return gen;
-}
-
-/* The generation HeadObject answers for key through cli (0: not found). */
-static uint64_t head_gen(uv_loop_t *loop, struct meta_client *cli, const char *key)
-{
-	Iolake__Meta__HeadObjectRequest q = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
-	q.bucket = "bkt";
-	q.key = (char *)key;
-	Iolake__Meta__HeadObjectResponse *r = (void *)run_call(loop, cli, META_M_HEAD_OBJECT, &q.base);
-	uint64_t gen = r->status == IOLAKE__META__STATUS__STATUS_OK ? r->record->generation : 0;
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return gen;
-}
-
 /*
  * read_index: linearizable reads write nothing. 3 voters; after one write,
  * 3,000 HeadObjects through clients that start at each member leave the
