@@ -13,7 +13,7 @@
  *     bucket ls                                admin/bucket.c
  *     range ls | split | merge                 admin/range.c
  *     member add ID@HOST:PORT | member rm ID   admin/member.c
- *     ca init | ca issue                       admin/ca.c (no meta)
+ *     ca init | issue | revoke | crl           admin/ca.c (no meta)
  *     api METHOD PATH [BODY]                   admin/api.c (--data-dir only)
  *
  * --data-dir finds a local iolake-aio by AIO_DIR/aio.json (admin/aio.h):
@@ -100,8 +100,11 @@ static const char synopsis[] =
 	"  range merge BUCKET KEY    merge the range holding KEY with its right neighbour\n"
 	"                            (into the left one's group)\n"
 	"  member add ID@HOST:PORT | member rm ID\n"
-	"  ca init --dir DIR | ca issue --dir DIR --name N [--ip A,..] [--dns H,..] --out PREFIX\n"
-	"                            the cluster CA and node certificates for --rpc-tls-*\n"
+	"  ca init --dir DIR | ca issue --dir DIR --name N --role R[,R..] [--node ID]\n"
+	"        [--ip A,..] [--dns H,..] --out PREFIX | ca revoke --dir DIR CERT.pem |\n"
+	"        ca crl --dir DIR    the cluster CA, node certificates with their roles\n"
+	"                            (meta, osd, gw, admin) and the revocation list for\n"
+	"                            --rpc-tls-* (`iolake-admin ca` for details)\n"
 	"  api METHOD PATH [BODY]    one call to the admin HTTP API (with --data-dir:\n"
 	"                            the URL from aio.json, signed with the root key);\n"
 	"                            PATH \"cluster\" is /api/v1/cluster\n";
