@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "admin/call.h"
+#include "admin/cmd.h"
 #include "common/err.h"
 #include "meta/client.h"
 #include "meta/range_move.h"
@@ -37,21 +38,6 @@ static int get_ranges(struct meta_client *c, uv_loop_t *loop, const char *bucket
 	q.bucket = (char *)bucket;
 	q.group = group;
 	return call(c, loop, META_M_GET_RANGES, &q.base, (ProtobufCMessage **)out);
-}
-
-static void jstr(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
 }
 
 static void free_msg(void *m)
@@ -122,9 +108,9 @@ static void group_summary(struct meta_client *c, uv_loop_t *loop,
 				gs ? "true" : "false");
 			ids_out(out, true, gs ? gs->voters : NULL, gs ? gs->n_voters : 0, 0);
 			fprintf(out, ",\"leader\":");
-			jstr(out, leader);
+			admin_jstr(out, leader);
 			fprintf(out, ",\"digest\":");
-			jstr(out, digest);
+			admin_jstr(out, digest);
 			fprintf(out, ",\"digest_index\":%" PRIu64 "}", dindex);
 		} else {
 			fprintf(out, "%-6" PRIu64 " ", id);
@@ -195,13 +181,13 @@ int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *buck
 		const char *state = !cnt ? "unopened" : cnt->sealed ? "sealed" : "open";
 		if (json) {
 			fprintf(out, "%s{\"id\":%" PRIu64 ",\"bucket\":", i ? "," : "", d->id);
-			jstr(out, d->bucket);
+			admin_jstr(out, d->bucket);
 			fprintf(out, ",\"start\":");
-			jstr(out, d->start);
+			admin_jstr(out, d->start);
 			fprintf(out, ",\"end\":");
-			jstr(out, d->end);
+			admin_jstr(out, d->end);
 			fprintf(out, ",\"group\":%" PRIu64 ",\"leader\":", d->group);
-			jstr(out, leader);
+			admin_jstr(out, leader);
 			fprintf(out, ",\"state\":\"%s\",\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64
 				",\"uploads\":%" PRIu64 ",\"move\":\"%s\"}", state,
 				cnt ? cnt->objects : 0, cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0,

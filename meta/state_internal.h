@@ -272,4 +272,10 @@ void mpu_parts_prefix(struct key *k, const Iolake__Meta__MultipartUpload *u, con
 int op_free_part_rows(struct tx *t, const Iolake__Meta__FreePartRows *op,
 		      struct meta_op_result *r);
 
+/* state_map.c: the root's row of a Raft group ('g' + id), and a member
+ * address check ("host:port", non-empty host, port 1..65535, < 64 bytes);
+ * shared with state_members.c. */
+void state_key_group(struct key *k, uint64_t id);
+bool state_valid_member_addr(const char *a);
+
 #endif

@@ -275,7 +275,7 @@ out:
 
 /* ---- the table of Raft groups (root group) */
 
-static void key_group(struct key *k, uint64_t id)
+void state_key_group(struct key *k, uint64_t id)
 {
 	k_init(k, 'g');
 	k_u64(k, id);
@@ -283,7 +283,7 @@ static void key_group(struct key *k, uint64_t id)
 
 /* "host:port" with a non-empty host and a port 1..65535, short enough for
  * a member address. */
-static bool valid_member_addr(const char *a)
+bool state_valid_member_addr(const char *a)
 {
 	size_t n = a ? strlen(a) : 0;
 	const char *colon = n ? strrchr(a, ':') : NULL;
@@ -328,14 +328,14 @@ int op_create_group(struct tx *t, const Iolake__Meta__CreateGroup *op,
 	if (!d || d->id == 0 || d->n_voters == 0 || d->n_voters > META_GROUP_VOTERS_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < d->n_voters; i++) {
-		if (!d->voters[i] || d->voters[i]->id == 0 || !valid_member_addr(d->voters[i]->address))
+		if (!d->voters[i] || d->voters[i]->id == 0 || !state_valid_member_addr(d->voters[i]->address))
 			return -EINVAL;
 		for (size_t j = 0; j < i; j++)
 			if (d->voters[j]->id == d->voters[i]->id)
 				return -EINVAL;
 	}
 	struct key k;
-	key_group(&k, d->id);
+	state_key_group(&k, d->id);
 	if (tx_exists(t, &k))
 		return IOL_EEXISTS;   /* live or a tombstone: ids are never reused */
 	if (t->io_err)
@@ -362,7 +362,7 @@ int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op,
 	if (op->id == 0)
 		return -EINVAL;
 	struct key k;
-	key_group(&k, op->id);
+	state_key_group(&k, op->id);
 	Iolake__Meta__GroupDesc *g = NULL;
 	int rc = tx_get_msg(t, &k, &iolake__meta__group_desc__descriptor, (void **)&g);
 	if (rc)

@@ -22,23 +22,6 @@
 #include "common/err.h"
 #include "meta/state_internal.h"
 
-static void key_group_row(struct key *k, uint64_t id)
-{
-	k_init(k, 'g');
-	k_u64(k, id);
-}
-
-static bool valid_addr(const char *a)
-{
-	size_t n = a ? strlen(a) : 0;
-	const char *colon = n ? strrchr(a, ':') : NULL;
-	if (!colon || colon == a || n >= 64)
-		return false;
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	return *end == 0 && end != colon + 1 && port >= 1 && port <= 65535;
-}
-
 static bool has_id(Iolake__Meta__GroupVoter *const *v, size_t n, uint64_t id)
 {
 	for (size_t i = 0; i < n; i++)
@@ -91,12 +74,12 @@ int op_set_group_members(struct tx *t, const Iolake__Meta__SetGroupMembers *op,
 		return -EINVAL;
 	for (size_t i = 0; i < op->n_members; i++) {
 		const Iolake__Meta__GroupVoter *m = op->members[i];
-		if (!m || m->id == 0 || !valid_addr(m->address) || has_id(op->members, i, m->id))
+		if (!m || m->id == 0 || !state_valid_member_addr(m->address) || has_id(op->members, i, m->id))
 			return -EINVAL;
 	}
 	struct key k;
 	if (op->group) {
-		key_group_row(&k, op->group);
+		state_key_group(&k, op->group);
 		Iolake__Meta__GroupDesc *d = NULL;
 		int rc = tx_get_msg(t, &k, &iolake__meta__group_desc__descriptor, (void **)&d);
 		if (rc)
@@ -144,7 +127,7 @@ int op_set_group_members(struct tx *t, const Iolake__Meta__SetGroupMembers *op,
 	rocksdb_iter_destroy(it);
 	for (size_t i = 0; i < n; i++) {
 		if (!rc) {
-			key_group_row(&k, v[i]->id);
+			state_key_group(&k, v[i]->id);
 			rc = set_one(t, &k, v[i], op, r);
 		}
 		meta_state_free_msg(v[i]);
@@ -157,7 +140,7 @@ int op_group_reconciled(struct tx *t, const Iolake__Meta__GroupReconciled *op,
 			struct meta_op_result *r)
 {
 	struct key k;
-	key_group_row(&k, op->group);
+	state_key_group(&k, op->group);
 	Iolake__Meta__GroupDesc *d = NULL;
 	int rc = tx_get_msg(t, &k, &iolake__meta__group_desc__descriptor, (void **)&d);
 	if (rc)
