@@ -51,7 +51,7 @@ trap cleanup EXIT
 
 BASE=$(python3 -c 'import socket, random
 for _ in range(200):
-    p = random.randrange(20000, 60000, 10); ok = True
+    p = random.randrange(10000, 32000, 10); ok = True
     for q in range(p, p + 6):
         s = socket.socket()
         try: s.bind(("127.0.0.1", q))

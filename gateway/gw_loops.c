@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "gateway/http_accept.h"
+#include "gateway/s3_rq.h"
 
 struct gw_loop {
 	struct gw_loops *g;

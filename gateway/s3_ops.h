@@ -88,10 +88,6 @@ struct gw_gc *s3_ops_gc(struct s3_ops *o);
  * others forward theirs here through s3_ops_peers.flag_degraded). */
 void s3_ops_flag_degraded(struct s3_ops *o, uint32_t pg, enum gw_data_degraded why);
 
-/* A GC round soon (gw_gc_kick) on the loop that runs the GC worker: this
- * one, or loop 0 through s3_ops_peers.kick_gc. */
-void s3_ops_kick_gc(struct s3_ops *o);
-
 /* Ready: a map is known with at least write-quorum OSDs up. */
 bool s3_ops_ready(struct s3_ops *o);
 

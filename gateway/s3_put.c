@@ -41,7 +41,6 @@
 #include "common/log.h"
 #include "gateway/gw_bcache.h"
 #include "gateway/gw_gc.h"
-#include "gateway/s3_ops.h"
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
 #include "gateway/s3_access.h"

@@ -90,6 +90,11 @@ struct s3_ops {
 	uint64_t handoff_bkt_digest;
 };
 
+/* A GC round soon (gw_gc_kick) on the loop that runs the GC worker: this
+ * one, or loop 0 (gateway/s3_ops.c; declared here, beside struct s3_ops,
+ * so that handlers need not include s3_ops.h). */
+void s3_ops_kick_gc(struct s3_ops *o);
+
 struct s3_rq;
 typedef void (*s3_rq_fn)(struct s3_rq *rq);
 

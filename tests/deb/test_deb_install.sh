@@ -547,7 +547,7 @@ if [ "$MODE" = nspawn ]; then
 	BASE=$(python3 -c '
 import random, socket
 for _ in range(200):
-    b = random.randrange(20000, 60000)
+    b = random.randrange(10000, 32000)
     try:
         ss = [socket.socket() for _ in range(9)]
         for i, x in enumerate(ss): x.bind(("127.0.0.1", b + i))

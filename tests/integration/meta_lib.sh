@@ -23,10 +23,13 @@ meta_lib_cleanup() {
 meta_lib_init() {
 	DIR=$(mktemp -d "/dev/shm/iolake-$1-XXXXXX")
 	trap meta_lib_cleanup EXIT
+	# Below the kernel's ephemeral range (32768-60999 here): a member's
+	# outgoing connections never take a port of the block (a member started
+	# later once failed "Address already in use").
 	BASE=$(python3 -c 'import socket, random, sys
 n = int(sys.argv[1])
 for _ in range(200):
-    p = random.randrange(20000, 60000, 10); ok = True
+    p = random.randrange(10000, 32000, 10); ok = True
     for q in range(p, p + n):
         s = socket.socket()
         try: s.bind(("127.0.0.1", q))

@@ -38,7 +38,7 @@ fail() {
 # Four consecutive free ports: two metas (RPC, Raft = RPC + 1).
 P=$(python3 -c 'import socket,random
 for _ in range(200):
-    p=random.randrange(20000,60000,4); ok=True
+    p=random.randrange(10000,32000,4); ok=True
     for q in range(p,p+4):
         s=socket.socket()
         try: s.bind(("127.0.0.1",q))
