@@ -107,15 +107,8 @@ static void on_rows(void *ud, int err, const ProtobufCMessage *resp)
  * request, without an S3 exchange). */
 static int rows_fetch(struct nget *g)
 {
-	struct s3_prows *pr = &g->prows;
-	Iolake__Meta__GetPartRowsRequest req = IOLAKE__META__GET_PART_ROWS_REQUEST__INIT;
-	uint32_t pn = pr->rec->part_list[pr->want]->part_number;
-	req.bucket = pr->rec->bucket;
-	req.key = pr->rec->key;
-	req.upload_id = pr->rec->upload_id;
-	req.part_number_marker = pn - 1;
-	req.max_parts = S3_PROWS_WINDOW;
-	pr->win_from = pn;
+	Iolake__Meta__GetPartRowsRequest req;
+	s3_prows_request(&g->prows, &req);
 	return meta_client_call(g->nc->s->o->mc, META_M_GET_PART_ROWS, &req.base, on_rows, g);
 }
 

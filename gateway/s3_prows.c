@@ -103,16 +103,22 @@ int s3_prows_seg(struct s3_prows *pr, uint64_t pos, const Iolake__Meta__Segment 
 	return 0;
 }
 
+void s3_prows_request(struct s3_prows *pr, Iolake__Meta__GetPartRowsRequest *req)
+{
+	uint32_t pn = pr->rec->part_list[pr->want]->part_number;
+	iolake__meta__get_part_rows_request__init(req);
+	req->bucket = pr->rec->bucket;
+	req->key = pr->rec->key;
+	req->upload_id = pr->rec->upload_id;
+	req->part_number_marker = pn - 1;
+	req->max_parts = S3_PROWS_WINDOW;
+	pr->win_from = pn;
+}
+
 int s3_prows_fetch(struct s3_prows *pr, struct s3_rq *rq, s3_rq_read_cb cb)
 {
-	Iolake__Meta__GetPartRowsRequest req = IOLAKE__META__GET_PART_ROWS_REQUEST__INIT;
-	uint32_t pn = pr->rec->part_list[pr->want]->part_number;
-	req.bucket = pr->rec->bucket;
-	req.key = pr->rec->key;
-	req.upload_id = pr->rec->upload_id;
-	req.part_number_marker = pn - 1;
-	req.max_parts = S3_PROWS_WINDOW;
-	pr->win_from = pn;
+	Iolake__Meta__GetPartRowsRequest req;
+	s3_prows_request(pr, &req);
 	return s3_rq_call(rq, META_M_GET_PART_ROWS, &req.base, S3_SUBJ_OBJECT_READ, cb);
 }
 

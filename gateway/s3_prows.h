@@ -48,6 +48,10 @@ int s3_prows_seg(struct s3_prows *pr, uint64_t pos, const Iolake__Meta__Segment 
 /* Fetch the rows from the one s3_prows_seg missed on: one meta read on
  * behalf of rq, whose callback cb must hand its answer to s3_prows_take.
  * 0, or the error after answering (s3_rq_call's contract). */
+/* The GetPartRows request for the window holding the wanted part (sets
+ * the window's start); pointers into pr->rec. s3_prows_fetch sends it
+ * through the request's meta call; the native GET sends it itself. */
+void s3_prows_request(struct s3_prows *pr, Iolake__Meta__GetPartRowsRequest *req);
 int s3_prows_fetch(struct s3_prows *pr, struct s3_rq *rq, s3_rq_read_cb cb);
 /* Keep a GetPartRows answer: 0, or the S3 error to answer with. */
 enum s3_err s3_prows_take(struct s3_prows *pr, enum s3_err e, const ProtobufCMessage *resp);
