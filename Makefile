@@ -36,6 +36,11 @@
 # Any single object can be built alone: make build/obj/common/ec.o
 
 B      ?= build
+# Every core by default (CI runs a plain `make test`); -jN or -j1 on the
+# command line wins.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc)
+endif
 .DEFAULT_GOAL := all
 SAN    ?=
 V      ?= 0
