@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 		{ .name = "raft-segment-size", .type = FLAG_SIZE, .dst = &segment_bytes,
 		  .min = 1 << 20, .max = 1ull << 30, .metavar = "BYTES",
 		  .help = "the root group's Raft log segment (a full one's close stalls the loop "
-			  "tens of ms; raft_uv preallocates two or three)" },
+			  "tens of ms; raft_uv preallocates three)" },
 		{ .name = "snapshot-trailing", .type = FLAG_UINT64, .dst = &snap_trailing, .min = 0,
 		  .max = 1 << 24, .help = "entries kept in the log after a snapshot" },
 		{ .name = "election-timeout", .type = FLAG_DURATION, .dst = &election_ms, .min = 50,

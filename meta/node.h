@@ -70,8 +70,8 @@
  * (~4.6 KB of log per PUT, ~44 MB/s at 9.5 k PUT/s) 8 MiB segments closed
  * several times a second: that stall was the p99 of small PUTs (issue 19
  * must-show 6; docs/performance.md "Small PUTs: the p99 tail"). Larger
- * segments close that many times less often; raft_uv preallocates two or
- * three of them (disk, or memory on tmpfs). */
+ * segments close that many times less often; raft_uv preallocates three
+ * of them (192 MiB of disk, or memory on tmpfs). */
 #define META_NODE_SEGMENT_BYTES (64ull << 20)
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
