@@ -62,6 +62,17 @@
  * per write, 2,119-3,177 against 1,370-2,033 PUT/s; bench-meta's three
  * voters not slower). */
 #define META_NODE_PIPELINE 1
+/* The root group's Raft log segment (raft_uv's default is 8 MiB). raft_uv
+ * closes a full segment on the member's loop, and that close ends in an
+ * io_destroy(2) of the segment writer's AIO context, which waits for an
+ * RCU grace period: 27-63 ms on this project's 2-core VM, the loop (every
+ * commit and answer of the member) stopped meanwhile. At PUT 4 KiB rates
+ * (~4.6 KB of log per PUT, ~44 MB/s at 9.5 k PUT/s) 8 MiB segments closed
+ * several times a second: that stall was the p99 of small PUTs (issue 19
+ * must-show 6; docs/performance.md "Small PUTs: the p99 tail"). Larger
+ * segments close that many times less often; raft_uv preallocates three
+ * of them (192 MiB of disk, or memory on tmpfs). */
+#define META_NODE_SEGMENT_BYTES (64ull << 20)
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
@@ -108,6 +119,9 @@ struct meta_node_opts {
 	uint64_t cache_bytes;            /* RocksDB block cache; 0: 256 MiB */
 	uint64_t write_buffer_bytes;     /* RocksDB memtable; 0: 64 MiB */
 	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
+	uint64_t raft_segment_bytes;     /* the root group's Raft log segment; 0:
+	                                  * META_NODE_SEGMENT_BYTES (groups >= 1 keep
+	                                  * GROUP_SEGMENT_BYTES) */
 	unsigned election_timeout_ms;    /* 0: 1000 */
 	unsigned heartbeat_timeout_ms;   /* 0: 100 */
 	uint64_t osd_down_after_ms;      /* 0: 10000 */

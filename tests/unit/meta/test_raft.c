@@ -4,7 +4,8 @@
  * and Raft), data under /dev/shm, driven through meta/client.h from a
  * load loop_thread.
  *
- *   single      one voter: writes, barrier reads, OSD down/out by missed
+ *   single      one voter: its root log segments META_NODE_SEGMENT_BYTES;
+ *               writes, barrier reads, OSD down/out by missed
  *               heartbeats, WatchMap wakes on the epoch change
  *   pg_health   PgStats before any report (unknown); FlagPgs handed to the
  *               PG's primary once, in its ReportPgs answer; a report's state
@@ -50,6 +51,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <raft.h>
@@ -71,12 +73,30 @@
 #include "meta_test_util.h"
 #include "raft_cluster.h"
 
+/* The size of the root group's first prepared Raft segment, waiting for
+ * raft_uv to make it (it prepares them on libuv's pool); 0 if none in 5 s. */
+static off_t root_segment_bytes(const char *dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/raft/open-1", dir);
+	struct stat st;
+	for (int t = 0; t < 250; t++) {
+		if (stat(path, &st) == 0 && st.st_size > 0)
+			return st.st_size;
+		usleep(20000);
+	}
+	return 0;
+}
+
 START_TEST(single)
 {
 	struct cluster c;
 	cluster_init(&c, 1, 0, 0);
 	m_start(&c, 0);
 	ck_assert_int_eq(wait_leader(&c, 5000), 0);
+	/* The root's log segments are META_NODE_SEGMENT_BYTES, not raft_uv's
+	 * 8 MiB: a full segment's close stalls the loop (meta/node.h). */
+	ck_assert_int_eq(root_segment_bytes(c.m[0].dir), (off_t)META_NODE_SEGMENT_BYTES);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	const char *members[] = { c.m[0].addr };

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""smallput_abba.py — PUT tails and cost, builds alternated (issue 19,
+must-shows 3 and 6; docs/performance.md, "Small PUTs: the p99 tail and
+the rate on disk"). For each run in --order: a fresh iolake-aio of that
+build with its data under --workdir, an unmeasured warm-up, then
+iolake-s3-bench PUT-only cells (size x objects at a concurrency); per
+cell: PUT/s, p50/p99/max, aio's CPU per PUT (utime+stime from /proc over
+the cell, and per thread name), meta's Raft entries and ops per entry,
+the OSDs' group commits per PUT (from /metrics), and the load average;
+with --fio, fio's single-writer 4 KiB fdatasync rate on --workdir before
+and after (must-show 3 compares PUT 4 KiB on the disk with it).
+
+    bench/smallput_abba.py --build base=DIR --build head=DIR
+        [--order base,head,head,base] [--workdir DIR]
+        [--cells 4KiB:6000:32,64KiB:2000:32] [--aio-flag=--slow-request-ms=20]
+        [--nice -19] [--json FILE]
+
+--workdir must not be under /dev (iolake-aio's OSDs take block files
+there): a tmpfs mounted elsewhere, or a dir on the disk (/var/tmp).
+Nothing asserts: figures are printed as a markdown table.
+"""
+import argparse
+import collections
+import json
+import os
+import statistics
+import subprocess
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from e2e import fio_fdatasync  # noqa: E402
+
+METRICS = {
+    "entries": "iolake_meta_batch_ops_count",
+    "meta_ops": "iolake_meta_batch_ops_sum",
+    "osd_commits": "iolake_osd_kv_commit_batch_size_count",
+}
+
+
+def scrape(ep):
+    """Sums of the METRICS series over every label set."""
+    text = urllib.request.urlopen(ep + "/metrics", timeout=10).read().decode()
+    out = dict.fromkeys(METRICS, 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        for k, m in METRICS.items():
+            if name == m:
+                out[k] += float(line.split()[-1])
+    return out
+
+
+def cpu_ticks(pid):
+    """Whole process and per thread name: utime+stime in clock ticks."""
+    threads = collections.Counter()
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                s = f.read()
+        except OSError:
+            continue
+        comm = s[s.index("(") + 1:s.rindex(")")]
+        f = s[s.rindex(")") + 2:].split()
+        threads[comm.rstrip("0123456789:_-")] += int(f[11]) + int(f[12])
+    return sum(threads.values()), threads
+
+
+def puts(bench, aio, size, n, conc, prefix, extra=()):
+    """A PUT-only iolake-s3-bench run: its put phase's figures."""
+    j = os.path.join(aio.dir, "cell.json")
+    cmd = [bench, "--endpoint", aio.ep, "--access-key", benchlib.AK, "--secret-key",
+           benchlib.SK, "--bucket", "bench", "--size", size, "--objects", str(n),
+           "--concurrency", str(conc), "--gets", "0", "--prefix", prefix, "--json", j]
+    r = subprocess.run(cmd + list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if r.returncode:
+        raise benchlib.BenchError("iolake-s3-bench %s exited %d:\n%s" % (
+            size, r.returncode, r.stdout[-2000:]))
+    with open(j) as f:
+        p = [x for x in json.load(f)["phases"] if x["name"] == "put"][0]
+    lat = p["latency_us"]
+    return {"ops": p["ops"], "ops_per_s": p["ops_per_s"], "p50_ms": lat["p50"] / 1e3,
+            "p99_ms": lat["p99"] / 1e3, "max_ms": lat.get("max", 0) / 1e3}
+
+
+def cell(aio, bench, size, n, conc):
+    m0, (c0, t0) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
+    r = puts(bench, aio, size, n, conc, "p%s/" % size, ("--no-create-bucket", "--warmup", "0"))
+    m1, (c1, t1) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
+    hz = os.sysconf("SC_CLK_TCK")
+    ops = r["ops"]
+    entries = m1["entries"] - m0["entries"]
+    r.update(
+        cpu_us=(c1 - c0) * 1e6 / hz / ops,
+        threads={k: round((t1[k] - t0[k]) * 1e6 / hz / ops, 1) for k in t1
+                 if t1[k] - t0[k] > 0},
+        entries_per_put=entries / ops,
+        ops_per_entry=(m1["meta_ops"] - m0["meta_ops"]) / entries if entries else 0,
+        osd_commits_per_put=(m1["osd_commits"] - m0["osd_commits"]) / ops,
+        load=benchlib.uptime())
+    return r
+
+
+def run(label, build, workdir, cells, flags):
+    bench = benchlib.build_bin(build, "iolake-s3-bench")
+    out = {}
+    with benchlib.Aio(build, workdir, flags=flags) as aio:
+        puts(bench, aio, "4KiB", 500, 32, "warm/", ("--warmup", "0"))
+        for size, n, conc in cells:
+            out[size] = cell(aio, bench, size, n, conc)
+            r = out[size]
+            print("  %s %s: %.0f/s p50 %.2f p99 %.2f max %.2f ms, %.1f us CPU/PUT (load %s)"
+                  % (label, size, r["ops_per_s"], r["p50_ms"], r["p99_ms"], r["max_ms"],
+                     r["cpu_us"], r["load"]), file=sys.stderr, flush=True)
+        if any(f.startswith("--slow-request-ms") for f in flags):
+            keep = os.path.join(workdir, "aio-%s-%d.log" % (label, os.getpid()))
+            with open(aio.log_path, "rb") as src, open(keep, "ab") as dst:
+                dst.write(src.read())
+            print("  log kept: %s" % keep, file=sys.stderr)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", action="append", required=True, help="LABEL=DIR")
+    ap.add_argument("--order", help="labels, comma-separated (default: ABBA of two builds)")
+    ap.add_argument("--workdir", default="/var/tmp")
+    ap.add_argument("--cells", default="4KiB:6000:32,64KiB:2000:32")
+    ap.add_argument("--aio-flag", action="append", default=[])
+    ap.add_argument("--fio", action="store_true", help="fio's single-writer 4 KiB fdatasync "
+                    "rate on --workdir before and after the runs (must-show 3's ceiling)")
+    ap.add_argument("--nice", type=int, help="run aio and the client at this niceness "
+                    "(e.g. -19 on a machine shared with builds; needs root)")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if a.nice is not None:
+        os.setpriority(os.PRIO_PROCESS, 0, a.nice)   # inherited by aio and the client
+    builds = dict(b.split("=", 1) for b in a.build)
+    labels = list(builds)
+    order = a.order.split(",") if a.order else (
+        labels + labels[::-1] if len(labels) == 2 else labels)
+    cells = [(s, int(n), int(c)) for s, n, c in (x.split(":") for x in a.cells.split(","))]
+    flags = [x for f in a.aio_flag for x in f.split("=", 1)]
+    fio = [fio_fdatasync(a.workdir, 5)] if a.fio else []
+    results = []
+    for label in order:
+        results.append((label, run(label, builds[label], a.workdir, cells, flags)))
+    if a.fio:
+        fio.append(fio_fdatasync(a.workdir, 5))
+        print("fio single-writer 4 KiB fdatasync on %s: %.0f/s before, %.0f/s after"
+              % (a.workdir, fio[0], fio[1]))
+    print("| run | cell | PUT/s | p50 ms | p99 ms | max ms | p99/p50 | CPU us/PUT | "
+          "meta entries/PUT | ops/entry | OSD commits/PUT | load |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for label, out in results:
+        for size, r in out.items():
+            print("| %s | %s | %.0f | %.2f | %.2f | %.2f | %.1f | %.1f | %.3f | %.1f | %.2f | %s |"
+                  % (label, size, r["ops_per_s"], r["p50_ms"], r["p99_ms"], r["max_ms"],
+                     r["p99_ms"] / r["p50_ms"] if r["p50_ms"] else 0, r["cpu_us"],
+                     r["entries_per_put"], r["ops_per_entry"], r["osd_commits_per_put"],
+                     r["load"]))
+    for size in [c[0] for c in cells]:
+        for label in labels:
+            v = [o[size] for lb, o in results if lb == label]
+            print("median %s %s: p99/p50 %.1f, CPU %.1f us/PUT" % (
+                label, size, statistics.median(r["p99_ms"] / r["p50_ms"] for r in v),
+                statistics.median(r["cpu_us"] for r in v)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"fio_fdatasync_iops": fio, "runs": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
