@@ -135,6 +135,12 @@ start_meta "$MNT/meta"
 "$B/tests/tools/meta-ledger" run --meta "$ADDR" --ledger "$LEDGER" --seed "$SEED" \
 	>>"$DIR/log-ledger" 2>&1 &
 PID[load]=$!
+# As in the rounds, the second of load starts with the first acknowledged
+# op: a loaded machine may take seconds to start meta on cutfs.
+for _ in $(seq 1000); do
+	grep -q '^A' "$LEDGER" 2>/dev/null && break
+	sleep 0.01
+done
 sleep 1
 kill9 meta
 kill9 load
