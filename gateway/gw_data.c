@@ -78,10 +78,21 @@ static void pool_add(struct gwd_pool *p, int64_t n)
 		;
 }
 
-/* A block is one allocation: the struct buf in its first BLK_HDR bytes
- * (buf_init_embedded), the data after them. */
+/* A block is one allocation: the struct buf in the BLK_HDR bytes before
+ * the data (buf_init_embedded). Blocks of BLK_PAGE_MIN and more start
+ * their data on a 4 KiB page, so whole 1 MiB shards sit on page
+ * boundaries and an OSD store writes them where they are instead of
+ * copying them into an aligned buffer (osd/store, store_put). */
 #define BLK_HDR 64
+#define BLK_PAGE 4096
+#define BLK_PAGE_MIN ((size_t)64 << 10)
 _Static_assert(sizeof(struct buf) <= BLK_HDR, "struct buf fits a block's header");
+
+/* Bytes from a block's start to its data. */
+static size_t blk_off(size_t cap)
+{
+	return cap >= BLK_PAGE_MIN ? BLK_PAGE : BLK_HDR;
+}
 
 /* Last reference of a pooled buf: keep the memory if the pool has room. */
 static void pool_release(struct buf *b)
@@ -89,7 +100,7 @@ static void pool_release(struct buf *b)
 	struct gwd_pool *p = b->owner;
 	size_t cap = b->cap;
 	unsigned c = size_class(cap);
-	void *m = b;   /* the block's start; b is dead from here */
+	void *m = (uint8_t *)b - (blk_off(cap) - BLK_HDR); /* the block's start; b is dead */
 	pool_add(p, -(int64_t)cap);
 	pthread_mutex_lock(&p->mu);
 	if (p->idle_bytes + cap <= p->idle_max && class_size(c) == cap) {
@@ -118,10 +129,11 @@ struct buf *gwd_buf_get(struct gw_data *d, size_t n)
 		p->idle_bytes -= cap;
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (!m && !(m = aligned_alloc(64, BLK_HDR + cap)))
+	size_t off = blk_off(cap);
+	if (!m && !(m = aligned_alloc(off, off + cap)))
 		return NULL;
-	struct buf *b = m;
-	buf_init_embedded(b, (uint8_t *)m + BLK_HDR, cap, pool_release, p);
+	struct buf *b = (struct buf *)((uint8_t *)m + off - BLK_HDR);
+	buf_init_embedded(b, (uint8_t *)m + off, cap, pool_release, p);
 	b->len = n;
 	atomic_fetch_add(&p->refs, 1);
 	pool_add(p, (int64_t)cap);

@@ -122,7 +122,9 @@ struct store_put_req {
 	struct store *s;
 	struct store_key key;
 	uint8_t kbuf[STORE_KEY_LEN];
-	struct buf *bounce;           /* aligned copy padded to 4 KiB */
+	struct buf *bounce;           /* the bytes written: an aligned copy padded to
+				       * 4 KiB, or a ref on the caller's buf when its
+				       * slice is whole aligned blocks already */
 	uint8_t *rec;                 /* extent record (malloc) */
 	uint64_t length;
 	uint64_t block;
@@ -205,8 +207,11 @@ int store_open(uv_loop_t *loop, const struct store_opts *opts, struct store **ou
 void store_close(struct store *s, void (*done_cb)(void *arg), void *arg);
 
 /*
- * Store data under key, replacing any shard there. data is copied (the
- * caller may drop it after the call). Shards of at most inline_max_bytes
+ * Store data under key, replacing any shard there. The caller may drop
+ * its reference on data after the call: data is copied, except a slice
+ * of whole 4 KiB-aligned blocks (length a multiple of 4 KiB), which is
+ * written from where it is under a reference the store takes; its bytes
+ * must stay as they are (common/buf.h: shared read-only). Shards of at most inline_max_bytes
  * go into the index record (one synced commit); larger ones are written to
  * a new extent, flushed, then indexed; a replaced extent is freed after
  * the new record committed. Errors now: -EINVAL (bad key),
@@ -221,8 +226,8 @@ int store_put(struct store *s, struct store_put_req *req, const struct store_key
  * store_put of data whose crc32c the caller already has (carried in the
  * request), checked in the store's own pass over the bytes instead of a
  * pass of the caller's:
- *  - an extent is checksummed from the store's aligned copy, as always
- *    (the block crcs it indexes); when the whole differs from crc the put
+ *  - an extent is checksummed from the bytes it writes, as always (the
+ *    block crcs it indexes); when the whole differs from crc the put
  *    is refused with IOL_ECHECKSUM before anything is written;
  *  - an inline shard with verify is checksummed and refused the same way;
  *    without verify crc is taken as its record checksum with no pass over
