@@ -472,17 +472,30 @@ START_TEST(legacy_role)
 }
 END_TEST
 
+/* The PKI, a CRL valid days (0: nextUpdate now, passed when this
+ * returns), the server's identity with it, clients cli and cli2. */
+static void crl_pki(unsigned days, char *cdir, size_t cap, struct rpc_tls **st,
+		    struct rpc_tls **ct, struct rpc_tls **ct2)
+{
+	char why[256];
+	make_pki();
+	path(cdir, cap, "ca1");
+	ck_assert_msg(ca_crl(cdir, NULL, days, why, sizeof(why)) == 0, "%s", why);
+	issue("ca1", "other-client", "cli2");
+	if (!days)
+		usleep(1500 * 1000);
+	*st = ident_opts("srv", "ca1/crl.pem", false);
+	*ct = ident("ca1", "cli");
+	*ct2 = ident("ca1", "cli2");
+}
+
 /* ca revoke + --rpc-tls-crl: a revoked client is refused at the handshake
  * once the server reloads the CRL; others still pass. */
 START_TEST(revoked)
 {
-	make_pki();
 	char cdir[300], certf[300], why[256];
-	path(cdir, sizeof(cdir), "ca1");
-	ck_assert_msg(ca_crl(cdir, NULL, 1, why, sizeof(why)) == 0, "%s", why);
-	issue("ca1", "other-client", "cli2");
-	struct rpc_tls *st = ident_opts("srv", "ca1/crl.pem", false);
-	struct rpc_tls *ct = ident("ca1", "cli"), *ct2 = ident("ca1", "cli2");
+	struct rpc_tls *st, *ct, *ct2;
+	crl_pki(1, cdir, sizeof(cdir), &st, &ct, &ct2);
 	struct srv s;
 	srv_up(&s, st);
 	struct result r = call(ct, s.port, 0);
@@ -578,15 +591,9 @@ END_TEST
  * SIGHUP (rpc_tls_crl_poll, as a new connection or a scrape runs it). */
 START_TEST(crl_stale_and_watched)
 {
-	make_pki();
 	char cdir[300], certf[300], why[256];
-	path(cdir, sizeof(cdir), "ca1");
-	/* 0 days: nextUpdate is now; a second later it is past. */
-	ck_assert_msg(ca_crl(cdir, NULL, 0, why, sizeof(why)) == 0, "%s", why);
-	issue("ca1", "other-client", "cli2");
-	usleep(1500 * 1000);
-	struct rpc_tls *st = ident_opts("srv", "ca1/crl.pem", false);
-	struct rpc_tls *ct = ident("ca1", "cli"), *ct2 = ident("ca1", "cli2");
+	struct rpc_tls *st, *ct, *ct2;
+	crl_pki(0, cdir, sizeof(cdir), &st, &ct, &ct2);   /* stale from the start */
 	ck_assert_int_eq(rpc_tls_crl_poll(st, true), 1);
 	ck_assert_int_eq(rpc_tls_crl_expired(st), 1);
 	ck_assert_int_lt(rpc_tls_crl_next_update(st), (int64_t)time(NULL));

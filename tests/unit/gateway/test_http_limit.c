@@ -37,15 +37,22 @@ static int burst(struct http_limit *l, uint32_t slot, uint64_t now, int n)
 	return ok;
 }
 
-START_TEST(test_bucket)
+/* A table of 100/s, burst 50, with one connection from 127.0.0.1 at t. */
+static struct http_limit *one_conn(uint64_t t, uint32_t *slot)
 {
 	struct http_limit_cfg cfg = { .rate = 100, .burst = 50 };
 	struct http_limit *l = http_limit_new(&cfg, 42);
 	uint8_t a[16];
 	v4(a, 0x7f000001);
+	ck_assert(http_limit_conn_open(l, a, t, slot));
+	return l;
+}
+
+START_TEST(test_bucket)
+{
 	uint32_t slot;
 	uint64_t t = 5 * NS;
-	ck_assert(http_limit_conn_open(l, a, t, &slot));
+	struct http_limit *l = one_conn(t, &slot);
 	ck_assert_uint_ne(slot, HTTP_LIMIT_NONE);
 	/* Starts full: the burst, then nothing. */
 	ck_assert_int_eq(burst(l, slot, t, 80), 50);
@@ -87,13 +94,9 @@ END_TEST
  * flight at most); unsigned requests still drain the bucket. */
 START_TEST(test_refund)
 {
-	struct http_limit_cfg cfg = { .rate = 100, .burst = 50 };
-	struct http_limit *l = http_limit_new(&cfg, 42);
-	uint8_t a[16];
-	v4(a, 0x7f000001);
 	uint32_t slot;
 	uint64_t t = 5 * NS;
-	ck_assert(http_limit_conn_open(l, a, t, &slot));
+	struct http_limit *l = one_conn(t, &slot);
 	int ok = 0;
 	for (int i = 0; i < 100000; i++) {
 		uint64_t now = t + (uint64_t)i * (NS / 10000);
