@@ -104,8 +104,9 @@ int ca_check_req(const struct ca_issue_req *r, char *why, size_t cap)
 			snprintf(why, cap, "--dns %.64s is not a host name", r->dns[i]);
 			return -EINVAL;
 		}
-	if (!r->roles || (r->roles & ~(unsigned)RPC_ROLE_ANY)) {
-		snprintf(why, cap, "--role is required: meta, osd, gw or admin (several with commas)");
+	if (!r->roles || (r->roles & ~(unsigned)RPC_ROLE_ALL)) {
+		snprintf(why, cap, "--role is required: meta, osd, gw, admin or user (several with "
+			 "commas)");
 		return -EINVAL;
 	}
 	if ((r->roles & RPC_ROLE_OSD) && !r->node_id) {
@@ -330,7 +331,7 @@ int ca_issue(const char *dir, const struct ca_issue_req *r, const char *prefix, 
 		sprintf(san + strlen(san), "%sIP:%s", san[0] ? "," : "", r->ips[i]);
 	for (size_t i = 0; i < r->n_dns; i++)
 		sprintf(san + strlen(san), "%sDNS:%s", san[0] ? "," : "", r->dns[i]);
-	for (unsigned bit = 1; bit <= RPC_ROLE_ADMIN; bit <<= 1)
+	for (unsigned bit = 1; bit <= RPC_ROLE_USER; bit <<= 1)
 		if (r->roles & bit)
 			sprintf(san + strlen(san), "%sURI:%srole:%s", san[0] ? "," : "",
 				RPC_AUTHZ_URI_PREFIX, rpc_role_name(bit));
@@ -509,7 +510,8 @@ static const char usage[] =
 	"       iolake-admin ca revoke --dir DIR [--days N] CERT.pem\n"
 	"       iolake-admin ca crl --dir DIR [--days N] [--out FILE]\n"
 	"roles: meta (Raft and member calls), osd (--node: its OSD id), gw (the data path),\n"
-	"       admin (users, keys, members, the map); a gateway serving the admin API: gw,admin\n";
+	"       admin (users, keys, members, the map); a gateway serving the admin API: gw,admin;\n"
+	"       user (a client of the native port only: its calls are signed with S3 keys)\n";
 
 /* "meta,osd" into bits; 0 when empty or a name is unknown. */
 static unsigned parse_roles(const struct flag_list *l)

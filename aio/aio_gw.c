@@ -39,13 +39,14 @@ static void api_start_fn(void *arg)
 struct native_call {
 	struct aio_gw *g;
 	const char *listen;
+	struct http_limit_cfg limit;
 	int rc;
 };
 
 static void native_start_fn(void *arg)
 {
 	struct native_call *n = arg;
-	struct native_cfg nc = { .listen = n->listen };
+	struct native_cfg nc = { .listen = n->listen, .limit = n->limit };
 	n->rc = native_srv_start(&gw_loops_thread(n->g->loops, 0)->loop,
 				 gw_loops_ops(n->g->loops, 0), &nc, &n->g->native);
 	if (n->rc)
@@ -131,7 +132,7 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 		return 0;
 	char naddr[96];
 	snprintf(naddr, sizeof(naddr), "%s:%d", c->native_host, c->native_port);
-	struct native_call n = { .g = g, .listen = naddr };
+	struct native_call n = { .g = g, .listen = naddr, .limit = sc->http.limit };
 	loop_thread_call(gw_loops_thread(g->loops, 0), native_start_fn, &n);
 	if (n.rc == -EADDRINUSE && c->native_default && c->native_port) {
 		LOG_WARN("the default native address is taken; it takes a free port", "addr=%s",

@@ -647,6 +647,11 @@ void rpc_req_long_poll(struct rpc_req *r)
 	r->t0_ns = 0;
 }
 
+uint32_t rpc_req_admit_slot(const struct rpc_req *r)
+{
+	return r->admit_slot;
+}
+
 uint64_t rpc_req_deadline_ms(const struct rpc_req *r)
 {
 	return r->deadline_ms;

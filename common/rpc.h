@@ -244,6 +244,23 @@ struct rpc_server_opts {
 	/* Mutual TLS on the TCP listener (common/rpc_tls.h); NULL: the
 	 * process default (rpc_tls_default(), none unless set). */
 	struct rpc_tls *tls;
+	/* Admission before TLS and any handler (issue 16: the native port's
+	 * per-address limits, gateway/native_srv.c); NULL: none. */
+	const struct rpc_admit *admit;
+};
+
+/* A TCP server's admission hooks, run on its loop. */
+struct rpc_admit {
+	void *ud;
+	/* A connection from addr (16 bytes: IPv6, IPv4 as ::ffff:a.b.c.d)
+	 * was accepted: false closes it at once; else *slot is kept for the
+	 * two below. */
+	bool (*conn_open)(void *ud, const uint8_t addr[16], uint32_t *slot);
+	void (*conn_close)(void *ud, uint32_t slot);
+	/* A call's headers arrived on the connection of slot: false answers
+	 * it RESOURCE_EXHAUSTED ("SlowDown: ...") before its body is kept
+	 * or any handler runs. */
+	bool (*call)(void *ud, uint32_t slot);
 };
 
 /* A server on loop (opts may be NULL). NULL on out-of-memory. */
@@ -286,6 +303,9 @@ bool rpc_req_payload_in_memory(const struct rpc_req *r);
  * Valid until the call is answered. Log it as req=: LOG_*_REQ(rpc_req_id(r), ...).
  * A peer's bytes: at most 128, escaped by the logger. */
 const char *rpc_req_id(const struct rpc_req *r);
+/* The admission slot of r's connection (rpc_admit.conn_open's), or
+ * UINT32_MAX when the server has no admission hooks or r came in process. */
+uint32_t rpc_req_admit_slot(const struct rpc_req *r);
 /* Absolute deadline on loop_now_ms()'s clock, or 0 for none. */
 uint64_t rpc_req_deadline_ms(const struct rpc_req *r);
 /* True once the caller has gone (cancelled, deadline passed, connection

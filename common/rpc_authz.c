@@ -8,8 +8,10 @@
  * handlers for ops and OSD ids), the Raft port (meta/raft_tls.c requires
  * the meta role itself).
  *
- * Adding a method or an op: add its row here (and to docs/security.md);
- * one not listed defaults to RPC_ROLE_ANY (methods) or meta+gw (ops).
+ * Adding a method or an op: add its row here (and to docs/security.md).
+ * A method not listed is refused to every role (test_rpc_authz fails on
+ * one: it walks every generated service); an op not listed defaults to
+ * meta+gw (the data path; ops are fields of one message, not methods).
  */
 #include "common/rpc_authz.h"
 
@@ -27,6 +29,8 @@
 #define O RPC_ROLE_OSD
 #define G RPC_ROLE_GW
 #define A RPC_ROLE_ADMIN
+#define U RPC_ROLE_USER
+#define ANY RPC_ROLE_ANY
 
 /* ------------------------------------------------------------ roles */
 
@@ -115,11 +119,11 @@ int rpc_authz_parse_uri(const char *uri, size_t len, struct rpc_ident *p)
 
 /* ------------------------------------------------------------ the table */
 
-/* By service and method. A method absent from a listed service: any role
- * (so a new method is callable until it gets a row; the default is open
- * because every caller already holds a certificate from the cluster CA).
+/* By service and method; deny by default: a method without a row is
+ * refused to every role (a certificate from the cluster CA is not enough:
+ * a user's certificate, ca issue --role user, comes from the same CA).
  * Who calls what was read from the callers (admin/, gateway/, osd/,
- * meta/ itself). */
+ * meta/ itself, lib/ and bench/ for the native protocol). */
 static const struct method_row {
 	const char *service, *method;
 	unsigned roles;
@@ -169,6 +173,38 @@ static const struct method_row {
 	{ "iolake.osd.Osd", "ListShards", O | G | A },   /* iolake-admin reads an OSD's shards */
 	{ "iolake.osd.Osd", "ListBadShards", O | G | A },
 	{ "iolake.osd.Osd", "Status", M | O | G | A },
+	/* The native protocol (gateway/native_srv.c): its callers are users,
+	 * each call signed with the user's S3 keys and checked there as S3
+	 * checks a request; the certificate (when the port runs mutual TLS)
+	 * only admits the client: role user, or a node's (tools, benches). */
+	{ "iolake.native.Native", "Put", U | ANY },
+	{ "iolake.native.Native", "PutBegin", U | ANY },
+	{ "iolake.native.Native", "PutAppend", U | ANY },
+	{ "iolake.native.Native", "PutCommit", U | ANY },
+	{ "iolake.native.Native", "PutAbort", U | ANY },
+	{ "iolake.native.Native", "Get", U | ANY },
+	{ "iolake.native.Native", "Head", U | ANY },
+	{ "iolake.native.Native", "Delete", U | ANY },
+	{ "iolake.native.Native", "List", U | ANY },
+	/* The RPC layer's test service (common/proto/echo.proto): served by
+	 * tests and bench_rpctls only, never by a binary. */
+	{ "iolake.test.Echo", "Echo", ANY },
+	{ "iolake.test.Echo", "Hang", ANY },
+	{ "iolake.test.Echo", "Unset", ANY },
+	{ "iolake.test.Nobody", "Nope", ANY },
+};
+
+/* Who serves each service: what a client wants in the server's
+ * certificate (rpc_authz_server_check). */
+static const struct service_row {
+	const char *service;
+	unsigned roles;
+} services[] = {
+	{ "iolake.meta.Meta", M },
+	{ "iolake.osd.Osd", O },
+	{ "iolake.native.Native", G },
+	{ "iolake.test.Echo", ANY },
+	{ "iolake.test.Nobody", ANY },
 };
 
 /* Ops of meta's Submit that are not the data path. */
@@ -211,7 +247,29 @@ unsigned rpc_authz_method_roles(const char *service, const char *method)
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (!strcmp(methods[i].service, service) && !strcmp(methods[i].method, method))
 			return methods[i].roles;
-	return RPC_ROLE_ANY;
+	return 0;
+}
+
+unsigned rpc_authz_server_roles(const char *service)
+{
+	for (size_t i = 0; i < sizeof(services) / sizeof(services[0]); i++)
+		if (!strcmp(services[i].service, service))
+			return services[i].roles;
+	return 0;
+}
+
+int rpc_authz_server_check(const struct rpc_ident *server, const char *service, char *why,
+			   size_t cap)
+{
+	unsigned need = rpc_authz_server_roles(service);
+	if (rpc_authz_allows(server->roles, need))
+		return 0;
+	char has[64], want[64];
+	rpc_roles_format(server->roles, has, sizeof(has));
+	rpc_roles_format(need, want, sizeof(want));
+	snprintf(why, cap, "server certificate %s (CN %s) holds roles %s; %s is served by %s",
+		 server->serial, server->cn, has, service, want);
+	return -EACCES;
 }
 
 unsigned rpc_authz_op_roles(const char *op)
@@ -264,8 +322,10 @@ static int deny(struct rpc_req *r, const char *what, const char *why)
 int rpc_authz_call(struct rpc_req *r, const char *service, const char *method)
 {
 	const struct rpc_ident *p = r->ident;
-	if (!p || p->legacy)
+	if (!p)
 		return 0;
+	/* A legacy certificate holds RPC_ROLE_ANY: it passes every row but
+	 * a user-only one, and no certificate passes a method without one. */
 	unsigned need = rpc_authz_method_roles(service, method);
 	if (rpc_authz_allows(p->roles, need))
 		return 0;
@@ -273,7 +333,10 @@ int rpc_authz_call(struct rpc_req *r, const char *service, const char *method)
 	snprintf(what, sizeof(what), "%s/%s", service, method);
 	rpc_roles_format(need, want, sizeof(want));
 	char why[96];
-	snprintf(why, sizeof(why), "needs role %s", want);
+	if (need)
+		snprintf(why, sizeof(why), "needs role %s", want);
+	else
+		snprintf(why, sizeof(why), "not in the role table: no role may call it");
 	return deny(r, what, why);
 }
 

@@ -7,6 +7,7 @@
  * most one node id:
  *
  *   iolake:role:meta | iolake:role:osd | iolake:role:gw | iolake:role:admin
+ *   | iolake:role:user (a client of the native port: not a node)
  *   iolake:node:<decimal id, 1..2^32-1>
  *
  * Other URIs (and other SAN kinds) are ignored; a URI under "iolake:"
@@ -17,7 +18,11 @@
  *
  * The table (rpc_authz.c, documented in docs/security.md) is the one place
  * naming which roles call what: by service and method, and for meta's
- * Submit by op. Servers consult it once per call on TLS connections
+ * Submit by op. It denies by default: a method or service without a row
+ * is refused to every role (test_rpc_authz walks every generated service
+ * descriptor and fails on a method without a row). A second table names
+ * which role serves each service: RPC clients under TLS refuse a server
+ * whose certificate lacks it (a gateway dialling an OSD wants "osd"). Servers consult it once per call on TLS connections
  * (common/rpc_h2_server.c before dispatch; meta's Submit, Heartbeat and
  * ReportPgs handlers for the op and OSD id checks). Calls without TLS
  * (plain HTTP/2 clusters, in-process "local:" calls in iolake-aio) carry
@@ -40,7 +45,8 @@ struct rpc_req;
 	X(META, 0, "meta")           \
 	X(OSD, 1, "osd")             \
 	X(GW, 2, "gw")               \
-	X(ADMIN, 3, "admin")
+	X(ADMIN, 3, "admin")         \
+	X(USER, 4, "user")
 
 enum rpc_role {
 #define RPC_ROLE_ENUM(name, bit, text) RPC_ROLE_##name = 1u << (bit),
@@ -48,7 +54,14 @@ enum rpc_role {
 #undef RPC_ROLE_ENUM
 };
 
+/* Every cluster role: what a legacy (role-less) certificate is taken for
+ * and what the table's "any role" rows allow. Not RPC_ROLE_USER: a user's
+ * certificate (ca issue --role user) reaches only the methods whose
+ * callers are users, each call signed with the user's S3 keys (the native
+ * protocol, gateway/native_srv.c), never a node's methods. */
 #define RPC_ROLE_ANY (RPC_ROLE_META | RPC_ROLE_OSD | RPC_ROLE_GW | RPC_ROLE_ADMIN)
+/* Every valid bit (what ca issue accepts). */
+#define RPC_ROLE_ALL (RPC_ROLE_ANY | RPC_ROLE_USER)
 #define RPC_AUTHZ_URI_PREFIX "iolake:"
 #define RPC_AUTHZ_URI_MAX 64   /* longer URIs under iolake: are invalid */
 
@@ -82,8 +95,18 @@ void rpc_roles_format(unsigned roles, char *buf, size_t cap);
 int rpc_authz_parse_uri(const char *uri, size_t len, struct rpc_ident *p);
 
 /* Which roles may call method of service ("iolake.meta.Meta", "Submit"):
- * a bit set. Methods of services the table does not name: RPC_ROLE_ANY. */
+ * a bit set. A method without a row: 0 (nobody). */
 unsigned rpc_authz_method_roles(const char *service, const char *method);
+
+/* Which roles may serve service: the roles a client wants in the server's
+ * certificate. 0 for a service the table does not name (refused). */
+unsigned rpc_authz_server_roles(const char *service);
+
+/* A client's check of its TLS server before calling service: 0 when the
+ * peer holds a role serving it, else -EACCES with why ("server ...
+ * holds roles gw; iolake.osd.Osd is served by osd"). */
+int rpc_authz_server_check(const struct rpc_ident *server, const char *service, char *why,
+			   size_t cap);
 
 /* Which roles may submit meta's op (the Op body's field name, e.g.
  * "put_object", "register_osd"). Ops not named: meta and gw (data path). */

@@ -438,12 +438,15 @@ static void tls_input(struct h2_conn *c, size_t n)
 				tls_failed(c, false, why);
 				return;
 			}
-			/* Issue 16: the server knows its peer's roles from here on. */
-			if (c->server && rpc_tls_conn_peer(c->hs_tls, c->tls, &c->tls_peer, why,
-							   sizeof(why))) {
-				rpc_tls_refused(RPC_TLS_REFUSED_ROLE, c->peer, why);
+			/* Issue 16: each side knows its peer's roles from here on
+			 * (the server checks calls, the client the server's role). */
+			if (rpc_tls_conn_peer(c->hs_tls, c->tls, &c->tls_peer, why, sizeof(why))) {
+				if (c->server)
+					rpc_tls_refused(RPC_TLS_REFUSED_ROLE, c->peer, why);
+				else
+					rpc_tls_server_role_refused(c->ch->base.target_str, why);
 				tls_send_alert(c);
-				h2_conn_fail(c, "TLS: certificate role");
+				h2_conn_fail(c, c->server ? "TLS: certificate role" : why);
 				return;
 			}
 			c->tls_up = true;

@@ -346,7 +346,7 @@ void h2_client_conn_lost(struct h2_conn *c, const char *why)
 		ch->probing = false;
 	}
 	h2_run_done(c);
-	char msg[160];
+	char msg[RPC_MAX_MESSAGE_TEXT];
 	snprintf(msg, sizeof(msg), "connection to %s lost: %s", ch->base.target_str, why);
 	/* One connection per channel: every pending call rode on it. A
 	 * callback may close the channel; ch stays valid (conn holds a
@@ -423,6 +423,21 @@ static void on_connect(uv_connect_t *req, int status)
 	h2_client_tls_up(c);
 }
 
+/* Issue 16: a client under TLS calls a service only on a server whose
+ * certificate holds the role serving it (a gateway dialling an OSD wants
+ * "osd"): otherwise the connection fails, its calls UNAVAILABLE with why.
+ * True when c was failed. */
+static bool server_refused(struct h2_conn *c, const char *service, char *msg, size_t cap)
+{
+	char why[320];
+	if (!c->tls || !rpc_authz_server_check(&c->tls_peer, service, why, sizeof(why)))
+		return false;
+	rpc_tls_server_role_refused(c->ch->base.target_str, why);
+	snprintf(msg, cap, "TLS: refused the server: %s", why);
+	h2_conn_fail(c, msg);
+	return true;
+}
+
 void h2_client_tls_up(struct h2_conn *c)
 {
 	uv_timer_stop(&c->timer);
@@ -444,6 +459,10 @@ void h2_client_tls_up(struct h2_conn *c)
 	/* Send what queued while connecting, oldest first. */
 	struct h2_chan *ch = c->ch;
 	struct h2_call *last = ch->calls;
+	char msg[400];
+	for (struct h2_call *call = ch->calls; call; call = call->next)
+		if (call->stream_id == 0 && server_refused(c, call->service, msg, sizeof(msg)))
+			return;
 	while (last && last->next)
 		last = last->next;
 	for (struct h2_call *call = last, *prev; call; call = prev) {
@@ -506,6 +525,7 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 	call->cb = a->cb;
 	call->ud = a->ud;
 	call->out = a->svc->methods[a->method].output;
+	call->service = a->svc->name;
 	call->timeout_ms = a->timeout_ms;
 	call->grpc_status = -1;
 	h2_body_init(&call->body, a->req, &a->payload);
@@ -522,6 +542,12 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 		why = "cannot start connecting";
 		if (!(c = chan_connect(ch)))
 			goto fail_call;
+	}
+	char refused[400];
+	if (c->sess && c->tls_up && server_refused(c, call->service, refused, sizeof(refused))) {
+		why = refused;
+		status = RPC_UNAVAILABLE;
+		goto fail_call;
 	}
 	if (c->sess && call_submit(c, call)) {
 		why = "cannot submit request";

@@ -69,6 +69,8 @@ struct h2_conn {
 	char *tls_wbuf;                /* ciphertext being written */
 	size_t tls_wcap;
 	char peer[64];                 /* server: the peer's address, for logs */
+	uint32_t admit_slot;           /* server: rpc_admit's slot (UINT32_MAX: none) */
+	bool admitted;                 /* server: conn_close is owed */
 	/* Server with TLS: who the peer's certificate says it is (roles, node
 	 * id: common/rpc_authz.h); every call is checked against it. */
 	struct rpc_ident tls_peer;
@@ -102,6 +104,7 @@ struct h2_call {
 	rpc_call_cb cb;
 	void *ud;
 	const ProtobufCMessageDescriptor *out;
+	const char *service;           /* its descriptor's name (server role check) */
 	struct rpc_dl dl;
 	uint32_t timeout_ms;
 	struct h2_body body;

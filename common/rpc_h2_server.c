@@ -7,6 +7,8 @@
  */
 #include "common/rpc_h2_int.h"
 
+#include "common/peer_addr.h"
+
 /* ------------------------------------------------------------ server */
 
 static void sreq_free(struct h2_sreq *r)
@@ -151,6 +153,7 @@ static int sv_on_begin(nghttp2_session *s, const nghttp2_frame *f, void *ud)
 	r->conn = c;
 	r->stream_id = f->hd.stream_id;
 	r->stream_open = true;
+	r->base.admit_slot = c->admit_slot;
 	grpc_parser_init(&r->parser, srv->opts.max_message_bytes, 2);
 	rpc_server_ref(srv);
 	DLIST_ADD(c->sstreams, r, sprev, snext);
@@ -199,14 +202,32 @@ static int sv_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8
 	return 0;
 }
 
+/* Issue 16: the server's admission hook for one call (its headers are
+ * in). True when it may go on; else it was answered RESOURCE_EXHAUSTED. */
+static bool admit_call(struct h2_conn *c, struct h2_sreq *r)
+{
+	const struct rpc_admit *a = c->srv->opts.admit;
+	if (!a || !a->call || a->call(a->ud, c->admit_slot))
+		return true;
+	sreq_reject(r, RPC_RESOURCE_EXHAUSTED, "SlowDown: too many calls from this address "
+		    "(--rate-per-addr)");
+	return false;
+}
+
 static int sv_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *ud)
 {
 	struct h2_conn *c = ud;
-	if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
-	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+	if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
+		return 0;
+	if (f->hd.type == NGHTTP2_DATA && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
 	struct h2_sreq *r = stream_sreq(s, f->hd.stream_id);
 	if (!r)
+		return 0;
+	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST &&
+	    !admit_call(c, r))
+		return 0;   /* refused before its body is kept */
+	if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
 	if (!r->base.m) {
 		sreq_reject(r, RPC_UNIMPLEMENTED, "unknown method");
@@ -251,6 +272,31 @@ void h2_server_conn_lost(struct h2_conn *c)
 	}
 	DLIST_DEL(c->hs->conns, c, prev, next);
 	c->hs = NULL;
+	const struct rpc_admit *a = c->srv->opts.admit;
+	if (c->admitted && a->conn_close)
+		a->conn_close(a->ud, c->admit_slot);
+	c->admitted = false;
+}
+
+/* Issue 16: the server's admission hook for a new connection. True when
+ * it may stay; else it was failed (closed before any TLS work). */
+static bool admit_conn(struct h2_conn *c)
+{
+	const struct rpc_admit *a = c->srv->opts.admit;
+	c->admit_slot = UINT32_MAX;
+	if (!a || !a->conn_open)
+		return true;
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	uint8_t addr[16] = { 0 };
+	if (!uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
+		peer_addr_bin(&ss, addr);
+	if (!a->conn_open(a->ud, addr, &c->admit_slot)) {
+		h2_conn_fail(c, "refused: too many connections from this address");
+		return false;
+	}
+	c->admitted = true;
+	return true;
 }
 
 static nghttp2_session_callbacks *make_callbacks(void)
@@ -283,6 +329,8 @@ static void on_connection(uv_stream_t *l, int status)
 		h2_conn_fail(c, "accept failed");
 		return;
 	}
+	if (!admit_conn(c))
+		return;
 	struct rpc_tls *tls = hs->srv->opts.tls ? hs->srv->opts.tls : rpc_tls_default();
 	if (tls) {
 		int rc = h2_tls_start(c, tls);

@@ -300,6 +300,7 @@ struct rpc_req {
 	uint64_t deadline_ms;
 	uint64_t t0_ns;              /* dispatched (server opts.log_calls only) */
 	const struct rpc_ident *ident; /* the TLS peer (common/rpc_authz.h); NULL: none */
+	uint32_t admit_slot;         /* rpc_req_admit_slot; set by the transport */
 };
 
 /* Unpack msg bytes for r->m and run the handler, or answer UNIMPLEMENTED

@@ -517,6 +517,7 @@ static void srv_arrive(struct loop_work *w)
 	r->id = lc->id;
 	r->payload = lc->payload;
 	r->in_memory = true;
+	r->admit_slot = UINT32_MAX;   /* in process: no admission */
 	lc->payload.buf = NULL;
 	rpc_server_ref(srv);
 	lc->snext = ls->live;

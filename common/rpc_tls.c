@@ -19,11 +19,16 @@
 #include "common/rpc_tls.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include "common/log.h"
@@ -40,6 +45,13 @@ struct rpc_tls {
 	struct tls_server *rsrv, *rcli;   /* Raft's port: iolake-raft */
 	char *ca, *cert, *key, *crl;
 	bool legacy;                      /* --rpc-tls-legacy-any-role */
+	/* The CRL's watch (rpc_tls_crl_poll): the file as last loaded and
+	 * its nextUpdate; crl_mu serialises polls from several loops. */
+	pthread_mutex_t crl_mu;
+	struct timespec crl_mtime;
+	off_t crl_size;
+	atomic_int_fast64_t crl_next;     /* nextUpdate, Unix seconds; 0: none */
+	atomic_uint_fast64_t crl_polled_ms, crl_warned_ms;
 };
 
 static struct rpc_tls *g_default;
@@ -47,7 +59,7 @@ static struct rpc_tls *g_default;
 static struct {
 	atomic_uint_fast64_t server_handshakes, client_handshakes, refused_plaintext,
 		refused_handshake, client_failures, reloads, reload_failures, refused_role,
-		dropped_revoked;
+		dropped_revoked, server_role_refused;
 	atomic_uint_fast64_t raft_server_handshakes, raft_client_handshakes,
 		raft_refused[RPC_TLS_RAFT_COUNT], raft_client_failures[RPC_TLS_RAFT_COUNT],
 		raft_dropped_revoked;
@@ -73,6 +85,98 @@ static struct tls_server **ctx_slot(struct rpc_tls *t, int i, bool *client, bool
 	return slots[i];
 }
 
+/* ------------------------------------------------------------ the CRL's watch */
+
+/* The CRL file's nextUpdate (Unix seconds), 0 when it has none or cannot
+ * be read (the load that just worked read it: a race with a writer). */
+static int64_t crl_file_next_update(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return 0;
+	X509_CRL *crl = PEM_read_X509_CRL(f, NULL, NULL, NULL);
+	fclose(f);
+	const ASN1_TIME *next = crl ? X509_CRL_get0_nextUpdate(crl) : NULL;
+	struct tm tm;
+	int64_t v = next && ASN1_TIME_to_tm(next, &tm) == 1 ? (int64_t)timegm(&tm) : 0;
+	X509_CRL_free(crl);
+	ERR_clear_error();
+	return v;
+}
+
+/* Remember the CRL file's mtime and size (so a file that failed to load
+ * is not tried again until it changes). */
+static void crl_note_file(struct rpc_tls *t)
+{
+	struct stat st;
+	pthread_mutex_lock(&t->crl_mu);
+	if (stat(t->crl, &st) == 0) {
+		t->crl_mtime = st.st_mtim;
+		t->crl_size = st.st_size;
+	}
+	pthread_mutex_unlock(&t->crl_mu);
+}
+
+/* The CRL was (re)loaded: its file and its nextUpdate. */
+static void crl_note(struct rpc_tls *t)
+{
+	if (!t->crl)
+		return;
+	crl_note_file(t);
+	atomic_store(&t->crl_next, crl_file_next_update(t->crl));
+	atomic_store(&t->crl_warned_ms, 0);   /* a new file: warn again at once */
+}
+
+static bool crl_changed(struct rpc_tls *t)
+{
+	struct stat st;
+	if (stat(t->crl, &st) != 0)
+		return false;   /* gone or renamed over right now: keep the loaded one */
+	pthread_mutex_lock(&t->crl_mu);
+	bool ch = st.st_mtim.tv_sec != t->crl_mtime.tv_sec ||
+		  st.st_mtim.tv_nsec != t->crl_mtime.tv_nsec || st.st_size != t->crl_size;
+	pthread_mutex_unlock(&t->crl_mu);
+	return ch;
+}
+
+static int reload_logged(struct rpc_tls *t, const char *why);
+
+int rpc_tls_crl_poll(struct rpc_tls *t, bool force)
+{
+	if (!t || !t->crl)
+		return 0;
+	uint64_t now_ms = loop_now_ms(), last = atomic_load(&t->crl_polled_ms);
+	if (!force && last && now_ms - last < RPC_TLS_CRL_POLL_MS)
+		return rpc_tls_crl_expired(t);
+	if (!force && !atomic_compare_exchange_strong(&t->crl_polled_ms, &last, now_ms ? now_ms : 1))
+		return rpc_tls_crl_expired(t);   /* another loop polls right now */
+	atomic_store(&t->crl_polled_ms, now_ms ? now_ms : 1);
+	if (crl_changed(t) && reload_logged(t, "the CRL file changed"))
+		crl_note_file(t);   /* logged; tried again when the file changes again */
+	int expired = rpc_tls_crl_expired(t);
+	uint64_t warned = atomic_load(&t->crl_warned_ms);
+	if (expired && (!warned || now_ms - warned >= RPC_TLS_CRL_WARN_MS) &&
+	    atomic_compare_exchange_strong(&t->crl_warned_ms, &warned, now_ms ? now_ms : 1)) {
+		int64_t next = atomic_load(&t->crl_next);
+		LOG_WARN("rpc-tls: the CRL is past its nextUpdate: its revocations still apply and "
+			 "handshakes are not failed for its age (fail-open); re-sign it (iolake-admin "
+			 "ca crl) and copy it to every node", "crl=%s next_update=%lld expired_s=%lld",
+			 LOG_Q(t->crl), (long long)next, (long long)(time(NULL) - next));
+	}
+	return expired;
+}
+
+int rpc_tls_crl_expired(const struct rpc_tls *t)
+{
+	int64_t next = t && t->crl ? atomic_load(&t->crl_next) : 0;
+	return next && time(NULL) > next;
+}
+
+int64_t rpc_tls_crl_next_update(const struct rpc_tls *t)
+{
+	return t && t->crl ? atomic_load(&t->crl_next) : 0;
+}
+
 int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, size_t err_len)
 {
 	if (!f->ca || !f->cert != !f->key) {
@@ -87,6 +191,7 @@ int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, 
 	t->key = f->key ? strdup(f->key) : NULL;
 	t->crl = f->crl ? strdup(f->crl) : NULL;
 	t->legacy = f->legacy_any_role;
+	pthread_mutex_init(&t->crl_mu, NULL);
 	int rc = -ENOMEM;
 	if (!t->ca || !t->cert != !f->cert || !t->key != !f->key || !t->crl != !f->crl)
 		goto fail;
@@ -100,6 +205,7 @@ int rpc_tls_new(const struct rpc_tls_files *f, struct rpc_tls **out, char *err, 
 		if ((rc = tls_ctx_new(&c, slot, err, err_len)))
 			goto fail;
 	}
+	crl_note(t);
 	*out = t;
 	return 0;
 fail:
@@ -125,6 +231,8 @@ int rpc_tls_reload(struct rpc_tls *t, char *err, size_t err_len)
 		rc = tls_ctx_reload(*slot, &c, err, err_len);
 	}
 	atomic_fetch_add(rc ? &g_st.reload_failures : &g_st.reloads, 1);
+	if (!rc)
+		crl_note(t);
 	return rc;
 }
 
@@ -136,6 +244,7 @@ void rpc_tls_free(struct rpc_tls *t)
 	tls_server_free(t->cli);
 	tls_server_free(t->rsrv);
 	tls_server_free(t->rcli);
+	pthread_mutex_destroy(&t->crl_mu);
 	free(t->crl);
 	free(t->ca);
 	free(t->cert);
@@ -180,23 +289,31 @@ int rpc_tls_setup(const struct rpc_tls_files *f, char *err, size_t err_len)
 			 "issue a new one with iolake-admin ca issue --role", "cert=%s",
 			 LOG_Q(f->cert));
 	rpc_tls_set_default(t);
+	rpc_tls_crl_poll(t, true);   /* warns now when the CRL is already stale */
+	return 0;
+}
+
+/* Reload t and log the outcome. 0, or -EINVAL (the old files stay). */
+static int reload_logged(struct rpc_tls *t, const char *why)
+{
+	char err[512];
+	if (rpc_tls_reload(t, err, sizeof(err))) {
+		LOG_ERROR("rpc-tls: reload failed; the old certificate stays", "why=%s err=%s",
+			  LOG_Q(why), LOG_Q(err));
+		return -EINVAL;
+	}
+	char serial[80];
+	tls_server_serial(t->cli, serial, sizeof(serial));
+	LOG_INFO("rpc-tls: certificate reloaded", "why=%s cert=%s serial=%s crl=%s "
+		 "crl_next_update=%lld", LOG_Q(why), LOG_Q(t->cert), serial,
+		 LOG_Q(t->crl ? t->crl : ""), (long long)rpc_tls_crl_next_update(t));
 	return 0;
 }
 
 void rpc_tls_reload_default(void)
 {
-	struct rpc_tls *t = g_default;
-	if (!t)
-		return;
-	char err[512];
-	if (rpc_tls_reload(t, err, sizeof(err))) {
-		LOG_ERROR("rpc-tls: reload failed; the old certificate stays", "err=%s", LOG_Q(err));
-		return;
-	}
-	char serial[80];
-	tls_server_serial(t->cli, serial, sizeof(serial));
-	LOG_INFO("rpc-tls: certificate reloaded", "cert=%s serial=%s crl=%s", LOG_Q(t->cert),
-		 serial, LOG_Q(t->crl ? t->crl : ""));
+	if (g_default)
+		reload_logged(g_default, "SIGHUP");
 }
 
 /* ------------------------------------------------------------ connections */
@@ -205,6 +322,7 @@ struct tls_conn *rpc_tls_conn_new(struct rpc_tls *t, bool server)
 {
 	if (server && !t->srv)
 		return NULL; /* a client-only identity */
+	rpc_tls_crl_poll(t, false);   /* a new CRL file is read before this handshake */
 	return tls_conn_new(server ? t->srv : t->cli);
 }
 
@@ -279,6 +397,7 @@ struct tls_conn *rpc_tls_raft_conn_new(struct rpc_tls *t, bool server)
 {
 	if (server && !t->rsrv)
 		return NULL;
+	rpc_tls_crl_poll(t, false);
 	return tls_conn_new(server ? t->rsrv : t->rcli);
 }
 
@@ -357,7 +476,7 @@ static bool limit_pass(struct limiter *l, uint64_t *dropped)
 }
 
 static struct limiter lim_plain, lim_hs, lim_client, lim_role, lim_raft[RPC_TLS_RAFT_COUNT],
-	lim_raft_client;
+	lim_raft_client, lim_srv_role;
 
 void rpc_tls_raft_refused(bool server, enum rpc_tls_raft_refusal kind, const char *peer,
 			  const char *why)
@@ -408,6 +527,15 @@ void rpc_tls_refused(enum rpc_tls_refusal kind, const char *peer, const char *wh
 			 "not_logged=%llu", LOG_Q(peer), LOG_Q(why), (unsigned long long)dropped);
 }
 
+void rpc_tls_server_role_refused(const char *target, const char *why)
+{
+	uint64_t dropped;
+	atomic_fetch_add(&g_st.server_role_refused, 1);
+	if (limit_pass(&lim_srv_role, &dropped))
+		LOG_WARN("rpc-tls: refused a server: certificate role", "target=%s why=%s "
+			 "not_logged=%llu", LOG_Q(target), LOG_Q(why), (unsigned long long)dropped);
+}
+
 void rpc_tls_client_failed(const char *target, const char *why)
 {
 	uint64_t dropped;
@@ -430,6 +558,7 @@ void rpc_tls_stats(struct rpc_tls_stats *o)
 	o->reload_failures = atomic_load(&g_st.reload_failures);
 	o->refused_role = atomic_load(&g_st.refused_role);
 	o->dropped_revoked = atomic_load(&g_st.dropped_revoked);
+	o->server_role_refused = atomic_load(&g_st.server_role_refused);
 }
 
 #define TLS_STAT(f)                                   \
@@ -450,6 +579,22 @@ TLS_STAT(dropped_revoked)
 TLS_STAT(raft_server_handshakes)
 TLS_STAT(raft_client_handshakes)
 TLS_STAT(raft_dropped_revoked)
+TLS_STAT(server_role_refused)
+
+/* The process default's CRL, polled at each scrape too (a node that opens
+ * no connection still notices a new file and reports the age). */
+static double m_crl_expired(void *arg)
+{
+	(void)arg;
+	return (double)rpc_tls_crl_poll(g_default, false);
+}
+
+static double m_crl_next_update(void *arg)
+{
+	(void)arg;
+	int64_t next = rpc_tls_crl_next_update(g_default);
+	return next ? (double)(next - (int64_t)time(NULL)) : 0;
+}
 
 static double m_authz_denied(void *arg)
 {
@@ -503,6 +648,13 @@ int rpc_tls_register_metrics(struct metrics_registry *reg)
 		  "CRL revoked the peer", NULL, m_dropped_revoked },
 		{ "iolake_rpc_authz_denied", "RPC calls refused by the caller's certificate role "
 		  "(common/rpc_authz.c)", NULL, m_authz_denied },
+		{ "iolake_rpc_tls_server_role_refused", "RPC connections a client refused: the "
+		  "server's certificate lacks the role serving the called service", NULL,
+		  m_server_role_refused },
+		{ "iolake_rpc_tls_crl_expired", "1 when the CRL (--rpc-tls-crl) is past its "
+		  "nextUpdate (still enforced; re-sign it), else 0", NULL, m_crl_expired },
+		{ "iolake_rpc_tls_crl_next_update_seconds", "seconds until the CRL's nextUpdate "
+		  "(negative: past; 0: no CRL)", NULL, m_crl_next_update },
 		{ "iolake_raft_tls_handshakes", "Raft mutual-TLS handshakes completed", srv,
 		  m_raft_server_handshakes },
 		{ "iolake_raft_tls_handshakes", "Raft mutual-TLS handshakes completed", cli,

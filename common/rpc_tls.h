@@ -24,7 +24,8 @@
  * the role table. There is no name check (targets are numeric addresses).
  *
  * Revocation: --rpc-tls-crl FILE (iolake-admin ca revoke / ca crl) is
- * checked at every handshake; reload (SIGHUP) reads the four files again:
+ * checked at every handshake; reload (SIGHUP, or the CRL file changing:
+ * rpc_tls_crl_poll) reads the four files again:
  * new connections use them, open ones keep theirs except that a
  * connection whose peer the new CRL lists is dropped at its next bytes
  * (servers also refuse its calls at once); a file that fails to load
@@ -101,6 +102,29 @@ int rpc_tls_setup(const struct rpc_tls_files *f, char *err, size_t err_len);
 /* SIGHUP: reload the process default, log the outcome; no-op without. */
 void rpc_tls_reload_default(void);
 
+/*
+ * The CRL's watch (issue 16). A CRL past its nextUpdate stays in force
+ * (what it revokes stays refused) and does not fail handshakes: fail-open,
+ * reported — a warning at most once per RPC_TLS_CRL_WARN_MS and the
+ * gauges iolake_rpc_tls_crl_expired / _crl_next_update_seconds. The file
+ * is re-read when its mtime or size changes, noticed at most every
+ * RPC_TLS_CRL_POLL_MS by a new connection or a scrape of /metrics (and
+ * at once by SIGHUP), so a copied-in CRL needs no signal.
+ */
+#define RPC_TLS_CRL_POLL_MS 5000
+#define RPC_TLS_CRL_WARN_MS 3600000
+
+/* Check t's CRL file (force: now, else at most every RPC_TLS_CRL_POLL_MS):
+ * reload t when it changed, warn when expired. Returns 1 when the loaded
+ * CRL is past its nextUpdate, else 0 (and for NULL / no CRL). Any thread. */
+int rpc_tls_crl_poll(struct rpc_tls *t, bool force);
+
+/* 1 when t's loaded CRL is past its nextUpdate, else 0. */
+int rpc_tls_crl_expired(const struct rpc_tls *t);
+
+/* Its nextUpdate in Unix seconds; 0 without a CRL or a nextUpdate. */
+int64_t rpc_tls_crl_next_update(const struct rpc_tls *t);
+
 struct rpc_tls_stats {
 	uint64_t server_handshakes, client_handshakes;  /* completed */
 	uint64_t refused_plaintext;   /* server: the peer did not speak TLS */
@@ -109,6 +133,7 @@ struct rpc_tls_stats {
 	uint64_t reloads, reload_failures;
 	uint64_t refused_role;        /* server: a certificate without a (valid) role */
 	uint64_t dropped_revoked;     /* open connections dropped when a reload revoked the peer */
+	uint64_t server_role_refused; /* client: the server's certificate lacks the service's role */
 };
 
 /* Process-wide counters (any thread). */
@@ -186,6 +211,10 @@ enum rpc_tls_refusal { RPC_TLS_REFUSED_PLAINTEXT, RPC_TLS_REFUSED_HANDSHAKE, RPC
 
 /* A server refused peer (its "addr:port"): count, log (rate-limited). */
 void rpc_tls_refused(enum rpc_tls_refusal kind, const char *peer, const char *why);
+
+/* A client refused its server target: the certificate lacks the role
+ * serving the service called, or has none (rpc_authz_server_check). */
+void rpc_tls_server_role_refused(const char *target, const char *why);
 
 /* A client's connection to target failed in TLS: count, log (rate-limited). */
 void rpc_tls_client_failed(const char *target, const char *why);

@@ -106,6 +106,18 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_OK;
 }
 
+/* A stale CRL (past its nextUpdate) is still the newest list the operator
+ * gave: its revocations apply, its age does not fail the handshake
+ * (docs/security.md, "Revocation": fail-open, reported by rpc_tls). */
+static int verify_crl_stale_ok(int ok, X509_STORE_CTX *x)
+{
+	if (!ok && X509_STORE_CTX_get_error(x) == X509_V_ERR_CRL_HAS_EXPIRED) {
+		X509_STORE_CTX_set_error(x, X509_V_OK);
+		return 1;
+	}
+	return ok;
+}
+
 /* The CRL of cfg->crl_file (PEM, signed by the CA) into ctx's store, with
  * CRL checking on for the peer's certificate; a reference in *out. */
 static int load_crl(SSL_CTX *ctx, const char *file, X509_CRL **out, char *err, size_t cap)
@@ -190,7 +202,7 @@ static SSL_CTX *make_ctx(struct tls_server *ts, const struct tls_cfg *cfg, X509_
 			if (names)
 				SSL_CTX_set_client_CA_list(ctx, names);
 		}
-		SSL_CTX_set_verify(ctx, mode, NULL);
+		SSL_CTX_set_verify(ctx, mode, cfg->crl_file ? verify_crl_stale_ok : NULL);
 		if (cfg->crl_file && load_crl(ctx, cfg->crl_file, crl, err, cap))
 			goto fail;
 	}

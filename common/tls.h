@@ -55,7 +55,10 @@ struct tls_cfg {
 	const char *sid_ctx;               /* session id context; NULL: "iolake-s3" */
 	bool no_tickets;                   /* server: send no TLS 1.3 session tickets */
 	const char *crl_file;              /* PEM CRL from the CA (with ca_file): a peer
-					    * certificate it lists is refused */
+					    * certificate it lists is refused; one past its
+					    * nextUpdate still refuses what it lists and
+					    * does not fail handshakes (fail-open: the
+					    * caller watches and reports its age) */
 };
 
 /* A context from cfg. 0 and *out, or -EINVAL with err set, -ENOMEM. */

@@ -2,7 +2,7 @@
  * gw_front.h — the S3 port's front door as the binaries configure it:
  * the flags for TLS (--tls-cert, --tls-key) and the limits before
  * authentication (--max-conns-per-addr, --rate-per-addr, --rate-burst,
- * --min-body-rate) and after it (--rate-per-user, --bytes-per-user),
+ * --min-body-rate; the first three apply to the native port too) and after it (--rate-per-user, --bytes-per-user),
  * shared by iolake-gw and iolake-aio so both take the
  * same flags with the same defaults, and the SIGHUP certificate reload.
  *
@@ -51,11 +51,13 @@ struct gw_front {
 	  .help = "the PEM private key of --tls-cert" },                                       \
 	{ .name = "max-conns-per-addr", .type = FLAG_INT64, .dst = &(f).max_conns_per_addr,   \
 	  .min = 0, .max = 1 << 20,                                                            \
-	  .help = "open S3 connections per client address; more are closed (0: no cap)" },    \
+	  .help = "open connections per client address, on the S3 port and (a table of its "   \
+		  "own) the native port; more are closed (0: no cap)" },                       \
 	{ .name = "rate-per-addr", .type = FLAG_INT64, .dst = &(f).rate_per_addr, .min = 0,   \
 	  .max = 1 << 24,                                                                      \
-	  .help = "S3 requests per second per client address, before authentication; "        \
-		  "more are answered 503 SlowDown (0: no limit)" },                            \
+	  .help = "requests per second per client address not signed by a user (anonymous, "  \
+		  "bad or unknown signatures), S3 and native ports; more are answered SlowDown "  \
+		  "(0: no limit)" },                                                           \
 	{ .name = "rate-burst", .type = FLAG_INT64, .dst = &(f).rate_burst, .min = 0,         \
 	  .max = 1 << 26, .help = "requests a client address may send at once (its bucket)" }, \
 	{ .name = "min-body-rate", .type = FLAG_SIZE, .dst = &(f).min_body_rate,              \

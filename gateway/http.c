@@ -310,6 +310,17 @@ void http_resume(struct http_stream *s)
 	conn_kick(c);
 }
 
+void http_stream_authenticated(struct http_stream *s)
+{
+	struct conn *c = s->c;
+	struct http_server *srv = c->srv;
+	if (!srv->limit)
+		return;
+	limit_lock(srv);
+	http_limit_refund(srv->limit, c->limit_slot);
+	limit_unlock(srv);
+}
+
 /* ------------------------------------------------------------ parser events */
 
 static void ev_head(void *ud, struct http_request *req)

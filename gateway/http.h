@@ -183,6 +183,11 @@ const char *http_stream_request_id(const struct http_stream *s);
 const char *http_stream_peer_addr(const struct http_stream *s);
 bool http_stream_is_tls(const struct http_stream *s);
 
+/* The request's signature verified as a user's: the per-address rate
+ * limit gives back the token it took (http_limit_refund), so only
+ * requests no user vouches for count against --rate-per-addr. */
+void http_stream_authenticated(struct http_stream *s);
+
 /* Replace the request id the server generated (at most 63 chars); it is
  * sent in the request-id header of the response. */
 void http_stream_set_request_id(struct http_stream *s, const char *id);

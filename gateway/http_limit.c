@@ -166,6 +166,18 @@ bool http_limit_request(struct http_limit *l, uint32_t slot, uint64_t now_ns)
 	return true;
 }
 
+void http_limit_refund(struct http_limit *l, uint32_t slot)
+{
+	if (!l->cfg.rate || slot >= HTTP_LIMIT_SLOTS)
+		return;
+	struct entry *e = &l->e[slot];
+	if (!e->used || !e->conns)
+		return;
+	uint64_t cap = (uint64_t)l->cfg.burst * MILLI;
+	e->tokens_m = e->tokens_m + MILLI > cap ? cap : e->tokens_m + MILLI;
+	l->st.refunds++;
+}
+
 void http_limit_stats(const struct http_limit *l, struct http_limit_stats *out)
 {
 	*out = l->st;

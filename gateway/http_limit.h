@@ -36,6 +36,7 @@ struct http_limit_cfg {
 struct http_limit_stats {
 	uint64_t conns_refused;     /* connections over max_conns */
 	uint64_t requests_refused;  /* requests without a token */
+	uint64_t refunds;           /* tokens given back by authenticated requests */
 	uint64_t evictions;
 	uint64_t untracked;         /* addresses the table could not hold */
 	uint32_t entries;           /* in use now */
@@ -60,6 +61,16 @@ void http_limit_conn_close(struct http_limit *l, uint32_t slot);
 /* A request on a connection admitted with slot: true when a token was
  * taken (or there is no rate limit / no slot), false: refuse it. */
 bool http_limit_request(struct http_limit *l, uint32_t slot, uint64_t now_ns);
+
+/* A request http_limit_request admitted on slot proved to be signed by a
+ * user (its signature verified): its token goes back. So the rate counts
+ * only requests no user's key vouches for (anonymous ones, bad
+ * signatures, unknown keys, and everything while it is being checked):
+ * an authenticated client never runs its address dry however fast it
+ * goes (per-user limits are --rate-per-user's), a flood does. No-op
+ * without a rate, for HTTP_LIMIT_NONE and for a slot with no connection
+ * left (it may hold another address by now). */
+void http_limit_refund(struct http_limit *l, uint32_t slot);
 
 void http_limit_stats(const struct http_limit *l, struct http_limit_stats *out);
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "common/loop.h"
+#include "common/peer_addr.h"
 #include "gateway/http_int.h"
 #include "common/tls.h"
 
@@ -324,12 +325,10 @@ void conn_peer_name(struct conn *c)
 	memset(c->peer_bin, 0, sizeof(c->peer_bin));
 	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
 		return;
+	peer_addr_bin(&ss, c->peer_bin);
 	if (ss.ss_family == AF_INET) {
-		c->peer_bin[10] = c->peer_bin[11] = 0xff;
-		memcpy(c->peer_bin + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
 		uv_ip4_name((struct sockaddr_in *)&ss, c->peer, sizeof(c->peer));
 	} else if (ss.ss_family == AF_INET6) {
-		memcpy(c->peer_bin, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
 		uv_ip6_name((struct sockaddr_in6 *)&ss, c->peer, sizeof(c->peer));
 		if (!strncmp(c->peer, "::ffff:", 7) && strchr(c->peer + 7, '.'))
 			memmove(c->peer, c->peer + 7, strlen(c->peer + 7) + 1);

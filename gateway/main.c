@@ -360,7 +360,7 @@ int main(int argc, char **argv)
 	}
 	if (f_native_listen) {
 		/* One native listener, on loop 0 (its calls use loop 0's ops). */
-		struct native_cfg nc = { .listen = f_native_listen };
+		struct native_cfg nc = { .listen = f_native_listen, .limit = sc->http.limit };
 		loop_thread_call(gw_loops_thread(loops, 0), native_start_fn, &nc);
 		if (native_rc) {
 			fprintf(stderr, "%s: flag --native-listen %s: %s\n", PROG, f_native_listen,

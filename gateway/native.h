@@ -13,12 +13,16 @@
 
 #include <uv.h>
 
+#include "gateway/http_limit.h"
+
 struct s3_ops;
 struct native_srv;
 
 struct native_cfg {
 	const char *listen;            /* "host:port" (port 0: any) */
 	uint32_t upload_idle_ms;       /* a PutBegin upload untouched this long is aborted; 0: 60000 */
+	struct http_limit_cfg limit;   /* per address before authentication (the S3
+					* port's flags; gateway/native_limit.h); zero: none */
 };
 
 /* Serve the native protocol for ops on loop. 0 and *out; -EADDRINUSE and

@@ -26,6 +26,7 @@
 #include "common/proto/native_methods.h"
 #include "common/rpc.h"
 #include "gateway/native.h"
+#include "gateway/native_limit.h"
 #include "gateway/s3_auth.h"
 #include "gateway/s3_err.h"
 #include "gateway/s3_rq.h"
@@ -41,6 +42,7 @@ struct native_srv {
 	struct s3_ops *o;
 	struct rpc_server *rpc;
 	struct s3_auth *auth;
+	struct native_limit limit;      /* per address, before authentication */
 	uint64_t creds_gen;
 	struct native_upload *uploads;  /* PutBegin's, newest first */
 	unsigned n_uploads;             /* listed; at most NATIVE_UPLOADS_MAX */

@@ -131,6 +131,7 @@ static void on_auth(struct s3_auth_req *ar)
 		native_fail(nc, S3E_AccessDenied, "the native protocol needs a signed request");
 		return;
 	}
+	native_limit_authenticated(&nc->s->limit, nc->r);   /* a user's: not counted per address */
 	switch (res->payload) {
 	case S3_PAYLOAD_UNSIGNED:
 		break;
@@ -269,6 +270,7 @@ H(h_list, NATIVE_M_LIST, native_list_step, Iolake__Native__ListRequest, m->bucke
 
 static void srv_free_now(struct native_srv *s)
 {
+	native_limit_free(&s->limit);
 	s3_auth_free(s->auth);
 	free(s);
 }
@@ -325,6 +327,9 @@ int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cf
 		rc = -EINVAL;
 		goto fail_free;
 	}
+	if (native_limit_init(&s->limit, &cfg->limit, ops->reg))
+		goto fail_free;
+	so.admit = native_limit_admit(&s->limit);
 	if (!(s->auth = s3_auth_new(&ac)))
 		goto fail_free;
 	if (!(s->rpc = rpc_server_new(loop, &so)))
@@ -343,6 +348,7 @@ fail_rpc:
 fail_auth:
 	s3_auth_free(s->auth);
 fail_free:
+	native_limit_free(&s->limit);
 	free(s);
 	return rc;
 }

@@ -232,6 +232,8 @@ static void after_auth(struct s3_call *c)
 		s3_call_error(c, S3E_AccessDenied, "Anonymous access is not allowed");
 		return;
 	}
+	if (!c->auth.res.anonymous)   /* a user's: not counted per address */
+		http_stream_authenticated(c->s);
 	if (c->srv->ulimit && !c->auth.res.anonymous && !user_admit(c))
 		return;
 	s3_op_fn fn = c->srv->cfg.ops[c->req.op];

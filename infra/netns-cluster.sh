@@ -25,7 +25,7 @@ Usage:
                    [--osd-down-after 10s] [--osd-out-after 1h] [--timeout 60]
                    [--osd-flags "--recovery-rate 32M ..."]
                    [--meta-flags "--snapshot-bytes 8M ..."]
-                   [--gw-flags "--rate-per-addr 0 ..."] [--rpc-tls]
+                   [--gw-flags "--rate-per-user 100 ..."] [--rpc-tls]
                    --rpc-tls: mutual TLS on every RPC port: a cluster CA in
                    DIR/ca (iolake-admin ca init), a certificate per node
                    (DIR/nI/node.pem, its IP) and one for iolake-admin

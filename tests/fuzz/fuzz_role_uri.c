@@ -10,7 +10,7 @@
  *   - an accepted one (0) is exactly "iolake:role:R" with R one of the
  *     four names (its bit then set) or "iolake:node:N" with N decimal,
  *     1..2^32-1, no leading zero (node_id then N);
- *   - only -EINVAL otherwise; roles never leave RPC_ROLE_ANY; a refused
+ *   - only -EINVAL otherwise; roles never leave RPC_ROLE_ALL; a refused
  *     URI leaves the identity as it was;
  *   - rpc_roles_format always writes a NUL-terminated string.
  */
@@ -58,7 +58,7 @@ static void check_one(const uint8_t *u, size_t n, struct rpc_ident *id)
 	} else {
 		__builtin_trap();
 	}
-	if (id->roles & ~(unsigned)RPC_ROLE_ANY)
+	if (id->roles & ~(unsigned)RPC_ROLE_ALL)
 		__builtin_trap();
 }
 

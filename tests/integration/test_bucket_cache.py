@@ -97,7 +97,7 @@ def main():
         port = free_port()
         ep = "http://127.0.0.1:%d" % port
         P.start(name, ["iolake-gw", "--s3-listen", "127.0.0.1:%d" % port, "--meta", meta,
-                       "--ec", "2+1", "--gc-interval", "0", "--rate-per-addr", "0"])
+                       "--ec", "2+1", "--gc-interval", "0"])
         wait_for(name + " ready",
                  lambda: urllib.request.urlopen(ep + "/health/ready", timeout=1).status == 200)
         return ep

@@ -31,7 +31,7 @@ RSS_MAX=${CATCHUP_RSS_MAX_MIB:-256}
 
 step "up: 3 nodes x 1 OSD, EC 2+1, snapshots every 64 entries / 1 MiB"
 "$CL" up --dir "$DIR" --build "$B" --prefix "$PFX" --subnet "$SUBNET" --nodes 3 --osds-per-node 1 \
-	--ec 2+1 --osd-size 1G --gw-flags "--rate-per-addr 0" \
+	--ec 2+1 --osd-size 1G \
 	--meta-flags "--snapshot-threshold 64 --snapshot-trailing 16 --snapshot-bytes 1M --meta-cache 64MiB --meta-write-buffer 16MiB" ||
 	fail "up"
 netns_env 3

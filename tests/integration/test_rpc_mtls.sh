@@ -103,7 +103,7 @@ GWPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 # shellcheck disable=SC2046
 # No root credentials for the gateway: meta makes sure of them (a gateway
 # doing it needs the admin role too: docs/security.md).
-env -u IOLAKE_ROOT_ACCESS_KEY -u IOLAKE_ROOT_SECRET_KEY "$B/iolake-gw" --s3-listen "127.0.0.1:$GWPORT" --meta "$META" --ec 2+1 --rate-per-addr 0 \
+env -u IOLAKE_ROOT_ACCESS_KEY -u IOLAKE_ROOT_SECRET_KEY "$B/iolake-gw" --s3-listen "127.0.0.1:$GWPORT" --meta "$META" --ec 2+1 \
 	$(tls gw) >>"$DIR/log-gw" 2>&1 &
 PID["gw"]=$!
 

@@ -6,16 +6,24 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "admin/ca.h"
 #include "common/log.h"
 #include "common/rpc_authz.h"
 #include "common/rpc_tls.h"
+#include "proto/echo.pb-c.h"
+#include "proto/meta.pb-c.h"
+#include "proto/native.pb-c.h"
+#include "proto/osd.pb-c.h"
 
 static int parse(const char *uri, struct rpc_ident *id)
 {
@@ -84,9 +92,21 @@ START_TEST(table)
 	unsigned put = rpc_authz_method_roles(O, "PutShard");
 	ck_assert(rpc_authz_allows(RPC_ROLE_GW, put) && rpc_authz_allows(RPC_ROLE_OSD, put));
 	ck_assert(!rpc_authz_allows(RPC_ROLE_ADMIN, put) && !rpc_authz_allows(RPC_ROLE_META, put));
-	/* Unlisted: open to any role. */
+	/* Unlisted: nobody (deny by default). */
 	ck_assert_uint_eq(rpc_authz_method_roles("iolake.test.Echo", "Echo"), RPC_ROLE_ANY);
-	ck_assert_uint_eq(rpc_authz_method_roles(M, "NoSuchMethod"), RPC_ROLE_ANY);
+	ck_assert_uint_eq(rpc_authz_method_roles(M, "NoSuchMethod"), 0);
+	ck_assert_uint_eq(rpc_authz_method_roles("iolake.x.New", "Put"), 0);
+	ck_assert(!rpc_authz_allows(RPC_ROLE_ANY | RPC_ROLE_USER,
+				    rpc_authz_method_roles(M, "NoSuchMethod")));
+	/* A user's certificate: the native port, nothing of a node's. */
+	ck_assert(rpc_authz_allows(RPC_ROLE_USER,
+				   rpc_authz_method_roles("iolake.native.Native", "Get")));
+	ck_assert(rpc_authz_allows(RPC_ROLE_GW,
+				   rpc_authz_method_roles("iolake.native.Native", "Get")));
+	ck_assert(!rpc_authz_allows(RPC_ROLE_USER, rpc_authz_method_roles(M, "Status")));
+	ck_assert(!rpc_authz_allows(RPC_ROLE_USER, rpc_authz_method_roles(M, "GetAccessKey")));
+	ck_assert(!rpc_authz_allows(RPC_ROLE_USER, rpc_authz_method_roles(O, "GetShard")));
+	ck_assert(!rpc_authz_allows(RPC_ROLE_USER, rpc_authz_op_roles("put_object")));
 	/* Submit ops. */
 	ck_assert(rpc_authz_allows(RPC_ROLE_GW, rpc_authz_op_roles("put_object")));
 	ck_assert(!rpc_authz_allows(RPC_ROLE_OSD, rpc_authz_op_roles("put_object")));
@@ -103,6 +123,101 @@ START_TEST(table)
 		ck_assert_msg(!rpc_authz_allows(RPC_ROLE_GW, need), "%s", admin_ops[i]);
 		ck_assert_msg(!rpc_authz_allows(RPC_ROLE_OSD, need), "%s", admin_ops[i]);
 	}
+}
+END_TEST
+
+/* The services every binary and test serves, from the generated code. */
+static const ProtobufCServiceDescriptor *const all_services[] = {
+	&iolake__meta__meta__descriptor, &iolake__osd__osd__descriptor,
+	&iolake__native__native__descriptor, &iolake__test__echo__descriptor,
+	&iolake__test__nobody__descriptor,
+};
+#define N_SERVICES (sizeof(all_services) / sizeof(all_services[0]))
+
+/* Deny by default needs a row for every method: walk every method of every
+ * generated service; each has roles, and each service a server role. */
+START_TEST(every_method_listed)
+{
+	for (size_t i = 0; i < N_SERVICES; i++) {
+		const ProtobufCServiceDescriptor *d = all_services[i];
+		ck_assert_msg(rpc_authz_server_roles(d->name) != 0,
+			      "service %s has no server role in common/rpc_authz.c", d->name);
+		for (unsigned m = 0; m < d->n_methods; m++)
+			ck_assert_msg(rpc_authz_method_roles(d->name, d->methods[m].name) != 0,
+				      "%s/%s is not in common/rpc_authz.c's role table: every "
+				      "method needs a row (docs/security.md, Node roles)", d->name,
+				      d->methods[m].name);
+	}
+}
+END_TEST
+
+/* The repository's directory, from this file's path (the build passes it
+ * relative to the root, where tests run, or absolute). */
+static void repo_path(const char *rel, char *out, size_t cap)
+{
+	const char *me = __FILE__, *tail = strstr(me, "tests/unit/common/");
+	snprintf(out, cap, "%.*s%s", tail ? (int)(tail - me) : 0, me, rel);
+}
+
+static bool service_known(const char *pkg, const char *name)
+{
+	char full[160];
+	snprintf(full, sizeof(full), "%s.%s", pkg, name);
+	for (size_t i = 0; i < N_SERVICES; i++)
+		if (!strcmp(all_services[i]->name, full))
+			return true;
+	return false;
+}
+
+/* A .proto file's `service` that all_services above does not hold would
+ * escape every_method_listed: read them all. */
+START_TEST(every_service_walked)
+{
+	char dir[PATH_MAX];
+	repo_path("common/proto", dir, sizeof(dir));
+	DIR *dp = opendir(dir);
+	ck_assert_msg(dp != NULL, "cannot open %s", dir);
+	int services = 0;
+	for (struct dirent *e; (e = readdir(dp));) {
+		size_t n = strlen(e->d_name);
+		if (n < 7 || strcmp(e->d_name + n - 6, ".proto"))
+			continue;
+		char path[PATH_MAX + 256], line[512], pkg[128] = "";
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		FILE *f = fopen(path, "r");
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f)) {
+			char name[128];
+			if (sscanf(line, "package %127[A-Za-z0-9_.];", pkg) == 1)
+				continue;
+			if (sscanf(line, "service %127[A-Za-z0-9_]", name) == 1) {
+				services++;
+				ck_assert_msg(service_known(pkg, name), "%s: service %s.%s is not walked "
+					      "by test_rpc_authz (add its descriptor)", e->d_name, pkg,
+					      name);
+			}
+		}
+		fclose(f);
+	}
+	closedir(dp);
+	ck_assert_int_eq(services, (int)N_SERVICES);
+}
+END_TEST
+
+/* What a client wants of its server. */
+START_TEST(server_roles)
+{
+	struct rpc_ident gw = { .roles = RPC_ROLE_GW }, osd = { .roles = RPC_ROLE_OSD };
+	char why[256];
+	ck_assert_int_eq(rpc_authz_server_check(&osd, "iolake.osd.Osd", why, sizeof(why)), 0);
+	ck_assert_int_eq(rpc_authz_server_check(&gw, "iolake.osd.Osd", why, sizeof(why)), -EACCES);
+	ck_assert_msg(strstr(why, "holds roles gw") && strstr(why, "served by osd"), "%s", why);
+	ck_assert_int_eq(rpc_authz_server_check(&osd, "iolake.meta.Meta", why, sizeof(why)),
+			 -EACCES);
+	ck_assert_int_eq(rpc_authz_server_check(&gw, "iolake.native.Native", why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(rpc_authz_server_check(&gw, "iolake.x.Unknown", why, sizeof(why)),
+			 -EACCES);
 }
 END_TEST
 
@@ -144,6 +259,9 @@ int main(void)
 	TCase *tc = tcase_create("rpc_authz");
 	tcase_add_test(tc, uris);
 	tcase_add_test(tc, table);
+	tcase_add_test(tc, every_method_listed);
+	tcase_add_test(tc, every_service_walked);
+	tcase_add_test(tc, server_roles);
 	tcase_add_test(tc, cert_roles);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin/ca.h"
@@ -32,6 +33,7 @@
 #include "common/rpc_authz.h"
 #include "common/rpc_tls.h"
 #include "proto/echo.pb-c.h"
+#include "common/proto/osd_methods.h"
 
 #define SVC_ECHO (&iolake__test__echo__descriptor)
 
@@ -42,15 +44,21 @@ static void path(char *out, size_t cap, const char *name)
 	snprintf(out, cap, "%s/%s", dir, name);
 }
 
-static void issue(const char *ca, const char *name, const char *prefix)
+static void issue_roles(const char *ca, const char *name, const char *prefix, unsigned roles,
+			uint32_t node)
 {
 	char cdir[300], pfx[300], why[256];
 	path(cdir, sizeof(cdir), ca);
 	path(pfx, sizeof(pfx), prefix);
 	static const char *const ips[] = { "127.0.0.1" };
 	struct ca_issue_req r = { .name = name, .ips = ips, .n_ips = 1, .days = 1,
-				  .roles = RPC_ROLE_GW };
+				  .roles = roles, .node_id = node };
 	ck_assert_msg(ca_issue(cdir, &r, pfx, why, sizeof(why)) == 0, "%s", why);
+}
+
+static void issue(const char *ca, const char *name, const char *prefix)
+{
+	issue_roles(ca, name, prefix, RPC_ROLE_GW, 0);
 }
 
 static void make_pki(void)
@@ -122,7 +130,10 @@ static void srv_start(void *arg)
 	static const rpc_handler_fn handlers[] = { h_echo, NULL, NULL };
 	struct rpc_server_opts o = { .tls = s->tls };
 	s->srv = rpc_server_new(&s->lt.loop, &o);
+	static const rpc_handler_fn osd_none[OSD_M_COUNT] = { 0 };   /* UNIMPLEMENTED */
 	s->rc = rpc_server_add_service(s->srv, SVC_ECHO, handlers, s);
+	if (!s->rc)
+		s->rc = rpc_server_add_service(s->srv, OSD_SVC, osd_none, s);
 	if (!s->rc)
 		s->rc = rpc_server_listen(s->srv, "127.0.0.1:0");
 	s->port = rpc_server_port(s->srv);
@@ -170,6 +181,30 @@ static void on_result(void *ud, const struct rpc_result *res)
 		r->payload_len = e->payload_len;
 		r->echoed = res->payload.buf ? res->payload.len : 0;
 	}
+}
+
+/* One call of svc's method with q from a fresh channel with identity tls. */
+static struct result call_svc(struct rpc_tls *tls, int port,
+			      const ProtobufCServiceDescriptor *svc, unsigned method,
+			      const ProtobufCMessage *q)
+{
+	uv_loop_t loop;
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	char target[64];
+	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+	struct rpc_channel_opts o = { .tls = tls, .connect_timeout_ms = 3000 };
+	struct rpc_channel *ch = rpc_channel_open(&loop, target, &o);
+	ck_assert_ptr_nonnull(ch);
+	struct result r = { 0 };
+	struct rpc_call_opts co = { .timeout_ms = 5000 };
+	rpc_call(ch, svc, method, q, NULL, &co, on_result, &r);
+	while (!r.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	rpc_channel_close(ch);
+	while (uv_run(&loop, UV_RUN_DEFAULT) != 0)
+		;
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	return r;
 }
 
 /* One call from a fresh channel with identity tls (NULL: plaintext). */
@@ -437,17 +472,30 @@ START_TEST(legacy_role)
 }
 END_TEST
 
+/* The PKI, a CRL valid days (0: nextUpdate now, passed when this
+ * returns), the server's identity with it, clients cli and cli2. */
+static void crl_pki(unsigned days, char *cdir, size_t cap, struct rpc_tls **st,
+		    struct rpc_tls **ct, struct rpc_tls **ct2)
+{
+	char why[256];
+	make_pki();
+	path(cdir, cap, "ca1");
+	ck_assert_msg(ca_crl(cdir, NULL, days, why, sizeof(why)) == 0, "%s", why);
+	issue("ca1", "other-client", "cli2");
+	if (!days)
+		usleep(1500 * 1000);
+	*st = ident_opts("srv", "ca1/crl.pem", false);
+	*ct = ident("ca1", "cli");
+	*ct2 = ident("ca1", "cli2");
+}
+
 /* ca revoke + --rpc-tls-crl: a revoked client is refused at the handshake
  * once the server reloads the CRL; others still pass. */
 START_TEST(revoked)
 {
-	make_pki();
 	char cdir[300], certf[300], why[256];
-	path(cdir, sizeof(cdir), "ca1");
-	ck_assert_msg(ca_crl(cdir, NULL, 1, why, sizeof(why)) == 0, "%s", why);
-	issue("ca1", "other-client", "cli2");
-	struct rpc_tls *st = ident_opts("srv", "ca1/crl.pem", false);
-	struct rpc_tls *ct = ident("ca1", "cli"), *ct2 = ident("ca1", "cli2");
+	struct rpc_tls *st, *ct, *ct2;
+	crl_pki(1, cdir, sizeof(cdir), &st, &ct, &ct2);
 	struct srv s;
 	srv_up(&s, st);
 	struct result r = call(ct, s.port, 0);
@@ -474,6 +522,116 @@ START_TEST(revoked)
 }
 END_TEST
 
+/* Issue 16: a client refuses a server whose certificate, valid and from
+ * the cluster CA, lacks the role serving the service it calls: an OSD
+ * call to a gateway's certificate fails UNAVAILABLE naming both roles and
+ * is counted; the same call to an OSD's certificate reaches the server. */
+START_TEST(server_role_refused)
+{
+	make_pki();
+	issue_roles("ca1", "osd3", "osd3", RPC_ROLE_OSD, 3);
+	struct rpc_tls *impostor = ident("ca1", "srv"), *osd = ident("ca1", "osd3");
+	struct rpc_tls *ct = ident("ca1", "cli");
+	Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
+	struct rpc_tls_stats a, b;
+	rpc_tls_stats(&a);
+	struct srv s;
+	srv_up(&s, impostor);
+	struct result r = call_svc(ct, s.port, OSD_SVC, OSD_M_STATUS, &q.base);
+	ck_assert_msg(r.status == RPC_UNAVAILABLE, "status %d: %s", r.status, r.message);
+	ck_assert_msg(strstr(r.message, "holds roles gw") &&
+		      strstr(r.message, "iolake.osd.Osd is served by osd"), "%s", r.message);
+	printf("an OSD call to a gateway's certificate: %s\n", r.message);
+	rpc_tls_stats(&b);
+	ck_assert_uint_eq(b.server_role_refused - a.server_role_refused, 1);
+	/* The test service is served by any role: the same server answers it. */
+	srv_down(&s);
+	srv_up(&s, impostor);
+	r = call(ct, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "echo: %d %s", r.status, r.message);
+	srv_down(&s);
+	srv_up(&s, osd);
+	r = call_svc(ct, s.port, OSD_SVC, OSD_M_STATUS, &q.base);
+	ck_assert_msg(r.status == RPC_UNIMPLEMENTED, "osd: %d %s", r.status, r.message);
+	srv_down(&s);
+	rpc_tls_free(impostor);
+	rpc_tls_free(osd);
+	rpc_tls_free(ct);
+	rm_pki();
+}
+END_TEST
+
+/* A role-less server certificate is refused by a client too (unless the
+ * client runs with --rpc-tls-legacy-any-role). */
+START_TEST(server_without_role)
+{
+	make_pki();
+	issue_legacy();
+	struct rpc_tls *old = ident_opts("legacy", NULL, true);   /* the server accepts us */
+	struct rpc_tls *strict = ident_opts("cli", NULL, false), *lax = ident_opts("cli", NULL, true);
+	struct srv s;
+	srv_up(&s, old);
+	struct result r = call(strict, s.port, 0);
+	ck_assert_msg(r.status == RPC_UNAVAILABLE && strstr(r.message, "no iolake role"), "%d %s",
+		      r.status, r.message);
+	srv_down(&s);
+	srv_up(&s, old);
+	r = call(lax, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "legacy client: %d %s", r.status, r.message);
+	srv_down(&s);
+	rpc_tls_free(old);
+	rpc_tls_free(strict);
+	rpc_tls_free(lax);
+	rm_pki();
+}
+END_TEST
+
+/* Issue 16: a CRL past its nextUpdate is fail-open (handshakes go on) and
+ * reported; its revocations still apply; a new CRL file is read without a
+ * SIGHUP (rpc_tls_crl_poll, as a new connection or a scrape runs it). */
+START_TEST(crl_stale_and_watched)
+{
+	char cdir[300], certf[300], why[256];
+	struct rpc_tls *st, *ct, *ct2;
+	crl_pki(0, cdir, sizeof(cdir), &st, &ct, &ct2);   /* stale from the start */
+	ck_assert_int_eq(rpc_tls_crl_poll(st, true), 1);
+	ck_assert_int_eq(rpc_tls_crl_expired(st), 1);
+	ck_assert_int_lt(rpc_tls_crl_next_update(st), (int64_t)time(NULL));
+	ck_assert_int_gt(rpc_tls_crl_next_update(st), 0);
+	struct srv s;
+	srv_up(&s, st);
+	struct result r = call(ct, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "stale CRL, fail-open: %d %s", r.status, r.message);
+	/* Revoke cli (the new CRL is stale too): no reload, no SIGHUP; the
+	 * poll sees the file changed. */
+	path(certf, sizeof(certf), "cli.pem");
+	ck_assert_msg(ca_revoke(cdir, certf, 0, why, sizeof(why)) == 0, "%s", why);
+	struct rpc_tls_stats a, b;
+	rpc_tls_stats(&a);
+	usleep(1100 * 1000);   /* its nextUpdate (now) passes */
+	ck_assert_int_eq(rpc_tls_crl_poll(st, true), 1);
+	rpc_tls_stats(&b);
+	ck_assert_uint_eq(b.reloads - a.reloads, 1);
+	srv_down(&s);
+	srv_up(&s, st);
+	r = call(ct, s.port, 0);
+	ck_assert_msg(r.status != RPC_OK, "revoked by a stale CRL, yet served");
+	srv_down(&s);
+	srv_up(&s, st);
+	r = call(ct2, s.port, 0);
+	ck_assert_msg(r.status == RPC_OK, "not revoked: %d %s", r.status, r.message);
+	/* A fresh CRL: not expired any more. */
+	ck_assert_msg(ca_crl(cdir, NULL, 30, why, sizeof(why)) == 0, "%s", why);
+	ck_assert_int_eq(rpc_tls_crl_poll(st, true), 0);
+	ck_assert_int_gt(rpc_tls_crl_next_update(st), (int64_t)time(NULL) + 29 * 86400);
+	srv_down(&s);
+	rpc_tls_free(st);
+	rpc_tls_free(ct);
+	rpc_tls_free(ct2);
+	rm_pki();
+}
+END_TEST
+
 int main(void)
 {
 	log_set_level(LOG_LEVEL_ERROR);
@@ -487,6 +645,9 @@ int main(void)
 	tcase_add_test(tc, ca_checks);
 	tcase_add_test(tc, legacy_role);
 	tcase_add_test(tc, revoked);
+	tcase_add_test(tc, server_role_refused);
+	tcase_add_test(tc, server_without_role);
+	tcase_add_test(tc, crl_stale_and_watched);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

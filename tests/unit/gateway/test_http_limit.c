@@ -4,7 +4,8 @@
  * the cap, long idle periods), the connection cap (refuse at the cap,
  * admit again after a close), eviction (least recently seen idle entry;
  * never an entry holding connections; untracked when a window is full of
- * those), and "off" settings.
+ * those), refunds (a signed request's token back, never past the burst,
+ * never to a slot without a connection), and "off" settings.
  *
  * Oracles: exact admit/refuse sequences computed from the rate, and the
  * table's counters.
@@ -36,15 +37,22 @@ static int burst(struct http_limit *l, uint32_t slot, uint64_t now, int n)
 	return ok;
 }
 
-START_TEST(test_bucket)
+/* A table of 100/s, burst 50, with one connection from 127.0.0.1 at t. */
+static struct http_limit *one_conn(uint64_t t, uint32_t *slot)
 {
 	struct http_limit_cfg cfg = { .rate = 100, .burst = 50 };
 	struct http_limit *l = http_limit_new(&cfg, 42);
 	uint8_t a[16];
 	v4(a, 0x7f000001);
+	ck_assert(http_limit_conn_open(l, a, t, slot));
+	return l;
+}
+
+START_TEST(test_bucket)
+{
 	uint32_t slot;
 	uint64_t t = 5 * NS;
-	ck_assert(http_limit_conn_open(l, a, t, &slot));
+	struct http_limit *l = one_conn(t, &slot);
 	ck_assert_uint_ne(slot, HTTP_LIMIT_NONE);
 	/* Starts full: the burst, then nothing. */
 	ck_assert_int_eq(burst(l, slot, t, 80), 50);
@@ -77,6 +85,42 @@ START_TEST(test_bucket)
 	http_limit_stats(l, &st);
 	ck_assert_uint_eq(st.entries, 1);
 	ck_assert_uint_gt(st.requests_refused, 1000);
+	http_limit_free(l);
+}
+END_TEST
+
+/* Each admitted request that authenticates gives its token back: a signed
+ * client at 10,000/s against 100/s, burst 50, is never refused (32 in
+ * flight at most); unsigned requests still drain the bucket. */
+START_TEST(test_refund)
+{
+	uint32_t slot;
+	uint64_t t = 5 * NS;
+	struct http_limit *l = one_conn(t, &slot);
+	int ok = 0;
+	for (int i = 0; i < 100000; i++) {
+		uint64_t now = t + (uint64_t)i * (NS / 10000);
+		ok += http_limit_request(l, slot, now);
+		if (i >= 32)
+			http_limit_refund(l, slot);   /* the one admitted 32 earlier verified */
+	}
+	ck_assert_int_eq(ok, 100000);
+	/* Refunds never fill past the burst. */
+	for (int i = 0; i < 1000; i++)
+		http_limit_refund(l, slot);
+	uint64_t now = t + 20 * NS;
+	ck_assert_int_eq(burst(l, slot, now, 80), 50);
+	/* Unsigned ones drain it as before. */
+	ck_assert_int_eq(burst(l, slot, now, 10), 0);
+	struct http_limit_stats st;
+	http_limit_stats(l, &st);
+	ck_assert_uint_eq(st.refunds, 100000 - 32 + 1000);
+	/* No refund to a slot whose connections are gone, nor to NONE. */
+	http_limit_conn_close(l, slot);
+	http_limit_refund(l, slot);
+	http_limit_refund(l, HTTP_LIMIT_NONE);
+	http_limit_stats(l, &st);
+	ck_assert_uint_eq(st.refunds, 100000 - 32 + 1000);
 	http_limit_free(l);
 }
 END_TEST
@@ -209,6 +253,7 @@ int main(void)
 	Suite *s = suite_create("http_limit");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_bucket);
+	tcase_add_test(tc, test_refund);
 	tcase_add_test(tc, test_default_burst_and_off);
 	tcase_add_test(tc, test_conn_cap);
 	tcase_add_test(tc, test_eviction);
