@@ -11,6 +11,14 @@
 # runs one iolake-s3-bench per gateway at once (keys g<N>/<8 digits>,
 # 4 KiB, C in flight each) and sums their PUT ops/s. Figures only.
 #
+# What limits the rate: per run it also prints the CPU the cluster spent
+# per PUT (utime + stime of every process the cluster started, from
+# DIR/pids, over the PUT phase, divided by the PUTs; split meta / gw /
+# osd) and the bench clients' own (/usr/bin/time), and how busy the machine's cores were
+# over the phase (/proc/stat: busy jiffies / all jiffies, and the same as
+# cores' worth), so a CPU-bound machine shows as such; and the gateways'
+# bucket-cache misses per PUT (each one a GetBucket to the root).
+#
 #   bench/ranges_netns.sh BUILD [--objects 3000] [--concurrency 32]
 #                         [--groups 3] [--rounds 2] [--dir /dev/shm]
 # Needs root (network namespaces). Removes what it started (netns-cluster
@@ -65,35 +73,66 @@ EOF
 		$admin range split rbk g2/ >/dev/null
 		$admin range split rbk g3/ >/dev/null
 	fi
-	sleep 6   # leader spread: one transfer per member per second
+	# Leader spread (meta/spread_plan.h): wait up to 30 s for the range
+	# groups' leaders to be distinct members; the row says whether they were.
+	local spread="-"
+	if [ "$g" -gt 0 ]; then
+		for i in $(seq 1 60); do
+			spread=$($admin --json range ls | python3 -c '
+import json, sys
+ls = [x["leader"] for x in json.load(sys.stdin)["group_info"] if x["id"] != 0]
+print("%d/%d" % (len(set(l for l in ls if l != "-")), len(ls)))')
+			[ "${spread%/*}" = "${spread#*/}" ] && break
+			sleep 0.5
+		done
+	fi
 	$admin range ls --bucket rbk | sed 's/^/    /'
 	local pids=()
+	python3 "$HERE/cpu_snap.py" snap "$DIR" >"$DIR/cpu0.json"
 	for i in 1 2 3; do
-		"$B/iolake-s3-bench" --endpoint "http://$SUB.$i:9000" --access-key "$AWS_ACCESS_KEY_ID" \
+		/usr/bin/time -f "%U %S" -o "$DIR/t$i.txt" "$B/iolake-s3-bench" --endpoint "http://$SUB.$i:9000" --access-key "$AWS_ACCESS_KEY_ID" \
 			--secret-key "$AWS_SECRET_ACCESS_KEY" --bucket rbk --prefix "g$i/" --size 4KiB \
 			--objects "$N" --concurrency "$C" --gets 0 --json "$DIR/b$i.json" \
 			>"$DIR/b$i.log" 2>&1 &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
-	python3 - "$g" "$DIR"/b1.json "$DIR"/b2.json "$DIR"/b3.json <<'EOF'
-import json, sys
+	python3 "$HERE/cpu_snap.py" snap "$DIR" >"$DIR/cpu1.json"
+	for i in 1 2 3; do
+		curl -s "http://$SUB.$i:9000/metrics" | grep '^iolake_gw_bucket_cache_' >"$DIR/m$i.txt" || true
+	done
+	python3 - "$g" "$DIR" "$N" "$HERE" "$spread" <<'EOF'
+import json, os, sys
+sys.path.insert(0, sys.argv[4])
+import cpu_snap
+d, n = sys.argv[2], 3 * int(sys.argv[3])
 tot, p50, p99, mx = 0, [], [], []
-for f in sys.argv[2:]:
+for f in ("%s/b%d.json" % (d, i) for i in (1, 2, 3)):
     for p in json.load(open(f))["phases"]:
         if p["name"] == "put":
             tot += p["ops_per_s"]
             l = p["latency_us"]
             p50.append(l["p50"] / 1e3); p99.append(l["p99"] / 1e3); mx.append(l.get("max", 0) / 1e3)
-print("| %s | %.0f | %s | %s | %s |" % (sys.argv[1], tot, "/".join("%.1f" % x for x in p50),
-      "/".join("%.1f" % x for x in p99), "/".join("%.0f" % x for x in mx)), flush=True)
+c = cpu_snap.delta(*(json.load(open("%s/cpu%d.json" % (d, i))) for i in (0, 1)))
+c["cpu_s"]["bench"] = sum(sum(float(x) for x in open("%s/t%d.txt" % (d, i)).read().split()[-2:])
+                          for i in (1, 2, 3))
+us = lambda role: c["cpu_s"].get(role, 0) * 1e6 / n
+miss = 0.0
+for i in (1, 2, 3):
+    for line in open("%s/m%d.txt" % (d, i)):
+        if line.startswith("iolake_gw_bucket_cache_misses_total"):
+            miss += float(line.split()[-1])
+print("| %s | %s | %.0f | %s | %s | %s | %.0f | %.0f / %.0f / %.0f | %.0f | %.0f%% (%.2f of %d) | %.2f |" % (
+      sys.argv[1], sys.argv[5], tot, "/".join("%.1f" % x for x in p50), "/".join("%.1f" % x for x in p99),
+      "/".join("%.0f" % x for x in mx), us("meta") + us("gw") + us("osd"), us("meta"), us("gw"),
+      us("osd"), us("bench"), 100 * c["busy"], c["busy"] * c["cores"], c["cores"], miss / n), flush=True)
 EOF
 	cleanup
 }
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| --range-groups | PUT/s (3 gateways) | p50 ms (each) | p99 ms (each) | max ms (each) |"
-echo "|---:|---:|---|---|---|"
+echo "| --range-groups | range leaders distinct | PUT/s (3 gateways) | p50 ms (each) | p99 ms (each) | max ms (each) | cluster CPU us/PUT | meta / gw / osd us/PUT | bench clients us/PUT | cores busy | GetBucket per PUT |"
+echo "|---:|---|---:|---|---|---|---:|---|---:|---|---:|"
 for r in $(seq 1 "$R"); do
 	if [ $((r % 2)) = 1 ]; then order="0 $G"; else order="$G 0"; fi
 	for g in $order; do one "$g"; done

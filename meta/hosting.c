@@ -30,7 +30,9 @@
  *     that made that directory may not be replayed yet. Removal runs on
  *     the libuv pool.
  *   - At most one leadership transfer per member is in flight, and a group
- *     moves at most once per SPREAD_GROUP_QUIET_MS.
+ *     moves at most once per SPREAD_GROUP_QUIET_MS; which one moves where
+ *     is meta/spread_plan.c's decision (range groups spread by their own
+ *     count, the root after them).
  *
  * Thread: the member's loop (directory removal: the libuv pool).
  * Not here: a group's Raft (group.c); ranges and what a group holds.
@@ -46,6 +48,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "meta/spread_plan.h"
 
 #define RETRY_MS 1000                  /* a group that failed to open: again after */
 
@@ -318,11 +321,9 @@ void hosting_reconcile(struct meta_node *n)
 
 /* ------------------------------------------------------------ leader spread
  * Each member looks after itself: from its own view of who leads each
- * group it hosts, when it leads more than ceil(groups / members) of them,
- * it hands one over (raft_transfer) to the voter of that group leading the
- * fewest, if that voter is in touch with it and stays within the share.
- * Groups >= 1 move first; the root moves only under the same rule (it
- * never makes things worse) and when no other group can. */
+ * group it hosts, it hands one group it leads over (raft_transfer) when
+ * meta/spread_plan.h's rules say so: range groups spread by their own
+ * count, then the root. */
 
 static void on_transfer(struct raft_transfer *req)
 {
@@ -335,39 +336,40 @@ static void on_transfer(struct raft_transfer *req)
 		 (unsigned long long)g->id, (unsigned long long)req->id, (unsigned long long)lid);
 }
 
-/* Index of member id in ids[0..m), or -1. */
-static int member_index(const uint64_t *ids, size_t m, uint64_t id)
-{
-	for (size_t i = 0; i < m; i++)
-		if (ids[i] == id)
-			return (int)i;
-	return -1;
-}
+#define SPREAD_MEMBERS (META_NODE_MAX_PEERS * 2)
 
-/* The voter of g (not self) leading the fewest that this leader heard from
- * within the election timeout, with lead[] + 1 <= share; 0 when none. */
-static uint64_t pick_target(struct meta_group *g, const uint64_t *ids, const unsigned *lead,
-			    size_t m, unsigned share, unsigned mine)
+/* g's voters (not self, not a member leaving) this leader heard from
+ * within the election timeout, into out[0..max). */
+static size_t reachable_voters(struct meta_group *g, uint64_t *out, size_t max)
 {
 	const struct raft_configuration *c = &g->raft.configuration;
-	uint64_t best = 0;
-	unsigned best_lead = 0;
-	for (unsigned i = 0; i < c->n; i++) {
+	size_t k = 0;
+	if (!g->raft.leader_state.progress)
+		return 0;
+	for (unsigned i = 0; i < c->n && k < max; i++) {
 		const struct raft_server *sv = &c->servers[i];
-		if (sv->role != RAFT_VOTER || sv->id == g->n->o.id || sv->id == g->n->members_leaving)
-			continue;
-		int k = member_index(ids, m, sv->id);
-		if (k < 0 || !g->raft.leader_state.progress ||
-		    !g->raft.leader_state.progress[i].recent_recv)
-			continue;
-		if (lead[k] + 1 > share || lead[k] + 1 >= mine)
-			continue;
-		if (!best || lead[k] < best_lead) {
-			best = sv->id;
-			best_lead = lead[k];
-		}
+		if (sv->role == RAFT_VOTER && sv->id != g->n->o.id &&
+		    sv->id != g->n->members_leaving && g->raft.leader_state.progress[i].recent_recv)
+			out[k++] = sv->id;
 	}
-	return best;
+	return k;
+}
+
+static void start_transfer(struct meta_node *n, struct meta_group *g, uint64_t to,
+			   uint64_t now_ms)
+{
+	g->xfer.data = g;
+	int err = raft_transfer(&g->raft, &g->xfer, to, on_transfer);
+	g->xfer_ms = now_ms;
+	if (err) {
+		LOG_WARN("leadership transfer refused", "group=%llu to=%llu err=%s",
+			 (unsigned long long)g->id, (unsigned long long)to, raft_strerror(err));
+		return;
+	}
+	g->xfer_busy = true;
+	n->spread_transfers++;
+	LOG_INFO("leader spread: transferring", "group=%llu to=%llu", (unsigned long long)g->id,
+		 (unsigned long long)to);
 }
 
 void hosting_spread(struct meta_node *n, uint64_t now_ms)
@@ -377,52 +379,33 @@ void hosting_spread(struct meta_node *n, uint64_t now_ms)
 	if (n->closing || !n->root || n->n_groups < 2 || n->members_leaving)
 		return;
 	const struct raft_configuration *rc = &n->root->raft.configuration;
-	uint64_t ids[META_NODE_MAX_PEERS * 2];
-	unsigned lead[META_NODE_MAX_PEERS * 2];
+	uint64_t ids[SPREAD_MEMBERS];
 	size_t m = 0;
-	for (unsigned i = 0; i < rc->n && m < sizeof(ids) / sizeof(ids[0]); i++)
-		if (rc->servers[i].role == RAFT_VOTER) {
-			ids[m] = rc->servers[i].id;
-			lead[m++] = 0;
-		}
-	int self = member_index(ids, m, n->o.id);
-	if (m < 2 || self < 0)
-		return;
+	for (unsigned i = 0; i < rc->n && m < SPREAD_MEMBERS; i++)
+		if (rc->servers[i].role == RAFT_VOTER)
+			ids[m++] = rc->servers[i].id;
+	struct spread_plan_group *v = calloc(n->n_groups, sizeof(*v));
+	uint64_t *reach = calloc(n->n_groups * SPREAD_MEMBERS, sizeof(*reach));
+	if (!v || !reach)
+		goto out;
 	for (size_t i = 0; i < n->n_groups; i++) {
 		struct meta_group *g = n->groups[i];
 		if (g->xfer_busy)
-			return;   /* one at a time */
-		int k = g->leader_id ? member_index(ids, m, g->leader_id) : -1;
-		if (k >= 0)
-			lead[k]++;
+			goto out;   /* one at a time */
+		v[i].id = g->id;
+		v[i].leader = g->leader_id;
+		v[i].movable = group_is_leader(g) &&
+			       !(g->xfer_ms && now_ms - g->xfer_ms < SPREAD_GROUP_QUIET_MS);
+		v[i].reachable = &reach[i * SPREAD_MEMBERS];
+		if (v[i].movable)
+			v[i].n_reachable = reachable_voters(g, &reach[i * SPREAD_MEMBERS],
+							    SPREAD_MEMBERS);
 	}
-	unsigned share = (unsigned)((n->n_groups + m - 1) / m);
-	if (lead[self] <= share)
-		return;
-	/* Groups >= 1 first (the table is sorted by id: the root is [0]). */
-	for (size_t pass = 0; pass < 2; pass++) {
-		for (size_t i = 1; i <= n->n_groups; i++) {
-			struct meta_group *g = n->groups[i % n->n_groups];
-			if ((pass == 0) != (g->id != 0) || !group_is_leader(g) ||
-			    (g->xfer_ms && now_ms - g->xfer_ms < SPREAD_GROUP_QUIET_MS))
-				continue;
-			uint64_t to = pick_target(g, ids, lead, m, share, lead[self]);
-			if (!to)
-				continue;
-			g->xfer.data = g;
-			int err = raft_transfer(&g->raft, &g->xfer, to, on_transfer);
-			g->xfer_ms = now_ms;
-			if (err) {
-				LOG_WARN("leadership transfer refused", "group=%llu to=%llu err=%s",
-					 (unsigned long long)g->id, (unsigned long long)to,
-					 raft_strerror(err));
-				continue;
-			}
-			g->xfer_busy = true;
-			n->spread_transfers++;
-			LOG_INFO("leader spread: transferring", "group=%llu to=%llu leads=%u share=%u",
-				 (unsigned long long)g->id, (unsigned long long)to, lead[self], share);
-			return;
-		}
-	}
+	size_t gi;
+	uint64_t to;
+	if (spread_plan_next(ids, m, n->o.id, v, n->n_groups, &gi, &to))
+		start_transfer(n, n->groups[gi], to, now_ms);
+out:
+	free(v);
+	free(reach);
 }
