@@ -35,6 +35,7 @@
 
 #include "common/err.h"
 #include "meta/state_internal.h"
+#include "meta/wire.h"
 
 #define ENABLED IOLAKE__META__VERSIONING_STATE__VERSIONING_ENABLED
 #define SUSPENDED IOLAKE__META__VERSIONING_STATE__VERSIONING_SUSPENDED
@@ -62,52 +63,15 @@ bool meta_ver_id_parse(const char *id, uint64_t *order)
 	return true;
 }
 
-static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (unsigned sh = 0; sh < 64; sh += 7) {
-		if (*p == end)
-			return false;
-		uint8_t b = *(*p)++;
-		*v |= (uint64_t)(b & 0x7f) << sh;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
 bool meta_ver_is_marker(const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
+	struct meta_wire_field f;
 	while (p < end) {
-		uint64_t tag, v;
-		if (!varint(&p, end, &tag))
+		if (!meta_wire_next(&p, end, &f))
 			return false;
-		switch (tag & 7) {
-		case 0:
-			if (!varint(&p, end, &v))
-				return false;
-			if (tag >> 3 == 31)
-				return v != 0;
-			break;
-		case 1:
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return false;
-			p += 4;
-			break;
-		case 2:
-			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return false;
-			p += v;
-			break;
-		default:
-			return false;
-		}
+		if (f.num == 31 && f.type == 0)
+			return f.varint != 0;
 	}
 	return false;
 }
