@@ -363,26 +363,21 @@ int meta_ver_target(struct tx *t, const char *bucket, const char *key, uint64_t 
 	return rc;
 }
 
+static int edit_versioning(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	(void)t;
+	const Iolake__Meta__SetBucketVersioning *op = arg;
+	if (op->state != ENABLED && lock_bucket_enabled(b))
+		return -EINVAL;   /* object lock keeps versioning on for good (S3 InvalidBucketState) */
+	b->versioning = op->state;
+	return 0;
+}
+
 int meta_ver_set_bucket(struct tx *t, const Iolake__Meta__SetBucketVersioning *op)
 {
 	if (!valid_bucket(op->name) || (op->state != ENABLED && op->state != SUSPENDED))
 		return -EINVAL;
-	struct key k;
-	k_init(&k, 'B');
-	k_str(&k, op->name);
-	Iolake__Meta__Bucket *b = NULL;
-	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
-	if (rc)
-		return rc;
-	if (op->state != ENABLED && lock_bucket_enabled(b)) {
-		/* object lock keeps versioning on for good (S3 InvalidBucketState) */
-		meta_state_free_msg(b);
-		return -EINVAL;
-	}
-	b->versioning = op->state;
-	rc = tx_put_msg(t, &k, &b->base);
-	meta_state_free_msg(b);
-	return rc;
+	return bucket_config_update(t, op->name, edit_versioning, op);
 }
 
 /* ------------------------------------------------------------ reads */
