@@ -67,6 +67,14 @@ void hash_sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 	digest(md, ctx, data, len, NULL, 0, out);
 }
 
+void hash_sha256_2(const void *a, size_t alen, const void *b, size_t blen,
+		   uint8_t out[SHA256_LEN])
+{
+	const EVP_MD *md;
+	EVP_MD_CTX *ctx = ctx_for(&md, NULL);
+	digest(md, ctx, a, alen, b, blen, out);
+}
+
 void hash_md5(const void *data, size_t len, uint8_t out[MD5_LEN])
 {
 	const EVP_MD *md;

@@ -17,6 +17,10 @@
 #define MD5_LEN 16
 
 void hash_sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
+/* SHA-256 of a's bytes followed by b's (a record with a span left out),
+ * at no allocation, as hash_sha256. */
+void hash_sha256_2(const void *a, size_t alen, const void *b, size_t blen,
+		   uint8_t out[SHA256_LEN]);
 
 /* HMAC-SHA256 (RFC 2104) of data under key. */
 void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,

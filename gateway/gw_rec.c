@@ -7,10 +7,16 @@
  * commit stopped naming (the S3 handlers) or what meta's GC queue lists
  * (gw_gc); the argument why that is safe is at the top of gw_gc.c.
  *
+ * Also the steps of writing a new version every PUT pipeline shares (its
+ * body in the record, its PutObject, its unclaimed shards' deletion).
+ *
  * Thread: the gateway loop.
  */
 #include "gateway/gw_rec.h"
 #include "gateway/sse_crypt.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 #include "common/err.h"
 #include "common/log.h"
@@ -124,4 +130,58 @@ void gw_rec_drop_shards(struct gw_map *map, struct gw_data *data,
 	size_t n = gw_rec_n_layouts(r);
 	for (size_t i = 0; i < n; i++)
 		gw_rec_drop_layout(map, data, r, i, gw_rec_on_drop_done, NULL);
+}
+
+int gw_rec_put_layout(const struct gw_data_put *put, uint8_t **enc, size_t *len)
+{
+	const struct gw_data_layout *l = gw_data_put_layout(put);
+	size_t n = gw_data_layout_encoded_len(l);
+	uint8_t *b = malloc(n ? n : 1);
+	if (!b || gw_data_layout_encode(l, b, n) != (ssize_t)n) {
+		free(b);
+		return -ENOMEM;
+	}
+	*enc = b;
+	*len = n;
+	return 0;
+}
+
+int gw_rec_set_body(Iolake__Meta__ObjectRecord *r, const struct gw_data_put *put,
+		    uint8_t *inl, size_t len, uint8_t **lbuf)
+{
+	*lbuf = NULL;
+	if (!put) {
+		r->inline_data.data = inl;
+		r->inline_data.len = len;
+		return 0;
+	}
+	int rc = gw_rec_put_layout(put, lbuf, &r->data_layout.len);
+	if (!rc)
+		r->data_layout.data = *lbuf;
+	return rc;
+}
+
+void gw_rec_put_op(Iolake__Meta__Op *op, Iolake__Meta__PutObject *po,
+		   Iolake__Meta__ObjectRecord *r, const Iolake__Meta__ObjectRecord *cur,
+		   bool if_none, uint64_t bucket_digest)
+{
+	iolake__meta__put_object__init(po);
+	po->record = r;
+	if (cur)
+		po->if_generation = cur->generation;
+	else
+		po->if_none_match = if_none;
+	po->if_bucket_digest = bucket_digest;
+	iolake__meta__op__init(op);
+	op->body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
+	op->put_object = po;
+}
+
+void gw_rec_drop_new(struct gw_data *data, const struct gw_data_target *t,
+		     const struct gw_data_put *put, bool data_done, bool *settled)
+{
+	if (!put || !data_done || *settled)
+		return;
+	*settled = true;
+	gw_data_delete(data, t, gw_data_put_layout(put), gw_rec_on_drop_done, NULL);
 }

@@ -70,4 +70,36 @@ void gw_rec_drop_encoded(struct gw_map *map, struct gw_data *data, const uint8_t
 /* A gw_data_delete_cb that only logs a partial failure. */
 void gw_rec_on_drop_done(void *ud, int status, uint32_t failed);
 
+/* ---- a new version's record: the steps every PUT pipeline shares (S3's
+ * PutObject and copies, UploadPart, the native protocol's Put): its body
+ * in the record, the PutObject that commits it, and its shards' fate when
+ * no commit took them. Builds meta's messages; does not send them. */
+
+/* put's layout (a finished gw_data PUT) encoded into *enc (malloc'd; the
+ * caller frees it once the message naming it is sent), *len bytes. 0 or
+ * -ENOMEM. */
+int gw_rec_put_layout(const struct gw_data_put *put, uint8_t **enc, size_t *len);
+
+/* r's body: with put NULL inline (inl, len bytes: r points at them),
+ * else put's layout encoded (gw_rec_put_layout) into *lbuf for the caller
+ * to free after the commit is sent (NULL for inline). 0 or -ENOMEM. */
+int gw_rec_set_body(Iolake__Meta__ObjectRecord *r, const struct gw_data_put *put,
+		    uint8_t *inl, size_t len, uint8_t **lbuf);
+
+/* op (with po, both the caller's) the PutObject that commits r: on cur's
+ * generation when there is a current record, else if_none on there being
+ * none (a PUT that read no record commits unconditionally); the cached
+ * bucket's digest (0: none, gw_bcache.h). op's versioning is the
+ * caller's (s3_rq_stamp_op). */
+void gw_rec_put_op(Iolake__Meta__Op *op, Iolake__Meta__PutObject *po,
+		   Iolake__Meta__ObjectRecord *r, const Iolake__Meta__ObjectRecord *cur,
+		   bool if_none, uint64_t bucket_digest);
+
+/* A new version's shards that no commit took: delete them once (put's
+ * data done, *settled not yet; sets *settled), on target t. A commit
+ * that took them, or may have (meta may have applied it), sets *settled
+ * first instead. */
+void gw_rec_drop_new(struct gw_data *data, const struct gw_data_target *t,
+		     const struct gw_data_put *put, bool data_done, bool *settled);
+
 #endif

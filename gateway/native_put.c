@@ -69,11 +69,7 @@ struct native_upload {
 /* Delete the new body's shards unless a commit took them or may have. */
 static void drop_new(struct native_upload *u)
 {
-	if (u->put && u->data_done && !u->settled) {
-		u->settled = true;
-		gw_data_delete(u->s->o->data, &u->target, gw_data_put_layout(u->put),
-			       gw_rec_on_drop_done, NULL);
-	}
+	gw_rec_drop_new(u->s->o->data, &u->target, u->put, u->data_done, &u->settled);
 }
 
 static void unlist(struct native_upload *u)
@@ -186,32 +182,16 @@ static void commit_submit(struct native_upload *u)
 	}
 	s3_access_to_record(acc, &r);
 	r.pg = u->pg;
-	uint8_t *lbuf = NULL;
-	if (u->is_inline) {
-		r.inline_data.data = u->inl;
-		r.inline_data.len = u->size;
-	} else {
-		const struct gw_data_layout *l = gw_data_put_layout(u->put);
-		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
-		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
-			free(lbuf);
-			free(acc);
-			drop_new(u);
-			upload_fail(u, S3E_InternalError, NULL);
-			return;
-		}
-		r.data_layout.data = lbuf;
-		r.data_layout.len = (size_t)n;
+	uint8_t *lbuf;
+	if (gw_rec_set_body(&r, u->is_inline ? NULL : u->put, u->inl, u->size, &lbuf)) {
+		free(acc);
+		drop_new(u);
+		upload_fail(u, S3E_InternalError, NULL);
+		return;
 	}
-	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
-	po.record = &r;
-	if (u->cur)
-		po.if_generation = u->cur->generation;
-	else
-		po.if_none_match = true;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
-	op.put_object = &po;
+	Iolake__Meta__PutObject po;
+	Iolake__Meta__Op op;
+	gw_rec_put_op(&op, &po, &r, u->cur, true, 0);   /* read before the body: no digest */
 	s3_rq_stamp_op(rq, &op);   /* the bucket's versioning */
 	int rc = meta_client_submit(u->s->o->mc, &op, on_commit, u);
 	free(lbuf);

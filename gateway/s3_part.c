@@ -109,19 +109,15 @@ static void part_submit(struct s3_put *p)
 	}
 	uint8_t *lbuf = NULL;
 	if (!p->is_inline) {
-		const struct gw_data_layout *l = gw_data_put_layout(p->put);
-		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
-		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
-			free(lbuf);
+		if (gw_rec_put_layout(p->put, &lbuf, &sg.data_layout.len)) {
 			s3_put_drop_new(p);
 			s3_rq_fail(rq, S3E_InternalError, NULL);
 			return;
 		}
 		sg.length = p->size;
-		sg.stripe_count = l->nsegs;
+		sg.stripe_count = gw_data_put_layout(p->put)->nsegs;
 		sg.part_number = mp->part_number;
 		sg.data_layout.data = lbuf;
-		sg.data_layout.len = (size_t)n;
 		part.segment = &sg;
 	}
 	Iolake__Meta__PutPart pp = IOLAKE__META__PUT_PART__INIT;

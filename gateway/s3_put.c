@@ -57,11 +57,7 @@
 
 void s3_put_drop_new(struct s3_put *p)
 {
-	if (p->put && p->data_done && !p->new_settled) {
-		p->new_settled = true;
-		gw_data_delete(p->rq.o->data, &p->target, gw_data_put_layout(p->put),
-			       gw_rec_on_drop_done, NULL);
-	}
+	gw_rec_drop_new(p->rq.o->data, &p->target, p->put, p->data_done, &p->new_settled);
 }
 
 void s3_put_stop(struct s3_rq *rq)
@@ -262,22 +258,12 @@ static void put_commit(struct s3_put *p)
 		r.n_checksums = src->n_checksums;
 		r.checksums = src->checksums;
 	}
-	uint8_t *lbuf = NULL;
-	if (p->is_inline) {
-		r.inline_data.data = p->inl;
-		r.inline_data.len = p->inl_len;
-	} else {
-		const struct gw_data_layout *l = gw_data_put_layout(p->put);
-		ssize_t n = (ssize_t)gw_data_layout_encoded_len(l);
-		if (!(lbuf = malloc((size_t)n)) || gw_data_layout_encode(l, lbuf, (size_t)n) != n) {
-			free(lbuf);
-			free(acc);
-			s3_put_user_meta_free(um);
-			put_abandon(p, S3E_InternalError);
-			return;
-		}
-		r.data_layout.data = lbuf;
-		r.data_layout.len = (size_t)n;
+	uint8_t *lbuf;
+	if (gw_rec_set_body(&r, p->is_inline ? NULL : p->put, p->inl, p->inl_len, &lbuf)) {
+		free(acc);
+		s3_put_user_meta_free(um);
+		put_abandon(p, S3E_InternalError);
+		return;
 	}
 	void *tmem = NULL; /* x-amz-tagging (checked when the request came in) */
 	const char *tmsg;
@@ -306,16 +292,11 @@ static void put_commit(struct s3_put *p)
 		s3_put_drop_new(p);
 		return;
 	}
-	Iolake__Meta__PutObject po = IOLAKE__META__PUT_OBJECT__INIT;
-	po.record = &r;
-	if (p->cur)
-		po.if_generation = p->cur->generation;
-	else if (p->cur_read)
-		po.if_none_match = true;   /* there was none when the condition was checked */
-	po.if_bucket_digest = rq->bkt_digest;   /* 0: decided on a fresh read, unchecked */
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_PUT_OBJECT;
-	op.put_object = &po;
+	/* if_none: there was none when the condition was checked; the
+	 * digest 0: decided on a fresh read, unchecked. */
+	Iolake__Meta__PutObject po;
+	Iolake__Meta__Op op;
+	gw_rec_put_op(&op, &po, &r, p->cur, p->cur_read, rq->bkt_digest);
 	p->committing = true;
 	int rc = s3_rq_submit(rq, &op, S3_SUBJ_OBJECT, on_put_commit);
 	free(lbuf);

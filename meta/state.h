@@ -181,9 +181,11 @@ void meta_state_free_msg(void *msg);   /* any record below; NULL ok */
 
 int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__Bucket **out);
 /* Issue 19 (state_obj.c): the digest of a bucket's stored record (the
- * first 8 bytes of the SHA-256 of its bytes; never 0), as GetBucket
- * answers it and PutObject.if_bucket_digest is checked against. 0 and
- * *digest, IOL_ENOT_FOUND, -EINVAL or a storage error. */
+ * first 8 bytes of the SHA-256 of its bytes but the lifecycle cursor's,
+ * Bucket.lc_cursor; never 0), as GetBucket answers it and
+ * PutObject.if_bucket_digest is checked against: a lifecycle batch does
+ * not make the gateways' cached copies stale. 0 and *digest,
+ * IOL_ENOT_FOUND, -EINVAL or a storage error. */
 int meta_state_get_bucket_digest(struct meta_state *s, const char *name, uint64_t *digest);
 uint64_t meta_state_bucket_digest(const void *stored, size_t len);
 /* Buckets in name order, of owner (NULL: all), at most

@@ -113,6 +113,26 @@ bool bucket_exists(struct tx *t, const char *bucket)
 	return true;
 }
 
+/* Whether b, packed, unpacks again: an op's messages may carry unknown
+ * fields protobuf-c accepted on the way in but not on the way out (an
+ * overlong tag naming field 0), and a bucket record that no longer
+ * unpacks would stop every later op on the bucket (the apply fuzzer,
+ * fuzz_meta_apply, found this with SetBucketLifecycle). */
+static bool packs_back(const Iolake__Meta__Bucket *b)
+{
+	size_t n = protobuf_c_message_get_packed_size(&b->base);
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!buf)
+		return false;
+	protobuf_c_message_pack(&b->base, buf);
+	Iolake__Meta__Bucket *back = iolake__meta__bucket__unpack(NULL, n, buf);
+	free(buf);
+	if (!back)
+		return false;
+	iolake__meta__bucket__free_unpacked(back, NULL);
+	return true;
+}
+
 int bucket_config_update(struct tx *t, const char *name, bucket_edit_fn edit, const void *op)
 {
 	Iolake__Meta__Bucket *b = NULL;
@@ -127,7 +147,7 @@ int bucket_config_update(struct tx *t, const char *name, bucket_edit_fn edit, co
 	Iolake__Meta__Bucket as_read = *b;
 	rc = edit(t, b, op);
 	if (!rc)
-		rc = tx_put_msg(t, &k, &b->base);
+		rc = packs_back(b) ? tx_put_msg(t, &k, &b->base) : -EINVAL;
 	*b = as_read;
 	meta_state_free_msg(b);
 	return rc;

@@ -157,7 +157,8 @@ bool bucket_moving(struct tx *t, const char *bucket);
 /* Change bucket name's record in place: read it, let edit change b (it
  * may point b's fields at memory the op owns; the record is put back as
  * read before it is freed), write it unless edit returned non-zero. 0,
- * edit's error, IOL_ENOT_FOUND (no such bucket) or a storage error. */
+ * edit's error, IOL_ENOT_FOUND (no such bucket), -EINVAL (the edited
+ * record would not unpack again: nothing written) or a storage error. */
 typedef int (*bucket_edit_fn)(struct tx *t, Iolake__Meta__Bucket *b, const void *op);
 int bucket_config_update(struct tx *t, const char *name, bucket_edit_fn edit, const void *op);
 bool valid_acl(const Iolake__Meta__Acl *a);

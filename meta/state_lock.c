@@ -112,27 +112,21 @@ bool lock_valid_config(const Iolake__Meta__ObjectLockConfig *c, int versioning)
 	return c->default_days <= 36500 && c->default_years <= 100;
 }
 
+static int edit_lock(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	(void)t;
+	const Iolake__Meta__SetObjectLockConfig *op = arg;
+	if (!lock_valid_config(op->config, b->versioning))
+		return -EINVAL;
+	b->object_lock = op->config;
+	return 0;
+}
+
 int op_set_object_lock_config(struct tx *t, const Iolake__Meta__SetObjectLockConfig *op)
 {
 	if (!valid_bucket(op->name) || !op->config || !op->config->enabled)
 		return -EINVAL;
-	struct key k;
-	k_init(&k, 'B');
-	k_str(&k, op->name);
-	Iolake__Meta__Bucket *b = NULL;
-	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
-	if (rc)
-		return rc;
-	if (!lock_valid_config(op->config, b->versioning)) {
-		meta_state_free_msg(b);
-		return -EINVAL;
-	}
-	Iolake__Meta__ObjectLockConfig *old = b->object_lock;
-	b->object_lock = op->config;
-	rc = tx_put_msg(t, &k, &b->base);
-	b->object_lock = old;   /* the unpacked bucket frees only its own */
-	meta_state_free_msg(b);
-	return rc;
+	return bucket_config_update(t, op->name, edit_lock, op);
 }
 
 bool lock_bucket_enabled(const Iolake__Meta__Bucket *b)

@@ -10,6 +10,7 @@
 #include "meta/secret.h"
 #include "meta/state_internal.h"
 #include "meta/state_ver.h"
+#include "meta/wire.h"
 
 #include <rocksdb/c.h>
 #include <stdatomic.h>
@@ -40,60 +41,19 @@
 bool meta_layout_ref(const uint8_t *p, size_t n, uint32_t *pg, uint8_t id[META_REF_ID_LEN])
 {
 	const uint8_t *end = p + n;
+	struct meta_wire_field f;
 	bool have_id = false;
 	*pg = 0;
 	while (p < end) {
-		uint64_t tag = 0, v = 0;
-		for (unsigned sh = 0;; sh += 7) {   /* varint tag */
-			if (p == end || sh > 63)
-				return false;
-			tag |= (uint64_t)(*p & 0x7f) << sh;
-			if (!(*p++ & 0x80))
-				break;
-		}
-		uint32_t field = (uint32_t)(tag >> 3);
-		switch (tag & 7) {
-		case 0:
-			for (unsigned sh = 0;; sh += 7) {
-				if (p == end || sh > 63)
-					return false;
-				v |= (uint64_t)(*p & 0x7f) << sh;
-				if (!(*p++ & 0x80))
-					break;
-			}
-			if (field == 7)
-				*pg = (uint32_t)v;
-			break;
-		case 1:
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return false;
-			p += 4;
-			break;
-		case 2:
-			for (unsigned sh = 0;; sh += 7) {
-				if (p == end || sh > 63)
-					return false;
-				v |= (uint64_t)(*p & 0x7f) << sh;
-				if (!(*p++ & 0x80))
-					break;
-			}
-			if (v > (uint64_t)(end - p))
-				return false;
-			if (field == 6) {
-				if (v != META_REF_ID_LEN)
-					return false;
-				memcpy(id, p, META_REF_ID_LEN);
-				have_id = true;
-			}
-			p += v;
-			break;
-		default:
+		if (!meta_wire_next(&p, end, &f))
 			return false;
+		if (f.num == 7 && f.type == 0)
+			*pg = (uint32_t)f.varint;
+		if (f.num == 6 && f.type == 2) {
+			if (f.len != META_REF_ID_LEN)
+				return false;
+			memcpy(id, f.data, META_REF_ID_LEN);
+			have_id = true;
 		}
 	}
 	return have_id;

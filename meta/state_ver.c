@@ -35,6 +35,7 @@
 
 #include "common/err.h"
 #include "meta/state_internal.h"
+#include "meta/wire.h"
 
 #define ENABLED IOLAKE__META__VERSIONING_STATE__VERSIONING_ENABLED
 #define SUSPENDED IOLAKE__META__VERSIONING_STATE__VERSIONING_SUSPENDED
@@ -62,52 +63,15 @@ bool meta_ver_id_parse(const char *id, uint64_t *order)
 	return true;
 }
 
-static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	*v = 0;
-	for (unsigned sh = 0; sh < 64; sh += 7) {
-		if (*p == end)
-			return false;
-		uint8_t b = *(*p)++;
-		*v |= (uint64_t)(b & 0x7f) << sh;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
 bool meta_ver_is_marker(const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
+	struct meta_wire_field f;
 	while (p < end) {
-		uint64_t tag, v;
-		if (!varint(&p, end, &tag))
+		if (!meta_wire_next(&p, end, &f))
 			return false;
-		switch (tag & 7) {
-		case 0:
-			if (!varint(&p, end, &v))
-				return false;
-			if (tag >> 3 == 31)
-				return v != 0;
-			break;
-		case 1:
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return false;
-			p += 4;
-			break;
-		case 2:
-			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return false;
-			p += v;
-			break;
-		default:
-			return false;
-		}
+		if (f.num == 31 && f.type == 0)
+			return f.varint != 0;
 	}
 	return false;
 }
@@ -399,26 +363,21 @@ int meta_ver_target(struct tx *t, const char *bucket, const char *key, uint64_t 
 	return rc;
 }
 
+static int edit_versioning(struct tx *t, Iolake__Meta__Bucket *b, const void *arg)
+{
+	(void)t;
+	const Iolake__Meta__SetBucketVersioning *op = arg;
+	if (op->state != ENABLED && lock_bucket_enabled(b))
+		return -EINVAL;   /* object lock keeps versioning on for good (S3 InvalidBucketState) */
+	b->versioning = op->state;
+	return 0;
+}
+
 int meta_ver_set_bucket(struct tx *t, const Iolake__Meta__SetBucketVersioning *op)
 {
 	if (!valid_bucket(op->name) || (op->state != ENABLED && op->state != SUSPENDED))
 		return -EINVAL;
-	struct key k;
-	k_init(&k, 'B');
-	k_str(&k, op->name);
-	Iolake__Meta__Bucket *b = NULL;
-	int rc = tx_get_msg(t, &k, &iolake__meta__bucket__descriptor, (void **)&b);
-	if (rc)
-		return rc;
-	if (op->state != ENABLED && lock_bucket_enabled(b)) {
-		/* object lock keeps versioning on for good (S3 InvalidBucketState) */
-		meta_state_free_msg(b);
-		return -EINVAL;
-	}
-	b->versioning = op->state;
-	rc = tx_put_msg(t, &k, &b->base);
-	meta_state_free_msg(b);
-	return rc;
+	return bucket_config_update(t, op->name, edit_versioning, op);
 }
 
 /* ------------------------------------------------------------ reads */

@@ -54,102 +54,11 @@
 #include "meta/client.h"
 #include "meta/node.h"
 #include "meta/snap.h"
+#include "group_cluster.h"
 #include "meta_test_util.h"
 
-#define NMEMB 3
 #define N_GROUPS 6              /* the root and 1..5 */
 #define WAIT_MS 30000
-
-/* Whether port p on 127.0.0.1 can be bound now. */
-static bool bindable(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return ok;
-}
-
-/* A port p with p and p + 1 both free on 127.0.0.1 (RPC and Raft), below
- * the kernel's ephemeral range: a member restarted on its old ports must
- * not find one taken by another member's outgoing connection (with six
- * groups there are many of those). */
-static int free_port_pair(void)
-{
-	static unsigned seed;
-	if (!seed)
-		seed = (unsigned)loop_now_ns() | 1;
-	for (int i = 0; i < 1000; i++) {
-		seed = seed * 1103515245u + 12345u;
-		int p = 20000 + (int)((seed >> 8) % 12000);   /* 20000..31999 */
-		if (bindable(p) && bindable(p + 1))
-			return p;
-	}
-	ck_abort_msg("no free port pair");
-	return 0;
-}
-
-/* ------------------------------------------------------------ members */
-
-struct member {
-	struct loop_thread lt;
-	struct meta_node *node;
-	struct meta_node_opts o;
-	char dir[64];
-	char addr[32];
-	bool running;
-	int rc;
-	atomic_bool closed;
-};
-
-struct cluster {
-	struct member m[NMEMB];
-	struct meta_peer peers[NMEMB];
-};
-
-static void m_start_fn(void *arg)
-{
-	struct member *m = arg;
-	m->rc = meta_node_start(&m->lt.loop, &m->o, &m->node);
-}
-
-static void m_start(struct cluster *c, size_t i)
-{
-	struct member *m = &c->m[i];
-	ck_assert_int_eq(loop_thread_start(&m->lt, "meta-member"), 0);
-	atomic_store(&m->closed, false);
-	ck_assert_int_eq(loop_thread_call(&m->lt, m_start_fn, m), 0);
-	ck_assert_int_eq(m->rc, 0);
-	m->running = true;
-}
-
-static void m_closed(void *ud)
-{
-	atomic_store(&((struct member *)ud)->closed, true);
-}
-
-static void m_close_fn(void *arg)
-{
-	struct member *m = arg;
-	meta_node_close(m->node, m_closed, m);
-}
-
-static void m_stop(struct cluster *c, size_t i)
-{
-	struct member *m = &c->m[i];
-	if (!m->running)
-		return;
-	ck_assert_int_eq(loop_thread_call(&m->lt, m_close_fn, m), 0);
-	for (int k = 0; k < 10000 && !atomic_load(&m->closed); k++)
-		usleep(1000);
-	ck_assert(atomic_load(&m->closed));
-	loop_thread_stop(&m->lt);
-	m->node = NULL;
-	m->running = false;
-}
 
 static void cluster_up(struct cluster *c, unsigned snap_threshold, unsigned trailing)
 {
@@ -178,14 +87,6 @@ static void cluster_up(struct cluster *c, unsigned snap_threshold, unsigned trai
 			.write_buffer_bytes = 8 << 20,
 		};
 		m_start(c, i);
-	}
-}
-
-static void cluster_free(struct cluster *c)
-{
-	for (size_t i = 0; i < NMEMB; i++) {
-		m_stop(c, i);
-		rm_rf(c->m[i].dir);
 	}
 }
 
@@ -247,77 +148,6 @@ static void wait_groups(struct cluster *c, const uint64_t *ids, size_t n)
 }
 
 /* ------------------------------------------------------------ calls */
-
-static void on_poke(uv_timer_t *t)
-{
-	(void)t;
-}
-
-static void on_poke_closed(uv_handle_t *h)
-{
-	*(bool *)h->data = true;
-}
-
-/* Run loop until *done. A call may complete in the timers phase of a turn
- * (a failure the channel defers to the next turn); UV_RUN_ONCE then still
- * polls, and with nothing but idle connections left it would block
- * forever. A short repeating timer bounds every poll. */
-static void run_until(uv_loop_t *loop, const bool *done)
-{
-	uv_timer_t poke;
-	bool closed = false;
-	uv_timer_init(loop, &poke);
-	poke.data = &closed;
-	uv_timer_start(&poke, on_poke, 10, 10);
-	while (!*done)
-		uv_run(loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&poke, on_poke_closed);
-	while (!closed)
-		uv_run(loop, UV_RUN_NOWAIT);
-}
-
-struct sync_call {
-	bool done;
-	int err;
-	ProtobufCMessage *resp;
-};
-
-static void on_sync(void *ud, int err, const ProtobufCMessage *resp)
-{
-	struct sync_call *s = ud;
-	s->err = err;
-	if (!err) {
-		size_t len = protobuf_c_message_get_packed_size(resp);
-		uint8_t *b = malloc(len + 1);
-		protobuf_c_message_pack(resp, b);
-		s->resp = protobuf_c_message_unpack(resp->descriptor, NULL, len, b);
-		free(b);
-	}
-	s->done = true;
-}
-
-static void on_sync_submit(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
-{
-	(void)index;
-	on_sync(ud, err, err ? NULL : &res->base);
-}
-
-static void free_msg(void *m)
-{
-	if (m)
-		protobuf_c_message_free_unpacked(m, NULL);
-}
-
-/* Submit op to group; the result (the caller frees it), err in *err. */
-static Iolake__Meta__OpResult *submit(uv_loop_t *loop, struct meta_client *cli, uint64_t group,
-				      const Iolake__Meta__Op *op, int *err)
-{
-	struct sync_call s = { 0 };
-	ck_assert_int_eq(meta_client_submit_group(cli, group, op, on_sync_submit, &s), 0);
-	run_until(loop, &s.done);
-	*err = s.err;
-	return (Iolake__Meta__OpResult *)s.resp;
-}
 
 static ProtobufCMessage *call(uv_loop_t *loop, struct meta_client *cli, int member,
 			      unsigned method, const ProtobufCMessage *req, int *err)

@@ -6,6 +6,9 @@
  * cursor only from the seq it names (CONFLICT otherwise: two workers
  * racing, the loser stops), refuses a second holder while the first's
  * lease runs and admits it once the lease ran out or was released.
+ * The cursor is left out of the bucket's digest (meta/state_obj.c): a
+ * batch keeps the digest, and a PUT decided on a gateway's cached copy
+ * still commits; a change of the configuration changes it.
  */
 #include <check.h>
 #include <errno.h>
@@ -154,6 +157,51 @@ START_TEST(test_advance)
 }
 END_TEST
 
+static uint64_t digest(struct meta_state *s)
+{
+	uint64_t d = 0;
+	ck_assert_int_eq(meta_state_get_bucket_digest(s, "lcb", &d), 0);
+	return d;
+}
+
+START_TEST(test_cursor_not_in_digest)
+{
+	char dir[64];
+	struct meta_state *s = fresh(dir);
+	ck_assert_int_eq(set_lc(s, "lcb", 1), 0);
+	uint64_t d = digest(s);
+	/* Batches: the cursor appears, moves, changes holder and lease. */
+	ck_assert_int_eq(advance(s, "A", 1000, 60000, 0, ""), 0);
+	ck_assert_uint_eq(digest(s), d);
+	ck_assert_int_eq(advance(s, "A", 2000, 60000, 1, "k100"), 0);
+	ck_assert_int_eq(advance(s, "B", 70000, 0, 2, "k200"), 0);
+	Iolake__Meta__Bucket *b = bucket(s);
+	ck_assert_uint_eq(b->lc_cursor->seq, 3);   /* the cursor is stored */
+	meta_state_free_msg(b);
+	ck_assert_uint_eq(digest(s), d);
+	/* A PUT decided on the copy cached before the batches commits. */
+	struct tb *t = tb_new();
+	tb_put(t, 0, 0, "lcb", "k", 100)->if_bucket_digest = d;
+	ck_assert_int_eq(tb_apply(s, ++idx, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert(!res[0].bucket_changed);
+	/* The configuration is in the digest: a change refuses such a PUT. */
+	ck_assert_int_eq(set_lc(s, "lcb", 2), 0);
+	uint64_t d2 = digest(s);
+	ck_assert_uint_ne(d2, d);
+	t = tb_new();
+	tb_put(t, 0, 0, "lcb", "k2", 100)->if_bucket_digest = d;
+	ck_assert_int_eq(tb_apply(s, ++idx, t, res), 1);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+	ck_assert(res[0].bucket_changed);
+	/* And a batch after it keeps the new one. */
+	ck_assert_int_eq(advance(s, "B", 70001, 0, 3, ""), 0);
+	ck_assert_uint_eq(digest(s), d2);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("state_lc");
@@ -161,6 +209,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_set);
 	tcase_add_test(tc, test_advance);
+	tcase_add_test(tc, test_cursor_not_in_digest);
 	suite_add_tcase(su, tc);
 	SRunner *sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
