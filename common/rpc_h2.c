@@ -18,7 +18,9 @@
  * DATA bytes (NGHTTP2_DATA_FLAG_NO_COPY) point straight into the message
  * and payload bufs, each pinned by a reference until the write completes.
  * A full batch (bytes, iovecs or staging room) answers
- * NGHTTP2_ERR_WOULDBLOCK, which bounds the memory per connection.
+ * NGHTTP2_ERR_WOULDBLOCK, which bounds the memory per connection. DATA
+ * frames are as large as the peer's SETTINGS_MAX_FRAME_SIZE (ours is
+ * H2_FRAME_BYTES), not nghttp2's 16 KiB: fewer frames per large payload.
  *
  * Input: one reusable read buffer per connection fed to
  * nghttp2_session_mem_recv; DATA goes through the gRPC message parser
@@ -157,6 +159,22 @@ static int on_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t 
 	stage_put(c, framehd, 9);
 	body_emit(c, src->ptr, length);
 	return 0;
+}
+
+/* DATA frames as large as the peer takes (its SETTINGS_MAX_FRAME_SIZE;
+ * nghttp2 alone stops at 16 KiB): a 4 MiB payload is 16 frames, not 256,
+ * on both sides (issue 19). nghttp2 clamps this to the flow windows. */
+static ssize_t on_data_length(nghttp2_session *s, uint8_t type, int32_t stream_id,
+			      int32_t conn_window, int32_t stream_window, uint32_t peer_max,
+			      void *ud)
+{
+	(void)s;
+	(void)type;
+	(void)stream_id;
+	(void)conn_window;
+	(void)stream_window;
+	(void)ud;
+	return (ssize_t)peer_max;
 }
 
 ssize_t h2_on_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
@@ -313,9 +331,10 @@ int h2_session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, ui
 	nghttp2_settings_entry iv[] = {
 		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, streams },
 		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_WINDOW },
+		{ NGHTTP2_SETTINGS_MAX_FRAME_SIZE, H2_FRAME_BYTES },
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
 	};
-	rv = nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, c->server ? 2 : 3);
+	rv = nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, c->server ? 3 : 4);
 	/* SETTINGS covers streams only: open the connection window too. */
 	if (!rv)
 		rv = nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, H2_WINDOW);
@@ -622,6 +641,7 @@ nghttp2_session_callbacks *h2_callbacks_new(void)
 		return NULL;
 	nghttp2_session_callbacks_set_send_callback(cbs, on_send);
 	nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, on_data_length);
 	return cbs;
 }
 

@@ -24,6 +24,7 @@
 #include "common/tls.h"
 
 #define H2_WINDOW (32u << 20)       /* stream and connection receive window */
+#define H2_FRAME_BYTES (256u << 10) /* largest DATA frame, either way (SETTINGS) */
 #define H2_READ_BYTES (64u << 10)
 #define H2_STAGE_BYTES (64u << 10)  /* copied frame bytes per batch */
 #define H2_BATCH_IOVS 256
