@@ -25,6 +25,15 @@
  * Input: one reusable read buffer per connection fed to
  * nghttp2_session_mem_recv; DATA goes through the gRPC message parser
  * (rpc_wire.c), which copies each message once into a buf of its size.
+ * Except in place: while inside a DATA frame (its header seen, tracked by
+ * on_begin_frame and the data chunk callbacks) whose stream's parser is
+ * filling a large message, the next read goes straight into that
+ * message's buf, as many bytes as are left of both; nghttp2 is fed from
+ * there and the parser, handed its own bytes, copies nothing. Whatever the
+ * bytes turn out to be, nghttp2 still parses them all and the parser
+ * moves (memmove) what is not in place, so the tracking decides only the
+ * speed; the message's buf is referenced from the read to the end of its
+ * parsing. Not under TLS (the ciphertext needs decrypting anyway).
  *
  * Re-entrancy: nothing user-visible runs inside nghttp2 callbacks. Client
  * completions and server requests ready for their handler are queued on
@@ -234,6 +243,7 @@ bool h2_name_is(const uint8_t *name, size_t len, const char *lit)
 
 static void conn_free(struct h2_conn *c)
 {
+	buf_unref(c->rx_direct);
 	batch_release(c);
 	free(c->tls_wbuf);
 	tls_conn_free(c->tls);
@@ -267,19 +277,57 @@ struct h2_conn *h2_conn_new(uv_loop_t *loop)
 	return c;
 }
 
+#define H2_DIRECT_MIN 4096 /* fewer bytes left: read them with the rest */
+
+static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *ud)
+{
+	(void)s;
+	struct h2_conn *c = ud;
+	bool data = hd->type == NGHTTP2_DATA && !(hd->flags & NGHTTP2_FLAG_PADDED);
+	c->rx_stream = data ? hd->stream_id : 0;
+	c->rx_left = data ? hd->length : 0;
+	return 0;
+}
+
+void h2_rx_data(struct h2_conn *c, size_t len)
+{
+	c->rx_left = len < c->rx_left ? c->rx_left - len : 0;
+}
+
+/* The message the next read may land in (see "Input"), and how many bytes. */
+static struct buf *rx_target(struct h2_conn *c, size_t *n)
+{
+	if (c->tls || !c->sess || c->dead || !c->rx_stream || c->rx_left < H2_DIRECT_MIN)
+		return NULL;
+	struct grpc_parser *p = c->server ? h2_server_parser(c, c->rx_stream)
+					  : h2_client_parser(c, c->rx_stream);
+	if (!p || !p->cur || p->cur->cap - p->cur->len < H2_DIRECT_MIN)
+		return NULL;
+	size_t room = p->cur->cap - p->cur->len;
+	*n = room < c->rx_left ? room : c->rx_left;
+	return p->cur;
+}
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out)
 {
 	(void)hint;
 	struct h2_conn *c = h->data;
+	size_t n;
+	struct buf *m = rx_target(c, &n);
+	buf_unref(c->rx_direct); /* an alloc without its read: not seen, but harmless */
+	c->rx_direct = NULL;
+	if (m) {
+		c->rx_direct = buf_ref(m);
+		*out = uv_buf_init((char *)m->data + m->len, (unsigned)n);
+		return;
+	}
 	*out = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
 static void tls_input(struct h2_conn *c, size_t n);
 
-static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
+static void read_input(struct h2_conn *c, ssize_t nread, const uint8_t *data)
 {
-	(void)b;
-	struct h2_conn *c = st->data;
 	if (nread == 0 || c->dead)
 		return;
 	if (nread < 0) {
@@ -289,19 +337,29 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 		h2_conn_fail(c, nread == UV_EOF ? "connection closed by peer" : uv_strerror((int)nread));
 		return;
 	}
-	c->last_rx_ms = uv_now(st->loop);
+	c->last_rx_ms = uv_now(c->tcp.loop);
 	if (c->tls) {
 		tls_input(c, (size_t)nread);
 		return;
 	}
 	c->in_session = true;
-	ssize_t rv = nghttp2_session_mem_recv(c->sess, c->rbuf, (size_t)nread);
+	ssize_t rv = nghttp2_session_mem_recv(c->sess, data, (size_t)nread);
 	c->in_session = false;
 	if (rv < 0) {
 		h2_conn_fail(c, nghttp2_strerror((int)rv));
 		return;
 	}
 	h2_conn_pump(c);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
+{
+	struct h2_conn *c = st->data;
+	/* Read into a message (rx_target): its buf lives until parsed. */
+	struct buf *direct = c->rx_direct;
+	c->rx_direct = NULL;
+	read_input(c, nread, (const uint8_t *)b->base);
+	buf_unref(direct);
 }
 
 /* Keepalive and TCP_USER_TIMEOUT: a peer that vanished (link down, host
@@ -642,6 +700,7 @@ nghttp2_session_callbacks *h2_callbacks_new(void)
 	nghttp2_session_callbacks_set_send_callback(cbs, on_send);
 	nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
 	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, on_data_length);
+	nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
 	return cbs;
 }
 

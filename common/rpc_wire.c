@@ -69,7 +69,9 @@ int grpc_parser_feed(struct grpc_parser *p, const uint8_t *data, size_t len)
 		}
 		size_t need = p->cur->cap - p->cur->len;
 		size_t n = need < len ? need : len;
-		memcpy(p->cur->data + p->cur->len, data, n);
+		uint8_t *dst = p->cur->data + p->cur->len;
+		if (dst != data) /* equal: the transport read them in place */
+			memmove(dst, data, n);
 		p->cur->len += n;
 		data += n;
 		len -= n;
