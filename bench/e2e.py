@@ -8,7 +8,10 @@ the same run on the same machine. Prints markdown tables.
 
 1. Cells (data on TMPFS; without --workdir a tmpfs is mounted for the run,
    which needs root): PUT then GET of 4 KiB and 64 KiB objects at 32 in
-   flight and of 4 MiB objects at 8 in flight, by iolake-s3-bench.
+   flight and of 4 MiB objects at 8 in flight, by iolake-s3-bench. Each
+   size runs twice on the same aio, over S3 and then over the native
+   protocol (issue 19: iolake-s3-bench --protocol native on aio's
+   --native-listen, HTTP/2 + protobuf), printed side by side.
 2. GET ceiling: nginx (Debian's, sendfile on, 2 workers) serving files of
    4 KiB, 64 KiB and 4 MiB from --disk-dir, and iolake-aio serving the
    cells' objects through presigned GET URLs, both driven by the same wrk
@@ -54,16 +57,37 @@ GET_CEILING = {"4KiB": (1000, 32), "64KiB": (1000, 32), "4MiB": (100, 8)}
 GET_TARGET = {"4KiB": 0.5, "64KiB": 0.5, "4MiB": 0.6}
 
 
-def cells(bench, aio, quick, out):
-    """The six cells; objects stay for the GET ceiling (prefix c<size>/)."""
+def native_endpoint(aio):
+    """aio's native protocol listener (aio.json's native_endpoint), or None."""
+    try:
+        with open(os.path.join(aio.dir, "data", "aio.json")) as f:
+            return json.load(f).get("native_endpoint")
+    except (OSError, ValueError):
+        return None
+
+
+def cells(bench, aio, quick, native, out):
+    """The six cells, each size over S3 then (native) over the native
+    protocol on the same aio; S3's objects stay for the GET ceiling
+    (prefix c<size>/), native's are n<size>/."""
     plan = [("4KiB", 1000 if quick else 5000, 32, 4), ("64KiB", 500 if quick else 2000, 32, 4),
             ("4MiB", 24 if quick else 100, 8, 3)]
+    nep = native_endpoint(aio) if native else None
+    if native and not nep:
+        raise BenchError("iolake-aio wrote no native_endpoint in aio.json")
     for size, n, conc, gets in plan:
         j = os.path.join(aio.dir, "cell.json")
         r = benchlib.s3bench(bench, aio.ep, size, n, conc, gets, j, prefix="c%s/" % size,
                              warmup_ops=min(200, n))
         out["cells"][size] = dict(r, objects=n, concurrency=conc, gets=gets,
                                   load=benchlib.uptime())
+        if nep:
+            # The bucket is S3's (the native protocol makes none).
+            r = benchlib.s3bench(bench, nep, size, n, conc, gets, j, prefix="n%s/" % size,
+                                 warmup_ops=min(200, n),
+                                 extra=("--protocol", "native", "--no-create-bucket"))
+            out["native"][size] = dict(r, objects=n, concurrency=conc, gets=gets,
+                                       load=benchlib.uptime())
         print("  cell %s done (load %s)" % (size, benchlib.uptime()), file=sys.stderr, flush=True)
 
 
@@ -252,6 +276,27 @@ def mixed_rss(a, bench, out):
                   "after_mib": cur / 1024, "load": benchlib.uptime()}
 
 
+def print_native(out):
+    """The native protocol's cells beside S3's of the same run (issue 19)."""
+    if not out.get("native"):
+        return
+    print("\nNative protocol (HTTP/2 + protobuf, iolake-s3-bench --protocol native) beside S3, "
+          "same aio, same run:\n")
+    print("| cell | in flight | S3 ops/s | native ops/s | native ÷ S3 | S3 p50 ms | native p50 ms "
+          "| S3 p99 ms | native p99 ms | S3 max ms | native max ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size in SIZES:
+        c, n = out["cells"].get(size), out["native"].get(size)
+        if not c or not n:
+            continue
+        for op in ("get", "put"):
+            s, v = c[op], n[op]
+            print("| %s %s | %d | %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f |" % (
+                op.upper(), size, n["concurrency"], fmt_int(s["ops_per_s"]),
+                fmt_int(v["ops_per_s"]), v["ops_per_s"] / s["ops_per_s"], s["p50_ms"],
+                v["p50_ms"], s["p99_ms"], v["p99_ms"], s["max_ms"], v["max_ms"]))
+
+
 def print_tables(out):
     m = out["machine"]
     print("\n%s, %d vCPUs (%s), %.0f GiB, kernel %s; load average at start %s, at end %s\n" % (
@@ -267,6 +312,7 @@ def print_tables(out):
                 print("| %s %s | %d | %s | %.1f | %.1f | %.1f |" % (
                     op.upper(), size, c["concurrency"], fmt_int(p["ops_per_s"]), p["mib_per_s"],
                     p["p50_ms"], p["p99_ms"]))
+    print_native(out)
     t = []
     if out["get_ceiling"]:
         print("\nGET under wrk -t2 (the same client for both; medians of %d "
@@ -312,12 +358,12 @@ def main(argv):
     ap.add_argument("--disk-dir", default="/var/tmp", help="a dir on the disk to measure")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--quick", action="store_true", help="fewer objects, shorter wrk runs")
-    ap.add_argument("--skip", default="", help="comma list of: ceiling,flush,md5,rss")
+    ap.add_argument("--skip", default="", help="comma list of: native,ceiling,flush,md5,rss")
     a = ap.parse_args(argv)
     skip = set(filter(None, a.skip.split(",")))
     out = {"tool": "bench/e2e.py", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": benchlib.machine(), "load_before": benchlib.uptime(), "cells": {},
-           "get_ceiling": {}}
+           "native": {}, "get_ceiling": {}}
     try:
         bench = benchlib.build_bin(a.build, "iolake-s3-bench")
         if a.workdir:
@@ -340,7 +386,7 @@ def main(argv):
 
 def run(a, bench, skip, out):
     with benchlib.Aio(a.build, a.workdir) as aio:
-        cells(bench, aio, a.quick, out)
+        cells(bench, aio, a.quick, "native" not in skip, out)
         if "ceiling" not in skip:
             get_ceiling(aio, a.disk_dir, a.quick, out)
     if "md5" not in skip:

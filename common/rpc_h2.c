@@ -18,11 +18,22 @@
  * DATA bytes (NGHTTP2_DATA_FLAG_NO_COPY) point straight into the message
  * and payload bufs, each pinned by a reference until the write completes.
  * A full batch (bytes, iovecs or staging room) answers
- * NGHTTP2_ERR_WOULDBLOCK, which bounds the memory per connection.
+ * NGHTTP2_ERR_WOULDBLOCK, which bounds the memory per connection. DATA
+ * frames are as large as the peer's SETTINGS_MAX_FRAME_SIZE (ours is
+ * H2_FRAME_BYTES), not nghttp2's 16 KiB: fewer frames per large payload.
  *
  * Input: one reusable read buffer per connection fed to
  * nghttp2_session_mem_recv; DATA goes through the gRPC message parser
  * (rpc_wire.c), which copies each message once into a buf of its size.
+ * Except in place: while inside a DATA frame (its header seen, tracked by
+ * on_begin_frame and the data chunk callbacks) whose stream's parser is
+ * filling a large message, the next read goes straight into that
+ * message's buf, as many bytes as are left of both; nghttp2 is fed from
+ * there and the parser, handed its own bytes, copies nothing. Whatever the
+ * bytes turn out to be, nghttp2 still parses them all and the parser
+ * moves (memmove) what is not in place, so the tracking decides only the
+ * speed; the message's buf is referenced from the read to the end of its
+ * parsing. Not under TLS (the ciphertext needs decrypting anyway).
  *
  * Re-entrancy: nothing user-visible runs inside nghttp2 callbacks. Client
  * completions and server requests ready for their handler are queued on
@@ -159,6 +170,22 @@ static int on_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t 
 	return 0;
 }
 
+/* DATA frames as large as the peer takes (its SETTINGS_MAX_FRAME_SIZE;
+ * nghttp2 alone stops at 16 KiB): a 4 MiB payload is 16 frames, not 256,
+ * on both sides (issue 19). nghttp2 clamps this to the flow windows. */
+static ssize_t on_data_length(nghttp2_session *s, uint8_t type, int32_t stream_id,
+			      int32_t conn_window, int32_t stream_window, uint32_t peer_max,
+			      void *ud)
+{
+	(void)s;
+	(void)type;
+	(void)stream_id;
+	(void)conn_window;
+	(void)stream_window;
+	(void)ud;
+	return (ssize_t)peer_max;
+}
+
 ssize_t h2_on_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
 			    uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
@@ -216,6 +243,7 @@ bool h2_name_is(const uint8_t *name, size_t len, const char *lit)
 
 static void conn_free(struct h2_conn *c)
 {
+	buf_unref(c->rx_direct);
 	batch_release(c);
 	free(c->tls_wbuf);
 	tls_conn_free(c->tls);
@@ -249,19 +277,57 @@ struct h2_conn *h2_conn_new(uv_loop_t *loop)
 	return c;
 }
 
+#define H2_DIRECT_MIN 4096 /* fewer bytes left: read them with the rest */
+
+static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *ud)
+{
+	(void)s;
+	struct h2_conn *c = ud;
+	bool data = hd->type == NGHTTP2_DATA && !(hd->flags & NGHTTP2_FLAG_PADDED);
+	c->rx_stream = data ? hd->stream_id : 0;
+	c->rx_left = data ? hd->length : 0;
+	return 0;
+}
+
+void h2_rx_data(struct h2_conn *c, size_t len)
+{
+	c->rx_left = len < c->rx_left ? c->rx_left - len : 0;
+}
+
+/* The message the next read may land in (see "Input"), and how many bytes. */
+static struct buf *rx_target(struct h2_conn *c, size_t *n)
+{
+	if (c->tls || !c->sess || c->dead || !c->rx_stream || c->rx_left < H2_DIRECT_MIN)
+		return NULL;
+	struct grpc_parser *p = c->server ? h2_server_parser(c, c->rx_stream)
+					  : h2_client_parser(c, c->rx_stream);
+	if (!p || !p->cur || p->cur->cap - p->cur->len < H2_DIRECT_MIN)
+		return NULL;
+	size_t room = p->cur->cap - p->cur->len;
+	*n = room < c->rx_left ? room : c->rx_left;
+	return p->cur;
+}
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *out)
 {
 	(void)hint;
 	struct h2_conn *c = h->data;
+	size_t n;
+	struct buf *m = rx_target(c, &n);
+	buf_unref(c->rx_direct); /* an alloc without its read: not seen, but harmless */
+	c->rx_direct = NULL;
+	if (m) {
+		c->rx_direct = buf_ref(m);
+		*out = uv_buf_init((char *)m->data + m->len, (unsigned)n);
+		return;
+	}
 	*out = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
 static void tls_input(struct h2_conn *c, size_t n);
 
-static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
+static void read_input(struct h2_conn *c, ssize_t nread, const uint8_t *data)
 {
-	(void)b;
-	struct h2_conn *c = st->data;
 	if (nread == 0 || c->dead)
 		return;
 	if (nread < 0) {
@@ -271,19 +337,29 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 		h2_conn_fail(c, nread == UV_EOF ? "connection closed by peer" : uv_strerror((int)nread));
 		return;
 	}
-	c->last_rx_ms = uv_now(st->loop);
+	c->last_rx_ms = uv_now(c->tcp.loop);
 	if (c->tls) {
 		tls_input(c, (size_t)nread);
 		return;
 	}
 	c->in_session = true;
-	ssize_t rv = nghttp2_session_mem_recv(c->sess, c->rbuf, (size_t)nread);
+	ssize_t rv = nghttp2_session_mem_recv(c->sess, data, (size_t)nread);
 	c->in_session = false;
 	if (rv < 0) {
 		h2_conn_fail(c, nghttp2_strerror((int)rv));
 		return;
 	}
 	h2_conn_pump(c);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
+{
+	struct h2_conn *c = st->data;
+	/* Read into a message (rx_target): its buf lives until parsed. */
+	struct buf *direct = c->rx_direct;
+	c->rx_direct = NULL;
+	read_input(c, nread, (const uint8_t *)b->base);
+	buf_unref(direct);
 }
 
 /* Keepalive and TCP_USER_TIMEOUT: a peer that vanished (link down, host
@@ -313,9 +389,10 @@ int h2_session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, ui
 	nghttp2_settings_entry iv[] = {
 		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, streams },
 		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_WINDOW },
+		{ NGHTTP2_SETTINGS_MAX_FRAME_SIZE, H2_FRAME_BYTES },
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
 	};
-	rv = nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, c->server ? 2 : 3);
+	rv = nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, c->server ? 3 : 4);
 	/* SETTINGS covers streams only: open the connection window too. */
 	if (!rv)
 		rv = nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, H2_WINDOW);
@@ -625,6 +702,8 @@ nghttp2_session_callbacks *h2_callbacks_new(void)
 		return NULL;
 	nghttp2_session_callbacks_set_send_callback(cbs, on_send);
 	nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, on_data_length);
+	nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
 	return cbs;
 }
 

@@ -129,6 +129,12 @@ static struct h2_call *stream_call(nghttp2_session *s, int32_t id)
 }
 
 
+struct grpc_parser *h2_client_parser(struct h2_conn *c, int32_t id)
+{
+	struct h2_call *call = stream_call(c->sess, id);
+	return call ? &call->parser : NULL;
+}
+
 static int cl_on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
 			size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
 			void *ud)
@@ -155,7 +161,7 @@ static int cl_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8
 		      size_t len, void *ud)
 {
 	(void)flags;
-	(void)ud;
+	h2_rx_data(ud, len);
 	struct h2_call *call = stream_call(s, id);
 	if (!call)
 		return 0;

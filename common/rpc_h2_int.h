@@ -24,6 +24,7 @@
 #include "common/tls.h"
 
 #define H2_WINDOW (32u << 20)       /* stream and connection receive window */
+#define H2_FRAME_BYTES (256u << 10) /* largest DATA frame, either way (SETTINGS) */
 #define H2_READ_BYTES (64u << 10)
 #define H2_STAGE_BYTES (64u << 10)  /* copied frame bytes per batch */
 #define H2_BATCH_IOVS 256
@@ -75,6 +76,11 @@ struct h2_conn {
 	 * id: common/rpc_authz.h); every call is checked against it. */
 	struct rpc_ident tls_peer;
 	struct rpc_tls *hs_tls;        /* the identity c->tls was made from */
+	/* Input straight into a message (rpc_h2.c, "Input"): the DATA frame
+	 * being read and the message a read lands in. */
+	int32_t rx_stream;             /* 0: not inside an unpadded DATA frame */
+	size_t rx_left;                /* its payload bytes not yet seen */
+	struct buf *rx_direct;         /* between on_alloc and on_read: a reference */
 	/* Output batch. */
 	unsigned niov, nrefs;
 	size_t batch_bytes, stage_len;
@@ -179,6 +185,9 @@ int h2_tls_start(struct h2_conn *c, struct rpc_tls *t);
 void h2_conn_pump(struct h2_conn *c);
 /* The connection is dead: its calls or requests end, handles close. */
 void h2_conn_fail(struct h2_conn *c, const char *why);
+/* DATA payload bytes of the frame being read were consumed (the halves'
+ * data chunk callbacks). */
+void h2_rx_data(struct h2_conn *c, size_t len);
 bool h2_name_is(const uint8_t *name, size_t len, const char *lit);
 nghttp2_session_callbacks *h2_callbacks_new(void);
 
@@ -189,6 +198,8 @@ void h2_run_done(struct h2_conn *c);
 void h2_client_conn_lost(struct h2_conn *c, const char *why);
 /* The TLS handshake is done: start the session, send what waited. */
 void h2_client_tls_up(struct h2_conn *c);
+/* The parser of a call still reading its answer on stream id, or NULL. */
+struct grpc_parser *h2_client_parser(struct h2_conn *c, int32_t id);
 
 /* ------------------------------------------------------------ server (rpc_h2_server.c) */
 
@@ -196,5 +207,7 @@ void h2_client_tls_up(struct h2_conn *c);
 void h2_run_ready(struct h2_conn *c);
 void h2_server_conn_lost(struct h2_conn *c);
 void h2_server_tls_up(struct h2_conn *c);
+/* The parser of a request still reading its body on stream id, or NULL. */
+struct grpc_parser *h2_server_parser(struct h2_conn *c, int32_t id);
 
 #endif

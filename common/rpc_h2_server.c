@@ -128,6 +128,12 @@ static struct h2_sreq *stream_sreq(nghttp2_session *s, int32_t id)
 	return r && r->state == SR_READING ? r : NULL;
 }
 
+struct grpc_parser *h2_server_parser(struct h2_conn *c, int32_t id)
+{
+	struct h2_sreq *r = stream_sreq(c->sess, id);
+	return r ? &r->parser : NULL;
+}
+
 /* A request fails before reaching a handler. Inside nghttp2 callbacks. */
 static void sreq_reject(struct h2_sreq *r, int status, const char *message)
 {
@@ -188,7 +194,7 @@ static int sv_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8
 		      size_t len, void *ud)
 {
 	(void)flags;
-	(void)ud;
+	h2_rx_data(ud, len);
 	struct h2_sreq *r = stream_sreq(s, id);
 	if (!r)
 		return 0;

@@ -8,13 +8,16 @@
  *
  * Message framing (gRPC PROTOCOL-HTTP2.md):
  *   Length-Prefixed-Message = Compressed-Flag(1) Message-Length(4, BE) Message
- * Each message is copied once, into a buf allocated at exactly its length
- * as soon as the prefix is known; prefixes may be split across DATA frames.
+ * Each message is copied once, into a buf of its length taken as soon as
+ * the prefix is known (rpc_buf_new: a large one is a recycled block, whose
+ * pages are not faulted in again); prefixes may be split across DATA
+ * frames.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/rpc_bufcache.h"
 #include "common/rpc_internal.h"
 
 void grpc_parser_init(struct grpc_parser *p, uint32_t max_bytes, unsigned max_msgs)
@@ -60,13 +63,15 @@ int grpc_parser_feed(struct grpc_parser *p, const uint8_t *data, size_t len)
 					(uint32_t)p->hdr[3] << 8 | p->hdr[4];
 			if (mlen > p->max_bytes)
 				return -EMSGSIZE;
-			p->cur = buf_new(mlen);
+			p->cur = rpc_buf_new(mlen);
 			if (!p->cur)
 				return -ENOMEM;
 		}
 		size_t need = p->cur->cap - p->cur->len;
 		size_t n = need < len ? need : len;
-		memcpy(p->cur->data + p->cur->len, data, n);
+		uint8_t *dst = p->cur->data + p->cur->len;
+		if (dst != data) /* equal: the transport read them in place */
+			memmove(dst, data, n);
 		p->cur->len += n;
 		data += n;
 		len -= n;
