@@ -1,8 +1,11 @@
 /*
  * test_loop.c — cross-thread hand-off: every post from many threads runs
  * exactly once on the target loop's thread, in per-producer order;
- * loop_thread_call waits for its function; a closed queue refuses work.
+ * loop_thread_call waits for its function; a closed queue refuses work;
+ * a post from the loop's own thread runs on the next turn without an
+ * eventfd write, and close still runs it.
  */
+#include <unistd.h>
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -146,6 +149,49 @@ START_TEST(test_same_loop_and_timer)
 }
 END_TEST
 
+START_TEST(test_own_thread_post)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct loop_queue q;
+	ck_assert_int_eq(loop_queue_init(&q, &loop), 0);
+	memset(&st, 0, sizeof(st));
+	st.loop_tid = pthread_self();
+	struct item *it = malloc(sizeof(*it));
+	it->producer = 0;
+	it->seq = 0;
+	/* Before the first drain the queue does not know its thread: the
+	 * eventfd wakes it. */
+	ck_assert_int_eq(loop_queue_post(&q, &it->work, run_item), 0);
+	uv_run(&loop, UV_RUN_ONCE);
+	ck_assert_int_eq(st.ran, 1);
+	/* Now a post from the loop's thread: not run inside post, no eventfd
+	 * write (the read finds its counter 0), and the next turn runs it
+	 * without waiting in poll. */
+	it = malloc(sizeof(*it));
+	it->producer = 0;
+	it->seq = 1;
+	ck_assert_int_eq(loop_queue_post(&q, &it->work, run_item), 0);
+	ck_assert_int_eq(st.ran, 1);
+	uint64_t v;
+	ck_assert_int_eq(read(q.efd, &v, sizeof(v)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	ck_assert_int_eq(st.ran, 2);
+	ck_assert_int_eq(st.out_of_order, 0);
+	/* One more from this thread, then close: close runs it. */
+	it = malloc(sizeof(*it));
+	it->producer = 0;
+	it->seq = 2;
+	ck_assert_int_eq(loop_queue_post(&q, &it->work, run_item), 0);
+	loop_queue_close(&q, NULL);
+	ck_assert_int_eq(st.ran, 3);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	ck_assert_int_eq(st.wrong_thread, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop");
@@ -154,6 +200,7 @@ int main(void)
 	tcase_add_test(tc, test_many_producers);
 	tcase_add_test(tc, test_closed_queue_refuses);
 	tcase_add_test(tc, test_same_loop_and_timer);
+	tcase_add_test(tc, test_own_thread_post);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
