@@ -5,7 +5,10 @@
  * watched by uv_poll: the poster links its item and, unless a wake-up is
  * already pending, writes the eventfd; the loop takes the whole list at
  * once and runs it outside the lock, so a poster never waits on a running
- * item and a burst of posts costs one wake.
+ * item and a burst of posts costs one wake. A post from the loop's own
+ * thread (known once the loop drained the queue) wakes it through a uv_idle
+ * handle instead of the eventfd: the loop runs the list before it polls
+ * again, without a syscall.
  */
 #include "common/loop.h"
 
@@ -28,6 +31,8 @@ static void queue_drain(struct loop_queue *q)
 		struct loop_work *w = q->head;
 		q->head = q->tail = NULL;
 		q->signalled = false;
+		q->owner = pthread_self();   /* drained on its loop's thread only */
+		q->owner_known = true;
 		pthread_mutex_unlock(&q->mu);
 		if (!w)
 			return;
@@ -51,6 +56,12 @@ static void on_poll(uv_poll_t *p, int status, int events)
 	queue_drain(q);
 }
 
+static void on_idle(uv_idle_t *h)
+{
+	uv_idle_stop(h);
+	queue_drain(h->data);
+}
+
 int loop_queue_init(struct loop_queue *q, uv_loop_t *loop)
 {
 	memset(q, 0, sizeof(*q));
@@ -66,9 +77,13 @@ int loop_queue_init(struct loop_queue *q, uv_loop_t *loop)
 	if (rc)
 		goto err_mu; /* libuv errors are already -errno */
 	q->poll.data = q;
+	uv_idle_init(loop, &q->idle); /* never fails */
+	q->idle.data = q;
+	q->closing = 2;
 	rc = uv_poll_start(&q->poll, UV_READABLE, on_poll);
 	if (rc) {
 		uv_close((uv_handle_t *)&q->poll, NULL);
+		uv_close((uv_handle_t *)&q->idle, NULL);
 		q->closed = true; /* the fd goes with the handle; see below */
 		return rc;
 	}
@@ -97,20 +112,28 @@ int loop_queue_post(struct loop_queue *q, struct loop_work *w, loop_work_fn fn)
 	q->tail = w;
 	bool wake = !q->signalled;
 	q->signalled = true;
+	bool own = wake && q->owner_known && pthread_equal(q->owner, pthread_self());
 	/* The write stays under the lock: once closed is set nobody writes, so
 	 * close may release the eventfd as soon as it holds the lock. */
-	if (wake) {
+	if (wake && !own) {
 		uint64_t one = 1;
 		while (write(q->efd, &one, sizeof(one)) < 0 && errno == EINTR)
 			;
 	}
 	pthread_mutex_unlock(&q->mu);
+	/* The loop's own thread: it is not blocked in poll, and with an idle
+	 * handle active it will not block before the list runs. A post from
+	 * another thread meanwhile finds signalled set and rides this wake. */
+	if (own)
+		uv_idle_start(&q->idle, on_idle);
 	return 0;
 }
 
 static void on_queue_closed(uv_handle_t *h)
 {
 	struct loop_queue *q = h->data;
+	if (--q->closing)
+		return;
 	close(q->efd);
 	q->efd = -1;
 	if (q->closed_cb)
@@ -127,6 +150,7 @@ void loop_queue_close(struct loop_queue *q, loop_queue_closed_fn closed_cb)
 	/* The mutex is left alive: a late poster still locks it to learn that
 	 * the queue is closed. Default mutexes hold no resources. */
 	uv_close((uv_handle_t *)&q->poll, on_queue_closed);
+	uv_close((uv_handle_t *)&q->idle, on_queue_closed);
 }
 
 /* ------------------------------------------------------------ threads */

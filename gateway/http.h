@@ -49,6 +49,7 @@
 #define HTTP_OUT_HEAD_MAX (8 * 1024)
 #define HTTP_INLINE_BODY_MAX (16 * 1024)
 #define HTTP_MAX_WRITES 8
+#define HTTP_WRITEV_MAX 8                  /* buffers in one http_writev */
 #define HTTP_TLS_IN_BUF (64 * 1024)        /* one read of ciphertext (shared per server) */
 #define HTTP_BODY_RATE_WINDOW_MS 10000     /* min_body_rate_bps is judged over this */
 
@@ -226,6 +227,14 @@ int http_respond_start(struct http_stream *s, int status, int64_t content_length
  * the connection is gone, -EMSGSIZE past the announced Content-Length. cb
  * is never called from inside http_write. */
 int http_write(struct http_stream *s, const void *data, size_t len, http_write_cb cb, void *arg);
+
+/* Queue nd buffers (at most HTTP_WRITEV_MAX, kept by the caller until cb)
+ * as one write: one writev to the socket with the head if it is still
+ * pending. last: the response ends with this write, as if
+ * http_respond_end followed (saves a write per response). Returns as
+ * http_write, and -EINVAL for too many buffers. */
+int http_writev(struct http_stream *s, const uv_buf_t *data, unsigned nd, bool last,
+		http_write_cb cb, void *arg);
 
 /* End a streamed response. If fewer bytes than the Content-Length were
  * written the connection is closed after (the client sees a short body).

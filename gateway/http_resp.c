@@ -448,31 +448,31 @@ int http_respond_start(struct http_stream *s, int status, int64_t content_length
 	return 0;
 }
 
-int http_write(struct http_stream *s, const void *data, size_t len, http_write_cb cb, void *arg)
+/* A response whose last write went short of its Content-Length has lost
+ * its framing: close the connection after it. */
+static void end_framing(struct conn *c)
+{
+	if (!c->resp_chunked && c->resp_remaining > 0 && !c->head_only)
+		c->close_after = true;
+}
+
+int http_writev(struct http_stream *s, const uv_buf_t *data, unsigned nd, bool last,
+		http_write_cb cb, void *arg)
 {
 	struct conn *c = s->c;
 	static char crlf[] = "\r\n";
+	static char last_chunk[] = "0\r\n\r\n";
 	if (!c->resp_started || c->resp_ended)
 		return -EALREADY;
 	if (c->phase != ACTIVE)
 		return -EPIPE;
+	if (nd > HTTP_WRITEV_MAX)
+		return -EINVAL;
+	size_t len = 0;
+	for (unsigned i = 0; i < nd; i++)
+		len += data[i].len;
 	if (!c->resp_chunked && c->resp_remaining >= 0 && (int64_t)len > c->resp_remaining)
 		return -EMSGSIZE;
-	uv_buf_t bufs[4];
-	unsigned n = 0;
-	if (c->head_pending)
-		bufs[n++] = uv_buf_init(c->head, (unsigned)c->head_len);
-	struct wslot *w = NULL;
-	bool body = !c->head_only && len > 0;
-	unsigned chunk_at = n;
-	if (body && c->resp_chunked)
-		bufs[n++] = uv_buf_init(NULL, 0); /* filled once the slot is known */
-	if (body)
-		bufs[n++] = uv_buf_init((char *)data, (unsigned)len);
-	if (body && c->resp_chunked)
-		bufs[n++] = uv_buf_init(crlf, 2);
-	if (n == 0) /* HEAD or empty write: still complete asynchronously */
-		bufs[n++] = uv_buf_init(crlf, 0);
 	/* The chunk header lives in the slot; find it first. */
 	struct wslot *free_slot = NULL;
 	for (int i = 0; i < HTTP_MAX_WRITES && !free_slot; i++)
@@ -480,11 +480,26 @@ int http_write(struct http_stream *s, const void *data, size_t len, http_write_c
 			free_slot = &c->w[i];
 	if (!free_slot)
 		return -EAGAIN;
+	uv_buf_t bufs[HTTP_WRITEV_MAX + 4];
+	unsigned n = 0;
+	if (c->head_pending)
+		bufs[n++] = uv_buf_init(c->head, (unsigned)c->head_len);
+	bool body = !c->head_only && len > 0;
 	if (body && c->resp_chunked) {
 		int hl = snprintf(free_slot->chunk_hdr, sizeof(free_slot->chunk_hdr), "%zx\r\n", len);
-		bufs[chunk_at] = uv_buf_init(free_slot->chunk_hdr, (unsigned)hl);
+		bufs[n++] = uv_buf_init(free_slot->chunk_hdr, (unsigned)hl);
 	}
-	int rc = conn_submit(c, bufs, n, cb, arg, false, &w);
+	for (unsigned i = 0; body && i < nd; i++)
+		if (data[i].len)
+			bufs[n++] = data[i];
+	if (body && c->resp_chunked)
+		bufs[n++] = uv_buf_init(crlf, 2);
+	if (last && c->resp_chunked && !c->head_only)
+		bufs[n++] = uv_buf_init(last_chunk, 5);
+	if (n == 0) /* HEAD or empty write: still complete asynchronously */
+		bufs[n++] = uv_buf_init(crlf, 0);
+	struct wslot *w = NULL;
+	int rc = conn_submit(c, bufs, n, cb, arg, last, &w);
 	if (rc)
 		return rc;
 	c->head_pending = false;
@@ -492,29 +507,20 @@ int http_write(struct http_stream *s, const void *data, size_t len, http_write_c
 		c->resp_body_bytes += len;
 	if (c->resp_remaining >= 0 && !c->resp_chunked)
 		c->resp_remaining -= (int64_t)len;
+	if (last) {
+		end_framing(c);
+		c->resp_ended = true;
+	}
 	return 0;
+}
+
+int http_write(struct http_stream *s, const void *data, size_t len, http_write_cb cb, void *arg)
+{
+	uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+	return http_writev(s, &b, 1, false, cb, arg);
 }
 
 int http_respond_end(struct http_stream *s)
 {
-	struct conn *c = s->c;
-	static char last_chunk[] = "0\r\n\r\n";
-	if (!c->resp_started || c->resp_ended)
-		return -EALREADY;
-	uv_buf_t bufs[2];
-	unsigned n = 0;
-	if (c->head_pending)
-		bufs[n++] = uv_buf_init(c->head, (unsigned)c->head_len);
-	if (c->resp_chunked && !c->head_only)
-		bufs[n++] = uv_buf_init(last_chunk, 5);
-	if (n == 0)
-		bufs[n++] = uv_buf_init(last_chunk, 0);
-	if (!c->resp_chunked && c->resp_remaining > 0 && !c->head_only)
-		c->close_after = true; /* short body: framing is lost */
-	int rc = conn_submit(c, bufs, n, NULL, NULL, true, NULL);
-	if (rc)
-		return rc;
-	c->head_pending = false;
-	c->resp_ended = true;
-	return 0;
+	return http_writev(s, NULL, 0, true, NULL, NULL);
 }

@@ -9,7 +9,10 @@
  * so an object that cannot be read is a 503, never a short or wrong body;
  * a later segment failing cuts the connection (a short body, never wrong
  * bytes). At most GET_WRITES response writes are in flight; the data path
- * reads ahead only as fast as they complete.
+ * reads ahead only as fast as they complete. The slices ready at once (a
+ * segment's data shards) go out as one write (http_writev), the head
+ * before them and the response's end after the last: a healthy GET of one
+ * segment is one writev to the socket, not one per shard.
  *
  * Owns the request's copy of the record, its layout and its gw_data GET.
  * Does not write anything, nor answer GetObjectAttributes (s3_attrs.c).
@@ -37,7 +40,14 @@
 #include "gateway/s3_version.h"
 #include "gateway/s3_lifecycle.h"
 
-#define GET_WRITES 4   /* response writes in flight per GET */
+#define GET_WRITES 4               /* response writes in flight per GET */
+#define GET_BATCH HTTP_WRITEV_MAX  /* slices in one response write */
+
+/* One response write: the slices it holds until it completes. */
+struct get_wr {
+	unsigned n;
+	struct buf *b[GET_BATCH];
+};
 
 struct get_rq {
 	struct s3_rq rq;
@@ -48,7 +58,7 @@ struct get_rq {
 	bool partial, started, ended, head;
 	unsigned writes;               /* response writes in flight */
 	unsigned whead;
-	struct buf *wbufs[GET_WRITES];
+	struct get_wr wr[GET_WRITES];
 	/* A multipart object: the segments the range touches, one at a time. */
 	bool mpu;
 	uint32_t mseg;                 /* segment being read */
@@ -234,7 +244,10 @@ static void on_get_written(struct http_stream *s, int status, void *arg)
 {
 	(void)s, (void)status;
 	struct get_rq *g = arg;
-	buf_unref(g->wbufs[g->whead++ % GET_WRITES]);
+	struct get_wr *w = &g->wr[g->whead++ % GET_WRITES];
+	for (unsigned i = 0; i < w->n; i++)
+		buf_unref(w->b[i]);
+	w->n = 0;
 	g->writes--;
 	if (s3_rq_back(&g->rq))
 		get_pump(g);
@@ -324,22 +337,52 @@ static int mget_next(struct get_rq *g)
 	return 0;
 }
 
-/* The GET cannot go on (rc): 503 before the first byte, else a cut. */
-static void mget_fail(struct get_rq *g, int rc)
+/* The GET cannot go on (why): answered e (msg) before the first byte,
+ * else the connection is cut: the client sees a short body, never wrong
+ * bytes. */
+static void get_fail(struct get_rq *g, enum s3_err e, const char *msg, const char *why)
 {
 	struct http_stream *s = s3_call_stream(g->rq.c);
 	LOG_WARN("get failed", "bucket=%s key=%s err=%s", g->rq.bucket, LOG_Q(g->rq.key),
-		 LOG_Q(iol_strerror(rc)));
+		 LOG_Q(why));
 	if (g->ended)
 		return;
 	g->ended = true;
 	if (!g->started) {
-		s3_rq_fail(&g->rq, rc == IOL_ECORRUPT ? S3E_InternalError : S3E_ServiceUnavailable,
-			   rc == IOL_ECORRUPT ? "Unreadable object layout" : NULL);
+		s3_rq_fail(&g->rq, e, msg);
 	} else {
 		http_set_close(s);
 		http_respond_end(s);
 	}
+}
+
+static void mget_fail(struct get_rq *g, int rc)
+{
+	bool bad = rc == IOL_ECORRUPT;
+	get_fail(g, bad ? S3E_InternalError : S3E_ServiceUnavailable,
+		 bad ? "Unreadable object layout" : NULL, iol_strerror(rc));
+}
+
+/* The next slice of the answer: 1 (sl holds a ref), 0 (all read),
+ * -EAGAIN (not yet), or an error. */
+static int get_next(struct get_rq *g, struct buf_slice *sl)
+{
+	for (;;) {
+		int rc = !g->get ? IOL_EUNAVAILABLE
+			 : g->dec ? s3_sse_get_read(g->dec, g->get, sl)
+				  : gw_data_get_read(g->get, sl);
+		if (rc != 0 || !g->mpu || g->mpos >= g->mend)
+			return rc;
+		if ((rc = mget_next(g)))
+			return rc;
+	}
+}
+
+static void wr_drop(struct get_wr *w)
+{
+	for (unsigned i = 0; i < w->n; i++)
+		buf_unref(w->b[i]);
+	w->n = 0;
 }
 
 static void get_pump(struct get_rq *g)
@@ -348,50 +391,50 @@ static void get_pump(struct get_rq *g)
 	if (g->rows_wait)
 		return;   /* on_get_rows pumps */
 	while (!g->ended && g->writes < GET_WRITES) {
+		struct get_wr *w = &g->wr[(g->whead + g->writes) % GET_WRITES];
+		uv_buf_t iov[GET_BATCH];
 		struct buf_slice sl;
-		int rc = !g->get ? IOL_EUNAVAILABLE
-			 : g->dec ? s3_sse_get_read(g->dec, g->get, &sl)
-				  : gw_data_get_read(g->get, &sl);
-		if (rc == 0 && g->mpu && g->mpos < g->mend) {
-			rc = mget_next(g);
-			if (rc == 0)
-				continue;
+		int rc;
+		while ((rc = get_next(g, &sl)) == 1) {
+			w->b[w->n] = sl.buf;
+			iov[w->n++] = uv_buf_init((char *)sl.buf->data + sl.off, (unsigned)sl.len);
+			if (w->n == GET_BATCH)
+				break;
 		}
-		if (rc == -EAGAIN)
-			return;
-		if (rc < 0) {
-			LOG_WARN("get failed", "bucket=%s key=%s err=%s", g->rq.bucket, LOG_Q(g->rq.key),
-				 LOG_Q(g->get ? gw_data_get_error(g->get) : iol_strerror(rc)));
-			g->ended = true;
-			if (!g->started) {
-				s3_rq_fail(&g->rq, S3E_ServiceUnavailable,
-					   "Not enough storage nodes reachable to read the object");
-			} else {
-				/* Bytes already went out: cut the connection, the
-				 * client sees a short body, never wrong bytes. */
-				http_set_close(s);
-				http_respond_end(s);
-			}
+		if (g->ended) {   /* answered while reading (mget_seg) */
+			wr_drop(w);
 			return;
 		}
+		if (rc < 0 && rc != -EAGAIN) {
+			wr_drop(w);
+			get_fail(g, S3E_ServiceUnavailable,
+				 "Not enough storage nodes reachable to read the object",
+				 g->get ? gw_data_get_error(g->get) : iol_strerror(rc));
+			return;
+		}
+		if (rc == -EAGAIN && !w->n)
+			return;
 		if (!g->started) {
 			g->started = true;
 			add_object_headers(g);
 			http_respond_start(s, g->partial ? 206 : 200, (int64_t)g->len);
 		}
-		if (rc == 0) {
+		bool last = rc == 0;
+		if (last && !w->n) {
 			g->ended = true;
 			http_respond_end(s);
 			return;
 		}
-		unsigned slot = (g->whead + g->writes) % GET_WRITES;
-		g->wbufs[slot] = sl.buf;
 		g->writes++;
 		g->rq.pending++;
-		if (http_write(s, sl.buf->data + sl.off, sl.len, on_get_written, g)) {
+		if (http_writev(s, iov, w->n, last, on_get_written, g)) {
 			g->writes--;
 			g->rq.pending--;
-			buf_unref(sl.buf);
+			wr_drop(w);
+			g->ended = true;
+			return;
+		}
+		if (last) {
 			g->ended = true;
 			return;
 		}

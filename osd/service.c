@@ -632,7 +632,9 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 		fail(svc, r, EK_CANCELLED, RPC_CANCELLED, "caller gone before the read started");
 		return;
 	}
-	key_from(svc, r, q->key, &k, name); /* validated by h_get */
+	/* Validated by h_get. The name is formatted only for an error: a
+	 * snprintf per read showed in GET 64 KiB profiles. */
+	key_from(svc, r, q->key, &k, NULL);
 	struct op *op = op_take(svc, r, OP_GET, 0, bg);
 	if (!op)
 		return;
@@ -641,6 +643,8 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 	op->key = k;
 	uint64_t len = q->length ? q->length : UINT64_MAX;
 	int rc = store_get(svc->st, &op->u.get, &k, q->offset, len, on_get);
+	if (rc)
+		store_key_format(&k, name, sizeof(name));
 	if (rc == -EINVAL) {
 		/* The key is valid: the offset is past the end. */
 		fail(svc, r, EK_INVALID, RPC_OUT_OF_RANGE, "shard %s: offset %llu is past its end",

@@ -1,8 +1,11 @@
 /*
  * test_loop.c — cross-thread hand-off: every post from many threads runs
  * exactly once on the target loop's thread, in per-producer order;
- * loop_thread_call waits for its function; a closed queue refuses work.
+ * loop_thread_call waits for its function; a closed queue refuses work;
+ * a post from the loop's own thread runs on the next turn without an
+ * eventfd write, and close still runs it.
  */
+#include <unistd.h>
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -113,6 +116,15 @@ static void on_timer(uv_timer_t *t)
 	uv_close((uv_handle_t *)t, NULL);
 }
 
+/* Post item seq of producer 0 to q (run_item runs it). */
+static int post_seq(struct loop_queue *q, int seq)
+{
+	struct item *it = malloc(sizeof(*it));
+	it->producer = 0;
+	it->seq = seq;
+	return loop_queue_post(q, &it->work, run_item);
+}
+
 START_TEST(test_same_loop_and_timer)
 {
 	/* A queue on the caller's own loop: posts run on the next turn, not
@@ -123,16 +135,16 @@ START_TEST(test_same_loop_and_timer)
 	ck_assert_int_eq(loop_queue_init(&q, &loop), 0);
 	memset(&st, 0, sizeof(st));
 	st.loop_tid = pthread_self();
-	struct item *it = malloc(sizeof(*it));
-	it->producer = 0;
-	it->seq = 0;
-	ck_assert_int_eq(loop_queue_post(&q, &it->work, run_item), 0);
+	ck_assert_int_eq(post_seq(&q, 0), 0);
 	ck_assert_int_eq(st.ran, 0);
 
 	int fired = 0;
 	uv_timer_t t;
 	uv_timer_init(&loop, &t);
 	t.data = &fired;
+	/* A timer counts from the loop's cached time: refresh it, or a test
+	 * descheduled since uv_loop_init sees the timer fire "early". */
+	uv_update_time(&loop);
 	uint64_t t0 = loop_now_ms();
 	uv_timer_start(&t, on_timer, 30, 0);
 	uv_run(&loop, UV_RUN_ONCE);
@@ -146,6 +158,40 @@ START_TEST(test_same_loop_and_timer)
 }
 END_TEST
 
+START_TEST(test_own_thread_post)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct loop_queue q;
+	ck_assert_int_eq(loop_queue_init(&q, &loop), 0);
+	memset(&st, 0, sizeof(st));
+	st.loop_tid = pthread_self();
+	/* Before the first drain the queue does not know its thread: the
+	 * eventfd wakes it. */
+	ck_assert_int_eq(post_seq(&q, 0), 0);
+	uv_run(&loop, UV_RUN_ONCE);
+	ck_assert_int_eq(st.ran, 1);
+	/* Now a post from the loop's thread: not run inside post, no eventfd
+	 * write (the read finds its counter 0), and the next turn runs it
+	 * without waiting in poll. */
+	ck_assert_int_eq(post_seq(&q, 1), 0);
+	ck_assert_int_eq(st.ran, 1);
+	uint64_t v;
+	ck_assert_int_eq(read(q.efd, &v, sizeof(v)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	ck_assert_int_eq(st.ran, 2);
+	ck_assert_int_eq(st.out_of_order, 0);
+	/* One more from this thread, then close: close runs it. */
+	ck_assert_int_eq(post_seq(&q, 2), 0);
+	loop_queue_close(&q, NULL);
+	ck_assert_int_eq(st.ran, 3);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	ck_assert_int_eq(st.wrong_thread, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop");
@@ -154,6 +200,7 @@ int main(void)
 	tcase_add_test(tc, test_many_producers);
 	tcase_add_test(tc, test_closed_queue_refuses);
 	tcase_add_test(tc, test_same_loop_and_timer);
+	tcase_add_test(tc, test_own_thread_post);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -144,6 +144,22 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 		http_write(s, "abc", 3, NULL, NULL);
 		http_write(s, "defgh", 5, NULL, NULL);
 		http_respond_end(s);
+	} else if (path_is(r, "/vec")) {
+		/* Several buffers and the end in one write (as a GET's shards). */
+		uv_buf_t v[2] = { uv_buf_init("abc", 3), uv_buf_init("defgh", 5) };
+		http_respond_start(s, 200, 8);
+		http_writev(s, v, 2, true, NULL, NULL);
+	} else if (path_is(r, "/vecchunked")) {
+		uv_buf_t v[3] = { uv_buf_init("ab", 2), uv_buf_init("c", 1),
+				  uv_buf_init("defgh", 5) };
+		http_respond_start(s, 200, -1);
+		http_writev(s, v, 2, false, NULL, NULL);
+		http_writev(s, v + 2, 1, true, NULL, NULL);
+	} else if (path_is(r, "/vecshort")) {
+		/* The end with fewer bytes than announced: framing is lost. */
+		uv_buf_t v = uv_buf_init("abc", 3);
+		http_respond_start(s, 200, 8);
+		http_writev(s, &v, 1, true, NULL, NULL);
 	} else if (path_is(r, "/pause")) {
 		rs->pause_each = true;
 	} else if (path_is(r, "/slowstart")) {
@@ -517,6 +533,41 @@ START_TEST(test_get_head_keepalive)
 	ck_assert_uint_eq(sn.st.conns_accepted, 1); /* one connection, reused */
 	ck_assert_uint_eq(sn.st.requests, 4);
 	ck_assert_uint_eq(sn.st.responses[2], 4);
+}
+END_TEST
+
+START_TEST(test_writev)
+{
+	struct rd r = { .fd = dial() };
+	struct resp p;
+	send_str(r.fd, "GET /vec HTTP/1.1\r\nHost: x\r\n\r\n");
+	read_response(&r, &p, false);
+	ck_assert_int_eq(p.status, 200);
+	ck_assert(!p.chunked);
+	ck_assert_int_eq(p.content_length, 8);
+	ck_assert_str_eq(p.body, "abcdefgh");
+	send_str(r.fd, "GET /vecchunked HTTP/1.1\r\nHost: x\r\n\r\n");
+	read_response(&r, &p, false);
+	ck_assert(p.chunked);
+	ck_assert_str_eq(p.body, "abcdefgh");
+	/* The writes ended both responses: the connection goes on. */
+	send_str(r.fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.body, "hello");
+	close(r.fd);
+	/* A short last write closes the connection after it. */
+	r = (struct rd){ .fd = dial() };
+	send_str(r.fd, "GET /vecshort HTTP/1.1\r\nHost: x\r\n\r\n");
+	char got[4096];
+	size_t n = 0;
+	ssize_t k = -1;
+	while (n < sizeof(got) - 1 && (k = recv(r.fd, got + n, sizeof(got) - 1 - n, 0)) > 0)
+		n += (size_t)k;
+	got[n] = 0;
+	ck_assert_int_eq(k, 0); /* EOF after "abc" */
+	ck_assert_ptr_nonnull(strstr(got, "Content-Length: 8\r\n"));
+	ck_assert_str_eq(got + n - 3, "abc");
+	close(r.fd);
 }
 END_TEST
 
@@ -924,6 +975,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_get_head_keepalive);
+	tcase_add_test(tc, test_writev);
 	tcase_add_test(tc, test_put_streamed);
 	tcase_add_test(tc, test_zero_put_then_get);
 	tcase_add_test(tc, test_chunked_request);
