@@ -7,7 +7,8 @@
  *
  * A split copies its source unsealed (FeedRange first), then catches up
  * with the source's change feed in batches from the target's feed cursor;
- * once fewer than META_MOVE_TAIL changes are left (or after
+ * once fewer than META_MOVE_TAIL changes are left (or when a batch left
+ * more than the one before: the writes outrun the catch-up; or after
  * META_MOVE_CATCHUP_ROUNDS batches) it seals the source and sends the
  * rest. A merge, and a split within one group (its rows are rewritten
  * in place), seal for their whole copy.
@@ -61,6 +62,7 @@ struct mv {
 	bool fed;                      /* a split to another group: copied unsealed */
 	bool src_sealed;
 	uint32_t rounds;
+	uint64_t last_left;            /* changes left after the previous batch */
 };
 
 static void next(struct mv *m);
@@ -91,6 +93,7 @@ static void forget(struct mv *m)
 	m->fed = false;
 	m->src_sealed = false;
 	m->rounds = 0;
+	m->last_left = 0;
 }
 
 static void finish(struct mv *m, int err)
@@ -571,11 +574,16 @@ static void on_feed_ingested(void *ud, int err, const Iolake__Meta__OpResult *re
 	bool sealed = p->sealed;
 	uint64_t left = p->feed_left;
 	free_msg(p);
+	/* Seal once the tail is short, or when catching up stopped gaining
+	 * on the writes (the tail would only grow), or after
+	 * META_MOVE_CATCHUP_ROUNDS batches. */
+	bool gaining = m->rounds == 0 || left < m->last_left;
 	m->rounds++;
+	m->last_left = left;
 	if (sealed && left == 0)
 		tail_done(m);
 	else if (!sealed && !m->src_sealed &&
-		 (left < META_MOVE_TAIL || m->rounds >= META_MOVE_CATCHUP_ROUNDS))
+		 (left < META_MOVE_TAIL || !gaining || m->rounds >= META_MOVE_CATCHUP_ROUNDS))
 		seal_source(m);
 	else
 		catch_up(m);

@@ -40,8 +40,10 @@
 #define META_MOVE_BATCH_RECORDS 2000
 #define META_MOVE_BATCH_BYTES (512u << 10)   /* under one Raft entry (1 MiB) */
 /* A split seals its source once fewer changes than this are left to
- * catch up (the writes that wait are those of the last batches), or after
- * META_MOVE_CATCHUP_ROUNDS catch-up batches (writes that outrun the copy). */
+ * catch up (the writes that wait are those of the last batches), or when
+ * a catch-up batch left more changes than the one before (writes that
+ * outrun the catch-up: the tail would only grow), or after
+ * META_MOVE_CATCHUP_ROUNDS catch-up batches. */
 #define META_MOVE_TAIL 256
 #define META_MOVE_CATCHUP_ROUNDS 64
 

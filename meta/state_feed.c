@@ -55,7 +55,18 @@ int op_feed_range(struct tx *t, const Iolake__Meta__FeedRange *op)
 	Iolake__Meta__RangeDesc *r = range_load(t, d->id);
 	if (t->io_err)
 		return t->io_err;
-	if (!r || strcmp(r->bucket, d->bucket))
+	if (!r) {
+		/* Never opened here (no op reached it yet): open it now, as
+		 * the router's OpenRange would, so every later op is fed. */
+		Iolake__Meta__OpenRange o = IOLAKE__META__OPEN_RANGE__INIT;
+		o.range = (Iolake__Meta__RangeDesc *)d;
+		int rc = op_open_range(t, &o);
+		if (rc)
+			return rc;
+		if (!(r = range_load(t, d->id)))
+			return t->io_err ? t->io_err : -EIO;
+	}
+	if (strcmp(r->bucket, d->bucket))
 		return META_EWRONG_RANGE;
 	if (r->feed)
 		return strcmp(r->feed_start, op->start) ? IOL_ECONFLICT : 0;
