@@ -125,7 +125,41 @@ fail:
 	rpc_fail(r, RPC_INTERNAL, "get ranges: %s", iol_strerror(rc));
 }
 
-/* ReadRange: a sealed range's records for a move (meta/range_move.c). */
+/* ReadRange feed: a catch-up batch of a split's change feed. */
+static void serve_feed(struct meta_group *g, struct rpc_req *r,
+		       const Iolake__Meta__ReadRangeRequest *q, uint32_t max_records,
+		       uint32_t max_bytes)
+{
+	Iolake__Meta__ReadRangeResponse resp = IOLAKE__META__READ_RANGE_RESPONSE__INIT;
+	struct meta_feed_batch b;
+	int rc = meta_state_read_feed(g->state, q->range_id, q->bucket, q->start, q->end,
+				      q->feed_after, max_records, max_bytes, &b);
+	if (rc == META_EWRONG_RANGE || rc == -EINVAL) {
+		resp.status = meta_state_err_to_status(rc);
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	if (rc) {
+		rpc_fail(r, RPC_INTERNAL, "read feed: %s", iol_strerror(rc));
+		return;
+	}
+	resp.keys = b.pairs.keys;
+	resp.n_keys = b.pairs.n;
+	resp.values = b.pairs.values;
+	resp.n_values = b.pairs.n;
+	resp.feed_keys = b.keys;
+	resp.n_feed_keys = b.n_keys;
+	resp.feed_upto = b.upto;
+	resp.feed_left = b.left;
+	resp.sealed = b.sealed;
+	resp.records = (uint32_t)b.n_keys;
+	resp.done = b.left == 0;
+	rpc_respond(r, &resp.base, NULL);
+	meta_feed_batch_free(&b);
+}
+
+/* ReadRange: a sealed (or fed) range's records for a move
+ * (meta/range_move.c). */
 void node_serve_read_range(struct meta_group *g, struct rpc_req *r)
 {
 	const Iolake__Meta__ReadRangeRequest *q = (const void *)rpc_req_msg(r);
@@ -147,6 +181,10 @@ void node_serve_read_range(struct meta_group *g, struct rpc_req *r)
 		if (rc)
 			resp.split_key = "";
 		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	if (q->feed) {
+		serve_feed(g, r, q, max_records, max_bytes);
 		return;
 	}
 	int rc = meta_state_read_range(g->state, q->range_id, q->bucket, q->start, q->end,

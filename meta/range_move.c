@@ -5,6 +5,14 @@
  * cursor), so a driver that starts in the middle of a move, after another
  * one crashed, carries on from there.
  *
+ * A split copies its source unsealed (FeedRange first), then catches up
+ * with the source's change feed in batches from the target's feed cursor;
+ * once fewer than META_MOVE_TAIL changes are left (or when a batch left
+ * more than the one before: the writes outrun the catch-up; or after
+ * META_MOVE_CATCHUP_ROUNDS batches) it seals the source and sends the
+ * rest. A merge, and a split within one group (its rows are rewritten
+ * in place), seal for their whole copy.
+ *
  * Owns its struct mv until the callback. Not here: the ops themselves
  * (meta/state_range.c), routing around a sealed range (meta/route.c).
  */
@@ -48,9 +56,19 @@ struct mv {
 	uint64_t sealed_at_ms;
 	Iolake__Meta__ReadRangeResponse *page;   /* the batch in flight */
 	int seals;                     /* seals still to send */
+	/* a split's catch-up: the target's feed cursor, whether the source
+	 * is sealed, catch-up batches read since the bulk copy */
+	uint64_t feed_cursor;
+	bool fed;                      /* a split to another group: copied unsealed */
+	bool src_sealed;
+	uint32_t rounds;
+	uint64_t last_left;            /* changes left after the previous batch */
 };
 
 static void next(struct mv *m);
+static void feed_on(struct mv *m);
+static void on_src_counted(void *ud, int err, const ProtobufCMessage *resp);
+static const Iolake__Meta__RangeDesc *answer_range(const ProtobufCMessage *resp, uint64_t id);
 
 static void free_msg(void *p)
 {
@@ -71,6 +89,11 @@ static void forget(struct mv *m)
 	m->batches = 0;
 	m->init_objects = m->init_bytes = m->init_uploads = 0;
 	m->src_objects = m->src_bytes = m->src_uploads = 0;
+	m->feed_cursor = 0;
+	m->fed = false;
+	m->src_sealed = false;
+	m->rounds = 0;
+	m->last_left = 0;
 }
 
 static void finish(struct mv *m, int err)
@@ -301,6 +324,19 @@ static void copied(struct mv *m)
 
 static void read_batch(struct mv *m);
 static void read_cursor(struct mv *m);
+static void catch_up(struct mv *m);
+static void tail_done(struct mv *m);
+
+/* The bulk copy is in: a split to another group catches up with its
+ * source's changes; a merge or a split within one group (sealed) is
+ * copied. */
+static void bulk_done(struct mv *m)
+{
+	if (m->fed)
+		catch_up(m);
+	else
+		copied(m);
+}
 
 static void on_ingested(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
 {
@@ -344,7 +380,7 @@ static void on_ingested(void *ud, int err, const Iolake__Meta__OpResult *res, ui
 		return;
 	}
 	if (done)
-		copied(m);
+		bulk_done(m);
 	else
 		read_batch(m);
 }
@@ -378,6 +414,7 @@ static void on_read(void *ud, int err, const ProtobufCMessage *resp)
 	in.n_keys = p->n_keys;
 	in.values = p->values;
 	in.n_values = p->n_values;
+	in.fed = m->fed;
 	if (m->o.drop_last_batch && p->done && p->n_keys) {
 		in.n_keys = in.n_values = 0;   /* the planted bug */
 	}
@@ -419,9 +456,13 @@ static void on_cursor(void *ud, int err, const ProtobufCMessage *resp)
 		if (t->id != m->row->move_id)
 			continue;
 		if (!t->sealed) {   /* filled and opened before: switch */
-			copied(m);
+			if (m->fed)
+				tail_done(m);
+			else
+				copied(m);
 			return;
 		}
+		m->feed_cursor = t->feed_cursor;
 		if (t->ingest_cursor.len) {
 			m->cursor = malloc(t->ingest_cursor.len);
 			if (!m->cursor) {
@@ -441,8 +482,9 @@ static void read_cursor(struct mv *m)
 }
 
 /* The counters of the range(s) sealed in the row's group: a merge's
- * target starts with the left range's, a split's left half keeps the
- * sealed range's less what moved. */
+ * target starts with the left range's (read before the copy), a split's
+ * left half keeps the sealed range's less what moved (read after the
+ * tail). */
 static void on_src_counted(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct mv *m = ud;
@@ -453,15 +495,19 @@ static void on_src_counted(void *ud, int err, const ProtobufCMessage *resp)
 		finish(m, err);
 		return;
 	}
-	if (m->row->move_kind == K_SPLIT) {
+	if (m->row->move_kind == K_SPLIT) {   /* sealed (and caught up): what it held */
 		m->src_objects = s->objects;
 		m->src_bytes = s->bytes;
 		m->src_uploads = s->uploads;
-	} else {
-		m->init_objects = s->objects;
-		m->init_bytes = s->bytes;
-		m->init_uploads = s->uploads;
+		if (m->fed)
+			copied(m);
+		else
+			read_cursor(m);
+		return;
 	}
+	m->init_objects = s->objects;
+	m->init_bytes = s->bytes;
+	m->init_uploads = s->uploads;
 	read_cursor(m);
 }
 
@@ -497,6 +543,176 @@ static void seal_next(struct mv *m)
 	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
 	op.seal_range = &s;
 	submit(m, r->group, &op, on_sealed);
+}
+
+/* ---- a split's catch-up: the source's change feed, sealed for the tail */
+
+static void seal_source(struct mv *m);
+
+static void on_feed_ingested(void *ud, int err, const Iolake__Meta__OpResult *res,
+			     uint64_t index)
+{
+	(void)index;
+	struct mv *m = ud;
+	if (!err && res->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
+		free_msg(m->page);   /* the target's cursors are elsewhere: re-read */
+		m->page = NULL;
+		read_cursor(m);
+		return;
+	}
+	if (!err)
+		err = status_err(res->status);
+	if (err) {
+		finish(m, err);
+		return;
+	}
+	Iolake__Meta__ReadRangeResponse *p = m->page;
+	m->page = NULL;
+	m->feed_cursor = p->feed_upto;
+	m->st.changes += p->n_feed_keys;
+	m->st.catchups++;
+	bool sealed = p->sealed;
+	uint64_t left = p->feed_left;
+	free_msg(p);
+	/* Seal once the tail is short, or when catching up stopped gaining
+	 * on the writes (the tail would only grow), or after
+	 * META_MOVE_CATCHUP_ROUNDS batches. */
+	bool gaining = m->rounds == 0 || left < m->last_left;
+	m->rounds++;
+	m->last_left = left;
+	if (sealed && left == 0)
+		tail_done(m);
+	else if (!sealed && !m->src_sealed &&
+		 (left < META_MOVE_TAIL || !gaining || m->rounds >= META_MOVE_CATCHUP_ROUNDS))
+		seal_source(m);
+	else
+		catch_up(m);
+}
+
+static void on_feed_read(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct mv *m = ud;
+	const Iolake__Meta__ReadRangeResponse *p = (const void *)resp;
+	if (!err)
+		err = status_err(p->status);
+	if (err) {
+		finish(m, err);
+		return;
+	}
+	m->page = (Iolake__Meta__ReadRangeResponse *)meta_client_copy_msg(resp);
+	if (!m->page) {
+		finish(m, -ENOMEM);
+		return;
+	}
+	p = m->page;
+	Iolake__Meta__RangeDesc d = desc(m, m->row->move_id, m->tgt_start, m->tgt_end, m->tgt_group);
+	Iolake__Meta__IngestRange in = IOLAKE__META__INGEST_RANGE__INIT;
+	in.range = &d;
+	in.feed = true;
+	in.feed_after = m->feed_cursor;
+	in.feed_upto = p->feed_upto;
+	in.replace = p->feed_keys;
+	in.n_replace = p->n_feed_keys;
+	in.keys = p->keys;
+	in.n_keys = p->n_keys;
+	in.values = p->values;
+	in.n_values = p->n_values;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_INGEST_RANGE;
+	op.ingest_range = &in;
+	submit(m, m->tgt_group, &op, on_feed_ingested);
+}
+
+static void catch_up(struct mv *m)
+{
+	Iolake__Meta__ReadRangeRequest q = IOLAKE__META__READ_RANGE_REQUEST__INIT;
+	q.range_id = m->src_id;
+	q.bucket = m->cur_bucket;
+	q.start = (char *)m->span_start;
+	q.end = (char *)m->span_end;
+	q.feed = true;
+	q.feed_after = m->feed_cursor;
+	q.max_records = m->o.batch_records;
+	q.max_bytes = m->o.batch_bytes;
+	q.group = m->src_group;
+	call(m, META_M_READ_RANGE, &q.base, on_feed_read);
+}
+
+static void on_tail_sealed(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
+{
+	(void)index;
+	struct mv *m = ud;
+	if (!err)
+		err = status_err(res->status);
+	if (err) {
+		finish(m, err);
+		return;
+	}
+	m->src_sealed = true;
+	catch_up(m);
+}
+
+/* The tail is short: seal the source (its ops answer WRONG_RANGE and wait
+ * from now on), then the last batches. */
+static void seal_source(struct mv *m)
+{
+	m->sealed_at_ms = uv_now(m->loop);
+	const Iolake__Meta__RangeDesc *r = m->row;
+	Iolake__Meta__RangeDesc d = desc(m, r->id, r->start, r->end, r->group);
+	Iolake__Meta__SealRange s = IOLAKE__META__SEAL_RANGE__INIT;
+	s.range = &d;
+	s.for_move = true;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
+	op.seal_range = &s;
+	submit(m, r->group, &op, on_tail_sealed);
+}
+
+/* Sealed and caught up (or found switched): the source's counters. */
+static void tail_done(struct mv *m)
+{
+	get_ranges(m, "", m->src_group, on_src_counted);
+}
+
+static void on_src_state(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct mv *m = ud;
+	const Iolake__Meta__RangeDesc *s = err ? NULL : answer_range(resp, m->src_id);
+	if (!err && !s)
+		err = -EIO;
+	if (err) {
+		finish(m, err);
+		return;
+	}
+	m->src_sealed = s->sealed;
+	read_cursor(m);
+}
+
+static void on_feed_on(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
+{
+	(void)index;
+	struct mv *m = ud;
+	if (!err)
+		err = status_err(res->status);
+	if (err) {
+		finish(m, err);
+		return;
+	}
+	get_ranges(m, "", m->src_group, on_src_state);
+}
+
+/* A split copies its source unsealed: its change feed first. */
+static void feed_on(struct mv *m)
+{
+	const Iolake__Meta__RangeDesc *r = m->row;
+	Iolake__Meta__RangeDesc d = desc(m, r->id, r->start, r->end, r->group);
+	Iolake__Meta__FeedRange f = IOLAKE__META__FEED_RANGE__INIT;
+	f.range = &d;
+	f.start = r->move_key;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_FEED_RANGE;
+	op.feed_range = &f;
+	submit(m, r->group, &op, on_feed_on);
 }
 
 /* ---- the root's table: which move, which phase */
@@ -542,7 +758,8 @@ static void on_table(void *ud, int err, const ProtobufCMessage *resp)
 		m->tgt_group = r->move_group;
 		m->tgt_start = r->move_key;
 		m->tgt_end = r->end;
-		m->seals = 1;
+		m->fed = r->move_group != r->group;
+		m->seals = m->fed ? 0 : 1;
 	} else if (m->right) {
 		m->src_group = m->right->group;
 		m->src_id = m->right->id;
@@ -559,6 +776,10 @@ static void on_table(void *ud, int err, const ProtobufCMessage *resp)
 	LOG_INFO("range move", "bucket=%s kind=%u range=%llu from=%llu to=%llu", m->cur_bucket,
 		 r->move_kind, (unsigned long long)m->src_id, (unsigned long long)m->src_group,
 		 (unsigned long long)m->tgt_group);
+	if (m->fed) {
+		feed_on(m);
+		return;
+	}
 	m->sealed_at_ms = uv_now(m->loop);
 	seal_next(m);
 }

@@ -8,18 +8,24 @@
  * leader after a crash or a leader change — resumes it where the table
  * and the groups say it is; every step is idempotent:
  *
- *   COPY     seal the source range (for_move: not empty); for a merge the
- *            left range too; read its records in batches (ReadRange) and
- *            write them into the target group (IngestRange) under the
- *            range id the move makes, sealed there, from the target's own
- *            cursor; open the split's left half in the source with its
+ *   COPY     split: turn on the source range's change feed (FeedRange);
+ *            read its records in batches (ReadRange, unsealed) and write
+ *            them into the target group (IngestRange) under the range id
+ *            the move makes, sealed there, from the target's own cursor;
+ *            then catch up: the changes made since (ReadRange feed), each
+ *            key's rows replaced in the target (IngestRange feed) from the
+ *            target's feed cursor, until fewer than META_MOVE_TAIL are
+ *            left; seal the source (for_move: not empty) and send the
+ *            rest. Merge, and a split within one group: seal (both
+ *            ranges), then copy as above.
+ *            Then open the split's left half in the source with its
  *            counters; unseal the target range; MoveRangeStep(CLEANUP)
  *            switches the root's table.
  *   CLEANUP  drop the moved span from the source group (DropRange, in
  *            bounded entries), then MoveRangeStep(NONE).
  *
- * While a range is sealed its object ops answer WRONG_RANGE and routed
- * clients wait (meta/route.c backs off while the table says the range is
+ * While a range is sealed (a split: only for the tail) its object ops
+ * answer WRONG_RANGE and routed clients wait (meta/route.c backs off while the table says the range is
  * moving). Thread: the client's loop.
  */
 #ifndef META_RANGE_MOVE_H
@@ -33,11 +39,19 @@
 
 #define META_MOVE_BATCH_RECORDS 2000
 #define META_MOVE_BATCH_BYTES (512u << 10)   /* under one Raft entry (1 MiB) */
+/* A split seals its source once fewer changes than this are left to
+ * catch up (the writes that wait are those of the last batches), or when
+ * a catch-up batch left more changes than the one before (writes that
+ * outrun the catch-up: the tail would only grow), or after
+ * META_MOVE_CATCHUP_ROUNDS catch-up batches. */
+#define META_MOVE_TAIL 256
+#define META_MOVE_CATCHUP_ROUNDS 64
 
 struct meta_move_stats {
 	uint64_t moves;                /* moves finished */
 	uint64_t records, batches;     /* records and IngestRange entries copied */
 	uint64_t dropped;              /* records dropped from sources */
+	uint64_t catchups, changes;    /* a split's catch-up batches, keys replaced */
 	uint64_t sealed_ms;            /* the last move's seal → switch time */
 	uint64_t sealed_ms_total;
 };

@@ -476,6 +476,7 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 		return op_move_range_step(t, op->move_range_step);
 	case IOLAKE__META__OP__BODY_INGEST_RANGE: return op_ingest_range(t, op->ingest_range);
 	case IOLAKE__META__OP__BODY_DROP_RANGE: return op_drop_range(t, op->drop_range, r);
+	case IOLAKE__META__OP__BODY_FEED_RANGE: return op_feed_range(t, op->feed_range);
 	default: return -EINVAL;
 	}
 }

@@ -271,7 +271,8 @@ int meta_state_get_open_range(struct meta_state *s, uint64_t id, Iolake__Meta__R
  * with their parts; meta/state_range.c MOVE_TABLES) for [start, end) of
  * bucket after the state key `after` (empty: from the start), at most
  * max_records records and about max_bytes, when range range_id is sealed
- * here and spans them (else META_EWRONG_RANGE): what a move copies
+ * here, or its change feed covers them, and spans them (else
+ * META_EWRONG_RANGE): what a move copies
  * (meta.proto ReadRange). out is the caller's (meta_range_pairs_free). */
 struct meta_range_pairs {
 	ProtobufCBinaryData *keys, *values;
@@ -285,6 +286,24 @@ int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *b
 			  const char *start, const char *end, const uint8_t *after, size_t after_len,
 			  uint32_t max_records, uint32_t max_bytes, struct meta_range_pairs *out);
 void meta_range_pairs_free(struct meta_range_pairs *p);
+/* Range group: a catch-up batch of a split's change feed (meta.proto
+ * ReadRange feed; meta/state_feed.c): the keys changed after change
+ * `after` (each once, at most max_changes changes, about max_bytes of
+ * rows) with their rows now, the last change taken (upto), the changes
+ * after it (left) and whether the range was sealed (no change can follow).
+ * When range range_id has its feed on over [start, end) (else
+ * META_EWRONG_RANGE). out is the caller's (meta_feed_batch_free). */
+struct meta_feed_batch {
+	struct meta_range_pairs pairs;
+	char **keys;
+	size_t n_keys, cap_keys;
+	uint64_t upto, left;
+	bool sealed;
+};
+int meta_state_read_feed(struct meta_state *s, uint64_t range_id, const char *bucket,
+			 const char *start, const char *end, uint64_t after, uint32_t max_changes,
+			 uint32_t max_bytes, struct meta_feed_batch *out);
+void meta_feed_batch_free(struct meta_feed_batch *b);
 /* Range group: the median object key of range range_id (open or sealed)
  * into out (cap >= META_KEY_MAX + 1): a scan that stops at half its
  * object count; "" when under two objects. 0, META_EWRONG_RANGE (no such

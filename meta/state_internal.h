@@ -150,6 +150,35 @@ int op_move_range(struct tx *t, const Iolake__Meta__MoveRange *op, struct meta_o
 int op_move_range_step(struct tx *t, const Iolake__Meta__MoveRangeStep *op);
 int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op);
 int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_op_result *r);
+/* state_move.c, shared with state_feed.c: the s3 key length of a per-key
+ * table's state key (prefix length pn); whether s3 key s[0..n) is below
+ * end; the state pairs of [start, end) appended to out (after a state key;
+ * at most max_records records, about max_bytes); what a moved pair brings
+ * along (references; counters of r when not NULL) where it lands (add) or
+ * leaves; an IngestRange's pairs well-formed and within its range; its
+ * pairs written into range r (fed or feed: replacing what is there); up to max records
+ * of [start, end) deleted with their parts and effects (counted in r when
+ * not NULL). */
+size_t move_s3key_len(const char *kb, size_t kn, size_t pn);
+bool move_below_end(const char *s, size_t n, const char *end);
+int move_span_pairs(struct meta_state *s, const char *bucket, const char *start, const char *end,
+		    const uint8_t *after, size_t after_len, uint32_t max_records,
+		    uint32_t max_bytes, struct meta_range_pairs *out);
+int move_pair_effects(struct tx *t, const char *kb, const char *vb, size_t vn, bool add,
+		      Iolake__Meta__RangeDesc *r);
+bool move_pairs_ok(const Iolake__Meta__IngestRange *op);
+int move_put_pairs(struct tx *t, const Iolake__Meta__IngestRange *op, Iolake__Meta__RangeDesc *r);
+int move_drop_span(struct tx *t, const char *bucket, const char *start, const char *end,
+		   uint32_t max, Iolake__Meta__RangeDesc *r, uint32_t *dropped);
+/* state_feed.c: a split's change feed. feed_note (from range_check): an
+ * op on key of range r, noted when r's feed covers it; a catch-up batch
+ * into range r (IngestRange.feed); DropRange's removal of the changes of
+ * this group's move sources whose feed started at start (up to max, *n
+ * removed). */
+void feed_note(struct tx *t, Iolake__Meta__RangeDesc *r, const char *key);
+int op_feed_range(struct tx *t, const Iolake__Meta__FeedRange *op);
+int feed_ingest(struct tx *t, Iolake__Meta__RangeDesc *r, const Iolake__Meta__IngestRange *op);
+int feed_drop(struct tx *t, const char *bucket, const char *start, uint32_t max, uint32_t *n);
 /* Whether a move of bucket's records is under way (root). */
 bool bucket_moving(struct tx *t, const char *bucket);
 

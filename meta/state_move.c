@@ -15,8 +15,14 @@
  * drops those of what it drops, so at every moment at least one group
  * names every moved shard (CheckShards asks them all).
  *
- * Not here: the range table and fencing (state_range.c), the driver
- * (range_move.c).
+ * A split from another group copies its source unsealed (state_feed.c
+ * carries the changes made meanwhile), so a key may come twice: a record
+ * the target already holds is then replaced (its references and counters
+ * go first; IngestRange.fed). A move within one group writes its own rows
+ * again and counts them.
+ *
+ * Not here: the range table and fencing (state_range.c), a split's change
+ * feed (state_feed.c), the driver (range_move.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,14 +48,14 @@ static int move_table_index(char table)
 
 /* The s3 key of a per-key table's state key kb[0..kn) of bucket (prefix
  * length pn = 1 + strlen(bucket) + 1): the bytes up to the next 0x00. */
-static size_t s3key_len(const char *kb, size_t kn, size_t pn)
+size_t move_s3key_len(const char *kb, size_t kn, size_t pn)
 {
 	const char *z = memchr(kb + pn, 0, kn - pn);
 	return z ? (size_t)(z - (kb + pn)) : kn - pn;
 }
 
 /* Whether s3 key s[0..n) is below end (end "": the end of the bucket). */
-static bool below_end(const char *s, size_t n, const char *end)
+bool move_below_end(const char *s, size_t n, const char *end)
 {
 	if (!end[0])
 		return true;
@@ -63,7 +69,7 @@ static bool in_span(const char *s, size_t n, const char *start, const char *end)
 	size_t sn = strlen(start);
 	int c = memcmp(s, start, n < sn ? n : sn);
 	bool above = c > 0 || (c == 0 && n >= sn);
-	return above && below_end(s, n, end);
+	return above && move_below_end(s, n, end);
 }
 
 /* A per-key table's state key of bucket whose s3 key is in [start, end). */
@@ -73,7 +79,7 @@ static bool move_key_ok(const char *kb, size_t kn, const char *bucket, const cha
 	size_t bn = strlen(bucket), pn = 1 + bn + 1;
 	if (kn < pn || move_table_index(kb[0]) < 0 || memcmp(kb + 1, bucket, bn) || kb[1 + bn])
 		return false;
-	return in_span(kb + pn, s3key_len(kb, kn, pn), start, end);
+	return in_span(kb + pn, move_s3key_len(kb, kn, pn), start, end);
 }
 
 /* The upload id of a 'U' state key (16 hex after the last 0x00). */
@@ -149,33 +155,37 @@ static int push_parts(struct meta_state *s, const char *id, struct meta_range_pa
 	return rc;
 }
 
-int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *bucket,
-			  const char *start, const char *end, const uint8_t *after, size_t after_len,
-			  uint32_t max_records, uint32_t max_bytes, struct meta_range_pairs *out)
+/* The gate of a copy: range range_id is here, of bucket, spans [start,
+ * end), and its records stay still (sealed) or its changes are fed (the
+ * feed covers the span). */
+static int copy_gate(struct meta_state *s, uint64_t range_id, const char *bucket,
+		     const char *start, const char *end)
 {
-	memset(out, 0, sizeof(*out));
-	if (!valid_range_bounds(bucket, start, end) || after_len > KEYBUF || !max_records)
-		return -EINVAL;
 	Iolake__Meta__RangeDesc *r = NULL;
 	int rc = meta_state_get_open_range(s, range_id, &r);
 	if (rc == IOL_ENOT_FOUND)
 		return META_EWRONG_RANGE;
 	if (rc)
 		return rc;
-	/* Only a sealed range's records stay still while they are read; the
-	 * span must be inside it. */
-	bool ok = r->sealed && !strcmp(r->bucket, bucket) && strcmp(start, r->start) >= 0 &&
+	bool fed = r->feed && strcmp(start, r->feed_start) >= 0;
+	bool ok = (r->sealed || fed) && !strcmp(r->bucket, bucket) &&
+		  strcmp(start, r->start) >= 0 &&
 		  (!r->end[0] || (end[0] && strcmp(end, r->end) <= 0));
 	meta_state_free_msg(r);
-	if (!ok)
-		return META_EWRONG_RANGE;
+	return ok ? 0 : META_EWRONG_RANGE;
+}
+
+int move_span_pairs(struct meta_state *s, const char *bucket, const char *start, const char *end,
+		    const uint8_t *after, size_t after_len, uint32_t max_records,
+		    uint32_t max_bytes, struct meta_range_pairs *out)
+{
 	int ti = 0;
 	if (after_len) {
 		ti = move_table_index((char)after[0]);
 		if (ti < 0 || !move_key_ok((const char *)after, after_len, bucket, start, end))
 			return -EINVAL;
 	}
-	rc = 0;
+	int rc = 0;
 	bool full = false;
 	for (; !rc && !full && ti < (int)N_MOVE_TABLES; ti++) {
 		struct key pre, lo, pend;
@@ -201,7 +211,7 @@ int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *b
 				skip_first = false;
 				continue;
 			}
-			if (!below_end(kb + pre.n, s3key_len(kb, kn, pre.n), end))
+			if (!move_below_end(kb + pre.n, move_s3key_len(kb, kn, pre.n), end))
 				break;
 			if (out->records >= max_records || out->bytes >= max_bytes) {
 				full = true;
@@ -228,12 +238,25 @@ int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *b
 		if (ro)
 			rocksdb_readoptions_destroy(ro);
 	}
+	out->done = !full;
+	return rc;
+}
+
+int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *bucket,
+			  const char *start, const char *end, const uint8_t *after, size_t after_len,
+			  uint32_t max_records, uint32_t max_bytes, struct meta_range_pairs *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!valid_range_bounds(bucket, start, end) || after_len > KEYBUF || !max_records)
+		return -EINVAL;
+	int rc = copy_gate(s, range_id, bucket, start, end);
+	if (!rc)
+		rc = move_span_pairs(s, bucket, start, end, after, after_len, max_records, max_bytes,
+				     out);
 	if (rc) {
-		meta_state_free_msg(NULL);
 		meta_range_pairs_free(out);
 		return rc;
 	}
-	out->done = !full;
 	if (!out->upto_len && after_len) {   /* nothing new: the cursor stays */
 		out->upto = malloc(after_len);
 		if (!out->upto) {
@@ -248,8 +271,8 @@ int meta_state_read_range(struct meta_state *s, uint64_t range_id, const char *b
 
 /* What a moved pair brings along in the group it lands in (add) or
  * leaves (!add): references, counters, an upload's parts. */
-static int pair_effects(struct tx *t, const char *kb, const char *vb, size_t vn, bool add,
-			Iolake__Meta__RangeDesc *r)
+int move_pair_effects(struct tx *t, const char *kb, const char *vb, size_t vn, bool add,
+		      Iolake__Meta__RangeDesc *r)
 {
 	if (kb[0] == 'O' || kb[0] == 'V') {
 		/* A current record or an older version (state_ver.c counts
@@ -261,13 +284,13 @@ static int pair_effects(struct tx *t, const char *kb, const char *vb, size_t vn,
 			return -EINVAL;
 		ref_record(t, o, o->generation, add);
 		if (r) {
-			r->objects++;
-			r->bytes += o->size;
+			r->objects += add ? 1 : -1;
+			r->bytes += add ? o->size : -o->size;
 		}
 		meta_state_free_msg(o);
 	} else if (kb[0] == 'U') {
 		if (r)
-			r->uploads++;
+			r->uploads += add ? 1 : -1;
 	} else if (kb[0] == 'P' || kb[0] == 'p') {
 		/* An old upload's part, or a part row (state_prows.c: an open
 		 * upload's or a completed object's; it holds its references). */
@@ -285,48 +308,11 @@ static bool bin_eq(const ProtobufCBinaryData *a, const ProtobufCBinaryData *b)
 	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
 }
 
-int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
+bool move_pairs_ok(const Iolake__Meta__IngestRange *op)
 {
+	/* A part only right after its upload (or another part of it), as
+	 * ReadRange sends them. */
 	const Iolake__Meta__RangeDesc *d = op->range;
-	if (!d || d->id == 0 || !valid_range_bounds(d->bucket, d->start, d->end) ||
-	    op->n_keys != op->n_values || op->after.len > KEYBUF || op->upto.len > KEYBUF)
-		return -EINVAL;
-	Iolake__Meta__RangeDesc *r = range_load(t, d->id);
-	if (t->io_err)
-		return t->io_err;
-	if (!r) {
-		if (op->after.len)
-			return IOL_ECONFLICT;   /* the first batch went missing */
-		Iolake__Meta__RangeDesc n = IOLAKE__META__RANGE_DESC__INIT;
-		n.id = d->id;
-		n.bucket = d->bucket;
-		n.start = d->start;
-		n.end = d->end;
-		n.group = d->group;
-		n.sealed = true;
-		n.objects = d->objects;
-		n.bytes = d->bytes;
-		n.uploads = d->uploads;
-		struct key k;
-		key_open_range(&k, d->id);
-		int rc = tx_put_msg(t, &k, &n.base);
-		if (rc)
-			return rc;
-		r = range_load(t, d->id);
-		if (!r)
-			return t->io_err ? t->io_err : -EIO;
-	}
-	if (strcmp(r->bucket, d->bucket) || strcmp(r->start, d->start) || strcmp(r->end, d->end))
-		return -EINVAL;
-	const ProtobufCBinaryData *cur = &r->ingest_cursor;
-	if (bin_eq(cur, &op->upto) && (op->n_keys == 0 || op->upto.len))
-		return 0;   /* applied before */
-	if (!r->sealed)
-		return IOL_ECONFLICT;   /* open: filled already */
-	if (!bin_eq(cur, &op->after))
-		return IOL_ECONFLICT;
-	/* Check every pair before writing any: a part only right after its
-	 * upload (or another part of it), as ReadRange sends them. */
 	const char *upload = NULL;
 	for (size_t i = 0; i < op->n_keys; i++) {
 		const char *kb = (const char *)op->keys[i].data;
@@ -337,17 +323,91 @@ int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
 		else
 			ok = kn > 0 && kn <= KEYBUF && move_key_ok(kb, kn, d->bucket, d->start, d->end);
 		if (!ok)
-			return -EINVAL;
+			return false;
 		upload = kb[0] == 'U' ? upload_id_of(kb, kn) : kb[0] == 'P' ? upload : NULL;
 	}
+	return true;
+}
+
+int move_put_pairs(struct tx *t, const Iolake__Meta__IngestRange *op, Iolake__Meta__RangeDesc *r)
+{
 	for (size_t i = 0; i < op->n_keys; i++) {
 		const char *kb = (const char *)op->keys[i].data, *vb = (const char *)op->values[i].data;
 		size_t kn = op->keys[i].len, vn = op->values[i].len;
-		int rc = pair_effects(t, kb, vb, vn, true, r);
+		struct key k;
+		memcpy(k.b, kb, kn);
+		k.n = kn;
+		char *old;
+		size_t on;
+		int rc = op->fed || op->feed ? tx_get(t, &k, &old, &on) : IOL_ENOT_FOUND;
+		if (rc == 0) {   /* here already (copied unsealed): replaced */
+			rc = move_pair_effects(t, kb, old, on, false, r);
+			rocksdb_free(old);
+		} else if (rc == IOL_ENOT_FOUND) {
+			rc = 0;
+		}
+		if (!rc)
+			rc = move_pair_effects(t, kb, vb, vn, true, r);
 		if (rc)
 			return rc;
 		rocksdb_writebatch_wi_put(t->wb, kb, kn, vb, vn);
 	}
+	t->rng_dirty = true;
+	return 0;
+}
+
+/* The range row a batch lands in: created sealed, with the batch's
+ * starting counters, by the first one. NULL: t->io_err or -ENOMEM. */
+static Iolake__Meta__RangeDesc *ingest_row(struct tx *t, const Iolake__Meta__RangeDesc *d)
+{
+	Iolake__Meta__RangeDesc n = IOLAKE__META__RANGE_DESC__INIT;
+	n.id = d->id;
+	n.bucket = d->bucket;
+	n.start = d->start;
+	n.end = d->end;
+	n.group = d->group;
+	n.sealed = true;
+	n.objects = d->objects;
+	n.bytes = d->bytes;
+	n.uploads = d->uploads;
+	struct key k;
+	key_open_range(&k, d->id);
+	if (tx_put_msg(t, &k, &n.base))
+		return NULL;
+	return range_load(t, d->id);
+}
+
+int op_ingest_range(struct tx *t, const Iolake__Meta__IngestRange *op)
+{
+	const Iolake__Meta__RangeDesc *d = op->range;
+	if (!d || d->id == 0 || !valid_range_bounds(d->bucket, d->start, d->end) ||
+	    op->n_keys != op->n_values || op->after.len > KEYBUF || op->upto.len > KEYBUF)
+		return -EINVAL;
+	Iolake__Meta__RangeDesc *r = range_load(t, d->id);
+	if (t->io_err)
+		return t->io_err;
+	if (!r) {
+		if (op->after.len || op->feed)
+			return IOL_ECONFLICT;   /* the first batch went missing */
+		if (!(r = ingest_row(t, d)))
+			return t->io_err ? t->io_err : -EIO;
+	}
+	if (strcmp(r->bucket, d->bucket) || strcmp(r->start, d->start) || strcmp(r->end, d->end))
+		return -EINVAL;
+	if (op->feed)
+		return feed_ingest(t, r, op);
+	const ProtobufCBinaryData *cur = &r->ingest_cursor;
+	if (bin_eq(cur, &op->upto) && (op->n_keys == 0 || op->upto.len))
+		return 0;   /* applied before */
+	if (!r->sealed)
+		return IOL_ECONFLICT;   /* open: filled already */
+	if (!bin_eq(cur, &op->after))
+		return IOL_ECONFLICT;
+	if (!move_pairs_ok(op))
+		return -EINVAL;
+	int rc = move_put_pairs(t, op, r);
+	if (rc)
+		return rc;
 	/* The cursor's bytes: the memo row keeps pointing at a copy it owns. */
 	uint8_t *c = malloc(op->upto.len + 1);
 	if (!c) {
@@ -403,13 +463,45 @@ struct kbuf {
 	size_t n;
 };
 
-int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_op_result *res)
+/* Delete an upload's parts (and their references). */
+static void drop_parts(struct tx *t, const char *id)
 {
-	if (!valid_range_bounds(op->bucket, op->start, op->end) || op->max == 0)
-		return -EINVAL;
-	if (open_range_overlaps(t, op->bucket, op->start, op->end))
-		return t->io_err ? t->io_err : IOL_ECONFLICT;
-	uint32_t max = op->max > 100000 ? 100000 : op->max;
+	uint32_t nums[64];
+	size_t np = 0;
+	struct key pp;
+	k_init(&pp, 'P');
+	memcpy(pp.b + pp.n, id, 16);
+	pp.n += 16;
+	do {
+		np = 0;
+		rocksdb_iterator_t *it = tx_iter(t, &pp);
+		for (; np < 64 && iter_has_prefix(it, &pp); rocksdb_iter_next(it)) {
+			size_t pkn, pvn;
+			const char *pkb = rocksdb_iter_key(it, &pkn);
+			const char *pvb = rocksdb_iter_value(it, &pvn);
+			if (pkn != PART_KEY_LEN)
+				continue;
+			move_pair_effects(t, pkb, pvb, pvn, false, NULL);
+			const uint8_t *nb = (const uint8_t *)pkb + 17;
+			nums[np++] = (uint32_t)nb[0] << 24 | (uint32_t)nb[1] << 16 |
+				     (uint32_t)nb[2] << 8 | nb[3];
+		}
+		rocksdb_iter_destroy(it);
+		for (size_t j = 0; j < np; j++) {
+			char uid[17];
+			memcpy(uid, id, 16);
+			uid[16] = 0;
+			struct key pk;
+			key_part(&pk, uid, nums[j]);
+			tx_del(t, &pk);
+		}
+	} while (np == 64);
+}
+
+int move_drop_span(struct tx *t, const char *bucket, const char *start, const char *end,
+		   uint32_t max, Iolake__Meta__RangeDesc *r, uint32_t *dropped)
+{
+	*dropped = 0;
 	struct kbuf *v = calloc(max, sizeof(*v));
 	if (!v) {
 		t->io_err = -ENOMEM;
@@ -421,15 +513,15 @@ int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_o
 	for (size_t ti = 0; !rc && ti < N_MOVE_TABLES && n < max; ti++) {
 		struct key pre, lo;
 		k_init(&pre, MOVE_TABLES[ti]);
-		k_str(&pre, op->bucket);
+		k_str(&pre, bucket);
 		k_byte(&pre, 0);
 		lo = pre;
-		k_str(&lo, op->start);
+		k_str(&lo, start);
 		rocksdb_iterator_t *it = tx_iter(t, &lo);
 		for (; n < max && iter_has_prefix(it, &pre); rocksdb_iter_next(it)) {
 			size_t kn;
 			const char *kb = rocksdb_iter_key(it, &kn);
-			if (!below_end(kb + pre.n, s3key_len(kb, kn, pre.n), op->end))
+			if (!move_below_end(kb + pre.n, move_s3key_len(kb, kn, pre.n), end))
 				break;
 			if (!(v[n].b = malloc(kn))) {
 				rc = -ENOMEM;
@@ -449,44 +541,13 @@ int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_o
 		rc = tx_get(t, &k, &val, &vn);
 		if (rc)
 			break;
-		rc = pair_effects(t, k.b, val, vn, false, NULL);
+		rc = move_pair_effects(t, k.b, val, vn, false, r);
 		rocksdb_free(val);
 		if (rc)
 			break;
 		const char *id = k.b[0] == 'U' ? upload_id_of(k.b, k.n) : NULL;
-		if (id) {
-			/* the upload's parts, and their references */
-			uint32_t nums[64];
-			size_t np = 0;
-			struct key pp;
-			k_init(&pp, 'P');
-			memcpy(pp.b + pp.n, id, 16);
-			pp.n += 16;
-			do {
-				np = 0;
-				rocksdb_iterator_t *it = tx_iter(t, &pp);
-				for (; np < 64 && iter_has_prefix(it, &pp); rocksdb_iter_next(it)) {
-					size_t pkn, pvn;
-					const char *pkb = rocksdb_iter_key(it, &pkn);
-					const char *pvb = rocksdb_iter_value(it, &pvn);
-					if (pkn != PART_KEY_LEN)
-						continue;
-					pair_effects(t, pkb, pvb, pvn, false, NULL);
-					const uint8_t *nb = (const uint8_t *)pkb + 17;
-					nums[np++] = (uint32_t)nb[0] << 24 | (uint32_t)nb[1] << 16 |
-						     (uint32_t)nb[2] << 8 | nb[3];
-				}
-				rocksdb_iter_destroy(it);
-				for (size_t j = 0; j < np; j++) {
-					char uid[17];
-					memcpy(uid, id, 16);
-					uid[16] = 0;
-					struct key pk;
-					key_part(&pk, uid, nums[j]);
-					tx_del(t, &pk);
-				}
-			} while (np == 64);
-		}
+		if (id)
+			drop_parts(t, id);
 		tx_del(t, &k);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -497,7 +558,25 @@ int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_o
 			t->io_err = rc;
 		return rc == -EINVAL ? -EIO : rc;
 	}
-	res->generation = n;
+	if (r && n)
+		t->rng_dirty = true;
+	*dropped = (uint32_t)n;
+	return 0;
+}
+
+int op_drop_range(struct tx *t, const Iolake__Meta__DropRange *op, struct meta_op_result *res)
+{
+	if (!valid_range_bounds(op->bucket, op->start, op->end) || op->max == 0)
+		return -EINVAL;
+	if (open_range_overlaps(t, op->bucket, op->start, op->end))
+		return t->io_err ? t->io_err : IOL_ECONFLICT;
+	uint32_t max = op->max > 100000 ? 100000 : op->max, n = 0, fed = 0;
+	int rc = move_drop_span(t, op->bucket, op->start, op->end, max, NULL, &n);
+	if (!rc && n < max)   /* the records gone: then the feed that carried them */
+		rc = feed_drop(t, op->bucket, op->start, max - n, &fed);
+	if (rc)
+		return rc;
+	res->generation = n + fed;
 	return 0;
 }
 
@@ -527,7 +606,7 @@ int meta_state_range_split_key(struct meta_state *s, uint64_t range_id, char *ou
 		if (kn < pre.n || memcmp(kb, pre.b, pre.n))
 			break;
 		size_t sn = kn - pre.n;
-		if (!below_end(kb + pre.n, sn, r->end))
+		if (!move_below_end(kb + pre.n, sn, r->end))
 			break;
 		if (i++ < half || sn + 1 > cap)
 			continue;

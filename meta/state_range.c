@@ -117,6 +117,7 @@ int range_check(struct tx *t, const char *bucket, const char *key)
 		return t->io_err ? t->io_err : META_EWRONG_RANGE;
 	if (r->sealed || strcmp(r->bucket, bucket) || !range_covers(r, key))
 		return META_EWRONG_RANGE;
+	feed_note(t, r, key);   /* a split copying it unsealed: state_feed.c */
 	return 0;
 }
 
