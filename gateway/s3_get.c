@@ -438,6 +438,8 @@ static void get_pump(struct get_rq *g)
 			g->ended = true;
 			return;
 		}
+		if (rc == -EAGAIN)
+			return;   /* nothing more ready: its reader or on_get_rows pumps */
 	}
 }
 
