@@ -63,9 +63,13 @@ cut() {
 	grep -q " $MNT fuse" /proc/mounts && umount -l "$MNT"
 	MNT=""
 }
+# 8 MiB Raft segments (the default is 64 MiB): cutfs tracks every page a
+# fresh segment's preallocation dirties, which made each start slow, and
+# smaller segments put more segment boundaries under the cuts.
 start_meta() {   # DATA_DIR
 	"$B/iolake-meta" --id 1 --data-dir "$1" --listen "$ADDR" --peers "1@$ADDR" \
-		--snapshot-threshold 64 --snapshot-trailing 16 >>"$DIR/log-meta" 2>&1 &
+		--snapshot-threshold 64 --snapshot-trailing 16 --raft-segment-size 8MiB \
+		>>"$DIR/log-meta" 2>&1 &
 	PID[meta]=$!
 }
 kill9() {

@@ -116,12 +116,15 @@ osd_miss() {
 }
 # osds_in_use: over the last second, under the load, no shard read went
 # around an OSD and no shard write failed: every OSD is read and written.
+# CLEAN_FROM is when that clean second began: the OSDs were in use from
+# then on (the scrapes and the poll's pauses come after it).
 osds_in_use() {
-	local a b
+	local a b t0
+	t0=$(now)
 	a=$(osd_miss)
 	sleep 1
 	b=$(osd_miss)
-	[ "$a" = "$b" ]
+	[ "$a" = "$b" ] && CLEAN_FROM=$t0
 }
 
 step "part 1: isolate node $X for $FAULT s"
@@ -134,8 +137,8 @@ echo "isolate- $t" >>"$EV"
 # The must-show: the node's OSDs are back in use (read from and written
 # to by both gateways) within 5 s of the heal.
 poll 15 osds_in_use || fail "node $X's OSDs not back in use 15 s after the heal"
-back=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
-echo "node $X's OSDs back in use (no read steered around them, no write failed for 1 s) $back s after the heal"
+back=$(python3 -c "print('%.1f' % ($CLEAN_FROM - $t))")
+echo "node $X's OSDs back in use (no read steered around them, no write failed for 1 s from then) $back s after the heal (seen $(python3 -c "import time; print('%.1f' % (time.time() - $t))") s after it)"
 # Every circuit closed, the node's meta member's included: printed, not
 # judged (a healed member catching up through a snapshot can keep its
 # circuits flapping for a while; see docs/architecture.md).
