@@ -142,6 +142,17 @@ static void get_ranges(struct mv *m, const char *bucket, uint64_t group, meta_cl
 	call(m, META_M_GET_RANGES, &q.base, cb);
 }
 
+/* A submitted op's answer: false to go on; true when it failed (the move
+ * is finished with the error). */
+static bool op_failed(struct mv *m, int err, const Iolake__Meta__OpResult *res)
+{
+	if (!err)
+		err = status_err(res->status);
+	if (err)
+		finish(m, err);
+	return err != 0;
+}
+
 static Iolake__Meta__RangeDesc desc(struct mv *m, uint64_t id, const char *start, const char *end,
 				    uint64_t group)
 {
@@ -154,18 +165,89 @@ static Iolake__Meta__RangeDesc desc(struct mv *m, uint64_t id, const char *start
 	return d;
 }
 
+/* SealRange of d in group (for a move, or the target's unseal). */
+static void seal(struct mv *m, uint64_t group, Iolake__Meta__RangeDesc *d, bool unseal,
+		 meta_client_submit_cb cb)
+{
+	Iolake__Meta__SealRange s = IOLAKE__META__SEAL_RANGE__INIT;
+	s.range = d;
+	s.unseal = unseal;
+	s.for_move = !unseal;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
+	op.seal_range = &s;
+	submit(m, group, &op, cb);
+}
+
+/* The answer of a ReadRange (bulk or feed), kept in m->page for the ingest
+ * that follows; NULL when it failed (the move is finished). */
+static const Iolake__Meta__ReadRangeResponse *take_page(struct mv *m, int err,
+							 const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__ReadRangeResponse *p = (const void *)resp;
+	if (!err)
+		err = status_err(p->status);
+	if (!err && !(m->page = (Iolake__Meta__ReadRangeResponse *)meta_client_copy_msg(resp)))
+		err = -ENOMEM;
+	if (err) {
+		finish(m, err);
+		return NULL;
+	}
+	return m->page;
+}
+
+/* A ReadRange of the moving span from the source: the bulk from after
+ * m->cursor, or (feed) the changes after m->feed_cursor. */
+static void read_span(struct mv *m, bool feed, meta_client_cb cb)
+{
+	Iolake__Meta__ReadRangeRequest q = IOLAKE__META__READ_RANGE_REQUEST__INIT;
+	q.range_id = m->src_id;
+	q.bucket = m->cur_bucket;
+	q.start = (char *)m->span_start;
+	q.end = (char *)m->span_end;
+	if (feed) {
+		q.feed = true;
+		q.feed_after = m->feed_cursor;
+	} else {
+		q.after.data = m->cursor;
+		q.after.len = m->cursor_len;
+	}
+	q.max_records = m->o.batch_records;
+	q.max_bytes = m->o.batch_bytes;
+	q.group = m->src_group;
+	call(m, META_M_READ_RANGE, &q.base, cb);
+}
+
+/* An IngestRange into the target of d carrying page p's records; the
+ * caller sets what differs between the bulk and the feed. */
+static Iolake__Meta__IngestRange ingest_of(Iolake__Meta__RangeDesc *d,
+					   const Iolake__Meta__ReadRangeResponse *p)
+{
+	Iolake__Meta__IngestRange in = IOLAKE__META__INGEST_RANGE__INIT;
+	in.range = d;
+	in.keys = p->keys;
+	in.n_keys = p->n_keys;
+	in.values = p->values;
+	in.n_values = p->n_values;
+	return in;
+}
+
+static void submit_ingest(struct mv *m, Iolake__Meta__IngestRange *in, meta_client_submit_cb cb)
+{
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_INGEST_RANGE;
+	op.ingest_range = in;
+	submit(m, m->tgt_group, &op, cb);
+}
+
 /* ---- CLEANUP: drop the span from the source, then clear the row */
 
 static void on_step_done(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	m->st.moves++;
 	next(m);
 }
@@ -188,12 +270,8 @@ static void on_dropped(void *ud, int err, const Iolake__Meta__OpResult *res, uin
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	m->st.dropped += res->generation;
 	if (res->generation)
 		drop(m);
@@ -220,12 +298,8 @@ static void on_switched(void *ud, int err, const Iolake__Meta__OpResult *res, ui
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	if (m->sealed_at_ms) {
 		m->st.sealed_ms = uv_now(m->loop) - m->sealed_at_ms;
 		m->st.sealed_ms_total += m->st.sealed_ms;
@@ -237,12 +311,8 @@ static void on_unsealed(void *ud, int err, const Iolake__Meta__OpResult *res, ui
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	Iolake__Meta__MoveRangeStep s = IOLAKE__META__MOVE_RANGE_STEP__INIT;
 	s.bucket = m->cur_bucket;
 	s.move_id = m->row->move_id;
@@ -256,25 +326,15 @@ static void on_unsealed(void *ud, int err, const Iolake__Meta__OpResult *res, ui
 static void unseal_target(struct mv *m)
 {
 	Iolake__Meta__RangeDesc d = desc(m, m->row->move_id, m->tgt_start, m->tgt_end, m->tgt_group);
-	Iolake__Meta__SealRange s = IOLAKE__META__SEAL_RANGE__INIT;
-	s.range = &d;
-	s.unseal = true;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
-	op.seal_range = &s;
-	submit(m, m->tgt_group, &op, on_unsealed);
+	seal(m, m->tgt_group, &d, true, on_unsealed);
 }
 
 static void on_left_opened(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	unseal_target(m);
 }
 
@@ -338,24 +398,27 @@ static void bulk_done(struct mv *m)
 		copied(m);
 }
 
+/* An IngestRange's answer: false to go on with m->page; true when it was
+ * handled: CONFLICT (the target's cursors are elsewhere: a batch applied
+ * with its answer lost, or another driver) re-reads them, an error
+ * finishes the move. */
+static bool ingest_failed(struct mv *m, int err, const Iolake__Meta__OpResult *res)
+{
+	if (!err && res->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
+		free_msg(m->page);
+		m->page = NULL;
+		read_cursor(m);
+		return true;
+	}
+	return op_failed(m, err, res);
+}
+
 static void on_ingested(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err && res->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
-		/* the target's cursor is elsewhere (a batch applied, its
-		 * answer lost; another driver): start from it */
-		free_msg(m->page);
-		m->page = NULL;
-		read_cursor(m);
+	if (ingest_failed(m, err, res))
 		return;
-	}
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
-		return;
-	}
 	Iolake__Meta__ReadRangeResponse *p = m->page;
 	m->page = NULL;
 	m->st.records += p->records;
@@ -388,55 +451,26 @@ static void on_ingested(void *ud, int err, const Iolake__Meta__OpResult *res, ui
 static void on_read(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct mv *m = ud;
-	const Iolake__Meta__ReadRangeResponse *p = (const void *)resp;
-	if (!err)
-		err = status_err(p->status);
-	if (err) {
-		finish(m, err);
+	const Iolake__Meta__ReadRangeResponse *p = take_page(m, err, resp);
+	if (!p)
 		return;
-	}
-	m->page = (Iolake__Meta__ReadRangeResponse *)meta_client_copy_msg(resp);
-	if (!m->page) {
-		finish(m, -ENOMEM);
-		return;
-	}
-	p = m->page;
 	Iolake__Meta__RangeDesc d = desc(m, m->row->move_id, m->tgt_start, m->tgt_end, m->tgt_group);
 	d.objects = m->init_objects;
 	d.bytes = m->init_bytes;
 	d.uploads = m->init_uploads;
-	Iolake__Meta__IngestRange in = IOLAKE__META__INGEST_RANGE__INIT;
-	in.range = &d;
+	Iolake__Meta__IngestRange in = ingest_of(&d, p);
 	in.after.data = m->cursor;
 	in.after.len = m->cursor_len;
 	in.upto = p->upto;
-	in.keys = p->keys;
-	in.n_keys = p->n_keys;
-	in.values = p->values;
-	in.n_values = p->n_values;
 	in.fed = m->fed;
-	if (m->o.drop_last_batch && p->done && p->n_keys) {
+	if (m->o.drop_last_batch && p->done && p->n_keys)
 		in.n_keys = in.n_values = 0;   /* the planted bug */
-	}
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_INGEST_RANGE;
-	op.ingest_range = &in;
-	submit(m, m->tgt_group, &op, on_ingested);
+	submit_ingest(m, &in, on_ingested);
 }
 
 static void read_batch(struct mv *m)
 {
-	Iolake__Meta__ReadRangeRequest q = IOLAKE__META__READ_RANGE_REQUEST__INIT;
-	q.range_id = m->src_id;
-	q.bucket = m->cur_bucket;
-	q.start = (char *)m->span_start;
-	q.end = (char *)m->span_end;
-	q.after.data = m->cursor;
-	q.after.len = m->cursor_len;
-	q.max_records = m->o.batch_records;
-	q.max_bytes = m->o.batch_bytes;
-	q.group = m->src_group;
-	call(m, META_M_READ_RANGE, &q.base, on_read);
+	read_span(m, false, on_read);
 }
 
 /* The target's ingest cursor (no row yet: from the start). */
@@ -517,12 +551,8 @@ static void on_sealed(void *ud, int err, const Iolake__Meta__OpResult *res, uint
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	seal_next(m);
 }
 
@@ -536,13 +566,7 @@ static void seal_next(struct mv *m)
 	const Iolake__Meta__RangeDesc *r = m->seals == 2 || !m->right ? m->row : m->right;
 	m->seals--;
 	Iolake__Meta__RangeDesc d = desc(m, r->id, r->start, r->end, r->group);
-	Iolake__Meta__SealRange s = IOLAKE__META__SEAL_RANGE__INIT;
-	s.range = &d;
-	s.for_move = true;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
-	op.seal_range = &s;
-	submit(m, r->group, &op, on_sealed);
+	seal(m, r->group, &d, false, on_sealed);
 }
 
 /* ---- a split's catch-up: the source's change feed, sealed for the tail */
@@ -554,18 +578,8 @@ static void on_feed_ingested(void *ud, int err, const Iolake__Meta__OpResult *re
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err && res->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
-		free_msg(m->page);   /* the target's cursors are elsewhere: re-read */
-		m->page = NULL;
-		read_cursor(m);
+	if (ingest_failed(m, err, res))
 		return;
-	}
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
-		return;
-	}
 	Iolake__Meta__ReadRangeResponse *p = m->page;
 	m->page = NULL;
 	m->feed_cursor = p->feed_upto;
@@ -592,62 +606,30 @@ static void on_feed_ingested(void *ud, int err, const Iolake__Meta__OpResult *re
 static void on_feed_read(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct mv *m = ud;
-	const Iolake__Meta__ReadRangeResponse *p = (const void *)resp;
-	if (!err)
-		err = status_err(p->status);
-	if (err) {
-		finish(m, err);
+	const Iolake__Meta__ReadRangeResponse *p = take_page(m, err, resp);
+	if (!p)
 		return;
-	}
-	m->page = (Iolake__Meta__ReadRangeResponse *)meta_client_copy_msg(resp);
-	if (!m->page) {
-		finish(m, -ENOMEM);
-		return;
-	}
-	p = m->page;
 	Iolake__Meta__RangeDesc d = desc(m, m->row->move_id, m->tgt_start, m->tgt_end, m->tgt_group);
-	Iolake__Meta__IngestRange in = IOLAKE__META__INGEST_RANGE__INIT;
-	in.range = &d;
+	Iolake__Meta__IngestRange in = ingest_of(&d, p);
 	in.feed = true;
 	in.feed_after = m->feed_cursor;
 	in.feed_upto = p->feed_upto;
 	in.replace = p->feed_keys;
 	in.n_replace = p->n_feed_keys;
-	in.keys = p->keys;
-	in.n_keys = p->n_keys;
-	in.values = p->values;
-	in.n_values = p->n_values;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_INGEST_RANGE;
-	op.ingest_range = &in;
-	submit(m, m->tgt_group, &op, on_feed_ingested);
+	submit_ingest(m, &in, on_feed_ingested);
 }
 
 static void catch_up(struct mv *m)
 {
-	Iolake__Meta__ReadRangeRequest q = IOLAKE__META__READ_RANGE_REQUEST__INIT;
-	q.range_id = m->src_id;
-	q.bucket = m->cur_bucket;
-	q.start = (char *)m->span_start;
-	q.end = (char *)m->span_end;
-	q.feed = true;
-	q.feed_after = m->feed_cursor;
-	q.max_records = m->o.batch_records;
-	q.max_bytes = m->o.batch_bytes;
-	q.group = m->src_group;
-	call(m, META_M_READ_RANGE, &q.base, on_feed_read);
+	read_span(m, true, on_feed_read);
 }
 
 static void on_tail_sealed(void *ud, int err, const Iolake__Meta__OpResult *res, uint64_t index)
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	m->src_sealed = true;
 	catch_up(m);
 }
@@ -659,13 +641,7 @@ static void seal_source(struct mv *m)
 	m->sealed_at_ms = uv_now(m->loop);
 	const Iolake__Meta__RangeDesc *r = m->row;
 	Iolake__Meta__RangeDesc d = desc(m, r->id, r->start, r->end, r->group);
-	Iolake__Meta__SealRange s = IOLAKE__META__SEAL_RANGE__INIT;
-	s.range = &d;
-	s.for_move = true;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_SEAL_RANGE;
-	op.seal_range = &s;
-	submit(m, r->group, &op, on_tail_sealed);
+	seal(m, r->group, &d, false, on_tail_sealed);
 }
 
 /* Sealed and caught up (or found switched): the source's counters. */
@@ -692,12 +668,8 @@ static void on_feed_on(void *ud, int err, const Iolake__Meta__OpResult *res, uin
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	get_ranges(m, "", m->src_group, on_src_state);
 }
 
@@ -824,12 +796,8 @@ static void on_started(void *ud, int err, const Iolake__Meta__OpResult *res, uin
 {
 	(void)index;
 	struct mv *m = ud;
-	if (!err)
-		err = status_err(res->status);
-	if (err) {
-		finish(m, err);
+	if (op_failed(m, err, res))
 		return;
-	}
 	next(m);
 }
 
