@@ -468,10 +468,8 @@ static void seg_hedge(struct get_seg *seg)
 	seg->slow = slow;
 	seg->degraded = true;
 	struct gw_trace *t = gw_trace_get(&g->t.trace);
-	if (t) {
-		t->hedges++;
-		t->hedge_osd = g->t.osd_ids[__builtin_ctz(slow)];
-	}
+	if (t)
+		gw_trace_hedge(t, g->t.osd_ids, slow);
 	unsigned before = seg->pending;
 	seg_advance(seg);
 	if (seg->pending > before)

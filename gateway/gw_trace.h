@@ -32,6 +32,10 @@
 
 #include "common/log.h"
 
+/* How many distinct OSDs a trace names as hedged around (a GET of many
+ * segments can hedge around several when more than one is slow). */
+#define GW_TRACE_HEDGE_OSDS 4
+
 struct gw_trace_hop {
 	uint32_t calls;      /* calls started */
 	uint32_t failed;     /* calls that ended in an error */
@@ -49,7 +53,7 @@ struct gw_trace {
 	uint64_t auth_ns;            /* SigV4 check, credential lookup included */
 	struct gw_trace_hop meta, osd;
 	uint32_t hedges;             /* segments that read parity around a slow shard */
-	uint32_t hedge_osd;          /* the OSD the last hedge went around (0: none) */
+	uint32_t hedge_osds[GW_TRACE_HEDGE_OSDS]; /* the distinct OSDs hedged around, first ones */
 };
 
 /* A trace as the data path holds it: valid while gen matches. */
@@ -61,6 +65,11 @@ struct gw_trace_ref {
 /* Start a request's trace: id copied (at most LOG_REQ_ID_LEN chars), the
  * clock started, everything else zero, and the generation moved on. */
 void gw_trace_reset(struct gw_trace *t, const char *id, uint64_t now_ns);
+
+/* A segment hedged around the OSDs in osd_ids[] whose bits are set in
+ * slow: hedges counted once, each OSD named once (the first
+ * GW_TRACE_HEDGE_OSDS of them). */
+void gw_trace_hedge(struct gw_trace *t, const uint32_t *osd_ids, uint32_t slow);
 
 /* The exchange is over: older refs stop matching. */
 void gw_trace_release(struct gw_trace *t);

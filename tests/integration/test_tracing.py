@@ -13,12 +13,17 @@ which logs every shard op and meta call (--slow-op-ms 0):
     object has a 4-in-6 chance): for such a GET the OSD logged its read
     with osd=3, op=GetShard, the same req=<id>, pg, shard, queue and store
     times, and the gateway's line names OSD 3 as its slowest shard call
-    (at least SLOW_MS) or as the one a hedge went around;
+    (at least SLOW_MS) or among those a hedge went around (hedge_osd=1,3:
+    on a loaded machine another OSD can be slow past the hedge time too);
   - an S3 error body's <RequestId> is the response's x-amz-request-id;
   - 1,000 requests get 1,000 distinct ids, each 16 lowercase hex chars;
   - an aio without --debug-fault and with the default --slow-request-ms
     (1 s) logs no slow-request line for quick requests (the log is not
     noise), and no fault injection.
+
+make-test: alone (tests/run-tests.py): OSD 3's answers are 700 ms late and the
+gateway hedges around slow shards: a neighbour's CPU use makes other OSDs
+slow past the hedge time too.
 """
 import os, re, sys, time, http.client
 
@@ -107,7 +112,7 @@ def main():
             # the fault layer holds the answer on the loop's ms clock, the
             # gateway times with hrtime: up to ~1 ms short of the delay
             check((g["osd_max"] == "3" and float(g["osd_max_ms"]) >= SLOW_MS - 2) or
-                  g["hedge_osd"] == "3",
+                  "3" in g["hedge_osd"].split(","),
                   "the gateway's line for %s names OSD 3 (slowest call osd_max=%s at %s ms, "
                   "hedge_osd=%s)" % (rid, g["osd_max"], g["osd_max_ms"], g["hedge_osd"]))
         strays = [rid for rid in osd_reads if rid not in gets]  # background reads carry none

@@ -1,7 +1,8 @@
 /*
  * test_gw_trace.c — a request's trace (gateway/gw_trace.h): the id kept
  * and bounded, a hop's busy time counts overlapping calls once, the
- * slowest call and its OSD, calls still out at the end, and the
+ * slowest call and its OSD, calls still out at the end, the OSDs hedges
+ * went around (each once, however many segments hedged), and the
  * generation check that keeps a late answer off a reused trace.
  */
 #include <check.h>
@@ -67,6 +68,28 @@ START_TEST(generation)
 }
 END_TEST
 
+START_TEST(hedges_name_each_osd_once)
+{
+	struct gw_trace t = { 0 };
+	gw_trace_reset(&t, "id", 0);
+	const uint32_t osds[6] = { 11, 12, 13, 14, 15, 16 };
+	gw_trace_hedge(&t, osds, 1u << 2);               /* segment 1: OSD 13 */
+	gw_trace_hedge(&t, osds, (1u << 0) | (1u << 2)); /* segment 2: OSDs 11 and 13 */
+	gw_trace_hedge(&t, osds, 1u << 2);               /* segment 3: 13 again */
+	ck_assert_uint_eq(t.hedges, 3);
+	ck_assert_uint_eq(t.hedge_osds[0], 13);
+	ck_assert_uint_eq(t.hedge_osds[1], 11);
+	ck_assert_uint_eq(t.hedge_osds[2], 0);
+	/* More distinct OSDs than the trace keeps: the first ones stay. */
+	gw_trace_hedge(&t, osds, 0x3f);
+	ck_assert_uint_eq(t.hedges, 4);
+	ck_assert_uint_eq(t.hedge_osds[0], 13);
+	ck_assert_uint_eq(t.hedge_osds[1], 11);
+	ck_assert_uint_eq(t.hedge_osds[2], 12);
+	ck_assert_uint_eq(t.hedge_osds[3], 14);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gw_trace");
@@ -74,6 +97,7 @@ int main(void)
 	tcase_add_test(tc, reset_keeps_id);
 	tcase_add_test(tc, busy_counts_overlap_once);
 	tcase_add_test(tc, generation);
+	tcase_add_test(tc, hedges_name_each_osd_once);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
