@@ -2,6 +2,7 @@
 #
 #   make            build every library, binary, test and bench into build/
 #   make test       build, then run every unit and integration test
+#                   (TEST_JOBS at a time, default every core: tests/run-tests.py)
 #   make asan       the same tests under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz       build the libFuzzer targets (clang) and fuzz each for
 #                   FUZZ_TIME seconds (default 60), or FUZZ_RUNS executions

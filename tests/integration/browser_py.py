@@ -8,7 +8,7 @@ whatever happens.
 Used by test_browser_post_cors.py (drive.js) and test_console.py
 (console.js). Chromium runs with --no-sandbox as root (the scripts decide:
 Chromium refuses its sandbox to root)."""
-import json, os, shutil, signal, subprocess, sys
+import fcntl, filecmp, json, os, shutil, signal, subprocess, sys
 
 from aio_py import BUILD
 
@@ -27,15 +27,22 @@ def require():
 
 def npm_ci():
     """playwright-core, as pinned, into the build directory; the scripts
-    copied beside it. Returns that directory."""
+    copied beside it. Returns that directory. Under a lock on it: the
+    browser tests may run side by side (tests/run-tests.py), and a file
+    copied while the other test's node reads it would be cut short."""
     dst = os.path.join(os.path.abspath(BUILD), "browser-node")
     os.makedirs(dst, exist_ok=True)
-    for f in os.listdir(BROWSER_DIR):
-        if f in ("package.json", "package-lock.json") or f.endswith(".js"):
-            shutil.copy(os.path.join(BROWSER_DIR, f), dst)
-    if not os.path.exists(os.path.join(dst, "node_modules/playwright-core/package.json")):
-        subprocess.run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"],
-                       cwd=dst, check=True, timeout=300)
+    with open(os.path.join(dst, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for f in os.listdir(BROWSER_DIR):
+            if f in ("package.json", "package-lock.json") or f.endswith(".js"):
+                src, out = os.path.join(BROWSER_DIR, f), os.path.join(dst, f)
+                if not os.path.exists(out) or not filecmp.cmp(src, out, shallow=False):
+                    shutil.copy(src, out + ".tmp")
+                    os.replace(out + ".tmp", out)
+        if not os.path.exists(os.path.join(dst, "node_modules/playwright-core/package.json")):
+            subprocess.run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund",
+                            "--loglevel=error"], cwd=dst, check=True, timeout=300)
     return dst
 
 

@@ -32,6 +32,9 @@ requests do not spend):
 - bytes: a 600 KiB PUT is admitted on a full byte bucket (512 KiB) and
   leaves alice in debt, so her next request is SlowDown until the refill
   pays it back (~0.35 s); a 600 KiB GET is charged when it ends, likewise.
+
+make-test: alone (tests/run-tests.py): token buckets and slow-loris timeouts are
+measured against the clock.
 """
 import json, subprocess
 import os, socket, sys, time

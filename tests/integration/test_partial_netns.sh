@@ -32,6 +32,9 @@
 # --osd-down-after 10s, so what is shown is the RPC layer's detection.
 # --long: 25 s faults, so meta also marks the OSDs down and up again.
 # Needs root and `ip netns` (else SKIP); cleans up like every netns test.
+#
+# make-test: alone (tests/run-tests.py): the verdict is how many seconds the PUT rate
+# stays down after each fault: a neighbour's CPU use would stretch them.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 NETNS_TEST=test_partial_netns

@@ -6,6 +6,8 @@
  * Each call test is a loop test over TRANSPORTS (0: HTTP/2 on 127.0.0.1,
  * 1: local:NAME). Randomized tests print their seed; RPC_TEST_SEED=<n>
  * replays one. The "wire" case tests the gRPC codec alone.
+ *
+ * make-test: alone (tests/run-tests.py): payload_64m and the deadline cases run against the RPC timeouts.
  */
 #include <check.h>
 #include <errno.h>

@@ -23,6 +23,9 @@
  * down is never called while k others can serve.
  *
  * Random parts print their seed; set IOLAKE_TEST_SEED to replay.
+ *
+ * make-test: alone (tests/run-tests.py): hedges and the down-in-map cases time OSD answers against the
+ * hedge delay: a neighbour's CPU use can move a shard past it.
  */
 #include <pthread.h>
 #include <signal.h>

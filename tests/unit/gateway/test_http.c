@@ -13,6 +13,8 @@
  * Oracles: exact statuses, bodies checked by MD5 both ways, response
  * order, server counters read on the loop thread, and in every teardown
  * "every on_request got exactly one on_finish".
+ *
+ * make-test: alone (tests/run-tests.py): put_streamed paces a body against the server's idle timeout.
  */
 #include <signal.h>
 #include <arpa/inet.h>

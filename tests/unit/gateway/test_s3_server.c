@@ -12,6 +12,8 @@
  * aws-chunked body): the verdict and what s3_call_checksum hands the
  * handler; a body abandoned mid-way does not poison the next request on
  * the same pooled call.
+ *
+ * make-test: alone (tests/run-tests.py): the boto3 case runs a Python client against per-request timeouts.
  */
 #include <signal.h>
 #include <arpa/inet.h>
