@@ -32,7 +32,7 @@
  *    (recovery, deep scrub) is validated at once, then parked in FIFO
  *    order while any client call is doing store work, or while
  *    BG_INFLIGHT_MAX background calls are; a parked call goes anyway once
- *    it has waited BG_MAX_WAIT_MS, so recovery never starves. Parked calls
+ *    it has waited opts.bg_max_wait_ms, so recovery never starves. Parked calls
  *    hold no op and no store resource; they count toward max_inflight
  *    (beyond it: busy) and are answered UNAVAILABLE by a drain.
  * Logs: each shard op slower than opts.slow_op_ms (warn) and every read
@@ -150,6 +150,7 @@ struct osd_service {
 
 	uv_timer_t timer;             /* gauge refresh */
 	uint32_t refresh_ms;
+	uint32_t bg_max_wait_ms;     /* opts.bg_max_wait_ms or BG_MAX_WAIT_MS */
 	bool timer_open;
 	bool draining;
 	void (*drain_cb)(void *arg);
@@ -349,7 +350,7 @@ static bool bg_defer(struct osd_service *svc, struct rpc_req *r, unsigned method
 	p->since_ms = loop_now_ms();
 	p->since_us = now_us();
 	if (!svc->n_parked++)
-		bg_kick(svc, BG_MAX_WAIT_MS);
+		bg_kick(svc, svc->bg_max_wait_ms);
 	metrics_counter_inc(svc->bg_deferred);
 	return true;
 }
@@ -359,14 +360,14 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 
 /* Start the parked calls whose turn came: all of them while no client
  * call does store work (up to BG_INFLIGHT_MAX running), and any that has
- * waited BG_MAX_WAIT_MS regardless. */
+ * waited bg_max_wait_ms regardless. */
 static void on_bg_timer(uv_timer_t *t)
 {
 	struct osd_service *svc = t->data;
 	uint64_t now = loop_now_ms();
 	while (svc->n_parked && !svc->draining) {
 		struct parked p = svc->parked[svc->park_head];
-		bool aged = now - p.since_ms >= BG_MAX_WAIT_MS;
+		bool aged = now - p.since_ms >= svc->bg_max_wait_ms;
 		if (!aged && (svc->fg_inflight || svc->bg_inflight >= BG_INFLIGHT_MAX))
 			break;
 		svc->park_head = (svc->park_head + 1) % svc->max_inflight;
@@ -379,7 +380,8 @@ static void on_bg_timer(uv_timer_t *t)
 	}
 	if (svc->n_parked && !svc->draining) {
 		uint64_t since = svc->parked[svc->park_head].since_ms;
-		uint64_t due = since + BG_MAX_WAIT_MS > now ? since + BG_MAX_WAIT_MS - now : 0;
+		uint64_t wait = svc->bg_max_wait_ms;
+		uint64_t due = since + wait > now ? since + wait - now : 0;
 		bg_kick(svc, due);
 	}
 }
@@ -1129,6 +1131,7 @@ int osd_service_new(uv_loop_t *loop, const struct osd_service_opts *o,
 	svc->max_inflight = o->max_inflight ? o->max_inflight : 256;
 	svc->max_bytes = o->max_inflight_bytes ? o->max_inflight_bytes : 1ull << 30;
 	svc->refresh_ms = o->gauge_refresh_ms ? o->gauge_refresh_ms : 1000;
+	svc->bg_max_wait_ms = o->bg_max_wait_ms ? o->bg_max_wait_ms : BG_MAX_WAIT_MS;
 	svc->reg = o->metrics;
 	svc->slow_log = o->slow_log;
 	svc->slow_op_ms = o->slow_op_ms;

@@ -46,6 +46,8 @@ struct osd_service_opts {
 	uint32_t max_inflight;        /* store calls in flight; 0: 256 */
 	uint64_t max_inflight_bytes;  /* put payload bytes in flight; 0: 1 GiB */
 	uint32_t gauge_refresh_ms;    /* space / queue gauges refresh; 0: 1000 */
+	uint32_t bg_max_wait_ms;      /* a parked background call goes anyway
+	                               * after this; 0: BG_MAX_WAIT_MS (100) */
 	struct metrics_registry *metrics; /* required; series labelled osd=<id> */
 	uint64_t scrub_rate_bytes;    /* background scrub, bytes/s; 0: off */
 	uint64_t scrub_interval_ms;   /* between scrub passes */
