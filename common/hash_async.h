@@ -15,6 +15,12 @@
  * no allocation per update): an update with every slot busy is refused
  * (-EAGAIN) and the owner retries after its on_job callback.
  *
+ * A stream of MD5 alone, with a port, on a CPU with MD5 lanes (AVX2 or
+ * AVX-512), goes to the multi-buffer MD5 service (common/md5_svc.h)
+ * instead of the pool's workers: its updates share vector lanes with
+ * every other stream's, in order; completions come back through the same
+ * port. Streams with SHA-256 stay on the pool (one pass for both).
+ *
  * With no port (NULL), or for an update below `inline_bytes`, the range
  * is hashed at once on the calling thread, as a plain hash_stream would.
  * Loop: one (the port's); not thread-safe.
