@@ -36,6 +36,7 @@ struct hash_async {
 	void *ud;
 	unsigned pending;
 	unsigned algs;                /* HASH_ASYNC_* in use */
+	bool lazy;                    /* !urgent: hash_async_set_urgent */
 	unsigned nslots;
 	struct ha_job slots[];
 };
@@ -125,6 +126,11 @@ int hash_async_set_algs(struct hash_async *h, unsigned algs)
 	return 0;
 }
 
+void hash_async_set_urgent(struct hash_async *h, bool urgent)
+{
+	h->lazy = !urgent;
+}
+
 void hash_async_set_cb(struct hash_async *h, hash_async_cb cb, void *ud)
 {
 	h->cb = cb;
@@ -156,6 +162,7 @@ int hash_async_update(struct hash_async *h, struct buf *b, size_t off, size_t le
 	if (h->svc) {
 		j->chunk.data = j->data;
 		j->chunk.len = len;
+		j->chunk.urgent = !h->lazy;
 		workpool_adopt(h->pt, &j->job);
 		md5_svc_submit(h->svc, &h->ms, &j->chunk);
 		return 0;

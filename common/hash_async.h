@@ -56,6 +56,13 @@ struct hash_async *hash_async_new(struct workpool_port *pt, unsigned algs, unsig
  * fresh stream (after final). 0 or -ENOMEM. */
 int hash_async_set_algs(struct hash_async *h, unsigned algs);
 
+/* Whether updates from now on are waited for at once (true, the
+ * default): false lets the MD5 lanes service hold them up to
+ * MD5_SVC_GATHER_US to hash them beside other streams' (md5_svc.h), for
+ * an owner that waits only for its last update (set true before that
+ * one). No effect off the lanes path. */
+void hash_async_set_urgent(struct hash_async *h, bool urgent);
+
 /* Change the callback (for streams kept across reuse). */
 void hash_async_set_cb(struct hash_async *h, hash_async_cb cb, void *ud);
 

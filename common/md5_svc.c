@@ -17,28 +17,35 @@
  * it outside the lock is safe (submit changes only the tail, or the head
  * of an empty queue, which no lane holds).
  *
- * A second thread is woken only when no thread is hashing or when more
- * streams are ready than one thread has lanes: lanes fill best when one
- * thread holds every busy stream.
+ * A second thread is woken only when no thread is hashing or gathering,
+ * or when more streams are ready than one thread has lanes: lanes fill
+ * best when one thread holds every busy stream. A gathering thread (fewer
+ * than GATHER_LANES streams in lanes, none with an urgent chunk, its
+ * oldest chunk younger than MD5_SVC_GATHER_US) waits on its own condition
+ * variable, which a newly ready stream or an urgent chunk signals.
  */
 #include "common/md5_svc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/metrics.h"
 
 #define PASS_BYTES (32u << 10)
+#define GATHER_LANES 8u   /* the AVX2 kernel's width: fuller is not cheaper per lane */
 
 struct md5_svc {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	pthread_cond_t gcv;   /* gathering threads */
 	struct md5_svc_stream *ready_head, *ready_tail;
 	unsigned nready;
 	unsigned hashing;     /* threads with a lane busy */
 	unsigned idle;        /* threads waiting on cv */
+	unsigned gathering;   /* threads waiting on gcv */
 	unsigned lanes, nthreads;
 	struct md5_svc_stats st;
 	pthread_t threads[];
@@ -60,6 +67,32 @@ static struct md5_svc_stream *ready_pop(struct md5_svc *s)
 		s->nready--;
 	}
 	return st;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Under mu: the deadline to wait for more lanes, or 0 to hash now (enough
+ * lanes, an urgent chunk queued in one, or the oldest waited enough). */
+static uint64_t gather_until(const struct md5_svc *s, struct md5_svc_stream *const *lane,
+			     unsigned nl)
+{
+	if (nl >= GATHER_LANES || nl >= s->lanes)
+		return 0;
+	uint64_t oldest = UINT64_MAX;
+	for (unsigned i = 0; i < nl; i++)
+		for (const struct md5_svc_chunk *c = lane[i]->head; c; c = c->next) {
+			if (c->urgent)
+				return 0;
+			if (c->t_ns < oldest)
+				oldest = c->t_ns;
+		}
+	uint64_t until = oldest + MD5_SVC_GATHER_US * 1000ull;
+	return until > now_ns() ? until : 0;
 }
 
 static void *hasher(void *arg)
@@ -85,6 +118,15 @@ static void *hasher(void *arg)
 		}
 		if (s->ready_head && s->idle)
 			pthread_cond_signal(&s->cv);   /* more than our lanes */
+		uint64_t until = gather_until(s, lane, nl);
+		if (until) {
+			struct timespec ts = { (time_t)(until / 1000000000u),
+					       (long)(until % 1000000000u) };
+			s->gathering++;
+			pthread_cond_timedwait(&s->gcv, &s->mu, &ts);
+			s->gathering--;
+			continue;   /* refill, then decide again */
+		}
 		if (nl > s->st.streams_max)
 			s->st.streams_max = nl;
 		s->hashing++;
@@ -176,6 +218,11 @@ struct md5_svc *md5_svc_get(unsigned nthreads)
 		goto fail;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* gather deadlines */
+	pthread_cond_init(&s->gcv, &ca);
+	pthread_condattr_destroy(&ca);
 	s->lanes = lanes;
 	for (unsigned i = 0; i < nthreads; i++) {
 		int rc = pthread_create(&s->threads[i], NULL, hasher, s);
@@ -190,6 +237,7 @@ struct md5_svc *md5_svc_get(unsigned nthreads)
 	if (!s->nthreads) {
 		/* Nothing started: nobody references s; MD5 stays on OpenSSL. */
 		pthread_cond_destroy(&s->cv);
+		pthread_cond_destroy(&s->gcv);
 		pthread_mutex_destroy(&s->mu);
 		free(s);
 		goto fail;
@@ -213,6 +261,7 @@ void md5_svc_stream_init(struct md5_svc_stream *st)
 void md5_svc_submit(struct md5_svc *s, struct md5_svc_stream *st, struct md5_svc_chunk *c)
 {
 	c->next = NULL;
+	c->t_ns = now_ns();
 	pthread_mutex_lock(&s->mu);
 	if (st->tail)
 		st->tail->next = c;
@@ -228,8 +277,12 @@ void md5_svc_submit(struct md5_svc *s, struct md5_svc_stream *st, struct md5_svc
 			s->ready_head = st;
 		s->ready_tail = st;
 		s->nready++;
-		if (s->idle && (!s->hashing || s->nready > s->lanes))
+		if (s->gathering && s->nready <= s->lanes)
+			pthread_cond_broadcast(&s->gcv);   /* a lane for a gathering thread */
+		else if (s->idle && (!s->hashing || s->nready > s->lanes))
 			pthread_cond_signal(&s->cv);
+	} else if (c->urgent && st->in_lane && s->gathering) {
+		pthread_cond_broadcast(&s->gcv);   /* its thread may be gathering */
 	}
 	pthread_mutex_unlock(&s->mu);
 }

@@ -29,6 +29,13 @@
  *    its last chunk, at most the chunks its owner submitted.
  *  - Submitting never blocks on hashing: it appends under a mutex held
  *    for a few instructions by the threads between passes.
+ *  - Lanes are gathered: with fewer than 8 streams in its lanes and no
+ *    urgent chunk among them, a thread waits up to MD5_SVC_GATHER_US
+ *    after its oldest chunk's submit for more streams before hashing
+ *    (the bodies of 8 PUTs arrive a chunk at a time, slower than one
+ *    thread hashes them: without the wait it would hash 1-3 lanes at a
+ *    time). An urgent chunk (the end of a body, which a reply waits for)
+ *    ends the wait at once.
  *
  * Does not: know buffers, loops or ports (the owner's done callback hands
  * the completion to its loop: common/hash_async.c), bound the chunks
@@ -47,14 +54,20 @@
 struct md5_svc;
 struct md5_svc_chunk;
 
+/* The longest a chunk not urgent waits for other streams to fill lanes. */
+#define MD5_SVC_GATHER_US 2000
+
 typedef void (*md5_svc_done_fn)(struct md5_svc_chunk *c);
 
 struct md5_svc_chunk {
 	const uint8_t *data;
 	size_t len;
 	md5_svc_done_fn done;
+	bool urgent;               /* someone waits for it (a body's end): hash
+				    * it now, not after gathering lanes */
 	/* The service's. */
 	struct md5_svc_chunk *next;
+	uint64_t t_ns;             /* submitted (CLOCK_MONOTONIC) */
 };
 
 struct md5_svc_stream {

@@ -330,9 +330,13 @@ static void send_segment(struct gw_data_put *p)
 	 * of the block is read-only from here until the hash jobs' done (each
 	 * holds a reference); the padding and parity written below lie after
 	 * it. A slot is free (slot_free), so this cannot be refused. */
-	if (p->hash_off_loop && !p->no_etag && len > p->hashed &&
-	    hash_async_update(p->md5, seg->blk, p->hashed, len - p->hashed, 0))
-		put_fail(p, -ENOMEM, "no hash slot for segment %u", seg->index);
+	if (p->hash_off_loop && !p->no_etag && len > p->hashed) {
+		/* The last segment's bytes: the reply waits for them. */
+		if (seg->index + 1 == p->layout.nsegs)
+			hash_async_set_urgent(p->md5, true);
+		if (hash_async_update(p->md5, seg->blk, p->hashed, len - p->hashed, 0))
+			put_fail(p, -ENOMEM, "no hash slot for segment %u", seg->index);
+	}
 	p->hashed = 0;
 	memset(base + len, 0, (size_t)k * sl - len);
 	const uint8_t *data[EC_MAX_SHARDS];
@@ -403,6 +407,11 @@ static void feed_hash(struct gw_data_put *p)
 {
 	unsigned cap = p->d->o.window + HASH_FEED_SLOTS - 1;
 	while (p->cur_len - p->hashed >= HASH_FEED_BYTES && hash_async_pending(p->md5) < cap) {
+		/* The body's very last bytes (a last segment of whole chunks):
+		 * the reply waits for them, as for send_segment's. */
+		if (p->next_send + 1 == p->layout.nsegs &&
+		    p->hashed + HASH_FEED_BYTES == gw_data_layout_seg_len(&p->layout, p->next_send))
+			hash_async_set_urgent(p->md5, true);
 		if (hash_async_update(p->md5, p->cur, p->hashed, HASH_FEED_BYTES, 0))
 			return;   /* no slot after all: send_segment takes the bytes */
 		p->hashed += HASH_FEED_BYTES;
@@ -577,6 +586,9 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 	p->dfr.fn = put_deferred;
 	p->t = *target;
 	p->hash_off_loop = d->hash_port && size >= o->hash_min_bytes;
+	/* Chunks before the last segment's send may wait to share MD5 lanes
+	 * with other PUTs' (md5_svc); the last one is hashed at once. */
+	hash_async_set_urgent(p->md5, false);
 	snprintf(p->rid, sizeof(p->rid), "%s", gw_trace_id(gw_trace_get(&target->trace)));
 	p->cbs = *cbs;
 	p->ud = ud;
