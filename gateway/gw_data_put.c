@@ -16,10 +16,11 @@
  * hash service at once (bytes of a block are written once: read-only
  * from the copy on), the rest of the segment when it is sent; so the
  * digest is ready about when the last byte arrives, and many PUTs'
- * chunks share MD5 lanes (common/md5_svc). At most window +
- * HASH_FEED_SLOTS hash jobs are out per PUT (one free for the send:
- * slot_free), each holding one block, so a PUT holds at most
- * 3 * window + HASH_FEED_SLOTS + 1 blocks.
+ * chunks share MD5 lanes (common/md5_svc). Hash jobs complete in order,
+ * so the sent blocks they still hold are counted exactly (hblk: the last
+ * job of each); slot_free keeps them below `window`, so a PUT holds at
+ * most 3 * window + 1 blocks. A PUT has window + HASH_FEED_SLOTS hash
+ * slots: a 4 MiB segment's 32 chunks fit, one is kept for the send.
  *
  * Invariants: p->inflight counts busy segment slots; a slot is busy from
  * send until every one of its k+m calls has answered, or until it reached
@@ -58,8 +59,11 @@
  * enough that a job's hop to the hash thread and back is noise, small
  * enough that the last chunk is hashed soon after the last byte). */
 #define HASH_FEED_BYTES (128u << 10)
-/* Hash jobs a PUT may have out beyond `window` (its slots: window + this). */
-#define HASH_FEED_SLOTS 4u
+/* Hash jobs a PUT may have out beyond `window` (its slots: window + this):
+ * a 4 MiB segment's chunks and its send's, so the feed never stalls on
+ * slots there (a stalled feed leaves the rest to one chunk at the send,
+ * hashed alone in its lane). */
+#define HASH_FEED_SLOTS 34u
 
 /* One PutShard call on the wire. */
 struct put_call {
@@ -116,6 +120,10 @@ struct gw_data_put {
 	bool no_etag;             /* gw_data_put_no_etag: the MD5 is not computed */
 	bool hash_off_loop;       /* MD5 per chunk of the body on the hash pool */
 	uint32_t hashed;          /* bytes of cur given to the hash service */
+	uint32_t hash_seq;        /* hash jobs submitted */
+	uint32_t hash_done;       /* hash jobs completed (in order) */
+	unsigned hblk_n, hblk_head; /* ring of sent blocks hash jobs still hold: */
+	uint32_t hblk[65];        /* the hash_seq of each one's last job (n < window <= 64) */
 	char etag[2 * MD5_LEN + 1];
 	char rid[LOG_REQ_ID_LEN + 1]; /* the request id every PutShard carries ("" none) */
 	char err[320];
@@ -336,6 +344,13 @@ static void send_segment(struct gw_data_put *p)
 			hash_async_set_urgent(p->md5, true);
 		if (hash_async_update(p->md5, seg->blk, p->hashed, len - p->hashed, 0))
 			put_fail(p, -ENOMEM, "no hash slot for segment %u", seg->index);
+		else
+			p->hash_seq++;
+	}
+	if (p->hash_done != p->hash_seq) {
+		/* Its last job (a fed chunk or the rest above) holds it. */
+		p->hblk[(p->hblk_head + p->hblk_n) % 65] = p->hash_seq;
+		p->hblk_n++;
 	}
 	p->hashed = 0;
 	memset(base + len, 0, (size_t)k * sl - len);
@@ -397,6 +412,7 @@ static void send_segment(struct gw_data_put *p)
 static bool slot_free(const struct gw_data_put *p)
 {
 	return p->inflight < p->d->o.window && p->late_blocks < p->d->o.window &&
+	       p->hblk_n < p->d->o.window &&
 	       hash_async_pending(p->md5) < p->d->o.window + HASH_FEED_SLOTS;
 }
 
@@ -415,6 +431,7 @@ static void feed_hash(struct gw_data_put *p)
 		if (hash_async_update(p->md5, p->cur, p->hashed, HASH_FEED_BYTES, 0))
 			return;   /* no slot after all: send_segment takes the bytes */
 		p->hashed += HASH_FEED_BYTES;
+		p->hash_seq++;
 	}
 }
 
@@ -532,7 +549,13 @@ static void put_progress(struct gw_data_put *p)
 static void on_hashed(struct hash_async *h, void *ud)
 {
 	(void)h;
-	put_progress(ud);
+	struct gw_data_put *p = ud;
+	p->hash_done++;
+	while (p->hblk_n && (int32_t)(p->hash_done - p->hblk[p->hblk_head]) >= 0) {
+		p->hblk_head = (p->hblk_head + 1) % 65;
+		p->hblk_n--;
+	}
+	put_progress(p);
 }
 
 static void put_deferred(struct gwd_deferred *w)
