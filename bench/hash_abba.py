@@ -7,7 +7,11 @@ at 32 (iolake-s3-bench, no GET phase), and the MD5 ceiling of e2e.py
 (hashlib MD5 over 4 MiB buffers on every core) measured before and after
 the runs. For each cell: ops/s, MiB/s, p50/p99/max and the aio's CPU
 time per PUT (utime + stime of the process over the cell, /proc) and of
-the gateway's loop thread alone (`gw`: the bound of a one-loop gateway). Prints
+the gateway's loop thread alone (`gw`: the bound of a one-loop gateway), and
+the MD5 lanes busy on average over the cell (the delta of
+iolake_md5_mb_lane_bytes over iolake_md5_mb_span_bytes from /metrics; "-"
+for a build without the multi-buffer MD5 service). A count of 0 skips a
+cell (--small 0 --tiny 0: the 4 MiB cell alone). Prints
 markdown tables: every run, then medians per side. Figures, never
 assertions; the load average is printed with each row.
 
@@ -39,6 +43,23 @@ def loop_tid(pid):
     return None
 
 
+def md5_lanes(aio):
+    """(lane_bytes, span_bytes) of the MD5 service, or None (no such metrics)."""
+    import urllib.request
+    try:
+        body = urllib.request.urlopen(aio.ep + "/metrics", timeout=10).read().decode()
+    except OSError:
+        return None
+    v = {}
+    for line in body.splitlines():
+        for k in ("iolake_md5_mb_lane_bytes", "iolake_md5_mb_span_bytes"):
+            if line.startswith(k + " "):
+                v[k] = float(line.split()[1])
+    if len(v) != 2:
+        return None
+    return v["iolake_md5_mb_lane_bytes"], v["iolake_md5_mb_span_bytes"]
+
+
 def put_cell(bench, aio, size, n, conc, tag):
     j = os.path.join(aio.dir, "cell.json")
     cmd = [bench, "--endpoint", aio.ep, "--access-key", benchlib.AK, "--secret-key",
@@ -46,9 +67,14 @@ def put_cell(bench, aio, size, n, conc, tag):
            "--concurrency", str(conc), "--gets", "0", "--warmup-ops", str(min(50, n)),
            "--prefix", "%s-%s/" % (tag, size), "--json", j]
     tid = loop_tid(aio.proc.pid)
+    m0 = md5_lanes(aio)
     c0, l0 = cpu_s(aio.proc.pid), cpu_s(aio.proc.pid, tid) if tid else 0
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     c1, l1 = cpu_s(aio.proc.pid), cpu_s(aio.proc.pid, tid) if tid else 0
+    m1 = md5_lanes(aio)
+    lanes = None
+    if m0 and m1 and m1[1] > m0[1]:
+        lanes = (m1[0] - m0[0]) / (m1[1] - m0[1])
     if r.returncode:
         raise benchlib.BenchError("iolake-s3-bench %s: %s" % (size, r.stdout[-2000:]))
     with open(j) as f:
@@ -61,7 +87,12 @@ def put_cell(bench, aio, size, n, conc, tag):
     ops_total = p["ops"] + min(50, n)
     return {"ops_per_s": p["ops_per_s"], "mib_per_s": p["mib_per_s"], "p50": lat["p50"] / 1e3,
             "p99": lat["p99"] / 1e3, "max": lat.get("max", 0) / 1e3,
-            "cpu_ms": (c1 - c0) * 1e3 / ops_total, "loop_ms": (l1 - l0) * 1e3 / ops_total}
+            "cpu_ms": (c1 - c0) * 1e3 / ops_total, "loop_ms": (l1 - l0) * 1e3 / ops_total,
+            "lanes": lanes}
+
+
+def fmt_lanes(v):
+    return "-" if v is None else "%.2f" % v
 
 
 def _md5_worker(secs):
@@ -102,35 +133,38 @@ def main():
     order = []
     for r in range(a.rounds):
         order += ["base", "head", "head", "base"] if r % 2 == 0 else ["head", "base", "base", "head"]
-    cells = [("4MiB", a.large, 8), ("64KiB", a.small, 32), ("4KiB", a.tiny, 32)]
+    cells = [c for c in [("4MiB", a.large, 8), ("64KiB", a.small, 32), ("4KiB", a.tiny, 32)]
+             if c[1] > 0]
     rows = []
     print("| run | side | cell | in flight | ops/s | MiB/s | p50 ms | p99 ms | max ms | "
-          "aio CPU ms/PUT | loop CPU ms/PUT | load |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "aio CPU ms/PUT | loop CPU ms/PUT | MD5 lanes busy | load |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for i, side in enumerate(order):
         build, flags = sides[side]
         with benchlib.Aio(build, a.workdir, osd_size="4G", flags=flags) as aio:
             for size, n, conc in cells:
                 x = put_cell(bench, aio, size, n, conc, "r%d" % i)
                 rows.append((side, size, x))
-                print("| %d | %s | PUT %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s |" % (
+                print("| %d | %s | PUT %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %s |" % (
                     i, side, size, conc, x["ops_per_s"], x["mib_per_s"], x["p50"], x["p99"],
-                    x["max"], x["cpu_ms"], x["loop_ms"], benchlib.uptime()), flush=True)
+                    x["max"], x["cpu_ms"], x["loop_ms"], fmt_lanes(x["lanes"]),
+                    benchlib.uptime()), flush=True)
     md5.append(md5_ceiling())
     print("\nMD5 ceiling after: %.0f MiB/s (load %s)" % (md5[1], benchlib.uptime()))
     ceil = statistics.mean(md5)
     print("\n| cell | side | median MiB/s | median ops/s | median p50 ms | median p99 ms | "
-          "worst max ms | median CPU ms/PUT | median loop CPU ms/PUT | "
+          "worst max ms | median CPU ms/PUT | median loop CPU ms/PUT | median MD5 lanes busy | "
           "÷ MD5 ceiling (%.0f MiB/s) |" % ceil)
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size, _, _ in cells:
         for side in ("base", "head"):
             xs = [x for s, c, x in rows if s == side and c == size]
             med = lambda k: statistics.median(x[k] for x in xs)  # noqa: E731
-            print("| PUT %s | %s | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f |" % (
+            ls = [x["lanes"] for x in xs if x["lanes"] is not None]
+            print("| PUT %s | %s | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %s | %.2f |" % (
                 size, side, med("mib_per_s"), med("ops_per_s"), med("p50"), med("p99"),
                 max(x["max"] for x in xs), med("cpu_ms"), med("loop_ms"),
-                med("mib_per_s") / ceil))
+                fmt_lanes(statistics.median(ls) if ls else None), med("mib_per_s") / ceil))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@
  * no allocation per update): an update with every slot busy is refused
  * (-EAGAIN) and the owner retries after its on_job callback.
  *
+ * A stream of MD5 alone, with a port, on a CPU with MD5 lanes (AVX2 or
+ * AVX-512), goes to the multi-buffer MD5 service (common/md5_svc.h)
+ * instead of the pool's workers: its updates share vector lanes with
+ * every other stream's, in order; completions come back through the same
+ * port. Streams with SHA-256 stay on the pool (one pass for both).
+ *
  * With no port (NULL), or for an update below `inline_bytes`, the range
  * is hashed at once on the calling thread, as a plain hash_stream would.
  * Loop: one (the port's); not thread-safe.
@@ -49,6 +55,13 @@ struct hash_async *hash_async_new(struct workpool_port *pt, unsigned algs, unsig
  * the missing ones are made). Requires hash_async_pending(h) == 0 and a
  * fresh stream (after final). 0 or -ENOMEM. */
 int hash_async_set_algs(struct hash_async *h, unsigned algs);
+
+/* Whether updates from now on are waited for at once (true, the
+ * default): false lets the MD5 lanes service hold them up to
+ * MD5_SVC_GATHER_US to hash them beside other streams' (md5_svc.h), for
+ * an owner that waits only for its last update (set true before that
+ * one). No effect off the lanes path. */
+void hash_async_set_urgent(struct hash_async *h, bool urgent);
 
 /* Change the callback (for streams kept across reuse). */
 void hash_async_set_cb(struct hash_async *h, hash_async_cb cb, void *ud);

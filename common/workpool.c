@@ -281,6 +281,26 @@ void workpool_submit(struct workpool_port *pt, struct wp_strand *s, struct wp_jo
 	pthread_mutex_unlock(&wp->mu);
 }
 
+void workpool_adopt(struct workpool_port *pt, struct wp_job *j)
+{
+	j->port = pt;
+	j->strand = NULL;
+	j->status = 0;
+	j->next = NULL;
+	pt->jobs++;
+}
+
+void workpool_complete(struct wp_job *j, int status)
+{
+	struct workpool_port *pt = j->port;
+	struct workpool *wp = pt->wp;
+	pthread_mutex_lock(&wp->mu);
+	j->status = status;
+	if (finish_locked(wp, j))
+		uv_async_send(&pt->async);   /* under mu: the port outlives its jobs */
+	pthread_mutex_unlock(&wp->mu);
+}
+
 struct workpool *workpool_hash_start(int64_t n)
 {
 	if (n == 0)

@@ -103,6 +103,16 @@ struct workpool *workpool_port_pool(const struct workpool_port *pt);
  * (NULL: unordered). Cannot fail; see the contract above. */
 void workpool_submit(struct workpool_port *pt, struct wp_strand *s, struct wp_job *j);
 
+/* A job that another engine runs instead of this pool's workers (the MD5
+ * lanes of common/md5_svc): counted on pt (workpool_port_jobs) from now
+ * until its done has run on pt's loop, which workpool_complete schedules.
+ * j->done set by the caller; j runs on no strand. pt's loop thread only. */
+void workpool_adopt(struct workpool_port *pt, struct wp_job *j);
+
+/* An adopted job finished with status: its done runs on its port's loop,
+ * batched like the workers' jobs. Any thread; once per adopt. */
+void workpool_complete(struct wp_job *j, int status);
+
 /* --hash-threads N: the worker threads that hash large request bodies
  * (0: hash on the event loop; default: one per core). The variable is an
  * int64_t that starts at -1 (the default). */

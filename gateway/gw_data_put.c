@@ -10,10 +10,17 @@
  * shards are slices of the bytes the caller fed (copied once, from the
  * HTTP read buffer), the parity shards follow them in the same buffer. A
  * buffer goes back when its calls have ended and the transport has let
- * go of it, and (hash threads: gw_data_opts.hash_pool) when the job that
- * MD5s its data bytes is done: those bytes are read-only from the send
- * on, and at most `window` hash jobs are out per PUT (slot_free), so a
- * PUT holds at most 3 * window + 1 blocks.
+ * go of it, and (hash threads: gw_data_opts.hash_pool) when the jobs that
+ * MD5 its data bytes are done. The ETag's MD5 is fed as the body arrives:
+ * every HASH_FEED_BYTES appended to the segment being filled go to the
+ * hash service at once (bytes of a block are written once: read-only
+ * from the copy on), the rest of the segment when it is sent; so the
+ * digest is ready about when the last byte arrives, and many PUTs'
+ * chunks share MD5 lanes (common/md5_svc). Hash jobs complete in order,
+ * so the sent blocks they still hold are counted exactly (hblk: the last
+ * job of each); slot_free keeps them below `window`, so a PUT holds at
+ * most 3 * window + 1 blocks. A PUT has window + HASH_FEED_SLOTS hash
+ * slots: a 4 MiB segment's 32 chunks fit, one is kept for the send.
  *
  * Invariants: p->inflight counts busy segment slots; a slot is busy from
  * send until every one of its k+m calls has answered, or until it reached
@@ -47,6 +54,16 @@
 #include "common/hash_async.h"
 #include "gateway/gw_data.h"
 #include "gateway/gw_data_int.h"
+
+/* The ETag's MD5 is fed every HASH_FEED_BYTES of body (64-256 KiB: big
+ * enough that a job's hop to the hash thread and back is noise, small
+ * enough that the last chunk is hashed soon after the last byte). */
+#define HASH_FEED_BYTES (128u << 10)
+/* Hash jobs a PUT may have out beyond `window` (its slots: window + this):
+ * a 4 MiB segment's chunks and its send's, so the feed never stalls on
+ * slots there (a stalled feed leaves the rest to one chunk at the send,
+ * hashed alone in its lane). */
+#define HASH_FEED_SLOTS 34u
 
 /* One PutShard call on the wire. */
 struct put_call {
@@ -101,7 +118,12 @@ struct gw_data_put {
 	bool done;
 	struct hash_async *md5;   /* kept across reuse (the ETag's MD5) */
 	bool no_etag;             /* gw_data_put_no_etag: the MD5 is not computed */
-	bool hash_off_loop;       /* MD5 per sent segment on the hash pool */
+	bool hash_off_loop;       /* MD5 per chunk of the body on the hash pool */
+	uint32_t hashed;          /* bytes of cur given to the hash service */
+	uint32_t hash_seq;        /* hash jobs submitted */
+	uint32_t hash_done;       /* hash jobs completed (in order) */
+	unsigned hblk_n, hblk_head; /* ring of sent blocks hash jobs still hold: */
+	uint32_t hblk[65];        /* the hash_seq of each one's last job (n < window <= 64) */
 	char etag[2 * MD5_LEN + 1];
 	char rid[LOG_REQ_ID_LEN + 1]; /* the request id every PutShard carries ("" none) */
 	char err[320];
@@ -311,14 +333,26 @@ static void send_segment(struct gw_data_put *p)
 
 	uint32_t len = gw_data_layout_seg_len(&p->layout, seg->index), sl = seg->sl;
 	uint8_t *base = seg->blk->data;
-	/* The ETag's MD5 of these bytes on a hash thread, in segment order,
-	 * while they are encoded and sent: [0, len) of the block is read-only
-	 * from here until the hash job's done (it holds a reference); the
-	 * padding and parity written below lie after it. A slot is free
-	 * (slot_free counts hash jobs), so this cannot be refused. */
-	if (p->hash_off_loop && !p->no_etag &&
-	    hash_async_update(p->md5, seg->blk, 0, len, 0))
-		put_fail(p, -ENOMEM, "no hash slot for segment %u", seg->index);
+	/* The ETag's MD5 of the segment's bytes not fed yet (feed_hash) on
+	 * a hash thread, in order, while they are encoded and sent: [0, len)
+	 * of the block is read-only from here until the hash jobs' done (each
+	 * holds a reference); the padding and parity written below lie after
+	 * it. A slot is free (slot_free), so this cannot be refused. */
+	if (p->hash_off_loop && !p->no_etag && len > p->hashed) {
+		/* The last segment's bytes: the reply waits for them. */
+		if (seg->index + 1 == p->layout.nsegs)
+			hash_async_set_urgent(p->md5, true);
+		if (hash_async_update(p->md5, seg->blk, p->hashed, len - p->hashed, 0))
+			put_fail(p, -ENOMEM, "no hash slot for segment %u", seg->index);
+		else
+			p->hash_seq++;
+	}
+	if (p->hash_done != p->hash_seq) {
+		/* Its last job (a fed chunk or the rest above) holds it. */
+		p->hblk[(p->hblk_head + p->hblk_n) % 65] = p->hash_seq;
+		p->hblk_n++;
+	}
+	p->hashed = 0;
 	memset(base + len, 0, (size_t)k * sl - len);
 	const uint8_t *data[EC_MAX_SHARDS];
 	uint8_t *parity[EC_MAX_SHARDS];
@@ -378,7 +412,27 @@ static void send_segment(struct gw_data_put *p)
 static bool slot_free(const struct gw_data_put *p)
 {
 	return p->inflight < p->d->o.window && p->late_blocks < p->d->o.window &&
-	       hash_async_pending(p->md5) < p->d->o.window;
+	       p->hblk_n < p->d->o.window &&
+	       hash_async_pending(p->md5) < p->d->o.window + HASH_FEED_SLOTS;
+}
+
+/* Give the hash service the whole HASH_FEED_BYTES chunks of cur not given
+ * yet, keeping one hash slot free for send_segment. Those bytes are final:
+ * later writes append after them. */
+static void feed_hash(struct gw_data_put *p)
+{
+	unsigned cap = p->d->o.window + HASH_FEED_SLOTS - 1;
+	while (p->cur_len - p->hashed >= HASH_FEED_BYTES && hash_async_pending(p->md5) < cap) {
+		/* The body's very last bytes (a last segment of whole chunks):
+		 * the reply waits for them, as for send_segment's. */
+		if (p->next_send + 1 == p->layout.nsegs &&
+		    p->hashed + HASH_FEED_BYTES == gw_data_layout_seg_len(&p->layout, p->next_send))
+			hash_async_set_urgent(p->md5, true);
+		if (hash_async_update(p->md5, p->cur, p->hashed, HASH_FEED_BYTES, 0))
+			return;   /* no slot after all: send_segment takes the bytes */
+		p->hashed += HASH_FEED_BYTES;
+		p->hash_seq++;
+	}
 }
 
 static bool can_take(const struct gw_data_put *p)
@@ -495,7 +549,13 @@ static void put_progress(struct gw_data_put *p)
 static void on_hashed(struct hash_async *h, void *ud)
 {
 	(void)h;
-	put_progress(ud);
+	struct gw_data_put *p = ud;
+	p->hash_done++;
+	while (p->hblk_n && (int32_t)(p->hash_done - p->hblk[p->hblk_head]) >= 0) {
+		p->hblk_head = (p->hblk_head + 1) % 65;
+		p->hblk_n--;
+	}
+	put_progress(p);
 }
 
 static void put_deferred(struct gwd_deferred *w)
@@ -535,7 +595,8 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 		p = calloc(1, sizeof(*p) + o->window * sizeof(struct put_seg));
 		if (!p)
 			return -ENOMEM;
-		p->md5 = hash_async_new(d->hash_port, HASH_ASYNC_MD5, o->window, on_hashed, p);
+		p->md5 = hash_async_new(d->hash_port, HASH_ASYNC_MD5, o->window + HASH_FEED_SLOTS,
+					on_hashed, p);
 		if (!p->md5) {
 			free(p);
 			return -ENOMEM;
@@ -548,6 +609,9 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 	p->dfr.fn = put_deferred;
 	p->t = *target;
 	p->hash_off_loop = d->hash_port && size >= o->hash_min_bytes;
+	/* Chunks before the last segment's send may wait to share MD5 lanes
+	 * with other PUTs' (md5_svc); the last one is hashed at once. */
+	hash_async_set_urgent(p->md5, false);
 	snprintf(p->rid, sizeof(p->rid), "%s", gw_trace_id(gw_trace_get(&target->trace)));
 	p->cbs = *cbs;
 	p->ud = ud;
@@ -614,6 +678,8 @@ ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
 		p->cur_len += (uint32_t)c;
 		taken += c;
 		p->fed += c;
+		if (p->hash_off_loop && !p->no_etag && !p->status)
+			feed_hash(p);
 		if (p->cur_len == seg_len) {
 			if (!slot_free(p))
 				break;

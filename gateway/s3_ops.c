@@ -30,6 +30,7 @@
 #include "common/check.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/md5_svc.h"
 #include "common/loop.h"
 #include "gateway/gw_bcache.h"
 #include "gateway/gw_creds.h"
@@ -203,6 +204,7 @@ static void register_metrics(struct s3_ops *o)
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
 		metrics_gauge_fn_new(o->reg, g[i].name, g[i].help, NULL, g[i].fn, o);
 	rpc_health_register_metrics(o->reg); /* PINGs, circuits, fast fails */
+	md5_svc_register_metrics(o->reg);    /* MD5 lanes (ETags) */
 	/* gw_stats (above): per-op latency and errors for /metrics and the
 	 * admin API's /api/v1/stats, registered at the first request's end
 	 * unless another module registered them (gw_stats.h). Out of memory:

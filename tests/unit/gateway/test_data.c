@@ -44,7 +44,9 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "common/loop.h"
+#include "common/md5_svc.h"
 #include "common/rpc.h"
+#include "common/workpool.h"
 #include "gateway/gw_data.h"
 #include "osd/store/super.h"
 #include "tests/lib/osd_call.h"
@@ -512,6 +514,67 @@ START_TEST(big_object_bounded)
 	buf_unref(b);
 	gw_data_layout_clear(&l);
 	fx_teardown(&f);
+}
+END_TEST
+
+/* With hash threads the ETag's MD5 is fed as the body arrives (every
+ * 128 KiB appended to a segment, the rest at its send) and hashed in MD5
+ * lanes where the CPU has them: ETags of sizes around the feed size and
+ * the segment size, written in small and large pieces, are the bodies'
+ * MD5s (do_put checks), the bytes went through the lanes, and a PUT
+ * aborted mid-segment with chunks out drains and frees its buffers. */
+START_TEST(hashed_as_fed)
+{
+	struct workpool *wp;
+	ck_assert_int_eq(workpool_new(2, 0, &wp), 0);
+	struct gw_data_opts o = nohedge_opts;
+	o.hash_pool = wp;
+	struct fx f;
+	fx_setup(&f, _i, "gwhash", 64 << 20, &o);
+	struct md5_svc *svc = md5_svc_get(2);
+	struct md5_svc_stats before, after;
+	if (svc)
+		md5_svc_stats(svc, &before);
+	static const size_t hs[] = { 128 << 10, (128 << 10) - 1, (128 << 10) + 1, 1000000,
+				     SEG - 1, SEG, 2 * SEG + 12345 };
+	uint64_t lanes_bytes = 0;
+	for (unsigned i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+		for (unsigned pass = 0; pass < 2; pass++) {
+			struct buf *b = pattern(hs[i], f.seed + i * 2 + pass);
+			struct gw_data_layout l;
+			ck_assert_int_eq(do_put(&f, b, pass ? 1 << 20 : 9000, &l, NULL, NULL), 0);
+			if (hs[i] >= 128 << 10)   /* hash_min_bytes: smaller ones inline */
+				lanes_bytes += hs[i];
+			uint32_t failed = 9;
+			ck_assert_int_eq(do_delete(&f, &l, &failed), 0);
+			gw_data_layout_clear(&l);
+			buf_unref(b);
+		}
+	if (svc) {
+		md5_svc_stats(svc, &after);
+		ck_assert_uint_ge(after.bytes - before.bytes, lanes_bytes);
+	}
+	/* Abort with 1.5 segments fed: the hash chunks out complete, the
+	 * PUT reports, nothing stays live (fx_teardown checks). */
+	struct buf *b = pattern(3 * SEG, f.seed);
+	struct put_run r = { 0 };
+	ck_assert_int_eq(gw_data_put_start(f.d, &f.t, b->len, NULL, &put_cbs, &r, &r.p), 0);
+	size_t off = 0;
+	while (off < SEG + SEG / 2) {
+		ssize_t n = gw_data_put_write(r.p, b->data + off, 100000);
+		ck_assert_int_ge(n, 0);
+		off += (size_t)n;
+		if (n < 100000)
+			uv_run(&f.loop, UV_RUN_ONCE);
+	}
+	gw_data_put_abort(r.p);
+	while (!r.done)
+		uv_run(&f.loop, UV_RUN_ONCE);
+	ck_assert_int_eq(r.status, -ECANCELED);
+	gw_data_put_free(r.p);
+	buf_unref(b);
+	fx_teardown(&f);
+	workpool_free(wp);
 }
 END_TEST
 
@@ -1531,6 +1594,7 @@ static Suite *data_suite(void)
 	tcase_add_test(tc, layout_codec);
 	tcase_add_loop_test(tc, round_trips, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, big_object_bounded, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, hashed_as_fed, T_LOCAL, T_LOCAL + 1);
 	tcase_add_loop_test(tc, two_down_reads_everything, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, three_down_fails_cleanly, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, one_down_put_succeeds, 0, TRANSPORTS);
