@@ -19,9 +19,12 @@
 # cores' worth), so a CPU-bound machine shows as such; and the gateways'
 # bucket-cache misses per PUT (each one a GetBucket to the root).
 #
-# The PUT rate is the 9,000 (3 x --objects) PUTs over the wall time from
-# the three clients' start to the last one's end (the sum of the three
-# clients' own rates reads high: each counts only its own span). Per run
+# The clients run no warm-up (--warmup 0): the CPU window then holds the
+# measured PUTs and nothing else (with the default 2 s warm-up it held
+# the warm-up's PUTs too, and the faster side's more of them). The PUT
+# rate is the 9,000 (3 x --objects) PUTs over the wall time from the
+# three clients' start to the last one's end (the clients' own rates
+# summed read high: each counts only its own span). Per run
 # a second row gives, from meta's /metrics (--metrics-listen 0.0.0.0:7090
 # in each node's namespace), each meta member's CPU per PUT (* marks the
 # root's leader), Raft entries proposed per PUT summed over the groups,
@@ -29,15 +32,17 @@
 #
 #   bench/ranges_netns.sh BUILD [--objects 3000] [--concurrency 32]
 #                         [--groups 3] [--rounds 2] [--dir /dev/shm]
-#                         [--perf OUTDIR]
+#                         [--perf OUTDIR] [--meta-flags "FLAGS"]
 # --perf: perf record -g of the three meta members over the PUT phase,
 # into OUTDIR/perf-g<G>-<run>.data (read with perf report -i).
+# --meta-flags: more iolake-meta flags for every run (e.g.
+# "--range-raft-segment-size 1MiB").
 # Needs root (network namespaces). Removes what it started (netns-cluster
 # down) on exit.
 set -eu
 B=$(cd "${1:?usage: $0 BUILD [--objects N] [--concurrency C] [--groups G] [--rounds R]}" && pwd)
 shift
-N=3000 C=32 G=3 R=2 BASE=/dev/shm PERF=""
+N=3000 C=32 G=3 R=2 BASE=/dev/shm PERF="" MFLAGS=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--objects) N=$2; shift 2 ;;
@@ -45,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--groups) G=$2; shift 2 ;;
 	--rounds) R=$2; shift 2 ;;
 	--dir) BASE=$2; shift 2 ;;
+	--meta-flags) MFLAGS=$2; shift 2 ;;
 	--perf) PERF=$(mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
 	*) echo "$0: unknown flag $1" >&2; exit 2 ;;
 	esac
@@ -65,7 +71,7 @@ one() {   # groups
 	local g=$1
 	DIR=$(mktemp -d "$BASE/iolake-rangesnetns.XXXXXX")
 	"$CL" up --dir "$DIR" --build "$B" --nodes 3 --osds-per-node 2 --prefix rn \
-		--subnet $SUB --meta-flags "--range-groups $g --metrics-listen 0.0.0.0:7090" >"$DIR/up.log" 2>&1
+		--subnet $SUB --meta-flags "--range-groups $g --metrics-listen 0.0.0.0:7090 $MFLAGS" >"$DIR/up.log" 2>&1
 	. "$DIR/credentials"
 	export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 	local admin="$B/iolake-admin --meta $META"
@@ -113,7 +119,7 @@ print("%d/%d" % (len(set(l for l in ls if l != "-")), len(ls)))')
 	for i in 1 2 3; do
 		/usr/bin/time -f "%U %S" -o "$DIR/t$i.txt" "$B/iolake-s3-bench" --endpoint "http://$SUB.$i:9000" --access-key "$AWS_ACCESS_KEY_ID" \
 			--secret-key "$AWS_SECRET_ACCESS_KEY" --bucket rbk --prefix "g$i/" --size 4KiB \
-			--objects "$N" --concurrency "$C" --gets 0 --json "$DIR/b$i.json" \
+			--objects "$N" --concurrency "$C" --gets 0 --warmup 0 --json "$DIR/b$i.json" \
 			>"$DIR/b$i.log" 2>&1 &
 		pids+=($!)
 	done
@@ -189,7 +195,7 @@ EOF
 }
 
 RUN=0
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)${MFLAGS:+; meta flags: $MFLAGS}"
 echo "| --range-groups | range leaders distinct | PUT/s (3 gateways) | p50 ms (each) | p99 ms (each) | max ms (each) | cluster CPU us/PUT | meta / gw / osd us/PUT | bench clients us/PUT | cores busy | GetBucket per PUT |"
 echo "|---:|---|---:|---|---|---|---:|---|---:|---|---:|"
 for r in $(seq 1 "$R"); do
