@@ -17,7 +17,9 @@
 # osd) and the bench clients' own (/usr/bin/time), and how busy the machine's cores were
 # over the phase (/proc/stat: busy jiffies / all jiffies, and the same as
 # cores' worth), so a CPU-bound machine shows as such; and the gateways'
-# bucket-cache misses per PUT (each one a GetBucket to the root).
+# bucket reads per PUT: the PUT gates that read the bucket (cache
+# misses) and the GetBucket calls sent to the root for them (fewer when
+# reads share one, gateway/gw_bread.h).
 #
 # The clients run no warm-up (--warmup 0): the CPU window then holds the
 # measured PUTs and nothing else (with the default 2 s warm-up it held
@@ -129,7 +131,7 @@ print("%d/%d" % (len(set(l for l in ls if l != "-")), len(ls)))')
 	if [ -n "$perfpid" ]; then kill -INT "$perfpid"; wait "$perfpid" || true; fi
 	for i in 1 2 3; do curl -s "http://$SUB.$i:7090/metrics" >"$DIR/mm1-$i.txt" || true; done
 	for i in 1 2 3; do
-		curl -s "http://$SUB.$i:9000/metrics" | grep '^iolake_gw_bucket_cache_' >"$DIR/m$i.txt" || true
+		curl -s "http://$SUB.$i:9000/metrics" | grep '^iolake_gw_bucket_' >"$DIR/m$i.txt" || true
 	done
 	python3 - "$g" "$DIR" "$N" "$HERE" "$spread" <<'EOF'
 import json, os, re, sys
@@ -147,17 +149,19 @@ c = cpu_snap.delta(*(json.load(open("%s/cpu%d.json" % (d, i))) for i in (0, 1)))
 c["cpu_s"]["bench"] = sum(sum(float(x) for x in open("%s/t%d.txt" % (d, i)).read().split()[-2:])
                           for i in (1, 2, 3))
 us = lambda role: c["cpu_s"].get(role, 0) * 1e6 / n
-miss = 0.0
+miss = sent = 0.0
 for i in (1, 2, 3):
     for line in open("%s/m%d.txt" % (d, i)):
         if line.startswith("iolake_gw_bucket_cache_misses_total"):
             miss += float(line.split()[-1])
+        elif line.startswith("iolake_gw_bucket_reads_total"):
+            sent += float(line.split()[-1])
 t0, t1 = (float(x) for x in open("%s/wall.txt" % d).read().split())
 tot = n / (t1 - t0)   # the clients' own rates summed read high (each over its own span)
-print("| %s | %s | %.0f | %s | %s | %s | %.0f | %.0f / %.0f / %.0f | %.0f | %.0f%% (%.2f of %d) | %.2f |" % (
+print("| %s | %s | %.0f | %s | %s | %s | %.0f | %.0f / %.0f / %.0f | %.0f | %.0f%% (%.2f of %d) | %.2f / %.2f |" % (
       sys.argv[1], sys.argv[5], tot, "/".join("%.1f" % x for x in p50), "/".join("%.1f" % x for x in p99),
       "/".join("%.0f" % x for x in mx), us("meta") + us("gw") + us("osd"), us("meta"), us("gw"),
-      us("osd"), us("bench"), 100 * c["busy"], c["busy"] * c["cores"], c["cores"], miss / n), flush=True)
+      us("osd"), us("bench"), 100 * c["busy"], c["busy"] * c["cores"], c["cores"], miss / n, sent / n), flush=True)
 # meta's own counters, summed over members (entries: proposed by each
 # group's leader; ops: applied on the leader only, so per group the max).
 def scrape(f):
@@ -196,7 +200,7 @@ EOF
 
 RUN=0
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)${MFLAGS:+; meta flags: $MFLAGS}"
-echo "| --range-groups | range leaders distinct | PUT/s (3 gateways) | p50 ms (each) | p99 ms (each) | max ms (each) | cluster CPU us/PUT | meta / gw / osd us/PUT | bench clients us/PUT | cores busy | GetBucket per PUT |"
+echo "| --range-groups | range leaders distinct | PUT/s (3 gateways) | p50 ms (each) | p99 ms (each) | max ms (each) | cluster CPU us/PUT | meta / gw / osd us/PUT | bench clients us/PUT | cores busy | bucket reads per PUT (gates / GetBucket sent) |"
 echo "|---:|---|---:|---|---|---|---:|---|---:|---|---:|"
 for r in $(seq 1 "$R"); do
 	if [ $((r % 2)) = 1 ]; then order="0 $G"; else order="$G 0"; fi
