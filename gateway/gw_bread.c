@@ -158,6 +158,9 @@ static void on_answer(void *ud, int err, const ProtobufCMessage *resp)
 			/* A closing client answers its calls with ESHUTDOWN
 			 * (meta_client_close): send none to it. */
 			bool shut = b->closing || err == IOL_ESHUTDOWN;
+			/* Not the answered call's request id (the client's
+			 * during this callback): the next call is everyone's. */
+			meta_client_set_trace(b->mc, NULL);
 			int rc = shut ? IOL_ESHUTDOWN : send_read(b, s, s->name, next);
 			if (rc) {
 				deliver(next, rc, NULL);

@@ -18,7 +18,9 @@
  * Bounded: `slots` buckets at once, direct-mapped by name; a bucket whose
  * slot another bucket's read holds gets a call of its own (not shared).
  * Waiters are the askers' own structs (no allocation); one small context
- * per GetBucket out.
+ * per GetBucket out. A shared GetBucket carries the request id of the
+ * asker that sent it when it went out at once, none when it went out for
+ * the askers that waited.
  *
  * Thread: one loop's (struct s3_ops owns one); no locking.
  */
