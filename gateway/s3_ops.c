@@ -33,6 +33,7 @@
 #include "common/md5_svc.h"
 #include "common/loop.h"
 #include "gateway/gw_bcache.h"
+#include "gateway/gw_bread.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_gc.h"
 #include "gateway/lc_worker.h"
@@ -303,6 +304,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 		goto err_mc;
 	register_metrics(o);
 	o->bcache = gw_bcache_new(GW_BCACHE_SLOTS, GW_BCACHE_TTL_MS, o->reg);   /* rtt: NULL: none */
+	o->bread = gw_bread_new(o->mc, GW_BREAD_SLOTS, o->reg);   /* NULL: reads unshared */
 	rc = first ? gw_heal_new(loop, o->mc, o->reg, NULL, &o->heal) : 0;
 	if (rc) {
 		gw_map_close(o->map);
@@ -340,6 +342,7 @@ err_reg:
 		metrics_registry_free(o->reg);
 err_free:
 	gw_bcache_free(o->bcache);   /* rtt */
+	gw_bread_free(o->bread);
 	s3_policy_cache_free(o->policies);
 	free(x);
 	return rc;
@@ -451,6 +454,7 @@ void s3_ops_free(struct s3_ops *o)
 	if (o->own_reg)
 		metrics_registry_free(o->reg);
 	gw_bcache_free(o->bcache);   /* rtt */
+	gw_bread_free(o->bread);     /* after the client: it answered the calls out */
 	s3_policy_cache_free(o->policies);
 	free(X(o));
 }

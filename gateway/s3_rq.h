@@ -38,6 +38,7 @@
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "gateway/s3_acl.h"
+#include "gateway/gw_bread.h"
 #include "gateway/gw_trace.h"
 #include "gateway/s3_authz.h"
 #include "gateway/s3_server.h"
@@ -56,6 +57,7 @@ struct gw_map;
 struct s3_handler;
 struct s3_policy_cache;
 struct gw_bcache;
+struct gw_bread;
 
 /* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
 struct s3_ops {
@@ -77,6 +79,7 @@ struct s3_ops {
 	struct metrics_counter *m_denied;
 	struct s3_policy_cache *policies; /* compiled bucket policies (this loop's) */
 	struct gw_bcache *bcache;       /* bucket records for PUT gates (gw_bcache.h) */
+	struct gw_bread *bread;         /* GetBucket reads shared (gw_bread.h); NULL: none */
 	struct metrics_counter *m_cred_lookups; /* GetAccessKey calls to meta */
 	struct gw_stats *stats;         /* per-op requests and latency; NULL: none */
 	/* The handler of each operation (s3_ops_bind), which the front end
@@ -160,6 +163,7 @@ struct s3_rq {
 	struct s3_body *body;       /* a small body being read (s3_body.h) */
 	/* The meta call in flight. */
 	bool in_call;
+	struct gw_bread_waiter bread_w; /* s3_rq_bucket's place in a shared read */
 	int merr;                   /* the meta client's error of the last one */
 	enum s3_subj subj;
 	union {

@@ -916,8 +916,9 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 	raft_uv_set_connect_retry_delay(&g->io, 200);
 	/* raft_uv preallocates open segments; a full one's close stalls the
 	 * loop (META_NODE_SEGMENT_BYTES): the root, where every commit of
-	 * iolake-aio goes, gets large ones, the many range groups small ones. */
-	raft_uv_set_segment_size(&g->io, id != 0 ? GROUP_SEGMENT_BYTES
+	 * iolake-aio goes, gets large ones, the range groups (several per
+	 * member) smaller ones (META_RANGE_SEGMENT_BYTES). */
+	raft_uv_set_segment_size(&g->io, id != 0 ? (size_t)n->o.range_segment_bytes
 						 : (size_t)n->o.raft_segment_bytes);
 	/* Snapshots off the loop need raft_io version 2's async_work. Debian's
 	 * 0.15 raft_uv fills async_work but leaves io.version at 1, and

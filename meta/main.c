@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, split_bytes = 0, merge_objects = 0;
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
-	uint64_t segment_bytes = META_NODE_SEGMENT_BYTES;
+	uint64_t segment_bytes = META_NODE_SEGMENT_BYTES, range_segment_bytes = META_RANGE_SEGMENT_BYTES;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
 	uint64_t down_after_ms = 10000, out_after_ms = 60000, slow_op_ms = 1000;
 	const char *debug_fault = NULL;
@@ -137,6 +137,10 @@ int main(int argc, char **argv)
 		  .min = 1 << 20, .max = 1ull << 30, .metavar = "BYTES",
 		  .help = "the root group's Raft log segment (a full one's close stalls the loop "
 			  "tens of ms; raft_uv preallocates three)" },
+		{ .name = "range-raft-segment-size", .type = FLAG_SIZE, .dst = &range_segment_bytes,
+		  .min = 1 << 20, .max = 1ull << 30, .metavar = "BYTES",
+		  .help = "each range group's Raft log segment (as --raft-segment-size: three "
+			  "preallocated per range group on every member)" },
 		{ .name = "snapshot-trailing", .type = FLAG_UINT64, .dst = &snap_trailing, .min = 0,
 		  .max = 1 << 24, .help = "entries kept in the log after a snapshot" },
 		{ .name = "election-timeout", .type = FLAG_DURATION, .dst = &election_ms, .min = 50,
@@ -264,6 +268,7 @@ int main(int argc, char **argv)
 		.snapshot_threshold = (unsigned)snap_threshold,
 		.snapshot_trailing = (unsigned)snap_trailing,
 		.raft_segment_bytes = segment_bytes,
+		.range_segment_bytes = range_segment_bytes,
 		.snapshot_bytes = snap_bytes,
 		.cache_bytes = cache_bytes,
 		.write_buffer_bytes = wbuf_bytes,

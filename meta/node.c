@@ -642,6 +642,8 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		n->o.snapshot_bytes = 64ull << 20;
 	if (!n->o.raft_segment_bytes)
 		n->o.raft_segment_bytes = META_NODE_SEGMENT_BYTES;
+	if (!n->o.range_segment_bytes)
+		n->o.range_segment_bytes = META_RANGE_SEGMENT_BYTES;
 	if (!n->o.election_timeout_ms)
 		n->o.election_timeout_ms = 1000;
 	if (!n->o.heartbeat_timeout_ms)

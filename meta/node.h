@@ -73,6 +73,13 @@
  * segments close that many times less often; raft_uv preallocates three
  * of them (192 MiB of disk, or memory on tmpfs). */
 #define META_NODE_SEGMENT_BYTES (64ull << 20)
+/* A range group's Raft log segment (--range-raft-segment-size). Was 1 MiB
+ * (~228 inline 4 KiB PUTs): on the netns cluster with three range groups
+ * each member closed a segment of one of its groups every ~75 ms of PUTs,
+ * each close stopping its loop tens of ms (docs/performance.md, "Range
+ * groups: what a small PUT costs"). 8 MiB is raft_uv's own default: three
+ * preallocated per group, 24 MiB per range group per member. */
+#define META_RANGE_SEGMENT_BYTES (8ull << 20)
 #define META_NODE_QUEUE_OPS 16384       /* ops queued: beyond, RESOURCE_EXHAUSTED */
 #define META_NODE_READS_MAX 16384       /* reads waiting for a barrier */
 #define META_NODE_WATCHES_MAX 4096      /* WatchMap long polls parked */
@@ -120,8 +127,9 @@ struct meta_node_opts {
 	uint64_t write_buffer_bytes;     /* RocksDB memtable; 0: 64 MiB */
 	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
 	uint64_t raft_segment_bytes;     /* the root group's Raft log segment; 0:
-	                                  * META_NODE_SEGMENT_BYTES (groups >= 1 keep
-	                                  * GROUP_SEGMENT_BYTES) */
+	                                  * META_NODE_SEGMENT_BYTES */
+	uint64_t range_segment_bytes;    /* each range group's (groups >= 1); 0:
+	                                  * META_RANGE_SEGMENT_BYTES */
 	unsigned election_timeout_ms;    /* 0: 1000 */
 	unsigned heartbeat_timeout_ms;   /* 0: 100 */
 	uint64_t osd_down_after_ms;      /* 0: 10000 */

@@ -37,7 +37,6 @@ struct meta_group;
 extern const char *const node_flag_reasons[NODE_FLAG_REASONS];
 
 #define GROUP_DIR_MAX 560              /* DIR or DIR/groups/<id> */
-#define GROUP_SEGMENT_BYTES (1u << 20) /* raft_uv segments of groups >= 1 */
 #define GROUP_MIN_WRITE_BUFFER (4ull << 20)   /* memtable floor of groups >= 1 */
 #define GROUP_MAX_OPEN_FILES 64        /* RocksDB table files of groups >= 1 */
 #define GROUP_MANIFEST_BYTES (64u << 10)   /* RocksDB MANIFEST preallocation, groups >= 1 */
