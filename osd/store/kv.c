@@ -462,7 +462,8 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 }
 
 int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
-		  uint64_t clog_bytes, struct store_kv **out, char *errbuf, size_t errlen)
+		  uint64_t clog_bytes, rocksdb_cache_t *cache, struct store_kv **out, char *errbuf,
+		  size_t errlen)
 {
 	int rc = -ENOMEM;
 	struct store_kv *kv = calloc(1, sizeof(*kv));
@@ -482,6 +483,10 @@ int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pendi
 	 * inline values within one block. */
 	rocksdb_block_based_table_options_t *bbt = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_size(bbt, 16 << 10);
+	/* The process's shared cache (cache.h) when given: flushed inline
+	 * shards stay in memory across all the stores of an aio. */
+	if (cache)
+		rocksdb_block_based_options_set_block_cache(bbt, cache);
 	/* Most puts name a key that does not exist yet (a new object id):
 	 * a bloom filter answers their index lookup without reading a
 	 * table block. */

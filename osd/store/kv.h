@@ -63,11 +63,14 @@ struct store_kv_stats {
  * its size), replay the log records RocksDB lacks, sync, and start the
  * commit thread. The log's I/O, the clock and the kv_durable hook go
  * through io (NULL: the default), which must outlive kv. max_pending
- * bounds enqueued-but-untaken requests (0: 4096). Returns 0, or -EIO /
+ * bounds enqueued-but-untaken requests (0: 4096). cache: the table blocks'
+ * cache (shared with other stores, cache.h; NULL: RocksDB's default, one
+ * of kv's own). Returns 0, or -EIO /
  * -errno / IOL_ECORRUPT (bad commit log) with a message in err.
  */
 int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
-		  uint64_t clog_bytes, struct store_kv **out, char *err, size_t errlen);
+		  uint64_t clog_bytes, rocksdb_cache_t *cache, struct store_kv **out, char *err,
+		  size_t errlen);
 
 /*
  * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)

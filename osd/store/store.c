@@ -42,6 +42,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "osd/store/alloc.h"
+#include "osd/store/cache.h"
 #include "osd/store/super.h"
 
 #define MUT_BUCKETS 1024
@@ -1125,8 +1126,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 			goto out_fd;
 	}
 	/* kv's bound is above ours, so a commit is never refused for space. */
-	rc = store_kv_open(s->io, o->meta_dir, s->max_inflight * 2, o->commit_log_bytes, &s->kv,
-			   err, errlen);
+	rc = store_kv_open(s->io, o->meta_dir, s->max_inflight * 2, o->commit_log_bytes,
+			   store_cache_rocksdb(o->cache), &s->kv, err, errlen);
 	if (rc)
 		goto out_fd;
 	s->obs = o->observer;

@@ -56,6 +56,8 @@ struct store_observer {
 	void *arg;
 };
 
+struct store_cache;
+
 struct store_opts {
 	const char *device_path;    /* block device or file (required) */
 	uint64_t create_size;       /* >0: create device_path as a file this
@@ -71,6 +73,9 @@ struct store_opts {
 	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
 	uint64_t commit_log_bytes;  /* size of a new commit log; 0: 64 MiB */
+	struct store_cache *cache;  /* block cache shared with other stores
+	                             * (cache.h); NULL: RocksDB's default of
+	                             * the store's own. Must outlive the store. */
 	struct store_observer observer; /* hooks may be NULL */
 	const struct store_io *io;  /* the I/O seam (io.h); NULL: the real
 	                             * one. Must outlive the store. */

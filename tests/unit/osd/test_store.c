@@ -19,6 +19,7 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "osd/store/cache.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
 
@@ -64,7 +65,7 @@ static void rm_tree(const char *path)
 /* Remove what a failed (forked) test may have left behind. */
 static void teardown_once(void)
 {
-	static const char *names[] = { "rt", "ow", "ls", "cs", "ns", "co", "rf", "lp" };
+	static const char *names[] = { "rt", "ow", "ls", "cs", "ns", "co", "rf", "lp", "c1", "c2" };
 	char p[192];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s-%s.dev", base, names[i]);
@@ -742,6 +743,44 @@ static void loop_setup(void)
 	}
 }
 
+/* Two stores opened with one store_cache read their flushed inline shards
+ * through it: the cache's usage grows by both (a store with its own cache
+ * would leave it at zero). */
+START_TEST(shared_cache_holds_both_stores_blocks)
+{
+	struct store_cache *c;
+	ck_assert_int_eq(store_cache_new(8 << 20, &c), 0);
+	rocksdb_cache_t *rc = store_cache_rocksdb(c);
+	ck_assert_uint_eq(rocksdb_cache_get_capacity(rc), 8 << 20);
+	struct h h1, h2;
+	h_init(&h1, "c1", 64 << 20);
+	h_init(&h2, "c2", 64 << 20);
+	h1.o.cache = h2.o.cache = c;
+	ck_assert_int_eq(h_open(&h1), 0);
+	ck_assert_int_eq(h_open(&h2), 0);
+	struct store_key k = key_of(4, "cached", 1);
+	uint8_t *a = pattern(16 << 10, 7), *b = pattern(16 << 10, 8);
+	ck_assert_int_eq(put_sync(&h1, &k, a, 16 << 10), 0);
+	ck_assert_int_eq(put_sync(&h2, &k, b, 16 << 10), 0);
+	/* A clean close flushes the memtable: the shards are in table files. */
+	h_close(&h1);
+	h_close(&h2);
+	ck_assert_int_eq(h_open(&h1), 0);
+	ck_assert_int_eq(h_open(&h2), 0);
+	expect_shard(&h1, &k, a, 16 << 10);
+	expect_shard(&h2, &k, b, 16 << 10);
+	/* Both stores' blocks holding a 16 KiB shard (open's index scan or
+	 * the read put them there). */
+	size_t used = rocksdb_cache_get_usage(rc);
+	ck_assert_msg(used >= 2 * (16 << 10), "shared cache holds %zu bytes", used);
+	h_fini(&h1);
+	h_fini(&h2);
+	store_cache_free(c);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(loop_device_round_trip_restart)
 {
 	if (!loopdev[0]) {
@@ -780,6 +819,7 @@ int main(void)
 	tcase_add_test(tc, concurrent_overwrites);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, aligned_slice_by_reference);
+	tcase_add_test(tc, shared_cache_holds_both_stores_blocks);
 	suite_add_tcase(s, tc);
 	TCase *tl = tcase_create("loopdev");
 	/* Unchecked: runs in the runner, so the loop device is detached even
