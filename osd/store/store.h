@@ -256,6 +256,23 @@ int store_put_crc(struct store *s, struct store_put_req *req, const struct store
 int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
 	      uint64_t off, uint64_t len, store_get_cb cb);
 
+/*
+ * store_get's synchronous part, for a caller on ANY thread (the in-process
+ * RPC's direct path, osd/service.c): serve the read now when it needs no
+ * device I/O (an inline shard, or an empty range), else leave it.
+ * 0: req->out and req->stat set as for store_get's callback (the caller
+ * owns out.buf's reference; counted in store_stats' gets). -EWOULDBLOCK:
+ * the range is in an extent on the device, nothing read: use store_get on
+ * the loop. Otherwise store_get's errors, or IOL_ECHECKSUM (req->err set)
+ * for an inline value that fails its crc; none of them counted (the loop's
+ * store_get, which the caller retries with, counts and reports them).
+ * Touches no loop state: no inflight count, no close check, so the caller
+ * must guarantee the store is not closed meanwhile (the OSD's server
+ * closes, and waits for direct calls, before its store closes).
+ */
+int store_get_now(struct store *s, struct store_get_req *req, const struct store_key *key,
+		  uint64_t off, uint64_t len);
+
 /* Delete the shard. Errors now: IOL_ENOT_FOUND, -EAGAIN, IOL_ESHUTDOWN.
  * Callback: 0 once the deletion is durable (the extent is then free). */
 int store_delete(struct store *s, struct store_del_req *req, const struct store_key *key,
