@@ -606,7 +606,7 @@ static bool try_direct(struct lcall *lc)
 {
 	struct rpc_server *srv = lc->ls->srv;
 	const struct rpc_method *m = rpc_server_find(srv, lc->svc, lc->method);
-	if (!m || !m->direct || !m->fn || srv->closing)
+	if (!m || !m->direct || !m->fn)
 		return false;
 	if (lc->payload.buf && lc->payload.len > srv->opts.max_message_bytes)
 		return false;

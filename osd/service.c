@@ -675,7 +675,8 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
  * metrics and slow-op log; anything else is left to h_get on the loop
  * (false, r untouched): background calls (they may have to park), an OSD
  * draining, a deadline passed or the caller gone, a bad key, the OSD at
- * max_inflight, a shard on the device (store_get_now: -EWOULDBLOCK), and
+ * max_inflight, a shard on the device or an index record RocksDB would
+ * read from a table file (store_get_now: -EWOULDBLOCK), and
  * every error, so failures are answered, counted and reported (bad_pg) in
  * one place. What it touches of svc: read-only fields, atomics
  * (inflight, direct_inflight, draining, the metrics), the store through

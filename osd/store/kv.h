@@ -95,6 +95,12 @@ int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, 
  * which any thread may call. Same returns. */
 int store_kv_get_pinned(struct store_kv *kv, const void *key, size_t klen,
 			rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen);
+/* store_kv_get_pinned from memory only (RocksDB's memtables and block
+ * cache, read tier kBlockCacheTier): -EWOULDBLOCK when the value, or a
+ * table block or table reader needed to find it, would have to be read
+ * from a file. Never does file I/O; any thread. */
+int store_kv_get_pinned_mem(struct store_kv *kv, const void *key, size_t klen,
+			    rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen);
 
 /* The database and default read options, for iterators and multi-get by
  * the store (reads only; all writes go through store_kv_commit). */

@@ -5,8 +5,9 @@
  * Owns: the open sequence, the write pipeline, the per-key mutation table
  * and deferred extent release. Runs on one loop thread (the owner's); the
  * only other thread is kv's commit thread, which reaches us through
- * s->q, except store_get_now: any thread, it reads RocksDB (thread-safe)
- * and req, and counts in two atomics.
+ * s->q, except store_get_now: any thread, it reads RocksDB's memory only
+ * (memtables, block cache; thread-safe) and req, and counts in two
+ * atomics.
  *
  * Invariants:
  *  - A block is committed in the allocator iff a committed index record
@@ -741,7 +742,7 @@ static void release_pin(struct buf *b)
  * index record pinned and decoded, the range clamped. 0, or an error with
  * nothing held. Any thread (a RocksDB read and req's own fields). */
 static int get_lookup(struct store *s, struct store_get_req *req, const struct store_key *key,
-		      uint64_t off, uint64_t len)
+		      uint64_t off, uint64_t len, bool mem_only)
 {
 	if (!key_valid(key))
 		return -EINVAL;
@@ -754,7 +755,9 @@ static int get_lookup(struct store *s, struct store_get_req *req, const struct s
 	store_key_encode(key, k);
 	/* Pinned, not copied: an inline shard's bytes go out by reference
 	 * to RocksDB's own buffer (one memcpy fewer per inline read). */
-	int rc = store_kv_get_pinned(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen);
+	int rc = mem_only ?
+			 store_kv_get_pinned_mem(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen) :
+			 store_kv_get_pinned(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen);
 	if (rc)
 		return rc;
 	rc = store_rec_decode(req->val, req->vlen, &req->rec);
@@ -799,7 +802,7 @@ static int get_inline(struct store_get_req *req)
 int store_get_now(struct store *s, struct store_get_req *req, const struct store_key *key,
 		  uint64_t off, uint64_t len)
 {
-	int rc = get_lookup(s, req, key, off, len);
+	int rc = get_lookup(s, req, key, off, len, true);
 	if (rc)
 		return rc;
 	if (req->len && !req->rec.is_inline)
@@ -822,7 +825,7 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 	int rc = check_accept(s);
 	if (rc)
 		return rc;
-	rc = get_lookup(s, req, key, off, len);
+	rc = get_lookup(s, req, key, off, len, false);
 	if (rc)
 		return rc;
 	req->cb = cb;

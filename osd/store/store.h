@@ -259,11 +259,12 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 /*
  * store_get's synchronous part, for a caller on ANY thread (the in-process
  * RPC's direct path, osd/service.c): serve the read now when it needs no
- * device I/O (an inline shard, or an empty range), else leave it.
+ * I/O at all (an inline shard, or an empty range, whose index record is in
+ * RocksDB's memtables or block cache), else leave it.
  * 0: req->out and req->stat set as for store_get's callback (the caller
  * owns out.buf's reference; counted in store_stats' gets). -EWOULDBLOCK:
- * the range is in an extent on the device, nothing read: use store_get on
- * the loop. Otherwise store_get's errors, or IOL_ECHECKSUM (req->err set)
+ * the range is in an extent on the device, or the record would have to be
+ * read from a table file; nothing read: use store_get on the loop. Otherwise store_get's errors, or IOL_ECHECKSUM (req->err set)
  * for an inline value that fails its crc; none of them counted (the loop's
  * store_get, which the caller retries with, counts and reports them).
  * Touches no loop state: no inflight count, no close check, so the caller
