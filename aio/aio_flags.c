@@ -16,6 +16,7 @@
 #include "gateway/gw_loops.h"
 #include "gateway/lc_worker.h"
 #include "meta/node.h"
+#include "osd/store/cache.h"
 #include "osd/sweep.h"
 
 #define PROG AIO_PROG
@@ -47,6 +48,7 @@ static struct aio_opts O = {
 	.recovery_rescan = 3600ull * 1000,
 	.deep_scrub = 7ull * 24 * 3600 * 1000,
 	.meta_cache = 256ull << 20,
+	.osd_cache = STORE_CACHE_DEFAULT_BYTES,
 	.meta_wbuf = 64ull << 20,
 	.sigv2 = true,
 	.snap_bytes = 64ull << 20,
@@ -66,6 +68,10 @@ static const struct flag_spec specs[] = {
 	{ .name = "meta-cache", .type = FLAG_SIZE, .dst = &O.meta_cache, .min = 8 << 20,
 	  .max = 1ull << 40, .metavar = "BYTES",
 	  .help = "meta's RocksDB block cache (data, index and filter blocks)" },
+	{ .name = "osd-cache", .type = FLAG_SIZE, .dst = &O.osd_cache, .min = 1 << 20,
+	  .max = 1ull << 40, .metavar = "BYTES",
+	  .help = "one RocksDB block cache shared by every OSD's index (inline shards, index "
+		  "blocks)" },
 	{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &O.meta_wbuf, .min = 1 << 20,
 	  .max = 1ull << 34, .metavar = "BYTES",
 	  .help = "meta's RocksDB memtable (at most two in memory)" },

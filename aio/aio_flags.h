@@ -42,6 +42,7 @@ struct aio_opts {
 	uint64_t recovery_rate, pg_report_interval, recovery_rescan, deep_scrub;
 	int64_t recovery_max_pgs;
 	uint64_t meta_cache, meta_wbuf, snap_bytes;
+	uint64_t osd_cache;
 	bool sigv2;
 	const char *sse_key_file;           /* NULL: DIR/sse.key, made on first start */
 	bool sse_c_http;

@@ -92,6 +92,7 @@
 #include "meta/rootkey.h"
 #include "meta/secret.h"
 #include "osd/metaclient.h"
+#include "osd/store/cache.h"
 
 #define PROG AIO_PROG
 #define SHUTDOWN_LIMIT_S 15
@@ -115,6 +116,7 @@ static struct {
 	struct meta_node *meta;
 	struct osd_slot osds[AIO_MAX_OSDS];
 	int n_osds;
+	struct store_cache *osd_cache; /* --osd-cache, shared by the OSDs' stores */
 	struct aio_gw gw;         /* the gateway's loops, admin API, native (aio_gw.h) */
 	char ak[129], sk[129];
 	/* control */
@@ -419,7 +421,13 @@ static void start_meta(void)
 static int start_osds(void)
 {
 	static struct aio_osd_opts oo;   /* the OSDs' threads read it until they stop */
+	int crc = store_cache_new(O->osd_cache, &A.osd_cache);
+	if (!crc)
+		crc = store_cache_register_metrics(A.osd_cache, A.reg);
+	if (crc)
+		die("osd cache: %s", iol_strerror(crc));
 	oo = (struct aio_osd_opts){ .reg = A.reg, .meta_target = A.meta_target,
+				    .cache = A.osd_cache,
 				    .loopback = O->loopback, .osd_size = O->osd_size,
 				    .scrub_rate = O->scrub_rate, .scrub_interval_ms = O->scrub_interval,
 				    .slow_op_ms = O->slow_op_ms, .orphan_interval_ms = O->orphan_interval,
@@ -538,6 +546,7 @@ int main(int argc, char **argv)
 	aio_remove_json(O->data_dir);
 	uv_loop_close(A.loop);
 	metrics_registry_free(A.reg);
+	store_cache_free(A.osd_cache);   /* after the gauges reading it */
 	gw_front_free(&O->front);
 	aio_flags_free();
 	LOG_INFO("stopped", "clean=true");

@@ -566,6 +566,7 @@ int rpc_server_add_service(struct rpc_server *srv, const ProtobufCServiceDescrip
 		m->svc = svc;
 		m->index = i;
 		m->fn = handlers ? handlers[i] : NULL;
+		m->direct = NULL;
 		m->ud = ud;
 	}
 	uint32_t old = srv->nmethods;
@@ -577,6 +578,16 @@ int rpc_server_add_service(struct rpc_server *srv, const ProtobufCServiceDescrip
 		srv->nmethods = old;
 	}
 	return rc;
+}
+
+int rpc_server_set_direct(struct rpc_server *srv, const ProtobufCServiceDescriptor *svc,
+			  unsigned method, rpc_direct_fn fn)
+{
+	struct rpc_method *m = (struct rpc_method *)rpc_server_find(srv, svc, method);
+	if (!m)
+		return -ENOENT;
+	m->direct = fn;
+	return 0;
 }
 
 int rpc_server_listen(struct rpc_server *srv, const char *addr)

@@ -263,6 +263,23 @@ struct rpc_admit {
 	bool (*call)(void *ud, uint32_t slot);
 };
 
+/* A method's direct handler, for the in-process transport only: it runs on
+ * the CALLER's thread, inside rpc_call_ref() on a "local:" channel, in
+ * place of posting the call to the server's loop (two loop hops saved).
+ * It either answers r before it returns (rpc_respond / rpc_fail) and
+ * returns true, or leaves r untouched and returns false: the call is then
+ * posted to the server's loop as usual and the method's handler runs.
+ * Only calls made with rpc_call_ref (the request by reference) and no
+ * fault injection armed try it. The caller's callback still runs later on
+ * its own loop, never inside rpc_call_ref, and the call keeps its deadline.
+ *
+ * Threads: any caller's thread, while the server's loop and other direct
+ * handlers run: everything it touches must be safe for that. The server
+ * stays registered until it returns (rpc_server_close waits for direct
+ * handlers running; a writer-preferring lock, so a stream of calls cannot
+ * hold a close off). It must not block, nor make RPC calls itself. */
+typedef bool (*rpc_direct_fn)(struct rpc_req *r, void *ud);
+
 /* A server on loop (opts may be NULL). NULL on out-of-memory. */
 struct rpc_server *rpc_server_new(uv_loop_t *loop, const struct rpc_server_opts *opts);
 
@@ -271,6 +288,12 @@ struct rpc_server *rpc_server_new(uv_loop_t *loop, const struct rpc_server_opts 
  * when the service name is taken, -ENOMEM. */
 int rpc_server_add_service(struct rpc_server *srv, const ProtobufCServiceDescriptor *svc,
 			   const rpc_handler_fn *handlers, void *ud);
+
+/* Give method `method` of svc (registered with rpc_server_add_service, the
+ * same ud) a direct handler (see rpc_direct_fn). Before listening. 0 or
+ * -ENOENT (no such service or method). */
+int rpc_server_set_direct(struct rpc_server *srv, const ProtobufCServiceDescriptor *svc,
+			  unsigned method, rpc_direct_fn fn);
 
 /* Start accepting on addr: "host:port" (TCP; port 0 picks one, see
  * rpc_server_port) or "local:NAME" (in-process, NAME unique per process).

@@ -245,6 +245,7 @@ struct rpc_method {
 	const ProtobufCServiceDescriptor *svc;
 	unsigned index;
 	rpc_handler_fn fn;         /* NULL: UNIMPLEMENTED */
+	rpc_direct_fn direct;      /* in process, on the caller's thread; NULL: none */
 	void *ud;
 };
 

@@ -1,11 +1,17 @@
 /*
  * rpc_local.c — the in-process transport, "local:NAME".
  *
- * A process-wide registry (one mutex) maps names to servers. A call is one
- * struct lcall shared by the client's loop and the server's loop: the
- * client posts the lcall to the server's loop_queue, the server runs the
- * handler, and the answer is posted back to the channel's loop_queue,
- * where the callback runs. Payloads cross by reference.
+ * A process-wide registry (one writer-preferring rwlock) maps names to
+ * servers. A call is one struct lcall shared by the client's loop and the
+ * server's loop: the client posts the lcall to the server's loop_queue, the
+ * server runs the handler, and the answer is posted back to the channel's
+ * loop_queue, where the callback runs. Payloads cross by reference.
+ *
+ * Direct calls: a method with a direct handler (rpc_server_set_direct; the
+ * OSD's GetShard) is first offered a call made by reference on the
+ * caller's thread, under the registry's read lock (see try_direct); if it
+ * answers, only the answer's post remains, to the caller's own loop (no
+ * eventfd: loop.c's same-thread post). Otherwise the call is posted.
  *
  * Messages, without heap allocation on the hot path:
  *  - request by reference (rpc_call_ref): the handler reads the caller's
@@ -47,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/loop.h"
 #include "common/rpc_internal.h"
 
@@ -64,7 +71,7 @@ struct local_rq {
 
 struct rpc_local_server {
 	struct rpc_server *srv;
-	struct rpc_local_server *next;  /* registry, under reg_mu */
+	struct rpc_local_server *next;  /* registry, under reg_lk */
 	struct loop_queue q;            /* calls arrive here */
 	struct lcall *live;             /* dispatched, unanswered (server loop) */
 	struct reaper reaper;
@@ -115,6 +122,7 @@ struct lcall {
 	struct rpc_req req;
 	struct lcall *sprev, *snext;
 	bool early;                /* UNAVAILABLE already posted by close */
+	bool direct_answered;      /* a direct handler answered (try_direct) */
 	/* answer */
 	int status;
 	struct buf *resp;          /* a packed answer too big for rinline */
@@ -128,7 +136,13 @@ struct lcall {
 	struct lc_arena arena;     /* the answer, unpacked on the client's loop */
 };
 
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The registry: read-locked by every call (the lookup, and a direct
+ * handler for as long as it runs), write-locked by listen and close.
+ * Writer-preferring: a steady stream of calls from the gateway's loops
+ * must not hold a server's close off (glibc's default prefers readers).
+ * Nothing may take it for reading twice on one thread (a direct handler
+ * makes no calls): with a writer waiting, the second would deadlock. */
+static pthread_rwlock_t reg_lk = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static struct rpc_local_server *reg_head;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -232,6 +246,7 @@ static void reap_start(uv_loop_t *loop, struct reaper *r, void (*done)(void *), 
 }
 
 static void srv_arrive(struct loop_work *w);
+static bool try_direct(struct lcall *lc);
 
 /* ------------------------------------------------------------ client */
 
@@ -317,17 +332,20 @@ static void lc_call(struct rpc_channel *base, struct rpc_call_args *a)
 			goto fail_lc;
 	}
 	int rc = -ENOENT;
-	pthread_mutex_lock(&reg_mu);
+	pthread_rwlock_rdlock(&reg_lk);
 	for (struct rpc_local_server *ls = reg_head; ls; ls = ls->next) {
 		if (strcmp(ls->name, base->target.name) == 0) {
 			lc->ls = ls;
-			/* Under reg_mu: the server unregisters before it
+			/* Under reg_lk: the server unregisters before it
 			 * closes its queue, so ls is alive here. */
-			rc = loop_queue_post(&ls->q, &lc->to_srv, srv_arrive);
+			if (lc->msg && try_direct(lc))
+				rc = 0;
+			else
+				rc = loop_queue_post(&ls->q, &lc->to_srv, srv_arrive);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&reg_mu);
+	pthread_rwlock_unlock(&reg_lk);
 	if (rc) {
 		rpc_dl_del(base, &lc->dl);
 		why = rc == -ENOENT ? "no such local server" : "local server closing";
@@ -541,6 +559,83 @@ static void srv_arrive(struct loop_work *w)
 	buf_unref(rb);
 }
 
+/* ------------------------------------------------------------ direct
+ *
+ * A method with a direct handler (rpc_server_set_direct) is first offered
+ * the call on the caller's thread, under reg_lk read-locked. If it answers,
+ * the answer takes the way a posted one does (into lc, then post_answer to
+ * the channel's queue: the caller's own loop, so no eventfd), and only the
+ * server's loop was never involved: no live list, no server reference
+ * (reg_lk keeps the server registered meanwhile, and nothing of it is
+ * touched after). The call's deadline and callback are the client side's,
+ * unchanged. */
+
+static void dreq_answer(struct rpc_req *r, int status, const char *message, struct buf *resp,
+			const struct buf_slice *payload)
+{
+	struct lcall *lc = container_of(r, struct lcall, req);
+	struct buf_slice pl = { 0 };
+	if (payload) {
+		pl = *payload;
+		buf_ref(pl.buf);
+	}
+	rpc_req_release(r);
+	lc->status = status;
+	strncpy(lc->message, message, sizeof(lc->message) - 1);
+	lc->resp = resp;
+	lc->rpayload = pl;
+	lc->direct_answered = true;
+}
+
+static bool dreq_gone(const struct rpc_req *r)
+{
+	(void)r;
+	return false; /* the caller is inside rpc_call_ref */
+}
+
+static const struct rpc_req_ops direct_req_ops = {
+	.answer = dreq_answer,
+	.gone = dreq_gone,
+	.answer_msg = lreq_answer_msg,
+};
+
+/* Caller's thread, reg_lk read-locked, lc->ls found: true when the method's
+ * direct handler answered (the answer is posted to the caller's loop);
+ * false with lc as it was, to be posted to the server. */
+static bool try_direct(struct lcall *lc)
+{
+	struct rpc_server *srv = lc->ls->srv;
+	const struct rpc_method *m = rpc_server_find(srv, lc->svc, lc->method);
+	if (!m || !m->direct || !m->fn)
+		return false;
+	if (lc->payload.buf && lc->payload.len > srv->opts.max_message_bytes)
+		return false;
+	struct rpc_req *r = &lc->req;
+	r->ops = &direct_req_ops;
+	r->srv = srv;
+	r->m = m;
+	r->id = lc->id;
+	r->msg = (ProtobufCMessage *)lc->msg;
+	r->msg_hold = lc->hold;
+	r->payload = lc->payload;
+	r->in_memory = true;
+	r->admit_slot = UINT32_MAX;
+	r->t0_ns = srv->opts.log_calls ? loop_now_ns() : 0;
+	lc->direct_answered = false;
+	if (!m->direct(r, m->ud)) {
+		/* Untouched: srv_arrive sets r up again from lc. */
+		r->msg = NULL;
+		r->msg_hold = NULL;
+		return false;
+	}
+	/* The handler answered, which released the hold and the payload. */
+	IOL_ASSERT(lc->direct_answered); /* the contract of rpc_direct_fn */
+	lc->hold = NULL;
+	lc->payload.buf = NULL;
+	post_answer(lc); /* the server's reference goes with it */
+	return true;
+}
+
 int rpc_local_listen(struct rpc_server *srv, const char *name)
 {
 	if (srv->local)
@@ -556,7 +651,7 @@ int rpc_local_listen(struct rpc_server *srv, const char *name)
 		free(ls);
 		return rc;
 	}
-	pthread_mutex_lock(&reg_mu);
+	pthread_rwlock_wrlock(&reg_lk);
 	for (struct rpc_local_server *o = reg_head; o; o = o->next)
 		if (strcmp(o->name, name) == 0)
 			rc = -EEXIST;
@@ -564,7 +659,7 @@ int rpc_local_listen(struct rpc_server *srv, const char *name)
 		ls->next = reg_head;
 		reg_head = ls;
 	}
-	pthread_mutex_unlock(&reg_mu);
+	pthread_rwlock_unlock(&reg_lk);
 	if (rc) {
 		/* Nobody can have posted: close and free after the passes. */
 		srv->local = ls;
@@ -589,14 +684,16 @@ void rpc_local_server_close(struct rpc_server *srv)
 	if (!ls)
 		return;
 	srv->local = NULL;
-	pthread_mutex_lock(&reg_mu);
+	/* Waits for direct handlers still running on callers' threads: none
+	 * reaches this server once this returns. */
+	pthread_rwlock_wrlock(&reg_lk);
 	for (struct rpc_local_server **pp = &reg_head; *pp; pp = &(*pp)->next) {
 		if (*pp == ls) {
 			*pp = ls->next;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&reg_mu);
+	pthread_rwlock_unlock(&reg_lk);
 	/* Calls already queued run now and see srv->closing. */
 	loop_queue_close(&ls->q, NULL);
 	/* Callers of calls still in handlers learn now; the handler's answer

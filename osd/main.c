@@ -49,6 +49,7 @@
 #include "osd/metaclient.h"
 #include "osd/recover.h"
 #include "osd/service.h"
+#include "osd/store/cache.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
 #include "osd/sweep.h"
@@ -70,6 +71,7 @@ static const char *f_log_level = "info";
 static const char *f_debug_fault;   /* tests only: common/rpc_fault.h */
 static const char *f_host;
 static int64_t f_max_inflight = 256;
+static uint64_t f_osd_cache = STORE_CACHE_DEFAULT_BYTES;
 static uint64_t f_scrub_rate = 32ull << 20;
 static uint64_t f_scrub_interval = 24ull * 3600 * 1000;
 static uint64_t f_orphan_grace = OSD_SWEEP_GRACE_DEFAULT_MS;
@@ -117,6 +119,9 @@ static const struct flag_spec specs[] = {
 	  .max = 86400000, .metavar = "MS",
 	  .help = "log each shard call slower than this (request id, PG, shard, time queued vs "
 		  "in the store)" },
+	{ .name = "osd-cache", .type = FLAG_SIZE, .dst = &f_osd_cache, .min = 1 << 20,
+	  .max = 1ull << 40, .metavar = "BYTES",
+	  .help = "RocksDB block cache of the index (inline shards, index blocks)" },
 	{ .name = "max-inflight", .type = FLAG_INT64, .dst = &f_max_inflight, .min = 1,
 	  .max = 65536, .help = "shard calls served at once; more answer RESOURCE_EXHAUSTED" },
 	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &f_scrub_rate, .metavar = "BYTES",
@@ -152,6 +157,7 @@ static const struct flag_spec specs[] = {
 struct osd {
 	uv_loop_t *loop;
 	struct metrics_registry *reg;
+	struct store_cache *cache;     /* --osd-cache */
 	struct store *st;
 	struct osd_service *svc;
 	struct rpc_server *rpc;
@@ -363,7 +369,9 @@ int main(int argc, char **argv)
 
 	struct osd o = { .loop = uv_default_loop(), .exit_code = 0 };
 	o.reg = metrics_registry_new();
-	if (!o.reg || iol_check_register_metrics(o.reg) || rpc_tls_register_metrics(o.reg)) {
+	if (!o.reg || iol_check_register_metrics(o.reg) || rpc_tls_register_metrics(o.reg) ||
+	    store_cache_new(f_osd_cache, &o.cache) ||
+	    store_cache_register_metrics(o.cache, o.reg)) {
 		fprintf(stderr, "%s: out of memory\n", PROG);
 		return 1;
 	}
@@ -387,6 +395,7 @@ int main(int argc, char **argv)
 		.force = f_force,
 		.inline_max_bytes = (uint32_t)f_inline_max,
 		.observer = osd_service_observer(o.svc),
+		.cache = o.cache,
 	};
 	memcpy(sto.cluster_id, cluster_id, 16);
 	rc = store_open(o.loop, &sto, &o.st, err, sizeof(err));
@@ -399,6 +408,7 @@ int main(int argc, char **argv)
 		uv_loop_close(o.loop);
 		osd_service_free(o.svc);
 		metrics_registry_free(o.reg);
+		store_cache_free(o.cache);
 		flags_free(specs);
 		return 1;
 	}
@@ -507,6 +517,7 @@ out:
 	if (o.svc)
 		osd_service_free(o.svc);
 	metrics_registry_free(o.reg);
+	store_cache_free(o.cache);   /* after the gauges reading it */
 	flags_free(specs);
 	return o.exit_code;
 }

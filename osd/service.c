@@ -45,6 +45,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ struct op {
 	uint64_t arrive_us;  /* the call arrived (earlier when it was parked) */
 	char req_id[OP_REQ_ID_MAX + 1]; /* the caller's request id, for the log after answering */
 	bool bg;             /* a background call */
+	bool direct;         /* served on the caller's thread (d_get), not from the pool */
 	struct op *next_free;
 };
 
@@ -138,7 +140,11 @@ struct osd_service {
 
 	struct op *ops;               /* the pool: max_inflight entries */
 	struct op *free_ops;
-	uint32_t max_inflight, inflight;
+	uint32_t max_inflight;
+	/* Ops taken: written on the loop only, read by direct reads' admission
+	 * on callers' threads (hence atomic). */
+	_Atomic uint32_t inflight;
+	atomic_uint direct_inflight;  /* direct reads running (any thread) */
 	uint64_t max_bytes, bytes;
 
 	/* background calls: a ring of max_inflight parked ones */
@@ -152,7 +158,7 @@ struct osd_service {
 	uint32_t refresh_ms;
 	uint32_t bg_max_wait_ms;     /* opts.bg_max_wait_ms or BG_MAX_WAIT_MS */
 	bool timer_open;
-	bool draining;
+	_Atomic bool draining;        /* set on the loop; direct reads read it */
 	void (*drain_cb)(void *arg);
 	void *drain_arg;
 
@@ -163,6 +169,7 @@ struct osd_service {
 	struct metrics_histogram *batch, *kv_flush, *data_flush;
 	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inline_b, *inflight_g;
 	struct metrics_counter *bg_deferred;
+	struct metrics_counter *direct_gets;
 	struct metrics_histogram *bg_wait;
 
 	struct store_scrub *scrub;    /* NULL when off or stopped */
@@ -402,7 +409,10 @@ static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_ki
 			  uint64_t bytes, bool bg)
 {
 	struct op *op = svc->free_ops;
-	if (!op || svc->bytes + bytes > svc->max_bytes) {
+	/* Direct reads (d_get) count against the same limit. */
+	uint32_t direct = atomic_load_explicit(&svc->direct_inflight, memory_order_relaxed);
+	if (!op || svc->inflight + direct >= svc->max_inflight ||
+	    svc->bytes + bytes > svc->max_bytes) {
 		fail(svc, r, EK_BUSY, RPC_RESOURCE_EXHAUSTED,
 		     "osd %u busy: %u calls and %llu payload bytes in flight (limits %u, %llu); "
 		     "retry with backoff",
@@ -418,6 +428,7 @@ static struct op *op_take(struct osd_service *svc, struct rpc_req *r, enum op_ki
 	else
 		svc->fg_inflight++;
 	op->bg = bg;
+	op->direct = false;
 	op->svc = svc;
 	op->r = r;
 	op->kind = kind;
@@ -452,11 +463,11 @@ static void op_log(const struct op *op, bool ok, uint64_t end_us)
 	oid[2 * op->key.oid_len] = 0;
 	LOG_AT(lv, op->req_id, slow ? "slow shard op" : "shard op",
 	       "osd=%u op=%s pg=%u shard=%u oid=%s bytes=%llu queue_ms=%.1f store_ms=%.1f "
-	       "total_ms=%.1f status=%s bg=%d",
+	       "total_ms=%.1f status=%s bg=%d direct=%d",
 	       svc->osd_id, op_method[op->kind], op->key.pg, op->key.shard, oid,
 	       (unsigned long long)(op->kind == OP_GET ? op->u.get.out.len : op->bytes),
 	       (double)(op->t0_us - op->arrive_us) / 1000, (double)(end_us - op->t0_us) / 1000,
-	       (double)total_us / 1000, ok ? "ok" : "failed", op->bg);
+	       (double)total_us / 1000, ok ? "ok" : "failed", op->bg, op->direct);
 }
 
 /* After the call was answered. */
@@ -656,6 +667,73 @@ static void get_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 		fail_store(svc, r, rc, name, 0);
 		op_release(op, false);
 	}
+}
+
+/* GetShard's direct handler (rpc_direct_fn; the in-process transport, on
+ * the caller's thread, while this service's loop runs): serve a client
+ * read of an inline shard now, with the posted path's admission, deadline,
+ * metrics and slow-op log; anything else is left to h_get on the loop
+ * (false, r untouched): background calls (they may have to park), an OSD
+ * draining, a deadline passed or the caller gone, a bad key, the OSD at
+ * max_inflight, a shard on the device or an index record RocksDB would
+ * read from a table file (store_get_now: -EWOULDBLOCK), and
+ * every error, so failures are answered, counted and reported (bad_pg) in
+ * one place. What it touches of svc: read-only fields, atomics
+ * (inflight, direct_inflight, draining, the metrics), the store through
+ * store_get_now. The store stays open meanwhile: draining is set before
+ * the server closes, the server's close waits for direct handlers, and the
+ * store closes after it (aio_osd.c). */
+static bool d_get(struct rpc_req *r, void *ud)
+{
+	struct osd_service *svc = ud;
+	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
+	const Iolake__Osd__ShardKey *m = q->key;
+	if (q->background || !svc->st || atomic_load(&svc->draining) || rpc_req_cancelled(r))
+		return false;
+	if (!m || m->object_id.len < 1 || m->object_id.len > STORE_OID_MAX || m->shard > 255)
+		return false;
+	uint32_t n = atomic_fetch_add(&svc->direct_inflight, 1) + 1;
+	if (n + atomic_load_explicit(&svc->inflight, memory_order_relaxed) > svc->max_inflight)
+		goto decline;
+	/* An op on the stack, for the slow-op log: the pool is the loop's. */
+	struct op op = { .svc = svc, .r = r, .kind = OP_GET, .direct = true };
+	op.t0_us = op.arrive_us = now_us();
+	store_key_make(&op.key, m->pg, m->object_id.data, m->object_id.len, (uint8_t)m->shard);
+	uint64_t len = q->length ? q->length : UINT64_MAX;
+	struct store_get_req *req = &op.u.get;
+	if (store_get_now(svc->st, req, &op.key, q->offset, len) != 0)
+		goto decline;
+	const char *id = rpc_req_id(r);
+	size_t idlen = strnlen(id, OP_REQ_ID_MAX);
+	memcpy(op.req_id, id, idlen);
+	op.req_id[idlen] = 0;
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__ShardInfo info;
+	Iolake__Osd__GetShardResponse resp = IOLAKE__OSD__GET_SHARD_RESPONSE__INIT;
+	key_to(&op.key, &k);
+	info_to(&req->stat, &k, &info);
+	resp.info = &info;
+	resp.offset = q->offset;
+	resp.length = req->out.len;
+	/* Verified against the record's crc just now (store_get_now). */
+	resp.range_crc32c = q->offset == 0 && req->out.len == req->stat.length ?
+				    req->stat.crc :
+				    crc32c(0, buf_slice_data(&req->out), req->out.len);
+	metrics_counter_inc(svc->gets);
+	metrics_counter_inc(svc->direct_gets);
+	metrics_counter_add(svc->bytes_out, req->out.len);
+	rpc_respond(r, &resp.base, req->out.buf ? &req->out : NULL);
+	buf_unref(req->out.buf);
+	/* As op_release, without the pool and the loop's counters. */
+	uint64_t end_us = now_us();
+	op_log(&op, true, end_us);
+	metrics_histogram_observe(svc->lat[OP_GET], end_us - op.t0_us);
+	atomic_fetch_sub(&svc->direct_inflight, 1);
+	return true;
+
+decline:
+	atomic_fetch_sub(&svc->direct_inflight, 1);
+	return false;
 }
 
 /* ------------------------------------------------------------ DeleteShard */
@@ -926,7 +1004,9 @@ static void refresh_gauges(struct osd_service *svc)
 	metrics_gauge_set(svc->total, (int64_t)sp.total_bytes);
 	metrics_gauge_set(svc->inline_b, (int64_t)sp.inline_bytes);
 	metrics_gauge_set(svc->qdepth, (int64_t)(ds.in_ring + ds.queued));
-	metrics_gauge_set(svc->inflight_g, svc->inflight);
+	metrics_gauge_set(svc->inflight_g,
+			  svc->inflight + atomic_load_explicit(&svc->direct_inflight,
+								memory_order_relaxed));
 	refresh_scrub(svc);
 }
 
@@ -1100,6 +1180,9 @@ static int register_metrics(struct osd_service *svc)
 		"iolake_osd_background_wait_seconds",
 		"Time a parked background call waited for its turn.",
 		METRICS_LABELS("osd", id), lat, nlat, 1e-6));
+	NEW_OR_FAIL(svc->direct_gets = metrics_counter_new(reg, "iolake_osd_direct_gets_total",
+		"Shard reads served on the caller's thread (in-process, inline shards; "
+		"also in iolake_osd_gets_total).", METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->scrub_bytes = metrics_counter_new(reg, "iolake_osd_scrub_bytes_total",
 		"Shard bytes the background scrubber read and verified.", METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->scrub_shards = metrics_counter_new(reg, "iolake_osd_scrub_shards_total",
@@ -1221,7 +1304,11 @@ int osd_service_register(struct osd_service *svc, struct rpc_server *srv)
 	_Static_assert(OSD_M_COUNT == 8, "handlers must match osd.proto's methods");
 	if (SVC_DESC->n_methods != OSD_M_COUNT)
 		return -EINVAL;
-	return rpc_server_add_service(srv, SVC_DESC, handlers, svc);
+	int rc = rpc_server_add_service(srv, SVC_DESC, handlers, svc);
+	if (rc)
+		return rc;
+	/* In process, an inline read is served on the caller's thread. */
+	return rpc_server_set_direct(srv, SVC_DESC, OSD_M_GET, d_get);
 }
 
 static void on_timer_closed(uv_handle_t *h)

@@ -15,6 +15,12 @@
  * stat-many, list, status) are synchronous RocksDB reads, bounded by their
  * own per-call limits.
  *
+ * Direct reads: registered on an in-process server, a client GetShard of
+ * an inline shard in RocksDB's memory is served on the CALLER's thread
+ * (rpc_direct_fn; the only code of the service that runs off its loop),
+ * counted against the same max_inflight, in the same metrics and slow-op
+ * log; everything else goes to the loop (service.c, d_get).
+ *
  * Scrub: the service runs the store's background scrubber
  * (osd/store/scrub.h) from attach to drain, logs each newly found bad
  * shard once (WARN), exports its counters and serves ListBadShards.

@@ -70,6 +70,7 @@ struct store_kv {
 	rocksdb_writeoptions_t *wopts;   /* synced: open-time records, oversized groups */
 	rocksdb_writeoptions_t *wopts_log; /* WAL off: groups the clog holds */
 	rocksdb_readoptions_t *ropts;
+	rocksdb_readoptions_t *ropts_mem;  /* read tier: memtables + block cache */
 	struct store_clog *clog;         /* commit thread only (after open) */
 	size_t clog_key_bytes;           /* what putting CLOG_KEY adds to a batch */
 	uint64_t group_cap;              /* most batch bytes taken into one group */
@@ -462,7 +463,8 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 }
 
 int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
-		  uint64_t clog_bytes, struct store_kv **out, char *errbuf, size_t errlen)
+		  uint64_t clog_bytes, rocksdb_cache_t *cache, struct store_kv **out, char *errbuf,
+		  size_t errlen)
 {
 	int rc = -ENOMEM;
 	struct store_kv *kv = calloc(1, sizeof(*kv));
@@ -482,6 +484,10 @@ int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pendi
 	 * inline values within one block. */
 	rocksdb_block_based_table_options_t *bbt = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_size(bbt, 16 << 10);
+	/* The process's shared cache (cache.h) when given: flushed inline
+	 * shards stay in memory across all the stores of an aio. */
+	if (cache)
+		rocksdb_block_based_options_set_block_cache(bbt, cache);
 	/* Most puts name a key that does not exist yet (a new object id):
 	 * a bloom filter answers their index lookup without reading a
 	 * table block. */
@@ -499,6 +505,8 @@ int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pendi
 	/* The commit log is the WAL of these writes (see the top comment). */
 	rocksdb_writeoptions_disable_WAL(kv->wopts_log, 1);
 	kv->ropts = rocksdb_readoptions_create();
+	kv->ropts_mem = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_read_tier(kv->ropts_mem, 1 /* kBlockCacheTier */);
 
 	char *err = NULL;
 	kv->db = rocksdb_open(kv->opts, dir, &err);
@@ -545,6 +553,7 @@ out_db:
 	rocksdb_close(kv->db);
 out_opts:
 	rocksdb_readoptions_destroy(kv->ropts);
+	rocksdb_readoptions_destroy(kv->ropts_mem);
 	rocksdb_writeoptions_destroy(kv->wopts_log);
 	rocksdb_writeoptions_destroy(kv->wopts);
 	rocksdb_options_destroy(kv->opts);
@@ -602,21 +611,36 @@ int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, 
 	return 0;
 }
 
-int store_kv_get_pinned(struct store_kv *kv, const void *key, size_t klen,
-			rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen)
+static int get_pinned(struct store_kv *kv, const rocksdb_readoptions_t *ro, const void *key,
+		      size_t klen, rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen)
 {
 	char *err = NULL;
-	rocksdb_pinnableslice_t *p = rocksdb_get_pinned(kv->db, kv->ropts, key, klen, &err);
+	rocksdb_pinnableslice_t *p = rocksdb_get_pinned(kv->db, ro, key, klen, &err);
 	if (err) {
+		/* kBlockCacheTier answers Status::Incomplete when it would
+		 * have to read a file. */
+		int rc = strstr(err, "incomplete") || strstr(err, "Incomplete") ? -EWOULDBLOCK : -EIO;
 		free(err);
 		rocksdb_pinnableslice_destroy(p);
-		return -EIO;
+		return rc;
 	}
 	if (!p)
 		return IOL_ENOT_FOUND;
 	*val = rocksdb_pinnableslice_value(p, vlen);
 	*pin = p;
 	return 0;
+}
+
+int store_kv_get_pinned(struct store_kv *kv, const void *key, size_t klen,
+			rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen)
+{
+	return get_pinned(kv, kv->ropts, key, klen, pin, val, vlen);
+}
+
+int store_kv_get_pinned_mem(struct store_kv *kv, const void *key, size_t klen,
+			    rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen)
+{
+	return get_pinned(kv, kv->ropts_mem, key, klen, pin, val, vlen);
 }
 
 rocksdb_t *store_kv_db(struct store_kv *kv)
@@ -660,6 +684,7 @@ void store_kv_close(struct store_kv *kv)
 	store_clog_close(kv->clog);
 	rocksdb_close(kv->db);
 	rocksdb_readoptions_destroy(kv->ropts);
+	rocksdb_readoptions_destroy(kv->ropts_mem);
 	rocksdb_writeoptions_destroy(kv->wopts_log);
 	rocksdb_writeoptions_destroy(kv->wopts);
 	rocksdb_options_destroy(kv->opts);

@@ -63,11 +63,14 @@ struct store_kv_stats {
  * its size), replay the log records RocksDB lacks, sync, and start the
  * commit thread. The log's I/O, the clock and the kv_durable hook go
  * through io (NULL: the default), which must outlive kv. max_pending
- * bounds enqueued-but-untaken requests (0: 4096). Returns 0, or -EIO /
+ * bounds enqueued-but-untaken requests (0: 4096). cache: the table blocks'
+ * cache (shared with other stores, cache.h; NULL: RocksDB's default, one
+ * of kv's own). Returns 0, or -EIO /
  * -errno / IOL_ECORRUPT (bad commit log) with a message in err.
  */
 int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
-		  uint64_t clog_bytes, struct store_kv **out, char *err, size_t errlen);
+		  uint64_t clog_bytes, rocksdb_cache_t *cache, struct store_kv **out, char *err,
+		  size_t errlen);
 
 /*
  * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)
@@ -92,6 +95,12 @@ int store_kv_get(struct store_kv *kv, const void *key, size_t klen, char **val, 
  * which any thread may call. Same returns. */
 int store_kv_get_pinned(struct store_kv *kv, const void *key, size_t klen,
 			rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen);
+/* store_kv_get_pinned from memory only (RocksDB's memtables and block
+ * cache, read tier kBlockCacheTier): -EWOULDBLOCK when the value, or a
+ * table block or table reader needed to find it, would have to be read
+ * from a file. Never does file I/O; any thread. */
+int store_kv_get_pinned_mem(struct store_kv *kv, const void *key, size_t klen,
+			    rocksdb_pinnableslice_t **pin, const char **val, size_t *vlen);
 
 /* The database and default read options, for iterators and multi-get by
  * the store (reads only; all writes go through store_kv_commit). */

@@ -5,7 +5,9 @@
  * Owns: the open sequence, the write pipeline, the per-key mutation table
  * and deferred extent release. Runs on one loop thread (the owner's); the
  * only other thread is kv's commit thread, which reaches us through
- * s->q.
+ * s->q, except store_get_now: any thread, it reads RocksDB's memory only
+ * (memtables, block cache; thread-safe) and req, and counts in two
+ * atomics.
  *
  * Invariants:
  *  - A block is committed in the allocator iff a committed index record
@@ -34,6 +36,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "osd/store/alloc.h"
+#include "osd/store/cache.h"
 #include "osd/store/super.h"
 
 #define MUT_BUCKETS 1024
@@ -101,6 +105,8 @@ struct store {
 	struct deferred *def_head, *def_tail;
 
 	struct store_stats st;
+	/* store_get_now's reads, on callers' threads (added into st's) */
+	atomic_uint_fast64_t now_gets, now_get_bytes;
 	uint64_t inline_bytes;        /* inline shard bytes committed in the index */
 	bool bad_present;             /* bad-shard records may exist: mutations
 	                               * drop their key's one (see the top) */
@@ -732,12 +738,12 @@ static void release_pin(struct buf *b)
 	rocksdb_pinnableslice_destroy(b->owner);
 }
 
-int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
-	      uint64_t off, uint64_t len, store_get_cb cb)
+/* What both reads begin with: req set up for key (keeping req->data), its
+ * index record pinned and decoded, the range clamped. 0, or an error with
+ * nothing held. Any thread (a RocksDB read and req's own fields). */
+static int get_lookup(struct store *s, struct store_get_req *req, const struct store_key *key,
+		      uint64_t off, uint64_t len, bool mem_only)
 {
-	int rc = check_accept(s);
-	if (rc)
-		return rc;
 	if (!key_valid(key))
 		return -EINVAL;
 	void *user = req->data;
@@ -745,43 +751,89 @@ int store_get(struct store *s, struct store_get_req *req, const struct store_key
 	req->data = user;
 	req->s = s;
 	req->key = *key;
-	req->cb = cb;
 	uint8_t k[STORE_KEY_LEN];
 	store_key_encode(key, k);
 	/* Pinned, not copied: an inline shard's bytes go out by reference
 	 * to RocksDB's own buffer (one memcpy fewer per inline read). */
-	rc = store_kv_get_pinned(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen);
+	int rc = mem_only ?
+			 store_kv_get_pinned_mem(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen) :
+			 store_kv_get_pinned(s->kv, k, sizeof(k), &req->pin, &req->val, &req->vlen);
 	if (rc)
 		return rc;
 	rc = store_rec_decode(req->val, req->vlen, &req->rec);
 	if (rc == 0 && off > req->rec.length)
 		rc = -EINVAL;
-	if (rc)
-		goto out_val;
+	if (rc) {
+		rocksdb_pinnableslice_destroy(req->pin);
+		req->pin = NULL;
+		req->val = NULL;
+		return rc;
+	}
 	req->stat = (struct store_stat){ .length = req->rec.length, .crc = req->rec.crc,
 					 .is_inline = req->rec.is_inline,
 					 .block = req->rec.block, .blocks = req->rec.blocks };
 	req->off = off;
 	req->len = len > req->rec.length - off ? req->rec.length - off : len;
+	return 0;
+}
+
+/* An inline (or empty) read, after get_lookup: verify the whole value (it
+ * is in memory anyway) and hand out RocksDB's pinned value, not a copy:
+ * the buf unpins it. 0 (req->status 0 or IOL_ECHECKSUM) or -ENOMEM;
+ * the pin is handed over or still held. Any thread. */
+static int get_inline(struct store_get_req *req)
+{
+	if (req->rec.is_inline && crc32c(0, req->rec.data, req->rec.length) != req->rec.crc) {
+		checksum_error(req, 0, req->rec.length ? req->rec.length - 1 : 0);
+		return 0;
+	}
+	if (!req->len)
+		return 0;
+	req->out.buf = buf_wrap((void *)req->val, req->vlen, release_pin, req->pin);
+	if (!req->out.buf)
+		return -ENOMEM;
+	req->out.off = (size_t)((const char *)req->rec.data - req->val) + req->off;
+	req->out.len = req->len;
+	req->val = NULL;
+	req->pin = NULL;
+	return 0;
+}
+
+int store_get_now(struct store *s, struct store_get_req *req, const struct store_key *key,
+		  uint64_t off, uint64_t len)
+{
+	int rc = get_lookup(s, req, key, off, len, true);
+	if (rc)
+		return rc;
+	if (req->len && !req->rec.is_inline)
+		rc = -EWOULDBLOCK; /* on the device: store_get, on the loop */
+	else if ((rc = get_inline(req)) == 0)
+		rc = req->status;
+	rocksdb_pinnableslice_destroy(req->pin); /* NULL once handed out */
+	req->pin = NULL;
+	req->val = NULL;
+	if (rc == 0) {
+		atomic_fetch_add_explicit(&s->now_gets, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->now_get_bytes, req->out.len, memory_order_relaxed);
+	}
+	return rc;
+}
+
+int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
+	      uint64_t off, uint64_t len, store_get_cb cb)
+{
+	int rc = check_accept(s);
+	if (rc)
+		return rc;
+	rc = get_lookup(s, req, key, off, len, false);
+	if (rc)
+		return rc;
+	req->cb = cb;
 
 	if (req->len == 0 || req->rec.is_inline) {
-		/* Inline: verify the whole value (it is in memory anyway). */
-		if (req->rec.is_inline &&
-		    crc32c(0, req->rec.data, req->rec.length) != req->rec.crc) {
-			checksum_error(req, 0, req->rec.length ? req->rec.length - 1 : 0);
-		} else if (req->len) {
-			/* Hand out RocksDB's pinned value, not a copy of
-			 * it: the buf unpins it. */
-			req->out.buf = buf_wrap((void *)req->val, req->vlen, release_pin, req->pin);
-			if (!req->out.buf) {
-				rc = -ENOMEM;
-				goto out_val;
-			}
-			req->out.off = (size_t)((const char *)req->rec.data - req->val) + off;
-			req->out.len = req->len;
-			req->val = NULL;
-			req->pin = NULL;
-		}
+		rc = get_inline(req);
+		if (rc)
+			goto out_val;
 		rc = loop_queue_post(&s->q, &req->work, on_get_deferred);
 		if (rc) {
 			buf_unref(req->out.buf);
@@ -962,6 +1014,8 @@ void store_space(struct store *s, struct store_space *out)
 void store_stats(struct store *s, struct store_stats *out)
 {
 	*out = s->st;
+	out->gets += atomic_load_explicit(&s->now_gets, memory_order_relaxed);
+	out->get_bytes += atomic_load_explicit(&s->now_get_bytes, memory_order_relaxed);
 	store_kv_stats(s->kv, &out->kv);
 	store_dev_stats(s->dev, &out->dev);
 }
@@ -1125,8 +1179,8 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 			goto out_fd;
 	}
 	/* kv's bound is above ours, so a commit is never refused for space. */
-	rc = store_kv_open(s->io, o->meta_dir, s->max_inflight * 2, o->commit_log_bytes, &s->kv,
-			   err, errlen);
+	rc = store_kv_open(s->io, o->meta_dir, s->max_inflight * 2, o->commit_log_bytes,
+			   store_cache_rocksdb(o->cache), &s->kv, err, errlen);
 	if (rc)
 		goto out_fd;
 	s->obs = o->observer;

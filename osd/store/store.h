@@ -56,6 +56,8 @@ struct store_observer {
 	void *arg;
 };
 
+struct store_cache;
+
 struct store_opts {
 	const char *device_path;    /* block device or file (required) */
 	uint64_t create_size;       /* >0: create device_path as a file this
@@ -71,6 +73,9 @@ struct store_opts {
 	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
 	uint64_t commit_log_bytes;  /* size of a new commit log; 0: 64 MiB */
+	struct store_cache *cache;  /* block cache shared with other stores
+	                             * (cache.h); NULL: RocksDB's default of
+	                             * the store's own. Must outlive the store. */
 	struct store_observer observer; /* hooks may be NULL */
 	const struct store_io *io;  /* the I/O seam (io.h); NULL: the real
 	                             * one. Must outlive the store. */
@@ -250,6 +255,24 @@ int store_put_crc(struct store *s, struct store_put_req *req, const struct store
  */
 int store_get(struct store *s, struct store_get_req *req, const struct store_key *key,
 	      uint64_t off, uint64_t len, store_get_cb cb);
+
+/*
+ * store_get's synchronous part, for a caller on ANY thread (the in-process
+ * RPC's direct path, osd/service.c): serve the read now when it needs no
+ * I/O at all (an inline shard, or an empty range, whose index record is in
+ * RocksDB's memtables or block cache), else leave it.
+ * 0: req->out and req->stat set as for store_get's callback (the caller
+ * owns out.buf's reference; counted in store_stats' gets). -EWOULDBLOCK:
+ * the range is in an extent on the device, or the record would have to be
+ * read from a table file; nothing read: use store_get on the loop. Otherwise store_get's errors, or IOL_ECHECKSUM (req->err set)
+ * for an inline value that fails its crc; none of them counted (the loop's
+ * store_get, which the caller retries with, counts and reports them).
+ * Touches no loop state: no inflight count, no close check, so the caller
+ * must guarantee the store is not closed meanwhile (the OSD's server
+ * closes, and waits for direct calls, before its store closes).
+ */
+int store_get_now(struct store *s, struct store_get_req *req, const struct store_key *key,
+		  uint64_t off, uint64_t len);
 
 /* Delete the shard. Errors now: IOL_ENOT_FOUND, -EAGAIN, IOL_ESHUTDOWN.
  * Callback: 0 once the deletion is durable (the extent is then free). */

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -188,12 +189,32 @@ static void on_hang_poll(uv_timer_t *t)
 /* Options of the servers fx_setup starts (NULL: defaults). */
 static const struct rpc_server_opts *srv_opts;
 
+/* Echo's direct handler (test_direct; srv_direct set): answers on the
+ * caller's thread unless the text is "decline", noting the thread. */
+static bool srv_direct;
+static atomic_int direct_answers;
+static _Atomic pthread_t direct_thread;
+
+static bool d_echo(struct rpc_req *r, void *ud)
+{
+	(void)ud;
+	const Iolake__Test__EchoRequest *q = (const void *)rpc_req_msg(r);
+	if (q->delay_ms || (q->text && strcmp(q->text, "decline") == 0))
+		return false;
+	atomic_store(&direct_thread, pthread_self());
+	atomic_fetch_add(&direct_answers, 1);
+	answer_echo(r);
+	return true;
+}
+
 static void srv_start(void *arg)
 {
 	struct srv_state *st = arg;
 	static const rpc_handler_fn handlers[] = { h_echo, h_hang, NULL };
 	st->srv = rpc_server_new(st->loop, srv_opts);
 	st->rc = st->srv ? rpc_server_add_service(st->srv, SVC_ECHO, handlers, st) : -ENOMEM;
+	if (!st->rc && srv_direct)
+		st->rc = rpc_server_set_direct(st->srv, SVC_ECHO, M_ECHO, d_echo);
 	if (!st->rc && st->tcp_addr)
 		st->rc = rpc_server_listen(st->srv, st->tcp_addr);
 	if (!st->rc && st->local_name[0]) {
@@ -956,6 +977,62 @@ START_TEST(test_call_ref)
 }
 END_TEST
 
+/* A direct handler (rpc_server_set_direct) runs on the caller's thread for
+ * calls made by reference in process; the callback still runs later, on
+ * the caller's loop; the handler sees the call's deadline and request id,
+ * and the hold is released exactly once. A call it declines, a packed call
+ * (rpc_call) and any call over HTTP/2 reach the server's loop instead. */
+START_TEST(test_direct)
+{
+	srv_direct = true;
+	struct fx f;
+	fx_setup(&f, _i, NULL);
+	atomic_store(&released, 0);
+	atomic_store(&direct_answers, 0);
+	struct rpc_call_opts o = { .timeout_ms = 5000, .request_id = "00000000000000aa" };
+
+	struct ref_res x = { .h = held_new("direct", 0) };
+	rpc_call_ref(f.ch, SVC_ECHO, M_ECHO, &x.h->q.base, &x.h->hold, NULL, &o, on_ref_res, &x);
+	ck_assert(!x.r.done);   /* never inside the call */
+	wait_call(&f, &x.r);
+	ck_assert_msg(x.r.status == RPC_OK, "%s: %s", tname[_i], x.r.message);
+	ck_assert_str_eq(x.r.text, "direct");
+	ck_assert_str_eq(x.r.request_id, "00000000000000aa");
+	ck_assert_int_gt(x.r.deadline_left_ms, 4000);
+	ck_assert_int_le(x.r.deadline_left_ms, 5000);
+	ck_assert_int_eq(atomic_load(&released), 1);
+	if (_i == T_LOCAL) {
+		ck_assert_int_eq(atomic_load(&direct_answers), 1);
+		ck_assert(pthread_equal(atomic_load(&direct_thread), pthread_self()));
+	} else {
+		ck_assert_int_eq(atomic_load(&direct_answers), 0);
+	}
+	res_clear(&x.r);
+
+	/* Declined: h_echo answers on the server's loop. */
+	struct ref_res y = { .h = held_new("decline", 0) };
+	rpc_call_ref(f.ch, SVC_ECHO, M_ECHO, &y.h->q.base, &y.h->hold, NULL, &o, on_ref_res, &y);
+	wait_call(&f, &y.r);
+	ck_assert_int_eq(y.r.status, RPC_OK);
+	ck_assert_str_eq(y.r.text, "decline");
+	ck_assert_int_eq(atomic_load(&released), 2);
+	res_clear(&y.r);
+
+	/* Packed: never direct. */
+	Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
+	q.text = "packed";
+	struct res z = { 0 };
+	start_call(&f, SVC_ECHO, M_ECHO, &q, NULL, 5000, &z);
+	wait_call(&f, &z);
+	ck_assert_int_eq(z.status, RPC_OK);
+	ck_assert_str_eq(z.text, "packed");
+	res_clear(&z);
+	ck_assert_int_eq(atomic_load(&direct_answers), _i == T_LOCAL ? 1 : 0);
+	fx_teardown(&f);
+	srv_direct = false;
+}
+END_TEST
+
 /* ------------------------------------------------------------ wire codec */
 
 START_TEST(test_wire_parser)
@@ -1073,6 +1150,7 @@ static Suite *rpc_suite(void)
 	TCase *c = tcase_create("calls"); /* each test runs for h2, then local */
 	tcase_set_timeout(c, 60);
 	tcase_add_loop_test(c, test_echo, 0, TRANSPORTS);
+	tcase_add_loop_test(c, test_direct, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_unimplemented, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_fail_message, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_call_log, 0, TRANSPORTS);

@@ -119,7 +119,7 @@ START_TEST(group_commit)
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 
 	for (c.round = 0; c.round < ROUNDS; c.round++) {
@@ -150,7 +150,7 @@ START_TEST(group_commit)
 
 	/* Bounded: a full queue refuses with -EAGAIN, the caller keeps req. */
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(NULL, dir, 1, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 1, 0, NULL, &c.kv, err, sizeof(err)), 0);
 	/* (The commit thread may take the first at once; fill until refused.) */
 	struct item *its[64];
 	int queued = 0, refused = 0;
@@ -177,7 +177,7 @@ START_TEST(group_commit)
 	store_kv_close(c.kv);
 
 	/* Reopen: every write is there. */
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
 	for (int r = 0; r < ROUNDS; r++)
 		for (int t = 0; t < THREADS; t++)
 			for (int i = 0; i < PER_THREAD; i++) {
@@ -250,7 +250,7 @@ START_TEST(log_replay)
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
 	rm_tree(dir);
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, LOG_BYTES, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, LOG_BYTES, NULL, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 	/* Six times around the log (63 records of 4 KiB each), each key
 	 * rewritten many times; 428 = 6 * 63 + 50, so the 24 records below
@@ -273,7 +273,7 @@ START_TEST(log_replay)
 	struct fault_io_opts fo = { .seed = 1, .snap_dir = snap };
 	ck_assert_int_eq(fault_io_new(&fo, &fi), 0);
 	const struct store_io *io = fault_io_ops(fi);
-	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	/* From here no checkpoint completes (they wait in the seam), so the
@@ -299,7 +299,7 @@ START_TEST(log_replay)
 	store_kv_close(c.kv); /* what it flushes now goes nowhere */
 	ck_assert_msg(fault_io_recover(fi, err, sizeof(err)) == 0, "%s", err);
 
-	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 24);
 	for (int i = 0; i < KEYS; i++) {
@@ -313,7 +313,7 @@ START_TEST(log_replay)
 	val(v, VLEN, 1, ++gen[1]);
 	commit_one(&c, &loop, k, v, VLEN);
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	expect(c.kv, k, v, VLEN);
@@ -345,7 +345,7 @@ START_TEST(crash_and_oversized)
 		uv_loop_t loop;
 		uv_loop_init(&loop);
 		struct ctx c = { .loop_thread = pthread_self() };
-		if (store_kv_open(NULL, dir, 0, STORE_CLOG_MIN_BYTES, &c.kv, err, sizeof(err)) ||
+		if (store_kv_open(NULL, dir, 0, STORE_CLOG_MIN_BYTES, NULL, &c.kv, err, sizeof(err)) ||
 		    loop_queue_init(&c.q, &loop))
 			_exit(2);
 		commit_one(&c, &loop, "A", "a1", 2);
@@ -360,7 +360,7 @@ START_TEST(crash_and_oversized)
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	char err[256];
 	struct store_kv *kv;
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, &kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, &kv, err, sizeof(err)), 0);
 	struct store_kv_stats ks;
 	store_kv_stats(kv, &ks);
 	ck_assert_uint_eq(ks.replayed, 2); /* C and the deletion of B */

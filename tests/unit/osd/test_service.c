@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/crc.h"
+#include "common/log.h"
 #include "common/loop.h"
 #include "common/metrics.h"
 #include "common/rpc.h"
@@ -46,7 +47,7 @@ static const char *const tname[] = { "h2", "local" };
 /* Files are named by the runner's pid so its teardown can remove what a
  * failed (forked) test left. */
 static int runner_pid;
-static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz", "sb", "bg" };
+static const char *const tags[] = { "rt", "bp", "cs", "ns", "bz", "sb", "bg", "dr" };
 
 /* Scrub rate of the next srv_setup (0: off, as most tests want). */
 static uint64_t next_scrub_rate;
@@ -911,6 +912,173 @@ START_TEST(scrub_lists_bad_shards_paged)
 }
 END_TEST
 
+/* ------------------------------------------------------------ direct reads */
+
+/* A GetShard made as the gateway makes it (rpc_call_ref: the request by
+ * reference, so the in-process transport may serve it on this thread). */
+struct ref_get {
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__GetShardRequest q;
+	struct buf hold;
+	bool done;
+	int status;
+	char message[600];
+	uint32_t range_crc;
+	struct buf *bytes;        /* a copy of the payload */
+};
+
+static void ref_hold_release(struct buf *b)
+{
+	(void)b; /* the struct is the test's, on its stack */
+}
+
+static void on_ref_get(void *ud, const struct rpc_result *res)
+{
+	struct ref_get *g = ud;
+	g->status = res->status;
+	snprintf(g->message, sizeof(g->message), "%s", res->message);
+	if (res->status == RPC_OK) {
+		const Iolake__Osd__GetShardResponse *r = (const void *)res->resp;
+		g->range_crc = r->range_crc32c;
+		g->bytes = buf_copy(res->payload.buf ? buf_slice_data(&res->payload) : (void *)"",
+				    res->payload.buf ? res->payload.len : 0);
+	}
+	g->done = true;
+}
+
+static int ref_get(struct fx *f, struct ref_get *g, const char *oid, bool background,
+		   const char *req_id)
+{
+	memset(g, 0, sizeof(*g));
+	osd_key(&g->k, 3, oid, 2);
+	g->q = (Iolake__Osd__GetShardRequest)IOLAKE__OSD__GET_SHARD_REQUEST__INIT;
+	g->q.key = &g->k;
+	g->q.background = background;
+	buf_init_embedded(&g->hold, NULL, 0, ref_hold_release, NULL);
+	struct rpc_call_opts o = { .timeout_ms = 30000, .request_id = req_id };
+	rpc_call_ref(f->ch, OSD_SVC, OSD_M_GET, &g->q.base, &g->hold, NULL, &o, on_ref_get, g);
+	/* The callback never runs inside the call, direct or not. */
+	ck_assert(!g->done);
+	/* NOWAIT: a failure deferred on a timer (no such server) may complete
+	 * in the timer phase of a ONCE run, which would then poll forever. */
+	while (!g->done)
+		if (!uv_run(&f->loop, UV_RUN_NOWAIT))
+			usleep(100);
+	buf_unref(&g->hold);
+	return g->status;
+}
+
+static uint64_t osd_metric(struct fx *f, const char *series)
+{
+	struct osd_call c;
+	const Iolake__Osd__StatusResponse *sp = status(f, &c);
+	uint64_t v = metric_value(sp->metrics_text, series);
+	osd_call_clear(&c);
+	return v;
+}
+
+static bool log_has(const char *path, const char *a, const char *b)
+{
+	FILE *fp = fopen(path, "r");
+	ck_assert_ptr_nonnull(fp);
+	char line[LOG_LINE_MAX];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), fp))
+		found = strstr(line, a) && strstr(line, b);
+	fclose(fp);
+	return found;
+}
+
+#define DIRECT_GETS "iolake_osd_direct_gets_total{osd=\"7\"} "
+#define GETS "iolake_osd_gets_total{osd=\"7\"} "
+#define GET_LAT "iolake_osd_request_duration_seconds_count{osd=\"7\",method=\"GetShard\"} "
+
+/* In process, a client read of an inline shard is served on the caller's
+ * thread (counted in iolake_osd_direct_gets_total) with the same answer,
+ * metrics and slow-op log line as a posted read; a shard on the device, a
+ * background read, an inline value failing its crc, a draining OSD and an
+ * armed fault layer all take the posted path (direct count unchanged). */
+START_TEST(direct_reads_fall_back_when_they_must)
+{
+	struct fx f;
+	fx_setup(&f, T_LOCAL, "dr", 64 << 20, 0);
+	char logpath[128];
+	snprintf(logpath, sizeof(logpath), "/dev/shm/iolake-test-svc-%d-dr.log", runner_pid);
+	int lfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+	ck_assert_int_ge(lfd, 0);
+	int old_fd = log_set_fd(lfd);
+	log_set_level(LOG_LEVEL_DEBUG);
+	struct buf *in = pattern(16 << 10, 21), *ext = pattern(256 << 10, 22);
+	struct osd_call c;
+	ck_assert_int_eq(put(&f, 3, "d-inline", 2, in, &c), RPC_OK);
+	osd_call_clear(&c);
+	ck_assert_int_eq(put(&f, 3, "d-ext", 2, ext, &c), RPC_OK);
+	osd_call_clear(&c);
+	/* Inline, its crc computed then a byte changed (see corrupt_after_crc). */
+	struct buf *bad = pattern(4096, 23);
+	Iolake__Osd__ShardKey bk;
+	Iolake__Osd__PutShardRequest bq = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+	osd_key(&bk, 3, "d-bad", 2);
+	bq.key = &bk;
+	bq.length = bad->len;
+	bq.crc32c = crc32c(0, bad->data, bad->len);
+	bad->data[7] ^= 1;
+	struct buf_slice bpl = { bad, 0, bad->len };
+	ck_assert_int_eq(osd_call_sync(&f.loop, f.ch, OSD_M_PUT, &bq.base, &bpl, &c), RPC_OK);
+	osd_call_clear(&c);
+
+	uint64_t gets0 = osd_metric(&f, GETS), lat0 = osd_metric(&f, GET_LAT);
+	ck_assert_uint_eq(osd_metric(&f, DIRECT_GETS), 0);
+
+	struct ref_get g;
+	ck_assert_int_eq(ref_get(&f, &g, "d-inline", false, "00000000000000d1"), RPC_OK);
+	ck_assert_uint_eq(g.bytes->len, in->len);
+	ck_assert(memcmp(g.bytes->data, in->data, in->len) == 0);
+	ck_assert_uint_eq(g.range_crc, crc32c(0, in->data, in->len));
+	buf_unref(g.bytes);
+	ck_assert_uint_eq(osd_metric(&f, DIRECT_GETS), 1);
+	ck_assert_uint_eq(osd_metric(&f, GETS), gets0 + 1);
+	ck_assert_uint_eq(osd_metric(&f, GET_LAT), lat0 + 1);
+
+	/* On the device: the loop reads it. */
+	ck_assert_int_eq(ref_get(&f, &g, "d-ext", false, "00000000000000d2"), RPC_OK);
+	ck_assert_uint_eq(g.bytes->len, ext->len);
+	ck_assert(memcmp(g.bytes->data, ext->data, ext->len) == 0);
+	buf_unref(g.bytes);
+	/* Background: the loop decides whether it parks. */
+	ck_assert_int_eq(ref_get(&f, &g, "d-inline", true, "00000000000000d3"), RPC_OK);
+	buf_unref(g.bytes);
+	/* A bad inline value: DATA_LOSS from the loop, which reports it. */
+	ck_assert_int_eq(ref_get(&f, &g, "d-bad", false, "00000000000000d4"), RPC_DATA_LOSS);
+	ck_assert_ptr_nonnull(strstr(g.message, "checksum"));
+	ck_assert_uint_eq(osd_metric(&f, DIRECT_GETS), 1);
+	ck_assert_uint_eq(osd_metric(&f, GETS), gets0 + 3);
+	ck_assert_uint_eq(osd_metric(&f, GET_LAT), lat0 + 3);
+
+	/* The slow-op log's read lines (debug), one per read, either path. */
+	ck_assert(log_has(logpath, "req=00000000000000d1", "direct=1"));
+	ck_assert(log_has(logpath, "req=00000000000000d1", "op=GetShard"));
+	ck_assert(log_has(logpath, "req=00000000000000d2", "direct=0"));
+	ck_assert(log_has(logpath, "req=00000000000000d3", "bg=1 direct=0"));
+
+	/* Draining (the OSD going down): answered UNAVAILABLE by the loop. */
+	loop_thread_call(&f.s.lt, srv_begin_drain, &f.s);
+	ck_assert_int_eq(ref_get(&f, &g, "d-inline", false, "00000000000000d5"), RPC_UNAVAILABLE);
+	/* "shutting down" while it drains, "no such local server" once closed. */
+	printf("draining: %s\n", g.message);
+	ck_assert(!log_has(logpath, "req=00000000000000d5", "direct=1"));
+
+	log_set_level(LOG_LEVEL_INFO);
+	log_set_fd(old_fd);
+	close(lfd);
+	unlink(logpath);
+	buf_unref(in);
+	buf_unref(ext);
+	buf_unref(bad);
+	fx_teardown(&f);
+}
+END_TEST
+
 static Suite *service_suite(void)
 {
 	Suite *s = suite_create("osd_service");
@@ -925,6 +1093,7 @@ static Suite *service_suite(void)
 	tcase_add_loop_test(tc, busy_then_draining, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, background_yields_to_clients, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, scrub_lists_bad_shards_paged, 0, TRANSPORTS);
+	tcase_add_test(tc, direct_reads_fall_back_when_they_must);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -19,6 +19,7 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "osd/store/cache.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
 
@@ -64,7 +65,7 @@ static void rm_tree(const char *path)
 /* Remove what a failed (forked) test may have left behind. */
 static void teardown_once(void)
 {
-	static const char *names[] = { "rt", "ow", "ls", "cs", "ns", "co", "rf", "lp" };
+	static const char *names[] = { "rt", "ow", "ls", "cs", "ns", "co", "rf", "lp", "c1", "c2", "gn" };
 	char p[192];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s-%s.dev", base, names[i]);
@@ -742,6 +743,115 @@ static void loop_setup(void)
 	}
 }
 
+/* Two stores opened with one store_cache read their flushed inline shards
+ * through it: the cache's usage grows by both (a store with its own cache
+ * would leave it at zero). */
+START_TEST(shared_cache_holds_both_stores_blocks)
+{
+	struct store_cache *c;
+	ck_assert_int_eq(store_cache_new(8 << 20, &c), 0);
+	rocksdb_cache_t *rc = store_cache_rocksdb(c);
+	ck_assert_uint_eq(rocksdb_cache_get_capacity(rc), 8 << 20);
+	struct h h1, h2;
+	h_init(&h1, "c1", 64 << 20);
+	h_init(&h2, "c2", 64 << 20);
+	h1.o.cache = h2.o.cache = c;
+	ck_assert_int_eq(h_open(&h1), 0);
+	ck_assert_int_eq(h_open(&h2), 0);
+	struct store_key k = key_of(4, "cached", 1);
+	uint8_t *a = pattern(16 << 10, 7), *b = pattern(16 << 10, 8);
+	ck_assert_int_eq(put_sync(&h1, &k, a, 16 << 10), 0);
+	ck_assert_int_eq(put_sync(&h2, &k, b, 16 << 10), 0);
+	/* A clean close flushes the memtable: the shards are in table files. */
+	h_close(&h1);
+	h_close(&h2);
+	ck_assert_int_eq(h_open(&h1), 0);
+	ck_assert_int_eq(h_open(&h2), 0);
+	expect_shard(&h1, &k, a, 16 << 10);
+	expect_shard(&h2, &k, b, 16 << 10);
+	/* Both stores' blocks holding a 16 KiB shard (open's index scan or
+	 * the read put them there). */
+	size_t used = rocksdb_cache_get_usage(rc);
+	ck_assert_msg(used >= 2 * (16 << 10), "shared cache holds %zu bytes", used);
+	h_fini(&h1);
+	h_fini(&h2);
+	store_cache_free(c);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* store_get_now serves what is in memory and leaves the rest: an inline
+ * shard in the memtable; not an extent (device), not a record whose table
+ * block is out of the cache (a 1 MiB cache after 3 MiB of inline shards
+ * were flushed): -EWOULDBLOCK, and store_get then reads it. */
+START_TEST(get_now_only_from_memory)
+{
+	struct store_cache *c;
+	ck_assert_int_eq(store_cache_new(1 << 20, &c), 0);
+	struct h h;
+	h_init(&h, "gn", 64 << 20);
+	h.o.cache = c;
+	ck_assert_int_eq(h_open(&h), 0);
+	enum { N = 192 };
+	uint8_t *d[N];
+	struct store_key k[N];
+	for (int i = 0; i < N; i++) {
+		char oid[16];
+		snprintf(oid, sizeof(oid), "gn-%03d", i);
+		k[i] = key_of(5, oid, 0);
+		d[i] = pattern(16 << 10, 100 + (uint32_t)i);
+		ck_assert_int_eq(put_sync(&h, &k[i], d[i], 16 << 10), 0);
+	}
+	uint8_t *big = pattern(256 << 10, 99);
+	struct store_key kb = key_of(5, "gn-big", 0);
+	ck_assert_int_eq(put_sync(&h, &kb, big, 256 << 10), 0);
+	struct store_get_req req = { 0 };
+	/* In the memtable. */
+	ck_assert_int_eq(store_get_now(h.s, &req, &k[3], 0, UINT64_MAX), 0);
+	ck_assert_uint_eq(req.out.len, 16 << 10);
+	ck_assert(memcmp(buf_slice_data(&req.out), d[3], 16 << 10) == 0);
+	ck_assert_uint_eq(req.stat.crc, crc32c(0, d[3], 16 << 10));
+	buf_unref(req.out.buf);
+	ck_assert_int_eq(store_get_now(h.s, &req, &k[3], 100, 10), 0);
+	ck_assert_uint_eq(req.out.len, 10);
+	ck_assert(memcmp(buf_slice_data(&req.out), d[3] + 100, 10) == 0);
+	buf_unref(req.out.buf);
+	ck_assert_int_eq(store_get_now(h.s, &req, &kb, 0, UINT64_MAX), -EWOULDBLOCK);
+	ck_assert_ptr_null(req.out.buf);
+	struct store_key nok = key_of(5, "gn-none", 0);
+	ck_assert_int_eq(store_get_now(h.s, &req, &nok, 0, 1), IOL_ENOT_FOUND);
+	struct store_stats st;
+	store_stats(h.s, &st);
+	ck_assert_uint_eq(st.gets, 2);
+
+	/* Flushed, and most of it evicted from the 1 MiB cache. */
+	h_close(&h);
+	ck_assert_int_eq(h_open(&h), 0);
+	int now = 0, later = 0;
+	for (int i = 0; i < N; i++) {
+		int rc = store_get_now(h.s, &req, &k[i], 0, UINT64_MAX);
+		if (rc == 0) {
+			ck_assert(memcmp(buf_slice_data(&req.out), d[i], 16 << 10) == 0);
+			buf_unref(req.out.buf);
+			now++;
+		} else {
+			ck_assert_int_eq(rc, -EWOULDBLOCK);
+			expect_shard(&h, &k[i], d[i], 16 << 10);
+			later++;
+		}
+	}
+	printf("get_now after reopen, 1 MiB cache: %d from memory, %d left to the loop\n", now,
+	       later);
+	ck_assert_int_gt(later, 0);
+	for (int i = 0; i < N; i++)
+		free(d[i]);
+	free(big);
+	h_fini(&h);
+	store_cache_free(c);
+}
+END_TEST
+
 START_TEST(loop_device_round_trip_restart)
 {
 	if (!loopdev[0]) {
@@ -780,6 +890,8 @@ int main(void)
 	tcase_add_test(tc, concurrent_overwrites);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, aligned_slice_by_reference);
+	tcase_add_test(tc, shared_cache_holds_both_stores_blocks);
+	tcase_add_test(tc, get_now_only_from_memory);
 	suite_add_tcase(s, tc);
 	TCase *tl = tcase_create("loopdev");
 	/* Unchecked: runs in the runner, so the loop device is detached even
