@@ -78,8 +78,9 @@ static double self_cpu_s(void)
 }
 static double cpu_all[MAX_PHASES], cpu_gw[MAX_PHASES];
 
-/* CPU seconds used so far by process pid: all threads, and the thread
- * named "gw" (iolake-aio's gateway loop; for iolake-gw: the whole). */
+/* CPU seconds used so far by process pid: all threads, and the threads
+ * named "gw" or "gw.N" (iolake-aio's gateway loops, one per --gw-loops;
+ * for iolake-gw: the whole). */
 static void cpu_now(double *all, double *gw)
 {
 	*all = *gw = 0;
@@ -111,7 +112,7 @@ static void cpu_now(double *all, double *gw)
 		double sec = (double)(ut + stt) / (double)hz;
 		*all += sec;
 		char *lp = strchr(buf, '(');
-		if (lp && !strncmp(lp + 1, "gw)", 3))
+		if (lp && (!strncmp(lp + 1, "gw)", 3) || !strncmp(lp + 1, "gw.", 3)))
 			*gw += sec;
 	}
 	pclose(ls);
