@@ -7,7 +7,7 @@ at 32 (iolake-s3-bench, no GET phase), and the MD5 ceiling of e2e.py
 (hashlib MD5 over 4 MiB buffers on every core) measured before and after
 the runs. For each cell: ops/s, MiB/s, p50/p99/max and the aio's CPU
 time per PUT (utime + stime of the process over the cell, /proc) and of
-the gateway's loop thread alone (`gw`: the bound of a one-loop gateway), and
+the gateway's loop threads together (`gw`, `gw.N`), and
 the MD5 lanes busy on average over the cell (the delta of
 iolake_md5_mb_lane_bytes over iolake_md5_mb_span_bytes from /metrics; "-"
 for a build without the multi-buffer MD5 service). A count of 0 skips a
@@ -34,13 +34,26 @@ def cpu_s(pid, tid=None):
     return (int(st[11]) + int(st[12])) / TICK   # utime, stime
 
 
-def loop_tid(pid):
-    """The gateway's loop thread (named gw by aio)."""
+def loop_tids(pid):
+    """The gateway's loop threads (named gw by an older aio, gw.0 .. gw.N-1
+    since --gw-loops)."""
+    out = []
     for t in os.listdir("/proc/%d/task" % pid):
         with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
-            if f.read().strip() == "gw":
-                return int(t)
-    return None
+            name = f.read().strip()
+        if name == "gw" or name.startswith("gw."):
+            out.append(int(t))
+    return out
+
+
+def loops_cpu_s(pid, tids):
+    total = 0.0
+    for t in tids:
+        try:
+            total += cpu_s(pid, t)
+        except OSError:
+            pass
+    return total
 
 
 def md5_lanes(aio):
@@ -66,11 +79,11 @@ def put_cell(bench, aio, size, n, conc, tag):
            benchlib.SK, "--bucket", "bench", "--size", size, "--objects", str(n),
            "--concurrency", str(conc), "--gets", "0", "--warmup-ops", str(min(50, n)),
            "--prefix", "%s-%s/" % (tag, size), "--json", j]
-    tid = loop_tid(aio.proc.pid)
+    tids = loop_tids(aio.proc.pid)
     m0 = md5_lanes(aio)
-    c0, l0 = cpu_s(aio.proc.pid), cpu_s(aio.proc.pid, tid) if tid else 0
+    c0, l0 = cpu_s(aio.proc.pid), loops_cpu_s(aio.proc.pid, tids)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    c1, l1 = cpu_s(aio.proc.pid), cpu_s(aio.proc.pid, tid) if tid else 0
+    c1, l1 = cpu_s(aio.proc.pid), loops_cpu_s(aio.proc.pid, tids)
     m1 = md5_lanes(aio)
     lanes = None
     if m0 and m1 and m1[1] > m0[1]:
