@@ -17,6 +17,8 @@ secs=$2
 runs=${FUZZ_RUNS:-}
 only=${FUZZ_TARGETS:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
+# Leaks that are not IOLake's (each entry says why): tests/fuzz/lsan.supp.
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top/tests/fuzz/lsan.supp"
 fail=0
 for f in "$build"/fuzz_*; do
 	[ -x "$f" ] || continue
