@@ -575,6 +575,32 @@ static void put_go(struct osd_service *svc, struct rpc_req *r, bool bg, uint64_t
 
 /* ------------------------------------------------------------ GetShard */
 
+/* Answer a GetShard whose read succeeded (on_get on the loop, d_get on
+ * the caller's thread): the shard's info, the range's crc, the bytes;
+ * drops the read's reference. The store has just verified the bytes
+ * against the record's crc (every block, or the inline value), so a read
+ * of the whole shard answers that crc without a pass over the bytes. */
+static void respond_get(struct osd_service *svc, struct rpc_req *r, const struct store_key *key,
+			struct store_get_req *req)
+{
+	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
+	Iolake__Osd__ShardKey k;
+	Iolake__Osd__ShardInfo info;
+	Iolake__Osd__GetShardResponse resp = IOLAKE__OSD__GET_SHARD_RESPONSE__INIT;
+	key_to(key, &k);
+	info_to(&req->stat, &k, &info);
+	resp.info = &info;
+	resp.offset = q->offset;
+	resp.length = req->out.len;
+	resp.range_crc32c = q->offset == 0 && req->out.len == req->stat.length ?
+				    req->stat.crc :
+				    crc32c(0, buf_slice_data(&req->out), req->out.len);
+	metrics_counter_inc(svc->gets);
+	metrics_counter_add(svc->bytes_out, req->out.len);
+	rpc_respond(r, &resp.base, req->out.buf ? &req->out : NULL);
+	buf_unref(req->out.buf);
+}
+
 static void on_get(struct store_get_req *req, int status)
 {
 	struct op *op = req->data;
@@ -602,24 +628,7 @@ static void on_get(struct store_get_req *req, int status)
 		op_release(op, false);
 		return;
 	}
-	const Iolake__Osd__GetShardRequest *q = (const void *)rpc_req_msg(r);
-	Iolake__Osd__ShardKey k;
-	Iolake__Osd__ShardInfo info;
-	Iolake__Osd__GetShardResponse resp = IOLAKE__OSD__GET_SHARD_RESPONSE__INIT;
-	key_to(&op->key, &k);
-	info_to(&req->stat, &k, &info);
-	resp.info = &info;
-	resp.offset = q->offset;
-	resp.length = req->out.len;
-	/* The whole shard: the store has just verified these bytes against
-	 * the record's crc (every block, or the inline value). */
-	resp.range_crc32c = q->offset == 0 && req->out.len == req->stat.length ?
-				    req->stat.crc :
-				    crc32c(0, buf_slice_data(&req->out), req->out.len);
-	metrics_counter_inc(svc->gets);
-	metrics_counter_add(svc->bytes_out, req->out.len);
-	rpc_respond(r, &resp.base, req->out.buf ? &req->out : NULL);
-	buf_unref(req->out.buf);
+	respond_get(svc, r, &op->key, req);
 	op_release(op, true);
 }
 
@@ -707,23 +716,8 @@ static bool d_get(struct rpc_req *r, void *ud)
 	size_t idlen = strnlen(id, OP_REQ_ID_MAX);
 	memcpy(op.req_id, id, idlen);
 	op.req_id[idlen] = 0;
-	Iolake__Osd__ShardKey k;
-	Iolake__Osd__ShardInfo info;
-	Iolake__Osd__GetShardResponse resp = IOLAKE__OSD__GET_SHARD_RESPONSE__INIT;
-	key_to(&op.key, &k);
-	info_to(&req->stat, &k, &info);
-	resp.info = &info;
-	resp.offset = q->offset;
-	resp.length = req->out.len;
-	/* Verified against the record's crc just now (store_get_now). */
-	resp.range_crc32c = q->offset == 0 && req->out.len == req->stat.length ?
-				    req->stat.crc :
-				    crc32c(0, buf_slice_data(&req->out), req->out.len);
-	metrics_counter_inc(svc->gets);
 	metrics_counter_inc(svc->direct_gets);
-	metrics_counter_add(svc->bytes_out, req->out.len);
-	rpc_respond(r, &resp.base, req->out.buf ? &req->out : NULL);
-	buf_unref(req->out.buf);
+	respond_get(svc, r, &op.key, req);
 	/* As op_release, without the pool and the loop's counters. */
 	uint64_t end_us = now_us();
 	op_log(&op, true, end_us);
