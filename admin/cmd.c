@@ -12,11 +12,17 @@
 
 _Noreturn void admin_die_unreachable(const struct admin_ctx *x, int err)
 {
+	const char *last = meta_client_last_error(x->cli);
+	if (err != IOL_ETIMEOUT && *last) {
+		/* A member answered, and refused: say what it said. */
+		fprintf(x->err, "iolake-admin: error: %s\n", last);
+		exit(1);
+	}
 	fprintf(x->err, "iolake-admin: error: no meta leader answered (%s); tried:",
 		iol_strerror(err));
 	for (size_t i = 0; i < meta_client_member_count(x->cli); i++)
 		fprintf(x->err, " %s", meta_client_member(x->cli, i));
-	fprintf(x->err, "\n");
+	fprintf(x->err, "%s%s\n", *last ? "; last answer: " : "", last);
 	exit(1);
 }
 

@@ -32,8 +32,10 @@ struct admin_ctx {
 	FILE *err;     /* one line of why, on failure */
 };
 
-/* Prints that no meta leader answered err (and the members tried) and
- * exits 1. */
+/* A call that ended in err, and exits 1: what the last member to answer
+ * said when it refused; when none did (err a timeout, or no answer at
+ * all), that no meta leader answered, the members tried and the last
+ * answer seen. */
 _Noreturn void admin_die_unreachable(const struct admin_ctx *x, int err);
 
 /* method(req) through meta_client_call: an owned answer (free with

@@ -49,6 +49,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/rpc_fault.h"
 #include "common/rpc_tls.h"
 #include "meta/client.h"
 
@@ -153,6 +154,7 @@ int main(int argc, char **argv)
 	struct flag_list members = { 0 };
 	uint64_t timeout_ms = 10000;
 	const char *aio_dir = NULL;
+	const char *debug_fault = NULL;
 	struct rpc_tls_files tlsf = { 0 };
 	const struct flag_spec specs[] = {
 		RPC_TLS_FLAGS(tlsf),
@@ -163,6 +165,7 @@ int main(int argc, char **argv)
 		{ .name = "json", .type = FLAG_BOOL, .dst = &json, .help = "JSON output" },
 		{ .name = "timeout", .type = FLAG_DURATION, .dst = &timeout_ms, .min = 100,
 		  .max = 3600000, .help = "give up on a command after this long" },
+		RPC_FAULT_FLAG(debug_fault),
 		{ 0 }
 	};
 	char err[256];
@@ -216,6 +219,8 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	log_set_level(LOG_LEVEL_ERROR);
+	if (rpc_fault_flag_apply(argv[0], debug_fault))
+		return 2;
 	if (rpc_tls_setup(&tlsf, err, sizeof(err))) {
 		fprintf(stderr, "%s: %s\n", argv[0], err);
 		return 2;

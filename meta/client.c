@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -124,6 +125,7 @@ struct meta_client {
 	 * call's callback runs, that call's id, so the calls route.c makes
 	 * on a caller's behalf carry it too). */
 	char trace[LOG_REQ_ID_LEN + 1];
+	char last_error[160];          /* meta_client_last_error */
 };
 
 static int add_member(struct meta_client *c, const char *addr)
@@ -411,6 +413,9 @@ static int final_err(int status)
 static void handle_failure(struct call *k, const struct rpc_result *res)
 {
 	struct meta_client *c = k->c;
+	snprintf(c->last_error, sizeof(c->last_error), "%s from %s: %s",
+		 rpc_status_name(res->status), c->addr[k->target],
+		 res->message ? res->message : "");
 	if (k->single) {
 		call_finish(k, final_err(res->status), NULL);
 		return;
@@ -840,6 +845,11 @@ size_t meta_client_member_count(const struct meta_client *c)
 const char *meta_client_member(const struct meta_client *c, size_t i)
 {
 	return i < c->n ? c->addr[i] : NULL;
+}
+
+const char *meta_client_last_error(const struct meta_client *c)
+{
+	return c->last_error;
 }
 
 uint64_t meta_client_id(const struct meta_client *c)

@@ -121,6 +121,9 @@ size_t meta_client_member_count(const struct meta_client *c);
 uv_loop_t *meta_client_loop(const struct meta_client *c);
 const char *meta_client_member(const struct meta_client *c, size_t i);
 uint64_t meta_client_id(const struct meta_client *c);
+/* The last answer an attempt failed with ("STATUS from ADDR: message";
+ * "" if none yet): what a tool prints when it gives up. */
+const char *meta_client_last_error(const struct meta_client *c);
 
 /* Counters for tests and benchmarks: attempts beyond the first, redirects
  * followed. */

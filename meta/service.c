@@ -1270,13 +1270,39 @@ static void on_removed(struct raft_change *c, int status)
 	change_finish(c->data, status);
 }
 
-static bool in_root_configuration(struct meta_node *n, uint64_t id)
+static const struct raft_server *configuration_server(struct meta_node *n, uint64_t id)
 {
 	const struct raft_configuration *c = &n->root->raft.configuration;
 	for (unsigned i = 0; i < c->n; i++)
 		if (c->servers[i].id == id)
-			return true;
-	return false;
+			return &c->servers[i];
+	return NULL;
+}
+
+static bool in_root_configuration(struct meta_node *n, uint64_t id)
+{
+	return configuration_server(n, id) != NULL;
+}
+
+/* A change libraft would not start. Leadership lost or moving: the
+ * client follows the hint. Another change still in flight (an add's
+ * catch-up and promotion, a leader's first entry not yet committed):
+ * busy, the client retries here after a backoff. Anything else is the
+ * caller's mistake. */
+static void change_fail_start(struct meta_node *n, struct rpc_req *r, int rc)
+{
+	switch (rc) {
+	case RAFT_NOTLEADER:
+	case RAFT_LEADERSHIPLOST:
+		group_fail_not_leader(n->root, r);
+		return;
+	case RAFT_CANTCHANGE:
+		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "membership change: %s; retry",
+			 raft_strerror(rc));
+		return;
+	default:
+		rpc_fail(r, RPC_FAILED_PRECONDITION, "membership change: %s", raft_strerror(rc));
+	}
 }
 
 static void on_leaving_transfer(struct raft_transfer *t)
@@ -1356,12 +1382,30 @@ static void h_member_change(struct rpc_req *r, struct meta_node *n, bool add)
 		LOG_INFO("member leaving the range groups", "id=%llu", (unsigned long long)q->id);
 		return;
 	}
-	int rc = add ? raft_add(&n->root->raft, &ch->c, q->id, ra, on_added)
-		     : raft_remove(&n->root->raft, &ch->c, q->id, on_removed);
-	if (rc) {
-		rpc_fail(r, RPC_FAILED_PRECONDITION,
-			 "membership change: %s", raft_strerror(rc));
+	int rc;
+	const struct raft_server *have = add ? configuration_server(n, q->id) : NULL;
+	if (have && strcmp(have->address, ra) != 0) {
+		rpc_fail(r, RPC_FAILED_PRECONDITION, "member %llu is already at %s",
+			 (unsigned long long)q->id, have->address);
 		free(ch);
+		return;
+	}
+	if (have && have->role == RAFT_VOTER) {
+		/* A retry of an add that went through (its answer was lost to
+		 * a leader change): done. */
+		free(ch);
+		Iolake__Meta__MemberChangeResponse resp = IOLAKE__META__MEMBER_CHANGE_RESPONSE__INIT;
+		rpc_respond(r, &resp.base, NULL);
+		return;
+	}
+	if (have)	/* added, never promoted (a leader change between the two) */
+		rc = raft_assign(&n->root->raft, &ch->c, q->id, RAFT_VOTER, on_assigned);
+	else
+		rc = add ? raft_add(&n->root->raft, &ch->c, q->id, ra, on_added)
+			 : raft_remove(&n->root->raft, &ch->c, q->id, on_removed);
+	if (rc) {
+		free(ch);
+		change_fail_start(n, r, rc);
 		return;
 	}
 	ch->next = n->changes;

@@ -3,7 +3,8 @@
 # iolake-meta processes on 127.0.0.1: three voters take writes; members 4
 # and 5 start empty with --join and are added with `iolake-admin member
 # add`; they catch up (the same state digest as the others) through a
-# file snapshot (--snapshot-threshold 64: the log they would need is
+# file snapshot (an add retried or repeated answers done; the same id at
+# another address is refused) (--snapshot-threshold 64: the log they would need is
 # truncated, so each fetches the leader's checkpoint with FetchSnapshot and
 # logs the install); with two
 # members SIGKILLed, the leader among them, the five-voter group still
@@ -66,7 +67,16 @@ for i in $(seq 120); do admin user add "before$i" >/dev/null || fail "user add b
 start 4 --join
 start 5 --join
 admin member add "4@$(addr 4)" || fail "member add 4"
-admin member add "5@$(addr 5)" || fail "member add 5"
+# Member 5's add answered after the client's 2 s attempt has given up:
+# the retry finds the change done or in flight and answers done.
+admin --debug-fault 'delay-answer=2500,method=AddMember,count=1' member add "5@$(addr 5)" ||
+	fail "member add 5 (its first answer lost)"
+# An add repeated (a new request: what a retry meets at a new leader) is
+# done again; the same id at another address is refused, and says so.
+admin member add "4@$(addr 4)" >/dev/null || fail "member add 4, repeated"
+out=$(admin member add "4@$(addr 7)" 2>&1) && fail "member add 4 at another address: accepted"
+echo "refused: $out"
+case "$out" in *"already at $(addr 4 | sed 's/:[0-9]*$//')"*) ;; *) fail "member add 4 at another address: $out" ;; esac
 read -r L IDX DIG < <(wait_check "1 2 3 4 5" "1 2 3 4 5") ||
 	fail "members 4 and 5 did not catch up as voters"
 echo "five voters, leader $L: state index $IDX digest $DIG on all five"
