@@ -540,6 +540,7 @@ static void sub_finish(struct meta_group *g, struct sub *s, int status, const ch
 		free(s);
 		return;
 	}
+	node_range_note_ops(g, s->ops, s->n_ops, res);
 	for (size_t i = 0; i < s->n_ops; i++) {
 		iolake__meta__op_result__init(&msgs[i]);
 		msgs[i].status = meta_state_err_to_status(res[i].err);
@@ -841,6 +842,7 @@ static int mkdir_p1(const char *path)
 
 void group_free(struct meta_group *g)
 {
+	range_heat_free(g->heat);
 	snap_desc_free(&g->snap_last);
 	free(g);
 }
