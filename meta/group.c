@@ -729,6 +729,12 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 	int was = g->role;
 	if (role != RAFT_LEADER && was == RAFT_LEADER)
 		group_flush(g);   /* fails what is queued: not leader */
+	if (role != RAFT_LEADER && g->heat) {
+		/* a later leadership counts from zero (the root sees a smaller
+		 * count: another leader's), never on from an old figure */
+		range_heat_free(g->heat);
+		g->heat = NULL;
+	}
 	g->role = role;
 	m_set(g->m.term, (int64_t)g->raft.current_term);
 	m_set(g->m.commit, (int64_t)g->raft.commit_index);

@@ -51,6 +51,8 @@ struct track {
 	uint64_t rate;                 /* requests/s between the last two looks */
 	uint64_t above_ms;             /* start of the run of looks over the
 	                                * threshold (0: not over it) */
+	unsigned above_looks;          /* looks in that run: two at least split
+	                                * (one rate can span a leader change) */
 	uint64_t low_ms;               /* start of the run under half of it (0: not) */
 };
 
@@ -244,8 +246,10 @@ static void track_note(struct node_mover *mv, uint64_t id, uint64_t requests, ui
 	if (limit && t->rate > limit) {
 		if (!t->above_ms)
 			t->above_ms = t->at_ms;
+		t->above_looks++;
 	} else {
 		t->above_ms = 0;
+		t->above_looks = 0;
 	}
 	if (!limit || 2 * t->rate < limit) {
 		if (!t->low_ms)
@@ -282,7 +286,7 @@ static const Iolake__Meta__RangeDesc *load_split_pick(struct node_mover *mv,
 	for (size_t i = 0; i < cnt; i++) {
 		const struct count *c = count_of(mv, v[i]->id);
 		const struct track *t = track_of(mv, v[i]->id);
-		if (!c || !t || !c->split_key || !t->above_ms ||
+		if (!c || !t || !c->split_key || !t->above_ms || t->above_looks < 2 ||
 		    now_ms - t->above_ms < (uint64_t)load_secs(o) * 1000)
 			continue;
 		if (strcmp(c->split_key, v[i]->start) <= 0 ||
