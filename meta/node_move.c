@@ -301,9 +301,9 @@ static const Iolake__Meta__RangeDesc *load_split_pick(struct node_mover *mv,
 	return best;
 }
 
-/* Whether range c (its track t) is cold enough to be merged: under half
- * the load threshold for load_secs (a range without figures, from an
- * older member, is: merges behave as before splits by load). */
+/* Whether range c is cold enough to be merged: under half the load
+ * threshold for load_secs (a range without figures, from an older member,
+ * is: merges behave as before splits by load). */
 static bool merge_cold(struct node_mover *mv, const struct count *c, uint64_t now_ms)
 {
 	const struct meta_node_opts *o = &mv->n->o;
@@ -311,6 +311,18 @@ static bool merge_cold(struct node_mover *mv, const struct count *c, uint64_t no
 		return true;
 	const struct track *t = track_of(mv, c->id);
 	return t && t->low_ms && now_ms - t->low_ms >= (uint64_t)load_secs(o) * 1000;
+}
+
+/* Two neighbours may merge: each cold, and their sum under half the
+ * threshold too (the two halves of a split by load carry more than that
+ * between them, so they are not merged back while the load lasts). */
+static bool merge_pair_cold(struct node_mover *mv, const struct count *a, const struct count *b,
+			    uint64_t now_ms)
+{
+	if (!merge_cold(mv, a, now_ms) || !merge_cold(mv, b, now_ms))
+		return false;
+	const struct track *ta = track_of(mv, a->id), *tb = track_of(mv, b->id);
+	return !ta || !tb || 2 * (ta->rate + tb->rate) < mv->n->o.range_split_load;
 }
 
 /* Every open range's counters are in: split the first range past a size
@@ -340,8 +352,8 @@ static void auto_decide(struct node_mover *mv)
 	for (size_t i = 0; !split && !hot && !ml && o->range_merge_objects && i + 1 < cnt; i++) {
 		const struct count *a = count_of(mv, v[i]->id), *b = count_of(mv, v[i + 1]->id);
 		if (a && b && !strcmp(v[i]->bucket, v[i + 1]->bucket) &&
-		    a->objects + b->objects < o->range_merge_objects && merge_cold(mv, a, now) &&
-		    merge_cold(mv, b, now)) {
+		    a->objects + b->objects < o->range_merge_objects &&
+		    merge_pair_cold(mv, a, b, now)) {
 			ml = v[i];
 			mr = v[i + 1];
 		}
