@@ -16,8 +16,8 @@
  * (meta/range_heat.h, RangeDesc 24-27); a range whose rate between two
  * looks stayed above N for S seconds is split at its leader's load split
  * key. Size splits go first (they bound a move's cost, which a hot small
- * range does not grow); a merge needs both ranges under N/2 for S seconds
- * (no split/merge flapping). One move at a time. Also the
+ * range does not grow); a merge needs both ranges, and their sum, under
+ * N/2 for S seconds (no split/merge flapping). One move at a time. Also the
  * /metrics of moves: iolake_meta_range_moves_total, ..._records_moved_total,
  * ..._records_dropped_total, ..._sealed_ms (the last move's) and
  * ..._sealed_ms_total.
