@@ -162,8 +162,9 @@ int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *buck
 	if (json)
 		fprintf(out, "{\"ranges\":[");
 	else
-		fprintf(out, "%-20s %-24s %-16s %-16s %6s %-22s %10s %14s %7s\n", "ID", "BUCKET",
-			"START", "END", "GROUP", "LEADER", "OBJECTS", "BYTES", "UPLOADS");
+		fprintf(out, "%-20s %-24s %-16s %-16s %6s %-22s %10s %14s %7s %7s\n", "ID",
+			"BUCKET", "START", "END", "GROUP", "LEADER", "OBJECTS", "BYTES", "UPLOADS",
+			"REQ/S");
 	for (size_t i = 0; i < t->n_ranges; i++) {
 		const Iolake__Meta__RangeDesc *d = t->ranges[i];
 		const Iolake__Meta__RangeDesc *cnt = NULL;
@@ -189,14 +190,26 @@ int meta_range_admin_ls(struct meta_client *c, uv_loop_t *loop, const char *buck
 			fprintf(out, ",\"group\":%" PRIu64 ",\"leader\":", d->group);
 			admin_jstr(out, leader);
 			fprintf(out, ",\"state\":\"%s\",\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64
-				",\"uploads\":%" PRIu64 ",\"move\":\"%s\"}", state,
+				",\"uploads\":%" PRIu64 ",\"move\":\"%s\"", state,
 				cnt ? cnt->objects : 0, cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0,
 				move_state(d));
+			/* the leader's load (RangeDesc 24-27); null: no figure */
+			if (cnt && cnt->load)
+				fprintf(out, ",\"req_per_s\":%" PRIu64 ",\"requests\":%" PRIu64
+					",\"load_split_key\":", cnt->load_rps, cnt->load_requests);
+			else
+				fprintf(out, ",\"req_per_s\":null,\"requests\":null,"
+					"\"load_split_key\":");
+			admin_jstr(out, cnt && cnt->load ? cnt->load_split_key : "");
+			fprintf(out, "}");
 		} else {
+			char rps[24] = "-";
+			if (cnt && cnt->load)
+				snprintf(rps, sizeof(rps), "%" PRIu64, cnt->load_rps);
 			fprintf(out, "%-20" PRIu64 " %-24s %-16s %-16s %6" PRIu64 " %-22s %10" PRIu64
-				" %14" PRIu64 " %7" PRIu64 "%s%s\n", d->id, d->bucket,
+				" %14" PRIu64 " %7" PRIu64 " %7s%s%s\n", d->id, d->bucket,
 				d->start[0] ? d->start : "-", d->end[0] ? d->end : "-", d->group, leader,
-				cnt ? cnt->objects : 0, cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0,
+				cnt ? cnt->objects : 0, cnt ? cnt->bytes : 0, cnt ? cnt->uploads : 0, rps,
 				cnt && !cnt->sealed ? "" : " ", cnt && !cnt->sealed ? "" : state);
 			if (d->move_phase)
 				fprintf(out, "  move: %s%s%s\n", move_state(d),

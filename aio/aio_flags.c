@@ -35,6 +35,8 @@ static struct aio_opts O = {
 	.pg_count = 256,
 	.range_groups = META_RANGE_GROUPS_DEFAULT_AIO,
 	.split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT,
+	.split_load = META_RANGE_SPLIT_LOAD_DEFAULT,
+	.split_load_secs = META_RANGE_SPLIT_LOAD_SECS_DEFAULT,
 	.gc_interval = 10000,
 	.lc_interval = 3600000,
 	.scrub_rate = 32ull << 20,
@@ -108,6 +110,14 @@ static const struct flag_spec specs[] = {
 	{ .name = "range-merge-objects", .type = FLAG_UINT64, .dst = &O.merge_objects, .min = 0,
 	  .max = UINT64_MAX / 2, .help = "merge two adjacent key ranges of a bucket holding "
 	  "fewer objects than this together (0: never)" },
+	{ .name = "range-split-load", .type = FLAG_UINT64, .dst = &O.split_load, .min = 0,
+	  .max = 100000000, .metavar = "REQ/S", .help = "split a key range at the key dividing "
+	  "its load once its leader serves more than this many requests per second for it "
+	  "(object writes, heads, listing pages) for --range-split-load-secs in a row (0: never)" },
+	{ .name = "range-split-load-secs", .type = FLAG_UINT64, .dst = &O.split_load_secs,
+	  .min = 1, .max = 3600, .metavar = "S", .help = "seconds a range's load must stay above "
+	  "--range-split-load before it is split (and stay under half of it before the range "
+	  "may be merged)" },
 	{ .name = "gc-interval", .type = FLAG_DURATION, .dst = &O.gc_interval,
 	  .max = 86400000, .help = "between rounds of the shard GC worker (0: no worker)" },
 	{ .name = "scrub-rate", .type = FLAG_SIZE, .dst = &O.scrub_rate, .metavar = "BYTES",

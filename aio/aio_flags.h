@@ -37,6 +37,7 @@ struct aio_opts {
 	uint64_t osd_size, inline_max;
 	uint64_t debug_min_part;            /* tests: lower multipart minimum */
 	uint64_t pg_count, range_groups, split_objects, split_bytes, merge_objects;
+	uint64_t split_load, split_load_secs;
 	uint64_t gc_interval, lc_interval, lc_day_s;   /* lifecycle worker, test clock */
 	uint64_t scrub_rate, scrub_interval, orphan_grace, orphan_interval, slow_op_ms;
 	uint64_t recovery_rate, pg_report_interval, recovery_rescan, deep_scrub;

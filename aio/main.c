@@ -178,7 +178,9 @@ static void meta_start_fn(void *arg)
 				    .log_calls = true, .slow_op_ms = (uint32_t)O->slow_op_ms,
 				    .range_split_objects = O->split_objects,
 				    .range_split_bytes = O->split_bytes,
-				    .range_merge_objects = O->merge_objects };
+				    .range_merge_objects = O->merge_objects,
+				    .range_split_load = O->split_load,
+				    .range_split_load_secs = (unsigned)O->split_load_secs };
 	char adm[96];
 	snprintf(adm, sizeof(adm), "%s:%d", O->madm.host, O->madm.port);
 	o.admin_listen = adm;

@@ -540,6 +540,7 @@ static void sub_finish(struct meta_group *g, struct sub *s, int status, const ch
 		free(s);
 		return;
 	}
+	node_range_note_ops(g, s->ops, s->n_ops, res);
 	for (size_t i = 0; i < s->n_ops; i++) {
 		iolake__meta__op_result__init(&msgs[i]);
 		msgs[i].status = meta_state_err_to_status(res[i].err);
@@ -728,6 +729,12 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 	int was = g->role;
 	if (role != RAFT_LEADER && was == RAFT_LEADER)
 		group_flush(g);   /* fails what is queued: not leader */
+	if (role != RAFT_LEADER && g->heat) {
+		/* a later leadership counts from zero (the root sees a smaller
+		 * count: another leader's), never on from an old figure */
+		range_heat_free(g->heat);
+		g->heat = NULL;
+	}
 	g->role = role;
 	m_set(g->m.term, (int64_t)g->raft.current_term);
 	m_set(g->m.commit, (int64_t)g->raft.commit_index);
@@ -841,6 +848,7 @@ static int mkdir_p1(const char *path)
 
 void group_free(struct meta_group *g)
 {
+	range_heat_free(g->heat);
 	snap_desc_free(&g->snap_last);
 	free(g);
 }

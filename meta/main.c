@@ -98,6 +98,8 @@ int main(int argc, char **argv)
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, split_bytes = 0, merge_objects = 0;
+	uint64_t split_load = META_RANGE_SPLIT_LOAD_DEFAULT;
+	uint64_t split_load_secs = META_RANGE_SPLIT_LOAD_SECS_DEFAULT;
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t segment_bytes = META_NODE_SEGMENT_BYTES, range_segment_bytes = META_RANGE_SEGMENT_BYTES;
 	uint64_t election_ms = 1000, heartbeat_ms = 100;
@@ -168,6 +170,15 @@ int main(int argc, char **argv)
 		{ .name = "range-merge-objects", .type = FLAG_UINT64, .dst = &merge_objects,
 		  .min = 0, .max = UINT64_MAX / 2, .help = "merge two adjacent key ranges of a "
 		  "bucket holding fewer objects than this together (0: never)" },
+		{ .name = "range-split-load", .type = FLAG_UINT64, .dst = &split_load,
+		  .min = 0, .max = 100000000, .metavar = "REQ/S", .help = "split a key range at "
+		  "the key dividing its load once its leader serves more than this many requests "
+		  "per second for it (object writes, heads, listing pages) for "
+		  "--range-split-load-secs in a row (0: never)" },
+		{ .name = "range-split-load-secs", .type = FLAG_UINT64, .dst = &split_load_secs,
+		  .min = 1, .max = 3600, .metavar = "S", .help = "seconds a range's load must stay "
+		  "above --range-split-load before it is split (and stay under half of it before "
+		  "the range may be merged)" },
 		{ .name = "ec", .type = FLAG_STRING, .dst = &ec, .metavar = "K+M",
 		  .help = "erasure code of a new cluster map" },
 		{ .name = "root-credentials", .type = FLAG_STRING, .dst = &root_creds,
@@ -281,6 +292,8 @@ int main(int argc, char **argv)
 		.range_split_objects = split_objects,
 		.range_split_bytes = split_bytes,
 		.range_merge_objects = merge_objects,
+		.range_split_load = split_load,
+		.range_split_load_secs = (unsigned)split_load_secs,
 		.ec_k = k,
 		.ec_m = m,
 		.metrics = reg,

@@ -95,6 +95,11 @@
 #define META_RANGE_SPLIT_OBJECTS_DEFAULT 100000   /* --range-split-objects: the sealed
                                                  * time of a split grows with it
                                                  * (docs/performance.md) */
+/* --range-split-load / --range-split-load-secs: TiKV's load-based split
+ * defaults (split.qps-threshold 3000, split.detect-times 10 one-second
+ * looks); docs/operations.md says why. */
+#define META_RANGE_SPLIT_LOAD_DEFAULT 3000
+#define META_RANGE_SPLIT_LOAD_SECS_DEFAULT 10
 #define META_NODE_DIGEST_WAITERS 256    /* Status calls waiting for a digest scan;
                                          * beyond, answered without a digest */
 
@@ -154,7 +159,16 @@ struct meta_node_opts {
 	 * many bytes of objects, and merges two adjacent ranges of a bucket
 	 * holding fewer than range_merge_objects together. */
 	uint64_t range_split_objects, range_split_bytes, range_merge_objects;
-	unsigned range_poll_ms;          /* between looks at the groups' counters; 0: 5000 */
+	/* Splits by load: a range whose leader served more than
+	 * range_split_load requests per second (object ops committed,
+	 * HeadObject and ListObjects) for range_split_load_secs seconds in a
+	 * row is split at the key that divides its sampled requests (0: off;
+	 * secs 0: META_RANGE_SPLIT_LOAD_SECS_DEFAULT). */
+	uint64_t range_split_load;
+	unsigned range_split_load_secs;
+	unsigned range_poll_ms;          /* between looks at the groups' counters; 0: 5000,
+	                                  * or with range_split_load, half of its secs
+	                                  * (1000..5000) */
 };
 
 struct meta_node;

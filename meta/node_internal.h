@@ -25,6 +25,7 @@
 #include "common/rpc.h"
 #include "meta/node.h"
 #include "meta/pgstate.h"
+#include "meta/range_heat.h"
 #include "meta/raft_mux.h"
 #include "meta/snap.h"
 
@@ -245,6 +246,10 @@ struct meta_group {
 	struct group_install *inst;    /* a snapshot being installed off the loop, or NULL */
 
 	struct group_metrics m;
+
+	/* Load per open range (meta/range_heat.h): counted while this member
+	 * leads a range group; made on the first request counted. */
+	struct range_heat *heat;
 
 	/* closing */
 	bool closing;
@@ -492,8 +497,15 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method);
  * meta_state_free_msg), META_EWRONG_RANGE, or a storage error. */
 int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket, const char *key,
 		    Iolake__Meta__RangeDesc **out);
-/* GetRanges: the root's table, or a range group's open-range rows. */
+/* GetRanges: the root's table, or a range group's open-range rows (with
+ * the leader's load figures, RangeDesc 24-27). */
 void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r);
+/* Load splits: one request served by this range group's leader for range
+ * range_id touching key (nothing for the root, or range_id 0). */
+void node_range_note(struct meta_group *g, uint64_t range_id, const char *key);
+/* The ops of a committed Submit whose result is OK. */
+void node_range_note_ops(struct meta_group *g, Iolake__Meta__Op *const *ops, size_t n_ops,
+			 const struct meta_op_result *res);
 void node_serve_read_range(struct meta_group *g, struct rpc_req *r);
 /* group_members.c (issue 13): range groups follow the root's voters. On
  * the tick: the root leader records the members every live group must

@@ -10,7 +10,14 @@
  * counters, one group after another, and splits the first range past a
  * threshold at its median key (ReadRange split_key: the source group's
  * scan to half its objects) or, when none is, merges the first adjacent
- * pair of a bucket under the merge threshold. One move at a time. Also the
+ * pair of a bucket under the merge threshold. Splits by load
+ * (--range-split-load N, --range-split-load-secs S; after TiKV's load-based
+ * split): the same answers carry each range leader's request count
+ * (meta/range_heat.h, RangeDesc 24-27); a range whose rate between two
+ * looks stayed above N for S seconds is split at its leader's load split
+ * key. Size splits go first (they bound a move's cost, which a hot small
+ * range does not grow); a merge needs both ranges, and their sum, under
+ * N/2 for S seconds (no split/merge flapping). One move at a time. Also the
  * /metrics of moves: iolake_meta_range_moves_total, ..._records_moved_total,
  * ..._records_dropped_total, ..._sealed_ms (the last move's) and
  * ..._sealed_ms_total.
@@ -28,9 +35,25 @@
 #include "meta/range_move.h"
 
 #define MOVE_POLL_MS 1000
+#define TRACKS_MAX 10000               /* META_RANGES_MAX: one per open range */
 
 struct count {
 	uint64_t id, objects, bytes;
+	bool load;                     /* the group's leader gave load figures */
+	char *split_key;               /* its load split key; NULL: none */
+};
+
+/* A range's load as the root leader saw it across looks (kept between
+ * rounds; leader memory). */
+struct track {
+	uint64_t id;
+	uint64_t requests, at_ms;      /* the last figure and when it came */
+	uint64_t rate;                 /* requests/s between the last two looks */
+	uint64_t above_ms;             /* start of the run of looks over the
+	                                * threshold (0: not over it) */
+	unsigned above_looks;          /* looks in that run: two at least split
+	                                * (one rate can span a leader change) */
+	uint64_t low_ms;               /* start of the run under half of it (0: not) */
 };
 
 struct node_mover {
@@ -45,7 +68,9 @@ struct node_mover {
 	size_t n_cnt, cap_cnt;
 	char split_bucket[64];
 	uint64_t split_id;
-	struct metrics_counter *m_auto_splits, *m_auto_merges;
+	struct track *tracks;
+	size_t n_tracks, cap_tracks;
+	struct metrics_counter *m_auto_splits, *m_auto_merges, *m_load_splits;
 	struct metrics_counter *m_moves, *m_records, *m_dropped, *m_sealed_total;
 	struct metrics_gauge *m_sealed;
 };
@@ -128,6 +153,8 @@ static struct node_mover *mover(struct meta_node *n)
 	mv->m_auto_merges = metrics_counter_new(r, "iolake_meta_range_auto_merges_total",
 						"Automatic merges started (--range-merge-objects).",
 						NULL);
+	mv->m_load_splits = metrics_counter_new(r, "iolake_meta_range_load_splits_total",
+						"Splits by load started (--range-split-load).", NULL);
 	n->mover = mv;
 	return mv;
 }
@@ -137,6 +164,8 @@ static struct node_mover *mover(struct meta_node *n)
 static void auto_end(struct node_mover *mv)
 {
 	free(mv->groups);
+	for (size_t i = 0; i < mv->n_cnt; i++)
+		free(mv->cnt[i].split_key);
 	free(mv->cnt);
 	mv->groups = NULL;
 	mv->cnt = NULL;
@@ -172,10 +201,136 @@ static void on_split_key(void *ud, int err, const ProtobufCMessage *resp)
 	}
 }
 
-/* Every open range's counters are in: split the first range past a
- * threshold, else merge the first adjacent pair under the merge one. */
+/* ---- load */
+
+static unsigned load_secs(const struct meta_node_opts *o)
+{
+	return o->range_split_load_secs ? o->range_split_load_secs
+					: META_RANGE_SPLIT_LOAD_SECS_DEFAULT;
+}
+
+static struct track *track_of(struct node_mover *mv, uint64_t id)
+{
+	for (size_t i = 0; i < mv->n_tracks; i++)
+		if (mv->tracks[i].id == id)
+			return &mv->tracks[i];
+	return NULL;
+}
+
+/* Range id's leader counted `requests` by now_ms: its rate since the last
+ * look, and the runs over the threshold and under half of it. A smaller
+ * count than before is another leader's: the runs start again. */
+static void track_note(struct node_mover *mv, uint64_t id, uint64_t requests, uint64_t now_ms)
+{
+	uint64_t limit = mv->n->o.range_split_load;
+	struct track *t = track_of(mv, id);
+	if (!t) {
+		if (mv->n_tracks == mv->cap_tracks) {
+			size_t cap = mv->cap_tracks ? 2 * mv->cap_tracks : 64;
+			struct track *nt = cap <= TRACKS_MAX ? realloc(mv->tracks, cap * sizeof(*nt))
+							     : NULL;
+			if (!nt)
+				return;   /* no figure: neither split nor kept from a merge */
+			mv->tracks = nt;
+			mv->cap_tracks = cap;
+		}
+		mv->tracks[mv->n_tracks++] = (struct track){ .id = id, .requests = requests,
+							     .at_ms = now_ms };
+		return;
+	}
+	if (requests < t->requests || now_ms <= t->at_ms) {
+		*t = (struct track){ .id = id, .requests = requests, .at_ms = now_ms };
+		return;
+	}
+	t->rate = (requests - t->requests) * 1000 / (now_ms - t->at_ms);
+	if (limit && t->rate > limit) {
+		if (!t->above_ms)
+			t->above_ms = t->at_ms;
+		t->above_looks++;
+	} else {
+		t->above_ms = 0;
+		t->above_looks = 0;
+	}
+	if (!limit || 2 * t->rate < limit) {
+		if (!t->low_ms)
+			t->low_ms = t->at_ms;
+	} else {
+		t->low_ms = 0;
+	}
+	t->requests = requests;
+	t->at_ms = now_ms;
+}
+
+/* Forget the tracks of ranges no group reported open this round. */
+static void tracks_prune(struct node_mover *mv)
+{
+	for (size_t i = 0; i < mv->n_tracks;) {
+		if (count_of(mv, mv->tracks[i].id))
+			i++;
+		else
+			mv->tracks[i] = mv->tracks[--mv->n_tracks];
+	}
+}
+
+/* A range to split by load: over the threshold for load_secs, with a
+ * split key its leader found strictly inside it; the hottest one. */
+static const Iolake__Meta__RangeDesc *load_split_pick(struct node_mover *mv,
+						      Iolake__Meta__RangeDesc **v, size_t cnt,
+						      uint64_t now_ms, const char **key)
+{
+	const struct meta_node_opts *o = &mv->n->o;
+	const Iolake__Meta__RangeDesc *best = NULL;
+	uint64_t best_rate = 0;
+	if (!o->range_split_load)
+		return NULL;
+	for (size_t i = 0; i < cnt; i++) {
+		const struct count *c = count_of(mv, v[i]->id);
+		const struct track *t = track_of(mv, v[i]->id);
+		if (!c || !t || !c->split_key || !t->above_ms || t->above_looks < 2 ||
+		    now_ms - t->above_ms < (uint64_t)load_secs(o) * 1000)
+			continue;
+		if (strcmp(c->split_key, v[i]->start) <= 0 ||
+		    (v[i]->end[0] && strcmp(c->split_key, v[i]->end) >= 0))
+			continue;
+		if (!best || t->rate > best_rate) {
+			best = v[i];
+			best_rate = t->rate;
+			*key = c->split_key;
+		}
+	}
+	return best;
+}
+
+/* Whether range c is cold enough to be merged: under half the load
+ * threshold for load_secs (a range without figures, from an older member,
+ * is: merges behave as before splits by load). */
+static bool merge_cold(struct node_mover *mv, const struct count *c, uint64_t now_ms)
+{
+	const struct meta_node_opts *o = &mv->n->o;
+	if (!o->range_split_load || !c->load)
+		return true;
+	const struct track *t = track_of(mv, c->id);
+	return t && t->low_ms && now_ms - t->low_ms >= (uint64_t)load_secs(o) * 1000;
+}
+
+/* Two neighbours may merge: each cold, and their sum under half the
+ * threshold too (the two halves of a split by load carry more than that
+ * between them, so they are not merged back while the load lasts). */
+static bool merge_pair_cold(struct node_mover *mv, const struct count *a, const struct count *b,
+			    uint64_t now_ms)
+{
+	if (!merge_cold(mv, a, now_ms) || !merge_cold(mv, b, now_ms))
+		return false;
+	const struct track *ta = track_of(mv, a->id), *tb = track_of(mv, b->id);
+	return !ta || !tb || 2 * (ta->rate + tb->rate) < mv->n->o.range_split_load;
+}
+
+/* Every open range's counters are in: split the first range past a size
+ * threshold, else the hottest range past the load one, else merge the
+ * first adjacent pair under the merge one. */
 static void auto_decide(struct node_mover *mv)
 {
+	uint64_t now = loop_now_ms();
 	const struct meta_node_opts *o = &mv->n->o;
 	Iolake__Meta__RangeDesc **v = NULL;
 	size_t cnt = 0;
@@ -183,17 +338,22 @@ static void auto_decide(struct node_mover *mv)
 		auto_end(mv);
 		return;
 	}
-	const Iolake__Meta__RangeDesc *split = NULL, *ml = NULL, *mr = NULL;
+	tracks_prune(mv);
+	const Iolake__Meta__RangeDesc *split = NULL, *ml = NULL, *mr = NULL, *hot = NULL;
+	const char *hot_key = NULL;
 	for (size_t i = 0; i < cnt && !split; i++) {
 		const struct count *c = count_of(mv, v[i]->id);
 		if (c && ((o->range_split_objects && c->objects >= o->range_split_objects) ||
 			  (o->range_split_bytes && c->bytes >= o->range_split_bytes)))
 			split = v[i];
 	}
-	for (size_t i = 0; !split && !ml && o->range_merge_objects && i + 1 < cnt; i++) {
+	if (!split)
+		hot = load_split_pick(mv, v, cnt, now, &hot_key);
+	for (size_t i = 0; !split && !hot && !ml && o->range_merge_objects && i + 1 < cnt; i++) {
 		const struct count *a = count_of(mv, v[i]->id), *b = count_of(mv, v[i + 1]->id);
 		if (a && b && !strcmp(v[i]->bucket, v[i + 1]->bucket) &&
-		    a->objects + b->objects < o->range_merge_objects) {
+		    a->objects + b->objects < o->range_merge_objects &&
+		    merge_pair_cold(mv, a, b, now)) {
 			ml = v[i];
 			mr = v[i + 1];
 		}
@@ -212,6 +372,19 @@ static void auto_decide(struct node_mover *mv)
 		rc = meta_client_call_direct(mv->c, META_M_READ_RANGE, &q.base, on_split_key, mv);
 		if (rc)
 			auto_end(mv);
+	} else if (hot) {
+		const struct track *t = track_of(mv, hot->id);
+		LOG_INFO("range split by load", "bucket=%s range=%llu req_per_s=%llu key_len=%zu",
+			 hot->bucket, (unsigned long long)hot->id,
+			 (unsigned long long)(t ? t->rate : 0), strlen(hot_key));
+		/* meta_move_start copies what it keeps; hot_key lives in mv->cnt */
+		int mrc = meta_move_start(mv->c, mv->n->loop, hot->bucket, hot->id, hot_key, false,
+					  0, NULL, on_driven, mv);
+		auto_end(mv);
+		if (mrc == 0) {
+			mv->running = true;
+			metrics_counter_inc(mv->m_load_splits);
+		}
 	} else if (ml) {
 		auto_end(mv);
 		LOG_INFO("range merge by size", "bucket=%s range=%llu", ml->bucket,
@@ -252,8 +425,14 @@ static void on_counts(void *ud, int err, const ProtobufCMessage *resp)
 			mv->cnt = nc;
 			mv->cap_cnt = cap;
 		}
-		mv->cnt[mv->n_cnt++] = (struct count){ g->ranges[i]->id, g->ranges[i]->objects,
-						       g->ranges[i]->bytes };
+		const Iolake__Meta__RangeDesc *d = g->ranges[i];
+		struct count *c = &mv->cnt[mv->n_cnt++];
+		*c = (struct count){ d->id, d->objects, d->bytes, d->load, NULL };
+		if (d->load && mv->n->o.range_split_load) {
+			track_note(mv, d->id, d->load_requests, loop_now_ms());
+			if (d->load_split_key[0])
+				c->split_key = strdup(d->load_split_key);
+		}
 	}
 	auto_next(mv);
 }
@@ -310,7 +489,13 @@ void node_move_tick(struct meta_node *n, uint64_t now, bool leader)
 	bool pending = move_pending(n);
 	const struct meta_node_opts *o = &n->o;
 	unsigned poll = o->range_poll_ms ? o->range_poll_ms : 5000;
-	bool look = (o->range_split_objects || o->range_split_bytes || o->range_merge_objects) &&
+	if (!o->range_poll_ms && o->range_split_load) {
+		/* two looks at least within the seconds a load must last */
+		unsigned half = load_secs(o) * 500;
+		poll = half < MOVE_POLL_MS ? MOVE_POLL_MS : half < poll ? half : poll;
+	}
+	bool look = (o->range_split_objects || o->range_split_bytes || o->range_merge_objects ||
+		     o->range_split_load) &&
 		    now - mv->last_auto_ms >= poll;
 	if (!pending && !look)
 		return;
@@ -333,6 +518,7 @@ void node_move_close(struct meta_node *n)
 	if (mv->c)
 		meta_client_close(mv->c);
 	auto_end(mv);
+	free(mv->tracks);
 	free(mv);
 	n->mover = NULL;
 }

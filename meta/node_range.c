@@ -3,16 +3,20 @@
  * GetRanges (the root's range table, or a range group's open-range rows
  * with their counters) and the gate every object read routed by range id
  * passes (node_range_gate: the range open here, of this bucket, covering
- * the key). Writes are fenced in meta/state.c's apply, not here.
+ * the key). Writes are fenced in meta/state.c's apply, not here. Also
+ * what a range group's leader counts for splits by load (node_range_note:
+ * into g->heat, meta/range_heat.h) and answers with its GetRanges rows.
  *
- * Owns nothing: it reads the group's state on the loop thread, after the
- * read's ReadIndex round (meta/node_read.c), like the other reads.
+ * Owns nothing but g->heat's notes: it reads the group's state on the
+ * loop thread, after the read's ReadIndex round (meta/node_read.c), like
+ * the other reads.
  * Not here: the range table's changes (state.c ops), routing (client.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
+#include "common/loop.h"
 #include "meta/node_internal.h"
 
 int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket, const char *key,
@@ -38,6 +42,84 @@ int node_range_gate(struct meta_group *g, uint64_t range_id, const char *bucket,
 	else
 		meta_state_free_msg(d);
 	return 0;
+}
+
+void node_range_note(struct meta_group *g, uint64_t range_id, const char *key)
+{
+	if (g->id == 0 || range_id == 0)
+		return;
+	if (!g->heat && !(g->heat = range_heat_new(g->id * 0x9e3779b97f4a7c15ull ^ loop_now_ms())))
+		return;
+	range_heat_note(g->heat, range_id, key, loop_now_ms());
+}
+
+/* The object key an op names ("" when it names none): its body's `key`,
+ * or its record's or upload's (PutObject, CreateMultipart). */
+static const char *op_key(const Iolake__Meta__Op *op)
+{
+	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+		&iolake__meta__op__descriptor, (unsigned)op->body_case);
+	if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE)
+		return "";
+	const ProtobufCMessage *b = *(ProtobufCMessage *const *)((const char *)op + f->offset);
+	for (int depth = 0; b && depth < 2; depth++) {
+		const ProtobufCFieldDescriptor *k =
+			protobuf_c_message_descriptor_get_field_by_name(b->descriptor, "key");
+		if (k && k->type == PROTOBUF_C_TYPE_STRING && k->label != PROTOBUF_C_LABEL_REPEATED) {
+			const char *key = *(const char *const *)((const char *)b + k->offset);
+			return key ? key : "";
+		}
+		const ProtobufCFieldDescriptor *sub =
+			protobuf_c_message_descriptor_get_field_by_name(b->descriptor, "record");
+		if (!sub)
+			sub = protobuf_c_message_descriptor_get_field_by_name(b->descriptor, "upload");
+		if (!sub || sub->type != PROTOBUF_C_TYPE_MESSAGE ||
+		    sub->label == PROTOBUF_C_LABEL_REPEATED)
+			return "";
+		b = *(ProtobufCMessage *const *)((const char *)b + sub->offset);
+	}
+	return "";
+}
+
+void node_range_note_ops(struct meta_group *g, Iolake__Meta__Op *const *ops, size_t n_ops,
+			 const struct meta_op_result *res)
+{
+	if (g->id == 0 || !res)
+		return;
+	for (size_t i = 0; i < n_ops; i++)
+		if (ops[i]->range_id && res[i].err == 0)
+			node_range_note(g, ops[i]->range_id, op_key(ops[i]));
+}
+
+/* A range group leader's load figures on its open rows (RangeDesc 24-27;
+ * zeros for a range with no request counted); the entries of ranges no
+ * longer open here are dropped. */
+static void add_load(struct meta_group *g, Iolake__Meta__RangeDesc **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i]->load = !v[i]->sealed;
+	if (!g->heat)
+		return;
+	uint64_t *ids = calloc(n + 1, sizeof(*ids));
+	size_t k = 0;
+	uint64_t now = loop_now_ms();
+	for (size_t i = 0; i < n; i++) {
+		if (v[i]->sealed)
+			continue;
+		if (ids)
+			ids[k++] = v[i]->id;
+		struct range_heat_figures f;
+		if (!range_heat_get(g->heat, v[i]->id, v[i]->start, now, &f))
+			continue;
+		char *key = f.split_key[0] ? strdup(f.split_key) : NULL;
+		v[i]->load_requests = f.requests;
+		v[i]->load_rps = f.rps;
+		if (key)
+			v[i]->load_split_key = key;
+	}
+	if (ids)
+		range_heat_keep(g->heat, ids, k);
+	free(ids);
 }
 
 static void free_ranges(Iolake__Meta__RangeDesc **v, size_t n)
@@ -112,6 +194,8 @@ void node_serve_get_ranges(struct meta_group *g, struct rpc_req *r)
 		}
 	} else {
 		rc = meta_state_list_open_ranges(g->state, &v, &n);
+		if (rc == 0)
+			add_load(g, v, n);
 	}
 	if (rc)
 		goto fail;

@@ -289,6 +289,19 @@ static int list_gate(struct meta_group *g, struct rpc_req *r, uint64_t range_id,
 	return rc;
 }
 
+/* Where a listing page of range rd starts, for its load sample: after
+ * start_after, else at the prefix, else at the range's first key (never
+ * below it). A token is not decoded: its page counts at start_after. */
+static const char *list_key(const Iolake__Meta__RangeDesc *rd, const char *start_after,
+			    const char *prefix)
+{
+	if (start_after[0] && strcmp(start_after, rd->start) > 0)
+		return start_after;
+	if (prefix[0] && strcmp(prefix, rd->start) > 0)
+		return prefix;
+	return rd->start;
+}
+
 static void serve_get_bucket(struct meta_group *g, struct rpc_req *r)
 {
 	Iolake__Meta__GetBucketResponse resp = IOLAKE__META__GET_BUCKET_RESPONSE__INIT;
@@ -342,6 +355,7 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 		/* the bucket record lives in the root: the router reads it there */
 		return;
 	}
+	node_range_note(g, q->range_id, q->key);   /* load splits */
 	if (q->with_bucket && !q->range_id) {
 		int brc = meta_state_get_bucket(g->state, q->bucket, &b);
 		if (brc == 0 && g->id == 0)
@@ -381,6 +395,8 @@ static void serve_list_objects(struct meta_group *g, struct rpc_req *r)
 		rpc_respond(r, &resp.base, NULL);
 		return;
 	}
+	if (rd)   /* load splits: a page counts where it starts */
+		node_range_note(g, q->range_id, list_key(rd, q->start_after, q->prefix));
 	struct meta_list_req lr = {
 		.lo = rd ? rd->start : NULL,
 		.hi = rd ? rd->end : NULL,
@@ -716,6 +732,7 @@ static void serve_get_version(struct meta_group *g, struct rpc_req *r)
 	Iolake__Meta__ObjectRecord *rec = NULL;
 	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status))
 		return;
+	node_range_note(g, q->range_id, q->key);   /* load splits */
 	int rc = meta_state_get_version(g->state, q->bucket, q->key, q->version_id, &rec);
 	if (read_failed(r, rc))
 		return;

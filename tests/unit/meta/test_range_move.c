@@ -24,6 +24,14 @@
  *               holds fewer than 3,000; after deleting 49 of every 50
  *               records, --range-merge-objects 1500 merges them back into
  *               one; counters and listings equal the model throughout.
+ *   load_split_no_flap  --range-split-load 200, --range-split-load-secs 1
+ *               and --range-merge-objects 100000 (every pair is small
+ *               enough to merge): random PUTs and DELETEs over an empty
+ *               range get it split by load within 30 s; while the load
+ *               lasts the bucket's range count never goes down (no merge
+ *               of the hot halves); once it stops, the ranges merge back
+ *               into one; no op fails, counters and listings equal the
+ *               model.
  */
 #include <check.h>
 #include <errno.h>
@@ -47,6 +55,10 @@
 
 #define WAIT_MS 30000
 
+/* --range-split-load and its seconds for the next cluster_up_opts (0: off) */
+static uint64_t SPLIT_LOAD;
+static unsigned SPLIT_LOAD_SECS;
+
 static void cluster_up_opts(struct cluster *c, uint64_t split_objects, uint64_t merge_objects)
 {
 	memset(c, 0, sizeof(*c));
@@ -68,6 +80,8 @@ static void cluster_up_opts(struct cluster *c, uint64_t split_objects, uint64_t 
 			.range_groups = 2,
 			.range_split_objects = split_objects,
 			.range_merge_objects = merge_objects,
+			.range_split_load = SPLIT_LOAD,
+			.range_split_load_secs = SPLIT_LOAD_SECS,
 			.range_poll_ms = 300,
 			.election_timeout_ms = 300,
 			.heartbeat_timeout_ms = 50,
@@ -641,6 +655,74 @@ START_TEST(auto_split_merge)
 }
 END_TEST
 
+static void on_stop(uv_timer_t *t)
+{
+	*(bool *)t->data = true;
+}
+
+/* Random PUTs and DELETEs, window in flight, for about ms milliseconds. */
+static void load_for(uv_loop_t *loop, struct meta_client *cli, struct model *m, unsigned window,
+		     unsigned ms)
+{
+	bool stop = false, closed = false;
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	t.data = &stop;
+	uv_timer_start(&t, on_stop, ms, 0);
+	load(loop, cli, m, window, &stop, 0);
+	t.data = &closed;
+	uv_close((uv_handle_t *)&t, on_poke_closed);
+	while (!closed)
+		uv_run(loop, UV_RUN_NOWAIT);
+}
+
+START_TEST(load_split_no_flap)
+{
+	struct cluster c;
+	SPLIT_LOAD = 200;
+	SPLIT_LOAD_SECS = 1;
+	cluster_up_opts(&c, 0, 100000);
+	SPLIT_LOAD = 0;
+	SPLIT_LOAD_SECS = 0;
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct meta_client *cli;
+	new_client(&loop, &c, &cli);
+	setup(&loop, cli);
+	struct model *m = model_new(9);
+	size_t most = 1;
+	unsigned hot_rounds = 0;
+	uint64_t t0 = loop_now_ms();
+	unsigned acked0 = m->acked;
+	for (int round = 0; hot_rounds < 10; round++) {
+		ck_assert_msg(round < 60, "no split by load in 30 s");
+		load_for(&loop, cli, m, 64, 500);
+		Iolake__Meta__GetRangesResponse *t = get_ranges(&loop, cli, "bkt", 0);
+		size_t n = t->n_ranges;
+		free_msg(t);
+		ck_assert_msg(n >= most, "a merge while the load lasted: %zu ranges after %zu", n,
+			      most);
+		most = n;
+		hot_rounds += n >= 2;
+	}
+	uv_update_time(&loop);
+	fprintf(stderr, "load split: %zu ranges under %.0f ops/s\n", most,
+		(m->acked - acked0) * 1000.0 / (double)(loop_now_ms() - t0 + 1));
+	ck_assert_uint_eq(m->failed, 0);
+	check_table(&loop, cli, m, 0);
+	check_listing(&loop, cli, m, 1000);
+	/* cold now: every pair under half the threshold for a second merges */
+	wait_settled(&loop, cli, 100000, 1, 1);
+	check_table(&loop, cli, m, 1);
+	check_listing(&loop, cli, m, 7);
+	model_free(m);
+	meta_client_close(cli);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	uv_loop_close(&loop);
+	cluster_free(&c);
+}
+END_TEST
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -655,6 +737,7 @@ int main(void)
 	tcase_add_test(tc, split_merge_under_load);
 	tcase_add_test(tc, resume_after_crash);
 	tcase_add_test(tc, auto_split_merge);
+	tcase_add_test(tc, load_split_no_flap);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
