@@ -187,6 +187,12 @@ static void on_closed(void *arg)
 	closed = true;
 }
 
+/* Long enough that the steps between the first candidates and the check
+ * that they are still there (a store PUT, 350 ms of loop) end inside it
+ * on a loaded 2-core CI machine: at 400 ms the grace once ran out first
+ * (candidates 3 expected, 1 seen: b1 and c1 already deleted). */
+#define GRACE_MS 1500
+
 START_TEST(test_sweep)
 {
 	char dir[64] = "/dev/shm/iolake-sweep-XXXXXX", dev[128], meta[128];
@@ -221,7 +227,7 @@ START_TEST(test_sweep)
 	struct metrics_registry *reg = metrics_registry_new();
 	const char *members[1] = { "local:sweep-meta" };
 	struct osd_sweep_opts wo = { .osd_id = 1, .meta = members, .n_meta = 1,
-				     .grace_ms = 400, .interval_ms = 40, .page_keys = 3,
+				     .grace_ms = GRACE_MS, .interval_ms = 40, .page_keys = 3,
 				     .metrics = reg };
 	struct osd_sweep *sw = NULL;
 	ck_assert_int_eq(osd_sweep_start(&loop, st, &wo, &sw), 0);
@@ -254,7 +260,7 @@ START_TEST(test_sweep)
 	osd_sweep_stats(sw, &ss);
 	ck_assert_uint_eq(ss.candidates, 3);
 	fake_ref(5, 0xe1, true);
-	while (loop_now_ms() - t0 < 1200)
+	while (loop_now_ms() - t0 < GRACE_MS + 800)
 		run_ms(&loop, 50);
 	osd_sweep_stats(sw, &ss);
 	printf("after the grace: candidates %llu, deleted %llu shards, %llu bytes\n",
