@@ -166,10 +166,25 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	*b = uv_buf_init(c->rbuf + c->rlen, (unsigned)(sizeof(c->rbuf) - c->rlen));
 }
 
+/* The parser waits at the end of a bodiless plain-HTTP request while its
+ * exchange runs: the socket stays read. Nothing of that request points
+ * into rbuf (its head is in the parser's arena, it has no body), so bytes
+ * that come meanwhile (a pipelined request) only queue in rbuf; and
+ * stopping and restarting the read cost two epoll_ctl per request
+ * (libuv forgets the fd's registration on stop: EPOLL_CTL_ADD fails
+ * EEXIST, then MOD), two of a GET's ~7 syscalls. A request with a body
+ * still stops reading at its end (its handler may hold body bytes in
+ * rbuf), and TLS keeps its drained-state rule. */
+static bool reads_between(const struct conn *c)
+{
+	return c->active && c->hp.msg_done && !c->hp.req.has_body && !c->tc && !c->peer_eof;
+}
+
 void conn_update_reading(struct conn *c)
 {
 	bool want = c->phase == LINGER ||
-		    (c->phase == ACTIVE && !c->paused && !http_parse_paused(&c->hp) &&
+		    (c->phase == ACTIVE && !c->paused && !c->peer_eof &&
+		     (!http_parse_paused(&c->hp) || reads_between(c)) &&
 		     !http_parse_error(&c->hp) && !c->limited &&
 		     c->rlen - c->rpos < sizeof(c->rbuf) && (!c->tc || tls_conn_drained(c->tc)));
 	if (want == c->reading)
@@ -253,6 +268,15 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 	if (n == 0 || n == UV_ENOBUFS)
 		return;
 	if (n < 0) {
+		if (n == UV_EOF && c->phase == ACTIVE && reads_between(c)) {
+			/* The client half-closed after a whole request (read
+			 * only because of reads_between): answer it and what
+			 * it pipelined before, then close (process), as when
+			 * the EOF was read after the answers. */
+			c->peer_eof = true;
+			conn_update_reading(c);
+			return;
+		}
 		conn_eof(c);
 		return;
 	}
@@ -495,6 +519,10 @@ static void process(struct conn *c)
 		reply_error(c, err ? err : 503);
 		return;
 	}
+	if (c->peer_eof && !c->active) {
+		conn_eof(c);   /* every whole request answered */
+		return;
+	}
 	if (c->rpos == c->rlen)
 		c->rpos = c->rlen = 0;
 	conn_update_reading(c);
@@ -526,6 +554,10 @@ void conn_linger(struct conn *c)
 {
 	if (c->phase != ACTIVE)
 		return;
+	if (c->peer_eof) {   /* nothing more can come: no RST to avoid */
+		conn_close(c, 0);
+		return;
+	}
 	c->phase = LINGER;
 	c->linger_bytes = 0;
 	if (c->tc) { /* close_notify goes out before the FIN */

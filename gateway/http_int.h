@@ -68,6 +68,7 @@ struct conn {
 	bool paused;               /* by the handler */
 	bool continue_pending;
 	bool close_after;
+	bool peer_eof;             /* EOF read during the exchange (reads_between) */
 	bool resp_started;
 	bool head_pending;         /* head composed, not yet written */
 	bool resp_chunked;

@@ -344,8 +344,11 @@ void s3_rq_gate(struct s3_call *c)
 		return;
 	if (res == S3_RES_BUCKET)
 		s3_rq_bucket(&g->rq, g->rq.bucket, on_gate_bucket);
-	else
+	else {
+		/* A read decides on ACL and policy, never on quota. */
+		g->rq.head.no_usage = h->action == S3_ACT_GetObject;
 		s3_rq_head_start(&g->rq, g->rq.bucket, g->rq.key, true, on_gate_object);
+	}
 }
 
 /* ------------------------------------------------------------ versioning stamps */

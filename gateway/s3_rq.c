@@ -349,6 +349,7 @@ int s3_head_start(struct meta_client *mc, struct s3_head *h, const char *bucket,
 	req.bucket = (char *)bucket;
 	req.key = (char *)key;
 	req.with_bucket = h->with_bucket;
+	req.no_usage = h->with_bucket && h->no_usage;
 	h->cb = cb;
 	h->bkt = NULL;
 	return meta_client_call(mc, META_M_HEAD_OBJECT, &req.base, on_head, h);

@@ -121,6 +121,10 @@ struct s3_head {
 	 * finds a copy in bkt (the caller's to free) when the bucket exists,
 	 * and e is NoSuchBucket when it does not. */
 	bool with_bucket;
+	/* with_bucket for a read (the gate of GetObject, HeadObject): the
+	 * bucket comes without its usage and its owner's quota, which only a
+	 * write's quota check reads (s3_quota.h); meta skips two reads. */
+	bool no_usage;
 	Iolake__Meta__Bucket *bkt;
 	/* Versioning: NoSuchKey because the current version is a delete
 	 * marker (its id in marker_vid, "" for null). */

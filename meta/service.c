@@ -358,7 +358,7 @@ static void serve_head_object(struct meta_group *g, struct rpc_req *r)
 	node_range_note(g, q->range_id, q->key);   /* load splits */
 	if (q->with_bucket && !q->range_id) {
 		int brc = meta_state_get_bucket(g->state, q->bucket, &b);
-		if (brc == 0 && g->id == 0)
+		if (brc == 0 && g->id == 0 && !q->no_usage)
 			brc = meta_state_quota_fill(g->state, b);
 		if (read_failed(r, brc)) {
 			meta_state_free_msg(b);

@@ -105,6 +105,15 @@ def main():
         for i in range(3):
             s3.put_object(Bucket="qobj", Key="k%d" % i, Body=b"x" * 1000)
         refused(lambda: s3.put_object(Bucket="qobj", Key="k3", Body=b"y"), "4th PUT (objects 3/3)")
+        # A read's gate asks meta for the bucket without its usage
+        # (HeadObject no_usage): reads of a full bucket pass, and the
+        # next write is still checked against the usage.
+        body = s3.get_object(Bucket="qobj", Key="k1")["Body"].read()
+        head = s3.head_object(Bucket="qobj", Key="k2")
+        expect(body == b"x" * 1000 and head["ContentLength"] == 1000,
+               "GET and HEAD in a full bucket pass")
+        refused(lambda: s3.put_object(Bucket="qobj", Key="k3", Body=b"y"),
+                "PUT after those reads (objects 3/3)")
         s3.create_bucket(Bucket="src")
         s3.put_object(Bucket="src", Key="s", Body=b"z" * 100)
         refused(lambda: s3.copy_object(Bucket="qobj", Key="copy", CopySource="src/s"),

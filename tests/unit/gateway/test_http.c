@@ -174,6 +174,11 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 		http_pause(s);
 		rs->answer_later = true;
 		start_timer(rs, 5);
+	} else if (path_is(r, "/later")) {
+		/* As a GET does: answered later, the connection not paused
+		 * (the socket stays read while it waits). */
+		rs->answer_later = true;
+		start_timer(rs, 30);
 	} else if (path_is(r, "/hang")) {
 		http_pause(s); /* never answers: only shutdown ends it */
 	}
@@ -729,6 +734,61 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
+/* Bytes and an EOF that come while a bodiless request is answered (the
+ * socket is read between requests, http.c reads_between): the requests
+ * pipelined behind it are answered in order after it, and the connection
+ * is closed only once all of them were. */
+START_TEST(test_half_close_in_flight)
+{
+	struct rd r = { .fd = dial() };
+	send_str(r.fd, "GET /later?i=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+	usleep(10 * 1000);   /* inside /later's 30 ms */
+	send_str(r.fd, "GET /hello?i=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+		       "GET /later?i=3 HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert_int_eq(shutdown(r.fd, SHUT_WR), 0);
+	struct resp p;
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/later?i=1");
+	ck_assert_str_eq(p.body, "later");
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/hello?i=2");
+	ck_assert_str_eq(p.body, "hello");
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/later?i=3");
+	ck_assert_str_eq(p.body, "later");
+	ck_assert(peer_closed(&r));
+	close(r.fd);
+	struct snap sn = wait_for(all_finished);
+	ck_assert_int_eq(sn.finished, 3);
+	ck_assert_int_eq(sn.finished_err, 0);
+
+	/* A half-close right after one request: answered, then closed. */
+	r = (struct rd){ .fd = dial() };
+	send_str(r.fd, "GET /later?i=4 HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert_int_eq(shutdown(r.fd, SHUT_WR), 0);
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/later?i=4");
+	ck_assert(peer_closed(&r));
+	close(r.fd);
+	sn = wait_for(all_finished);
+	ck_assert_int_eq(sn.finished, 4);
+	ck_assert_int_eq(sn.finished_err, 0);
+
+	/* The same with Connection: close (the answer's end lingers). */
+	r = (struct rd){ .fd = dial() };
+	send_str(r.fd, "GET /later?i=5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	ck_assert_int_eq(shutdown(r.fd, SHUT_WR), 0);
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/later?i=5");
+	ck_assert(p.close);
+	ck_assert(peer_closed(&r));
+	close(r.fd);
+	sn = wait_for(all_finished);
+	ck_assert_int_eq(sn.finished, 5);
+	ck_assert_int_eq(sn.finished_err, 0);
+}
+END_TEST
+
 START_TEST(test_expect_continue)
 {
 	struct rd r = { .fd = dial() };
@@ -982,6 +1042,7 @@ int main(void)
 	tcase_add_test(tc, test_zero_put_then_get);
 	tcase_add_test(tc, test_chunked_request);
 	tcase_add_test(tc, test_pipelined);
+	tcase_add_test(tc, test_half_close_in_flight);
 	tcase_add_test(tc, test_expect_continue);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_big_response_slow_reader);
