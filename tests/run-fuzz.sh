@@ -41,7 +41,10 @@ for f in "$build"/fuzz_*; do
 		set -- -seed=1 -runs=20000 "$work" "$seeds"
 	fi
 	t0=$(date +%s)
-	if "$f" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@" >"$log" 2>&1; then
+	# Crash, timeout and slow-unit inputs go beside the log, not into the
+	# caller's working directory (a checkout's top, where git sees them).
+	if "$f" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$build/$name-" "$@" >"$log" 2>&1; then
 		t=$(( $(date +%s) - t0 ))
 		printf '  PASS    %-36s %s\n' "fuzz/$name" \
 			"$(awk -v t="$t" '/^stat::number_of_executed_units/ { n = $2 }
