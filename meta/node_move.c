@@ -40,6 +40,7 @@
 struct count {
 	uint64_t id, objects, bytes;
 	bool load;                     /* the group's leader gave load figures */
+	uint64_t requests;             /* its request count, when load */
 	char *split_key;               /* its load split key; NULL: none */
 };
 
@@ -173,12 +174,18 @@ static void auto_end(struct node_mover *mv)
 	mv->running = false;
 }
 
+/* mv->cnt and mv->tracks are sorted by id once a round's counts are in
+ * (auto_decide), so every per-range lookup of a round is a binary search:
+ * a look stays O(ranges log ranges) on the root leader's loop. */
+static int cmp_id(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static const struct count *count_of(const struct node_mover *mv, uint64_t id)
 {
-	for (size_t i = 0; i < mv->n_cnt; i++)
-		if (mv->cnt[i].id == id)
-			return &mv->cnt[i];
-	return NULL;
+	return mv->n_cnt ? bsearch(&id, mv->cnt, mv->n_cnt, sizeof(*mv->cnt), cmp_id) : NULL;
 }
 
 static void on_split_key(void *ud, int err, const ProtobufCMessage *resp)
@@ -209,21 +216,25 @@ static unsigned load_secs(const struct meta_node_opts *o)
 					: META_RANGE_SPLIT_LOAD_SECS_DEFAULT;
 }
 
+/* In the first n tracks (sorted by id). */
+static struct track *track_in(struct node_mover *mv, size_t n, uint64_t id)
+{
+	return n ? bsearch(&id, mv->tracks, n, sizeof(*mv->tracks), cmp_id) : NULL;
+}
+
 static struct track *track_of(struct node_mover *mv, uint64_t id)
 {
-	for (size_t i = 0; i < mv->n_tracks; i++)
-		if (mv->tracks[i].id == id)
-			return &mv->tracks[i];
-	return NULL;
+	return track_in(mv, mv->n_tracks, id);
 }
 
 /* Range id's leader counted `requests` by now_ms: its rate since the last
  * look, and the runs over the threshold and under half of it. A smaller
  * count than before is another leader's: the runs start again. */
-static void track_note(struct node_mover *mv, uint64_t id, uint64_t requests, uint64_t now_ms)
+static void track_note(struct node_mover *mv, size_t n_sorted, uint64_t id, uint64_t requests,
+		       uint64_t now_ms)
 {
 	uint64_t limit = mv->n->o.range_split_load;
-	struct track *t = track_of(mv, id);
+	struct track *t = track_in(mv, n_sorted, id);
 	if (!t) {
 		if (mv->n_tracks == mv->cap_tracks) {
 			size_t cap = mv->cap_tracks ? 2 * mv->cap_tracks : 64;
@@ -261,15 +272,29 @@ static void track_note(struct node_mover *mv, uint64_t id, uint64_t requests, ui
 	t->at_ms = now_ms;
 }
 
-/* Forget the tracks of ranges no group reported open this round. */
-static void tracks_prune(struct node_mover *mv)
+/* A round's counts are in: sort them; forget the tracks of ranges no
+ * group reported open this round; note each reported load (new tracks
+ * go after the sorted ones, each range id is reported once); sort the
+ * tracks again. */
+static void tracks_update(struct node_mover *mv, uint64_t now_ms)
 {
+	if (mv->n_cnt)
+		qsort(mv->cnt, mv->n_cnt, sizeof(*mv->cnt), cmp_id);
 	for (size_t i = 0; i < mv->n_tracks;) {
 		if (count_of(mv, mv->tracks[i].id))
 			i++;
 		else
 			mv->tracks[i] = mv->tracks[--mv->n_tracks];
 	}
+	if (mv->n_tracks)
+		qsort(mv->tracks, mv->n_tracks, sizeof(*mv->tracks), cmp_id);
+	size_t n_sorted = mv->n_tracks;
+	if (mv->n->o.range_split_load)
+		for (size_t i = 0; i < mv->n_cnt; i++)
+			if (mv->cnt[i].load)
+				track_note(mv, n_sorted, mv->cnt[i].id, mv->cnt[i].requests, now_ms);
+	if (mv->n_tracks > n_sorted)
+		qsort(mv->tracks, mv->n_tracks, sizeof(*mv->tracks), cmp_id);
 }
 
 /* A range to split by load: over the threshold for load_secs, with a
@@ -338,7 +363,7 @@ static void auto_decide(struct node_mover *mv)
 		auto_end(mv);
 		return;
 	}
-	tracks_prune(mv);
+	tracks_update(mv, now);
 	const Iolake__Meta__RangeDesc *split = NULL, *ml = NULL, *mr = NULL, *hot = NULL;
 	const char *hot_key = NULL;
 	for (size_t i = 0; i < cnt && !split; i++) {
@@ -427,12 +452,9 @@ static void on_counts(void *ud, int err, const ProtobufCMessage *resp)
 		}
 		const Iolake__Meta__RangeDesc *d = g->ranges[i];
 		struct count *c = &mv->cnt[mv->n_cnt++];
-		*c = (struct count){ d->id, d->objects, d->bytes, d->load, NULL };
-		if (d->load && mv->n->o.range_split_load) {
-			track_note(mv, d->id, d->load_requests, loop_now_ms());
-			if (d->load_split_key[0])
-				c->split_key = strdup(d->load_split_key);
-		}
+		*c = (struct count){ d->id, d->objects, d->bytes, d->load, d->load_requests, NULL };
+		if (d->load && mv->n->o.range_split_load && d->load_split_key[0])
+			c->split_key = strdup(d->load_split_key);
 	}
 	auto_next(mv);
 }
