@@ -185,7 +185,7 @@ void conn_update_reading(struct conn *c)
 	bool want = c->phase == LINGER ||
 		    (c->phase == ACTIVE && !c->paused && !c->peer_eof &&
 		     (!http_parse_paused(&c->hp) || reads_between(c)) &&
-		     !http_parse_error(&c->hp) && !c->limited &&
+		     !http_parse_error(&c->hp) && !c->limited && !c->limited_keep &&
 		     c->rlen - c->rpos < sizeof(c->rbuf) && (!c->tc || tls_conn_drained(c->tc)));
 	if (want == c->reading)
 		return;
@@ -358,10 +358,20 @@ static void ev_head(void *ud, struct http_request *req)
 		limit_unlock(srv);
 	}
 	if (!ok) {
-		/* Refused before the handler (and SigV4) sees it. */
+		/* Refused before the handler (and SigV4) sees it. A bodiless
+		 * request on a keep-alive connection is answered and the
+		 * connection kept (as nginx's limit_req does): the parser runs
+		 * on to the message's end, and a refusal then costs a parse,
+		 * a write and a read, where closing costs the client a new
+		 * connection and the server an accept, a hand-off to a loop, a
+		 * shutdown, a linger and a close, per refused request. One
+		 * with a body is answered and the connection closed (its body
+		 * is not read). */
 		count(srv->m_refused_rate, &srv->stats.limit_requests_refused);
 		c->limited = true;
-		http_parse_pause(&c->hp);
+		c->limited_keep = !req->has_body && req->keep_alive && !srv->closing;
+		if (!c->limited_keep)
+			http_parse_pause(&c->hp);
 		return;
 	}
 	c->active = true;
@@ -461,7 +471,8 @@ void conn_maybe_finish(struct conn *c)
 
 /* A malformed head, or one refused by the rate limit (503: an S3
  * SlowDown error, as S3 answers throttling): answer it ourselves and
- * close. */
+ * close; a refusal with c->limited_keep keeps the connection (ev_head),
+ * and conn_refusal_done goes on once the answer is written. */
 static void reply_error(struct conn *c, int status)
 {
 	struct http_server *srv = c->srv;
@@ -479,12 +490,15 @@ static void reply_error(struct conn *c, int status)
 			 "<Message>Please reduce your request rate.</Message>"
 			 "<RequestId>%s</RequestId></Error>", c->request_id);
 	size_t blen = strlen(body);
+	bool keep = status == 503 && c->limited_keep && c->hp.msg_done;
+	c->limited_keep = keep;
 	int n = snprintf(c->head, sizeof(c->head),
 			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\nx-amz-id-2: %s\r\n%s"
-			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+			 "Content-Length: %zu\r\n%s\r\n%s",
 			 status, http_reason(status), conn_date(srv), srv->cfg.server_name,
 			 srv->cfg.request_id_header, c->request_id, srv->host_id,
 			 blen ? "Content-Type: application/xml\r\n" : "", blen,
+			 keep ? "" : "Connection: close\r\n",
 			 c->hp.req.method == HTTP_HEAD ? "" : body);
 	srv->stats.responses[status / 100]++;
 	uv_buf_t b = uv_buf_init(c->head, (unsigned)n);
@@ -492,8 +506,15 @@ static void reply_error(struct conn *c, int status)
 		conn_close(c, 0);
 		return;
 	}
-	/* Nothing more is parsed; the write's completion starts lingering. */
 	arm(c, T_NONE, 0, false);
+	if (keep) {
+		/* Pipelined bytes stay in rbuf; reading waits for the write
+		 * (conn_update_reading), then conn_refusal_done. */
+		c->limited = false;
+		conn_update_reading(c);
+		return;
+	}
+	/* Nothing more is parsed; the write's completion starts lingering. */
 	c->rpos = c->rlen = 0;
 	c->reading = false;
 	uv_read_stop((uv_stream_t *)&c->tcp);
@@ -542,6 +563,13 @@ static void on_kick(uv_idle_t *h)
 			process(c);
 	}
 	uv_idle_stop(h);
+}
+
+void conn_refusal_done(struct conn *c)
+{
+	c->limited_keep = false;
+	http_parse_next(&c->hp);
+	conn_kick(c); /* the next request may be in rbuf already */
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)

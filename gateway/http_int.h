@@ -83,6 +83,7 @@ struct conn {
 	struct tls_conn *tc;       /* its TLS state (common/tls.h), NULL: plain */
 	uint32_t limit_slot;       /* http_limit's entry for the peer */
 	bool limited;              /* this request is refused (rate limit) */
+	bool limited_keep;         /* ... and the connection outlives the refusal */
 	uint64_t body_win_ns;      /* start of the body-rate window (0: none) */
 	uint64_t body_win_bytes;   /* body bytes seen in that window */
 	uint8_t peer_bin[16];      /* the peer as IPv6 (IPv4 mapped) */
@@ -134,6 +135,9 @@ struct http_server {
 /* ------------------------------------------------------------ http.c */
 
 /* Close the connection (an active exchange gets on_finish(err)). */
+/* The server's own 503 on a connection that stays is on the wire: go on
+ * with the next request (http.c). */
+void conn_refusal_done(struct conn *c);
 /* Fill c->peer from the accepted socket (http_resp.c). */
 void conn_peer_name(struct conn *c);
 void conn_close(struct conn *c, int err);

@@ -99,6 +99,8 @@ static void on_written(uv_write_t *req, int status)
 	if (last && c->phase == ACTIVE) {
 		if (c->active)
 			conn_maybe_finish(c);
+		else if (c->limited_keep)
+			conn_refusal_done(c); /* a 503 on a connection that stays */
 		else
 			conn_linger(c); /* the server's own error reply */
 	}

@@ -4,9 +4,12 @@ port (issue 16), all from 127.0.0.1 (loopback is not exempt):
 
 - request rate per address (--rate-per-addr 5 --rate-burst 20): a burst
   of requests gets about the bucket's worth through, the rest 503
-  SlowDown with an S3 XML body and Connection: close (HEAD: no body);
-  boto3 sees the SlowDown code; after a pause the address is served
-  again; /metrics counts exactly the refusals seen;
+  SlowDown with an S3 XML body (HEAD: no body); a bodiless keep-alive
+  request's refusal keeps the connection, which serves the next request
+  once the bucket refilled; a refused request with a body, or one that
+  asked for Connection: close, is answered with Connection: close and
+  the connection closed; boto3 sees the SlowDown code; after a pause the
+  address is served again; /metrics counts exactly the refusals seen;
 - signed requests give their token back: 100 boto3 requests in a row
   against the same 5/s, burst 20, are all served, and the address still
   has its burst for unsigned ones afterwards;
@@ -97,8 +100,8 @@ def test_rate(aio):
                 continue
             if s3sign.error_code(body) != "SlowDown":
                 fail("503 body: %r" % body)
-            if h.get("connection", "").lower() != "close":
-                fail("503 without Connection: close: %r" % h)
+            if h.get("connection", "").lower() == "close":
+                fail("a keep-alive GET's 503 closes the connection: %r" % h)
             if h.get("content-type") != "application/xml":
                 fail("503 content-type %r" % h.get("content-type"))
         else:
@@ -108,7 +111,8 @@ def test_rate(aio):
     if not (20 <= ok <= most) or ok + slow != 100:
         fail("burst of 100 in %.2f s: %d ok, %d SlowDown (wanted 20..%d ok)" % (dt, ok, slow, most))
     print("ok: 100 requests in %.2f s from one address: %d served, %d 503 SlowDown (XML, "
-          "Connection: close)" % (dt, ok, slow))
+          "connection kept)" % (dt, ok, slow))
+    slow += keep_alive_refusals(aio)
     while one(aio.port)[0] == 200:  # empty the bucket again
         pass
     slow += 1
@@ -127,6 +131,89 @@ def test_rate(aio):
     if refused - refused0 != slow:
         fail("metric counts %d refusals, saw %d" % (refused - refused0, slow))
     print("ok: served again after a pause; /metrics counted the %d refusals" % slow)
+
+
+class Raw:
+    """One connection, its answers read in order from one buffered reader."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.f = self.s.makefile("rb")
+
+    def send(self, req):
+        self.s.sendall(req)
+
+    def answer(self):
+        """(status, lower-cased head, body) of the next answer."""
+        line = self.f.readline()
+        if not line.startswith(b"HTTP/1.1 "):
+            fail("not an answer: %r" % line)
+        h = {}
+        while True:
+            ln = self.f.readline().decode().strip()
+            if not ln:
+                break
+            k, v = ln.split(":", 1)
+            h[k.strip().lower()] = v.strip()
+        return int(line.split()[1]), h, self.f.read(int(h.get("content-length", "0")))
+
+    def ask(self, req):
+        self.send(req)
+        return self.answer()
+
+    def closed(self):
+        return self.f.read(1) == b""
+
+    def close(self):
+        self.f.close()
+        self.s.close()
+
+
+def keep_alive_refusals(aio):
+    """Refusals on one connection; returns how many requests were refused."""
+    get = b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+    c = Raw(aio.port)
+    refused = 0
+    for _ in range(200):  # the bucket is empty after test_rate's burst
+        if c.ask(get)[0] == 503:
+            refused += 1
+            break
+    if not refused:
+        fail("no 503 in 200 requests on one connection")
+    # Two requests pipelined in one write: both answered, in order, and
+    # the connection still open after them.
+    c.send(get + get)
+    for _ in range(2):
+        st, h, body = c.answer()
+        if st == 503:
+            refused += 1
+            if s3sign.error_code(body) != "SlowDown" or h.get("connection") == "close":
+                fail("a pipelined refusal: %r %r" % (h, body))
+    time.sleep(0.5)  # 2.5 tokens back
+    st, h, _ = c.ask(get)
+    if st != 200:
+        fail("the kept connection is not served after a refill: %d" % st)
+    # Emptied again, a refusal of a request with a body closes (its body
+    # is not read), and so does one whose client asked to close.
+    while c.ask(get)[0] == 200:
+        pass
+    refused += 1
+    st, h, _ = c.ask(b"PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+    if st != 503 or h.get("connection") != "close":
+        fail("a refused PUT with a body: %d %r" % (st, h))
+    refused += 1
+    if not c.closed():
+        fail("the refused PUT's connection stays open")
+    c.close()
+    c = Raw(aio.port)
+    st, h, _ = c.ask(b"GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    if st != 503 or h.get("connection") != "close" or not c.closed():
+        fail("a refused Connection: close request: %d %r" % (st, h))
+    refused += 1
+    c.close()
+    print("ok: a bodiless keep-alive refusal keeps the connection (pipelined too) and it is "
+          "served after a refill; a body or Connection: close closes it")
+    return refused
 
 
 def test_signed_not_counted(aio):
