@@ -9,22 +9,27 @@
  */
 #include "gateway/gw_bcache.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct slot {
 	char *name;          /* NULL: empty */
-	uint8_t *packed;     /* the record as GetBucket answered it */
+	uint8_t *packed;     /* the record as GetBucket answered it; NULL: absent */
 	size_t len;
 	uint64_t digest;
 	uint64_t at_ms;      /* when it was read */
+	uint64_t gen;        /* absent: created_gen when meta said so */
 };
+
+/* Moved by every CreateBucket this process submits (gw_bcache.h). */
+static atomic_uint_fast64_t created_gen;
 
 struct gw_bcache {
 	struct slot *slots;
 	size_t mask;
 	uint64_t ttl_ms;
-	struct metrics_counter *hits, *misses, *stale;
+	struct metrics_counter *hits, *misses, *stale, *absent_hits;
 };
 
 struct gw_bcache *gw_bcache_new(size_t slots, uint64_t ttl_ms, struct metrics_registry *reg)
@@ -41,16 +46,18 @@ struct gw_bcache *gw_bcache_new(size_t slots, uint64_t ttl_ms, struct metrics_re
 	if (reg) {
 		/* Registered once per registry: a second loop's cache counts
 		 * into the first's counters (EEXIST: find them). */
-		static const char *const names[3][2] = {
+		static const char *const names[4][2] = {
 			{ "iolake_gw_bucket_cache_hits_total",
 			  "PUT gates answered from the bucket cache (no GetBucket)" },
 			{ "iolake_gw_bucket_cache_misses_total",
 			  "PUT gates that read the bucket from meta" },
 			{ "iolake_gw_bucket_cache_stale_total",
 			  "PUT commits refused because the bucket changed (read again)" },
+			{ "iolake_gw_bucket_cache_absent_hits_total",
+			  "anonymous requests answered NoSuchBucket from the cache (no meta read)" },
 		};
-		struct metrics_counter **m[3] = { &c->hits, &c->misses, &c->stale };
-		for (int i = 0; i < 3; i++) {
+		struct metrics_counter **m[4] = { &c->hits, &c->misses, &c->stale, &c->absent_hits };
+		for (int i = 0; i < 4; i++) {
 			*m[i] = metrics_counter_new(reg, names[i][0], names[i][1], NULL);
 			if (!*m[i])
 				*m[i] = metrics_counter_find(reg, names[i][0], NULL);
@@ -101,7 +108,7 @@ Iolake__Meta__Bucket *gw_bcache_get(struct gw_bcache *c, const char *name, uint6
 	if (!c)
 		return NULL;
 	struct slot *s = slot_of(c, name);
-	if (!s->name || strcmp(s->name, name) || now_ms - s->at_ms >= c->ttl_ms) {
+	if (!s->name || !s->packed || strcmp(s->name, name) || now_ms - s->at_ms >= c->ttl_ms) {
 		count(c->misses);
 		return NULL;
 	}
@@ -153,4 +160,40 @@ void gw_bcache_drop(struct gw_bcache *c, const char *name, bool stale)
 		slot_clear(s);
 	if (stale)
 		count(c->stale);
+}
+
+uint64_t gw_bcache_gen(void)
+{
+	return atomic_load_explicit(&created_gen, memory_order_acquire);
+}
+
+void gw_bcache_put_absent(struct gw_bcache *c, const char *name, uint64_t now_ms, uint64_t gen)
+{
+	if (!c || gen != gw_bcache_gen())
+		return;
+	struct slot *s = slot_of(c, name);
+	char *n = strdup(name);
+	if (!n)
+		return;
+	slot_clear(s);
+	s->name = n;
+	s->at_ms = now_ms;
+	s->gen = gen;
+}
+
+bool gw_bcache_absent(struct gw_bcache *c, const char *name, uint64_t now_ms)
+{
+	if (!c)
+		return false;
+	struct slot *s = slot_of(c, name);
+	if (!s->name || s->packed || strcmp(s->name, name) || now_ms - s->at_ms >= c->ttl_ms ||
+	    s->gen != gw_bcache_gen())
+		return false;
+	count(c->absent_hits);
+	return true;
+}
+
+void gw_bcache_bucket_created(void)
+{
+	atomic_fetch_add_explicit(&created_gen, 1, memory_order_acq_rel);
 }

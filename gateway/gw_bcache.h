@@ -1,7 +1,9 @@
 /*
  * gw_bcache.h — bucket records cached per gateway loop, so that a PUT's
  * gate does not read the bucket from meta (issue 19: fewer meta round
- * trips per PUT).
+ * trips per PUT); and buckets meta said do not exist, so that a flood of
+ * anonymous requests at a made-up bucket does not read meta once per
+ * request it lets through (issue 16).
  *
  * Why it is safe: a request authorized on a cached record carries that
  * record's digest (GetBucketResponse.bucket_digest) in its commit
@@ -65,5 +67,27 @@ void gw_bcache_put(struct gw_bcache *c, const Iolake__Meta__Bucket *b, uint64_t 
 /* Forget bucket name. stale: because a commit found it changed
  * (counted). */
 void gw_bcache_drop(struct gw_bcache *c, const char *name, bool stale);
+
+/* Absent buckets. Only anonymous requests are answered from these (the
+ * gate decides that): a signed request always asks meta, so a user who
+ * creates a bucket through one gateway and writes through another never
+ * sees NoSuchBucket. An anonymous reader may, for at most the TTL after
+ * a create through another gateway process; one through any loop of this
+ * process ends every absent entry at once (gw_bcache_bucket_created
+ * moves a process-wide generation each entry was made under). S3 also
+ * documents bucket creation as eventually consistent. */
+
+/* The generation now: taken before the read whose answer may go to
+ * gw_bcache_put_absent. */
+uint64_t gw_bcache_gen(void);
+/* Meta answered NoSuchBucket for name to a read that started at
+ * generation gen (a create submitted or answered since makes the entry
+ * void from the start). */
+void gw_bcache_put_absent(struct gw_bcache *c, const char *name, uint64_t now_ms, uint64_t gen);
+/* Whether name is known absent (counted as a hit when it is). */
+bool gw_bcache_absent(struct gw_bcache *c, const char *name, uint64_t now_ms);
+/* A CreateBucket of this process is submitted, or answered: forget
+ * every absent entry of every loop. Any thread. */
+void gw_bcache_bucket_created(void);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gateway/gw_bcache.h"
 #include "gateway/s3_access.h"
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_rq.h"
@@ -113,6 +114,7 @@ static void on_exists(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucke
 static void on_create_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__OpResult *res)
 {
 	(void)res;
+	gw_bcache_bucket_created(); /* reads that began before it: not absent */
 	if (!rq->c)
 		return;
 	if (e == S3E_BucketAlreadyOwnedByYou) {
@@ -170,6 +172,7 @@ static void op_create_bucket(struct s3_call *c)
 	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
 	op.body_case = IOLAKE__META__OP__BODY_CREATE_BUCKET;
 	op.create_bucket = &cb;
+	gw_bcache_bucket_created();
 	s3_rq_submit(rq, &op, S3_SUBJ_BUCKET_NEW, on_create_bucket);
 	free(acc);
 }

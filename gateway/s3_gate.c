@@ -176,7 +176,19 @@ int s3_rq_head_authz(struct s3_rq *rq, const char *bucket, const char *key,
 struct gate {
 	struct s3_rq rq;
 	const struct s3_handler *h;
+	bool anonymous;
+	uint64_t gen;   /* gw_bcache_gen() before the bucket was read */
 };
+
+/* An anonymous request meta answered NoSuchBucket: the next ones at
+ * this name are answered from the cache for its TTL (gw_bcache.h), so a
+ * flood at a made-up bucket reads meta once per TTL, not once per
+ * request the address limit lets through. */
+static void note_absent(struct gate *g, enum s3_err e)
+{
+	if (e == S3E_NoSuchBucket && g->anonymous)
+		gw_bcache_put_absent(g->rq.o->bcache, g->rq.bucket, loop_now_ms(), g->gen);
+}
 
 /* Allowed: run the handler with the records the decision was made on.
  * The gate's request steps aside first (the handler's s3_rq_new becomes
@@ -248,6 +260,7 @@ static void gate_bucket_decide(struct gate *g, enum s3_err e, Iolake__Meta__Buck
 static void on_gate_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__Bucket *b)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
+	note_absent(g, e);
 	Iolake__Meta__Bucket *copy = NULL;
 	if (!e && b && !(copy = (Iolake__Meta__Bucket *)s3u_copy_msg(&b->base)))
 		e = S3E_InternalError;
@@ -282,6 +295,7 @@ static bool gate_from_cache(struct gate *g)
 static void on_gate_object(struct s3_rq *rq, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
 {
 	struct gate *g = container_of(rq, struct gate, rq);
+	note_absent(g, e);
 	s3_cors_headers(rq->c, rq->head.bkt); /* on the answer, whatever it is */
 	e = head_verdict(rq, g->h->action, rq->key, e, &rec);
 	rq->bkt = rq->head.bkt;
@@ -337,9 +351,15 @@ void s3_rq_gate(struct s3_call *c)
 	if (!g)
 		return;
 	g->h = h;
+	g->anonymous = s3_call_auth(c)->anonymous;
+	g->gen = gw_bcache_gen();
 	/* Nothing of a body is read before the decision. */
 	if (s3_call_http(c)->has_body)
 		http_pause(s3_call_stream(c));
+	if (g->anonymous && gw_bcache_absent(o->bcache, g->rq.bucket, loop_now_ms())) {
+		s3_rq_fail(&g->rq, S3E_NoSuchBucket, NULL);
+		return;
+	}
 	if (res == S3_RES_BUCKET && gate_caches(&g->rq) && gate_from_cache(g))
 		return;
 	if (res == S3_RES_BUCKET)

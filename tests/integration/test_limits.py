@@ -354,6 +354,38 @@ def test_slow_body(aio):
     print("ok: a body at 100 B/s is cut after %.1f s (minimum 1000 B/s); no object" % dt)
 
 
+def absent_bucket_cache(aio, alice):
+    """Anonymous requests at a missing bucket read meta once per TTL; a
+    create voids the cache at once."""
+    name = "absent-b"
+    get = ("GET /%s/k HTTP/1.1\r\nHost: x\r\n\r\n" % name).encode()
+    hits = 'iolake_gw_bucket_cache_absent_hits_total'
+    c = Raw(aio.port)  # one connection: one loop's cache
+    h0 = metric(aio.port, hits)
+    for _ in range(10):
+        st, _, body = c.ask(get)
+        if st != 404 or s3sign.error_code(body) != "NoSuchBucket":
+            fail("anonymous GET of a missing bucket: %d %r" % (st, body))
+    got = metric(aio.port, hits) - h0
+    if got < 8:  # the first reads meta (a second if the TTL ran out between)
+        fail("10 anonymous GETs of a missing bucket: %d answered from the cache" % got)
+    # A signed request is never answered from it.
+    try:
+        alice.head_object(Bucket=name, Key="k")
+        fail("HEAD in a missing bucket succeeded")
+    except ClientError as e:
+        if e.response["Error"]["Code"] not in ("404", "NoSuchBucket"):
+            fail("signed HEAD in a missing bucket: %s" % e.response["Error"]["Code"])
+    alice.create_bucket(Bucket=name, ObjectOwnership="ObjectWriter", ACL="public-read")
+    alice.put_object(Bucket=name, Key="k", Body=b"now", ACL="public-read")
+    st, _, body = c.ask(get)  # within the TTL of the entry made above
+    if st != 200 or body != b"now":
+        fail("anonymous GET right after the create: %d %r" % (st, body))
+    c.close()
+    print("ok: anonymous GETs of a missing bucket: NoSuchBucket, %d of 10 from the cache; "
+          "served at once after a create" % got)
+
+
 def test_per_user():
     aio = aio_py.Aio(args=["--max-conns-per-addr", "0",
                            "--rate-per-user", "10", "--bytes-per-user", "256KiB"])
@@ -373,6 +405,7 @@ def test_per_user():
         alice, bob = keys["alice"], keys["bob"]
         alice.create_bucket(Bucket="alice-b")
         bob.create_bucket(Bucket="bob-b")
+        absent_bucket_cache(aio, alice)
         time.sleep(2.5)  # both request buckets full again
 
         def code(fn, **kw):
