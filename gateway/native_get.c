@@ -1,7 +1,8 @@
 /*
  * native_get.c — the native protocol's reads: Get (a byte range of at most
  * NATIVE_CHUNK_MAX, its bytes as the answer's payload) and Head. The
- * record and its bucket come in one HeadObject; s3_rq_decide answers
+ * record and its bucket (without its usage: no_usage, as S3's GET gate)
+ * come in one HeadObject; s3_rq_decide answers
  * s3:GetObject on them (a missing key: NoSuchKey only to a caller who may
  * list the bucket, as S3); the bytes come inline from the record, from one
  * gw_data GET of its layout, or segment by segment for a multipart object
@@ -320,5 +321,8 @@ void native_get_step(struct native_call *nc)
 		native_fail(nc, S3E_InvalidArgument, "a key is needed");
 		return;
 	}
+	/* A read decides on ACL and policy, never on quota: the bucket
+	 * without its usage, as S3's GET gate asks (s3_gate.c). */
+	nc->head.no_usage = true;
 	native_head(nc, nc->rq.bucket, nc->rq.key, on_get_head);
 }
