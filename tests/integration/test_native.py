@@ -157,6 +157,8 @@ def run(aio):
     expect(r.returncode, 0, "rm of a missing key succeeds, as S3")
     r = cli(ep, "get", "nosuchbucket/x", "-")
     expect(code_of(r), "NoSuchBucket", "a missing bucket: NoSuchBucket")
+    r = cli(ep, "put", "nosuchbucket/x", stdin=b"inline")
+    expect(code_of(r), "NoSuchBucket", "an inline Put into a missing bucket: NoSuchBucket")
     r = cli(ep, "put", "%s/%s" % (b, "k" * 1025), stdin=b"x")
     expect(code_of(r), "KeyTooLongError", "a key of 1,025 bytes: KeyTooLongError")
     r = cli(ep, "put", "%s/%s" % (b, "k" * 1024), stdin=b"x")
