@@ -1,7 +1,9 @@
 /*
  * native_get.c — the native protocol's reads: Get (a byte range of at most
  * NATIVE_CHUNK_MAX, its bytes as the answer's payload) and Head. The
- * record and its bucket come in one HeadObject; s3_rq_decide answers
+ * record and its bucket (without its usage: no_usage, as S3's GET gate)
+ * come in one HeadObject, used in place (a copy of the record only for a
+ * Get that reads shards); s3_rq_decide answers
  * s3:GetObject on them (a missing key: NoSuchKey only to a caller who may
  * list the bucket, as S3); the bytes come inline from the record, from one
  * gw_data GET of its layout, or segment by segment for a multipart object
@@ -72,10 +74,12 @@ static void fill_resp(Iolake__Native__GetResponse *r, const Iolake__Meta__Object
 	r->content_type = rec->content_type;
 }
 
-static void get_respond(struct nget *g)
+/* Answer with rec's attributes (g->rec, or the borrowed HeadObject answer
+ * while its callback runs) and the range's bytes; frees g. */
+static void get_respond(struct nget *g, const Iolake__Meta__ObjectRecord *rec)
 {
 	Iolake__Native__GetResponse r = IOLAKE__NATIVE__GET_RESPONSE__INIT;
-	fill_resp(&r, g->rec);
+	fill_resp(&r, rec);
 	r.offset = g->off;
 	r.length = g->len;
 	struct buf_slice p = { .buf = g->out, .off = 0, .len = g->out_len };
@@ -200,22 +204,23 @@ static void pump(struct nget *g)
 			get_fail(g, S3E_InternalError, "short read");
 			return;
 		}
-		get_respond(g);
+		get_respond(g, g->rec);
 		return;
 	}
 }
 
-static void get_start(struct native_call *nc, Iolake__Meta__ObjectRecord *rec)
+/* rec is borrowed (the HeadObject answer, valid during its callback):
+ * an inline or empty range is answered from it at once; a GET of shards
+ * keeps a copy (g->rec). */
+static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *rec)
 {
 	const Iolake__Native__GetRequest *m = (const void *)nc->msg;
 	struct nget *g = calloc(1, sizeof(*g));
 	if (!g) {
-		s3u_free_msg(rec);
 		native_fail(nc, S3E_InternalError, NULL);
 		return;
 	}
 	g->nc = nc;
-	g->rec = rec;
 	if (m->if_etag && m->if_etag[0] && strcmp(m->if_etag, rec->etag)) {
 		get_fail(g, S3E_PreconditionFailed, "the object changed (if_etag)");
 		return;
@@ -234,7 +239,7 @@ static void get_start(struct native_call *nc, Iolake__Meta__ObjectRecord *rec)
 	if (g->len > NATIVE_CHUNK_MAX)
 		g->len = NATIVE_CHUNK_MAX;
 	if (!g->len) {
-		get_respond(g);
+		get_respond(g, rec);
 		return;
 	}
 	if (gw_rec_is_inline(rec)) {
@@ -247,9 +252,14 @@ static void get_start(struct native_call *nc, Iolake__Meta__ObjectRecord *rec)
 			return;
 		}
 		g->out_len = g->len;
-		get_respond(g);
+		get_respond(g, rec);
 		return;
 	}
+	if (!(g->rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&rec->base))) {
+		get_fail(g, S3E_InternalError, NULL);
+		return;
+	}
+	rec = g->rec;   /* the GET's from here on */
 	/* A recycled block: a fresh 4 MiB buffer per GET was 1,024 page
 	 * faults (issue 19). */
 	if (!(g->out = rpc_buf_new(g->len))) {
@@ -286,17 +296,27 @@ static void get_start(struct native_call *nc, Iolake__Meta__ObjectRecord *rec)
 	pump(g);
 }
 
-static void on_get_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+/* The HeadObject answer (record and bucket), used in place: it is valid
+ * while this callback runs (the local RPC's arena), which is as long as a
+ * Head, an inline Get or a refusal needs it; no copy of the bucket is
+ * made, and of the record only for a Get of shards (s3_head_start copies
+ * both for callers that keep them). The errors are s3_head_start's. */
+static void on_get_meta(void *ud, int err, const ProtobufCMessage *resp)
 {
-	struct native_call *nc = native_call_of_head(h);
+	struct native_call *nc = ud;
+	const Iolake__Meta__HeadObjectResponse *r = (const void *)resp;
+	enum s3_err e = s3_status_err(S3_SUBJ_OBJECT_READ, err, err ? 0 : (int)r->status);
+	if (!err && !r->bucket)
+		e = S3E_NoSuchBucket;
+	if (e == S3E_OK && !r->record)
+		e = S3E_NoSuchKey;
 	if (e && e != S3E_NoSuchKey) {
-		s3u_free_msg(rec);
 		native_fail(nc, e, NULL);
 		return;
 	}
+	const Iolake__Meta__ObjectRecord *rec = e ? NULL : r->record;
 	/* rec NULL: may the caller learn that it is missing (ListBucket)? */
-	if (s3_rq_decide(&nc->rq, S3_ACT_GetObject, nc->rq.bkt, rec) != S3_ALLOW) {
-		s3u_free_msg(rec);
+	if (s3_rq_decide(&nc->rq, S3_ACT_GetObject, r->bucket, rec) != S3_ALLOW) {
 		native_fail(nc, S3E_AccessDenied, NULL);
 		return;
 	}
@@ -305,10 +325,9 @@ static void on_get_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRe
 		return;
 	}
 	if (nc->method == NATIVE_M_HEAD) {
-		Iolake__Native__GetResponse r = IOLAKE__NATIVE__GET_RESPONSE__INIT;
-		fill_resp(&r, rec);
-		native_ok(nc, &r.base, NULL);
-		s3u_free_msg(rec);
+		Iolake__Native__GetResponse a = IOLAKE__NATIVE__GET_RESPONSE__INIT;
+		fill_resp(&a, rec);
+		native_ok(nc, &a.base, NULL);
 		return;
 	}
 	get_start(nc, rec);
@@ -320,5 +339,13 @@ void native_get_step(struct native_call *nc)
 		native_fail(nc, S3E_InvalidArgument, "a key is needed");
 		return;
 	}
-	native_head(nc, nc->rq.bucket, nc->rq.key, on_get_head);
+	/* With its bucket; a read decides on ACL and policy, never on quota:
+	 * without its usage, as S3's GET gate asks (s3_gate.c). */
+	Iolake__Meta__HeadObjectRequest req = IOLAKE__META__HEAD_OBJECT_REQUEST__INIT;
+	req.bucket = nc->rq.bucket;
+	req.key = nc->rq.key;
+	req.with_bucket = true;
+	req.no_usage = true;
+	if (meta_client_call(nc->s->o->mc, META_M_HEAD_OBJECT, &req.base, on_get_meta, nc))
+		native_fail(nc, S3E_ServiceUnavailable, NULL);
 }

@@ -37,6 +37,11 @@ struct native_upload;
  * whose operations S3 shares): beyond, PutBegin answers SlowDown. */
 #define NATIVE_UPLOADS_MAX 256
 
+/* Answered calls kept per server for the next ones: a call is ~6 KiB (the
+ * verifier's request), and glibc consolidates its fast bins on every
+ * allocation of that size (malloc_consolidate in the profile). */
+#define NATIVE_SPARE_MAX 64
+
 struct native_srv {
 	uv_loop_t *loop;
 	struct s3_ops *o;
@@ -49,6 +54,8 @@ struct native_srv {
 	uv_timer_t reaper;              /* aborts idle uploads */
 	uint32_t idle_ms;
 	unsigned live;                  /* calls and uploads not yet freed */
+	struct native_call *spare;      /* freed calls kept for reuse (NATIVE_SPARE_MAX) */
+	unsigned n_spare;
 	bool closing;
 };
 
@@ -68,6 +75,7 @@ struct native_call {
 	s3_head_cb head_cb;             /* native_head's caller */
 	native_step_fn step;            /* after authentication */
 	void *op;                       /* the step's own state (freed by the step) */
+	struct native_call *next_spare; /* in s->spare once answered */
 };
 
 static inline struct native_call *native_call_of_head(struct s3_head *h)

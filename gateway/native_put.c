@@ -9,6 +9,16 @@
  * replaced version's shards freed (gw_rec_drop_shards) unless versioning
  * retains it. Nothing is acknowledged before the commit.
  *
+ * A Put of at most --inline-max-size bytes takes S3's one-round-trip path
+ * (s3_put.c, issue 19): its bucket from the loop's bucket cache (gw_bcache,
+ * else one shared GetBucket, gw_bread, which fills the cache), no read of
+ * the current record, and a commit that names no generation but carries
+ * the cached bucket's digest (meta refuses it as bucket_changed if the
+ * bucket changed since: the bucket is read afresh, the write decided
+ * again and committed again). Meta's apply queues the replaced version's
+ * shards for GC and says so (OpResult.replaced_shards): the GC worker is
+ * asked for a round soon.
+ *
  * An upload (struct native_upload) is the state of one PUT, made once the
  * write is authorized; a Put's lives for its call, a PutBegin's across
  * calls (listed in the server, bound to its signer's access key, aborted
@@ -28,6 +38,8 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "gateway/gw_bcache.h"
+#include "gateway/gw_bread.h"
 #include "gateway/gw_map.h"
 #include "gateway/gw_rec.h"
 #include "gateway/native_int.h"
@@ -41,7 +53,9 @@ struct native_upload {
 	bool listed;
 	char id[33];
 	char access_key[129];
-	struct s3_rq rq;                /* the signer, bucket, key, the bucket record (rq.bkt) */
+	struct s3_rq rq;                /* the signer, bucket, key, the bucket record (rq.bkt,
+					 * rq.bkt_digest when it came from the cache) */
+	bool uncond;                    /* an inline Put: commits naming no current record */
 	struct native_call *nc;         /* the call waiting on this upload, or NULL */
 	uint64_t size, fed;
 	bool skip_md5;
@@ -124,6 +138,7 @@ static void upload_fail(struct native_upload *u, enum s3_err e, const char *msg)
 /* ------------------------------------------------------------ commit */
 
 static void commit(struct native_upload *u);
+static void bucket_refresh(struct native_upload *u);
 
 static const char *no_hdr(void *ctx, const char *name, size_t *len)
 {
@@ -141,6 +156,8 @@ static void on_commit(void *ud, int err, const Iolake__Meta__OpResult *res, uint
 		u->settled = true;
 		if (!res->retained)   /* versioning keeps the replaced version */
 			gw_rec_drop_shards(u->s->o->map, u->s->o->data, u->cur);
+		if (u->uncond && res->replaced_shards)
+			s3_ops_kick_gc(u->s->o);   /* not read, so not deleted here */
 		struct native_call *nc = u->nc;
 		u->nc = NULL;
 		if (nc) {
@@ -154,7 +171,10 @@ static void on_commit(void *ud, int err, const Iolake__Meta__OpResult *res, uint
 	}
 	if (!err && res->status == IOLAKE__META__STATUS__STATUS_CONFLICT && !u->dead &&
 	    ++u->tries < S3_COMMIT_TRIES) {
-		commit(u);   /* a concurrent writer first: read again, go again */
+		if (res->bucket_changed)
+			bucket_refresh(u);   /* decided on a cached bucket that changed */
+		else
+			commit(u);   /* a concurrent writer first: read again, go again */
 		return;
 	}
 	if (err && iol_err_retryable(err))
@@ -191,7 +211,9 @@ static void commit_submit(struct native_upload *u)
 	}
 	Iolake__Meta__PutObject po;
 	Iolake__Meta__Op op;
-	gw_rec_put_op(&op, &po, &r, u->cur, true, 0);   /* read before the body: no digest */
+	/* Read before the body (u->cur, or none: if_none), or an inline Put
+	 * naming neither; the digest of a cached bucket, else 0. */
+	gw_rec_put_op(&op, &po, &r, u->cur, !u->uncond, u->rq.bkt_digest);
 	s3_rq_stamp_op(rq, &op);   /* the bucket's versioning */
 	int rc = meta_client_submit(u->s->o->mc, &op, on_commit, u);
 	free(lbuf);
@@ -225,6 +247,7 @@ static void on_cur(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRecord 
 /* Read the current record again (its generation conditions the commit). */
 static void commit(struct native_upload *u)
 {
+	u->uncond = false;   /* conditioned on what it reads */
 	u->head.with_bucket = false;
 	if (s3_head_start(u->s->o->mc, &u->head, u->rq.bucket, u->rq.key, on_cur)) {
 		drop_new(u);
@@ -363,16 +386,15 @@ static enum s3_err upload_open(struct native_upload *u)
 
 /* The checks of a write on the bucket and the record read: S3E_OK, or the
  * error (AccessDenied first, as S3's gate). */
-static enum s3_err write_check(struct native_call *nc, enum s3_err e, uint64_t size,
-			       const char **msg)
+static enum s3_err write_check(struct s3_rq *rq, enum s3_err e, uint64_t size, const char **msg)
 {
 	*msg = NULL;
 	if (e && e != S3E_NoSuchKey)
 		return e;
-	const Iolake__Meta__Bucket *b = nc->rq.bkt;
+	const Iolake__Meta__Bucket *b = rq->bkt;
 	if (!b)
 		return S3E_NoSuchBucket;
-	if (s3_rq_decide(&nc->rq, S3_ACT_PutObject, b, NULL) != S3_ALLOW)
+	if (s3_rq_decide(rq, S3_ACT_PutObject, b, NULL) != S3_ALLOW)
 		return S3E_AccessDenied;
 	if (size > NATIVE_OBJECT_MAX)
 		return S3E_EntityTooLarge;
@@ -412,30 +434,147 @@ static struct native_upload *upload_new(struct native_call *nc, uint64_t size, b
 	return u;
 }
 
-static void on_put_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+/* An authorized Put: its upload takes the payload (cur: the record read,
+ * or NULL; uncond: an inline Put that read none). */
+static void put_go(struct native_call *nc, Iolake__Meta__ObjectRecord *cur, bool uncond)
 {
-	struct native_call *nc = native_call_of_head(h);
 	const Iolake__Native__PutRequest *m = (const void *)nc->msg;
-	const char *msg;
-	enum s3_err ce = write_check(nc, e, nc->payload.len, &msg);
-	if (ce) {
-		s3u_free_msg(rec);
-		native_fail(nc, ce, msg);
-		return;
-	}
-	struct native_upload *u = upload_new(nc, nc->payload.len, m->skip_md5, m->content_type, rec);
+	struct native_upload *u = upload_new(nc, nc->payload.len, m->skip_md5, m->content_type, cur);
 	if (!u) {
 		native_fail(nc, S3E_InternalError, NULL);
 		return;
 	}
+	u->uncond = uncond;
 	u->nc = nc;
-	if ((ce = upload_open(u))) {
+	enum s3_err ce = upload_open(u);
+	if (ce) {
 		upload_fail(u, ce, NULL);
 		return;
 	}
 	u->pend = nc->payload.buf ? buf_slice_data(&nc->payload) : (const uint8_t *)"";
 	u->pend_len = nc->payload.len;
 	feed(u);
+}
+
+static void on_put_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRecord *rec)
+{
+	struct native_call *nc = native_call_of_head(h);
+	const char *msg;
+	enum s3_err ce = write_check(&nc->rq, e, nc->payload.len, &msg);
+	if (ce) {
+		s3u_free_msg(rec);
+		native_fail(nc, ce, msg);
+		return;
+	}
+	put_go(nc, rec, false);
+}
+
+/* ------------------------------------------------------------ the inline Put */
+
+/* GetBucket of name, shared with the loop's other reads of it (gw_bread;
+ * a call of its own without one). 0, or the callback will not run. */
+static int bucket_read(struct s3_ops *o, const char *name, struct gw_bread_waiter *w,
+		       meta_client_cb cb, void *ud)
+{
+	if (o->bread)
+		return gw_bread_get(o->bread, name, w, cb, ud);
+	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
+	req.name = (char *)name;
+	return meta_client_call(o->mc, META_M_GET_BUCKET, &req.base, cb, ud);
+}
+
+/* A GetBucket's answer into rq->bkt (a copy, cached when it may be, with
+ * rq->bkt_digest the digest a commit may carry, else 0): S3E_OK or the
+ * error. */
+static enum s3_err bucket_take(struct s3_rq *rq, int err, const ProtobufCMessage *resp)
+{
+	const Iolake__Meta__GetBucketResponse *r = (const void *)resp;
+	enum s3_err e = s3_status_err(S3_SUBJ_BUCKET_READ, err, err ? 0 : (int)r->status);
+	if (e)
+		return e;
+	if (!r->bucket)
+		return S3E_NoSuchBucket;
+	Iolake__Meta__Bucket *copy = (Iolake__Meta__Bucket *)s3u_copy_msg(&r->bucket->base);
+	if (!copy)
+		return S3E_InternalError;
+	s3u_free_msg(rq->bkt);
+	rq->bkt = copy;
+	rq->bkt_digest = 0;   /* decided on a fresh read: unchecked */
+	if (gw_bcache_cacheable(copy, r->bucket_digest)) {
+		gw_bcache_put(rq->o->bcache, copy, r->bucket_digest, loop_now_ms());
+		rq->bkt_digest = r->bucket_digest;
+	}
+	return S3E_OK;
+}
+
+static void on_inline_bucket(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct native_call *nc = ud;
+	const char *msg = NULL;
+	enum s3_err e = bucket_take(&nc->rq, err, resp);
+	if (!e)
+		e = write_check(&nc->rq, S3E_OK, nc->payload.len, &msg);
+	if (e) {
+		native_fail(nc, e, msg);
+		return;
+	}
+	put_go(nc, NULL, true);
+}
+
+/* The bucket from the cache when it allows the write (a refusal, or a
+ * miss, is decided on a fresh read), then the Put. */
+static void put_inline(struct native_call *nc)
+{
+	struct s3_ops *o = nc->s->o;
+	uint64_t digest = 0;
+	Iolake__Meta__Bucket *b = gw_bcache_get(o->bcache, nc->rq.bucket, loop_now_ms(), &digest);
+	if (b) {
+		const char *msg;
+		nc->rq.bkt = b;
+		if (write_check(&nc->rq, S3E_OK, nc->payload.len, &msg) == S3E_OK) {
+			nc->rq.bkt_digest = digest;
+			put_go(nc, NULL, true);
+			return;
+		}
+		s3u_free_msg(b);
+		nc->rq.bkt = NULL;
+	}
+	if (bucket_read(o, nc->rq.bucket, &nc->rq.bread_w, on_inline_bucket, nc))
+		native_fail(nc, S3E_ServiceUnavailable, NULL);
+}
+
+static void on_refresh_bucket(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct native_upload *u = ud;
+	u->owed--;
+	if (u->dead) {
+		upload_maybe_free(u);
+		return;
+	}
+	const char *msg = NULL;
+	enum s3_err e = bucket_take(&u->rq, err, resp);
+	if (!e)
+		e = write_check(&u->rq, S3E_OK, u->size, &msg);
+	if (e) {
+		drop_new(u);
+		upload_fail(u, e, msg);
+		return;
+	}
+	commit_submit(u);
+}
+
+/* The commit found the cached bucket changed: read it afresh, decide
+ * again, commit again. */
+static void bucket_refresh(struct native_upload *u)
+{
+	struct s3_ops *o = u->s->o;
+	gw_bcache_drop(o->bcache, u->rq.bucket, true);
+	if (bucket_read(o, u->rq.bucket, &u->rq.bread_w, on_refresh_bucket, u)) {
+		drop_new(u);
+		upload_fail(u, S3E_ServiceUnavailable, NULL);
+		return;
+	}
+	u->owed++;
 }
 
 void native_put_step(struct native_call *nc)
@@ -448,6 +587,10 @@ void native_put_step(struct native_call *nc)
 		native_fail(nc, S3E_EntityTooLarge, "a Put carries at most 16 MiB: use PutBegin");
 		return;
 	}
+	if (nc->payload.len <= nc->s->o->inline_max) {
+		put_inline(nc);
+		return;
+	}
 	native_head(nc, nc->rq.bucket, nc->rq.key, on_put_head);
 }
 
@@ -456,7 +599,7 @@ static void on_begin_head(struct s3_head *h, enum s3_err e, Iolake__Meta__Object
 	struct native_call *nc = native_call_of_head(h);
 	const Iolake__Native__PutBeginRequest *m = (const void *)nc->msg;
 	const char *msg;
-	enum s3_err ce = write_check(nc, e, m->size, &msg);
+	enum s3_err ce = write_check(&nc->rq, e, m->size, &msg);
 	if (!ce && nc->s->n_uploads >= NATIVE_UPLOADS_MAX) {
 		ce = S3E_SlowDown;
 		msg = "too many uploads in progress on this gateway";

@@ -72,8 +72,26 @@ static void call_free(struct native_call *nc)
 	s3u_free_msg(nc->rq.obj);
 	free(nc->rq.key);
 	free(nc->rq.grants);
-	free(nc);
+	if (s->n_spare < NATIVE_SPARE_MAX && !s->closing) {
+		nc->next_spare = s->spare;
+		s->spare = nc;
+		s->n_spare++;
+	} else {
+		free(nc);
+	}
 	native_srv_unref(s);
+}
+
+/* A zeroed call: a spare one, or a new one. NULL: no memory. */
+static struct native_call *call_new(struct native_srv *s)
+{
+	struct native_call *nc = s->spare;
+	if (!nc)
+		return calloc(1, sizeof(*nc));
+	s->spare = nc->next_spare;
+	s->n_spare--;
+	memset(nc, 0, sizeof(*nc));
+	return nc;
 }
 
 void native_ok(struct native_call *nc, const ProtobufCMessage *resp,
@@ -204,7 +222,7 @@ static void call_auth(struct native_call *nc)
 static void dispatch(struct rpc_req *r, struct native_srv *s, unsigned method, native_step_fn step,
 		     const char *bucket, const char *key)
 {
-	struct native_call *nc = calloc(1, sizeof(*nc));
+	struct native_call *nc = call_new(s);
 	if (!nc) {
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "InternalError: out of memory");
 		return;
@@ -270,6 +288,11 @@ H(h_list, NATIVE_M_LIST, native_list_step, Iolake__Native__ListRequest, m->bucke
 
 static void srv_free_now(struct native_srv *s)
 {
+	while (s->spare) {
+		struct native_call *nc = s->spare;
+		s->spare = nc->next_spare;
+		free(nc);
+	}
 	native_limit_free(&s->limit);
 	s3_auth_free(s->auth);
 	free(s);
