@@ -282,15 +282,11 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	struct gw_data_opts dop = cfg->data;
 	if (!dop.k && !dop.m)
 		dop.k = 4, dop.m = 2;
-	/* 2 MiB segments (512 KiB shards at 4+2), not gw_data's 4 MiB: a
+	/* 1 MiB segments (256 KiB shards at 4+2), not gw_data's 4 MiB: a
 	 * PUT holds window + 1 segments and their parity, and the gateway
-	 * serves many PUTs at once; and with one segment per object nothing
-	 * is sent before the whole body arrived. Not 1 MiB: every shard
-	 * write costs the same hops (RPC post, data write, flush, index
-	 * commit, answer) whatever its length, and a 4 MiB PUT made 24 of
-	 * them (docs/performance.md "branch put4m2"). */
+	 * serves many PUTs at once. */
 	if (!dop.segment_bytes)
-		dop.segment_bytes = 2u << 20;
+		dop.segment_bytes = 1u << 20;
 	dop.inline_max_bytes = o->inline_max;
 	dop.on_degraded = on_degraded;
 	dop.degraded_ud = o;

@@ -53,7 +53,7 @@ struct s3_ops_cfg {
 	const char *const *meta;        /* meta addresses, copied */
 	size_t n_meta;
 	const char *region;             /* GetBucketLocation / new buckets; NULL: us-east-1 */
-	struct gw_data_opts data;       /* k, m (0, 0: 4+2), segment (0: 2 MiB), quorum,
+	struct gw_data_opts data;       /* k, m (0, 0: 4+2), segment (0: 1 MiB), quorum,
 					 * window; inline_max_bytes is set from below */
 	uint32_t inline_max_bytes;      /* bodies up to this live in the record; 0: 4096 */
 	struct metrics_registry *metrics;  /* NULL: the ops make their own */
