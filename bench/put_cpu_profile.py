@@ -12,7 +12,10 @@ PUT. Figures only; the load average is printed.
 
   bench/put_cpu_profile.py --build BUILD [--flags "..."] [--objects 300]
                            [--size 4MiB] [--concurrency 8] [--workdir /dev/shm]
-                           [--perf DIR]
+                           [--perf DIR] [--stat]
+
+--stat: `perf stat -e context-switches,page-faults,raw_syscalls:sys_enter`
+of the aio over the phase, printed per PUT (not with --perf).
 """
 import argparse, collections, json, os, re, shlex, signal, subprocess, sys, time
 
@@ -129,6 +132,8 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--workdir", default="/dev/shm")
     ap.add_argument("--perf", metavar="DIR", help="perf record -g into DIR/perf.data and bucket it")
+    ap.add_argument("--stat", action="store_true",
+                    help="perf stat context switches, page faults and syscalls per PUT")
     a = ap.parse_args()
     bench = benchlib.build_bin(a.build, "iolake-s3-bench")
     with benchlib.Aio(a.build, a.workdir, osd_size="4G", flags=shlex.split(a.flags)) as aio:
@@ -143,6 +148,13 @@ def main():
                                     os.path.join(a.perf, "perf.data")],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
+        elif a.stat:
+            statf = os.path.join(aio.dir, "perf-stat.csv")
+            rec = subprocess.Popen(["perf", "stat", "-x,", "-o", statf, "-e",
+                                    "context-switches,page-faults,raw_syscalls:sys_enter",
+                                    "-p", str(pid)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
         load = benchlib.uptime()
         w0 = time.monotonic()
         p = put(bench, aio, a.objects, a.size, a.concurrency, "m/")
@@ -150,6 +162,12 @@ def main():
         if rec:
             rec.send_signal(signal.SIGINT)
             rec.wait()
+        stat = {}
+        if a.stat and not a.perf:
+            for line in open(statf):
+                f = line.strip().split(",")
+                if len(f) > 2 and not line.startswith("#") and f[0].replace(".", "").isdigit():
+                    stat[f[2]] = float(f[0])
         t1, s1 = threads(pid)
         p1, m1 = proc_cpu(pid), machine_cpu()
     n = a.objects
@@ -163,6 +181,8 @@ def main():
                              lat["p99"] / 1e3, lat.get("max", 0) / 1e3, ms,
                              (sum(s1.values()) - sum(s0.values())) / n, 100 * busy, wall, load,
                              benchlib.uptime()))
+    if stat:
+        print("perf stat per PUT: " + ", ".join("%s %.1f" % (k, v / n) for k, v in stat.items()))
     print("\n| thread | ms per PUT | share | switches per PUT |\n|---|---:|---:|---:|")
     tot = sum(t1.values()) - sum(t0.values())
     for k in sorted(t1, key=lambda k: -(t1[k] - t0.get(k, 0))):

@@ -251,7 +251,19 @@ int gw_data_put_start(struct gw_data *d, const struct gw_data_target *target, ui
 		      struct gw_data_put **out);
 
 /*
- * Feed body bytes (copied into the segment being filled). Returns how many
+ * Where the next body bytes go: *out is the free end of the segment being
+ * filled (a buffer is taken from the pool if none is), and the return
+ * value how many bytes fit there (at most max; 0 when the PUT failed,
+ * finished, has no memory, or its filling segment is full and waits for
+ * a slot). Bytes the caller puts there count only once it feeds them with
+ * gw_data_put_write(p, *out, n) before anything else touches p: then they
+ * are not copied. The memory stays p's.
+ */
+size_t gw_data_put_buf(struct gw_data_put *p, size_t max, uint8_t **out);
+
+/*
+ * Feed body bytes (copied into the segment being filled, unless they are
+ * there already: gw_data_put_buf). Returns how many
  * were taken (0..len): fewer than len when `window` segments are in flight
  * and the next one is full, and on_writable follows once more fit.
  * Negative: the PUT has failed or was over-fed (-EMSGSIZE past size); stop

@@ -8,8 +8,8 @@
  * grace keep alive (late blocks: the transport holds a slice of the
  * buffer until the call ends; a PUT with `window` of them waits): the data
  * shards are slices of the bytes the caller fed (copied once, from the
- * HTTP read buffer), the parity shards follow them in the same buffer. A
- * buffer goes back when its calls have ended and the transport has let
+ * HTTP read buffer, or read there by the socket: gw_data_put_buf), the
+ * parity shards follow them in the same buffer. A buffer goes back when its calls have ended and the transport has let
  * go of it, and (hash threads: gw_data_opts.hash_pool) when the jobs that
  * MD5 its data bytes are done. The ETag's MD5 is fed as the body arrives:
  * every HASH_FEED_BYTES appended to the segment being filled go to the
@@ -644,6 +644,21 @@ fail:
 	return -ENOMEM;
 }
 
+size_t gw_data_put_buf(struct gw_data_put *p, size_t max, uint8_t **out)
+{
+	if (p->status || p->finished || p->done || p->fed >= p->layout.size)
+		return 0;
+	if (!p->cur) {
+		size_t blk = (size_t)p->n * gw_data_layout_shard_len(&p->layout, p->next_send);
+		if (!(p->cur = gwd_buf_get(p->d, blk)))
+			return 0;   /* gw_data_put_write reports it */
+		p->cur_len = 0;
+	}
+	uint32_t room = gw_data_layout_seg_len(&p->layout, p->next_send) - p->cur_len;
+	*out = p->cur->data + p->cur_len;
+	return max < room ? max : room;
+}
+
 ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
 {
 	struct gw_data *d = p->d;
@@ -672,7 +687,9 @@ ssize_t gw_data_put_write(struct gw_data_put *p, const void *data, size_t len)
 		size_t c = len - taken;
 		if (c > seg_len - p->cur_len)
 			c = seg_len - p->cur_len;
-		memcpy(p->cur->data + p->cur_len, in + taken, c);
+		/* Bytes read where they belong (gw_data_put_buf) stay. */
+		if (in + taken != p->cur->data + p->cur_len)
+			memcpy(p->cur->data + p->cur_len, in + taken, c);
 		if (!p->no_etag && !p->hash_off_loop)
 			hash_async_update_now(p->md5, in + taken, c);
 		p->cur_len += (uint32_t)c;

@@ -38,6 +38,7 @@
 #include "gateway/http.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,45 @@ void conn_update_timer(struct conn *c, bool restart)
 
 /* ------------------------------------------------------------ reading */
 
+/* How many bytes the next read may take straight into the handler's
+ * memory (handler.body_buf): in a plain Content-Length body, the exchange
+ * live and reading, nothing buffered (so the next byte from the socket is
+ * the body's next byte), at most the body's bytes left. 0: read into
+ * rbuf. */
+static size_t body_direct_want(const struct conn *c)
+{
+	const struct http_parse *hp = &c->hp;
+	if (!c->srv->cfg.handler.body_buf || c->phase != ACTIVE || !c->active || c->tc ||
+	    c->paused || c->body_done || c->rpos != c->rlen || !hp->head_done ||
+	    hp->msg_done || hp->req.chunked || !hp->req.has_content_length ||
+	    http_parse_paused(hp) || http_parse_error(hp) ||
+	    hp->body_bytes >= hp->req.content_length)
+		return 0;
+	return (size_t)(hp->req.content_length - hp->body_bytes);
+}
+
+/* A read that went into the handler's memory (body_direct_want): parse it
+ * there; on_body hands the handler spans of its own memory. The parser
+ * takes a body span whole even when the handler pauses inside on_body,
+ * so nothing is left over; were anything left, it is kept in rbuf (empty
+ * now) or the connection fails. */
+static void direct_read(struct conn *c, const char *data, size_t n)
+{
+	c->in_process = true;
+	size_t used = http_parse_feed(&c->hp, data, n);
+	c->in_process = false;
+	if (used < n && c->phase == ACTIVE && !http_parse_error(&c->hp)) {
+		if (n - used > sizeof(c->rbuf)) {
+			conn_close(c, -EPROTO);
+			return;
+		}
+		memcpy(c->rbuf, data + used, n - used);
+		c->rpos = 0;
+		c->rlen = n - used;
+	}
+	process(c);
+}
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	(void)hint;
@@ -156,6 +196,17 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	}
 	if (c->tc) { /* consumed (copied into the TLS state) in on_read */
 		*b = uv_buf_init(c->srv->tls_in, HTTP_TLS_IN_BUF);
+		return;
+	}
+	size_t want = body_direct_want(c);
+	char *hb;
+	size_t got = want ? c->srv->cfg.handler.body_buf(&c->stream, want, &hb) : 0;
+	if (got) {
+		if (got > want)
+			got = want;
+		if (got > UINT_MAX)
+			got = UINT_MAX;
+		*b = uv_buf_init(hb, (unsigned)got);
 		return;
 	}
 	if (c->rpos > 0) {
@@ -299,6 +350,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 		c->linger_bytes += (uint64_t)n;
 		if (c->linger_bytes > LINGER_MAX_BYTES)
 			conn_close(c, 0);
+		return;
+	}
+	if (b->base < c->rbuf || b->base >= c->rbuf + sizeof(c->rbuf)) {
+		direct_read(c, b->base, (size_t)n);
 		return;
 	}
 	c->rlen += (size_t)n;

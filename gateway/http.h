@@ -18,7 +18,8 @@
  * each with fixed buffers (read HTTP_READ_BUF, head arena HTTP_HEAD_MAX,
  * response head HTTP_OUT_HEAD_MAX) and HTTP_MAX_WRITES write slots. Body
  * bytes are never buffered by the server: on_body gets spans into the read
- * buffer; response body memory is the handler's until its write callback.
+ * buffer, or into the handler's own memory when it offers some
+ * (http_handler.body_buf); response body memory is the handler's until its write callback.
  * So a connection holds at most its fixed buffers plus what its handler
  * has queued (http_stats.write_queued_bytes; a handler that waits for each
  * write callback keeps that to one chunk).
@@ -79,6 +80,16 @@ struct http_handler {
 	 * invalid after this returns. */
 	void (*on_finish)(struct http_stream *s, int err);
 	void *ctx;
+	/* Optional: memory of the handler's for the next read of a plain
+	 * (no TLS) Content-Length body, asked for only when the read can hold
+	 * nothing but body bytes (at most want: the body's bytes left, so
+	 * never a pipelined request). Return how many bytes of *buf may be
+	 * read into (0: none; the read goes to the server's buffer). What the
+	 * read got there is delivered through on_body at once, with data
+	 * pointing into *buf, before any other callback; a handler that
+	 * takes those bytes where they are saves a copy (and the reads are
+	 * as large as the memory offered, not HTTP_READ_BUF). */
+	size_t (*body_buf)(struct http_stream *s, size_t want, char **buf);
 };
 
 struct http_server_cfg {

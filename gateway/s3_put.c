@@ -541,6 +541,20 @@ static void on_put_body(struct s3_call *c, const char *data, size_t len)
 	s3_put_feed(s3_put_of(s3_call_user(c)), data, len);
 }
 
+/* The body read straight into the segment being filled, where
+ * put_feed_stored hands it on uncopied: only when the bytes stored are
+ * the bytes received (no SSE) and none wait in the spill (they go first). */
+static size_t on_put_buf(struct s3_call *c, size_t want, char **buf)
+{
+	struct s3_put *p = s3_put_of(s3_call_user(c));
+	if (p->is_inline || !p->put || p->sse || p->spill_len)
+		return 0;
+	uint8_t *b;
+	size_t n = gw_data_put_buf(p->put, want, &b);
+	*buf = (char *)b;
+	return n;
+}
+
 /* Every body byte has been fed: finish the PUT. */
 static void put_body_finish(struct s3_put *p)
 {
@@ -631,6 +645,7 @@ void s3_put_stream(struct s3_put *p)
 		s3_rq_fail(rq, e, NULL);
 		return;
 	}
+	s3_call_body_buf(c, on_put_buf);
 	http_resume(s3_call_stream(c));
 }
 

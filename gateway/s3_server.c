@@ -529,7 +529,8 @@ int s3_server_start(uv_loop_t *loop, const struct s3_server_cfg *cfg, struct s3_
 	if (cfg->http.metrics && (rc = register_metrics(srv, cfg->http.metrics)))
 		goto err_calls;
 	struct http_server_cfg hc = cfg->http;
-	hc.handler = (struct http_handler){ on_request, s3s_on_body, s3s_on_body_end, on_finish, srv };
+	hc.handler = (struct http_handler){ on_request, s3s_on_body, s3s_on_body_end, on_finish, srv,
+					   s3s_body_buf };
 	rc = http_server_start(loop, &hc, &srv->http);
 	if (rc)
 		goto err_calls;

@@ -146,6 +146,18 @@ typedef void (*s3_finish_fn)(struct s3_call *c, int err);
  * InvalidRequest; a mismatch: the verdict BadDigest. */
 enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end_fn on_end);
 
+/* Memory of the handler's for the next body bytes (at most want): how
+ * many bytes of *buf the read may fill, 0 for none. The bytes come to
+ * on_data at once with data pointing there. */
+typedef size_t (*s3_body_buf_fn)(struct s3_call *c, size_t want, char **buf);
+
+/* After s3_call_read_body: the handler offers fn's memory to the reads of
+ * the body, which the front end asks only while the payload is the body
+ * itself (not aws-chunked: its framing would land there too) and no
+ * failure is pending. The digests and checksums are computed from there
+ * as from the read buffer. */
+void s3_call_body_buf(struct s3_call *c, s3_body_buf_fn fn);
+
 /* A request whose body is empty (http_request.has_body false: its end
  * came with its head, so s3_call_read_body would wait for nothing): the
  * verdict s3_body_end_fn would get — the signed digest, Content-MD5 and

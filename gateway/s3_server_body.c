@@ -295,8 +295,24 @@ enum s3_err s3_call_read_body(struct s3_call *c, s3_body_fn on_data, s3_body_end
 		return e;
 	c->on_data = on_data;
 	c->on_end = on_end;
+	c->on_buf = NULL;
 	c->reading_body = true;
 	return S3E_OK;
+}
+
+void s3_call_body_buf(struct s3_call *c, s3_body_buf_fn fn)
+{
+	c->on_buf = fn;
+}
+
+size_t s3s_body_buf(struct http_stream *s, size_t want, char **buf)
+{
+	struct s3_call *c = http_stream_user(s);
+	/* aws-chunked: the framing would land in the handler's memory; a
+	 * failed body is read to be discarded. */
+	if (!c || !c->reading_body || !c->on_buf || c->chunked_mode || c->body_err)
+		return 0;
+	return c->on_buf(c, want, buf);
 }
 
 void s3s_on_body(struct http_stream *s, const char *data, size_t len)

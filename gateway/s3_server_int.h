@@ -28,6 +28,7 @@ struct s3_call {
 	void *user;
 	s3_body_fn on_data;
 	s3_body_end_fn on_end;
+	s3_body_buf_fn on_buf;        /* s3_call_body_buf: NULL none */
 	s3_finish_fn on_finish;
 	/* body verification */
 	bool reading_body;
@@ -107,6 +108,7 @@ struct s3_server {
 bool s3s_hdr_has(const struct http_request *hr, const char *name, const char *token);
 void s3s_on_body(struct http_stream *s, const char *data, size_t len);
 void s3s_on_body_end(struct http_stream *s);
+size_t s3s_body_buf(struct http_stream *s, size_t want, char **buf);
 /* Before a call goes back to the pool: true when hash jobs of its body
  * are still out (the body file calls s3s_call_put when they are done). */
 bool s3s_body_release(struct s3_call *c);

@@ -8,7 +8,10 @@
  * after a resume), 400/414/431 with close, a 64 MiB response to a slow
  * reader with bounded queued bytes, a client vanishing mid-body (handler
  * told, nothing leaks), header and idle timeouts, the connection limit,
- * and shutdown with an exchange in flight.
+ * and shutdown with an exchange in flight; bodies read straight into the
+ * handler's memory (handler.body_buf), mixed with reads into the server's
+ * buffer, paused on every piece, never for a chunked body and never past
+ * the body's end (a request pipelined right behind is answered).
  *
  * Oracles: exact statuses, bodies checked by MD5 both ways, response
  * order, server counters read on the loop thread, and in every teardown
@@ -50,6 +53,10 @@ struct req_state {
 	bool answer_later;     /* the timer answers (instead of resuming) */
 	uint64_t sent;         /* /big: bytes written */
 	char path[64];
+	bool direct;           /* /direct*: offers memory (h_buf) */
+	char *dbuf;            /* the body, read there or copied there */
+	size_t dpos, dcap;
+	unsigned offers;
 };
 
 struct server_state {
@@ -60,6 +67,8 @@ struct server_state {
 	int started, finished, finished_err, last_err;
 	bool closed;
 	uint32_t max_conns;
+	uint64_t direct_bytes;   /* body bytes on_body got in h_buf's memory */
+	int direct_bad;          /* pieces in h_buf's memory but not where offered */
 };
 
 static struct server_state S;
@@ -73,6 +82,7 @@ static void timer_closed(uv_handle_t *h)
 static void free_state(struct req_state *rs)
 {
 	hash_stream_free(rs->md5);
+	free(rs->dbuf);
 	if (rs->timer_used) {
 		rs->timer.data = rs;
 		uv_close((uv_handle_t *)&rs->timer, timer_closed);
@@ -164,6 +174,12 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 		http_writev(s, &v, 1, true, NULL, NULL);
 	} else if (path_is(r, "/pause")) {
 		rs->pause_each = true;
+	} else if (path_is(r, "/direct") || path_is(r, "/directpause")) {
+		rs->direct = true;
+		rs->pause_each = path_is(r, "/directpause");
+		rs->dcap = 4u << 20;   /* the largest body sent here: 3 MiB */
+		rs->dbuf = malloc(rs->dcap);
+		memset(rs->dbuf, 0xa5, rs->dcap);   /* no read may write past the body */
 	} else if (path_is(r, "/slowstart")) {
 		/* As an async auth would: hold the body until "later". */
 		http_pause(s);
@@ -184,9 +200,35 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 	}
 }
 
+/* Memory for /direct's reads: up to 50,000 bytes at a time, none on every
+ * third ask (that read goes to the server's buffer). */
+static size_t h_buf(struct http_stream *s, size_t want, char **buf)
+{
+	struct req_state *rs = http_stream_user(s);
+	if (!rs || !rs->direct || ++rs->offers % 3 == 0)
+		return 0;
+	size_t n = rs->dcap - rs->dpos;
+	if (n > want)
+		n = want;
+	if (n > 50000)
+		n = 50000;
+	*buf = rs->dbuf + rs->dpos;
+	return n;
+}
+
 static void h_body(struct http_stream *s, const char *data, size_t len)
 {
 	struct req_state *rs = http_stream_user(s);
+	if (rs->direct) {
+		ck_assert_uint_le(rs->dpos + len, rs->dcap);
+		if (data == rs->dbuf + rs->dpos)
+			S.direct_bytes += len;
+		else if (data >= rs->dbuf && data < rs->dbuf + rs->dcap)
+			S.direct_bad++;
+		else
+			memcpy(rs->dbuf + rs->dpos, data, len);
+		rs->dpos += len;
+	}
 	hash_stream_update(rs->md5, data, len);
 	rs->bytes += len;
 	if (rs->pause_each) {
@@ -198,11 +240,17 @@ static void h_body(struct http_stream *s, const char *data, size_t len)
 static void h_body_end(struct http_stream *s)
 {
 	struct req_state *rs = http_stream_user(s);
-	if (strcmp(rs->path, "/echo") && strcmp(rs->path, "/pause") && strcmp(rs->path, "/slowstart"))
+	if (strcmp(rs->path, "/echo") && strcmp(rs->path, "/pause") && strcmp(rs->path, "/slowstart") &&
+	    !rs->direct)
 		return;
 	uint8_t d[16];
 	char hex[33], body[96];
 	hash_stream_final(rs->md5, d);
+	if (rs->direct) { /* what landed in the buffer, not what on_body saw */
+		hash_md5((const uint8_t *)rs->dbuf, rs->dpos, d);
+		if ((uint8_t)rs->dbuf[rs->dpos] != 0xa5)
+			S.direct_bad++;
+	}
 	hash_hex(d, 16, hex);
 	int n = snprintf(body, sizeof(body), "len=%llu md5=%s", (unsigned long long)rs->bytes, hex);
 	http_respond(s, 200, body, (size_t)n, NULL, NULL);
@@ -224,7 +272,7 @@ static void do_start(void *arg)
 	struct http_server_cfg cfg = {
 		.port = 0, .max_conns = S.max_conns, .header_timeout_ms = TIMEOUT_MS,
 		.body_timeout_ms = TIMEOUT_MS, .idle_timeout_ms = TIMEOUT_MS,
-		.handler = { h_request, h_body, h_body_end, h_finish, NULL },
+		.handler = { h_request, h_body, h_body_end, h_finish, NULL, h_buf },
 	};
 	ck_assert_int_eq(http_server_start(&S.lt.loop, &cfg, &S.srv), 0);
 	S.port = http_server_port(S.srv);
@@ -255,6 +303,8 @@ struct snap {
 	struct http_stats st;
 	int started, finished, finished_err, last_err;
 	bool closed;
+	uint64_t direct_bytes;
+	int direct_bad;
 };
 
 static void do_snap(void *arg)
@@ -267,6 +317,8 @@ static void do_snap(void *arg)
 	sn->finished_err = S.finished_err;
 	sn->last_err = S.last_err;
 	sn->closed = S.closed;
+	sn->direct_bytes = S.direct_bytes;
+	sn->direct_bad = S.direct_bad;
 }
 
 static struct snap snap(void)
@@ -699,6 +751,43 @@ START_TEST(test_chunked_request)
 }
 END_TEST
 
+START_TEST(test_body_direct)
+{
+	put_streamed("/direct", 3u << 20, false, 11);
+	struct snap sn = wait_for(all_finished);
+	ck_assert_uint_gt(sn.direct_bytes, 0);
+	ck_assert_uint_lt(sn.direct_bytes, 3u << 20);   /* every third read went to rbuf */
+	put_streamed("/directpause", 1u << 20, false, 12);
+	sn = wait_for(all_finished);
+	uint64_t before = sn.direct_bytes;
+	/* Chunked: the framing would land in the handler's memory. */
+	put_streamed("/direct", 300000, true, 13);
+	sn = wait_for(all_finished);
+	ck_assert_uint_eq(sn.direct_bytes, before);
+	/* The body's end and the next request in one segment: the read into
+	 * the handler's memory takes the body's 5 bytes only. */
+	struct rd r = { .fd = dial() };
+	struct resp p;
+	for (int i = 0; i < 4; i++) {
+		send_str(r.fd, "PUT /direct HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n");
+		usleep(20 * 1000);   /* the head alone: the body's read is offered */
+		send_str(r.fd, "helloGET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+		read_response(&r, &p, false);
+		char hex[33], want[96];
+		md5_hex("hello", 5, hex);
+		snprintf(want, sizeof(want), "len=5 md5=%s", hex);
+		ck_assert_str_eq(p.body, want);
+		read_response(&r, &p, false);
+		ck_assert_str_eq(p.body, "hello");
+	}
+	close(r.fd);
+	sn = wait_for(all_finished);
+	ck_assert_uint_gt(sn.direct_bytes, before);
+	ck_assert_int_eq(sn.direct_bad, 0);
+	ck_assert_int_eq(sn.finished_err, 0);
+}
+END_TEST
+
 START_TEST(test_pipelined)
 {
 	struct rd r = { .fd = dial() };
@@ -1041,6 +1130,7 @@ int main(void)
 	tcase_add_test(tc, test_put_streamed);
 	tcase_add_test(tc, test_zero_put_then_get);
 	tcase_add_test(tc, test_chunked_request);
+	tcase_add_test(tc, test_body_direct);
 	tcase_add_test(tc, test_pipelined);
 	tcase_add_test(tc, test_half_close_in_flight);
 	tcase_add_test(tc, test_expect_continue);
