@@ -10,7 +10,7 @@
  *   - Every entry this member proposes is one framed OpBatch (multiple of
  *     8 bytes, meta_state_entry_encode) holding whole Submit calls: the ops
  *     of one call are never split over two entries.
- *   - At most META_NODE_PIPELINE entries are proposed and not yet committed
+ *   - At most META_NODE_PIPELINE entries are proposed and not yet applied
  *     per group, each about META_NODE_ENTRY_BYTES at most (one call may
  *     exceed it, up to META_ENTRY_MAX_BYTES, alone in its entry): the bytes
  *     in flight stay bounded (NOTES-deps: libraft stalls beyond ~400 KB in
@@ -18,17 +18,6 @@
  *   - The FSM learns an entry's index as raft_last_applied() + 1 (libraft
  *     applies strictly in order and advances last_applied after apply);
  *     meta_state records it in the same write, so a replay is skipped.
- *   - Late apply: fsm_apply only queues a committed entry (g->late_head,
- *     a copy, at most LATE_MAX_BYTES); the next loop turn first proposes
- *     what is queued, then applies the queue in order, then answers. A
- *     single voter's apply runs inside raft_uv's write callback, and
- *     raft_uv starts the next write only after that callback returns: so
- *     the next entry's log write overlaps this entry's RocksDB apply and
- *     answers instead of following them. The state's applied index is the
- *     queue's first index - 1 (group_applied), reads wait for it; anything
- *     that needs the state current (a snapshot, a restore, close) drains
- *     the queue first. Answers still follow the apply, which follows the
- *     commit: an acknowledged write is in the durable log.
  *   - A storage error in apply is fatal (abort): a member that cannot apply
  *     must not go on voting with a state that diverged from its log; so is
  *     a failed snapshot install once running (libraft has already replaced
@@ -115,8 +104,7 @@ void group_on_kick(struct meta_group *g)
 	if (g->closing)
 		return;
 	group_install_drain(g);
-	group_flush(g);        /* the next entry's write starts first ... */
-	group_late_drain(g);   /* ... then the committed ones apply and answer */
+	group_flush(g);
 	node_start_reads(g);
 }
 
@@ -129,8 +117,6 @@ static struct inflight *inflight_at(struct meta_group *g, uint64_t index)
 			return f;
 	return NULL;
 }
-
-static void inflight_finish(struct meta_group *g, struct inflight *f, int status);
 
 void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, size_t len)
 {
@@ -169,66 +155,9 @@ void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, s
 			memcpy(f->res, n->res, (size_t)nops * sizeof(*f->res));
 			f->applied = true;
 		}
-		if (f->committed)
-			inflight_finish(g, f, 0);   /* late: its callback came first */
 	}
 	if (g->ready)
 		group_kick(g);   /* serve reads this index completes */
-}
-
-/* ----------------------------------------------------- late apply
- * (the invariant above). The queue is bounded: past LATE_MAX_BYTES, or
- * without memory, the queue is applied here and so is the entry. */
-#define LATE_MAX_BYTES (1u << 20)
-
-struct late_entry {
-	struct late_entry *next;
-	uint64_t index;
-	size_t len;
-	uint8_t data[];
-};
-
-static bool late_push(struct meta_group *g, uint64_t index, const void *base, size_t len)
-{
-	if (g->closing || g->late_bytes + len > LATE_MAX_BYTES)
-		return false;
-	struct late_entry *e = malloc(sizeof(*e) + len);
-	if (!e)
-		return false;
-	e->next = NULL;
-	e->index = index;
-	e->len = len;
-	memcpy(e->data, base, len);
-	if (g->late_tail)
-		g->late_tail->next = e;
-	else
-		g->late_head = e;
-	g->late_tail = e;
-	g->late_bytes += len;
-	struct inflight *f = inflight_at(g, index);
-	if (f)
-		f->late = true;
-	group_kick(g);
-	return true;
-}
-
-void group_late_drain(struct meta_group *g)
-{
-	while (g->late_head) {
-		struct late_entry *e = g->late_head;
-		g->late_head = e->next;
-		if (!g->late_head)
-			g->late_tail = NULL;
-		g->late_bytes -= e->len;
-		/* group_applied counts this entry applied from here on. */
-		group_apply_entry(g, e->index, e->data, e->len);
-		free(e);
-	}
-}
-
-uint64_t group_late_first(const struct meta_group *g)
-{
-	return g->late_head ? g->late_head->index : 0;
 }
 
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
@@ -239,9 +168,6 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	/* A snapshot is being installed off the loop: kept for after it. */
 	if (g->inst && group_install_defer(g, index, buf->base, buf->len))
 		return 0;
-	if (!g->inst && late_push(g, index, buf->base, buf->len))
-		return 0;
-	group_late_drain(g);   /* in order: what was queued first */
 	group_apply_entry(g, index, buf->base, buf->len);
 	return 0;
 }
@@ -294,7 +220,6 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 	struct meta_node *n = g->n;
 	*bufs = NULL;
 	*n_bufs = 0;
-	group_late_drain(g);   /* libraft snapshots at its applied index */
 	/* One at a time; nothing to snapshot yet; an install running (its
 	 * thread owns the state). BUSY: libraft tries again later. */
 	if (g->snap_job || g->inst || meta_state_applied_index(g->state) == 0)
@@ -411,7 +336,6 @@ static int fsm_snapshot_finalize(struct raft_fsm *fsm, struct raft_buffer *bufs[
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct meta_group *g = fsm->data;
-	group_late_drain(g);   /* before the state is replaced */
 	struct snap_desc d;
 	int rc = snap_desc_decode(buf->base, buf->len, &d);
 	if (rc) {
@@ -650,19 +574,19 @@ static void fail_subs(struct meta_group *g, struct sub *s, int status, const cha
 	}
 }
 
-static void inflight_unlink(struct meta_group *g, struct inflight *f)
+static void on_applied(struct raft_apply *req, int status, void *result)
 {
+	(void)result;
+	struct inflight *f = req->data;
+	struct meta_group *g = f->g;
 	for (struct inflight **pp = &g->inflight; *pp; pp = &(*pp)->next)
 		if (*pp == f) {
 			*pp = f->next;
 			break;
 		}
-}
-
-/* Answer f's calls (status: raft_apply's) and free it. */
-static void inflight_finish(struct meta_group *g, struct inflight *f, int status)
-{
-	inflight_unlink(g, f);
+	g->n_inflight--;
+	if (status == 0 && f->term > g->read_term)
+		g->read_term = f->term;   /* an entry of that term committed (node_read.c) */
 	if (status == 0 && f->applied) {
 		size_t off = 0;
 		struct sub *s = f->subs;
@@ -687,20 +611,6 @@ static void inflight_finish(struct meta_group *g, struct inflight *f, int status
 	}
 	free(f->res);
 	free(f);
-}
-
-static void on_applied(struct raft_apply *req, int status, void *result)
-{
-	(void)result;
-	struct inflight *f = req->data;
-	struct meta_group *g = f->g;
-	g->n_inflight--;   /* committed or failed: the next entry may go */
-	if (status == 0 && f->term > g->read_term)
-		g->read_term = f->term;   /* an entry of that term committed (node_read.c) */
-	if (status == 0 && f->late && !f->applied)
-		f->committed = true;   /* answered by group_apply_entry, next turn */
-	else
-		inflight_finish(g, f, status);
 	group_kick(g);
 }
 
@@ -804,7 +714,6 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 {
 	(void)now_ms;
 	group_install_poll(g);
-	group_late_drain(g);   /* a kick lost before the loop ran */
 	int role = raft_state(&g->raft);
 	raft_id lid = 0;
 	const char *laddr = NULL;
@@ -939,11 +848,6 @@ static int mkdir_p1(const char *path)
 
 void group_free(struct meta_group *g)
 {
-	while (g->late_head) {   /* only if the state never opened */
-		struct late_entry *e = g->late_head;
-		g->late_head = e->next;
-		free(e);
-	}
 	range_heat_free(g->heat);
 	snap_desc_free(&g->snap_last);
 	free(g);
@@ -1108,7 +1012,6 @@ void group_close(struct meta_group *g, bool remove_dir)
 	struct meta_node *n = g->n;
 	if (g->closing)
 		return;
-	group_late_drain(g);   /* committed: applied and answered, not dropped */
 	g->closing = true;
 	g->remove_dir = remove_dir;
 	g->close_next = n->closing_groups;

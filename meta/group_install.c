@@ -519,10 +519,7 @@ void group_install_stop(struct meta_group *g)
 
 uint64_t group_applied(struct meta_group *g)
 {
-	if (g->inst)
-		return g->inst->applied_before;
-	uint64_t late = group_late_first(g);   /* committed, applied next turn */
-	return late ? late - 1 : raft_last_applied(&g->raft);
+	return g->inst ? g->inst->applied_before : raft_last_applied(&g->raft);
 }
 
 uint64_t group_state_applied(struct meta_group *g)

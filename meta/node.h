@@ -27,8 +27,7 @@
  * queued op into one OpBatch entry (group commit) with at most
  * META_NODE_PIPELINE entries and META_NODE_ENTRY_BYTES per entry in
  * flight, and answers each call with its ops' results once its entry is
- * applied (on the loop turn after it commits, once the next entry is
- * proposed). Reads that must be linearizable wait for a ReadIndex round
+ * applied. Reads that must be linearizable wait for a ReadIndex round
  * (meta/node_read.c).
  *
  * Threads: everything runs on the loop given to meta_node_start, which
@@ -54,17 +53,14 @@
 #define META_NODE_MAX_PEERS 9
 #define META_NODE_ADDR_MAX META_ADDR_MAX /* "host:port" + NUL */
 #define META_NODE_ENTRY_BYTES (128u << 10)  /* target bytes of one entry */
-/* Entries proposed, not yet committed. 1 (issue 19, measured in
+/* Entries proposed, not yet applied. 1 (issue 19, measured in
  * docs/performance.md "Small PUTs past the flush rate"): the ops queued
  * while an entry is written all go into the next one, proposed as soon as
- * it commits, so an op waits for about 1.5 log writes; with 2 the next
+ * it applies, so an op waits for about 1.5 log writes; with 2 the next
  * entry was formed a write earlier and an op waited about 2.5, in smaller
  * entries (iolake-aio on the disk, PUT 4 KiB at 32: 15.7 against 10.8 ops
  * per write, 2,119-3,177 against 1,370-2,033 PUT/s; bench-meta's three
- * voters not slower). A committed entry is applied on the next loop turn,
- * after the next entry is proposed (meta/group.c, "Late apply"), so its
- * apply overlaps the next write (docs/performance.md "PUT 4 KiB on
- * disk"). */
+ * voters not slower). */
 #define META_NODE_PIPELINE 1
 /* The root group's Raft log segment (raft_uv's default is 8 MiB). raft_uv
  * closes a full segment on the member's loop, and that close ends in an

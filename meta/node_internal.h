@@ -57,9 +57,7 @@ struct sub {
 	void (*done)(struct meta_node *n, struct sub *s, int err);   /* internal ops */
 };
 
-struct late_entry;
-
-/* An entry proposed by this member and not yet answered. */
+/* An entry proposed by this member and not yet applied. */
 struct inflight {
 	struct raft_apply req;         /* req.index: the entry's index */
 	struct inflight *next;
@@ -69,8 +67,6 @@ struct inflight {
 	struct meta_op_result *res;    /* filled by the FSM when it applies the entry */
 	uint64_t term;                 /* current term when proposed */
 	bool applied;
-	bool late;                     /* committed, its apply queued on g->late_head */
-	bool committed;                /* raft_apply's callback came before the apply */
 };
 
 /* A linearizable read waiting for a ReadIndex round or a barrier. */
@@ -193,9 +189,7 @@ struct meta_group {
 	struct sub *q_head, *q_tail;
 	size_t q_ops;
 	struct inflight *inflight;
-	unsigned n_inflight;           /* proposed, not yet committed */
-	struct late_entry *late_head, *late_tail;   /* committed, applied next loop turn */
-	size_t late_bytes;
+	unsigned n_inflight;
 	uint64_t entries_proposed, ops_committed;
 	uint64_t read_barriers, read_rounds;
 
@@ -417,10 +411,6 @@ void group_snap_pin(struct meta_group *g, const char *name);
 /* Apply one committed entry at index to g's state (fsm apply's body; also
  * the entries kept while a snapshot was installed). */
 void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, size_t len);
-/* Apply the committed entries fsm_apply queued (group.c, "Late apply"). */
-void group_late_drain(struct meta_group *g);
-/* The first queued entry's index, 0 when none is queued. */
-uint64_t group_late_first(const struct meta_group *g);
 
 /* ------------------------------------------------------------ group_install.c */
 /* Install snapshot descriptor d (moved: d is left empty) into g's state:
