@@ -538,6 +538,31 @@ int main(int argc, char **argv)
 		       (double)f_conns[ph] / s, (unsigned long long)f_connerr[ph], cpu_all[ph],
 		       cpu_gw[ph], cpu_self[ph]);
 	}
+	/* Issue 16 must-show 3 in one line: the victim's p99 over every
+	 * flooded phase against its p99 over every unflooded one. */
+	double p99[2] = { 0, 0 };
+	size_t n[2] = { 0, 0 };
+	for (int on = 0; on < 2; on++) {
+		for (int ph = 0; ph < n_phases; ph++)
+			if (phase_on[ph] == on)
+				n[on] += n_lat[ph];
+		uint64_t *all = n[on] ? malloc(n[on] * sizeof(*all)) : NULL;
+		if (!all)
+			continue;
+		size_t k = 0;
+		for (int ph = 0; ph < n_phases; ph++)
+			if (phase_on[ph] == on) {
+				memcpy(all + k, lat[ph], n_lat[ph] * sizeof(*all));
+				k += n_lat[ph];
+			}
+		qsort(all, n[on], sizeof(*all), cmp_u64);
+		p99[on] = (double)all[(size_t)(0.99 * (double)(n[on] - 1) + 0.5)] / 1e6;
+		free(all);
+	}
+	if (n[0] && n[1])
+		printf("\nvictim p99 over all phases: unflooded %.3f ms (%zu GETs), flooded %.3f ms "
+		       "(%zu GETs): %.2fx\n",
+		       p99[0], n[0], p99[1], n[1], p99[0] > 0 ? p99[1] / p99[0] : 0.0);
 	int bad = 0;
 	for (int ph = 0; ph < n_phases; ph++)
 		bad |= v_err[ph] != 0;
