@@ -2,14 +2,15 @@
 """get_tail_abba.py — the tail of S3 GET under wrk on presigned URLs
 (issue 19 must-show 1: p99 within 3x nginx's), base against head, ABBA.
 
-    bench/get_tail_abba.py --base DIR --head DIR [--workdir /dev/shm]
+    bench/get_tail_abba.py --base DIR --head DIR [--workdir TMPFS]
                            [--base-flags "..."] [--head-flags "..."]
                            [--sizes 4KiB] [--objects 1000] [--secs 4]
                            [--runs 2] [--rounds 1] [--port 26120] [--nginx]
                            [--interleaved --pairs 6] [--sched]
 
 DIR are build directories (iolake-aio, iolake-s3-bench; nothing is
-built); base and head may be the same build with different --*-flags
+built; without --workdir a tmpfs is mounted for the run, which needs
+root; a dir under /dev is refused, as by e2e.py); base and head may be the same build with different --*-flags
 (extra iolake-aio flags, e.g. --head-flags "--loop-slice-us 0"). Each
 round is base, head, head, base; each of those a fresh iolake-aio (six
 OSDs, 4+2, in-process RPC) on WORKDIR, which PUTs --objects objects per
@@ -218,7 +219,7 @@ def main():
     ap.add_argument("--head", required=True)
     ap.add_argument("--base-flags", default="")
     ap.add_argument("--head-flags", default="")
-    ap.add_argument("--workdir", default="/dev/shm")
+    ap.add_argument("--workdir", help="a tmpfs outside /dev (default: mount one under /tmp)")
     ap.add_argument("--sizes", default="4KiB")
     ap.add_argument("--objects", type=int, default=1000)
     ap.add_argument("--secs", type=int, default=4)
@@ -231,11 +232,24 @@ def main():
     ap.add_argument("--sched", action="store_true", help="perf sched: the loops' wake-up delays")
     a = ap.parse_args()
     a.sizes = a.sizes.split(",")
+    print("load before %s" % bl.uptime(), flush=True)
+    try:
+        if a.workdir:
+            a.workdir = bl.check_workdir(a.workdir)
+            return run(a)
+        with bl.tmpfs_mount() as d:
+            a.workdir = d
+            return run(a)
+    except bl.BenchError as e:
+        print("failed: %s" % e, file=sys.stderr)
+        return 1
+
+
+def run(a):
     order = [("base", a.base, a.base_flags), ("head", a.head, a.head_flags),
              ("head", a.head, a.head_flags), ("base", a.base, a.base_flags)]
     results = {}
     nginx = None
-    print("load before %s" % bl.uptime(), flush=True)
     try:
         if a.nginx:
             nd, port, files = nginx_start(a)
