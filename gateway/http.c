@@ -5,7 +5,9 @@
  * timeouts, lingering close (the server's start and close are
  * http_server.c's; a connection accepted on another loop is adopted here:
  * http_server_adopt). Responses are
- * http_resp.c's; what both share is http_int.h. See http.h for the model.
+ * http_resp.c's, the server's own answers (bad heads, rate-limit
+ * refusals, plain HTTP on a TLS port) http_refuse.c's; what they share is
+ * http_int.h. See http.h for the model.
  *
  * Connection states (c->phase):
  *   ACTIVE   reading requests / serving an exchange
@@ -57,12 +59,6 @@ static void process(struct conn *c);
 static void on_kick(uv_idle_t *h);
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
 
-static void count(struct metrics_counter *m, uint64_t *stat)
-{
-	(*stat)++;
-	if (m)
-		metrics_counter_inc(m);
-}
 
 /* ------------------------------------------------------------ utils */
 
@@ -82,7 +78,7 @@ static void limit_unlock(struct http_server *srv)
  * (log_new_request_id: a random 64-bit start, counted and mixed; one
  * atomic add). The same id goes in error bodies, the slow-request log,
  * and every RPC the request causes (gateway/gw_trace.h). */
-static void new_request_id(struct conn *c)
+void conn_new_request_id(struct conn *c)
 {
 	log_new_request_id(c->request_id);
 	c->resp_body_bytes = 0;
@@ -126,6 +122,11 @@ static void arm(struct conn *c, int mode, uint32_t ms, bool restart)
 		uv_timer_stop(&c->timer);
 	else
 		uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+void conn_stop_timer(struct conn *c)
+{
+	arm(c, T_NONE, 0, false);
 }
 
 /* Pick the timeout for the connection's current state. restart: bytes
@@ -256,26 +257,6 @@ static void conn_eof(struct conn *c)
 	conn_close(c, quiet ? 0 : -ECONNRESET);
 }
 
-/* Plain HTTP on a TLS port: say so in plain text, then linger. */
-static void plain_on_tls(struct conn *c)
-{
-	static char msg[] = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
-			    "Content-Length: 35\r\nConnection: close\r\n\r\n"
-			    "This port speaks HTTPS (TLS) only.\n";
-	struct http_server *srv = c->srv;
-	count(srv->m_plain_on_tls, &srv->stats.plain_on_tls);
-	srv->stats.bad_requests++;
-	tls_conn_free(c->tc); /* not a TLS failure worth counting twice */
-	c->tc = NULL;
-	c->rpos = c->rlen = 0;
-	uv_buf_t b = uv_buf_init(msg, sizeof(msg) - 1);
-	if (conn_submit(c, &b, 1, NULL, NULL, true, NULL))
-		return;
-	arm(c, T_NONE, 0, false);
-	c->reading = false;
-	uv_read_stop((uv_stream_t *)&c->tcp);
-}
-
 /* Decrypt into rbuf as far as it has room; send what the TLS state wants
  * sent. false: the connection was closed. */
 static bool tls_fill(struct conn *c)
@@ -335,7 +316,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 		c->srv->stats.bytes_in += (uint64_t)n;
 		/* A TLS record starts with 0x16 (handshake); a letter is HTTP. */
 		if (!tls_conn_started(c->tc) && (unsigned char)b->base[0] != 0x16) {
-			plain_on_tls(c);
+			conn_plain_on_tls(c);
 			return;
 		}
 		if (tls_conn_feed(c->tc, b->base, (size_t)n)) {
@@ -422,7 +403,7 @@ static void ev_head(void *ud, struct http_request *req)
 		 * shutdown, a linger and a close, per refused request. One
 		 * with a body is answered and the connection closed (its body
 		 * is not read). */
-		count(srv->m_refused_rate, &srv->stats.limit_requests_refused);
+		conn_count(srv->m_refused_rate, &srv->stats.limit_requests_refused);
 		c->limited = true;
 		c->limited_keep = !req->has_body && req->keep_alive && !srv->closing;
 		if (!c->limited_keep)
@@ -439,7 +420,7 @@ static void ev_head(void *ud, struct http_request *req)
 	c->uhdr_len = 0;
 	c->user = NULL;
 	c->continue_pending = req->expect_continue;
-	new_request_id(c);
+	conn_new_request_id(c);
 	srv->stats.requests++;
 	srv->cfg.handler.on_request(&c->stream, req);
 	if (c->phase != ACTIVE)
@@ -480,7 +461,7 @@ static void ev_body(void *ud, const char *data, size_t len)
 		return;
 	if (body_too_slow(c, len)) {
 		struct http_server *srv = c->srv;
-		count(srv->m_slow_body, &srv->stats.slow_bodies);
+		conn_count(srv->m_slow_body, &srv->stats.slow_bodies);
 		srv->stats.timeouts++;
 		conn_close(c, -ETIMEDOUT);
 		return;
@@ -524,57 +505,6 @@ void conn_maybe_finish(struct conn *c)
 	conn_kick(c); /* pipelined bytes may be waiting; resume reading */
 }
 
-/* A malformed head, or one refused by the rate limit (503: an S3
- * SlowDown error, as S3 answers throttling): answer it ourselves and
- * close; a refusal with c->limited_keep keeps the connection (ev_head),
- * and conn_refusal_done goes on once the answer is written. */
-static void reply_error(struct conn *c, int status)
-{
-	struct http_server *srv = c->srv;
-	if (status != 503)
-		srv->stats.bad_requests++;
-	if (c->active) { /* bad body framing after the handler took over */
-		conn_close(c, -EPROTO);
-		return;
-	}
-	new_request_id(c);
-	char body[320] = "";
-	if (status == 503)
-		snprintf(body, sizeof(body),
-			 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
-			 "<Message>Please reduce your request rate.</Message>"
-			 "<RequestId>%s</RequestId></Error>", c->request_id);
-	size_t blen = strlen(body);
-	bool keep = status == 503 && c->limited_keep && c->hp.msg_done;
-	c->limited_keep = keep;
-	int n = snprintf(c->head, sizeof(c->head),
-			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\nx-amz-id-2: %s\r\n%s"
-			 "Content-Length: %zu\r\n%s\r\n%s",
-			 status, http_reason(status), conn_date(srv), srv->cfg.server_name,
-			 srv->cfg.request_id_header, c->request_id, srv->host_id,
-			 blen ? "Content-Type: application/xml\r\n" : "", blen,
-			 keep ? "" : "Connection: close\r\n",
-			 c->hp.req.method == HTTP_HEAD ? "" : body);
-	srv->stats.responses[status / 100]++;
-	uv_buf_t b = uv_buf_init(c->head, (unsigned)n);
-	if (conn_submit(c, &b, 1, NULL, NULL, true, NULL)) {
-		conn_close(c, 0);
-		return;
-	}
-	arm(c, T_NONE, 0, false);
-	if (keep) {
-		/* Pipelined bytes stay in rbuf; reading waits for the write
-		 * (conn_update_reading), then conn_refusal_done. */
-		c->limited = false;
-		conn_update_reading(c);
-		return;
-	}
-	/* Nothing more is parsed; the write's completion starts lingering. */
-	c->rpos = c->rlen = 0;
-	c->reading = false;
-	uv_read_stop((uv_stream_t *)&c->tcp);
-}
-
 static void process(struct conn *c)
 {
 	if (c->in_process)
@@ -592,7 +522,7 @@ static void process(struct conn *c)
 		return;
 	int err = http_parse_error(&c->hp);
 	if (err || c->limited) {
-		reply_error(c, err ? err : 503);
+		conn_reply_error(c, err ? err : 503);
 		return;
 	}
 	if (c->peer_eof && !c->active) {
@@ -618,13 +548,6 @@ static void on_kick(uv_idle_t *h)
 			process(c);
 	}
 	uv_idle_stop(h);
-}
-
-void conn_refusal_done(struct conn *c)
-{
-	c->limited_keep = false;
-	http_parse_next(&c->hp);
-	conn_kick(c); /* the next request may be in rbuf already */
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
@@ -768,7 +691,7 @@ static void conn_begin(struct conn *c)
 		limit_unlock(srv);
 	}
 	if (!ok) {
-		count(srv->m_refused_conns, &srv->stats.limit_conns_refused);
+		conn_count(srv->m_refused_conns, &srv->stats.limit_conns_refused);
 		conn_close(c, 0);
 		return;
 	}

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "gateway/http.h"
 
 enum phase { ACTIVE, LINGER, CLOSING };
@@ -135,8 +136,24 @@ struct http_server {
 /* ------------------------------------------------------------ http.c */
 
 /* Close the connection (an active exchange gets on_finish(err)). */
+/* A stat counted, and its metric when there is one. */
+static inline void conn_count(struct metrics_counter *m, uint64_t *stat)
+{
+	(*stat)++;
+	if (m)
+		metrics_counter_inc(m);
+}
+/* A new x-amz-request-id for the next exchange (http.c). */
+void conn_new_request_id(struct conn *c);
+/* No timeout armed (http.c). */
+void conn_stop_timer(struct conn *c);
+/* The server's own answers (http_refuse.c): a malformed head or a
+ * refused one (status 503: SlowDown; kept when c->limited_keep), and
+ * plain HTTP on a TLS port. */
+void conn_reply_error(struct conn *c, int status);
+void conn_plain_on_tls(struct conn *c);
 /* The server's own 503 on a connection that stays is on the wire: go on
- * with the next request (http.c). */
+ * with the next request. */
 void conn_refusal_done(struct conn *c);
 /* Fill c->peer from the accepted socket (http_resp.c). */
 void conn_peer_name(struct conn *c);
