@@ -203,3 +203,13 @@ int gw_bread_get(struct gw_bread *b, const char *name, struct gw_bread_waiter *w
 	s->tail = &s->waiting;
 	return send_read(b, s, name, w);
 }
+
+int gw_bread_read(struct gw_bread *b, struct meta_client *mc, const char *name,
+		  struct gw_bread_waiter *w, meta_client_cb cb, void *ud)
+{
+	if (b)
+		return gw_bread_get(b, name, w, cb, ud);
+	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
+	req.name = (char *)name;
+	return meta_client_call(mc, META_M_GET_BUCKET, &req.base, cb, ud);
+}

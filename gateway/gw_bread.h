@@ -59,4 +59,9 @@ void gw_bread_free(struct gw_bread *b);
 int gw_bread_get(struct gw_bread *b, const char *name, struct gw_bread_waiter *w,
 		 meta_client_cb cb, void *ud);
 
+/* gw_bread_get through b, or, without one (b NULL: made without memory),
+ * a GetBucket of its own through mc; the same contract. */
+int gw_bread_read(struct gw_bread *b, struct meta_client *mc, const char *name,
+		  struct gw_bread_waiter *w, meta_client_cb cb, void *ud);
+
 #endif

@@ -471,18 +471,6 @@ static void on_put_head(struct s3_head *h, enum s3_err e, Iolake__Meta__ObjectRe
 
 /* ------------------------------------------------------------ the inline Put */
 
-/* GetBucket of name, shared with the loop's other reads of it (gw_bread;
- * a call of its own without one). 0, or the callback will not run. */
-static int bucket_read(struct s3_ops *o, const char *name, struct gw_bread_waiter *w,
-		       meta_client_cb cb, void *ud)
-{
-	if (o->bread)
-		return gw_bread_get(o->bread, name, w, cb, ud);
-	Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-	req.name = (char *)name;
-	return meta_client_call(o->mc, META_M_GET_BUCKET, &req.base, cb, ud);
-}
-
 /* A GetBucket's answer into rq->bkt (a copy, cached when it may be, with
  * rq->bkt_digest the digest a commit may carry, else 0): S3E_OK or the
  * error. */
@@ -497,13 +485,7 @@ static enum s3_err bucket_take(struct s3_rq *rq, int err, const ProtobufCMessage
 	Iolake__Meta__Bucket *copy = (Iolake__Meta__Bucket *)s3u_copy_msg(&r->bucket->base);
 	if (!copy)
 		return S3E_InternalError;
-	s3u_free_msg(rq->bkt);
-	rq->bkt = copy;
-	rq->bkt_digest = 0;   /* decided on a fresh read: unchecked */
-	if (gw_bcache_cacheable(copy, r->bucket_digest)) {
-		gw_bcache_put(rq->o->bcache, copy, r->bucket_digest, loop_now_ms());
-		rq->bkt_digest = r->bucket_digest;
-	}
+	s3_rq_keep_bucket(rq, copy, r->bucket_digest);
 	return S3E_OK;
 }
 
@@ -539,7 +521,7 @@ static void put_inline(struct native_call *nc)
 		s3u_free_msg(b);
 		nc->rq.bkt = NULL;
 	}
-	if (bucket_read(o, nc->rq.bucket, &nc->rq.bread_w, on_inline_bucket, nc))
+	if (gw_bread_read(o->bread, o->mc, nc->rq.bucket, &nc->rq.bread_w, on_inline_bucket, nc))
 		native_fail(nc, S3E_ServiceUnavailable, NULL);
 }
 
@@ -569,7 +551,7 @@ static void bucket_refresh(struct native_upload *u)
 {
 	struct s3_ops *o = u->s->o;
 	gw_bcache_drop(o->bcache, u->rq.bucket, true);
-	if (bucket_read(o, u->rq.bucket, &u->rq.bread_w, on_refresh_bucket, u)) {
+	if (gw_bread_read(o->bread, o->mc, u->rq.bucket, &u->rq.bread_w, on_refresh_bucket, u)) {
 		drop_new(u);
 		upload_fail(u, S3E_ServiceUnavailable, NULL);
 		return;

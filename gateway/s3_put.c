@@ -358,13 +358,7 @@ static void on_put_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__B
 		put_abandon(p, e);
 		return;
 	}
-	s3u_free_msg(rq->bkt);
-	rq->bkt = copy;
-	rq->bkt_digest = 0;
-	if (gw_bcache_cacheable(copy, rq->bkt_read_digest)) {
-		gw_bcache_put(rq->o->bcache, copy, rq->bkt_read_digest, loop_now_ms());
-		rq->bkt_digest = rq->bkt_read_digest;
-	}
+	s3_rq_keep_bucket(rq, copy, rq->bkt_read_digest);
 	const char *msg = NULL;
 	if (s3_rq_decide(rq, S3_ACT_PutObject, copy, NULL) == S3_DENY)
 		e = S3E_AccessDenied;

@@ -411,6 +411,17 @@ static void on_bucket(void *ud, int err, const ProtobufCMessage *resp)
 	cb(rq, e, e ? NULL : r->bucket);
 }
 
+void s3_rq_keep_bucket(struct s3_rq *rq, Iolake__Meta__Bucket *b, uint64_t digest)
+{
+	s3u_free_msg(rq->bkt);
+	rq->bkt = b;
+	rq->bkt_digest = 0;
+	if (gw_bcache_cacheable(b, digest)) {
+		gw_bcache_put(rq->o->bcache, b, digest, loop_now_ms());
+		rq->bkt_digest = digest;
+	}
+}
+
 int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb)
 {
 	if (rq->bkt && !rq->bkt_served && strcmp(rq->bkt->name, name) == 0) {
@@ -422,17 +433,10 @@ int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb)
 	if (!call_begin(rq, S3_SUBJ_BUCKET_READ))
 		return -EBUSY;
 	rq->cb.bucket = cb;
-	int rc;
 	trace_on(rq);
-	if (rq->o->bread) {
-		/* Issue 13: shared with the reads of this bucket asked for
-		 * while one is out (gw_bread.h: as fresh as a call of its own). */
-		rc = gw_bread_get(rq->o->bread, name, &rq->bread_w, on_bucket, rq);
-	} else {
-		Iolake__Meta__GetBucketRequest req = IOLAKE__META__GET_BUCKET_REQUEST__INIT;
-		req.name = (char *)name;
-		rc = meta_client_call(rq->o->mc, META_M_GET_BUCKET, &req.base, on_bucket, rq);
-	}
+	/* Issue 13: shared with the reads of this bucket asked for while one
+	 * is out (gw_bread.h: as fresh as a call of its own). */
+	int rc = gw_bread_read(rq->o->bread, rq->o->mc, name, &rq->bread_w, on_bucket, rq);
 	trace_off(rq);
 	return rc ? call_failed(rq, rc) : 0;
 }

@@ -330,6 +330,11 @@ void s3_rq_marker_headers(struct s3_rq *rq);
  * (valid during cb; NULL if meta sent none), NoSuchBucket, or the error of
  * a failed call. Returns 0, or after answering ServiceUnavailable. */
 int s3_rq_bucket(struct s3_rq *rq, const char *name, s3_rq_bucket_cb cb);
+/* A fresh bucket record b (the caller's copy, now rq's) becomes rq->bkt;
+ * when it may be cached (gw_bcache_cacheable with digest, the digest of
+ * the GetBucket answer it was copied from) it is, and rq->bkt_digest is
+ * digest, the digest a commit may carry; else 0. */
+void s3_rq_keep_bucket(struct s3_rq *rq, Iolake__Meta__Bucket *b, uint64_t digest);
 
 /* A record was not found: answer NoSuchKey when bucket exists, else
  * NoSuchBucket (one GetBucket). */
