@@ -123,6 +123,26 @@ def wrk(url, paths, secs, work, conns=32):
             "p99_ms": float(p99.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[p99.group(2)]}
 
 
+def presigned_cells(build, workdir, port, sizes, objects, flags=(), tmp="cells."):
+    """A fresh aio on port with, per size, `objects` objects PUT by
+    iolake-s3-bench under cSIZE/ in bucket "bench": yields (aio, work, size,
+    presigned GET paths) per size; the aio and the work dir go at the end."""
+    bench = benchlib.build_bin(build, "iolake-s3-bench")
+    aio = benchlib.Aio(build, workdir, flags=flags)
+    aio.port = port
+    aio.ep = "http://127.0.0.1:%d" % port
+    work = tempfile.mkdtemp(prefix=tmp, dir=workdir)
+    try:
+        aio.start()
+        for i, size in enumerate(sizes):
+            benchlib.s3bench(bench, aio.ep, size, objects, 32, 1, os.path.join(work, "p.json"),
+                             prefix="c%s/" % size, extra=[] if i == 0 else ["--no-create-bucket"])
+            yield aio, work, size, presigned_paths(aio.ep, "bench", "c%s/" % size, objects)
+    finally:
+        aio.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def presigned_paths(ep, bucket, prefix, n):
     import boto3
     from botocore.config import Config

@@ -30,7 +30,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -93,28 +92,15 @@ def wrk_run(aio, paths, secs, work, perf_out):
 
 
 def one_run(tag, build, a, results):
-    bench = bl.build_bin(build, "iolake-s3-bench")
-    aio = bl.Aio(build, a.workdir)
-    aio.port = a.port
-    aio.ep = "http://127.0.0.1:%d" % a.port
-    work = tempfile.mkdtemp(prefix="getcpu.", dir=a.workdir)
-    try:
-        aio.start()
-        for i, size in enumerate(a.sizes):
-            bl.s3bench(bench, aio.ep, size, a.objects, 32, 1, os.path.join(work, "p.json"),
-                       prefix="c%s/" % size,
-                       extra=[] if i == 0 else ["--no-create-bucket"])
-            paths = e2e.presigned_paths(aio.ep, "bench", "c%s/" % size, a.objects)
-            perf_out = os.path.join(a.record, "%s-%s.perf" % (tag, size)) if a.record else None
-            w = wrk_run(aio, paths, a.secs, work, perf_out)
-            results.setdefault((tag[:4], size), []).append(w)
-            print("%-6s %-6s %8.0f GET/s p99 %7.1f ms %8d reqs  CPU %6.1f us/GET  "
-                  "syscalls %5.1f/GET  cs %5.2f/GET | load %s" % (
-                      tag, size, w["ops"], w["p99"], w["reqs"], w["cpu_us"], w["sys"], w["cs"],
-                      bl.uptime()), flush=True)
-    finally:
-        aio.close()
-        subprocess.run(["rm", "-rf", work])
+    for aio, work, size, paths in e2e.presigned_cells(build, a.workdir, a.port, a.sizes,
+                                                      a.objects, (), "getcpu."):
+        perf_out = os.path.join(a.record, "%s-%s.perf" % (tag, size)) if a.record else None
+        w = wrk_run(aio, paths, a.secs, work, perf_out)
+        results.setdefault((tag[:4], size), []).append(w)
+        print("%-6s %-6s %8.0f GET/s p99 %7.1f ms %8d reqs  CPU %6.1f us/GET  "
+              "syscalls %5.1f/GET  cs %5.2f/GET | load %s" % (
+                  tag, size, w["ops"], w["p99"], w["reqs"], w["cpu_us"], w["sys"], w["cs"],
+                  bl.uptime()), flush=True)
 
 
 def main():

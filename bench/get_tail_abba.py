@@ -143,24 +143,12 @@ def nginx_runs(a, nginx, results):
 
 
 def aio_runs(tag, build, flags, a, results):
-    bench = bl.build_bin(build, "iolake-s3-bench")
-    aio = bl.Aio(build, a.workdir, flags=flags)
-    aio.port = a.port
-    aio.ep = "http://127.0.0.1:%d" % a.port
-    work = tempfile.mkdtemp(prefix="gettail.", dir=a.workdir)
-    try:
-        aio.start()
-        for i, size in enumerate(a.sizes):
-            bl.s3bench(bench, aio.ep, size, a.objects, 32, 1, os.path.join(work, "p.json"),
-                       prefix="c%s/" % size, extra=[] if i == 0 else ["--no-create-bucket"])
-            paths = e2e.presigned_paths(aio.ep, "bench", "c%s/" % size, a.objects)
-            for _ in range(a.runs):
-                w = wrk(aio.ep, paths, a.secs, work, aio.proc.pid if a.sched else 0)
-                results.setdefault((tag[:4], size), []).append(w)
-                show(tag, size, w)
-    finally:
-        aio.close()
-        shutil.rmtree(work, ignore_errors=True)
+    for aio, work, size, paths in e2e.presigned_cells(build, a.workdir, a.port, a.sizes,
+                                                      a.objects, flags, "gettail."):
+        for _ in range(a.runs):
+            w = wrk(aio.ep, paths, a.secs, work, aio.proc.pid if a.sched else 0)
+            results.setdefault((tag[:4], size), []).append(w)
+            show(tag, size, w)
 
 
 def interleaved(a, nginx, results):
