@@ -9,9 +9,10 @@
  * buffer until the call ends; a PUT with `window` of them waits): the data
  * shards are slices of the bytes the caller fed (copied once, from the
  * HTTP read buffer, or read there by the socket: gw_data_put_buf), the
- * parity shards follow them in the same buffer. A buffer goes back when its calls have ended and the transport has let
- * go of it, and (hash threads: gw_data_opts.hash_pool) when the jobs that
- * MD5 its data bytes are done. The ETag's MD5 is fed as the body arrives:
+ * parity shards follow them in the same buffer. A buffer goes back when
+ * its calls have ended and the transport has let go of it, and (hash
+ * threads: gw_data_opts.hash_pool) when the jobs that MD5 its data bytes
+ * are done. The ETag's MD5 is fed as the body arrives:
  * every HASH_FEED_BYTES appended to the segment being filled go to the
  * hash service at once (bytes of a block are written once: read-only
  * from the copy on), the rest of the segment when it is sent; so the
