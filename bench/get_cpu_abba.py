@@ -2,15 +2,17 @@
 """get_cpu_abba.py — CPU per S3 GET of iolake-aio under wrk on presigned
 URLs (issue 19, must-show 1), base against head, in ABBA order.
 
-    bench/get_cpu_abba.py --base DIR --head DIR [--workdir /dev/shm]
+    bench/get_cpu_abba.py --base DIR --head DIR [--workdir TMPFS]
                           [--sizes 4KiB,64KiB] [--secs 6] [--rounds 1]
                           [--port 26100] [--record DIR]
 
 DIR are build directories (iolake-aio, iolake-s3-bench; nothing is built).
 Each round is base, head, head, base. Each run is a fresh iolake-aio (six
-OSDs, 4+2, in-process RPC) on WORKDIR listening on --port. Per size it
-PUTs --objects objects with iolake-s3-bench, makes presigned GET URLs for
-them (boto3, SigV4 query) and runs `wrk -t2 -c32 -d SECS` over them, the
+OSDs, 4+2, in-process RPC) on WORKDIR (a tmpfs outside /dev; without
+--workdir one is mounted under /tmp for the run, which needs root),
+listening on --port. Per size it PUTs --objects objects with
+iolake-s3-bench, makes presigned GET URLs for them (boto3, SigV4 query)
+and runs `wrk -t2 -c32 -d SECS` over them, the
 way bench/e2e.py does. The store's CPU is utime+stime of the aio process
 from /proc/PID/stat across the wrk run; divided by wrk's request count it
 is "CPU µs per GET", the figure that means something on a loaded machine
@@ -103,11 +105,17 @@ def one_run(tag, build, a, results):
                   bl.uptime()), flush=True)
 
 
+def runs(a, order, results):
+    for r in range(a.rounds):
+        for j, (tag, build) in enumerate(order):
+            one_run("%s%d" % (tag, r * 2 + j // 2 + 1 if a.base else r + 1), build, a, results)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base")
     ap.add_argument("--head", required=True)
-    ap.add_argument("--workdir", default="/dev/shm")
+    ap.add_argument("--workdir", help="a tmpfs outside /dev (default: mount one under /tmp)")
     ap.add_argument("--sizes", default="4KiB,64KiB")
     ap.add_argument("--objects", type=int, default=1000)
     ap.add_argument("--secs", type=int, default=6)
@@ -121,10 +129,13 @@ def main():
         order = [("head", a.head)]
     results = {}
     try:
-        for r in range(a.rounds):
-            for j, (tag, build) in enumerate(order):
-                one_run("%s%d" % (tag, r * 2 + j // 2 + 1 if a.base else r + 1), build, a,
-                        results)
+        if a.workdir:
+            a.workdir = bl.check_workdir(a.workdir)
+            runs(a, order, results)
+        else:
+            with bl.tmpfs_mount() as d:
+                a.workdir = d
+                runs(a, order, results)
     except bl.BenchError as e:
         print("failed: %s" % e, file=sys.stderr)
         return 1
