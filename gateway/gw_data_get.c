@@ -362,15 +362,8 @@ static void seg_advance(struct get_seg *seg)
 
 /* ------------------------------------------------------------ hedging */
 
-uint32_t gwd_hedge_delay_ms(const struct gw_data *d)
-{
-	uint32_t ms = (gw_lat_get(&d->lat) + 999) / 1000;
-	return ms < d->o.hedge_min_ms ? d->o.hedge_min_ms
-	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
-}
-
 /* The hedge delay of a segment of g: the lower median of its OSDs' p95s
- * (see the top), clamped. */
+ * (see the top), clamped. The queue and its timer: gw_data_hedge.c. */
 static uint32_t seg_hedge_delay_ms(struct gw_data *d, const struct gw_data_get *g)
 {
 	uint32_t us = gwd_osd_median_us(&d->olat, g->t.osd_ids, g->n, gw_lat_get(&d->lat));
@@ -379,85 +372,21 @@ static uint32_t seg_hedge_delay_ms(struct gw_data *d, const struct gw_data_get *
 	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
 }
 
-uint32_t gw_data_osd_read_p95_us(const struct gw_data *d, uint32_t osd_id)
-{
-	const struct gw_lat *l = gwd_osd_lat_peek(&d->olat, osd_id);
-	return l ? gw_lat_get(l) : 0;
-}
-
-static void hedge_unqueue(struct gw_data *d, struct gwd_hnode *h)
-{
-	if (!h->queued)
-		return;
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		d->hq_head = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	else
-		d->hq_tail = h->prev;
-	h->prev = h->next = NULL;
-	h->queued = false;
-}
-
-static void hedge_timer_arm(struct gw_data *d)
-{
-	if (!d->hq_head) {
-		if (d->hedge_armed_ms)
-			uv_timer_stop(&d->hedge);
-		d->hedge_armed_ms = 0;
-		return;
-	}
-	uint64_t at = d->hq_head->at_ms;
-	if (d->hedge_armed_ms && d->hedge_armed_ms <= at)
-		return; /* fires no later than needed; re-arms then */
-	uv_update_time(d->loop);
-	uint64_t now = uv_now(d->loop);
-	uv_timer_start(&d->hedge, gwd_hedge_fire, at > now ? at - now : 0, 0);
-	d->hedge_armed_ms = at;
-}
-
 static void hedge_queue(struct get_seg *seg)
 {
 	struct gw_data *d = seg->g->d;
-	struct gwd_hnode *h = &seg->hn;
 	if (d->o.hedge_off || seg->g->n <= seg->g->k)
 		return;
-	gwd_hq_add(d, h, loop_now_ms() + seg_hedge_delay_ms(d, seg->g));
-}
-
-void gwd_hq_add(struct gw_data *d, struct gwd_hnode *h, uint64_t at_ms)
-{
-	hedge_unqueue(d, h);
-	h->at_ms = at_ms;
-	struct gwd_hnode *after = d->hq_tail;
-	while (after && after->at_ms > at_ms)
-		after = after->prev;
-	h->prev = after;
-	h->next = after ? after->next : d->hq_head;
-	if (h->next)
-		h->next->prev = h;
-	else
-		d->hq_tail = h;
-	if (after)
-		after->next = h;
-	else
-		d->hq_head = h;
-	h->queued = true;
-	hedge_timer_arm(d);
-}
-
-void gwd_hq_del(struct gw_data *d, struct gwd_hnode *h)
-{
-	hedge_unqueue(d, h);
+	gwd_hq_add(d, &seg->hn, loop_now_ms() + seg_hedge_delay_ms(d, seg->g));
 }
 
 static void notify(struct gw_data_get *g);
 
-/* The hedge time of seg came: ask parity in place of the reads still out. */
-static void seg_hedge(struct get_seg *seg)
+/* The hedge time of seg came (seg->hn.fire): ask parity in place of the
+ * reads still out. */
+static void seg_hedge(struct gwd_hnode *h)
 {
+	struct get_seg *seg = container_of(h, struct get_seg, hn);
 	struct gw_data_get *g = seg->g;
 	if (g->freed || seg->state != S_FETCH || seg->hedged)
 		return;
@@ -475,22 +404,6 @@ static void seg_hedge(struct get_seg *seg)
 	if (seg->pending > before)
 		g->d->st.hedges++;
 	notify(g);
-}
-
-void gwd_hedge_fire(uv_timer_t *t)
-{
-	struct gw_data *d = t->data;
-	uint64_t now = loop_now_ms();
-	d->hedge_armed_ms = 0;
-	while (d->hq_head && d->hq_head->at_ms <= now) {
-		struct gwd_hnode *h = d->hq_head;
-		hedge_unqueue(d, h);
-		if (h->fire)
-			h->fire(h);
-		else
-			seg_hedge(container_of(h, struct get_seg, hn));
-	}
-	hedge_timer_arm(d);
 }
 
 static void seg_start(struct get_seg *seg, uint32_t s)
@@ -707,6 +620,7 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 	for (unsigned j = 0; j < d->o.window; j++) {
 		struct get_seg *seg = &g->segs[j];
 		seg->g = g;
+		seg->hn.fire = seg_hedge;
 		seg->index = UINT32_MAX;
 		seg->pending = 0;
 		seg->use = 0;
@@ -770,7 +684,7 @@ static void get_release(struct gw_data_get *g)
 	struct gw_data *d = g->d;
 	for (unsigned j = 0; j < d->o.window; j++) {
 		drop_all(&g->segs[j]);
-		hedge_unqueue(d, &g->segs[j].hn);
+		gwd_hq_del(d, &g->segs[j].hn);
 	}
 	d->st.live_ops--;
 	g->next_free = d->free_gets;
