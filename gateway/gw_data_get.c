@@ -9,14 +9,22 @@
  * segment's last piece, so a consumer that stops reading stops the reads
  * (read-ahead is window segments, no more).
  *
- * A segment's pieces are handed out only once every needed byte is held
- * and verified; so when more than m shards fail, the consumer sees the
- * error before any byte of that segment. Responses are referenced, not
- * copied: a healthy piece is a slice of the transport's payload buffer; a
- * rebuilt piece is a slice of a pooled decode buffer.
+ * A segment's pieces (one per data shard it touches) are handed out in
+ * order as they come: once pieces 0..i are held and verified, they go,
+ * without waiting for pieces i+1.. (seg->taken: the pieces handed out).
+ * When a data shard fails or is slow, the segment goes on from parity:
+ * the decode rebuilds only the pieces not yet taken. So when more than m
+ * shards fail, the consumer may see the error after some bytes of that
+ * segment. Not in the GET's first segment (seg->whole): it is handed out
+ * only once every needed byte is held and verified, so a GET that cannot
+ * be read fails before its first byte (S3 then answers 503 rather than
+ * cutting a started answer). Responses are referenced, not copied: a
+ * healthy piece is a slice of the transport's payload buffer; a rebuilt
+ * piece is a slice of a pooled decode buffer.
  *
  * Per segment, states: FETCH -> READY -> EMITTED -> (calls drained) IDLE,
- * or FETCH -> FAILED (sticky: no later segment starts).
+ * or FETCH -> FAILED (sticky: no later segment starts). Pieces may be
+ * taken in FETCH (streamed) and READY; the last one taken makes EMITTED.
  *
  * Shard order: shards on OSDs that are up and whose circuit is closed
  * first; then shards the layout records as missing; then shards whose OSD
@@ -80,9 +88,11 @@ struct get_seg {
 	uint32_t got_acct[EC_MAX_SHARDS];    /* bytes counted as buffered */
 	uint32_t have, full, failed, inflight; /* shard masks */
 	uint32_t inflight_full;
+	uint32_t taken;                      /* pieces handed out (need bits) */
 	uint32_t slow;                       /* out when the hedge fired, not answered */
 	bool degraded;
 	bool hedged;
+	bool whole;                          /* the GET's first: handed out only whole */
 	struct gwd_hnode hn;                 /* on d->hq while waiting to hedge */
 	unsigned emit_next;
 	unsigned pending;
@@ -102,7 +112,7 @@ struct gw_data_get {
 	uint32_t avoid;            /* OSD down in the map or circuit open: last resort */
 	uint32_t open;             /* of which the circuit is open (not UP) */
 	uint64_t off, end;
-	uint32_t last_seg;
+	uint32_t first_seg, last_seg;
 	uint32_t next_start, next_emit;
 	bool empty;
 	bool stop;                 /* a segment failed: start no more */
@@ -254,7 +264,7 @@ static void seg_decode(struct get_seg *seg)
 	struct gw_data_get *g = seg->g;
 	struct gw_data *d = g->d;
 	const struct gw_data_layout *l = g->l;
-	uint32_t want = seg->need & ~seg->have;
+	uint32_t want = seg->need & ~seg->have & ~seg->taken;   /* taken: handed out */
 	if (!want) {
 		seg->state = S_READY;
 		return;
@@ -314,9 +324,10 @@ static void seg_advance(struct get_seg *seg)
 	struct gw_data_get *g = seg->g;
 	if (seg->state != S_FETCH)
 		return;
-	/* Every wanted byte held and verified: done, however we got here
-	 * (a slow shard that answered after all, a failed parity read). */
-	if ((seg->have & seg->need) == seg->need) {
+	/* Every wanted byte held and verified or already handed out: done,
+	 * however we got here (a slow shard that answered after all, a
+	 * failed parity read). */
+	if (((seg->have | seg->taken) & seg->need) == seg->need) {
 		seg->state = S_READY;
 		return;
 	}
@@ -420,6 +431,8 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 	seg->slow = 0;
 	seg->degraded = false;
 	seg->hedged = false;
+	seg->whole = s == g->first_seg;
+	seg->taken = 0;
 	seg->emit_next = 0;
 	uint64_t a = (g->off > base ? g->off : base) - base;
 	uint64_t b = (g->end < base + seg->seg_len ? g->end : base + seg->seg_len) - base;
@@ -555,14 +568,33 @@ static void on_get(void *ud, const struct rpc_result *res)
 	notify(g);
 }
 
-/* Tell a waiting consumer the next segment is settled. g may be freed by
- * the callback: nothing touches it after. */
+/* The piece of seg to hand out next (seg->need >> seg->emit_next is not
+ * 0 until seg is emitted). */
+static unsigned next_piece(const struct get_seg *seg)
+{
+	unsigned i = seg->emit_next;
+	while (!(seg->need & (1u << i)))
+		i++;
+	return i;
+}
+
+/* Whether gw_data_get_read has something to say about seg (the segment
+ * next_emit): a piece to hand out, or its failure. */
+static bool seg_settled(const struct get_seg *seg)
+{
+	return seg->state == S_READY || seg->state == S_FAILED ||
+	       (seg->state == S_FETCH && !seg->whole &&
+		(seg->have & (1u << next_piece(seg))));
+}
+
+/* Tell a waiting consumer the next piece is held (or its segment
+ * failed). g may be freed by the callback: nothing touches it after. */
 static void notify(struct gw_data_get *g)
 {
 	if (!g->waiting)
 		return;
 	struct get_seg *h = slot(g, g->next_emit);
-	if (h->index == g->next_emit && (h->state == S_READY || h->state == S_FAILED)) {
+	if (h->index == g->next_emit && seg_settled(h)) {
 		g->waiting = false;
 		g->cb(g, g->ud);
 	}
@@ -628,7 +660,7 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 			seg->calls[i] = NULL;
 	}
 	if (len) {
-		g->next_start = g->next_emit = (uint32_t)(off / l->segment_bytes);
+		g->first_seg = g->next_start = g->next_emit = (uint32_t)(off / l->segment_bytes);
 		g->last_seg = (uint32_t)((g->end - 1) / l->segment_bytes);
 	}
 	d->st.live_ops++;
@@ -652,20 +684,20 @@ int gw_data_get_read(struct gw_data_get *g, struct buf_slice *out)
 		d->st.gets_failed++;
 		return g->status;
 	}
-	if (seg->index != g->next_emit || seg->state != S_READY) {
+	if (seg->index != g->next_emit || !seg_settled(seg)) {
 		g->waiting = true;
 		return -EAGAIN;
 	}
-	unsigned i = seg->emit_next;
-	while (!(seg->need & (1u << i)))
-		i++;
+	unsigned i = next_piece(seg);
 	const struct buf_slice *s = &seg->got[i];
 	*out = (struct buf_slice){ buf_ref(s->buf), s->off + (seg->w_off[i] - seg->got_off[i]),
 				   seg->w_len[i] };
 	d->st.get_bytes += seg->w_len[i];
 	seg->emit_next = i + 1;
+	seg->taken |= 1u << i;
 	if (!(seg->need >> seg->emit_next)) {
 		seg->state = S_EMITTED;
+		gwd_hq_del(d, &seg->hn);
 		drop_all(seg);
 		g->next_emit++;
 		seg_recycle(seg);
