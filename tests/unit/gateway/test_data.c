@@ -1654,6 +1654,44 @@ START_TEST(segment_streamed)
 }
 END_TEST
 
+/* Each layout carries its segment size: objects written at 1 MiB
+ * segments (S3 before seg2m) read through a gw_data that writes 2 MiB
+ * ones, and the other way round, whole and in ranges across segments. */
+START_TEST(segment_sizes_mixed)
+{
+	struct fx f;
+	struct gw_data_opts o1 = { .k = K, .m = M, .timeout_ms = 5000, .segment_bytes = 1u << 20 };
+	struct gw_data_opts o2 = o1;
+	o2.segment_bytes = 2u << 20;
+	fx_setup(&f, _i, "gwsegs", 64 << 20, &o1);
+	struct buf *b1 = pattern(5 * (1u << 20) + 777, f.seed);
+	struct buf *b2 = pattern(5 * (1u << 20) + 777, f.seed + 1);
+	struct gw_data_layout l1, l2;
+	ck_assert_int_eq(do_put(&f, b1, 1 << 20, &l1, NULL, NULL), 0);
+	ck_assert_uint_eq(l1.segment_bytes, 1u << 20);
+	ck_assert_uint_eq(l1.nsegs, 6);
+	fx_new_data(&f, &o2);
+	ck_assert_int_eq(do_put(&f, b2, 1 << 20, &l2, NULL, NULL), 0);
+	ck_assert_uint_eq(l2.segment_bytes, 2u << 20);
+	ck_assert_uint_eq(l2.nsegs, 3);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int j = 0; j < 2; j++) {
+			const struct gw_data_layout *l = j ? &l2 : &l1;
+			const struct buf *b = j ? b2 : b1;
+			expect_range(&f, l, b, 0, b->len);
+			expect_range(&f, l, b, (1u << 20) - 5, (2u << 20) + 10);
+			expect_range(&f, l, b, 3 * (1u << 20) + 100, b->len - 3 * (1u << 20) - 100);
+		}
+		fx_new_data(&f, &o1);   /* and read again through a 1 MiB one */
+	}
+	buf_unref(b1);
+	buf_unref(b2);
+	gw_data_layout_clear(&l1);
+	gw_data_layout_clear(&l2);
+	fx_teardown(&f);
+}
+END_TEST
+
 START_TEST(layout_codec)
 {
 	struct gw_data_layout l = { .k = 4, .m = 2, .segment_bytes = 1000, .pg = 9, .size = 2500 };
@@ -1729,6 +1767,7 @@ static Suite *data_suite(void)
 	tcase_add_loop_test(tc, hung_osd_put_at_quorum, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, slow_osd_hedged, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, segment_streamed, 0, 2 * TRANSPORTS);
+	tcase_add_loop_test(tc, segment_sizes_mixed, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
 }
