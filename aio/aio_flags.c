@@ -55,6 +55,7 @@ static struct aio_opts O = {
 	.sigv2 = true,
 	.snap_bytes = 64ull << 20,
 	.hash_threads = -1,
+	.segment_size = 1u << 20,
 	.front = GW_FRONT_DEFAULTS,
 };
 
@@ -166,6 +167,7 @@ static const struct flag_spec specs[] = {
 	RPC_FAULT_FLAG(O.debug_fault),
 	GW_LOOPS_FLAG(O.gw_loops),
 	WORKPOOL_HASH_FLAG(O.hash_threads),
+	GW_SEGMENT_FLAG(O.segment_size),
 	{ 0 }
 };
 

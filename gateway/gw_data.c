@@ -1,7 +1,8 @@
 /*
  * gw_data.c — the data path's context (options, cached EC codes, deferred
  * work), its buffer pool, the layout record codec and DELETE. PUT and GET
- * live in gw_data_put.c and gw_data_get.c.
+ * live in gw_data_put.c and gw_data_get.c, the deadline queue both use
+ * (hedges, PUT graces) in gw_data_hedge.c.
  *
  * Pool invariant: a block is out (counted in pool->buffered and holding a
  * pool reference) from gwd_buf_get until its buf's last reference drops;

@@ -39,9 +39,13 @@
  * (the p95 of recent shard-read latencies of this gw_data, clamped to
  * [hedge_min_ms, hedge_max_ms]) asks enough parity shards in full, in
  * addition, to decode without the slow ones, and takes whichever k answer
- * first; a slow answer that comes later is dropped. A segment's bytes are handed out only when all
- * of them are known good; with more than m shards unreadable the consumer
- * gets IOL_EUNAVAILABLE before any byte of that segment.
+ * first; a slow answer that comes later is dropped. A segment's pieces
+ * (one per data shard) are handed out in order as soon as they and those
+ * before them are held and verified; a piece is never handed out twice
+ * and never wrong. With more than m shards unreadable the consumer gets
+ * IOL_EUNAVAILABLE: before any byte when it is the range's first segment
+ * (that one is handed out only whole), else possibly after some bytes of
+ * that segment.
  *
  * Every RPC carries a deadline (timeout_ms); a channel failure is a failed
  * shard, never a hang.

@@ -9,14 +9,22 @@
  * segment's last piece, so a consumer that stops reading stops the reads
  * (read-ahead is window segments, no more).
  *
- * A segment's pieces are handed out only once every needed byte is held
- * and verified; so when more than m shards fail, the consumer sees the
- * error before any byte of that segment. Responses are referenced, not
- * copied: a healthy piece is a slice of the transport's payload buffer; a
- * rebuilt piece is a slice of a pooled decode buffer.
+ * A segment's pieces (one per data shard it touches) are handed out in
+ * order as they come: once pieces 0..i are held and verified, they go,
+ * without waiting for pieces i+1.. (seg->taken: the pieces handed out).
+ * When a data shard fails or is slow, the segment goes on from parity:
+ * the decode rebuilds only the pieces not yet taken. So when more than m
+ * shards fail, the consumer may see the error after some bytes of that
+ * segment. Not in the GET's first segment (seg->whole): it is handed out
+ * only once every needed byte is held and verified, so a GET that cannot
+ * be read fails before its first byte (S3 then answers 503 rather than
+ * cutting a started answer). Responses are referenced, not copied: a
+ * healthy piece is a slice of the transport's payload buffer; a rebuilt
+ * piece is a slice of a pooled decode buffer.
  *
  * Per segment, states: FETCH -> READY -> EMITTED -> (calls drained) IDLE,
- * or FETCH -> FAILED (sticky: no later segment starts).
+ * or FETCH -> FAILED (sticky: no later segment starts). Pieces may be
+ * taken in FETCH (streamed) and READY; the last one taken makes EMITTED.
  *
  * Shard order: shards on OSDs that are up and whose circuit is closed
  * first; then shards the layout records as missing; then shards whose OSD
@@ -80,9 +88,11 @@ struct get_seg {
 	uint32_t got_acct[EC_MAX_SHARDS];    /* bytes counted as buffered */
 	uint32_t have, full, failed, inflight; /* shard masks */
 	uint32_t inflight_full;
+	uint32_t taken;                      /* pieces handed out (need bits) */
 	uint32_t slow;                       /* out when the hedge fired, not answered */
 	bool degraded;
 	bool hedged;
+	bool whole;                          /* the GET's first: handed out only whole */
 	struct gwd_hnode hn;                 /* on d->hq while waiting to hedge */
 	unsigned emit_next;
 	unsigned pending;
@@ -102,7 +112,7 @@ struct gw_data_get {
 	uint32_t avoid;            /* OSD down in the map or circuit open: last resort */
 	uint32_t open;             /* of which the circuit is open (not UP) */
 	uint64_t off, end;
-	uint32_t last_seg;
+	uint32_t first_seg, last_seg;
 	uint32_t next_start, next_emit;
 	bool empty;
 	bool stop;                 /* a segment failed: start no more */
@@ -254,7 +264,7 @@ static void seg_decode(struct get_seg *seg)
 	struct gw_data_get *g = seg->g;
 	struct gw_data *d = g->d;
 	const struct gw_data_layout *l = g->l;
-	uint32_t want = seg->need & ~seg->have;
+	uint32_t want = seg->need & ~seg->have & ~seg->taken;   /* taken: handed out */
 	if (!want) {
 		seg->state = S_READY;
 		return;
@@ -314,9 +324,10 @@ static void seg_advance(struct get_seg *seg)
 	struct gw_data_get *g = seg->g;
 	if (seg->state != S_FETCH)
 		return;
-	/* Every wanted byte held and verified: done, however we got here
-	 * (a slow shard that answered after all, a failed parity read). */
-	if ((seg->have & seg->need) == seg->need) {
+	/* Every wanted byte held and verified or already handed out: done,
+	 * however we got here (a slow shard that answered after all, a
+	 * failed parity read). */
+	if (((seg->have | seg->taken) & seg->need) == seg->need) {
 		seg->state = S_READY;
 		return;
 	}
@@ -362,15 +373,8 @@ static void seg_advance(struct get_seg *seg)
 
 /* ------------------------------------------------------------ hedging */
 
-uint32_t gwd_hedge_delay_ms(const struct gw_data *d)
-{
-	uint32_t ms = (gw_lat_get(&d->lat) + 999) / 1000;
-	return ms < d->o.hedge_min_ms ? d->o.hedge_min_ms
-	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
-}
-
 /* The hedge delay of a segment of g: the lower median of its OSDs' p95s
- * (see the top), clamped. */
+ * (see the top), clamped. The queue and its timer: gw_data_hedge.c. */
 static uint32_t seg_hedge_delay_ms(struct gw_data *d, const struct gw_data_get *g)
 {
 	uint32_t us = gwd_osd_median_us(&d->olat, g->t.osd_ids, g->n, gw_lat_get(&d->lat));
@@ -379,85 +383,21 @@ static uint32_t seg_hedge_delay_ms(struct gw_data *d, const struct gw_data_get *
 	       : ms > d->o.hedge_max_ms ? d->o.hedge_max_ms : ms;
 }
 
-uint32_t gw_data_osd_read_p95_us(const struct gw_data *d, uint32_t osd_id)
-{
-	const struct gw_lat *l = gwd_osd_lat_peek(&d->olat, osd_id);
-	return l ? gw_lat_get(l) : 0;
-}
-
-static void hedge_unqueue(struct gw_data *d, struct gwd_hnode *h)
-{
-	if (!h->queued)
-		return;
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		d->hq_head = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	else
-		d->hq_tail = h->prev;
-	h->prev = h->next = NULL;
-	h->queued = false;
-}
-
-static void hedge_timer_arm(struct gw_data *d)
-{
-	if (!d->hq_head) {
-		if (d->hedge_armed_ms)
-			uv_timer_stop(&d->hedge);
-		d->hedge_armed_ms = 0;
-		return;
-	}
-	uint64_t at = d->hq_head->at_ms;
-	if (d->hedge_armed_ms && d->hedge_armed_ms <= at)
-		return; /* fires no later than needed; re-arms then */
-	uv_update_time(d->loop);
-	uint64_t now = uv_now(d->loop);
-	uv_timer_start(&d->hedge, gwd_hedge_fire, at > now ? at - now : 0, 0);
-	d->hedge_armed_ms = at;
-}
-
 static void hedge_queue(struct get_seg *seg)
 {
 	struct gw_data *d = seg->g->d;
-	struct gwd_hnode *h = &seg->hn;
 	if (d->o.hedge_off || seg->g->n <= seg->g->k)
 		return;
-	gwd_hq_add(d, h, loop_now_ms() + seg_hedge_delay_ms(d, seg->g));
-}
-
-void gwd_hq_add(struct gw_data *d, struct gwd_hnode *h, uint64_t at_ms)
-{
-	hedge_unqueue(d, h);
-	h->at_ms = at_ms;
-	struct gwd_hnode *after = d->hq_tail;
-	while (after && after->at_ms > at_ms)
-		after = after->prev;
-	h->prev = after;
-	h->next = after ? after->next : d->hq_head;
-	if (h->next)
-		h->next->prev = h;
-	else
-		d->hq_tail = h;
-	if (after)
-		after->next = h;
-	else
-		d->hq_head = h;
-	h->queued = true;
-	hedge_timer_arm(d);
-}
-
-void gwd_hq_del(struct gw_data *d, struct gwd_hnode *h)
-{
-	hedge_unqueue(d, h);
+	gwd_hq_add(d, &seg->hn, loop_now_ms() + seg_hedge_delay_ms(d, seg->g));
 }
 
 static void notify(struct gw_data_get *g);
 
-/* The hedge time of seg came: ask parity in place of the reads still out. */
-static void seg_hedge(struct get_seg *seg)
+/* The hedge time of seg came (seg->hn.fire): ask parity in place of the
+ * reads still out. */
+static void seg_hedge(struct gwd_hnode *h)
 {
+	struct get_seg *seg = container_of(h, struct get_seg, hn);
 	struct gw_data_get *g = seg->g;
 	if (g->freed || seg->state != S_FETCH || seg->hedged)
 		return;
@@ -477,22 +417,6 @@ static void seg_hedge(struct get_seg *seg)
 	notify(g);
 }
 
-void gwd_hedge_fire(uv_timer_t *t)
-{
-	struct gw_data *d = t->data;
-	uint64_t now = loop_now_ms();
-	d->hedge_armed_ms = 0;
-	while (d->hq_head && d->hq_head->at_ms <= now) {
-		struct gwd_hnode *h = d->hq_head;
-		hedge_unqueue(d, h);
-		if (h->fire)
-			h->fire(h);
-		else
-			seg_hedge(container_of(h, struct get_seg, hn));
-	}
-	hedge_timer_arm(d);
-}
-
 static void seg_start(struct get_seg *seg, uint32_t s)
 {
 	struct gw_data_get *g = seg->g;
@@ -507,6 +431,8 @@ static void seg_start(struct get_seg *seg, uint32_t s)
 	seg->slow = 0;
 	seg->degraded = false;
 	seg->hedged = false;
+	seg->whole = s == g->first_seg;
+	seg->taken = 0;
 	seg->emit_next = 0;
 	uint64_t a = (g->off > base ? g->off : base) - base;
 	uint64_t b = (g->end < base + seg->seg_len ? g->end : base + seg->seg_len) - base;
@@ -642,14 +568,33 @@ static void on_get(void *ud, const struct rpc_result *res)
 	notify(g);
 }
 
-/* Tell a waiting consumer the next segment is settled. g may be freed by
- * the callback: nothing touches it after. */
+/* The piece of seg to hand out next (seg->need >> seg->emit_next is not
+ * 0 until seg is emitted). */
+static unsigned next_piece(const struct get_seg *seg)
+{
+	unsigned i = seg->emit_next;
+	while (!(seg->need & (1u << i)))
+		i++;
+	return i;
+}
+
+/* Whether gw_data_get_read has something to say about seg (the segment
+ * next_emit): a piece to hand out, or its failure. */
+static bool seg_settled(const struct get_seg *seg)
+{
+	return seg->state == S_READY || seg->state == S_FAILED ||
+	       (seg->state == S_FETCH && !seg->whole &&
+		(seg->have & (1u << next_piece(seg))));
+}
+
+/* Tell a waiting consumer the next piece is held (or its segment
+ * failed). g may be freed by the callback: nothing touches it after. */
 static void notify(struct gw_data_get *g)
 {
 	if (!g->waiting)
 		return;
 	struct get_seg *h = slot(g, g->next_emit);
-	if (h->index == g->next_emit && (h->state == S_READY || h->state == S_FAILED)) {
+	if (h->index == g->next_emit && seg_settled(h)) {
 		g->waiting = false;
 		g->cb(g, g->ud);
 	}
@@ -707,6 +652,7 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 	for (unsigned j = 0; j < d->o.window; j++) {
 		struct get_seg *seg = &g->segs[j];
 		seg->g = g;
+		seg->hn.fire = seg_hedge;
 		seg->index = UINT32_MAX;
 		seg->pending = 0;
 		seg->use = 0;
@@ -714,7 +660,7 @@ int gw_data_get_start(struct gw_data *d, const struct gw_data_target *target,
 			seg->calls[i] = NULL;
 	}
 	if (len) {
-		g->next_start = g->next_emit = (uint32_t)(off / l->segment_bytes);
+		g->first_seg = g->next_start = g->next_emit = (uint32_t)(off / l->segment_bytes);
 		g->last_seg = (uint32_t)((g->end - 1) / l->segment_bytes);
 	}
 	d->st.live_ops++;
@@ -738,20 +684,20 @@ int gw_data_get_read(struct gw_data_get *g, struct buf_slice *out)
 		d->st.gets_failed++;
 		return g->status;
 	}
-	if (seg->index != g->next_emit || seg->state != S_READY) {
+	if (seg->index != g->next_emit || !seg_settled(seg)) {
 		g->waiting = true;
 		return -EAGAIN;
 	}
-	unsigned i = seg->emit_next;
-	while (!(seg->need & (1u << i)))
-		i++;
+	unsigned i = next_piece(seg);
 	const struct buf_slice *s = &seg->got[i];
 	*out = (struct buf_slice){ buf_ref(s->buf), s->off + (seg->w_off[i] - seg->got_off[i]),
 				   seg->w_len[i] };
 	d->st.get_bytes += seg->w_len[i];
 	seg->emit_next = i + 1;
+	seg->taken |= 1u << i;
 	if (!(seg->need >> seg->emit_next)) {
 		seg->state = S_EMITTED;
+		gwd_hq_del(d, &seg->hn);
 		drop_all(seg);
 		g->next_emit++;
 		seg_recycle(seg);
@@ -770,7 +716,7 @@ static void get_release(struct gw_data_get *g)
 	struct gw_data *d = g->d;
 	for (unsigned j = 0; j < d->o.window; j++) {
 		drop_all(&g->segs[j]);
-		hedge_unqueue(d, &g->segs[j].hn);
+		gwd_hq_del(d, &g->segs[j].hn);
 	}
 	d->st.live_ops--;
 	g->next_free = d->free_gets;

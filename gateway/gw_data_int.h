@@ -1,7 +1,7 @@
 /*
  * gw_data_int.h — internals shared by gw_data.c (context, pool, layout,
- * delete), gw_data_put.c and gw_data_get.c. Not for other modules: the
- * contract is gateway/gw_data.h.
+ * delete), gw_data_put.c, gw_data_get.c and gw_data_hedge.c (the deadline
+ * queue). Not for other modules: the contract is gateway/gw_data.h.
  *
  * Everything here runs on the gw_data's loop thread, except the buffer
  * pool's release path (a buffer's last reference may drop on an OSD's loop
@@ -83,13 +83,13 @@ struct gwd_walk {
 };
 
 /* A segment waiting for its hedge time (gw_data_get.c), or a PUT segment
- * past its write quorum waiting out its straggler grace (gw_data_put.c,
- * fire set), on d->hq. */
+ * past its write quorum waiting out its straggler grace (gw_data_put.c),
+ * on d->hq (gw_data_hedge.c). */
 struct gwd_hnode {
 	struct gwd_hnode *prev, *next;
 	uint64_t at_ms;          /* loop_now_ms() clock */
 	bool queued;
-	void (*fire)(struct gwd_hnode *h);  /* NULL: a GET segment's hedge */
+	void (*fire)(struct gwd_hnode *h);  /* runs when at_ms came */
 };
 
 /* Latencies by OSD id (gw_data.c), grown on demand up to GWD_OLAT_MAX
@@ -165,7 +165,7 @@ void gwd_walk_start(struct gwd_walk *w);
 void gwd_put_free_list(struct gw_data *d);
 void gwd_get_free_list(struct gw_data *d);
 
-/* The hedge timer's callback (gw_data_get.c). */
+/* The hedge timer's callback (gw_data_hedge.c). */
 void gwd_hedge_fire(uv_timer_t *t);
 /* Current hedge delay in ms (clamped p95). */
 uint32_t gwd_hedge_delay_ms(const struct gw_data *d);

@@ -44,6 +44,16 @@
 	  .metavar = "N", .help = "S3 gateway event loops, each a thread (0: one per core, "  \
 	  "at most 16)" }
 
+/* --segment-size: data bytes per erasure-coded segment of the objects the
+ * gateway writes (s3_ops_cfg.data.segment_bytes; 0 there: 1 MiB). Each
+ * object's layout records its own, so changing it leaves every object
+ * readable. */
+#define GW_SEGMENT_FLAG(var)                                                            \
+	{ .name = "segment-size", .type = FLAG_SIZE, .dst = &(var), .min = 64 << 10,     \
+	  .max = 64 << 20, .metavar = "BYTES",                                           \
+	  .help = "data bytes per erasure-coded segment of new objects (a shard is "     \
+	  "1/k of it; objects keep the size they were written with)" }
+
 struct gw_loops_cfg {
 	unsigned n;                  /* loops, 1..GW_LOOPS_MAX */
 	struct s3_ops_cfg ops;       /* every loop's; .metrics required (one registry) */

@@ -282,9 +282,11 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	struct gw_data_opts dop = cfg->data;
 	if (!dop.k && !dop.m)
 		dop.k = 4, dop.m = 2;
-	/* 1 MiB segments (256 KiB shards at 4+2), not gw_data's 4 MiB: a
-	 * PUT holds window + 1 segments and their parity, and the gateway
-	 * serves many PUTs at once. */
+	/* 1 MiB segments (256 KiB shards at 4+2) unless --segment-size
+	 * says (gw_loops.h), not gw_data's 4 MiB: a PUT holds window + 1
+	 * segments and their parity, and the gateway serves many PUTs at
+	 * once; and a GET's first byte waits for its first segment whole.
+	 * 2 MiB: docs/performance.md, branch seg2m. */
 	if (!dop.segment_bytes)
 		dop.segment_bytes = 1u << 20;
 	dop.inline_max_bytes = o->inline_max;

@@ -20,7 +20,11 @@
  * detection: an OSD whose loop hangs -> GETs answer from parity after the
  * hedge delay (counted), and over HTTP/2 its circuit opens so later GETs
  * avoid it up front, and closes again once it runs; an OSD the map marks
- * down is never called while k others can serve.
+ * down is never called while k others can serve. Streamed segments: a
+ * segment's first pieces are handed out while a later shard's read is
+ * still out; that shard failing then decodes the rest from parity (bytes
+ * right, none twice), and more than m failing ends the GET with
+ * IOL_EUNAVAILABLE after exactly the bytes taken.
  *
  * Random parts print their seed; set IOLAKE_TEST_SEED to replay.
  *
@@ -1536,6 +1540,158 @@ START_TEST(slow_osd_hedged)
 }
 END_TEST
 
+/* ------------------------------------------------------------ streamed segments */
+
+/* A GET read step by step: every slice checked against expect. */
+struct rd {
+	struct gw_data_get *g;
+	const uint8_t *expect;   /* the range's bytes */
+	uint64_t len, at;
+	int rc;
+	bool readable;
+};
+
+static void rd_readable(struct gw_data_get *g, void *ud)
+{
+	(void)g;
+	((struct rd *)ud)->readable = true;
+	uv_stop(test_loop);
+}
+
+/* Take what is there: rc 0 (all), -EAGAIN, or the GET's error. */
+static void rd_take(struct rd *r)
+{
+	struct buf_slice s;
+	while ((r->rc = gw_data_get_read(r->g, &s)) == 1) {
+		ck_assert_uint_le(r->at + s.len, r->len);
+		ck_assert_msg(memcmp(buf_slice_data(&s), r->expect + r->at, s.len) == 0,
+			      "wrong bytes at +%llu (+%zu)", (unsigned long long)r->at, s.len);
+		r->at += s.len;
+		buf_unref(s.buf);
+	}
+}
+
+/* Read until at >= want, the GET ended, or ms passed. */
+static void rd_until(struct fx *f, struct rd *r, uint64_t want, uint32_t ms)
+{
+	uint64_t end = loop_now_ms() + ms;
+	uv_timer_t t;
+	uv_timer_init(&f->loop, &t);
+	uv_timer_start(&t, on_tick_stop, 10, 10);
+	for (rd_take(r); r->rc == -EAGAIN && r->at < want && loop_now_ms() < end; rd_take(r))
+		uv_run(&f->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
+#define SL (SEG / K)
+
+/*
+ * A segment's pieces go out as they come. The range [3 SL, 2 SEG) of a
+ * two-segment object needs data shard 3 of segment 0 and shards 0..3 of
+ * segment 1. OSD 2 hangs (no hedge here, a 3 s deadline): segment 0 and
+ * pieces 0 and 1 of segment 1 are handed out while shard 2's read is
+ * still out (before: segment 1 waited for it). What follows:
+ *  - _i 0/1 (h2/local): shard 2's read ends (deadline, or a dead peer over
+ *    h2); the segment decodes from parity the pieces not yet taken, and
+ *    the rest of the range comes right.
+ *  - _i 2/3: parity OSDs 4 and 5 are stopped first: only three shards
+ *    are left, the GET fails with IOL_EUNAVAILABLE after exactly the
+ *    bytes taken, none wrong.
+ */
+START_TEST(segment_streamed)
+{
+	int tr = _i % TRANSPORTS;
+	bool too_few = _i >= TRANSPORTS;
+	struct fx f;
+	struct gw_data_opts o = { .k = K, .m = M, .timeout_ms = 3000, .hedge_off = true };
+	fx_setup(&f, tr, too_few ? "gwstr3" : "gwstr", 64 << 20, &o);
+	struct buf *b = pattern(2 * SEG, f.seed);
+	struct gw_data_layout l;
+	ck_assert_int_eq(do_put(&f, b, 1 << 20, &l, NULL, NULL), 0);
+	uint64_t off = 3 * SL;
+	struct rd r = { .expect = b->data + off, .len = 2 * SEG - off };
+	struct hang h;
+	hang_node(&h, &f.c, 2);
+	struct gw_data_stats s0 = stats(&f);
+	ck_assert_int_eq(gw_data_get_start(f.d, &f.t, &l, off, r.len, rd_readable, &r, &r.g), 0);
+	rd_until(&f, &r, SL + 2 * SL, 2000);
+	struct gw_data_stats s1 = stats(&f);
+	printf("%s%s: OSD 2 hung: %llu of %llu bytes taken, shard read failures %llu, "
+	       "decodes %llu\n", tname[tr], too_few ? " (then 4, 5 stopped)" : "",
+	       (unsigned long long)r.at, (unsigned long long)r.len,
+	       (unsigned long long)(s1.shard_get_failures - s0.shard_get_failures),
+	       (unsigned long long)(s1.decodes - s0.decodes));
+	ck_assert_int_eq(r.rc, -EAGAIN);
+	ck_assert_uint_eq(r.at, SL + 2 * SL);
+	/* ... and shard 2's read had not ended: nothing was decoded. */
+	ck_assert_uint_eq(s1.decodes, s0.decodes);
+	if (too_few) {
+		osd_cluster_stop_node(&f.c, 4);
+		osd_cluster_stop_node(&f.c, 5);
+	}
+	rd_until(&f, &r, r.len, 10000);
+	struct gw_data_stats s2 = stats(&f);
+	printf("%s%s: then %s after %llu bytes: %s\n", tname[tr],
+	       too_few ? " (then 4, 5 stopped)" : "", r.rc ? "failed" : "done",
+	       (unsigned long long)r.at, r.rc ? gw_data_get_error(r.g) : "");
+	if (too_few) {
+		ck_assert_int_eq(r.rc, IOL_EUNAVAILABLE);
+		ck_assert_uint_eq(r.at, SL + 2 * SL);
+		ck_assert_uint_eq(s2.gets_failed, s0.gets_failed + 1);
+	} else {
+		ck_assert_int_eq(r.rc, 0);
+		ck_assert_uint_eq(r.at, r.len);
+		ck_assert_uint_gt(s2.decodes, s1.decodes);
+		ck_assert_uint_eq(s2.get_bytes - s0.get_bytes, r.len);
+	}
+	gw_data_get_free(r.g);
+	release_node(&h);
+	run_ms(&f, 10);
+	buf_unref(b);
+	gw_data_layout_clear(&l);
+	fx_teardown(&f);
+}
+END_TEST
+
+/* Each layout carries its segment size: objects written at 1 MiB
+ * segments (S3 before seg2m) read through a gw_data that writes 2 MiB
+ * ones, and the other way round, whole and in ranges across segments. */
+START_TEST(segment_sizes_mixed)
+{
+	struct fx f;
+	struct gw_data_opts o1 = { .k = K, .m = M, .timeout_ms = 5000, .segment_bytes = 1u << 20 };
+	struct gw_data_opts o2 = o1;
+	o2.segment_bytes = 2u << 20;
+	fx_setup(&f, _i, "gwsegs", 64 << 20, &o1);
+	struct buf *b1 = pattern(5 * (1u << 20) + 777, f.seed);
+	struct buf *b2 = pattern(5 * (1u << 20) + 777, f.seed + 1);
+	struct gw_data_layout l1, l2;
+	ck_assert_int_eq(do_put(&f, b1, 1 << 20, &l1, NULL, NULL), 0);
+	ck_assert_uint_eq(l1.segment_bytes, 1u << 20);
+	ck_assert_uint_eq(l1.nsegs, 6);
+	fx_new_data(&f, &o2);
+	ck_assert_int_eq(do_put(&f, b2, 1 << 20, &l2, NULL, NULL), 0);
+	ck_assert_uint_eq(l2.segment_bytes, 2u << 20);
+	ck_assert_uint_eq(l2.nsegs, 3);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int j = 0; j < 2; j++) {
+			const struct gw_data_layout *l = j ? &l2 : &l1;
+			const struct buf *b = j ? b2 : b1;
+			expect_range(&f, l, b, 0, b->len);
+			expect_range(&f, l, b, (1u << 20) - 5, (2u << 20) + 10);
+			expect_range(&f, l, b, 3 * (1u << 20) + 100, b->len - 3 * (1u << 20) - 100);
+		}
+		fx_new_data(&f, &o1);   /* and read again through a 1 MiB one */
+	}
+	buf_unref(b1);
+	buf_unref(b2);
+	gw_data_layout_clear(&l1);
+	gw_data_layout_clear(&l2);
+	fx_teardown(&f);
+}
+END_TEST
+
 START_TEST(layout_codec)
 {
 	struct gw_data_layout l = { .k = 4, .m = 2, .segment_bytes = 1000, .pg = 9, .size = 2500 };
@@ -1610,6 +1766,8 @@ static Suite *data_suite(void)
 	tcase_add_loop_test(tc, down_in_map_never_called, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, hung_osd_put_at_quorum, 0, TRANSPORTS);
 	tcase_add_loop_test(tc, slow_osd_hedged, 0, TRANSPORTS);
+	tcase_add_loop_test(tc, segment_streamed, 0, 2 * TRANSPORTS);
+	tcase_add_loop_test(tc, segment_sizes_mixed, 0, TRANSPORTS);
 	suite_add_tcase(s, tc);
 	return s;
 }
