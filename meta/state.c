@@ -770,6 +770,7 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 	}
 	session_flush(&t);
 	range_flush(&t);
+	quota_flush(&t);
 	if (t.io_err) {
 		rc = -EIO;
 		goto out_batch;
