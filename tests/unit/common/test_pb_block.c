@@ -54,7 +54,7 @@ static Iolake__Meta__Op *make_op(size_t n_meta, size_t body)
 	r.inline_data.len = body;
 	Iolake__Meta__ObjectRecord__UserMetaEntry *e = calloc(n_meta ? n_meta : 1, sizeof(*e));
 	Iolake__Meta__ObjectRecord__UserMetaEntry **ep = calloc(n_meta ? n_meta : 1, sizeof(*ep));
-	char (*names)[16] = calloc(n_meta ? n_meta : 1, sizeof(*names));
+	char (*names)[24] = calloc(n_meta ? n_meta : 1, sizeof(*names));
 	for (size_t i = 0; i < n_meta; i++) {
 		iolake__meta__object_record__user_meta_entry__init(&e[i]);
 		snprintf(names[i], sizeof(names[i]), "m%zu", i);
