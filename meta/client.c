@@ -46,6 +46,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/pb_block.h"
 #include "common/rpc.h"
 #include "meta/route.h"
 
@@ -71,7 +72,8 @@ struct call {
 	unsigned method;
 	ProtobufCMessage *req;         /* owned copy (unpacked) */
 	Iolake__Meta__SubmitRequest sreq;
-	Iolake__Meta__Op *op;          /* submit: owned, in sreq */
+	Iolake__Meta__Op *op;          /* submit: in sreq; a pb_block copy unless borrowed */
+	bool borrowed;                 /* op is the caller's (submit_group_ref) */
 	meta_client_cb cb;
 	meta_client_submit_cb scb;
 	void *ud;
@@ -246,10 +248,12 @@ static uint64_t msg_group(const ProtobufCMessage *m)
 
 static void free_call_mem(struct call *k)
 {
-	if (k->op)
-		protobuf_c_message_free_unpacked(&k->op->base, NULL);
-	else if (k->req)
+	if (k->op) {
+		if (!k->borrowed)
+			pb_block_free(&k->op->base);
+	} else if (k->req) {
 		protobuf_c_message_free_unpacked(k->req, NULL);
+	}
 	free(k);
 }
 
@@ -740,8 +744,8 @@ int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
 	return meta_client_submit_group(c, 0, op, cb, ud);
 }
 
-int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
-			     meta_client_submit_cb cb, void *ud)
+static int submit_op(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
+		     Iolake__Meta__Op *borrowed, meta_client_submit_cb cb, void *ud)
 {
 	struct call *k = call_new(c, META_M_SUBMIT, NULL, ud);
 	if (!k)
@@ -751,7 +755,8 @@ int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake
 		return -EAGAIN;
 	}
 	k->scb = cb;
-	k->op = (Iolake__Meta__Op *)meta_client_copy_msg(&op->base);
+	k->borrowed = borrowed != NULL;
+	k->op = borrowed ? borrowed : (Iolake__Meta__Op *)pb_block_copy(&op->base);
 	if (!k->op) {
 		free(k);
 		return -ENOMEM;
@@ -778,6 +783,18 @@ int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake
 	}
 	attempt(k);
 	return 0;
+}
+
+int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
+			     meta_client_submit_cb cb, void *ud)
+{
+	return submit_op(c, group, op, NULL, cb, ud);
+}
+
+int meta_client_submit_group_ref(struct meta_client *c, uint64_t group, Iolake__Meta__Op *op,
+				 meta_client_submit_cb cb, void *ud)
+{
+	return submit_op(c, group, op, op, cb, ud);
 }
 
 static void on_flush_closed(uv_handle_t *h)

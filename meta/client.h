@@ -82,6 +82,13 @@ int meta_client_submit(struct meta_client *c, const Iolake__Meta__Op *op,
  * client's across groups; each group's state keeps its own answers. */
 int meta_client_submit_group(struct meta_client *c, uint64_t group, const Iolake__Meta__Op *op,
 			     meta_client_submit_cb cb, void *ud);
+/* As meta_client_submit_group, but op is not copied: the caller keeps it
+ * alive and leaves it alone until cb has run, and the client writes its
+ * client_id, request_id and acked_below into it. For a caller that keeps
+ * its own copy of the op anyway (route.c's submits, which a retry on
+ * another range sends again): one deep copy per submit less. */
+int meta_client_submit_group_ref(struct meta_client *c, uint64_t group, Iolake__Meta__Op *op,
+				 meta_client_submit_cb cb, void *ud);
 
 /* As meta_client_call, but never routed by key range: the call goes to
  * the group its `group` field names even when it is an object call with

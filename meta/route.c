@@ -28,6 +28,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/pb_block.h"
 #include "meta/list.h"
 #include "meta/range.h"
 
@@ -66,6 +67,7 @@ struct rcall {
 	enum kind kind;
 	unsigned method;
 	ProtobufCMessage *req;         /* owned copy (submits: the Op) */
+	bool req_block;                /* req is a pb_block_copy (submits) */
 	meta_client_cb cb;
 	meta_client_submit_cb scb;
 	void *ud;
@@ -286,7 +288,9 @@ bool meta_route_wants_call(unsigned method, const ProtobufCMessage *req)
 
 static void rc_free(struct rcall *k)
 {
-	if (k->req)
+	if (k->req_block)
+		pb_block_free(k->req);
+	else if (k->req)
 		protobuf_c_message_free_unpacked(k->req, NULL);
 	if (k->head_copy)
 		protobuf_c_message_free_unpacked(k->head_copy, NULL);
@@ -503,7 +507,9 @@ static void send_submit(struct rcall *k)
 	if (open_if_needed(k, e))
 		return;
 	op->range_id = e ? e->id : 0;
-	int rc = meta_client_submit_group(k->r->c, e ? e->group : 0, op, on_submitted, k);
+	/* k keeps op until on_submitted has run and finished it: the client
+	 * borrows it rather than copying it again. */
+	int rc = meta_client_submit_group_ref(k->r->c, e ? e->group : 0, op, on_submitted, k);
 	if (rc)
 		finish_err(k, rc);
 }
@@ -1355,7 +1361,8 @@ int meta_route_submit(struct meta_route *r, const Iolake__Meta__Op *op,
 	k->method = META_M_SUBMIT;
 	k->scb = cb;
 	k->ud = ud;
-	k->req = meta_client_copy_msg(&op->base);
+	k->req = pb_block_copy(&op->base);
+	k->req_block = true;
 	if (!k->req) {
 		free(k);
 		return -ENOMEM;

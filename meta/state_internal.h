@@ -66,6 +66,14 @@ struct tx {
 	/* Quotas (state_quota.c): the bucket whose usage an object op's
 	 * range_count moves (NULL: not an object op). */
 	const char *quota_bucket;
+	/* The root's usage row of the last bucket an op counted in ("":
+	 * none), moved in memory and written back once, by quota_flush, when
+	 * another bucket comes, the bucket is forgotten, or the entry ends
+	 * (as the range row's counters: one read and one write per entry, not
+	 * per op). */
+	char usage_bucket[BUCKET_MAX + 1];
+	uint64_t usage_objects, usage_bytes;
+	bool usage_dirty;
 	/* Object lock (Op field 70): GOVERNANCE retention does not hold
 	 * against this op (meta/state_lock.c). */
 	bool bypass;
@@ -262,9 +270,13 @@ int ref_build(struct meta_state *s);
 int meta_lc_set(struct tx *t, const Iolake__Meta__SetBucketLifecycle *op);
 int meta_lc_advance(struct tx *t, const Iolake__Meta__LifecycleAdvance *op);
 /* ---- state_quota.c: quotas (issue 20) */
-/* Move the root's usage row of bucket (a root op's range_count). */
+/* Move the root's usage row of bucket (a root op's range_count), in
+ * t's memo (usage_bucket) until quota_flush. */
 void quota_count(struct tx *t, const char *bucket, int64_t objects, int64_t bytes);
-/* Drop bucket's usage row (DeleteBucket). */
+/* Write the memo's usage row back to the batch if it moved; apply calls
+ * it when the entry ends, before "A". */
+void quota_flush(struct tx *t);
+/* Drop bucket's usage row (DeleteBucket), and the memo's if it is that. */
 void quota_forget(struct tx *t, const char *bucket);
 int op_set_quota(struct tx *t, const Iolake__Meta__SetQuota *op);
 /* The bucket an object op counts in (NULL: none). */

@@ -17,7 +17,10 @@
  * the usage read with the bucket record for that request), the admin
  * API's endpoints (gateway/admin_api_quota.c).
  *
- * Thread: apply (op_set_quota, quota_count, quota_forget) and any reader
+ * Within an entry the usage row of the last bucket counted is moved in
+ * the apply's memo (struct tx usage_*) and written once, by quota_flush.
+ *
+ * Thread: apply (op_set_quota, quota_count, quota_flush, quota_forget) and any reader
  * (meta_state_quota_fill).
  */
 #include <errno.h>
@@ -62,23 +65,55 @@ static uint64_t add_sat(uint64_t v, int64_t d)
 	return v + (uint64_t)d;
 }
 
+static void usage_put(struct tx *t, const struct key *k, uint64_t objects, uint64_t bytes)
+{
+	char v[16];
+	put_be64(v, objects);
+	put_be64(v + 8, bytes);
+	rocksdb_writebatch_wi_put(t->wb, k->b, k->n, v, sizeof(v));
+}
+
+void quota_flush(struct tx *t)
+{
+	if (!t->usage_dirty)
+		return;
+	struct key k;
+	key_usage(&k, t->usage_bucket);
+	usage_put(t, &k, t->usage_objects, t->usage_bytes);
+	t->usage_dirty = false;
+}
+
 void quota_count(struct tx *t, const char *bucket, int64_t objects, int64_t bytes)
 {
 	if ((!objects && !bytes) || !bucket || !bucket[0])
 		return;
 	struct key k;
 	uint64_t o, b;
-	key_usage(&k, bucket);
-	if (tx_usage(t, &k, &o, &b)) {
-		t->io_err = -EIO;
+	if (strlen(bucket) > BUCKET_MAX) {
+		/* Not a bucket apply made (valid_bucket): no memo, as before. */
+		key_usage(&k, bucket);
+		if (tx_usage(t, &k, &o, &b)) {
+			t->io_err = -EIO;
+			return;
+		}
+		usage_put(t, &k, add_sat(o, objects), add_sat(b, bytes));
 		return;
 	}
-	o = add_sat(o, objects);
-	b = add_sat(b, bytes);
-	char v[16];
-	put_be64(v, o);
-	put_be64(v + 8, b);
-	rocksdb_writebatch_wi_put(t->wb, k.b, k.n, v, sizeof(v));
+	if (strcmp(t->usage_bucket, bucket)) {
+		quota_flush(t);
+		t->usage_bucket[0] = 0;
+		key_usage(&k, bucket);
+		if (tx_usage(t, &k, &o, &b)) {
+			t->io_err = -EIO;
+			return;
+		}
+		memcpy(t->usage_bucket, bucket, strlen(bucket) + 1);
+		t->usage_objects = o;
+		t->usage_bytes = b;
+	}
+	t->usage_objects = add_sat(t->usage_objects, objects);
+	t->usage_bytes = add_sat(t->usage_bytes, bytes);
+	t->usage_dirty = true;
 }
 
 const char *quota_op_bucket(const Iolake__Meta__Op *op)
@@ -94,6 +129,10 @@ const char *quota_op_bucket(const Iolake__Meta__Op *op)
 
 void quota_forget(struct tx *t, const char *bucket)
 {
+	if (!strcmp(t->usage_bucket, bucket)) {
+		t->usage_bucket[0] = 0;   /* its moves die with the row */
+		t->usage_dirty = false;
+	}
 	struct key k;
 	key_usage(&k, bucket);
 	tx_del(t, &k);

@@ -5,7 +5,8 @@
  * clearing), the root's usage rows moved by PutObject (new and
  * overwrite), DeleteObject and CompleteMultipart, never below zero, gone
  * with DeleteBucket (a bucket made again under the name starts at zero),
- * kept across a reopen; and the fill of bucket reads (usage, the owner's
+ * kept across a reopen, right when one entry moves two buckets in turn;
+ * and the fill of bucket reads (usage, the owner's
  * quota and usage over its buckets).
  */
 #include <check.h>
@@ -161,6 +162,20 @@ START_TEST(test_quota_ops)
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(res[i].err, 0);
 	usage_is(s, "qa2", 0, 0);
+	/* One entry moving two buckets' rows in turn (apply keeps the last
+	 * bucket's row in memory and writes it when another comes): each
+	 * row gets every move of its bucket. */
+	t = tb_new();
+	tb_put(t, 1, 19, "qa1", "m", 1);
+	tb_put(t, 1, 20, "qa2", "n", 2);
+	tb_put(t, 1, 21, "qa1", "o", 4);
+	tb_put(t, 1, 22, "qa2", "n", 8);              /* overwrite: 8 replaces 2 */
+	tb_delete(t, 1, 23, "qa1", "m");
+	ck_assert_int_eq(tb_apply(s, 6, t, res), 5);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(res[i].err, 0);
+	usage_is(s, "qa1", 2, 5004);
+	usage_is(s, "qa2", 1, 8);
 	meta_state_close(s);
 	rm_rf(dir);
 }
