@@ -179,13 +179,14 @@ static void acceptor_start_fn(void *arg)
 {
 	struct gw_loops *g = arg;
 	struct http_accept_target t[GW_LOOPS_MAX];
+	memset(t, 0, sizeof(t));
 	for (unsigned i = 0; i < g->n; i++) {
 		t[i].srv = s3_server_http(g->l[i].srv);
 		t[i].queue = i ? &g->l[i].lt.queue : NULL;
 	}
 	const struct http_server_cfg *h = &g->cfg.srv.http;
 	g->l[0].rc = http_acceptor_start(&g->l[0].lt.loop, h->addr ? h->addr : "127.0.0.1",
-					 h->port, t, g->n, g->cfg.ops.metrics, &g->acc);
+					 h->port, t, g->n, g->cfg.ops.metrics, NULL, &g->acc);
 	if (g->l[0].rc)
 		g->acc = NULL;
 	else
