@@ -163,9 +163,8 @@ static void loop_start_fn(void *arg)
 		l->sc.user_limit_shared = g->ulimit;
 		l->sc.user_limit_mu = g->ulimit ? &g->ulimit_mu : NULL;
 	}
-	/* Hook for a per-loop service beside S3 (issue 19's native RPC): start
-	 * it here on l->lt.loop with l->ops, stop it in loop_close_fn before
-	 * the server; or one listener on loop 0 as the admin API. */
+	/* A service beside S3 on every loop starts after gw_loops_start,
+	 * on each loop with its ops (the native protocol: native_loops.c). */
 	l->rc = s3_server_start(&l->lt.loop, &l->sc, &l->srv);
 	if (l->rc) {
 		l->listen_failed = true;
