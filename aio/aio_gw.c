@@ -1,9 +1,10 @@
 /*
  * aio_gw.c — iolake-aio's gateway (aio_gw.h): gw_loops with the aio's
  * configuration, the admin API on loop 0 (falling back to a free port
- * when its default one is taken).
+ * when its default one is taken), the native protocol on every loop
+ * (gateway/native_loops.h; the same fallback).
  *
- * Owns struct aio_gw's loops and API. Knows nothing of meta or the OSDs
+ * Owns struct aio_gw's loops, API and native servers. Knows nothing of meta or the OSDs
  * beyond the address it is given.
  *
  * Thread: aio's main thread; the API starts and closes on loop 0.
@@ -18,7 +19,7 @@
 #include "common/log.h"
 #include "gateway/admin_api.h"
 #include "gateway/lc_worker.h"
-#include "gateway/native.h"
+#include "gateway/native_loops.h"
 
 struct api_call {
 	struct aio_gw *g;
@@ -34,30 +35,6 @@ static void api_start_fn(void *arg)
 	a->rc = admin_api_start(loop, a->ac, &a->g->api);
 	if (a->rc)
 		a->g->api = NULL;
-}
-
-struct native_call {
-	struct aio_gw *g;
-	const char *listen;
-	struct http_limit_cfg limit;
-	int rc;
-};
-
-static void native_start_fn(void *arg)
-{
-	struct native_call *n = arg;
-	struct native_cfg nc = { .listen = n->listen, .limit = n->limit };
-	n->rc = native_srv_start(&gw_loops_thread(n->g->loops, 0)->loop,
-				 gw_loops_ops(n->g->loops, 0), &nc, &n->g->native);
-	if (n->rc)
-		n->g->native = NULL;
-}
-
-static void native_stop_fn(void *arg)
-{
-	struct aio_gw *g = arg;
-	native_srv_close(g->native);
-	g->native = NULL;
 }
 
 static void api_closed(void *arg)
@@ -133,20 +110,21 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 		return 0;
 	char naddr[96];
 	snprintf(naddr, sizeof(naddr), "%s:%d", c->native_host, c->native_port);
-	struct native_call n = { .g = g, .listen = naddr, .limit = sc->http.limit };
-	loop_thread_call(gw_loops_thread(g->loops, 0), native_start_fn, &n);
-	if (n.rc == -EADDRINUSE && c->native_default && c->native_port) {
+	struct native_cfg nc = { .listen = naddr, .limit = sc->http.limit };
+	rc = native_loops_start(g->loops, &nc, &g->native);
+	if (rc == -EADDRINUSE && c->native_default && c->native_port) {
 		LOG_WARN("the default native address is taken; it takes a free port", "addr=%s",
 			 naddr);
 		snprintf(naddr, sizeof(naddr), "%s:0", c->native_host);
-		loop_thread_call(gw_loops_thread(g->loops, 0), native_start_fn, &n);
+		rc = native_loops_start(g->loops, &nc, &g->native);
 	}
-	if (n.rc) {
+	if (rc) {
+		g->native = NULL;
 		*which = "native";
 		aio_gw_stop(g);
-		return n.rc;
+		return rc;
 	}
-	g->native_port = native_srv_port(g->native);
+	g->native_port = native_loops_port(g->native);
 	return 0;
 }
 
@@ -154,8 +132,7 @@ void aio_gw_stop(struct aio_gw *g)
 {
 	if (!g->loops)
 		return;
-	if (g->native)
-		loop_thread_call(gw_loops_thread(g->loops, 0), native_stop_fn, g);
+	native_loops_close(g->native);   /* before the loops; freed after them */
 	if (g->api) {
 		struct api_call a = { .g = g };
 		uv_sem_init(&a.sem, 0);
@@ -165,4 +142,6 @@ void aio_gw_stop(struct aio_gw *g)
 	}
 	gw_loops_stop(g->loops);
 	g->loops = NULL;
+	native_loops_free(g->native);
+	g->native = NULL;
 }

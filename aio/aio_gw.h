@@ -19,7 +19,7 @@
 #include "gateway/gw_loops.h"
 
 struct admin_api;
-struct native_srv;
+struct native_loops;
 struct workpool;
 struct metrics_registry;
 
@@ -53,15 +53,15 @@ struct aio_gw_cfg {
 struct aio_gw {
 	struct gw_loops *loops;
 	struct admin_api *api;
-	struct native_srv *native;     /* on loop 0; NULL: off */
+	struct native_loops *native;   /* on every loop; NULL: off */
 	int s3_port, api_port, native_port;   /* bound */
 };
 
 /* Start the loops, then the admin API on loop 0. 0; or -errno with
  * *which "s3" (the S3 address) or "api" (the admin API's) or NULL (no
  * address at fault) or "native"; nothing is left running. The native
- * protocol's listener, unless native_off, runs on loop 0 with loop 0's
- * ops. */
+ * protocol, unless native_off, is served on every loop with each loop's
+ * ops (gateway/native_loops.h). */
 int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **which);
 
 /* Close the admin API, then every loop (gw_loops_stop). */

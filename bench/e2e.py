@@ -11,7 +11,8 @@ the same run on the same machine. Prints markdown tables.
    flight and of 4 MiB objects at 8 in flight, by iolake-s3-bench. Each
    size runs twice on the same aio, over S3 and then over the native
    protocol (issue 19: iolake-s3-bench --protocol native on aio's
-   --native-listen, HTTP/2 + protobuf), printed side by side.
+   --native-listen, HTTP/2 + protobuf, the calls multiplexed on 4
+   connections), printed side by side.
 2. GET ceiling: nginx (Debian's, sendfile on, 2 workers) serving files of
    4 KiB, 64 KiB and 4 MiB from --disk-dir, and iolake-aio serving the
    cells' objects through presigned GET URLs, both driven by the same wrk
@@ -57,6 +58,9 @@ GET_CEILING = {"4KiB": (1000, 32), "64KiB": (1000, 32), "4MiB": (100, 8)}
 GET_TARGET = {"4KiB": 0.5, "64KiB": 0.5, "4MiB": 0.6}
 
 
+NATIVE_CONNS = 4   # the native cells' HTTP/2 connections (cells() says why)
+
+
 def native_endpoint(aio):
     """aio's native protocol listener (aio.json's native_endpoint), or None."""
     try:
@@ -83,9 +87,13 @@ def cells(bench, aio, quick, native, out):
                                   load=benchlib.uptime())
         if nep:
             # The bucket is S3's (the native protocol makes none).
+            # Calls multiplexed on NATIVE_CONNS HTTP/2 connections (S3's
+            # engine opens one per request in flight): one connection is
+            # one gateway loop, so a single one would leave the others idle.
             r = benchlib.s3bench(bench, nep, size, n, conc, gets, j, prefix="n%s/" % size,
                                  warmup_ops=min(200, n),
-                                 extra=("--protocol", "native", "--no-create-bucket"))
+                                 extra=("--protocol", "native", "--no-create-bucket",
+                                        "--native-conns", str(min(NATIVE_CONNS, conc))))
             out["native"][size] = dict(r, objects=n, concurrency=conc, gets=gets,
                                        load=benchlib.uptime())
         print("  cell %s done (load %s)" % (size, benchlib.uptime()), file=sys.stderr, flush=True)

@@ -13,8 +13,12 @@ this is the whole store's CPU per request), and the bench client's own
 CPU (getrusage of children). Prints a markdown row per run and the
 medians per protocol. Figures, never assertions.
 
+The gateway loops' own CPU per request (threads gw.0 and gw.1, from
+/proc/PID/task/*/stat) is printed beside it: which loops a protocol's
+calls ran on.
+
   bench/native_abba.py [--build build] [--workdir /dev/shm] [--rounds 2]
-                       [--concurrency 32] [--skip-md5]
+                       [--cells 4KiB,64KiB,4MiB] [--skip-md5] [--native-conns N]
 """
 import argparse, json, os, resource, statistics, subprocess, sys
 
@@ -33,24 +37,44 @@ def cpu_s(pid):
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid):
+    """CPU seconds of each of pid's threads, summed by thread name (gw.0,
+    gw.1, meta, ...: /proc/PID/task/*/comm)."""
+    out = {}
+    tck = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = out.get(name, 0) + (int(parts[11]) + int(parts[12])) / tck
+    return out
+
+
 def child_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
 
-def run_phase(bench, aio, proto, ep, size, n, gets, conc, prefix, skip_put, skip_md5):
+def run_phase(bench, aio, proto, ep, size, n, gets, conc, prefix, skip_put, skip_md5,
+              native_conns):
     j = os.path.join(aio.dir, "cell.json")
     extra = ["--no-create-bucket", "--protocol", proto, "--warmup", "0"]
+    if proto == "native" and native_conns > 1:
+        extra += ["--native-conns", str(native_conns)]
     if skip_put:
         extra += ["--skip-put"]
     if skip_md5 and proto == "native":
         extra += ["--skip-md5"]
-    c0, k0 = cpu_s(aio.proc.pid), child_cpu()
+    c0, k0, t0 = cpu_s(aio.proc.pid), child_cpu(), thread_cpu(aio.proc.pid)
     cmd = [bench, "--endpoint", ep, "--access-key", benchlib.AK, "--secret-key", benchlib.SK,
            "--bucket", "bench", "--size", size, "--objects", str(n), "--concurrency", str(conc),
            "--gets", str(gets), "--json", j, "--prefix", prefix] + extra
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    c1, k1 = cpu_s(aio.proc.pid), child_cpu()
+    c1, k1, t1 = cpu_s(aio.proc.pid), child_cpu(), thread_cpu(aio.proc.pid)
     if r.returncode:
         raise benchlib.BenchError("%s: %s" % (" ".join(cmd), r.stdout[-2000:]))
     d = json.load(open(j))
@@ -59,7 +83,9 @@ def run_phase(bench, aio, proto, ep, size, n, gets, conc, prefix, skip_put, skip
     return {"ops_per_s": ph["ops_per_s"], "mib_per_s": ph["mib_per_s"],
             "p50_ms": ph["latency_us"]["p50"] / 1e3, "p99_ms": ph["latency_us"]["p99"] / 1e3,
             "max_ms": ph["latency_us"].get("max", 0) / 1e3, "errors": ph["errors"],
-            "srv_us": (c1 - c0) * 1e6 / ops, "cli_us": (k1 - k0) * 1e6 / ops}
+            "srv_us": (c1 - c0) * 1e6 / ops, "cli_us": (k1 - k0) * 1e6 / ops,
+            "gw0_us": (t1.get("gw.0", 0) - t0.get("gw.0", 0)) * 1e6 / ops,
+            "gw1_us": (t1.get("gw.1", 0) - t0.get("gw.1", 0)) * 1e6 / ops}
 
 
 def main():
@@ -69,6 +95,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skip-md5", action="store_true", help="native PUTs with --skip-md5")
     ap.add_argument("--cells", default="4KiB,64KiB,4MiB")
+    ap.add_argument("--native-conns", type=int, default=1,
+                    help="native: HTTP/2 connections (iolake-s3-bench --native-conns)")
     a = ap.parse_args()
     bench = benchlib.build_bin(a.build, "iolake-s3-bench")
     print("machine: %s; load %s" % (benchlib.machine(), benchlib.uptime()))
@@ -83,8 +111,8 @@ def main():
         order = []
         for r in range(a.rounds):
             order += ["s3", "native", "native", "s3"] if r % 2 == 0 else ["native", "s3", "s3", "native"]
-        print("| # | protocol | size | phase | ops/s | MiB/s | p50 ms | p99 ms | max ms | store CPU µs/op | client CPU µs/op | load |")
-        print("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        print("| # | protocol | size | phase | ops/s | MiB/s | p50 ms | p99 ms | max ms | store CPU µs/op | gw.0 µs/op | gw.1 µs/op | client CPU µs/op | load |")
+        print("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         cells = [c for c in CELLS if c[0] in a.cells.split(",")]
         for i, proto in enumerate(order):
             ep = nep if proto == "native" else aio.ep
@@ -92,23 +120,25 @@ def main():
                 prefix = "r%d-%s-%s/" % (i, proto, size)
                 for phase, skip in (("put", False), ("get", True)):
                     x = run_phase(bench, aio, proto, ep, size, n, gets if skip else 0, conc,
-                                  prefix, skip, a.skip_md5)
+                                  prefix, skip, a.skip_md5, a.native_conns)
                     rows.append(dict(x, proto=proto, size=size, phase=phase))
-                    print("| %d | %s | %s | %s | %.0f | %.1f | %.2f | %.2f | %.1f | %.0f | %.0f | %s |" % (
+                    print("| %d | %s | %s | %s | %.0f | %.1f | %.2f | %.2f | %.1f | %.0f | %.1f | %.1f | %.0f | %s |" % (
                         i, proto, size, phase, x["ops_per_s"], x["mib_per_s"], x["p50_ms"],
-                        x["p99_ms"], x["max_ms"], x["srv_us"], x["cli_us"], benchlib.uptime()),
+                        x["p99_ms"], x["max_ms"], x["srv_us"], x["gw0_us"], x["gw1_us"],
+                        x["cli_us"], benchlib.uptime()),
                         flush=True)
     print()
-    print("| size | phase | protocol | median ops/s | median MiB/s | median p50 ms | median p99 ms | worst max ms | store CPU µs/op | client CPU µs/op |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| size | phase | protocol | median ops/s | median MiB/s | median p50 ms | median p99 ms | worst max ms | store CPU µs/op | gw.0 µs/op | gw.1 µs/op | client CPU µs/op |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size, _, _, _ in cells:
         for ph in ("get", "put"):
             for proto in ("s3", "native"):
                 sel = [r for r in rows if r["proto"] == proto and r["size"] == size and r["phase"] == ph]
                 med = lambda k: statistics.median(r[k] for r in sel)  # noqa: E731
-                print("| %s | %s | %s | %.0f | %.1f | %.2f | %.2f | %.1f | %.0f | %.0f |" % (
+                print("| %s | %s | %s | %.0f | %.1f | %.2f | %.2f | %.1f | %.0f | %.1f | %.1f | %.0f |" % (
                     size, ph, proto, med("ops_per_s"), med("mib_per_s"), med("p50_ms"),
-                    med("p99_ms"), max(r["max_ms"] for r in sel), med("srv_us"), med("cli_us")))
+                    med("p99_ms"), max(r["max_ms"] for r in sel), med("srv_us"), med("gw0_us"),
+                    med("gw1_us"), med("cli_us")))
     print("load at end %s" % benchlib.uptime())
 
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/loop.h"
@@ -603,6 +604,20 @@ int rpc_server_listen(struct rpc_server *srv, const char *addr)
 int rpc_server_port(const struct rpc_server *srv)
 {
 	return rpc_h2_port(srv);
+}
+
+int rpc_server_adopt(struct rpc_server *srv, int fd)
+{
+	if (srv->closing) {
+		close(fd);
+		return -ESHUTDOWN;
+	}
+	return rpc_h2_adopt(srv, fd);
+}
+
+uint32_t rpc_server_conns(const struct rpc_server *srv)
+{
+	return atomic_load_explicit(&srv->tcp_conns, memory_order_relaxed);
 }
 
 void rpc_server_ref(struct rpc_server *srv)

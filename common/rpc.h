@@ -304,6 +304,19 @@ int rpc_server_listen(struct rpc_server *srv, const char *addr);
 /* The TCP port bound by rpc_server_listen, or 0. */
 int rpc_server_port(const struct rpc_server *srv);
 
+/* A TCP connection accepted elsewhere (one listening socket for the
+ * servers of several loops: gateway/native_loops.c over
+ * gateway/http_accept.h): served from here on as if this server's own
+ * listener had accepted it (admission, TLS, HTTP/2). fd is the server's
+ * whatever the outcome (closed on failure). The server need not listen
+ * itself; rpc_server_listen is then refused (-EALREADY). srv's loop only.
+ * 0 or -errno (-ESHUTDOWN: closing). */
+int rpc_server_adopt(struct rpc_server *srv, int fd);
+
+/* TCP connections open now (accepted or adopted): any thread (an atomic
+ * read), for an acceptor picking the least loaded server. */
+uint32_t rpc_server_conns(const struct rpc_server *srv);
+
 /* Stop listening and drop every connection (their pending callers get
  * UNAVAILABLE). Calls still in handlers must still be answered; the server
  * is freed when the last one is and libuv has released its handles. */

@@ -137,7 +137,8 @@ struct h2_sreq {
 
 struct rpc_h2_server {
 	struct rpc_server *srv;
-	uv_tcp_t listener;
+	uv_tcp_t listener;             /* initialized when listening */
+	bool listening;                /* false: it only adopts (rpc_server_adopt) */
 	struct h2_conn *conns;
 };
 

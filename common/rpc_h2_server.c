@@ -2,10 +2,13 @@
  * rpc_h2_server.c — the server half of the HTTP/2 transport: requests (one
  * stream each: headers with path, grpc-timeout and x-request-id, the body,
  * the answer with grpc-status trailers) handed to rpc_req_dispatch, and
- * the TCP listener with its connections. The design is in rpc_h2.c's
+ * the TCP listener with its connections (or, without a listener, those
+ * another loop accepted: rpc_server_adopt). The design is in rpc_h2.c's
  * opening comment. Runs on the server's loop.
  */
 #include "common/rpc_h2_int.h"
+
+#include <unistd.h>
 
 #include "common/peer_addr.h"
 
@@ -278,6 +281,7 @@ void h2_server_conn_lost(struct h2_conn *c)
 	}
 	DLIST_DEL(c->hs->conns, c, prev, next);
 	c->hs = NULL;
+	atomic_fetch_sub_explicit(&c->srv->tcp_conns, 1, memory_order_relaxed);
 	const struct rpc_admit *a = c->srv->opts.admit;
 	if (c->admitted && a->conn_close)
 		a->conn_close(a->ud, c->admit_slot);
@@ -318,26 +322,28 @@ static nghttp2_session_callbacks *make_callbacks(void)
 	return cbs;
 }
 
-static void on_connection(uv_stream_t *l, int status)
+/* A new server connection on hs (its socket not yet attached): listed
+ * and counted. NULL: out of memory. */
+static struct h2_conn *conn_join(struct rpc_h2_server *hs)
 {
-	struct rpc_h2_server *hs = l->data;
-	if (status < 0)
-		return; /* EMFILE and the like: the next accept may work */
-	struct h2_conn *c = h2_conn_new(l->loop);
+	struct h2_conn *c = h2_conn_new(hs->srv->loop);
 	if (!c)
-		return;
+		return NULL;
 	c->server = true;
 	c->hs = hs;
 	c->srv = hs->srv;
 	rpc_server_ref(hs->srv);
 	DLIST_ADD(hs->conns, c, prev, next);
-	if (uv_accept(l, (uv_stream_t *)&c->tcp)) {
-		h2_conn_fail(c, "accept failed");
-		return;
-	}
+	atomic_fetch_add_explicit(&hs->srv->tcp_conns, 1, memory_order_relaxed);
+	return c;
+}
+
+/* c's socket is attached: admission, then TLS or HTTP/2 at once. */
+static void conn_serve(struct h2_conn *c)
+{
 	if (!admit_conn(c))
 		return;
-	struct rpc_tls *tls = hs->srv->opts.tls ? hs->srv->opts.tls : rpc_tls_default();
+	struct rpc_tls *tls = c->srv->opts.tls ? c->srv->opts.tls : rpc_tls_default();
 	if (tls) {
 		int rc = h2_tls_start(c, tls);
 		if (rc)
@@ -345,6 +351,54 @@ static void on_connection(uv_stream_t *l, int status)
 		return;
 	}
 	h2_server_tls_up(c);
+}
+
+static void on_connection(uv_stream_t *l, int status)
+{
+	struct rpc_h2_server *hs = l->data;
+	if (status < 0)
+		return; /* EMFILE and the like: the next accept may work */
+	struct h2_conn *c = conn_join(hs);
+	if (!c)
+		return;
+	if (uv_accept(l, (uv_stream_t *)&c->tcp)) {
+		h2_conn_fail(c, "accept failed");
+		return;
+	}
+	conn_serve(c);
+}
+
+/* The server's TCP side without a listener (rpc_server_adopt before any
+ * rpc_server_listen). NULL: out of memory. */
+static struct rpc_h2_server *h2_server_get(struct rpc_server *srv)
+{
+	if (srv->h2)
+		return srv->h2;
+	struct rpc_h2_server *hs = calloc(1, sizeof(*hs));
+	if (!hs)
+		return NULL;
+	hs->srv = srv;
+	rpc_server_ref(srv);
+	srv->h2 = hs;
+	return hs;
+}
+
+int rpc_h2_adopt(struct rpc_server *srv, int fd)
+{
+	struct rpc_h2_server *hs = h2_server_get(srv);
+	struct h2_conn *c = hs ? conn_join(hs) : NULL;
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	int rc = uv_tcp_open(&c->tcp, fd);
+	if (rc) {
+		close(fd);   /* not the handle's: uv_tcp_open failed */
+		h2_conn_fail(c, "cannot adopt the socket");
+		return rc;
+	}
+	conn_serve(c);
+	return 0;
 }
 
 /* The connection may speak HTTP/2 (accepted in cleartext, or its TLS
@@ -381,6 +435,7 @@ int rpc_h2_listen(struct rpc_server *srv, const struct rpc_target *t)
 	if (!hs)
 		return -ENOMEM;
 	hs->srv = srv;
+	hs->listening = true;
 	int rc = uv_tcp_init(srv->loop, &hs->listener);
 	if (rc) {
 		free(hs);
@@ -401,7 +456,7 @@ int rpc_h2_listen(struct rpc_server *srv, const struct rpc_target *t)
 
 int rpc_h2_port(const struct rpc_server *srv)
 {
-	if (!srv->h2)
+	if (!srv->h2 || !srv->h2->listening)
 		return 0;
 	struct sockaddr_storage ss;
 	int len = sizeof(ss);
@@ -420,5 +475,10 @@ void rpc_h2_server_close(struct rpc_server *srv)
 	srv->h2 = NULL;
 	while (hs->conns)
 		h2_conn_fail(hs->conns, "server closing");
-	uv_close((uv_handle_t *)&hs->listener, on_listener_closed);
+	if (hs->listening) {
+		uv_close((uv_handle_t *)&hs->listener, on_listener_closed);
+		return;
+	}
+	free(hs);   /* adopting only: no handle of its own */
+	rpc_server_unref(srv);
 }

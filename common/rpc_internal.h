@@ -262,6 +262,7 @@ struct rpc_server {
 	uint32_t slot_mask;
 	int refs;        /* open + live requests + transport handles */
 	bool closing;
+	atomic_uint tcp_conns;  /* TCP connections open (rpc_server_conns, any thread) */
 	struct rpc_h2_server *h2;
 	struct rpc_local_server *local;
 };
@@ -316,6 +317,7 @@ void rpc_req_release(struct rpc_req *r);
 struct buf *rpc_pack(const ProtobufCMessage *m);
 
 int rpc_h2_listen(struct rpc_server *srv, const struct rpc_target *t);
+int rpc_h2_adopt(struct rpc_server *srv, int fd);
 int rpc_h2_port(const struct rpc_server *srv);
 void rpc_h2_server_close(struct rpc_server *srv);
 int rpc_local_listen(struct rpc_server *srv, const char *name);

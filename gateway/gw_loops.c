@@ -163,9 +163,8 @@ static void loop_start_fn(void *arg)
 		l->sc.user_limit_shared = g->ulimit;
 		l->sc.user_limit_mu = g->ulimit ? &g->ulimit_mu : NULL;
 	}
-	/* Hook for a per-loop service beside S3 (issue 19's native RPC): start
-	 * it here on l->lt.loop with l->ops, stop it in loop_close_fn before
-	 * the server; or one listener on loop 0 as the admin API. */
+	/* A service beside S3 on every loop starts after gw_loops_start,
+	 * on each loop with its ops (the native protocol: native_loops.c). */
 	l->rc = s3_server_start(&l->lt.loop, &l->sc, &l->srv);
 	if (l->rc) {
 		l->listen_failed = true;
@@ -179,13 +178,14 @@ static void acceptor_start_fn(void *arg)
 {
 	struct gw_loops *g = arg;
 	struct http_accept_target t[GW_LOOPS_MAX];
+	memset(t, 0, sizeof(t));
 	for (unsigned i = 0; i < g->n; i++) {
 		t[i].srv = s3_server_http(g->l[i].srv);
 		t[i].queue = i ? &g->l[i].lt.queue : NULL;
 	}
 	const struct http_server_cfg *h = &g->cfg.srv.http;
 	g->l[0].rc = http_acceptor_start(&g->l[0].lt.loop, h->addr ? h->addr : "127.0.0.1",
-					 h->port, t, g->n, g->cfg.ops.metrics, &g->acc);
+					 h->port, t, g->n, g->cfg.ops.metrics, NULL, &g->acc);
 	if (g->l[0].rc)
 		g->acc = NULL;
 	else

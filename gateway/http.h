@@ -38,6 +38,7 @@
 #ifndef GATEWAY_HTTP_H
 #define GATEWAY_HTTP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -167,7 +168,12 @@ uint32_t http_server_capacity(const struct http_server *srv);
  * connection lands on. Calls take its mutex (one per connection open and
  * close and per request head; uncontended it costs ~20 ns). NULL when
  * both limits are 0 or out of memory (errno). Free after every server
- * using it is closed. */
+ * using it is closed. The native protocol's servers of several loops
+ * share one the same way (a table of their own: gateway/native_limit.h). */
+struct http_limit_shared {
+	pthread_mutex_t mu;       /* taken around every use of l */
+	struct http_limit *l;
+};
 struct http_limit_shared *http_limit_shared_new(const struct http_limit_cfg *cfg);
 void http_limit_shared_free(struct http_limit_shared *ls);
 

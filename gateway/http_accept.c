@@ -1,7 +1,8 @@
 /*
  * http_accept.c — the acceptor of http_accept.h: a listening socket
  * watched by a uv_poll on one loop, accept4 in batches, the least loaded
- * target picked, the socket posted to its loop. Also the shared
+ * target picked (an HTTP server, or another kind through its hooks), the
+ * socket posted to its loop. Also the shared
  * per-address limit table (http_limit_shared_new) the servers of several
  * loops use.
  *
@@ -65,8 +66,28 @@ static void unref(struct http_acceptor *a)
 		free(a);
 }
 
+static uint32_t target_load(const struct target *t)
+{
+	return t->t.srv ? http_server_load(t->t.srv) : t->t.load(t->t.ud);
+}
+
+static uint32_t target_capacity(const struct target *t)
+{
+	return t->t.srv ? http_server_capacity(t->t.srv) : t->t.capacity(t->t.ud);
+}
+
+static void target_adopt(const struct target *t, int fd)
+{
+	if (t->t.srv)
+		http_server_adopt(t->t.srv, fd);   /* closes fd when it cannot */
+	else
+		t->t.adopt(t->t.ud, fd);
+}
+
 /* The target with room and the fewest connections (open + on their way),
- * ties from a->next round-robin; -1 when every pool is full. */
+ * ties from a->next round-robin (moved on by hand(), not here: a pick
+ * whose accept4 finds the backlog empty must not skip a target); -1 when
+ * every pool is full. */
 static int pick(struct http_acceptor *a)
 {
 	int best = -1;
@@ -74,15 +95,13 @@ static int pick(struct http_acceptor *a)
 	for (unsigned k = 0; k < a->n; k++) {
 		unsigned i = (a->next + k) % a->n;
 		struct target *t = &a->tg[i];
-		uint32_t load = http_server_load(t->t.srv) +
+		uint32_t load = target_load(t) +
 				atomic_load_explicit(&t->pending, memory_order_relaxed);
-		if (load < http_server_capacity(t->t.srv) && load < best_load) {
+		if (load < target_capacity(t) && load < best_load) {
 			best = (int)i;
 			best_load = load;
 		}
 	}
-	if (best >= 0)
-		a->next = ((unsigned)best + 1) % a->n;
 	return best;
 }
 
@@ -90,7 +109,7 @@ static void on_handoff(struct loop_work *w)
 {
 	struct handoff *h = container_of(w, struct handoff, w);
 	struct target *t = &h->a->tg[h->i];
-	http_server_adopt(t->t.srv, h->fd);   /* closes fd when it cannot */
+	target_adopt(t, h->fd);
 	atomic_fetch_sub_explicit(&t->pending, 1, memory_order_relaxed);
 	unref(h->a);
 	free(h);
@@ -99,11 +118,12 @@ static void on_handoff(struct loop_work *w)
 static void hand(struct http_acceptor *a, unsigned i, int fd)
 {
 	struct target *t = &a->tg[i];
+	a->next = (i + 1) % a->n;
 	atomic_fetch_add_explicit(&t->handed, 1, memory_order_relaxed);
 	if (t->m_handed)
 		metrics_counter_inc(t->m_handed);
 	if (!t->t.queue) {
-		http_server_adopt(t->t.srv, fd);
+		target_adopt(t, fd);
 		return;
 	}
 	struct handoff *h = malloc(sizeof(*h));
@@ -185,7 +205,8 @@ static void on_closed(uv_handle_t *h)
 
 int http_acceptor_start(uv_loop_t *loop, const char *addr, int port,
 			const struct http_accept_target *t, unsigned n,
-			struct metrics_registry *metrics, struct http_acceptor **out)
+			struct metrics_registry *metrics, const char *metric,
+			struct http_acceptor **out)
 {
 	if (!n || n > HTTP_ACCEPT_MAX_TARGETS)
 		return -EINVAL;
@@ -224,8 +245,9 @@ int http_acceptor_start(uv_loop_t *loop, const char *addr, int port,
 			char li[16];
 			snprintf(li, sizeof(li), "%u", i);
 			a->tg[i].m_handed = metrics_counter_shared(
-				metrics, "iolake_gw_loop_connections_total",
-				"S3 connections handed to each gateway loop",
+				metrics, metric ? metric : "iolake_gw_loop_connections_total",
+				metric ? "connections handed to each gateway loop"
+				       : "S3 connections handed to each gateway loop",
 				METRICS_LABELS("loop", li));
 		}
 	}

@@ -4,7 +4,9 @@
  * loop, accepts, and hands each connection to the server with the fewest
  * open connections (http_server_load; ties go round-robin), through that
  * server's loop queue (common/loop.h); the server adopts the socket
- * (http_server_adopt) and serves it on its own loop from then on.
+ * (http_server_adopt) and serves it on its own loop from then on. The
+ * native protocol's RPC servers (one per loop) take their connections
+ * the same way, through a target's hooks (load, capacity, adopt).
  *
  * Why not SO_REUSEPORT (one listener per loop): the kernel hashes each
  * connection to a socket, so a few connections (a client with 2 or 4)
@@ -34,8 +36,15 @@
 #define HTTP_ACCEPT_RETRY_MS 10
 
 struct http_accept_target {
-	struct http_server *srv;   /* started with cfg.adopt_only */
-	struct loop_queue *queue;  /* srv's loop's; NULL: srv is on the acceptor's loop */
+	struct http_server *srv;   /* started with cfg.adopt_only; NULL: the server
+				    * is another kind, served through the hooks below */
+	struct loop_queue *queue;  /* the server's loop's; NULL: the acceptor's loop */
+	/* Another kind of server (the native protocol's RPC servers,
+	 * gateway/native_loops.c), when srv is NULL: */
+	void *ud;
+	uint32_t (*load)(void *ud);       /* connections open: any thread */
+	uint32_t (*capacity)(void *ud);   /* the most it takes: any thread */
+	void (*adopt)(void *ud, int fd);  /* on its loop; fd is its own (closed if refused) */
 };
 
 struct http_acceptor;
@@ -43,11 +52,13 @@ struct metrics_registry;
 
 /* Bind addr:port (IPv4 or IPv6 literal; port 0 picks one), listen, and
  * hand connections to the n targets (1..HTTP_ACCEPT_MAX_TARGETS; copied).
- * metrics: iolake_gw_loop_connections_total{loop="i"} (connections handed
- * to target i); NULL: none. 0 and *out, or -errno (-EADDRINUSE, ...). */
+ * metrics: the counter metric{loop="i"} (connections handed to target i),
+ * metric NULL: iolake_gw_loop_connections_total (S3's); metrics NULL:
+ * none. 0 and *out, or -errno (-EADDRINUSE, ...). */
 int http_acceptor_start(uv_loop_t *loop, const char *addr, int port,
 			const struct http_accept_target *t, unsigned n,
-			struct metrics_registry *metrics, struct http_acceptor **out);
+			struct metrics_registry *metrics, const char *metric,
+			struct http_acceptor **out);
 
 /* The bound port. */
 int http_acceptor_port(const struct http_acceptor *a);

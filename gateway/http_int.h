@@ -100,13 +100,6 @@ struct conn {
 
 enum { T_NONE, T_IDLE, T_HEAD, T_BODY, T_LINGER };
 
-/* One per-address table for the servers of several loops (http_accept.c
- * makes it; http.c takes mu around each use). */
-struct http_limit_shared {
-	pthread_mutex_t mu;
-	struct http_limit *l;
-};
-
 struct http_server {
 	uv_loop_t *loop;
 	uv_tcp_t listener;

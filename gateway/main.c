@@ -8,7 +8,7 @@
  * --admin-api-listen HOST:PORT also serves the admin HTTP API
  * (gateway/admin_api.h) there, against the same meta members; off unless
  * given. --native-listen HOST:PORT serves the native protocol (gateway/
- * native.h) on loop 0; off unless given.
+ * native_loops.h) on every loop; off unless given.
  *
  * Root credentials: IOLAKE_ROOT_ACCESS_KEY / IOLAKE_ROOT_SECRET_KEY, or
  * --root-credentials FILE, are put in meta as user root's key in the
@@ -52,7 +52,7 @@
 #include "gateway/gw_loops.h"
 #include "common/rpc_tls.h"
 #include "gateway/lc_worker.h"
-#include "gateway/native.h"
+#include "gateway/native_loops.h"
 #include "gateway/s3_ops.h"
 #include "gateway/s3_sse.h"
 #include "meta/rootkey.h"
@@ -137,7 +137,7 @@ static const struct flag_spec specs[] = {
 
 static struct gw_loops *loops;
 static struct admin_api *api;
-static struct native_srv *native;   /* on loop 0 */
+static struct native_loops *native;   /* on every loop */
 static struct rootkey_runner *rootkey;
 static uv_signal_t sig_term, sig_int, sig_hup;
 
@@ -187,26 +187,9 @@ static void api_close_fn(void *arg)
 	api = NULL;
 }
 
-static int native_rc;
-
-static void native_start_fn(void *arg)
-{
-	struct native_cfg *nc = arg;
-	native_rc = native_srv_start(&gw_loops_thread(loops, 0)->loop, gw_loops_ops(loops, 0), nc,
-				     &native);
-}
-
-static void native_stop_fn(void *arg)
-{
-	(void)arg;
-	native_srv_close(native);
-	native = NULL;
-}
-
 static void stop_api(void)
 {
-	if (native)
-		loop_thread_call(gw_loops_thread(loops, 0), native_stop_fn, NULL);
+	native_loops_close(native);   /* freed after gw_loops_stop */
 	if (!api)
 		return;
 	uv_sem_t sem;
@@ -362,9 +345,9 @@ int main(int argc, char **argv)
 		LOG_INFO("admin API listening", "addr=%s:%d", ahost, admin_api_port(api));
 	}
 	if (f_native_listen) {
-		/* One native listener, on loop 0 (its calls use loop 0's ops). */
+		/* Served on every loop, as S3 (gateway/native_loops.h). */
 		struct native_cfg nc = { .listen = f_native_listen, .limit = sc->http.limit };
-		loop_thread_call(gw_loops_thread(loops, 0), native_start_fn, &nc);
+		int native_rc = native_loops_start(loops, &nc, &native);
 		if (native_rc) {
 			fprintf(stderr, "%s: flag --native-listen %s: %s\n", PROG, f_native_listen,
 				iol_strerror(native_rc));
@@ -376,7 +359,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		LOG_INFO("native protocol listening", "addr=%s port=%d", f_native_listen,
-			 native_srv_port(native));
+			 native_loops_port(native));
 	}
 	if (have_creds) {
 		rc = rootkey_runner_start(loop, (const char *const *)f_meta.items, f_meta.n, &creds,
@@ -398,6 +381,8 @@ int main(int argc, char **argv)
 	stop_api();
 	gw_loops_stop(loops);
 	loops = NULL;
+	native_loops_free(native);
+	native = NULL;
 	metrics_registry_free(reg);
 	workpool_free(gc.ops.data.hash_pool);
 	LOG_INFO("stopped", "clean=true");

@@ -33,10 +33,6 @@
 
 struct native_upload;
 
-/* PutBegin uploads open at once per server (each holds a gw_data PUT,
- * whose operations S3 shares): beyond, PutBegin answers SlowDown. */
-#define NATIVE_UPLOADS_MAX 256
-
 /* Answered calls kept per server for the next ones: a call is ~6 KiB (the
  * verifier's request), and glibc consolidates its fast bins on every
  * allocation of that size (malloc_consolidate in the profile). */
@@ -50,7 +46,8 @@ struct native_srv {
 	struct native_limit limit;      /* per address, before authentication */
 	uint64_t creds_gen;
 	struct native_upload *uploads;  /* PutBegin's, newest first */
-	unsigned n_uploads;             /* listed; at most NATIVE_UPLOADS_MAX */
+	unsigned n_uploads;             /* listed; at most uploads_max */
+	unsigned uploads_max;
 	uv_timer_t reaper;              /* aborts idle uploads */
 	uint32_t idle_ms;
 	unsigned live;                  /* calls and uploads not yet freed */

@@ -2,7 +2,8 @@
  * native_limit.c — the native port's per-address limits (native_limit.h):
  * rpc_admit hooks over an http_limit table, their counters.
  *
- * Owns the table. Does not own the server (native_srv.c) or the policy of
+ * Owns the table, unless it is shared (native_loops.c owns that one).
+ * Does not own the server (native_srv.c) or the policy of
  * which calls are refunded (native_srv.c calls native_limit_authenticated
  * once a call's signature verifies).
  */
@@ -21,38 +22,60 @@ static void count(struct metrics_counter *m, uint64_t *n)
 		metrics_counter_inc(m);
 }
 
+static void lock(struct native_limit *l)
+{
+	if (l->mu)
+		pthread_mutex_lock(l->mu);
+}
+
+static void unlock(struct native_limit *l)
+{
+	if (l->mu)
+		pthread_mutex_unlock(l->mu);
+}
+
 static bool on_conn_open(void *ud, const uint8_t addr[16], uint32_t *slot)
 {
 	struct native_limit *l = ud;
-	if (http_limit_conn_open(l->table, addr, loop_now_ns(), slot))
-		return true;
-	count(l->m_conns, &l->conns_refused);
-	return false;
+	lock(l);
+	bool ok = http_limit_conn_open(l->table, addr, loop_now_ns(), slot);
+	unlock(l);
+	if (!ok)
+		count(l->m_conns, &l->conns_refused);
+	return ok;
 }
 
 static void on_conn_close(void *ud, uint32_t slot)
 {
 	struct native_limit *l = ud;
+	lock(l);
 	http_limit_conn_close(l->table, slot);
+	unlock(l);
 }
 
 static bool on_call(void *ud, uint32_t slot)
 {
 	struct native_limit *l = ud;
-	if (http_limit_request(l->table, slot, loop_now_ns()))
-		return true;
-	count(l->m_rate, &l->calls_refused);
-	return false;
+	lock(l);
+	bool ok = http_limit_request(l->table, slot, loop_now_ns());
+	unlock(l);
+	if (!ok)
+		count(l->m_rate, &l->calls_refused);
+	return ok;
 }
 
 int native_limit_init(struct native_limit *l, const struct http_limit_cfg *cfg,
-		      struct metrics_registry *reg)
+		      struct http_limit_shared *shared, struct metrics_registry *reg)
 {
 	memset(l, 0, sizeof(*l));
-	if (!cfg->max_conns && !cfg->rate)
+	if (shared) {
+		l->table = shared->l;
+		l->mu = &shared->mu;
+	} else if (!cfg->max_conns && !cfg->rate) {
 		return 0;
-	if (!(l->table = http_limit_new(cfg, 0)))
+	} else if (!(l->table = http_limit_new(cfg, 0))) {
 		return -ENOMEM;
+	}
 	l->admit = (struct rpc_admit){ .ud = l, .conn_open = on_conn_open,
 				       .conn_close = on_conn_close, .call = on_call };
 	if (reg) {
@@ -74,12 +97,17 @@ const struct rpc_admit *native_limit_admit(const struct native_limit *l)
 
 void native_limit_authenticated(struct native_limit *l, const struct rpc_req *r)
 {
-	if (l->table)
-		http_limit_refund(l->table, rpc_req_admit_slot(r));
+	if (!l->table)
+		return;
+	lock(l);
+	http_limit_refund(l->table, rpc_req_admit_slot(r));
+	unlock(l);
 }
 
 void native_limit_free(struct native_limit *l)
 {
-	http_limit_free(l->table);
+	if (!l->mu)
+		http_limit_free(l->table);
 	l->table = NULL;
+	l->mu = NULL;
 }

@@ -582,7 +582,7 @@ static void on_begin_head(struct s3_head *h, enum s3_err e, Iolake__Meta__Object
 	const Iolake__Native__PutBeginRequest *m = (const void *)nc->msg;
 	const char *msg;
 	enum s3_err ce = write_check(&nc->rq, e, m->size, &msg);
-	if (!ce && nc->s->n_uploads >= NATIVE_UPLOADS_MAX) {
+	if (!ce && nc->s->n_uploads >= nc->s->uploads_max) {
 		ce = S3E_SlowDown;
 		msg = "too many uploads in progress on this gateway";
 	}

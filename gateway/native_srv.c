@@ -333,6 +333,7 @@ int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cf
 	s->loop = loop;
 	s->o = ops;
 	s->idle_ms = cfg->upload_idle_ms ? cfg->upload_idle_ms : 60000;
+	s->uploads_max = cfg->uploads_max ? cfg->uploads_max : NATIVE_UPLOADS_MAX;
 	struct s3_auth_cfg ac = { .region = ops->region, .source = { cred_lookup, ops },
 				  .no_sigv2 = true };
 	static const rpc_handler_fn handlers[NATIVE_M_COUNT] = {
@@ -350,7 +351,7 @@ int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cf
 		rc = -EINVAL;
 		goto fail_free;
 	}
-	if (native_limit_init(&s->limit, &cfg->limit, ops->reg))
+	if (native_limit_init(&s->limit, &cfg->limit, cfg->limit_shared, ops->reg))
 		goto fail_free;
 	so.admit = native_limit_admit(&s->limit);
 	if (!(s->auth = s3_auth_new(&ac)))
@@ -358,7 +359,7 @@ int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cf
 	if (!(s->rpc = rpc_server_new(loop, &so)))
 		goto fail_auth;
 	if ((rc = rpc_server_add_service(s->rpc, NATIVE_SVC, handlers, s)) ||
-	    (rc = rpc_server_listen(s->rpc, cfg->listen)))
+	    (cfg->listen && (rc = rpc_server_listen(s->rpc, cfg->listen))))
 		goto fail_rpc;
 	uv_timer_init(loop, &s->reaper);
 	s->reaper.data = s;
@@ -379,6 +380,16 @@ fail_free:
 int native_srv_port(const struct native_srv *s)
 {
 	return rpc_server_port(s->rpc);
+}
+
+void native_srv_adopt(struct native_srv *s, int fd)
+{
+	rpc_server_adopt(s->rpc, fd);   /* fd is the server's whatever happens */
+}
+
+uint32_t native_srv_conns(const struct native_srv *s)
+{
+	return rpc_server_conns(s->rpc);
 }
 
 void native_srv_close(struct native_srv *s)

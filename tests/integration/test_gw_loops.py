@@ -10,17 +10,22 @@ ListObjectsV2 against a model of what each thread wrote. Then:
   (iolake_gw_request_duration_seconds_count over every operation) equal
   the HTTP requests the clients sent (counted by a botocore hook), and
   the body bytes received and sent are at least what was PUT and GOT;
+- the native protocol on the same loops: iolake-s3-bench --protocol
+  native over 8 HTTP/2 connections (--verify) and four `iolake put`s of
+  17 MiB at once (PutBegin/Append/Commit uploads, each on its
+  connection's loop), read back byte for byte; every loop got native
+  connections (iolake_gw_native_loop_connections_total{loop});
 - a clean SIGTERM (every loop closes; exit 0);
 - the same over TLS (--tls-cert/--tls-key, a test CA made with openssl),
   with a smaller load.
 """
-import concurrent.futures, hashlib, os, random, re, shutil, ssl, subprocess, sys, tempfile
+import concurrent.futures, hashlib, json, os, random, re, shutil, ssl, subprocess, sys, tempfile
 import threading, time, urllib.request
 
 from botocore.config import Config
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import Aio, AK, SK  # noqa: E402
+from aio_py import Aio, AK, BUILD, SK  # noqa: E402
 
 import boto3  # noqa: E402
 
@@ -189,6 +194,51 @@ def drive(aio_ep, verify, ctx, threads, rounds, bucket="loops"):
         raise AssertionError("a fifth loop counted")
 
 
+def native(aio):
+    """The native protocol spread over the loops (gateway/native_loops.h)."""
+    ep = json.load(open(os.path.join(aio.data, "aio.json")))["native_endpoint"]
+    s3 = client(aio.ep, Counter())
+    s3.create_bucket(Bucket="nat")
+    r = subprocess.run([os.path.join(BUILD, "iolake-s3-bench"), "--protocol", "native",
+                        "--endpoint", ep, "--access-key", AK, "--secret-key", SK,
+                        "--bucket", "nat", "--no-create-bucket", "--prefix", "bench/",
+                        "--size", "64KiB", "--objects", "200", "--concurrency", "16",
+                        "--native-conns", "8", "--warmup", "0", "--verify", "--delete"],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise AssertionError("native bench: %s" % (r.stdout + r.stderr)[-2000:])
+    print("ok: iolake-s3-bench --protocol native --native-conns 8 --verify --delete")
+    env = dict(os.environ, IOLAKE_ACCESS_KEY=AK, IOLAKE_SECRET_KEY=SK, IOLAKE_ENDPOINT=ep)
+    d = tempfile.mkdtemp(prefix="iolake-loops-nat.", dir="/dev/shm")
+    try:
+        bodies = [os.urandom((17 << 20) + i) for i in range(4)]
+        for i, b in enumerate(bodies):
+            with open(os.path.join(d, "in%d" % i), "wb") as f:
+                f.write(b)
+        procs = [subprocess.Popen([os.path.join(BUILD, "iolake"), "put", "nat/big%d" % i,
+                                   os.path.join(d, "in%d" % i)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for i in range(4)]
+        for i, p in enumerate(procs):
+            out = p.communicate(timeout=300)[0]
+            if p.returncode:
+                raise AssertionError("iolake put big%d: %s" % (i, out[-500:]))
+        for i, b in enumerate(bodies):
+            got = subprocess.run([os.path.join(BUILD, "iolake"), "get", "nat/big%d" % i, "-"],
+                                 env=env, capture_output=True, timeout=300).stdout
+            if hashlib.sha256(got).digest() != hashlib.sha256(b).digest():
+                raise AssertionError("big%d read back differs (%d bytes)" % (i, len(got)))
+        print("ok: four 17 MiB native uploads at once, read back")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    m = settled_metrics(aio.ep)
+    per_loop = [m.get('iolake_gw_native_loop_connections_total{loop="%d"}' % i, 0)
+                for i in range(LOOPS)]
+    print("ok: native connections per loop %s" % per_loop)
+    if min(per_loop) < 1:
+        raise AssertionError("a loop got no native connection: %s" % per_loop)
+
+
 def threads_of(pid):
     names = []
     for t in os.listdir("/proc/%d/task" % pid):
@@ -206,6 +256,7 @@ def plain():
         if gw != ["gw.%d" % i for i in range(LOOPS)]:
             raise AssertionError("want %d gateway loops, have %s" % (LOOPS, gw))
         drive(aio.ep, None, None, THREADS, 3)
+        native(aio)
         rc, secs = aio.stop(limit=15)
         print("ok: SIGTERM exit %d in %.2fs" % (rc, secs))
         if rc != 0:

@@ -92,7 +92,7 @@ static void acc_fn(void *arg)
 		t[i].srv = S[i].srv;
 		t[i].queue = i ? &S[i].lt.queue : NULL;
 	}
-	*rc = http_acceptor_start(&S[0].lt.loop, "127.0.0.1", 0, t, LOOPS, NULL, &acc);
+	*rc = http_acceptor_start(&S[0].lt.loop, "127.0.0.1", 0, t, LOOPS, NULL, NULL, &acc);
 	if (!*rc)
 		port = http_acceptor_port(acc);
 }
