@@ -522,6 +522,79 @@ static void session_flush(struct tx *t)
 }
 
 /*
+ * High-water marks of the request table (struct meta_state's req_hw): a
+ * new op's id is above every id its client sent before, so its 'R' read
+ * (apply's lookup for a retry) nearly always misses; the miss searched the
+ * batch, the memtable and the L0 tables' filters on every op. A slot
+ * remembers, for one client, an id at or above all of that client's rows:
+ * an op above it cannot be a retry, and its read is skipped.
+ *
+ * Safe because the mark may only be too high, never too low: it is loaded
+ * from the DB itself (the client's last row, read through the batch), it
+ * rises with every row apply writes, and rows leave only by apply's
+ * prune (which leaves it too high: more reads, no wrong answer). A retry
+ * of any id at or below the mark is read as before. The DB written under
+ * it by a snapshot import or install empties every slot first; a batch
+ * that fails after raising a mark leaves it too high. Slots are direct
+ * mapped by client id: a collision evicts, costing the next op of the
+ * evicted client one bounded seek.
+ */
+void meta_state_req_hw_reset(struct meta_state *s)
+{
+	memset(s->req_hw, 0, sizeof(s->req_hw));
+}
+
+static struct req_hw *req_hw_slot(struct meta_state *s, uint64_t client)
+{
+	return &s->req_hw[(client * 0x9e3779b97f4a7c15ull) >> 58 & (META_REQ_HW_SLOTS - 1)];
+}
+
+/* The highest id of client's rows, through the batch (0 when none), into
+ * slot h; 0, or -EIO with h left empty. The iterator is bounded to the
+ * client's rows on both sides: the rows below its live ones are deleted
+ * (pruned) and a walk past them would step every tombstone not yet
+ * compacted (the prune's trap, see below). */
+static int req_hw_load(struct tx *t, struct req_hw *h, uint64_t client)
+{
+	struct key lo, hi;
+	key_request(&lo, client, 0);
+	key_request(&hi, client, UINT64_MAX);
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_iterate_lower_bound(ro, lo.b, lo.n);
+	rocksdb_readoptions_set_iterate_upper_bound(ro, hi.b, hi.n);
+	rocksdb_iterator_t *it = rocksdb_writebatch_wi_create_iterator_with_base(
+		t->wb, rocksdb_create_iterator(t->s->db, ro));
+	rocksdb_iter_seek_for_prev(it, hi.b, hi.n);
+	uint64_t top = 0;
+	/* The batch's side ignores the bounds: checked here. */
+	for (; rocksdb_iter_valid(it); rocksdb_iter_prev(it)) {
+		size_t n;
+		const char *kb = rocksdb_iter_key(it, &n);
+		if (n != hi.n || memcmp(kb, lo.b, 9) != 0) {
+			if (n >= 9 && memcmp(kb, lo.b, 9) < 0)
+				break;   /* below the client's rows */
+			continue;    /* another length under the same prefix: none expected */
+		}
+		top = get_be64(kb + 9);
+		break;
+	}
+	char *err = NULL;
+	rocksdb_iter_get_error(it, &err);
+	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	if (err) {
+		fprintf(stderr, "meta/state: read: %s\n", err);
+		rocksdb_free(err);
+		h->client = 0;
+		t->io_err = -EIO;
+		return -EIO;
+	}
+	h->client = client;
+	h->hw = top;
+	return 0;
+}
+
+/*
  * One op with exactly-once semantics. The request table keeps each
  * client's results for ids in [pruned_below, ...); pruned_below rises to
  * the client's acked_below and to keep at most META_DEDUPE_WINDOW ids, so
@@ -539,10 +612,18 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 	Iolake__Meta__OpResult *prior = NULL;
 	Iolake__Meta__ClientSession *sess = NULL;
 	key_request(&rk, op->client_id, op->request_id);
-	if (tx_get_msg(t, &rk, &iolake__meta__op_result__descriptor, (void **)&prior) == 0) {
+	struct req_hw *h = req_hw_slot(t->s, op->client_id);
+	bool above = h->client == op->client_id && op->request_id > h->hw &&
+		     op->request_id != UINT64_MAX;   /* the load's bound excludes that row */
+	if (!above &&
+	    tx_get_msg(t, &rk, &iolake__meta__op_result__descriptor, (void **)&prior) == 0) {
 		result_from_msg(prior, r);
 		r->deduped = true;
 		meta_state_free_msg(prior);
+		return;
+	}
+	if (h->client != op->client_id && req_hw_load(t, h, op->client_id)) {
+		r->err = -EIO;
 		return;
 	}
 	if (t->sess_client != op->client_id) {
@@ -577,6 +658,8 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 	m.bucket_changed = r->bucket_changed;
 	m.replaced_shards = r->replaced_shards;
 	tx_put_msg(t, &rk, &m.base);
+	if (op->request_id > h->hw)
+		h->hw = op->request_id;   /* h is this client's: loaded above */
 
 	uint64_t want = op->acked_below;
 	if (op->request_id >= META_DEDUPE_WINDOW && op->request_id - META_DEDUPE_WINDOW + 1 > want)

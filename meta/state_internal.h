@@ -18,6 +18,7 @@
 #define NAME_MAX_BYTES 128        /* user names, access key ids, secrets */
 #define SNAP_MAGIC "IOLMSNP1"     /* meta_state_export's header */
 #define KEYBUF (1 + BUCKET_MAX + 1 + META_KEY_MAX + 1 + 16 + 8)
+#define META_REQ_HW_SLOTS 64      /* clients whose request-table top is remembered */
 
 struct meta_state {
 	rocksdb_t *db;
@@ -31,7 +32,17 @@ struct meta_state {
 	/* Entries under 'G': counted once at open and import, then moved by
 	 * each apply after its write landed; read from any thread. */
 	_Atomic uint64_t gc_entries;
+	/* The request table's high-water marks (state.c, apply_op): per
+	 * slot, a client and an id at or above every 'R' row of that client
+	 * in the DB, so a newer id of it needs no read to know it is not a
+	 * retry. Client 0: an empty slot. Apply thread only; emptied by
+	 * meta_state_req_hw_reset wherever the DB is written other than by
+	 * apply (snapshot import and install). */
+	struct req_hw { uint64_t client, hw; } req_hw[META_REQ_HW_SLOTS];
 };
+
+/* Forget every high-water mark (the DB was replaced under them). */
+void meta_state_req_hw_reset(struct meta_state *s);
 
 /* One apply in progress. */
 struct tx {
