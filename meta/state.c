@@ -601,6 +601,8 @@ static int req_hw_load(struct tx *t, struct req_hw *h, uint64_t client)
  * the table is bounded per client. A retry of a pruned id is answered
  * STALE rather than applied again.
  */
+#define PRUNE_POINT_MAX 8   /* ids pruned by key, not by a scan */
+
 static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -666,7 +668,20 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 		want = op->request_id - META_DEDUPE_WINDOW + 1;
 	if (want > op->request_id)
 		want = op->request_id;   /* keep the answer just stored */
-	if (want > pruned) {
+	if (want > pruned && want - pruned <= PRUNE_POINT_MAX) {
+		/* The usual step (acked_below moved by an op or two): the ids
+		 * are known, so each is deleted by key, without the iterator's
+		 * creation and seek. An id without a row (sent to another
+		 * group, or answered STALE) leaves a tombstone of a key that
+		 * was absent: no change to the state, at most PRUNE_POINT_MAX
+		 * per op. */
+		for (uint64_t id = pruned; id < want; id++) {
+			struct key k;
+			key_request(&k, op->client_id, id);
+			tx_del(t, &k);
+		}
+		pruned = want;
+	} else if (want > pruned) {
 		struct key lo, hi;
 		key_request(&lo, op->client_id, pruned);
 		key_request(&hi, op->client_id, want);

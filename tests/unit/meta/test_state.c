@@ -372,6 +372,45 @@ START_TEST(test_dedupe_high_water)
 }
 END_TEST
 
+/* The request table stays bounded as acked_below rises: by single steps
+ * (each pruned id deleted by key), by jumps past PRUNE_POINT_MAX (the
+ * bounded scan) and over ids with gaps (another group's ids: no rows).
+ * The state's export holds every live pair: it stays small only if the
+ * pruned rows are gone. */
+START_TEST(test_prune_bounded)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 9, 1, "prb", "alice");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 1);
+	uint64_t idx = 2, id = 2;
+	for (int e = 0; e < 30; e++) {
+		t = tb_new();
+		for (int i = 0; i < 100; i++, id += (e % 3 == 2 ? 2 : 1)) {
+			tb_put(t, 9, id, "prb", "w", 1);
+			/* single steps; every third entry gaps of 2; every tenth
+			 * entry's last op acks all but itself (a jump of ~100) */
+			t->ops[i]->acked_below = (e % 10 == 9 && i == 99) ? id : id - 1;
+		}
+		ck_assert_int_eq(tb_apply(s, idx++, t, res), 100);
+		for (int i = 0; i < 100; i++)
+			ck_assert_int_eq(res[i].err, 0);
+	}
+	uint8_t *snap;
+	size_t len;
+	ck_assert_int_eq(meta_state_export(s, xmalloc, free, &snap, &len), 0);
+	printf("prune: %zu bytes of state after %llu requests\n", len,
+	       (unsigned long long)(id - 2));
+	/* Pruned by the window alone (META_DEDUPE_WINDOW rows): over 40 KB. */
+	ck_assert_uint_lt(len, 4096);
+	free(snap);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_dedupe)
 {
 	char dir[64];
@@ -1983,6 +2022,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_dedupe_high_water);
+	tcase_add_test(tc, test_prune_bounded);
 	tcase_add_test(tc, test_access);
 	tcase_add_test(tc, test_bucket_policy);
 	tcase_add_test(tc, test_replay_and_members);
