@@ -601,7 +601,7 @@ static int req_hw_load(struct tx *t, struct req_hw *h, uint64_t client)
  * the table is bounded per client. A retry of a pruned id is answered
  * STALE rather than applied again.
  */
-#define PRUNE_POINT_MAX 8   /* ids pruned by key, not by a scan */
+#define PRUNE_POINT_MAX 32  /* ids pruned by key, not by a scan */
 
 static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
