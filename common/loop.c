@@ -3,9 +3,9 @@
  *
  * A loop_queue is a mutex-protected singly linked list plus an eventfd
  * watched by uv_poll: the poster links its item and, unless a wake-up is
- * already pending, writes the eventfd; the loop takes the whole list at
- * once and runs it outside the lock, so a poster never waits on a running
- * item and a burst of posts costs one wake. A post from the loop's own
+ * already pending, writes the eventfd once it has unlocked; the loop takes
+ * the whole list at once and runs it outside the lock, so a poster never
+ * waits on a running item and a burst of posts costs one wake. A post from the loop's own
  * thread (known once the loop drained the queue) wakes it through a uv_idle
  * handle instead of the eventfd: the loop runs the list before it polls
  * again, without a syscall.
@@ -13,6 +13,7 @@
 #include "common/loop.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,14 +114,24 @@ int loop_queue_post(struct loop_queue *q, struct loop_work *w, loop_work_fn fn)
 	bool wake = !q->signalled;
 	q->signalled = true;
 	bool own = wake && q->owner_known && pthread_equal(q->owner, pthread_self());
-	/* The write stays under the lock: once closed is set nobody writes, so
-	 * close may release the eventfd as soon as it holds the lock. */
+	/* The write is made after the unlock: under the lock, the woken loop
+	 * found the mutex still held by the writer's syscall, slept on it and
+	 * had to be woken again (a futex wait, a futex wake and a context
+	 * switch per hand-off; docs/performance.md, branch get64c). writers,
+	 * raised under the lock while closed is clear, keeps the eventfd open
+	 * until the write is made (on_queue_closed waits for it). A write
+	 * that lands after the loop drained the list only wakes it once for
+	 * nothing; none is lost, the item is linked before. */
+	if (wake && !own)
+		atomic_fetch_add_explicit(&q->writers, 1, memory_order_relaxed);
+	int efd = q->efd;
+	pthread_mutex_unlock(&q->mu);
 	if (wake && !own) {
 		uint64_t one = 1;
-		while (write(q->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		while (write(efd, &one, sizeof(one)) < 0 && errno == EINTR)
 			;
+		atomic_fetch_sub_explicit(&q->writers, 1, memory_order_release);
 	}
-	pthread_mutex_unlock(&q->mu);
 	/* The loop's own thread: it is not blocked in poll, and with an idle
 	 * handle active it will not block before the list runs. A post from
 	 * another thread meanwhile finds signalled set and rides this wake. */
@@ -134,6 +145,10 @@ static void on_queue_closed(uv_handle_t *h)
 	struct loop_queue *q = h->data;
 	if (--q->closing)
 		return;
+	/* closed is set: no new writer; wait for one between its unlock and
+	 * its write (a syscall long), then the fd may go. */
+	while (atomic_load_explicit(&q->writers, memory_order_acquire))
+		sched_yield();
 	close(q->efd);
 	q->efd = -1;
 	if (q->closed_cb)

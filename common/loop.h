@@ -12,6 +12,7 @@
 #define COMMON_LOOP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -46,6 +47,7 @@ struct loop_queue {
 	bool closed;                   /* under mu */
 	bool owner_known;              /* under mu: owner is set */
 	pthread_t owner;               /* under mu: the thread that drains */
+	atomic_uint writers;           /* posters between unlock and their efd write */
 	unsigned closing;              /* handles not yet closed */
 	loop_queue_closed_fn closed_cb;
 };

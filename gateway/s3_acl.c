@@ -6,7 +6,8 @@
  * Owns nothing beyond a call. Does not decide requests (s3_authz) nor
  * parse XML itself (xml_parse's xmlp_acl: expat, bounded).
  *
- * Pure: no I/O; any thread.
+ * Pure: no I/O; any thread (the last canonical id derived is kept per
+ * thread).
  */
 #include "gateway/s3_acl.h"
 
@@ -48,13 +49,36 @@ static const char *const canned_names[] = {
 
 /* ------------------------------------------------------------ ids */
 
+/* The last id this thread derived, by user name: a request derives its
+ * principal's id and the records' owners' (two to four SHA-256 per S3
+ * GET, ~1.4 % of a GET 64 KiB's gateway CPU; docs/performance.md, branch
+ * get64c), and on a loop they are nearly always one user. Names longer
+ * than the buffer are not cached. */
+static __thread struct {
+	bool ok;
+	char user[64];
+	uint8_t id[S3_ID_LEN];
+} last_id;
+
 void s3_acl_user_id(const char *user, uint8_t id[S3_ID_LEN])
 {
+	if (!user)
+		user = "";
+	size_t ulen = strlen(user);
+	if (last_id.ok && ulen < sizeof(last_id.user) && memcmp(last_id.user, user, ulen + 1) == 0) {
+		memcpy(id, last_id.id, S3_ID_LEN);
+		return;
+	}
 	char buf[16 + 256];
-	int n = snprintf(buf, sizeof(buf), "iolake-user:%s", user ? user : "");
+	int n = snprintf(buf, sizeof(buf), "iolake-user:%s", user);
 	if (n < 0)
 		n = 0;
 	hash_sha256(buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1, id);
+	if (ulen < sizeof(last_id.user)) {
+		memcpy(last_id.user, user, ulen + 1);
+		memcpy(last_id.id, id, S3_ID_LEN);
+		last_id.ok = true;
+	}
 }
 
 void s3_acl_user_id_hex(const char *user, char hex[S3_ID_HEX + 1])

@@ -76,9 +76,7 @@ static enum s3_verdict decide_key(const struct s3_rq *rq, enum s3_authz_action a
 				  const char *key, const Iolake__Meta__Bucket *b,
 				  const Iolake__Meta__ObjectRecord *rec, bool count)
 {
-	struct s3_acl *acls = malloc(2 * sizeof(*acls));
-	if (!acls)
-		return S3_DENY;
+	struct s3_acl *acls = rq->o->acl_scratch;
 	struct s3_authz_req q = { .who = &rq->who, .action = action, .bucket_name = rq->bucket,
 				  .key = key };
 	struct s3_authz_rec orec;
@@ -112,7 +110,6 @@ static enum s3_verdict decide_key(const struct s3_rq *rq, enum s3_authz_action a
 	}
 	v = s3_authz_decide(&q);
 out:
-	free(acls);
 	if (v == S3_DENY && count)
 		metrics_counter_inc(rq->o->m_denied);
 	return v;

@@ -267,7 +267,8 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	bool first = x->index == 0;   /* runs the background workers */
 	int rc = -ENOMEM;
 	o->loop = loop;
-	if (!(o->policies = s3_policy_cache_new(S3_POLICY_CACHE_DEFAULT)))
+	if (!(o->policies = s3_policy_cache_new(S3_POLICY_CACHE_DEFAULT)) ||
+	    !(o->acl_scratch = malloc(2 * sizeof(*o->acl_scratch))))
 		goto err_free;
 	snprintf(o->region, sizeof(o->region), "%s", cfg->region ? cfg->region : "us-east-1");
 	o->inline_max = cfg->inline_max_bytes ? cfg->inline_max_bytes : 4096;
@@ -346,6 +347,7 @@ err_free:
 	gw_bcache_free(o->bcache);   /* rtt */
 	gw_bread_free(o->bread);
 	s3_policy_cache_free(o->policies);
+	free(o->acl_scratch);
 	free(x);
 	return rc;
 }
@@ -458,5 +460,6 @@ void s3_ops_free(struct s3_ops *o)
 	gw_bcache_free(o->bcache);   /* rtt */
 	gw_bread_free(o->bread);     /* after the client: it answered the calls out */
 	s3_policy_cache_free(o->policies);
+	free(o->acl_scratch);
 	free(X(o));
 }

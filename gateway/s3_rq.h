@@ -78,6 +78,11 @@ struct s3_ops {
 	struct metrics_counter *m_unavail;
 	struct metrics_counter *m_denied;
 	struct s3_policy_cache *policies; /* compiled bucket policies (this loop's) */
+	/* The gate's decision's two ACLs (bucket, object; ~3.4 KiB each),
+	 * this loop's: a decision is synchronous. Not malloc'd per decision:
+	 * a block that large made glibc consolidate its fast bins on every
+	 * request (docs/performance.md, branch get64c). */
+	struct s3_acl *acl_scratch;
 	struct gw_bcache *bcache;       /* bucket records for PUT gates (gw_bcache.h) */
 	struct gw_bread *bread;         /* GetBucket reads shared (gw_bread.h); NULL: none */
 	struct metrics_counter *m_cred_lookups; /* GetAccessKey calls to meta */

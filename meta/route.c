@@ -67,7 +67,7 @@ struct rcall {
 	enum kind kind;
 	unsigned method;
 	ProtobufCMessage *req;         /* owned copy (submits: the Op) */
-	bool req_block;                /* req is a pb_block_copy (submits) */
+	bool req_block;                /* req is a pb_block_copy (submits, plain calls) */
 	meta_client_cb cb;
 	meta_client_submit_cb scb;
 	void *ud;
@@ -1337,7 +1337,11 @@ int meta_route_call(struct meta_route *r, unsigned method, const ProtobufCMessag
 		  : method == META_M_LIST_UPLOADS ? K_UPLOADS
 		  : method == META_M_CHECK_SHARDS ? K_CHECK
 						  : K_CALL;
-	k->req = meta_client_copy_msg(req);
+	/* A plain call's request only has its scalars set (the range's id
+	 * and group, with_bucket): one block (pb_block.h). The listings'
+	 * requests have their strings replaced page by page: a free copy. */
+	k->req_block = k->kind == K_CALL;
+	k->req = k->req_block ? pb_block_copy(req) : meta_client_copy_msg(req);
 	if (!k->req) {
 		free(k);
 		return -ENOMEM;

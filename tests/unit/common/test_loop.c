@@ -3,11 +3,13 @@
  * exactly once on the target loop's thread, in per-producer order;
  * loop_thread_call waits for its function; a closed queue refuses work;
  * a post from the loop's own thread runs on the next turn without an
- * eventfd write, and close still runs it.
+ * eventfd write, and close still runs it; close keeps the eventfd open
+ * for a poster between its unlock and its write.
  */
 #include <unistd.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +194,58 @@ START_TEST(test_own_thread_post)
 }
 END_TEST
 
+/* A poster that unlocked and has not written its eventfd yet (what
+ * loop_queue_post's writers counts): close must not release the fd under
+ * it. The helper stands for that poster: it holds writers up, waits, checks
+ * the fd is still open, then lets go; closed_cb must come after. */
+struct late_writer {
+	struct loop_queue *q;
+	int efd;
+	atomic_bool released;
+	bool fd_open;
+	bool cb_after_release;
+};
+
+static struct late_writer lw;
+
+static void *late_writer_main(void *arg)
+{
+	(void)arg;
+	usleep(100 * 1000);
+	lw.fd_open = fcntl(lw.efd, F_GETFD) >= 0;
+	atomic_store(&lw.released, true);
+	atomic_fetch_sub_explicit(&lw.q->writers, 1, memory_order_release);
+	return NULL;
+}
+
+static void on_late_closed(struct loop_queue *q)
+{
+	(void)q;
+	lw.cb_after_release = atomic_load(&lw.released);
+}
+
+START_TEST(test_close_waits_for_writer)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct loop_queue q;
+	ck_assert_int_eq(loop_queue_init(&q, &loop), 0);
+	memset(&lw, 0, sizeof(lw));
+	lw.q = &q;
+	lw.efd = q.efd;
+	atomic_fetch_add(&q.writers, 1);
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, late_writer_main, NULL), 0);
+	loop_queue_close(&q, on_late_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	pthread_join(th, NULL);
+	ck_assert(lw.fd_open);
+	ck_assert(lw.cb_after_release);
+	ck_assert_int_eq(q.efd, -1);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop");
@@ -201,6 +255,7 @@ int main(void)
 	tcase_add_test(tc, test_closed_queue_refuses);
 	tcase_add_test(tc, test_same_loop_and_timer);
 	tcase_add_test(tc, test_own_thread_post);
+	tcase_add_test(tc, test_close_waits_for_writer);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,7 +2,8 @@
  * test_s3_acl.c — the ACL values (gateway/s3_acl): canonical ids, canned
  * ACLs and their expansion, the x-amz-acl / x-amz-grant-* headers (and
  * their errors), the AccessControlPolicy document both ways, the record
- * form; and xml_parse's bounded parser under them.
+ * form; and xml_parse's bounded parser under them. The per-thread cache
+ * of the last canonical id answers what the derivation would.
  */
 #include <check.h>
 #include <errno.h>
@@ -319,11 +320,42 @@ START_TEST(test_ownership_xml)
 }
 END_TEST
 
+/* s3_acl_user_id keeps the last id derived per thread: what it answers
+ * must be the derivation's, whatever came before (a name that is a
+ * prefix of the last, a longer one, one past the cache's buffer, none). */
+static void fresh_id(const char *user, uint8_t id[S3_ID_LEN])
+{
+	char buf[400];
+	int n = snprintf(buf, sizeof(buf), "iolake-user:%s", user ? user : "");
+	hash_sha256(buf, (size_t)n, id);
+}
+
+START_TEST(test_id_cache)
+{
+	char longname[200];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	char long2[200];
+	memcpy(long2, longname, sizeof(long2));
+	long2[150] = 'y';
+	const char *seq[] = { "alice", "alice", "alic", "alice", "alicex", "bob", "", NULL, "bob",
+			      longname, long2, longname, "alice", NULL, "" };
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		uint8_t got[S3_ID_LEN], want[S3_ID_LEN];
+		s3_acl_user_id(seq[i], got);
+		fresh_id(seq[i], want);
+		ck_assert_msg(memcmp(got, want, S3_ID_LEN) == 0, "step %zu (%s)", i,
+			      seq[i] ? seq[i] : "NULL");
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("s3_acl");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_ids);
+	tcase_add_test(tc, test_id_cache);
 	tcase_add_test(tc, test_headers);
 	tcase_add_test(tc, test_expand_and_perms);
 	tcase_add_test(tc, test_xml);
