@@ -209,40 +209,58 @@ START_TEST(signed_calls_not_counted)
 }
 END_TEST
 
+/* Three connections from 127.0.0.1 to port, one echo call each, made
+ * one after the other (a channel is one connection; all stay open until
+ * three_close): their tallies in t. */
+struct three {
+	uv_loop_t loop;
+	struct rpc_channel *ch[3];
+	struct tally t[3];
+};
+
+static void three_open(struct three *c, int port)
+{
+	memset(c, 0, sizeof(*c));
+	ck_assert_int_eq(uv_loop_init(&c->loop), 0);
+	char target[80];
+	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+	struct rpc_channel_opts o = { .connect_timeout_ms = 3000 };
+	struct rpc_call_opts co = { .timeout_ms = 10000 };
+	for (int i = 0; i < 3; i++) {
+		c->ch[i] = rpc_channel_open(&c->loop, target, &o);
+		ck_assert_ptr_nonnull(c->ch[i]);
+		Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
+		rpc_call(c->ch[i], SVC_ECHO, 0, &q.base, NULL, &co, on_result, &c->t[i]);
+		while (!c->t[i].done)
+			uv_run(&c->loop, UV_RUN_ONCE);
+	}
+}
+
+static void three_close(struct three *c)
+{
+	for (int i = 0; i < 3; i++)
+		rpc_channel_close(c->ch[i]);
+	while (uv_run(&c->loop, UV_RUN_DEFAULT) != 0)
+		;
+	ck_assert_int_eq(uv_loop_close(&c->loop), 0);
+}
+
 /* The connection cap per address: with 2, a third connection from
  * 127.0.0.1 is closed (its calls UNAVAILABLE) while ::1 connects. */
 START_TEST(conns_per_address)
 {
 	struct srv s;
 	srv_up(&s, 0, 0, 2);
-	uv_loop_t loop;
-	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	char target[80];
-	snprintf(target, sizeof(target), "127.0.0.1:%d", s.port);
-	struct rpc_channel_opts o = { .connect_timeout_ms = 3000 };
-	struct rpc_channel *ch[3];
-	struct tally t[3] = { { 0 } };
-	struct rpc_call_opts co = { .timeout_ms = 10000 };
-	for (int i = 0; i < 3; i++) {
-		/* A channel is one connection; the first two stay open. */
-		ch[i] = rpc_channel_open(&loop, target, &o);
-		ck_assert_ptr_nonnull(ch[i]);
-		Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
-		rpc_call(ch[i], SVC_ECHO, 0, &q.base, NULL, &co, on_result, &t[i]);
-		while (!t[i].done)
-			uv_run(&loop, UV_RUN_ONCE);
-	}
+	struct three c;
+	three_open(&c, s.port);
+	struct tally *t = c.t;
 	ck_assert_int_eq(t[0].ok, 1);
 	ck_assert_int_eq(t[1].ok, 1);
 	ck_assert_msg(t[2].ok == 0, "the third connection from one address was served");
 	struct tally v6 = calls("[::1]", s.port, 3, false);
 	ck_assert_int_eq(v6.ok, 3);
 	ck_assert(refused(&s, "conns_per_addr") >= 1);
-	for (int i = 0; i < 3; i++)
-		rpc_channel_close(ch[i]);
-	while (uv_run(&loop, UV_RUN_DEFAULT) != 0)
-		;
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	three_close(&c);
 	srv_down(&s);
 }
 END_TEST
@@ -362,22 +380,9 @@ START_TEST(conns_cap_across_loops)
 {
 	struct two w;
 	two_up(&w, 0, 0, 2);
-	uv_loop_t loop;
-	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	char target[80];
-	snprintf(target, sizeof(target), "127.0.0.1:%d", w.port);
-	struct rpc_channel_opts o = { .connect_timeout_ms = 3000 };
-	struct rpc_channel *ch[3];
-	struct tally t[3] = { { 0 } };
-	struct rpc_call_opts co = { .timeout_ms = 10000 };
-	for (int i = 0; i < 3; i++) {
-		ch[i] = rpc_channel_open(&loop, target, &o);
-		ck_assert_ptr_nonnull(ch[i]);
-		Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
-		rpc_call(ch[i], SVC_ECHO, 0, &q.base, NULL, &co, on_result, &t[i]);
-		while (!t[i].done)
-			uv_run(&loop, UV_RUN_ONCE);
-	}
+	struct three c;
+	three_open(&c, w.port);
+	struct tally *t = c.t;
 	ck_assert_int_eq(t[0].ok, 1);
 	ck_assert_int_eq(t[1].ok, 1);
 	ck_assert_msg(t[2].ok == 0, "a third connection from one address was served");
@@ -386,11 +391,7 @@ START_TEST(conns_cap_across_loops)
 	ck_assert_msg(h0 >= 1 && h1 >= 1 && h0 + h1 == 3, "handed %llu, %llu",
 		      (unsigned long long)h0, (unsigned long long)h1);
 	ck_assert(refused_both(&w, "conns_per_addr") == 1);
-	for (int i = 0; i < 3; i++)
-		rpc_channel_close(ch[i]);
-	while (uv_run(&loop, UV_RUN_DEFAULT) != 0)
-		;
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	three_close(&c);
 	two_down(&w);
 }
 END_TEST
