@@ -203,6 +203,30 @@ static void on_closed(uv_handle_t *h)
 		cb(arg);
 }
 
+int http_accept_split(const char *s, char *host, size_t cap, int *port)
+{
+	const char *c = strrchr(s, ':');
+	if (!c || c == s)
+		return -EINVAL;
+	char *end;
+	long p = strtol(c + 1, &end, 10);
+	if (!c[1] || *end || p < 0 || p > 65535)
+		return -EINVAL;
+	size_t hl = (size_t)(c - s);
+	if (hl >= 2 && s[0] == '[' && c[-1] == ']') { /* [v6]:port */
+		s++;
+		hl -= 2;
+	}
+	if (!hl || hl >= cap)
+		return -EINVAL;
+	if (hl == 9 && !memcmp(s, "localhost", 9))
+		snprintf(host, cap, "127.0.0.1");
+	else
+		snprintf(host, cap, "%.*s", (int)hl, s);
+	*port = (int)p;
+	return 0;
+}
+
 int http_acceptor_start(uv_loop_t *loop, const char *addr, int port,
 			const struct http_accept_target *t, unsigned n,
 			struct metrics_registry *metrics, const char *metric,

@@ -50,6 +50,11 @@ struct http_accept_target {
 struct http_acceptor;
 struct metrics_registry;
 
+/* "host:port" or "[v6]:port" into host (cap bytes, brackets dropped;
+ * "localhost" as 127.0.0.1, which the bind below takes) and port: the
+ * addresses of the --*-listen flags. 0 or -EINVAL. */
+int http_accept_split(const char *s, char *host, size_t cap, int *port);
+
 /* Bind addr:port (IPv4 or IPv6 literal; port 0 picks one), listen, and
  * hand connections to the n targets (1..HTTP_ACCEPT_MAX_TARGETS; copied).
  * metrics: the counter metric{loop="i"} (connections handed to target i),

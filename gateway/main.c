@@ -49,6 +49,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_front.h"
+#include "gateway/http_accept.h"
 #include "gateway/gw_loops.h"
 #include "common/rpc_tls.h"
 #include "gateway/lc_worker.h"
@@ -199,27 +200,6 @@ static void stop_api(void)
 	uv_sem_destroy(&sem);
 }
 
-/* "host:port" -> host (into buf) and port. 0 or -EINVAL. */
-static int split_addr(const char *s, char *host, size_t cap, int *port)
-{
-	const char *c = strrchr(s, ':');
-	if (!c || c == s || (size_t)(c - s) >= cap)
-		return -EINVAL;
-	char *end;
-	long p = strtol(c + 1, &end, 10);
-	if (!c[1] || *end || p < 0 || p > 65535)
-		return -EINVAL;
-	size_t hl = (size_t)(c - s);
-	if (s[0] == '[' && c[-1] == ']') { /* [v6]:port */
-		s++;
-		hl -= 2;
-	}
-	memcpy(host, s, hl);
-	host[hl] = 0;
-	*port = (int)p;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	int rc = flags_parse_program(PROG, "", specs, argc, argv, NULL);
@@ -233,7 +213,7 @@ int main(int argc, char **argv)
 	}
 	char host[256];
 	int port;
-	if (split_addr(f_listen, host, sizeof(host), &port)) {
+	if (http_accept_split(f_listen, host, sizeof(host), &port)) {
 		fprintf(stderr, "%s: flag --s3-listen: '%s' is not host:port\n", PROG, f_listen);
 		return 2;
 	}
@@ -326,7 +306,7 @@ int main(int argc, char **argv)
 					    .n_meta = f_meta.n, .region = f_region,
 					    .stats = s3_ops_stats(gw_loops_ops(loops, 0)),
 					    .gc = s3_ops_gc(gw_loops_ops(loops, 0)) };
-		rc = split_addr(f_admin_api_listen, ahost, sizeof(ahost), &aport);
+		rc = http_accept_split(f_admin_api_listen, ahost, sizeof(ahost), &aport);
 		ac.port = aport;
 		struct api_start as = { .ac = &ac };
 		if (!rc) {

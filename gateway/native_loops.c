@@ -13,7 +13,6 @@
 #include "gateway/native_loops.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,33 +32,6 @@ struct native_loops {
 	int rc;
 	uv_sem_t closed;                   /* the acceptor's close is done */
 };
-
-/* "host:port", "[v6]:port" or "localhost:port" into nl->host, nl->port.
- * 0 or -EINVAL. */
-static int split(struct native_loops *nl, const char *addr)
-{
-	const char *colon = strrchr(addr, ':');
-	if (!colon || !colon[1])
-		return -EINVAL;
-	const char *h = addr;
-	size_t hl = (size_t)(colon - addr);
-	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-		h++;
-		hl -= 2;
-	}
-	if (!hl || hl >= sizeof(nl->host))
-		return -EINVAL;
-	char *end;
-	long p = strtol(colon + 1, &end, 10);
-	if (*end || p < 0 || p > 65535)
-		return -EINVAL;
-	if (hl == 9 && !memcmp(h, "localhost", 9))
-		snprintf(nl->host, sizeof(nl->host), "127.0.0.1");
-	else
-		snprintf(nl->host, sizeof(nl->host), "%.*s", (int)hl, h);
-	nl->port = (int)p;
-	return 0;
-}
 
 static void srv_start_fn(void *arg)
 {
@@ -146,7 +118,7 @@ int native_loops_start(struct gw_loops *g, const struct native_cfg *cfg,
 	uv_sem_init(&nl->closed, 0);
 	int rc = 0;
 	if (nl->n > 1) {
-		if ((rc = split(nl, cfg->listen)))
+		if ((rc = http_accept_split(cfg->listen, nl->host, sizeof(nl->host), &nl->port)))
 			goto fail;
 		nl->cfg.listen = NULL;
 		nl->cfg.uploads_max = (NATIVE_UPLOADS_MAX + nl->n - 1) / nl->n;
