@@ -18,7 +18,10 @@ that exits 0 on success. Tests run in two phases:
      deadlines), or when it loads the machine itself.
 
 Tests are written to run side by side: ports from free-port probes,
-scratch dirs from mktemp, netns names and subnets from the PID.
+scratch dirs from mktemp, netns names and subnets from the PID. A unit-test
+binary gets its own scratch directory under /dev/shm in
+$IOLAKE_TEST_SCRATCH (tests/lib/scratch.h), removed when it ends, passed or
+failed: a test that fails in Check's fork mode never reaches its cleanup.
 
 Integration tests run in tests/integration with IOLAKE_BUILD set and
 Debian's clients first in PATH; a test that cannot run here exits 0 after
@@ -26,8 +29,10 @@ a "SKIP test_...: why" line. Exit status: non-zero if any test failed.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,6 +51,7 @@ class Test:
             self.alone = False
         self.proc = None
         self.start = 0.0
+        self.scratch = None
 
 
 def unit_tests(build, bins):
@@ -101,12 +107,22 @@ def report(kind, t, rc, secs):
     return "  PASS    %-36s %3ds  %s\n" % (t.name, secs, summary[-1] if summary else ""), True
 
 
-def spawn(t, env):
+def spawn(t, env, kind):
     t.start = time.monotonic()
+    if kind == "unit":
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        t.scratch = tempfile.mkdtemp(prefix="iol.%s." % os.path.basename(t.name), dir=shm)
+        env = dict(env, IOLAKE_TEST_SCRATCH=t.scratch)
     log = open(t.log, "wb")
     t.proc = subprocess.Popen(t.argv, cwd=t.cwd, env=env, stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
+
+
+def drop_scratch(t):
+    if t.scratch:
+        shutil.rmtree(t.scratch, ignore_errors=True)
+        t.scratch = None
 
 
 def run_phase(kind, queue, jobs, env, times):
@@ -117,13 +133,14 @@ def run_phase(kind, queue, jobs, env, times):
     while queue or running:
         while queue and len(running) < jobs:
             t = queue.pop(0)
-            spawn(t, env)
+            spawn(t, env, kind)
             running.append(t)
         pid, status = os.wait()
         done = next((t for t in running if t.proc.pid == pid), None)
         if done is None:
             continue
         running.remove(done)
+        drop_scratch(done)
         done.proc.returncode = os.waitstatus_to_exitcode(status)
         secs = time.monotonic() - done.start
         times[done.name] = secs
@@ -173,6 +190,8 @@ def main():
         for t in tests:
             if t.proc and t.proc.returncode is None:
                 t.proc.terminate()
+                t.proc.wait()
+            drop_scratch(t)
         raise
     finally:
         with open(times_path + ".tmp", "w") as f:

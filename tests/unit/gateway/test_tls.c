@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/tls.h"
+#include "tests/lib/scratch.h"
 
 static char dir[64];
 static char ca_pem[128], cert1[128], key1[128], cert2[128], key2[128], junk[128];
@@ -84,7 +85,7 @@ static X509 *ca_x;
 
 static void make_certs(void)
 {
-	snprintf(dir, sizeof(dir), "/dev/shm/iolake-tls.XXXXXX");
+	ck_assert_int_lt(test_scratch_path(dir, sizeof(dir), "iolake-tls.XXXXXX"), (int)sizeof(dir));
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(ca_pem, sizeof(ca_pem), "%s/ca.pem", dir);
 	snprintf(cert1, sizeof(cert1), "%s/c1.pem", dir);

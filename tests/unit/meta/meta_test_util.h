@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "meta/state.h"
+#include "tests/lib/scratch.h"
 
 static inline int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -29,10 +30,11 @@ static inline void rm_rf(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* A fresh directory under /dev/shm; the caller rm_rf's it. */
+/* A fresh directory in the test's scratch dir (tests/lib/scratch.h);
+ * the caller rm_rf's it. */
 static inline void tmpdir(char out[64])
 {
-	snprintf(out, 64, "/dev/shm/iolake-meta-XXXXXX");
+	ck_assert_int_lt(test_scratch_path(out, 64, "iolake-meta-XXXXXX"), 64);
 	ck_assert_ptr_nonnull(mkdtemp(out));
 }
 
