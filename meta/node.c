@@ -507,6 +507,7 @@ static void on_tick(uv_timer_t *t)
 		range_metrics(n);
 	}
 	metrics_gauge_set(n->m_groups, (int64_t)n->n_groups);
+	node_direct_update(n);
 }
 
 /* ------------------------------------------------------------- start */
@@ -522,6 +523,7 @@ static void node_free(struct meta_node *n)
 	free(n->beats);
 	free(n->res);
 	free(n->batch_ops);
+	node_direct_free(n);
 	free(n);
 }
 
@@ -631,6 +633,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	struct meta_node *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
+	node_direct_init(n);
 	n->loop = loop;
 	n->o = *opts;
 	n->o.peers = NULL;   /* the caller's; only read here */
@@ -795,6 +798,7 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 	if (n->closing)
 		return;
 	n->closing = true;
+	node_direct_withdraw(n);   /* before the root closes */
 	n->close_cb = cb;
 	n->close_ud = ud;
 	n->close_pending = 1;   /* until the end of this function */
