@@ -611,7 +611,11 @@ static int register_metrics(struct meta_node *n)
 		"Calls redirected, not forwarded: the forwarded bytes or calls at their bound.", l);
 	n->m_fwd_bytes = metrics_gauge_new(g, "iolake_meta_forwarded_bytes",
 					   "Request bytes forwarded and not answered yet.", l);
-	if (!n->m_fwd || !n->m_fwd_refused || !n->m_fwd_bytes)
+	n->m_direct_reads = metrics_counter_new(
+		g, "iolake_meta_direct_reads_total",
+		"HeadObject and GetVersion calls answered on their caller's thread (in process, "
+		"a single-voter root: meta/node_direct.c).", l);
+	if (!n->m_fwd || !n->m_fwd_refused || !n->m_fwd_bytes || !n->m_direct_reads)
 		return -errno;
 	return 0;
 }

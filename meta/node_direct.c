@@ -37,6 +37,7 @@
 #include <pthread.h>
 
 #include "common/check.h"
+#include "common/metrics.h"
 #include "meta/node_internal.h"
 
 void node_direct_init(struct meta_node *n)
@@ -49,7 +50,6 @@ void node_direct_init(struct meta_node *n)
 	IOL_ASSERT(pthread_rwlock_init(&n->direct_lk, &a) == 0);
 	pthread_rwlockattr_destroy(&a);
 	n->direct_g = NULL;
-	atomic_init(&n->direct_reads, 0);
 }
 
 void node_direct_free(struct meta_node *n)
@@ -116,5 +116,5 @@ void node_direct_release(struct meta_node *n)
 
 uint64_t meta_node_direct_reads(struct meta_node *n)
 {
-	return atomic_load_explicit(&n->direct_reads, memory_order_relaxed);
+	return metrics_counter_get(n->m_direct_reads);
 }

@@ -349,7 +349,7 @@ struct meta_node {
 	 * loop reads it bare). */
 	pthread_rwlock_t direct_lk;
 	struct meta_group *direct_g;   /* NULL: every read goes through the loop */
-	_Atomic uint64_t direct_reads; /* answered directly */
+	struct metrics_counter *m_direct_reads;   /* answered directly (any thread) */
 
 	/* closing */
 	bool closing;

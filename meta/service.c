@@ -861,7 +861,7 @@ static bool d_head_object(struct rpc_req *r, void *ud)
 		  meta_state_read_same(g->state, seq);
 	node_direct_release(n);
 	if (ok) {
-		atomic_fetch_add_explicit(&n->direct_reads, 1, memory_order_relaxed);
+		metrics_counter_inc(n->m_direct_reads);
 		rpc_respond(r, &resp.base, NULL);
 	}
 	meta_state_free_msg(resp.record);
@@ -882,7 +882,7 @@ static bool d_get_version(struct rpc_req *r, void *ud)
 		  meta_state_read_same(g->state, seq);
 	node_direct_release(n);
 	if (ok) {
-		atomic_fetch_add_explicit(&n->direct_reads, 1, memory_order_relaxed);
+		metrics_counter_inc(n->m_direct_reads);
 		rpc_respond(r, &resp.base, NULL);
 	}
 	meta_state_free_msg(resp.record);
