@@ -166,7 +166,7 @@ START_TEST(same_answers)
 	start_members(&c, 1, "same", names);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
-	char la[48];
+	char la[128];
 	snprintf(la, sizeof(la), "local:%s", names[0]);
 	const char *lm[] = { la }, *tm[] = { c.m[0].addr };
 	struct meta_client *loc = client(&loop, lm, 1), *tcp = client(&loop, tm, 1);
@@ -263,7 +263,7 @@ START_TEST(put_then_head)
 	start_members(&c, 1, "pth", names);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
-	char la[48];
+	char la[128];
 	snprintf(la, sizeof(la), "local:%s", names[0]);
 	const char *lm[] = { la };
 	struct meta_client *loc = client(&loop, lm, 1);
@@ -309,7 +309,7 @@ START_TEST(three_voters)
 	start_members(&c, NMEMB, "three", names);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
-	char la[NMEMB][48];
+	char la[NMEMB][128];
 	const char *lm[NMEMB];
 	for (size_t i = 0; i < NMEMB; i++) {
 		snprintf(la[i], sizeof(la[i]), "local:%s", names[i]);
