@@ -18,6 +18,9 @@
  *    many PUT-then-HEAD pairs, each HEAD answered directly;
  *  - three_voters: in a 3-voter group nothing is answered directly, and
  *    the loop's path (the leader's, or a follower's forwarding) answers.
+ *  - write_seq: the state's write sequence (what a direct read checks its
+ *    rows against) moves with every apply and an import, never with a
+ *    read, and a read bracketed across a write is told so.
  */
 #include <check.h>
 #include <signal.h>
@@ -357,6 +360,41 @@ START_TEST(three_voters)
 }
 END_TEST
 
+START_TEST(write_seq)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = NULL;
+	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
+	static struct meta_op_result res[META_BATCH_MAX_OPS];
+	uint64_t s0 = meta_state_read_seq(s);
+	ck_assert_uint_eq(s0 & 1, 0);
+	ck_assert(meta_state_read_same(s, s0));
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "bkt", "alice");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 1);   /* frees t */
+	/* A read begun at s0 spans the apply: not one state. */
+	ck_assert(!meta_state_read_same(s, s0));
+	uint64_t s1 = meta_state_read_seq(s);
+	ck_assert_uint_eq(s1, s0 + 2);
+	Iolake__Meta__Bucket *b = NULL;
+	ck_assert_int_eq(meta_state_get_bucket(s, "bkt", &b), 0);
+	meta_state_free_msg(b);
+	ck_assert(meta_state_read_same(s, s1));   /* reads move nothing */
+	/* An odd sequence (a write under way) is never "the same". */
+	ck_assert(!meta_state_read_same(s, s1 + 1));
+	uint8_t *ex = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(meta_state_export(s, malloc, free, &ex, &len), 0);
+	ck_assert_int_eq(meta_state_import(s, ex, len), 0);
+	free(ex);
+	ck_assert(!meta_state_read_same(s, s1));
+	ck_assert_uint_eq(meta_state_read_seq(s), s1 + 2);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -369,6 +407,7 @@ int main(void)
 	tcase_add_test(tc, same_answers);
 	tcase_add_test(tc, put_then_head);
 	tcase_add_test(tc, three_voters);
+	tcase_add_test(tc, write_seq);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
