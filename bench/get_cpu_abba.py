@@ -17,7 +17,8 @@ way bench/e2e.py does. The store's CPU is utime+stime of the aio process
 from /proc/PID/stat across the wrk run; divided by wrk's request count it
 is "CPU µs per GET", the figure that means something on a loaded machine
 (ops/s and p99 are printed too, and are noise under load). `perf stat -p`
-counts the process's syscalls and context switches over the same run:
+counts the process's syscalls and context switches over the same run
+(and /proc/PID/task the CPU of meta's loop thread, "meta", per GET):
 per GET, those counts move little with the load.
 
 With --head only (no --base) it runs the head once per round. With
@@ -47,6 +48,21 @@ def cpu_ticks(pid):
     return int(x[11]) + int(x[12])   # utime, stime
 
 
+def thread_ticks(pid, comm):
+    """utime+stime of pid's threads named comm (meta's loop: "meta")."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                head, x = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        if head.split("(", 1)[1] == comm:
+            x = x.split()
+            n += int(x[11]) + int(x[12])
+    return n
+
+
 def wrk_run(aio, paths, secs, work, perf_out):
     pf = os.path.join(work, "paths.txt")
     with open(pf, "w") as f:
@@ -64,9 +80,11 @@ def wrk_run(aio, paths, secs, work, perf_out):
                             stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     t0 = cpu_ticks(aio.proc.pid)
+    m0 = thread_ticks(aio.proc.pid, "meta")
     r = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % secs, "--latency", "-s", lua, aio.ep],
                        capture_output=True, text=True, env=dict(os.environ, WRK_PATHS=pf))
     t1 = cpu_ticks(aio.proc.pid)
+    m1 = thread_ticks(aio.proc.pid, "meta")
     perf.send_signal(2)
     perf.wait()
     counts = {}
@@ -89,6 +107,7 @@ def wrk_run(aio, paths, secs, work, perf_out):
     return {"ops": float(rate.group(1)), "reqs": reqs,
             "p99": float(p99.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[p99.group(2)],
             "cpu_us": (t1 - t0) * 1e6 / TICK / max(reqs, 1),
+            "meta_us": (m1 - m0) * 1e6 / TICK / max(reqs, 1),
             "sys": counts.get("raw_syscalls:sys_enter", 0) / max(reqs, 1),
             "cs": counts.get("context-switches", 0) / max(reqs, 1)}
 
@@ -99,10 +118,10 @@ def one_run(tag, build, a, results):
         perf_out = os.path.join(a.record, "%s-%s.perf" % (tag, size)) if a.record else None
         w = wrk_run(aio, paths, a.secs, work, perf_out)
         results.setdefault((tag[:4], size), []).append(w)
-        print("%-6s %-6s %8.0f GET/s p99 %7.1f ms %8d reqs  CPU %6.1f us/GET  "
-              "syscalls %5.1f/GET  cs %5.2f/GET | load %s" % (
-                  tag, size, w["ops"], w["p99"], w["reqs"], w["cpu_us"], w["sys"], w["cs"],
-                  bl.uptime()), flush=True)
+        print("%-6s %-6s %8.0f GET/s p99 %7.1f ms %8d reqs  CPU %6.1f us/GET "
+              "(meta thread %5.1f)  syscalls %5.1f/GET  cs %5.2f/GET | load %s" % (
+                  tag, size, w["ops"], w["p99"], w["reqs"], w["cpu_us"], w["meta_us"],
+                  w["sys"], w["cs"], bl.uptime()), flush=True)
 
 
 def runs(a, order, results):
@@ -140,12 +159,14 @@ def main():
         print("failed: %s" % e, file=sys.stderr)
         return 1
     print("\nmedians (load %s)" % bl.uptime())
-    print("| build | size | runs | GET/s | p99 ms | CPU us/GET | syscalls/GET | switches/GET |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| build | size | runs | GET/s | p99 ms | CPU us/GET | meta thread us/GET | "
+          "syscalls/GET | switches/GET |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for (tag, size), ws in sorted(results.items()):
         med = {k: statistics.median(w[k] for w in ws) for k in ws[0]}
-        print("| %s | %s | %d | %.0f | %.1f | %.1f | %.1f | %.2f |" % (
-            tag, size, len(ws), med["ops"], med["p99"], med["cpu_us"], med["sys"], med["cs"]))
+        print("| %s | %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.2f |" % (
+            tag, size, len(ws), med["ops"], med["p99"], med["cpu_us"], med["meta_us"],
+            med["sys"], med["cs"]))
     return 0
 
 

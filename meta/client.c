@@ -70,7 +70,8 @@ struct call {
 	struct call *sprev, *snext;    /* submits, by request id */
 	struct meta_client *c;
 	unsigned method;
-	ProtobufCMessage *req;         /* owned copy (unpacked) */
+	ProtobufCMessage *req;         /* owned copy (unpacked), or ref's */
+	struct ref_req *ref;           /* by reference: owns req (see by_ref) */
 	Iolake__Meta__SubmitRequest sreq;
 	Iolake__Meta__Op *op;          /* submit: in sreq; a pb_block copy unless borrowed */
 	bool borrowed;                 /* op is the caller's (submit_group_ref) */
@@ -246,11 +247,37 @@ static uint64_t msg_group(const ProtobufCMessage *m)
 
 /* ------------------------------------------------------------ calls */
 
+/* A request handed by reference (rpc_call_ref): start_call's copy, kept
+ * alive by hold's references, the call's and the transport's while a
+ * member may still read it (past the call's end: a deadline). */
+struct ref_req {
+	struct buf hold;
+	ProtobufCMessage *req;
+};
+
+static void ref_req_release(struct buf *b)
+{
+	struct ref_req *h = b->owner;   /* any thread: the last reader's */
+	pb_block_free(h->req);
+	free(h);
+}
+
+/* The methods sent by reference: in process, the member reads the call's
+ * copy itself (no pack, no unpack), and its direct handler may answer on
+ * this thread (meta/node_direct.c). Only handlers that never edit their
+ * request qualify. */
+static bool by_ref(unsigned method)
+{
+	return method == META_M_HEAD_OBJECT || method == META_M_GET_VERSION;
+}
+
 static void free_call_mem(struct call *k)
 {
 	if (k->op) {
 		if (!k->borrowed)
 			pb_block_free(&k->op->base);
+	} else if (k->ref) {
+		buf_unref(&k->ref->hold);   /* the call's reference */
 	} else if (k->req) {
 		pb_block_free(k->req);   /* start_call's copy */
 	}
@@ -636,7 +663,11 @@ static void attempt(struct call *k)
 	struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms ? (uint32_t)left
 									: c->attempt_timeout_ms,
 				    .request_id = k->trace };
-	rpc_call(c->ch[k->target], META_SERVICE, k->method, k->req, NULL, &co, on_result, k);
+	if (k->ref)
+		rpc_call_ref(c->ch[k->target], META_SERVICE, k->method, k->req, &k->ref->hold, NULL,
+			     &co, on_result, k);
+	else
+		rpc_call(c->ch[k->target], META_SERVICE, k->method, k->req, NULL, &co, on_result, k);
 }
 
 static struct call *call_new(struct meta_client *c, unsigned method, meta_client_cb cb, void *ud)
@@ -693,6 +724,16 @@ static int start_call(struct meta_client *c, struct call *k, const ProtobufCMess
 	 * stamped, never edited piecewise; a malloc and free per string was
 	 * most of the copy's cost on a GET's HeadObject (branch get64c). */
 	k->req = pb_block_copy(req);
+	if (k->req && by_ref(k->method)) {
+		k->ref = malloc(sizeof(*k->ref));
+		if (k->ref) {
+			buf_init_embedded(&k->ref->hold, NULL, 0, ref_req_release, k->ref);
+			k->ref->req = k->req;
+		} else {
+			pb_block_free(k->req);
+			k->req = NULL;
+		}
+	}
 	if (!k->req) {
 		free(k);
 		return -ENOMEM;

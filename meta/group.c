@@ -1013,6 +1013,8 @@ void group_close(struct meta_group *g, bool remove_dir)
 	if (g->closing)
 		return;
 	g->closing = true;
+	if (g == n->root)
+		node_direct_withdraw(n);
 	g->remove_dir = remove_dir;
 	g->close_next = n->closing_groups;
 	n->closing_groups = g;

@@ -408,6 +408,8 @@ static void job_finish(struct meta_group *g)
 
 int group_install(struct meta_group *g, struct snap_desc *d)
 {
+	if (g == g->n->root)
+		node_direct_withdraw(g->n);   /* before the state moves back */
 	uint64_t before = raft_last_applied(&g->raft);
 	if (g->inst && g->inst->draining) {
 		/* Installed, still applying kept entries: the new snapshot

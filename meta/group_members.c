@@ -118,6 +118,8 @@ static void leader_step(struct meta_group *g, const Iolake__Meta__GroupDesc *d, 
 		return;
 	int rc = 0;
 	g->mchange.data = g;
+	if (g == n->root)
+		node_direct_withdraw(n);   /* node_direct.c: one voter only */
 	switch (st.kind) {
 	case GROUP_PLAN_ADD: {
 		char ra[META_NODE_ADDR_MAX] = "";

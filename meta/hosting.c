@@ -359,6 +359,8 @@ static void start_transfer(struct meta_node *n, struct meta_group *g, uint64_t t
 			   uint64_t now_ms)
 {
 	g->xfer.data = g;
+	if (g == n->root)
+		node_direct_withdraw(n);   /* node_direct.c: one voter only */
 	int err = raft_transfer(&g->raft, &g->xfer, to, on_transfer);
 	g->xfer_ms = now_ms;
 	if (err) {

@@ -507,6 +507,7 @@ static void on_tick(uv_timer_t *t)
 		range_metrics(n);
 	}
 	metrics_gauge_set(n->m_groups, (int64_t)n->n_groups);
+	node_direct_update(n);
 }
 
 /* ------------------------------------------------------------- start */
@@ -522,6 +523,7 @@ static void node_free(struct meta_node *n)
 	free(n->beats);
 	free(n->res);
 	free(n->batch_ops);
+	node_direct_free(n);
 	free(n);
 }
 
@@ -609,7 +611,11 @@ static int register_metrics(struct meta_node *n)
 		"Calls redirected, not forwarded: the forwarded bytes or calls at their bound.", l);
 	n->m_fwd_bytes = metrics_gauge_new(g, "iolake_meta_forwarded_bytes",
 					   "Request bytes forwarded and not answered yet.", l);
-	if (!n->m_fwd || !n->m_fwd_refused || !n->m_fwd_bytes)
+	n->m_direct_reads = metrics_counter_new(
+		g, "iolake_meta_direct_reads_total",
+		"HeadObject and GetVersion calls answered on their caller's thread (in process, "
+		"a single-voter root: meta/node_direct.c).", l);
+	if (!n->m_fwd || !n->m_fwd_refused || !n->m_fwd_bytes || !n->m_direct_reads)
 		return -errno;
 	return 0;
 }
@@ -631,6 +637,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	struct meta_node *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
+	node_direct_init(n);
 	n->loop = loop;
 	n->o = *opts;
 	n->o.peers = NULL;   /* the caller's; only read here */
@@ -795,6 +802,7 @@ void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud)
 	if (n->closing)
 		return;
 	n->closing = true;
+	node_direct_withdraw(n);   /* before the root closes */
 	n->close_cb = cb;
 	n->close_ud = ud;
 	n->close_pending = 1;   /* until the end of this function */

@@ -188,6 +188,11 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
  * released and the node freed. Loop thread. */
 void meta_node_close(struct meta_node *n, void (*cb)(void *ud), void *ud);
 
+/* Reads answered on their caller's thread so far (meta/node_direct.c:
+ * HeadObject and GetVersion of the root, in process, while this member
+ * is its only voter). Any thread. */
+uint64_t meta_node_direct_reads(struct meta_node *n);
+
 /* A snapshot of the member's view of one group (loop thread). */
 struct meta_node_info {
 	uint64_t id;

@@ -98,8 +98,8 @@ static void on_forwarded(void *ud, const struct rpc_result *res)
 int node_forward(struct meta_group *g, struct rpc_req *r, unsigned method)
 {
 	struct meta_node *n = g->n;
-	ProtobufCMessage *m = (ProtobufCMessage *)rpc_req_msg(r);
-	uint32_t *mark = fwd_field(m);
+	const ProtobufCMessage *m = rpc_req_msg(r);
+	const uint32_t *mark = fwd_field(m);
 	if (!mark)
 		return -EOPNOTSUPP;
 	if (*mark)
@@ -123,9 +123,19 @@ int node_forward(struct meta_group *g, struct rpc_req *r, unsigned method)
 	struct rpc_channel *ch = node_peer_channel(n, lid, laddr);
 	if (!ch || rpc_channel_peer_state(ch) != RPC_PEER_UP)
 		return -EHOSTUNREACH;   /* known unreachable, or being probed */
+	/* The mark goes on a shallow copy of the message (its strings and
+	 * submessages shared, read only), packed by rpc_call before it
+	 * returns: the request may be the caller's own memory (rpc_call_ref
+	 * in process: HeadObject, GetVersion), which a handler must not
+	 * write, and another member may be reading it meanwhile. */
+	size_t msz = m->descriptor->sizeof_message;
 	struct fwd *f = malloc(sizeof(*f));
-	if (!f)
+	ProtobufCMessage *cp = malloc(msz);
+	if (!f || !cp) {
+		free(f);
+		free(cp);
 		return -ENOMEM;
+	}
 	*f = (struct fwd){ .n = n, .r = r, .group = g->id, .bytes = bytes };
 	if (meta_node_rpc_addr(laddr, f->leader))
 		f->leader[0] = 0;
@@ -134,15 +144,14 @@ int node_forward(struct meta_group *g, struct rpc_req *r, unsigned method)
 	n->fwd_total++;
 	metrics_counter_inc(n->m_fwd);
 	metrics_gauge_set(n->m_fwd_bytes, (int64_t)n->fwd_bytes);
-	/* rpc_call packs the message before it returns: the mark is set for
-	 * the copy on the wire only (the request stays as it came). Leave
-	 * the leader a moment to answer before the caller's deadline. */
+	/* Leave the leader a moment to answer before the caller's deadline. */
 	struct rpc_call_opts co = { .timeout_ms = (uint32_t)(left > NODE_FWD_TIMEOUT_MS
 							     ? NODE_FWD_TIMEOUT_MS
 							     : left - NODE_FWD_MIN_LEFT_MS / 2),
 				    .request_id = rpc_req_id(r) };
-	*mark = 1;
-	rpc_call(ch, META_SERVICE, method, m, NULL, &co, on_forwarded, f);
-	*mark = 0;
+	memcpy(cp, m, msz);
+	*fwd_field(cp) = 1;
+	rpc_call(ch, META_SERVICE, method, cp, NULL, &co, on_forwarded, f);
+	free(cp);
 	return 0;
 }

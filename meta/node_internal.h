@@ -18,8 +18,10 @@
 #ifndef META_NODE_INTERNAL_H
 #define META_NODE_INTERNAL_H
 
+#include <pthread.h>
 #include <raft.h>
 #include <raft/uv.h>
+#include <stdatomic.h>
 
 #include "common/loop.h"
 #include "common/rpc.h"
@@ -341,6 +343,14 @@ struct meta_node {
 	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
 	struct metrics_gauge *m_groups;
 
+	/* Direct reads (node_direct.c): the root published for reads on
+	 * callers' threads. direct_g is written by the loop under direct_lk
+	 * held for writing, read by callers under it held for reading (the
+	 * loop reads it bare). */
+	pthread_rwlock_t direct_lk;
+	struct meta_group *direct_g;   /* NULL: every read goes through the loop */
+	struct metrics_counter *m_direct_reads;   /* answered directly (any thread) */
+
 	/* closing */
 	bool closing;
 	int close_pending;
@@ -482,6 +492,24 @@ struct rpc_channel *node_peer_channel(struct meta_node *n, uint64_t id, const ch
 int node_forward(struct meta_group *g, struct rpc_req *r, unsigned method);
 /* Whether r came forwarded from a follower (its `forwarded` field). */
 bool node_req_forwarded(const struct rpc_req *r);
+
+/* ------------------------------------------------------------ node_direct.c
+ * Linearizable reads on the caller's thread (in process, rpc_local's
+ * direct handlers): the root is published while its state alone answers
+ * as the loop would (see node_direct.c). */
+/* Loop: publish or withdraw the root as its state says now. */
+void node_direct_update(struct meta_node *n);
+/* Loop: withdraw it now (before a change that ends eligibility: a
+ * membership change, an install, closing); the next update may publish
+ * it again. Returns once no caller reads through it. */
+void node_direct_withdraw(struct meta_node *n);
+/* Any thread: the published group with id gid held for a direct read,
+ * or NULL (decline). A non-NULL one is released by node_direct_release,
+ * after the reader's last row; nothing may block or call in between. */
+struct meta_group *node_direct_acquire(struct meta_node *n, uint64_t gid);
+void node_direct_release(struct meta_node *n);
+void node_direct_init(struct meta_node *n);
+void node_direct_free(struct meta_node *n);
 
 /* ------------------------------------------------------------ service.c */
 int node_service_register(struct meta_node *n);

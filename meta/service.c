@@ -61,9 +61,15 @@ static Iolake__Meta__Status st_of(int err)
 }
 
 /* A read error that is not an answer (storage trouble). */
+static bool storage_err(int rc)
+{
+	return !(rc == 0 || rc == IOL_ENOT_FOUND || rc == -EINVAL || rc == META_EWRONG_RANGE);
+}
+
+/* Fails r when rc is a storage error. */
 static bool read_failed(struct rpc_req *r, int rc)
 {
-	if (rc == 0 || rc == IOL_ENOT_FOUND || rc == -EINVAL || rc == META_EWRONG_RANGE)
+	if (!storage_err(rc))
 		return false;
 	rpc_fail(r, RPC_INTERNAL, "read failed: %s", iol_strerror(rc));
 	return true;
@@ -345,41 +351,50 @@ static void serve_list_buckets(struct meta_group *g, struct rpc_req *r)
 	free(v);
 }
 
-static void serve_head_object(struct meta_group *g, struct rpc_req *r)
+/* HeadObject's answer from g's state into *resp (its record and bucket
+ * then the caller's, meta_state_free_msg): 0, or a storage error and no
+ * answer. on_loop: count the read for load splits (loop-owned). */
+static int head_object_read(struct meta_group *g, const Iolake__Meta__HeadObjectRequest *q,
+			    Iolake__Meta__HeadObjectResponse *resp, bool on_loop)
 {
-	const Iolake__Meta__HeadObjectRequest *q = REQ(Iolake__Meta__HeadObjectRequest, r);
-	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
-	Iolake__Meta__ObjectRecord *rec = NULL;
-	Iolake__Meta__Bucket *b = NULL;
-	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status)) {
-		/* the bucket record lives in the root: the router reads it there */
-		return;
-	}
-	node_range_note(g, q->range_id, q->key);   /* load splits */
-	if (q->with_bucket && !q->range_id) {
-		int brc = meta_state_get_bucket(g->state, q->bucket, &b);
-		if (brc == 0 && g->id == 0 && !q->no_usage)
-			brc = meta_state_quota_fill(g->state, b);
-		if (read_failed(r, brc)) {
-			meta_state_free_msg(b);
-			return;
+	if (q->range_id) {
+		int grc = node_range_gate(g, q->range_id, q->bucket, q->key, NULL);
+		if (grc && storage_err(grc))
+			return grc;
+		if (grc) {
+			/* the bucket record lives in the root: the router reads it there */
+			resp->status = st_of(grc);
+			return 0;
 		}
 	}
-	int rc = meta_state_head_object(g->state, q->bucket, q->key, &rec);
-	if (read_failed(r, rc)) {
-		meta_state_free_msg(b);
-		return;
+	if (on_loop)
+		node_range_note(g, q->range_id, q->key);   /* load splits */
+	if (q->with_bucket && !q->range_id) {
+		int brc = meta_state_get_bucket(g->state, q->bucket, &resp->bucket);
+		if (brc == 0 && g->id == 0 && !q->no_usage)
+			brc = meta_state_quota_fill(g->state, resp->bucket);
+		if (storage_err(brc))
+			return brc;
 	}
+	int rc = meta_state_head_object(g->state, q->bucket, q->key, &resp->record);
+	if (storage_err(rc))
+		return rc;
 	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
 		rc = META_EWRONG_RANGE;
-	if (rc == 0 && rec->is_delete_marker)
+	if (rc == 0 && resp->record->is_delete_marker)
 		rc = IOL_ENOT_FOUND;   /* deleted (versioning): the marker rides along */
-	resp.status = st_of(rc);
-	resp.record = rec;
-	resp.bucket = b;
-	rpc_respond(r, &resp.base, NULL);
-	meta_state_free_msg(rec);
-	meta_state_free_msg(b);
+	resp->status = st_of(rc);
+	return 0;
+}
+
+static void serve_head_object(struct meta_group *g, struct rpc_req *r)
+{
+	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
+	int rc = head_object_read(g, REQ(Iolake__Meta__HeadObjectRequest, r), &resp, true);
+	if (!read_failed(r, rc))
+		rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(resp.record);
+	meta_state_free_msg(resp.bucket);
 }
 
 static void serve_list_objects(struct meta_group *g, struct rpc_req *r)
@@ -725,23 +740,37 @@ static void serve_check_shards(struct meta_group *g, struct rpc_req *r)
 
 /* ---- versions (issue 17; meta/state_ver.h) */
 
-static void serve_get_version(struct meta_group *g, struct rpc_req *r)
+/* GetVersion's answer, as head_object_read's. */
+static int get_version_read(struct meta_group *g, const Iolake__Meta__GetVersionRequest *q,
+			    Iolake__Meta__GetVersionResponse *resp, bool on_loop)
 {
-	const Iolake__Meta__GetVersionRequest *q = REQ(Iolake__Meta__GetVersionRequest, r);
-	Iolake__Meta__GetVersionResponse resp = IOLAKE__META__GET_VERSION_RESPONSE__INIT;
-	Iolake__Meta__ObjectRecord *rec = NULL;
-	if (q->range_id && range_refused(g, r, q->range_id, q->bucket, q->key, &resp.base, &resp.status))
-		return;
-	node_range_note(g, q->range_id, q->key);   /* load splits */
-	int rc = meta_state_get_version(g->state, q->bucket, q->key, q->version_id, &rec);
-	if (read_failed(r, rc))
-		return;
+	if (q->range_id) {
+		int grc = node_range_gate(g, q->range_id, q->bucket, q->key, NULL);
+		if (grc && storage_err(grc))
+			return grc;
+		if (grc) {
+			resp->status = st_of(grc);
+			return 0;
+		}
+	}
+	if (on_loop)
+		node_range_note(g, q->range_id, q->key);   /* load splits */
+	int rc = meta_state_get_version(g->state, q->bucket, q->key, q->version_id, &resp->record);
+	if (storage_err(rc))
+		return rc;
 	if (rc == IOL_ENOT_FOUND && stale_root_route(g, q->range_id, q->bucket))
 		rc = META_EWRONG_RANGE;
-	resp.status = st_of(rc);
-	resp.record = rec;
-	rpc_respond(r, &resp.base, NULL);
-	meta_state_free_msg(rec);
+	resp->status = st_of(rc);
+	return 0;
+}
+
+static void serve_get_version(struct meta_group *g, struct rpc_req *r)
+{
+	Iolake__Meta__GetVersionResponse resp = IOLAKE__META__GET_VERSION_RESPONSE__INIT;
+	int rc = get_version_read(g, REQ(Iolake__Meta__GetVersionRequest, r), &resp, true);
+	if (!read_failed(r, rc))
+		rpc_respond(r, &resp.base, NULL);
+	meta_state_free_msg(resp.record);
 }
 
 static void serve_list_versions(struct meta_group *g, struct rpc_req *r)
@@ -810,6 +839,54 @@ static void h_read(struct rpc_req *r, struct meta_node *n, unsigned method)
 	int rc = node_queue_read(g, r, method);
 	if (rc)
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "read queue: %s", iol_strerror(rc));
+}
+
+/* ---- direct reads (node_direct.c): HeadObject and GetVersion on the
+ * caller's thread, in process. Answered only from the published root and
+ * from one state (the write sequence unmoved across the rows read), with
+ * what the loop's serve_* would answer; anything else declines, and the
+ * call takes h_read's way. A storage error declines too: the loop's
+ * path answers it. */
+
+static bool d_head_object(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	struct meta_group *g = node_direct_acquire(n, req_group_id(r));
+	if (!g)
+		return false;
+	uint64_t seq = meta_state_read_seq(g->state);
+	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
+	bool ok = !(seq & 1) &&
+		  head_object_read(g, REQ(Iolake__Meta__HeadObjectRequest, r), &resp, false) == 0 &&
+		  meta_state_read_same(g->state, seq);
+	node_direct_release(n);
+	if (ok) {
+		metrics_counter_inc(n->m_direct_reads);
+		rpc_respond(r, &resp.base, NULL);
+	}
+	meta_state_free_msg(resp.record);
+	meta_state_free_msg(resp.bucket);
+	return ok;
+}
+
+static bool d_get_version(struct rpc_req *r, void *ud)
+{
+	struct meta_node *n = ud;
+	struct meta_group *g = node_direct_acquire(n, req_group_id(r));
+	if (!g)
+		return false;
+	uint64_t seq = meta_state_read_seq(g->state);
+	Iolake__Meta__GetVersionResponse resp = IOLAKE__META__GET_VERSION_RESPONSE__INIT;
+	bool ok = !(seq & 1) &&
+		  get_version_read(g, REQ(Iolake__Meta__GetVersionRequest, r), &resp, false) == 0 &&
+		  meta_state_read_same(g->state, seq);
+	node_direct_release(n);
+	if (ok) {
+		metrics_counter_inc(n->m_direct_reads);
+		rpc_respond(r, &resp.base, NULL);
+	}
+	meta_state_free_msg(resp.record);
+	return ok;
 }
 
 #define READ_HANDLER(fn, method) \
@@ -1513,5 +1590,10 @@ int node_service_register(struct meta_node *n)
 		[META_M_GET_PART_ROWS] = h_get_part_rows,
 	};
 	_Static_assert(META_M_COUNT == 29, "meta.proto service Meta has 29 methods");
-	return rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
+	int rc = rpc_server_add_service(n->srv, META_SERVICE, handlers, n);
+	if (rc == 0)
+		rc = rpc_server_set_direct(n->srv, META_SERVICE, META_M_HEAD_OBJECT, d_head_object);
+	if (rc == 0)
+		rc = rpc_server_set_direct(n->srv, META_SERVICE, META_M_GET_VERSION, d_get_version);
+	return rc;
 }

@@ -826,10 +826,38 @@ static void put_applied(rocksdb_writebatch_wi_t *wb, uint64_t index)
 	rocksdb_writebatch_wi_put(wb, "X", 1, v, 8);
 }
 
+/* seq_cst both ways: the odd value is visible before any effect of the
+ * write a reader's Get may see (RocksDB publishes its sequence with a
+ * release store after this), and the even one after all of them. */
+void wseq_enter(struct meta_state *s)
+{
+	atomic_fetch_add(&s->wseq, 1);
+}
+
+void wseq_leave(struct meta_state *s)
+{
+	atomic_fetch_add(&s->wseq, 1);
+}
+
+uint64_t meta_state_read_seq(const struct meta_state *s)
+{
+	return atomic_load(&s->wseq);
+}
+
+bool meta_state_read_same(const struct meta_state *s, uint64_t seq)
+{
+	/* The reads before are ordered before this load (seq_cst fence):
+	 * a write whose effect they saw had made wseq odd first. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return !(seq & 1) && atomic_load(&s->wseq) == seq;
+}
+
 int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb)
 {
 	char *err = NULL;
+	wseq_enter(s);
 	rocksdb_write_writebatch_wi(s->db, s->wo, wb, &err);
+	wseq_leave(s);
 	if (err) {
 		fprintf(stderr, "meta/state: write: %s\n", err);
 		rocksdb_free(err);

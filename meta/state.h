@@ -18,6 +18,10 @@
  * run on any thread concurrently with apply: every apply is one atomic
  * RocksDB write, so a reader sees the state before or after a whole
  * entry, never half (an install is many writes: see meta_state_install).
+ * A reader that reads several rows and needs them from one state (a
+ * direct read, meta/node_direct.c) brackets them with
+ * meta_state_read_seq / meta_state_read_same: every write to the DB
+ * (apply's batch, import, install) moves the state's write sequence.
  *
  * Memory: bounded by meta_state_opts (block cache, memtables), not by the
  * number of records; snapshots are checkpoints (files), never a buffer.
@@ -126,6 +130,14 @@ void meta_state_close(struct meta_state *s);
 
 /* Raft index of the last applied (or skipped-as-malformed) entry; 0 new. */
 uint64_t meta_state_applied_index(const struct meta_state *s);
+
+/* A seqlock over the DB's writes, for readers on other threads: the
+ * write sequence now, odd while a write (an apply's batch, an import, an
+ * install) is under way. A read that starts at an even seq and finds
+ * meta_state_read_same(s, seq) true after its last row saw one state:
+ * no write landed, or began, in between. Any thread. */
+uint64_t meta_state_read_seq(const struct meta_state *s);
+bool meta_state_read_same(const struct meta_state *s, uint64_t seq);
 
 /* ------------------------------------------------------------ entries
  * A Raft entry: u32 magic "IOLM" (LE), u32 payload length, an OpBatch in

@@ -39,7 +39,15 @@ struct meta_state {
 	 * meta_state_req_hw_reset wherever the DB is written other than by
 	 * apply (snapshot import and install). */
 	struct req_hw { uint64_t client, hw; } req_hw[META_REQ_HW_SLOTS];
+	/* The write sequence (meta_state_read_seq): odd from wseq_enter to
+	 * wseq_leave, around every write to the DB after open. Written by
+	 * the writing thread, read from any. */
+	_Atomic uint64_t wseq;
 };
+
+/* Around every write to the DB (write_batch, import, install). */
+void wseq_enter(struct meta_state *s);
+void wseq_leave(struct meta_state *s);
 
 /* Forget every high-water mark (the DB was replaced under them). */
 void meta_state_req_hw_reset(struct meta_state *s);

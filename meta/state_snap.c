@@ -154,7 +154,7 @@ int meta_state_export(struct meta_state *s, void *(*alloc)(size_t), void (*relea
 	return rc;
 }
 
-int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
+static int import_body(struct meta_state *s, const uint8_t *buf, size_t len)
 {
 	meta_state_req_hw_reset(s);
 	if (len < 16 + SHA256_LEN || memcmp(buf, SNAP_MAGIC, 8) != 0)
@@ -314,8 +314,8 @@ static int key_cmp(const char *a, size_t an, const char *b, size_t bn)
 	return an < bn ? -1 : an > bn;
 }
 
-int meta_state_install(struct meta_state *s, const char *cp_dir, const char *tag,
-		       size_t batch_bytes)
+static int install_body(struct meta_state *s, const char *cp_dir, const char *tag,
+			size_t batch_bytes)
 {
 	meta_state_req_hw_reset(s);
 	if (!batch_bytes)
@@ -448,5 +448,24 @@ out_opts:
 	rocksdb_options_destroy(co);
 	rocksdb_block_based_options_destroy(cb);
 	rocksdb_cache_destroy(cc);
+	return rc;
+}
+
+/* Import and install write the DB in more than one step (install in many
+ * batches): a direct reader sees the write sequence odd throughout. */
+int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
+{
+	wseq_enter(s);
+	int rc = import_body(s, buf, len);
+	wseq_leave(s);
+	return rc;
+}
+
+int meta_state_install(struct meta_state *s, const char *cp_dir, const char *tag,
+		       size_t batch_bytes)
+{
+	wseq_enter(s);
+	int rc = install_body(s, cp_dir, tag, batch_bytes);
+	wseq_leave(s);
 	return rc;
 }

@@ -6,7 +6,7 @@ then a wrong secret key, a tampered signature, an expired date and an
 unknown access key each get the right S3 error and change nothing; a
 user removed with iolake-admin is refused at once, long before the
 gateway's 60 s credential TTL."""
-import datetime, hashlib, os, random, subprocess, sys, time
+import datetime, hashlib, os, random, re, subprocess, sys, time, urllib.request
 from unittest import mock
 
 import botocore.auth
@@ -150,6 +150,21 @@ def main():
         s3.put_object(Bucket="bkt", Key="obj-65536", Body=b"overwritten")
         assert s3.get_object(Bucket="bkt", Key="obj-65536")["Body"].read() == b"overwritten"
         print("ok: overwrite and delete")
+
+        # A GET's HeadObject is answered on the gateway's thread (the
+        # root's only voter: meta/node_direct.c), right after its PUT.
+        def direct_reads():
+            text = urllib.request.urlopen(aio.ep + "/metrics", timeout=5).read().decode()
+            m = re.search(r"^iolake_meta_direct_reads_total(?:\{[^}]*\})? (\d+)", text, re.M)
+            assert m, "no iolake_meta_direct_reads_total"
+            return int(m.group(1))
+        d0 = direct_reads()
+        for i in range(20):
+            s3.put_object(Bucket="bkt", Key="direct", Body=b"v%d" % i)
+            assert s3.get_object(Bucket="bkt", Key="direct")["Body"].read() == b"v%d" % i
+        d1 = direct_reads()
+        assert d1 - d0 >= 20, (d0, d1)
+        print("ok: 20 PUT-then-GET, each GET's record read directly (%d direct reads)" % (d1 - d0))
 
         # Listings against a model.
         s3.create_bucket(Bucket="lst")
