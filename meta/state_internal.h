@@ -39,6 +39,13 @@ struct meta_state {
 	 * meta_state_req_hw_reset wherever the DB is written other than by
 	 * apply (snapshot import and install). */
 	struct req_hw { uint64_t client, hw; } req_hw[META_REQ_HW_SLOTS];
+	/* Apply's batch, cleared and used again by the next entry (state.c,
+	 * apply_batch): its buffer keeps its capacity, so an entry's writes
+	 * do not regrow it (a reallocation and copy per doubling, on fresh
+	 * pages) as a batch made per entry did. Dropped after an entry that
+	 * wrote more than APPLY_WB_KEEP bytes. Apply thread only; NULL until
+	 * the first entry. */
+	rocksdb_writebatch_wi_t *apply_wb;
 };
 
 /* Forget every high-water mark (the DB was replaced under them). */
