@@ -393,16 +393,8 @@ bool prefix_nonempty(struct tx *t, const struct key *prefix)
 
 /* ---- key ranges: meta/state_range.c */
 
-static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
+static int apply_body_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
-	t->range_id = op->range_id;
-	t->versioning = op->versioning;
-	t->version_id = op->version_id;
-	t->time_ms = op->time_ms;
-	t->quota_bucket = quota_op_bucket(op);
-	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
-	if (op->body_case != IOLAKE__META__OP__BODY_PUT_OBJECT)
-		t->digest_ok = 0;   /* issue 19: the digest memo (state_obj.c) */
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
@@ -481,6 +473,36 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	}
 }
 
+/* Forget what the memo knows that op may change (struct apply_memo):
+ * the bucket's row and range rows for any op but an object's PUT or
+ * DELETE, the digest for any op but a PUT. */
+static void memo_forget(struct apply_memo *m, const Iolake__Meta__Op *op)
+{
+	bool put = op->body_case == IOLAKE__META__OP__BODY_PUT_OBJECT;
+	if (!put)
+		m->digest_ok = 0;
+	if (!put && op->body_case != IOLAKE__META__OP__BODY_DELETE_OBJECT) {
+		m->bucket_ok[0] = 0;
+		m->bucket_noranges[0] = 0;
+	}
+}
+
+static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
+{
+	t->range_id = op->range_id;
+	t->versioning = op->versioning;
+	t->version_id = op->version_id;
+	t->time_ms = op->time_ms;
+	t->quota_bucket = quota_op_bucket(op);
+	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
+	/* Before and after: an op may read a fact into the memo (a
+	 * CreateMultipart finds its bucket) and then change it. */
+	memo_forget(&t->s->memo, op);
+	int rc = apply_body_op(t, op, r);
+	memo_forget(&t->s->memo, op);
+	return rc;
+}
+
 /* ---- request table */
 
 static void key_request(struct key *k, uint64_t client, uint64_t req)
@@ -539,9 +561,10 @@ static void session_flush(struct tx *t)
  * mapped by client id: a collision evicts, costing the next op of the
  * evicted client one bounded seek.
  */
-void meta_state_req_hw_reset(struct meta_state *s)
+void meta_state_apply_reset(struct meta_state *s)
 {
 	memset(s->req_hw, 0, sizeof(s->req_hw));
+	memset(&s->memo, 0, sizeof(s->memo));
 }
 
 static struct req_hw *req_hw_slot(struct meta_state *s, uint64_t client)
@@ -918,6 +941,8 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		rc = (int)b->n_ops;
 	}
 out_batch:
+	if (rc < 0)   /* the memo may hold reads of the batch not written */
+		memset(&s->memo, 0, sizeof(s->memo));
 	meta_state_free_msg(t.rng);
 out_wb:
 	arena_release(&a);
