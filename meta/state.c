@@ -739,16 +739,26 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 
 /* ------------------------------------------------------- entry framing */
 
+size_t meta_state_entry_size_of(size_t payload)
+{
+	return (8 + payload + 7) & ~(size_t)7;
+}
+
 size_t meta_state_entry_size(const Iolake__Meta__OpBatch *b)
 {
-	size_t n = 8 + iolake__meta__op_batch__get_packed_size(b);
-	return (n + 7) & ~(size_t)7;
+	return meta_state_entry_size_of(iolake__meta__op_batch__get_packed_size(b));
 }
 
 long meta_state_entry_encode(const Iolake__Meta__OpBatch *b, uint8_t *buf, size_t cap)
 {
-	size_t payload = iolake__meta__op_batch__get_packed_size(b);
-	size_t total = (8 + payload + 7) & ~(size_t)7;
+	return meta_state_entry_encode_sized(b, iolake__meta__op_batch__get_packed_size(b), buf,
+					     cap);
+}
+
+long meta_state_entry_encode_sized(const Iolake__Meta__OpBatch *b, size_t payload, uint8_t *buf,
+				   size_t cap)
+{
+	size_t total = meta_state_entry_size_of(payload);
 	if (total > META_ENTRY_MAX_BYTES || b->n_ops > META_BATCH_MAX_OPS)
 		return IOL_ETOO_LARGE;
 	if (cap < total)
