@@ -5,7 +5,8 @@ the rate on disk"). For each run in --order: a fresh iolake-aio of that
 build with its data under --workdir, an unmeasured warm-up, then
 iolake-s3-bench PUT-only cells (size x objects at a concurrency); per
 cell: PUT/s, p50/p99/max, aio's CPU per PUT (utime+stime from /proc over
-the cell, and per thread name), meta's Raft entries and ops per entry,
+the cell, per thread name, and meta's loop apart from libuv's pool
+threads, which share its name: per tid), meta's Raft entries and ops per entry,
 the OSDs' group commits per PUT (from /metrics), and the load average;
 with --fio, fio's single-writer 4 KiB fdatasync rate on --workdir before
 and after (must-show 3 compares PUT 4 KiB on the disk with it).
@@ -13,7 +14,7 @@ and after (must-show 3 compares PUT 4 KiB on the disk with it).
     bench/smallput_abba.py --build base=DIR --build head=DIR
         [--order base,head,head,base] [--workdir DIR]
         [--cells 4KiB:6000:32,64KiB:2000:32] [--aio-flag=--slow-request-ms=20]
-        [--nice -19] [--json FILE]
+        [--nice -19] [--repeat N] [--json FILE]
 
 --workdir must not be under /dev (iolake-aio's OSDs take block files
 there): a tmpfs mounted elsewhere, or a dir on the disk (/var/tmp).
@@ -52,8 +53,10 @@ def scrape(ep):
 
 
 def cpu_ticks(pid):
-    """Whole process and per thread name: utime+stime in clock ticks."""
-    threads = collections.Counter()
+    """Whole process, per thread name, and per tid of the threads named
+    meta (its loop and libuv's pool threads, which take the name of the
+    thread that made them): utime+stime in clock ticks."""
+    threads, meta = collections.Counter(), {}
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
@@ -62,8 +65,11 @@ def cpu_ticks(pid):
             continue
         comm = s[s.index("(") + 1:s.rindex(")")]
         f = s[s.rindex(")") + 2:].split()
-        threads[comm.rstrip("0123456789:_-")] += int(f[11]) + int(f[12])
-    return sum(threads.values()), threads
+        name = comm.rstrip("0123456789:_-")
+        threads[name] += int(f[11]) + int(f[12])
+        if name == "meta":
+            meta[tid] = int(f[11]) + int(f[12])
+    return sum(threads.values()), threads, meta
 
 
 def puts(bench, aio, size, n, conc, prefix, extra=()):
@@ -84,15 +90,21 @@ def puts(bench, aio, size, n, conc, prefix, extra=()):
             "p99_ms": lat["p99"] / 1e3, "max_ms": lat.get("max", 0) / 1e3}
 
 
-def cell(aio, bench, size, n, conc):
-    m0, (c0, t0) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
-    r = puts(bench, aio, size, n, conc, "p%s/" % size, ("--no-create-bucket", "--warmup", "0"))
-    m1, (c1, t1) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
+def cell(aio, bench, size, n, conc, rep=0):
+    m0, (c0, t0, x0) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
+    r = puts(bench, aio, size, n, conc, "p%s.%d/" % (size, rep),
+             ("--no-create-bucket", "--warmup", "0"))
+    m1, (c1, t1, x1) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
     hz = os.sysconf("SC_CLK_TCK")
     ops = r["ops"]
     entries = m1["entries"] - m0["entries"]
+    # meta's loop: its busiest tid over the cell; the pool: the others
+    md = sorted((x1[t] - x0.get(t, 0) for t in x1), reverse=True) or [0]
     r.update(
         cpu_us=(c1 - c0) * 1e6 / hz / ops,
+        meta_loop_us=md[0] * 1e6 / hz / ops,
+        meta_pool_us=sum(md[1:]) * 1e6 / hz / ops,
+        gw_us=sum(t1[k] - t0[k] for k in t1 if k.startswith("gw")) * 1e6 / hz / ops,
         threads={k: round((t1[k] - t0[k]) * 1e6 / hz / ops, 1) for k in t1
                  if t1[k] - t0[k] > 0},
         entries_per_put=entries / ops,
@@ -102,17 +114,21 @@ def cell(aio, bench, size, n, conc):
     return r
 
 
-def run(label, build, workdir, cells, flags):
+def run(label, build, workdir, cells, flags, repeat=1):
     bench = benchlib.build_bin(build, "iolake-s3-bench")
     out = {}
     with benchlib.Aio(build, workdir, flags=flags) as aio:
         puts(bench, aio, "4KiB", 500, 32, "warm/", ("--warmup", "0"))
-        for size, n, conc in cells:
-            out[size] = cell(aio, bench, size, n, conc)
-            r = out[size]
-            print("  %s %s: %.0f/s p50 %.2f p99 %.2f max %.2f ms, %.1f us CPU/PUT (load %s)"
-                  % (label, size, r["ops_per_s"], r["p50_ms"], r["p99_ms"], r["max_ms"],
-                     r["cpu_us"], r["load"]), file=sys.stderr, flush=True)
+        for rep in range(repeat):
+            for size, n, conc in cells:
+                name = size if repeat == 1 else "%s#%d" % (size, rep + 1)
+                out[name] = cell(aio, bench, size, n, conc, rep)
+                r = out[name]
+                print("  %s %s: %.0f/s p50 %.2f p99 %.2f max %.2f ms, %.1f us CPU/PUT (meta "
+                      "loop %.1f, meta pool %.1f, gw %.1f) (load %s)"
+                      % (label, name, r["ops_per_s"], r["p50_ms"], r["p99_ms"], r["max_ms"],
+                         r["cpu_us"], r["meta_loop_us"], r["meta_pool_us"], r["gw_us"],
+                         r["load"]), file=sys.stderr, flush=True)
         if any(f.startswith("--slow-request-ms") for f in flags):
             keep = os.path.join(workdir, "aio-%s-%d.log" % (label, os.getpid()))
             with open(aio.log_path, "rb") as src, open(keep, "ab") as dst:
@@ -132,6 +148,9 @@ def main():
                     "rate on --workdir before and after the runs (must-show 3's ceiling)")
     ap.add_argument("--nice", type=int, help="run aio and the client at this niceness "
                     "(e.g. -19 on a machine shared with builds; needs root)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the cells this many times on each aio (cells named SIZE#N): "
+                    "whether the cost per PUT grows with the PUTs already done")
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.nice is not None:
@@ -145,7 +164,7 @@ def main():
     fio = [fio_fdatasync(a.workdir, 5)] if a.fio else []
     results = []
     for label in order:
-        results.append((label, run(label, builds[label], a.workdir, cells, flags)))
+        results.append((label, run(label, builds[label], a.workdir, cells, flags, a.repeat)))
     if a.fio:
         fio.append(fio_fdatasync(a.workdir, 5))
         print("fio single-writer 4 KiB fdatasync on %s: %.0f/s before, %.0f/s after"
@@ -160,12 +179,22 @@ def main():
                      r["p99_ms"] / r["p50_ms"] if r["p50_ms"] else 0, r["cpu_us"],
                      r["entries_per_put"], r["ops_per_entry"], r["osd_commits_per_put"],
                      r["load"]))
-    for size in [c[0] for c in cells]:
+    print("\n| run | cell | CPU us/PUT | meta loop | meta pool | gw loops | other |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for label, out in results:
+        for size, r in out.items():
+            print("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
+                label, size, r["cpu_us"], r["meta_loop_us"], r["meta_pool_us"], r["gw_us"],
+                r["cpu_us"] - r["meta_loop_us"] - r["meta_pool_us"] - r["gw_us"]))
+    for size in results[0][1]:
         for label in labels:
             v = [o[size] for lb, o in results if lb == label]
-            print("median %s %s: p99/p50 %.1f, CPU %.1f us/PUT" % (
-                label, size, statistics.median(r["p99_ms"] / r["p50_ms"] for r in v),
-                statistics.median(r["cpu_us"] for r in v)))
+            med = lambda k: statistics.median(r[k] for r in v)  # noqa: E731
+            print("median %s %s: PUT/s %.0f, p99/p50 %.1f, CPU %.1f us/PUT (meta loop %.1f, "
+                  "meta pool %.1f, gw %.1f)" % (
+                      label, size, med("ops_per_s"),
+                      statistics.median(r["p99_ms"] / r["p50_ms"] for r in v), med("cpu_us"),
+                      med("meta_loop_us"), med("meta_pool_us"), med("gw_us")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"fio_fdatasync_iops": fio, "runs": results}, f, indent=1)

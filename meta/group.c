@@ -655,11 +655,13 @@ void group_flush(struct meta_group *g)
 
 		struct inflight *f = calloc(1, sizeof(*f));
 		struct meta_op_result *res = calloc(k, sizeof(*res));
-		size_t size = meta_state_entry_size(&batch);
+		/* One walk of the ops for their packed size, not two. */
+		size_t payload = iolake__meta__op_batch__get_packed_size(&batch);
+		size_t size = meta_state_entry_size_of(payload);
 		uint8_t *data = raft_malloc(size);
 		long len = -ENOMEM;
 		if (f && res && data)
-			len = meta_state_entry_encode(&batch, data, size);
+			len = meta_state_entry_encode_sized(&batch, payload, data, size);
 		if (len < 0) {
 			free(f);
 			free(res);

@@ -393,16 +393,8 @@ bool prefix_nonempty(struct tx *t, const struct key *prefix)
 
 /* ---- key ranges: meta/state_range.c */
 
-static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
+static int apply_body_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
 {
-	t->range_id = op->range_id;
-	t->versioning = op->versioning;
-	t->version_id = op->version_id;
-	t->time_ms = op->time_ms;
-	t->quota_bucket = quota_op_bucket(op);
-	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
-	if (op->body_case != IOLAKE__META__OP__BODY_PUT_OBJECT)
-		t->digest_ok = 0;   /* issue 19: the digest memo (state_obj.c) */
 	switch (op->body_case) {
 	case IOLAKE__META__OP__BODY_CREATE_BUCKET: return op_create_bucket(t, op->create_bucket);
 	case IOLAKE__META__OP__BODY_DELETE_BUCKET: return op_delete_bucket(t, op->delete_bucket);
@@ -481,6 +473,36 @@ static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result 
 	}
 }
 
+/* Forget what the memo knows that op may change (struct apply_memo):
+ * the bucket's row and range rows for any op but an object's PUT or
+ * DELETE, the digest for any op but a PUT. */
+static void memo_forget(struct apply_memo *m, const Iolake__Meta__Op *op)
+{
+	bool put = op->body_case == IOLAKE__META__OP__BODY_PUT_OBJECT;
+	if (!put)
+		m->digest_ok = 0;
+	if (!put && op->body_case != IOLAKE__META__OP__BODY_DELETE_OBJECT) {
+		m->bucket_ok[0] = 0;
+		m->bucket_noranges[0] = 0;
+	}
+}
+
+static int apply_body(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *r)
+{
+	t->range_id = op->range_id;
+	t->versioning = op->versioning;
+	t->version_id = op->version_id;
+	t->time_ms = op->time_ms;
+	t->quota_bucket = quota_op_bucket(op);
+	t->bypass = op->bypass_governance;   /* object lock (state_lock.c) */
+	/* Before and after: an op may read a fact into the memo (a
+	 * CreateMultipart finds its bucket) and then change it. */
+	memo_forget(&t->s->memo, op);
+	int rc = apply_body_op(t, op, r);
+	memo_forget(&t->s->memo, op);
+	return rc;
+}
+
 /* ---- request table */
 
 static void key_request(struct key *k, uint64_t client, uint64_t req)
@@ -539,9 +561,10 @@ static void session_flush(struct tx *t)
  * mapped by client id: a collision evicts, costing the next op of the
  * evicted client one bounded seek.
  */
-void meta_state_req_hw_reset(struct meta_state *s)
+void meta_state_apply_reset(struct meta_state *s)
 {
 	memset(s->req_hw, 0, sizeof(s->req_hw));
+	memset(&s->memo, 0, sizeof(s->memo));
 }
 
 static struct req_hw *req_hw_slot(struct meta_state *s, uint64_t client)
@@ -716,16 +739,26 @@ static void apply_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_result *
 
 /* ------------------------------------------------------- entry framing */
 
+size_t meta_state_entry_size_of(size_t payload)
+{
+	return (8 + payload + 7) & ~(size_t)7;
+}
+
 size_t meta_state_entry_size(const Iolake__Meta__OpBatch *b)
 {
-	size_t n = 8 + iolake__meta__op_batch__get_packed_size(b);
-	return (n + 7) & ~(size_t)7;
+	return meta_state_entry_size_of(iolake__meta__op_batch__get_packed_size(b));
 }
 
 long meta_state_entry_encode(const Iolake__Meta__OpBatch *b, uint8_t *buf, size_t cap)
 {
-	size_t payload = iolake__meta__op_batch__get_packed_size(b);
-	size_t total = (8 + payload + 7) & ~(size_t)7;
+	return meta_state_entry_encode_sized(b, iolake__meta__op_batch__get_packed_size(b), buf,
+					     cap);
+}
+
+long meta_state_entry_encode_sized(const Iolake__Meta__OpBatch *b, size_t payload, uint8_t *buf,
+				   size_t cap)
+{
+	size_t total = meta_state_entry_size_of(payload);
 	if (total > META_ENTRY_MAX_BYTES || b->n_ops > META_BATCH_MAX_OPS)
 		return IOL_ETOO_LARGE;
 	if (cap < total)
@@ -866,6 +899,30 @@ int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb)
 	return 0;
 }
 
+/* Apply's batch (struct meta_state's apply_wb): kept between entries,
+ * up to this many bytes of writes. An aio entry of 13 PUTs of 4 KiB
+ * writes ~60 KB; a larger one (an IngestRange's pairs) is let go. */
+#define APPLY_WB_KEEP (1u << 20)
+
+static rocksdb_writebatch_wi_t *apply_batch(struct meta_state *s)
+{
+	if (!s->apply_wb)
+		s->apply_wb = rocksdb_writebatch_wi_create(0, 1);
+	return s->apply_wb;
+}
+
+static void apply_batch_done(struct meta_state *s)
+{
+	size_t n = 0;
+	rocksdb_writebatch_wi_data(s->apply_wb, &n);
+	if (n > APPLY_WB_KEEP) {
+		rocksdb_writebatch_wi_destroy(s->apply_wb);
+		s->apply_wb = NULL;
+	} else {
+		rocksdb_writebatch_wi_clear(s->apply_wb);
+	}
+}
+
 int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *entry,
 		     size_t len, struct meta_op_result *res, size_t res_cap)
 {
@@ -878,7 +935,7 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 	struct arena a = { 0 };
 	Iolake__Meta__OpBatch *b = entry_decode(entry, len, &a);
 	struct tx t = { .s = s, .index = raft_index };
-	t.wb = rocksdb_writebatch_wi_create(0, 1);
+	t.wb = apply_batch(s);
 	if (a.oom) {
 		rc = -ENOMEM;   /* not the entry's fault: must not be skipped */
 		goto out_wb;
@@ -922,10 +979,12 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		rc = (int)b->n_ops;
 	}
 out_batch:
+	if (rc < 0)   /* the memo may hold reads of the batch not written */
+		memset(&s->memo, 0, sizeof(s->memo));
 	meta_state_free_msg(t.rng);
 out_wb:
 	arena_release(&a);
-	rocksdb_writebatch_wi_destroy(t.wb);
+	apply_batch_done(s);
 	return rc;
 }
 
@@ -1077,6 +1136,8 @@ void meta_state_close(struct meta_state *s)
 {
 	if (!s)
 		return;
+	if (s->apply_wb)
+		rocksdb_writebatch_wi_destroy(s->apply_wb);
 	if (s->db)
 		rocksdb_close(s->db);
 	rocksdb_writeoptions_destroy(s->wo);

@@ -152,6 +152,12 @@ size_t meta_state_entry_size(const Iolake__Meta__OpBatch *b);
  * IOL_ETOO_LARGE over META_ENTRY_MAX_BYTES or META_BATCH_MAX_OPS ops. */
 long meta_state_entry_encode(const Iolake__Meta__OpBatch *b, uint8_t *buf, size_t cap);
 
+/* The same two with b's packed size (iolake__meta__op_batch__get_packed_size)
+ * computed once by the caller: each call above walks every op of b for it. */
+size_t meta_state_entry_size_of(size_t payload);
+long meta_state_entry_encode_sized(const Iolake__Meta__OpBatch *b, size_t payload, uint8_t *buf,
+				   size_t cap);
+
 /*
  * Apply the entry committed at raft_index. All its ops go into one RocksDB
  * write together with the new applied index; ops later in a batch see the

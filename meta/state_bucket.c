@@ -95,21 +95,21 @@ int op_delete_bucket(struct tx *t, const Iolake__Meta__DeleteBucket *op)
 			return META_ENOTEMPTY;
 	}
 	tx_del(t, &k);
-	t->bucket_ok[0] = 0;
+	t->s->memo.bucket_ok[0] = 0;
 	delete_bucket_ranges(t, op->name);
 	return 0;
 }
 
 bool bucket_exists(struct tx *t, const char *bucket)
 {
-	if (t->bucket_ok[0] && !strcmp(t->bucket_ok, bucket))
+	if (t->s->memo.bucket_ok[0] && !strcmp(t->s->memo.bucket_ok, bucket))
 		return true;
 	struct key k;
 	k_init(&k, 'B');
 	k_str(&k, bucket);
 	if (!tx_exists(t, &k))
 		return false;
-	snprintf(t->bucket_ok, sizeof(t->bucket_ok), "%s", bucket);
+	snprintf(t->s->memo.bucket_ok, sizeof(t->s->memo.bucket_ok), "%s", bucket);
 	return true;
 }
 

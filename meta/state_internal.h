@@ -20,6 +20,30 @@
 #define KEYBUF (1 + BUCKET_MAX + 1 + META_KEY_MAX + 1 + 16 + 8)
 #define META_REQ_HW_SLOTS 64      /* clients whose request-table top is remembered */
 
+/*
+ * What apply remembers about a bucket from one op to the next, across
+ * entries: three reads an object op would otherwise make once per entry
+ * (an iterator's creation and seek over the batch, the memtables and
+ * every table for the range rows, ~1 us per PUT at aio's 13 PUTs per
+ * entry, and two gets). Each is a fact only other ops change:
+ *   bucket_ok         the bucket's row exists ('B');
+ *   bucket_noranges   the root holds no range rows for it ('Q');
+ *   digest_bucket/ok  its row has digest digest_ok and neither it nor its
+ *                     owner has a quota (state_obj.c, if_bucket_digest).
+ * PutObject and DeleteObject write none of those rows: apply_body forgets
+ * the first two before and after any other op, the digest before and
+ * after any op but PutObject (as the per-entry memo did); an entry that
+ * fails forgets all (they may come from reads of its unwritten batch),
+ * and so do snapshot import and install (meta_state_apply_reset). Apply
+ * thread only.
+ */
+struct apply_memo {
+	char bucket_ok[BUCKET_MAX + 1];
+	char bucket_noranges[BUCKET_MAX + 1];
+	char digest_bucket[BUCKET_MAX + 1];
+	uint64_t digest_ok;
+};
+
 struct meta_state {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
@@ -36,21 +60,30 @@ struct meta_state {
 	 * slot, a client and an id at or above every 'R' row of that client
 	 * in the DB, so a newer id of it needs no read to know it is not a
 	 * retry. Client 0: an empty slot. Apply thread only; emptied by
-	 * meta_state_req_hw_reset wherever the DB is written other than by
+	 * meta_state_apply_reset wherever the DB is written other than by
 	 * apply (snapshot import and install). */
 	struct req_hw { uint64_t client, hw; } req_hw[META_REQ_HW_SLOTS];
 	/* The write sequence (meta_state_read_seq): odd from wseq_enter to
 	 * wseq_leave, around every write to the DB after open. Written by
 	 * the writing thread, read from any. */
 	_Atomic uint64_t wseq;
+	/* Apply's batch, cleared and used again by the next entry (state.c,
+	 * apply_batch): its buffer keeps its capacity, so an entry's writes
+	 * do not regrow it (a reallocation and copy per doubling, on fresh
+	 * pages) as a batch made per entry did. Dropped after an entry that
+	 * wrote more than APPLY_WB_KEEP bytes. Apply thread only; NULL until
+	 * the first entry. */
+	rocksdb_writebatch_wi_t *apply_wb;
+	struct apply_memo memo;    /* see above; zero: nothing known */
 };
 
 /* Around every write to the DB (write_batch, import, install). */
 void wseq_enter(struct meta_state *s);
 void wseq_leave(struct meta_state *s);
 
-/* Forget every high-water mark (the DB was replaced under them). */
-void meta_state_req_hw_reset(struct meta_state *s);
+/* Forget what apply remembers across entries, every request-table
+ * high-water mark and the bucket memo (the DB was replaced under them). */
+void meta_state_apply_reset(struct meta_state *s);
 
 /* One apply in progress. */
 struct tx {
@@ -64,19 +97,17 @@ struct tx {
 	/* Per-entry memo, to spare the ops of one entry repeated reads and
 	 * writes: the session of the last client seen (written once, by
 	 * session_flush, when another client comes or the entry ends) and
-	 * the last bucket found to exist (forgotten by DeleteBucket). */
+	 * (the bucket found to exist: struct apply_memo, across entries). */
 	uint64_t sess_client;      /* 0: none */
 	uint64_t sess_pruned;
 	bool sess_dirty;
-	char bucket_ok[BUCKET_MAX + 1];
-	/* Key ranges: the op's range id, the last open-range row read (its
-	 * counters written back once, by range_flush, when another range
-	 * comes or the entry ends) and the last bucket found to have no
-	 * range rows (a root op routed by range id 0). */
+	/* Key ranges: the op's range id and the last open-range row read
+	 * (its counters written back once, by range_flush, when another range
+	 * comes or the entry ends); the bucket found to have no range rows:
+	 * struct apply_memo. */
 	uint64_t range_id;
 	Iolake__Meta__RangeDesc *rng;
 	bool rng_dirty;
-	char bucket_noranges[BUCKET_MAX + 1];
 	/* Versioning (Op fields 55-58): the bucket's state as the proposer
 	 * read it, the version an op names ("": none), the proposer's time. */
 	int versioning;            /* Iolake__Meta__VersioningState */
@@ -96,11 +127,6 @@ struct tx {
 	/* Object lock (Op field 70): GOVERNANCE retention does not hold
 	 * against this op (meta/state_lock.c). */
 	bool bypass;
-	/* Issue 19 (state_obj.c): the last bucket whose if_bucket_digest
-	 * held, and that digest, while only PutObjects follow in this entry
-	 * (any other op may change a bucket or a quota: apply_body forgets). */
-	char digest_bucket[BUCKET_MAX + 1];
-	uint64_t digest_ok;
 };
 
 struct key {

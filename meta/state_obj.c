@@ -106,8 +106,9 @@ int meta_state_get_bucket_digest(struct meta_state *s, const char *name, uint64_
  * here). 1 yes, 0 no, or a storage error. */
 static int bucket_digest_holds(struct tx *t, const char *bucket, uint64_t want)
 {
-	if (t->digest_ok == want && !strcmp(t->digest_bucket, bucket))
-		return 1;   /* held for an earlier PutObject of this entry */
+	struct apply_memo *m = &t->s->memo;
+	if (m->digest_ok == want && !strcmp(m->digest_bucket, bucket))
+		return 1;   /* held for an earlier PutObject (struct apply_memo) */
 	struct key k;
 	k_init(&k, 'B');
 	k_str(&k, bucket);
@@ -141,8 +142,8 @@ static int bucket_digest_holds(struct tx *t, const char *bucket, uint64_t want)
 	}
 	meta_state_free_msg(b);
 	if (ok == 1) {
-		t->digest_ok = want;
-		snprintf(t->digest_bucket, sizeof(t->digest_bucket), "%s", bucket);
+		m->digest_ok = want;
+		snprintf(m->digest_bucket, sizeof(m->digest_bucket), "%s", bucket);
 	}
 	return ok;
 }

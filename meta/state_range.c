@@ -105,10 +105,11 @@ int range_check(struct tx *t, const char *bucket, const char *key)
 	if (t->range_id == 0) {
 		if (!bucket_exists(t, bucket))
 			return IOL_ENOT_FOUND;
-		if (strcmp(t->bucket_noranges, bucket)) {
+		char *noranges = t->s->memo.bucket_noranges;   /* struct apply_memo */
+		if (strcmp(noranges, bucket)) {
 			if (bucket_has_ranges(t, bucket))
 				return META_EWRONG_RANGE;
-			snprintf(t->bucket_noranges, sizeof(t->bucket_noranges), "%s", bucket);
+			snprintf(noranges, sizeof(t->s->memo.bucket_noranges), "%s", bucket);
 		}
 		return 0;
 	}
@@ -244,7 +245,7 @@ void delete_bucket_ranges(struct tx *t, const char *bucket)
 		tx_del(t, &k);
 	}
 	rocksdb_iter_destroy(it);
-	t->bucket_noranges[0] = 0;
+	t->s->memo.bucket_noranges[0] = 0;
 	quota_forget(t, bucket);
 }
 

@@ -156,7 +156,7 @@ int meta_state_export(struct meta_state *s, void *(*alloc)(size_t), void (*relea
 
 static int import_body(struct meta_state *s, const uint8_t *buf, size_t len)
 {
-	meta_state_req_hw_reset(s);
+	meta_state_apply_reset(s);
 	if (len < 16 + SHA256_LEN || memcmp(buf, SNAP_MAGIC, 8) != 0)
 		return IOL_ECORRUPT;
 	uint8_t d[SHA256_LEN];
@@ -317,7 +317,7 @@ static int key_cmp(const char *a, size_t an, const char *b, size_t bn)
 static int install_body(struct meta_state *s, const char *cp_dir, const char *tag,
 			size_t batch_bytes)
 {
-	meta_state_req_hw_reset(s);
+	meta_state_apply_reset(s);
 	if (!batch_bytes)
 		batch_bytes = 4u << 20;
 	char *err = NULL;

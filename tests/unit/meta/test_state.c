@@ -2015,6 +2015,57 @@ START_TEST(test_bucket_policy)
 }
 END_TEST
 
+/* Apply remembers, across entries, that a bucket exists and that the
+ * root holds no range rows for it (meta/state_internal.h, struct
+ * apply_memo). A snapshot import replaces the DB under the memo: it must
+ * forget, or a PUT routed by range id 0 would land in a bucket that is
+ * gone, or in one whose records now live in a range group. */
+START_TEST(test_memo_across_entries)
+{
+	char dir[64], dir2[64];
+	tmpdir(dir);
+	tmpdir(dir2);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "mgone", "alice");
+	tb_create_bucket(t, 0, 0, "mrng", "alice");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 2);
+	for (uint64_t i = 2; i <= 3; i++) {   /* entries of PUTs: the memo holds */
+		t = tb_new();
+		tb_put(t, 0, 0, "mgone", "a", 1);
+		tb_put(t, 0, 0, "mrng", "a", 1);
+		ck_assert_int_eq(tb_apply(s, i, t, res), 2);
+		ck_assert_int_eq(res[0].err, 0);
+		ck_assert_int_eq(res[1].err, 0);
+	}
+	/* The snapshot: no "mgone"; "mrng" made while a range group exists,
+	 * so it has a range row. */
+	struct meta_state *b = open_at(dir2);
+	const uint64_t ids[] = { 1 };
+	t = tb_new();
+	tb_create_group(t, 1, ids, 1);
+	tb_create_bucket(t, 0, 0, "mrng", "alice");
+	ck_assert_int_eq(tb_apply(b, 1, t, res), 2);
+	ck_assert_int_eq(res[1].err, 0);
+	ck_assert(meta_state_bucket_has_ranges(b, "mrng"));
+	uint8_t *snap;
+	size_t len;
+	ck_assert_int_eq(meta_state_export(b, xmalloc, free, &snap, &len), 0);
+	ck_assert_int_eq(meta_state_import(s, snap, len), 0);
+	free(snap);
+	t = tb_new();
+	tb_put(t, 0, 0, "mgone", "b", 1);
+	tb_put(t, 0, 0, "mrng", "b", 1);
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 2);
+	ck_assert_int_eq(res[0].err, IOL_ENOT_FOUND);
+	ck_assert_int_eq(res[1].err, META_EWRONG_RANGE);
+	meta_state_close(b);
+	meta_state_close(s);
+	rm_rf(dir);
+	rm_rf(dir2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("state");
@@ -2022,6 +2073,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_basic);
 	tcase_add_test(tc, test_dedupe_high_water);
+	tcase_add_test(tc, test_memo_across_entries);
 	tcase_add_test(tc, test_prune_bounded);
 	tcase_add_test(tc, test_access);
 	tcase_add_test(tc, test_bucket_policy);
