@@ -5,6 +5,7 @@ URLs (issue 19, must-show 1), base against head, in ABBA order.
     bench/get_cpu_abba.py --base DIR --head DIR [--workdir TMPFS]
                           [--sizes 4KiB,64KiB] [--secs 6] [--rounds 1]
                           [--port 26100] [--record DIR]
+                          [--base-flags "..."] [--head-flags "..."]
 
 DIR are build directories (iolake-aio, iolake-s3-bench; nothing is built).
 Each round is base, head, head, base. Each run is a fresh iolake-aio (six
@@ -21,7 +22,9 @@ counts the process's syscalls and context switches over the same run
 (and /proc/PID/task the CPU of meta's loop thread, "meta", per GET):
 per GET, those counts move little with the load.
 
-With --head only (no --base) it runs the head once per round. With
+With --head only (no --base) it runs the head once per round.
+--base-flags / --head-flags: extra iolake-aio flags for that side's runs
+(base and head may be one build, compared with and without a flag). With
 --record DIR it runs `perf record -g -F 1999 -p <aio>` across each wrk run
 into DIR/TAG-SIZE.perf instead of counting.
 
@@ -30,6 +33,7 @@ Exit 0, or 1 when a run failed.
 import argparse
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -113,8 +117,9 @@ def wrk_run(aio, paths, secs, work, perf_out):
 
 
 def one_run(tag, build, a, results):
+    flags = shlex.split(a.head_flags if tag.startswith("head") else a.base_flags)
     for aio, work, size, paths in e2e.presigned_cells(build, a.workdir, a.port, a.sizes,
-                                                      a.objects, (), "getcpu."):
+                                                      a.objects, flags, "getcpu."):
         perf_out = os.path.join(a.record, "%s-%s.perf" % (tag, size)) if a.record else None
         w = wrk_run(aio, paths, a.secs, work, perf_out)
         results.setdefault((tag[:4], size), []).append(w)
@@ -141,6 +146,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--port", type=int, default=26100)
     ap.add_argument("--record", help="directory for perf record files")
+    ap.add_argument("--base-flags", default="", help="extra iolake-aio flags of the base runs")
+    ap.add_argument("--head-flags", default="", help="extra iolake-aio flags of the head runs")
     a = ap.parse_args()
     a.sizes = a.sizes.split(",")
     order = [("base", a.base), ("head", a.head), ("head", a.head), ("base", a.base)]
