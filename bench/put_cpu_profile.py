@@ -12,7 +12,7 @@ PUT. Figures only; the load average is printed.
 
   bench/put_cpu_profile.py --build BUILD [--flags "..."] [--objects 300]
                            [--size 4MiB] [--concurrency 8] [--workdir /dev/shm]
-                           [--perf DIR] [--stat]
+                           [--perf DIR] [--stat] [--rounds 1]
 
 --stat: `perf stat -e context-switches,page-faults,raw_syscalls:sys_enter`
 of the aio over the phase, printed per PUT (not with --perf).
@@ -134,42 +134,53 @@ def main():
     ap.add_argument("--perf", metavar="DIR", help="perf record -g into DIR/perf.data and bucket it")
     ap.add_argument("--stat", action="store_true",
                     help="perf stat context switches, page faults and syscalls per PUT")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measured phases back to back on the same aio, each printed "
+                         "(how the cost grows as objects accumulate)")
     a = ap.parse_args()
     bench = benchlib.build_bin(a.build, "iolake-s3-bench")
     with benchlib.Aio(a.build, a.workdir, osd_size="4G", flags=shlex.split(a.flags)) as aio:
-        pid = aio.proc.pid
         put(bench, aio, a.warm, a.size, a.concurrency, "warm/")
-        t0, s0 = threads(pid)
-        p0, m0 = proc_cpu(pid), machine_cpu()
-        rec = None
-        if a.perf:
-            os.makedirs(a.perf, exist_ok=True)
-            rec = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-p", str(pid), "-o",
-                                    os.path.join(a.perf, "perf.data")],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.5)
-        elif a.stat:
-            statf = os.path.join(aio.dir, "perf-stat.csv")
-            rec = subprocess.Popen(["perf", "stat", "-x,", "-o", statf, "-e",
-                                    "context-switches,page-faults,raw_syscalls:sys_enter",
-                                    "-p", str(pid)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.5)
-        load = benchlib.uptime()
-        w0 = time.monotonic()
-        p = put(bench, aio, a.objects, a.size, a.concurrency, "m/")
-        wall = time.monotonic() - w0
-        if rec:
-            rec.send_signal(signal.SIGINT)
-            rec.wait()
-        stat = {}
-        if a.stat and not a.perf:
-            for line in open(statf):
-                f = line.strip().split(",")
-                if len(f) > 2 and not line.startswith("#") and f[0].replace(".", "").isdigit():
-                    stat[f[2]] = float(f[0])
-        t1, s1 = threads(pid)
-        p1, m1 = proc_cpu(pid), machine_cpu()
+        for r in range(a.rounds):
+            if a.rounds > 1:
+                print("\n## round %d of %d (%d objects stored before it)"
+                      % (r + 1, a.rounds, a.warm + r * a.objects))
+            phase(a, aio, bench, "m%d/" % r if r else "m/")
+
+
+def phase(a, aio, bench, prefix):
+    pid = aio.proc.pid
+    t0, s0 = threads(pid)
+    p0, m0 = proc_cpu(pid), machine_cpu()
+    rec = None
+    if a.perf:
+        os.makedirs(a.perf, exist_ok=True)
+        rec = subprocess.Popen(["perf", "record", "-g", "-F", "999", "-p", str(pid), "-o",
+                                os.path.join(a.perf, "perf.data")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+    elif a.stat:
+        statf = os.path.join(aio.dir, "perf-stat.csv")
+        rec = subprocess.Popen(["perf", "stat", "-x,", "-o", statf, "-e",
+                                "context-switches,page-faults,raw_syscalls:sys_enter",
+                                "-p", str(pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+    load = benchlib.uptime()
+    w0 = time.monotonic()
+    p = put(bench, aio, a.objects, a.size, a.concurrency, prefix)
+    wall = time.monotonic() - w0
+    if rec:
+        rec.send_signal(signal.SIGINT)
+        rec.wait()
+    stat = {}
+    if a.stat and not a.perf:
+        for line in open(statf):
+            f = line.strip().split(",")
+            if len(f) > 2 and not line.startswith("#") and f[0].replace(".", "").isdigit():
+                stat[f[2]] = float(f[0])
+    t1, s1 = threads(pid)
+    p1, m1 = proc_cpu(pid), machine_cpu()
     n = a.objects
     d = [y - x for x, y in zip(m0, m1)]
     busy = (sum(d) - d[3] - d[4] - d[7]) / max(1, sum(d))
