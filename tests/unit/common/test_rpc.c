@@ -28,6 +28,7 @@
 #include "common/rpc.h"
 #include "common/rpc_internal.h"
 #include "proto/echo.pb-c.h"
+#include "tests/lib/scratch.h"
 
 #define SVC_ECHO (&iolake__test__echo__descriptor)
 enum { M_ECHO, M_HANG, M_UNSET };
@@ -473,7 +474,8 @@ END_TEST
  * others only at debug. */
 START_TEST(test_call_log)
 {
-	char path[] = "/dev/shm/test_rpc_log.XXXXXX";
+	char path[128];
+	test_scratch_path(path, sizeof(path), "test_rpc_log.XXXXXX");
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	unlink(path);

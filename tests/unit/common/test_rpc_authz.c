@@ -24,6 +24,7 @@
 #include "proto/meta.pb-c.h"
 #include "proto/native.pb-c.h"
 #include "proto/osd.pb-c.h"
+#include "tests/lib/scratch.h"
 
 static int parse(const char *uri, struct rpc_ident *id)
 {
@@ -225,7 +226,7 @@ END_TEST
 START_TEST(cert_roles)
 {
 	char dir[128], cdir[160], pfx[160], pem[170], why[256];
-	snprintf(dir, sizeof(dir), "/dev/shm/test_rpc_authz.%d", (int)getpid());
+	test_scratch_path(dir, sizeof(dir), "test_rpc_authz.%d", (int)getpid());
 	snprintf(cdir, sizeof(cdir), "%s/ca", dir);
 	snprintf(pfx, sizeof(pfx), "%s/node", dir);
 	snprintf(pem, sizeof(pem), "%s.pem", pfx);

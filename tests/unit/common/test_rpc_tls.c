@@ -34,6 +34,7 @@
 #include "common/rpc_tls.h"
 #include "proto/echo.pb-c.h"
 #include "common/proto/osd_methods.h"
+#include "tests/lib/scratch.h"
 
 #define SVC_ECHO (&iolake__test__echo__descriptor)
 
@@ -63,7 +64,7 @@ static void issue(const char *ca, const char *name, const char *prefix)
 
 static void make_pki(void)
 {
-	snprintf(dir, sizeof(dir), "/dev/shm/test_rpc_tls.%d", (int)getpid());
+	test_scratch_path(dir, sizeof(dir), "test_rpc_tls.%d", (int)getpid());
 	char cdir[300], why[256];
 	path(cdir, sizeof(cdir), "ca1");
 	ck_assert_msg(ca_init(cdir, 2, why, sizeof(why)) == 0, "%s", why);
@@ -406,7 +407,7 @@ START_TEST(ca_checks)
 	r.name = "n", r.days = 0;
 	ck_assert_int_eq(ca_check_req(&r, why, sizeof(why)), -EINVAL);
 	/* A second ca init on the same dir refuses. */
-	snprintf(dir, sizeof(dir), "/dev/shm/test_rpc_tls.%d", (int)getpid());
+	test_scratch_path(dir, sizeof(dir), "test_rpc_tls.%d", (int)getpid());
 	char cdir[300];
 	path(cdir, sizeof(cdir), "ca1");
 	ck_assert_int_eq(ca_init(cdir, 1, why, sizeof(why)), 0);

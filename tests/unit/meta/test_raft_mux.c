@@ -60,6 +60,7 @@
 #include "common/rpc_tls.h"
 #include "meta/raft_mux.h"
 #include "meta_test_util.h"
+#include "tests/lib/scratch.h"
 
 #define NMEMB 3
 #define GMAX 10
@@ -704,7 +705,7 @@ END_TEST
 START_TEST(multi_group_tls)
 {
 	char dir[96], cdir[128], pfx[128], caf[160], cert[160], key[160], why[512];
-	snprintf(dir, sizeof(dir), "/dev/shm/test_raft_mux_tls.%d", (int)getpid());
+	test_scratch_path(dir, sizeof(dir), "test_raft_mux_tls.%d", (int)getpid());
 	snprintf(cdir, sizeof(cdir), "%s/ca", dir);
 	snprintf(pfx, sizeof(pfx), "%s/m", dir);
 	ck_assert_msg(ca_init(cdir, 1, why, sizeof(why)) == 0, "%s", why);

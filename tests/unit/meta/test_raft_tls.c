@@ -28,6 +28,7 @@
 #include "common/rpc_authz.h"
 #include "common/rpc_tls.h"
 #include "meta/raft_tls.h"
+#include "tests/lib/scratch.h"
 
 #define BULK (8u << 20)
 
@@ -55,7 +56,7 @@ static struct rpc_tls *ident(const char *name, unsigned roles)
 static void pki(void)
 {
 	char cdir[128], why[256];
-	snprintf(dir, sizeof(dir), "/dev/shm/test_raft_tls.%d", (int)getpid());
+	test_scratch_path(dir, sizeof(dir), "test_raft_tls.%d", (int)getpid());
 	snprintf(cdir, sizeof(cdir), "%s/ca", dir);
 	ck_assert_msg(ca_init(cdir, 1, why, sizeof(why)) == 0, "%s", why);
 	id_meta = ident("m", RPC_ROLE_META);

@@ -25,6 +25,7 @@
 #include "osd/store/clog.h"
 #include "osd/store/kv.h"
 #include "tests/lib/fault_io.h"
+#include "tests/lib/scratch.h"
 
 #define THREADS 4
 #define PER_THREAD 8      /* 32 in flight per round */
@@ -34,8 +35,8 @@ static char dir[128], snap[128];
 
 static void setup_once(void)
 {
-	snprintf(dir, sizeof(dir), "/dev/shm/iolake-test-kv-%d", (int)getpid());
-	snprintf(snap, sizeof(snap), "/dev/shm/iolake-test-kv-%d.snap", (int)getpid());
+	test_scratch_path(dir, sizeof(dir), "iolake-test-kv-%d", (int)getpid());
+	test_scratch_path(snap, sizeof(snap), "iolake-test-kv-%d.snap", (int)getpid());
 }
 
 /* Remove a directory tree with plain syscalls: the runner process must not

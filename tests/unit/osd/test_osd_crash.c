@@ -39,6 +39,7 @@
 #include "common/loop.h"
 #include "common/rpc.h"
 #include "tests/lib/osd_call.h"
+#include "tests/lib/scratch.h"
 
 #define INFLIGHT 32
 #define PGS 8
@@ -476,9 +477,9 @@ END_TEST
  * when the forked test failed or timed out. */
 static void setup_once(void)
 {
-	snprintf(dev, sizeof(dev), "/dev/shm/iolake-osdcrash-%d.dev", (int)getpid());
-	snprintf(meta, sizeof(meta), "/dev/shm/iolake-osdcrash-%d.meta", (int)getpid());
-	snprintf(logp, sizeof(logp), "/dev/shm/iolake-osdcrash-%d.log", (int)getpid());
+	test_scratch_path(dev, sizeof(dev), "iolake-osdcrash-%d.dev", (int)getpid());
+	test_scratch_path(meta, sizeof(meta), "iolake-osdcrash-%d.meta", (int)getpid());
+	test_scratch_path(logp, sizeof(logp), "iolake-osdcrash-%d.log", (int)getpid());
 	cleanup_files();
 }
 

@@ -22,6 +22,7 @@
 #include "osd/store/scrub.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
+#include "tests/lib/scratch.h"
 
 struct h {
 	uv_loop_t loop;
@@ -35,7 +36,7 @@ static char base[64];
 
 static void setup_once(void)
 {
-	snprintf(base, sizeof(base), "/dev/shm/iolake-test-scrub-%d", (int)getpid());
+	test_scratch_path(base, sizeof(base), "iolake-test-scrub-%d", (int)getpid());
 }
 
 /* Plain syscalls: the runner must not start RocksDB's threads (forks). */

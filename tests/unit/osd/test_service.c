@@ -38,6 +38,7 @@
 #include "osd/store/store.h"
 #include "osd/store/super.h"
 #include "tests/lib/osd_call.h"
+#include "tests/lib/scratch.h"
 
 enum { T_H2, T_LOCAL, TRANSPORTS };
 static const char *const tname[] = { "h2", "local" };
@@ -138,8 +139,8 @@ static void srv_begin_drain(void *arg)
 static void srv_setup(struct srv *s, const char *tag, uint64_t dev_size, uint32_t max_inflight)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->dev, sizeof(s->dev), "/dev/shm/iolake-test-svc-%d-%s.dev", runner_pid, tag);
-	snprintf(s->meta, sizeof(s->meta), "/dev/shm/iolake-test-svc-%d-%s.meta", runner_pid,
+	test_scratch_path(s->dev, sizeof(s->dev), "iolake-test-svc-%d-%s.dev", runner_pid, tag);
+	test_scratch_path(s->meta, sizeof(s->meta), "iolake-test-svc-%d-%s.meta", runner_pid,
 		 tag);
 	snprintf(s->local, sizeof(s->local), "osd-test-%d-%s", (int)getpid(), tag);
 	unlink(s->dev);
@@ -789,9 +790,9 @@ static void teardown_once(void)
 {
 	char p[160];
 	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
-		snprintf(p, sizeof(p), "/dev/shm/iolake-test-svc-%d-%s.dev", runner_pid, tags[i]);
+		test_scratch_path(p, sizeof(p), "iolake-test-svc-%d-%s.dev", runner_pid, tags[i]);
 		unlink(p);
-		snprintf(p, sizeof(p), "/dev/shm/iolake-test-svc-%d-%s.meta", runner_pid, tags[i]);
+		test_scratch_path(p, sizeof(p), "iolake-test-svc-%d-%s.meta", runner_pid, tags[i]);
 		nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	}
 }
@@ -1003,7 +1004,7 @@ START_TEST(direct_reads_fall_back_when_they_must)
 	struct fx f;
 	fx_setup(&f, T_LOCAL, "dr", 64 << 20, 0);
 	char logpath[128];
-	snprintf(logpath, sizeof(logpath), "/dev/shm/iolake-test-svc-%d-dr.log", runner_pid);
+	test_scratch_path(logpath, sizeof(logpath), "iolake-test-svc-%d-dr.log", runner_pid);
 	int lfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
 	ck_assert_int_ge(lfd, 0);
 	int old_fd = log_set_fd(lfd);

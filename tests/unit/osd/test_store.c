@@ -22,6 +22,7 @@
 #include "osd/store/cache.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
+#include "tests/lib/scratch.h"
 
 struct h {
 	uv_loop_t loop;
@@ -36,7 +37,7 @@ static char base[64];
 
 static void setup_once(void)
 {
-	snprintf(base, sizeof(base), "/dev/shm/iolake-test-store-%d", (int)getpid());
+	test_scratch_path(base, sizeof(base), "iolake-test-store-%d", (int)getpid());
 }
 
 static void rm_meta(const char *meta)

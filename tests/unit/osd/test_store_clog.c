@@ -14,6 +14,7 @@
 
 #include "common/err.h"
 #include "osd/store/clog.h"
+#include "tests/lib/scratch.h"
 
 #define RING (64u << 10)       /* capacity 60 KiB */
 #define PAY (20u << 10)        /* a record takes 24 KiB */
@@ -23,8 +24,8 @@ static char path[128], path2[128];
 /* Once, in the runner process (so a failed test leaves nothing behind). */
 static void setup(void)
 {
-	snprintf(path, sizeof(path), "/dev/shm/iolake-test-clog-%d", (int)getpid());
-	snprintf(path2, sizeof(path2), "/dev/shm/iolake-test-clog2-%d", (int)getpid());
+	test_scratch_path(path, sizeof(path), "iolake-test-clog-%d", (int)getpid());
+	test_scratch_path(path2, sizeof(path2), "iolake-test-clog2-%d", (int)getpid());
 }
 
 /* Each test starts without rings. */

@@ -31,6 +31,7 @@
 #include "common/err.h"
 #include "osd/store/store.h"
 #include "osd/store/super.h"
+#include "tests/lib/scratch.h"
 
 #define INFLIGHT 32
 #define PGS 8
@@ -60,8 +61,8 @@ static void cleanup(void)
 
 static void setup_once(void)
 {
-	snprintf(dev, sizeof(dev), "/dev/shm/iolake-test-crash-%d.dev", (int)getpid());
-	snprintf(meta, sizeof(meta), "/dev/shm/iolake-test-crash-%d.meta", (int)getpid());
+	test_scratch_path(dev, sizeof(dev), "iolake-test-crash-%d.dev", (int)getpid());
+	test_scratch_path(meta, sizeof(meta), "iolake-test-crash-%d.meta", (int)getpid());
 	cleanup();
 }
 

@@ -60,6 +60,7 @@
 #include "osd/store/store.h"
 #include "osd/store/super.h"
 #include "tests/lib/fault_io.h"
+#include "tests/lib/scratch.h"
 
 #define KEYS 40
 #define PGS 4
@@ -104,9 +105,9 @@ static void cleanup(void)
 
 static void setup_once(void)
 {
-	snprintf(dev, sizeof(dev), "/dev/shm/iolake-test-powercut-%d.dev", (int)getpid());
-	snprintf(meta, sizeof(meta), "/dev/shm/iolake-test-powercut-%d.meta", (int)getpid());
-	snprintf(snap, sizeof(snap), "/dev/shm/iolake-test-powercut-%d.snap", (int)getpid());
+	test_scratch_path(dev, sizeof(dev), "iolake-test-powercut-%d.dev", (int)getpid());
+	test_scratch_path(meta, sizeof(meta), "iolake-test-powercut-%d.meta", (int)getpid());
+	test_scratch_path(snap, sizeof(snap), "iolake-test-powercut-%d.snap", (int)getpid());
 	cleanup();
 }
 

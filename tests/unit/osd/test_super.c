@@ -16,6 +16,7 @@
 #include "common/crc.h"
 #include "common/err.h"
 #include "osd/store/super.h"
+#include "tests/lib/scratch.h"
 
 #define SIZE (8u << 20)
 
@@ -26,7 +27,7 @@ static struct store_super_expect me = { .cluster_id = { 1, 2, 3, 4 }, .osd_id = 
  * runner's teardown removes it even when a forked test failed. */
 static void setup_once(void)
 {
-	snprintf(path, sizeof(path), "/dev/shm/iolake-test-super-%d", (int)getpid());
+	test_scratch_path(path, sizeof(path), "iolake-test-super-%d", (int)getpid());
 }
 
 static void setup(void)

@@ -27,6 +27,7 @@
 #include "osd/store/store.h"
 #include "osd/sweep.h"
 #include "proto/meta.pb-c.h"
+#include "tests/lib/scratch.h"
 
 /* ------------------------------------------------------ the stand-in */
 
@@ -195,7 +196,8 @@ static void on_closed(void *arg)
 
 START_TEST(test_sweep)
 {
-	char dir[64] = "/dev/shm/iolake-sweep-XXXXXX", dev[128], meta[128];
+	char dir[96], dev[128], meta[128];
+	ck_assert_int_lt(test_scratch_path(dir, sizeof(dir), "iolake-sweep-XXXXXX"), (int)sizeof(dir));
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(dev, sizeof(dev), "%s/dev", dir);
 	snprintf(meta, sizeof(meta), "%s/meta", dir);
