@@ -848,22 +848,45 @@ static void h_read(struct rpc_req *r, struct meta_node *n, unsigned method)
  * call takes h_read's way. A storage error declines too: the loop's
  * path answers it. */
 
-static bool d_head_object(struct rpc_req *r, void *ud)
+/* The read one direct call makes: fills resp from g's state (0), or a
+ * storage error. */
+typedef int (*direct_read_fn)(struct meta_group *g, struct rpc_req *r, ProtobufCMessage *resp);
+
+/* Answers r with what read puts in resp when the root is published and
+ * the rows came from one state; false (nothing answered) otherwise. The
+ * caller frees what resp holds either way. */
+static bool direct_answer(struct meta_node *n, struct rpc_req *r, direct_read_fn read,
+			  ProtobufCMessage *resp)
 {
-	struct meta_node *n = ud;
 	struct meta_group *g = node_direct_acquire(n, req_group_id(r));
 	if (!g)
 		return false;
 	uint64_t seq = meta_state_read_seq(g->state);
-	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
-	bool ok = !(seq & 1) &&
-		  head_object_read(g, REQ(Iolake__Meta__HeadObjectRequest, r), &resp, false) == 0 &&
-		  meta_state_read_same(g->state, seq);
+	bool ok = !(seq & 1) && read(g, r, resp) == 0 && meta_state_read_same(g->state, seq);
 	node_direct_release(n);
 	if (ok) {
 		metrics_counter_inc(n->m_direct_reads);
-		rpc_respond(r, &resp.base, NULL);
+		rpc_respond(r, resp, NULL);
 	}
+	return ok;
+}
+
+static int head_direct(struct meta_group *g, struct rpc_req *r, ProtobufCMessage *resp)
+{
+	return head_object_read(g, REQ(Iolake__Meta__HeadObjectRequest, r),
+				(Iolake__Meta__HeadObjectResponse *)resp, false);
+}
+
+static int version_direct(struct meta_group *g, struct rpc_req *r, ProtobufCMessage *resp)
+{
+	return get_version_read(g, REQ(Iolake__Meta__GetVersionRequest, r),
+				(Iolake__Meta__GetVersionResponse *)resp, false);
+}
+
+static bool d_head_object(struct rpc_req *r, void *ud)
+{
+	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
+	bool ok = direct_answer(ud, r, head_direct, &resp.base);
 	meta_state_free_msg(resp.record);
 	meta_state_free_msg(resp.bucket);
 	return ok;
@@ -871,20 +894,8 @@ static bool d_head_object(struct rpc_req *r, void *ud)
 
 static bool d_get_version(struct rpc_req *r, void *ud)
 {
-	struct meta_node *n = ud;
-	struct meta_group *g = node_direct_acquire(n, req_group_id(r));
-	if (!g)
-		return false;
-	uint64_t seq = meta_state_read_seq(g->state);
 	Iolake__Meta__GetVersionResponse resp = IOLAKE__META__GET_VERSION_RESPONSE__INIT;
-	bool ok = !(seq & 1) &&
-		  get_version_read(g, REQ(Iolake__Meta__GetVersionRequest, r), &resp, false) == 0 &&
-		  meta_state_read_same(g->state, seq);
-	node_direct_release(n);
-	if (ok) {
-		metrics_counter_inc(n->m_direct_reads);
-		rpc_respond(r, &resp.base, NULL);
-	}
+	bool ok = direct_answer(ud, r, version_direct, &resp.base);
 	meta_state_free_msg(resp.record);
 	return ok;
 }

@@ -265,21 +265,34 @@ START_TEST(same_answers)
 }
 END_TEST
 
+/* One member, published for direct reads, with bucket "bkt" (and key
+ * put_key in it, size 0, unless NULL); la gets its local address, the
+ * returned client is on *loop. names outlives the member (its options
+ * point into it). */
+static struct meta_client *one_member(struct cluster *c, char names[][32], const char *tag,
+				      uv_loop_t *loop, char la[128], const char *put_key)
+{
+	start_members(c, 1, tag, names);
+	uv_loop_init(loop);
+	snprintf(la, 128, "local:%s", names[0]);
+	const char *lm[] = { la };
+	struct meta_client *loc = client(loop, lm, 1);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "bkt", "alice");
+	if (put_key)
+		tb_put(t, 0, 0, "bkt", put_key, 0);
+	submit_ok(loop, loc, t);
+	wait_published(loop, loc, c);
+	return loc;
+}
+
 START_TEST(put_then_head)
 {
 	struct cluster c;
-	char names[NMEMB][32];
-	start_members(&c, 1, "pth", names);
+	char names[NMEMB][32], la[128];
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	char la[128];
-	snprintf(la, sizeof(la), "local:%s", names[0]);
-	const char *lm[] = { la };
-	struct meta_client *loc = client(&loop, lm, 1);
-	struct tb *t = tb_new();
-	tb_create_bucket(t, 0, 0, "bkt", "alice");
-	submit_ok(&loop, loc, t);
-	wait_published(&loop, loc, &c);
+	struct meta_client *loc = one_member(&c, names, "pth", &loop, la, NULL);
+	struct tb *t;
 
 	enum { PAIRS = 300 };
 	uint64_t d0 = direct_reads(&c, 1);
@@ -393,19 +406,9 @@ static void *writer_main(void *arg)
 START_TEST(concurrent)
 {
 	struct cluster c;
-	char names[NMEMB][32];
-	start_members(&c, 1, "conc", names);
+	char names[NMEMB][32], la[128];
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	char la[128];
-	snprintf(la, sizeof(la), "local:%s", names[0]);
-	const char *lm[] = { la };
-	struct meta_client *loc = client(&loop, lm, 1);
-	struct tb *t = tb_new();
-	tb_create_bucket(t, 0, 0, "bkt", "alice");
-	tb_put(t, 0, 0, "bkt", "c", 0);
-	submit_ok(&loop, loc, t);
-	wait_published(&loop, loc, &c);
+	struct meta_client *loc = one_member(&c, names, "conc", &loop, la, "c");
 
 	struct writer w = { .addr = la, .n = 400 };
 	atomic_init(&w.acked, 0);
