@@ -592,6 +592,8 @@ static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
 		s3_call_error(c, verdict, NULL);
 		return;
 	}
+	if (p->is_inline)   /* s3_put_feed copied every span into p->inl */
+		http_body_released(s3_call_stream(c));
 	s3_put_feed_end(p);
 }
 
