@@ -225,11 +225,13 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
  * stopping and restarting the read cost two epoll_ctl per request
  * (libuv forgets the fd's registration on stop: EPOLL_CTL_ADD fails
  * EEXIST, then MOD), two of a GET's ~7 syscalls. A request with a body
- * still stops reading at its end (its handler may hold body bytes in
- * rbuf), and TLS keeps its drained-state rule. */
+ * stops reading at its end (its handler may hold body bytes in rbuf),
+ * unless its handler said it holds none (http_body_released: an inline
+ * PUT, which copied its body); TLS keeps its drained-state rule. */
 static bool reads_between(const struct conn *c)
 {
-	return c->active && c->hp.msg_done && !c->hp.req.has_body && !c->tc && !c->peer_eof;
+	return c->active && c->hp.msg_done && (!c->hp.req.has_body || c->body_released) &&
+	       !c->tc && !c->peer_eof;
 }
 
 void conn_update_reading(struct conn *c)
@@ -353,8 +355,27 @@ void http_pause(struct http_stream *s)
 	 * right after on_request), so its exchange can finish cleanly. */
 	if (c->hp.req.has_body && !c->body_done)
 		http_parse_pause(&c->hp);
-	conn_update_reading(c);
+	/* From the request's handler inside process (the parser's events):
+	 * nothing is read before process ends and updates the reading
+	 * state. A pause the handler lifts before then (an inline PUT gated
+	 * from the bucket cache resumes at once) then costs no read stop and
+	 * restart: libuv's stop forgets the fd's events, and its restart is
+	 * two epoll_ctl (ADD, EEXIST, MOD). */
+	if (c->in_process)
+		c->pause_pending = true;
+	else
+		conn_update_reading(c);
 	conn_update_timer(c, false);
+}
+
+void http_body_released(struct http_stream *s)
+{
+	struct conn *c = s->c;
+	if (!c->active || c->body_released)
+		return;
+	c->body_released = true;
+	if (!c->in_process)   /* else process's end does */
+		conn_update_reading(c);
 }
 
 void http_resume(struct http_stream *s)
@@ -414,6 +435,7 @@ static void ev_head(void *ud, struct http_request *req)
 	c->body_win_ns = 0;
 	c->body_win_bytes = 0;
 	c->body_done = false;
+	c->body_released = false;
 	c->paused = false;
 	c->close_after = false;
 	c->resp_started = c->resp_ended = c->head_pending = false;
@@ -520,6 +542,10 @@ static void process(struct conn *c)
 	c->in_process = false;
 	if (c->phase != ACTIVE)
 		return;
+	if (c->pause_pending) {   /* before any early return below */
+		c->pause_pending = false;
+		conn_update_reading(c);
+	}
 	int err = http_parse_error(&c->hp);
 	if (err || c->limited) {
 		conn_reply_error(c, err ? err : 503);

@@ -216,6 +216,15 @@ void http_stream_set_request_id(struct http_stream *s, const char *id);
 void http_pause(struct http_stream *s);
 void http_resume(struct http_stream *s);
 
+/* The handler holds no span of the request body the server handed it
+ * (it copied each one) and keeps none it will be handed: once the body
+ * has ended, the connection reads on while the exchange runs (bytes of a
+ * pipelined request queue in its buffer), as after a bodiless request,
+ * instead of stopping the read at the body's end and restarting it after
+ * the answer (two epoll_ctl per request). Call it at or after the body's
+ * end; once per exchange is enough. */
+void http_body_released(struct http_stream *s);
+
 /* Close the connection after this response. */
 void http_set_close(struct http_stream *s);
 

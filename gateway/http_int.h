@@ -58,6 +58,10 @@ struct conn {
 	size_t rpos, rlen;
 	bool reading;
 	bool in_process;
+	/* http_pause inside process: the reading state is updated at its
+	 * end, so that a pause lifted before then stops and restarts
+	 * nothing. */
+	bool pause_pending;
 	uint64_t linger_bytes;
 	int timer_mode;            /* which timeout is armed (enum below) */
 
@@ -66,6 +70,7 @@ struct conn {
 	void *user;
 	bool active;               /* on_request called, on_finish not yet */
 	bool body_done;
+	bool body_released;        /* the handler holds no body span (http_body_released) */
 	bool paused;               /* by the handler */
 	bool continue_pending;
 	bool close_after;

@@ -33,6 +33,7 @@
 #include "common/md5_svc.h"
 #include "common/loop.h"
 #include "gateway/gw_bcache.h"
+#include "gateway/gw_md5b.h"
 #include "gateway/gw_bread.h"
 #include "gateway/gw_creds.h"
 #include "gateway/gw_gc.h"
@@ -308,6 +309,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	register_metrics(o);
 	o->bcache = gw_bcache_new(GW_BCACHE_SLOTS, GW_BCACHE_TTL_MS, o->reg);   /* rtt: NULL: none */
 	o->bread = gw_bread_new(o->mc, GW_BREAD_SLOTS, o->reg);   /* NULL: reads unshared */
+	o->md5b = gw_md5b_new(loop);   /* NULL: each ETag hashed alone */
 	rc = first ? gw_heal_new(loop, o->mc, o->reg, NULL, &o->heal) : 0;
 	if (rc) {
 		gw_map_close(o->map);
@@ -346,6 +348,7 @@ err_reg:
 err_free:
 	gw_bcache_free(o->bcache);   /* rtt */
 	gw_bread_free(o->bread);
+	gw_md5b_close(o->md5b);
 	s3_policy_cache_free(o->policies);
 	free(o->acl_scratch);
 	free(x);
@@ -459,6 +462,7 @@ void s3_ops_free(struct s3_ops *o)
 		metrics_registry_free(o->reg);
 	gw_bcache_free(o->bcache);   /* rtt */
 	gw_bread_free(o->bread);     /* after the client: it answered the calls out */
+	gw_md5b_close(o->md5b);
 	s3_policy_cache_free(o->policies);
 	free(o->acl_scratch);
 	free(X(o));

@@ -76,6 +76,7 @@ void s3_put_fini(struct s3_rq *rq)
 	/* Ended with no commit holding the new shards (the client left while
 	 * the current record was being read): they are nobody's. */
 	s3_put_drop_new(p);
+	gw_md5b_cancel(&p->etag_md5);   /* before its bytes (p->inl) go */
 	if (p->put)
 		gw_data_put_free(p->put);
 	free(p->spill);
@@ -398,26 +399,45 @@ static void put_refresh_bucket(struct s3_put *p)
 
 /* ------------------------------------------------------------ the body */
 
+static void put_commit_begin(struct s3_put *p)
+{
+	if (p->commit)
+		p->commit(p);
+	else
+		put_read_cur(p);
+}
+
+/* The inline body's MD5, hashed with the turn's others: the ETag. */
+static void on_put_etag(struct gw_md5b_item *it)
+{
+	struct s3_put *p = container_of(it, struct s3_put, etag_md5);
+	hash_hex(it->digest, 16, p->etag);
+	if (p->rq.c)   /* else the client left while it was queued */
+		put_commit_begin(p);
+}
+
 /* Body verified and data durable: commit. */
 static void put_maybe_commit(struct s3_put *p)
 {
 	if (!p->rq.c || !p->body_done || !p->data_done || p->committing)
 		return;
 	p->mtime_ms = s3u_wall_ms();
+	p->committing = true;
 	if (p->is_inline) {
-		uint8_t d[16];
-		hash_md5(p->inl ? p->inl : (const uint8_t *)"", p->inl_len, d);
-		hash_hex(d, 16, p->etag);
+		struct gw_md5b_item *it = &p->etag_md5;
+		it->data = p->inl ? p->inl : (const uint8_t *)"";
+		it->len = p->inl_len;
+		it->done = on_put_etag;
+		if (gw_md5b_queue(p->rq.o->md5b, it))
+			return;
+		hash_md5(it->data, it->len, it->digest);
+		hash_hex(it->digest, 16, p->etag);
 	} else if (p->sse) {
 		s3_sse_put_etag(p->sse, p->etag);
 	} else {
 		snprintf(p->etag, sizeof(p->etag), "%s", gw_data_put_etag(p->put));
 	}
-	p->committing = true;
-	if (p->commit)
-		p->commit(p);
-	else
-		put_read_cur(p);
+	put_commit_begin(p);
 }
 
 void s3_put_ready(struct s3_put *p)
@@ -572,6 +592,8 @@ static void on_put_body_end(struct s3_call *c, enum s3_err verdict)
 		s3_call_error(c, verdict, NULL);
 		return;
 	}
+	if (p->is_inline)   /* s3_put_feed copied every span into p->inl */
+		http_body_released(s3_call_stream(c));
 	s3_put_feed_end(p);
 }
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "gateway/gw_data.h"
+#include "gateway/gw_md5b.h"
 #include "gateway/s3_rq.h"
 #include "gateway/s3_sse.h"
 
@@ -54,6 +55,9 @@ struct s3_put {
 	bool cur_read;              /* a condition needed it: cur was read (NULL: none) */
 	char etag[33];
 	uint64_t mtime_ms;
+	/* An inline body's ETag (its MD5), hashed with the loop's other
+	 * ETags at the end of the turn (gateway/gw_md5b.h). */
+	struct gw_md5b_item etag_md5;
 	/* CopyObject with the COPY directive: the source's headers, user
 	 * metadata, checksums and (by default) tags go into the record. */
 	const Iolake__Meta__ObjectRecord *meta_from;

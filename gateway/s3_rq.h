@@ -58,6 +58,7 @@ struct s3_handler;
 struct s3_policy_cache;
 struct gw_bcache;
 struct gw_bread;
+struct gw_md5b;
 
 /* One gateway loop's S3 layer (made by s3_ops_new, gateway/s3_ops.c). */
 struct s3_ops {
@@ -85,6 +86,7 @@ struct s3_ops {
 	struct s3_acl *acl_scratch;
 	struct gw_bcache *bcache;       /* bucket records for PUT gates (gw_bcache.h) */
 	struct gw_bread *bread;         /* GetBucket reads shared (gw_bread.h); NULL: none */
+	struct gw_md5b *md5b;           /* inline PUTs' ETags per turn (gw_md5b.h); NULL: none */
 	struct metrics_counter *m_cred_lookups; /* GetAccessKey calls to meta */
 	struct gw_stats *stats;         /* per-op requests and latency; NULL: none */
 	/* The handler of each operation (s3_ops_bind), which the front end

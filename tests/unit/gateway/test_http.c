@@ -51,6 +51,7 @@ struct req_state {
 	bool timer_used;
 	bool pause_each;       /* pause after every body piece */
 	bool answer_later;     /* the timer answers (instead of resuming) */
+	char later_body[96];   /* its answer's body ("" : "later") */
 	uint64_t sent;         /* /big: bytes written */
 	char path[64];
 	bool direct;           /* /direct*: offers memory (h_buf) */
@@ -119,7 +120,9 @@ static void big_written(struct http_stream *s, int status, void *arg)
 static void resume_later(uv_timer_t *t)
 {
 	struct req_state *rs = t->data;
-	if (rs->answer_later)
+	if (rs->answer_later && rs->later_body[0])
+		http_respond(rs->s, 200, rs->later_body, strlen(rs->later_body), NULL, NULL);
+	else if (rs->answer_later)
 		http_respond(rs->s, 200, "later", 5, NULL, NULL);
 	else
 		http_resume(rs->s);
@@ -195,6 +198,12 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 		 * (the socket stays read while it waits). */
 		rs->answer_later = true;
 		start_timer(rs, 30);
+	} else if (path_is(r, "/putlater")) {
+		/* As an inline S3 PUT gated from the bucket cache: paused and
+		 * resumed inside on_request, its body copied (hashed here),
+		 * released at its end and answered later. */
+		http_pause(s);
+		http_resume(s);
 	} else if (path_is(r, "/hang")) {
 		http_pause(s); /* never answers: only shutdown ends it */
 	}
@@ -240,6 +249,18 @@ static void h_body(struct http_stream *s, const char *data, size_t len)
 static void h_body_end(struct http_stream *s)
 {
 	struct req_state *rs = http_stream_user(s);
+	if (!strcmp(rs->path, "/putlater")) {
+		uint8_t d[16];
+		char hex[33];
+		hash_stream_final(rs->md5, d);
+		hash_hex(d, 16, hex);
+		snprintf(rs->later_body, sizeof(rs->later_body), "len=%llu md5=%s",
+			 (unsigned long long)rs->bytes, hex);
+		http_body_released(s);
+		rs->answer_later = true;
+		start_timer(rs, 30);
+		return;
+	}
 	if (strcmp(rs->path, "/echo") && strcmp(rs->path, "/pause") && strcmp(rs->path, "/slowstart") &&
 	    !rs->direct)
 		return;
@@ -878,6 +899,44 @@ START_TEST(test_half_close_in_flight)
 }
 END_TEST
 
+/* A request with a body whose handler released it (http_body_released:
+ * it copied every span) keeps the socket read while it is answered, as a
+ * bodiless one does: bytes, pipelined requests and an EOF that come
+ * meanwhile are answered in order after it, its body intact. */
+START_TEST(test_released_body)
+{
+	struct rd r = { .fd = dial() };
+	send_str(r.fd, "PUT /putlater?i=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+	usleep(10 * 1000);   /* inside /putlater's 30 ms */
+	send_str(r.fd, "GET /hello?i=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+		       "PUT /putlater?i=3 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+		       "GET /hello?i=4 HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert_int_eq(shutdown(r.fd, SHUT_WR), 0);
+	struct resp p;
+	char hex[33], want[96];
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/putlater?i=1");
+	md5_hex("hello", 5, hex);
+	snprintf(want, sizeof(want), "len=5 md5=%s", hex);
+	ck_assert_str_eq(p.body, want);
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/hello?i=2");
+	ck_assert_str_eq(p.body, "hello");
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/putlater?i=3");
+	md5_hex("abc", 3, hex);
+	snprintf(want, sizeof(want), "len=3 md5=%s", hex);
+	ck_assert_str_eq(p.body, want);
+	read_response(&r, &p, false);
+	ck_assert_str_eq(p.xpath, "/hello?i=4");
+	ck_assert(peer_closed(&r));
+	close(r.fd);
+	struct snap sn = wait_for(all_finished);
+	ck_assert_int_eq(sn.finished, 4);
+	ck_assert_int_eq(sn.finished_err, 0);
+}
+END_TEST
+
 START_TEST(test_expect_continue)
 {
 	struct rd r = { .fd = dial() };
@@ -1133,6 +1192,7 @@ int main(void)
 	tcase_add_test(tc, test_body_direct);
 	tcase_add_test(tc, test_pipelined);
 	tcase_add_test(tc, test_half_close_in_flight);
+	tcase_add_test(tc, test_released_body);
 	tcase_add_test(tc, test_expect_continue);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_big_response_slow_reader);
