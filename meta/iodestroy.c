@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,10 +24,10 @@
 typedef long (*syscall_fn)(long, ...);
 
 static _Atomic(syscall_fn) libc_syscall;
-static atomic_bool deferring;
+/* The process whose thread destroys: a forked child has no such thread
+ * (and none of the parent's AIO contexts) until it starts its own. */
+static atomic_int reaper_pid;
 
-static pthread_once_t start_once = PTHREAD_ONCE_INIT;
-static int start_rc;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static long queue[QUEUE_MAX];       /* aio_context_t values, FIFO */
@@ -72,7 +73,8 @@ long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	if (nr == SYS_io_destroy && atomic_load_explicit(&deferring, memory_order_acquire) &&
+	if (nr == SYS_io_destroy &&
+	    atomic_load_explicit(&reaper_pid, memory_order_acquire) == (int)getpid() &&
 	    defer(a[0]))
 		return 0;
 	syscall_fn f = real_syscall();
@@ -104,30 +106,31 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
-static void start(void)
-{
-	if (!real_syscall()) {
-		start_rc = -ENOSYS;
-		return;
-	}
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, reaper, NULL);
-	pthread_attr_destroy(&attr);
-	if (rc) {
-		start_rc = -rc;
-		return;
-	}
-	pthread_setname_np(t, "meta-iodestroy");
-	atomic_store_explicit(&deferring, true, memory_order_release);
-}
-
 int iodestroy_defer_start(void)
 {
-	pthread_once(&start_once, start);
-	return start_rc;
+	int pid = (int)getpid();
+	if (!real_syscall())
+		return -ENOSYS;
+	pthread_mutex_lock(&mu);
+	int rc = 0;
+	if (atomic_load_explicit(&reaper_pid, memory_order_acquire) != pid) {
+		/* First start, or in a forked child: the queue held the
+		 * parent's contexts, which the child does not have. */
+		q_head = q_len = 0;
+		memset(&stats, 0, sizeof(stats));
+		pthread_t t;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		rc = -pthread_create(&t, &attr, reaper, NULL);
+		pthread_attr_destroy(&attr);
+		if (rc == 0) {
+			pthread_setname_np(t, "meta-iodestroy");
+			atomic_store_explicit(&reaper_pid, pid, memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
 }
 
 void iodestroy_get_stats(struct iodestroy_stats *st)

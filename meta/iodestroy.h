@@ -28,9 +28,10 @@
 #include <stdint.h>
 
 /* Start the background thread and route io_destroy to it. Idempotent
- * and thread-safe. Returns 0, or a negative errno (the thread could not
- * start, or libc's syscall could not be found): io_destroy then stays on
- * the caller. */
+ * and thread-safe; in a forked child io_destroy stays on the caller until
+ * the child calls this (it gets its own thread). Returns 0, or a negative
+ * errno (the thread could not start, or libc's syscall could not be
+ * found): io_destroy then stays on the caller. */
 int iodestroy_defer_start(void);
 
 struct iodestroy_stats {

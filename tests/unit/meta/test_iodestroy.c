@@ -4,13 +4,15 @@
  * numbers through, leaves io_destroy on the caller before the start, and
  * after it returns at once while the thread destroys the context for
  * real (a second destroy of the same context is refused by the kernel,
- * counted in `failed`); a burst of contexts is destroyed in full.
+ * counted in `failed`); a forked child destroys inline until it starts its
+ * own thread; a burst of contexts is destroyed in full.
  */
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/aio_abi.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +77,36 @@ START_TEST(test_deferred)
 }
 END_TEST
 
+/* A forked child has no thread: io_destroy is its own until it starts
+ * one, and then deferred and real again. */
+START_TEST(test_fork)
+{
+	ck_assert_int_eq(iodestroy_defer_start(), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		aio_context_t ctx = setup();
+		int bad = syscall(SYS_io_destroy, ctx) != 0;           /* inline */
+		bad |= syscall(SYS_io_destroy, ctx) != -1;             /* inline: gone */
+		struct iodestroy_stats st;
+		iodestroy_get_stats(&st);
+		bad |= st.queued != 0 && st.queued != st.done;
+		bad |= iodestroy_defer_start() != 0;
+		uint64_t q0 = 0;
+		iodestroy_get_stats(&st);
+		q0 = st.queued;
+		bad |= syscall(SYS_io_destroy, setup()) != 0;
+		st = wait_done(q0 + 1);
+		bad |= st.queued != q0 + 1 || st.done != q0 + 1 || st.failed != 0;
+		_exit(bad ? 1 : 0);
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
 START_TEST(test_burst)
 {
 	ck_assert_int_eq(iodestroy_defer_start(), 0);
@@ -97,6 +129,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_passthrough_before_start);
 	tcase_add_test(tc, test_deferred);
+	tcase_add_test(tc, test_fork);
 	tcase_add_test(tc, test_burst);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
