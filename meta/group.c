@@ -48,6 +48,7 @@
 #include "common/err.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "meta/iodestroy.h"
 
 /* ------------------------------------------------------------ leaders */
 
@@ -903,6 +904,12 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 	rc = meta_state_open(path, &so, &g->state);
 	if (rc)
 		goto err_free;
+
+	/* raft_uv's segment-writer closes end in io_destroy(2), tens of ms
+	 * on the loop: hand them to a thread (meta/iodestroy.h). Without it
+	 * they stay on the loop, as before. */
+	if (iodestroy_defer_start() < 0)
+		LOG_WARN("io_destroy stays on the loop", "group=%llu", (unsigned long long)id);
 
 	/* canonical/raft 0.15 order: transport, io, raft_init, bootstrap,
 	 * start (NOTES-deps). */

@@ -71,7 +71,9 @@
  * several times a second: that stall was the p99 of small PUTs (issue 19
  * must-show 6; docs/performance.md "Small PUTs: the p99 tail"). Larger
  * segments close that many times less often; raft_uv preallocates three
- * of them (192 MiB of disk, or memory on tmpfs). */
+ * of them (192 MiB of disk, or memory on tmpfs). Since meta/iodestroy.c
+ * the io_destroy is made on a thread, not the loop; the large segments
+ * stay (fewer closes, fewer new preallocations). */
 #define META_NODE_SEGMENT_BYTES (64ull << 20)
 /* A range group's Raft log segment (--range-raft-segment-size). Was 1 MiB
  * (~228 inline 4 KiB PUTs): on the netns cluster with three range groups

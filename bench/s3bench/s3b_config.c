@@ -9,7 +9,7 @@
 
 #include "common/flags.h"
 
-#define N_SPECS 30 /* the table below, terminator included */
+#define N_SPECS 31 /* the table below, terminator included */
 
 static void defaults(struct s3b_config *c)
 {
@@ -93,6 +93,9 @@ static void make_specs(struct s3b_config *c, struct flag_spec *s)
 		  .help = "per-request timeout" },
 		{ .name = "json", .type = FLAG_STRING, .dst = &c->json_path, .metavar = "FILE",
 		  .help = "write every figure as JSON to FILE" },
+		{ .name = "latency-log", .type = FLAG_STRING, .dst = &c->latency_log,
+		  .metavar = "FILE", .help = "one line per measured request to FILE: start "
+		  "offset us, latency us, op, result (to see WHEN slow requests happen)" },
 		{ .name = "allow-errors", .type = FLAG_BOOL, .dst = &c->allow_errors,
 		  .help = "exit 0 even when requests failed" },
 		{ .name = "seed", .type = FLAG_UINT64, .dst = &c->seed,

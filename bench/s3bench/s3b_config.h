@@ -43,6 +43,7 @@ struct s3b_config {
 	bool sign_payload;        /* x-amz-content-sha256 = body hash, not UNSIGNED-PAYLOAD */
 	uint64_t timeout_ms;      /* per request */
 	const char *json_path;    /* --json FILE, or NULL */
+	const char *latency_log;  /* --latency-log FILE, or NULL */
 	bool allow_errors;        /* exit 0 even when requests failed */
 	const char *protocol;     /* "s3" or "native" (issue 19) */
 	bool native;              /* derived from protocol */

@@ -149,6 +149,7 @@ static void finish(struct conn *c, enum s3b_err err, int sys_err)
 	struct s3b_op *op = &c->op;
 	op->err = err;
 	op->sys_err = sys_err;
+	op->start_ns = c->start_ns;
 	op->latency_ns = now_ns() - c->start_ns;
 	op->status = c->headers_done ? c->parser.status_code : 0;
 	if (op->kind == S3B_OP_GET)

@@ -77,6 +77,7 @@ struct s3b_op {
 	enum s3b_err err;
 	int status;              /* HTTP status; 0 when no response head arrived */
 	int sys_err;             /* libuv error (negative) for connect/io errors */
+	uint64_t start_ns;       /* uv_hrtime() of the first write attempt */
 	uint64_t latency_ns;     /* first write attempt to last response byte */
 	uint64_t body_bytes;     /* PUT: bytes sent; GET: bytes received */
 	const char *resp_body;   /* LIST: whole body; failures: its first bytes */

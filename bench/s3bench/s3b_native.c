@@ -67,6 +67,7 @@ static void on_answer(void *ud, const struct rpc_result *res)
 	struct nop *n = ud;
 	struct s3b_native *e = n->e;
 	struct s3b_op *op = &n->op;
+	op->start_ns = n->t0;
 	op->latency_ns = uv_hrtime() - n->t0;
 	op->status = http_of(res->status);
 	op->err = S3B_OK;

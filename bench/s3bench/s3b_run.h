@@ -3,14 +3,15 @@
  * warm-up, PUT, GET, LIST, DELETE), each driven through the engine and
  * summed into a s3b_phase_result, plus the live progress line.
  *
- * Owns the loop, the engine, the signer, the bodies and the record of
- * which objects were written. Single-threaded.
+ * Owns the loop, the engine, the signer, the bodies, the record of which
+ * objects were written and the --latency-log file. Single-threaded.
  */
 #ifndef BENCH_S3B_RUN_H
 #define BENCH_S3B_RUN_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "bench/s3bench/s3b_body.h"
@@ -55,6 +56,8 @@ struct s3b_run {
 	uint64_t put_range;     /* objects 0 .. put_range-1 were attempted */
 	uint32_t *schedule;     /* object indices for GET / DELETE */
 	bool progress;          /* stdout is a TTY: draw the progress line */
+	FILE *latency_log;      /* --latency-log, or NULL */
+	uint64_t log_t0_ns;     /* uv_hrtime() of the log's offset 0 */
 	unsigned n_results;
 	struct s3b_phase_result *results; /* S3B_MAX_PHASES, heap (large) */
 };

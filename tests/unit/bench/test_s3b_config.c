@@ -27,12 +27,13 @@ START_TEST(test_contract_and_units)
 	struct s3b_config c;
 	char err[256] = "";
 	ck_assert_int_eq(PARSE(&c, err, "--size", "64KiB", "--objects", "6000", "--concurrency", "32",
-			       "--gets", "4", "--json", "out.json"), 0);
+			       "--gets", "4", "--json", "out.json", "--latency-log", "lat.txt"), 0);
 	ck_assert_uint_eq(c.size_bytes, 65536);
 	ck_assert_uint_eq(c.objects, 6000);
 	ck_assert_int_eq(c.concurrency, 32);
 	ck_assert_uint_eq(c.gets, 4);
 	ck_assert_str_eq(c.json_path, "out.json");
+	ck_assert_str_eq(c.latency_log, "lat.txt");
 	ck_assert_uint_eq(c.warmup_ms, 2000); /* defaults */
 	ck_assert_uint_eq(c.timeout_ms, 30000);
 	ck_assert(c.get_random && c.create_bucket && !c.verify);
@@ -42,6 +43,7 @@ START_TEST(test_contract_and_units)
 	ck_assert_uint_eq(c.duration_ms, 30000);
 	ck_assert_uint_eq(c.objects, 0);
 	ck_assert_uint_eq(c.warmup_ms, 1500);
+	ck_assert_ptr_null(c.latency_log); /* off unless asked */
 
 	ck_assert_int_eq(PARSE(&c, err, "--size=4KiB", "--get-order", "sequential", "--no-create-bucket"), 0);
 	ck_assert_uint_eq(c.size_bytes, 4096);
