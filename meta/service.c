@@ -351,24 +351,39 @@ static void serve_list_buckets(struct meta_group *g, struct rpc_req *r)
 	free(v);
 }
 
+/* A read of bucket/key addressed to range_id (0: the root's table):
+ * 0, with *refused set when this group refuses it (*st says why), or a
+ * storage error. on_loop: count the read for load splits (loop-owned
+ * memory). */
+static int key_gate(struct meta_group *g, uint64_t range_id, const char *bucket, const char *key,
+		    bool on_loop, Iolake__Meta__Status *st, bool *refused)
+{
+	*refused = false;
+	if (range_id) {
+		int grc = node_range_gate(g, range_id, bucket, key, NULL);
+		if (grc && storage_err(grc))
+			return grc;
+		if (grc) {
+			*st = st_of(grc);
+			*refused = true;
+			return 0;
+		}
+	}
+	if (on_loop)
+		node_range_note(g, range_id, key);   /* load splits */
+	return 0;
+}
+
 /* HeadObject's answer from g's state into *resp (its record and bucket
  * then the caller's, meta_state_free_msg): 0, or a storage error and no
  * answer. on_loop: count the read for load splits (loop-owned). */
 static int head_object_read(struct meta_group *g, const Iolake__Meta__HeadObjectRequest *q,
 			    Iolake__Meta__HeadObjectResponse *resp, bool on_loop)
 {
-	if (q->range_id) {
-		int grc = node_range_gate(g, q->range_id, q->bucket, q->key, NULL);
-		if (grc && storage_err(grc))
-			return grc;
-		if (grc) {
-			/* the bucket record lives in the root: the router reads it there */
-			resp->status = st_of(grc);
-			return 0;
-		}
-	}
-	if (on_loop)
-		node_range_note(g, q->range_id, q->key);   /* load splits */
+	bool refused;
+	int grc = key_gate(g, q->range_id, q->bucket, q->key, on_loop, &resp->status, &refused);
+	if (grc || refused)   /* refused: the router reads the root's bucket record */
+		return grc;
 	if (q->with_bucket && !q->range_id) {
 		int brc = meta_state_get_bucket(g->state, q->bucket, &resp->bucket);
 		if (brc == 0 && g->id == 0 && !q->no_usage)
@@ -744,17 +759,10 @@ static void serve_check_shards(struct meta_group *g, struct rpc_req *r)
 static int get_version_read(struct meta_group *g, const Iolake__Meta__GetVersionRequest *q,
 			    Iolake__Meta__GetVersionResponse *resp, bool on_loop)
 {
-	if (q->range_id) {
-		int grc = node_range_gate(g, q->range_id, q->bucket, q->key, NULL);
-		if (grc && storage_err(grc))
-			return grc;
-		if (grc) {
-			resp->status = st_of(grc);
-			return 0;
-		}
-	}
-	if (on_loop)
-		node_range_note(g, q->range_id, q->key);   /* load splits */
+	bool refused;
+	int grc = key_gate(g, q->range_id, q->bucket, q->key, on_loop, &resp->status, &refused);
+	if (grc || refused)
+		return grc;
 	int rc = meta_state_get_version(g->state, q->bucket, q->key, q->version_id, &resp->record);
 	if (storage_err(rc))
 		return rc;
