@@ -20,8 +20,10 @@ that exits 0 on success. Tests run in two phases:
 Tests are written to run side by side: ports from free-port probes,
 scratch dirs from mktemp, netns names and subnets from the PID. A unit-test
 binary gets its own scratch directory under /dev/shm in
-$IOLAKE_TEST_SCRATCH (tests/lib/scratch.h), removed when it ends, passed or
-failed: a test that fails in Check's fork mode never reaches its cleanup.
+$IOLAKE_TEST_SCRATCH (tests/lib/scratch.h), removed when it passes; a
+failing binary's is kept and its path printed under the failure (its
+files, e.g. a crashed server's log, are the evidence), so nothing is left
+in /dev/shm that the output does not name.
 
 Integration tests run in tests/integration with IOLAKE_BUILD set and
 Debian's clients first in PATH; a test that cannot run here exits 0 after
@@ -140,11 +142,16 @@ def run_phase(kind, queue, jobs, env, times):
         if done is None:
             continue
         running.remove(done)
-        drop_scratch(done)
         done.proc.returncode = os.waitstatus_to_exitcode(status)
         secs = time.monotonic() - done.start
         times[done.name] = secs
         text, passed = report(kind, done, done.proc.returncode, int(secs))
+        if passed:
+            drop_scratch(done)
+        elif done.scratch and os.listdir(done.scratch):
+            text += "    scratch kept for the failure: %s\n" % done.scratch
+        else:
+            drop_scratch(done)
         ok &= passed
         sys.stdout.write(text)
         sys.stdout.flush()
