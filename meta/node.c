@@ -4,7 +4,7 @@
  * block cache, the timers that drive the groups, and what only the root
  * group's leader does: the cluster map cache, InitMap, OSD liveness and
  * PG health (contracts in node.h; the groups are group.c and hosting.c,
- * the RPC handlers service.c).
+ * the RPC handlers service.c and service_read.c).
  *
  * Invariants:
  *   - The root group (id 0) is opened first and closed with the member; it

@@ -1,7 +1,8 @@
 /*
  * node_direct.c — what lets a linearizable read of the root be answered on
  * the caller's thread (in process: rpc_local's direct handlers, see
- * common/rpc.h rpc_direct_fn; the handlers are service.c's d_* ones):
+ * common/rpc.h rpc_direct_fn; the handlers are service_read.c's
+ * node_serve_direct_* ones):
  * the root group published, by the loop, while reading its state from
  * another thread answers what the loop's path (node_read.c: a ReadIndex
  * round or a barrier, then the read on the loop) would.

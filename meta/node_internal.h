@@ -2,7 +2,8 @@
  * node_internal.h — what the files of a meta member share: node.c (the
  * member), group.c (one Raft group), hosting.c (the member's table of
  * groups: their lifecycle from the root's state, leader spread),
- * node_read.c (linearizable reads) and service.c (the Meta RPC handlers).
+ * node_read.c (linearizable reads), service.c (the Meta RPC handlers) and
+ * service_read.c (reads answered from a group's state).
  * Not for other modules: they use meta/node.h. Everything here runs on the
  * member's loop.
  *
@@ -517,7 +518,7 @@ int node_service_register(struct meta_node *n);
  * at applied index digest_index, and every hosted group's summary. */
 void node_status_respond(struct meta_group *g, struct rpc_req *r, const char *digest,
 			 uint64_t digest_index);
-/* Answer a read of g now, from its applied state. */
+/* service_read.c. Answer a read of g now, from its applied state. */
 void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method);
 
 /* node_range.c. Whether range range_id is open in g, of bucket, and covers

@@ -5,7 +5,7 @@
  * rounds over the member's channels to its peers (one per peer, shared by
  * the groups); ConfirmLeader names the group, so a peer answers for it.
  * Contracts in node_internal.h; the read handlers themselves are in
- * service.c (node_serve_read).
+ * service_read.c (node_serve_read).
  *
  * A read is linearizable if it sees every write acknowledged before it
  * arrived. The leader gets there without a log write, as etcd and TiKV do:

@@ -7,7 +7,7 @@
  * evenly.
  *
  * Owns its entries and their key copies. Not here: where requests are
- * noted (meta/group.c's answers, meta/service.c's reads), who reads the
+ * noted (meta/group.c's answers, meta/service_read.c's reads), who reads the
  * figures (meta/node_range.c) and what they start (meta/node_move.c).
  */
 #include "meta/range_heat.h"

@@ -1,7 +1,7 @@
 /*
  * state_ver.h — object versions (meta/state_ver.c; layout and rules in
  * docs/architecture.md, "Versioning"). The reads are for the service
- * (meta/service.c); the meta_ver_* apply hooks are for meta/state.c
+ * (meta/service_read.c); the meta_ver_* apply hooks are for meta/state.c
  * only (they take its struct tx).
  */
 #ifndef META_STATE_VER_H
