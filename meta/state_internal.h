@@ -134,7 +134,7 @@ struct key {
 	size_t n;
 };
 
-/* ---- state.c: keys */
+/* ---- state_tx.c: keys and names */
 void put_be64(char *p, uint64_t v);
 uint64_t get_be64(const char *p);
 void k_init(struct key *k, char table);
@@ -152,7 +152,9 @@ bool valid_name(const char *s);
 bool valid_upload_id(const char *id);
 void key_gc(struct key *k, uint64_t gen, uint16_t seq);
 
-/* ---- state.c: reads and writes through the batch of an apply */
+/* ---- state_tx.c: reads and writes through the batch of an apply (and
+ * bucket_exists: state_bucket.c; gc_record: state_gc.c; ref_*:
+ * state_ref.c) */
 int tx_get(struct tx *t, const struct key *k, char **val, size_t *vlen);
 bool tx_exists(struct tx *t, const struct key *k);
 int tx_get_msg(struct tx *t, const struct key *k, const ProtobufCMessageDescriptor *d, void **out);
