@@ -49,6 +49,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "meta/iodestroy.h"
+#include "meta/segfill.h"
 
 /* ------------------------------------------------------------ leaders */
 
@@ -840,6 +841,15 @@ static int register_metrics(struct meta_group *g)
 	return 0;
 }
 
+/* The group's Raft directory leaves meta/segfill's set (closed, or never
+ * opened). */
+static void unregister_segfill(struct meta_group *g)
+{
+	char path[GROUP_DIR_MAX + 16];
+	snprintf(path, sizeof(path), "%s/raft", g->dir);
+	segfill_unregister_dir(path);
+}
+
 /* ------------------------------------------------------------ open */
 
 static int mkdir_p1(const char *path)
@@ -917,6 +927,11 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 	rc = mkdir_p1(path);
 	if (rc)
 		goto err_state;
+	/* raft_uv's segments as written blocks, not fallocated ones: each
+	 * append an overwrite, without a journal commit and without the
+	 * pool hand-off (meta/segfill.h). Without it, libc's fallocate. */
+	if (segfill_register_dir(path) < 0)
+		LOG_WARN("raft segments stay fallocated", "group=%llu", (unsigned long long)id);
 	rc = raft_mux_transport_init(n->mux, &g->transport, id);
 	if (rc)
 		goto err_state;
@@ -988,6 +1003,7 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 err_transport:
 	raft_mux_transport_close(&g->transport);
 err_state:
+	unregister_segfill(g);
 	meta_state_close(g->state);
 err_free:
 	group_free(g);
@@ -1008,6 +1024,7 @@ static void on_raft_closed(struct raft *r)
 	struct meta_group *g = r->data;
 	raft_uv_close(&g->io);
 	raft_mux_transport_close(&g->transport);
+	unregister_segfill(g);
 	g->raft_closed = true;
 	if (!g->dg_busy) {   /* else digest_after closes it */
 		meta_state_close(g->state);
