@@ -10,6 +10,7 @@
  * this process could see a byteCrc32 other than libraft's hidden one.
  */
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "tests/lib/raft_log.h"
 
@@ -32,7 +33,10 @@ int main(int argc, char **argv)
 				   : raft_log_verify(argv[2], n, seed, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "raft-entries %s %s: %s\n", argv[1], argv[2], err);
-		return 1;
+		/* _exit: libraft 0.15 leaks the entries of a load it refuses
+		 * (extendEntries), which LeakSanitizer would report. */
+		fflush(stderr);
+		_exit(1);
 	}
 	return 0;
 }

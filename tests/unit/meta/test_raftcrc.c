@@ -193,6 +193,23 @@ static int tool(const char *verb, const char *dir, unsigned n, unsigned seed)
 	return WEXITSTATUS(st);
 }
 
+/* raft_log_verify in a child: libraft 0.15 leaks the entries of a load
+ * it refuses (extendEntries), which LeakSanitizer would count against
+ * this test; the child leaves with _exit. 0 when the log verified. */
+static int verify_in_child(const char *dir, unsigned n, uint32_t seed)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char err[256];
+		_exit(raft_log_verify(dir, n, seed, err, sizeof(err)) ? 1 : 0);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
 /* Flip one byte in the middle of the first closed segment's data. */
 static void corrupt_closed_segment(const char *dir)
 {
@@ -228,10 +245,10 @@ START_TEST(test_format_both_ways)
 	ck_assert_int_eq(tool("write", dir, LOG_ENTRIES, 11), 0);
 	ck_assert_msg(raft_log_verify(dir, LOG_ENTRIES, 11, err, sizeof(err)) == 0, "%s", err);
 	/* The check can fail: another seed's content does not match. */
-	ck_assert(raft_log_verify(dir, LOG_ENTRIES, 12, err, sizeof(err)) != 0);
+	ck_assert_int_eq(verify_in_child(dir, LOG_ENTRIES, 12), 1);
 	/* ... and the checksums are read: a flipped byte is refused by both. */
 	corrupt_closed_segment(dir);
-	ck_assert(raft_log_verify(dir, LOG_ENTRIES, 11, err, sizeof(err)) != 0);
+	ck_assert_int_eq(verify_in_child(dir, LOG_ENTRIES, 11), 1);
 	ck_assert_int_eq(tool("verify", dir, LOG_ENTRIES, 11), 1);
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 
