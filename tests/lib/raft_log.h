@@ -11,8 +11,9 @@
  * Entry i (1-based) of seed s: term 1 + i / 64, RAFT_COMMAND, 8..9,000
  * bytes in steps of 8 (raft_uv writes entry data as it is and needs
  * whole 8-byte words, as meta/state.c's entries are), content from a
- * xorshift generator of (s, i). Appends carry 1..3 entries each;
- * 64 KiB segments, so the log spans closed segments and open ones. The
+ * xorshift generator of (s, i). Appends carry 1..6 entries each (at
+ * most 54,000 bytes: under a segment); 64 KiB segments, so the log spans
+ * closed segments and open ones. The
  * snapshot: index n / 2, its term, a one-voter configuration and 1..5,000
  * bytes of (s, 0), kept with every entry (trailing n).
  *
@@ -174,8 +175,8 @@ static int raft_log_write(const char *dir, unsigned n, uint32_t seed, char *err,
 	}
 	uint64_t pick = raft_log_state(seed, ~0ull);
 	for (unsigned i = 1; i <= n && rc == 0;) {
-		struct raft_entry e[3];
-		unsigned k = 0, want = 1 + (unsigned)(raft_log_next(&pick) % 3);
+		struct raft_entry e[6];
+		unsigned k = 0, want = 1 + (unsigned)(raft_log_next(&pick) % 6);
 		for (; k < want && i <= n; k++, i++) {
 			e[k] = (struct raft_entry){ .term = raft_log_term(i), .type = RAFT_COMMAND };
 			e[k].buf.base = raft_log_data(seed, i, &e[k].buf.len);

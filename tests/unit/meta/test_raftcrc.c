@@ -24,7 +24,7 @@
 #include "tests/lib/raft_log.h"
 #include "tests/lib/scratch.h"
 
-#define LOG_ENTRIES 400
+#define LOG_ENTRIES 200
 
 static uint32_t table[256];
 
