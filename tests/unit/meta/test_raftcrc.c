@@ -109,6 +109,12 @@ START_TEST(test_chained)
 }
 END_TEST
 
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(p);
+}
+
 /* <build> from <build>/tests/unit/meta/test_raftcrc. */
 static void build_dir(char *out, size_t n)
 {
@@ -154,6 +160,7 @@ START_TEST(test_libraft_calls_ours)
 	ck_assert_uint_ge(written - before, 20);   /* two per append, one per snapshot */
 	ck_assert_msg(raft_log_verify(dir, 20, 7, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_gt(raftcrc_calls(), written);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	/* The services: the linker took meta/raftcrc.o, whose strong
 	 * byteCrc32 then beats the archive's weak one. Without it (no -u in
 	 * the Makefile) the binary still has a byteCrc32, libraft's, and no
@@ -173,12 +180,6 @@ START_TEST(test_libraft_calls_ours)
 	}
 }
 END_TEST
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(p);
-}
 
 /* Run the stock tool; its exit status. */
 static int tool(const char *verb, const char *dir, unsigned n, unsigned seed)
