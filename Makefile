@@ -234,9 +234,12 @@ $(LIBS):
 
 # Every binary that links LDLIBS links libiolake-common.a, so waiting for
 # it makes the archive exist first (and relinks them all when it changes).
+# .SECONDARY makes every target intermediate: make creates a missing one
+# only when a prerequisite of it is newer than what depends on it, hence
+# the Makefile among them (a build dir from before this rule gets it).
 $(LIB_COMMON): $(RAFT_A)
 RAFT_STOCK_A = $(RAFT_LIBDIR)/libraft.a
-$(RAFT_A): $(wildcard $(RAFT_STOCK_A)) | $(B)/config.mk
+$(RAFT_A): $(wildcard $(RAFT_STOCK_A)) Makefile | $(B)/config.mk
 	@mkdir -p $(@D)
 	@test -f "$(RAFT_STOCK_A)" || { echo "Makefile: $(RAFT_STOCK_A) is missing:" \
 		"IOLake links libraft statically (libraft-dev's archive, see meta/raftcrc.c)" >&2; exit 1; }
