@@ -185,8 +185,11 @@ void rpc_call_ref(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
  *                     RPC_UNAVAILABLE until a probe succeeds.
  *   RPC_PEER_PROBING  past the backoff (exponential, jittered, from
  *                     backoff_min_ms to backoff_max_ms) one channel
- *                     reconnects and PINGs; calls still fail at once. The
- *                     answer makes the peer UP again.
+ *                     reconnects and PINGs: its probe timer, or the first
+ *                     call on a channel without a connection, which then
+ *                     rides the probe (the half-open trial: it succeeds
+ *                     or fails with the real cause). Other calls still
+ *                     fail at once. The answer makes the peer UP again.
  * Connections PING when calls are outstanding and nothing was heard for
  * ping_busy_ms, or after ping_idle_ms idle; sockets carry SO_KEEPALIVE and
  * TCP_USER_TIMEOUT on both sides. In-process ("local:") targets have no

@@ -13,9 +13,11 @@
  *                   retry_at = now + backoff (doubling per failure from
  *                   backoff_min to backoff_max, jittered to [0.8, 1.2)).
  *   PROBING         (half-open) past retry_at, one channel reconnects and
- *                   sends a PING. Calls still fail at once. The PING's
- *                   answer closes the circuit (UP, backoff reset); a
- *                   failure opens it again with the next backoff.
+ *                   sends a PING: its probe timer, or a call on a channel
+ *                   without a connection, which rides the probe (the
+ *                   trial call). Other calls still fail at once. The
+ *                   PING's answer closes the circuit (UP, backoff reset);
+ *                   a failure opens it again with the next backoff.
  * Only one channel probes a peer at a time (rpc_peer_probe_begin decides).
  *
  * Threads: channels of one peer may live on different loops (an OSD's
