@@ -203,6 +203,12 @@ int rpc_peer_state(const char *target);
 /* The same for a channel's peer, without a lookup (any thread). NULL
  * counts as RPC_PEER_DOWN. */
 int rpc_channel_peer_state(const struct rpc_channel *ch);
+/* The retry time of target's circuit, in loop_now_ms() time: while the
+ * circuit is down and before this time, every call to target fails at
+ * once; past it the next call on a channel without a connection is the
+ * half-open trial. Meaningless when the circuit is up; 0 for a target
+ * never called or not TCP (any thread). */
+uint64_t rpc_peer_retry_at_ms(const char *target);
 /* "up", "down", "probing". */
 const char *rpc_peer_state_name(int state);
 

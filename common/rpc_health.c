@@ -133,6 +133,15 @@ int rpc_peer_state(const char *target)
 	return st;
 }
 
+uint64_t rpc_peer_retry_at_ms(const char *target)
+{
+	pthread_mutex_lock(&g_mu);
+	struct rpc_peer *p = target ? find_locked(target) : NULL;
+	uint64_t at = p ? atomic_load(&p->retry_at_ms) : 0;
+	pthread_mutex_unlock(&g_mu);
+	return at;
+}
+
 int rpc_channel_peer_state(const struct rpc_channel *ch)
 {
 	if (!ch)
