@@ -185,8 +185,11 @@ void rpc_call_ref(struct rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
  *                     RPC_UNAVAILABLE until a probe succeeds.
  *   RPC_PEER_PROBING  past the backoff (exponential, jittered, from
  *                     backoff_min_ms to backoff_max_ms) one channel
- *                     reconnects and PINGs; calls still fail at once. The
- *                     answer makes the peer UP again.
+ *                     reconnects and PINGs: its probe timer, or the first
+ *                     call on a channel without a connection, which then
+ *                     rides the probe (the half-open trial: it succeeds
+ *                     or fails with the real cause). Other calls still
+ *                     fail at once. The answer makes the peer UP again.
  * Connections PING when calls are outstanding and nothing was heard for
  * ping_busy_ms, or after ping_idle_ms idle; sockets carry SO_KEEPALIVE and
  * TCP_USER_TIMEOUT on both sides. In-process ("local:") targets have no
@@ -200,6 +203,12 @@ int rpc_peer_state(const char *target);
 /* The same for a channel's peer, without a lookup (any thread). NULL
  * counts as RPC_PEER_DOWN. */
 int rpc_channel_peer_state(const struct rpc_channel *ch);
+/* The retry time of target's circuit, in loop_now_ms() time: while the
+ * circuit is down and before this time, every call to target fails at
+ * once; past it the next call on a channel without a connection is the
+ * half-open trial. Meaningless when the circuit is up; 0 for a target
+ * never called or not TCP (any thread). */
+uint64_t rpc_peer_retry_at_ms(const char *target);
 /* "up", "down", "probing". */
 const char *rpc_peer_state_name(int state);
 

@@ -53,7 +53,10 @@
  * ping_timeout_ms declares the connection dead: conn_fail (its calls
  * fail UNAVAILABLE now) and the peer's circuit opens (rpc_health.c). While the circuit is not closed,
  * calls fail at once; the channel's probe timer reconnects at the peer's
- * retry time and the PING answer closes the circuit. Every socket, client
+ * retry time and the PING answer closes the circuit. Past that time, a
+ * call on a channel with no connection begins the probe itself and rides
+ * it (a channel opened after the one that saw the failure was closed has
+ * no timer armed: its call must not fail on stale knowledge). Every socket, client
  * and server, gets SO_KEEPALIVE and TCP_USER_TIMEOUT: the kernel's own
  * backstop, and the only one on the server side, which does not PING.
  *

@@ -504,7 +504,21 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 	const char *why = "out of memory";
 	int status = RPC_RESOURCE_EXHAUSTED;
 	char down[160];
-	if (base->peer && rpc_peer_load(base->peer) != RPC_PEER_UP) {
+	bool trial = false;
+	if (base->peer && rpc_peer_load(base->peer) != RPC_PEER_UP && !ch->conn &&
+	    !base->closing && rpc_peer_probe_begin(base->peer)) {
+		/* Half-open: the circuit is down, its retry time has passed
+		 * and nobody probes. This call is the trial: it begins the
+		 * probe (connect + PING) and rides that connection, rather
+		 * than failing on what the circuit learnt before retry time.
+		 * Without it a peer back on its old address (a restarted OSD)
+		 * was refused by every new channel's first call, and forever
+		 * by a caller that closes the channel on that failure, as
+		 * the channel's probe timer went with it. */
+		ch->probing = true;
+		trial = true;
+	}
+	if (!trial && base->peer && rpc_peer_load(base->peer) != RPC_PEER_UP) {
 		/* Known dead: fail now, not after a deadline. The probe timer
 		 * brings the peer back. */
 		uint64_t now = loop_now_ms(), at = rpc_peer_retry_at(base->peer);
@@ -546,8 +560,15 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 	if (!c) {
 		status = RPC_UNAVAILABLE;
 		why = "cannot start connecting";
-		if (!(c = chan_connect(ch)))
+		if (!(c = chan_connect(ch))) {
+			if (trial) { /* as a failed probe: the next backoff */
+				ch->probing = false;
+				trial = false;
+				rpc_peer_failed(base->peer, &base->opts, false);
+				probe_arm(ch);
+			}
 			goto fail_call;
+		}
 	}
 	char refused[400];
 	if (c->sess && c->tls_up && server_refused(c, call->service, refused, sizeof(refused))) {
@@ -569,6 +590,11 @@ fail_call:
 	rpc_dl_del(base, &call->dl);
 	call_free(call);
 fail:
+	if (trial) { /* out of memory before the probe connected: not a verdict */
+		ch->probing = false;
+		rpc_peer_probe_abandon(base->peer);
+		probe_arm(ch);
+	}
 	buf_unref(a->req);
 	buf_unref(a->payload.buf);
 	base->npending--;

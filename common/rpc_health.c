@@ -13,9 +13,11 @@
  *                   retry_at = now + backoff (doubling per failure from
  *                   backoff_min to backoff_max, jittered to [0.8, 1.2)).
  *   PROBING         (half-open) past retry_at, one channel reconnects and
- *                   sends a PING. Calls still fail at once. The PING's
- *                   answer closes the circuit (UP, backoff reset); a
- *                   failure opens it again with the next backoff.
+ *                   sends a PING: its probe timer, or a call on a channel
+ *                   without a connection, which rides the probe (the
+ *                   trial call). Other calls still fail at once. The
+ *                   PING's answer closes the circuit (UP, backoff reset);
+ *                   a failure opens it again with the next backoff.
  * Only one channel probes a peer at a time (rpc_peer_probe_begin decides).
  *
  * Threads: channels of one peer may live on different loops (an OSD's
@@ -129,6 +131,15 @@ int rpc_peer_state(const char *target)
 	int st = p ? atomic_load_explicit(&p->state, memory_order_relaxed) : RPC_PEER_UP;
 	pthread_mutex_unlock(&g_mu);
 	return st;
+}
+
+uint64_t rpc_peer_retry_at_ms(const char *target)
+{
+	pthread_mutex_lock(&g_mu);
+	struct rpc_peer *p = target ? find_locked(target) : NULL;
+	uint64_t at = p ? atomic_load(&p->retry_at_ms) : 0;
+	pthread_mutex_unlock(&g_mu);
+	return at;
 }
 
 int rpc_channel_peer_state(const struct rpc_channel *ch)

@@ -2,10 +2,11 @@
  * test_rpc_health.c — failure detection of the RPC layer against real
  * sockets: a server process that is SIGSTOPped (its kernel still accepts
  * and ACKs, nothing answers), a listening socket whose accept never
- * happens, and a live server whose handler hangs (which must NOT count
- * as a dead peer). The Echo server (common/proto/echo.proto) runs in a
- * forked child so it can be stopped and resumed; the client runs on the
- * test's loop with the default PING settings.
+ * happens, a live server whose handler hangs (which must NOT count as a
+ * dead peer), and a server back on its old port while the circuit for
+ * that address is still open. The Echo server (common/proto/echo.proto)
+ * runs in a forked child so it can be stopped and resumed; the client
+ * runs on the test's loop with the default PING settings.
  *
  * The assertions are on behaviour: which status, which circuit state,
  * which counters moved. Times are printed; the only timed bounds are
@@ -47,8 +48,8 @@ static void h_hang(struct rpc_req *r, void *ud)
 	(void)ud; /* never answered: the child exits with it */
 }
 
-/* Fork a server on 127.0.0.1:0; its port in *port. */
-static pid_t spawn_server(int *port)
+/* Fork a server on 127.0.0.1:want (0: any port); its port in *port. */
+static pid_t spawn_server_at(int want, int *port)
 {
 	int p[2];
 	ck_assert_int_eq(pipe(p), 0);
@@ -62,8 +63,10 @@ static pid_t spawn_server(int *port)
 		static const rpc_handler_fn handlers[] = { h_echo, h_hang, NULL };
 		struct rpc_server *srv = rpc_server_new(&loop, NULL);
 		int rc = srv ? rpc_server_add_service(srv, SVC_ECHO, handlers, NULL) : -ENOMEM;
+		char addr[32];
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", want);
 		if (!rc)
-			rc = rpc_server_listen(srv, "127.0.0.1:0");
+			rc = rpc_server_listen(srv, addr);
 		int got = rc ? -1 : rpc_server_port(srv);
 		if (write(p[1], &got, sizeof(got)) != sizeof(got))
 			_exit(1);
@@ -76,6 +79,11 @@ static pid_t spawn_server(int *port)
 	close(p[0]);
 	ck_assert_int_gt(*port, 0);
 	return pid;
+}
+
+static pid_t spawn_server(int *port)
+{
+	return spawn_server_at(0, port);
 }
 
 static void kill_server(pid_t pid)
@@ -173,8 +181,13 @@ START_TEST(stopped_server)
 	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
 	uv_loop_t loop;
 	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	/* Retry after 0.8-1.2 s, not 50 ms: past its retry time a call on a
+	 * channel with no connection is the half-open trial and would wait
+	 * for the PING timeout instead of failing at once, so under load the
+	 * "at once" checks below could see one. */
+	struct rpc_channel_opts o = { .backoff_min_ms = 1000 };
 	struct rpc_channel *ch[2];
-	ch[0] = rpc_channel_open(&loop, target, NULL);
+	ch[0] = rpc_channel_open(&loop, target, &o);
 	ck_assert_ptr_nonnull(ch[0]);
 	struct rpc_health_stats s0, s1;
 	rpc_health_stats(&s0);
@@ -201,7 +214,7 @@ START_TEST(stopped_server)
 	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
 	ck_assert_msg(strstr(x.message, "circuit open"), "%s", x.message);
 	ck_assert_uint_lt(x.t_done - x.t_start, 1000);
-	ch[1] = rpc_channel_open(&loop, target, NULL);
+	ch[1] = rpc_channel_open(&loop, target, &o);
 	ck_assert_int_ne(rpc_channel_peer_state(ch[1]), RPC_PEER_UP);
 	call(&loop, ch[1], M_ECHO, 10000, &x);
 	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
@@ -254,7 +267,8 @@ START_TEST(never_accepted)
 	snprintf(target, sizeof(target), "127.0.0.1:%d", ntohs(a.sin_port));
 	uv_loop_t loop;
 	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	struct rpc_channel *ch = rpc_channel_open(&loop, target, NULL);
+	struct rpc_channel_opts o = { .backoff_min_ms = 1000 }; /* see stopped_server */
+	struct rpc_channel *ch = rpc_channel_open(&loop, target, &o);
 	struct res x;
 	call(&loop, ch, M_ECHO, 10000, &x);
 	printf("never accepted: %s after %llu ms (deadline 10000): %s\n",
@@ -303,6 +317,93 @@ START_TEST(slow_handler_is_alive)
 }
 END_TEST
 
+/* A peer that comes back on its old address (an OSD restarted on its
+ * port) while the circuit the process learnt for that address is still
+ * open and nobody probes it (the channel that saw the failure is closed,
+ * its probe timer with it): past the retry time the first call of a new
+ * channel is the half-open trial and goes through, instead of failing
+ * "circuit open" on stale knowledge. Before the retry time calls still
+ * fail at once, and while the peer stays away each retry period lets one
+ * trial call through (failing with the real cause), the rest fail at once. */
+START_TEST(restarted_peer_new_channel)
+{
+	int port, again;
+	pid_t pid = spawn_server(&port);
+	char target[64];
+	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+	uv_loop_t loop;
+	struct rpc_health_stats s0, s1;
+	struct res x;
+
+	/* The peer goes away; the only channel that knew is closed. */
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	struct rpc_channel *ch = rpc_channel_open(&loop, target, NULL);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	ck_assert_msg(x.status == RPC_OK, "%s: %s", rpc_status_name(x.status), x.message);
+	kill_server(pid);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
+	ck_assert_int_ne(rpc_peer_state(target), RPC_PEER_UP);
+	close_all(&loop, &ch, 1);
+
+	/* Back on the same port; past the retry time (<= 60 ms after the
+	 * failure: backoff_min 50 ms, jitter < 1.2; sleeping longer only
+	 * helps), the circuit is still open: nothing probed it. */
+	pid = spawn_server_at(port, &again);
+	ck_assert_int_eq(again, port);
+	usleep(200 * 1000);
+	ck_assert_int_eq(rpc_peer_state(target), RPC_PEER_DOWN);
+	rpc_health_stats(&s0);
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	struct rpc_channel_opts slow = { .backoff_min_ms = 2000, .backoff_max_ms = 2000 };
+	ch = rpc_channel_open(&loop, target, &slow);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	rpc_health_stats(&s1);
+	printf("restarted peer, new channel: %s after %llu ms: %s\n", rpc_status_name(x.status),
+	       (unsigned long long)(x.t_done - x.t_start), x.message);
+	ck_assert_msg(x.status == RPC_OK, "first call to a restarted peer: %s: %s",
+		      rpc_status_name(x.status), x.message);
+	ck_assert_uint_eq(s1.probes - s0.probes, 1);
+	ck_assert_uint_eq(s1.fast_fails, s0.fast_fails);
+	ck_assert_int_ge(wait_state(&loop, ch, RPC_PEER_UP, 5000), 0); /* its PING answered */
+	call(&loop, ch, M_ECHO, 10000, &x);
+	ck_assert_int_eq(x.status, RPC_OK);
+
+	/* Away again, for good: the loss opens the circuit for 1.6-2.4 s
+	 * (this channel's backoff). Within it a new channel fails at once. */
+	kill_server(pid);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
+	close_all(&loop, &ch, 1);
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	ch = rpc_channel_open(&loop, target, NULL);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
+	ck_assert_msg(strstr(x.message, "circuit open"), "%s", x.message);
+	close_all(&loop, &ch, 1);
+
+	/* Past it: one trial, which fails with the cause (refused), not
+	 * "circuit open"; the circuit opens again and the next call fails
+	 * at once. */
+	usleep(2600 * 1000);
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	ch = rpc_channel_open(&loop, target, &slow);
+	rpc_health_stats(&s0);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	rpc_health_stats(&s1);
+	printf("peer still away, past the retry time: %s: %s\n", rpc_status_name(x.status),
+	       x.message);
+	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
+	ck_assert_msg(!strstr(x.message, "circuit open"), "%s", x.message);
+	ck_assert_uint_eq(s1.probes - s0.probes, 1);
+	ck_assert_int_ne(rpc_peer_state(target), RPC_PEER_UP);
+	call(&loop, ch, M_ECHO, 10000, &x);
+	ck_assert_int_eq(x.status, RPC_UNAVAILABLE);
+	ck_assert_msg(strstr(x.message, "circuit open"), "%s", x.message);
+	close_all(&loop, &ch, 1);
+}
+END_TEST
+
 /* In-process targets have no circuit and send no PING. */
 START_TEST(local_has_no_circuit)
 {
@@ -330,6 +431,7 @@ int main(void)
 	tcase_add_test(tc, stopped_server);
 	tcase_add_test(tc, never_accepted);
 	tcase_add_test(tc, slow_handler_is_alive);
+	tcase_add_test(tc, restarted_peer_new_channel);
 	tcase_add_test(tc, local_has_no_circuit);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -20,6 +20,16 @@
  * any visible shard can be checked without remembering it. The seed is
  * printed; IOLAKE_SEED replays it, IOLAKE_CRASH_ROUNDS sets the rounds.
  * This process never opens RocksDB (only the OSD child does).
+ *
+ * Each OSD listens on a port the kernel picks, which may be one an earlier
+ * round's OSD had: this process's circuit for that address (opened by the
+ * kill) then refuses calls at once until its retry time. The verify waits
+ * for that time (wait_circuit_retry), and its first call must then go
+ * through, as the half-open trial.
+ *
+ * Each round's OSD log is its own file beside the device; all are removed
+ * when the test passes and kept when it fails (under tests/run-tests.py,
+ * in the scratch dir it keeps and names).
  */
 #include <check.h>
 #include <errno.h>
@@ -47,7 +57,7 @@
 #define POOL_BYTES (8u << 20)
 #define MAX_LEN (4u << 20)
 
-static char bin[PATH_MAX + 32], dev[128], meta[128], logp[128];
+static char bin[PATH_MAX + 32], dev[128], meta[128], logbase[128], logp[160];
 
 struct ack {
 	char oid[48];
@@ -65,11 +75,25 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 	return remove(p);
 }
 
+/* The device and the OSD's metadata; the logs go only when the test
+ * passes (remove_logs): a failure's are its evidence. */
 static void cleanup_files(void)
 {
 	unlink(dev);
-	unlink(logp);
 	nftw(meta, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void log_path(int round)
+{
+	snprintf(logp, sizeof(logp), "%s-r%02d.log", logbase, round);
+}
+
+static void remove_logs(int rounds)
+{
+	for (int r = 0; r <= rounds; r++) {
+		log_path(r);
+		unlink(logp);
+	}
 }
 
 /* The binary of the same build flavour: <build>/tests/unit/osd/this ->
@@ -115,9 +139,10 @@ static void print_log_tail(void)
 		perror("system");
 }
 
-/* Start the OSD; return its pid and the port it logged. */
-static pid_t osd_start(int *port)
+/* Start the OSD of round; return its pid and the port it logged. */
+static pid_t osd_start(int round, int *port)
 {
+	log_path(round);
 	unlink(logp); /* or the last run's "listening" line may be read */
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -174,6 +199,26 @@ static void client_open(struct client *c, int port)
 	ck_assert_int_eq(uv_loop_init(&c->loop), 0);
 	c->ch = rpc_channel_open(&c->loop, t, NULL);
 	ck_assert_ptr_nonnull(c->ch);
+}
+
+/* The kernel may have given this OSD the port an earlier one had, whose
+ * kill opened this process's circuit for the address (rpc_health.c: one
+ * per "host:port" per process); calls to it then fail at once until the
+ * circuit's retry time, 40-60 ms after that kill, and the restart can be
+ * quicker. Wait for that time, a state, not a guessed sleep; past it the
+ * first call must be served (the half-open trial), which the verify
+ * checks. */
+static void wait_circuit_retry(int port)
+{
+	char t[64];
+	snprintf(t, sizeof(t), "127.0.0.1:%d", port);
+	uint64_t now = loop_now_ms(), at = rpc_peer_retry_at_ms(t);
+	if (rpc_peer_state(t) == RPC_PEER_UP || at <= now)
+		return;
+	printf("port %d was an earlier OSD's: its circuit is open %llu ms more, waiting\n", port,
+	       (unsigned long long)(at - now));
+	fflush(stdout);
+	usleep((useconds_t)(at - now + 1) * 1000);
 }
 
 static void client_close(struct client *c)
@@ -398,8 +443,8 @@ START_TEST(kill9_rounds)
 	const char *env = getenv("IOLAKE_SEED");
 	unsigned seed = env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
 	int rounds = getenv("IOLAKE_CRASH_ROUNDS") ? atoi(getenv("IOLAKE_CRASH_ROUNDS")) : 20;
-	printf("osd crash: binary %s seed=%u rounds=%d (replay: IOLAKE_SEED=%u)\n", bin, seed,
-	       rounds, seed);
+	printf("osd crash: binary %s seed=%u rounds=%d (replay: IOLAKE_SEED=%u), OSD logs %s-rNN.log\n",
+	       bin, seed, rounds, seed, logbase);
 	fflush(stdout);
 
 	pool = buf_new(POOL_BYTES);
@@ -416,7 +461,8 @@ START_TEST(kill9_rounds)
 	int total_acked = 0, total_listed = 0;
 	for (int round = 0; round <= rounds; round++) {
 		int port;
-		pid_t pid = osd_start(&port);
+		pid_t pid = osd_start(round, &port);
+		wait_circuit_retry(port);
 		struct client c;
 		client_open(&c, port);
 		/* 1. Every shard acknowledged last round is there, identical. */
@@ -458,8 +504,8 @@ START_TEST(kill9_rounds)
 		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 		ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		client_close(&c);
-		printf("round %2d: %4d acknowledged, %2d cut by the kill\n", round, w.nacks,
-		       w.failed);
+		printf("round %2d: port %5d, %4d acknowledged, %2d cut by the kill\n", round, port,
+		       w.nacks, w.failed);
 		fflush(stdout);
 		total_acked += w.nacks;
 		prev = w.acks;
@@ -470,6 +516,7 @@ START_TEST(kill9_rounds)
 	ck_assert_int_gt(total_acked, 0);
 	buf_unref(pool);
 	cleanup_files();
+	remove_logs(rounds);
 }
 END_TEST
 
@@ -479,7 +526,7 @@ static void setup_once(void)
 {
 	test_scratch_path(dev, sizeof(dev), "iolake-osdcrash-%d.dev", (int)getpid());
 	test_scratch_path(meta, sizeof(meta), "iolake-osdcrash-%d.meta", (int)getpid());
-	test_scratch_path(logp, sizeof(logp), "iolake-osdcrash-%d.log", (int)getpid());
+	test_scratch_path(logbase, sizeof(logbase), "iolake-osdcrash-%d", (int)getpid());
 	cleanup_files();
 }
 
