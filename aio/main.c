@@ -78,6 +78,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/rpc.h"
 #include "common/rpc_fault.h"
@@ -397,7 +398,7 @@ static void prepare_services(void)
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 O->loopback ? A.meta_addr : "local:meta");
 	A.reg = metrics_registry_new();
-	if (!A.reg || iol_check_register_metrics(A.reg))
+	if (!A.reg || iol_check_register_metrics(A.reg) || memstats_register_metrics(A.reg))
 		die("out of memory");
 	char ferr[512];
 	if (gw_front_setup(&O->front, ferr, sizeof(ferr)) ||

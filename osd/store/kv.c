@@ -669,6 +669,12 @@ void store_kv_stats(struct store_kv *kv, struct store_kv_stats *out)
 	*out = kv->st;
 	out->pending = kv->pending;
 	pthread_mutex_unlock(&kv->mu);
+	/* Outside mu: RocksDB takes its own mutex. A property it cannot
+	 * read leaves 0. */
+	uint64_t v;
+	out->memtable_bytes = !rocksdb_property_int(kv->db, "rocksdb.size-all-mem-tables", &v) ? v : 0;
+	out->memtables_imm = !rocksdb_property_int(kv->db, "rocksdb.num-immutable-mem-table", &v) ? v : 0;
+	out->readers_bytes = !rocksdb_property_int(kv->db, "rocksdb.estimate-table-readers-mem", &v) ? v : 0;
 }
 
 void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg)

@@ -55,6 +55,10 @@ struct store_kv_stats {
 	uint64_t checkpoints;     /* RocksDB WAL syncs that freed the log */
 	uint64_t replayed;        /* log records replayed at open */
 	uint32_t pending;         /* enqueued, not yet taken */
+	/* RocksDB's own memory, read from its properties at the call: */
+	uint64_t memtable_bytes;  /* active + unflushed + pinned memtables */
+	uint64_t memtables_imm;   /* immutable memtables not flushed yet */
+	uint64_t readers_bytes;   /* table readers (indexes, filters) outside the cache */
 };
 
 /*
