@@ -75,6 +75,10 @@ static const struct flag_spec specs[] = {
 	  .max = 1ull << 40, .metavar = "BYTES",
 	  .help = "one RocksDB block cache shared by every OSD's index (inline shards, index "
 		  "blocks)" },
+	{ .name = "malloc-arenas", .type = FLAG_INT64, .dst = &O.malloc_arenas, .min = 0,
+	  .max = 1024, .metavar = "N",
+	  .help = "glibc malloc arenas at most (0: two per core; glibc's own cap is 8 per core, "
+		  "each keeping what its threads freed)" },
 	{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &O.meta_wbuf, .min = 1 << 20,
 	  .max = 1ull << 34, .metavar = "BYTES",
 	  .help = "meta's RocksDB memtable (at most two in memory)" },

@@ -525,6 +525,12 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	A.n_osds = (int)O->osds;
+	/* Before any thread: six OSDs, meta and the gateway run ~30 threads
+	 * on a host of a few cores, and glibc's 8 arenas per core each kept
+	 * what their threads freed (--malloc-arenas, docs/operations.md). */
+	if (memstats_limit_arenas((int)O->malloc_arenas) < 0)
+		fprintf(stderr, "%s: --malloc-arenas %lld: refused by malloc, its default kept\n", PROG,
+			(long long)O->malloc_arenas);
 	log_set_level((enum log_level)O->log_lvl);
 	log_set_thread_context("svc=aio");
 	if (rpc_fault_flag_apply(PROG, O->debug_fault))

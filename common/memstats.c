@@ -3,7 +3,8 @@
  *
  * Owns: the last mallinfo2() and when it was taken (under mu). mallinfo2
  * locks each arena in turn and walks its free lists: cheap at a scrape's
- * rate, not for a hot path. Any thread.
+ * rate, not for a hot path. Any thread; memstats_limit_arenas before
+ * threads start.
  */
 #include "common/memstats.h"
 
@@ -12,6 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/metrics.h"
 
@@ -68,4 +70,13 @@ int memstats_register_metrics(struct metrics_registry *reg)
 					  (void *)(intptr_t)i))
 			return errno ? -errno : -ENOMEM;
 	return 0;
+}
+
+int memstats_limit_arenas(int n)
+{
+	if (n <= 0) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cores > 0 ? 2 * (int)cores : 2;
+	}
+	return mallopt(M_ARENA_MAX, n) == 1 ? n : -EINVAL;
 }
