@@ -44,6 +44,7 @@ struct aio_opts {
 	int64_t recovery_max_pgs;
 	uint64_t meta_cache, meta_wbuf, snap_bytes;
 	uint64_t osd_cache;
+	uint64_t osd_wbuf;           /* --osd-write-buffer: each OSD index memtable */
 	bool sigv2;
 	const char *sse_key_file;           /* NULL: DIR/sse.key, made on first start */
 	bool sse_c_http;

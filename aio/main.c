@@ -430,7 +430,7 @@ static int start_osds(void)
 	if (crc)
 		die("osd cache: %s", iol_strerror(crc));
 	oo = (struct aio_osd_opts){ .reg = A.reg, .meta_target = A.meta_target,
-				    .cache = A.osd_cache,
+				    .cache = A.osd_cache, .write_buffer_bytes = O->osd_wbuf,
 				    .loopback = O->loopback, .osd_size = O->osd_size,
 				    .scrub_rate = O->scrub_rate, .scrub_interval_ms = O->scrub_interval,
 				    .slow_op_ms = O->slow_op_ms, .orphan_interval_ms = O->orphan_interval,
