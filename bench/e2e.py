@@ -26,7 +26,11 @@ the same run on the same machine. Prints markdown tables.
 5. Memory: iolake-aio's resident set under a 32-way mixed load (4 KiB x 8,
    64 KiB x 16, 4 MiB x 8 in flight, PUTs then GETs, three clients at
    once; 6,000 objects of 64 KiB, enough to fill the OSDs' memtables),
-   sampled every 100 ms: target, at most 512 MiB.
+   sampled every 100 ms: target, at most 512 MiB. At its highest sample
+   the memory is broken down (smaps_rollup; RocksDB memtables and caches,
+   the gateway's buffers and malloc's heap from /metrics) and printed.
+   `--skip cells,native,ceiling,md5,flush` runs this step alone;
+   `--rss-aio-flag=--FLAG=V` gives its aio a flag.
 
 Figures on a shared machine are contended: the load average is printed
 with them. Nothing here asserts; exit 0 unless something failed to run.
