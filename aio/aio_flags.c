@@ -52,6 +52,7 @@ static struct aio_opts O = {
 	.meta_cache = 256ull << 20,
 	.osd_cache = STORE_CACHE_DEFAULT_BYTES,
 	.meta_wbuf = 64ull << 20,
+	.osd_wbuf = 16ull << 20,   /* six OSDs: at most 192 MiB of memtables */
 	.sigv2 = true,
 	.snap_bytes = 64ull << 20,
 	.hash_threads = -1,
@@ -75,6 +76,14 @@ static const struct flag_spec specs[] = {
 	  .max = 1ull << 40, .metavar = "BYTES",
 	  .help = "one RocksDB block cache shared by every OSD's index (inline shards, index "
 		  "blocks)" },
+	{ .name = "osd-write-buffer", .type = FLAG_SIZE, .dst = &O.osd_wbuf, .min = 1 << 20,
+	  .max = 1ull << 34, .metavar = "BYTES",
+	  .help = "each OSD index's RocksDB memtable (at most two per OSD; inline shards wait "
+		  "there for a flush)" },
+	{ .name = "malloc-arenas", .type = FLAG_INT64, .dst = &O.malloc_arenas, .min = 0,
+	  .max = 1024, .metavar = "N",
+	  .help = "glibc malloc arenas at most (0: two per core; glibc's own cap is 8 per core, "
+		  "each keeping what its threads freed)" },
 	{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &O.meta_wbuf, .min = 1 << 20,
 	  .max = 1ull << 34, .metavar = "BYTES",
 	  .help = "meta's RocksDB memtable (at most two in memory)" },

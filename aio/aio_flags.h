@@ -44,6 +44,7 @@ struct aio_opts {
 	int64_t recovery_max_pgs;
 	uint64_t meta_cache, meta_wbuf, snap_bytes;
 	uint64_t osd_cache;
+	uint64_t osd_wbuf;           /* --osd-write-buffer: each OSD index memtable */
 	bool sigv2;
 	const char *sse_key_file;           /* NULL: DIR/sse.key, made on first start */
 	bool sse_c_http;
@@ -51,6 +52,7 @@ struct aio_opts {
 	const char *admin_api_listen;       /* NULL: S3 host, port + 2 */
 	const char *native_listen;          /* NULL: S3 host, port + 3; "off": none (issue 19) */
 	const char *debug_fault;            /* tests only: common/rpc_fault.h */
+	int64_t malloc_arenas;              /* 0: two per core (common/memstats.h) */
 	int64_t gw_loops;                   /* 0: one per core (gateway/gw_loops.h) */
 	int64_t hash_threads;               /* common/workpool.h; -1: one per core */
 	uint64_t segment_size;              /* GW_SEGMENT_FLAG */

@@ -62,7 +62,8 @@ void aio_osd_start_fn(void *arg)
 	struct store_opts sto = { .device_path = dev, .create_size = o->opt->osd_size,
 				  .create_sparse = true, .meta_dir = meta,
 				  .osd_id = o->id, .observer = osd_service_observer(o->svc),
-				  .cache = o->opt->cache };
+				  .cache = o->opt->cache,
+				  .write_buffer_bytes = o->opt->write_buffer_bytes };
 	o->rc = store_open(&o->lt.loop, &sto, &o->st, o->err, sizeof(o->err));
 	if (o->rc)
 		return;

@@ -37,6 +37,7 @@ struct aio_osd_opts {
 	bool loopback;                /* --rpc loopback: also listen on 127.0.0.1 */
 	uint64_t osd_size;
 	struct store_cache *cache;    /* --osd-cache, shared by every OSD */
+	uint64_t write_buffer_bytes;  /* --osd-write-buffer */
 	uint64_t scrub_rate, scrub_interval_ms, slow_op_ms;
 	uint64_t orphan_interval_ms, orphan_grace_ms;   /* interval 0: no sweep */
 	uint64_t recovery_rate, recovery_rescan_ms, deep_scrub_ms, pg_report_ms;

@@ -78,6 +78,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/rpc.h"
 #include "common/rpc_fault.h"
@@ -397,7 +398,7 @@ static void prepare_services(void)
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 O->loopback ? A.meta_addr : "local:meta");
 	A.reg = metrics_registry_new();
-	if (!A.reg || iol_check_register_metrics(A.reg))
+	if (!A.reg || iol_check_register_metrics(A.reg) || memstats_register_metrics(A.reg))
 		die("out of memory");
 	char ferr[512];
 	if (gw_front_setup(&O->front, ferr, sizeof(ferr)) ||
@@ -429,7 +430,7 @@ static int start_osds(void)
 	if (crc)
 		die("osd cache: %s", iol_strerror(crc));
 	oo = (struct aio_osd_opts){ .reg = A.reg, .meta_target = A.meta_target,
-				    .cache = A.osd_cache,
+				    .cache = A.osd_cache, .write_buffer_bytes = O->osd_wbuf,
 				    .loopback = O->loopback, .osd_size = O->osd_size,
 				    .scrub_rate = O->scrub_rate, .scrub_interval_ms = O->scrub_interval,
 				    .slow_op_ms = O->slow_op_ms, .orphan_interval_ms = O->orphan_interval,
@@ -524,6 +525,12 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	A.n_osds = (int)O->osds;
+	/* Before any thread: six OSDs, meta and the gateway run ~30 threads
+	 * on a host of a few cores, and glibc's 8 arenas per core each kept
+	 * what their threads freed (--malloc-arenas, docs/operations.md). */
+	if (memstats_limit_arenas((int)O->malloc_arenas) < 0)
+		fprintf(stderr, "%s: --malloc-arenas %lld: refused by malloc, its default kept\n", PROG,
+			(long long)O->malloc_arenas);
 	log_set_level((enum log_level)O->log_lvl);
 	log_set_thread_context("svc=aio");
 	if (rpc_fault_flag_apply(PROG, O->debug_fault))

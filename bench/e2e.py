@@ -26,7 +26,11 @@ the same run on the same machine. Prints markdown tables.
 5. Memory: iolake-aio's resident set under a 32-way mixed load (4 KiB x 8,
    64 KiB x 16, 4 MiB x 8 in flight, PUTs then GETs, three clients at
    once; 6,000 objects of 64 KiB, enough to fill the OSDs' memtables),
-   sampled every 100 ms: target, at most 512 MiB.
+   sampled every 100 ms: target, at most 512 MiB. At its highest sample
+   the memory is broken down (smaps_rollup; RocksDB memtables and caches,
+   the gateway's buffers and malloc's heap from /metrics) and printed.
+   `--skip cells,native,ceiling,md5,flush` runs this step alone;
+   `--rss-aio-flag=--FLAG=V` gives its aio a flag.
 
 Figures on a shared machine are contended: the load average is printed
 with them. Nothing here asserts; exit 0 unless something failed to run.
@@ -43,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
@@ -268,23 +273,78 @@ def md5_ceiling(quick, out):
     out["md5"]["ratio"] = c["mib_per_s"] / out["md5"]["mib_per_s"]
 
 
+# What /metrics says about aio's memory, summed over its series (MiB):
+# RocksDB's memtables (the OSDs' indexes, meta's state), the caches, and
+# glibc malloc's heap. Read at each new RSS peak of the mixed load.
+MEM_GAUGES = {
+    "osd_memtables": "iolake_osd_kv_memtable_bytes",
+    "osd_imm_memtables": "iolake_osd_kv_immutable_memtables",
+    "osd_table_readers": "iolake_osd_kv_table_readers_bytes",
+    "osd_block_cache": "iolake_osd_block_cache_usage_bytes",
+    "meta_memtables": "iolake_meta_rocksdb_memtable_bytes",
+    "meta_block_cache": "iolake_meta_rocksdb_block_cache_bytes",
+    "gw_buffered": "iolake_gw_data_buffered_bytes",
+    "gw_pool_idle": "iolake_gw_data_pool_idle_bytes",
+    "malloc_inuse": "iolake_process_malloc_inuse_bytes",
+    "malloc_free": "iolake_process_malloc_free_bytes",
+    "malloc_heap": "iolake_process_malloc_heap_bytes",
+    "malloc_mmap": "iolake_process_malloc_mmap_bytes",
+}
+SMAPS_FIELDS = ("Rss", "Anonymous", "Shared_Clean", "Private_Clean", "Shared_Dirty",
+                "Private_Dirty")
+
+
+def mem_breakdown(aio):
+    """smaps_rollup (MiB) and MEM_GAUGES (MiB, counts as they are) now."""
+    b = {}
+    with open("/proc/%d/smaps_rollup" % aio.proc.pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in SMAPS_FIELDS:
+                b["smaps_" + k.lower()] = int(v.split()[0]) / 1024
+    try:
+        text = urllib.request.urlopen(aio.ep + "/metrics", timeout=2).read().decode()
+    except OSError:
+        return b
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        for k, g in MEM_GAUGES.items():
+            if name == g:
+                v = float(line.rsplit(" ", 1)[1])
+                b[k] = b.get(k, 0) + (v if k == "osd_imm_memtables" else v / 2**20)
+    return b
+
+
 def mixed_rss(a, bench, out):
-    """Fresh aio, three clients at once (32 in flight), RSS sampled."""
+    """Fresh aio, three clients at once (32 in flight), RSS sampled, and
+    its memory broken down (mem_breakdown) at the highest sample."""
     # Enough 64 KiB objects (16 KiB shards, kept inline in the OSDs'
     # RocksDB) to fill each OSD's 64 MiB memtable: RSS grows with them.
     mix = [("4KiB", 1000 if a.quick else 4000, 8), ("64KiB", 500 if a.quick else 6000, 16),
            ("4MiB", 24 if a.quick else 200, 8)]
-    with benchlib.Aio(a.build, a.workdir) as aio:
+    with benchlib.Aio(a.build, a.workdir, flags=a.aio_flags) as aio:
         peak = [0]
+        at_peak = [{}]
         stop = threading.Event()
 
         def sample():
+            # A breakdown costs a /metrics render: taken only when the
+            # peak grew by 2 MiB since the last one.
+            broken_at = 0
             while not stop.wait(0.1):
                 try:
-                    peak[0] = max(peak[0], aio.rss_kib()[0])
+                    rss = aio.rss_kib()[0]
+                    peak[0] = max(peak[0], rss)
+                    if rss > broken_at + 2048:
+                        at_peak[0] = dict(mem_breakdown(aio), rss_mib=rss / 1024,
+                                          t_s=time.time() - t0)
+                        broken_at = rss
                 except OSError:
                     return
 
+        t0 = time.time()
         t = threading.Thread(target=sample)
         t.start()
         procs = []
@@ -298,10 +358,30 @@ def mixed_rss(a, bench, out):
         stop.set()
         t.join()
         cur, hwm = aio.rss_kib()
+        end = mem_breakdown(aio)
     if any(rcs):
         raise BenchError("mixed load: a client failed (exit codes %s)" % rcs)
     out["rss"] = {"peak_sampled_mib": peak[0] / 1024, "vmhwm_mib": hwm / 1024,
-                  "after_mib": cur / 1024, "load": benchlib.uptime()}
+                  "after_mib": cur / 1024, "load": benchlib.uptime(), "secs": time.time() - t0,
+                  "at_peak": at_peak[0], "at_end": end}
+
+
+def print_rss(out):
+    r = out.get("rss")
+    if not r or not r.get("at_peak"):
+        return
+    print("\nMixed load's memory (MiB; memtables and caches from /metrics, summed):\n")
+    print("| when | RSS | anon | memtables OSD (imm) | meta memtable | block cache OSD / meta "
+          "| gw buffers out / idle | malloc in use / free / mmapped |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for when, b in (("peak (%.0f s)" % r["at_peak"].get("t_s", 0), r["at_peak"]),
+                    ("end", r["at_end"])):
+        print("| %s | %.0f | %.0f | %.0f (%d) | %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f / %.0f |" % (
+            when, b.get("smaps_rss", 0), b.get("smaps_anonymous", 0), b.get("osd_memtables", 0),
+            b.get("osd_imm_memtables", 0), b.get("meta_memtables", 0),
+            b.get("osd_block_cache", 0), b.get("meta_block_cache", 0),
+            b.get("gw_buffered", 0), b.get("gw_pool_idle", 0), b.get("malloc_inuse", 0), b.get("malloc_free", 0),
+            b.get("malloc_mmap", 0)))
 
 
 def print_native(out):
@@ -341,6 +421,7 @@ def print_tables(out):
                     op.upper(), size, c["concurrency"], fmt_int(p["ops_per_s"]), p["mib_per_s"],
                     p["p50_ms"], p["p99_ms"]))
     print_native(out)
+    print_rss(out)
     t = []
     if out["get_ceiling"]:
         print("\nGET under wrk -t2 (the same client for both; medians of %d "
@@ -386,7 +467,10 @@ def main(argv):
     ap.add_argument("--disk-dir", default="/var/tmp", help="a dir on the disk to measure")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--quick", action="store_true", help="fewer objects, shorter wrk runs")
-    ap.add_argument("--skip", default="", help="comma list of: native,ceiling,flush,md5,rss")
+    ap.add_argument("--skip", default="", help="comma list of: cells (and so ceiling), native,ceiling,flush,md5,rss")
+    ap.add_argument("--rss-aio-flag", dest="aio_flags", action="append", default=[],
+                    metavar="FLAG", help="a flag for the RSS step's aio (repeat; e.g. "
+                    "--rss-aio-flag=--osd-cache=64MiB), to measure a knob")
     a = ap.parse_args(argv)
     skip = set(filter(None, a.skip.split(",")))
     out = {"tool": "bench/e2e.py", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -413,10 +497,11 @@ def main(argv):
 
 
 def run(a, bench, skip, out):
-    with benchlib.Aio(a.build, a.workdir) as aio:
-        cells(bench, aio, a.quick, "native" not in skip, out)
-        if "ceiling" not in skip:
-            get_ceiling(aio, a.disk_dir, a.quick, out)
+    if "cells" not in skip:   # the GET ceiling reads the cells' objects
+        with benchlib.Aio(a.build, a.workdir) as aio:
+            cells(bench, aio, a.quick, "native" not in skip, out)
+            if "ceiling" not in skip:
+                get_ceiling(aio, a.disk_dir, a.quick, out)
     if "md5" not in skip:
         md5_ceiling(a.quick, out)
     if "flush" not in skip:

@@ -424,6 +424,9 @@ void gw_data_stats(const struct gw_data *d, struct gw_data_stats *out)
 	*out = d->st;
 	out->buffered_bytes = atomic_load(&d->pool->buffered);
 	out->buffered_peak = atomic_load(&d->pool->peak);
+	pthread_mutex_lock(&d->pool->mu);
+	out->pool_idle_bytes = d->pool->idle_bytes;
+	pthread_mutex_unlock(&d->pool->mu);
 	out->hedge_delay_ms = d->o.hedge_off ? 0 : gwd_hedge_delay_ms(d);
 	out->put_grace_ms = d->o.put_grace_off ? 0 : gwd_put_grace_ms(d);
 }

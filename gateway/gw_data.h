@@ -180,6 +180,7 @@ struct gw_data_stats {
 	uint32_t hedge_delay_ms;                   /* the hedge delay now */
 	uint64_t shard_deletes, shard_delete_failures;
 	uint64_t buffered_bytes, buffered_peak;    /* segment/decode buffers + held responses */
+	uint64_t pool_idle_bytes;                  /* freed buffers the pool keeps (pool_max_bytes) */
 	uint32_t live_ops;                         /* a PUT stays live until its late calls end */
 	uint32_t put_grace_ms;                     /* the quorum grace now */
 };

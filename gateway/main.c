@@ -43,6 +43,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/check.h"
+#include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/rpc_fault.h"
 #include "common/workpool.h"
@@ -259,7 +260,7 @@ int main(int argc, char **argv)
 	char lc_holder[128];
 	lc_worker_holder_name(lc_holder, sizeof(lc_holder), f_listen);
 	struct metrics_registry *reg = metrics_registry_new();
-	if (!reg || iol_check_register_metrics(reg)) {
+	if (!reg || iol_check_register_metrics(reg) || memstats_register_metrics(reg)) {
 		fprintf(stderr, "%s: out of memory\n", PROG);
 		return 1;
 	}

@@ -112,6 +112,7 @@ EC_GAUGE(decodes, 0)
 EC_GAUGE(shard_put_failures, 0)
 EC_GAUGE(shard_get_failures, 0)
 EC_GAUGE(buffered_bytes, 0)
+EC_GAUGE(pool_idle_bytes, 0)
 EC_GAUGE(hedges, 0)
 EC_GAUGE(hedge_wins, 0)
 EC_GAUGE(shard_gets_avoided, 0)
@@ -191,6 +192,7 @@ static void register_metrics(struct s3_ops *o)
 		{ "iolake_gw_data_shard_put_failures", "PutShard calls failed", g_shard_put_failures },
 		{ "iolake_gw_data_shard_get_failures", "GetShard calls failed or mismatching", g_shard_get_failures },
 		{ "iolake_gw_data_buffered_bytes", "segment and decode buffer bytes held", g_buffered_bytes },
+		{ "iolake_gw_data_pool_idle_bytes", "freed segment buffers kept for reuse (at most 256 MiB per gateway loop)", g_pool_idle_bytes },
 		{ "iolake_gw_data_hedges", "segments that asked parity because a shard read was slow", g_hedges },
 		{ "iolake_gw_data_hedge_wins", "hedged segments decoded before the slow read answered", g_hedge_wins },
 		{ "iolake_gw_data_shard_gets_avoided", "data shard reads not tried first: OSD down or circuit open", g_shard_gets_avoided },

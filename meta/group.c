@@ -746,6 +746,10 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 	m_set(g->m.applied, (int64_t)group_applied(g));
 	m_set(g->m.is_leader, role == RAFT_LEADER);
 	m_set(g->m.installing, g->inst != NULL);
+	if (g->state) {
+		m_set(g->m.mem_tables, (int64_t)meta_state_memtable_bytes(g->state));
+		m_set(g->m.mem_cache, (int64_t)meta_state_block_cache_bytes(g->state));
+	}
 	return was;
 }
 
@@ -815,6 +819,11 @@ static int register_metrics(struct meta_group *g)
 		"Raft barriers appended for reads (the first reads of a leader's term).", l);
 	m->read_rounds = metrics_counter_new(r, "iolake_meta_read_rounds_total",
 					     "ReadIndex rounds (no log write) for reads.", l);
+	m->mem_tables = metrics_gauge_new(r, "iolake_meta_rocksdb_memtable_bytes",
+					  "Bytes of the state's RocksDB memtables.", l);
+	m->mem_cache = metrics_gauge_new(r, "iolake_meta_rocksdb_block_cache_bytes",
+					 "Bytes in the state's RocksDB block cache (a cache the "
+					 "member's groups share shows on each).", l);
 	if (g->id != 0)
 		return 0;
 	static const uint64_t ops_b[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096 };

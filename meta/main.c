@@ -40,6 +40,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "common/rpc_fault.h"
@@ -263,7 +264,8 @@ int main(int argc, char **argv)
 	/* Ours, not the member's, so that it outlives the node for the
 	 * /metrics listener's last scrape. */
 	struct metrics_registry *reg = metrics_registry_new();
-	if (!reg || iol_check_register_metrics(reg) || rpc_tls_register_metrics(reg)) {
+	if (!reg || iol_check_register_metrics(reg) || memstats_register_metrics(reg) ||
+	    rpc_tls_register_metrics(reg)) {
 		fprintf(stderr, "%s: out of memory\n", argv[0]);
 		goto fail_early;
 	}

@@ -147,6 +147,7 @@ struct group_metrics {
 	struct metrics_histogram *snap_seconds;
 	struct metrics_counter *read_barriers, *read_rounds, *read_rounds_failed;
 	struct metrics_gauge *ranges;   /* key ranges the root's table gives it */
+	struct metrics_gauge *mem_tables, *mem_cache;  /* its RocksDB's memory */
 };
 
 static inline void m_add(struct metrics_counter *c, uint64_t v)

@@ -888,6 +888,17 @@ uint64_t meta_state_cache_usage(const struct meta_state_cache *c)
 	return c ? (uint64_t)rocksdb_cache_get_usage(c->cache) : 0;
 }
 
+uint64_t meta_state_memtable_bytes(struct meta_state *s)
+{
+	uint64_t v;
+	return rocksdb_property_int(s->db, "rocksdb.size-all-mem-tables", &v) ? 0 : v;
+}
+
+uint64_t meta_state_block_cache_bytes(const struct meta_state *s)
+{
+	return rocksdb_cache_get_usage(s->cache);
+}
+
 uint64_t meta_state_applied_index(const struct meta_state *s)
 {
 	return s->applied;

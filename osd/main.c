@@ -41,6 +41,7 @@
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "common/rpc_tls.h"
@@ -369,7 +370,8 @@ int main(int argc, char **argv)
 
 	struct osd o = { .loop = uv_default_loop(), .exit_code = 0 };
 	o.reg = metrics_registry_new();
-	if (!o.reg || iol_check_register_metrics(o.reg) || rpc_tls_register_metrics(o.reg) ||
+	if (!o.reg || iol_check_register_metrics(o.reg) || memstats_register_metrics(o.reg) ||
+	    rpc_tls_register_metrics(o.reg) ||
 	    store_cache_new(f_osd_cache, &o.cache) ||
 	    store_cache_register_metrics(o.cache, o.reg)) {
 		fprintf(stderr, "%s: out of memory\n", PROG);

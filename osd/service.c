@@ -168,6 +168,7 @@ struct osd_service {
 	struct metrics_histogram *lat[OP_KINDS];
 	struct metrics_histogram *batch, *kv_flush, *data_flush;
 	struct metrics_gauge *qdepth, *used, *free_b, *reserved, *total, *inline_b, *inflight_g;
+	struct metrics_gauge *kv_mem, *kv_imm, *kv_readers; /* the index's RocksDB memory */
 	struct metrics_counter *bg_deferred;
 	struct metrics_counter *direct_gets;
 	struct metrics_histogram *bg_wait;
@@ -997,6 +998,9 @@ static void refresh_gauges(struct osd_service *svc)
 	metrics_gauge_set(svc->reserved, (int64_t)sp.reserved_bytes);
 	metrics_gauge_set(svc->total, (int64_t)sp.total_bytes);
 	metrics_gauge_set(svc->inline_b, (int64_t)sp.inline_bytes);
+	metrics_gauge_set(svc->kv_mem, (int64_t)ss.kv.memtable_bytes);
+	metrics_gauge_set(svc->kv_imm, (int64_t)ss.kv.memtables_imm);
+	metrics_gauge_set(svc->kv_readers, (int64_t)ss.kv.readers_bytes);
 	metrics_gauge_set(svc->qdepth, (int64_t)(ds.in_ring + ds.queued));
 	metrics_gauge_set(svc->inflight_g,
 			  svc->inflight + atomic_load_explicit(&svc->direct_inflight,
@@ -1163,6 +1167,14 @@ static int register_metrics(struct osd_service *svc)
 		"Data-area size in bytes.", METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->inline_b = metrics_gauge_new(reg, "iolake_osd_inline_bytes",
 		"Shard bytes held inline in the index (meta dir, outside the data area).",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->kv_mem = metrics_gauge_new(reg, "iolake_osd_kv_memtable_bytes",
+		"Bytes of the index's RocksDB memtables (active, waiting for flush, pinned).",
+		METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->kv_imm = metrics_gauge_new(reg, "iolake_osd_kv_immutable_memtables",
+		"Full memtables of the index waiting for their flush.", METRICS_LABELS("osd", id)));
+	NEW_OR_FAIL(svc->kv_readers = metrics_gauge_new(reg, "iolake_osd_kv_table_readers_bytes",
+		"Bytes of the index's open table readers held outside the block cache.",
 		METRICS_LABELS("osd", id)));
 	NEW_OR_FAIL(svc->inflight_g = metrics_gauge_new(reg, "iolake_osd_inflight_calls",
 		"Shard calls doing store work now.", METRICS_LABELS("osd", id)));

@@ -463,8 +463,8 @@ static int open_clog(struct store_kv *kv, const char *dir, uint64_t bytes, char 
 }
 
 int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
-		  uint64_t clog_bytes, rocksdb_cache_t *cache, struct store_kv **out, char *errbuf,
-		  size_t errlen)
+		  uint64_t clog_bytes, rocksdb_cache_t *cache, uint64_t write_buffer_bytes,
+		  struct store_kv **out, char *errbuf, size_t errlen)
 {
 	int rc = -ENOMEM;
 	struct store_kv *kv = calloc(1, sizeof(*kv));
@@ -509,6 +509,15 @@ int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pendi
 	 * memtable per key. Iterators do not use it (no prefix extractor). */
 	rocksdb_options_set_memtable_whole_key_filtering(kv->opts, 1);
 	rocksdb_options_set_memtable_prefix_bloom_size_ratio(kv->opts, 0.01);
+	/* The memtables are most of a store's memory when shards are inline
+	 * (they hold the shard bytes until a flush): a process with several
+	 * stores (aio's six) bounds them here, two per store at most. The
+	 * checkpoint flushes at a quarter of the commit log anyway; this bound
+	 * holds when that flush falls behind (docs/performance.md, "rssmix"). */
+	if (write_buffer_bytes) {
+		rocksdb_options_set_write_buffer_size(kv->opts, write_buffer_bytes);
+		rocksdb_options_set_max_write_buffer_number(kv->opts, 2);
+	}
 	kv->wopts = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(kv->wopts, 1);
 	kv->wopts_log = rocksdb_writeoptions_create();
@@ -669,6 +678,12 @@ void store_kv_stats(struct store_kv *kv, struct store_kv_stats *out)
 	*out = kv->st;
 	out->pending = kv->pending;
 	pthread_mutex_unlock(&kv->mu);
+	/* Outside mu: RocksDB takes its own mutex. A property it cannot
+	 * read leaves 0. */
+	uint64_t v;
+	out->memtable_bytes = !rocksdb_property_int(kv->db, "rocksdb.size-all-mem-tables", &v) ? v : 0;
+	out->memtables_imm = !rocksdb_property_int(kv->db, "rocksdb.num-immutable-mem-table", &v) ? v : 0;
+	out->readers_bytes = !rocksdb_property_int(kv->db, "rocksdb.estimate-table-readers-mem", &v) ? v : 0;
 }
 
 void store_kv_set_observer(struct store_kv *kv, store_kv_batch_fn fn, void *arg)

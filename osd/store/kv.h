@@ -55,6 +55,10 @@ struct store_kv_stats {
 	uint64_t checkpoints;     /* RocksDB WAL syncs that freed the log */
 	uint64_t replayed;        /* log records replayed at open */
 	uint32_t pending;         /* enqueued, not yet taken */
+	/* RocksDB's own memory, read from its properties at the call: */
+	uint64_t memtable_bytes;  /* active + unflushed + pinned memtables */
+	uint64_t memtables_imm;   /* immutable memtables not flushed yet */
+	uint64_t readers_bytes;   /* table readers (indexes, filters) outside the cache */
 };
 
 /*
@@ -65,12 +69,14 @@ struct store_kv_stats {
  * through io (NULL: the default), which must outlive kv. max_pending
  * bounds enqueued-but-untaken requests (0: 4096). cache: the table blocks'
  * cache (shared with other stores, cache.h; NULL: RocksDB's default, one
- * of kv's own). Returns 0, or -EIO /
+ * of kv's own). write_buffer_bytes: each memtable's size (RocksDB keeps at
+ * most two; writes wait while both are full and one flushes); 0: RocksDB's
+ * 64 MiB. Returns 0, or -EIO /
  * -errno / IOL_ECORRUPT (bad commit log) with a message in err.
  */
 int store_kv_open(const struct store_io *io, const char *dir, uint32_t max_pending,
-		  uint64_t clog_bytes, rocksdb_cache_t *cache, struct store_kv **out, char *err,
-		  size_t errlen);
+		  uint64_t clog_bytes, rocksdb_cache_t *cache, uint64_t write_buffer_bytes,
+		  struct store_kv **out, char *err, size_t errlen);
 
 /*
  * Enqueue wb (the caller keeps ownership; it must stay unchanged until cb)

@@ -1180,7 +1180,7 @@ int store_open(uv_loop_t *loop, const struct store_opts *o, struct store **out, 
 	}
 	/* kv's bound is above ours, so a commit is never refused for space. */
 	rc = store_kv_open(s->io, o->meta_dir, s->max_inflight * 2, o->commit_log_bytes,
-			   store_cache_rocksdb(o->cache), &s->kv, err, errlen);
+			   store_cache_rocksdb(o->cache), o->write_buffer_bytes, &s->kv, err, errlen);
 	if (rc)
 		goto out_fd;
 	s->obs = o->observer;

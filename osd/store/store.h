@@ -73,6 +73,8 @@ struct store_opts {
 	uint32_t queue_depth;       /* io_uring entries; 0: 128 */
 	uint32_t max_inflight;      /* puts+deletes+gets in flight; 0: 1024 */
 	uint64_t commit_log_bytes;  /* size of a new commit log; 0: 64 MiB */
+	uint64_t write_buffer_bytes; /* each of the index's memtables (at most
+	                             * two); 0: RocksDB's 64 MiB */
 	struct store_cache *cache;  /* block cache shared with other stores
 	                             * (cache.h); NULL: RocksDB's default of
 	                             * the store's own. Must outlive the store. */

@@ -120,7 +120,7 @@ START_TEST(group_commit)
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 
 	for (c.round = 0; c.round < ROUNDS; c.round++) {
@@ -151,7 +151,7 @@ START_TEST(group_commit)
 
 	/* Bounded: a full queue refuses with -EAGAIN, the caller keeps req. */
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(NULL, dir, 1, 0, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 1, 0, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	/* (The commit thread may take the first at once; fill until refused.) */
 	struct item *its[64];
 	int queued = 0, refused = 0;
@@ -178,7 +178,7 @@ START_TEST(group_commit)
 	store_kv_close(c.kv);
 
 	/* Reopen: every write is there. */
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	for (int r = 0; r < ROUNDS; r++)
 		for (int t = 0; t < THREADS; t++)
 			for (int i = 0; i < PER_THREAD; i++) {
@@ -251,7 +251,7 @@ START_TEST(log_replay)
 	uv_loop_init(&loop);
 	struct ctx c = { .loop_thread = pthread_self() };
 	rm_tree(dir);
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, LOG_BYTES, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, LOG_BYTES, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
 	/* Six times around the log (63 records of 4 KiB each), each key
 	 * rewritten many times; 428 = 6 * 63 + 50, so the 24 records below
@@ -274,7 +274,7 @@ START_TEST(log_replay)
 	struct fault_io_opts fo = { .seed = 1, .snap_dir = snap };
 	ck_assert_int_eq(fault_io_new(&fo, &fi), 0);
 	const struct store_io *io = fault_io_ops(fi);
-	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	/* From here no checkpoint completes (they wait in the seam), so the
@@ -300,7 +300,7 @@ START_TEST(log_replay)
 	store_kv_close(c.kv); /* what it flushes now goes nowhere */
 	ck_assert_msg(fault_io_recover(fi, err, sizeof(err)) == 0, "%s", err);
 
-	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 24);
 	for (int i = 0; i < KEYS; i++) {
@@ -314,7 +314,7 @@ START_TEST(log_replay)
 	val(v, VLEN, 1, ++gen[1]);
 	commit_one(&c, &loop, k, v, VLEN);
 	store_kv_close(c.kv);
-	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, &c.kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(io, dir, 0, 0, NULL, 0, &c.kv, err, sizeof(err)), 0);
 	store_kv_stats(c.kv, &st);
 	ck_assert_uint_eq(st.replayed, 0);
 	expect(c.kv, k, v, VLEN);
@@ -346,7 +346,7 @@ START_TEST(crash_and_oversized)
 		uv_loop_t loop;
 		uv_loop_init(&loop);
 		struct ctx c = { .loop_thread = pthread_self() };
-		if (store_kv_open(NULL, dir, 0, STORE_CLOG_MIN_BYTES, NULL, &c.kv, err, sizeof(err)) ||
+		if (store_kv_open(NULL, dir, 0, STORE_CLOG_MIN_BYTES, NULL, 0, &c.kv, err, sizeof(err)) ||
 		    loop_queue_init(&c.q, &loop))
 			_exit(2);
 		commit_one(&c, &loop, "A", "a1", 2);
@@ -361,7 +361,7 @@ START_TEST(crash_and_oversized)
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	char err[256];
 	struct store_kv *kv;
-	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, &kv, err, sizeof(err)), 0);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, 0, &kv, err, sizeof(err)), 0);
 	struct store_kv_stats ks;
 	store_kv_stats(kv, &ks);
 	ck_assert_uint_eq(ks.replayed, 2); /* C and the deletion of B */
@@ -369,6 +369,62 @@ START_TEST(crash_and_oversized)
 	expect(kv, "B", NULL, 0);
 	expect(kv, "C", "c1", 2);
 	store_kv_close(kv);
+}
+END_TEST
+
+/*
+ * write_buffer_bytes bounds the memtables (two at most): 6 MiB of 16 KiB
+ * values, less than the quarter of the default 64 MiB log at which the
+ * checkpoint flushes, so only the bound can flush them. Without it (0,
+ * RocksDB's 64 MiB) the same writes stay in memory, which the stat shows.
+ */
+#define WB_VLEN (16u << 10)
+#define WB_WRITES 384          /* 6 MiB */
+
+static uint64_t fill_and_watch(uint64_t write_buffer_bytes)
+{
+	static char v[WB_VLEN];
+	char err[256], k[32];
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct ctx c = { .loop_thread = pthread_self() };
+	rm_tree(dir);
+	ck_assert_int_eq(store_kv_open(NULL, dir, 0, 0, NULL, write_buffer_bytes, &c.kv, err,
+				       sizeof(err)), 0);
+	ck_assert_int_eq(loop_queue_init(&c.q, &loop), 0);
+	uint64_t most = 0;
+	for (int n = 0; n < WB_WRITES; n++) {
+		snprintf(k, sizeof(k), "wb-%04d", n);
+		val(v, WB_VLEN, n, 1);
+		commit_one(&c, &loop, k, v, WB_VLEN);
+		struct store_kv_stats st;
+		store_kv_stats(c.kv, &st);
+		if (st.memtable_bytes > most)
+			most = st.memtable_bytes;
+	}
+	ck_assert_int_eq(c.errors, 0);
+	for (int n = 0; n < WB_WRITES; n += 37) {
+		snprintf(k, sizeof(k), "wb-%04d", n);
+		val(v, WB_VLEN, n, 1);
+		expect(c.kv, k, v, WB_VLEN);
+	}
+	store_kv_close(c.kv);
+	loop_queue_close(&c.q, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	return most;
+}
+
+START_TEST(write_buffer_bound)
+{
+	uint64_t bounded = fill_and_watch(1u << 20);
+	uint64_t unbounded = fill_and_watch(0);
+	fprintf(stderr, "write_buffer_bound: memtables at most %llu bytes with 1 MiB buffers, "
+		"%llu with RocksDB's default\n", (unsigned long long)bounded,
+		(unsigned long long)unbounded);
+	ck_assert_uint_gt(bounded, 0);
+	ck_assert_uint_le(bounded, 3u << 20);         /* two 1 MiB memtables and slack */
+	ck_assert_uint_ge(unbounded, 5u << 20);       /* the 6 MiB written, unflushed */
 }
 END_TEST
 
@@ -381,6 +437,7 @@ int main(void)
 	tcase_add_test(tc, group_commit);
 	tcase_add_test(tc, log_replay);
 	tcase_add_test(tc, crash_and_oversized);
+	tcase_add_test(tc, write_buffer_bound);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
