@@ -716,7 +716,6 @@ int group_enqueue(struct meta_group *g, struct sub *s)
 
 int group_tick(struct meta_group *g, uint64_t now_ms)
 {
-	(void)now_ms;
 	group_install_poll(g);
 	int role = raft_state(&g->raft);
 	raft_id lid = 0;
@@ -746,9 +745,13 @@ int group_tick(struct meta_group *g, uint64_t now_ms)
 	m_set(g->m.applied, (int64_t)group_applied(g));
 	m_set(g->m.is_leader, role == RAFT_LEADER);
 	m_set(g->m.installing, g->inst != NULL);
-	if (g->state) {
+	/* A RocksDB property read takes the DB's mutex, which its write and
+	 * flush threads hold too: once a second per group, not every tick
+	 * (20 ms) of every group of the member. */
+	if (g->state && now_ms - g->mem_gauges_ms >= 1000) {
+		g->mem_gauges_ms = now_ms;
 		m_set(g->m.mem_tables, (int64_t)meta_state_memtable_bytes(g->state));
-		m_set(g->m.mem_cache, (int64_t)meta_state_block_cache_bytes(g->state));
+		m_set(g->m.mem_cache, (int64_t)meta_state_cache_usage(g->n->cache));
 	}
 	return was;
 }
@@ -821,11 +824,13 @@ static int register_metrics(struct meta_group *g)
 					     "ReadIndex rounds (no log write) for reads.", l);
 	m->mem_tables = metrics_gauge_new(r, "iolake_meta_rocksdb_memtable_bytes",
 					  "Bytes of the state's RocksDB memtables.", l);
-	m->mem_cache = metrics_gauge_new(r, "iolake_meta_rocksdb_block_cache_bytes",
-					 "Bytes in the state's RocksDB block cache (a cache the "
-					 "member's groups share shows on each).", l);
 	if (g->id != 0)
 		return 0;
+	/* One cache for all the member's groups (node.c): on the root only,
+	 * so a sum over groups counts it once. */
+	m->mem_cache = metrics_gauge_new(r, "iolake_meta_rocksdb_block_cache_bytes",
+					 "Bytes in the member's RocksDB block cache (shared by "
+					 "all its groups).", l);
 	static const uint64_t ops_b[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096 };
 	static const uint64_t snap_b[] = { 1000, 5000, 20000, 100000, 500000, 2000000, 10000000,
 					   60000000 };

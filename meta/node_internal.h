@@ -147,7 +147,8 @@ struct group_metrics {
 	struct metrics_histogram *snap_seconds;
 	struct metrics_counter *read_barriers, *read_rounds, *read_rounds_failed;
 	struct metrics_gauge *ranges;   /* key ranges the root's table gives it */
-	struct metrics_gauge *mem_tables, *mem_cache;  /* its RocksDB's memory */
+	struct metrics_gauge *mem_tables;  /* its RocksDB's memtables */
+	struct metrics_gauge *mem_cache;   /* root only: the member's shared block cache */
 };
 
 static inline void m_add(struct metrics_counter *c, uint64_t v)
@@ -214,6 +215,7 @@ struct meta_group {
 	struct raft_transfer xfer;
 	bool xfer_busy;
 	uint64_t xfer_ms;              /* when the last transfer of this group started */
+	uint64_t mem_gauges_ms;        /* group_tick: when the RocksDB memory gauges were read */
 
 	/* membership (group_members.c): the leader's one change at a time
 	 * toward the members the root's table gives the group */

@@ -894,11 +894,6 @@ uint64_t meta_state_memtable_bytes(struct meta_state *s)
 	return rocksdb_property_int(s->db, "rocksdb.size-all-mem-tables", &v) ? 0 : v;
 }
 
-uint64_t meta_state_block_cache_bytes(const struct meta_state *s)
-{
-	return rocksdb_cache_get_usage(s->cache);
-}
-
 uint64_t meta_state_applied_index(const struct meta_state *s)
 {
 	return s->applied;

@@ -129,10 +129,8 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 void meta_state_close(struct meta_state *s);
 
 /* Bytes of the state's RocksDB memtables (active, waiting for flush,
- * pinned), and of its block cache (shared with other states when opened
- * with opts.cache: then the whole shared cache). Any thread. */
+ * pinned). Takes RocksDB's DB mutex. Any thread. */
 uint64_t meta_state_memtable_bytes(struct meta_state *s);
-uint64_t meta_state_block_cache_bytes(const struct meta_state *s);
 
 /* Raft index of the last applied (or skipped-as-malformed) entry; 0 new. */
 uint64_t meta_state_applied_index(const struct meta_state *s);
