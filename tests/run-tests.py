@@ -116,9 +116,14 @@ def spawn(t, env, kind):
         t.scratch = tempfile.mkdtemp(prefix="iol.%s." % os.path.basename(t.name), dir=shm)
         env = dict(env, IOLAKE_TEST_SCRATCH=t.scratch)
     log = open(t.log, "wb")
-    t.proc = subprocess.Popen(t.argv, cwd=t.cwd, env=env, stdout=log,
-                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    log.close()
+    try:
+        t.proc = subprocess.Popen(t.argv, cwd=t.cwd, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    except OSError:
+        drop_scratch(t)   # nothing ran: nothing in it to keep
+        raise
+    finally:
+        log.close()
 
 
 def drop_scratch(t):
