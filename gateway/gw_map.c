@@ -50,7 +50,10 @@ void gw_map_close(struct gw_map *m)
 uint64_t gw_map_creds_epoch(const struct gw_map *m)
 {
 	const Iolake__Meta__ClusterMap *map = meta_mapwatch_map(m->w);
-	return map ? map->creds_epoch : 0;
+	/* + 1: the first map is a change too. A key written before InitMap
+	 * bumped nothing, and a miss cached before the gateway had a map
+	 * must not outlive it. */
+	return map ? map->creds_epoch + 1 : 0;
 }
 
 uint64_t gw_map_epoch(const struct gw_map *m)

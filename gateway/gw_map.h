@@ -51,8 +51,10 @@ int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t);
 /* k and m of the map (0 before one is known). */
 void gw_map_ec(const struct gw_map *m, unsigned *k, unsigned *m_out);
 
-/* The map's creds_epoch: moves whenever a user or access key is removed
- * (0 before a map is known). */
+/* A number that moves whenever the map's creds_epoch does (an access
+ * key added or removed, a user removed or a user's grants changed) and
+ * when the first map arrives: 0 before a map is known, creds_epoch + 1
+ * after. */
 uint64_t gw_map_creds_epoch(const struct gw_map *m);
 
 /* OSDs the map says are up. */

@@ -70,9 +70,10 @@ struct s3_server_cfg {
 	 * NULL: /metrics is routed as S3. */
 	int (*metrics)(void *ctx, char **text, size_t *len);
 	/* Revocation: a number that changes whenever credentials were
-	 * removed (meta's creds_epoch). Checked before each authentication;
-	 * a change empties the credential cache, so a removed key stops
-	 * working at once, not when its TTL runs out. NULL: TTL only. */
+	 * added or removed (meta's creds_epoch). Checked before each
+	 * authentication; a change empties the credential cache, so a
+	 * removed key stops working and a new one starts at once, not when
+	 * a (negative) entry's TTL runs out. NULL: TTL only. */
 	uint64_t (*creds_generation)(void *ctx);
 	/* Anonymous requests (no Authorization, no presigned query): false,
 	 * refused here with AccessDenied; true, dispatched like any other

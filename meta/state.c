@@ -120,7 +120,8 @@ static int apply_body_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_resu
 		return op_abort_multipart(t, op->abort_multipart);
 	case IOLAKE__META__OP__BODY_PUT_USER: return op_put_user(t, op->put_user);
 	case IOLAKE__META__OP__BODY_DELETE_USER: return op_delete_user(t, op->delete_user, r);
-	case IOLAKE__META__OP__BODY_PUT_ACCESS_KEY: return op_put_access_key(t, op->put_access_key);
+	case IOLAKE__META__OP__BODY_PUT_ACCESS_KEY:
+		return op_put_access_key(t, op->put_access_key, r);
 	case IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY:
 		return op_delete_access_key(t, op->delete_access_key, r);
 	case IOLAKE__META__OP__BODY_SET_USER_GRANT:

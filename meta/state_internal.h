@@ -284,7 +284,8 @@ int op_abort_multipart(struct tx *t, const Iolake__Meta__AbortMultipart *op);
 /* ---- state_user.c: users, keys, grants */
 int op_put_user(struct tx *t, const Iolake__Meta__PutUser *op);
 int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op, struct meta_op_result *r);
-int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op);
+int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op,
+		      struct meta_op_result *r);
 int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKey *op, struct meta_op_result *r);
 int op_set_user_grant(struct tx *t, const Iolake__Meta__SetUserGrant *op, struct meta_op_result *r);
 int op_set_user_admin(struct tx *t, const Iolake__Meta__SetUserAdmin *op, struct meta_op_result *r);
@@ -292,7 +293,7 @@ int op_reseal_access_key(struct tx *t, const Iolake__Meta__ResealAccessKey *op, 
 
 /* ---- state_map.c: the cluster map, OSDs, Raft groups */
 int get_map(struct tx *t, Iolake__Meta__ClusterMap **m);
-int revoke_creds(struct tx *t, struct meta_op_result *r);
+int creds_changed(struct tx *t, struct meta_op_result *r);
 int op_init_map(struct tx *t, const Iolake__Meta__InitMap *op, struct meta_op_result *r);
 int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op, struct meta_op_result *r);
 int op_remove_osd(struct tx *t, const Iolake__Meta__RemoveOsd *op, struct meta_op_result *r);

@@ -31,11 +31,13 @@ int get_map(struct tx *t, Iolake__Meta__ClusterMap **m)
 	return tx_get_msg(t, &k, &iolake__meta__cluster_map__descriptor, (void **)m);
 }
 
-/* A user or key was removed: bump the map's epoch and creds_epoch, so
- * gateways (which watch the map) drop the secrets they cached at once
- * rather than when their TTL runs out. Placement is untouched. Before
+/* A user's or key's credentials changed (a key added or removed, a user
+ * removed, grants or the admin flag set): bump the map's epoch and
+ * creds_epoch, so gateways (which watch the map) drop what they cached,
+ * secrets and "no such key" answers alike, at once rather than when
+ * their TTL runs out. Placement is untouched. Before
  * InitMap there is no map and no gateway can have served anything. */
-int revoke_creds(struct tx *t, struct meta_op_result *r)
+int creds_changed(struct tx *t, struct meta_op_result *r)
 {
 	Iolake__Meta__ClusterMap *m = NULL;
 	int rc = get_map(t, &m);

@@ -4,7 +4,8 @@
  * DeleteAccessKey, SetUserGrant, SetUserAdmin, ResealAccessKey.
  *
  * Not here: sealing (meta/secret.c, before proposing); the credentials
- * epoch a removal bumps lives in the map (state_map.c revoke_creds).
+ * epoch every one of these but PutUser bumps lives in the map
+ * (state_map.c creds_changed).
  */
 #include "meta/state.h"
 #include "meta/secret.h"
@@ -58,7 +59,7 @@ int op_delete_user(struct tx *t, const Iolake__Meta__DeleteUser *op,
 	}
 	tx_del(t, &k);
 	meta_state_free_msg(u);
-	return revoke_creds(t, r);
+	return creds_changed(t, r);
 }
 
 #define USER_KEYS_MAX 64
@@ -79,7 +80,11 @@ static bool valid_secret(const Iolake__Meta__AccessKey *a)
 	       strlen(a->secret_key) <= NAME_MAX_BYTES;
 }
 
-int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op)
+/* A new key bumps creds_epoch too: a gateway that was asked for this id
+ * before it existed has its "no such key" cached, and would refuse the
+ * new key until that entry expired. */
+int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op,
+		      struct meta_op_result *r)
 {
 	const Iolake__Meta__AccessKey *a = op->key;
 	Iolake__Meta__User *u = NULL;
@@ -108,6 +113,8 @@ int op_put_access_key(struct tx *t, const Iolake__Meta__PutAccessKey *op)
 		rc = tx_put_msg(t, &uk, &nu.base);
 		if (!rc)
 			rc = tx_put_msg(t, &k, &a->base);
+		if (!rc)
+			rc = creds_changed(t, r);
 	}
 	meta_state_free_msg(u);
 	return rc;
@@ -141,11 +148,11 @@ int op_delete_access_key(struct tx *t, const Iolake__Meta__DeleteAccessKey *op,
 	tx_del(t, &k);
 	meta_state_free_msg(u);
 	meta_state_free_msg(a);
-	return revoke_creds(t, r);
+	return creds_changed(t, r);
 }
 
 /* Issue 16: a user's grants, admin flag and a key's secret replaced.
- * Each bumps creds_epoch (revoke_creds), as removals do: gateways cache a
+ * Each bumps creds_epoch (creds_changed), as removals do: gateways cache a
  * user's grants and admin flag with its key's secret. */
 
 static int get_user(struct tx *t, const char *name, struct key *k, Iolake__Meta__User **u)
@@ -214,7 +221,7 @@ int op_set_user_grant(struct tx *t, const Iolake__Meta__SetUserGrant *op,
 	nu.n_grants = n;
 	rc = tx_put_msg(t, &k, &nu.base);
 	if (!rc)
-		rc = revoke_creds(t, r);
+		rc = creds_changed(t, r);
 out:
 	meta_state_free_msg(b);
 	meta_state_free_msg(u);
@@ -232,7 +239,7 @@ int op_set_user_admin(struct tx *t, const Iolake__Meta__SetUserAdmin *op,
 	u->admin = op->admin;
 	rc = tx_put_msg(t, &k, &u->base);
 	meta_state_free_msg(u);
-	return rc ? rc : revoke_creds(t, r);
+	return rc ? rc : creds_changed(t, r);
 }
 
 int op_reseal_access_key(struct tx *t, const Iolake__Meta__ResealAccessKey *op,
@@ -257,5 +264,5 @@ int op_reseal_access_key(struct tx *t, const Iolake__Meta__ResealAccessKey *op,
 		rc = tx_put_msg(t, &k, &nk.base);
 	}
 	meta_state_free_msg(old);
-	return rc ? rc : revoke_creds(t, r);
+	return rc ? rc : creds_changed(t, r);
 }

@@ -20,7 +20,11 @@ grant|revoke|admin`. Checks:
     sign; a meta started on that data dir without the key file (or with
     another key) refuses to start with a message naming --secret-key-file;
   - an old data dir whose secrets are in clear (a meta without a key
-    file) keeps working and `user rekey` seals them.
+    file) keeps working and `user rekey` seals them;
+  - a key asked for before it exists (every gateway loop caches the miss
+    for 5 s) works as soon as it is created: creating a key bumps
+    creds_epoch too. Before that fix, 448 of 691 requests on fresh
+    connections were refused for 4.8 s after `user add`.
 """
 import json, os, signal, subprocess, sys, tempfile, time
 
@@ -75,7 +79,8 @@ def until(fn, want, what, limit=10.0):
 
 
 def main():
-    aio = Aio(args=["--snapshot-bytes", "1MiB", "--meta-write-buffer", "1MiB"])
+    aio = Aio(args=["--snapshot-bytes", "1MiB", "--meta-write-buffer", "1MiB",
+                    "--gw-loops", "2"])
     aio.start()
     try:
         run(aio)
@@ -90,9 +95,30 @@ def main():
     print("PASS")
 
 
+def new_key_after_miss(aio, admin):
+    """A key refused (and so cached as unknown on the gateway loops that
+    were asked) must work on every loop once it is created."""
+    ak, sk = "AKERINNEW00000000001", "erin-secret-00000000000001"
+
+    def fresh():   # a new client is a new connection: any of the loops
+        return code(aio.client(ak=ak, sk=sk).list_buckets)
+
+    before = [fresh() for _ in range(16)]
+    expect(set(before), {"InvalidAccessKeyId"}, "erin's key before it exists: refused")
+    admin_run(admin, "user", "add", "erin", "--access-key", ak, "--secret-key", sk)
+    # Not a speed bound: without the epoch bump the first success waits
+    # for the cached misses to expire (5 s; 4.9 s measured), with it the
+    # map reaches the gateway in milliseconds.
+    until(fresh, OK, "erin's new key works before the cached misses expire", limit=2.5)
+    after = [fresh() for _ in range(24)]
+    expect(after.count(OK), len(after),
+           "erin's new key on 24 fresh connections right after (no cached miss left)")
+
+
 def run(aio):
     meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
     admin = [os.path.join(BUILD, "iolake-admin"), "--meta", meta]
+    new_key_after_miss(aio, admin)
     ak_a, sk_a = add_user(admin, "alice")
     ak_b, sk_b = add_user(admin, "bob")
     alice = aio.client(ak=ak_a, sk=sk_a)

@@ -228,6 +228,13 @@ START_TEST(test_sealed_keys)
 	ck_assert_int_eq(res[8].err, IOL_ECONFLICT);
 	ck_assert_int_eq(res[9].err, IOL_ENOT_FOUND);
 	ck_assert_uint_gt(res[7].epoch, 0);   /* a reseal bumps creds_epoch too */
+	/* A new key bumps it (a gateway drops its cached "no such key");
+	 * a refused one does not. */
+	ck_assert_uint_eq(res[3].epoch, res[0].epoch + 1);
+	ck_assert_uint_eq(res[4].epoch, res[3].epoch + 1);
+	ck_assert_uint_eq(res[5].epoch, 0);
+	ck_assert_uint_eq(res[7].epoch, res[4].epoch + 1);
+	ck_assert_uint_eq(creds_epoch(s), 3);   /* two new keys, one reseal */
 	Iolake__Meta__AccessKey *k;
 	char out[META_SECRET_MAX + 1];
 	ck_assert_int_eq(meta_state_get_access_key(s, "AKALICE", &k), 0);
