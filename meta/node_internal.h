@@ -3,9 +3,10 @@
  * member), group.c (one Raft group), hosting.c (the member's table of
  * groups: their lifecycle from the root's state, leader spread),
  * node_read.c (linearizable reads), service.c (the Meta RPC handlers) and
- * service_read.c (reads answered from a group's state).
+ * service_read.c (reads answered from a group's state) and node_direct.c
+ * (reads from other threads of the same process).
  * Not for other modules: they use meta/node.h. Everything here runs on the
- * member's loop.
+ * member's loop, but node_direct_acquire / _release, which say so.
  *
  * A member (struct meta_node) owns the loop's timers, the RPC server, the
  * Raft transport multiplexer (one port for every group), the shared
