@@ -6,7 +6,8 @@
  * service_read.c (reads answered from a group's state) and node_direct.c
  * (reads from other threads of the same process).
  * Not for other modules: they use meta/node.h. Everything here runs on the
- * member's loop, but node_direct_acquire / _release, which say so.
+ * member's loop except node_direct_acquire and node_direct_release (any
+ * thread).
  *
  * A member (struct meta_node) owns the loop's timers, the RPC server, the
  * Raft transport multiplexer (one port for every group), the shared
