@@ -38,6 +38,10 @@
 
 struct sigv2_auth {
 	char access_key[129];
+	/* Empty when what the client sent is not base64 of 20 bytes (a wrong
+	 * length, a bad escape, a stray character): such a signature matches
+	 * nothing, so the request gets SignatureDoesNotMatch, as from AWS,
+	 * not a complaint about missing parameters. */
 	char signature[SIGV2_SIG_LEN + 1];
 	bool presigned;
 	int64_t expires;              /* presigned: Expires (epoch seconds) */
@@ -61,13 +65,15 @@ struct sigv2_request {
 	size_t vhost_bucket_len;
 };
 
-/* "AWS AKID:SIG". 0; -ENOENT when the header is not of that scheme;
- * -EINVAL when it is but malformed. */
+/* "AWS AKID:SIG". 0 (a malformed SIG leaves signature empty); -ENOENT
+ * when the header is not of that scheme; -EINVAL when it has no colon or
+ * no valid key id. */
 int sigv2_parse_header(const char *v, size_t n, struct sigv2_auth *a);
 
-/* AWSAccessKeyId, Signature and Expires from a raw query. 0; -ENOENT when
- * the query has neither AWSAccessKeyId nor Signature; -EINVAL when one of
- * the three is missing, repeated or malformed. */
+/* AWSAccessKeyId, Signature and Expires from a raw query. 0 (a malformed
+ * Signature leaves signature empty); -ENOENT when the query has neither
+ * AWSAccessKeyId nor Signature; -EINVAL when one of the three is missing
+ * or repeated, or the key id or Expires is malformed. */
 int sigv2_parse_query(const char *q, size_t n, struct sigv2_auth *a);
 
 /* The StringToSign of req for a (date from the Date header unless

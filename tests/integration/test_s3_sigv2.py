@@ -4,9 +4,9 @@ clients that still use it:
 - Debian 12's boto3 (1.26) generate_presigned_url with its defaults, which
   sign with SigV2 (AWSAccessKeyId/Signature/Expires): GET, PUT, HEAD,
   DELETE through curl, byte for byte; a response-content-type override
-  (a signed subresource); an expired URL -> 403 AccessDenied; a spoiled
-  signature -> 403 SignatureDoesNotMatch; a URL used for another key ->
-  SignatureDoesNotMatch.
+  (a signed subresource); an expired URL -> 403 AccessDenied; a spoiled,
+  a wrong-length or an empty signature -> 403 SignatureDoesNotMatch; a
+  URL used for another key -> SignatureDoesNotMatch.
 - boto3 with signature_version='s3' (the "Authorization: AWS AK:sig"
   header) for object calls, multipart parts (?uploadId&partNumber, signed
   subresources), ListObjects (botocore signs "/bucket/"), and keys that
@@ -86,9 +86,16 @@ def presigned_default(aio, tmp):
     st, _, _ = curl("HEAD", head)
     expect(st, 200, "SigV2 presigned HEAD")
     i = get.index("Signature=") + len("Signature=")
-    spoiled = get[:i] + ("B" if get[i] == "A" else "A") + get[i + 1:]
-    st, b, _ = curl("GET", spoiled)
-    expect((st, code_of(b)), (403, "SignatureDoesNotMatch"), "spoiled SigV2 signature")
+    j = get.find("&", i)
+    j = len(get) if j < 0 else j
+    # A signature that is wrong, one of the wrong length (what spoiling a
+    # "%2B" escape gives) and an empty one all match nothing.
+    spoils = {"spoiled SigV2 signature": get[:i] + ("B" if get[i] == "A" else "A") + get[i + 1:],
+              "SigV2 signature of the wrong length": get[:i] + "A2B" + get[i:],
+              "empty SigV2 signature": get[:i] + get[j:]}
+    for what, url in spoils.items():
+        st, b, _ = curl("GET", url)
+        expect((st, code_of(b)), (403, "SignatureDoesNotMatch"), what)
     other = get.replace("pre/a%20b%2Bc", "pre/other", 1)
     assert other != get, get
     st, b, _ = curl("GET", other)
@@ -140,6 +147,15 @@ def header_auth(aio):
         raise AssertionError("wrong secret accepted")
     except ClientError as e:
         expect(e.response["ResponseMetadata"]["HTTPStatusCode"], 403, "SigV2 wrong secret")
+    # A header whose signature is not base64 of 20 bytes does not match.
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
+    for sig in ("short=", ""):
+        r = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", "-H", "Date: " + date,
+                            "-H", "Authorization: AWS %s:%s" % (AK, sig),
+                            "%s/%s" % (aio.ep, BUCKET)], check=True, capture_output=True)
+        body, _, st = r.stdout.rpartition(b"\n")
+        expect((int(st), code_of(body)), (403, "SignatureDoesNotMatch"),
+               "SigV2 header with signature %r" % sig)
     for k in keys + ["mp"]:
         s3.delete_object(Bucket=BUCKET, Key=k)
     expect(s3.list_objects(Bucket=BUCKET).get("Contents", []), [], "SigV2 deletes")
