@@ -90,7 +90,8 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 	struct s3_ops *o0 = gw_loops_ops(g->loops, 0);
 	struct admin_api_cfg ac = { .addr = c->api_host, .port = c->api_port, .meta = members,
 				    .n_meta = 1, .region = c->region,
-				    .stats = s3_ops_stats(o0), .gc = s3_ops_gc(o0) };
+				    .stats = s3_ops_stats(o0), .gc = s3_ops_gc(o0),
+				    .map = s3_ops_map(o0) };
 	struct api_call a = { .g = g, .ac = &ac };
 	loop_thread_call(gw_loops_thread(g->loops, 0), api_start_fn, &a);
 	if (a.rc == -EADDRINUSE && c->api_default && c->api_port) {

@@ -612,6 +612,7 @@ int admin_api_start(uv_loop_t *loop, const struct admin_api_cfg *cfg, struct adm
 	a->session_ttl_s = cfg->session_ttl_s ? cfg->session_ttl_s : 3600;
 	a->stats = cfg->stats;
 	a->gc = cfg->gc;
+	a->map = cfg->map;
 	snprintf(a->region, sizeof(a->region), "%s", cfg->region ? cfg->region : "");
 	if (getrandom(a->token_key, sizeof(a->token_key), 0) != (ssize_t)sizeof(a->token_key)) {
 		free(a);

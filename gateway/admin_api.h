@@ -40,11 +40,18 @@ struct admin_api_cfg {
 	/* The shard GC worker of this process (s3_ops_gc; its loop must be
 	 * the API's): GET /api/v1/gc's "worker". NULL: none here. */
 	struct gw_gc *gc;
+	/* The cluster map of the API's loop (s3_ops_map): a change of its
+	 * creds_epoch (a key added or removed, a user's grants or admin flag
+	 * changed) empties the credential cache before the next request, as
+	 * on the S3 port. NULL: only this API's own deletions do, and other
+	 * entries live their TTL (10 s; unknown keys 2 s). */
+	struct gw_map *map;
 };
 
 struct admin_api;
 struct gw_stats;
 struct gw_gc;
+struct gw_map;
 
 /* Listen and serve. 0 and *out, -EINVAL (no meta), -ENOMEM, -errno of
  * the bind (-EADDRINUSE). */

@@ -21,6 +21,7 @@
 #include "common/hash.h"
 #include "gateway/admin_api_int.h"
 #include "gateway/gw_creds.h"
+#include "gateway/gw_map.h"
 
 /* ------------------------------------------------------------ credentials */
 
@@ -87,6 +88,17 @@ static void sigv4(struct admin_call *c)
 		c->headers[c->n_headers++] = (struct sigv4_header){
 			.name = "x-amz-content-sha256", .name_len = 20,
 			.value = c->body_sha256, .value_len = 64 };
+	}
+	/* Revocation: a key removed, or a grant or admin flag changed,
+	 * through any gateway or iolake-admin stops or starts counting here
+	 * at once (the map's creds_epoch, as on the S3 port). */
+	struct admin_api *a = c->api;
+	if (a->map) {
+		uint64_t g = gw_map_creds_epoch(a->map);
+		if (g != a->creds_gen) {
+			a->creds_gen = g;
+			s3_auth_invalidate_all(a->auth);
+		}
 	}
 	struct s3_auth_req *r = &c->ar;
 	memset(r, 0, sizeof(*r));

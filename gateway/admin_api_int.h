@@ -48,6 +48,8 @@ struct admin_api {
 	uint32_t session_ttl_s;
 	struct gw_stats *stats;    /* the S3 front end's, or NULL */
 	struct gw_gc *gc;          /* the shard GC worker, or NULL */
+	struct gw_map *map;        /* creds_epoch source, or NULL */
+	uint64_t creds_gen;        /* last gw_map_creds_epoch seen */
 	struct osd_chan chans[ADMIN_OSD_CHANNELS];
 	size_t n_chans;
 	void (*close_cb)(void *);

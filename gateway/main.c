@@ -306,7 +306,8 @@ int main(int argc, char **argv)
 		struct admin_api_cfg ac = { .addr = ahost, .meta = (const char *const *)f_meta.items,
 					    .n_meta = f_meta.n, .region = f_region,
 					    .stats = s3_ops_stats(gw_loops_ops(loops, 0)),
-					    .gc = s3_ops_gc(gw_loops_ops(loops, 0)) };
+					    .gc = s3_ops_gc(gw_loops_ops(loops, 0)),
+					    .map = s3_ops_map(gw_loops_ops(loops, 0)) };
 		rc = http_accept_split(f_admin_api_listen, ahost, sizeof(ahost), &aport);
 		ac.port = aport;
 		struct api_start as = { .ac = &ac };

@@ -225,6 +225,11 @@ struct gw_gc *s3_ops_gc(struct s3_ops *o)
 	return o->gc;
 }
 
+struct gw_map *s3_ops_map(struct s3_ops *o)
+{
+	return o->map;
+}
+
 /* gw_data saw a degraded PG: queue a rescan flag (never on the request's
  * critical path: gw_heal only sets a bit). */
 static void on_degraded(void *ud, uint32_t pg, enum gw_data_degraded why)

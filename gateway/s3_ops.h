@@ -83,6 +83,9 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *scfg);
 struct gw_stats *s3_ops_stats(struct s3_ops *o);
 /* The shard GC worker (NULL: none), for the admin API's GET /api/v1/gc. */
 struct gw_gc *s3_ops_gc(struct s3_ops *o);
+/* This loop's cluster map, for the admin API's credential revocation
+ * (gw_map_creds_epoch). */
+struct gw_map *s3_ops_map(struct s3_ops *o);
 
 /* Flag a PG as degraded on this loop's flagger (loop 0 of several: the
  * others forward theirs here through s3_ops_peers.flag_degraded). */
