@@ -20,7 +20,8 @@
  *
  * Parsing never runs inside a handler call: http_resume and the end of an
  * exchange put the connection on the server's kick list, drained by a
- * uv_idle callback.
+ * uv_idle callback (which first completes the writes http_resp.c finished
+ * at once).
  *
  * TLS (cfg.tls): ciphertext read from the socket goes into the
  * connection's tls_conn (common/tls.h) and comes out as plaintext in
@@ -96,6 +97,11 @@ void conn_kick(struct conn *c)
 	else
 		srv->kick_head = c;
 	srv->kick_tail = c;
+	uv_idle_start(&srv->kick, on_kick);
+}
+
+void http_server_arm_idle(struct http_server *srv)
+{
 	uv_idle_start(&srv->kick, on_kick);
 }
 
@@ -565,13 +571,16 @@ static void on_kick(uv_idle_t *h)
 {
 	struct http_server *srv = h->data;
 	struct conn *c;
-	while ((c = srv->kick_head)) {
-		srv->kick_head = c->kick_next;
-		if (!srv->kick_head)
-			srv->kick_tail = NULL;
-		c->kick_queued = false;
-		if (c->phase == ACTIVE)
-			process(c);
+	/* Write completions first: they end exchanges, which kick. */
+	for (conn_writes_drain(srv); srv->kick_head; conn_writes_drain(srv)) {
+		while ((c = srv->kick_head)) {
+			srv->kick_head = c->kick_next;
+			if (!srv->kick_head)
+				srv->kick_tail = NULL;
+			c->kick_queued = false;
+			if (c->phase == ACTIVE)
+				process(c);
+		}
 	}
 	uv_idle_stop(h);
 }
@@ -631,6 +640,7 @@ static void on_conn_closed(uv_handle_t *h)
 	if (--c->handles_open > 0)
 		return;
 	struct http_server *srv = c->srv;
+	conn_writes_closed(c); /* as libuv cancels queued writes: before on_finish */
 	if (c->active) {
 		c->active = false;
 		srv->stats.aborted++;

@@ -25,6 +25,10 @@
 
 enum phase { ACTIVE, LINGER, CLOSING };
 
+/* Buffers in one conn_submit at most: http_writev's, the head, a chunk's
+ * header and trailer. */
+#define HTTP_WRITE_BUFS_MAX (HTTP_WRITEV_MAX + 4)
+
 struct wslot {
 	uv_write_t req;
 	struct conn *c;
@@ -33,6 +37,9 @@ struct wslot {
 	size_t bytes;
 	bool used;
 	bool last;                 /* completes the response */
+	bool done;                 /* written (or failed): its completion may run */
+	int status;                /* ... with this status */
+	uint32_t seq;              /* submission order on its connection */
 	char *ct;                  /* TLS: the ciphertext being written (malloc'd) */
 	size_t ct_cap;             /* its allocation (given back to the tls_conn) */
 	char chunk_hdr[20];        /* "%zx\r\n" for chunked bodies */
@@ -50,6 +57,12 @@ struct conn {
 	struct conn *prev, *next;  /* live list (or free list via next) */
 	struct conn *kick_next;
 	bool kick_queued;
+	/* Writes the socket took whole in conn_submit wait on the server's
+	 * wdone list for their completion, which runs from the idle callback;
+	 * completions run in submission order (wseq_done: the next due). */
+	struct conn *wdone_next;
+	bool wdone_queued;
+	uint32_t wseq_next, wseq_done;
 	enum phase phase;
 	int handles_open;
 	int close_err;
@@ -114,6 +127,7 @@ struct http_server {
 	struct conn *free_list;
 	struct conn *live;
 	struct conn *kick_head, *kick_tail;
+	struct conn *wdone_head, *wdone_tail; /* writes done in conn_submit */
 	bool accept_waiting;
 	bool closing;
 	int handles_open;
@@ -163,6 +177,9 @@ void conn_maybe_finish(struct conn *c);
 void conn_linger(struct conn *c);
 /* Parse again from the loop (never inside a handler call). */
 void conn_kick(struct conn *c);
+/* Run the idle callback (kicks, then write completions) on the next
+ * loop iteration. */
+void http_server_arm_idle(struct http_server *srv);
 /* Start or stop reading / pick the timeout for the connection's state. */
 void conn_update_reading(struct conn *c);
 void conn_update_timer(struct conn *c, bool restart);
@@ -184,6 +201,12 @@ const char *conn_date(struct http_server *srv);
  * response). 0 or -errno (-EAGAIN: no slot; the socket gone: c closed). */
 int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, void *arg,
 		bool last, struct wslot **out);
+/* The completions of writes conn_submit finished itself, in order (the
+ * server's idle callback). */
+void conn_writes_drain(struct http_server *srv);
+/* c is closing: its finished writes complete now (before on_finish), and
+ * it leaves the wdone list. */
+void conn_writes_closed(struct conn *c);
 /* TLS: send whatever ciphertext the connection has queued (handshake,
  * alerts, close_notify) as its own write. */
 void conn_tls_flush(struct conn *c);

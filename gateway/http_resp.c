@@ -7,8 +7,13 @@
  *
  * Does not read, parse, time out or close connections (http.c does; a
  * write that fails or completes a response hands back to it).
- * Write completions are libuv callbacks, never synchronous, so http_write
- * never calls back into the handler.
+ * Write completions never run inside http_write, so it never calls back
+ * into the handler: a write the socket took whole at once (uv_try_write,
+ * the usual case for a response) completes from the server's idle
+ * callback, the others from libuv's callback; either way in the order
+ * they were submitted. Why not uv_write for all: libuv 1.44 re-arms the
+ * socket's epoll entry after every uv_write it completes (uv__drain stops
+ * POLLOUT, which requeues the watcher: one EPOLL_CTL_MOD per response).
  *
  * Thread: the server's loop.
  */
@@ -71,11 +76,13 @@ const char *conn_date(struct http_server *srv)
 
 /* ------------------------------------------------------------ writing */
 
-static void on_written(uv_write_t *req, int status)
+/* One write's completion: accounting, the handler's callback, the end of
+ * the response. */
+static void slot_complete(struct wslot *w)
 {
-	struct wslot *w = container_of(req, struct wslot, req);
 	struct conn *c = w->c;
 	struct http_server *srv = c->srv;
+	int status = w->status;
 	srv->stats.write_queued_bytes -= w->bytes;
 	c->queued -= w->bytes;
 	c->writes--;
@@ -104,6 +111,102 @@ static void on_written(uv_write_t *req, int status)
 		else
 			conn_linger(c); /* the server's own error reply */
 	}
+}
+
+/* Complete c's finished writes while the oldest one is finished. */
+static void conn_deliver(struct conn *c)
+{
+	for (;;) {
+		struct wslot *w = NULL;
+		for (int i = 0; i < HTTP_MAX_WRITES; i++)
+			if (c->w[i].used && c->w[i].seq == c->wseq_done) {
+				w = &c->w[i];
+				break;
+			}
+		if (!w || !w->done)
+			return;
+		c->wseq_done++;
+		slot_complete(w);
+	}
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct wslot *w = container_of(req, struct wslot, req);
+	w->done = true;
+	w->status = status;
+	conn_deliver(w->c);
+}
+
+static void wdone_unlink(struct conn *c)
+{
+	struct http_server *srv = c->srv;
+	if (!c->wdone_queued)
+		return;
+	struct conn **pp = &srv->wdone_head, *prev = NULL;
+	while (*pp && *pp != c) {
+		prev = *pp;
+		pp = &(*pp)->wdone_next;
+	}
+	if (*pp)
+		*pp = c->wdone_next;
+	if (srv->wdone_tail == c)
+		srv->wdone_tail = prev;
+	c->wdone_queued = false;
+}
+
+void conn_writes_drain(struct http_server *srv)
+{
+	struct conn *c;
+	while ((c = srv->wdone_head)) {
+		srv->wdone_head = c->wdone_next;
+		if (!srv->wdone_head)
+			srv->wdone_tail = NULL;
+		c->wdone_queued = false;
+		conn_deliver(c);
+	}
+}
+
+void conn_writes_closed(struct conn *c)
+{
+	wdone_unlink(c);
+	conn_deliver(c);
+}
+
+/* A write finished in conn_submit: its completion is for the idle
+ * callback. */
+static void wdone_queue(struct conn *c)
+{
+	struct http_server *srv = c->srv;
+	if (c->wdone_queued)
+		return;
+	c->wdone_queued = true;
+	c->wdone_next = NULL;
+	if (srv->wdone_tail)
+		srv->wdone_tail->wdone_next = c;
+	else
+		srv->wdone_head = c;
+	srv->wdone_tail = c;
+	http_server_arm_idle(srv);
+}
+
+/* bufs without their first skip bytes, into rest (cap entries): the count,
+ * or 0 when it does not fit. */
+static unsigned bufs_skip(const uv_buf_t *bufs, unsigned n, size_t skip, uv_buf_t *rest,
+			  unsigned cap)
+{
+	unsigned m = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (skip >= bufs[i].len) {
+			skip -= bufs[i].len;
+			continue;
+		}
+		if (m == cap)
+			return 0;
+		rest[m++] = uv_buf_init(bufs[i].base + skip, (unsigned)(bufs[i].len - skip));
+		skip = 0;
+	}
+	return m;
 }
 
 /* TLS: bufs -> one ciphertext buffer (with whatever else was queued, in
@@ -210,13 +313,39 @@ int conn_submit(struct conn *c, uv_buf_t *bufs, unsigned n, http_write_cb cb, vo
 		bufs = &ctb;
 		n = 1;
 	}
-	int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_written);
-	if (rc) { /* the socket is gone: the exchange ends with on_finish */
-		free(w->ct);
-		w->ct = NULL;
-		conn_close(c, rc);
-		return rc;
+	/* The socket first (see the top of the file); what it does not take
+	 * goes through uv_write, which keeps the order with earlier writes
+	 * still queued there (uv_try_write takes nothing while any is). */
+	size_t out_bytes = 0;
+	for (unsigned i = 0; i < n; i++)
+		out_bytes += bufs[i].len;
+	int took = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+	uv_buf_t rest[HTTP_WRITE_BUFS_MAX];
+	if (took > 0 && (size_t)took < out_bytes) {
+		n = bufs_skip(bufs, n, (size_t)took, rest, HTTP_WRITE_BUFS_MAX);
+		if (!n) { /* more than HTTP_WRITE_BUFS_MAX: no caller sends that */
+			free(w->ct);
+			w->ct = NULL;
+			conn_close(c, -EIO);
+			return -EIO;
+		}
+		bufs = rest;
 	}
+	w->done = took >= 0 && (size_t)took == out_bytes;
+	w->status = 0;
+	w->seq = c->wseq_next;
+	if (!w->done) {
+		int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_written);
+		if (rc) { /* the socket is gone: the exchange ends with on_finish */
+			free(w->ct);
+			w->ct = NULL;
+			conn_close(c, rc);
+			return rc;
+		}
+	}
+	c->wseq_next++;
+	if (w->done)
+		wdone_queue(c);
 	w->used = true;
 	c->writes++;
 	c->queued += bytes;
@@ -482,7 +611,7 @@ int http_writev(struct http_stream *s, const uv_buf_t *data, unsigned nd, bool l
 			free_slot = &c->w[i];
 	if (!free_slot)
 		return -EAGAIN;
-	uv_buf_t bufs[HTTP_WRITEV_MAX + 4];
+	uv_buf_t bufs[HTTP_WRITE_BUFS_MAX];
 	unsigned n = 0;
 	if (c->head_pending)
 		bufs[n++] = uv_buf_init(c->head, (unsigned)c->head_len);

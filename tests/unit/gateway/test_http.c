@@ -40,6 +40,8 @@
 #define TIMEOUT_MS 1000
 #define BIG_BYTES (64u << 20)
 #define BIG_CHUNK (64u << 10)
+#define BURST_WRITES 7   /* one slot left for the end */
+#define BURST_CHUNK (1u << 20) /* 7 MiB: more than a loopback socket's send buffer */
 
 /* ------------------------------------------------------------ server side */
 
@@ -70,6 +72,10 @@ struct server_state {
 	uint32_t max_conns;
 	uint64_t direct_bytes;   /* body bytes on_body got in h_buf's memory */
 	int direct_bad;          /* pieces in h_buf's memory but not where offered */
+	/* /burst*: the order its writes' callbacks came in, and how many came
+	 * from inside http_write (there must be none) */
+	int burst_order[BURST_WRITES], burst_n, burst_inside;
+	bool in_write;
 };
 
 static struct server_state S;
@@ -117,6 +123,34 @@ static void big_written(struct http_stream *s, int status, void *arg)
 		big_next(arg);
 }
 
+/* /burst and /burstsmall: BURST_WRITES writes submitted back to back,
+ * write i carrying bytes of value 'a' + i. The socket takes some whole (their
+ * completions come from the idle callback) and queues the rest in libuv
+ * (completions from its callbacks); the callbacks must come in order. */
+static void burst_written(struct http_stream *s, int status, void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	if (S.in_write)
+		S.burst_inside++;
+	ck_assert_int_eq(status, 0);
+	S.burst_order[S.burst_n++] = i;
+	if (S.burst_n == BURST_WRITES)
+		http_respond_end(s);
+}
+
+static void burst(struct http_stream *s, size_t chunk)
+{
+	static char data[BURST_WRITES][BURST_CHUNK];
+	S.burst_n = S.burst_inside = 0;
+	http_respond_start(s, 200, (int64_t)(chunk * BURST_WRITES));
+	for (int i = 0; i < BURST_WRITES; i++) {
+		memset(data[i], 'a' + i, chunk);
+		S.in_write = true;
+		ck_assert_int_eq(http_write(s, data[i], chunk, burst_written, (void *)(intptr_t)i), 0);
+		S.in_write = false;
+	}
+}
+
 static void resume_later(uv_timer_t *t)
 {
 	struct req_state *rs = t->data;
@@ -159,6 +193,10 @@ static void h_request(struct http_stream *s, const struct http_request *r)
 		http_write(s, "abc", 3, NULL, NULL);
 		http_write(s, "defgh", 5, NULL, NULL);
 		http_respond_end(s);
+	} else if (path_is(r, "/burst")) {
+		burst(s, BURST_CHUNK);
+	} else if (path_is(r, "/burstsmall")) {
+		burst(s, 1000);
 	} else if (path_is(r, "/vec")) {
 		/* Several buffers and the end in one write (as a GET's shards). */
 		uv_buf_t v[2] = { uv_buf_init("abc", 3), uv_buf_init("defgh", 5) };
@@ -1079,6 +1117,65 @@ START_TEST(test_big_response_slow_reader)
 }
 END_TEST
 
+/* Writes taken whole by the socket and writes queued in libuv complete in
+ * the order they were submitted, never inside http_write, and the bytes
+ * go out in that order. */
+START_TEST(test_write_completion_order)
+{
+	for (int round = 0; round < 2; round++) {
+		bool small = round == 0;
+		size_t chunk = small ? 1000 : BURST_CHUNK;
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int rcv = 16 * 1024;   /* /burst: the socket fills after the first write or two */
+		if (!small)
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)S.port) };
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		struct rd *r = calloc(1, sizeof(*r));
+		r->fd = fd;
+		send_str(fd, small ? "GET /burstsmall HTTP/1.1\r\nHost: x\r\n\r\n"
+				   : "GET /burst HTTP/1.1\r\nHost: x\r\n\r\n");
+		struct resp p;
+		ck_assert(read_head(r, &p));
+		ck_assert_int_eq(p.status, 200);
+		ck_assert_int_eq(p.content_length, (int64_t)(chunk * BURST_WRITES));
+		size_t got = 0, bad = 0;
+		char buf[8192];
+		while (got < chunk * BURST_WRITES) {
+			size_t k;
+			if (r->pos < r->len) {
+				k = r->len - r->pos < sizeof(buf) ? r->len - r->pos : sizeof(buf);
+				memcpy(buf, r->buf + r->pos, k);
+				r->pos += k;
+			} else {
+				ssize_t n = recv(fd, buf, sizeof(buf), 0);
+				ck_assert_int_gt(n, 0);
+				k = (size_t)n;
+			}
+			for (size_t i = 0; i < k; i++)
+				bad += buf[i] != (char)('a' + (got + i) / chunk);
+			got += k;
+			if (!small && got % (256 << 10) < k)
+				usleep(2000);   /* slow: later writes wait in libuv */
+		}
+		ck_assert_uint_eq(bad, 0);
+		/* The connection goes on after the response. */
+		send_str(fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+		read_response(r, &p, false);
+		ck_assert_str_eq(p.body, "hello");
+		close(fd);
+		free(r);
+		wait_for(all_finished);
+		ck_assert_int_eq(S.burst_n, BURST_WRITES);
+		ck_assert_int_eq(S.burst_inside, 0);
+		for (int i = 0; i < BURST_WRITES; i++)
+			ck_assert_int_eq(S.burst_order[i], i);
+	}
+}
+END_TEST
+
 static bool one_err(const struct snap *sn)
 {
 	return sn->finished_err == 1 && sn->st.conns_active == 0;
@@ -1196,6 +1293,7 @@ int main(void)
 	tcase_add_test(tc, test_expect_continue);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_big_response_slow_reader);
+	tcase_add_test(tc, test_write_completion_order);
 	tcase_add_test(tc, test_abort_mid_body);
 	tcase_add_test(tc, test_timeouts);
 	tcase_add_test(tc, test_conn_limit_and_shutdown);
