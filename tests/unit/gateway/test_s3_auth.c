@@ -458,7 +458,7 @@ START_TEST(test_malformed_and_scope)
 	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
 	ck_assert(r.res.anonymous);
 	ck_assert_str_eq(r.res.user, "");
-	r.query = "AWSAccessKeyId=AK&Expires=1&Signature=x"; /* a malformed SigV2 URL */
+	r.query = "AWSAccessKeyId=AK&Signature=x"; /* a SigV2 URL without Expires */
 	r.query_len = strlen(r.query);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_AccessDenied);
 	s3_auth_free(a);
@@ -546,6 +546,19 @@ START_TEST(test_sigv2)
 	r.query = "AWSAccessKeyId=" AK "&Expires=1175139620";
 	r.query_len = strlen(r.query);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_AccessDenied);
+	/* A signature that is not base64 of 20 bytes matches nothing, as a
+	 * wrong one: the first escape spoiled ("A2B": 30 characters), bad
+	 * base64, empty. */
+	const char *spoiled[] = {
+		"AWSAccessKeyId=" AK "&Expires=1175139620&Signature=NpgCjnDzrMA2BWFzoENXmpNDUsSn8%3D",
+		"AWSAccessKeyId=" AK "&Expires=1175139620&Signature=x",
+		"AWSAccessKeyId=" AK "&Expires=1175139620&Signature=",
+	};
+	for (size_t i = 0; i < sizeof(spoiled) / sizeof(spoiled[0]); i++) {
+		r.query = spoiled[i];
+		r.query_len = strlen(r.query);
+		ck_assert_int_eq(verify_sync(a, &r), S3E_SignatureDoesNotMatch);
+	}
 	s3_auth_free(a);
 
 	/* Turned off: refused before any lookup. */
