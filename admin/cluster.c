@@ -83,12 +83,12 @@ static int status(const struct admin_ctx *x)
 			}
 			fprintf(x->out, ",\"id\":%" PRIu64 ",\"role\":", s->id);
 			admin_jstr(x->out, s->role);
-			fprintf(x->out, ",\"term\":%" PRIu64 ",\"commit_index\":%" PRIu64
-				",\"applied_index\":%" PRIu64 ",\"leader_id\":%" PRIu64
-				",\"epoch\":%" PRIu64 ",\"state_applied_index\":%" PRIu64
-				",\"state_digest\":",
-				s->term, s->commit_index, s->applied_index, s->leader_id, s->epoch,
-				s->state_applied_index);
+			fprintf(x->out, ",\"term\":%" PRIu64 ",\"last_index\":%" PRIu64
+				",\"commit_index\":%" PRIu64 ",\"applied_index\":%" PRIu64
+				",\"leader_id\":%" PRIu64 ",\"epoch\":%" PRIu64
+				",\"state_applied_index\":%" PRIu64 ",\"state_digest\":",
+				s->term, s->last_index, s->commit_index, s->applied_index, s->leader_id,
+				s->epoch, s->state_applied_index);
 			admin_jstr(x->out, s->state_digest);
 			fprintf(x->out, ",\"snapshot_restores\":%" PRIu64 ",\"snapshot_installing\":%s"
 				",\"gc_queue\":%" PRIu64 ",\"configuration\":[",

@@ -117,17 +117,30 @@ osd_miss() {
 	done
 	echo "$sum"
 }
-# osds_in_use: over the last second, under the load, no shard read went
-# around an OSD and no shard write failed: every OSD is read and written.
-# CLEAN_FROM is when that clean second began: the OSDs were in use from
-# then on (the scrapes and the poll's pauses come after it).
-osds_in_use() {
-	local a b t0
-	t0=$(now)
-	a=$(osd_miss)
-	sleep 1
-	b=$(osd_miss)
-	[ "$a" = "$b" ] && CLEAN_FROM=$t0
+# osds_in_use_since T: sample osd_miss every 0.2 s from T on, up to 15 s,
+# until it has not moved for a whole second under the load: no shard read
+# went around an OSD and no shard write failed, every OSD is read and
+# written. CLEAN_FROM is the first sample of that quiet second (the
+# counters only grow, so equal ends mean an unchanged span). Sampling
+# this finely keeps the measure within a sample of the real moment.
+osds_in_use_since() {
+	local ts=() vs=() i n
+	CLEAN_FROM=""
+	while python3 -c "import sys, time; sys.exit(time.time() - $1 > 15)"; do
+		ts+=("$(now)")
+		vs+=("$(osd_miss)")
+		n=$((${#ts[@]} - 1))
+		for ((i = 0; i < n; i++)); do
+			[ "${vs[$i]}" = "${vs[$n]}" ] || continue
+			if awk -v a="${ts[$i]}" -v b="${ts[$n]}" 'BEGIN { exit !(b - a >= 1) }'; then
+				CLEAN_FROM=${ts[$i]}
+				return 0
+			fi
+			break
+		done
+		sleep 0.2
+	done
+	return 1
 }
 
 step "part 1: isolate node $X for $FAULT s"
@@ -139,7 +152,7 @@ t=$(now)
 echo "isolate- $t" >>"$EV"
 # The must-show: the node's OSDs are back in use (read from and written
 # to by both gateways) within 5 s of the heal.
-poll 15 osds_in_use || fail "node $X's OSDs not back in use 15 s after the heal"
+osds_in_use_since "$t" || fail "node $X's OSDs not back in use 15 s after the heal"
 back=$(python3 -c "print('%.1f' % ($CLEAN_FROM - $t))")
 echo "node $X's OSDs back in use (no read steered around them, no write failed for 1 s from then) $back s after the heal (seen $(python3 -c "import time; print('%.1f' % (time.time() - $t))") s after it)"
 # Every circuit closed, the node's meta member's included: printed, not
