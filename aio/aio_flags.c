@@ -57,6 +57,7 @@ static struct aio_opts O = {
 	.snap_bytes = 64ull << 20,
 	.hash_threads = -1,
 	.segment_size = 1u << 20,
+	.buffer_pool = GW_BUFFER_POOL_DEFAULT,
 	.front = GW_FRONT_DEFAULTS,
 };
 
@@ -177,6 +178,7 @@ static const struct flag_spec specs[] = {
 	GW_LOOPS_FLAG(O.gw_loops),
 	WORKPOOL_HASH_FLAG(O.hash_threads),
 	GW_SEGMENT_FLAG(O.segment_size),
+	GW_BUFFER_POOL_FLAG(O.buffer_pool),
 	{ 0 }
 };
 

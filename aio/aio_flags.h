@@ -56,6 +56,7 @@ struct aio_opts {
 	int64_t gw_loops;                   /* 0: one per core (gateway/gw_loops.h) */
 	int64_t hash_threads;               /* common/workpool.h; -1: one per core */
 	uint64_t segment_size;              /* GW_SEGMENT_FLAG */
+	uint64_t buffer_pool;               /* GW_BUFFER_POOL_FLAG */
 	struct gw_front front;              /* --tls-*, limits before auth */
 	struct rpc_tls_files rpc_tls;       /* --rpc-tls-*: the TCP RPC port */
 	/* derived */

@@ -63,7 +63,8 @@ int aio_gw_start(const struct aio_gw_cfg *c, struct aio_gw *g, const char **whic
 	lc.ready = c->ready;
 	lc.ops = (struct s3_ops_cfg){ .meta = members, .n_meta = 1, .region = c->region,
 				      .data = { .k = c->k, .m = c->m, .hash_pool = c->hash_pool,
-						.segment_bytes = c->segment_bytes },
+						.segment_bytes = c->segment_bytes,
+						.pool_max_bytes = c->pool_max_bytes },
 				      .inline_max_bytes = c->inline_max ? c->inline_max : 1,
 				      .debug_min_part_bytes = c->debug_min_part,
 				      .metrics = c->reg, .gc_interval_ms = c->gc_interval_ms,

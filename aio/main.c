@@ -477,6 +477,7 @@ static int start_gateway(void)
 				 .s3_port = O->s3.port, .api_host = O->api.host, .api_port = O->api.port,
 				 .api_default = O->api.is_default, .hash_pool = hash_pool,
 				 .segment_bytes = (uint32_t)O->segment_size,
+				 .pool_max_bytes = O->buffer_pool ? O->buffer_pool : 1,
 				 .native_off = O->native_off, .native_host = O->native.host,
 				 .native_port = O->native.port, .native_default = O->native.is_default };
 	const char *which;

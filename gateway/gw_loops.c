@@ -148,6 +148,10 @@ static void loop_start_fn(void *arg)
 		oc.peers = &g->peers;
 		oc.loop_index = l->index;
 	}
+	/* Each loop's pool keeps its share of the total (at least 1 byte:
+	 * 0 would mean gw_data's default). */
+	uint64_t pool = oc.data.pool_max_bytes ? oc.data.pool_max_bytes : GW_BUFFER_POOL_DEFAULT;
+	oc.data.pool_max_bytes = pool / g->n ? pool / g->n : 1;
 	l->rc = s3_ops_new(&l->lt.loop, &oc, &l->ops);
 	if (l->rc)
 		return;

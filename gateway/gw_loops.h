@@ -54,6 +54,18 @@
 	  .help = "data bytes per erasure-coded segment of new objects (a shard is "     \
 	  "1/k of it; objects keep the size they were written with)" }
 
+/* --buffer-pool-max: idle data-path buffer memory the gateway keeps for
+ * reuse, in total over its loops (gw_loops_start gives each loop an equal
+ * share; s3_ops_cfg.data.pool_max_bytes carries the total, 0 there: the
+ * default, so a flag of 0 is passed as 1, which keeps nothing). Freed
+ * buffers beyond it go back to malloc. */
+#define GW_BUFFER_POOL_DEFAULT (256ull << 20)
+#define GW_BUFFER_POOL_FLAG(var)                                                        \
+	{ .name = "buffer-pool-max", .type = FLAG_SIZE, .dst = &(var), .min = 0,         \
+	  .max = 1ull << 40, .metavar = "BYTES",                                         \
+	  .help = "idle I/O buffer memory the gateway keeps for reuse, over all its "    \
+	  "loops (0: none; freed buffers beyond it go back to malloc)" }
+
 struct gw_loops_cfg {
 	unsigned n;                  /* loops, 1..GW_LOOPS_MAX */
 	struct s3_ops_cfg ops;       /* every loop's; .metrics required (one registry) */

@@ -75,6 +75,7 @@ static int64_t f_max_conns = 1024;
 static int64_t f_gw_loops;          /* 0: one per core (gw_loops_default) */
 static int64_t f_hash_threads = -1; /* common/workpool.h; -1: one per core */
 static uint64_t f_segment_size = 1u << 20;   /* GW_SEGMENT_FLAG */
+static uint64_t f_buffer_pool = GW_BUFFER_POOL_DEFAULT;   /* GW_BUFFER_POOL_FLAG */
 static uint64_t f_gc_interval = 10000;
 static uint64_t f_lc_interval = 3600000, f_lc_day_s;
 static const char *f_secret_file;
@@ -134,6 +135,7 @@ static const struct flag_spec specs[] = {
 	RPC_FAULT_FLAG(f_debug_fault),
 	WORKPOOL_HASH_FLAG(f_hash_threads),
 	GW_SEGMENT_FLAG(f_segment_size),
+	GW_BUFFER_POOL_FLAG(f_buffer_pool),
 	{ 0 }
 };
 
@@ -270,6 +272,7 @@ int main(int argc, char **argv)
 				      .region = f_region,
 				      .data = { .k = k, .m = m,
 						.segment_bytes = (uint32_t)f_segment_size,
+						.pool_max_bytes = f_buffer_pool ? f_buffer_pool : 1,
 						.hash_pool = workpool_hash_start(f_hash_threads) },
 				      .inline_max_bytes = (uint32_t)(f_inline_max ? f_inline_max : 1),
 				      .debug_min_part_bytes = f_debug_min_part, .metrics = reg,
