@@ -33,38 +33,6 @@
 
 #define NMEMB 3
 
-/* Whether port p on 127.0.0.1 can be bound now. */
-static inline bool bindable(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return ok;
-}
-
-/* A port p with p and p + 1 both free on 127.0.0.1 (RPC and Raft), below
- * the kernel's ephemeral range: a member restarted on its old ports must
- * not find one taken by another member's outgoing connection (with six
- * groups there are many of those). */
-static inline int free_port_pair(void)
-{
-	static unsigned seed;
-	if (!seed)
-		seed = (unsigned)loop_now_ns() | 1;
-	for (int i = 0; i < 1000; i++) {
-		seed = seed * 1103515245u + 12345u;
-		int p = 20000 + (int)((seed >> 8) % 12000);   /* 20000..31999 */
-		if (bindable(p) && bindable(p + 1))
-			return p;
-	}
-	ck_abort_msg("no free port pair");
-	return 0;
-}
-
 /* ------------------------------------------------------------ members */
 
 struct member {

@@ -1,6 +1,7 @@
 /*
  * meta_test_util.h — helpers shared by the meta unit tests: temp dirs
- * under /dev/shm, and a builder that turns ops into framed Raft entries.
+ * under /dev/shm, free port pairs for members, and a builder that turns
+ * ops into framed Raft entries.
  * Header-only (static functions) so the Makefile's one-source-per-test
  * rule still holds.
  */
@@ -9,9 +10,13 @@
 
 #include <check.h>
 #include <ftw.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "meta/state.h"
@@ -36,6 +41,43 @@ static inline void tmpdir(char out[64])
 {
 	ck_assert_int_lt(test_scratch_path(out, 64, "iolake-meta-XXXXXX"), 64);
 	ck_assert_ptr_nonnull(mkdtemp(out));
+}
+
+/* Whether port p on 127.0.0.1 can be bound now. */
+static inline bool bindable(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* A port p with p and p + 1 both free on 127.0.0.1 (a member's RPC and
+ * Raft ports), drawn at random below the kernel's ephemeral range
+ * (32768-60999 here): a port the kernel hands out may be taken by any
+ * outgoing connection between this check and the member's bind (another
+ * member's, or another test's running beside this one), which failed a
+ * member's start with EIO now and then. */
+static inline int free_port_pair(void)
+{
+	static unsigned seed;
+	if (!seed) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		seed = ((unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16)) | 1;
+	}
+	for (int i = 0; i < 1000; i++) {
+		seed = seed * 1103515245u + 12345u;
+		int p = 20000 + (int)((seed >> 8) % 12000);   /* 20000..31999 */
+		if (bindable(p) && bindable(p + 1))
+			return p;
+	}
+	ck_abort_msg("no free port pair");
+	return 0;
 }
 
 /* Builds one OpBatch; every allocation is recorded and freed by tb_free. */

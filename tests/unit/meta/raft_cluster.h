@@ -39,35 +39,6 @@ static inline uint32_t test_seed(const char *name)
 	return seed;
 }
 
-/* A port p with p and p + 1 both free on 127.0.0.1 (RPC and Raft). */
-static inline int bindable(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	if (ok && port == 0) {
-		socklen_t l = sizeof(a);
-		getsockname(fd, (struct sockaddr *)&a, &l);
-		ok = ntohs(a.sin_port);
-	}
-	close(fd);
-	return ok;
-}
-
-static inline int free_port_pair(void)
-{
-	for (int i = 0; i < 200; i++) {
-		int p = bindable(0);
-		if (p > 0 && p < 65534 && bindable(p + 1))
-			return p;
-	}
-	ck_abort_msg("no free port pair");
-	return 0;
-}
-
 /* ------------------------------------------------------------ members */
 
 struct member {

@@ -688,6 +688,7 @@ START_TEST(snapshot)
 	printf("snapshot: member %zu down; group 1 at index %llu, %llu snapshots here\n", down + 1,
 	       (unsigned long long)v->info[1].last_index, (unsigned long long)v->info[1].snapshots);
 	ck_assert_uint_gt(v->info[1].last_index, 64 + 16 + 100);
+	uint64_t last = v->info[1].last_index;
 	free(v);
 
 	uint64_t t0 = loop_now_ms();
@@ -713,7 +714,12 @@ START_TEST(snapshot)
 		snprintf(nj.addrs[i], sizeof(nj.addrs[i]), "%s", c.m[i].addr);
 	ck_assert_int_eq(snap_newest(&nj), 0);
 	ck_assert(nj.found);
-	ck_assert_uint_ge(nj.out.applied_index, 704);
+	/* Newest: a member snapshots each time 64 entries (the threshold)
+	 * applied since its last, so the newest checkpoint lies less than two
+	 * thresholds below the last index (one threshold, plus the entries
+	 * a snapshot still being taken leaves behind); where exactly depends
+	 * on how the puts were batched (694 and 704+ both seen). */
+	ck_assert_uint_ge(nj.out.applied_index + 2 * 64, last);
 	char cp[256];
 	struct stat st;
 	snprintf(cp, sizeof(cp), "%s/groups/1/snap/%s", c.m[nj.out.member_id - 1].dir,
