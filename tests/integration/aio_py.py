@@ -1,7 +1,7 @@
 """aio_py.py — helpers for the Python iolake-aio tests (imported, not run):
 start iolake-aio on a temp dir under /dev/shm with fixed root credentials,
 wait for /health/ready, stop it by PID, and make boto3 clients."""
-import os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+import os, random, shutil, signal, socket, subprocess, tempfile, time, urllib.request
 
 import boto3
 from botocore.config import Config
@@ -12,11 +12,22 @@ SK = "iolake-test-secret-key-0123456789abcdef"
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A port free on 127.0.0.1 now, drawn at random below the kernel's
+    ephemeral range (32768-60999 here): a port of that range can be taken
+    by any outgoing connection (a client's, a process's own) between this
+    check and the server's bind, or between a server's stop and its restart
+    on the same port."""
+    for _ in range(1000):
+        p = random.randrange(10000, 32000)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port in 10000-31999")
 
 
 class Aio:

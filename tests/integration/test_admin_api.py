@@ -27,6 +27,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import aio_py  # noqa: E402
+
 BUILD = os.environ.get("IOLAKE_BUILD") or os.path.join(os.path.dirname(__file__), "../../build")
 AIO = os.path.join(BUILD, "iolake-aio")
 ADMIN = os.path.join(BUILD, "iolake-admin")
@@ -46,10 +49,7 @@ def free_port():
     except (OSError, ValueError, IndexError):
         pass
     while True:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        p = s.getsockname()[1]
-        s.close()
+        p = aio_py.free_port()
         if p not in keep and p + 1 not in keep and p + 2 not in keep:
             return p
 
