@@ -117,27 +117,27 @@ osd_miss() {
 	done
 	echo "$sum"
 }
-# osds_in_use_since T: sample osd_miss every 0.2 s from T on, up to 15 s,
+# osds_in_use_since T: sample osd_miss 0.2 s apart (plus the scrapes' own
+# time) from T on, up to 15 s,
 # until it has not moved for a whole second under the load: no shard read
 # went around an OSD and no shard write failed, every OSD is read and
 # written. CLEAN_FROM is the first sample of that quiet second (the
-# counters only grow, so equal ends mean an unchanged span). Sampling
-# this finely keeps the measure within a sample of the real moment.
+# counters only grow, so a value seen again means no change in between).
+# Sampling this finely keeps the measure within a sample of the moment.
 osds_in_use_since() {
-	local ts=() vs=() i n
+	local end t v run_t="" run_v=""
+	end=$(awk -v t="$1" 'BEGIN { printf "%d", t + 15 }')
 	CLEAN_FROM=""
-	while python3 -c "import sys, time; sys.exit(time.time() - $1 > 15)"; do
-		ts+=("$(now)")
-		vs+=("$(osd_miss)")
-		n=$((${#ts[@]} - 1))
-		for ((i = 0; i < n; i++)); do
-			[ "${vs[$i]}" = "${vs[$n]}" ] || continue
-			if awk -v a="${ts[$i]}" -v b="${ts[$n]}" 'BEGIN { exit !(b - a >= 1) }'; then
-				CLEAN_FROM=${ts[$i]}
-				return 0
-			fi
-			break
-		done
+	while [ "$(date +%s)" -lt "$end" ]; do
+		t=$(now)
+		v=$(osd_miss)
+		if [ "$v" != "$run_v" ]; then
+			run_t=$t
+			run_v=$v
+		elif awk -v a="$run_t" -v b="$t" 'BEGIN { exit !(b - a >= 1) }'; then
+			CLEAN_FROM=$run_t
+			return 0
+		fi
 		sleep 0.2
 	done
 	return 1
