@@ -44,7 +44,8 @@ struct aio_gw_cfg {
 	bool api_default;              /* a default port: falls back to any when taken */
 	struct workpool *hash_pool;    /* large bodies' hashing (common/workpool.h); NULL: on the loops */
 	uint32_t segment_bytes;        /* --segment-size; 0: s3_ops' default */
-	uint64_t pool_max_bytes;       /* --buffer-pool-max (0 there: 1); 0: the default */
+	uint64_t pool_max_bytes;       /* idle buffers kept over all loops (--buffer-pool-max; a
+	                                * flag of 0 comes as 1: keep none); 0: the default */
 	bool native_off;               /* no native protocol listener (issue 19) */
 	const char *native_host;
 	int native_port;               /* 0: any */
