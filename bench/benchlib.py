@@ -199,13 +199,21 @@ class Aio:
 
 
 def s3bench(bench, endpoint, size, objects, concurrency, gets, json_path, ak=AK, sk=SK,
-            bucket="bench", prefix=None, warmup_ops=0, extra=()):
-    """One cell; returns {"put": {...}, "get": {...}} from the JSON report,
-    each with ops_per_s, mib_per_s, p50_ms, p99_ms, ops, errors."""
+            bucket="bench", prefix=None, warmup_ops=0, extra=(), duration_s=0, warmup_s=0):
+    """One cell; returns {"put": {...}, "get": {...}} ("get" with gets only)
+    from the JSON report,
+    each with ops_per_s, mib_per_s, p50_ms, p99_ms, ops, errors. With
+    duration_s the PUT phase runs that long (after warmup_s of unmeasured
+    PUTs) instead of PUTting `objects`, which then bounds it."""
+    if duration_s:
+        what = ["--duration", "%gs" % duration_s, "--max-objects", str(objects),
+                "--warmup", "%gs" % warmup_s]
+    else:
+        what = ["--objects", str(objects), "--warmup-ops", str(warmup_ops)]
     cmd = [bench, "--endpoint", endpoint, "--access-key", ak, "--secret-key", sk,
-           "--bucket", bucket, "--size", size, "--objects", str(objects),
+           "--bucket", bucket, "--size", size] + what + [
            "--concurrency", str(concurrency), "--gets", str(gets),
-           "--warmup-ops", str(warmup_ops), "--json", json_path] + list(extra)
+           "--json", json_path] + list(extra)
     if prefix:
         cmd += ["--prefix", prefix]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -221,7 +229,7 @@ def s3bench(bench, endpoint, size, objects, concurrency, gets, json_path, ak=AK,
                 "mib_per_s": p["mib_per_s"], "p50_ms": p["latency_us"]["p50"] / 1e3,
                 "p99_ms": p["latency_us"]["p99"] / 1e3,
                 "max_ms": p["latency_us"].get("max", 0) / 1e3, "elapsed_s": p["elapsed_s"]}
-    for name in ("put", "get"):
+    for name in ("put", "get") if gets else ("put",):
         if name not in out or out[name]["errors"]:
             raise BenchError("iolake-s3-bench %s: %s phase %s" % (
                 size, name, "missing" if name not in out else

@@ -19,8 +19,10 @@ the same run on the same machine. Prints markdown tables.
    (-t2, 32 connections; 8 for 4 MiB; 4 s, three rounds alternating,
    medians): target, IOLake >= 1/2 of nginx (0.6 at 4 MiB), p99 <= 3x.
 3. Flush ceiling: fio's single-writer 4 KiB fdatasync rate on --disk-dir
-   (default /var/tmp), and PUT 4 KiB at 32 in flight with the store's
-   data on that disk: target, PUT >= 2x fio.
+   (default /var/tmp), 5 s before and after, and PUT 4 KiB at 32 in
+   flight with the store's data on that disk: a fresh aio's first 4,000
+   PUTs (printed), then 5 s on the same aio after a 2-s warm-up (judged):
+   target, PUT >= 2x fio.
 4. Hash ceiling: MD5 over 4 MiB buffers on every core (hashlib, OpenSSL):
    target, PUT 4 MiB MiB/s >= 1/2 of it.
 5. Memory: iolake-aio's resident set under a 32-way mixed load (4 KiB x 8,
@@ -239,15 +241,27 @@ def flush_ceiling(a, bench, out):
     d = tempfile.mkdtemp(prefix="iolake-disk.", dir=a.disk_dir)
     try:
         fs = benchlib.fs_type(d)
-        iops = fio_fdatasync(d, 3 if a.quick else 5)
+        secs = 3 if a.quick else 5
+        iops = fio_fdatasync(d, secs)
         n = 1000 if a.quick else 4000
         with benchlib.Aio(a.build, d) as aio:
-            r = benchlib.s3bench(bench, aio.ep, "4KiB", n, 32, 1, os.path.join(aio.dir, "c.json"),
-                                 prefix="d/", warmup_ops=200)
-        iops2 = fio_fdatasync(d, 3 if a.quick else 5)
+            # The first PUTs of a fresh process, printed as they are: on a
+            # paravirtualised VM its first-touch page faults cost ~12 us
+            # each (docs/performance.md, "Issue 19: the disk cell, steady").
+            fresh = benchlib.s3bench(bench, aio.ep, "4KiB", n, 32, 1,
+                                     os.path.join(aio.dir, "c.json"), prefix="d/", warmup_ops=200)
+            # The judged cell: as long as fio's run, on the same aio after
+            # s3bench's usual time warm-up, so that it pays the memtable
+            # flushes, compactions and snapshots a sustained load pays.
+            r = benchlib.s3bench(bench, aio.ep, "4KiB", 200000, 32, 0,
+                                 os.path.join(aio.dir, "s.json"), prefix="s/",
+                                 duration_s=secs, warmup_s=1 if a.quick else 2)
+        iops2 = fio_fdatasync(d, secs)
         out["flush"] = {"dir": a.disk_dir, "fs": fs, "fio_fdatasync_iops": [iops, iops2],
-                        "put_4k": r["put"], "load": benchlib.uptime(),
-                        "ratio": r["put"]["ops_per_s"] / ((iops + iops2) / 2)}
+                        "put_4k": r["put"], "put_4k_fresh": fresh["put"], "secs": secs,
+                        "load": benchlib.uptime(),
+                        "ratio": r["put"]["ops_per_s"] / ((iops + iops2) / 2),
+                        "ratio_fresh": fresh["put"]["ops_per_s"] / ((iops + iops2) / 2)}
         print("  flush ceiling done (load %s)" % out["flush"]["load"], file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -440,9 +454,23 @@ def print_tables(out):
                       g["ratio"] >= want and g["iolake"]["p99_ms"] <= 3 * g["nginx"]["p99_ms"]))
     f = out.get("flush")
     if f:
-        t.append(("PUT 4 KiB on disk ≥ 2 × fdatasync/s", "%s/s vs %s/s (%s on %s) = %.2f ×" % (
-            fmt_int(f["put_4k"]["ops_per_s"]), fmt_int(sum(f["fio_fdatasync_iops"]) / 2),
-            f["fs"], f["dir"], f["ratio"]), f["ratio"] >= 2))
+        p, q = f["put_4k"], f["put_4k_fresh"]
+        print("\nPUT 4 KiB at 32 in flight on %s (%s) against fio's single-writer 4 KiB "
+              "fdatasync rate there (%s/s, %d s before and after):\n" % (
+                  f["dir"], f["fs"], fmt_int(sum(f["fio_fdatasync_iops"]) / 2), f["secs"]))
+        print("| PUT 4 KiB on disk | PUTs | ops/s | p50 ms | p99 ms | max ms | ÷ fio |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| a fresh aio's first %s (after 200) | %d | %s | %.2f | %.2f | %.1f | %.2f |" % (
+            fmt_int(q["ops"]), q["ops"], fmt_int(q["ops_per_s"]), q["p50_ms"], q["p99_ms"], q["max_ms"],
+            f["ratio_fresh"]))
+        print("| then %d s (after a time warm-up) | %d | %s | %.2f | %.2f | %.1f | %.2f |" % (
+            f["secs"], p["ops"], fmt_int(p["ops_per_s"]), p["p50_ms"], p["p99_ms"], p["max_ms"],
+            f["ratio"]))
+        t.append(("PUT 4 KiB on disk ≥ 2 × fdatasync/s (%d s each)" % f["secs"],
+                  "%s/s vs %s/s (%s on %s) = %.2f × (fresh first %s: %.2f ×)" % (
+                      fmt_int(p["ops_per_s"]), fmt_int(sum(f["fio_fdatasync_iops"]) / 2),
+                      f["fs"], f["dir"], f["ratio"], fmt_int(q["ops"]), f["ratio_fresh"]),
+                  f["ratio"] >= 2))
     md = out.get("md5")
     if md:
         t.append(("PUT 4 MiB ≥ 0.5 × MD5 on %d cores" % md["cores"], "%.0f vs %.0f MiB/s = %.2f ×"
