@@ -171,6 +171,9 @@ static void meta_start_fn(void *arg)
 	struct meta_node_opts o = { .id = 1, .data_dir = dir, .listen = A.meta_addr,
 				    .local_name = "meta", .peers = &peer, .n_peers = 1,
 				    .pg_count = (uint32_t)O->pg_count, .ec_k = O->k, .ec_m = O->m,
+				    /* its OSDs all register at start: the first table
+				     * spreads data slots over all of them */
+				    .expect_osds = (uint32_t)O->osds,
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
 				    .snapshot_bytes = O->snap_bytes, .cache_bytes = O->meta_cache,
 				    .write_buffer_bytes = O->meta_wbuf, .metrics = A.reg,

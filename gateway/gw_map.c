@@ -103,6 +103,12 @@ void gw_map_ec(const struct gw_map *m, unsigned *k, unsigned *m_out)
 	*m_out = map ? map->m : 0;
 }
 
+bool gw_map_placed(const struct gw_map *m)
+{
+	const Iolake__Meta__ClusterMap *map = meta_mapwatch_map(m->w);
+	return map && !map->expect_osds;
+}
+
 unsigned gw_map_osds_up(const struct gw_map *m)
 {
 	const Iolake__Meta__ClusterMap *map = meta_mapwatch_map(m->w);

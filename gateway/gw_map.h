@@ -57,6 +57,10 @@ void gw_map_ec(const struct gw_map *m, unsigned *k, unsigned *m_out);
  * after. */
 uint64_t gw_map_creds_epoch(const struct gw_map *m);
 
+/* Whether the map has its PG table: false before a map and while a new
+ * cluster's first table waits for its OSDs (ClusterMap.expect_osds). */
+bool gw_map_placed(const struct gw_map *m);
+
 /* OSDs the map says are up. */
 unsigned gw_map_osds_up(const struct gw_map *m);
 

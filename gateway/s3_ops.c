@@ -407,7 +407,8 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 
 bool s3_ops_ready(struct s3_ops *o)
 {
-	return gw_map_epoch(o->map) > 0 && gw_map_osds_up(o->map) >= o->quorum;
+	return gw_map_epoch(o->map) > 0 && gw_map_placed(o->map) &&
+	       gw_map_osds_up(o->map) >= o->quorum;
 }
 
 /* gw_data_free requires no live operation; deletes started after a commit

@@ -227,6 +227,7 @@ static void propose_init_map(struct meta_node *n)
 	o->init.k = n->o.ec_k;
 	o->init.m = n->o.ec_m;
 	o->init.down_keeps_slot = true;
+	o->init.expect_osds = n->o.expect_osds;
 	o->init.time_ms = node_wall_ms();
 	o->op.body_case = IOLAKE__META__OP__BODY_INIT_MAP;
 	o->op.init_map = &o->init;

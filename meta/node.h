@@ -143,6 +143,8 @@ struct meta_node_opts {
 	uint64_t osd_out_after_ms;       /* 0: 60000 */
 	uint32_t pg_count;               /* InitMap on first leadership; 0: 256 */
 	uint32_t ec_k, ec_m;             /* 0: 4 + 2 */
+	uint32_t expect_osds;            /* InitMap: the first PG table waits for this
+	                                  * many OSDs (ClusterMap.expect_osds); 0: none */
 	struct metrics_registry *metrics;  /* NULL: the member makes its own */
 	unsigned range_groups;           /* the root's leader keeps this many Raft groups
 	                                  * >= 1 for key ranges (CreateGroup over every

@@ -55,10 +55,25 @@ int creds_changed(struct tx *t, struct meta_op_result *r)
 	return rc;
 }
 
+/* OSDs that place_compute would give slots to. */
+static size_t eligible_osds(Iolake__Meta__OsdInfo **osds, size_t n, bool down_keeps_slot)
+{
+	size_t e = 0;
+	for (size_t i = 0; i < n; i++)
+		e += osds[i]->in && osds[i]->weight > 0 && (osds[i]->up || down_keeps_slot);
+	return e;
+}
+
 /*
  * Store map m with osds replaced by osds[0..n) (sorted by id), the PG
  * table recomputed from them (survivors keep slots: see place.h) and the
  * epoch bumped. The previous table comes from m itself.
+ *
+ * While m->expect_osds is set (a new cluster told how many OSDs it
+ * starts with) and fewer are eligible, the table stays empty; once they
+ * are, it is computed without a previous table (rank order) and the wait
+ * ends. Safe: with every slot empty no PUT had a write quorum, so no
+ * shard of any object can sit under the order being replaced.
  */
 static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__OsdInfo **osds,
 		    size_t n, uint64_t time_ms, struct meta_op_result *r)
@@ -87,7 +102,13 @@ static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__Osd
 						 .in = osds[i]->in };
 	struct place_params p = { .pg_count = m->pg_count, .width = w,
 				       .down_keeps_slot = m->down_keeps_slot };
-	rc = place_compute(po, n, &p, prev.osds ? &prev : NULL, &next);
+	uint32_t expect = m->expect_osds;
+	if (!expect) {
+		rc = place_compute(po, n, &p, prev.osds ? &prev : NULL, &next);
+	} else if (eligible_osds(osds, n, m->down_keeps_slot) >= expect) {
+		rc = place_compute(po, n, &p, NULL, &next);
+		expect = 0;
+	}
 	if (rc)
 		goto out;
 	for (uint32_t pg = 0; pg < m->pg_count; pg++) {
@@ -99,6 +120,7 @@ static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__Osd
 	}
 	Iolake__Meta__ClusterMap nm = *m;
 	nm.epoch = m->epoch + 1;
+	nm.expect_osds = expect;
 	nm.modified_ms = time_ms;
 	nm.n_osds = n;
 	nm.osds = osds;
@@ -138,6 +160,9 @@ int op_init_map(struct tx *t, const Iolake__Meta__InitMap *op, struct meta_op_re
 	nm.k = op->k;
 	nm.m = op->m;
 	nm.down_keeps_slot = op->down_keeps_slot;
+	if (op->expect_osds > PLACE_MAX_OSDS)
+		return -EINVAL;
+	nm.expect_osds = op->expect_osds;
 	return save_map(t, &nm, NULL, 0, op->time_ms, r);
 }
 

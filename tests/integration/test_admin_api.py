@@ -11,7 +11,8 @@ the API uses S3 with the key it returned, is refused by the API (403), and
 is gone for S3 once deleted; a key added, made admin and removed
 through iolake-admin (meta, not the API) counts on the API within 1.5 s;
 osd out through the API shows in `iolake-admin
-osd ls` and in /api/v1/pgs, osd in reverts); no credentials, a wrong
+osd ls` and in /api/v1/pgs, osd in reverts; every OSD holds data slots of
+some PGs); no credentials, a wrong
 secret, a bad token give 401; bad JSON 400; a big body 413; login sets an
 HttpOnly cookie and gives a Bearer token; a cookie-only change without the
 console header is 403. Then SIGTERM removes aio.json (iolake-admin exits 2:
@@ -231,6 +232,15 @@ def main():
     expect(st == 200 and pgs["total"] == 256 and pgs["states"] == {"active+clean": 256} and
            len(pgs["pgs"]) == 256 and pgs["recovery"]["bytes_missing"] == 0,
            "GET /api/v1/pgs: counts by state, recovery, each PG")
+    # aio's first PG table waits for all six OSDs (--expect-osds), so data
+    # slots (0..3) are spread over them: in join order OSDs 1-4 held every
+    # PG's data and 5-6 only parity (256 x 4 / 6 = 171 each on average).
+    data_slots = {}
+    for row in pgs["pgs"]:
+        for o in row["osds"][:4]:
+            data_slots[o] = data_slots.get(o, 0) + 1
+    expect(sorted(data_slots) == [1, 2, 3, 4, 5, 6] and min(data_slots.values()) > 120,
+           "every OSD holds data slots: %s" % sorted(data_slots.items()))
 
     # --- a bucket made with aws-cli, objects in it
     env = dict(os.environ, AWS_ACCESS_KEY_ID=ak, AWS_SECRET_ACCESS_KEY=sk,

@@ -1096,6 +1096,113 @@ START_TEST(test_cluster_map)
 }
 END_TEST
 
+/* A new cluster told its OSD count (InitMap.expect_osds): no table until
+ * that many are there, then one in rank order, so every OSD holds data
+ * slots (without it the first k to join hold every PG's data); after
+ * that, changes keep survivors' slots as before. */
+static void map_slot_counts(Iolake__Meta__ClusterMap *m, unsigned k, unsigned data[8],
+			    unsigned parity[8], unsigned *empty)
+{
+	memset(data, 0, 8 * sizeof(*data));
+	memset(parity, 0, 8 * sizeof(*parity));
+	*empty = 0;
+	for (size_t pg = 0; pg < m->n_pgs; pg++)
+		for (size_t j = 0; j < m->pgs[pg]->n_osds; j++) {
+			uint32_t o = m->pgs[pg]->osds[j];
+			if (o == PLACE_NONE)
+				(*empty)++;
+			else if (o < 8)
+				(j < k ? data : parity)[o]++;
+		}
+}
+
+START_TEST(test_map_expect_osds)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	op->init_map = tb_alloc(t, sizeof(*op->init_map));
+	iolake__meta__init_map__init(op->init_map);
+	op->init_map->pg_count = 256;
+	op->init_map->k = 4;
+	op->init_map->m = 2;
+	op->init_map->down_keeps_slot = true;
+	op->init_map->expect_osds = 6;
+	for (uint32_t i = 1; i <= 5; i++)
+		tb_osd(t, i, "aio");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 6);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(res[i].err, 0);
+	Iolake__Meta__ClusterMap *m;
+	unsigned data[8], parity[8], empty;
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->expect_osds, 6);
+	ck_assert_uint_eq(m->n_osds, 5);
+	ck_assert_uint_eq(m->n_pgs, 256);
+	map_slot_counts(m, 4, data, parity, &empty);
+	ck_assert_uint_eq(empty, 256 * 6);   /* five of six: still no slot */
+	meta_state_free_msg(m);
+
+	/* The sixth: the whole table at once, every OSD in data slots. */
+	t = tb_new();
+	tb_osd(t, 6, "aio");
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 1);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->expect_osds, 0);
+	map_slot_counts(m, 4, data, parity, &empty);
+	ck_assert_uint_eq(empty, 0);
+	for (uint32_t o = 1; o <= 6; o++) {
+		/* 256 x 4 / 6 = 171 on average; join order gave 256 or 0 */
+		ck_assert_msg(data[o] > 120 && data[o] < 220, "osd %u data slots %u", o, data[o]);
+		ck_assert_uint_eq(data[o] + parity[o], 256);
+	}
+	uint32_t *before = malloc(256 * 6 * sizeof(uint32_t));
+	for (uint32_t pg = 0; pg < 256; pg++)
+		memcpy(before + pg * 6, m->pgs[pg]->osds, 6 * sizeof(uint32_t));
+	meta_state_free_msg(m);
+
+	/* Past the wait the table follows changes as before: a seventh OSD
+	 * takes slots from the others, which keep theirs. */
+	t = tb_new();
+	tb_osd(t, 7, "aio");
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 1);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	unsigned moved = 0;
+	for (uint32_t pg = 0; pg < 256; pg++)
+		for (int j = 0; j < 6; j++)
+			if (m->pgs[pg]->osds[j] != before[pg * 6 + j]) {
+				ck_assert_uint_eq(m->pgs[pg]->osds[j], 7);
+				moved++;
+			}
+	ck_assert_uint_gt(moved, 0);
+	ck_assert_uint_lt(moved, 256 * 6 / 3);
+	meta_state_free_msg(m);
+	free(before);
+
+	/* An InitMap asking for more OSDs than a map can hold is refused. */
+	char dir2[64];
+	tmpdir(dir2);
+	struct meta_state *s2 = open_at(dir2);
+	t = tb_new();
+	op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	op->init_map = tb_alloc(t, sizeof(*op->init_map));
+	iolake__meta__init_map__init(op->init_map);
+	op->init_map->k = 4;
+	op->init_map->m = 2;
+	op->init_map->expect_osds = PLACE_MAX_OSDS + 1;
+	ck_assert_int_eq(tb_apply(s2, 1, t, res), 1);
+	ck_assert_int_eq(res[0].err, -EINVAL);
+	meta_state_close(s2);
+	rm_rf(dir2);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 /* An operator's out: SetOsdState with admin_out. */
 static void tb_admin_out(struct tb *t, uint32_t id, bool out)
 {
@@ -2087,6 +2194,7 @@ int main(void)
 	tcase_add_test(tc, test_multipart_parts);
 	tcase_add_test(tc, test_multipart_checksums);
 	tcase_add_test(tc, test_cluster_map);
+	tcase_add_test(tc, test_map_expect_osds);
 	tcase_add_test(tc, test_admin_out_and_remove);
 	tcase_add_test(tc, test_snapshot);
 	tcase_add_test(tc, test_install);
