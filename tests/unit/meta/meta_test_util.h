@@ -133,6 +133,22 @@ static inline Iolake__Meta__Op *tb_op(struct tb *t, uint64_t client, uint64_t re
 	return op;
 }
 
+/* An InitMap op: pg_count PGs (0: the default), k + m, a down OSD keeping
+ * its slots; the caller sets any other field. */
+static inline Iolake__Meta__InitMap *tb_init_map(struct tb *t, uint32_t pg_count, uint32_t k,
+						 uint32_t m)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
+	op->init_map = tb_alloc(t, sizeof(*op->init_map));
+	iolake__meta__init_map__init(op->init_map);
+	op->init_map->pg_count = pg_count;
+	op->init_map->k = k;
+	op->init_map->m = m;
+	op->init_map->down_keeps_slot = true;
+	return op->init_map;
+}
+
 static inline void tb_create_bucket(struct tb *t, uint64_t c, uint64_t r, const char *name,
 			     const char *owner)
 {

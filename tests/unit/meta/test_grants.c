@@ -40,17 +40,6 @@ static void tb_user(struct tb *t, const char *name)
 	op->put_user = pu;
 }
 
-static void tb_init_map(struct tb *t)
-{
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
-	op->init_map = tb_alloc(t, sizeof(*op->init_map));
-	iolake__meta__init_map__init(op->init_map);
-	op->init_map->pg_count = 64;
-	op->init_map->k = 4;
-	op->init_map->m = 2;
-}
-
 static void tb_grant(struct tb *t, const char *user, const char *bucket, int level)
 {
 	Iolake__Meta__Op *op = tb_op(t, 0, 0);
@@ -118,7 +107,7 @@ START_TEST(test_grants)
 	tmpdir(dir);
 	struct meta_state *s = open_at(dir);
 	struct tb *t = tb_new();
-	tb_init_map(t);
+	tb_init_map(t, 64, 4, 2);
 	tb_user(t, "alice");
 	tb_user(t, "bob");
 	tb_create_bucket(t, 1, 1, "bk1", "alice");
@@ -209,7 +198,7 @@ START_TEST(test_sealed_keys)
 	int n = meta_secret_seal(&key, "AKALICE", sec, strlen(sec), blob);
 	int n2 = meta_secret_seal(&key, "AKALICE", "a-new-secret-000000", 19, blob2);
 	struct tb *t = tb_new();
-	tb_init_map(t);
+	tb_init_map(t, 64, 4, 2);
 	tb_user(t, "alice");
 	tb_user(t, "bob");
 	tb_key(t, false, "AKALICE", "alice", NULL, blob, (size_t)n);          /* sealed */

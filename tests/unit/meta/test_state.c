@@ -607,13 +607,8 @@ START_TEST(test_users_keys)
 	 * removal bumps the map's creds_epoch (and epoch), which is how
 	 * gateways watching the map learn to drop cached secrets. */
 	t = tb_new();
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
-	op->init_map = tb_alloc(t, sizeof(*op->init_map));
-	iolake__meta__init_map__init(op->init_map);
-	op->init_map->pg_count = 64;
-	op->init_map->k = 4;
-	op->init_map->m = 2;
+	Iolake__Meta__Op *op;
+	tb_init_map(t, 64, 4, 2);
 	op = tb_op(t, 0, 0);
 	op->body_case = IOLAKE__META__OP__BODY_DELETE_ACCESS_KEY;
 	op->delete_access_key = tb_alloc(t, sizeof(*op->delete_access_key));
@@ -1028,14 +1023,7 @@ START_TEST(test_cluster_map)
 	ck_assert_int_eq(meta_state_get_map(s, &m), IOL_ENOT_FOUND);
 
 	struct tb *t = tb_new();
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
-	op->init_map = tb_alloc(t, sizeof(*op->init_map));
-	iolake__meta__init_map__init(op->init_map);
-	op->init_map->pg_count = 1024;
-	op->init_map->k = 4;
-	op->init_map->m = 2;
-	op->init_map->down_keeps_slot = true;
+	tb_init_map(t, 1024, 4, 2);
 	char host[16];
 	for (uint32_t i = 0; i < 12; i++) {
 		snprintf(host, sizeof(host), "h%u", i / 2);
@@ -1122,15 +1110,7 @@ START_TEST(test_map_expect_osds)
 	tmpdir(dir);
 	struct meta_state *s = open_at(dir);
 	struct tb *t = tb_new();
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
-	op->init_map = tb_alloc(t, sizeof(*op->init_map));
-	iolake__meta__init_map__init(op->init_map);
-	op->init_map->pg_count = 256;
-	op->init_map->k = 4;
-	op->init_map->m = 2;
-	op->init_map->down_keeps_slot = true;
-	op->init_map->expect_osds = 6;
+	tb_init_map(t, 256, 4, 2)->expect_osds = 6;
 	for (uint32_t i = 1; i <= 5; i++)
 		tb_osd(t, i, "aio");
 	ck_assert_int_eq(tb_apply(s, 1, t, res), 6);
@@ -1187,13 +1167,7 @@ START_TEST(test_map_expect_osds)
 	tmpdir(dir2);
 	struct meta_state *s2 = open_at(dir2);
 	t = tb_new();
-	op = tb_op(t, 0, 0);
-	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
-	op->init_map = tb_alloc(t, sizeof(*op->init_map));
-	iolake__meta__init_map__init(op->init_map);
-	op->init_map->k = 4;
-	op->init_map->m = 2;
-	op->init_map->expect_osds = PLACE_MAX_OSDS + 1;
+	tb_init_map(t, 0, 4, 2)->expect_osds = PLACE_MAX_OSDS + 1;
 	ck_assert_int_eq(tb_apply(s2, 1, t, res), 1);
 	ck_assert_int_eq(res[0].err, -EINVAL);
 	meta_state_close(s2);
@@ -1253,14 +1227,7 @@ START_TEST(test_admin_out_and_remove)
 	tmpdir(dir);
 	struct meta_state *s = open_at(dir);
 	struct tb *t = tb_new();
-	Iolake__Meta__Op *op = tb_op(t, 0, 0);
-	op->body_case = IOLAKE__META__OP__BODY_INIT_MAP;
-	op->init_map = tb_alloc(t, sizeof(*op->init_map));
-	iolake__meta__init_map__init(op->init_map);
-	op->init_map->pg_count = 64;
-	op->init_map->k = 2;
-	op->init_map->m = 1;
-	op->init_map->down_keeps_slot = true;
+	tb_init_map(t, 64, 2, 1);
 	char host[16];
 	for (uint32_t i = 1; i <= 5; i++) {
 		snprintf(host, sizeof(host), "h%u", i);
