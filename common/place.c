@@ -183,6 +183,11 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+bool place_osd_eligible(const struct place_osd *o, const struct place_params *p)
+{
+	return o->in && o->weight > 0 && o->id != PLACE_NONE && (o->up || p->down_keeps_slot);
+}
+
 int place_compute(const struct place_osd *osds, size_t n_osds,
 		  const struct place_params *p, const struct meta_pg_table *prev,
 		  struct meta_pg_table *out)
@@ -220,9 +225,7 @@ int place_compute(const struct place_osd *osds, size_t n_osds,
 	size_t n = 0;
 	for (size_t i = 0; i < n_osds; i++) {
 		const struct place_osd *o = &osds[i];
-		if (!o->in || o->weight == 0 || o->id == PLACE_NONE)
-			continue;
-		if (!o->up && !p->down_keeps_slot)
+		if (!place_osd_eligible(o, p))
 			continue;
 		c[n++] = (struct cand){ .id = o->id, .weight = o->weight, .host_name = o->host };
 	}

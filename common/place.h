@@ -54,6 +54,10 @@ struct meta_pg_table {
 int place_table_init(struct meta_pg_table *t, uint32_t pg_count, uint32_t width);
 void place_table_free(struct meta_pg_table *t);
 
+/* Whether place_compute gives o slots: in, weight > 0, and up unless
+ * p->down_keeps_slot. */
+bool place_osd_eligible(const struct place_osd *o, const struct place_params *p);
+
 /*
  * Fill out (already initialised with p's shape) with the PG table for osds.
  *

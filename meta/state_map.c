@@ -55,15 +55,6 @@ int creds_changed(struct tx *t, struct meta_op_result *r)
 	return rc;
 }
 
-/* OSDs that place_compute would give slots to. */
-static size_t eligible_osds(Iolake__Meta__OsdInfo **osds, size_t n, bool down_keeps_slot)
-{
-	size_t e = 0;
-	for (size_t i = 0; i < n; i++)
-		e += osds[i]->in && osds[i]->weight > 0 && (osds[i]->up || down_keeps_slot);
-	return e;
-}
-
 /*
  * Store map m with osds replaced by osds[0..n) (sorted by id), the PG
  * table recomputed from them (survivors keep slots: see place.h) and the
@@ -103,9 +94,12 @@ static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__Osd
 	struct place_params p = { .pg_count = m->pg_count, .width = w,
 				       .down_keeps_slot = m->down_keeps_slot };
 	uint32_t expect = m->expect_osds;
+	size_t eligible = 0;
+	for (size_t i = 0; i < n; i++)
+		eligible += place_osd_eligible(&po[i], &p);
 	if (!expect) {
 		rc = place_compute(po, n, &p, prev.osds ? &prev : NULL, &next);
-	} else if (eligible_osds(osds, n, m->down_keeps_slot) >= expect) {
+	} else if (eligible >= expect) {
 		rc = place_compute(po, n, &p, NULL, &next);
 		expect = 0;
 	}
