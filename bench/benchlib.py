@@ -200,11 +200,11 @@ class Aio:
 
 def s3bench(bench, endpoint, size, objects, concurrency, gets, json_path, ak=AK, sk=SK,
             bucket="bench", prefix=None, warmup_ops=0, extra=(), duration_s=0, warmup_s=0):
-    """One cell; returns {"put": {...}, "get": {...}} ("get" with gets only)
-    from the JSON report,
-    each with ops_per_s, mib_per_s, p50_ms, p99_ms, ops, errors. With
-    duration_s the PUT phase runs that long (after warmup_s of unmeasured
-    PUTs) instead of PUTting `objects`, which then bounds it."""
+    """One cell; returns {"put": {...}, "get": {...}} from the JSON report
+    ("get" only with gets), each with ops_per_s, mib_per_s, p50_ms, p99_ms,
+    max_ms, ops, errors. With duration_s the PUT phase runs that long (after
+    warmup_s of unmeasured PUTs) instead of PUTting `objects`, which then
+    bounds it."""
     if duration_s:
         what = ["--duration", "%gs" % duration_s, "--max-objects", str(objects),
                 "--warmup", "%gs" % warmup_s]

@@ -246,8 +246,9 @@ def flush_ceiling(a, bench, out):
         n = 1000 if a.quick else 4000
         with benchlib.Aio(a.build, d) as aio:
             # The first PUTs of a fresh process, printed as they are: on a
-            # paravirtualised VM its first-touch page faults cost ~12 us
-            # each (docs/performance.md, "Issue 19: the disk cell, steady").
+            # paravirtualised VM its first-touch page faults cost ~14 us
+            # each (build/bench-fault; docs/performance.md, "Issue 19: the
+            # disk cell, steady").
             fresh = benchlib.s3bench(bench, aio.ep, "4KiB", n, 32, 1,
                                      os.path.join(aio.dir, "c.json"), prefix="d/", warmup_ops=200)
             # The judged cell: as long as fio's run, on the same aio after
@@ -257,11 +258,11 @@ def flush_ceiling(a, bench, out):
                                  os.path.join(aio.dir, "s.json"), prefix="s/",
                                  duration_s=secs, warmup_s=1 if a.quick else 2)
         iops2 = fio_fdatasync(d, secs)
+        fio = (iops + iops2) / 2
         out["flush"] = {"dir": a.disk_dir, "fs": fs, "fio_fdatasync_iops": [iops, iops2],
                         "put_4k": r["put"], "put_4k_fresh": fresh["put"], "secs": secs,
-                        "load": benchlib.uptime(),
-                        "ratio": r["put"]["ops_per_s"] / ((iops + iops2) / 2),
-                        "ratio_fresh": fresh["put"]["ops_per_s"] / ((iops + iops2) / 2)}
+                        "load": benchlib.uptime(), "ratio": r["put"]["ops_per_s"] / fio,
+                        "ratio_fresh": fresh["put"]["ops_per_s"] / fio}
         print("  flush ceiling done (load %s)" % out["flush"]["load"], file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -455,9 +456,10 @@ def print_tables(out):
     f = out.get("flush")
     if f:
         p, q = f["put_4k"], f["put_4k_fresh"]
+        fio = fmt_int(sum(f["fio_fdatasync_iops"]) / 2)
         print("\nPUT 4 KiB at 32 in flight on %s (%s) against fio's single-writer 4 KiB "
               "fdatasync rate there (%s/s, %d s before and after):\n" % (
-                  f["dir"], f["fs"], fmt_int(sum(f["fio_fdatasync_iops"]) / 2), f["secs"]))
+                  f["dir"], f["fs"], fio, f["secs"]))
         print("| PUT 4 KiB on disk | PUTs | ops/s | p50 ms | p99 ms | max ms | ÷ fio |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         print("| a fresh aio's first %s (after 200) | %d | %s | %.2f | %.2f | %.1f | %.2f |" % (
@@ -468,8 +470,8 @@ def print_tables(out):
             f["ratio"]))
         t.append(("PUT 4 KiB on disk ≥ 2 × fdatasync/s (%d s each)" % f["secs"],
                   "%s/s vs %s/s (%s on %s) = %.2f × (fresh first %s: %.2f ×)" % (
-                      fmt_int(p["ops_per_s"]), fmt_int(sum(f["fio_fdatasync_iops"]) / 2),
-                      f["fs"], f["dir"], f["ratio"], fmt_int(q["ops"]), f["ratio_fresh"]),
+                      fmt_int(p["ops_per_s"]), fio, f["fs"], f["dir"], f["ratio"],
+                      fmt_int(q["ops"]), f["ratio_fresh"]),
                   f["ratio"] >= 2))
     md = out.get("md5")
     if md:

@@ -95,7 +95,7 @@ static int save_map(struct tx *t, Iolake__Meta__ClusterMap *m, Iolake__Meta__Osd
 				       .down_keeps_slot = m->down_keeps_slot };
 	uint32_t expect = m->expect_osds;
 	size_t eligible = 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; expect && i < n; i++)
 		eligible += place_osd_eligible(&po[i], &p);
 	if (!expect) {
 		rc = place_compute(po, n, &p, prev.osds ? &prev : NULL, &next);

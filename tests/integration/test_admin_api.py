@@ -232,9 +232,10 @@ def main():
     expect(st == 200 and pgs["total"] == 256 and pgs["states"] == {"active+clean": 256} and
            len(pgs["pgs"]) == 256 and pgs["recovery"]["bytes_missing"] == 0,
            "GET /api/v1/pgs: counts by state, recovery, each PG")
-    # aio's first PG table waits for all six OSDs (--expect-osds), so data
-    # slots (0..3) are spread over them: in join order OSDs 1-4 held every
-    # PG's data and 5-6 only parity (256 x 4 / 6 = 171 each on average).
+    # aio's first PG table waits for all six OSDs (InitMap's expect_osds,
+    # its --osds), so data slots (0..3) are spread over them: in join order
+    # OSDs 1-4 held every PG's data and 5-6 only parity (256 x 4 / 6 = 171
+    # each on average).
     data_slots = {}
     for row in pgs["pgs"]:
         for o in row["osds"][:4]:
