@@ -44,6 +44,15 @@ static inline void tmpdir(char out[64])
 }
 
 /* Whether port p on 127.0.0.1 can be bound now. */
+/* A meta_state on dir with the default options; the test fails if it
+ * does not open. */
+static inline struct meta_state *open_at(const char *dir)
+{
+	struct meta_state *s = NULL;
+	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
+	return s;
+}
+
 static inline bool bindable(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -43,13 +43,6 @@ static struct meta_op_result res[META_BATCH_MAX_OPS];
 #define ETAG2 "fedcba9876543210fedcba9876543210"
 #define NP 600
 
-static struct meta_state *open_at(const char *dir)
-{
-	struct meta_state *s = NULL;
-	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
-	return s;
-}
-
 /* A gw_data layout naming (pg 3, id: 0x5a, then be16 tag, then zeros). */
 static ProtobufCBinaryData layout(struct tb *t, uint16_t tag)
 {

@@ -28,13 +28,6 @@
 
 static struct meta_op_result res[META_BATCH_MAX_OPS];
 
-static struct meta_state *open_at(const char *dir)
-{
-	struct meta_state *s = NULL;
-	ck_assert_int_eq(meta_state_open(dir, NULL, &s), 0);
-	return s;
-}
-
 static void tb_group(struct tb *t, uint64_t id)
 {
 	Iolake__Meta__Op *op = tb_op(t, 0, 0);
