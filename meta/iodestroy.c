@@ -3,7 +3,8 @@
  *
  * Owns: the process's syscall(3) symbol (a pass-through for every number
  * but SYS_io_destroy), a FIFO of AIO contexts to destroy (mutex +
- * condvar) and the one thread ("meta-iodestroy") that destroys them.
+ * condvar, both made safe across fork(2) by pthread_atfork handlers) and
+ * the one thread ("meta-iodestroy") that destroys them.
  * Does not: touch any other syscall, retry a failed io_destroy, or wait
  * for the queue at exit.
  */
@@ -109,11 +110,44 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
+/* fork(2) copies mu as it is at that instant. Held by the thread (which
+ * takes it as it starts, and around each pop and count), the child's copy
+ * would stay locked for good, and the child's first get_stats or start
+ * would wait for ever. So a fork takes mu first and both sides let it go
+ * after; the child also gets a new condvar, since the parent's thread was
+ * waiting on the old one and no such thread exists in the child. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&mu);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+static void fork_child(void)
+{
+	cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	pthread_mutex_unlock(&mu);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_rc;
+
+static void atfork_register(void)
+{
+	atfork_rc = -pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 int iodestroy_defer_start(void)
 {
 	int pid = (int)getpid();
 	if (!real_syscall())
 		return -ENOSYS;
+	pthread_once(&atfork_once, atfork_register);
+	if (atfork_rc)
+		return atfork_rc;
 	pthread_mutex_lock(&mu);
 	int rc = 0;
 	if (atomic_load_explicit(&reaper_pid, memory_order_acquire) != pid) {
