@@ -274,7 +274,9 @@ until_ok() {
 		[ "$(date +%s)" -lt "$end" ] || break
 		sleep 0.2
 	done
-	if "$@" >/dev/null 2>&1; then return 0; fi
+	local last
+	if last=$("$@" 2>&1); then return 0; fi
+	[ -z "$last" ] || printf '%s\n' "$last" | tail -20 | sed "s/^/$PROG: last attempt: /" >&2
 	die "timed out after ${secs}s waiting for $what (logs: $DIR/n*/*.log)"
 }
 
@@ -294,7 +296,12 @@ d = json.load(sys.stdin)
 osds = d["osds"] if isinstance(d, dict) else d
 if node:
     osds = [o for o in osds if o.get("host") == node]
-sys.exit(0 if len(osds) == want and all(o.get("up") for o in osds) else 1)' "$@"
+ok = len(osds) == want and all(o.get("up") for o in osds)
+if not ok:
+    print("want %d up%s; map epoch %s has %s" % (want, " on " + node if node else "",
+          d.get("epoch") if isinstance(d, dict) else "?",
+          [(o.get("id"), o.get("host"), o.get("up"), o.get("in")) for o in osds]), file=sys.stderr)
+sys.exit(0 if ok else 1)' "$@"
 }
 
 gw_ready() { curl -sf -m 2 "http://$(node_ip "$1"):$S3_PORT/health/ready"; }

@@ -61,6 +61,17 @@ cleanup() {
 			echo "== $f"
 			tail -8 "$f" | cut -c1-300
 		done
+		# The whole logs, beside the build's test logs (the run's
+		# directory goes below).
+		if [ -d "$B" ] && compgen -G "$DIR/n*/*.log" >/dev/null; then
+			local keep="$B/$NETNS_TEST.failed-logs"
+			rm -rf "$keep"
+			for f in "$DIR"/n*/*.log; do
+				mkdir -p "$keep/$(basename "$(dirname "$f")")"
+				cp "$f" "$keep/$(basename "$(dirname "$f")")/"
+			done
+			echo "whole logs of this run: $keep"
+		fi
 	fi
 	"$CL" down --dir "$DIR" || rc=1
 	left=$(leftovers)
