@@ -1,5 +1,6 @@
 /*
- * alloc.c — bitmap extent allocator with a next-fit cursor.
+ * alloc.c — bitmap extent allocator: lowest-first within a window, next-fit
+ * beyond it.
  *
  * Owns: one bit per 4 KiB block (1 = reserved or committed) and the counts
  * of reserved and committed blocks. The bitmap does not distinguish the two
@@ -10,8 +11,20 @@
  * are set, so word scans never run off the device.
  * Why a bitmap: 32 MiB of bitmap covers 1 TiB, rebuild is linear, and
  * word-at-a-time scans (ctz) skip full and empty regions 64 blocks at a
- * time. Next-fit spreads writes and keeps each search short on a device
- * that is filling up from the front.
+ * time.
+ * Why lowest-first: a block freed by a delete or an overwrite is the next
+ * one written, so the device's written footprint follows its live data.
+ * On a sparse file (aio's OSDs) that is the file's size on its file
+ * system; on a memory-backed file it is pages already there rather than
+ * new ones (a new page on a VM can cost a host fault: a PUT 4 MiB cell on
+ * tmpfs went from 325-532 to 627-890 MiB/s). A pure next-fit cursor
+ * walked over the whole device before it reused anything.
+ * Why a window: lowest-first scans from the lowest free block, and a
+ * fragmented front (holes too short for n) would make every reservation
+ * walk it. The search from `low` is bounded by STORE_ALLOC_WINDOW blocks,
+ * and `low` itself moves forward at most that far per call; past the
+ * window the next-fit cursor takes over, as before. So a reservation
+ * scans at most a window's bitmap (512 words) plus the next-fit search.
  * Loop thread only. Does not persist anything.
  */
 #include "osd/store/alloc.h"
@@ -30,7 +43,8 @@ struct store_alloc {
 	uint64_t total;
 	uint64_t committed;
 	uint64_t reserved;
-	uint64_t cursor;
+	uint64_t low;       /* every block below it is reserved or committed */
+	uint64_t cursor;    /* next-fit's start, past the window */
 };
 
 static inline int test_bit(const struct store_alloc *a, uint64_t b)
@@ -95,7 +109,7 @@ static int find_run(const struct store_alloc *a, uint64_t from, uint64_t to, uin
 {
 	uint64_t i = from;
 	while (i < to) {
-		i = next_with(a, i, 0);
+		i = next_with_upto(a, i, 0, to);
 		if (i >= to)
 			return 0;
 		uint64_t lim = n <= a->total - i ? i + n : a->total;
@@ -144,12 +158,19 @@ int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start)
 	if (n > a->total - a->committed - a->reserved)
 		return IOL_ENO_SPACE;
 	uint64_t s;
+	uint64_t wend = a->total - a->low > STORE_ALLOC_WINDOW ? a->low + STORE_ALLOC_WINDOW
+							       : a->total;
+	/* Skip what filled up since; a full window moves `low` by a window. */
+	a->low = next_with_upto(a, a->low, 0, wend);
+	if (find_run(a, a->low, wend, n, &s))
+		goto found;
 	if (!find_run(a, a->cursor, a->total, n, &s) && !find_run(a, 0, a->cursor, n, &s))
 		return IOL_ENO_SPACE;
+	a->cursor = s + n < a->total ? s + n : 0;
+found:;
 	uint64_t was = set_range(a, s, n, 1);
 	IOL_ASSERT(was == 0);
 	a->reserved += n;
-	a->cursor = s + n < a->total ? s + n : 0;
 	*start = s;
 	return 0;
 }
@@ -177,6 +198,8 @@ void store_alloc_unreserve(struct store_alloc *a, uint64_t start, uint64_t n)
 	uint64_t was = set_range(a, start, n, 0);
 	IOL_ASSERT(was == 0); /* every bit was set */
 	a->reserved -= n;
+	if (start < a->low)
+		a->low = start;
 }
 
 void store_alloc_release(struct store_alloc *a, uint64_t start, uint64_t n)
@@ -186,6 +209,8 @@ void store_alloc_release(struct store_alloc *a, uint64_t start, uint64_t n)
 	uint64_t was = set_range(a, start, n, 0);
 	IOL_ASSERT(was == 0);
 	a->committed -= n;
+	if (start < a->low)
+		a->low = start;
 }
 
 int store_alloc_mark(struct store_alloc *a, uint64_t start, uint64_t n)

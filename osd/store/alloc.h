@@ -31,9 +31,14 @@ struct store_alloc_stats {
 int store_alloc_new(uint64_t blocks, struct store_alloc **out);
 void store_alloc_destroy(struct store_alloc *a);
 
-/* Reserve a run of n (>0) free blocks, next-fit from a rotating cursor.
- * Returns 0 with *start set, IOL_ENO_SPACE when no run of n is free, or
- * -EINVAL for n == 0. */
+/* How far past the lowest free block a reservation looks for the lowest
+ * run of n (32,768 blocks: 128 MiB of device, 512 words of bitmap). */
+#define STORE_ALLOC_WINDOW (1ull << 15)
+
+/* Reserve a run of n (>0) free blocks: the lowest run that starts within
+ * STORE_ALLOC_WINDOW blocks of the lowest free block, else next-fit from
+ * a rotating cursor over the whole device. Returns 0 with *start set,
+ * IOL_ENO_SPACE when no run of n is free, or -EINVAL for n == 0. */
 int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start);
 
 /* The reservation [start, start+n) is now named by a committed index

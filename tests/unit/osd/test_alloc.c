@@ -1,6 +1,7 @@
 /*
  * test_alloc.c — the extent allocator against a byte-per-block model:
- * accounting, fragmentation, ENOSPC, and rebuild == committed state.
+ * accounting, fragmentation, ENOSPC, lowest-first placement (and next-fit
+ * past its window), and rebuild == committed state.
  */
 #include <check.h>
 #include <errno.h>
@@ -89,6 +90,89 @@ START_TEST(mark_rejects_overlap)
 }
 END_TEST
 
+/* Blocks freed by a delete are the next ones written: a device's written
+ * footprint follows its live data (a sparse file stays small). */
+START_TEST(reuses_lowest_first)
+{
+	struct store_alloc *a;
+	ck_assert_int_eq(store_alloc_new(10000, &a), 0);
+	uint64_t s[10];
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(store_alloc_reserve(a, 100, &s[i]), 0);
+		ck_assert_uint_eq(s[i], (uint64_t)i * 100);
+		store_alloc_commit(a, s[i], 100);
+	}
+	/* Overwrite-like churn: free one, write one, many times over. */
+	for (int round = 0; round < 50; round++) {
+		int i = round % 10;
+		store_alloc_release(a, s[i], 100);
+		ck_assert_int_eq(store_alloc_reserve(a, 100, &s[i]), 0);
+		ck_assert_uint_eq(s[i], (uint64_t)i * 100);
+		store_alloc_commit(a, s[i], 100);
+	}
+	/* A failed write gives its blocks back for the next one. */
+	uint64_t x, y;
+	ck_assert_int_eq(store_alloc_reserve(a, 7, &x), 0);
+	ck_assert_uint_eq(x, 1000);
+	store_alloc_unreserve(a, x, 7);
+	ck_assert_int_eq(store_alloc_reserve(a, 3, &y), 0);
+	ck_assert_uint_eq(y, 1000);
+	store_alloc_destroy(a);
+}
+END_TEST
+
+/* Past STORE_ALLOC_WINDOW blocks from the lowest free one, the search is
+ * next-fit: a front full of holes too short is not walked each time, and
+ * a front that filled up moves the window along. */
+START_TEST(window_then_next_fit)
+{
+	const uint64_t W = STORE_ALLOC_WINDOW;
+	struct store_alloc *a;
+	ck_assert_int_eq(store_alloc_new(4 * W + 100, &a), 0);
+	uint64_t s;
+	for (uint64_t b = 0; b < W; b++) {
+		ck_assert_int_eq(store_alloc_reserve(a, 1, &s), 0);
+		ck_assert_uint_eq(s, b);
+		store_alloc_commit(a, s, 1);
+	}
+	for (uint64_t b = 0; b < W; b += 2)
+		store_alloc_release(a, b, 1);
+	/* Holes of 1 fill the window: a run of 2 comes from next-fit,
+	 * whose cursor has not moved yet. */
+	ck_assert_int_eq(store_alloc_reserve(a, 2, &s), 0);
+	ck_assert_uint_eq(s, W);
+	store_alloc_commit(a, s, 2);
+	/* A single block still goes to the lowest hole. */
+	ck_assert_int_eq(store_alloc_reserve(a, 1, &s), 0);
+	ck_assert_uint_eq(s, 0);
+	store_alloc_commit(a, s, 1);
+	/* Next-fit goes on from its cursor, not from the device's start. */
+	ck_assert_int_eq(store_alloc_reserve(a, 2, &s), 0);
+	ck_assert_uint_eq(s, W + 2);
+	store_alloc_commit(a, s, 2);
+	/* Fill every hole and then two windows more: the lowest free block
+	 * is then beyond the first window, and is found again. */
+	for (uint64_t b = 2; b < W; b += 2) {
+		ck_assert_int_eq(store_alloc_reserve(a, 1, &s), 0);
+		ck_assert_uint_eq(s, b);
+		store_alloc_commit(a, s, 1);
+	}
+	for (uint64_t b = W + 4; b < 3 * W; b += 4) {
+		ck_assert_int_eq(store_alloc_reserve(a, 4, &s), 0);
+		ck_assert_uint_eq(s, b);
+		store_alloc_commit(a, s, 4);
+	}
+	ck_assert_int_eq(store_alloc_reserve(a, 8, &s), 0);
+	ck_assert_uint_eq(s, 3 * W);
+	store_alloc_commit(a, s, 8);
+	store_alloc_release(a, 5, 1);
+	ck_assert_int_eq(store_alloc_reserve(a, 1, &s), 0);
+	ck_assert_uint_eq(s, 5);
+	expect_stats(a, 3 * W + 7, 1); /* block 5 freed, then reserved again */
+	store_alloc_destroy(a);
+}
+END_TEST
+
 /* Randomized against a model: state per block (0 free, 1 reserved,
  * 2 committed) and the list of live extents. */
 struct ext { uint64_t s, n; int state; };
@@ -103,6 +187,7 @@ START_TEST(random_vs_model)
 	fflush(stdout);
 	srand(seed);
 	const uint64_t total = 5000 + (uint64_t)(rand() % 3000);
+	ck_assert(total < STORE_ALLOC_WINDOW);
 	struct store_alloc *a;
 	ck_assert_int_eq(store_alloc_new(total, &a), 0);
 	uint8_t *model = calloc(total, 1);
@@ -115,16 +200,23 @@ START_TEST(random_vs_model)
 			uint64_t n = 1 + (uint64_t)(rand() % (rand() % 4 ? 16 : 400));
 			uint64_t s;
 			int rc = store_alloc_reserve(a, n, &s);
-			/* Oracle: does the model have a free run of n? */
-			uint64_t run = 0, best = 0;
+			/* Oracle: does the model have a free run of n, and
+			 * where does the lowest one start? The device is
+			 * smaller than the window: placement is lowest-first. */
+			uint64_t run = 0, best = 0, lowest = total;
 			for (uint64_t b = 0; b < total; b++) {
 				run = model[b] ? 0 : run + 1;
 				if (run > best)
 					best = run;
+				if (run == n && lowest == total)
+					lowest = b + 1 - n;
 			}
 			if (best >= n) {
 				ck_assert_msg(rc == 0, "seed %u step %d: reserve %llu failed, model has run %llu",
 					      seed, step, (unsigned long long)n, (unsigned long long)best);
+				ck_assert_msg(s == lowest, "seed %u step %d: reserve %llu at %llu, lowest run at %llu",
+					      seed, step, (unsigned long long)n, (unsigned long long)s,
+					      (unsigned long long)lowest);
 				for (uint64_t b = s; b < s + n; b++) {
 					ck_assert_msg(b < total && model[b] == 0, "seed %u: overlap", seed);
 					model[b] = 1;
@@ -192,6 +284,8 @@ int main(void)
 	tcase_add_test(tc, accounting);
 	tcase_add_test(tc, fragmentation);
 	tcase_add_test(tc, mark_rejects_overlap);
+	tcase_add_test(tc, reuses_lowest_first);
+	tcase_add_test(tc, window_then_next_fit);
 	tcase_add_test(tc, random_vs_model);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
