@@ -186,6 +186,10 @@ def main():
     a = ap.parse_args()
     if a.trace_secs + 3 > a.secs:
         ap.error("--secs must leave 3 s around --trace-secs")
+    if not shutil.which("perf"):
+        ap.error("perf not found: apt-get install linux-perf (the uprobes are read with perf record)")
+    if os.geteuid() != 0:
+        ap.error("run as root: uprobes are added through tracefs")
     exe = os.path.realpath(benchlib.build_bin(a.build, "iolake-aio"))
     bench = benchlib.build_bin(a.build, "iolake-s3-bench")
     probes_remove()
