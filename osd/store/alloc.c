@@ -17,8 +17,8 @@
  * On a sparse file (aio's OSDs) that is the file's size on its file
  * system; on a memory-backed file it is pages already there rather than
  * new ones (a new page on a VM can cost a host fault: a PUT 4 MiB cell on
- * tmpfs went from 325-532 to 627-890 MiB/s). A pure next-fit cursor
- * walked over the whole device before it reused anything.
+ * tmpfs went from 266-547 to 342-804 MiB/s, docs/performance.md). A pure
+ * next-fit cursor walked over the whole device before it reused anything.
  * Why a window: lowest-first scans from the lowest free block, and a
  * fragmented front (holes too short for n) would make every reservation
  * walk it. The search from `low` is bounded by STORE_ALLOC_WINDOW blocks,
