@@ -56,6 +56,7 @@
 #define SUBMIT_BATCH_OPS 256          /* ops per coalesced SubmitRequest */
 #define LEADER_CACHE 256              /* groups >= 1 whose leader is remembered */
 #define BATCH_TRACE_MAX 118           /* request ids of one batch: 7 of 16 chars (rpc keeps 128) */
+#define LONG_POLL_SLACK_MS 10000      /* a WatchMap attempt: its hold + this */
 /* Failure detection on the members' channels: PING after this long with
  * calls out and nothing heard, dead when the PING is not answered in
  * PING_TIMEOUT. A leader that drops off the network is so known in about
@@ -639,6 +640,22 @@ static void on_flush(uv_idle_t *h)
 		uv_idle_start(h, on_flush);
 }
 
+/* How long one attempt of k may take. A WatchMap is held by the member up
+ * to its own timeout (capped by META_WATCH_MAX_MS): its attempt lasts that
+ * plus LONG_POLL_SLACK_MS. Every other call gets the client's attempt
+ * timeout, so a member that sits on a GetMap is left in seconds. */
+static uint32_t attempt_ms(const struct meta_client *c, const struct call *k)
+{
+	if (k->method != META_M_WATCH_MAP)
+		return c->attempt_timeout_ms;
+	const Iolake__Meta__WatchMapRequest *q = (const void *)k->req;
+	uint32_t held = q->timeout_ms ? q->timeout_ms : META_WATCH_DEFAULT_MS;
+	if (held > META_WATCH_MAX_MS)
+		held = META_WATCH_MAX_MS;
+	uint32_t t = held + LONG_POLL_SLACK_MS;
+	return t > c->attempt_timeout_ms ? t : c->attempt_timeout_ms;
+}
+
 static void attempt(struct call *k)
 {
 	struct meta_client *c = k->c;
@@ -660,8 +677,8 @@ static void attempt(struct call *k)
 	if (!k->single)
 		k->target = (int)leader_of(c, k->group);
 	uint64_t left = k->deadline_ms - loop_now_ms();
-	struct rpc_call_opts co = { .timeout_ms = left < c->attempt_timeout_ms ? (uint32_t)left
-									: c->attempt_timeout_ms,
+	uint32_t one = attempt_ms(c, k);
+	struct rpc_call_opts co = { .timeout_ms = left < one ? (uint32_t)left : one,
 				    .request_id = k->trace };
 	if (k->ref)
 		rpc_call_ref(c->ch[k->target], META_SERVICE, k->method, k->req, &k->ref->hold, NULL,

@@ -35,7 +35,7 @@
 struct meta_client_opts {
 	const char *const *members;  /* "host:port" or "local:NAME", any member */
 	size_t n_members;            /* 1..META_CLIENT_MAX_MEMBERS */
-	uint32_t attempt_timeout_ms; /* one try; 0: 3000 */
+	uint32_t attempt_timeout_ms; /* one try; 0: 3000 (a WatchMap: its hold + 10 s) */
 	uint32_t retry_for_ms;       /* whole call, retries included; 0: 30000 */
 	uint32_t max_calls;          /* outstanding calls; 0: 4096 (beyond: -EAGAIN) */
 	uint64_t client_id;          /* 0: random (nonzero) */

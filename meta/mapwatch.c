@@ -4,9 +4,11 @@
  *
  * Owns: its meta client (watch only), the current map (an unpacked copy),
  * a channel per OSD id (reopened when the OSD's address changes), a retry
- * timer. Invariant: at most one meta call in flight; while `closing`, the
- * call's callback does nothing (meta_client_close runs it) and the timer's
- * close callback frees everything.
+ * timer, and a timer that warns, every MAP_WAIT_WARN_MS until the first
+ * map arrives, what the wait is on (so a process that never gets a map
+ * says why in its log). Invariant: at most one meta call in flight; while
+ * `closing`, the call's callback does nothing (meta_client_close runs it)
+ * and the last timer's close callback frees everything.
  *
  * Thread: one loop. Does not: interpret the map (placement, primaries:
  * the users do).
@@ -19,10 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "meta/client.h"
 
 #define RETRY_MS 300
+#define MAP_WAIT_WARN_MS 5000
 
 struct chan {
 	uint32_t id;
@@ -37,6 +42,12 @@ struct meta_mapwatch {
 	struct chan *chans;
 	size_t n_chans, cap_chans;
 	uv_timer_t retry;
+	uv_timer_t wait;               /* MAP_WAIT_WARN_MS, until the first map */
+	int handles_open;
+	uint64_t started_ms;           /* meta_mapwatch_start */
+	uint64_t sent_ms;              /* the call in flight went out; 0: none */
+	unsigned gets;                 /* GetMap calls sent */
+	int last_err;                  /* of the last failed call; 0: none */
 	uint32_t watch_ms;
 	meta_mapwatch_cb on_change;
 	void *arg;
@@ -107,6 +118,7 @@ static void install(struct meta_mapwatch *w, const Iolake__Meta__ClusterMap *map
 	if (w->map)
 		iolake__meta__cluster_map__free_unpacked(w->map, NULL);
 	w->map = c;
+	uv_timer_stop(&w->wait);
 	sync_channels(w);
 	unsigned up = 0;
 	for (size_t i = 0; i < c->n_osds; i++)
@@ -132,7 +144,24 @@ static void free_all(struct meta_mapwatch *w)
 
 static void on_timer_closed(uv_handle_t *h)
 {
-	free_all(h->data);
+	struct meta_mapwatch *w = h->data;
+	if (--w->handles_open == 0)
+		free_all(w);
+}
+
+/* Every MAP_WAIT_WARN_MS while no map came: say what the wait is on.
+ * The client's last error names the member and its answer. */
+static void on_wait(uv_timer_t *t)
+{
+	struct meta_mapwatch *w = t->data;
+	if (w->map || w->closing)
+		return;
+	uint64_t now = loop_now_ms();
+	const char *last = meta_client_last_error(w->mc);
+	LOG_WARN("cluster map: none yet", "who=%s waited_ms=%llu get_map_calls=%u in_flight_ms=%llu "
+		 "last_err=%s last_error=%s", w->name, (unsigned long long)(now - w->started_ms),
+		 w->gets, (unsigned long long)(w->sent_ms ? now - w->sent_ms : 0),
+		 w->last_err ? iol_strerror(w->last_err) : "none", LOG_Q(*last ? last : "none"));
 }
 
 static void on_retry(uv_timer_t *t)
@@ -144,14 +173,17 @@ static void on_reply(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct meta_mapwatch *w = ud;
 	if (w->closing)
-		return;  /* freed once the timer is closed */
+		return;  /* freed once the timers are closed */
+	w->sent_ms = 0;
 	if (err) {
+		w->last_err = err;
 		uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
 		return;
 	}
 	if (resp->descriptor == &iolake__meta__get_map_response__descriptor) {
 		const Iolake__Meta__GetMapResponse *r = (const void *)resp;
 		if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->map) {
+			w->last_err = -EAGAIN;   /* no map in meta yet (or not readable) */
 			uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
 			return;
 		}
@@ -171,14 +203,19 @@ static void fetch(struct meta_mapwatch *w)
 	if (!w->map) {
 		Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
 		rc = meta_client_call(w->mc, META_M_GET_MAP, &req.base, on_reply, w);
+		w->gets++;
 	} else {
 		Iolake__Meta__WatchMapRequest req = IOLAKE__META__WATCH_MAP_REQUEST__INIT;
 		req.epoch = w->map->epoch;
 		req.timeout_ms = w->watch_ms;
 		rc = meta_client_call(w->mc, META_M_WATCH_MAP, &req.base, on_reply, w);
 	}
-	if (rc)
+	if (rc) {
+		w->last_err = rc;
 		uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
+	} else {
+		w->sent_ms = loop_now_ms();
+	}
 }
 
 int meta_mapwatch_start(uv_loop_t *loop, const struct meta_mapwatch_opts *opts,
@@ -194,9 +231,10 @@ int meta_mapwatch_start(uv_loop_t *loop, const struct meta_mapwatch_opts *opts,
 	w->on_change = opts->on_change;
 	w->arg = opts->arg;
 	snprintf(w->name, sizeof(w->name), "%s", opts->log_name ? opts->log_name : "");
-	/* One attempt must outlive the long poll; retries are ours. */
+	/* A call's budget must outlive the long poll; meta/client.c gives a
+	 * WatchMap attempt its hold plus slack, a GetMap the usual seconds.
+	 * Retries after the budget are ours. */
 	struct meta_client_opts o = { .members = opts->members, .n_members = opts->n_members,
-				      .attempt_timeout_ms = w->watch_ms + 10000,
 				      .retry_for_ms = w->watch_ms + 20000 };
 	int rc = meta_client_new(loop, &o, &w->mc);
 	if (rc) {
@@ -204,7 +242,11 @@ int meta_mapwatch_start(uv_loop_t *loop, const struct meta_mapwatch_opts *opts,
 		return rc;
 	}
 	uv_timer_init(loop, &w->retry);
-	w->retry.data = w;
+	uv_timer_init(loop, &w->wait);
+	w->retry.data = w->wait.data = w;
+	w->handles_open = 2;
+	w->started_ms = loop_now_ms();
+	uv_timer_start(&w->wait, on_wait, MAP_WAIT_WARN_MS, MAP_WAIT_WARN_MS);
 	fetch(w);
 	*out = w;
 	return 0;
@@ -216,8 +258,10 @@ void meta_mapwatch_close(struct meta_mapwatch *w)
 		return;
 	w->closing = true;
 	uv_timer_stop(&w->retry);
+	uv_timer_stop(&w->wait);
 	meta_client_close(w->mc); /* runs the parked call's callback */
 	uv_close((uv_handle_t *)&w->retry, on_timer_closed);
+	uv_close((uv_handle_t *)&w->wait, on_timer_closed);
 }
 
 const Iolake__Meta__ClusterMap *meta_mapwatch_map(const struct meta_mapwatch *w)

@@ -8,7 +8,9 @@
  * member (it answers as soon as the epoch moves, or after watch_ms
  * unchanged); a failed call is retried after a short backoff. Nothing is
  * ever polled or scanned to learn a map. The watch uses its own meta
- * client, whose attempt timeout exceeds the long poll.
+ * client: a WatchMap attempt lasts its hold plus slack, a GetMap the
+ * client's usual seconds (meta/client.c). Every 5 s while no map came, a
+ * warning says what the wait is on (the client's last error).
  *
  * Channels: one per OSD id, opened when the OSD first appears with an
  * address and reopened when its address changes (the old channel is

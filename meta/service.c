@@ -28,9 +28,6 @@
 #include "meta/secret.h"
 #include "meta/service_internal.h"
 
-#define WATCH_DEFAULT_MS 30000
-#define WATCH_MAX_MS 60000
-
 uint64_t node_req_group_id(struct rpc_req *r)
 {
 	const ProtobufCMessage *m = rpc_req_msg(r);
@@ -295,9 +292,9 @@ static void h_watch_map(struct rpc_req *r, void *ud)
 		rpc_fail(r, RPC_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
-	uint32_t t = q->timeout_ms ? q->timeout_ms : WATCH_DEFAULT_MS;
-	if (t > WATCH_MAX_MS)
-		t = WATCH_MAX_MS;
+	uint32_t t = q->timeout_ms ? q->timeout_ms : META_WATCH_DEFAULT_MS;
+	if (t > META_WATCH_MAX_MS)
+		t = META_WATCH_MAX_MS;
 	w->req = r;
 	w->epoch = q->epoch;
 	w->deadline_ms = loop_now_ms() + t;

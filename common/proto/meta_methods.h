@@ -17,6 +17,8 @@
 #define META_ADDR_MAX 64            /* a member's "host:port" + NUL */
 #define META_DEDUPE_WINDOW 1024     /* op results the state keeps per client */
 #define META_LIST_GC_MAX 1000       /* GC entries in one ListGc page */
+#define META_WATCH_DEFAULT_MS 30000 /* WatchMap held this long when it names no timeout */
+#define META_WATCH_MAX_MS 60000     /* ... and never longer */
 
 enum meta_method {
 	META_M_SUBMIT,
