@@ -130,7 +130,9 @@ for _ in $(seq 150); do
 	curl -sf "http://127.0.0.1:$GWPORT/health/ready" >/dev/null && break
 	sleep 0.2
 done
-curl -sf "http://127.0.0.1:$GWPORT/health/ready" >/dev/null || fail "gateway not ready"
+curl -sf "http://127.0.0.1:$GWPORT/health/ready" >/dev/null ||
+	fail "gateway not ready; its connections per loop and map: $(curl -s --max-time 5 \
+		"http://127.0.0.1:$GWPORT/metrics" | grep -E '^iolake_gw_(loop_connections_total|map_epoch)')"
 
 # ---------------------------------------------------------------- S3 through it
 export AWS_ACCESS_KEY_ID=$IOLAKE_ROOT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$IOLAKE_ROOT_SECRET_KEY
