@@ -1,8 +1,9 @@
 /*
- * osd.c — iolake-admin osd ls|df|scrub-status|out|in|rm (contract in
- * osd.h). ls reads the map; df and scrub-status ask each OSD of the map
- * itself over its own RPC service (osd.proto); out, in and rm are ops
- * through Raft (SetOsdState, RemoveOsd). Owns only what it prints.
+ * osd.c — iolake-admin osd ls|df|scrub-status|out|in|rm|expect (contract
+ * in osd.h). ls reads the map; df and scrub-status ask each OSD of the
+ * map itself over its own RPC service (osd.proto); out, in, rm and expect
+ * are ops through Raft (SetOsdState, RemoveOsd, SetExpectOsds). Owns only
+ * what it prints.
  */
 #include "admin/osd.h"
 
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "admin/map.h"
+#include "common/place.h"
 #include "common/proto/osd_methods.h"
 #include "osd/client.h"
 
@@ -32,7 +34,7 @@ static int ls(const struct admin_ctx *x)
 				o->weight, o->up ? "true" : "false", o->in ? "true" : "false",
 				o->admin_out ? "true" : "false", o->capacity_bytes);
 		}
-		fprintf(x->out, "]}\n");
+		fprintf(x->out, "],\"expect_osds\":%u}\n", m->expect_osds);
 	} else {
 		/* IN: "out(admin)" while an operator's `osd out` holds it out */
 		fprintf(x->out, "%-6s %-22s %-16s %6s %-5s %-10s\n", "ID", "ADDRESS", "HOST", "WEIGHT", "UP",
@@ -44,6 +46,10 @@ static int ls(const struct admin_ctx *x)
 				o->admin_out ? "out(admin)" : o->in ? "in" : "out");
 		}
 		fprintf(x->out, "map epoch: %" PRIu64 "   osds: %zu\n", m->epoch, m->n_osds);
+		if (m->expect_osds)
+			fprintf(x->out, "PGs not placed yet: waiting for %u OSDs to be in "
+				"(`osd expect N` changes that; `osd expect 0` places them now)\n",
+				m->expect_osds);
 	}
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return 0;
@@ -412,6 +418,55 @@ static int rm(const struct admin_ctx *x, const char *arg)
 	return rc;
 }
 
+/* osd expect N: the count a new cluster's first PG table waits for, while
+ * it waits (SetExpectOsds); 0 places it now. */
+static int expect(const struct admin_ctx *x, const char *arg)
+{
+	char *end;
+	unsigned long long n = strtoull(arg, &end, 10);
+	if (!*arg || *end || n > PLACE_MAX_OSDS) {
+		fprintf(x->err, "iolake-admin: osd expect: %s is not a count of OSDs (0-%u)\n", arg,
+			PLACE_MAX_OSDS);
+		return 2;
+	}
+	Iolake__Meta__SetExpectOsds se = IOLAKE__META__SET_EXPECT_OSDS__INIT;
+	se.count = (uint32_t)n;
+	se.time_ms = wall_ms();
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SET_EXPECT_OSDS;
+	op.set_expect_osds = &se;
+	Iolake__Meta__OpResult *r = admin_must_submit(x, &op);
+	int rc;
+	if (r->status == IOLAKE__META__STATUS__STATUS_CONFLICT) {
+		fprintf(x->err, "iolake-admin: error: osd expect %llu: the PGs are placed already "
+			"(their table now follows the OSDs as they come and go)\n", n);
+		rc = 1;
+	} else {
+		char what[40];
+		snprintf(what, sizeof(what), "osd expect %llu", n);
+		rc = admin_check_result(x, what, r);
+	}
+	if (rc) {
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		return rc;
+	}
+	/* The map from this op on (a linearizable read): placed, or still
+	 * waiting for how many. */
+	Iolake__Meta__GetMapResponse *h;
+	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
+	if (x->json)
+		fprintf(x->out, "{\"expect_osds\":%u,\"placed\":%s,\"epoch\":%" PRIu64 "}\n",
+			m->expect_osds, m->expect_osds ? "false" : "true", m->epoch);
+	else if (!m->expect_osds)
+		fprintf(x->out, "PGs placed (map epoch %" PRIu64 ")\n", m->epoch);
+	else
+		fprintf(x->out, "PGs wait for %u OSDs to be in (map epoch %" PRIu64 ")\n",
+			m->expect_osds, m->epoch);
+	protobuf_c_message_free_unpacked(&h->base, NULL);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return 0;
+}
+
 int admin_osd(const struct admin_ctx *x, int nargs, char **args)
 {
 	const char *verb = args[0];
@@ -425,5 +480,7 @@ int admin_osd(const struct admin_ctx *x, int nargs, char **args)
 		return out_in(x, !strcmp(verb, "out"), args[1]);
 	if (nargs == 2 && !strcmp(verb, "rm"))
 		return rm(x, args[1]);
+	if (nargs == 2 && !strcmp(verb, "expect"))
+		return expect(x, args[1]);
 	return ADMIN_UNKNOWN;
 }

@@ -228,6 +228,7 @@ static const struct op_row {
 	{ "init_map", M | A },
 	{ "set_osd_state", M | A },
 	{ "remove_osd", M | A },
+	{ "set_expect_osds", M | A },
 	{ "create_group", M | A },
 	{ "delete_group", M | A },
 	{ "open_range", M | A },

@@ -166,10 +166,12 @@ start_meta() {
 	# shellcheck disable=SC2206  # META_FLAGS is a flag list, split on spaces
 	[ -z "$META_FLAGS" ] || extra=($META_FLAGS)
 	# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
+	# The first PG table waits for every OSD of `up` and is placed in rank
+	# order (not join order); a restart has a map already and ignores it.
 	spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
 		--listen "$(node_ip "$n"):$META_PORT" --peers "$(meta_peers)" \
 		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC" \
-		$(tls_flags "n$n") "${extra[@]}"
+		--expect-osds $((NODES * OSDS)) $(tls_flags "n$n") "${extra[@]}"
 }
 
 # --rpc-tls: the cluster CA (once, by up) and a certificate per node (its

@@ -43,6 +43,7 @@
 #include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/place.h"
 #include "common/rpc_fault.h"
 #include "common/rpc_tls.h"
 #include "meta/node.h"
@@ -96,7 +97,7 @@ int main(int argc, char **argv)
 	struct flag_list peers = { 0 };
 	bool join = false;
 	struct rpc_tls_files tlsf = { 0 };
-	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256;
+	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256, expect_osds = 0;
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, split_bytes = 0, merge_objects = 0;
 	uint64_t split_load = META_RANGE_SPLIT_LOAD_DEFAULT;
@@ -159,6 +160,11 @@ int main(int argc, char **argv)
 		  .help = "log each call answered slower than this, with its request id" },
 		{ .name = "pg-count", .type = FLAG_UINT64, .dst = &pg_count, .min = 1, .max = 1 << 20,
 		  .help = "PGs of a new cluster map (power of two)" },
+		{ .name = "expect-osds", .type = FLAG_UINT64, .dst = &expect_osds, .min = 0,
+		  .max = PLACE_MAX_OSDS, .metavar = "N", .help = "a new cluster map places its "
+		  "PGs once N OSDs are in, in rank order, not in the order they join (0: at "
+		  "once, each OSD taking slots as it joins; iolake-admin osd expect changes it "
+		  "while it waits)" },
 		{ .name = "range-groups", .type = FLAG_UINT64, .dst = &range_groups, .min = 0,
 		  .max = META_GROUPS_MAX, .help = "Raft groups kept for key ranges of object "
 		  "records (0: object records stay in the root group)" },
@@ -290,6 +296,7 @@ int main(int argc, char **argv)
 		.osd_down_after_ms = down_after_ms,
 		.osd_out_after_ms = out_after_ms,
 		.pg_count = (uint32_t)pg_count,
+		.expect_osds = (uint32_t)expect_osds,
 		.range_groups = (unsigned)range_groups,
 		.range_split_objects = split_objects,
 		.range_split_bytes = split_bytes,

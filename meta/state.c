@@ -135,6 +135,8 @@ static int apply_body_op(struct tx *t, Iolake__Meta__Op *op, struct meta_op_resu
 	case IOLAKE__META__OP__BODY_SET_OSD_STATE:
 		return op_set_osd_state(t, op->set_osd_state, r);
 	case IOLAKE__META__OP__BODY_REMOVE_OSD: return op_remove_osd(t, op->remove_osd, r);
+	case IOLAKE__META__OP__BODY_SET_EXPECT_OSDS:
+		return op_set_expect_osds(t, op->set_expect_osds, r);
 	case IOLAKE__META__OP__BODY_GC_ACK: return op_gc_ack(t, op->gc_ack);
 	case IOLAKE__META__OP__BODY_PUT_OBJECT_TAGS:
 		return op_set_object_tags(t, op->put_object_tags);

@@ -297,6 +297,8 @@ int creds_changed(struct tx *t, struct meta_op_result *r);
 int op_init_map(struct tx *t, const Iolake__Meta__InitMap *op, struct meta_op_result *r);
 int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op, struct meta_op_result *r);
 int op_remove_osd(struct tx *t, const Iolake__Meta__RemoveOsd *op, struct meta_op_result *r);
+int op_set_expect_osds(struct tx *t, const Iolake__Meta__SetExpectOsds *op,
+		       struct meta_op_result *r);
 int op_set_osd_state(struct tx *t, const Iolake__Meta__SetOsdState *op, struct meta_op_result *r);
 int op_create_group(struct tx *t, const Iolake__Meta__CreateGroup *op, struct meta_op_result *r);
 int op_delete_group(struct tx *t, const Iolake__Meta__DeleteGroup *op, struct meta_op_result *r);

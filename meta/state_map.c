@@ -1,8 +1,8 @@
 /*
  * state_map.c — the cluster map and the table of Raft groups in the meta
- * state machine: InitMap, RegisterOsd, RemoveOsd, SetOsdState (the PG
- * table recomputed through common/place.c), the credentials epoch, and
- * CreateGroup / DeleteGroup (root group).
+ * state machine: InitMap, RegisterOsd, RemoveOsd, SetOsdState,
+ * SetExpectOsds (the PG table recomputed through common/place.c), the
+ * credentials epoch, and CreateGroup / DeleteGroup (root group).
  *
  * Not here: PG states (pgstate.c), heartbeats (the leader turns missed
  * beats into SetOsdState ops), key ranges (state_range.c).
@@ -214,6 +214,28 @@ int op_register_osd(struct tx *t, const Iolake__Meta__RegisterOsd *op,
 	}
 	rc = save_map(t, m, osds, n, op->time_ms, r);
 	free(osds);
+	meta_state_free_msg(m);
+	return rc;
+}
+
+/* The first table's wait, changed while it lasts (SetExpectOsds in
+ * meta.proto). save_map places the table when enough OSDs are eligible. */
+int op_set_expect_osds(struct tx *t, const Iolake__Meta__SetExpectOsds *op,
+		       struct meta_op_result *r)
+{
+	Iolake__Meta__ClusterMap *m = NULL;
+	if (!op || op->count > PLACE_MAX_OSDS)
+		return -EINVAL;
+	int rc = get_map(t, &m);
+	if (rc)
+		return rc;
+	r->epoch = m->epoch;
+	if (!m->expect_osds) {
+		rc = IOL_ECONFLICT;   /* placed already: the table follows the OSDs */
+	} else {
+		m->expect_osds = op->count ? op->count : 1;
+		rc = save_map(t, m, m->osds, m->n_osds, op->time_ms, r);
+	}
 	meta_state_free_msg(m);
 	return rc;
 }

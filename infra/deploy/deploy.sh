@@ -133,6 +133,9 @@ for i in "${!H_NAME[@]}"; do
 	METAS="$METAS${METAS:+,}${H_ADDR[i]}:$META_PORT"
 done
 [ -n "$PEERS" ] || die "$CONF: no host runs a meta member"
+# Every OSD of the inventory: a new cluster's first PG table waits for
+# them and is placed in rank order, not in the order they register.
+NOSDS=$(printf '%s\n' "${H_OSDS[@]}" | tr ',' '\n' | grep -vc '^-$' || true)
 
 SELECTED=()
 if [ -z "$HOSTS" ]; then
@@ -181,7 +184,7 @@ stage() {
 			echo "IOLAKE_DATA_DIR=$DATADIR/meta-$id"
 			echo "IOLAKE_LISTEN=${H_ADDR[i]}:$META_PORT"
 			echo "IOLAKE_PEERS=$PEERS"
-			echo "IOLAKE_FLAGS=--ec $EC $KEYFLAG${META_FLAGS:+ $META_FLAGS}"
+			echo "IOLAKE_FLAGS=--ec $EC --expect-osds $NOSDS $KEYFLAG${META_FLAGS:+ $META_FLAGS}"
 		} >"$dir/etc/iolake/meta-$id.env"
 		unit iolake-meta@.service "$dir/etc/systemd/system/iolake-meta@.service"
 		UNITS+=("iolake-meta@$id.service")

@@ -127,7 +127,7 @@ grep -q -- "--secret-key-file /etc/iolake/cluster.key" "$W/stage/a1/etc/iolake/m
 	fail "meta-1.env lacks --secret-key-file"
 grep -q -- "--secret-key-file /etc/iolake/cluster.key" "$W/stage/a2/etc/iolake/gw.env" ||
 	fail "a2's gw.env lacks --secret-key-file"
-env_has a1/etc/iolake/meta-1.env "IOLAKE_FLAGS=--ec 2+1 --secret-key-file /etc/iolake/cluster.key --osd-out-after 10m --election-timeout 500ms"
+env_has a1/etc/iolake/meta-1.env "IOLAKE_FLAGS=--ec 2+1 --expect-osds 4 --secret-key-file /etc/iolake/cluster.key --osd-out-after 10m --election-timeout 500ms"
 env_has a1/etc/iolake/osd-2.env "IOLAKE_DEVICE=/dev/sdc"
 env_has a1/etc/iolake/osd-2.env "IOLAKE_LISTEN=192.0.2.1:7502"
 env_has a1/etc/iolake/osd-2.env "IOLAKE_HOST=a1"

@@ -116,6 +116,7 @@ START_TEST(table)
 	ck_assert(!rpc_authz_allows(RPC_ROLE_GW, rpc_authz_op_roles("register_osd")));
 	static const char *const admin_ops[] = { "put_user", "delete_user", "put_access_key",
 		"delete_access_key", "set_user_admin", "set_quota", "remove_osd", "set_osd_state",
+		"set_expect_osds",
 		"split_range", "move_range", "init_map", "set_group_members", "group_reconciled" };
 	for (size_t i = 0; i < sizeof(admin_ops) / sizeof(admin_ops[0]); i++) {
 		unsigned need = rpc_authz_op_roles(admin_ops[i]);

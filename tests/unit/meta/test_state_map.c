@@ -3,8 +3,8 @@
  * RocksDB under /dev/shm: InitMap, RegisterOsd and SetOsdState and the PG
  * table they move (epochs, survivors keeping their slots), InitMap's
  * expect_osds (no slot filled before that many OSDs are eligible, then
- * the table in rank order), an operator's sticky out, osd in, and
- * RemoveOsd of a down+out OSD. The rest of the state machine is in
+ * the table in rank order) and SetExpectOsds changing that wait, an
+ * operator's sticky out, osd in, and RemoveOsd of a down+out OSD. The rest of the state machine is in
  * test_state.c.
  */
 #include <check.h>
@@ -217,6 +217,88 @@ START_TEST(test_map_expect_osds)
 }
 END_TEST
 
+static void tb_expect(struct tb *t, uint32_t count)
+{
+	Iolake__Meta__Op *op = tb_op(t, 0, 0);
+	Iolake__Meta__SetExpectOsds *se = tb_alloc(t, sizeof(*se));
+	iolake__meta__set_expect_osds__init(se);
+	se->count = count;
+	op->body_case = IOLAKE__META__OP__BODY_SET_EXPECT_OSDS;
+	op->set_expect_osds = se;
+}
+
+/* SetExpectOsds (`iolake-admin osd expect N`, iolake-meta
+ * --expect-osds): the wait changed while it lasts. Lowered to the OSDs
+ * that are there, the table is placed at once in rank order (every OSD
+ * in data slots); 0 places it with one OSD; after that: CONFLICT. */
+START_TEST(test_set_expect_osds)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_expect(t, 3);   /* no map yet */
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 1);
+	ck_assert_int_eq(res[0].err, IOL_ENOT_FOUND);
+	t = tb_new();
+	tb_init_map(t, 256, 2, 1)->expect_osds = 8;
+	for (uint32_t i = 1; i <= 4; i++)
+		tb_osd(t, i, "h");
+	tb_expect(t, 5);   /* still more than there are: waits on */
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 6);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(res[i].err, 0);
+	Iolake__Meta__ClusterMap *m;
+	unsigned data[8], parity[8], empty;
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->expect_osds, 5);
+	map_slot_counts(m, 2, data, parity, &empty);
+	ck_assert_uint_eq(empty, 256 * 3);
+	uint64_t epoch = m->epoch;
+	meta_state_free_msg(m);
+
+	t = tb_new();
+	tb_expect(t, 4);   /* the four there: placed now */
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+	ck_assert_uint_eq(res[0].epoch, epoch + 1);
+	ck_assert_int_eq(meta_state_get_map(s, &m), 0);
+	ck_assert_uint_eq(m->expect_osds, 0);
+	map_slot_counts(m, 2, data, parity, &empty);
+	ck_assert_uint_eq(empty, 0);
+	for (uint32_t o = 1; o <= 4; o++)   /* 256 x 2 / 4 = 128; join order gave 256 or 0 */
+		ck_assert_msg(data[o] > 80 && data[o] < 180, "osd %u data slots %u", o, data[o]);
+	meta_state_free_msg(m);
+
+	t = tb_new();
+	tb_expect(t, 0);   /* placed: nothing to change */
+	ck_assert_int_eq(tb_apply(s, 4, t, res), 1);
+	ck_assert_int_eq(res[0].err, IOL_ECONFLICT);
+
+	/* 0 on a map that waits: placed with the one OSD there. */
+	char dir2[64];
+	tmpdir(dir2);
+	struct meta_state *s2 = open_at(dir2);
+	t = tb_new();
+	tb_init_map(t, 16, 1, 0)->expect_osds = 3;
+	tb_osd(t, 1, "h");
+	tb_expect(t, 0);
+	tb_expect(t, PLACE_MAX_OSDS + 1);
+	ck_assert_int_eq(tb_apply(s2, 1, t, res), 4);
+	ck_assert_int_eq(res[2].err, 0);
+	ck_assert_int_eq(res[3].err, -EINVAL);
+	ck_assert_int_eq(meta_state_get_map(s2, &m), 0);
+	ck_assert_uint_eq(m->expect_osds, 0);
+	for (uint32_t pg = 0; pg < 16; pg++)
+		ck_assert_uint_eq(m->pgs[pg]->osds[0], 1);
+	meta_state_free_msg(m);
+	meta_state_close(s2);
+	rm_rf(dir2);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 /* An operator's out: SetOsdState with admin_out. */
 static void tb_admin_out(struct tb *t, uint32_t id, bool out)
 {
@@ -336,6 +418,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cluster_map);
 	tcase_add_test(tc, test_map_expect_osds);
+	tcase_add_test(tc, test_set_expect_osds);
 	tcase_add_test(tc, test_admin_out_and_remove);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
