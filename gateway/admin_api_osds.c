@@ -76,6 +76,8 @@ static void osds_reply(struct admin_call *c, struct osds_state *s)
 	jsonw_init(&w, 0);
 	jsonw_obj_begin(&w);
 	jsonw_ku64(&w, "epoch", m->epoch);
+	/* a new cluster's PGs wait for this many OSDs (0: placed) */
+	jsonw_ku64(&w, "expect_osds", m->expect_osds);
 	uint64_t used = 0, data_used = 0, inl = 0, total = 0;
 	size_t up = 0, in = 0;
 	jsonw_key(&w, "osds");

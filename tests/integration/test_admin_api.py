@@ -223,8 +223,9 @@ def main():
     expect(st == 200 and d["health"] == "ok", "SigV4 with service iolake-admin works too")
     st, osds = api.signed("GET", "/api/v1/osds")
     expect(st == 200 and len(osds["osds"]) == 6 and
-           all(o["up"] and o["in"] and o["state"] == "up+in" for o in osds["osds"]),
-           "GET /api/v1/osds: 6 OSDs up+in")
+           all(o["up"] and o["in"] and o["state"] == "up+in" for o in osds["osds"])
+           and osds["expect_osds"] == 0,
+           "GET /api/v1/osds: 6 OSDs up+in, the PGs placed (expect_osds 0)")
     expect(all(o["space"] and o["space"]["total_bytes"] > 0 and o["space"]["used_bytes"] >= 0
                for o in osds["osds"]) and osds["summary"]["total_bytes"] >= 6 * (200 << 20),
            "osds: each OSD's used/total bytes from the OSD")

@@ -8,8 +8,9 @@ iolake-gw, boto3.
 
   - three members started with --expect-osds 4 --ec 2+1, three OSDs in:
     `osd ls` says the PGs are not placed and waits for 4 (--json
-    expect_osds 4), every slot of `pg ls --json` is empty, and the
-    gateway's /health/ready answers 503;
+    expect_osds 4), every slot of `pg ls --json` is empty, the gateway's
+    /health/ready answers 503 and its admin API's GET /api/v1/osds has
+    expect_osds 4;
   - the fourth OSD: the table is placed at once (expect_osds 0) with every
     OSD in data slots (256 x 2 / 4 = 128 on average; the same four joining
     one by one without the flag held 200, 196, 0 and 116: the third OSD
@@ -20,7 +21,7 @@ iolake-gw, boto3.
     in: `osd expect 3` keeps it waiting (3), `osd expect 0` places it at
     once on the two (both in data slots).
 """
-import os, subprocess, sys, urllib.error, urllib.request
+import json, os, subprocess, sys, urllib.error, urllib.request
 
 import boto3
 from botocore.config import Config
@@ -94,13 +95,22 @@ def main():
     expect(not slots and empty == 256 * 3, "pg ls --json: every slot empty (%d)" % empty)
 
     key = admin(meta, "user", "add", "root")
+    admin(meta, "user", "admin", "root", "on")   # for the admin API
     gport = free_port()
     ep = "http://127.0.0.1:%d" % gport
+    aport = free_port()
     start("gw", ["iolake-gw", "--s3-listen", "127.0.0.1:%d" % gport, "--meta", meta,
-                 "--ec", "2+1"])
+                 "--ec", "2+1", "--admin-api-listen", "127.0.0.1:%d" % aport])
     wait_for("the gateway answering", lambda: urllib.request.urlopen(
         ep + "/health/live", timeout=2).status == 200)
     expect(not ready(ep), "gateway not ready while the PGs wait")
+    out = subprocess.run(["curl", "-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
+                          "%s:%s" % (key["access_key"], key["secret_key"]),
+                          "http://127.0.0.1:%d/api/v1/osds" % aport],
+                         capture_output=True, text=True, timeout=30).stdout
+    doc = json.loads(out)
+    expect(doc.get("expect_osds") == 4, "admin API GET /api/v1/osds: expect_osds %s"
+           % doc.get("expect_osds", out[:200]))
 
     start_osd(meta, 4)
     wait_for("the table placed", lambda: admin(meta, "osd", "ls")["expect_osds"] == 0)
