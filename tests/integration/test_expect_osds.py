@@ -9,8 +9,10 @@ iolake-gw, boto3.
   - three members started with --expect-osds 4 --ec 2+1, three OSDs in:
     `osd ls` says the PGs are not placed and waits for 4 (--json
     expect_osds 4), every slot of `pg ls --json` is empty, the gateway's
-    /health/ready answers 503 and its admin API's GET /api/v1/osds has
-    expect_osds 4;
+    /health/ready answers 503, its admin API's GET /api/v1/osds has
+    expect_osds 4, and the console's OSD page (headless Chromium,
+    tests/browser/console_expect.js) shows the notice that the PGs wait
+    for 4 (screenshot kept in $IOLAKE_BUILD/console-shots-expect/);
   - the fourth OSD: the table is placed at once (expect_osds 0) with every
     OSD in data slots (256 x 2 / 4 = 128 on average; the same four joining
     one by one without the flag held 200, 196, 0 and 116: the third OSD
@@ -21,12 +23,13 @@ iolake-gw, boto3.
     in: `osd expect 3` keeps it waiting (3), `osd expect 0` places it at
     once on the two (both in data slots).
 """
-import json, os, subprocess, sys, urllib.error, urllib.request
+import json, os, shutil, subprocess, sys, urllib.error, urllib.request
 
 import boto3
 from botocore.config import Config
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser_py  # noqa: E402
 from aio_py import BUILD, free_port  # noqa: E402
 from procs_py import Procs, admin, expect, free_pair, wait_for  # noqa: E402
 
@@ -111,6 +114,16 @@ def main():
     doc = json.loads(out)
     expect(doc.get("expect_osds") == 4, "admin API GET /api/v1/osds: expect_osds %s"
            % doc.get("expect_osds", out[:200]))
+    browser_py.require()
+    shots = os.path.join(os.path.abspath(BUILD), "console-shots-expect")
+    shutil.rmtree(shots, ignore_errors=True)
+    os.makedirs(shots)
+    cfg = {"url": "http://127.0.0.1:%d/console/" % aport, "ak": key["access_key"],
+           "sk": key["secret_key"], "shots": shots, "timeout_ms": 30000}
+    seen = browser_py.run_node(browser_py.npm_ci(), "console_expect.js", [json.dumps(cfg)])
+    expect(not seen["console"] and seen["rows"] == 3 and
+           "waits for 4 OSDs to be in (3 now)" in seen["notice"],
+           "console OSD page: %r (%s)" % (seen["notice"][:90], seen["shot"]))
 
     start_osd(meta, 4)
     wait_for("the table placed", lambda: admin(meta, "osd", "ls")["expect_osds"] == 0)

@@ -30,6 +30,14 @@ export function Osds() {
 			<ErrorBox error={os.error} what="OSDs" />
 			<ErrorBox error={actErr} what="The change failed" />
 			{done && <div class="notice ok" data-test="osd-done">{done}</div>}
+			{d && d.expect_osds > 0 && (
+				<div class="notice info" data-test="osd-expect">
+					The placement groups are not placed yet: this new cluster waits for {d.expect_osds} OSDs
+					to be in ({d.summary.in} now), then places them all at once. No object can be written
+					until then. <span class="code">iolake-admin osd expect N</span> changes the count;
+					{' '}<span class="code">osd expect 0</span> places them now.
+				</div>
+			)}
 			{!d && os.loading && <Loading />}
 			{d && d.osds.length === 0 && <Empty>No OSD has joined the cluster yet.</Empty>}
 			{d && d.osds.length > 0 && (
