@@ -141,6 +141,10 @@ struct gw_data_target {
 	 * (the call fails at once while the OSD's circuit is open). */
 	uint32_t down;
 	uint32_t osd_ids[EC_MAX_SHARDS]; /* shard i's OSD id, for traces (0: none) */
+	/* The map epoch these slots come from: every PutShard carries it, and
+	 * an OSD with a newer map that no longer holds the slot refuses the
+	 * write (PutShardRequest.map_epoch). 0: not checked. */
+	uint64_t epoch;
 	/* The S3 request this I/O is for (zero: none, as gc and heal): every
 	 * shard call carries its id (rpc_call_opts.request_id, copied at
 	 * start) and its time goes in the trace's OSD hop while the trace is

@@ -386,6 +386,7 @@ static void send_segment(struct gw_data_put *p)
 		}
 		msg->q.put.length = sl;
 		msg->q.put.crc32c = crc;
+		msg->q.put.map_epoch = p->t.epoch;
 		*c = (struct put_call){ p, seg, seg->use, i, uv_hrtime() / 1000, 0, NULL };
 		seg->calls[i] = c;
 		struct buf_slice pl = { seg->blk, (size_t)i * sl, sl };

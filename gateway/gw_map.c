@@ -81,6 +81,7 @@ int gw_map_target(struct gw_map *m, uint32_t pg, struct gw_data_target *t)
 	const Iolake__Meta__PgEntry *e = map->pgs[pg];
 	memset(t, 0, sizeof(*t));
 	t->pg = pg;
+	t->epoch = map->epoch;
 	for (size_t i = 0; i < e->n_osds && i < EC_MAX_SHARDS; i++) {
 		if (e->osds[i] == PLACE_NONE)
 			continue;

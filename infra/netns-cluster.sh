@@ -306,7 +306,17 @@ if not ok:
 sys.exit(0 if ok else 1)' "$@"
 }
 
-gw_ready() { curl -sf -m 2 "http://$(node_ip "$1"):$S3_PORT/health/ready"; }
+# gw_ready NODE: its gateway answers /health/ready 200; else says what it
+# answered (000: nothing in 2 s) and what its /metrics says of its map.
+gw_ready() {
+	local url code
+	url="http://$(node_ip "$1"):$S3_PORT"
+	code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$url/health/ready")
+	[ "$code" = 200 ] && return 0
+	echo "node $1's gateway: /health/ready answered $code"
+	curl -s -m 2 "$url/metrics" | grep -E '^iolake_gw_(map_epoch|osds_up|loop_connections_total)'
+	return 1
+}
 
 # member_answers NODE: NODE's meta member answers Status.
 # shellcheck disable=SC2046

@@ -682,6 +682,30 @@ static void hook_bad(void *arg, uint32_t pg)
 	osd_recover_flag_pg(arg, pg);
 }
 
+/* PutShardRequest.map_epoch's check, on the OSD's loop: the mapwatch's
+ * map (the newest this OSD has; the driver's own epoch may trail it by a
+ * loop turn). Judged only when it is newer than the caller's and names a
+ * holder for the slot: an older map, none yet, or a slot past the PG's
+ * width is the caller's word. */
+static bool hook_misplaced(void *arg, uint32_t pg, uint32_t shard, uint64_t epoch, char *why,
+			   size_t cap)
+{
+	struct osd_recover *r = arg;
+	const Iolake__Meta__ClusterMap *m = meta_mapwatch_map(r->mw);
+	if (!m || epoch >= m->epoch || pg >= m->n_pgs || shard >= m->pgs[pg]->n_osds)
+		return false;
+	uint32_t holder = m->pgs[pg]->osds[shard];
+	if (holder == r->osd_id)
+		return false;
+	if (holder == PLACE_NONE)
+		snprintf(why, cap, "placed with map epoch %" PRIu64 "; in this OSD's epoch %" PRIu64
+			 " slot %u of PG %u is empty", epoch, m->epoch, shard, pg);
+	else
+		snprintf(why, cap, "placed with map epoch %" PRIu64 "; in this OSD's epoch %" PRIu64
+			 " slot %u of PG %u is OSD %u's", epoch, m->epoch, shard, pg, holder);
+	return true;
+}
+
 static void hook_status(void *arg, struct osd_service_recovery *o)
 {
 	const struct osd_recover *r = arg;
@@ -708,6 +732,7 @@ void osd_recover_hooks(struct osd_recover *r, struct osd_service_hooks *out)
 {
 	out->bad_pg = hook_bad;
 	out->status = hook_status;
+	out->misplaced = hook_misplaced;
 	out->arg = r;
 }
 

@@ -349,6 +349,7 @@ static void job_put_slots(struct job *j, uint32_t to)
 		q.key = &key;
 		q.length = j->len;
 		q.background = true;
+		q.map_epoch = s->epoch;   /* rebuilt onto the slots of this map */
 		q.crc32c = crc32c(0, shard, j->len);
 		struct buf_slice pl = { .buf = j->len ? j->buf : NULL,
 					.off = (size_t)i * j->len, .len = j->len };

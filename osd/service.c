@@ -77,7 +77,8 @@
 	X(NO_SPACE, "no_space")                                \
 	X(BUSY, "busy")           /* admission limits */       \
 	X(UNAVAILABLE, "unavailable") /* draining, store failed */ \
-	X(CANCELLED, "cancelled")
+	X(CANCELLED, "cancelled")                              \
+	X(MISPLACED, "misplaced") /* a put placed with a stale map */
 
 enum err_kind {
 #define EK_ENUM(e, s) EK_##e,
@@ -534,6 +535,13 @@ static void h_put(struct rpc_req *r, void *ud)
 		fail(svc, r, EK_INVALID, RPC_INVALID_ARGUMENT,
 		     "shard %s: payload is %zu bytes but length says %llu (not stored)", name,
 		     data.len, (unsigned long long)q->length);
+		return;
+	}
+	char why[200];
+	if (q->map_epoch && svc->hooks.misplaced &&
+	    svc->hooks.misplaced(svc->hooks.arg, k.pg, k.shard, q->map_epoch, why, sizeof(why))) {
+		fail(svc, r, EK_MISPLACED, RPC_FAILED_PRECONDITION,
+		     "shard %s misplaced on osd %u (not stored): %s", name, svc->osd_id, why);
 		return;
 	}
 	if (q->background && bg_defer(svc, r, OSD_M_PUT))

@@ -121,6 +121,11 @@ struct osd_service_recovery {
 struct osd_service_hooks {
 	void (*bad_pg)(void *arg, uint32_t pg);
 	void (*status)(void *arg, struct osd_service_recovery *out);
+	/* A PutShard placed under map epoch `epoch` (nonzero): true, with the
+	 * reason in why, when this OSD's map is newer and gives slot `shard`
+	 * of `pg` to another OSD (PutShardRequest.map_epoch). NULL: never. */
+	bool (*misplaced)(void *arg, uint32_t pg, uint32_t shard, uint64_t epoch, char *why,
+			  size_t cap);
 	void *arg;
 };
 void osd_service_set_hooks(struct osd_service *svc, const struct osd_service_hooks *h);

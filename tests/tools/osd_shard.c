@@ -12,6 +12,11 @@
  *   osd-shard crc ADDR PG OIDHEX SHARD
  *       Prints {"crc":C,"len":L} of the stored shard (payload checked
  *       against its range crc).
+ *   osd-shard put ADDR PG OIDHEX SHARD LEN EPOCH
+ *       PutShard of LEN bytes (a pattern) placed with map epoch EPOCH
+ *       (PutShardRequest.map_epoch; 0: none), as a gateway holding that
+ *       map would. Prints {"stored":L}; a refusal exits 1 with its status
+ *       and message on stderr.
  *   osd-shard unreferenced ADDR NPGS META[,META...]
  *       Lists every shard of PGs 0..NPGS-1 on the OSD at ADDR and asks
  *       meta (CheckShards, the orphan sweep's question) whether a live
@@ -44,6 +49,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: osd-shard corrupt ADDR NPGS MINLEN MAXSHARD\n"
 			"       osd-shard crc ADDR PG OIDHEX SHARD\n"
+			"       osd-shard put ADDR PG OIDHEX SHARD LEN EPOCH\n"
 			"       osd-shard unreferenced ADDR NPGS META[,META...]\n");
 	return 2;
 }
@@ -146,19 +152,59 @@ static int corrupt(uv_loop_t *loop, struct rpc_channel *ch, uint32_t npgs, uint6
 	return 3;
 }
 
+/* OIDHEX into oid[64]: its length, or 0 when it is not 1..64 hex bytes. */
+static size_t oid_of(const char *hex, uint8_t oid[64])
+{
+	size_t n = strlen(hex) / 2;
+	if (n < 1 || n > 64 || strlen(hex) % 2)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return 0;
+		oid[i] = (uint8_t)v;
+	}
+	return n;
+}
+
+static int put(uv_loop_t *loop, struct rpc_channel *ch, uint32_t pg, const char *hex,
+	       uint32_t shard, size_t len, uint64_t epoch)
+{
+	uint8_t oid[64];
+	size_t n = oid_of(hex, oid);
+	if (!n || len > (64u << 20))
+		return usage();
+	struct buf *b = buf_new(len ? len : 1);
+	if (!b)
+		return 1;
+	for (size_t i = 0; i < len; i++)
+		b->data[i] = (uint8_t)(i * 31 + shard);
+	Iolake__Osd__ShardKey k;
+	key_of(&k, pg, oid, n, shard);
+	Iolake__Osd__PutShardRequest q = IOLAKE__OSD__PUT_SHARD_REQUEST__INIT;
+	q.key = &k;
+	q.length = len;
+	q.crc32c = crc32c(0, b->data, len);
+	q.map_epoch = epoch;
+	struct buf_slice pl = { .buf = b, .off = 0, .len = len };
+	struct osd_call pc;
+	int st = osd_call_sync(loop, ch, OSD_M_PUT, &q.base, len ? &pl : NULL, &pc);
+	if (st != RPC_OK)
+		fprintf(stderr, "osd-shard: PutShard: %s: %s\n", rpc_status_name(st), pc.message);
+	else
+		printf("{\"stored\":%zu}\n", len);
+	osd_call_clear(&pc);
+	buf_unref(b);
+	return st == RPC_OK ? 0 : 1;
+}
+
 static int crc(uv_loop_t *loop, struct rpc_channel *ch, uint32_t pg, const char *hex,
 	       uint32_t shard)
 {
 	uint8_t oid[64];
-	size_t n = strlen(hex) / 2;
-	if (n < 1 || n > 64 || strlen(hex) % 2)
+	size_t n = oid_of(hex, oid);
+	if (!n)
 		return usage();
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-			return usage();
-		oid[i] = (uint8_t)v;
-	}
 	Iolake__Osd__ShardKey k;
 	key_of(&k, pg, oid, n, shard);
 	struct osd_call gc;
@@ -311,6 +357,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "crc") && argc == 6)
 		rc = crc(&loop, ch, (uint32_t)strtoul(argv[3], NULL, 10), argv[4],
 			 (uint32_t)strtoul(argv[5], NULL, 10));
+	else if (!strcmp(argv[1], "put") && argc == 8)
+		rc = put(&loop, ch, (uint32_t)strtoul(argv[3], NULL, 10), argv[4],
+			 (uint32_t)strtoul(argv[5], NULL, 10), strtoull(argv[6], NULL, 10),
+			 strtoull(argv[7], NULL, 10));
 	else
 		rc = usage();
 	rpc_channel_close(ch);
