@@ -203,7 +203,7 @@ static void fetch(struct meta_mapwatch *w)
 	if (!w->map) {
 		Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
 		rc = meta_client_call(w->mc, META_M_GET_MAP, &req.base, on_reply, w);
-		w->gets++;
+		w->gets += rc == 0;
 	} else {
 		Iolake__Meta__WatchMapRequest req = IOLAKE__META__WATCH_MAP_REQUEST__INIT;
 		req.epoch = w->map->epoch;
