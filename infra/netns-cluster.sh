@@ -313,8 +313,10 @@ gw_ready() {
 	url="http://$(node_ip "$1"):$S3_PORT"
 	code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$url/health/ready")
 	[ "$code" = 200 ] && return 0
-	echo "node $1's gateway: /health/ready answered $code"
+	echo "node $1's gateway: /health/ready answered $code: $(curl -s -m 2 "$url/health/ready")"
 	curl -s -m 2 "$url/metrics" | grep -E '^iolake_gw_(map_epoch|osds_up|loop_connections_total)'
+	# its S3 listener's accept queue (Recv-Q) and backlog (Send-Q)
+	ip netns exec "$(ns_name "$1")" ss -Hltn "sport = :$S3_PORT" 2>&1
 	return 1
 }
 
