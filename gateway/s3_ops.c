@@ -407,8 +407,20 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 
 bool s3_ops_ready(struct s3_ops *o)
 {
-	return gw_map_epoch(o->map) > 0 && gw_map_placed(o->map) &&
-	       gw_map_osds_up(o->map) >= o->quorum;
+	uint64_t epoch = gw_map_epoch(o->map);
+	bool placed = gw_map_placed(o->map);
+	unsigned up = gw_map_osds_up(o->map);
+	if (epoch > 0 && placed && up >= o->quorum)
+		return true;
+	/* Asked and not ready: say which condition, at most every 5 s per
+	 * loop (a probe every 200 ms would flood the log). */
+	uint64_t now = loop_now_ms();
+	if (!o->not_ready_logged_ms || now - o->not_ready_logged_ms >= 5000) {
+		o->not_ready_logged_ms = now;
+		LOG_INFO("not ready", "map_epoch=%llu placed=%d osds_up=%u write_quorum=%u",
+			 (unsigned long long)epoch, placed, up, o->quorum);
+	}
+	return false;
 }
 
 /* gw_data_free requires no live operation; deletes started after a commit

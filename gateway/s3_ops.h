@@ -91,7 +91,8 @@ struct gw_map *s3_ops_map(struct s3_ops *o);
  * others forward theirs here through s3_ops_peers.flag_degraded). */
 void s3_ops_flag_degraded(struct s3_ops *o, uint32_t pg, enum gw_data_degraded why);
 
-/* Ready: a map is known with at least write-quorum OSDs up. */
+/* Ready: a map is known, its PGs placed, with at least write-quorum OSDs
+ * up. When not, logs which (info, at most every 5 s per loop). */
 bool s3_ops_ready(struct s3_ops *o);
 
 /* Free. Requires the server closed (no call live). Meta calls still out

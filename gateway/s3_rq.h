@@ -98,6 +98,7 @@ struct s3_ops {
 	Iolake__Meta__Bucket *handoff_bkt;
 	Iolake__Meta__ObjectRecord *handoff_obj;
 	uint64_t handoff_bkt_digest;
+	uint64_t not_ready_logged_ms;   /* s3_ops_ready's last "not ready" line */
 };
 
 /* A GC round soon (gw_gc_kick) on the loop that runs the GC worker: this
