@@ -309,14 +309,18 @@ sys.exit(0 if ok else 1)' "$@"
 # gw_ready NODE: its gateway answers /health/ready 200; else says what it
 # answered (000: nothing in 2 s) and what its /metrics says of its map.
 gw_ready() {
-	local url code
+	local url out code
 	url="http://$(node_ip "$1"):$S3_PORT"
-	code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$url/health/ready")
+	out=$(curl -s -m 2 -w '\n%{http_code}' "$url/health/ready")
+	code=${out##*$'\n'}
 	[ "$code" = 200 ] && return 0
-	echo "node $1's gateway: /health/ready answered $code: $(curl -s -m 2 "$url/health/ready")"
+	echo "node $1's gateway: /health/ready answered $code: ${out%$'\n'*}"
 	curl -s -m 2 "$url/metrics" | grep -E '^iolake_gw_(map_epoch|osds_up|loop_connections_total)'
-	# its S3 listener's accept queue (Recv-Q) and backlog (Send-Q)
+	# its S3 listener's accept queue (Recv-Q) and backlog (Send-Q); the
+	# node's neighbour entry for the host side and the bridge's address
 	ip netns exec "$(ns_name "$1")" ss -Hltn "sport = :$S3_PORT" 2>&1
+	ip -n "$(ns_name "$1")" neigh show "$SUBNET.254" 2>&1
+	ip -br link show "$BRIDGE" 2>&1
 	return 1
 }
 
