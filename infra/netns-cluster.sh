@@ -165,9 +165,9 @@ start_meta() {
 	local n=$1 extra=()
 	# shellcheck disable=SC2206  # META_FLAGS is a flag list, split on spaces
 	[ -z "$META_FLAGS" ] || extra=($META_FLAGS)
-	# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
 	# The first PG table waits for every OSD of `up` and is placed in rank
 	# order (not join order); a restart has a map already and ignores it.
+	# shellcheck disable=SC2046  # tls_flags: a flag list, split on spaces
 	spawn "$n" meta iolake-meta --id "$n" --data-dir "$DIR/n$n/meta" \
 		--listen "$(node_ip "$n"):$META_PORT" --peers "$(meta_peers)" \
 		--osd-down-after "$DOWN_AFTER" --osd-out-after "$OUT_AFTER" --ec "$EC" \

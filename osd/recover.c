@@ -684,9 +684,9 @@ static void hook_bad(void *arg, uint32_t pg)
 
 /* PutShardRequest.map_epoch's check, on the OSD's loop: the mapwatch's
  * map (the newest this OSD has; the driver's own epoch may trail it by a
- * loop turn). Judged only when it is newer than the caller's and names a
- * holder for the slot: an older map, none yet, or a slot past the PG's
- * width is the caller's word. */
+ * loop turn). Judged only when that map is newer than the caller's; then
+ * a slot another OSD holds, or none, is refused. An older map, none yet,
+ * or a slot past the PG's width is the caller's word. */
 static bool hook_misplaced(void *arg, uint32_t pg, uint32_t shard, uint64_t epoch, char *why,
 			   size_t cap)
 {
