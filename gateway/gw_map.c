@@ -20,16 +20,29 @@
 
 struct gw_map {
 	struct meta_mapwatch *w;
+	void (*on_change)(void *arg);
+	void *arg;
 };
 
+static void on_map(void *arg, const Iolake__Meta__ClusterMap *map)
+{
+	(void)map;   /* installed already: the accessors read it */
+	struct gw_map *m = arg;
+	if (m->on_change)
+		m->on_change(m->arg);
+}
+
 int gw_map_start(uv_loop_t *loop, const char *const *members, size_t n_members,
-		 struct gw_map **out)
+		 void (*on_change)(void *arg), void *arg, struct gw_map **out)
 {
 	struct gw_map *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->on_change = on_change;
+	m->arg = arg;
 	struct meta_mapwatch_opts o = { .members = members, .n_members = n_members,
-					.watch_ms = GW_MAP_WATCH_MS, .log_name = "gw" };
+					.watch_ms = GW_MAP_WATCH_MS, .log_name = "gw",
+					.on_change = on_map, .arg = m };
 	int rc = meta_mapwatch_start(loop, &o, &m->w);
 	if (rc) {
 		free(m);

@@ -28,9 +28,11 @@
 struct gw_map;
 
 /* members: meta addresses ("host:port" or "local:NAME"), copied.
+ * on_change (may be NULL) runs on the loop after each new map is in
+ * place, so the accessors below already answer from it.
  * 0 and *out, -EINVAL, -ENOMEM. Fetching starts at once. */
 int gw_map_start(uv_loop_t *loop, const char *const *members, size_t n_members,
-		 struct gw_map **out);
+		 void (*on_change)(void *arg), void *arg, struct gw_map **out);
 
 /* Stop watching, close every channel and free m (its handles a loop turn
  * later). */

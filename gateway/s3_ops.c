@@ -131,6 +131,20 @@ static double g_up(void *arg)
 	return (double)gw_map_osds_up(((struct s3_ops *)arg)->map);
 }
 
+static bool loop_ready(struct s3_ops *o);
+
+/* Loops whose own map makes them ready (/health/ready: all of them). */
+static double g_loops_ready(void *arg)
+{
+	struct ops_x *x = X(arg);
+	if (!x->peers)
+		return loop_ready(arg);
+	double v = 0;
+	for (unsigned i = 0; i < x->peers->n; i++)
+		v += atomic_load(&x->peers->ready[i]);
+	return v;
+}
+
 /* Policy cache hits (misses: !hits) over every loop's cache. */
 static double policy_sum(void *arg, bool hits)
 {
@@ -200,8 +214,9 @@ static void register_metrics(struct s3_ops *o)
 		{ "iolake_gw_data_shard_puts_abandoned", "shard writes still out when their segment's quorum grace ended (recorded missing)", g_shard_puts_abandoned },
 		{ "iolake_gw_data_shard_puts_late", "shard writes that ended after their segment settled", g_shard_puts_late },
 		{ "iolake_gw_data_put_grace_ms", "quorum PUT grace now: 2 x p99 of shard writes, clamped", g_put_grace_ms },
-		{ "iolake_gw_map_epoch", "cluster map epoch held", g_epoch },
-		{ "iolake_gw_osds_up", "OSDs up in the map held", g_up },
+		{ "iolake_gw_map_epoch", "cluster map epoch held (loop 0's)", g_epoch },
+		{ "iolake_gw_osds_up", "OSDs up in the map held (loop 0's)", g_up },
+		{ "iolake_gw_loops_ready", "gateway loops whose map is placed with a write quorum up (/health/ready is 200 when all are)", g_loops_ready },
 		{ "iolake_gw_policy_cache_hits", "bucket policies found compiled (s3_policy_cache)", g_policy_hits },
 		{ "iolake_gw_policy_cache_misses", "bucket policies parsed (s3_policy_cache)", g_policy_misses },
 	};
@@ -260,6 +275,22 @@ void s3_ops_kick_gc(struct s3_ops *o)
 	gw_gc_kick(o->gc);
 }
 
+/* This loop's own conditions, from its map alone. */
+static bool loop_ready(struct s3_ops *o)
+{
+	return gw_map_epoch(o->map) > 0 && gw_map_placed(o->map) &&
+	       gw_map_osds_up(o->map) >= o->quorum;
+}
+
+/* gw_map's on_change, on this loop: publish its readiness to the others
+ * (a map with too few OSDs up takes it back). */
+static void on_map_change(void *arg)
+{
+	struct ops_x *x = arg;
+	if (x->peers)
+		atomic_store(&x->peers->ready[x->index], loop_ready(&x->o));
+}
+
 int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **out)
 {
 	if (!cfg->n_meta)
@@ -310,7 +341,7 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	rc = meta_client_new(loop, &mo, &o->mc);
 	if (rc)
 		goto err_ec;
-	rc = gw_map_start(loop, cfg->meta, cfg->n_meta, &o->map);
+	rc = gw_map_start(loop, cfg->meta, cfg->n_meta, on_map_change, x, &o->map);
 	if (rc)
 		goto err_mc;
 	register_metrics(o);
@@ -407,18 +438,29 @@ void s3_ops_bind(struct s3_ops *o, struct s3_server_cfg *s)
 
 bool s3_ops_ready(struct s3_ops *o)
 {
-	uint64_t epoch = gw_map_epoch(o->map);
-	bool placed = gw_map_placed(o->map);
-	unsigned up = gw_map_osds_up(o->map);
-	if (epoch > 0 && placed && up >= o->quorum)
-		return true;
+	struct ops_x *x = X(o);
+	bool own = loop_ready(o);
+	unsigned n = x->peers ? x->peers->n : 1, loops = 0;
+	if (own) {
+		loops = 1;
+		for (unsigned i = 0; i < n; i++)
+			if (i != x->index && atomic_load(&x->peers->ready[i]))
+				loops++;
+		if (loops == n)
+			return true;
+	} else {
+		for (unsigned i = 0; x->peers && i < n; i++)
+			loops += atomic_load(&x->peers->ready[i]);
+	}
 	/* Asked and not ready: say which condition, at most every 5 s per
 	 * loop (a probe every 200 ms would flood the log). */
 	uint64_t now = loop_now_ms();
 	if (!o->not_ready_logged_ms || now - o->not_ready_logged_ms >= 5000) {
 		o->not_ready_logged_ms = now;
-		LOG_INFO("not ready", "map_epoch=%llu placed=%d osds_up=%u write_quorum=%u",
-			 (unsigned long long)epoch, placed, up, o->quorum);
+		LOG_INFO("not ready",
+			 "map_epoch=%llu placed=%d osds_up=%u write_quorum=%u loops_ready=%u/%u",
+			 (unsigned long long)gw_map_epoch(o->map), gw_map_placed(o->map),
+			 gw_map_osds_up(o->map), o->quorum, loops, n);
 	}
 	return false;
 }

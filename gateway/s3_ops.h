@@ -24,6 +24,7 @@
 #ifndef GATEWAY_S3_OPS_H
 #define GATEWAY_S3_OPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,11 +40,15 @@ struct s3_ops;
  * own struct s3_ops (meta client, map watch, data path, caches); loop 0's
  * registers the gauges, summed over every loop's, and runs the background
  * workers (GC, lifecycle, the degraded-PG flagger); the others hand the
- * PGs they saw degraded to flag_degraded, which runs them on loop 0. */
+ * PGs they saw degraded to flag_degraded, which runs them on loop 0.
+ * Each loop publishes its own readiness in ready[] (written on its map
+ * changes), so /health/ready, whichever loop answers it, speaks for the
+ * whole gateway. */
 #define S3_OPS_MAX_LOOPS 64
 struct s3_ops_peers {
 	unsigned n;                              /* loops */
 	struct s3_ops *_Atomic ops[S3_OPS_MAX_LOOPS]; /* set as they start, NULL once freed */
+	atomic_bool ready[S3_OPS_MAX_LOOPS];     /* loop i's own s3_ops_ready conditions */
 	void (*flag_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
 	void (*kick_gc)(void *ud);              /* a GC round soon, on loop 0 */
 	void *ud;
@@ -91,8 +96,12 @@ struct gw_map *s3_ops_map(struct s3_ops *o);
  * others forward theirs here through s3_ops_peers.flag_degraded). */
 void s3_ops_flag_degraded(struct s3_ops *o, uint32_t pg, enum gw_data_degraded why);
 
-/* Ready: a map is known, its PGs placed, with at least write-quorum OSDs
- * up. When not, logs which (info, at most every 5 s per loop). */
+/* Ready: this loop's map is known, its PGs placed, with at least
+ * write-quorum OSDs up; and, with peers, every other loop says the same
+ * of its own map (the acceptor may hand the client's next connection to
+ * any loop: one loop's map alone would let a probe pass while the next
+ * request meets a loop without one). When not, logs which (info, at most
+ * every 5 s per loop). */
 bool s3_ops_ready(struct s3_ops *o);
 
 /* Free. Requires the server closed (no call live). Meta calls still out

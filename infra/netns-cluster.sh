@@ -272,10 +272,12 @@ admin() { "$BUILD/iolake-admin" $(tls_flags admin) --meta "$(meta_addrs)" --time
 until_ok() {
 	local what=$1 secs=$2 end=$(($(date +%s) + $2))
 	shift 2
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$end" ] || break
+	while [ "$(date +%s)" -lt "$end" ]; do
+		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.2
 	done
+	# One last attempt, its output kept to say why. Only after a timeout:
+	# asking again after a success could meet a state that moved on.
 	local last
 	if last=$("$@" 2>&1); then return 0; fi
 	[ -z "$last" ] || printf '%s\n' "$last" | tail -20 | sed "s/^/$PROG: last attempt: /" >&2
@@ -315,7 +317,7 @@ gw_ready() {
 	code=${out##*$'\n'}
 	[ "$code" = 200 ] && return 0
 	echo "node $1's gateway: /health/ready answered $code: ${out%$'\n'*}"
-	curl -s -m 2 "$url/metrics" | grep -E '^iolake_gw_(map_epoch|osds_up|loop_connections_total)'
+	curl -s -m 2 "$url/metrics" | grep -E '^iolake_gw_(map_epoch|osds_up|loops_ready|loop_connections_total)'
 	# its S3 listener's accept queue (Recv-Q) and backlog (Send-Q); the
 	# node's neighbour entry for the host side and the bridge's address
 	ip netns exec "$(ns_name "$1")" ss -Hltn "sport = :$S3_PORT" 2>&1

@@ -127,13 +127,13 @@ admin cluster status >"$DIR/status" || fail "iolake-admin cluster status over mT
 grep -q ' leader ' "$DIR/status" || fail "no leader in cluster status"
 echo "ok   meta leader and 3 OSDs up over mTLS ($(python3 -c "print(round($(date +%s.%N)-$T0,1))") s)"
 for _ in $(seq 150); do
-	curl -sf -m 5 "http://127.0.0.1:$GWPORT/health/ready" >/dev/null && break
+	code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GWPORT/health/ready")
+	[ "$code" = 200 ] && break
 	sleep 0.2
 done
-code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GWPORT/health/ready")
 [ "$code" = 200 ] ||
 	fail "gateway not ready (it answered $code; 000: nothing in 5 s); its connections per loop and map: $(curl -s --max-time 5 \
-		"http://127.0.0.1:$GWPORT/metrics" | grep -E '^iolake_gw_(loop_connections_total|map_epoch)')"
+		"http://127.0.0.1:$GWPORT/metrics" | grep -E '^iolake_gw_(loop_connections_total|map_epoch|loops_ready)')"
 
 # ---------------------------------------------------------------- S3 through it
 export AWS_ACCESS_KEY_ID=$IOLAKE_ROOT_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$IOLAKE_ROOT_SECRET_KEY
