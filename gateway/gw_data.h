@@ -122,6 +122,13 @@ struct gw_data_opts {
 	 * nobody is told. */
 	void (*on_degraded)(void *ud, uint32_t pg, enum gw_data_degraded why);
 	void *degraded_ud;
+	/* An OSD refused a shard of a PUT as placed with an older map than
+	 * its own (FAILED_PRECONDITION "misplaced", PutShardRequest.map_epoch):
+	 * the owner's map is stale. On the loop, from inside gw_data, once
+	 * per refused shard; it must not call into gw_data. The shard counts
+	 * as failed either way. NULL: nobody is told. */
+	void (*on_stale_map)(void *ud);
+	void *stale_map_ud;
 	/* The ETag's MD5 of a PUT of at least hash_min_bytes (0: 128 KiB) is
 	 * computed on this pool's threads, a segment at a time, while the
 	 * segments are encoded and sent; on_done waits for it. NULL: on the

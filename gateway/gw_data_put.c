@@ -299,6 +299,9 @@ static void on_put(void *ud, const struct rpc_result *res)
 		else
 			snprintf(why, sizeof(why), "%s: %s", rpc_status_name(res->status),
 				 res->message);
+		if (res->status == RPC_FAILED_PRECONDITION && p->d->o.on_stale_map &&
+		    strstr(res->message, "misplaced"))
+			p->d->o.on_stale_map(p->d->o.stale_map_ud);
 		seg_shard_failed(seg, i, why);
 	}
 	call_put(p->d, c);

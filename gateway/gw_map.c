@@ -60,6 +60,11 @@ void gw_map_close(struct gw_map *m)
 	free(m);
 }
 
+bool gw_map_refresh(struct gw_map *m)
+{
+	return meta_mapwatch_refresh(m->w);
+}
+
 uint64_t gw_map_creds_epoch(const struct gw_map *m)
 {
 	const Iolake__Meta__ClusterMap *map = meta_mapwatch_map(m->w);

@@ -38,6 +38,11 @@ int gw_map_start(uv_loop_t *loop, const char *const *members, size_t n_members,
  * later). */
 void gw_map_close(struct gw_map *m);
 
+/* An OSD refused a write placed with the map held (newer map there):
+ * fetch the map now instead of waiting for the watch
+ * (meta_mapwatch_refresh). True when a GetMap went out. */
+bool gw_map_refresh(struct gw_map *m);
+
 /* Epoch of the map held; 0 before the first one arrived. */
 uint64_t gw_map_epoch(const struct gw_map *m);
 

@@ -188,6 +188,9 @@ static void register_metrics(struct s3_ops *o)
 	o->m_cred_lookups = metrics_counter_shared(o->reg, "iolake_gw_cred_lookups_total",
 						   "access keys looked up in meta (credential "
 						   "cache misses, positive and negative)", NULL);
+	o->m_map_refreshes = metrics_counter_shared(o->reg, "iolake_gw_map_refreshes_total",
+						    "cluster maps fetched at once because an OSD "
+						    "refused a shard placed with an older map", NULL);
 	/* Per-op latency and errors: see below; the loops share them. */
 	o->stats = gw_stats_new(o->reg);
 	if (!o->stats)
@@ -243,6 +246,16 @@ struct gw_gc *s3_ops_gc(struct s3_ops *o)
 struct gw_map *s3_ops_map(struct s3_ops *o)
 {
 	return o->map;
+}
+
+/* gw_data's PUT met an OSD with a newer map ("misplaced"): fetch this
+ * loop's map now rather than when the watch answers (a client's retry
+ * then places with the new one). */
+static void on_stale_map(void *ud)
+{
+	struct s3_ops *o = ud;
+	if (gw_map_refresh(o->map) && o->m_map_refreshes)
+		metrics_counter_inc(o->m_map_refreshes);
 }
 
 /* gw_data saw a degraded PG: queue a rescan flag (never on the request's
@@ -332,6 +345,8 @@ int s3_ops_new(uv_loop_t *loop, const struct s3_ops_cfg *cfg, struct s3_ops **ou
 	dop.inline_max_bytes = o->inline_max;
 	dop.on_degraded = on_degraded;
 	dop.degraded_ud = o;
+	dop.on_stale_map = on_stale_map;
+	dop.stale_map_ud = o;
 	rc = gw_data_new(loop, &dop, &o->data);
 	if (rc)
 		goto err_reg;

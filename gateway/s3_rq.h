@@ -88,6 +88,7 @@ struct s3_ops {
 	struct gw_bread *bread;         /* GetBucket reads shared (gw_bread.h); NULL: none */
 	struct gw_md5b *md5b;           /* inline PUTs' ETags per turn (gw_md5b.h); NULL: none */
 	struct metrics_counter *m_cred_lookups; /* GetAccessKey calls to meta */
+	struct metrics_counter *m_map_refreshes; /* GetMaps after a "misplaced" */
 	struct gw_stats *stats;         /* per-op requests and latency; NULL: none */
 	/* The handler of each operation (s3_ops_bind), which the front end
 	 * reaches only through the gate (s3_rq_gate). */

@@ -6,9 +6,11 @@
  * a channel per OSD id (reopened when the OSD's address changes), a retry
  * timer, and a timer that warns, every MAP_WAIT_WARN_MS until the first
  * map arrives, what the wait is on (so a process that never gets a map
- * says why in its log). Invariant: at most one meta call in flight; while
- * `closing`, the call's callback does nothing (meta_client_close runs it)
- * and the last timer's close callback frees everything.
+ * says why in its log). Invariant: at most one fetch (GetMap or WatchMap)
+ * in flight, plus at most one refresh GetMap (meta_mapwatch_refresh) that
+ * never starts a fetch; while `closing`, the calls' callbacks do nothing
+ * (meta_client_close runs them) and the last timer's close callback frees
+ * everything.
  *
  * Thread: one loop. Does not: interpret the map (placement, primaries:
  * the users do).
@@ -28,6 +30,7 @@
 
 #define RETRY_MS 300
 #define MAP_WAIT_WARN_MS 5000
+#define REFRESH_MIN_MS 250   /* between two refresh GetMaps */
 
 struct chan {
 	uint32_t id;
@@ -48,6 +51,9 @@ struct meta_mapwatch {
 	uint64_t sent_ms;              /* the call in flight went out; 0: none */
 	unsigned gets;                 /* GetMap calls sent */
 	int last_err;                  /* of the last failed call; 0: none */
+	bool refreshing;               /* a refresh GetMap is out */
+	uint64_t refresh_ms;           /* the last one went out */
+	unsigned refreshes;            /* refresh GetMaps sent */
 	uint32_t watch_ms;
 	meta_mapwatch_cb on_change;
 	void *arg;
@@ -195,6 +201,40 @@ static void on_reply(void *ud, int err, const ProtobufCMessage *resp)
 	}
 	if (!w->closing) /* on_change may have closed us */
 		fetch(w);
+}
+
+/* A refresh's answer: installed only when newer than the map held by
+ * then (the watch may have brought it, or a newer one, meanwhile). The
+ * parked fetch goes on; this starts none. */
+static void on_refresh(void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct meta_mapwatch *w = ud;
+	if (w->closing)
+		return;
+	w->refreshing = false;
+	if (err)
+		return;   /* the watch, or the next refusal, tries again */
+	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
+	if (r->status == IOLAKE__META__STATUS__STATUS_OK && r->map &&
+	    (!w->map || r->map->epoch > w->map->epoch))
+		install(w, r->map);
+}
+
+bool meta_mapwatch_refresh(struct meta_mapwatch *w)
+{
+	uint64_t now = loop_now_ms();
+	if (w->closing || !w->map || w->refreshing ||
+	    (w->refreshes && now - w->refresh_ms < REFRESH_MIN_MS))
+		return false;
+	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	if (meta_client_call(w->mc, META_M_GET_MAP, &req.base, on_refresh, w))
+		return false;
+	w->refreshing = true;
+	w->refresh_ms = now;
+	w->refreshes++;
+	LOG_INFO("cluster map: refreshing", "who=%s epoch=%llu refreshes=%u", w->name,
+		 (unsigned long long)w->map->epoch, w->refreshes);
+	return true;
 }
 
 static void fetch(struct meta_mapwatch *w)

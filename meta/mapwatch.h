@@ -23,6 +23,7 @@
 #ifndef META_MAPWATCH_H
 #define META_MAPWATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -55,6 +56,13 @@ int meta_mapwatch_start(uv_loop_t *loop, const struct meta_mapwatch_opts *opts,
 /* Stop watching, close every channel and free w (its handles a loop turn
  * later). on_change never runs again. NULL is ignored. */
 void meta_mapwatch_close(struct meta_mapwatch *w);
+
+/* Fetch the map now with a GetMap, beside the parked watch: the caller
+ * learned that the map held is stale (an OSD refused a write placed with
+ * it). Its answer is installed (on_change runs) if newer than the map
+ * held by then. Does nothing before the first map, while a refresh is
+ * out, or within 250 ms of the last one. True when a GetMap went out. */
+bool meta_mapwatch_refresh(struct meta_mapwatch *w);
 
 /* The map held, or NULL before the first one arrived. */
 const Iolake__Meta__ClusterMap *meta_mapwatch_map(const struct meta_mapwatch *w);

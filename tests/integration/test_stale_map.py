@@ -13,12 +13,16 @@ would hold an old map.
     E1, refused FAILED_PRECONDITION ("misplaced"); with no epoch (0) or
     with E2 (X's map is not newer), stored as before; the slot's new
     holder takes the E1 write (it holds the slot in its own map);
-  - through the lagging gateway, 16 PUTs of 100 KiB: those whose PG had
-    X in a slot fail (X refuses the shard; 2+1 needs all three), the
-    others are acknowledged; X counts the refusals
+  - through the lagging gateway (one loop), 16 PUTs of 100 KiB, one at a
+    time: the first whose PG had X in a slot fails (X refuses the shard;
+    2+1 needs all three) and X counts the refusal
     (iolake_osd_errors_total{kind="misplaced"});
-  - once the gateway has E2, every acknowledged PUT reads back byte for
-    byte, and the refused ones succeed when sent again.
+  - that refusal makes the gateway fetch the map at once with a GetMap
+    (iolake_gw_map_refreshes_total) instead of waiting for its held
+    watch: it holds E2 seconds before the 15-s hold ends, and every PUT
+    sent once it does is acknowledged;
+  - every acknowledged PUT reads back byte for byte, and the refused ones
+    succeed when sent again.
 
 Before the check, X stored those shards as strays: nothing read them,
 and a PUT whose moved slots outnumbered m was acknowledged with fewer
@@ -82,13 +86,14 @@ def main():
     gport = free_port()
     ep = "http://127.0.0.1:%d" % gport
     start("gw", ["iolake-gw", "--s3-listen", "127.0.0.1:%d" % gport, "--meta", meta,
-                 "--ec", "2+1", "--debug-fault", "delay-answer=15000,method=WatchMap"])
+                 "--ec", "2+1", "--gw-loops", "1",
+                 "--debug-fault", "delay-answer=15000,method=WatchMap"])
     wait_for("gateway ready", lambda: urllib.request.urlopen(
         ep + "/health/ready", timeout=2).status == 200)
     s3 = boto3.client("s3", endpoint_url=ep, aws_access_key_id=key["access_key"],
                       aws_secret_access_key=key["secret_key"], region_name="us-east-1",
                       config=Config(s3={"addressing_style": "path"},
-                                    retries={"max_attempts": 1}, read_timeout=30))
+                                    retries={"total_max_attempts": 1}, read_timeout=30))
     s3.create_bucket(Bucket="stale")
     # E1: the map meta and the gateway agree on (epochs move while the
     # OSDs report their capacity; the gateway follows 15 s late).
@@ -104,6 +109,7 @@ def main():
         for o in p["osds"]:
             held[o] = held.get(o, 0) + 1
     x = max(sorted(held), key=lambda o: held[o])
+    t_out = time.time()
     r = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "osd", "out",
                         str(x)], capture_output=True, text=True, timeout=30)
     expect(r.returncode == 0, "osd out %d: %s" % (x, (r.stdout + r.stderr).strip()))
@@ -128,28 +134,36 @@ def main():
     expect(rc == 0, "placed with epoch %d on the slot's new holder, osd %d: stored"
            % (e1, t2[pg][slot]))
 
-    # The lagging gateway: PUTs while it still places with E1.
+    # The lagging gateway: PUTs while it still places with E1, until an
+    # OSD's refusal makes it fetch E2 (its watch's answer is held 15 s).
     refused0 = metric(osd_metrics[x], "iolake_osd_errors_total", 'kind="misplaced"')
     expect(gw_epoch(gport) == e1, "the gateway still holds epoch %d" % e1)
-    bodies, acked, failed = {}, [], []
-    t0 = time.time()
+    bodies, acked, failed, sent_at = {}, [], [], {}
     for i in range(16):
         k = "obj-%02d" % i
         bodies[k] = os.urandom(100 << 10)
+        sent_at[k] = gw_epoch(gport)
         try:
             s3.put_object(Bucket="stale", Key=k, Body=bodies[k])
             acked.append(k)
         except ClientError as e:
             failed.append((k, e.response["Error"]["Code"]))
-    took = time.time() - t0
     refused = metric(osd_metrics[x], "iolake_osd_errors_total", 'kind="misplaced"') - refused0
-    print("with epoch %d: %d PUTs acknowledged, %d failed (%s) in %.1f s; osd %d refused %d "
-          "shards" % (e1, len(acked), len(failed), sorted({c for _, c in failed}), took, x,
-                      refused))
-    expect(gw_epoch(gport) == e1, "all 16 PUTs went out while the gateway held epoch %d (%.1f s)"
-           % (e1, took))
-    expect(failed and acked and refused >= len(failed),
-           "PUTs whose PG had osd %d in a slot failed, osd %d counted the refusals" % (x, x))
+    refreshes = metric(gport, "iolake_gw_map_refreshes_total")
+    print("16 PUTs: %d acknowledged, %d failed (%s); osd %d refused %d shards; the gateway "
+          "refreshed its map %d times; epoch when each was sent: %s"
+          % (len(acked), len(failed), sorted({c for _, c in failed}), x, refused,
+             refreshes, [int(sent_at[k]) for k in sorted(sent_at)]))
+    expect(failed and refused >= len(failed),
+           "a PUT whose PG had osd %d in a slot failed, osd %d counted the refusals" % (x, x))
+    expect(refreshes >= 1, "the refusal made the gateway fetch the map at once")
+    since_out = time.time() - t_out
+    expect(gw_epoch(gport) == e2 and since_out < 12,
+           "the gateway holds epoch %d %.1f s after the osd out, before its watch's 15-s "
+           "hold ended" % (e2, since_out))
+    late = [k for k in sorted(sent_at) if sent_at[k] == e2 and k not in acked]
+    expect(not late, "every PUT sent once the gateway held epoch %d was acknowledged (%s)"
+           % (e2, late))
 
     wait_for("the gateway at epoch %d" % e2,
              lambda: gw_epoch(gport) >= e2, timeout=30)
@@ -161,6 +175,47 @@ def main():
            if s3.get_object(Bucket="stale", Key=k)["Body"].read() != bodies[k]]
     expect(not bad, "the %d refused, sent again at epoch %d, read back (%s)"
            % (len(failed), e2, bad))
+
+    # Back in: slots move again (E3), the gateway's watch is still held.
+    # An SDK that retries a 503, as they do by default, sees no error:
+    # the refusal's refresh comes before its retry.
+    sdk = boto3.client("s3", endpoint_url=ep, aws_access_key_id=key["access_key"],
+                       aws_secret_access_key=key["secret_key"], region_name="us-east-1",
+                       config=Config(s3={"addressing_style": "path"},
+                                     retries={"mode": "standard", "total_max_attempts": 3}))
+    all_refused0 = sum(metric(osd_metrics[i], "iolake_osd_errors_total", 'kind="misplaced"')
+                       for i in osd_metrics)
+    refreshes0 = metric(gport, "iolake_gw_map_refreshes_total")
+    r = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "osd", "in",
+                        str(x)], capture_output=True, text=True, timeout=30)
+    expect(r.returncode == 0, "osd in %d: %s" % (x, (r.stdout + r.stderr).strip()))
+    e3 = admin(meta, "osd", "ls")["epoch"]
+    t3 = {p["pg"]: p["osds"] for p in admin(meta, "pg", "ls")["pgs"]}
+    moved3 = sum(1 for p in t2 for s_, o in enumerate(t2[p]) if t3[p][s_] != o)
+    expect(e3 > e2 and moved3 > 0 and gw_epoch(gport) == e2,
+           "osd in %d: epoch %d -> %d, %d slots moved, the gateway still at %d"
+           % (x, e2, e3, moved3, e2))
+    # Each OSD learns E3 from its own watch: wait until all do, or a
+    # slot's old holder could still take a stale write.
+    def osd_has(i, e):
+        with open(os.path.join(TMP, "osd%d.log" % i)) as f:
+            return ('msg="cluster map" who=osd.%d epoch=%d ' % (i, e)) in f.read()
+    wait_for("every OSD at epoch %d" % e3, lambda: all(osd_has(i, e3) for i in osd_metrics),
+             timeout=10)
+    again = {}
+    for i in range(16):
+        k = "in-%02d" % i
+        again[k] = os.urandom(100 << 10)
+        sdk.put_object(Bucket="stale", Key=k, Body=again[k])
+    refused3 = sum(metric(osd_metrics[i], "iolake_osd_errors_total", 'kind="misplaced"')
+                   for i in osd_metrics) - all_refused0
+    refreshes3 = metric(gport, "iolake_gw_map_refreshes_total") - refreshes0
+    expect(refused3 >= 1 and refreshes3 >= 1 and gw_epoch(gport) == e3,
+           "16 PUTs through an SDK that retries: all acknowledged; %d shards refused as "
+           "misplaced, %d map refreshes, the gateway at epoch %d"
+           % (refused3, refreshes3, e3))
+    bad = [k for k in again if sdk.get_object(Bucket="stale", Key=k)["Body"].read() != again[k]]
+    expect(not bad, "all 16 read back byte for byte (%s)" % bad)
 
 if __name__ == "__main__":
     P.run(main)

@@ -13,6 +13,11 @@
  *     attempts last 1 s, is answered "unchanged" after the hold in one
  *     attempt (its attempt is its hold + 10 s), not retried until the
  *     call's budget runs out.
+ *   refresh_beside_held_watch: with every WatchMap answer held 20 s
+ *     (rpc_fault), a map change reaches the mapwatch only through
+ *     meta_mapwatch_refresh: its GetMap goes out beside the parked watch
+ *     and the new epoch is installed (on_change) at once. A second
+ *     refresh within 250 ms, and one before any map, send nothing.
  */
 #include <check.h>
 #include <signal.h>
@@ -118,6 +123,88 @@ START_TEST(watch_outlives_attempt)
 }
 END_TEST
 
+struct seen {
+	unsigned changes;
+	uint64_t epoch;
+};
+
+static void on_change(void *arg, const Iolake__Meta__ClusterMap *map)
+{
+	struct seen *s = arg;
+	s->changes++;
+	s->epoch = map->epoch;
+}
+
+START_TEST(refresh_beside_held_watch)
+{
+	struct cluster c;
+	uv_loop_t loop;
+	struct meta_client *cli;
+	uint64_t epoch;
+	up_one(&c, &loop, &cli, &epoch);
+
+	char err[128];
+	ck_assert_int_eq(rpc_fault_set("delay-answer=20000,method=WatchMap", err, sizeof(err)), 0);
+	const char *members[] = { c.m[0].addr };
+	struct seen seen = { 0 };
+	struct meta_mapwatch_opts o = { .members = members, .n_members = 1, .watch_ms = 30000,
+					.on_change = on_change, .arg = &seen, .log_name = "test" };
+	struct meta_mapwatch *w;
+	ck_assert_int_eq(meta_mapwatch_start(&loop, &o, &w), 0);
+	ck_assert(!meta_mapwatch_refresh(w));   /* no map yet: the GetMap is out */
+	uint64_t t0 = loop_now_ms();
+	while (!meta_mapwatch_map(w) && loop_now_ms() - t0 < 5000)
+		uv_run(&loop, UV_RUN_ONCE);
+	ck_assert_ptr_nonnull(meta_mapwatch_map(w));
+	uint64_t e1 = meta_mapwatch_map(w)->epoch;
+	/* Let the watch park, then move the map: an OSD registers. */
+	t0 = loop_now_ms();
+	while (loop_now_ms() - t0 < 200)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	Iolake__Meta__OsdInfo osd = IOLAKE__META__OSD_INFO__INIT;
+	osd.id = 7;
+	osd.addr = "127.0.0.1:1";
+	osd.host = "h7";
+	osd.weight = 1;
+	Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
+	ro.osd = &osd;
+	ro.time_ms = 1;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
+	op.register_osd = &ro;
+	Iolake__Meta__OpResult *r = (void *)run_call(&loop, cli, -1, &op.base);
+	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
+	uint64_t e2 = r->epoch;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	ck_assert_uint_gt(e2, e1);
+	/* The watch's answer is held: no change in a second. */
+	t0 = loop_now_ms();
+	while (loop_now_ms() - t0 < 1000)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	ck_assert_uint_eq(meta_mapwatch_map(w)->epoch, e1);
+	unsigned before = seen.changes;
+	t0 = loop_now_ms();
+	ck_assert(meta_mapwatch_refresh(w));
+	ck_assert(!meta_mapwatch_refresh(w));   /* one out at a time */
+	while (meta_mapwatch_map(w)->epoch < e2 && loop_now_ms() - t0 < 5000)
+		uv_run(&loop, UV_RUN_ONCE);
+	uint64_t took = loop_now_ms() - t0;
+	ck_assert(!meta_mapwatch_refresh(w));   /* within 250 ms of the last */
+	printf("refresh_beside_held_watch: epoch %llu -> %llu (meta had %llu) in %llu ms through "
+	       "the refresh, the watch's answer held; on_change %u time(s)\n",
+	       (unsigned long long)e1, (unsigned long long)meta_mapwatch_map(w)->epoch,
+	       (unsigned long long)e2, (unsigned long long)took, seen.changes - before);
+	/* e2 or later (the OSD never beats: it may be down by then). */
+	ck_assert_uint_ge(meta_mapwatch_map(w)->epoch, e2);
+	ck_assert_uint_eq(seen.epoch, meta_mapwatch_map(w)->epoch);
+	ck_assert_uint_eq(seen.changes, before + 1);
+	ck_assert_uint_lt(took, 3000);
+	rpc_fault_set(NULL, err, sizeof(err));
+	meta_mapwatch_close(w);
+	down(&c, &loop, cli);
+}
+END_TEST
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -127,6 +214,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, get_map_not_held);
 	tcase_add_test(tc, watch_outlives_attempt);
+	tcase_add_test(tc, refresh_beside_held_watch);
 	suite_add_tcase(s, tc);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
