@@ -140,8 +140,18 @@ def run_phase(kind, queue, jobs, env, times):
     while queue or running:
         while queue and len(running) < jobs:
             t = queue.pop(0)
-            spawn(t, env, kind)
+            try:
+                spawn(t, env, kind)
+            except OSError as e:
+                # Not startable (not executable, say): a failure of that
+                # test; the others run, and the ones running are waited for.
+                sys.stdout.write("  FAIL    %s: cannot start %s: %s\n" % (t.name, t.argv[0], e))
+                sys.stdout.flush()
+                ok = False
+                continue
             running.append(t)
+        if not running:
+            continue
         pid, status = os.wait()
         done = next((t for t in running if t.proc.pid == pid), None)
         if done is None:
