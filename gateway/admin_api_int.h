@@ -171,6 +171,7 @@ void admin_reply_creds_deleted(struct admin_call *c, int err, const Iolake__Meta
 void admin_h_cluster(struct admin_call *c);
 void admin_h_osds(struct admin_call *c);
 void admin_h_osd_out_in(struct admin_call *c);
+void admin_h_osd_expect(struct admin_call *c);
 void admin_h_pgs(struct admin_call *c);
 void admin_h_buckets(struct admin_call *c);
 void admin_h_users(struct admin_call *c);

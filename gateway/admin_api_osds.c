@@ -7,12 +7,17 @@
  *                                 does not answer has "space": null)
  *   POST /api/v1/osds/{id}/out    out and held out (SetOsdState admin_out),
  *   POST /api/v1/osds/{id}/in     as `iolake-admin osd out|in ID`
+ *   PUT  /api/v1/osds/expect      {"osds": N}: the OSDs a new cluster's
+ *                                 first PG table waits for, while it waits
+ *                                 (SetExpectOsds), as `iolake-admin osd
+ *                                 expect N`; answers the map's count after
  *   GET  /api/v1/scrub            the same Status answers as scrub status
  *                                 (admin_api_scrub.c writes them)
  *   GET  /api/v1/pgs              PG counts by state, recovery progress,
  *                                 rate and ETA (meta's PgStats), and each PG
  * Everything through meta's RPCs and the OSDs' Status; nothing decided here.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +245,79 @@ void admin_h_osd_out_in(struct admin_call *c)
 	op.body_case = IOLAKE__META__OP__BODY_SET_OSD_STATE;
 	op.set_osd_state = &ss;
 	int rc = admin_meta_submit(c, &op, on_set_state);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+/* ------------------------------------------------------------ expect */
+
+/* The map read after the op: placed, or still waiting for how many. */
+static void on_expect_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
+	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->map) {
+		admin_reply_error(c, 503, "ServiceUnavailable", "no cluster map yet");
+		return;
+	}
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "expect_osds", r->map->expect_osds);
+	jsonw_kbool(&w, "placed", !r->map->expect_osds);
+	jsonw_ku64(&w, "epoch", r->map->epoch);
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+static void on_set_expect(struct admin_call *c, int err, const Iolake__Meta__OpResult *res)
+{
+	if (err) {
+		admin_reply_meta_error(c, err);
+		return;
+	}
+	switch (res->status) {
+	case IOLAKE__META__STATUS__STATUS_OK:
+		break;
+	case IOLAKE__META__STATUS__STATUS_CONFLICT:
+		admin_reply_error(c, 409, "Conflict", "the PGs are placed already (their table "
+				  "now follows the OSDs as they come and go)");
+		return;
+	case IOLAKE__META__STATUS__STATUS_NOT_FOUND:
+		admin_reply_error(c, 503, "ServiceUnavailable", "no cluster map yet");
+		return;
+	default:
+		admin_reply_status(c, res->status, "osd expect");
+		return;
+	}
+	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	int rc = admin_meta_call(c, META_M_GET_MAP, &req.base, on_expect_map, NULL);
+	if (rc)
+		admin_reply_meta_error(c, rc);
+}
+
+void admin_h_osd_expect(struct admin_call *c)
+{
+	size_t len;
+	const char *body = admin_call_body(c, &len);
+	const char *why = "";
+	struct admin_expect_osds e;
+	int rc = admin_parse_expect_osds(body, len, &e, &why);
+	if (rc) {
+		admin_reply_error(c, 400, rc == -EBADMSG ? "MalformedJSON" : "InvalidRequest", why);
+		return;
+	}
+	Iolake__Meta__SetExpectOsds se = IOLAKE__META__SET_EXPECT_OSDS__INIT;
+	se.count = e.osds;
+	se.time_ms = admin_wall_ms();
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_SET_EXPECT_OSDS;
+	op.set_expect_osds = &se;
+	rc = admin_meta_submit(c, &op, on_set_expect);
 	if (rc)
 		admin_reply_meta_error(c, rc);
 }

@@ -169,6 +169,10 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			return -EINVAL;
 		return want(m, "POST", NULL);
 	}
+	if (k == 4 && eq(r0, l0, "osds") && eq(s[3], sl[3], "expect")) {
+		r->id = ADMIN_R_OSD_EXPECT;
+		return want(m, "PUT", NULL);
+	}
 	if (k == 4 && (eq(r0, l0, "osds") || eq(r0, l0, "members"))) {
 		bool osd = eq(r0, l0, "osds");
 		r->id = osd ? ADMIN_R_OSD_RM : ADMIN_R_MEMBER_RM;
@@ -478,6 +482,35 @@ int admin_parse_member_add(const char *body, size_t len, struct admin_member_add
 	}
 	if (!rc && (!out->id || !out->address[0]))
 		*why = "id and address are required", rc = -EINVAL;
+	json_free(d);
+	return rc;
+}
+
+int admin_parse_expect_osds(const char *body, size_t len, struct admin_expect_osds *out,
+			    const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	struct json_doc *d;
+	int rc = parse_obj(body, len, &d, why);
+	if (rc)
+		return rc;
+	rc = 0;
+	bool any = false;
+	for (const struct json_value *v = json_root(d)->u.list.first; v && !rc; v = v->next) {
+		uint64_t n;
+		if (!strcmp(v->key, "osds") && v->key_len == 4) {
+			if (take_count(v, &n) || n > ADMIN_EXPECT_OSDS_MAX)
+				*why = "osds must be a whole number 0..4096", rc = -EINVAL;
+			else
+				out->osds = (uint32_t)n;
+			any = true;
+		} else {
+			*why = "unknown member (osds is expected)";
+			rc = -EINVAL;
+		}
+	}
+	if (!rc && !any)
+		*why = "osds is required", rc = -EINVAL;
 	json_free(d);
 	return rc;
 }

@@ -51,6 +51,7 @@ enum admin_route_id {
 	ADMIN_R_OSD_RM,        /* DELETE /api/v1/osds/{id} */
 	ADMIN_R_MEMBER_ADD,    /* POST /api/v1/members */
 	ADMIN_R_MEMBER_RM,     /* DELETE /api/v1/members/{id} */
+	ADMIN_R_OSD_EXPECT,    /* PUT /api/v1/osds/expect */
 	ADMIN_R__COUNT
 };
 
@@ -121,6 +122,13 @@ struct admin_member_add {
 	char address[ADMIN_ADDR_MAX + 1];
 };
 
+/* PUT /api/v1/osds/expect: {"osds": N}, the OSDs a new cluster's first PG
+ * table waits for (0..4096, PLACE_MAX_OSDS; 0: place it now). */
+#define ADMIN_EXPECT_OSDS_MAX 4096
+struct admin_expect_osds {
+	uint32_t osds;
+};
+
 /* Parse a body. 0 and *out; -EBADMSG not JSON (why: the parser's reason);
  * -EINVAL JSON of the wrong shape (an unknown member, a wrong type, a
  * missing or bad value: why says which); -E2BIG over ADMIN_BODY_MAX. why
@@ -134,6 +142,8 @@ int admin_parse_quota_set(const char *body, size_t len, struct admin_quota_set *
 			  const char **why);
 int admin_parse_member_add(const char *body, size_t len, struct admin_member_add *out,
 			   const char **why);
+int admin_parse_expect_osds(const char *body, size_t len, struct admin_expect_osds *out,
+			    const char **why);
 
 /* A session token for access_key (3..128 of A-Z a-z 0-9, rootkey's set)
  * valid until expires_s (Unix seconds):

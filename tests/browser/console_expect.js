@@ -2,12 +2,15 @@
 // wait for their OSDs (iolake-meta --expect-osds), in headless Chromium
 // (Debian's, through playwright-core), for
 // tests/integration/test_expect_osds.py: log in, open the OSD page, wait
-// for the notice, screenshot it, and print what it saw as one JSON line;
-// the test decides pass or fail.
+// for the notice, screenshot it, then act through the notice's form
+// (PUT /api/v1/osds/expect, each through its confirm) and screenshot
+// again; print what it saw as one JSON line; the test decides pass or
+// fail.
 //
 // Usage: node console_expect.js CONFIG_JSON
 //   {"url": "http://127.0.0.1:P/console/", "ak": ..., "sk": ..., "shots": DIR,
-//    "timeout_ms": 30000}
+//    "name": "osds-waiting", "timeout_ms": 30000,
+//    "action": "set" (with "count": N: the field and Set) | "now" (Place now) | absent}
 'use strict';
 const { chromium } = require('playwright-core');
 
@@ -34,10 +37,38 @@ async function main() {
 		await page.click('a[data-nav="osds"]');
 		const notice = await page.waitForSelector('[data-test="osd-expect"]');
 		await page.waitForSelector('[data-test="osd-table"] tbody tr');
+		const text = async (sel) => (await (await page.waitForSelector(sel)).textContent())
+			.replace(/\s+/g, ' ').trim();
 		out.notice = (await notice.textContent()).replace(/\s+/g, ' ').trim();
 		out.rows = await page.$$eval('[data-test="osd-table"] tbody tr', (els) => els.length);
-		out.shot = cfg.shots + '/osds-waiting.png';
+		const name = cfg.name || 'osds-waiting';
+		out.shot = cfg.shots + '/' + name + '.png';
 		await page.screenshot({ path: out.shot, fullPage: true });
+		if (cfg.action) {
+			if (cfg.action === 'set') {
+				await page.fill('[data-test="expect-count"]', String(cfg.count));
+				await page.click('[data-test="expect-set"]');
+			} else {
+				await page.click('[data-test="expect-now"]');
+			}
+			await page.waitForSelector('.modal');
+			out.confirm = await text('.modal');
+			await page.click('[data-test="confirm"]');
+			out.done = await text('[data-test="osd-done"]');
+			if (cfg.action === 'set') {
+				// the page polls GET osds: wait for the notice to say the new count
+				await page.waitForFunction((n) => {
+					const e = document.querySelector('[data-test="osd-expect"]');
+					return e && e.textContent.includes('waits for ' + n + ' OSDs');
+				}, cfg.count);
+				out.after = await text('[data-test="osd-expect"]');
+			} else {
+				await page.waitForFunction(() => !document.querySelector('[data-test="osd-expect"]'));
+				out.after = null;   // no notice: placed
+			}
+			out.shot_after = cfg.shots + '/' + name + '-after.png';
+			await page.screenshot({ path: out.shot_after, fullPage: true });
+		}
 	} finally {
 		await browser.close();
 	}

@@ -105,10 +105,14 @@ static void bodies(int which, const char *d, size_t n)
 		    (!ma.id || ma.id > (UINT64_C(1) << 53) || !strchr(ma.address, ':') ||
 		     strlen(ma.address) > ADMIN_ADDR_MAX))
 			abort();
-		/* ... and as a PUT .../quota body. */
+		/* ... as a PUT .../quota body ... */
 		struct admin_quota_set q;
 		if (admin_parse_quota_set(d, n, &q, &why) == 0 &&
 		    (q.max_bytes > (UINT64_C(1) << 53) || q.max_objects > (UINT64_C(1) << 53)))
+			abort();
+		/* ... and as a PUT osds/expect body. */
+		struct admin_expect_osds e;
+		if (admin_parse_expect_osds(d, n, &e, &why) == 0 && e.osds > ADMIN_EXPECT_OSDS_MAX)
 			abort();
 	}
 }

@@ -12,16 +12,21 @@ iolake-gw, boto3.
     /health/ready answers 503, its admin API's GET /api/v1/osds has
     expect_osds 4, and the console's OSD page (headless Chromium,
     tests/browser/console_expect.js) shows the notice that the PGs wait
-    for 4 (screenshot kept in $IOLAKE_BUILD/console-shots-expect/);
+    for 4; through the notice's field and Set (and its confirm) the
+    console makes it 5, and the notice says 5 (screenshots kept in
+    $IOLAKE_BUILD/console-shots-expect/); the admin API's PUT
+    /api/v1/osds/expect {"osds": 4} sets it back (a body of the wrong
+    type: 400);
   - the fourth OSD: the table is placed at once (expect_osds 0) with every
     OSD in data slots (256 x 2 / 4 = 128 on average; the same four joining
     one by one without the flag held 200, 196, 0 and 116: the third OSD
     in no PG's data), the gateway gets ready and a boto3 PUT / GET of
     200 KiB (shards on the OSDs) reads back;
   - `osd expect 1` now: exit 1, "placed already"; `osd expect x`: exit 2;
+    the admin API's PUT: 409 Conflict;
   - a second cluster (one member, --expect-osds 5, EC 1+1) with two OSDs
-    in: `osd expect 3` keeps it waiting (3), `osd expect 0` places it at
-    once on the two (both in data slots).
+    in: `osd expect 3` keeps it waiting (3); the console's "Place now"
+    places it at once on the two (both in data slots).
 """
 import json, os, shutil, subprocess, sys, urllib.error, urllib.request
 
@@ -69,6 +74,18 @@ def data_slots(meta, k):
     return slots, empty
 
 
+def api(aport, key, method, path, body=None):
+    """(HTTP status, JSON document) of an admin API call signed with key."""
+    cmd = ["curl", "-s", "-w", "\n%{http_code}", "-X", method, "--aws-sigv4",
+           "aws:amz:us-east-1:s3", "--user", "%s:%s" % (key["access_key"], key["secret_key"]),
+           "http://127.0.0.1:%d/api/v1/%s" % (aport, path)]
+    if body is not None:
+        cmd += ["-H", "Content-Type: application/json", "--data-binary", body]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout
+    text, _, code = out.rpartition("\n")
+    return int(code), json.loads(text) if text.strip() else None
+
+
 def ready(ep):
     try:
         return urllib.request.urlopen(ep + "/health/ready", timeout=2).status == 200
@@ -107,23 +124,32 @@ def main():
     wait_for("the gateway answering", lambda: urllib.request.urlopen(
         ep + "/health/live", timeout=2).status == 200)
     expect(not ready(ep), "gateway not ready while the PGs wait")
-    out = subprocess.run(["curl", "-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
-                          "%s:%s" % (key["access_key"], key["secret_key"]),
-                          "http://127.0.0.1:%d/api/v1/osds" % aport],
-                         capture_output=True, text=True, timeout=30).stdout
-    doc = json.loads(out)
-    expect(doc.get("expect_osds") == 4, "admin API GET /api/v1/osds: expect_osds %s"
-           % doc.get("expect_osds", out[:200]))
+    code, doc = api(aport, key, "GET", "osds")
+    expect(code == 200 and doc.get("expect_osds") == 4,
+           "admin API GET /api/v1/osds: expect_osds %s" % doc.get("expect_osds"))
     browser_py.require()
     shots = os.path.join(os.path.abspath(BUILD), "console-shots-expect")
     shutil.rmtree(shots, ignore_errors=True)
     os.makedirs(shots)
+    node = browser_py.npm_ci()
     cfg = {"url": "http://127.0.0.1:%d/console/" % aport, "ak": key["access_key"],
-           "sk": key["secret_key"], "shots": shots, "timeout_ms": 30000}
-    seen = browser_py.run_node(browser_py.npm_ci(), "console_expect.js", [json.dumps(cfg)])
+           "sk": key["secret_key"], "shots": shots, "timeout_ms": 30000,
+           "action": "set", "count": 5}
+    seen = browser_py.run_node(node, "console_expect.js", [json.dumps(cfg)])
     expect(not seen["console"] and seen["rows"] == 3 and
            "waits for 4 OSDs to be in (3 now)" in seen["notice"],
            "console OSD page: %r (%s)" % (seen["notice"][:90], seen["shot"]))
+    expect("Wait for 5 OSDs?" in seen["confirm"] and "now wait for 5 OSDs" in seen["done"] and
+           "waits for 5 OSDs to be in (3 now)" in seen["after"],
+           "console: Set 5, confirmed: %r; the notice then: %r (%s)"
+           % (seen["done"], seen["after"][:70], seen["shot_after"]))
+    expect(admin(meta, "osd", "ls")["expect_osds"] == 5, "osd ls: expect_osds 5")
+    code, doc = api(aport, key, "PUT", "osds/expect", '{"osds": 4}')
+    expect(code == 200 and doc == {"expect_osds": 4, "placed": False, "epoch": doc["epoch"]},
+           "admin API PUT /api/v1/osds/expect {\"osds\": 4}: %d %s" % (code, doc))
+    code, doc = api(aport, key, "PUT", "osds/expect", '{"osds": "4"}')
+    expect(code == 400 and doc["error"] == "InvalidRequest",
+           "PUT with a string count: %d %s" % (code, doc))
 
     start_osd(meta, 4)
     wait_for("the table placed", lambda: admin(meta, "osd", "ls")["expect_osds"] == 0)
@@ -147,6 +173,9 @@ def main():
            % out.strip())
     rc, out = admin_rc(meta, "osd", "expect", "x")
     expect(rc == 2 and "not a count of OSDs" in out, "osd expect x: exit 2: %s" % out.strip())
+    code, doc = api(aport, key, "PUT", "osds/expect", '{"osds": 1}')
+    expect(code == 409 and "placed already" in doc["message"],
+           "admin API PUT after placing: %d %s" % (code, doc))
 
     # A second cluster waits for five; the operator has two.
     mp = free_pair()
@@ -160,10 +189,24 @@ def main():
     rc, out = admin_rc(meta2, "osd", "expect", "3")
     expect(rc == 0 and "PGs wait for 3 OSDs" in out, "osd expect 3: %s" % out.strip())
     expect(admin(meta2, "osd", "ls")["expect_osds"] == 3, "expect_osds 3")
-    r = admin(meta2, "osd", "expect", "0")
-    expect(r["placed"] and r["expect_osds"] == 0, "osd expect 0 --json: %s" % r)
+    key2 = admin(meta2, "user", "add", "root")
+    admin(meta2, "user", "admin", "root", "on")
+    aport2 = free_port()
+    start("gw-b", ["iolake-gw", "--s3-listen", "127.0.0.1:%d" % free_port(), "--meta", meta2,
+                   "--ec", "1+1", "--admin-api-listen", "127.0.0.1:%d" % aport2])
+    wait_for("the second admin API", lambda: api(aport2, key2, "GET", "osds")[0] == 200)
+    cfg = {"url": "http://127.0.0.1:%d/console/" % aport2, "ak": key2["access_key"],
+           "sk": key2["secret_key"], "shots": shots, "timeout_ms": 30000,
+           "name": "osds-place-now", "action": "now"}
+    seen = browser_py.run_node(node, "console_expect.js", [json.dumps(cfg)])
+    expect(not seen["console"] and "waits for 3 OSDs to be in (2 now)" in seen["notice"] and
+           "Place the PGs now?" in seen["confirm"] and "are placed" in seen["done"] and
+           seen["after"] is None,
+           "console: Place now with the 2 in, confirmed: %r; no notice after (%s)"
+           % (seen["done"], seen["shot_after"]))
+    expect(admin(meta2, "osd", "ls")["expect_osds"] == 0, "osd ls: placed")
     slots, empty = data_slots(meta2, 1)
-    print("second cluster, placed by osd expect 0: %s" % dict(sorted(slots.items())))
+    print("second cluster, placed from the console: %s" % dict(sorted(slots.items())))
     expect(empty == 0 and sorted(slots) == [11, 12], "both OSDs in data slots")
 
 

@@ -1,5 +1,6 @@
-// osds.jsx — the OSD table (GET osds) and mark out / mark in with a
-// confirm (POST osds/{id}/out|in).
+// osds.jsx — the OSD table (GET osds), mark out / mark in with a confirm
+// (POST osds/{id}/out|in), and, while a new cluster's PGs wait for their
+// OSDs, the count they wait for (PUT osds/expect; 0 places them now).
 import { useState } from 'preact/hooks';
 import { api, get } from '../api.js';
 import { Badge, Bar, Confirm, Empty, ErrorBox, Loading, Page } from '../ui.jsx';
@@ -11,12 +12,20 @@ export function Osds() {
 	const [busy, setBusy] = useState(false);
 	const [actErr, setActErr] = useState(null);
 	const [done, setDone] = useState(null);
+	const [want, setWant] = useState('');        // the count field of the notice
 	const act = async () => {
 		setBusy(true);
 		setActErr(null);
 		try {
-			const r = await api('POST', 'osds/' + ask.id + (ask.out ? '/out' : '/in'));
-			setDone('OSD ' + r.osd + (r.in ? ' is in' : ' is out') + ' (map epoch ' + r.epoch + ').');
+			if (ask.expect !== undefined) {
+				const r = await api('PUT', 'osds/expect', { osds: ask.expect });
+				setDone(r.placed
+					? 'The placement groups are placed (map epoch ' + r.epoch + ').'
+					: 'The placement groups now wait for ' + r.expect_osds + ' OSDs (map epoch ' + r.epoch + ').');
+			} else {
+				const r = await api('POST', 'osds/' + ask.id + (ask.out ? '/out' : '/in'));
+				setDone('OSD ' + r.osd + (r.in ? ' is in' : ' is out') + ' (map epoch ' + r.epoch + ').');
+			}
 			os.reload();
 		} catch (e) {
 			setActErr(e);
@@ -34,8 +43,18 @@ export function Osds() {
 				<div class="notice info" data-test="osd-expect">
 					The placement groups are not placed yet: this new cluster waits for {d.expect_osds} OSDs
 					to be in ({d.summary.in} now), then places them all at once. No object can be written
-					until then. <span class="code">iolake-admin osd expect N</span> changes the count;
-					{' '}<span class="code">osd expect 0</span> places them now.
+					until then.
+					<form class="inline-form" data-test="expect-form" onSubmit={(e) => {
+						e.preventDefault();
+						setAsk({ expect: Number(want) });
+					}}>
+						<label>Wait for <input type="number" name="osds" min="0" max="4096" required
+							value={want} onInput={(e) => setWant(e.currentTarget.value)}
+							data-test="expect-count" /> OSDs</label>{' '}
+						<button class="btn btn-small" type="submit" data-test="expect-set">Set</button>{' '}
+						<button class="btn btn-small btn-primary" type="button" data-test="expect-now"
+							onClick={() => setAsk({ expect: 0 })}>Place now with the {d.summary.in} in</button>
+					</form>
 				</div>
 			)}
 			{!d && os.loading && <Loading />}
@@ -86,7 +105,17 @@ export function Osds() {
 					</div>
 				</div>
 			)}
-			{ask && (
+			{ask && ask.expect !== undefined && (
+				<Confirm title={ask.expect ? 'Wait for ' + ask.expect + ' OSDs?' : 'Place the PGs now?'}
+					action={ask.expect ? 'Set' : 'Place now'} busy={busy}
+					onOk={act} onCancel={() => setAsk(null)}>
+					{ask.expect
+						? <p>The placement groups are placed once {ask.expect} OSDs are in (at once if they are).</p>
+						: <p>The placement groups are placed over the OSDs that are in now. OSDs that join later
+							take PGs as the table moves, with data rebuilt onto them.</p>}
+				</Confirm>
+			)}
+			{ask && ask.expect === undefined && (
 				<Confirm title={(ask.out ? 'Mark OSD ' : 'Mark OSD ') + ask.id + (ask.out ? ' out?' : ' in?')}
 					action={ask.out ? 'Mark out' : 'Mark in'} danger={ask.out} busy={busy}
 					onOk={act} onCancel={() => setAsk(null)}>

@@ -116,6 +116,11 @@ START_TEST(test_routes)
 	ck_assert_str_eq(admin_route_allow("/api/v1/users", 13), "GET, POST");
 	ck_assert_str_eq(admin_route_allow("/api/v1/users/x", 15), "DELETE");
 	ck_assert_str_eq(admin_route_allow("/api/v1/osds/3/out", 18), "POST");
+	ck_assert_str_eq(admin_route_allow("/api/v1/osds/expect", 19), "PUT");
+	ck_assert_str_eq(admin_route_allow("/api/v1/osds/7", 14), "DELETE");
+	ck_assert_int_eq(route("PUT", "/api/v1/osds/expect/", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_OSD_EXPECT);
+	ck_assert_int_eq(route("DELETE", "/api/v1/osds/expect", &r), -EOPNOTSUPP);
 	ck_assert_str_eq(admin_route_allow("/nope", 5), "");
 }
 END_TEST
@@ -191,6 +196,24 @@ START_TEST(test_bodies)
 	ck_assert_int_eq(admin_parse_member_add(mb, strlen(mb), &ma, &why), -EINVAL);
 	mb = "{\"id\":1}";
 	ck_assert_int_eq(admin_parse_member_add(mb, strlen(mb), &ma, &why), -EINVAL);
+	struct admin_expect_osds eo;
+#define EXPECT(b) admin_parse_expect_osds(b, strlen(b), &eo, &why)
+	ck_assert_int_eq(EXPECT("{\"osds\":6}"), 0);
+	ck_assert_uint_eq(eo.osds, 6);
+	ck_assert_int_eq(EXPECT("{\"osds\":0}"), 0);
+	ck_assert_uint_eq(eo.osds, 0);
+	ck_assert_int_eq(EXPECT("{\"osds\":4096}"), 0);
+	ck_assert_uint_eq(eo.osds, 4096);
+	ck_assert_int_eq(EXPECT("{\"osds\":4097}"), -EINVAL);
+	ck_assert_int_eq(EXPECT("{\"osds\":-1}"), -EINVAL);
+	ck_assert_int_eq(EXPECT("{\"osds\":\"6\"}"), -EINVAL);
+	ck_assert_int_eq(EXPECT("{}"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "required"));
+	ck_assert_int_eq(EXPECT("{\"osd\":6}"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "unknown"));
+	ck_assert_int_eq(EXPECT("[6]"), -EINVAL);
+	ck_assert_int_eq(EXPECT("{\"osds\":"), -EBADMSG);
+#undef EXPECT
 	ck_assert(admin_user_name_ok("Ab0+=,.@_-", 10));
 	ck_assert(!admin_user_name_ok("a b", 3));
 	ck_assert(!admin_user_name_ok("", 0));
