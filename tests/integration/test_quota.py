@@ -25,8 +25,9 @@ API (as docs/admin-api.md shows it).
      S3 and is refused once deleted (DELETE keys/ID); DELETE osds/3 of an
      up OSD is 409.
   5. GET /api/v1/scrub: six OSDs, each with its scrubber on and a pass
-     finished (--scrub-interval short: last_pass_end_ms set), and the
-     summary's shards checked > 0.
+     finished after the writes above (--scrub-interval short:
+     last_pass_end_ms past the step's start), and the summary's shards
+     checked > 0.
 The aio is killed by PID and its temp dir removed, pass or fail.
 """
 import json, os, subprocess, sys, time
@@ -257,11 +258,14 @@ def main():
                "GET gc: drained to 0, the worker acked at least the %d entries (%d bytes) "
                "pending: %s" % (pending, pending_bytes, w))
 
-        # ---- 5. scrub status
+        # ---- 5. scrub status: a pass that ended after the writes above
+        # on every OSD (a pass over the empty stores at start would count
+        # no shard; under load the next one may come seconds later).
+        after_ms = (int(time.time()) + 1) * 1000   # last_pass_end_ms has 1-s steps
         end = time.time() + 30
         while True:
             code, r = api.call("GET", "scrub")
-            done = code == 200 and all(o["scrub"] and o["scrub"]["last_pass_end_ms"]
+            done = code == 200 and all(o["scrub"] and o["scrub"]["last_pass_end_ms"] >= after_ms
                                        for o in r["osds"])
             if done:
                 break
