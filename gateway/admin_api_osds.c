@@ -158,18 +158,27 @@ static void on_osd_status(struct admin_call *c, void *ud, int rpc_status,
 	osd_done(c);
 }
 
-static void on_osds_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+/* A GetMap's answer: the map, or NULL once the error is answered. */
+static const Iolake__Meta__ClusterMap *map_or_reply(struct admin_call *c, int err,
+						    const ProtobufCMessage *resp)
 {
-	(void)ud;
 	if (err) {
 		admin_reply_meta_error(c, err);
-		return;
+		return NULL;
 	}
 	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
 	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->map) {
 		admin_reply_error(c, 503, "ServiceUnavailable", "no cluster map yet");
-		return;
+		return NULL;
 	}
+	return r->map;
+}
+
+static void on_osds_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	(void)ud;
+	if (!map_or_reply(c, err, resp))
+		return;
 	struct osds_state *s = calloc(1, sizeof(*s));
 	if (s) {
 		s->map = (Iolake__Meta__GetMapResponse *)admin_msg_copy(resp);
@@ -255,21 +264,15 @@ void admin_h_osd_out_in(struct admin_call *c)
 static void on_expect_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
 {
 	(void)ud;
-	if (err) {
-		admin_reply_meta_error(c, err);
+	const Iolake__Meta__ClusterMap *m = map_or_reply(c, err, resp);
+	if (!m)
 		return;
-	}
-	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
-	if (r->status != IOLAKE__META__STATUS__STATUS_OK || !r->map) {
-		admin_reply_error(c, 503, "ServiceUnavailable", "no cluster map yet");
-		return;
-	}
 	struct jsonw w;
 	jsonw_init(&w, 0);
 	jsonw_obj_begin(&w);
-	jsonw_ku64(&w, "expect_osds", r->map->expect_osds);
-	jsonw_kbool(&w, "placed", !r->map->expect_osds);
-	jsonw_ku64(&w, "epoch", r->map->epoch);
+	jsonw_ku64(&w, "expect_osds", m->expect_osds);
+	jsonw_kbool(&w, "placed", !m->expect_osds);
+	jsonw_ku64(&w, "epoch", m->epoch);
 	jsonw_obj_end(&w);
 	admin_reply_json(c, 200, &w);
 }
