@@ -455,18 +455,13 @@ bool s3_ops_ready(struct s3_ops *o)
 {
 	struct ops_x *x = X(o);
 	bool own = loop_ready(o);
-	unsigned n = x->peers ? x->peers->n : 1, loops = 0;
-	if (own) {
-		loops = 1;
-		for (unsigned i = 0; i < n; i++)
-			if (i != x->index && atomic_load(&x->peers->ready[i]))
-				loops++;
-		if (loops == n)
-			return true;
-	} else {
-		for (unsigned i = 0; x->peers && i < n; i++)
+	unsigned n = x->peers ? x->peers->n : 1;
+	unsigned loops = own;   /* ready loops: this one by its live map, the others by their word */
+	for (unsigned i = 0; x->peers && i < n; i++)
+		if (i != x->index)
 			loops += atomic_load(&x->peers->ready[i]);
-	}
+	if (own && loops == n)
+		return true;
 	/* Asked and not ready: say which condition, at most every 5 s per
 	 * loop (a probe every 200 ms would flood the log). */
 	uint64_t now = loop_now_ms();
