@@ -62,23 +62,65 @@ void gc_part(struct tx *t, const char *bucket, const char *key,
 
 /* Acks are idempotent: an entry already gone (acked by another gateway's
  * worker, or twice in one batch) is skipped, so gc_removed counts only
- * what this entry really deleted. */
+ * what this entry really deleted.
+ *
+ * A whole generation's entries are found with one iterator over the
+ * batch and the DB (a Seek per generation), their keys kept, and deleted
+ * once the iterator is gone: RocksDB does not allow writing the batch's
+ * current key while an iterator over it is open. */
 int op_gc_ack(struct tx *t, const Iolake__Meta__GcAck *op)
 {
-	for (size_t i = 0; i < op->n_generations; i++) {
+	struct gc_at {
+		uint64_t gen;
+		uint16_t seq;
+	} *found = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	rocksdb_iterator_t *it = NULL;
+	for (size_t i = 0; i < op->n_generations && !rc; i++) {
+		bool again = false;   /* named twice: its keys are found once */
+		for (size_t j = 0; j < i && !again; j++)
+			again = op->generations[j] == op->generations[i];
+		if (again)
+			continue;
 		struct key prefix;
 		k_init(&prefix, 'G');
 		k_u64(&prefix, op->generations[i]);
-		rocksdb_iterator_t *it = tx_iter(t, &prefix);
+		if (!it)
+			it = tx_iter(t, &prefix);
+		else
+			rocksdb_iter_seek(it, prefix.b, prefix.n);
 		for (; iter_has_prefix(it, &prefix); rocksdb_iter_next(it)) {
-			struct key k;
-			const char *kb = rocksdb_iter_key(it, &k.n);
-			memcpy(k.b, kb, k.n);
-			tx_del(t, &k);
-			t->gc_removed++;
+			size_t kn;
+			const uint8_t *kb = (const uint8_t *)rocksdb_iter_key(it, &kn);
+			if (kn != prefix.n + 2)
+				continue;   /* not a key_gc key: none is written under 'G' */
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				struct gc_at *nf = realloc(found, nc * sizeof(*nf));
+				if (!nf) {
+					rc = -ENOMEM;
+					break;
+				}
+				found = nf;
+				cap = nc;
+			}
+			found[n].gen = op->generations[i];
+			found[n].seq = (uint16_t)(kb[prefix.n] << 8 | kb[prefix.n + 1]);
+			n++;
 		}
-		rocksdb_iter_destroy(it);
 	}
+	if (it)
+		rocksdb_iter_destroy(it);
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct key k;
+		key_gc(&k, found[i].gen, found[i].seq);
+		tx_del(t, &k);
+		t->gc_removed++;
+	}
+	free(found);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < op->n_entries; i++) {
 		const Iolake__Meta__GcKey *e = op->entries[i];
 		if (e->seq > UINT16_MAX)
