@@ -55,6 +55,7 @@ static struct aio_opts O = {
 	.osd_wbuf = 16ull << 20,   /* six OSDs: at most 192 MiB of memtables */
 	.sigv2 = true,
 	.snap_bytes = 64ull << 20,
+	.snap_threshold = 1024,
 	.hash_threads = -1,
 	.segment_size = 1u << 20,
 	.buffer_pool = GW_BUFFER_POOL_DEFAULT,
@@ -90,7 +91,11 @@ static const struct flag_spec specs[] = {
 	  .help = "meta's RocksDB memtable (at most two in memory)" },
 	{ .name = "snapshot-bytes", .type = FLAG_SIZE, .dst = &O.snap_bytes, .min = 1 << 20,
 	  .max = 1ull << 40, .metavar = "BYTES",
-	  .help = "meta snapshots after this many command bytes (or 1024 entries)" },
+	  .help = "meta snapshots after this many command bytes (or --snapshot-threshold "
+		  "entries)" },
+	{ .name = "snapshot-threshold", .type = FLAG_UINT64, .dst = &O.snap_threshold, .min = 16,
+	  .max = 1 << 24, .metavar = "N", .help = "meta snapshots after this many entries (or "
+	  "--snapshot-bytes)" },
 	{ .name = "osd-size", .type = FLAG_SIZE, .dst = &O.osd_size, .min = 64 << 20,
 	  .max = 1ll << 50, .help = "size of each OSD's file, created sparse on first start" },
 	{ .name = "inline-max-size", .type = FLAG_SIZE, .dst = &O.inline_max, .min = 0,

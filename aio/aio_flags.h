@@ -42,7 +42,7 @@ struct aio_opts {
 	uint64_t scrub_rate, scrub_interval, orphan_grace, orphan_interval, slow_op_ms;
 	uint64_t recovery_rate, pg_report_interval, recovery_rescan, deep_scrub;
 	int64_t recovery_max_pgs;
-	uint64_t meta_cache, meta_wbuf, snap_bytes;
+	uint64_t meta_cache, meta_wbuf, snap_bytes, snap_threshold;
 	uint64_t osd_cache;
 	uint64_t osd_wbuf;           /* --osd-write-buffer: each OSD index memtable */
 	bool sigv2;

@@ -176,6 +176,7 @@ static void meta_start_fn(void *arg)
 				    .expect_osds = (uint32_t)O->osds,
 				    .osd_down_after_ms = 5000, .osd_out_after_ms = 600000,
 				    .snapshot_bytes = O->snap_bytes, .cache_bytes = O->meta_cache,
+				    .snapshot_threshold = (unsigned)O->snap_threshold,
 				    .write_buffer_bytes = O->meta_wbuf, .metrics = A.reg,
 				    .range_groups = (unsigned)O->range_groups,
 				    .secret = &A.secret,
