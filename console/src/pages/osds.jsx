@@ -49,7 +49,8 @@ export function Osds() {
 						setAsk({ expect: Number(want) });
 					}}>
 						<label>Wait for <input type="number" name="osds" min="0" max="4096" required
-							value={want} onInput={(e) => setWant(e.currentTarget.value)}
+							value={want} placeholder={String(d.expect_osds)}
+							onInput={(e) => setWant(e.currentTarget.value)}
 							data-test="expect-count" /> OSDs</label>{' '}
 						<button class="btn btn-small" type="submit" data-test="expect-set">Set</button>{' '}
 						<button class="btn btn-small btn-primary" type="button" data-test="expect-now"
