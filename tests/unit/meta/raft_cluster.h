@@ -494,6 +494,26 @@ static inline ProtobufCMessage *run_call_member(uv_loop_t *loop, struct meta_cli
 	return s.resp;
 }
 
+/* RegisterOsd of OSD id (weight 1; time_ms 0: none) through cli: the
+ * answer (owned: free it). */
+static inline Iolake__Meta__OpResult *register_osd_sync(uv_loop_t *loop, struct meta_client *cli,
+							uint32_t id, const char *addr,
+							const char *host, uint64_t time_ms)
+{
+	Iolake__Meta__OsdInfo osd = IOLAKE__META__OSD_INFO__INIT;
+	osd.id = id;
+	osd.addr = (char *)addr;
+	osd.host = (char *)host;
+	osd.weight = 1;
+	Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
+	ro.osd = &osd;
+	ro.time_ms = time_ms;
+	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
+	op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
+	op.register_osd = &ro;
+	return (Iolake__Meta__OpResult *)run_call(loop, cli, -1, &op.base);
+}
+
 /* PutObject "bkt"/key (one byte of inline data) through cli: the
  * generation it was acknowledged with. */
 static inline uint64_t put_sync(uv_loop_t *loop, struct meta_client *cli, const char *key)

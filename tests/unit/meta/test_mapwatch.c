@@ -161,18 +161,7 @@ START_TEST(refresh_beside_held_watch)
 	t0 = loop_now_ms();
 	while (loop_now_ms() - t0 < 200)
 		uv_run(&loop, UV_RUN_NOWAIT);
-	Iolake__Meta__OsdInfo osd = IOLAKE__META__OSD_INFO__INIT;
-	osd.id = 7;
-	osd.addr = "127.0.0.1:1";
-	osd.host = "h7";
-	osd.weight = 1;
-	Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
-	ro.osd = &osd;
-	ro.time_ms = 1;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
-	op.register_osd = &ro;
-	Iolake__Meta__OpResult *r = (void *)run_call(&loop, cli, -1, &op.base);
+	Iolake__Meta__OpResult *r = register_osd_sync(&loop, cli, 7, "127.0.0.1:1", "h7", 1);
 	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
 	uint64_t e2 = r->epoch;
 	protobuf_c_message_free_unpacked(&r->base, NULL);

@@ -122,18 +122,7 @@ START_TEST(single)
 	protobuf_c_message_free_unpacked(&map->base, NULL);
 
 	/* Register an OSD; it never beats: down after 300 ms, out after 700. */
-	Iolake__Meta__OsdInfo osd = IOLAKE__META__OSD_INFO__INIT;
-	osd.id = 7;
-	osd.addr = "127.0.0.1:1";
-	osd.host = "h7";
-	osd.weight = 1;
-	Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
-	ro.osd = &osd;
-	ro.time_ms = 1;
-	Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-	op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
-	op.register_osd = &ro;
-	Iolake__Meta__OpResult *r = (void *)run_call(&loop, cli, -1, &op.base);
+	Iolake__Meta__OpResult *r = register_osd_sync(&loop, cli, 7, "127.0.0.1:1", "h7", 1);
 	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
 	ck_assert_uint_gt(r->epoch, epoch0);
 	uint64_t epoch = r->epoch;
@@ -192,11 +181,8 @@ START_TEST(single)
 	/* An OSD registering long after the election gets the whole grace
 	 * period for its first beat: not marked down before 300 ms (it once
 	 * was at the next sweep, the leader counting from its election). */
-	osd.id = 9;
-	osd.addr = "127.0.0.1:2";
-	osd.host = "h9";
 	uint64_t t_reg = loop_now_ms();
-	r = (void *)run_call(&loop, cli, -1, &op.base);
+	r = register_osd_sync(&loop, cli, 9, "127.0.0.1:2", "h9", 1);
 	ck_assert_int_eq(r->status, IOLAKE__META__STATUS__STATUS_OK);
 	epoch = r->epoch;
 	protobuf_c_message_free_unpacked(&r->base, NULL);
@@ -263,19 +249,9 @@ START_TEST(pg_health)
 	for (uint32_t id = 1; id <= 6; id++) {
 		char host[8];
 		snprintf(host, sizeof(host), "h%u", id);
-		Iolake__Meta__OsdInfo osd = IOLAKE__META__OSD_INFO__INIT;
-		osd.id = id;
-		osd.addr = "127.0.0.1:1";
-		osd.host = host;
-		osd.weight = 1;
-		Iolake__Meta__RegisterOsd ro = IOLAKE__META__REGISTER_OSD__INIT;
-		ro.osd = &osd;
-		Iolake__Meta__Op op = IOLAKE__META__OP__INIT;
-		op.body_case = IOLAKE__META__OP__BODY_REGISTER_OSD;
-		op.register_osd = &ro;
 		Iolake__Meta__OpResult *r;
 		for (int t = 0;; t++) {   /* the map may not exist yet */
-			r = (void *)run_call(&loop, cli, -1, &op.base);
+			r = register_osd_sync(&loop, cli, id, "127.0.0.1:1", host, 0);
 			if (r->status == IOLAKE__META__STATUS__STATUS_OK || t == 100)
 				break;
 			free_msg(r);
