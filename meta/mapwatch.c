@@ -8,7 +8,8 @@
  * map arrives, what the wait is on (so a process that never gets a map
  * says why in its log). Invariant: at most one fetch (GetMap or WatchMap)
  * in flight, plus at most one refresh GetMap (meta_mapwatch_refresh) that
- * never starts a fetch; while `closing`, the calls' callbacks do nothing
+ * never starts a fetch, at least REFRESH_MIN_MS apart (one asked for
+ * meanwhile waits on a timer, never dropped); while `closing`, the calls' callbacks do nothing
  * (meta_client_close runs them) and the last timer's close callback frees
  * everything.
  *
@@ -52,6 +53,8 @@ struct meta_mapwatch {
 	unsigned gets;                 /* GetMap calls sent */
 	int last_err;                  /* of the last failed call; 0: none */
 	bool refreshing;               /* a refresh GetMap is out */
+	bool refresh_pending;          /* one asked for, not sent yet */
+	uv_timer_t refresh_timer;      /* sends it once REFRESH_MIN_MS passed */
 	uint64_t refresh_ms;           /* the last one went out */
 	unsigned refreshes;            /* refresh GetMaps sent */
 	uint32_t watch_ms;
@@ -175,6 +178,15 @@ static void on_retry(uv_timer_t *t)
 	fetch(t->data);
 }
 
+/* A map worth installing: the first, or newer than the one held. With a
+ * refresh beside the watch, an answer can arrive after a newer map did
+ * (a watch answered at the first change but delivered late): epochs never
+ * go back. */
+static bool newer(const struct meta_mapwatch *w, const Iolake__Meta__ClusterMap *m)
+{
+	return !w->map || m->epoch > w->map->epoch;
+}
+
 static void on_reply(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct meta_mapwatch *w = ud;
@@ -193,47 +205,73 @@ static void on_reply(void *ud, int err, const ProtobufCMessage *resp)
 			uv_timer_start(&w->retry, on_retry, RETRY_MS, 0);
 			return;
 		}
-		install(w, r->map);
+		if (newer(w, r->map))
+			install(w, r->map);
 	} else {
 		const Iolake__Meta__WatchMapResponse *r = (const void *)resp;
-		if (r->changed && r->map)
+		if (r->changed && r->map && newer(w, r->map))
 			install(w, r->map);
 	}
 	if (!w->closing) /* on_change may have closed us */
 		fetch(w);
 }
 
+static void refresh_kick(struct meta_mapwatch *w);
+
 /* A refresh's answer: installed only when newer than the map held by
  * then (the watch may have brought it, or a newer one, meanwhile). The
- * parked fetch goes on; this starts none. */
+ * parked fetch goes on; this starts none. A refresh asked for while this
+ * one was out goes next. */
 static void on_refresh(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct meta_mapwatch *w = ud;
 	if (w->closing)
 		return;
 	w->refreshing = false;
-	if (err)
-		return;   /* the watch, or the next refusal, tries again */
-	const Iolake__Meta__GetMapResponse *r = (const void *)resp;
-	if (r->status == IOLAKE__META__STATUS__STATUS_OK && r->map &&
-	    (!w->map || r->map->epoch > w->map->epoch))
-		install(w, r->map);
+	if (!err) {
+		const Iolake__Meta__GetMapResponse *r = (const void *)resp;
+		if (r->status == IOLAKE__META__STATUS__STATUS_OK && r->map && newer(w, r->map))
+			install(w, r->map);
+	}
+	if (!w->closing)   /* on_change may have closed us */
+		refresh_kick(w);
 }
 
-bool meta_mapwatch_refresh(struct meta_mapwatch *w)
+static void on_refresh_timer(uv_timer_t *t)
 {
+	refresh_kick(t->data);
+}
+
+/* Send the refresh asked for, unless one is out (its answer kicks) or
+ * the last went out less than REFRESH_MIN_MS ago (the timer kicks). */
+static void refresh_kick(struct meta_mapwatch *w)
+{
+	if (!w->refresh_pending || w->refreshing || w->closing)
+		return;
 	uint64_t now = loop_now_ms();
-	if (w->closing || !w->map || w->refreshing ||
-	    (w->refreshes && now - w->refresh_ms < REFRESH_MIN_MS))
-		return false;
+	if (w->refreshes && now - w->refresh_ms < REFRESH_MIN_MS) {
+		if (!uv_is_active((uv_handle_t *)&w->refresh_timer))
+			uv_timer_start(&w->refresh_timer, on_refresh_timer,
+				       REFRESH_MIN_MS - (now - w->refresh_ms), 0);
+		return;
+	}
+	w->refresh_pending = false;
 	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
 	if (meta_client_call(w->mc, META_M_GET_MAP, &req.base, on_refresh, w))
-		return false;
+		return;   /* the watch, or the next refusal, tries again */
 	w->refreshing = true;
 	w->refresh_ms = now;
 	w->refreshes++;
 	LOG_INFO("cluster map: refreshing", "who=%s epoch=%llu refreshes=%u", w->name,
 		 (unsigned long long)w->map->epoch, w->refreshes);
+}
+
+bool meta_mapwatch_refresh(struct meta_mapwatch *w)
+{
+	if (w->closing || !w->map || w->refresh_pending)
+		return false;
+	w->refresh_pending = true;
+	refresh_kick(w);
 	return true;
 }
 
@@ -283,8 +321,10 @@ int meta_mapwatch_start(uv_loop_t *loop, const struct meta_mapwatch_opts *opts,
 	}
 	uv_timer_init(loop, &w->retry);
 	uv_timer_init(loop, &w->wait);
+	uv_timer_init(loop, &w->refresh_timer);
 	w->retry.data = w->wait.data = w;
-	w->handles_open = 2;
+	w->refresh_timer.data = w;
+	w->handles_open = 3;
 	w->started_ms = loop_now_ms();
 	uv_timer_start(&w->wait, on_wait, MAP_WAIT_WARN_MS, MAP_WAIT_WARN_MS);
 	fetch(w);
@@ -299,9 +339,11 @@ void meta_mapwatch_close(struct meta_mapwatch *w)
 	w->closing = true;
 	uv_timer_stop(&w->retry);
 	uv_timer_stop(&w->wait);
+	uv_timer_stop(&w->refresh_timer);
 	meta_client_close(w->mc); /* runs the parked call's callback */
 	uv_close((uv_handle_t *)&w->retry, on_timer_closed);
 	uv_close((uv_handle_t *)&w->wait, on_timer_closed);
+	uv_close((uv_handle_t *)&w->refresh_timer, on_timer_closed);
 }
 
 const Iolake__Meta__ClusterMap *meta_mapwatch_map(const struct meta_mapwatch *w)

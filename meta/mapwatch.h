@@ -60,8 +60,10 @@ void meta_mapwatch_close(struct meta_mapwatch *w);
 /* Fetch the map now with a GetMap, beside the parked watch: the caller
  * learned that the map held is stale (an OSD refused a write placed with
  * it). Its answer is installed (on_change runs) if newer than the map
- * held by then. Does nothing before the first map, while a refresh is
- * out, or within 250 ms of the last one. True when a GetMap went out. */
+ * held by then. Refresh GetMaps go one at a time, at least 250 ms apart:
+ * one asked for meanwhile is sent when allowed, never dropped. True when
+ * this call asked for one; false before the first map, or when one is
+ * already waiting to go. */
 bool meta_mapwatch_refresh(struct meta_mapwatch *w);
 
 /* The map held, or NULL before the first one arrived. */

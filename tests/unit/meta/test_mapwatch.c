@@ -16,8 +16,15 @@
  *   refresh_beside_held_watch: with every WatchMap answer held 20 s
  *     (rpc_fault), a map change reaches the mapwatch only through
  *     meta_mapwatch_refresh: its GetMap goes out beside the parked watch
- *     and the new epoch is installed (on_change) at once. A second
- *     refresh within 250 ms, and one before any map, send nothing.
+ *     and the new epoch is installed (on_change) at once. One before
+ *     any map asks for nothing; a second while the first is out waits
+ *     for it (a third then adds nothing).
+ *   late_watch_never_goes_back: every WatchMap answer held 2 s; an OSD
+ *     registers (e2: the parked watch is answered with it, held), a
+ *     refresh installs e2, a second OSD registers and a refresh installs
+ *     e3; then the held e2 answer arrives and must not replace e3 (it
+ *     did before, and a gateway then placed shards with e2 again: the
+ *     fresh-clone run of fed7dcb failed test_stale_map on it).
  */
 #include <check.h>
 #include <signal.h>
@@ -174,11 +181,11 @@ START_TEST(refresh_beside_held_watch)
 	unsigned before = seen.changes;
 	t0 = loop_now_ms();
 	ck_assert(meta_mapwatch_refresh(w));
-	ck_assert(!meta_mapwatch_refresh(w));   /* one out at a time */
+	ck_assert(meta_mapwatch_refresh(w));    /* one out: this one waits for it */
+	ck_assert(!meta_mapwatch_refresh(w));   /* one waits already */
 	while (meta_mapwatch_map(w)->epoch < e2 && loop_now_ms() - t0 < 5000)
 		uv_run(&loop, UV_RUN_ONCE);
 	uint64_t took = loop_now_ms() - t0;
-	ck_assert(!meta_mapwatch_refresh(w));   /* within 250 ms of the last */
 	printf("refresh_beside_held_watch: epoch %llu -> %llu (meta had %llu) in %llu ms through "
 	       "the refresh, the watch's answer held; on_change %u time(s)\n",
 	       (unsigned long long)e1, (unsigned long long)meta_mapwatch_map(w)->epoch,
@@ -188,6 +195,83 @@ START_TEST(refresh_beside_held_watch)
 	ck_assert_uint_eq(seen.epoch, meta_mapwatch_map(w)->epoch);
 	ck_assert_uint_eq(seen.changes, before + 1);
 	ck_assert_uint_lt(took, 3000);
+	rpc_fault_set(NULL, err, sizeof(err));
+	meta_mapwatch_close(w);
+	down(&c, &loop, cli);
+}
+END_TEST
+
+struct epochs {
+	uint64_t seen[64];
+	unsigned n;
+};
+
+static void on_change_log(void *arg, const Iolake__Meta__ClusterMap *map)
+{
+	struct epochs *e = arg;
+	if (e->n < 64)
+		e->seen[e->n++] = map->epoch;
+}
+
+/* Run the loop until the mapwatch holds at least epoch e (5 s at most). */
+static void until_epoch(uv_loop_t *loop, struct meta_mapwatch *w, uint64_t e)
+{
+	uint64_t t0 = loop_now_ms();
+	while (meta_mapwatch_map(w)->epoch < e && loop_now_ms() - t0 < 5000)
+		uv_run(loop, UV_RUN_ONCE);
+	ck_assert_uint_ge(meta_mapwatch_map(w)->epoch, e);
+}
+
+static void run_for(uv_loop_t *loop, uint64_t ms)
+{
+	uint64_t t0 = loop_now_ms();
+	while (loop_now_ms() - t0 < ms)
+		uv_run(loop, UV_RUN_NOWAIT);
+}
+
+START_TEST(late_watch_never_goes_back)
+{
+	struct cluster c;
+	uv_loop_t loop;
+	struct meta_client *cli;
+	uint64_t epoch;
+	up_one(&c, &loop, &cli, &epoch);
+
+	char err[128];
+	ck_assert_int_eq(rpc_fault_set("delay-answer=2000,method=WatchMap", err, sizeof(err)), 0);
+	const char *members[] = { c.m[0].addr };
+	struct epochs seen = { .n = 0 };
+	struct meta_mapwatch_opts o = { .members = members, .n_members = 1, .watch_ms = 30000,
+					.on_change = on_change_log, .arg = &seen, .log_name = "test" };
+	struct meta_mapwatch *w;
+	ck_assert_int_eq(meta_mapwatch_start(&loop, &o, &w), 0);
+	uint64_t t0 = loop_now_ms();
+	while (!meta_mapwatch_map(w) && loop_now_ms() - t0 < 5000)
+		uv_run(&loop, UV_RUN_ONCE);
+	ck_assert_ptr_nonnull(meta_mapwatch_map(w));
+	run_for(&loop, 200);   /* the watch parks */
+	Iolake__Meta__OpResult *r = register_osd_sync(&loop, cli, 7, "127.0.0.1:1", "h7", 1);
+	uint64_t e2 = r->epoch;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	ck_assert(meta_mapwatch_refresh(w));
+	until_epoch(&loop, w, e2);
+	run_for(&loop, 300);   /* past the refresh spacing */
+	r = register_osd_sync(&loop, cli, 8, "127.0.0.1:2", "h8", 1);
+	uint64_t e3 = r->epoch;
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	ck_assert(meta_mapwatch_refresh(w));
+	until_epoch(&loop, w, e3);
+	uint64_t held = meta_mapwatch_map(w)->epoch;
+	run_for(&loop, 2500);  /* the held answer (e2 or older) arrives */
+	printf("late_watch_never_goes_back: e2 %llu, e3 %llu; held %llu after the late answer "
+	       "(%llu before); on_change saw", (unsigned long long)e2, (unsigned long long)e3,
+	       (unsigned long long)meta_mapwatch_map(w)->epoch, (unsigned long long)held);
+	for (unsigned i = 0; i < seen.n; i++)
+		printf(" %llu", (unsigned long long)seen.seen[i]);
+	printf("\n");
+	ck_assert_uint_ge(meta_mapwatch_map(w)->epoch, held);
+	for (unsigned i = 1; i < seen.n; i++)
+		ck_assert_uint_gt(seen.seen[i], seen.seen[i - 1]);
 	rpc_fault_set(NULL, err, sizeof(err));
 	meta_mapwatch_close(w);
 	down(&c, &loop, cli);
@@ -204,6 +288,7 @@ int main(void)
 	tcase_add_test(tc, get_map_not_held);
 	tcase_add_test(tc, watch_outlives_attempt);
 	tcase_add_test(tc, refresh_beside_held_watch);
+	tcase_add_test(tc, late_watch_never_goes_back);
 	suite_add_tcase(s, tc);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
