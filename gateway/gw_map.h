@@ -40,7 +40,8 @@ void gw_map_close(struct gw_map *m);
 
 /* An OSD refused a write placed with the map held (newer map there):
  * fetch the map now instead of waiting for the watch
- * (meta_mapwatch_refresh). True when a GetMap went out. */
+ * (meta_mapwatch_refresh). True when this asked for a GetMap (sent now,
+ * or once the one out is answered and 250 ms passed). */
 bool gw_map_refresh(struct gw_map *m);
 
 /* Epoch of the map held; 0 before the first one arrived. */

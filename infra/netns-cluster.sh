@@ -318,11 +318,8 @@ gw_ready() {
 	[ "$code" = 200 ] && return 0
 	echo "node $1's gateway: /health/ready answered $code: ${out%$'\n'*}"
 	curl -s -m 2 "$url/metrics" | grep -E '^iolake_gw_(map_epoch|osds_up|loops_ready|loop_connections_total)'
-	# its S3 listener's accept queue (Recv-Q) and backlog (Send-Q); the
-	# node's neighbour entry for the host side and the bridge's address
+	# its S3 listener's accept queue (Recv-Q) and backlog (Send-Q)
 	ip netns exec "$(ns_name "$1")" ss -Hltn "sport = :$S3_PORT" 2>&1
-	ip -n "$(ns_name "$1")" neigh show "$SUBNET.254" 2>&1
-	ip -br link show "$BRIDGE" 2>&1
 	return 1
 }
 
