@@ -12,9 +12,13 @@ with --fio, fio's single-writer 4 KiB fdatasync rate on --workdir before
 and after (must-show 3 compares PUT 4 KiB on the disk with it).
 
     bench/smallput_abba.py --build base=DIR --build head=DIR
-        [--order base,head,head,base] [--workdir DIR]
+        [--order base,head,head,base] [--workdir DIR] [--env head:VAR=VALUE]
         [--cells 4KiB:6000:32,64KiB:2000:32] [--aio-flag=--slow-request-ms=20]
         [--nice -19] [--repeat N] [--json FILE]
+
+--env LABEL:VAR=VALUE (repeatable) sets VAR in that label's aio only, so
+two labels may share one build and differ by an environment switch (the
+variants of bench/patches/meta-cycle-variants.patch).
 
 --workdir must not be under /dev (iolake-aio's OSDs take block files
 there): a tmpfs mounted elsewhere, or a dir on the disk (/var/tmp).
@@ -92,7 +96,7 @@ def puts(bench, aio, size, n, conc, prefix, extra=()):
 
 def cell(aio, bench, size, n, conc, rep=0):
     m0, (c0, t0, x0) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
-    r = puts(bench, aio, size, n, conc, "p%s.%d/" % (size, rep),
+    r = puts(bench, aio, size, n, conc, "p%s.c%d.%d/" % (size, conc, rep),
              ("--no-create-bucket", "--warmup", "0"))
     m1, (c1, t1, x1) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
     hz = os.sysconf("SC_CLK_TCK")
@@ -114,14 +118,17 @@ def cell(aio, bench, size, n, conc, rep=0):
     return r
 
 
-def run(label, build, workdir, cells, flags, repeat=1):
+def run(label, build, workdir, cells, flags, repeat=1, env=None):
     bench = benchlib.build_bin(build, "iolake-s3-bench")
     out = {}
-    with benchlib.Aio(build, workdir, flags=flags) as aio:
+    with benchlib.Aio(build, workdir, flags=flags, env=env) as aio:
         puts(bench, aio, "4KiB", 500, 32, "warm/", ("--warmup", "0"))
+        sizes = [c[0] for c in cells]
         for rep in range(repeat):
             for size, n, conc in cells:
-                name = size if repeat == 1 else "%s#%d" % (size, rep + 1)
+                # a size given at several concurrencies: SIZE@C
+                name = size if sizes.count(size) == 1 else "%s@%d" % (size, conc)
+                name = name if repeat == 1 else "%s#%d" % (name, rep + 1)
                 out[name] = cell(aio, bench, size, n, conc, rep)
                 r = out[name]
                 print("  %s %s: %.0f/s p50 %.2f p99 %.2f max %.2f ms, %.1f us CPU/PUT (meta "
@@ -144,6 +151,8 @@ def main():
     ap.add_argument("--workdir", default="/var/tmp")
     ap.add_argument("--cells", default="4KiB:6000:32,64KiB:2000:32")
     ap.add_argument("--aio-flag", action="append", default=[])
+    ap.add_argument("--env", action="append", default=[], metavar="LABEL:VAR=VALUE",
+                    help="an environment variable for that label's aio only")
     ap.add_argument("--fio", action="store_true", help="fio's single-writer 4 KiB fdatasync "
                     "rate on --workdir before and after the runs (must-show 3's ceiling)")
     ap.add_argument("--nice", type=int, help="run aio and the client at this niceness "
@@ -156,6 +165,13 @@ def main():
     if a.nice is not None:
         os.setpriority(os.PRIO_PROCESS, 0, a.nice)   # inherited by aio and the client
     builds = dict(b.split("=", 1) for b in a.build)
+    envs = collections.defaultdict(dict)
+    for e in a.env:
+        label, _, kv = e.partition(":")
+        var, eq, val = kv.partition("=")
+        if label not in builds or not var or not eq:
+            ap.error("--env %r: want LABEL:VAR=VALUE with LABEL one of --build's" % e)
+        envs[label][var] = val
     labels = list(builds)
     order = a.order.split(",") if a.order else (
         labels + labels[::-1] if len(labels) == 2 else labels)
@@ -164,7 +180,8 @@ def main():
     fio = [fio_fdatasync(a.workdir, 5)] if a.fio else []
     results = []
     for label in order:
-        results.append((label, run(label, builds[label], a.workdir, cells, flags, a.repeat)))
+        results.append((label, run(label, builds[label], a.workdir, cells, flags, a.repeat,
+                                   envs.get(label))))
     if a.fio:
         fio.append(fio_fdatasync(a.workdir, 5))
         print("fio single-writer 4 KiB fdatasync on %s: %.0f/s before, %.0f/s after"
