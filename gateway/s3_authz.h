@@ -32,7 +32,8 @@
  *      FULL: every action on the bucket and its objects (an action not
  *      named here, new ones included, needs FULL).
  *   7. Owner-only actions (GetBucketLocation, DeleteBucket, bucket tagging,
- *      ownership controls, policy, PublicAccessBlock, CORS: the bucket owner;
+ *      ownership controls, policy, PublicAccessBlock, CORS, and the reads
+ *      of configurations IOLake cannot set (s3_unset.c): the bucket owner;
  *      object tagging: the object owner).
  *   8. The ACL: a bucket's for bucket actions (READ: ListBucket,
  *      ListBucketMultipartUploads; WRITE: PutObject, DeleteObject and the
@@ -114,7 +115,15 @@ enum s3_authz_rule { S3_RULE_USER, S3_RULE_BUCKET_OWNER, S3_RULE_OBJECT_OWNER,
 	X(PutObjectRetention,          BUCKET, BUCKET_OWNER,  0)                          \
 	X(GetObjectLegalHold,          BUCKET, BUCKET_OWNER,  0)                          \
 	X(PutObjectLegalHold,          BUCKET, BUCKET_OWNER,  0)                          \
-	X(BypassGovernanceRetention,   BUCKET, BUCKET_OWNER,  0)
+	X(BypassGovernanceRetention,   BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetAccelerateConfiguration,  BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketRequestPayment,     BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketLogging,            BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketNotification,       BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetBucketWebsite,            BUCKET, BUCKET_OWNER,  0)                          \
+	X(DeleteBucketWebsite,         BUCKET, BUCKET_OWNER,  0)                          \
+	X(GetReplicationConfiguration, BUCKET, BUCKET_OWNER,  0)                          \
+	X(PutReplicationConfiguration, BUCKET, BUCKET_OWNER,  0)
 
 enum s3_authz_action {
 	S3_ACT_NONE = 0,

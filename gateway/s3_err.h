@@ -27,6 +27,8 @@
 	X(NoSuchCORSConfiguration,      404, "NoSuchCORSConfiguration",      "The CORS configuration does not exist") \
 	X(NoSuchLifecycleConfiguration, 404, "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist") \
 	X(NoSuchEncryptionConfiguration, 404, "ServerSideEncryptionConfigurationNotFoundError", "The server side encryption configuration was not found") \
+	X(NoSuchWebsiteConfiguration,   404, "NoSuchWebsiteConfiguration",   "The specified bucket does not have a website configuration") \
+	X(NoSuchReplicationConfiguration, 404, "ReplicationConfigurationNotFoundError", "The replication configuration was not found") \
 	X(InvalidPolicyDocument,        400, "InvalidPolicyDocument",        "Invalid Policy") \
 	X(MalformedPOSTRequest,         400, "MalformedPOSTRequest",         "The body of your POST request is not well-formed multipart/form-data.") \
 	X(MaxPostPreDataLengthExceeded, 400, "MaxPostPreDataLengthExceededError", "Your POST request fields preceding the upload file were too large.") \

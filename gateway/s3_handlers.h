@@ -28,6 +28,9 @@
  *   s3_lock.c       Put/GetObjectLockConfiguration, Put/GetObjectRetention,
  *                   Put/GetObjectLegalHold
  *   s3_sse_config.c Get/Put/DeleteBucketEncryption
+ *   s3_unset.c      the reads of configurations IOLake cannot set (accelerate,
+ *                   requestPayment, logging, notification, website,
+ *                   replication) and the deletes of website and replication
  *
  * Thread: the handlers run on the gateway loop.
  *
@@ -71,6 +74,7 @@ extern const struct s3_handler s3_version_handlers[];   /* s3_version.c (issue 1
 extern const struct s3_handler s3_lifecycle_handlers[]; /* s3_lifecycle.c (issue 17) */
 extern const struct s3_handler s3_list_parts_handlers[]; /* s3_list_parts.c */
 extern const struct s3_handler s3_lock_handlers[];      /* s3_lock.c (issue 17) */
+extern const struct s3_handler s3_unset_handlers[];     /* s3_unset.c */
 
 /* All of the above (s3_ops.c): what s3_ops_bind installs. */
 extern const struct s3_handler *const s3_handler_tables[];

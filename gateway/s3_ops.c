@@ -413,7 +413,7 @@ const struct s3_handler *const s3_handler_tables[] = {
 	s3_delete_handlers, s3_multipart_handlers, s3_part_handlers,    s3_copy_handlers,
 	s3_tagging_handlers, s3_attrs_handlers,   s3_access_handlers,  s3_bucket_policy_handlers,
 	s3_cors_handlers,   s3_version_handlers,   s3_lifecycle_handlers,
-	s3_lock_handlers,   s3_sse_config_handlers, s3_list_parts_handlers,
+	s3_lock_handlers,   s3_sse_config_handlers, s3_list_parts_handlers, s3_unset_handlers,
 };
 const size_t s3_n_handler_tables = sizeof(s3_handler_tables) / sizeof(s3_handler_tables[0]);
 

@@ -168,6 +168,17 @@ enum {
 	SR_LEGAL_HOLD = 1u << 18,
 	SR_LIFECYCLE = 1u << 19,
 	SR_ENCRYPTION = 1u << 20,
+	/* Configurations IOLake has no way to set: only their reads (and the
+	 * deletes of website and replication) are served, as of a bucket that
+	 * never set one (s3_unset.c). */
+	SR_ACCELERATE = 1u << 21,
+	SR_REQUEST_PAYMENT = 1u << 22,
+	SR_LOGGING = 1u << 23,
+	SR_NOTIFICATION = 1u << 24,
+	SR_WEBSITE = 1u << 25,
+	SR_REPLICATION = 1u << 26,
+	SR_UNSET = SR_ACCELERATE | SR_REQUEST_PAYMENT | SR_LOGGING | SR_NOTIFICATION |
+		   SR_WEBSITE | SR_REPLICATION,
 	SR_UNSUPPORTED = 1u << 31,
 };
 
@@ -176,7 +187,8 @@ struct qname {
 	uint32_t bit;
 };
 
-/* Names S3 defines as subresources that we do not serve: NotImplemented. */
+/* The subresource names S3 defines; SR_UNSUPPORTED: ones we do not
+ * serve at all (NotImplemented). */
 static const struct qname qnames[] = {
 	{ "location", SR_LOCATION },       { "uploads", SR_UPLOADS },
 	{ "uploadId", SR_UPLOAD_ID },      { "partNumber", SR_PART_NUMBER },
@@ -184,18 +196,18 @@ static const struct qname qnames[] = {
 	{ "versioning", SR_VERSIONING },   { "versions", SR_VERSIONS },
 	{ "acl", SR_ACL },                 { "attributes", SR_ATTRIBUTES },
 	{ "list-type", SR_LIST_TYPE },
-	{ "accelerate", SR_UNSUPPORTED },  { "analytics", SR_UNSUPPORTED },
+	{ "accelerate", SR_ACCELERATE },   { "analytics", SR_UNSUPPORTED },
 	{ "cors", SR_CORS },        { "encryption", SR_ENCRYPTION },
 	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
 	{ "legal-hold", SR_LEGAL_HOLD },  { "lifecycle", SR_LIFECYCLE },
-	{ "logging", SR_UNSUPPORTED },     { "metrics", SR_UNSUPPORTED },
-	{ "notification", SR_UNSUPPORTED }, { "object-lock", SR_OBJECT_LOCK },
+	{ "logging", SR_LOGGING },         { "metrics", SR_UNSUPPORTED },
+	{ "notification", SR_NOTIFICATION }, { "object-lock", SR_OBJECT_LOCK },
 	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_POLICY },
 	{ "policyStatus", SR_POLICY_STATUS }, { "publicAccessBlock", SR_PAB },
-	{ "replication", SR_UNSUPPORTED }, { "requestPayment", SR_UNSUPPORTED },
+	{ "replication", SR_REPLICATION }, { "requestPayment", SR_REQUEST_PAYMENT },
 	{ "restore", SR_UNSUPPORTED },     { "retention", SR_RETENTION },
 	{ "select", SR_UNSUPPORTED },      { "session", SR_UNSUPPORTED },
-	{ "torrent", SR_UNSUPPORTED },     { "website", SR_UNSUPPORTED },
+	{ "torrent", SR_UNSUPPORTED },     { "website", SR_WEBSITE },
 };
 
 static uint32_t classify(const struct s3_qparam *p)
@@ -323,6 +335,12 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 	}
 	bool get = method_is(m, "GET"), head = method_is(m, "HEAD"), put = method_is(m, "PUT"),
 	     post = method_is(m, "POST"), del = method_is(m, "DELETE");
+	if ((bits & SR_UNSET) &&
+	    !(r->bucket && !r->key && (get || (del && (bits & (SR_WEBSITE | SR_REPLICATION)))))) {
+		/* Setting one, or any use on an object: nothing to serve. */
+		r->err_msg = "This subresource is not implemented";
+		return S3E_NotImplemented;
+	}
 	if (method_is(m, "OPTIONS") && r->bucket) {
 		/* A CORS preflight, of the bucket or of an object in it. */
 		r->op = S3_OP_OptionsObject;
@@ -351,6 +369,12 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_LIFECYCLE  ? S3_OP_GetBucketLifecycleConfiguration
 				: bits & SR_OBJECT_LOCK ? S3_OP_GetObjectLockConfiguration
 				: bits & SR_ENCRYPTION ? S3_OP_GetBucketEncryption
+				: bits & SR_ACCELERATE ? S3_OP_GetBucketAccelerateConfiguration
+				: bits & SR_REQUEST_PAYMENT ? S3_OP_GetBucketRequestPayment
+				: bits & SR_LOGGING    ? S3_OP_GetBucketLogging
+				: bits & SR_NOTIFICATION ? S3_OP_GetBucketNotificationConfiguration
+				: bits & SR_WEBSITE    ? S3_OP_GetBucketWebsite
+				: bits & SR_REPLICATION ? S3_OP_GetBucketReplication
 							 : S3_OP_ListObjects;
 			if (r->op == S3_OP_ListObjects && (bits & SR_LIST_TYPE)) {
 				const struct s3_qparam *lt = s3_req_query(r, "list-type");
@@ -383,6 +407,8 @@ static enum s3_err pick_op(struct s3_req *r, const char *m, uint32_t bits, bool 
 				: bits & SR_CORS      ? S3_OP_DeleteBucketCors
 				: bits & SR_LIFECYCLE ? S3_OP_DeleteBucketLifecycle
 				: bits & SR_ENCRYPTION ? S3_OP_DeleteBucketEncryption
+				: bits & SR_WEBSITE   ? S3_OP_DeleteBucketWebsite
+				: bits & SR_REPLICATION ? S3_OP_DeleteBucketReplication
 						      : S3_OP_DeleteBucket;
 		} else if (post) {
 			if (bits & SR_DELETE) {

@@ -61,7 +61,11 @@
 	X(GetObjectLockConfiguration) X(PutObjectLockConfiguration)               \
 	X(GetObjectRetention) X(PutObjectRetention) X(GetObjectLegalHold)         \
 	X(PutObjectLegalHold)                                                      \
-	X(GetBucketEncryption) X(PutBucketEncryption) X(DeleteBucketEncryption)
+	X(GetBucketEncryption) X(PutBucketEncryption) X(DeleteBucketEncryption)    \
+	X(GetBucketAccelerateConfiguration) X(GetBucketRequestPayment)              \
+	X(GetBucketLogging) X(GetBucketNotificationConfiguration)                  \
+	X(GetBucketWebsite) X(DeleteBucketWebsite) X(GetBucketReplication)         \
+	X(DeleteBucketReplication)
 
 enum s3_op {
 	S3_OP_NONE = 0, /* not routed: see s3_req.err */

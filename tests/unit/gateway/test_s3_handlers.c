@@ -83,6 +83,14 @@ static const struct {
 	{ S3_OP_GetBucketEncryption, S3_ACT_GetEncryptionConfiguration },
 	{ S3_OP_PutBucketEncryption, S3_ACT_PutEncryptionConfiguration },
 	{ S3_OP_DeleteBucketEncryption, S3_ACT_PutEncryptionConfiguration },
+	{ S3_OP_GetBucketAccelerateConfiguration, S3_ACT_GetAccelerateConfiguration },
+	{ S3_OP_GetBucketRequestPayment, S3_ACT_GetBucketRequestPayment },
+	{ S3_OP_GetBucketLogging, S3_ACT_GetBucketLogging },
+	{ S3_OP_GetBucketNotificationConfiguration, S3_ACT_GetBucketNotification },
+	{ S3_OP_GetBucketWebsite, S3_ACT_GetBucketWebsite },
+	{ S3_OP_DeleteBucketWebsite, S3_ACT_DeleteBucketWebsite },
+	{ S3_OP_GetBucketReplication, S3_ACT_GetReplicationConfiguration },
+	{ S3_OP_DeleteBucketReplication, S3_ACT_PutReplicationConfiguration },
 };
 
 START_TEST(test_tables)
@@ -91,7 +99,7 @@ START_TEST(test_tables)
 	memset(seen, 0, sizeof(seen));
 	enum s3_authz_action act[S3_OP__COUNT];
 	memset(act, 0, sizeof(act));
-	ck_assert_uint_eq(s3_n_handler_tables, 18);
+	ck_assert_uint_eq(s3_n_handler_tables, 19);
 	for (size_t m = 0; m < s3_n_handler_tables; m++)
 		for (const struct s3_handler *h = s3_handler_tables[m]; h->fn; h++) {
 			ck_assert_msg(h->op > S3_OP_NONE && h->op < S3_OP__COUNT, "table %zu: op %d",
