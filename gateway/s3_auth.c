@@ -474,6 +474,7 @@ static int check_claim(struct s3_auth *a, struct s3_auth_req *r)
 	if (a->cfg.region && strcmp(c->region, a->cfg.region) != 0) {
 		failf(r, malformed, "The authorization header is malformed; the region '%s' is "
 				    "wrong; expecting '%s'", c->region, a->cfg.region);
+		res->region = a->cfg.region;
 		return 1;
 	}
 	if (strcmp(c->service, "s3") != 0 &&

@@ -135,6 +135,8 @@ struct s3_auth_result {
 	struct s3_user_grant grants[S3_GRANTS_MAX];   /* the user's, with the secret */
 	uint32_t n_grants;
 	const char *msg;             /* detail for the error body, or NULL */
+	const char *region;          /* signed for the wrong region: the right
+				      * one, for the error body; else NULL */
 	char msg_buf[192];           /* msg may point here */
 	enum s3_payload_mode payload;
 	uint8_t payload_sha256[32];  /* S3_PAYLOAD_SHA256: the digest claimed */

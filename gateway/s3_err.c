@@ -47,14 +47,16 @@ const char *s3_err_name(enum s3_err e)
 	return info(e)->name;
 }
 
-int s3_err_render(struct xml_w *w, enum s3_err e, const char *message, const char *resource,
-		  const char *request_id)
+int s3_err_render(struct xml_w *w, enum s3_err e, const char *message, const char *region,
+		  const char *resource, const char *request_id)
 {
 	const struct s3_err_info *i = info(e);
 	xml_decl(w);
 	xml_open(w, "Error");
 	xml_elem(w, "Code", i->code);
 	xml_elem(w, "Message", message ? message : i->message);
+	if (region)
+		xml_elem(w, "Region", region);
 	if (resource)
 		xml_elem(w, "Resource", resource);
 	if (request_id)

@@ -121,12 +121,14 @@ const char *s3_err_name(enum s3_err e);
 
 /* Render the S3 error document into w:
  *   <?xml version="1.0" encoding="UTF-8"?>
- *   <Error><Code>..</Code><Message>..</Message><Resource>..</Resource>
- *   <RequestId>..</RequestId></Error>
- * message NULL -> the default; resource/request_id NULL -> element omitted.
- * All text is escaped. Returns xml_finish's result (0, -ENOMEM, -E2BIG);
- * on 0 the body is w->buf[0..w->len). */
-int s3_err_render(struct xml_w *w, enum s3_err e, const char *message, const char *resource,
-		  const char *request_id);
+ *   <Error><Code>..</Code><Message>..</Message><Region>..</Region>
+ *   <Resource>..</Resource><RequestId>..</RequestId></Error>
+ * message NULL -> the default; region/resource/request_id NULL -> element
+ * omitted. Region is the one a request signed for the wrong region should
+ * have named, as S3 adds it (s3cmd, for one, re-signs with it). All text
+ * is escaped. Returns xml_finish's result (0, -ENOMEM, -E2BIG); on 0 the
+ * body is w->buf[0..w->len). */
+int s3_err_render(struct xml_w *w, enum s3_err e, const char *message, const char *region,
+		  const char *resource, const char *request_id);
 
 #endif

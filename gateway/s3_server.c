@@ -132,7 +132,7 @@ static void noop_written(struct http_stream *s, int status, void *arg)
 	(void)s, (void)status, (void)arg;
 }
 
-void s3_call_error(struct s3_call *c, enum s3_err e, const char *message)
+static void error_doc(struct s3_call *c, enum s3_err e, const char *message, const char *region)
 {
 	const struct http_request *hr = http_stream_request(c->s);
 	if (!message && e == c->msg_err)
@@ -140,13 +140,18 @@ void s3_call_error(struct s3_call *c, enum s3_err e, const char *message)
 	char resource[S3_KEY_MAX + 80];
 	snprintf(resource, sizeof(resource), "%.*s", (int)(hr->path_len < sizeof(resource) - 1 ? hr->path_len : sizeof(resource) - 1), hr->path);
 	xml_reset(&c->xml);
-	if (s3_err_render(&c->xml, e, message, resource, http_stream_request_id(c->s)) != 0) {
+	if (s3_err_render(&c->xml, e, message, region, resource, http_stream_request_id(c->s)) != 0) {
 		http_respond(c->s, 500, NULL, 0, NULL, NULL);
 		return;
 	}
 	http_add_header(c->s, "Content-Type", "application/xml");
 	/* The document stays in c->xml until the exchange ends. */
 	http_respond(c->s, s3_err_status(e), c->xml.buf, c->xml.len, noop_written, NULL);
+}
+
+void s3_call_error(struct s3_call *c, enum s3_err e, const char *message)
+{
+	error_doc(c, e, message, NULL);
 }
 
 struct xml_w *s3_call_xml(struct s3_call *c)
@@ -225,7 +230,7 @@ static bool user_admit(struct s3_call *c)
 static void after_auth(struct s3_call *c)
 {
 	if (c->auth.res.err) {
-		s3_call_error(c, c->auth.res.err, c->auth.res.msg);
+		error_doc(c, c->auth.res.err, c->auth.res.msg, c->auth.res.region);
 		return;
 	}
 	if (c->auth.res.anonymous && !c->srv->cfg.anonymous_ok) {

@@ -115,6 +115,30 @@ s3cmd -c "$T/s3cfg" del s3://s3c/one >/dev/null
 s3cmd -c "$T/s3cfg" rb s3://s3c >/dev/null
 echo "ok: s3cmd mb/put/get/ls/del/rb"
 
+# s3cmd as `s3cmd --configure` leaves it: bucket_location US, which it
+# signs new buckets' requests for. S3 answers AuthorizationHeaderMalformed
+# with the right <Region>, and s3cmd signs again for it; without that
+# element it gives up ("Could not determine bucket the location").
+grep -v '^bucket_location' "$T/s3cfg" > "$T/s3cfg-us"
+echo "bucket_location = US" >> "$T/s3cfg-us"
+s3cmd -c "$T/s3cfg-us" mb s3://s3c-us || fail "s3cmd mb with bucket_location US"
+s3cmd -c "$T/s3cfg-us" put --disable-multipart "$T/in/4k" s3://s3c-us/k >/dev/null ||
+	fail "s3cmd put with bucket_location US"
+s3cmd -c "$T/s3cfg-us" get --force s3://s3c-us/k "$T/out/s3c-us" >/dev/null
+cmp "$T/in/4k" "$T/out/s3c-us" || fail "s3cmd US round trip"
+info=$(s3cmd -c "$T/s3cfg-us" info s3://s3c-us) || fail "s3cmd info"
+grep -q "Location: *us-east-1" <<<"$info" || fail "s3cmd info: location: $info"
+grep -q "Payer: *BucketOwner" <<<"$info" || fail "s3cmd info: payer (GetBucketRequestPayment): $info"
+s3cmd -c "$T/s3cfg-us" del s3://s3c-us/k >/dev/null
+s3cmd -c "$T/s3cfg-us" rb s3://s3c-us >/dev/null
+# The error body itself: a request signed for another region names ours.
+now=$(date -u +%Y%m%dT%H%M%SZ)
+body=$(curl -s -H "Authorization: AWS4-HMAC-SHA256 Credential=$AWS_ACCESS_KEY_ID/${now%%T*}/eu-west-9/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=$(printf "0%.0s" $(seq 64))" \
+	-H "x-amz-date: $now" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$EP/bkt")
+grep -q "<Code>AuthorizationHeaderMalformed</Code>.*<Region>us-east-1</Region>" <<<"$body" ||
+	fail "wrong-region error body: $body"
+echo "ok: s3cmd with bucket_location US (re-signs for the <Region> of the error)"
+
 m=$(curl -sf "$EP/metrics"); grep -q "^iolake_gw_requests_total" <<<"$m" || fail "/metrics"
 curl -sf "$EP/health/live" >/dev/null || fail "/health/live"
 

@@ -398,12 +398,14 @@ START_TEST(test_malformed_and_scope)
 	get_request(&r, GET_SIG, T0, 0);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_AuthorizationHeaderMalformed);
 	ck_assert_ptr_nonnull(strstr(r.res.msg, "'us-east-1' is wrong; expecting 'eu-west-1'"));
+	ck_assert_str_eq(r.res.region, "eu-west-1");   /* the error body's <Region> */
 	ck_assert_int_eq(fk.lookups, 0);
 	s3_auth_free(a);
 
 	a = mk(NULL); /* any region */
 	get_request(&r, GET_SIG, T0, 0);
 	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	ck_assert_ptr_null(r.res.region);
 
 	struct sigv4_header hs[] = {
 		H("Host", "h"), H("x-amz-date", "20130524T000000Z"),

@@ -46,21 +46,29 @@ START_TEST(test_render)
 {
 	struct xml_w w;
 	xml_init(&w, 0);
-	ck_assert_int_eq(s3_err_render(&w, S3E_NoSuchKey, NULL, "/b/k", "4442587FB7D0A2F9"), 0);
+	ck_assert_int_eq(s3_err_render(&w, S3E_NoSuchKey, NULL, NULL, "/b/k", "4442587FB7D0A2F9"), 0);
 	ck_assert_str_eq(w.buf, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 				"<Error><Code>NoSuchKey</Code>"
 				"<Message>The specified key does not exist.</Message>"
 				"<Resource>/b/k</Resource><RequestId>4442587FB7D0A2F9</RequestId></Error>");
 	xml_reset(&w);
-	ck_assert_int_eq(s3_err_render(&w, S3E_InvalidArgument, "bad \"x\"", "/b/<&\"'>", "r&1"), 0);
+	ck_assert_int_eq(s3_err_render(&w, S3E_InvalidArgument, "bad \"x\"", NULL, "/b/<&\"'>", "r&1"), 0);
 	ck_assert_str_eq(w.buf, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 				"<Error><Code>InvalidArgument</Code><Message>bad &quot;x&quot;</Message>"
 				"<Resource>/b/&lt;&amp;&quot;&apos;&gt;</Resource>"
 				"<RequestId>r&amp;1</RequestId></Error>");
 	xml_reset(&w);
-	ck_assert_int_eq(s3_err_render(&w, S3E_AccessDenied, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(s3_err_render(&w, S3E_AccessDenied, NULL, NULL, NULL, NULL), 0);
 	ck_assert_str_eq(w.buf, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 				"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>");
+	/* A request signed for the wrong region: the right one, as S3 says it. */
+	xml_reset(&w);
+	ck_assert_int_eq(s3_err_render(&w, S3E_AuthorizationHeaderMalformed, "wrong region",
+				       "us-east-1", "/b", NULL), 0);
+	ck_assert_str_eq(w.buf, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+				"<Error><Code>AuthorizationHeaderMalformed</Code>"
+				"<Message>wrong region</Message><Region>us-east-1</Region>"
+				"<Resource>/b</Resource></Error>");
 	xml_free(&w);
 }
 END_TEST
