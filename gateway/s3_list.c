@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gateway/s3_handlers.h"
 #include "gateway/s3_list.h"
@@ -84,6 +85,9 @@ static void on_list_objects(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 	const struct s3_req *q = s3_call_req(rq->c);
 	bool v2 = q->op == S3_OP_ListObjectsV2;
 	bool url = want_url(q);
+	/* v1 lists each object's owner; v2 only when asked (fetch-owner=true). */
+	const char *fo = v2 ? s3u_qval(q, "fetch-owner") : NULL;
+	bool owners = !v2 || (fo && !strcasecmp(fo, "true"));
 	const char *prefix = s3u_qval(q, "prefix"), *delim = s3u_qval(q, "delimiter");
 	const char *mk = s3u_qval(q, "max-keys");
 	unsigned max_keys = mk ? (unsigned)strtoul(mk, NULL, 10) : LIST_MAX;
@@ -128,7 +132,7 @@ static void on_list_objects(struct s3_rq *rq, enum s3_err e, const ProtobufCMess
 		xml_elem(w, "LastModified", d);
 		xml_elem(w, "ETag", etag);
 		xml_elem_u64(w, "Size", rec ? rec->size : 0);
-		if (!v2)
+		if (owners)
 			s3u_owner_elems(w, "Owner", rec ? rec->owner : NULL);
 		xml_elem(w, "StorageClass", "STANDARD");
 		xml_close(w);
