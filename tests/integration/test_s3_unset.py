@@ -187,6 +187,8 @@ def main():
     aio.start()
     try:
         run(aio)
+        rc, _ = aio.stop(limit=15)
+        expect(rc, 0, "iolake-aio exits 0 on SIGTERM (under ASan: no report)")
     finally:
         aio.close()
     if FAILS:
