@@ -17,4 +17,12 @@
 int admin_api(const char *dir, const struct admin_aio_info *aio, int n, char **a, FILE *out,
 	      FILE *errf);
 
+/* One call to that admin API (path below /api/v1/, body NULL for none),
+ * signed as admin_api signs it: 0 with *status and the answer's body in
+ * *out (malloc'd, *len bytes; free it), or 2 (no root credentials) or 1
+ * (the call failed) with err filled. */
+int admin_api_call(const char *dir, const struct admin_aio_info *aio, const char *method,
+		   const char *path, const char *body, int *status, char **out, size_t *len,
+		   char *err, size_t err_len);
+
 #endif

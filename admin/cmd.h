@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <uv.h>
 
+#include "admin/aio.h"
 #include "meta/client.h"
 
 /* Not a command of this group: main prints "unknown command" (exit 2). */
@@ -30,6 +31,10 @@ struct admin_ctx {
 	bool json;     /* --json */
 	FILE *out;     /* tables and JSON */
 	FILE *err;     /* one line of why, on failure */
+	/* --data-dir: the aio's dir and aio.json, whose admin API answers for
+	 * its in-process OSDs; NULL with --meta */
+	const char *aio_dir;
+	const struct admin_aio_info *aio;
 };
 
 /* A call that ended in err, and exits 1: what the last member to answer

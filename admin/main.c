@@ -76,7 +76,8 @@ static const char synopsis[] =
 	"                            stripes and bytes left, rate, ETA (the map alone\n"
 	"                            from a meta without PG states)\n"
 	"  osd df                    each OSD's space (its Status: total, used, free,\n"
-	"                            inline bytes), asked directly\n"
+	"                            inline bytes), asked directly; an aio's (--data-dir)\n"
+	"                            through its admin API\n"
 	"  osd scrub-status          each OSD's scrubber (rate, passes, shards, bytes,\n"
 	"                            position, errors), its deep scrub (PGs, stripes,\n"
 	"                            repaired, inconsistent) and the bad shards it recorded\n"
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const struct admin_ctx x = { .cli = cli, .loop = &loop, .json = json, .out = stdout,
-				     .err = stderr };
+				     .err = stderr, .aio_dir = aio_dir, .aio = aio_dir ? &aio : NULL };
 	rc = ADMIN_UNKNOWN;
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
 		if (!strcmp(a[0], groups[i].name))

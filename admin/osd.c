@@ -1,7 +1,8 @@
 /*
  * osd.c — iolake-admin osd ls|df|scrub-status|out|in|rm|expect (contract
  * in osd.h). ls reads the map; df and scrub-status ask each OSD of the
- * map itself over its own RPC service (osd.proto); out, in, rm and expect
+ * map itself over its own RPC service (osd.proto), except that df asks a
+ * local aio's admin API for its in-process OSDs; out, in, rm and expect
  * are ops through Raft (SetOsdState, RemoveOsd, SetExpectOsds). Owns only
  * what it prints.
  */
@@ -12,7 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin/api.h"
 #include "admin/map.h"
+#include "common/json.h"
 #include "common/place.h"
 #include "common/proto/osd_methods.h"
 #include "osd/client.h"
@@ -104,10 +107,99 @@ static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
 		o->addr, st->total_bytes, st->used_bytes, st->free_bytes, st->inline_bytes);
 }
 
+static uint64_t ju64(const struct json_value *o, const char *key)
+{
+	const struct json_value *v = json_get(o, key);
+	return v && v->type == JSON_NUMBER && v->u.num.is_int && v->u.num.i >= 0
+		       ? (uint64_t)v->u.num.i : 0;
+}
+
+/* An aio's OSDs answer only inside its process: the same table from its
+ * admin API (GET osds, which asks each of them its Status there). */
+static int df_aio(const struct admin_ctx *x)
+{
+	char err[4800];
+	int status;
+	char *body;
+	size_t len;
+	int rc = admin_api_call(x->aio_dir, x->aio, "GET", "osds", NULL, &status, &body, &len, err,
+				sizeof(err));
+	if (rc) {
+		fprintf(x->err, "iolake-admin: error: %s\n", err);
+		return rc;
+	}
+	struct json_doc *d = NULL;
+	const struct json_value *osds = NULL;
+	if (status == 200 && json_parse(body, len, NULL, &d, NULL) == 0)
+		osds = json_get(json_root(d), "osds");
+	if (!osds || osds->type != JSON_ARRAY) {
+		fprintf(x->err, "iolake-admin: error: the admin API's GET osds answered HTTP %d: "
+			"%.*s\n", status, (int)(len < 300 ? len : 300), body);
+		json_free(d);
+		free(body);
+		return 1;
+	}
+	if (x->json)
+		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", ju64(json_root(d), "epoch"));
+	else
+		fprintf(x->out, "%-6s %-22s %14s %14s %14s %12s\n", "ID", "ADDRESS", "TOTAL", "USED",
+			"FREE", "INLINE");
+	bool first = true;
+	for (const struct json_value *o = osds->u.list.first; o; o = o->next) {
+		const struct json_value *addr = json_get(o, "addr"), *sp = json_get(o, "space");
+		const struct json_value *why = json_get(o, "space_error");
+		const char *a = addr && addr->type == JSON_STRING ? addr->u.str.s : "";
+		const char *e = why && why->type == JSON_STRING ? why->u.str.s : "UNAVAILABLE";
+		bool have = sp && sp->type == JSON_OBJECT;
+		if (x->json) {
+			fprintf(x->out, "%s{\"id\":%" PRIu64 ",\"addr\":", first ? "" : ",",
+				ju64(o, "id"));
+			admin_jstr(x->out, a);
+			if (have)
+				fprintf(x->out, ",\"total_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+					",\"reserved_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64
+					",\"inline_bytes\":%" PRIu64 ",\"puts\":%" PRIu64
+					",\"deletes\":%" PRIu64 "}",
+					ju64(sp, "total_bytes"), ju64(sp, "used_bytes"),
+					ju64(sp, "reserved_bytes"), ju64(sp, "free_bytes"),
+					ju64(sp, "inline_bytes"), ju64(sp, "puts"), ju64(sp, "deletes"));
+			else {
+				fprintf(x->out, ",\"error\":");
+				admin_jstr(x->out, e);
+				fprintf(x->out, "}");
+			}
+		} else if (have) {
+			fprintf(x->out, "%-6" PRIu64 " %-22s %14" PRIu64 " %14" PRIu64 " %14" PRIu64
+				" %12" PRIu64 "\n", ju64(o, "id"), a, ju64(sp, "total_bytes"),
+				ju64(sp, "used_bytes"), ju64(sp, "free_bytes"), ju64(sp, "inline_bytes"));
+		} else {
+			fprintf(x->out, "%-6" PRIu64 " %-22s %s\n", ju64(o, "id"), a, e);
+		}
+		first = false;
+	}
+	if (x->json)
+		fprintf(x->out, "]}\n");
+	json_free(d);
+	free(body);
+	return 0;
+}
+
+static bool any_local(const Iolake__Meta__ClusterMap *m)
+{
+	for (size_t i = 0; i < m->n_osds; i++)
+		if (!strncmp(m->osds[i]->addr, "local:", 6))
+			return true;
+	return false;
+}
+
 static int df(const struct admin_ctx *x)
 {
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
+	if (x->aio && any_local(m)) {
+		protobuf_c_message_free_unpacked(&h->base, NULL);
+		return df_aio(x);
+	}
 	size_t n = m->n_osds < OSD_DF_MAX ? m->n_osds : OSD_DF_MAX;
 	struct df_call *calls = calloc(n ? n : 1, sizeof(*calls));
 	struct rpc_channel **ch = calloc(n ? n : 1, sizeof(*ch));

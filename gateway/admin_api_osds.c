@@ -114,6 +114,8 @@ static void osds_reply(struct admin_call *c, struct osds_state *s)
 			/* what the OSD holds: its data area's extents and the
 			 * small shards its index keeps inline */
 			jsonw_ku64(&w, "stored_bytes", st->used_bytes + st->inline_bytes);
+			jsonw_ku64(&w, "puts", st->puts);        /* since the OSD started */
+			jsonw_ku64(&w, "deletes", st->deletes);
 			jsonw_obj_end(&w);
 			used += st->used_bytes + st->inline_bytes;
 			data_used += st->used_bytes;

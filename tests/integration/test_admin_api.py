@@ -193,10 +193,19 @@ def main():
     expect(r.returncode == 0 and len(re.findall(r"^\d+ .* up +in", r.stdout, re.M)) == 6,
            "iolake-admin --data-dir DIR osd ls: 6 OSDs up and in")
 
+    # aio's OSDs answer only inside its process: df asks its admin API.
     r = admin("osd", "df")
-    expect(r.returncode == 0 and "api GET osds" in r.stderr,
-           "iolake-admin --data-dir DIR osd df: aio's in-process OSDs are not waited for; "
-           "it points at the admin API")
+    rows = re.findall(r"^(\d+) +local:osd-\d+ +(\d+) +(\d+) +(\d+) +(\d+)$", r.stdout, re.M)
+    expect(r.returncode == 0 and len(rows) == 6 and all(int(t) > 0 for _, t, _, _, _ in rows)
+           and not r.stderr, "iolake-admin --data-dir DIR osd df: six OSDs' space, through "
+           "aio's admin API")
+    r = admin("--json", "osd", "df")
+    d = json.loads(r.stdout) if r.returncode == 0 else {}
+    expect(len(d.get("osds", [])) == 6 and all(
+        o["total_bytes"] == o["used_bytes"] + o["reserved_bytes"] + o["free_bytes"]
+        and "puts" in o and "deletes" in o for o in d["osds"]),
+           "iolake-admin --data-dir DIR --json osd df: total = used + reserved + free, "
+           "puts and deletes, for each of six")
 
     # --- authentication
     st, doc, hdr = api.plain("GET", "/api/v1/cluster")
