@@ -85,3 +85,52 @@ class Aio:
                             aws_secret_access_key=sk, region_name="us-east-1",
                             config=Config(s3={"addressing_style": "path"},
                                           retries={"max_attempts": 1}, **cfg))
+
+    def anonymous_client(self):
+        """A client that signs nothing (botocore UNSIGNED)."""
+        from botocore import UNSIGNED
+        return boto3.client("s3", endpoint_url=self.ep, region_name="us-east-1",
+                            config=Config(signature_version=UNSIGNED,
+                                          s3={"addressing_style": "path"},
+                                          retries={"max_attempts": 1}))
+
+    def add_user(self, name):
+        """iolake-admin user add NAME on this aio's meta: (access key, secret)."""
+        import json
+        meta = open(os.path.join(self.data, "meta", "rpc-addr")).read().strip()
+        out = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "--json",
+                              "user", "add", name], check=True, capture_output=True,
+                             text=True).stdout
+        j = json.loads(out)
+        return j["access_key"], j["secret_key"]
+
+
+class Checks:
+    """A test's expectations: each printed as it is met or not, the failures
+    kept; finish() exits 1 if any failed."""
+
+    def __init__(self):
+        self.fails = []
+
+    def expect(self, got, want, what):
+        if got != want:
+            self.fails.append(what)
+            print("FAIL: %s: got %r want %r" % (what, got, want))
+        else:
+            print("ok:", what, "->", got)
+
+    def finish(self):
+        if self.fails:
+            print("%d failures" % len(self.fails))
+            raise SystemExit(1)
+        print("PASS")
+
+
+def error_code(fn, *a, **kw):
+    """The S3 error code fn raised, or "OK"."""
+    from botocore.exceptions import ClientError
+    try:
+        fn(*a, **kw)
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    return "OK"

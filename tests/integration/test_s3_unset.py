@@ -16,32 +16,12 @@ one, with Debian's boto3, aws-cli and raw HTTP on iolake-aio:
 import http.client, json, os, subprocess, sys
 import xml.etree.ElementTree as ET
 
-import boto3
-from botocore import UNSIGNED
-from botocore.config import Config
-from botocore.exceptions import ClientError
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, BUILD, SK, Aio  # noqa: E402
+from aio_py import AK, SK, Aio, Checks, error_code as code  # noqa: E402
 
 B = "unsetb"
-FAILS = []
-
-
-def expect(got, want, what):
-    if got != want:
-        FAILS.append(what)
-        print("FAIL: %s: got %r want %r" % (what, got, want))
-    else:
-        print("ok:", what, "->", got)
-
-
-def code(fn, *a, **kw):
-    try:
-        fn(*a, **kw)
-    except ClientError as e:
-        return e.response["Error"]["Code"]
-    return "OK"
+CHECKS = Checks()
+expect = CHECKS.expect
 
 
 def raw(aio, method, path, body=None):
@@ -138,14 +118,8 @@ def run(aio):
            "a missing bucket: NoSuchBucket for each")
 
     # ------------------------------------------------ who may
-    meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
-    admin = [os.path.join(BUILD, "iolake-admin"), "--meta", meta]
-    j = json.loads(subprocess.run(admin + ["--json", "user", "add", "alice"], check=True,
-                                  capture_output=True, text=True).stdout)
-    alice = aio.client(ak=j["access_key"], sk=j["secret_key"])
-    anon = boto3.client("s3", endpoint_url=aio.ep, region_name="us-east-1",
-                        config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
-                                      retries={"max_attempts": 1}))
+    alice = aio.client(*aio.add_user("alice"))
+    anon = aio.anonymous_client()
     expect(reads(alice, "alice"), dict.fromkeys(reads_keys(), "AccessDenied"),
            "alice, not the owner: AccessDenied for each")
     expect(reads(anon, "anonymous"), dict.fromkeys(reads_keys(), "AccessDenied"),
@@ -191,10 +165,7 @@ def main():
         expect(rc, 0, "iolake-aio exits 0 on SIGTERM (under ASan: no report)")
     finally:
         aio.close()
-    if FAILS:
-        print("%d failures" % len(FAILS))
-        sys.exit(1)
-    print("PASS")
+    CHECKS.finish()
 
 
 if __name__ == "__main__":
