@@ -77,7 +77,7 @@ static const char synopsis[] =
 	"                            from a meta without PG states)\n"
 	"  osd df                    each OSD's space (its Status: total, used, free,\n"
 	"                            inline bytes), asked directly; an aio's (--data-dir)\n"
-	"                            through its admin API\n"
+	"                            through its admin API, as scrub-status\n"
 	"  osd scrub-status          each OSD's scrubber (rate, passes, shards, bytes,\n"
 	"                            position, errors), its deep scrub (PGs, stripes,\n"
 	"                            repaired, inconsistent) and the bad shards it recorded\n"

@@ -1,7 +1,7 @@
 /*
  * osd.c — iolake-admin osd ls|df|scrub-status|out|in|rm|expect (contract
  * in osd.h). ls reads the map; df and scrub-status ask each OSD of the
- * map itself over its own RPC service (osd.proto), except that df asks a
+ * map itself over its own RPC service (osd.proto), except that both ask a
  * local aio's admin API for its in-process OSDs; out, in, rm and expect
  * are ops through Raft (SetOsdState, RemoveOsd, SetExpectOsds). Owns only
  * what it prints.
@@ -380,12 +380,201 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 	return seen;
 }
 
+/* GET path of the aio's admin API as a JSON document (NULL after saying
+ * why on x->err); *body is the text it points into: free both. */
+static struct json_doc *aio_get(const struct admin_ctx *x, const char *path, char **body)
+{
+	char err[4800];
+	int status;
+	size_t len;
+	*body = NULL;
+	if (admin_api_call(x->aio_dir, x->aio, "GET", path, NULL, &status, body, &len, err,
+			   sizeof(err))) {
+		fprintf(x->err, "iolake-admin: error: %s\n", err);
+		return NULL;
+	}
+	struct json_doc *d = NULL;
+	if (status != 200 || json_parse(*body, len, NULL, &d, NULL)) {
+		fprintf(x->err, "iolake-admin: error: the admin API's GET %s answered HTTP %d: %.*s\n",
+			path, status, (int)(len < 300 ? len : 300), *body);
+		free(*body);
+		*body = NULL;
+		return NULL;
+	}
+	return d;
+}
+
+static const char *jstr(const struct json_value *o, const char *key, const char *dflt)
+{
+	const struct json_value *v = json_get(o, key);
+	return v && v->type == JSON_STRING ? v->u.str.s : dflt;
+}
+
+static int unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)(c | 0x20);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* One aio OSD's bad shards, every page of GET osds/{id}/bad-shards, each
+ * printed by bad_row as a direct ListBadShards answer is; how many, or -1
+ * after saying why. */
+static long aio_bad_shards(const struct admin_ctx *x, uint64_t id, const char *addr, bool first)
+{
+	char path[256] = "", after[160] = "";
+	long seen = 0;
+	Iolake__Meta__OsdInfo o = IOLAKE__META__OSD_INFO__INIT;
+	o.id = (uint32_t)id;
+	o.addr = (char *)addr;
+	for (;;) {
+		snprintf(path, sizeof(path), "osds/%" PRIu64 "/bad-shards?limit=%u%s%s", id,
+			 SCRUB_PAGE, after[0] ? "&after=" : "", after);
+		char *body;
+		struct json_doc *d = aio_get(x, path, &body);
+		if (!d)
+			return -1;
+		const struct json_value *r = json_root(d), *sh = json_get(r, "shards");
+		for (const struct json_value *j = sh && sh->type == JSON_ARRAY ? sh->u.list.first
+									       : NULL;
+		     j; j = j->next, seen++) {
+			uint8_t oid[OSD_OID_MAX];
+			const char *hx = jstr(j, "object_id", "");
+			size_t n = strlen(hx) / 2 < OSD_OID_MAX ? strlen(hx) / 2 : OSD_OID_MAX;
+			for (size_t i = 0; i < n; i++)
+				oid[i] = (uint8_t)(unhex(hx[2 * i]) << 4 | unhex(hx[2 * i + 1]));
+			Iolake__Osd__ShardKey key = IOLAKE__OSD__SHARD_KEY__INIT;
+			key.pg = (uint32_t)ju64(j, "pg");
+			key.shard = (uint32_t)ju64(j, "shard");
+			key.object_id.data = oid;
+			key.object_id.len = n;
+			Iolake__Osd__BadShard b = IOLAKE__OSD__BAD_SHARD__INIT;
+			b.key = &key;
+			b.kind = (char *)jstr(j, "kind", "");
+			b.bad_offset = ju64(j, "bad_offset");
+			b.bad_length = ju64(j, "bad_length");
+			b.length = ju64(j, "length");
+			b.found_unix_s = ju64(j, "found_unix_s");
+			bad_row(x, &o, &b, first && !seen);
+		}
+		const char *next = jstr(r, "next", NULL);
+		bool more = next && seen < SCRUB_BAD_MAX && strlen(next) < sizeof(after);
+		if (more)
+			snprintf(after, sizeof(after), "%s", next);
+		json_free(d);
+		free(body);
+		if (!more)
+			return seen;
+	}
+}
+
+/* scrub-status of an aio's in-process OSDs: the counters from its admin
+ * API's GET scrub, the bad shards from GET osds/{id}/bad-shards. */
+static int scrub_status_aio(const struct admin_ctx *x)
+{
+	char *body;
+	struct json_doc *d = aio_get(x, "scrub", &body);
+	if (!d)
+		return 1;
+	const struct json_value *osds = json_get(json_root(d), "osds");
+	if (!osds || osds->type != JSON_ARRAY) {
+		fprintf(x->err, "iolake-admin: error: the admin API's GET scrub has no osds\n");
+		json_free(d);
+		free(body);
+		return 1;
+	}
+	int rc = 0;
+	if (x->json)
+		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", ju64(json_root(d), "epoch"));
+	else
+		fprintf(x->out, "%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s  %s\n", "ID", "ADDRESS",
+			"SCRUB", "RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS",
+			"DEEP PGS/STRIPES/REPAIRED/INCONSISTENT");
+	for (int round = 0; round < (x->json ? 1 : 2); round++) {
+		long bad = 0;
+		if (round)
+			fprintf(x->out, "bad shards:\n");
+		for (const struct json_value *o = osds->u.list.first; o; o = o->next) {
+			uint64_t id = ju64(o, "id");
+			char addr[32];
+			snprintf(addr, sizeof(addr), "local:osd-%" PRIu64, id);
+			const struct json_value *sc = json_get(o, "scrub"), *dp = json_get(o, "deep_scrub");
+			bool have = sc && sc->type == JSON_OBJECT && dp && dp->type == JSON_OBJECT;
+			const struct json_value *run = have ? json_get(sc, "running") : NULL;
+			const struct json_value *don = have ? json_get(dp, "enabled") : NULL;
+			bool idle = !(run && run->type == JSON_TRUE), deep_on = don && don->type == JSON_TRUE;
+			if (round) {
+				long n = have ? aio_bad_shards(x, id, addr, false) : 0;
+				rc = n < 0 ? 1 : rc;
+				bad += n > 0 ? n : 0;
+				continue;
+			}
+			if (x->json) {
+				fprintf(x->out, "%s{\"id\":%" PRIu64 ",\"addr\":\"%s\"",
+					o == osds->u.list.first ? "" : ",", id, addr);
+				if (!have) {
+					fprintf(x->out, ",\"error\":");
+					admin_jstr(x->out, jstr(o, "scrub_error", "UNAVAILABLE"));
+					fprintf(x->out, "}");
+					continue;
+				}
+				fprintf(x->out, ",\"scrub_rate\":%" PRIu64 ",\"passes\":%" PRIu64
+					",\"shards\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64
+					",\"position_pg\":%" PRIu64 ",\"idle\":%s,\"deep\":{\"on\":%s"
+					",\"interval_ms\":%" PRIu64 ",\"pgs\":%" PRIu64 ",\"stripes\":%" PRIu64
+					",\"bytes\":%" PRIu64 ",\"repaired\":%" PRIu64 ",\"inconsistent\":%"
+					PRIu64 "},\"bad_shards\":[",
+					ju64(sc, "rate_bytes_per_s"), ju64(sc, "passes"),
+					ju64(sc, "shards_checked"), ju64(sc, "bytes_checked"),
+					ju64(sc, "errors_found"), ju64(sc, "position_pg"),
+					idle ? "true" : "false", deep_on ? "true" : "false",
+					ju64(dp, "interval_ms"), ju64(dp, "pgs_done"),
+					ju64(dp, "stripes_checked"), ju64(dp, "bytes_checked"),
+					ju64(dp, "shards_repaired"), ju64(dp, "stripes_inconsistent"));
+				rc = aio_bad_shards(x, id, addr, true) < 0 ? 1 : rc;
+				fprintf(x->out, "]}");
+				continue;
+			}
+			if (!have) {
+				fprintf(x->out, "%-6" PRIu64 " %-22s %s\n", id, addr,
+					jstr(o, "scrub_error", "UNAVAILABLE"));
+				continue;
+			}
+			char deep[96];
+			if (deep_on)
+				snprintf(deep, sizeof(deep), "%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
+					 ju64(dp, "pgs_done"), ju64(dp, "stripes_checked"),
+					 ju64(dp, "shards_repaired"), ju64(dp, "stripes_inconsistent"));
+			else
+				snprintf(deep, sizeof(deep), "off");
+			uint64_t rate = ju64(sc, "rate_bytes_per_s");
+			fprintf(x->out, "%-6" PRIu64 " %-22s %-9s %12" PRIu64 " %8" PRIu64 " %12" PRIu64
+				" %14" PRIu64 " %8" PRIu64 " %8" PRIu64 "  %s\n", id, addr,
+				!rate ? "off" : idle ? "idle" : "scanning", rate, ju64(sc, "passes"),
+				ju64(sc, "shards_checked"), ju64(sc, "bytes_checked"),
+				ju64(sc, "position_pg"), ju64(sc, "errors_found"), deep);
+		}
+		if (round && !bad)
+			fprintf(x->out, "  (none)\n");
+	}
+	if (x->json)
+		fprintf(x->out, "]}\n");
+	json_free(d);
+	free(body);
+	return rc;
+}
+
 /* Each OSD of the map in turn: its Status (scrub counters), then every
  * page of ListBadShards. */
 static int scrub_status(const struct admin_ctx *x)
 {
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
+	if (x->aio && any_local(m)) {
+		protobuf_c_message_free_unpacked(&h->base, NULL);
+		return scrub_status_aio(x);
+	}
 	size_t n = m->n_osds < OSD_DF_MAX ? m->n_osds : OSD_DF_MAX;
 	if (x->json) {
 		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", m->epoch);

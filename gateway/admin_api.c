@@ -336,7 +336,8 @@ static struct rpc_channel *osd_channel(struct admin_api *a, const char *addr)
 	return ch;
 }
 
-void admin_osd_status(struct admin_call *c, const char *addr, admin_osd_cb cb, void *ud)
+void admin_osd_call(struct admin_call *c, const char *addr, unsigned method,
+		    const ProtobufCMessage *req, admin_osd_cb cb, void *ud)
 {
 	struct rpc_channel *ch = osd_channel(c->api, addr);
 	struct osd_tramp *t = ch ? malloc(sizeof(*t)) : NULL;
@@ -346,9 +347,14 @@ void admin_osd_status(struct admin_call *c, const char *addr, admin_osd_cb cb, v
 	}
 	*t = (struct osd_tramp){ .c = c, .cb = cb, .ud = ud };
 	c->pending++;
-	Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
 	struct rpc_call_opts co = { .timeout_ms = ADMIN_OSD_TIMEOUT_MS };
-	rpc_call(ch, OSD_SVC, OSD_M_STATUS, &q.base, NULL, &co, on_osd, t);
+	rpc_call(ch, OSD_SVC, method, req, NULL, &co, on_osd, t);
+}
+
+void admin_osd_status(struct admin_call *c, const char *addr, admin_osd_cb cb, void *ud)
+{
+	Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
+	admin_osd_call(c, addr, OSD_M_STATUS, &q.base, cb, ud);
 }
 
 ProtobufCMessage *admin_msg_copy(const ProtobufCMessage *m)
@@ -425,6 +431,7 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_MEMBER_ADD] = admin_h_member_add,
 	[ADMIN_R_MEMBER_RM] = admin_h_member_rm,
 	[ADMIN_R_OSD_EXPECT] = admin_h_osd_expect,
+	[ADMIN_R_OSD_BAD] = admin_h_osd_bad,
 };
 
 void admin_call_authorized(struct admin_call *c, bool admin)

@@ -148,10 +148,13 @@ int admin_meta_call_member(struct admin_call *c, size_t member, unsigned method,
 typedef void (*admin_submit_cb)(struct admin_call *c, int err, const Iolake__Meta__OpResult *res);
 int admin_meta_submit(struct admin_call *c, const Iolake__Meta__Op *op, admin_submit_cb cb);
 
-/* An OSD's Status (osd.proto), over a channel the API keeps per address.
- * cb gets the result (resp NULL unless RPC_OK); ud is the caller's. */
+/* A call of an OSD's RPC service (osd.proto method, OSD_M_*), over a
+ * channel the API keeps per address; admin_osd_status is its Status. cb
+ * gets the result (resp NULL unless RPC_OK); ud is the caller's. */
 typedef void (*admin_osd_cb)(struct admin_call *c, void *ud, int rpc_status,
 			     const ProtobufCMessage *resp);
+void admin_osd_call(struct admin_call *c, const char *addr, unsigned method,
+		    const ProtobufCMessage *req, admin_osd_cb cb, void *ud);
 void admin_osd_status(struct admin_call *c, const char *addr, admin_osd_cb cb, void *ud);
 
 /* A deep copy of a message (pack + unpack), NULL when out of memory or
@@ -185,6 +188,7 @@ void admin_h_quota_set(struct admin_call *c);
 void admin_h_quota_clear(struct admin_call *c);
 void admin_h_gc(struct admin_call *c);          /* admin_api_gc.c */
 void admin_h_scrub(struct admin_call *c);       /* admin_api_osds.c: asks the OSDs */
+void admin_h_osd_bad(struct admin_call *c);     /* admin_api_osds.c: one OSD's bad shards */
 void admin_h_key_create(struct admin_call *c);  /* admin_api_users.c */
 void admin_h_key_delete(struct admin_call *c);
 void admin_h_member_add(struct admin_call *c);  /* admin_api_members.c */

@@ -13,15 +13,21 @@
  *                                 expect N`; answers the map's count after
  *   GET  /api/v1/scrub            the same Status answers as scrub status
  *                                 (admin_api_scrub.c writes them)
+ *   GET  /api/v1/osds/{id}/bad-shards  one page of the shards that OSD's
+ *                                 scrubber recorded as bad (ListBadShards;
+ *                                 ?after=PG:SHARD:OBJECTHEX&limit=N), as
+ *                                 `iolake-admin osd scrub-status` lists them
  *   GET  /api/v1/pgs              PG counts by state, recovery progress,
  *                                 rate and ETA (meta's PgStats), and each PG
  * Everything through meta's RPCs and the OSDs' Status; nothing decided here.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/proto/osd_methods.h"
 #include "gateway/admin_api_int.h"
 #include "proto/osd.pb-c.h"
 
@@ -204,6 +210,122 @@ static void on_osds_map(struct admin_call *c, void *ud, int err, const ProtobufC
 void admin_h_scrub(struct admin_call *c)
 {
 	admin_h_osds(c);
+}
+
+/* ------------------------------------------------------- bad shards */
+
+static void hex(struct jsonw *w, const char *k, const uint8_t *b, size_t n)
+{
+	char s[2 * ADMIN_OID_MAX + 1];
+	n = n < ADMIN_OID_MAX ? n : ADMIN_OID_MAX;
+	for (size_t i = 0; i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", b[i]);
+	s[2 * n] = 0;
+	jsonw_kstr(w, k, s);
+}
+
+static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
+			const ProtobufCMessage *resp)
+{
+	uint32_t id = (uint32_t)(uintptr_t)ud;
+	if (rpc_status != RPC_OK) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "OSD %u did not answer: %s", id, rpc_status_name(rpc_status));
+		admin_reply_error(c, 503, "ServiceUnavailable", msg);
+		return;
+	}
+	const Iolake__Osd__ListBadShardsResponse *r = (const void *)resp;
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "osd", id);
+	jsonw_key(&w, "shards");
+	jsonw_arr_begin(&w);
+	const Iolake__Osd__ShardKey *last = NULL;
+	for (size_t i = 0; i < r->n_shards; i++) {
+		const Iolake__Osd__BadShard *b = r->shards[i];
+		if (!b->key)
+			continue;
+		jsonw_obj_begin(&w);
+		jsonw_ku64(&w, "pg", b->key->pg);
+		hex(&w, "object_id", b->key->object_id.data, b->key->object_id.len);
+		jsonw_ku64(&w, "shard", b->key->shard);
+		jsonw_kstr(&w, "kind", b->kind ? b->kind : "");
+		jsonw_ku64(&w, "bad_offset", b->bad_offset);
+		jsonw_ku64(&w, "bad_length", b->bad_length);
+		jsonw_ku64(&w, "length", b->length);
+		jsonw_ku64(&w, "found_unix_s", b->found_unix_s);
+		jsonw_obj_end(&w);
+		last = b->key;
+	}
+	jsonw_arr_end(&w);
+	bool more = r->more && last;
+	jsonw_kbool(&w, "more", more);
+	jsonw_key(&w, "next");
+	if (more) {
+		/* after=PG:SHARD:OBJECTHEX for the next page */
+		char tok[2 * 12 + 2 * ADMIN_OID_MAX + 4];
+		size_t n = last->object_id.len < ADMIN_OID_MAX ? last->object_id.len : ADMIN_OID_MAX;
+		int o = snprintf(tok, sizeof(tok), "%u:%u:", last->pg, last->shard);
+		for (size_t i = 0; i < n; i++)
+			o += snprintf(tok + o, sizeof(tok) - (size_t)o, "%02x", last->object_id.data[i]);
+		jsonw_str(&w, tok);
+	} else {
+		jsonw_null(&w);
+	}
+	jsonw_obj_end(&w);
+	admin_reply_json(c, 200, &w);
+}
+
+static void on_bad_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	struct admin_bad_query *q = ud;
+	const Iolake__Meta__ClusterMap *m = map_or_reply(c, err, resp);
+	if (!m)
+		return;
+	uint32_t id = admin_call_route(c)->osd_id;
+	const char *addr = NULL;
+	for (size_t i = 0; i < m->n_osds; i++)
+		if (m->osds[i]->id == id)
+			addr = m->osds[i]->addr;
+	if (!addr) {
+		char msg[64];
+		snprintf(msg, sizeof(msg), "OSD %u is not in the map", id);
+		admin_reply_error(c, 404, "NoSuchOsd", msg);
+		return;
+	}
+	Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
+	Iolake__Osd__ListBadShardsRequest lq = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
+	lq.limit = q->limit;
+	if (q->have_after) {
+		after.pg = q->pg;
+		after.shard = q->shard;
+		after.object_id.data = q->oid;
+		after.object_id.len = q->oid_len;
+		lq.after = &after;
+	}
+	admin_osd_call(c, addr, OSD_M_LIST_BAD, &lq.base, on_bad_list, (void *)(uintptr_t)id);
+}
+
+void admin_h_osd_bad(struct admin_call *c)
+{
+	size_t ql;
+	const char *qs = admin_call_query(c, &ql);
+	struct admin_bad_query *q = calloc(1, sizeof(*q));
+	if (!q) {
+		admin_reply_error(c, 500, "InternalError", "out of memory");
+		return;
+	}
+	admin_call_set_state(c, q, free);
+	const char *why = NULL;
+	if (admin_parse_bad_query(qs ? qs : "", qs ? ql : 0, q, &why)) {
+		admin_reply_error(c, 400, "InvalidArgument", why);
+		return;
+	}
+	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
+	int rc = admin_meta_call(c, META_M_GET_MAP, &req.base, on_bad_map, q);
+	if (rc)
+		admin_reply_meta_error(c, rc);
 }
 
 void admin_h_osds(struct admin_call *c)

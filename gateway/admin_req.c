@@ -212,8 +212,10 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			return -EINVAL;
 		return want(m, "DELETE", NULL);
 	}
-	if (k == 5 && eq(r0, l0, "osds") && (eq(s[4], sl[4], "out") || eq(s[4], sl[4], "in"))) {
-		r->id = eq(s[4], sl[4], "out") ? ADMIN_R_OSD_OUT : ADMIN_R_OSD_IN;
+	if (k == 5 && eq(r0, l0, "osds") &&
+	    (eq(s[4], sl[4], "out") || eq(s[4], sl[4], "in") || eq(s[4], sl[4], "bad-shards"))) {
+		bool bad = eq(s[4], sl[4], "bad-shards");
+		r->id = bad ? ADMIN_R_OSD_BAD : eq(s[4], sl[4], "out") ? ADMIN_R_OSD_OUT : ADMIN_R_OSD_IN;
 		uint64_t v = 0;
 		if (sl[3] > 10)
 			return -EINVAL;
@@ -225,9 +227,85 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 		if (v >= 0xFFFFFFFFull)   /* PLACE_NONE */
 			return -EINVAL;
 		r->osd_id = (uint32_t)v;
-		return want(m, "POST", NULL);
+		return bad ? want(m, "GET", NULL) : want(m, "POST", NULL);
 	}
 	return -ENOENT;
+}
+
+/* A decimal 0..max from s[0..n): 0 and *v, else -EINVAL. */
+static int dec_u32(const char *s, size_t n, uint32_t max, uint32_t *v)
+{
+	uint64_t x = 0;
+	if (n == 0 || n > 10)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (x > max)
+		return -EINVAL;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int parse_after(const char *s, size_t n, struct admin_bad_query *out)
+{
+	const char *c1 = memchr(s, ':', n);
+	const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - s)) : NULL;
+	if (!c2 || dec_u32(s, (size_t)(c1 - s), UINT32_MAX - 1, &out->pg) ||
+	    dec_u32(c1 + 1, (size_t)(c2 - c1 - 1), UINT32_MAX - 1, &out->shard))
+		return -EINVAL;
+	const char *h = c2 + 1;
+	size_t hl = n - (size_t)(h - s);
+	if (hl == 0 || hl % 2 || hl / 2 > ADMIN_OID_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < hl / 2; i++) {
+		int hi = unhex(h[2 * i]), lo = unhex(h[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out->oid[i] = (uint8_t)(hi << 4 | lo);
+	}
+	out->oid_len = hl / 2;
+	out->have_after = true;
+	return 0;
+}
+
+int admin_parse_bad_query(const char *q, size_t len, struct admin_bad_query *out,
+			  const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	out->limit = 1000;
+	bool seen_after = false, seen_limit = false;
+	for (size_t i = 0; i < len;) {
+		size_t end = i;
+		while (end < len && q[end] != '&')
+			end++;
+		const char *p = q + i, *eqs = memchr(p, '=', end - i);
+		size_t kl = eqs ? (size_t)(eqs - p) : end - i;
+		const char *v = eqs ? eqs + 1 : p + kl;
+		size_t vl = (size_t)(q + end - v);
+		if (end == i) {
+			/* an empty parameter ("a&&b"): nothing */
+		} else if (eq(p, kl, "after") && !seen_after) {
+			seen_after = true;
+			if (parse_after(v, vl, out)) {
+				*why = "after must be PG:SHARD:OBJECTHEX, as a page's next gives it";
+				return -EINVAL;
+			}
+		} else if (eq(p, kl, "limit") && !seen_limit) {
+			seen_limit = true;
+			if (dec_u32(v, vl, 10000, &out->limit) || !out->limit) {
+				*why = "limit must be a whole number 1..10000";
+				return -EINVAL;
+			}
+		} else {
+			*why = "unknown or repeated parameter (after and limit are taken)";
+			return -EINVAL;
+		}
+		i = end + 1;
+	}
+	return 0;
 }
 
 const char *admin_route_allow(const char *path, size_t path_len)

@@ -6,7 +6,8 @@
  *
  * Input: byte 0 picks what the rest is (copied into an exactly-sized
  * malloc'd buffer, so a read past the end is an ASan report):
- *   0  "METHOD\nPATH": admin_route_parse; oracle: a user, bucket or key name decoded is
+ *   0  "METHOD\nPATH[?QUERY]": admin_route_parse (and admin_parse_bad_query
+ *      of QUERY); oracle: a user, bucket or key name decoded is
  *      non-empty with no '/' or control byte, an OSD id is below
  *      0xFFFFFFFF, a console file span lies inside the path
  *   1  a login body; 2  a user-create body: accepted values are bounded,
@@ -51,6 +52,20 @@ static void route(const char *d, size_t n)
 		path = nl + 1;
 		pl = n - (size_t)(nl - d) - 1;
 	}
+	/* "PATH?QUERY": the route of PATH, and QUERY as GET osds/{id}/bad-shards
+	 * parses it: accepted, a limit of 1..10000 and an after whose object
+	 * id is 1..64 bytes. */
+	const char *qm = memchr(path, '?', pl);
+	if (qm) {
+		struct admin_bad_query bq;
+		const char *why = NULL;
+		size_t ql = pl - (size_t)(qm + 1 - path);
+		if (admin_parse_bad_query(qm + 1, ql, &bq, &why) == 0 &&
+		    (bq.limit < 1 || bq.limit > 10000 || bq.oid_len > ADMIN_OID_MAX ||
+		     (bq.have_after && !bq.oid_len)))
+			abort();
+		pl = (size_t)(qm - path);
+	}
 	struct admin_route r;
 	int rc = admin_route_parse(method, path, pl, &r);
 	if (rc && rc != -ENOENT && rc != -EOPNOTSUPP && rc != -EINVAL)
@@ -69,7 +84,8 @@ static void route(const char *d, size_t n)
 	if (rc == 0 && r.id == ADMIN_R_MEMBER_RM &&
 	    (!r.member_id || r.member_id > (UINT64_C(1) << 53)))
 		abort();
-	if (rc == 0 && (r.id == ADMIN_R_OSD_OUT || r.id == ADMIN_R_OSD_IN || r.id == ADMIN_R_OSD_RM) &&
+	if (rc == 0 && (r.id == ADMIN_R_OSD_OUT || r.id == ADMIN_R_OSD_IN || r.id == ADMIN_R_OSD_RM ||
+			r.id == ADMIN_R_OSD_BAD) &&
 	    r.osd_id == 0xFFFFFFFFu)
 		abort();
 	if (rc == 0 && r.id == ADMIN_R_CONSOLE &&

@@ -122,6 +122,55 @@ START_TEST(test_routes)
 	ck_assert_int_eq(r.id, ADMIN_R_OSD_EXPECT);
 	ck_assert_int_eq(route("DELETE", "/api/v1/osds/expect", &r), -EOPNOTSUPP);
 	ck_assert_str_eq(admin_route_allow("/nope", 5), "");
+	ck_assert_int_eq(route("GET", "/api/v1/osds/3/bad-shards", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_OSD_BAD);
+	ck_assert_uint_eq(r.osd_id, 3);
+	ck_assert_int_eq(route("POST", "/api/v1/osds/3/bad-shards", &r), -EOPNOTSUPP);
+	ck_assert_int_eq(route("GET", "/api/v1/osds/x/bad-shards", &r), -EINVAL);
+	ck_assert_int_eq(route("GET", "/api/v1/osds/4294967295/bad-shards", &r), -EINVAL);
+	ck_assert_str_eq(admin_route_allow("/api/v1/osds/3/bad-shards", 25), "GET");
+}
+END_TEST
+
+static int badq(const char *q, struct admin_bad_query *b, const char **why)
+{
+	return admin_parse_bad_query(q, strlen(q), b, why);
+}
+
+/* GET osds/{id}/bad-shards' query: after=PG:SHARD:OBJECTHEX and limit. */
+START_TEST(test_bad_query)
+{
+	struct admin_bad_query b;
+	const char *why = NULL;
+	ck_assert_int_eq(badq("", &b, &why), 0);
+	ck_assert(!b.have_after);
+	ck_assert_uint_eq(b.limit, 1000);
+	ck_assert_int_eq(badq("limit=7&after=139:5:1eB4", &b, &why), 0);
+	ck_assert_uint_eq(b.limit, 7);
+	ck_assert(b.have_after);
+	ck_assert_uint_eq(b.pg, 139);
+	ck_assert_uint_eq(b.shard, 5);
+	ck_assert_uint_eq(b.oid_len, 2);
+	ck_assert_uint_eq(b.oid[0], 0x1e);
+	ck_assert_uint_eq(b.oid[1], 0xb4);
+	ck_assert_int_eq(badq("after=0:0:00&&limit=10000", &b, &why), 0);
+	ck_assert_uint_eq(b.limit, 10000);
+	char big[200] = "after=1:2:";
+	for (int i = 0; i < 64; i++)
+		strcat(big, "ab");
+	ck_assert_int_eq(badq(big, &b, &why), 0);
+	ck_assert_uint_eq(b.oid_len, 64);
+	strcat(big, "ab");   /* 65 bytes: too long */
+	const char *bad[] = {
+		"limit=0", "limit=10001", "limit=", "limit=1x", "after=1:2", "after=1:2:",
+		"after=1:2:abc", "after=1:2:zz", "after=x:2:ab", "after=1::ab", ":2:ab",
+		"after=4294967295:0:ab", "limit=1&limit=2", "after=1:2:ab&after=1:2:ab",
+		"foo=1", "limit", big,
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		ck_assert_msg(badq(bad[i], &b, &why) == -EINVAL && why, "%s accepted", bad[i]);
+	}
 }
 END_TEST
 
@@ -281,6 +330,7 @@ int main(void)
 	Suite *s = suite_create("admin_req");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_routes);
+	tcase_add_test(tc, test_bad_query);
 	tcase_add_test(tc, test_bodies);
 	tcase_add_test(tc, test_tokens);
 	tcase_add_test(tc, test_find_token);
