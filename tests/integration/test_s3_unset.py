@@ -74,7 +74,10 @@ def run(aio):
 
     # The bodies as they go on the wire (raw HTTP on a presigned URL, so
     # no SDK parser forgives them first): root element, S3's namespace,
-    # and what is inside.
+    # and what is inside. SigV4 presigned: Debian's botocore 1.29 presigns
+    # these with SigV2 over the resource "/bucket?acl?acl" (the subresource
+    # twice), which S3 refuses as we do.
+    v4 = aio.client(signature_version="s3v4")
     ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
     for op, st_want, root, inside in (
             ("get_bucket_accelerate_configuration", 200, "AccelerateConfiguration", []),
@@ -83,7 +86,7 @@ def run(aio):
             ("get_bucket_logging", 200, "BucketLoggingStatus", []),
             ("get_bucket_notification_configuration", 200, "NotificationConfiguration", []),
             ("get_bucket_website", 404, "Error", None)):
-        url = s3.generate_presigned_url(op, Params={"Bucket": B}, ExpiresIn=60)
+        url = v4.generate_presigned_url(op, Params={"Bucket": B}, ExpiresIn=60)
         st, body = raw(aio, "GET", url[url.index("/", 8):])
         doc = ET.fromstring(body)
         if inside is None:   # an S3 error document
@@ -110,7 +113,7 @@ def run(aio):
                 NotificationConfiguration={}),
            "NotImplemented", "PutBucketNotificationConfiguration stays NotImplemented")
     s3.put_object(Bucket=B, Key="k", Body=b"x")
-    url = s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "k"}, ExpiresIn=60)
+    url = v4.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "k"}, ExpiresIn=60)
     st, body = raw(aio, "GET", url[url.index("/", 8):].replace("/k?", "/k?website&", 1))
     expect((st, "<Code>NotImplemented</Code>" in body), (501, True),
            "?website on an object: NotImplemented")
