@@ -114,29 +114,40 @@ static uint64_t ju64(const struct json_value *o, const char *key)
 		       ? (uint64_t)v->u.num.i : 0;
 }
 
+/* GET path of the aio's admin API as a JSON document (its own copy of
+ * the text: json_free it), or NULL after saying why on x->err. */
+static struct json_doc *aio_get(const struct admin_ctx *x, const char *path)
+{
+	char err[4800];
+	int status;
+	char *body = NULL;
+	size_t len = 0;
+	if (admin_api_call(x->aio_dir, x->aio, "GET", path, NULL, &status, &body, &len, err,
+			   sizeof(err))) {
+		fprintf(x->err, "iolake-admin: error: %s\n", err);
+		return NULL;
+	}
+	struct json_doc *d = NULL;
+	if (status != 200 || json_parse(body, len, NULL, &d, NULL)) {
+		fprintf(x->err, "iolake-admin: error: the admin API's GET %s answered HTTP %d: %.*s\n",
+			path, status, (int)(len < 300 ? len : 300), body);
+		d = NULL;
+	}
+	free(body);
+	return d;
+}
+
 /* An aio's OSDs answer only inside its process: the same table from its
  * admin API (GET osds, which asks each of them its Status there). */
 static int df_aio(const struct admin_ctx *x)
 {
-	char err[4800];
-	int status;
-	char *body;
-	size_t len;
-	int rc = admin_api_call(x->aio_dir, x->aio, "GET", "osds", NULL, &status, &body, &len, err,
-				sizeof(err));
-	if (rc) {
-		fprintf(x->err, "iolake-admin: error: %s\n", err);
-		return rc;
-	}
-	struct json_doc *d = NULL;
-	const struct json_value *osds = NULL;
-	if (status == 200 && json_parse(body, len, NULL, &d, NULL) == 0)
-		osds = json_get(json_root(d), "osds");
+	struct json_doc *d = aio_get(x, "osds");
+	if (!d)
+		return 1;
+	const struct json_value *osds = json_get(json_root(d), "osds");
 	if (!osds || osds->type != JSON_ARRAY) {
-		fprintf(x->err, "iolake-admin: error: the admin API's GET osds answered HTTP %d: "
-			"%.*s\n", status, (int)(len < 300 ? len : 300), body);
+		fprintf(x->err, "iolake-admin: error: the admin API's GET osds has no osds\n");
 		json_free(d);
-		free(body);
 		return 1;
 	}
 	if (x->json)
@@ -180,7 +191,6 @@ static int df_aio(const struct admin_ctx *x)
 	if (x->json)
 		fprintf(x->out, "]}\n");
 	json_free(d);
-	free(body);
 	return 0;
 }
 
@@ -380,30 +390,6 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 	return seen;
 }
 
-/* GET path of the aio's admin API as a JSON document (NULL after saying
- * why on x->err); *body is the text it points into: free both. */
-static struct json_doc *aio_get(const struct admin_ctx *x, const char *path, char **body)
-{
-	char err[4800];
-	int status;
-	size_t len;
-	*body = NULL;
-	if (admin_api_call(x->aio_dir, x->aio, "GET", path, NULL, &status, body, &len, err,
-			   sizeof(err))) {
-		fprintf(x->err, "iolake-admin: error: %s\n", err);
-		return NULL;
-	}
-	struct json_doc *d = NULL;
-	if (status != 200 || json_parse(*body, len, NULL, &d, NULL)) {
-		fprintf(x->err, "iolake-admin: error: the admin API's GET %s answered HTTP %d: %.*s\n",
-			path, status, (int)(len < 300 ? len : 300), *body);
-		free(*body);
-		*body = NULL;
-		return NULL;
-	}
-	return d;
-}
-
 static const char *jstr(const struct json_value *o, const char *key, const char *dflt)
 {
 	const struct json_value *v = json_get(o, key);
@@ -431,8 +417,7 @@ static long aio_bad_shards(const struct admin_ctx *x, uint64_t id, const char *a
 	for (;;) {
 		snprintf(path, sizeof(path), "osds/%" PRIu64 "/bad-shards?limit=%u%s%s", id,
 			 SCRUB_PAGE, after[0] ? "&after=" : "", after);
-		char *body;
-		struct json_doc *d = aio_get(x, path, &body);
+		struct json_doc *d = aio_get(x, path);
 		if (!d)
 			return -1;
 		const struct json_value *r = json_root(d), *sh = json_get(r, "shards");
@@ -463,7 +448,6 @@ static long aio_bad_shards(const struct admin_ctx *x, uint64_t id, const char *a
 		if (more)
 			snprintf(after, sizeof(after), "%s", next);
 		json_free(d);
-		free(body);
 		if (!more)
 			return seen;
 	}
@@ -473,15 +457,13 @@ static long aio_bad_shards(const struct admin_ctx *x, uint64_t id, const char *a
  * API's GET scrub, the bad shards from GET osds/{id}/bad-shards. */
 static int scrub_status_aio(const struct admin_ctx *x)
 {
-	char *body;
-	struct json_doc *d = aio_get(x, "scrub", &body);
+	struct json_doc *d = aio_get(x, "scrub");
 	if (!d)
 		return 1;
 	const struct json_value *osds = json_get(json_root(d), "osds");
 	if (!osds || osds->type != JSON_ARRAY) {
 		fprintf(x->err, "iolake-admin: error: the admin API's GET scrub has no osds\n");
 		json_free(d);
-		free(body);
 		return 1;
 	}
 	int rc = 0;
@@ -561,7 +543,6 @@ static int scrub_status_aio(const struct admin_ctx *x)
 	if (x->json)
 		fprintf(x->out, "]}\n");
 	json_free(d);
-	free(body);
 	return rc;
 }
 
