@@ -7,7 +7,9 @@ iolake-s3-bench PUT-only cells (size x objects at a concurrency); per
 cell: PUT/s, p50/p99/max, aio's CPU per PUT (utime+stime from /proc over
 the cell, per thread name, and meta's loop apart from libuv's pool
 threads, which share its name: per tid), meta's Raft entries and ops per entry,
-the OSDs' group commits per PUT (from /metrics), and the load average;
+the OSDs' group commits per PUT (from /metrics), the bytes each thread
+caused to be written to storage per PUT (/proc/PID/task/*/io), and the
+load average;
 with --fio, fio's single-writer 4 KiB fdatasync rate on --workdir before
 and after (must-show 3 compares PUT 4 KiB on the disk with it).
 
@@ -76,6 +78,23 @@ def cpu_ticks(pid):
     return sum(threads.values()), threads, meta
 
 
+def write_bytes(pid):
+    """Bytes each thread name caused to be written to storage
+    (/proc/PID/task/TID/io write_bytes: O_DIRECT writes and the page-cache
+    pages its writes dirtied, charged to the thread that wrote)."""
+    out = collections.Counter()
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip().rstrip("0123456789:_-")
+            with open("/proc/%d/task/%s/io" % (pid, tid)) as f:
+                io = dict(line.split(": ") for line in f.read().splitlines() if ": " in line)
+        except OSError:
+            continue
+        out[name] += int(io.get("write_bytes", 0))
+    return out
+
+
 def puts(bench, aio, size, n, conc, prefix, extra=()):
     """A PUT-only iolake-s3-bench run: its put phase's figures."""
     j = os.path.join(aio.dir, "cell.json")
@@ -96,9 +115,11 @@ def puts(bench, aio, size, n, conc, prefix, extra=()):
 
 def cell(aio, bench, size, n, conc, rep=0):
     m0, (c0, t0, x0) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
+    w0 = write_bytes(aio.proc.pid)
     r = puts(bench, aio, size, n, conc, "p%s.c%d.%d/" % (size, conc, rep),
              ("--no-create-bucket", "--warmup", "0"))
     m1, (c1, t1, x1) = scrape(aio.ep), cpu_ticks(aio.proc.pid)
+    w1 = write_bytes(aio.proc.pid)
     hz = os.sysconf("SC_CLK_TCK")
     ops = r["ops"]
     entries = m1["entries"] - m0["entries"]
@@ -114,6 +135,7 @@ def cell(aio, bench, size, n, conc, rep=0):
         entries_per_put=entries / ops,
         ops_per_entry=(m1["meta_ops"] - m0["meta_ops"]) / entries if entries else 0,
         osd_commits_per_put=(m1["osd_commits"] - m0["osd_commits"]) / ops,
+        written={k: round((w1[k] - w0.get(k, 0)) / ops) for k in w1 if w1[k] > w0.get(k, 0)},
         load=benchlib.uptime())
     return r
 
@@ -196,6 +218,12 @@ def main():
                      r["p99_ms"] / r["p50_ms"] if r["p50_ms"] else 0, r["cpu_us"],
                      r["entries_per_put"], r["ops_per_entry"], r["osd_commits_per_put"],
                      r["load"]))
+    print("\n| run | cell | bytes written to storage per PUT, by thread |")
+    print("|---|---|---|")
+    for label, out in results:
+        for size, r in out.items():
+            print("| %s | %s | %s |" % (label, size, ", ".join(
+                "%s %d" % kv for kv in sorted(r["written"].items(), key=lambda kv: -kv[1]))))
     print("\n| run | cell | CPU us/PUT | meta loop | meta pool | gw loops | other |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for label, out in results:
