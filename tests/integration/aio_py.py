@@ -134,3 +134,18 @@ def error_code(fn, *a, **kw):
     except ClientError as e:
         return e.response["Error"]["Code"]
     return "OK"
+
+
+def run_with_aio(run, checks, args=()):
+    """A fresh aio (args: its extra flags), run(aio), then SIGTERM, which
+    must end it with 0 (under ASan, a report makes it nonzero); the aio
+    is killed and its dir removed whatever happened; then checks.finish()."""
+    aio = Aio(args=args)
+    aio.start()
+    try:
+        run(aio)
+        rc, _ = aio.stop(limit=15)
+        checks.expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
+    finally:
+        aio.close()
+    checks.finish()

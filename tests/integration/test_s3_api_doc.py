@@ -18,7 +18,7 @@ from botocore.credentials import Credentials
 import urllib.error, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Aio, Checks  # noqa: E402
+from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DOC = os.path.join(ROOT, "docs", "s3-api.md")
@@ -105,13 +105,7 @@ def run(aio):
 
 
 def main():
-    aio = Aio()
-    aio.start()
-    try:
-        run(aio)
-    finally:
-        aio.close()
-    CHECKS.finish()
+    run_with_aio(run, CHECKS)
 
 
 if __name__ == "__main__":

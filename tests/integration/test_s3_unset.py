@@ -17,7 +17,7 @@ import http.client, json, os, subprocess, sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Aio, Checks, error_code as code  # noqa: E402
+from aio_py import AK, SK, Checks, run_with_aio, error_code as code  # noqa: E402
 
 B = "unsetb"
 CHECKS = Checks()
@@ -160,15 +160,7 @@ def reads_keys():
 
 
 def main():
-    aio = Aio()
-    aio.start()
-    try:
-        run(aio)
-        rc, _ = aio.stop(limit=15)
-        expect(rc, 0, "iolake-aio exits 0 on SIGTERM (under ASan: no report)")
-    finally:
-        aio.close()
-    CHECKS.finish()
+    run_with_aio(run, CHECKS)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ API (GET scrub, and GET osds/{id}/bad-shards for the bad shards):
 import hashlib, json, os, re, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, BUILD, SK, Aio, Checks  # noqa: E402
+from aio_py import AK, BUILD, SK, Checks, run_with_aio  # noqa: E402
 
 CHECKS = Checks()
 expect = CHECKS.expect
@@ -121,15 +121,7 @@ def run(aio):
 
 
 def main():
-    aio = Aio(args=("--scrub-interval", "1s", "--recovery-rate", "4096"))
-    aio.start()
-    try:
-        run(aio)
-        rc, _ = aio.stop(limit=15)
-        expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
-    finally:
-        aio.close()
-    CHECKS.finish()
+    run_with_aio(run, CHECKS, args=("--scrub-interval", "1s", "--recovery-rate", "4096"))
 
 
 if __name__ == "__main__":
