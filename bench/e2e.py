@@ -238,7 +238,7 @@ def get_ceiling(aio, disk_dir, quick, out):
 def fio_fdatasync(d, secs):
     r = subprocess.run(["fio", "--name=fdatasync", "--directory=" + d, "--rw=write", "--bs=4k",
                         "--size=16m", "--fdatasync=1", "--ioengine=sync", "--time_based",
-                        "--runtime=%d" % secs, "--output-format=json"],
+                        "--runtime=%d" % secs, "--output-format=json", "--unlink=1"],
                        capture_output=True, text=True)
     if r.returncode:
         raise BenchError("fio failed: %s" % r.stderr)
