@@ -15,6 +15,7 @@
 
 #include "admin/api.h"
 #include "admin/map.h"
+#include "common/hash.h"
 #include "common/json.h"
 #include "common/place.h"
 #include "common/proto/osd_methods.h"
@@ -79,16 +80,16 @@ static void on_osd_status(void *ud, const struct rpc_result *res)
 	(*c->left)--;
 }
 
+/* A df row: the OSD's space (st), or why there is none (err). */
 static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
-		   const struct df_call *c, bool first)
+		   const Iolake__Osd__StatusResponse *st, const char *err, bool first)
 {
-	const Iolake__Osd__StatusResponse *st = c->st;
 	if (x->json) {
 		fprintf(x->out, "%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
 		admin_jstr(x->out, o->addr);
 		if (!st) {
 			fprintf(x->out, ",\"error\":");
-			admin_jstr(x->out, rpc_status_name(c->status));
+			admin_jstr(x->out, err);
 			fprintf(x->out, "}");
 			return;
 		}
@@ -100,18 +101,36 @@ static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
 		return;
 	}
 	if (!st) {
-		fprintf(x->out, "%-6u %-22s %s\n", o->id, o->addr, rpc_status_name(c->status));
+		fprintf(x->out, "%-6u %-22s %s\n", o->id, o->addr, err);
 		return;
 	}
 	fprintf(x->out, "%-6u %-22s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %12" PRIu64 "\n", o->id,
 		o->addr, st->total_bytes, st->used_bytes, st->free_bytes, st->inline_bytes);
 }
 
+/* ------------------------------------------------ an aio's OSDs
+ * They answer only inside the aio's process: their Status comes from its
+ * admin API (GET osds and GET scrub ask each of them there), their bad
+ * shards from GET osds/{id}/bad-shards. The answers are turned back into
+ * the RPC messages, so the same rows print them. */
+
 static uint64_t ju64(const struct json_value *o, const char *key)
 {
-	const struct json_value *v = json_get(o, key);
+	const struct json_value *v = o ? json_get(o, key) : NULL;
 	return v && v->type == JSON_NUMBER && v->u.num.is_int && v->u.num.i >= 0
 		       ? (uint64_t)v->u.num.i : 0;
+}
+
+static const char *jstr(const struct json_value *o, const char *key, const char *dflt)
+{
+	const struct json_value *v = o ? json_get(o, key) : NULL;
+	return v && v->type == JSON_STRING ? v->u.str.s : dflt;
+}
+
+static bool jtrue(const struct json_value *o, const char *key)
+{
+	const struct json_value *v = o ? json_get(o, key) : NULL;
+	return v && v->type == JSON_TRUE;
 }
 
 /* GET path of the aio's admin API as a JSON document (its own copy of
@@ -137,61 +156,56 @@ static struct json_doc *aio_get(const struct admin_ctx *x, const char *path)
 	return d;
 }
 
-/* An aio's OSDs answer only inside its process: the same table from its
- * admin API (GET osds, which asks each of them its Status there). */
-static int df_aio(const struct admin_ctx *x)
+/* OSD id's entry in a GET osds or GET scrub answer, or NULL. */
+static const struct json_value *api_osd(const struct json_doc *d, uint32_t id)
 {
-	struct json_doc *d = aio_get(x, "osds");
-	if (!d)
-		return 1;
 	const struct json_value *osds = json_get(json_root(d), "osds");
-	if (!osds || osds->type != JSON_ARRAY) {
-		fprintf(x->err, "iolake-admin: error: the admin API's GET osds has no osds\n");
-		json_free(d);
-		return 1;
-	}
-	if (x->json)
-		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", ju64(json_root(d), "epoch"));
-	else
-		fprintf(x->out, "%-6s %-22s %14s %14s %14s %12s\n", "ID", "ADDRESS", "TOTAL", "USED",
-			"FREE", "INLINE");
-	bool first = true;
-	for (const struct json_value *o = osds->u.list.first; o; o = o->next) {
-		const struct json_value *addr = json_get(o, "addr"), *sp = json_get(o, "space");
-		const struct json_value *why = json_get(o, "space_error");
-		const char *a = addr && addr->type == JSON_STRING ? addr->u.str.s : "";
-		const char *e = why && why->type == JSON_STRING ? why->u.str.s : "UNAVAILABLE";
-		bool have = sp && sp->type == JSON_OBJECT;
-		if (x->json) {
-			fprintf(x->out, "%s{\"id\":%" PRIu64 ",\"addr\":", first ? "" : ",",
-				ju64(o, "id"));
-			admin_jstr(x->out, a);
-			if (have)
-				fprintf(x->out, ",\"total_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
-					",\"reserved_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64
-					",\"inline_bytes\":%" PRIu64 ",\"puts\":%" PRIu64
-					",\"deletes\":%" PRIu64 "}",
-					ju64(sp, "total_bytes"), ju64(sp, "used_bytes"),
-					ju64(sp, "reserved_bytes"), ju64(sp, "free_bytes"),
-					ju64(sp, "inline_bytes"), ju64(sp, "puts"), ju64(sp, "deletes"));
-			else {
-				fprintf(x->out, ",\"error\":");
-				admin_jstr(x->out, e);
-				fprintf(x->out, "}");
-			}
-		} else if (have) {
-			fprintf(x->out, "%-6" PRIu64 " %-22s %14" PRIu64 " %14" PRIu64 " %14" PRIu64
-				" %12" PRIu64 "\n", ju64(o, "id"), a, ju64(sp, "total_bytes"),
-				ju64(sp, "used_bytes"), ju64(sp, "free_bytes"), ju64(sp, "inline_bytes"));
-		} else {
-			fprintf(x->out, "%-6" PRIu64 " %-22s %s\n", ju64(o, "id"), a, e);
-		}
-		first = false;
-	}
-	if (x->json)
-		fprintf(x->out, "]}\n");
-	json_free(d);
-	return 0;
+	if (!osds || osds->type != JSON_ARRAY)
+		return NULL;
+	for (const struct json_value *o = osds->u.list.first; o; o = o->next)
+		if (ju64(o, "id") == id)
+			return o;
+	return NULL;
+}
+
+/* The Status fields GET osds gives (its "space"); false when it has none. */
+static bool api_space(const struct json_value *o, Iolake__Osd__StatusResponse *st)
+{
+	const struct json_value *sp = o ? json_get(o, "space") : NULL;
+	if (!sp || sp->type != JSON_OBJECT)
+		return false;
+	st->total_bytes = ju64(sp, "total_bytes");
+	st->used_bytes = ju64(sp, "used_bytes");
+	st->reserved_bytes = ju64(sp, "reserved_bytes");
+	st->free_bytes = ju64(sp, "free_bytes");
+	st->inline_bytes = ju64(sp, "inline_bytes");
+	st->puts = ju64(sp, "puts");
+	st->deletes = ju64(sp, "deletes");
+	return true;
+}
+
+/* The Status fields GET scrub gives; false when it has none. */
+static bool api_scrub(const struct json_value *o, Iolake__Osd__StatusResponse *st)
+{
+	const struct json_value *sc = o ? json_get(o, "scrub") : NULL;
+	const struct json_value *dp = o ? json_get(o, "deep_scrub") : NULL;
+	if (!sc || sc->type != JSON_OBJECT || !dp || dp->type != JSON_OBJECT)
+		return false;
+	st->scrub_rate = ju64(sc, "rate_bytes_per_s");
+	st->scrub_passes = ju64(sc, "passes");
+	st->scrub_shards = ju64(sc, "shards_checked");
+	st->scrub_bytes = ju64(sc, "bytes_checked");
+	st->scrub_errors = ju64(sc, "errors_found");
+	st->scrub_position_pg = (uint32_t)ju64(sc, "position_pg");
+	st->scrub_idle = !jtrue(sc, "running");
+	st->recovery_on = jtrue(dp, "enabled");   /* the API's: on and an interval */
+	st->deep_scrub_interval_ms = ju64(dp, "interval_ms");
+	st->deep_pgs = ju64(dp, "pgs_done");
+	st->deep_stripes = ju64(dp, "stripes_checked");
+	st->deep_bytes = ju64(dp, "bytes_checked");
+	st->deep_repaired = ju64(dp, "shards_repaired");
+	st->deep_inconsistent = ju64(dp, "stripes_inconsistent");
+	return true;
 }
 
 static bool any_local(const Iolake__Meta__ClusterMap *m)
@@ -202,13 +216,28 @@ static bool any_local(const Iolake__Meta__ClusterMap *m)
 	return false;
 }
 
+/* The aio's admin API answer to GET path when the map's OSDs are an
+ * aio's (NULL, *failed false, when they are not: ask them directly). */
+static struct json_doc *aio_status(const struct admin_ctx *x, const Iolake__Meta__ClusterMap *m,
+				   const char *path, bool *failed)
+{
+	*failed = false;
+	if (!x->aio || !any_local(m))
+		return NULL;
+	struct json_doc *d = aio_get(x, path);
+	*failed = !d;
+	return d;
+}
+
 static int df(const struct admin_ctx *x)
 {
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
-	if (x->aio && any_local(m)) {
+	bool failed;
+	struct json_doc *api = aio_status(x, m, "osds", &failed);
+	if (failed) {
 		protobuf_c_message_free_unpacked(&h->base, NULL);
-		return df_aio(x);
+		return 1;
 	}
 	size_t n = m->n_osds < OSD_DF_MAX ? m->n_osds : OSD_DF_MAX;
 	struct df_call *calls = calloc(n ? n : 1, sizeof(*calls));
@@ -218,7 +247,7 @@ static int df(const struct admin_ctx *x)
 		exit(1);
 	}
 	unsigned left = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !api; i++) {
 		calls[i].left = &left;
 		ch[i] = admin_osd_open(x, m->osds[i]->addr);
 		if (!ch[i]) {
@@ -239,8 +268,17 @@ static int df(const struct admin_ctx *x)
 	else
 		fprintf(x->out, "%-6s %-22s %14s %14s %14s %12s\n", "ID", "ADDRESS", "TOTAL", "USED", "FREE",
 			"INLINE");
-	for (size_t i = 0; i < n; i++)
-		df_row(x, m->osds[i], &calls[i], i == 0);
+	for (size_t i = 0; i < n; i++) {
+		const Iolake__Meta__OsdInfo *o = m->osds[i];
+		if (api) {
+			Iolake__Osd__StatusResponse st = IOLAKE__OSD__STATUS_RESPONSE__INIT;
+			const struct json_value *jo = api_osd(api, o->id);
+			df_row(x, o, api_space(jo, &st) ? &st : NULL,
+			       jstr(jo, "space_error", "UNAVAILABLE"), i == 0);
+		} else {
+			df_row(x, o, calls[i].st, rpc_status_name(calls[i].status), i == 0);
+		}
+	}
 	if (x->json)
 		fprintf(x->out, "]}\n");
 	for (size_t i = 0; i < n; i++) {
@@ -251,6 +289,7 @@ static int df(const struct admin_ctx *x)
 	}
 	free(ch);
 	free(calls);
+	json_free(api);
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return 0;
 }
@@ -296,28 +335,126 @@ static void bad_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
 		b->found_unix_s);
 }
 
-/* One OSD: a row (table) or an object (JSON); bad shards listed after the
- * table by the caller in table mode, so rows here print them in JSON only. */
-static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, bool first,
-			bool list)
+/* One OSD's bad shards over its RPC service, every page of
+ * ListBadShards; how many. */
+static size_t rpc_bad_shards(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
+			     struct rpc_channel *ch)
 {
 	size_t seen = 0;
-	struct rpc_channel *ch = admin_osd_open(x, o->addr);
-	Iolake__Osd__StatusResponse *st = NULL;
-	int rc = RPC_INVALID_ARGUMENT;
-	if (ch) {
-		Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
-		rc = admin_osd_call(x, ch, OSD_M_STATUS, &q.base, (ProtobufCMessage **)&st);
+	Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
+	uint8_t after_oid[OSD_OID_MAX];
+	bool have_after = false;
+	while (seen < SCRUB_BAD_MAX) {
+		Iolake__Osd__ListBadShardsRequest q = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
+		q.limit = SCRUB_PAGE;
+		if (have_after)
+			q.after = &after;
+		Iolake__Osd__ListBadShardsResponse *r = NULL;
+		int rc = admin_osd_call(x, ch, OSD_M_LIST_BAD, &q.base, (ProtobufCMessage **)&r);
+		if (!r) {
+			if (!x->json)
+				fprintf(x->out, "  osd %u: listing bad shards failed: %s\n", o->id,
+					rpc_status_name(rc));
+			break;
+		}
+		for (size_t i = 0; i < r->n_shards; i++)
+			bad_row(x, o, r->shards[i], seen + i == 0);
+		seen += r->n_shards;
+		bool more = r->more && r->n_shards > 0;
+		if (more) {
+			admin_shard_key_after(&after, after_oid, r->shards[r->n_shards - 1]->key);
+			have_after = true;
+		}
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		if (!more)
+			break;
+	}
+	return seen;
+}
+
+/* The same from an aio's admin API: every page of GET osds/{id}/bad-shards,
+ * each shard turned back into a BadShard for bad_row. */
+static size_t api_bad_shards(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o)
+{
+	char path[256], after[2 * OSD_OID_MAX + 32] = "";
+	size_t seen = 0;
+	while (seen < SCRUB_BAD_MAX) {
+		snprintf(path, sizeof(path), "osds/%u/bad-shards?limit=%u%s%s", o->id, SCRUB_PAGE,
+			 after[0] ? "&after=" : "", after);
+		struct json_doc *d = aio_get(x, path);
+		if (!d) {
+			if (!x->json)
+				fprintf(x->out, "  osd %u: listing bad shards failed: the admin API "
+					"did not answer\n", o->id);
+			break;
+		}
+		const struct json_value *r = json_root(d), *sh = json_get(r, "shards");
+		for (const struct json_value *j = sh && sh->type == JSON_ARRAY ? sh->u.list.first
+									       : NULL;
+		     j; j = j->next, seen++) {
+			uint8_t oid[OSD_OID_MAX];
+			const char *hx = jstr(j, "object_id", "");
+			size_t hl = strlen(hx);
+			Iolake__Osd__ShardKey key = IOLAKE__OSD__SHARD_KEY__INIT;
+			key.pg = (uint32_t)ju64(j, "pg");
+			key.shard = (uint32_t)ju64(j, "shard");
+			key.object_id.data = oid;
+			key.object_id.len = hl / 2;
+			bool ok = hl && hl % 2 == 0 && hl / 2 <= OSD_OID_MAX &&
+				  hash_unhex(hx, hl / 2, oid) == 0;
+			Iolake__Osd__BadShard b = IOLAKE__OSD__BAD_SHARD__INIT;
+			b.key = ok ? &key : NULL;   /* bad_row names a NULL key "(bad key)" */
+			b.kind = (char *)jstr(j, "kind", "");
+			b.bad_offset = ju64(j, "bad_offset");
+			b.bad_length = ju64(j, "bad_length");
+			b.length = ju64(j, "length");
+			b.found_unix_s = ju64(j, "found_unix_s");
+			bad_row(x, o, &b, seen == 0);
+		}
+		const char *next = jstr(r, "next", NULL);
+		bool more = next && strlen(next) < sizeof(after);
+		if (more)
+			snprintf(after, sizeof(after), "%s", next);
+		json_free(d);
+		if (!more)
+			break;
+	}
+	return seen;
+}
+
+/* One OSD: a row (table) or an object (JSON); bad shards listed after the
+ * table by the caller in table mode, so rows here print them in JSON only.
+ * api: an aio's GET scrub answer (its OSDs asked through the admin API),
+ * or NULL to ask the OSD directly. */
+static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, bool first,
+			bool list, const struct json_doc *api)
+{
+	struct rpc_channel *ch = NULL;
+	Iolake__Osd__StatusResponse *got = NULL, ast = IOLAKE__OSD__STATUS_RESPONSE__INIT;
+	const Iolake__Osd__StatusResponse *st;
+	const char *err;
+	if (api) {
+		const struct json_value *jo = api_osd(api, o->id);
+		st = api_scrub(jo, &ast) ? &ast : NULL;
+		err = jstr(jo, "scrub_error", "UNAVAILABLE");
+	} else {
+		int rc = RPC_INVALID_ARGUMENT;
+		if ((ch = admin_osd_open(x, o->addr))) {
+			Iolake__Osd__StatusRequest q = IOLAKE__OSD__STATUS_REQUEST__INIT;
+			rc = admin_osd_call(x, ch, OSD_M_STATUS, &q.base, (ProtobufCMessage **)&got);
+		}
+		st = got;
+		err = rpc_status_name(rc);
 	}
 	if (!st) {
 		if (x->json) {
 			fprintf(x->out, "%s{\"id\":%u,\"addr\":", first ? "" : ",", o->id);
 			admin_jstr(x->out, o->addr);
 			fprintf(x->out, ",\"error\":");
-			admin_jstr(x->out, rpc_status_name(rc));
+			admin_jstr(x->out, err);
 			fprintf(x->out, "}");
 		} else if (!list) {
-			fprintf(x->out, "%-6u %-22s %s\n", o->id, o->addr, rpc_status_name(rc));
+			fprintf(x->out, "%-6u %-22s %s\n", o->id, o->addr, err);
 		}
 		if (ch)
 			rpc_channel_close(ch);
@@ -340,7 +477,7 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 		char state[24];
 		snprintf(state, sizeof(state), "%s", !st->scrub_rate ? "off" :
 			 st->scrub_idle ? "idle" : "scanning");
-		char deep[64];
+		char deep[96];
 		if (st->recovery_on && st->deep_scrub_interval_ms)
 			snprintf(deep, sizeof(deep), "%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
 				 st->deep_pgs, st->deep_stripes, st->deep_repaired,
@@ -352,229 +489,52 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 			st->scrub_shards, st->scrub_bytes, st->scrub_position_pg, st->scrub_errors,
 			deep);
 	}
-	protobuf_c_message_free_unpacked(&st->base, NULL);
+	if (got)
+		protobuf_c_message_free_unpacked(&got->base, NULL);
+	size_t seen = 0;
 	/* JSON: always list; table: only in the second (listing) round. */
 	if (x->json || list) {
-		Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
-		uint8_t after_oid[OSD_OID_MAX];
-		bool have_after = false, firstb = true;
-		while (seen < SCRUB_BAD_MAX) {
-			Iolake__Osd__ListBadShardsRequest q = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
-			q.limit = SCRUB_PAGE;
-			if (have_after)
-				q.after = &after;
-			Iolake__Osd__ListBadShardsResponse *r = NULL;
-			rc = admin_osd_call(x, ch, OSD_M_LIST_BAD, &q.base, (ProtobufCMessage **)&r);
-			if (!r) {
-				if (!x->json)
-					fprintf(x->out, "  osd %u: listing bad shards failed: %s\n", o->id,
-						rpc_status_name(rc));
-				break;
-			}
-			for (size_t i = 0; i < r->n_shards; i++, firstb = false)
-				bad_row(x, o, r->shards[i], firstb);
-			seen += r->n_shards;
-			bool more = r->more && r->n_shards > 0;
-			if (more) {
-				admin_shard_key_after(&after, after_oid, r->shards[r->n_shards - 1]->key);
-				have_after = true;
-			}
-			protobuf_c_message_free_unpacked(&r->base, NULL);
-			if (!more)
-				break;
-		}
+		seen = api ? api_bad_shards(x, o) : rpc_bad_shards(x, o, ch);
 		if (x->json)
 			fprintf(x->out, "]}");
 	}
-	rpc_channel_close(ch);
+	if (ch)
+		rpc_channel_close(ch);
 	return seen;
 }
 
-static const char *jstr(const struct json_value *o, const char *key, const char *dflt)
-{
-	const struct json_value *v = json_get(o, key);
-	return v && v->type == JSON_STRING ? v->u.str.s : dflt;
-}
-
-static int unhex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)(c | 0x20);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* One aio OSD's bad shards, every page of GET osds/{id}/bad-shards, each
- * printed by bad_row as a direct ListBadShards answer is; how many, or -1
- * after saying why. */
-static long aio_bad_shards(const struct admin_ctx *x, uint64_t id, const char *addr, bool first)
-{
-	char path[256] = "", after[160] = "";
-	long seen = 0;
-	Iolake__Meta__OsdInfo o = IOLAKE__META__OSD_INFO__INIT;
-	o.id = (uint32_t)id;
-	o.addr = (char *)addr;
-	for (;;) {
-		snprintf(path, sizeof(path), "osds/%" PRIu64 "/bad-shards?limit=%u%s%s", id,
-			 SCRUB_PAGE, after[0] ? "&after=" : "", after);
-		struct json_doc *d = aio_get(x, path);
-		if (!d)
-			return -1;
-		const struct json_value *r = json_root(d), *sh = json_get(r, "shards");
-		for (const struct json_value *j = sh && sh->type == JSON_ARRAY ? sh->u.list.first
-									       : NULL;
-		     j; j = j->next, seen++) {
-			uint8_t oid[OSD_OID_MAX];
-			const char *hx = jstr(j, "object_id", "");
-			size_t n = strlen(hx) / 2 < OSD_OID_MAX ? strlen(hx) / 2 : OSD_OID_MAX;
-			for (size_t i = 0; i < n; i++)
-				oid[i] = (uint8_t)(unhex(hx[2 * i]) << 4 | unhex(hx[2 * i + 1]));
-			Iolake__Osd__ShardKey key = IOLAKE__OSD__SHARD_KEY__INIT;
-			key.pg = (uint32_t)ju64(j, "pg");
-			key.shard = (uint32_t)ju64(j, "shard");
-			key.object_id.data = oid;
-			key.object_id.len = n;
-			Iolake__Osd__BadShard b = IOLAKE__OSD__BAD_SHARD__INIT;
-			b.key = &key;
-			b.kind = (char *)jstr(j, "kind", "");
-			b.bad_offset = ju64(j, "bad_offset");
-			b.bad_length = ju64(j, "bad_length");
-			b.length = ju64(j, "length");
-			b.found_unix_s = ju64(j, "found_unix_s");
-			bad_row(x, &o, &b, first && !seen);
-		}
-		const char *next = jstr(r, "next", NULL);
-		bool more = next && seen < SCRUB_BAD_MAX && strlen(next) < sizeof(after);
-		if (more)
-			snprintf(after, sizeof(after), "%s", next);
-		json_free(d);
-		if (!more)
-			return seen;
-	}
-}
-
-/* scrub-status of an aio's in-process OSDs: the counters from its admin
- * API's GET scrub, the bad shards from GET osds/{id}/bad-shards. */
-static int scrub_status_aio(const struct admin_ctx *x)
-{
-	struct json_doc *d = aio_get(x, "scrub");
-	if (!d)
-		return 1;
-	const struct json_value *osds = json_get(json_root(d), "osds");
-	if (!osds || osds->type != JSON_ARRAY) {
-		fprintf(x->err, "iolake-admin: error: the admin API's GET scrub has no osds\n");
-		json_free(d);
-		return 1;
-	}
-	int rc = 0;
-	if (x->json)
-		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", ju64(json_root(d), "epoch"));
-	else
-		fprintf(x->out, "%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s  %s\n", "ID", "ADDRESS",
-			"SCRUB", "RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS",
-			"DEEP PGS/STRIPES/REPAIRED/INCONSISTENT");
-	for (int round = 0; round < (x->json ? 1 : 2); round++) {
-		long bad = 0;
-		if (round)
-			fprintf(x->out, "bad shards:\n");
-		for (const struct json_value *o = osds->u.list.first; o; o = o->next) {
-			uint64_t id = ju64(o, "id");
-			char addr[32];
-			snprintf(addr, sizeof(addr), "local:osd-%" PRIu64, id);
-			const struct json_value *sc = json_get(o, "scrub"), *dp = json_get(o, "deep_scrub");
-			bool have = sc && sc->type == JSON_OBJECT && dp && dp->type == JSON_OBJECT;
-			const struct json_value *run = have ? json_get(sc, "running") : NULL;
-			const struct json_value *don = have ? json_get(dp, "enabled") : NULL;
-			bool idle = !(run && run->type == JSON_TRUE), deep_on = don && don->type == JSON_TRUE;
-			if (round) {
-				long n = have ? aio_bad_shards(x, id, addr, false) : 0;
-				rc = n < 0 ? 1 : rc;
-				bad += n > 0 ? n : 0;
-				continue;
-			}
-			if (x->json) {
-				fprintf(x->out, "%s{\"id\":%" PRIu64 ",\"addr\":\"%s\"",
-					o == osds->u.list.first ? "" : ",", id, addr);
-				if (!have) {
-					fprintf(x->out, ",\"error\":");
-					admin_jstr(x->out, jstr(o, "scrub_error", "UNAVAILABLE"));
-					fprintf(x->out, "}");
-					continue;
-				}
-				fprintf(x->out, ",\"scrub_rate\":%" PRIu64 ",\"passes\":%" PRIu64
-					",\"shards\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64
-					",\"position_pg\":%" PRIu64 ",\"idle\":%s,\"deep\":{\"on\":%s"
-					",\"interval_ms\":%" PRIu64 ",\"pgs\":%" PRIu64 ",\"stripes\":%" PRIu64
-					",\"bytes\":%" PRIu64 ",\"repaired\":%" PRIu64 ",\"inconsistent\":%"
-					PRIu64 "},\"bad_shards\":[",
-					ju64(sc, "rate_bytes_per_s"), ju64(sc, "passes"),
-					ju64(sc, "shards_checked"), ju64(sc, "bytes_checked"),
-					ju64(sc, "errors_found"), ju64(sc, "position_pg"),
-					idle ? "true" : "false", deep_on ? "true" : "false",
-					ju64(dp, "interval_ms"), ju64(dp, "pgs_done"),
-					ju64(dp, "stripes_checked"), ju64(dp, "bytes_checked"),
-					ju64(dp, "shards_repaired"), ju64(dp, "stripes_inconsistent"));
-				rc = aio_bad_shards(x, id, addr, true) < 0 ? 1 : rc;
-				fprintf(x->out, "]}");
-				continue;
-			}
-			if (!have) {
-				fprintf(x->out, "%-6" PRIu64 " %-22s %s\n", id, addr,
-					jstr(o, "scrub_error", "UNAVAILABLE"));
-				continue;
-			}
-			char deep[96];
-			if (deep_on)
-				snprintf(deep, sizeof(deep), "%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
-					 ju64(dp, "pgs_done"), ju64(dp, "stripes_checked"),
-					 ju64(dp, "shards_repaired"), ju64(dp, "stripes_inconsistent"));
-			else
-				snprintf(deep, sizeof(deep), "off");
-			uint64_t rate = ju64(sc, "rate_bytes_per_s");
-			fprintf(x->out, "%-6" PRIu64 " %-22s %-9s %12" PRIu64 " %8" PRIu64 " %12" PRIu64
-				" %14" PRIu64 " %8" PRIu64 " %8" PRIu64 "  %s\n", id, addr,
-				!rate ? "off" : idle ? "idle" : "scanning", rate, ju64(sc, "passes"),
-				ju64(sc, "shards_checked"), ju64(sc, "bytes_checked"),
-				ju64(sc, "position_pg"), ju64(sc, "errors_found"), deep);
-		}
-		if (round && !bad)
-			fprintf(x->out, "  (none)\n");
-	}
-	if (x->json)
-		fprintf(x->out, "]}\n");
-	json_free(d);
-	return rc;
-}
-
 /* Each OSD of the map in turn: its Status (scrub counters), then every
- * page of ListBadShards. */
+ * page of its bad shards; an aio's through its admin API. */
 static int scrub_status(const struct admin_ctx *x)
 {
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
-	if (x->aio && any_local(m)) {
+	bool failed;
+	struct json_doc *api = aio_status(x, m, "scrub", &failed);
+	if (failed) {
 		protobuf_c_message_free_unpacked(&h->base, NULL);
-		return scrub_status_aio(x);
+		return 1;
 	}
 	size_t n = m->n_osds < OSD_DF_MAX ? m->n_osds : OSD_DF_MAX;
 	if (x->json) {
 		fprintf(x->out, "{\"epoch\":%" PRIu64 ",\"osds\":[", m->epoch);
 		for (size_t i = 0; i < n; i++)
-			scrub_osd(x, m->osds[i], i == 0, false);
+			scrub_osd(x, m->osds[i], i == 0, false, api);
 		fprintf(x->out, "]}\n");
 	} else {
 		fprintf(x->out, "%-6s %-22s %-9s %12s %8s %12s %14s %8s %8s  %s\n", "ID", "ADDRESS", "SCRUB",
 			"RATE", "PASSES", "SHARDS", "BYTES", "PG", "ERRORS",
 			"DEEP PGS/STRIPES/REPAIRED/INCONSISTENT");
 		for (size_t i = 0; i < n; i++)
-			scrub_osd(x, m->osds[i], i == 0, false);
+			scrub_osd(x, m->osds[i], i == 0, false, api);
 		fprintf(x->out, "bad shards:\n");
 		size_t bad = 0;
 		for (size_t i = 0; i < n; i++)
-			bad += scrub_osd(x, m->osds[i], i == 0, true);
+			bad += scrub_osd(x, m->osds[i], i == 0, true, api);
 		if (!bad)
 			fprintf(x->out, "  (none)\n");
 	}
+	json_free(api);
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return 0;
 }
