@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/proto/osd_methods.h"
 #include "gateway/admin_api_int.h"
 #include "proto/osd.pb-c.h"
@@ -214,14 +215,11 @@ void admin_h_scrub(struct admin_call *c)
 
 /* ------------------------------------------------------- bad shards */
 
-static void hex(struct jsonw *w, const char *k, const uint8_t *b, size_t n)
+/* An OSD's object ids are 1..64 bytes (osd.proto); the API's hex of one
+ * is never longer than ADMIN_OID_MAX bytes' worth. */
+static size_t oid_len(const Iolake__Osd__ShardKey *k)
 {
-	char s[2 * ADMIN_OID_MAX + 1];
-	n = n < ADMIN_OID_MAX ? n : ADMIN_OID_MAX;
-	for (size_t i = 0; i < n; i++)
-		snprintf(s + 2 * i, 3, "%02x", b[i]);
-	s[2 * n] = 0;
-	jsonw_kstr(w, k, s);
+	return k->object_id.len < ADMIN_OID_MAX ? k->object_id.len : ADMIN_OID_MAX;
 }
 
 static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
@@ -247,8 +245,10 @@ static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 		if (!b->key)
 			continue;
 		jsonw_obj_begin(&w);
+		char oid[2 * ADMIN_OID_MAX + 1];
+		hash_hex(b->key->object_id.data, oid_len(b->key), oid);
 		jsonw_ku64(&w, "pg", b->key->pg);
-		hex(&w, "object_id", b->key->object_id.data, b->key->object_id.len);
+		jsonw_kstr(&w, "object_id", oid);
 		jsonw_ku64(&w, "shard", b->key->shard);
 		jsonw_kstr(&w, "kind", b->kind ? b->kind : "");
 		jsonw_ku64(&w, "bad_offset", b->bad_offset);
@@ -265,10 +265,8 @@ static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 	if (more) {
 		/* after=PG:SHARD:OBJECTHEX for the next page */
 		char tok[2 * 12 + 2 * ADMIN_OID_MAX + 4];
-		size_t n = last->object_id.len < ADMIN_OID_MAX ? last->object_id.len : ADMIN_OID_MAX;
 		int o = snprintf(tok, sizeof(tok), "%u:%u:", last->pg, last->shard);
-		for (size_t i = 0; i < n; i++)
-			o += snprintf(tok + o, sizeof(tok) - (size_t)o, "%02x", last->object_id.data[i]);
+		hash_hex(last->object_id.data, oid_len(last), tok + o);
 		jsonw_str(&w, tok);
 	} else {
 		jsonw_null(&w);

@@ -69,6 +69,23 @@ static int pct_decode(const char *s, size_t n, char *out, size_t cap)
 	return 0;
 }
 
+/* A decimal 0..max from s[0..n): 0 and *v, else -EINVAL. */
+static int dec_u32(const char *s, size_t n, uint32_t max, uint32_t *v)
+{
+	uint64_t x = 0;
+	if (n == 0 || n > 10)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (x > max)
+		return -EINVAL;
+	*v = (uint32_t)x;
+	return 0;
+}
+
 static int want(const char *method, const char *m1, const char *m2)
 {
 	if (!strcmp(method, m1) || (m2 && !strcmp(method, m2)))
@@ -216,37 +233,11 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 	    (eq(s[4], sl[4], "out") || eq(s[4], sl[4], "in") || eq(s[4], sl[4], "bad-shards"))) {
 		bool bad = eq(s[4], sl[4], "bad-shards");
 		r->id = bad ? ADMIN_R_OSD_BAD : eq(s[4], sl[4], "out") ? ADMIN_R_OSD_OUT : ADMIN_R_OSD_IN;
-		uint64_t v = 0;
-		if (sl[3] > 10)
+		if (dec_u32(s[3], sl[3], 0xFFFFFFFEu, &r->osd_id))   /* below PLACE_NONE */
 			return -EINVAL;
-		for (size_t i = 0; i < sl[3]; i++) {
-			if (s[3][i] < '0' || s[3][i] > '9')
-				return -EINVAL;
-			v = v * 10 + (uint64_t)(s[3][i] - '0');
-		}
-		if (v >= 0xFFFFFFFFull)   /* PLACE_NONE */
-			return -EINVAL;
-		r->osd_id = (uint32_t)v;
 		return bad ? want(m, "GET", NULL) : want(m, "POST", NULL);
 	}
 	return -ENOENT;
-}
-
-/* A decimal 0..max from s[0..n): 0 and *v, else -EINVAL. */
-static int dec_u32(const char *s, size_t n, uint32_t max, uint32_t *v)
-{
-	uint64_t x = 0;
-	if (n == 0 || n > 10)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (x > max)
-		return -EINVAL;
-	*v = (uint32_t)x;
-	return 0;
 }
 
 static int parse_after(const char *s, size_t n, struct admin_bad_query *out)
@@ -258,14 +249,8 @@ static int parse_after(const char *s, size_t n, struct admin_bad_query *out)
 		return -EINVAL;
 	const char *h = c2 + 1;
 	size_t hl = n - (size_t)(h - s);
-	if (hl == 0 || hl % 2 || hl / 2 > ADMIN_OID_MAX)
+	if (hl == 0 || hl % 2 || hl / 2 > ADMIN_OID_MAX || hash_unhex(h, hl / 2, out->oid))
 		return -EINVAL;
-	for (size_t i = 0; i < hl / 2; i++) {
-		int hi = unhex(h[2 * i]), lo = unhex(h[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		out->oid[i] = (uint8_t)(hi << 4 | lo);
-	}
 	out->oid_len = hl / 2;
 	out->have_after = true;
 	return 0;
