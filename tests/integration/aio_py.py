@@ -1,10 +1,13 @@
 """aio_py.py — helpers for the Python iolake-aio tests (imported, not run):
 start iolake-aio on a temp dir under /dev/shm with fixed root credentials,
-wait for /health/ready, stop it by PID, and make boto3 clients."""
-import os, random, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+wait for /health/ready, stop it by PID, and make boto3 clients; and what
+S3 tests share: Checks (expectations), error_code, run_with_aio."""
+import json, os, random, shutil, signal, socket, subprocess, tempfile, time, urllib.request
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 BUILD = os.environ.get("IOLAKE_BUILD") or os.path.join(os.path.dirname(__file__), "../../build")
 AK = "AKIAIOLAKETEST000001"
@@ -88,7 +91,6 @@ class Aio:
 
     def anonymous_client(self):
         """A client that signs nothing (botocore UNSIGNED)."""
-        from botocore import UNSIGNED
         return boto3.client("s3", endpoint_url=self.ep, region_name="us-east-1",
                             config=Config(signature_version=UNSIGNED,
                                           s3={"addressing_style": "path"},
@@ -96,7 +98,6 @@ class Aio:
 
     def add_user(self, name):
         """iolake-admin user add NAME on this aio's meta: (access key, secret)."""
-        import json
         meta = open(os.path.join(self.data, "meta", "rpc-addr")).read().strip()
         out = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--meta", meta, "--json",
                               "user", "add", name], check=True, capture_output=True,
@@ -128,7 +129,6 @@ class Checks:
 
 def error_code(fn, *a, **kw):
     """The S3 error code fn raised, or "OK"."""
-    from botocore.exceptions import ClientError
     try:
         fn(*a, **kw)
     except ClientError as e:
