@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 	uint64_t split_load_secs = META_RANGE_SPLIT_LOAD_SECS_DEFAULT;
 	uint64_t snap_bytes = 64ull << 20, cache_bytes = 256ull << 20, wbuf_bytes = 64ull << 20;
 	uint64_t segment_bytes = META_NODE_SEGMENT_BYTES, range_segment_bytes = META_RANGE_SEGMENT_BYTES;
-	uint64_t election_ms = 1000, heartbeat_ms = 100;
+	uint64_t election_ms = 500, heartbeat_ms = 100;   /* meta/node.c says why */
 	uint64_t down_after_ms = 10000, out_after_ms = 60000, slow_op_ms = 1000;
 	const char *debug_fault = NULL;
 	const struct flag_spec specs[] = {

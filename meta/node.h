@@ -137,7 +137,7 @@ struct meta_node_opts {
 	                                  * META_NODE_SEGMENT_BYTES */
 	uint64_t range_segment_bytes;    /* each range group's (groups >= 1); 0:
 	                                  * META_RANGE_SEGMENT_BYTES */
-	unsigned election_timeout_ms;    /* 0: 1000 */
+	unsigned election_timeout_ms;    /* 0: 500 */
 	unsigned heartbeat_timeout_ms;   /* 0: 100 */
 	uint64_t osd_down_after_ms;      /* 0: 10000 */
 	uint64_t osd_out_after_ms;       /* 0: 60000 */
