@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin/api.h"
+#include "admin/aioapi.h"
 #include "admin/map.h"
 #include "common/hash.h"
 #include "common/json.h"
@@ -114,48 +114,6 @@ static void df_row(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
  * shards from GET osds/{id}/bad-shards. The answers are turned back into
  * the RPC messages, so the same rows print them. */
 
-static uint64_t ju64(const struct json_value *o, const char *key)
-{
-	const struct json_value *v = o ? json_get(o, key) : NULL;
-	return v && v->type == JSON_NUMBER && v->u.num.is_int && v->u.num.i >= 0
-		       ? (uint64_t)v->u.num.i : 0;
-}
-
-static const char *jstr(const struct json_value *o, const char *key, const char *dflt)
-{
-	const struct json_value *v = o ? json_get(o, key) : NULL;
-	return v && v->type == JSON_STRING ? v->u.str.s : dflt;
-}
-
-static bool jtrue(const struct json_value *o, const char *key)
-{
-	const struct json_value *v = o ? json_get(o, key) : NULL;
-	return v && v->type == JSON_TRUE;
-}
-
-/* GET path of the aio's admin API as a JSON document (its own copy of
- * the text: json_free it), or NULL after saying why on x->err. */
-static struct json_doc *aio_get(const struct admin_ctx *x, const char *path)
-{
-	char err[4800];
-	int status;
-	char *body = NULL;
-	size_t len = 0;
-	if (admin_api_call(x->aio_dir, x->aio, "GET", path, NULL, &status, &body, &len, err,
-			   sizeof(err))) {
-		fprintf(x->err, "iolake-admin: error: %s\n", err);
-		return NULL;
-	}
-	struct json_doc *d = NULL;
-	if (status != 200 || json_parse(body, len, NULL, &d, NULL)) {
-		fprintf(x->err, "iolake-admin: error: the admin API's GET %s answered HTTP %d: %.*s\n",
-			path, status, (int)(len < 300 ? len : 300), body);
-		d = NULL;
-	}
-	free(body);
-	return d;
-}
-
 /* OSD id's entry in a GET osds or GET scrub answer, or NULL. */
 static const struct json_value *api_osd(const struct json_doc *d, uint32_t id)
 {
@@ -163,7 +121,7 @@ static const struct json_value *api_osd(const struct json_doc *d, uint32_t id)
 	if (!osds || osds->type != JSON_ARRAY)
 		return NULL;
 	for (const struct json_value *o = osds->u.list.first; o; o = o->next)
-		if (ju64(o, "id") == id)
+		if (admin_api_u64(o, "id") == id)
 			return o;
 	return NULL;
 }
@@ -174,13 +132,13 @@ static bool api_space(const struct json_value *o, Iolake__Osd__StatusResponse *s
 	const struct json_value *sp = o ? json_get(o, "space") : NULL;
 	if (!sp || sp->type != JSON_OBJECT)
 		return false;
-	st->total_bytes = ju64(sp, "total_bytes");
-	st->used_bytes = ju64(sp, "used_bytes");
-	st->reserved_bytes = ju64(sp, "reserved_bytes");
-	st->free_bytes = ju64(sp, "free_bytes");
-	st->inline_bytes = ju64(sp, "inline_bytes");
-	st->puts = ju64(sp, "puts");
-	st->deletes = ju64(sp, "deletes");
+	st->total_bytes = admin_api_u64(sp, "total_bytes");
+	st->used_bytes = admin_api_u64(sp, "used_bytes");
+	st->reserved_bytes = admin_api_u64(sp, "reserved_bytes");
+	st->free_bytes = admin_api_u64(sp, "free_bytes");
+	st->inline_bytes = admin_api_u64(sp, "inline_bytes");
+	st->puts = admin_api_u64(sp, "puts");
+	st->deletes = admin_api_u64(sp, "deletes");
 	return true;
 }
 
@@ -191,42 +149,21 @@ static bool api_scrub(const struct json_value *o, Iolake__Osd__StatusResponse *s
 	const struct json_value *dp = o ? json_get(o, "deep_scrub") : NULL;
 	if (!sc || sc->type != JSON_OBJECT || !dp || dp->type != JSON_OBJECT)
 		return false;
-	st->scrub_rate = ju64(sc, "rate_bytes_per_s");
-	st->scrub_passes = ju64(sc, "passes");
-	st->scrub_shards = ju64(sc, "shards_checked");
-	st->scrub_bytes = ju64(sc, "bytes_checked");
-	st->scrub_errors = ju64(sc, "errors_found");
-	st->scrub_position_pg = (uint32_t)ju64(sc, "position_pg");
-	st->scrub_idle = !jtrue(sc, "running");
-	st->recovery_on = jtrue(dp, "enabled");   /* the API's: on and an interval */
-	st->deep_scrub_interval_ms = ju64(dp, "interval_ms");
-	st->deep_pgs = ju64(dp, "pgs_done");
-	st->deep_stripes = ju64(dp, "stripes_checked");
-	st->deep_bytes = ju64(dp, "bytes_checked");
-	st->deep_repaired = ju64(dp, "shards_repaired");
-	st->deep_inconsistent = ju64(dp, "stripes_inconsistent");
+	st->scrub_rate = admin_api_u64(sc, "rate_bytes_per_s");
+	st->scrub_passes = admin_api_u64(sc, "passes");
+	st->scrub_shards = admin_api_u64(sc, "shards_checked");
+	st->scrub_bytes = admin_api_u64(sc, "bytes_checked");
+	st->scrub_errors = admin_api_u64(sc, "errors_found");
+	st->scrub_position_pg = (uint32_t)admin_api_u64(sc, "position_pg");
+	st->scrub_idle = !admin_api_true(sc, "running");
+	st->recovery_on = admin_api_true(dp, "enabled");   /* the API's: on and an interval */
+	st->deep_scrub_interval_ms = admin_api_u64(dp, "interval_ms");
+	st->deep_pgs = admin_api_u64(dp, "pgs_done");
+	st->deep_stripes = admin_api_u64(dp, "stripes_checked");
+	st->deep_bytes = admin_api_u64(dp, "bytes_checked");
+	st->deep_repaired = admin_api_u64(dp, "shards_repaired");
+	st->deep_inconsistent = admin_api_u64(dp, "stripes_inconsistent");
 	return true;
-}
-
-static bool any_local(const Iolake__Meta__ClusterMap *m)
-{
-	for (size_t i = 0; i < m->n_osds; i++)
-		if (!strncmp(m->osds[i]->addr, "local:", 6))
-			return true;
-	return false;
-}
-
-/* The aio's admin API answer to GET path when the map's OSDs are an
- * aio's (NULL, *failed false, when they are not: ask them directly). */
-static struct json_doc *aio_status(const struct admin_ctx *x, const Iolake__Meta__ClusterMap *m,
-				   const char *path, bool *failed)
-{
-	*failed = false;
-	if (!x->aio || !any_local(m))
-		return NULL;
-	struct json_doc *d = aio_get(x, path);
-	*failed = !d;
-	return d;
 }
 
 static int df(const struct admin_ctx *x)
@@ -234,7 +171,7 @@ static int df(const struct admin_ctx *x)
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
 	bool failed;
-	struct json_doc *api = aio_status(x, m, "osds", &failed);
+	struct json_doc *api = admin_aio_status(x, m, "osds", &failed);
 	if (failed) {
 		protobuf_c_message_free_unpacked(&h->base, NULL);
 		return 1;
@@ -274,7 +211,7 @@ static int df(const struct admin_ctx *x)
 			Iolake__Osd__StatusResponse st = IOLAKE__OSD__STATUS_RESPONSE__INIT;
 			const struct json_value *jo = api_osd(api, o->id);
 			df_row(x, o, api_space(jo, &st) ? &st : NULL,
-			       jstr(jo, "space_error", "UNAVAILABLE"), i == 0);
+			       admin_api_str(jo, "space_error", "UNAVAILABLE"), i == 0);
 		} else {
 			df_row(x, o, calls[i].st, rpc_status_name(calls[i].status), i == 0);
 		}
@@ -381,7 +318,7 @@ static size_t api_bad_shards(const struct admin_ctx *x, const Iolake__Meta__OsdI
 	while (seen < SCRUB_BAD_MAX) {
 		snprintf(path, sizeof(path), "osds/%u/bad-shards?limit=%u%s%s", o->id, SCRUB_PAGE,
 			 after[0] ? "&after=" : "", after);
-		struct json_doc *d = aio_get(x, path);
+		struct json_doc *d = admin_aio_get(x, path);
 		if (!d) {
 			if (!x->json)
 				fprintf(x->out, "  osd %u: listing bad shards failed: the admin API "
@@ -393,25 +330,25 @@ static size_t api_bad_shards(const struct admin_ctx *x, const Iolake__Meta__OsdI
 									       : NULL;
 		     j; j = j->next, seen++) {
 			uint8_t oid[OSD_OID_MAX];
-			const char *hx = jstr(j, "object_id", "");
+			const char *hx = admin_api_str(j, "object_id", "");
 			size_t hl = strlen(hx);
 			Iolake__Osd__ShardKey key = IOLAKE__OSD__SHARD_KEY__INIT;
-			key.pg = (uint32_t)ju64(j, "pg");
-			key.shard = (uint32_t)ju64(j, "shard");
+			key.pg = (uint32_t)admin_api_u64(j, "pg");
+			key.shard = (uint32_t)admin_api_u64(j, "shard");
 			key.object_id.data = oid;
 			key.object_id.len = hl / 2;
 			bool ok = hl && hl % 2 == 0 && hl / 2 <= OSD_OID_MAX &&
 				  hash_unhex(hx, hl / 2, oid) == 0;
 			Iolake__Osd__BadShard b = IOLAKE__OSD__BAD_SHARD__INIT;
 			b.key = ok ? &key : NULL;   /* bad_row names a NULL key "(bad key)" */
-			b.kind = (char *)jstr(j, "kind", "");
-			b.bad_offset = ju64(j, "bad_offset");
-			b.bad_length = ju64(j, "bad_length");
-			b.length = ju64(j, "length");
-			b.found_unix_s = ju64(j, "found_unix_s");
+			b.kind = (char *)admin_api_str(j, "kind", "");
+			b.bad_offset = admin_api_u64(j, "bad_offset");
+			b.bad_length = admin_api_u64(j, "bad_length");
+			b.length = admin_api_u64(j, "length");
+			b.found_unix_s = admin_api_u64(j, "found_unix_s");
 			bad_row(x, o, &b, seen == 0);
 		}
-		const char *next = jstr(r, "next", NULL);
+		const char *next = admin_api_str(r, "next", NULL);
 		bool more = next && strlen(next) < sizeof(after);
 		if (more)
 			snprintf(after, sizeof(after), "%s", next);
@@ -436,7 +373,7 @@ static size_t scrub_osd(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *
 	if (api) {
 		const struct json_value *jo = api_osd(api, o->id);
 		st = api_scrub(jo, &ast) ? &ast : NULL;
-		err = jstr(jo, "scrub_error", "UNAVAILABLE");
+		err = admin_api_str(jo, "scrub_error", "UNAVAILABLE");
 	} else {
 		int rc = RPC_INVALID_ARGUMENT;
 		if ((ch = admin_osd_open(x, o->addr))) {
@@ -510,7 +447,7 @@ static int scrub_status(const struct admin_ctx *x)
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
 	bool failed;
-	struct json_doc *api = aio_status(x, m, "scrub", &failed);
+	struct json_doc *api = admin_aio_status(x, m, "scrub", &failed);
 	if (failed) {
 		protobuf_c_message_free_unpacked(&h->base, NULL);
 		return 1;

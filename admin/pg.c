@@ -2,7 +2,8 @@
  * pg.c — iolake-admin pg ls|check (contract in pg.h), and the PG summary
  * that `cluster status` prints too. `pg ls` is the leader's PgStats (the
  * map alone from a meta without it); `pg check` asks each PG's up OSDs
- * for their shards itself, independent of the OSDs' recovery drivers.
+ * for their shards itself (an aio's through its admin API), independent
+ * of the OSDs' recovery drivers.
  */
 #include "admin/pg.h"
 
@@ -10,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/aioapi.h"
 #include "admin/map.h"
+#include "common/hash.h"
 #include "common/err.h"
 #include "common/proto/osd_methods.h"
 #include "osd/client.h"
@@ -195,7 +198,8 @@ static int ls(const struct admin_ctx *x)
 }
 
 /* Every PG of the map: each up slot's OSD lists the PG (ListShards, all
- * pages, method 5); a stripe (pg, object id) is complete when every up
+ * pages, method 5; an aio's OSDs through its admin API, GET
+ * osds/{id}/shards); a stripe (pg, object id) is complete when every up
  * slot's OSD holds its own shard index. Independent of the OSDs' recovery
  * drivers (this is how tests and operators check their work). One PG's
  * listing in memory at a time. */
@@ -207,6 +211,12 @@ struct check_ent {
 	uint8_t slot;
 };
 
+/* One PG's listing so far. */
+struct check_list {
+	struct check_ent *ents;
+	size_t n, cap;
+};
+
 static int check_ent_cmp(const void *pa, const void *pb)
 {
 	const struct check_ent *a = pa, *b = pb;
@@ -216,14 +226,103 @@ static int check_ent_cmp(const void *pa, const void *pb)
 	return c ? c : (int)a->slot - (int)b->slot;
 }
 
+/* A listed shard of slot; keys of another slot (or malformed) are not. */
+static void check_add(const struct admin_ctx *x, struct check_list *l, uint32_t slot,
+		      uint32_t shard, const uint8_t *oid, size_t oid_len)
+{
+	if (shard != slot || !oid_len || oid_len > OSD_OID_MAX)
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->ents = realloc(l->ents, l->cap * sizeof(*l->ents));
+		if (!l->ents) {
+			fprintf(x->err, "iolake-admin: error: out of memory\n");
+			exit(1);
+		}
+	}
+	struct check_ent *e = &l->ents[l->n++];
+	e->oid_len = (uint8_t)oid_len;
+	memcpy(e->oid, oid, oid_len);
+	e->slot = (uint8_t)slot;
+}
+
+/* Slot's OSD's shards of pg over its RPC service; false after saying why. */
+static bool rpc_list(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o,
+		     struct rpc_channel *ch, uint32_t pg, uint32_t slot, struct check_list *l)
+{
+	Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
+	uint8_t after_oid[OSD_OID_MAX];
+	bool have_after = false;
+	for (;;) {
+		Iolake__Osd__ListShardsRequest q = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
+		q.pg = pg;
+		q.limit = CHECK_PAGE;
+		if (have_after)
+			q.after = &after;
+		Iolake__Osd__ListShardsResponse *r = NULL;
+		int rc = ch ? admin_osd_call(x, ch, OSD_M_LIST, &q.base, (ProtobufCMessage **)&r)
+			    : RPC_UNAVAILABLE;
+		if (!r) {
+			fprintf(x->err, "pg %u: osd %u: %s\n", pg, o->id, rpc_status_name(rc));
+			return false;
+		}
+		for (size_t i = 0; i < r->n_shards; i++) {
+			const Iolake__Osd__ShardKey *k = r->shards[i]->key;
+			if (k)
+				check_add(x, l, slot, k->shard, k->object_id.data, k->object_id.len);
+		}
+		bool more = r->more && r->n_shards;
+		if (more) {
+			admin_shard_key_after(&after, after_oid, r->shards[r->n_shards - 1]->key);
+			have_after = true;
+		}
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		if (!more)
+			return true;
+	}
+}
+
+/* The same from an aio's admin API: every page of GET osds/{id}/shards. */
+static bool api_list(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, uint32_t pg,
+		     uint32_t slot, struct check_list *l)
+{
+	char path[128 + 2 * OSD_OID_MAX], after[2 * OSD_OID_MAX + 32] = "";
+	for (;;) {
+		snprintf(path, sizeof(path), "osds/%u/shards?pg=%u&limit=%u%s%s", o->id, pg,
+			 CHECK_PAGE, after[0] ? "&after=" : "", after);
+		struct json_doc *d = admin_aio_get(x, path);
+		if (!d) {
+			fprintf(x->err, "pg %u: osd %u: the admin API did not answer\n", pg, o->id);
+			return false;
+		}
+		const struct json_value *r = json_root(d), *sh = json_get(r, "shards");
+		for (const struct json_value *j = sh && sh->type == JSON_ARRAY ? sh->u.list.first
+									       : NULL;
+		     j; j = j->next) {
+			const char *hx = admin_api_str(j, "object_id", "");
+			size_t hl = strlen(hx);
+			uint8_t oid[OSD_OID_MAX];
+			if (hl && hl % 2 == 0 && hl / 2 <= OSD_OID_MAX && hash_unhex(hx, hl / 2, oid) == 0)
+				check_add(x, l, slot, (uint32_t)admin_api_u64(j, "shard"), oid, hl / 2);
+		}
+		const char *next = admin_api_str(r, "next", NULL);
+		bool more = next && strlen(next) < sizeof(after);
+		if (more)
+			snprintf(after, sizeof(after), "%s", next);
+		json_free(d);
+		if (!more)
+			return true;
+	}
+}
+
 static int check(const struct admin_ctx *x)
 {
 	Iolake__Meta__GetMapResponse *h;
 	Iolake__Meta__ClusterMap *m = admin_get_map(x, &h);
+	bool api = admin_aio_osds(x, m);
 	size_t n_ch = m->n_osds;
 	struct rpc_channel **ch = calloc(n_ch ? n_ch : 1, sizeof(*ch));
-	struct check_ent *ents = NULL;
-	size_t n_ents = 0, cap = 0;
+	struct check_list l = { 0 };
 	uint64_t stripes = 0, incomplete = 0, shards_missing = 0, unreachable = 0;
 	bool first = true;
 	if (!ch) {
@@ -235,9 +334,9 @@ static int check(const struct admin_ctx *x)
 	for (size_t pg = 0; pg < m->n_pgs; pg++) {
 		const Iolake__Meta__PgEntry *p = m->pgs[pg];
 		uint32_t up_mask = 0;
-		n_ents = 0;
+		l.n = 0;
 		bool failed = false;
-		for (size_t slot = 0; slot < p->n_osds && slot < 32; slot++) {
+		for (size_t slot = 0; slot < p->n_osds && slot < 32 && !failed; slot++) {
 			size_t oi = n_ch;
 			for (size_t j = 0; j < n_ch; j++)
 				if (m->osds[j]->id == p->osds[slot])
@@ -245,67 +344,27 @@ static int check(const struct admin_ctx *x)
 			if (oi == n_ch || !m->osds[oi]->up)
 				continue;
 			up_mask |= 1u << slot;
+			if (api) {
+				failed = !api_list(x, m->osds[oi], (uint32_t)pg, (uint32_t)slot, &l);
+				continue;
+			}
 			if (!ch[oi])
 				ch[oi] = admin_osd_open(x, m->osds[oi]->addr);
-			Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
-			uint8_t after_oid[OSD_OID_MAX];
-			bool have_after = false;
-			for (;;) {
-				Iolake__Osd__ListShardsRequest q = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
-				q.pg = (uint32_t)pg;
-				q.limit = CHECK_PAGE;
-				if (have_after)
-					q.after = &after;
-				Iolake__Osd__ListShardsResponse *r = NULL;
-				int rc = ch[oi] ? admin_osd_call(x, ch[oi], OSD_M_LIST, &q.base,
-							   (ProtobufCMessage **)&r) : RPC_UNAVAILABLE;
-				if (!r) {
-					fprintf(x->err, "pg %zu: osd %u: %s\n", pg, m->osds[oi]->id,
-						rpc_status_name(rc));
-					failed = true;
-					break;
-				}
-				for (size_t i = 0; i < r->n_shards; i++) {
-					const Iolake__Osd__ShardKey *k = r->shards[i]->key;
-					if (!k || k->shard != slot || !k->object_id.len ||
-					    k->object_id.len > OSD_OID_MAX)
-						continue;
-					if (n_ents == cap) {
-						cap = cap ? 2 * cap : 4096;
-						ents = realloc(ents, cap * sizeof(*ents));
-						if (!ents) {
-							fprintf(x->err, "iolake-admin: error: out of memory\n");
-							exit(1);
-						}
-					}
-					struct check_ent *e = &ents[n_ents++];
-					e->oid_len = (uint8_t)k->object_id.len;
-					memcpy(e->oid, k->object_id.data, e->oid_len);
-					e->slot = (uint8_t)slot;
-				}
-				bool more = r->more && r->n_shards;
-				if (more) {
-					admin_shard_key_after(&after, after_oid, r->shards[r->n_shards - 1]->key);
-					have_after = true;
-				}
-				protobuf_c_message_free_unpacked(&r->base, NULL);
-				if (!more)
-					break;
-			}
+			failed = !rpc_list(x, m->osds[oi], ch[oi], (uint32_t)pg, (uint32_t)slot, &l);
 		}
 		if (failed) {
 			unreachable++;
 			continue;
 		}
-		if (n_ents)
-			qsort(ents, n_ents, sizeof(*ents), check_ent_cmp);
+		if (l.n)
+			qsort(l.ents, l.n, sizeof(*l.ents), check_ent_cmp);
 		uint64_t pg_stripes = 0, pg_incomplete = 0, pg_missing = 0;
-		for (size_t i = 0; i < n_ents;) {
+		for (size_t i = 0; i < l.n;) {
 			size_t j = i;
 			uint32_t have = 0;
-			while (j < n_ents && ents[j].oid_len == ents[i].oid_len &&
-			       !memcmp(ents[j].oid, ents[i].oid, ents[i].oid_len))
-				have |= 1u << ents[j++].slot;
+			while (j < l.n && l.ents[j].oid_len == l.ents[i].oid_len &&
+			       !memcmp(l.ents[j].oid, l.ents[i].oid, l.ents[i].oid_len))
+				have |= 1u << l.ents[j++].slot;
 			pg_stripes++;
 			uint32_t lack = up_mask & ~have;
 			if (lack) {
@@ -340,11 +399,10 @@ static int check(const struct admin_ctx *x)
 		if (ch[i])
 			rpc_channel_close(ch[i]);
 	free(ch);
-	free(ents);
+	free(l.ents);
 	protobuf_c_message_free_unpacked(&h->base, NULL);
 	return incomplete || unreachable ? 3 : 0;
 }
-
 
 int admin_pg(const struct admin_ctx *x, int nargs, char **args)
 {

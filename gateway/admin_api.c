@@ -431,7 +431,8 @@ static const handler_fn handlers[ADMIN_R__COUNT] = {
 	[ADMIN_R_MEMBER_ADD] = admin_h_member_add,
 	[ADMIN_R_MEMBER_RM] = admin_h_member_rm,
 	[ADMIN_R_OSD_EXPECT] = admin_h_osd_expect,
-	[ADMIN_R_OSD_BAD] = admin_h_osd_bad,
+	[ADMIN_R_OSD_BAD] = admin_h_osd_list,
+	[ADMIN_R_OSD_SHARDS] = admin_h_osd_list,
 };
 
 void admin_call_authorized(struct admin_call *c, bool admin)

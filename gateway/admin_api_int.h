@@ -188,7 +188,7 @@ void admin_h_quota_set(struct admin_call *c);
 void admin_h_quota_clear(struct admin_call *c);
 void admin_h_gc(struct admin_call *c);          /* admin_api_gc.c */
 void admin_h_scrub(struct admin_call *c);       /* admin_api_osds.c: asks the OSDs */
-void admin_h_osd_bad(struct admin_call *c);     /* admin_api_osds.c: one OSD's bad shards */
+void admin_h_osd_list(struct admin_call *c);    /* admin_api_osds.c: one OSD's bad shards, or its shards in a PG */
 void admin_h_key_create(struct admin_call *c);  /* admin_api_users.c */
 void admin_h_key_delete(struct admin_call *c);
 void admin_h_member_add(struct admin_call *c);  /* admin_api_members.c */

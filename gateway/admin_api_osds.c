@@ -17,6 +17,10 @@
  *                                 scrubber recorded as bad (ListBadShards;
  *                                 ?after=PG:SHARD:OBJECTHEX&limit=N), as
  *                                 `iolake-admin osd scrub-status` lists them
+ *   GET  /api/v1/osds/{id}/shards?pg=N  one page of the shards that OSD
+ *                                 holds in PG N (ListShards; after and
+ *                                 limit as bad-shards'), as `iolake-admin
+ *                                 pg check` reads them
  *   GET  /api/v1/pgs              PG counts by state, recovery progress,
  *                                 rate and ETA (meta's PgStats), and each PG
  * Everything through meta's RPCs and the OSDs' Status; nothing decided here.
@@ -222,16 +226,54 @@ static size_t oid_len(const Iolake__Osd__ShardKey *k)
 	return k->object_id.len < ADMIN_OID_MAX ? k->object_id.len : ADMIN_OID_MAX;
 }
 
+/* An OSD's answer to a listing, or false once the 503 is answered. */
+static bool osd_answered(struct admin_call *c, uint32_t id, int rpc_status)
+{
+	if (rpc_status == RPC_OK)
+		return true;
+	char msg[96];
+	snprintf(msg, sizeof(msg), "OSD %u did not answer: %s", id, rpc_status_name(rpc_status));
+	admin_reply_error(c, 503, "ServiceUnavailable", msg);
+	return false;
+}
+
+/* A listed shard's key fields, inside its object. */
+static void key_fields(struct jsonw *w, const Iolake__Osd__ShardKey *k)
+{
+	char oid[2 * ADMIN_OID_MAX + 1];
+	hash_hex(k->object_id.data, oid_len(k), oid);
+	jsonw_ku64(w, "pg", k->pg);
+	jsonw_kstr(w, "object_id", oid);
+	jsonw_ku64(w, "shard", k->shard);
+}
+
+/* A listing's end: "more", and "next" (after=PG:SHARD:OBJECTHEX for the
+ * next page, the last key listed) or null; closes the answer and sends it. */
+static void list_end(struct admin_call *c, struct jsonw *w, bool more,
+		     const Iolake__Osd__ShardKey *last)
+{
+	jsonw_arr_end(w);
+	more = more && last;
+	jsonw_kbool(w, "more", more);
+	jsonw_key(w, "next");
+	if (more) {
+		char tok[2 * 12 + 2 * ADMIN_OID_MAX + 4];
+		int o = snprintf(tok, sizeof(tok), "%u:%u:", last->pg, last->shard);
+		hash_hex(last->object_id.data, oid_len(last), tok + o);
+		jsonw_str(w, tok);
+	} else {
+		jsonw_null(w);
+	}
+	jsonw_obj_end(w);
+	admin_reply_json(c, 200, w);
+}
+
 static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 			const ProtobufCMessage *resp)
 {
 	uint32_t id = (uint32_t)(uintptr_t)ud;
-	if (rpc_status != RPC_OK) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "OSD %u did not answer: %s", id, rpc_status_name(rpc_status));
-		admin_reply_error(c, 503, "ServiceUnavailable", msg);
+	if (!osd_answered(c, id, rpc_status))
 		return;
-	}
 	const Iolake__Osd__ListBadShardsResponse *r = (const void *)resp;
 	struct jsonw w;
 	jsonw_init(&w, 0);
@@ -245,11 +287,7 @@ static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 		if (!b->key)
 			continue;
 		jsonw_obj_begin(&w);
-		char oid[2 * ADMIN_OID_MAX + 1];
-		hash_hex(b->key->object_id.data, oid_len(b->key), oid);
-		jsonw_ku64(&w, "pg", b->key->pg);
-		jsonw_kstr(&w, "object_id", oid);
-		jsonw_ku64(&w, "shard", b->key->shard);
+		key_fields(&w, b->key);
 		jsonw_kstr(&w, "kind", b->kind ? b->kind : "");
 		jsonw_ku64(&w, "bad_offset", b->bad_offset);
 		jsonw_ku64(&w, "bad_length", b->bad_length);
@@ -258,70 +296,103 @@ static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 		jsonw_obj_end(&w);
 		last = b->key;
 	}
-	jsonw_arr_end(&w);
-	bool more = r->more && last;
-	jsonw_kbool(&w, "more", more);
-	jsonw_key(&w, "next");
-	if (more) {
-		/* after=PG:SHARD:OBJECTHEX for the next page */
-		char tok[2 * 12 + 2 * ADMIN_OID_MAX + 4];
-		int o = snprintf(tok, sizeof(tok), "%u:%u:", last->pg, last->shard);
-		hash_hex(last->object_id.data, oid_len(last), tok + o);
-		jsonw_str(&w, tok);
-	} else {
-		jsonw_null(&w);
-	}
-	jsonw_obj_end(&w);
-	admin_reply_json(c, 200, &w);
+	list_end(c, &w, r->more, last);
 }
 
-static void on_bad_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+static void on_shard_list(struct admin_call *c, void *ud, int rpc_status,
+			  const ProtobufCMessage *resp)
 {
-	struct admin_bad_query *q = ud;
-	const Iolake__Meta__ClusterMap *m = map_or_reply(c, err, resp);
-	if (!m)
-		return;
+	const struct admin_shard_query *q = ud;
 	uint32_t id = admin_call_route(c)->osd_id;
-	const char *addr = NULL;
+	if (!osd_answered(c, id, rpc_status))
+		return;
+	const Iolake__Osd__ListShardsResponse *r = (const void *)resp;
+	struct jsonw w;
+	jsonw_init(&w, 0);
+	jsonw_obj_begin(&w);
+	jsonw_ku64(&w, "osd", id);
+	jsonw_ku64(&w, "pg", q->list_pg);
+	jsonw_key(&w, "shards");
+	jsonw_arr_begin(&w);
+	const Iolake__Osd__ShardKey *last = NULL;
+	for (size_t i = 0; i < r->n_shards; i++) {
+		const Iolake__Osd__ShardInfo *s = r->shards[i];
+		if (!s->key)
+			continue;
+		jsonw_obj_begin(&w);
+		key_fields(&w, s->key);
+		jsonw_ku64(&w, "length", s->length);
+		jsonw_ku64(&w, "crc32c", s->crc32c);
+		jsonw_kbool(&w, "inline", s->is_inline);
+		jsonw_obj_end(&w);
+		last = s->key;
+	}
+	list_end(c, &w, r->more, last);
+}
+
+/* The map's address of the route's OSD, or NULL once 404 is answered. */
+static const char *osd_addr_or_reply(struct admin_call *c, const Iolake__Meta__ClusterMap *m)
+{
+	uint32_t id = admin_call_route(c)->osd_id;
 	for (size_t i = 0; i < m->n_osds; i++)
 		if (m->osds[i]->id == id)
-			addr = m->osds[i]->addr;
-	if (!addr) {
-		char msg[64];
-		snprintf(msg, sizeof(msg), "OSD %u is not in the map", id);
-		admin_reply_error(c, 404, "NoSuchOsd", msg);
+			return m->osds[i]->addr;
+	char msg[64];
+	snprintf(msg, sizeof(msg), "OSD %u is not in the map", id);
+	admin_reply_error(c, 404, "NoSuchOsd", msg);
+	return NULL;
+}
+
+/* The route's OSD asked for one page of its bad shards (ListBadShards) or
+ * of its shards in one PG (ListShards), after the query's key. */
+static void on_list_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
+{
+	const struct admin_shard_query *q = ud;
+	const Iolake__Meta__ClusterMap *m = map_or_reply(c, err, resp);
+	const char *addr = m ? osd_addr_or_reply(c, m) : NULL;
+	if (!addr)
 		return;
-	}
+	uint32_t id = admin_call_route(c)->osd_id;
 	Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
-	Iolake__Osd__ListBadShardsRequest lq = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
-	lq.limit = q->limit;
 	if (q->have_after) {
 		after.pg = q->pg;
 		after.shard = q->shard;
-		after.object_id.data = q->oid;
+		after.object_id.data = (uint8_t *)q->oid;
 		after.object_id.len = q->oid_len;
-		lq.after = &after;
 	}
+	if (admin_call_route(c)->id == ADMIN_R_OSD_SHARDS) {
+		Iolake__Osd__ListShardsRequest lq = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
+		lq.pg = q->list_pg;
+		lq.limit = q->limit;
+		lq.after = q->have_after ? &after : NULL;
+		admin_osd_call(c, addr, OSD_M_LIST, &lq.base, on_shard_list, (void *)q);
+		return;
+	}
+	Iolake__Osd__ListBadShardsRequest lq = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
+	lq.limit = q->limit;
+	lq.after = q->have_after ? &after : NULL;
 	admin_osd_call(c, addr, OSD_M_LIST_BAD, &lq.base, on_bad_list, (void *)(uintptr_t)id);
 }
 
-void admin_h_osd_bad(struct admin_call *c)
+/* GET osds/{id}/bad-shards and GET osds/{id}/shards?pg=N. */
+void admin_h_osd_list(struct admin_call *c)
 {
+	bool shards = admin_call_route(c)->id == ADMIN_R_OSD_SHARDS;
 	size_t ql;
 	const char *qs = admin_call_query(c, &ql);
-	struct admin_bad_query *q = calloc(1, sizeof(*q));
+	struct admin_shard_query *q = calloc(1, sizeof(*q));
 	if (!q) {
 		admin_reply_error(c, 500, "InternalError", "out of memory");
 		return;
 	}
 	admin_call_set_state(c, q, free);
 	const char *why = NULL;
-	if (admin_parse_bad_query(qs ? qs : "", qs ? ql : 0, q, &why)) {
+	if (admin_parse_shard_query(qs ? qs : "", qs ? ql : 0, shards, q, &why)) {
 		admin_reply_error(c, 400, "InvalidArgument", why);
 		return;
 	}
 	Iolake__Meta__GetMapRequest req = IOLAKE__META__GET_MAP_REQUEST__INIT;
-	int rc = admin_meta_call(c, META_M_GET_MAP, &req.base, on_bad_map, q);
+	int rc = admin_meta_call(c, META_M_GET_MAP, &req.base, on_list_map, q);
 	if (rc)
 		admin_reply_meta_error(c, rc);
 }

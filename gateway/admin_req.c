@@ -230,17 +230,21 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 		return want(m, "DELETE", NULL);
 	}
 	if (k == 5 && eq(r0, l0, "osds") &&
-	    (eq(s[4], sl[4], "out") || eq(s[4], sl[4], "in") || eq(s[4], sl[4], "bad-shards"))) {
-		bool bad = eq(s[4], sl[4], "bad-shards");
-		r->id = bad ? ADMIN_R_OSD_BAD : eq(s[4], sl[4], "out") ? ADMIN_R_OSD_OUT : ADMIN_R_OSD_IN;
+	    (eq(s[4], sl[4], "out") || eq(s[4], sl[4], "in") || eq(s[4], sl[4], "bad-shards") ||
+	     eq(s[4], sl[4], "shards"))) {
+		bool get = eq(s[4], sl[4], "bad-shards") || eq(s[4], sl[4], "shards");
+		r->id = eq(s[4], sl[4], "bad-shards") ? ADMIN_R_OSD_BAD
+			: eq(s[4], sl[4], "shards")   ? ADMIN_R_OSD_SHARDS
+			: eq(s[4], sl[4], "out")      ? ADMIN_R_OSD_OUT
+						      : ADMIN_R_OSD_IN;
 		if (dec_u32(s[3], sl[3], 0xFFFFFFFEu, &r->osd_id))   /* below PLACE_NONE */
 			return -EINVAL;
-		return bad ? want(m, "GET", NULL) : want(m, "POST", NULL);
+		return get ? want(m, "GET", NULL) : want(m, "POST", NULL);
 	}
 	return -ENOENT;
 }
 
-static int parse_after(const char *s, size_t n, struct admin_bad_query *out)
+static int parse_after(const char *s, size_t n, struct admin_shard_query *out)
 {
 	const char *c1 = memchr(s, ':', n);
 	const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - s)) : NULL;
@@ -256,12 +260,12 @@ static int parse_after(const char *s, size_t n, struct admin_bad_query *out)
 	return 0;
 }
 
-int admin_parse_bad_query(const char *q, size_t len, struct admin_bad_query *out,
-			  const char **why)
+int admin_parse_shard_query(const char *q, size_t len, bool want_pg,
+			    struct admin_shard_query *out, const char **why)
 {
 	memset(out, 0, sizeof(*out));
 	out->limit = 1000;
-	bool seen_after = false, seen_limit = false;
+	bool seen_after = false, seen_limit = false, seen_pg = false;
 	for (size_t i = 0; i < len;) {
 		size_t end = i;
 		while (end < len && q[end] != '&')
@@ -284,11 +288,26 @@ int admin_parse_bad_query(const char *q, size_t len, struct admin_bad_query *out
 				*why = "limit must be a whole number 1..10000";
 				return -EINVAL;
 			}
+		} else if (want_pg && eq(p, kl, "pg") && !seen_pg) {
+			seen_pg = true;
+			if (dec_u32(v, vl, UINT32_MAX - 1, &out->list_pg)) {
+				*why = "pg must be a PG number";
+				return -EINVAL;
+			}
 		} else {
-			*why = "unknown or repeated parameter (after and limit are taken)";
+			*why = want_pg ? "unknown or repeated parameter (pg, after and limit are taken)"
+				       : "unknown or repeated parameter (after and limit are taken)";
 			return -EINVAL;
 		}
 		i = end + 1;
+	}
+	if (want_pg && !seen_pg) {
+		*why = "pg is required: the PG whose shards are listed";
+		return -EINVAL;
+	}
+	if (want_pg && out->have_after && out->pg != out->list_pg) {
+		*why = "after must name a shard of the PG listed";
+		return -EINVAL;
 	}
 	return 0;
 }

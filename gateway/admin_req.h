@@ -53,12 +53,13 @@ enum admin_route_id {
 	ADMIN_R_MEMBER_RM,     /* DELETE /api/v1/members/{id} */
 	ADMIN_R_OSD_EXPECT,    /* PUT /api/v1/osds/expect */
 	ADMIN_R_OSD_BAD,       /* GET /api/v1/osds/{id}/bad-shards */
+	ADMIN_R_OSD_SHARDS,    /* GET /api/v1/osds/{id}/shards?pg=N */
 	ADMIN_R__COUNT
 };
 
 struct admin_route {
 	enum admin_route_id id;
-	uint32_t osd_id;                  /* ADMIN_R_OSD_OUT / _IN / _RM / _BAD */
+	uint32_t osd_id;                  /* ADMIN_R_OSD_OUT / _IN / _RM / _BAD / _SHARDS */
 	uint64_t member_id;               /* ADMIN_R_MEMBER_RM: 1..2^53 */
 	char name[ADMIN_NAME_MAX + 1];    /* ADMIN_R_USER_DELETE, _GRANTS, _GRANT_SET,
 	                                   * _QUOTA_*, _KEY_*: percent-decoded */
@@ -146,21 +147,24 @@ int admin_parse_member_add(const char *body, size_t len, struct admin_member_add
 int admin_parse_expect_osds(const char *body, size_t len, struct admin_expect_osds *out,
 			    const char **why);
 
-/* GET osds/{id}/bad-shards' query: after=PG:SHARD:OBJECTHEX (the last
- * shard of the previous page, as its answer's "next" gives it; the object
- * id 1..64 bytes in lowercase or uppercase hex) and limit=1..10000
- * (default 1000), in any order; other parameters are refused. 0 and *out;
- * -EINVAL with why. */
+/* The query of GET osds/{id}/bad-shards and GET osds/{id}/shards:
+ * after=PG:SHARD:OBJECTHEX (the last shard of the previous page, as its
+ * answer's "next" gives it; the object id 1..64 bytes in lowercase or
+ * uppercase hex) and limit=1..10000 (default 1000), in any order; with
+ * want_pg (shards: one PG's listing) also pg=N, required, and an after
+ * within that PG; other parameters are refused. 0 and *out; -EINVAL with
+ * why. */
 #define ADMIN_OID_MAX 64
-struct admin_bad_query {
+struct admin_shard_query {
 	bool have_after;
-	uint32_t pg, shard;
+	uint32_t pg, shard;            /* after's */
 	uint8_t oid[ADMIN_OID_MAX];
 	size_t oid_len;
 	uint32_t limit;
+	uint32_t list_pg;              /* want_pg: the PG listed */
 };
-int admin_parse_bad_query(const char *q, size_t len, struct admin_bad_query *out,
-			  const char **why);
+int admin_parse_shard_query(const char *q, size_t len, bool want_pg,
+			    struct admin_shard_query *out, const char **why);
 
 /* A session token for access_key (3..128 of A-Z a-z 0-9, rootkey's set)
  * valid until expires_s (Unix seconds):

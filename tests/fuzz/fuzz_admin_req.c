@@ -6,7 +6,7 @@
  *
  * Input: byte 0 picks what the rest is (copied into an exactly-sized
  * malloc'd buffer, so a read past the end is an ASan report):
- *   0  "METHOD\nPATH[?QUERY]": admin_route_parse (and admin_parse_bad_query
+ *   0  "METHOD\nPATH[?QUERY]": admin_route_parse (and admin_parse_shard_query
  *      of QUERY); oracle: a user, bucket or key name decoded is
  *      non-empty with no '/' or control byte, an OSD id is below
  *      0xFFFFFFFF, a console file span lies inside the path
@@ -53,17 +53,21 @@ static void route(const char *d, size_t n)
 		pl = n - (size_t)(nl - d) - 1;
 	}
 	/* "PATH?QUERY": the route of PATH, and QUERY as GET osds/{id}/bad-shards
-	 * parses it: accepted, a limit of 1..10000 and an after whose object
-	 * id is 1..64 bytes. */
+	 * and GET osds/{id}/shards parse it: accepted, a limit of 1..10000 and
+	 * an after whose object id is 1..64 bytes (and, for shards, whose PG
+	 * is the one listed). */
 	const char *qm = memchr(path, '?', pl);
 	if (qm) {
-		struct admin_bad_query bq;
-		const char *why = NULL;
 		size_t ql = pl - (size_t)(qm + 1 - path);
-		if (admin_parse_bad_query(qm + 1, ql, &bq, &why) == 0 &&
-		    (bq.limit < 1 || bq.limit > 10000 || bq.oid_len > ADMIN_OID_MAX ||
-		     (bq.have_after && !bq.oid_len)))
-			abort();
+		for (int want_pg = 0; want_pg < 2; want_pg++) {
+			struct admin_shard_query bq;
+			const char *why = NULL;
+			if (admin_parse_shard_query(qm + 1, ql, want_pg, &bq, &why) == 0 &&
+			    (bq.limit < 1 || bq.limit > 10000 || bq.oid_len > ADMIN_OID_MAX ||
+			     (bq.have_after && !bq.oid_len) ||
+			     (want_pg && bq.have_after && bq.pg != bq.list_pg)))
+				abort();
+		}
 		pl = (size_t)(qm - path);
 	}
 	struct admin_route r;

@@ -129,18 +129,29 @@ START_TEST(test_routes)
 	ck_assert_int_eq(route("GET", "/api/v1/osds/x/bad-shards", &r), -EINVAL);
 	ck_assert_int_eq(route("GET", "/api/v1/osds/4294967295/bad-shards", &r), -EINVAL);
 	ck_assert_str_eq(admin_route_allow("/api/v1/osds/3/bad-shards", 25), "GET");
+	ck_assert_int_eq(route("GET", "/api/v1/osds/12/shards", &r), 0);
+	ck_assert_int_eq(r.id, ADMIN_R_OSD_SHARDS);
+	ck_assert_uint_eq(r.osd_id, 12);
+	ck_assert_int_eq(route("DELETE", "/api/v1/osds/12/shards", &r), -EOPNOTSUPP);
+	ck_assert_int_eq(route("GET", "/api/v1/osds/-1/shards", &r), -EINVAL);
+	ck_assert_int_eq(route("GET", "/api/v1/osds/1/shard", &r), -ENOENT);
 }
 END_TEST
 
-static int badq(const char *q, struct admin_bad_query *b, const char **why)
+static int badq(const char *q, struct admin_shard_query *b, const char **why)
 {
-	return admin_parse_bad_query(q, strlen(q), b, why);
+	return admin_parse_shard_query(q, strlen(q), false, b, why);
+}
+
+static int pgq(const char *q, struct admin_shard_query *b, const char **why)
+{
+	return admin_parse_shard_query(q, strlen(q), true, b, why);
 }
 
 /* GET osds/{id}/bad-shards' query: after=PG:SHARD:OBJECTHEX and limit. */
 START_TEST(test_bad_query)
 {
-	struct admin_bad_query b;
+	struct admin_shard_query b;
 	const char *why = NULL;
 	ck_assert_int_eq(badq("", &b, &why), 0);
 	ck_assert(!b.have_after);
@@ -171,6 +182,39 @@ START_TEST(test_bad_query)
 		why = NULL;
 		ck_assert_msg(badq(bad[i], &b, &why) == -EINVAL && why, "%s accepted", bad[i]);
 	}
+	/* pg is GET osds/{id}/shards' alone */
+	ck_assert_int_eq(badq("pg=3", &b, &why), -EINVAL);
+}
+END_TEST
+
+/* GET osds/{id}/shards' query: the same, and pg=N, required; an after
+ * within that PG. */
+START_TEST(test_shards_query)
+{
+	struct admin_shard_query b;
+	const char *why = NULL;
+	ck_assert_int_eq(pgq("pg=0", &b, &why), 0);
+	ck_assert_uint_eq(b.list_pg, 0);
+	ck_assert(!b.have_after);
+	ck_assert_uint_eq(b.limit, 1000);
+	ck_assert_int_eq(pgq("limit=5&after=200:3:ab01&pg=200", &b, &why), 0);
+	ck_assert_uint_eq(b.list_pg, 200);
+	ck_assert_uint_eq(b.limit, 5);
+	ck_assert(b.have_after);
+	ck_assert_uint_eq(b.pg, 200);
+	ck_assert_uint_eq(b.shard, 3);
+	ck_assert_uint_eq(b.oid_len, 2);
+	ck_assert_uint_eq(b.oid[1], 0x01);
+	const char *bad[] = {
+		"", "limit=5", "pg=", "pg=x", "pg=-1", "pg=4294967295", "pg=1&pg=1",
+		"pg=1&after=2:0:ab", "pg=1&foo=2", "pg=1&limit=0",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		ck_assert_msg(pgq(bad[i], &b, &why) == -EINVAL && why, "%s accepted", bad[i]);
+	}
+	ck_assert_int_eq(pgq("after=1:0:ab", &b, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "required"));
 }
 END_TEST
 
@@ -331,6 +375,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_routes);
 	tcase_add_test(tc, test_bad_query);
+	tcase_add_test(tc, test_shards_query);
 	tcase_add_test(tc, test_bodies);
 	tcase_add_test(tc, test_tokens);
 	tcase_add_test(tc, test_find_token);
