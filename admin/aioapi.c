@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "admin/api.h"
+#include "common/hash.h"
+#include "osd/client.h"   /* OSD_OID_MAX */
 
 uint64_t admin_api_u64(const struct json_value *o, const char *key)
 {
@@ -26,6 +28,28 @@ bool admin_api_true(const struct json_value *o, const char *key)
 {
 	const struct json_value *v = o ? json_get(o, key) : NULL;
 	return v && v->type == JSON_TRUE;
+}
+
+bool admin_api_key(const struct json_value *j, Iolake__Osd__ShardKey *key, uint8_t *oid)
+{
+	const char *hx = admin_api_str(j, "object_id", "");
+	size_t hl = strlen(hx);
+	if (!hl || hl % 2 || hl / 2 > OSD_OID_MAX || hash_unhex(hx, hl / 2, oid))
+		return false;
+	key->pg = (uint32_t)admin_api_u64(j, "pg");
+	key->shard = (uint32_t)admin_api_u64(j, "shard");
+	key->object_id.data = oid;
+	key->object_id.len = hl / 2;
+	return true;
+}
+
+bool admin_api_next(const struct json_value *page, char *after, size_t cap)
+{
+	const char *next = admin_api_str(page, "next", NULL);
+	if (!next || strlen(next) >= cap)
+		return false;
+	memcpy(after, next, strlen(next) + 1);
+	return true;
 }
 
 struct json_doc *admin_aio_get(const struct admin_ctx *x, const char *path)

@@ -15,7 +15,6 @@
 
 #include "admin/aioapi.h"
 #include "admin/map.h"
-#include "common/hash.h"
 #include "common/json.h"
 #include "common/place.h"
 #include "common/proto/osd_methods.h"
@@ -330,15 +329,8 @@ static size_t api_bad_shards(const struct admin_ctx *x, const Iolake__Meta__OsdI
 									       : NULL;
 		     j; j = j->next, seen++) {
 			uint8_t oid[OSD_OID_MAX];
-			const char *hx = admin_api_str(j, "object_id", "");
-			size_t hl = strlen(hx);
 			Iolake__Osd__ShardKey key = IOLAKE__OSD__SHARD_KEY__INIT;
-			key.pg = (uint32_t)admin_api_u64(j, "pg");
-			key.shard = (uint32_t)admin_api_u64(j, "shard");
-			key.object_id.data = oid;
-			key.object_id.len = hl / 2;
-			bool ok = hl && hl % 2 == 0 && hl / 2 <= OSD_OID_MAX &&
-				  hash_unhex(hx, hl / 2, oid) == 0;
+			bool ok = admin_api_key(j, &key, oid);
 			Iolake__Osd__BadShard b = IOLAKE__OSD__BAD_SHARD__INIT;
 			b.key = ok ? &key : NULL;   /* bad_row names a NULL key "(bad key)" */
 			b.kind = (char *)admin_api_str(j, "kind", "");
@@ -348,10 +340,7 @@ static size_t api_bad_shards(const struct admin_ctx *x, const Iolake__Meta__OsdI
 			b.found_unix_s = admin_api_u64(j, "found_unix_s");
 			bad_row(x, o, &b, seen == 0);
 		}
-		const char *next = admin_api_str(r, "next", NULL);
-		bool more = next && strlen(next) < sizeof(after);
-		if (more)
-			snprintf(after, sizeof(after), "%s", next);
+		bool more = admin_api_next(r, after, sizeof(after));
 		json_free(d);
 		if (!more)
 			break;

@@ -13,7 +13,6 @@
 
 #include "admin/aioapi.h"
 #include "admin/map.h"
-#include "common/hash.h"
 #include "common/err.h"
 #include "common/proto/osd_methods.h"
 #include "osd/client.h"
@@ -299,16 +298,12 @@ static bool api_list(const struct admin_ctx *x, const Iolake__Meta__OsdInfo *o, 
 		for (const struct json_value *j = sh && sh->type == JSON_ARRAY ? sh->u.list.first
 									       : NULL;
 		     j; j = j->next) {
-			const char *hx = admin_api_str(j, "object_id", "");
-			size_t hl = strlen(hx);
 			uint8_t oid[OSD_OID_MAX];
-			if (hl && hl % 2 == 0 && hl / 2 <= OSD_OID_MAX && hash_unhex(hx, hl / 2, oid) == 0)
-				check_add(x, l, slot, (uint32_t)admin_api_u64(j, "shard"), oid, hl / 2);
+			Iolake__Osd__ShardKey k = IOLAKE__OSD__SHARD_KEY__INIT;
+			if (admin_api_key(j, &k, oid))
+				check_add(x, l, slot, k.shard, oid, k.object_id.len);
 		}
-		const char *next = admin_api_str(r, "next", NULL);
-		bool more = next && strlen(next) < sizeof(after);
-		if (more)
-			snprintf(after, sizeof(after), "%s", next);
+		bool more = admin_api_next(r, after, sizeof(after));
 		json_free(d);
 		if (!more)
 			return true;
