@@ -775,6 +775,13 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	rocksdb_options_set_block_based_table_factory(s->opts, s->bbto);
 	rocksdb_options_set_write_buffer_size(s->opts, wbuf_bytes);
 	rocksdb_options_set_max_write_buffer_number(s->opts, 2);
+	/* Flushes and compactions start the writeback of their tables every
+	 * META_STATE_BYTES_PER_SYNC (sync_file_range), not all at the table's
+	 * fsync. On a device with a write cache the Raft log's synced writes
+	 * share with them, one flush of that cache carries whatever was
+	 * written since the last: a table's tens of MiB at once made the log
+	 * write behind it wait (docs/performance.md, "bytes_per_sync"). */
+	rocksdb_options_set_bytes_per_sync(s->opts, META_STATE_BYTES_PER_SYNC);
 	s->ro = rocksdb_readoptions_create();
 	s->wo = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(s->wo, opts && opts->sync);

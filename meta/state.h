@@ -96,6 +96,7 @@ struct meta_op_result {
 
 #define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
 #define META_STATE_WRITE_BUFFER_BYTES (64ull << 20)  /* default memtable */
+#define META_STATE_BYTES_PER_SYNC (256u << 10)       /* tables' writeback step */
 
 /* A RocksDB block cache shared by several states (a member's groups), so
  * that their blocks together stay within one bound. Free it after every
