@@ -53,15 +53,18 @@ static inline struct meta_state *open_at(const char *dir)
 	return s;
 }
 
+/* Without SO_REUSEADDR: a port some socket is bound to, listening or not
+ * yet (a member binds its ports before it listens, and two sockets with
+ * SO_REUSEADDR may share a port until one listens), or that a closed
+ * connection keeps in TIME_WAIT, is not free. */
 static inline bool bindable(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
 	return ok;
 }
 
@@ -70,10 +73,15 @@ static inline bool bindable(int port)
  * (32768-60999 here): a port the kernel hands out may be taken by any
  * outgoing connection between this check and the member's bind (another
  * member's, or another test's running beside this one), which failed a
- * member's start with EIO now and then. */
+ * member's start with EIO now and then. A pair this process handed out
+ * before is never handed out again: its member may have bound it and not
+ * yet listened, or may start again on it later (a restart keeps its
+ * address). */
 static inline int free_port_pair(void)
 {
 	static unsigned seed;
+	static int issued[256];
+	static unsigned n_issued;
 	if (!seed) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -82,8 +90,13 @@ static inline int free_port_pair(void)
 	for (int i = 0; i < 1000; i++) {
 		seed = seed * 1103515245u + 12345u;
 		int p = 20000 + (int)((seed >> 8) % 12000);   /* 20000..31999 */
-		if (bindable(p) && bindable(p + 1))
-			return p;
+		bool taken = false;
+		for (unsigned j = 0; j < n_issued && j < 256 && !taken; j++)
+			taken = p + 1 >= issued[j] && p <= issued[j] + 1;
+		if (taken || !bindable(p) || !bindable(p + 1))
+			continue;
+		issued[n_issued++ % 256] = p;
+		return p;
 	}
 	ck_abort_msg("no free port pair");
 	return 0;
