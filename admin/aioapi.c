@@ -46,9 +46,10 @@ bool admin_api_key(const struct json_value *j, Iolake__Osd__ShardKey *key, uint8
 bool admin_api_next(const struct json_value *page, char *after, size_t cap)
 {
 	const char *next = admin_api_str(page, "next", NULL);
-	if (!next || strlen(next) >= cap)
+	size_t n = next ? strlen(next) : cap;
+	if (n >= cap)
 		return false;
-	memcpy(after, next, strlen(next) + 1);
+	memcpy(after, next, n + 1);
 	return true;
 }
 

@@ -84,7 +84,7 @@ def write_bytes(pid):
     pages its writes dirtied, charged to the thread that wrote). Exact for
     O_DIRECT; for buffered writes the kernel charges each page-cache folio
     it dirties whole, and ext4 here caches files in large folios: the OSDs'
-    commit threads read 12.3 GB in 4 s where their pwrite(2)s carried
+    commit threads were charged 12.3 GB in 4 s where their pwrite(2)s carried
     ~0.8 GB (perf trace) and the disk took ~2.4 GB (vmstat). Compare the
     device's own count (dev_written) before reading much into these."""
     out = collections.Counter()

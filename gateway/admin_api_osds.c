@@ -226,13 +226,14 @@ static size_t oid_len(const Iolake__Osd__ShardKey *k)
 	return k->object_id.len < ADMIN_OID_MAX ? k->object_id.len : ADMIN_OID_MAX;
 }
 
-/* An OSD's answer to a listing, or false once the 503 is answered. */
-static bool osd_answered(struct admin_call *c, uint32_t id, int rpc_status)
+/* The route's OSD answered a listing, or false once the 503 is answered. */
+static bool osd_answered(struct admin_call *c, int rpc_status)
 {
 	if (rpc_status == RPC_OK)
 		return true;
 	char msg[96];
-	snprintf(msg, sizeof(msg), "OSD %u did not answer: %s", id, rpc_status_name(rpc_status));
+	snprintf(msg, sizeof(msg), "OSD %u did not answer: %s", admin_call_route(c)->osd_id,
+		 rpc_status_name(rpc_status));
 	admin_reply_error(c, 503, "ServiceUnavailable", msg);
 	return false;
 }
@@ -245,6 +246,19 @@ static void key_fields(struct jsonw *w, const Iolake__Osd__ShardKey *k)
 	jsonw_ku64(w, "pg", k->pg);
 	jsonw_kstr(w, "object_id", oid);
 	jsonw_ku64(w, "shard", k->shard);
+}
+
+/* A listing's start: {"osd":ID, ("pg":N, for shards,) "shards":[ */
+static void list_begin(struct admin_call *c, struct jsonw *w)
+{
+	const struct admin_route *r = admin_call_route(c);
+	jsonw_init(w, 0);
+	jsonw_obj_begin(w);
+	jsonw_ku64(w, "osd", r->osd_id);
+	if (r->id == ADMIN_R_OSD_SHARDS)
+		jsonw_ku64(w, "pg", ((const struct admin_shard_query *)admin_call_state(c))->list_pg);
+	jsonw_key(w, "shards");
+	jsonw_arr_begin(w);
 }
 
 /* A listing's end: "more", and "next" (after=PG:SHARD:OBJECTHEX for the
@@ -271,16 +285,12 @@ static void list_end(struct admin_call *c, struct jsonw *w, bool more,
 static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 			const ProtobufCMessage *resp)
 {
-	uint32_t id = (uint32_t)(uintptr_t)ud;
-	if (!osd_answered(c, id, rpc_status))
+	(void)ud;
+	if (!osd_answered(c, rpc_status))
 		return;
 	const Iolake__Osd__ListBadShardsResponse *r = (const void *)resp;
 	struct jsonw w;
-	jsonw_init(&w, 0);
-	jsonw_obj_begin(&w);
-	jsonw_ku64(&w, "osd", id);
-	jsonw_key(&w, "shards");
-	jsonw_arr_begin(&w);
+	list_begin(c, &w);
 	const Iolake__Osd__ShardKey *last = NULL;
 	for (size_t i = 0; i < r->n_shards; i++) {
 		const Iolake__Osd__BadShard *b = r->shards[i];
@@ -302,18 +312,12 @@ static void on_bad_list(struct admin_call *c, void *ud, int rpc_status,
 static void on_shard_list(struct admin_call *c, void *ud, int rpc_status,
 			  const ProtobufCMessage *resp)
 {
-	const struct admin_shard_query *q = ud;
-	uint32_t id = admin_call_route(c)->osd_id;
-	if (!osd_answered(c, id, rpc_status))
+	(void)ud;
+	if (!osd_answered(c, rpc_status))
 		return;
 	const Iolake__Osd__ListShardsResponse *r = (const void *)resp;
 	struct jsonw w;
-	jsonw_init(&w, 0);
-	jsonw_obj_begin(&w);
-	jsonw_ku64(&w, "osd", id);
-	jsonw_ku64(&w, "pg", q->list_pg);
-	jsonw_key(&w, "shards");
-	jsonw_arr_begin(&w);
+	list_begin(c, &w);
 	const Iolake__Osd__ShardKey *last = NULL;
 	for (size_t i = 0; i < r->n_shards; i++) {
 		const Iolake__Osd__ShardInfo *s = r->shards[i];
@@ -347,31 +351,28 @@ static const char *osd_addr_or_reply(struct admin_call *c, const Iolake__Meta__C
  * of its shards in one PG (ListShards), after the query's key. */
 static void on_list_map(struct admin_call *c, void *ud, int err, const ProtobufCMessage *resp)
 {
-	const struct admin_shard_query *q = ud;
+	struct admin_shard_query *q = ud;   /* the call's state */
 	const Iolake__Meta__ClusterMap *m = map_or_reply(c, err, resp);
 	const char *addr = m ? osd_addr_or_reply(c, m) : NULL;
 	if (!addr)
 		return;
-	uint32_t id = admin_call_route(c)->osd_id;
 	Iolake__Osd__ShardKey after = IOLAKE__OSD__SHARD_KEY__INIT;
-	if (q->have_after) {
-		after.pg = q->pg;
-		after.shard = q->shard;
-		after.object_id.data = (uint8_t *)q->oid;
-		after.object_id.len = q->oid_len;
-	}
+	after.pg = q->pg;
+	after.shard = q->shard;
+	after.object_id.data = q->oid;
+	after.object_id.len = q->oid_len;
 	if (admin_call_route(c)->id == ADMIN_R_OSD_SHARDS) {
 		Iolake__Osd__ListShardsRequest lq = IOLAKE__OSD__LIST_SHARDS_REQUEST__INIT;
 		lq.pg = q->list_pg;
 		lq.limit = q->limit;
 		lq.after = q->have_after ? &after : NULL;
-		admin_osd_call(c, addr, OSD_M_LIST, &lq.base, on_shard_list, (void *)q);
+		admin_osd_call(c, addr, OSD_M_LIST, &lq.base, on_shard_list, NULL);
 		return;
 	}
 	Iolake__Osd__ListBadShardsRequest lq = IOLAKE__OSD__LIST_BAD_SHARDS_REQUEST__INIT;
 	lq.limit = q->limit;
 	lq.after = q->have_after ? &after : NULL;
-	admin_osd_call(c, addr, OSD_M_LIST_BAD, &lq.base, on_bad_list, (void *)(uintptr_t)id);
+	admin_osd_call(c, addr, OSD_M_LIST_BAD, &lq.base, on_bad_list, NULL);
 }
 
 /* GET osds/{id}/bad-shards and GET osds/{id}/shards?pg=N. */

@@ -229,17 +229,24 @@ int admin_route_parse(const char *method, const char *path, size_t n, struct adm
 			return -EINVAL;
 		return want(m, "DELETE", NULL);
 	}
-	if (k == 5 && eq(r0, l0, "osds") &&
-	    (eq(s[4], sl[4], "out") || eq(s[4], sl[4], "in") || eq(s[4], sl[4], "bad-shards") ||
-	     eq(s[4], sl[4], "shards"))) {
-		bool get = eq(s[4], sl[4], "bad-shards") || eq(s[4], sl[4], "shards");
-		r->id = eq(s[4], sl[4], "bad-shards") ? ADMIN_R_OSD_BAD
-			: eq(s[4], sl[4], "shards")   ? ADMIN_R_OSD_SHARDS
-			: eq(s[4], sl[4], "out")      ? ADMIN_R_OSD_OUT
-						      : ADMIN_R_OSD_IN;
+	/* osds/{id}/VERB */
+	static const struct {
+		const char *verb, *method;
+		enum admin_route_id id;
+	} osd_verbs[] = {
+		{ "out", "POST", ADMIN_R_OSD_OUT },
+		{ "in", "POST", ADMIN_R_OSD_IN },
+		{ "bad-shards", "GET", ADMIN_R_OSD_BAD },
+		{ "shards", "GET", ADMIN_R_OSD_SHARDS },
+	};
+	for (size_t i = 0; k == 5 && eq(r0, l0, "osds") && i < sizeof(osd_verbs) / sizeof(osd_verbs[0]);
+	     i++) {
+		if (!eq(s[4], sl[4], osd_verbs[i].verb))
+			continue;
+		r->id = osd_verbs[i].id;
 		if (dec_u32(s[3], sl[3], 0xFFFFFFFEu, &r->osd_id))   /* below PLACE_NONE */
 			return -EINVAL;
-		return get ? want(m, "GET", NULL) : want(m, "POST", NULL);
+		return want(m, osd_verbs[i].method, NULL);
 	}
 	return -ENOENT;
 }
