@@ -110,9 +110,11 @@ enum s3_err s3_access_for_object_from(struct s3_rq *rq, struct s3_obj_access *a,
 	a->owner = s3_authz_object_owner((enum s3_ownership)b->object_ownership, b->owner, rq->user,
 					 canned);
 	if (enforced(b)) {
-		/* ACLs disabled: none, or full control for the bucket owner. */
-		if (a->present && canned != S3_CANNED_BUCKET_OWNER_FULL_CONTROL &&
-		    (canned != S3_CANNED_NONE || !owner_full_only(&a->acl, b->owner)))
+		/* ACLs disabled: none, or one that comes to full control for
+		 * the bucket owner alone once the object is the bucket owner's
+		 * (a->owner): bucket-owner-full-control, grants to it, and
+		 * private, which rclone and other tools send on every write. */
+		if (a->present && !owner_full_only(&a->acl, b->owner))
 			return S3E_AccessControlListNotSupported;
 		return S3E_OK;
 	}

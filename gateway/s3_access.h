@@ -31,9 +31,10 @@ struct s3_obj_access {
 
 /* An object written by rq into the bucket the gate read (rq->bkt): the ACL
  * headers parsed (s3_acl_from_headers' errors), checked against the
- * bucket's Object Ownership — under BucketOwnerEnforced only none, or
- * bucket-owner-full-control or grants to the bucket owner alone
- * (AccessControlListNotSupported otherwise), and nothing is stored —, and
+ * bucket's Object Ownership — under BucketOwnerEnforced only none, or one
+ * that comes to full control for the bucket owner alone (private,
+ * bucket-owner-full-control, such grants; AccessControlListNotSupported
+ * otherwise), and nothing is stored —, and
  * the owner chosen (s3_authz_object_owner). S3E_OK or the error. */
 enum s3_err s3_access_for_object(struct s3_rq *rq, struct s3_obj_access *a);
 

@@ -21,8 +21,9 @@ permissions"; "Controlling ownership of objects"):
     else AccessDenied.
 Where AWS's answer depends on Object Ownership: under BucketOwnerEnforced
 (the default of a new bucket, as AWS since April 2023) ACLs are disabled:
-setting one other than bucket-owner-full-control fails with
-AccessControlListNotSupported (CreateBucket with one:
+setting one that does not come to full control for the bucket owner
+alone (anything but private, bucket-owner-full-control or such grants)
+fails with AccessControlListNotSupported (CreateBucket with one:
 InvalidBucketAclWithObjectOwnership), and the bucket owner owns every
 object. The ACL matrices below therefore run on buckets created with
 ObjectOwnership=ObjectWriter, where the writer owns what it writes.
@@ -339,6 +340,17 @@ def run(aio):
            "AccessControlListNotSupported", "enforced: PUT with public-read")
     expect(code(alice.put_object, Bucket="al-enf", Key="k", Body=b"x",
                 ACL="bucket-owner-full-control"), OK, "enforced: bucket-owner-full-control")
+    # private comes to the same once the bucket owner owns the object:
+    # rclone sends it on every PUT, copy and multipart upload.
+    expect(code(alice.put_object, Bucket="al-enf", Key="kp", Body=b"x", ACL="private"), OK,
+           "enforced: PUT with private")
+    expect(code(alice.copy_object, Bucket="al-enf", Key="kp2", CopySource="al-enf/kp",
+                ACL="private"), OK, "enforced: copy with private")
+    up = alice.create_multipart_upload(Bucket="al-enf", Key="mp", ACL="private")
+    alice.abort_multipart_upload(Bucket="al-enf", Key="mp", UploadId=up["UploadId"])
+    expect(code(alice.put_object, Bucket="al-enf", Key="kg", Body=b"x",
+                GrantRead="id=" + cid("bob")), "AccessControlListNotSupported",
+           "enforced: PUT granting another user")
     expect(code(alice.put_bucket_acl, Bucket="al-enf", ACL="public-read"),
            "AccessControlListNotSupported", "enforced: PutBucketAcl public-read")
     expect(code(alice.put_object_acl, Bucket="al-enf", Key="k", ACL="public-read"),
