@@ -11,7 +11,7 @@ liburing-dev libisal-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 librocksdb-dev libssl-dev libraft-dev liblz4-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check libfuse3-dev fuse3
 clang libclang-rt-14-dev
-awscli python3-boto3 python3-requests s3cmd rclone restic python3-prometheus-client
+awscli python3-boto3 python3-requests s3cmd rclone restic s3fs python3-prometheus-client
 nodejs chromium
 nginx wrk fio
 iproute2 shellcheck"
