@@ -202,6 +202,6 @@ def body(aio, tmp):
 
 if __name__ == "__main__":
     if not shutil.which("rclone"):
-        print("SKIP: rclone not installed (scripts/deps.sh installs it)")
+        print("SKIP test_rclone: rclone not installed (scripts/deps.sh installs it)")
         sys.exit(0)
     run_with_aio(run, checks)

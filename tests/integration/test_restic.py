@@ -107,6 +107,6 @@ def body(aio, tmp):
 
 if __name__ == "__main__":
     if not shutil.which("restic"):
-        print("SKIP: restic not installed (scripts/deps.sh installs it)")
+        print("SKIP test_restic: restic not installed (scripts/deps.sh installs it)")
         sys.exit(0)
     run_with_aio(run, checks)

@@ -162,6 +162,6 @@ def body(aio, tmp):
 
 if __name__ == "__main__":
     if not shutil.which("s3fs") or not os.path.exists("/dev/fuse"):
-        print("SKIP: s3fs or /dev/fuse missing (scripts/deps.sh installs s3fs)")
+        print("SKIP test_s3fs: s3fs or /dev/fuse missing (scripts/deps.sh installs s3fs)")
         sys.exit(0)
     run_with_aio(run, checks)
