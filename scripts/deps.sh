@@ -12,7 +12,7 @@ librocksdb-dev libssl-dev libraft-dev liblz4-dev libuv1-dev libhttp-parser-dev
 libexpat1-dev check libfuse3-dev fuse3
 clang libclang-rt-14-dev
 awscli python3-boto3 python3-requests s3cmd rclone restic s3fs python3-prometheus-client
-golang-go golang-github-aws-aws-sdk-go-v2-dev ruby-aws-sdk-s3
+golang-go golang-github-aws-aws-sdk-go-v2-dev golang-github-aws-aws-sdk-go-dev ruby-aws-sdk-s3
 nodejs chromium
 nginx wrk fio
 iproute2 shellcheck"

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""test_sdk_go.py — the AWS SDK for Go v2 against iolake-aio.
+"""test_sdk_go.py — the AWS SDKs for Go, v2 and v1, against iolake-aio.
 
-tests/sdk-go/main.go is built offline against Debian's
-golang-github-aws-aws-sdk-go-v2-dev (GOPATH mode, GOPROXY=off, the build
-cache in $IOLAKE_BUILD/sdk-go) and run against a fresh aio: PutObject with
+tests/sdk-go/main.go (v2) and tests/sdk-go/v1/main.go (v1) are built
+offline against Debian's golang-github-aws-aws-sdk-go-v2-dev and
+golang-github-aws-aws-sdk-go-dev (GOPATH mode, GOPROXY=off, the build
+cache in $IOLAKE_BUILD/sdk-go) and run against one fresh aio.
+v2: PutObject with
 metadata and a CRC32 flexible checksum, GetObject validating it
 (ChecksumMode ENABLED), ranges, the SDK's NoSuchKey type and HeadObject's
 NotFound, the transfer manager's multipart upload (21 MiB in 5 MiB parts,
@@ -11,7 +13,11 @@ NotFound, the transfer manager's multipart upload (21 MiB in 5 MiB parts,
 object, ListObjectsV2Paginator over 1,100 keys, DeleteObjects of 1,000,
 versioning, a presigned GET with net/http, a wrong key's
 SignatureDoesNotMatch, BucketAlreadyOwnedByYou.
-SKIP (exit 0 with a line) without go or the SDK's sources."""
+v1 (signs every body's SHA-256 over plain HTTP, Expect: 100-continue over
+2 MiB): a 3 MiB PutObject, an open range, s3manager's upload in signed
+parts and ranged download, ListObjectsPages (v1 listing) over 1,010 keys,
+DeleteObjects, a presigned PUT through net/http, NoSuchKey, a wrong key.
+SKIP (exit 0 with a line) without go or the SDKs' sources."""
 import os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,16 +25,18 @@ from aio_py import AK, BUILD, SK, Aio  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 GOPATH_DEB = "/usr/share/gocode"
-SDK = os.path.join(GOPATH_DEB, "src/github.com/aws/aws-sdk-go-v2/service/s3")
+SDKS = [os.path.join(GOPATH_DEB, "src/github.com/aws", p, "service/s3")
+        for p in ("aws-sdk-go-v2", "aws-sdk-go")]
 
 
-def build():
-    """The test program, built where make's outputs go."""
+def build(name, rel):
+    """The test program tests/sdk-go/REL/main.go, built where make's
+    outputs go."""
     d = os.path.join(os.path.abspath(BUILD), "sdk-go")
-    src = os.path.join(d, "src", "sdkgo")
+    src = os.path.join(d, "src", name)
     os.makedirs(src, exist_ok=True)
-    shutil.copy(os.path.join(TOP, "tests/sdk-go/main.go"), src)
-    exe = os.path.join(d, "sdk-go")
+    shutil.copy(os.path.join(TOP, "tests/sdk-go", rel, "main.go"), src)
+    exe = os.path.join(d, name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GO")}
     env.update(GO111MODULE="off", GOPATH=d + ":" + GOPATH_DEB, GOPROXY="off",
                GOCACHE=os.path.join(d, "cache"), GOFLAGS="")
@@ -37,20 +45,22 @@ def build():
 
 
 def main():
-    if not shutil.which("go") or not os.path.isdir(SDK):
-        print("SKIP test_sdk_go: go or the AWS SDK for Go v2 missing (scripts/deps.sh installs "
-              "golang-go and golang-github-aws-aws-sdk-go-v2-dev)")
+    if not shutil.which("go") or not all(os.path.isdir(s) for s in SDKS):
+        print("SKIP test_sdk_go: go or the AWS SDKs for Go missing (scripts/deps.sh installs "
+              "golang-go, golang-github-aws-aws-sdk-go-v2-dev and -go-dev)")
         return
-    exe = build()
+    exes = [build("sdk-go-v2", ""), build("sdk-go-v1", "v1")]
     aio = Aio(osd_size="512M")
     aio.start()
     try:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("AWS_") and not k.lower().endswith("_proxy")}
         env.update(IOLAKE_EP=aio.ep, IOLAKE_AK=AK, IOLAKE_SK=SK)
-        r = subprocess.run([exe], env=env, timeout=600)
-        if r.returncode != 0:
-            sys.exit("FAIL: the Go SDK program exited %d (aio log %s)" % (r.returncode, aio.log.name))
+        for exe in exes:
+            r = subprocess.run([exe], env=env, timeout=600)
+            if r.returncode != 0:
+                sys.exit("FAIL: %s exited %d (aio log %s)" % (os.path.basename(exe), r.returncode,
+                                                              aio.log.name))
         rc, _ = aio.stop(limit=15)
         if rc != 0:
             sys.exit("FAIL: iolake-aio exited %d on SIGTERM" % rc)

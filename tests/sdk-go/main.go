@@ -234,5 +234,5 @@ func main() {
 		fmt.Printf("%d failures\n", failed)
 		os.Exit(1)
 	}
-	fmt.Println("PASS sdk-go")
+	fmt.Println("PASS sdk-go-v2")
 }
