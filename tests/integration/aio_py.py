@@ -136,6 +136,31 @@ def error_code(fn, *a, **kw):
     return "OK"
 
 
+def run_programs(name, argvs, osd_size="512M"):
+    """A fresh aio, and each argv of argvs run against it, in the caller's
+    environment without AWS_* settings or proxies and with IOLAKE_EP,
+    IOLAKE_AK and IOLAKE_SK (an SDK test program's inputs); each must exit
+    0, and aio must then exit 0 on SIGTERM. Prints "PASS name", or exits
+    with a FAIL line."""
+    aio = Aio(osd_size=osd_size)
+    aio.start()
+    try:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("AWS_") and not k.lower().endswith("_proxy")}
+        env.update(IOLAKE_EP=aio.ep, IOLAKE_AK=AK, IOLAKE_SK=SK)
+        for argv in argvs:
+            r = subprocess.run(argv, env=env, timeout=600)
+            if r.returncode != 0:
+                raise SystemExit("FAIL: %s exited %d (aio log %s)" % (
+                    os.path.basename(argv[-1]), r.returncode, aio.log.name))
+        rc, _ = aio.stop(limit=15)
+        if rc != 0:
+            raise SystemExit("FAIL: iolake-aio exited %d on SIGTERM" % rc)
+        print("PASS", name)
+    finally:
+        aio.close()
+
+
 def run_with_aio(run, checks, args=()):
     """A fresh aio (args: its extra flags), run(aio), then SIGTERM, which
     must end it with 0 (under ASan, a report makes it nonzero); the aio

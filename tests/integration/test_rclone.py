@@ -28,7 +28,7 @@ SKIP (exit 0 with a line) when rclone is not installed.
 import hashlib, os, shutil, subprocess, sys, tempfile, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import Aio, AK, SK, Checks, run_with_aio  # noqa: E402
+from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
 
 checks = Checks()
 expect = checks.expect

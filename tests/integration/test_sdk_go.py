@@ -21,7 +21,7 @@ SKIP (exit 0 with a line) without go or the SDKs' sources."""
 import os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, BUILD, SK, Aio  # noqa: E402
+from aio_py import BUILD, run_programs  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 GOPATH_DEB = "/usr/share/gocode"
@@ -33,9 +33,10 @@ def build(name, rel):
     """The test program tests/sdk-go/REL/main.go, built where make's
     outputs go."""
     d = os.path.join(os.path.abspath(BUILD), "sdk-go")
+    for pkg, f in ((name, os.path.join(rel, "main.go")), ("sdkcheck", "check/check.go")):
+        os.makedirs(os.path.join(d, "src", pkg), exist_ok=True)
+        shutil.copy(os.path.join(TOP, "tests/sdk-go", f), os.path.join(d, "src", pkg))
     src = os.path.join(d, "src", name)
-    os.makedirs(src, exist_ok=True)
-    shutil.copy(os.path.join(TOP, "tests/sdk-go", rel, "main.go"), src)
     exe = os.path.join(d, name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GO")}
     env.update(GO111MODULE="off", GOPATH=d + ":" + GOPATH_DEB, GOPROXY="off",
@@ -49,24 +50,7 @@ def main():
         print("SKIP test_sdk_go: go or the AWS SDKs for Go missing (scripts/deps.sh installs "
               "golang-go, golang-github-aws-aws-sdk-go-v2-dev and -go-dev)")
         return
-    exes = [build("sdk-go-v2", ""), build("sdk-go-v1", "v1")]
-    aio = Aio(osd_size="512M")
-    aio.start()
-    try:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("AWS_") and not k.lower().endswith("_proxy")}
-        env.update(IOLAKE_EP=aio.ep, IOLAKE_AK=AK, IOLAKE_SK=SK)
-        for exe in exes:
-            r = subprocess.run([exe], env=env, timeout=600)
-            if r.returncode != 0:
-                sys.exit("FAIL: %s exited %d (aio log %s)" % (os.path.basename(exe), r.returncode,
-                                                              aio.log.name))
-        rc, _ = aio.stop(limit=15)
-        if rc != 0:
-            sys.exit("FAIL: iolake-aio exited %d on SIGTERM" % rc)
-        print("PASS test_sdk_go")
-    finally:
-        aio.close()
+    run_programs("test_sdk_go", [[build("sdk-go-v2", "")], [build("sdk-go-v1", "v1")]])
 
 
 if __name__ == "__main__":

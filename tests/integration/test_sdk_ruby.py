@@ -11,7 +11,7 @@ SKIP (exit 0 with a line) without ruby or the SDK."""
 import os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Aio  # noqa: E402
+from aio_py import run_programs  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 
@@ -19,24 +19,10 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
 def main():
     if not shutil.which("ruby") or subprocess.run(["ruby", "-e", "require 'aws-sdk-s3'"],
                                                   capture_output=True).returncode:
-        print("SKIP test_sdk_ruby: ruby or aws-sdk-s3 missing (scripts/deps.sh installs ruby-aws-sdk-s3)")
+        print("SKIP test_sdk_ruby: ruby or aws-sdk-s3 missing "
+              "(scripts/deps.sh installs ruby-aws-sdk-s3)")
         return
-    aio = Aio(osd_size="512M")
-    aio.start()
-    try:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("AWS_") and not k.lower().endswith("_proxy")}
-        env.update(IOLAKE_EP=aio.ep, IOLAKE_AK=AK, IOLAKE_SK=SK)
-        r = subprocess.run(["ruby", os.path.join(TOP, "tests/sdk-ruby/sdk_test.rb")], env=env,
-                           timeout=600)
-        if r.returncode != 0:
-            sys.exit("FAIL: sdk_test.rb exited %d (aio log %s)" % (r.returncode, aio.log.name))
-        rc, _ = aio.stop(limit=15)
-        if rc != 0:
-            sys.exit("FAIL: iolake-aio exited %d on SIGTERM" % rc)
-        print("PASS test_sdk_ruby")
-    finally:
-        aio.close()
+    run_programs("test_sdk_ruby", [["ruby", os.path.join(TOP, "tests/sdk-ruby/sdk_test.rb")]])
 
 
 if __name__ == "__main__":

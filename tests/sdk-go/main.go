@@ -10,9 +10,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	. "sdkcheck"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
@@ -29,24 +28,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 )
-
-var failed int
-
-func expect(ok bool, what string, detail ...interface{}) {
-	if ok {
-		fmt.Println("ok:", what)
-		return
-	}
-	failed++
-	fmt.Println("FAIL:", what, fmt.Sprint(detail...))
-}
-
-func must(err error, what string) {
-	if err != nil {
-		fmt.Println("FAIL:", what, err)
-		os.Exit(1)
-	}
-}
 
 func client(ep, ak, sk string) *s3.Client {
 	return s3.New(s3.Options{
@@ -69,19 +50,6 @@ func code(err error) string {
 	return err.Error()
 }
 
-func random(n int) []byte {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return b
-}
-
-func md5hex(b []byte) string {
-	s := md5.Sum(b)
-	return hex.EncodeToString(s[:])
-}
-
 func main() {
 	ep, ak, sk := os.Getenv("IOLAKE_EP"), os.Getenv("IOLAKE_AK"), os.Getenv("IOLAKE_SK")
 	ctx := context.Background()
@@ -89,19 +57,19 @@ func main() {
 	bucket := aws.String("sdk-go")
 
 	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket})
-	must(err, "CreateBucket")
+	Must(err, "CreateBucket")
 
 	// PutObject with metadata, a content type and a CRC32 checksum the
 	// SDK computes (flexible checksums).
-	small := random(5000)
+	small := Random(5000)
 	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("dir/small"),
 		Body: bytes.NewReader(small), ContentType: aws.String("text/x-test"),
 		Metadata:          map[string]string{"color": "blue"},
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-	expect(err == nil, "PutObject with metadata and a CRC32 checksum", err)
+	Expect(err == nil, "PutObject with metadata and a CRC32 checksum", err)
 	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String("dir/small")})
-	expect(err == nil && h.ContentLength == 5000 && aws.ToString(h.ContentType) == "text/x-test" &&
-		h.Metadata["color"] == "blue" && strings.Trim(aws.ToString(h.ETag), `"`) == md5hex(small),
+	Expect(err == nil && h.ContentLength == 5000 && aws.ToString(h.ContentType) == "text/x-test" &&
+		h.Metadata["color"] == "blue" && strings.Trim(aws.ToString(h.ETag), `"`) == MD5Hex(small),
 		"HeadObject: length, type, metadata, ETag = MD5", err)
 	g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("dir/small"),
 		ChecksumMode: types.ChecksumModeEnabled})
@@ -109,54 +77,54 @@ func main() {
 		var got []byte
 		got, err = io.ReadAll(g.Body)
 		g.Body.Close()
-		expect(err == nil && bytes.Equal(got, small) && aws.ToString(g.ChecksumCRC32) != "",
+		Expect(err == nil && bytes.Equal(got, small) && aws.ToString(g.ChecksumCRC32) != "",
 			"GetObject with ChecksumMode ENABLED: the SDK validated the CRC32", err)
 	} else {
-		expect(false, "GetObject with ChecksumMode", err)
+		Expect(false, "GetObject with ChecksumMode", err)
 	}
 	g, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("dir/small"),
 		Range: aws.String("bytes=100-199")})
 	if err == nil {
 		got, _ := io.ReadAll(g.Body)
 		g.Body.Close()
-		expect(bytes.Equal(got, small[100:200]) && aws.ToString(g.ContentRange) == "bytes 100-199/5000",
+		Expect(bytes.Equal(got, small[100:200]) && aws.ToString(g.ContentRange) == "bytes 100-199/5000",
 			"GetObject with a Range")
 	} else {
-		expect(false, "GetObject with a Range", err)
+		Expect(false, "GetObject with a Range", err)
 	}
 	_, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("nope")})
 	var nsk *types.NoSuchKey
-	expect(errors.As(err, &nsk), "GetObject of a missing key: the SDK's NoSuchKey type", err)
+	Expect(errors.As(err, &nsk), "GetObject of a missing key: the SDK's NoSuchKey type", err)
 	// This SDK has no type for HeadObject's 404: the code, as from AWS.
 	_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String("nope")})
-	expect(code(err) == "NotFound", "HeadObject of a missing key: 404 NotFound", err)
+	Expect(code(err) == "NotFound", "HeadObject of a missing key: 404 NotFound", err)
 
 	// The transfer manager: a 21 MiB body in 5 MiB parts, 3 at a time,
 	// and a download in parallel ranges.
-	big := random(21 << 20)
+	big := Random(21 << 20)
 	up := manager.NewUploader(c, func(u *manager.Uploader) { u.PartSize = 5 << 20; u.Concurrency = 3 })
 	res, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("big"),
 		Body: bytes.NewReader(big)})
-	expect(err == nil && strings.HasSuffix(aws.ToString(res.ETag), `-5"`),
+	Expect(err == nil && strings.HasSuffix(aws.ToString(res.ETag), `-5"`),
 		"manager.Uploader: 21 MiB in five parts", err)
 	buf := manager.NewWriteAtBuffer(make([]byte, 0, len(big)))
 	down := manager.NewDownloader(c, func(d *manager.Downloader) { d.PartSize = 4 << 20; d.Concurrency = 4 })
 	n, err := down.Download(ctx, buf, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("big")})
-	expect(err == nil && n == int64(len(big)) && bytes.Equal(buf.Bytes(), big),
+	Expect(err == nil && n == int64(len(big)) && bytes.Equal(buf.Bytes(), big),
 		"manager.Downloader: parallel ranges, byte for byte", err)
 
 	// CopyObject, then 1,100 keys listed by the paginator and deleted
 	// with DeleteObjects (the SDK sends Content-MD5).
 	_, err = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: bucket, Key: aws.String("big-copy"),
 		CopySource: aws.String("sdk-go/big")})
-	expect(err == nil, "CopyObject of the multipart object", err)
+	Expect(err == nil, "CopyObject of the multipart object", err)
 	h, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String("big-copy")})
-	expect(err == nil && h.ContentLength == int64(len(big)), "the copy's length", err)
+	Expect(err == nil && h.ContentLength == int64(len(big)), "the copy's length", err)
 	for i := 0; i < 1100; i++ {
 		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket,
 			Key: aws.String(fmt.Sprintf("many/%05d", i)), Body: bytes.NewReader([]byte{byte(i)})})
 		if err != nil {
-			must(err, "PutObject many")
+			Must(err, "PutObject many")
 		}
 	}
 	var keys []string
@@ -165,13 +133,13 @@ func main() {
 	pages := 0
 	for pg.HasMorePages() {
 		p, err := pg.NextPage(ctx)
-		must(err, "ListObjectsV2 page")
+		Must(err, "ListObjectsV2 page")
 		pages++
 		for _, o := range p.Contents {
 			keys = append(keys, aws.ToString(o.Key))
 		}
 	}
-	expect(len(keys) == 1100 && pages == 2 && sort.StringsAreSorted(keys),
+	Expect(len(keys) == 1100 && pages == 2 && sort.StringsAreSorted(keys),
 		"ListObjectsV2Paginator: 1,100 keys in two pages, in order", len(keys), " ", pages)
 	var objs []types.ObjectIdentifier
 	for _, k := range keys[:1000] {
@@ -179,60 +147,56 @@ func main() {
 	}
 	d, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: bucket,
 		Delete: &types.Delete{Objects: objs, Quiet: true}})
-	expect(err == nil && len(d.Errors) == 0, "DeleteObjects of 1,000 keys", err)
+	Expect(err == nil && len(d.Errors) == 0, "DeleteObjects of 1,000 keys", err)
 	l, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: bucket, Prefix: aws.String("many/")})
-	expect(err == nil && len(l.Contents) == 100, "100 keys left", err)
+	Expect(err == nil && len(l.Contents) == 100, "100 keys left", err)
 
 	// Versioning.
 	_, err = c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: bucket,
 		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}})
-	expect(err == nil, "PutBucketVersioning Enabled", err)
+	Expect(err == nil, "PutBucketVersioning Enabled", err)
 	var vids []string
 	for _, body := range []string{"one", "two"} {
 		p, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("v"),
 			Body: strings.NewReader(body)})
-		must(err, "PutObject versioned")
+		Must(err, "PutObject versioned")
 		vids = append(vids, aws.ToString(p.VersionId))
 	}
 	g, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("v"), VersionId: aws.String(vids[0])})
 	if err == nil {
 		got, _ := io.ReadAll(g.Body)
 		g.Body.Close()
-		expect(string(got) == "one" && vids[0] != vids[1], "GetObject of the older version")
+		Expect(string(got) == "one" && vids[0] != vids[1], "GetObject of the older version")
 	} else {
-		expect(false, "GetObject of the older version", err)
+		Expect(false, "GetObject of the older version", err)
 	}
 	lv, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: bucket, Prefix: aws.String("v")})
-	expect(err == nil && len(lv.Versions) == 2, "ListObjectVersions: two", err)
+	Expect(err == nil && len(lv.Versions) == 2, "ListObjectVersions: two", err)
 
 	// A presigned GET, fetched with net/http.
 	ps := s3.NewPresignClient(c)
 	preq, err := ps.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("dir/small")},
 		s3.WithPresignExpires(10*time.Minute))
-	must(err, "PresignGetObject")
+	Must(err, "PresignGetObject")
 	resp, err := http.Get(preq.URL)
 	if err == nil {
 		got, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		expect(resp.StatusCode == 200 && bytes.Equal(got, small), "a presigned GET with net/http")
+		Expect(resp.StatusCode == 200 && bytes.Equal(got, small), "a presigned GET with net/http")
 	} else {
-		expect(false, "a presigned GET", err)
+		Expect(false, "a presigned GET", err)
 	}
 
 	// Refusals the SDK maps to typed or coded errors.
 	bad := client(ep, ak, sk[:len(sk)-1]+"x")
 	_, err = bad.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("bad"),
 		Body: strings.NewReader("x")})
-	expect(code(err) == "SignatureDoesNotMatch", "a wrong secret key: SignatureDoesNotMatch", err)
+	Expect(code(err) == "SignatureDoesNotMatch", "a wrong secret key: SignatureDoesNotMatch", err)
 	_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String("bad")})
-	expect(code(err) == "NotFound", "and nothing written", err)
+	Expect(code(err) == "NotFound", "and nothing written", err)
 	_, err = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket})
 	var owned *types.BucketAlreadyOwnedByYou
-	expect(errors.As(err, &owned), "CreateBucket again: BucketAlreadyOwnedByYou", err)
+	Expect(errors.As(err, &owned), "CreateBucket again: BucketAlreadyOwnedByYou", err)
 
-	if failed > 0 {
-		fmt.Printf("%d failures\n", failed)
-		os.Exit(1)
-	}
-	fmt.Println("PASS sdk-go-v2")
+	Finish("sdk-go-v2")
 }

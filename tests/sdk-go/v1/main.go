@@ -11,15 +11,14 @@ package main
 
 import (
 	"bytes"
-	"crypto/md5"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	. "sdkcheck"
 
 	"github.com/aws/aws-sdk-go/aws"
 	"github.com/aws/aws-sdk-go/aws/awserr"
@@ -28,24 +27,6 @@ import (
 	"github.com/aws/aws-sdk-go/service/s3"
 	"github.com/aws/aws-sdk-go/service/s3/s3manager"
 )
-
-var failed int
-
-func expect(ok bool, what string, detail ...interface{}) {
-	if ok {
-		fmt.Println("ok:", what)
-		return
-	}
-	failed++
-	fmt.Println("FAIL:", what, fmt.Sprint(detail...))
-}
-
-func must(err error, what string) {
-	if err != nil {
-		fmt.Println("FAIL:", what, err)
-		os.Exit(1)
-	}
-}
 
 func code(err error) string {
 	if err == nil {
@@ -68,61 +49,48 @@ func client(ep, ak, sk string) (*session.Session, *s3.S3) {
 	return sess, s3.New(sess)
 }
 
-func random(n int) []byte {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return b
-}
-
-func md5hex(b []byte) string {
-	s := md5.Sum(b)
-	return hex.EncodeToString(s[:])
-}
-
 func main() {
 	ep, ak, sk := os.Getenv("IOLAKE_EP"), os.Getenv("IOLAKE_AK"), os.Getenv("IOLAKE_SK")
 	sess, c := client(ep, ak, sk)
 	bucket := aws.String("sdk-go-v1")
 	_, err := c.CreateBucket(&s3.CreateBucketInput{Bucket: bucket})
-	must(err, "CreateBucket")
+	Must(err, "CreateBucket")
 
 	// A 3 MiB PutObject: a signed payload hash and Expect: 100-continue.
-	mid := random(3 << 20)
+	mid := Random(3 << 20)
 	p, err := c.PutObject(&s3.PutObjectInput{Bucket: bucket, Key: aws.String("mid"),
 		Body: bytes.NewReader(mid), Metadata: map[string]*string{"k": aws.String("v")}})
-	expect(err == nil && strings.Trim(aws.StringValue(p.ETag), `"`) == md5hex(mid),
+	Expect(err == nil && strings.Trim(aws.StringValue(p.ETag), `"`) == MD5Hex(mid),
 		"PutObject 3 MiB (signed payload, Expect: 100-continue): ETag = MD5", err)
 	g, err := c.GetObject(&s3.GetObjectInput{Bucket: bucket, Key: aws.String("mid"),
 		Range: aws.String("bytes=1048576-")})
 	if err == nil {
 		got, _ := io.ReadAll(g.Body)
 		g.Body.Close()
-		expect(bytes.Equal(got, mid[1<<20:]) && aws.StringValue(g.Metadata["K"]) == "v",
+		Expect(bytes.Equal(got, mid[1<<20:]) && aws.StringValue(g.Metadata["K"]) == "v",
 			"GetObject of an open range, with the metadata")
 	} else {
-		expect(false, "GetObject of an open range", err)
+		Expect(false, "GetObject of an open range", err)
 	}
 
 	// s3manager: 18 MiB in 5 MiB parts (each part's payload signed), then
 	// a parallel ranged download.
-	big := random(18 << 20)
+	big := Random(18 << 20)
 	up := s3manager.NewUploader(sess, func(u *s3manager.Uploader) { u.PartSize = 5 << 20; u.Concurrency = 3 })
 	_, err = up.Upload(&s3manager.UploadInput{Bucket: bucket, Key: aws.String("big"),
 		Body: bytes.NewReader(big)})
-	expect(err == nil, "s3manager.Uploader: 18 MiB in four signed parts", err)
+	Expect(err == nil, "s3manager.Uploader: 18 MiB in four signed parts", err)
 	buf := aws.NewWriteAtBuffer(make([]byte, 0, len(big)))
 	down := s3manager.NewDownloader(sess, func(d *s3manager.Downloader) { d.PartSize = 4 << 20; d.Concurrency = 4 })
 	n, err := down.Download(buf, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("big")})
-	expect(err == nil && n == int64(len(big)) && bytes.Equal(buf.Bytes(), big),
+	Expect(err == nil && n == int64(len(big)) && bytes.Equal(buf.Bytes(), big),
 		"s3manager.Downloader: parallel ranges, byte for byte", err)
 
 	// ListObjectsPages (v1 listing) over 1,010 keys; batch delete.
 	for i := 0; i < 1010; i++ {
 		_, err = c.PutObject(&s3.PutObjectInput{Bucket: bucket,
 			Key: aws.String(fmt.Sprintf("many/%05d", i)), Body: bytes.NewReader([]byte{byte(i)})})
-		must(err, "PutObject many")
+		Must(err, "PutObject many")
 	}
 	var keys []*s3.ObjectIdentifier
 	pages := 0
@@ -134,19 +102,19 @@ func main() {
 			}
 			return true
 		})
-	expect(err == nil && len(keys) == 1010 && pages == 2,
+	Expect(err == nil && len(keys) == 1010 && pages == 2,
 		"ListObjectsPages (ListObjects v1, markers): 1,010 keys in two pages", err, len(keys), pages)
 	d, err := c.DeleteObjects(&s3.DeleteObjectsInput{Bucket: bucket,
 		Delete: &s3.Delete{Objects: keys[:1000], Quiet: aws.Bool(true)}})
-	expect(err == nil && len(d.Errors) == 0, "DeleteObjects of 1,000 keys (Content-MD5)", err)
+	Expect(err == nil && len(d.Errors) == 0, "DeleteObjects of 1,000 keys (Content-MD5)", err)
 
 	// A presigned PUT, then GET, with net/http.
 	req, _ := c.PutObjectRequest(&s3.PutObjectInput{Bucket: bucket, Key: aws.String("presigned")})
 	url, err := req.Presign(10 * time.Minute)
-	must(err, "Presign PUT")
+	Must(err, "Presign PUT")
 	hreq, _ := http.NewRequest(http.MethodPut, url, strings.NewReader("through a presigned PUT"))
 	resp, err := http.DefaultClient.Do(hreq)
-	expect(err == nil && resp.StatusCode == 200, "a presigned PUT with net/http", err)
+	Expect(err == nil && resp.StatusCode == 200, "a presigned PUT with net/http", err)
 	if resp != nil {
 		resp.Body.Close()
 	}
@@ -154,21 +122,17 @@ func main() {
 	if err == nil {
 		got, _ := io.ReadAll(g.Body)
 		g.Body.Close()
-		expect(string(got) == "through a presigned PUT", "what it PUT reads back")
+		Expect(string(got) == "through a presigned PUT", "what it PUT reads back")
 	} else {
-		expect(false, "what the presigned PUT wrote", err)
+		Expect(false, "what the presigned PUT wrote", err)
 	}
 
 	_, err = c.GetObject(&s3.GetObjectInput{Bucket: bucket, Key: aws.String("nope")})
-	expect(code(err) == s3.ErrCodeNoSuchKey, "a missing key: NoSuchKey", err)
+	Expect(code(err) == s3.ErrCodeNoSuchKey, "a missing key: NoSuchKey", err)
 	_, bad := client(ep, ak, sk[:len(sk)-1]+"x")
 	_, err = bad.PutObject(&s3.PutObjectInput{Bucket: bucket, Key: aws.String("bad"),
 		Body: strings.NewReader("x")})
-	expect(code(err) == "SignatureDoesNotMatch", "a wrong secret key: SignatureDoesNotMatch", err)
+	Expect(code(err) == "SignatureDoesNotMatch", "a wrong secret key: SignatureDoesNotMatch", err)
 
-	if failed > 0 {
-		fmt.Printf("%d failures\n", failed)
-		os.Exit(1)
-	}
-	fmt.Println("PASS sdk-go-v1")
+	Finish("sdk-go-v1")
 }
