@@ -722,11 +722,20 @@ static void copy_begin(struct s3_call *c, bool is_part)
 			return;
 		}
 	}
+	/* A class this store does not have is refused before anything else
+	 * (rclone's settier, a lifecycle tool's copy to GLACIER). */
+	const struct http_request *hr = s3_call_http(c);
+	if (!is_part && (e = s3_put_storage_class(hr->headers, hr->n_headers))) {
+		s3_rq_fail(rq, e, NULL);
+		return;
+	}
 	/* (A version copied onto its own key is S3's way to restore it; a
-	 * copy onto itself that changes the encryption is allowed too.) */
+	 * copy onto itself that changes the encryption or names the storage
+	 * class is allowed too.) */
 	if (!is_part && !cr->replace && !cr->src_vid && strcmp(cr->src_bucket, rq->bucket) == 0 &&
 	    strcmp(cr->src_key, rq->key) == 0 && !s3u_hdr(c, "x-amz-server-side-encryption") &&
-	    !s3u_hdr(c, "x-amz-server-side-encryption-customer-algorithm")) {
+	    !s3u_hdr(c, "x-amz-server-side-encryption-customer-algorithm") &&
+	    !s3u_hdr(c, "x-amz-storage-class")) {
 		s3_rq_fail(rq, S3E_InvalidRequest,
 			   "This copy request is illegal because it is trying to copy an object to itself "
 			   "without changing the object's metadata, storage class, website redirect "

@@ -66,6 +66,7 @@
 	X(InvalidPartOrder,             400, "InvalidPartOrder",             "The list of parts was not in ascending order. The parts list must be specified in order by part number.") \
 	X(InvalidRange,                 416, "InvalidRange",                 "The requested range is not satisfiable") \
 	X(InvalidRequest,               400, "InvalidRequest",               "Invalid Request")          \
+	X(InvalidStorageClass,          400, "InvalidStorageClass",          "The storage class you specified is not valid") \
 	X(InvalidTag,                   400, "InvalidTag",                   "The TagKey you have provided is invalid") \
 	X(InvalidURI,                   400, "InvalidURI",                   "Couldn't parse the specified URI.") \
 	X(KeyTooLongError,              400, "KeyTooLongError",              "Your key is too long")     \

@@ -199,7 +199,10 @@ static void op_create(struct s3_call *c)
 	/* The object's owner and ACL, taken by Complete from the upload. */
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
 	const char *msg = NULL;
-	enum s3_err ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
+	const struct http_request *hr = s3_call_http(c);
+	enum s3_err ae = s3_put_storage_class(hr->headers, hr->n_headers);
+	if (!ae)
+		ae = acc ? s3_access_for_object(rq, acc) : S3E_InternalError;
 	/* Object lock: retention and legal hold, or the default from now (S3
 	 * dates the object from its initiation); Complete takes them. */
 	uint64_t now_ms = s3u_wall_ms();

@@ -715,12 +715,18 @@ void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *
 		s3_put_stream(s3_put_of(rq));
 }
 
-/* The ACL headers of a write, checked before its body is read (and again
- * at the commit, which stores them). */
+/* The storage class and ACL headers of a write, checked before its body
+ * is read (and again at the commit, which stores the ACL). */
 enum s3_err s3_put_check_access(struct s3_rq *rq)
 {
+	struct s3_put *p = s3_put_of(rq);
+	const struct http_request *hr = s3_call_http(rq->c);
+	enum s3_err e = p->form_hdrs ? s3_put_storage_class(p->form_hdrs, p->n_form_hdrs)
+				     : s3_put_storage_class(hr->headers, hr->n_headers);
+	if (e)
+		return e;
 	struct s3_obj_access *acc = malloc(sizeof(*acc));
-	enum s3_err e = acc ? put_access(s3_put_of(rq), acc) : S3E_InternalError;
+	e = acc ? put_access(p, acc) : S3E_InternalError;
 	free(acc);
 	return e;
 }

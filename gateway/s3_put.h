@@ -108,9 +108,10 @@ void s3_put_feed_end(struct s3_put *p);
  * the body streams when it passed, else e is answered. */
 void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *resp);
 
-/* The ACL headers of an object write (PutObject, CopyObject) against the
- * bucket the gate read (s3_access_for_object): S3E_OK or the error to
- * answer before any body is read. */
+/* The storage class (s3_put_storage_class) and ACL headers of an object
+ * write (PutObject, POST, CopyObject) against the bucket the gate read
+ * (s3_access_for_object): S3E_OK or the error to answer before any body
+ * is read. */
 enum s3_err s3_put_check_access(struct s3_rq *rq);
 
 /* Encrypt the body as o says (kind SSE_NONE: nothing to do): a body
@@ -168,5 +169,13 @@ int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
 /* The same from a list of headers (a browser POST's form fields). */
 int s3_put_rec_from_list(const struct sigv4_header *h, size_t n, Iolake__Meta__ObjectRecord *r,
 			 struct s3_put_hdrs *b);
+
+/* x-amz-storage-class among the n headers (or form fields) h: absent or
+ * STANDARD, this store's one class (what records and listings say), is
+ * S3E_OK; any other value is InvalidStorageClass, so a GLACIER or
+ * STANDARD_IA write is refused rather than stored as STANDARD behind the
+ * client's back (MinIO and Ceph answer the same for a class they do not
+ * have). */
+enum s3_err s3_put_storage_class(const struct sigv4_header *h, size_t n);
 
 #endif

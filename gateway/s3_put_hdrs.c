@@ -3,7 +3,8 @@
  * in the same list form) put into its object record: Content-Type,
  * Content-Encoding (aws-chunked framing dropped), Content-Disposition,
  * Cache-Control, Expires, Content-Language and the x-amz-meta-* user
- * metadata (names lowercased, values as sent). Contracts in s3_put.h.
+ * metadata (names lowercased, values as sent); and whether its
+ * x-amz-storage-class is one this store has. Contracts in s3_put.h.
  *
  * Owns the user-metadata arrays it fills (struct s3_put_user_meta, freed
  * by s3_put_user_meta_free); the record only points into them.
@@ -135,4 +136,17 @@ int s3_put_rec_from_headers(struct s3_call *c, Iolake__Meta__ObjectRecord *r,
 {
 	const struct http_request *hr = s3_call_http(c);
 	return s3_put_rec_from_list(hr->headers, hr->n_headers, r, b);
+}
+
+enum s3_err s3_put_storage_class(const struct sigv4_header *h, size_t n)
+{
+	static const char name[] = "x-amz-storage-class";
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].name_len != sizeof(name) - 1 ||
+		    strncasecmp(h[i].name, name, sizeof(name) - 1) != 0)
+			continue;
+		if (h[i].value_len != 8 || memcmp(h[i].value, "STANDARD", 8) != 0)
+			return S3E_InvalidStorageClass;
+	}
+	return S3E_OK;
 }

@@ -26,6 +26,12 @@ requests (botocore's signer) for what boto3 cannot express:
   Last-Modified serves the Range (206), a stale ETag, another date, a weak
   ETag or garbage the whole object (200, no Content-Range); ignored
   without Range; If-Match / If-None-Match are decided before it.
+- Storage classes: STANDARD (the store's one) is accepted on PutObject,
+  CreateMultipartUpload and CopyObject and listed; GLACIER, STANDARD_IA,
+  REDUCED_REDUNDANCY or garbage are InvalidStorageClass there and store
+  nothing; a copy onto itself naming STANDARD is allowed, one naming
+  STANDARD_IA (rclone's settier) is InvalidStorageClass, not the
+  copy-onto-itself error.
 Prints the time of one 1,000-key DeleteObjects (a figure, not asserted)."""
 import base64, concurrent.futures, datetime, hashlib, http.client, os, re, sys, threading, time, urllib.request
 
@@ -467,6 +473,33 @@ def test_if_range(s3, raw):
            "If-Range with the ETag before an overwrite: the new object whole")
 
 
+def test_storage_class(s3):
+    expect(code(s3.put_object, Bucket=B, Key="sc", Body=b"x", StorageClass="STANDARD"), "OK",
+           "PUT with STANDARD")
+    listed = s3.list_objects_v2(Bucket=B, Prefix="sc")["Contents"]
+    expect([(o["Key"], o["StorageClass"]) for o in listed], [("sc", "STANDARD")], "listed STANDARD")
+    for cls in ("GLACIER", "STANDARD_IA", "REDUCED_REDUNDANCY", "standard", "NOPE"):
+        expect(code(s3.put_object, Bucket=B, Key="sc-" + cls, Body=b"x", StorageClass=cls),
+               "InvalidStorageClass", "PUT with %s" % cls)
+        expect(code(s3.head_object, Bucket=B, Key="sc-" + cls), "404", "nothing stored for %s" % cls)
+    expect(code(s3.create_multipart_upload, Bucket=B, Key="sc-mpu", StorageClass="DEEP_ARCHIVE"),
+           "InvalidStorageClass", "CreateMultipartUpload with DEEP_ARCHIVE")
+    expect(s3.list_multipart_uploads(Bucket=B, Prefix="sc-mpu").get("Uploads", []), [],
+           "no upload begun")
+    up = s3.create_multipart_upload(Bucket=B, Key="sc-mpu", StorageClass="STANDARD")
+    s3.abort_multipart_upload(Bucket=B, Key="sc-mpu", UploadId=up["UploadId"])
+    expect(code(s3.copy_object, Bucket=B, Key="sc-copy", CopySource={"Bucket": B, "Key": "sc"},
+                StorageClass="ONEZONE_IA"), "InvalidStorageClass", "CopyObject to ONEZONE_IA")
+    expect(code(s3.copy_object, Bucket=B, Key="sc", CopySource={"Bucket": B, "Key": "sc"},
+                StorageClass="STANDARD_IA"), "InvalidStorageClass",
+           "a copy onto itself to STANDARD_IA (rclone settier)")
+    expect(code(s3.copy_object, Bucket=B, Key="sc", CopySource={"Bucket": B, "Key": "sc"},
+                StorageClass="STANDARD"), "OK", "a copy onto itself naming STANDARD")
+    expect(code(s3.copy_object, Bucket=B, Key="sc", CopySource={"Bucket": B, "Key": "sc"}),
+           "InvalidRequest", "a copy onto itself changing nothing")
+    expect(s3.get_object(Bucket=B, Key="sc")["Body"].read(), b"x", "the object as it was")
+
+
 def main():
     aio = Aio()
     try:
@@ -479,7 +512,8 @@ def main():
                                ("tagging", test_tagging, (aio, s3, raw)),
                                ("tag race", test_tag_race, (aio, s3)),
                                ("ranges", test_ranges, (s3, raw)),
-                               ("If-Range", test_if_range, (s3, raw))):
+                               ("If-Range", test_if_range, (s3, raw)),
+                               ("storage classes", test_storage_class, (s3,))):
             t0 = time.time()
             fn(*args)
             print("section %s: %.1f s" % (name, time.time() - t0))
