@@ -7,6 +7,14 @@
  * Limits are enforced in those callbacks (a nonzero return aborts the
  * parser; error_status remembers why).
  *
+ * A repeated Content-Length: http-parser 2.9 refuses any second one; RFC
+ * 9112 (section 6.3) lets a recipient take repeats of one value as that
+ * value, and S3 does (rclone's presigned PUTs send the header twice, as
+ * "Content-Length" and "content-length"). So the parser is let past a
+ * repeat (cl_repeat), and on_headers_complete refuses repeats whose values
+ * differ and keeps the first alone: the request has one Content-Length,
+ * as it signed it. Transfer-Encoding with a Content-Length stays refused.
+ *
  * Owns nothing but the caller's parser state and its head arena; no I/O,
  * no allocation.
  */
@@ -36,10 +44,36 @@ static int append(struct http_parse *hp, const char *at, size_t len)
 	return 0;
 }
 
+static bool span_ieq(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
+}
+
+static bool is_content_length(const struct sigv4_header *h)
+{
+	return span_ieq(h->name, h->name_len, "content-length");
+}
+
+/* The header being named, after a Content-Length was seen: if it is
+ * another (so far), clear F_CONTENTLENGTH, which the parser sets again at
+ * its value's first digit instead of failing on it; if it is not (its name
+ * grew past "content-length" in a later fragment), the flag is the first
+ * one's again. The last fragment before the value decides. */
+static void cl_repeat(http_parser *p, const struct http_parse *hp)
+{
+	if (!hp->cl_first || hp->req.n_headers == hp->cl_first)
+		return;
+	if (is_content_length(&hp->req.headers[hp->req.n_headers - 1]))
+		p->flags &= ~F_CONTENTLENGTH;
+	else
+		p->flags |= F_CONTENTLENGTH;
+}
+
 static int on_message_begin(http_parser *p)
 {
 	struct http_parse *hp = of(p);
 	hp->arena_len = 0;
+	hp->cl_first = 0;
 	memset(&hp->req, 0, offsetof(struct http_request, headers));
 	hp->req.n_headers = 0;
 	hp->req.host = NULL;
@@ -79,6 +113,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 	if (append(hp, at, len))
 		return -1;
 	r->headers[r->n_headers - 1].name_len += len;
+	cl_repeat(p, hp);
 	return 0;
 }
 
@@ -89,16 +124,13 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 	if (!hp->in_value) {
 		h->value = hp->arena + hp->arena_len;
 		hp->in_value = true;
+		if (!hp->cl_first && is_content_length(h))
+			hp->cl_first = hp->req.n_headers;
 	}
 	if (append(hp, at, len))
 		return -1;
 	h->value_len += len;
 	return 0;
-}
-
-static bool span_ieq(const char *s, size_t n, const char *lit)
-{
-	return strlen(lit) == n && strncasecmp(s, lit, n) == 0;
 }
 
 const struct sigv4_header *http_request_header(const struct http_request *req, const char *name)
@@ -107,6 +139,25 @@ const struct sigv4_header *http_request_header(const struct http_request *req, c
 		if (span_ieq(req->headers[i].name, req->headers[i].name_len, name))
 			return &req->headers[i];
 	return NULL;
+}
+
+/* The Content-Length headers after the first (at index f): each must
+ * carry its value byte for byte, and goes (-1 if one differs). */
+static int cl_keep_first(struct http_request *r, size_t f)
+{
+	const struct sigv4_header *first = &r->headers[f];
+	size_t n = f + 1;
+	for (size_t i = f + 1; i < r->n_headers; i++) {
+		const struct sigv4_header *h = &r->headers[i];
+		if (!is_content_length(h)) {
+			r->headers[n++] = *h;
+			continue;
+		}
+		if (h->value_len != first->value_len || memcmp(h->value, first->value, h->value_len))
+			return -1;
+	}
+	r->n_headers = n;
+	return 0;
 }
 
 static int on_headers_complete(http_parser *p)
@@ -127,6 +178,11 @@ static int on_headers_complete(http_parser *p)
 	}
 	for (size_t i = 0; i < r->n_headers; i++) {
 		struct sigv4_header *h = &r->headers[i];
+		/* No whitespace between a field name and its colon: RFC 9112
+		 * (section 5.1) says 400, and http-parser 2.9 lets "Name :"
+		 * through (as a name that would not match its header). */
+		if (memchr(h->name, ' ', h->name_len) || memchr(h->name, '\t', h->name_len))
+			return fail(hp, 400);
 		while (h->value_len && (h->value[h->value_len - 1] == ' ' ||
 					h->value[h->value_len - 1] == '\t'))
 			h->value_len--;
@@ -141,6 +197,8 @@ static int on_headers_complete(http_parser *p)
 			r->expect_continue = true;
 		}
 	}
+	if (hp->cl_first && cl_keep_first(r, hp->cl_first - 1))
+		return fail(hp, 400);
 	if (r->http_major != 1)
 		return fail(hp, 400);
 	r->chunked = (p->flags & F_CHUNKED) != 0;
@@ -194,6 +252,7 @@ void http_parse_init(struct http_parse *hp, const struct http_parse_cb *cb, void
 	hp->error_status = 0;
 	hp->arena_len = 0;
 	hp->in_value = hp->head_done = hp->msg_done = hp->begun = false;
+	hp->cl_first = 0;
 	hp->body_bytes = 0;
 	memset(&hp->req, 0, offsetof(struct http_request, headers));
 	hp->req.n_headers = 0;

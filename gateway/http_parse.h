@@ -73,6 +73,7 @@ struct http_parse {
 	struct http_request req;
 	int error_status;               /* 0, or 400/414/431 once failed (sticky) */
 	bool in_value;                  /* the last head bytes were a header value */
+	size_t cl_first;                /* 1 + index of the first Content-Length header, or 0 */
 	bool begun, head_done, msg_done;
 	uint64_t body_bytes;            /* body bytes delivered for this message */
 	size_t arena_len;

@@ -7,7 +7,8 @@
  * Input: byte 0 seeds the piece sizes and pause decisions; the rest is the
  * byte stream from the "client". Checked on every event: spans lie inside
  * the arena, limits hold, Content-Length bodies deliver exactly their
- * length, nothing is delivered after a failure.
+ * length, nothing is delivered after a failure, a head carries at most
+ * one Content-Length header (repeats of one value are folded).
  *
  * Build (not in the Makefile):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
@@ -18,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gateway/http_parse.h"
 
@@ -64,6 +66,15 @@ static void on_head(void *ud, struct http_request *r)
 	if (r->host)
 		check_span(s, r->host, r->host_len);
 	if (r->chunked && r->content_length)
+		abort();
+	/* Repeats of one Content-Length reach the handler as one header
+	 * whose value is the length framing the body; differing ones never. */
+	size_t cl = 0;
+	for (size_t i = 0; i < r->n_headers; i++)
+		if (r->headers[i].name_len == 14 &&
+		    strncasecmp(r->headers[i].name, "content-length", 14) == 0)
+			cl++;
+	if (cl > 1 || (cl == 1) != r->has_content_length)
 		abort();
 	if (rnd(s) % 4 == 0)
 		http_parse_pause(&s->hp); /* like a handler awaiting auth */
