@@ -69,8 +69,10 @@ def main():
         log_path = os.path.join(tmp, "rclone.log")
         with open(log_path, "wb") as log:
             r = subprocess.Popen(
+                # --bwlimit keeps the large files' uploads open for
+                # seconds on any machine: the kill finds one open.
                 ["rclone", "copy", src, "iol:" + BUCKET, "-v", "--transfers", "8",
-                 "--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M"],
+                 "--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M", "--bwlimit", "30M"],
                 env=env, stdout=log, stderr=log)
             # The kill: once some files are acknowledged and a multipart
             # upload is open (ListMultipartUploads), else after 60 s.
