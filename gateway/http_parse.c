@@ -28,17 +28,24 @@ static struct http_parse *of(http_parser *p)
 	return p->data;
 }
 
-static int fail(struct http_parse *hp, int status)
+_Static_assert(HTTP_HEAD_MAX == 16 * 1024 && HTTP_URL_MAX == 8 * 1024 && HTTP_MAX_HEADERS == 100,
+	       "the failure messages below name these limits");
+
+/* msg: a static sentence without XML special characters (it goes into
+ * the error answer's Message as is). */
+static int fail(struct http_parse *hp, int status, const char *msg)
 {
-	if (!hp->error_status)
+	if (!hp->error_status) {
 		hp->error_status = status;
+		hp->error_msg = msg;
+	}
 	return -1;
 }
 
 static int append(struct http_parse *hp, const char *at, size_t len)
 {
 	if (len > HTTP_HEAD_MAX - hp->arena_len)
-		return fail(hp, 431);
+		return fail(hp, 431, "The request head is larger than 16 KiB.");
 	memcpy(hp->arena + hp->arena_len, at, len);
 	hp->arena_len += len;
 	return 0;
@@ -89,7 +96,7 @@ static int on_url(http_parser *p, const char *at, size_t len)
 {
 	struct http_parse *hp = of(p);
 	if (len > HTTP_URL_MAX - hp->req.target_len)
-		return fail(hp, 414);
+		return fail(hp, 414, "The request target is longer than 8 KiB.");
 	if (append(hp, at, len))
 		return -1;
 	hp->req.target_len += len;
@@ -102,7 +109,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 	struct http_request *r = &hp->req;
 	if (hp->in_value || r->n_headers == 0) {
 		if (r->n_headers == HTTP_MAX_HEADERS)
-			return fail(hp, 431);
+			return fail(hp, 431, "The request has more than 100 headers.");
 		struct sigv4_header *h = &r->headers[r->n_headers++];
 		h->name = hp->arena + hp->arena_len;
 		h->name_len = 0;
@@ -182,25 +189,25 @@ static int on_headers_complete(http_parser *p)
 		 * (section 5.1) says 400, and http-parser 2.9 lets "Name :"
 		 * through (as a name that would not match its header). */
 		if (memchr(h->name, ' ', h->name_len) || memchr(h->name, '\t', h->name_len))
-			return fail(hp, 400);
+			return fail(hp, 400, "A header name has whitespace before its colon.");
 		while (h->value_len && (h->value[h->value_len - 1] == ' ' ||
 					h->value[h->value_len - 1] == '\t'))
 			h->value_len--;
 		if (span_ieq(h->name, h->name_len, "host")) {
 			if (r->host) /* two Host headers: RFC 9112 says 400 */
-				return fail(hp, 400);
+				return fail(hp, 400, "The request has two Host headers.");
 			r->host = h->value;
 			r->host_len = h->value_len;
 		} else if (span_ieq(h->name, h->name_len, "expect")) {
 			if (!span_ieq(h->value, h->value_len, "100-continue"))
-				return fail(hp, 417); /* Expectation Failed */
+				return fail(hp, 417, "The only Expect served is 100-continue.");
 			r->expect_continue = true;
 		}
 	}
 	if (hp->cl_first && cl_keep_first(r, hp->cl_first - 1))
-		return fail(hp, 400);
+		return fail(hp, 400, "The request repeats Content-Length with different values.");
 	if (r->http_major != 1)
-		return fail(hp, 400);
+		return fail(hp, 400, "Only HTTP/1.x is served on this port.");
 	r->chunked = (p->flags & F_CHUNKED) != 0;
 	r->has_content_length = (p->flags & F_CONTENTLENGTH) != 0;
 	r->content_length = r->has_content_length && !r->chunked ? p->content_length : 0;
@@ -250,6 +257,7 @@ void http_parse_init(struct http_parse *hp, const struct http_parse_cb *cb, void
 	hp->cb = cb;
 	hp->ud = ud;
 	hp->error_status = 0;
+	hp->error_msg = NULL;
 	hp->arena_len = 0;
 	hp->in_value = hp->head_done = hp->msg_done = hp->begun = false;
 	hp->cl_first = 0;
@@ -265,7 +273,7 @@ size_t http_parse_feed(struct http_parse *hp, const char *data, size_t len)
 	size_t n = http_parser_execute(&hp->p, &settings, data, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&hp->p);
 	if (e != HPE_OK && e != HPE_PAUSED)
-		fail(hp, 400);
+		fail(hp, 400, http_errno_description(e));
 	return n;
 }
 
@@ -303,6 +311,11 @@ void http_parse_next(struct http_parse *hp)
 int http_parse_error(const struct http_parse *hp)
 {
 	return hp->error_status;
+}
+
+const char *http_parse_error_msg(const struct http_parse *hp)
+{
+	return hp->error_status ? hp->error_msg : NULL;
 }
 
 bool http_parse_in_head(const struct http_parse *hp)

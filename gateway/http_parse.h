@@ -72,6 +72,7 @@ struct http_parse {
 	void *ud;
 	struct http_request req;
 	int error_status;               /* 0, or 400/414/431 once failed (sticky) */
+	const char *error_msg;          /* why, once failed: a static sentence */
 	bool in_value;                  /* the last head bytes were a header value */
 	size_t cl_first;                /* 1 + index of the first Content-Length header, or 0 */
 	bool begun, head_done, msg_done;
@@ -99,6 +100,11 @@ void http_parse_next(struct http_parse *hp);
 
 /* 0, or the HTTP status for the failure (400, 414, 417, 431). */
 int http_parse_error(const struct http_parse *hp);
+
+/* Once failed, what was wrong: a static sentence with no XML special
+ * characters (ours, or http-parser's description of its error), for the
+ * answer's message. NULL before. */
+const char *http_parse_error_msg(const struct http_parse *hp);
 
 /* True between the first byte of a request and its head being complete
  * (for the header timeout). */

@@ -1,8 +1,8 @@
 /*
  * http_refuse.c — the HTTP server's own answers, given before or instead
- * of a handler: a malformed head (4xx), a request the per-address rate
- * limit refuses (503 SlowDown, an S3 XML body), and plain HTTP on a TLS
- * port (a plain 400). A refused bodiless keep-alive request keeps its
+ * of a handler: a malformed head (4xx, an S3 XML body saying what was
+ * wrong), a request the per-address rate limit refuses (503 SlowDown, an
+ * S3 XML body), and plain HTTP on a TLS port (a plain 400). A refused bodiless keep-alive request keeps its
  * connection, and conn_refusal_done goes on with the next request once
  * the answer is written (http_resp.c's write completion calls it); every
  * other answer here closes the connection after a linger.
@@ -55,23 +55,36 @@ void conn_reply_error(struct conn *c, int status)
 		return;
 	}
 	conn_new_request_id(c);
-	char body[320] = "";
-	if (status == 503)
-		snprintf(body, sizeof(body),
-			 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
-			 "<Message>Please reduce your request rate.</Message>"
-			 "<RequestId>%s</RequestId></Error>", c->request_id);
+	/* An S3 error document either way, so that a client prints why: a
+	 * head refused by the parser says what was wrong with it
+	 * (http_parse_error_msg: static sentences, nothing to escape). */
+	const char *code = "SlowDown", *msg = "Please reduce your request rate.";
+	if (status != 503) {
+		code = status == 431 ? "RequestHeaderSectionTooLarge"
+		     : status == 414 ? "InvalidURI" : "InvalidRequest";
+		msg = http_parse_error_msg(&c->hp);
+		if (!msg)
+			msg = "The request could not be parsed.";
+	}
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+		 "<Message>%s</Message><RequestId>%s</RequestId></Error>", code, msg,
+		 c->request_id);
 	size_t blen = strlen(body);
 	bool keep = status == 503 && c->limited_keep && c->hp.msg_done;
 	c->limited_keep = keep;
 	int n = snprintf(c->head, sizeof(c->head),
-			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\nx-amz-id-2: %s\r\n%s"
-			 "Content-Length: %zu\r\n%s\r\n%s",
+			 "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: %s\r\n%s: %s\r\nx-amz-id-2: %s\r\n"
+			 "Content-Type: application/xml\r\nContent-Length: %zu\r\n%s\r\n%s",
 			 status, http_reason(status), conn_date(srv), srv->cfg.server_name,
-			 srv->cfg.request_id_header, c->request_id, srv->host_id,
-			 blen ? "Content-Type: application/xml\r\n" : "", blen,
+			 srv->cfg.request_id_header, c->request_id, srv->host_id, blen,
 			 keep ? "" : "Connection: close\r\n",
 			 c->hp.req.method == HTTP_HEAD ? "" : body);
+	if (n < 0 || (size_t)n >= sizeof(c->head)) {   /* a server name past reason */
+		conn_close(c, -EOVERFLOW);
+		return;
+	}
 	srv->stats.responses[status / 100]++;
 	uv_buf_t b = uv_buf_init(c->head, (unsigned)n);
 	if (conn_submit(c, &b, 1, NULL, NULL, true, NULL)) {

@@ -1012,7 +1012,10 @@ START_TEST(test_expect_continue)
 }
 END_TEST
 
-static void expect_error(const char *req, size_t len, int status)
+/* The refusal of a bad head: status, an S3 error document with code and a
+ * message containing why, the connection closed. */
+static void expect_error_says(const char *req, size_t len, int status, const char *code,
+			      const char *why)
 {
 	struct rd r = { .fd = dial() };
 	send_all(r.fd, req, len);
@@ -1021,8 +1024,20 @@ static void expect_error(const char *req, size_t len, int status)
 	ck_assert_int_eq(p.status, status);
 	ck_assert(p.close);
 	ck_assert_int_eq(strlen(p.request_id), 16);
+	char want[96];
+	snprintf(want, sizeof(want), "<Code>%s</Code>", code);
+	ck_assert_msg(strstr(p.body, want), "body %s", p.body);
+	ck_assert_msg(strstr(p.body, why), "body %s", p.body);
+	ck_assert(strstr(p.body, p.request_id));
 	ck_assert(peer_closed(&r));
 	close(r.fd);
+}
+
+static void expect_error(const char *req, size_t len, int status)
+{
+	expect_error_says(req, len, status, status == 431 ? "RequestHeaderSectionTooLarge"
+					    : status == 414 ? "InvalidURI" : "InvalidRequest",
+			  "</Message>");
 }
 
 START_TEST(test_bad_requests)
@@ -1034,11 +1049,12 @@ START_TEST(test_bad_requests)
 	g = "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n";
 	expect_error(g, strlen(g), 400);
 	g = "GET / HTTP/1.1\r\nBad Header\r\n\r\n";
-	expect_error(g, strlen(g), 400);
+	expect_error_says(g, strlen(g), 400, "InvalidRequest", "invalid character in header");
 	g = "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
-	expect_error(g, strlen(g), 400);
+	expect_error_says(g, strlen(g), 400, "InvalidRequest",
+			  "repeats Content-Length with different values");
 	g = "PUT / HTTP/1.1\r\nExpect: something\r\nContent-Length: 1\r\n\r\n";
-	expect_error(g, strlen(g), 417);
+	expect_error_says(g, strlen(g), 417, "InvalidRequest", "100-continue");
 	/* A 20 KiB header: 431. */
 	int n = sprintf(big, "GET / HTTP/1.1\r\nX-Big: ");
 	memset(big + n, 'a', 20000);
