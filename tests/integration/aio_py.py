@@ -58,14 +58,26 @@ class Aio:
         end = time.time() + timeout
         while time.time() < end:
             if self.proc.poll() is not None:
-                raise RuntimeError("iolake-aio exited %d; log %s" % (self.proc.returncode, self.log.name))
+                raise RuntimeError("iolake-aio exited %d; log %s:\n%s" % (
+                    self.proc.returncode, self.log.name, self.log_tail()))
             try:
                 if urllib.request.urlopen(self.ep + "/health/ready", timeout=1).status == 200:
                     return
             except Exception:
                 pass
             time.sleep(0.1)
-        raise RuntimeError("iolake-aio not ready in %ds" % timeout)
+        raise RuntimeError("iolake-aio not ready in %ds; log %s:\n%s" % (
+            timeout, self.log.name, self.log_tail()))
+
+    def log_tail(self, n=20):
+        """The last n lines of the aio's log (the evidence of a failed
+        start, printed before close() removes the dir)."""
+        self.log.flush()
+        try:
+            with open(self.log.name, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError as e:
+            return "(%s)" % e
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -143,8 +155,8 @@ def run_programs(name, argvs, osd_size="512M"):
     0, and aio must then exit 0 on SIGTERM. Prints "PASS name", or exits
     with a FAIL line."""
     aio = Aio(osd_size=osd_size)
-    aio.start()
     try:
+        aio.start()
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("AWS_") and not k.lower().endswith("_proxy")}
         env.update(IOLAKE_EP=aio.ep, IOLAKE_AK=AK, IOLAKE_SK=SK)
@@ -166,8 +178,8 @@ def run_with_aio(run, checks, args=()):
     must end it with 0 (under ASan, a report makes it nonzero); the aio
     is killed and its dir removed whatever happened; then checks.finish()."""
     aio = Aio(args=args)
-    aio.start()
     try:
+        aio.start()   # in the try: an aio that fails to start leaves no dir behind
         run(aio)
         rc, _ = aio.stop(limit=15)
         checks.expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
