@@ -85,19 +85,12 @@ def main():
     print("PASS")
 
 
-def add_user(admin, name):
-    out = subprocess.run(admin + ["--json", "user", "add", name], check=True,
-                         capture_output=True, text=True).stdout
-    j = json.loads(out)
-    return j["access_key"], j["secret_key"]
-
-
 def run(aio):
     meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
     admin = [os.path.join(BUILD, "iolake-admin"), "--meta", meta]
     root = aio.client()
-    ak_a, sk_a = add_user(admin, "alice")
-    ak_b, sk_b = add_user(admin, "bob")
+    ak_a, sk_a = aio.add_user("alice")
+    ak_b, sk_b = aio.add_user("bob")
     alice = aio.client(ak=ak_a, sk=sk_a)
     bob = aio.client(ak=ak_b, sk=sk_b)
     anon = boto3.client("s3", endpoint_url=aio.ep, region_name="us-east-1",

@@ -82,11 +82,6 @@ def admin_run(admin, *args):
     return r.stdout
 
 
-def add_user(admin, name):
-    j = json.loads(admin_run(admin, "--json", "user", "add", name))
-    return j["access_key"], j["secret_key"]
-
-
 def api(aio, path):
     env = dict(os.environ, IOLAKE_ROOT_ACCESS_KEY=AK, IOLAKE_ROOT_SECRET_KEY=SK)
     p = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--data-dir", aio.data, "api", "GET",
@@ -407,8 +402,8 @@ def main():
     try:
         meta = open(os.path.join(aio.data, "meta", "rpc-addr")).read().strip()
         admin = [os.path.join(BUILD, "iolake-admin"), "--meta", meta]
-        ak_a, sk_a = add_user(admin, "alice")
-        ak_b, sk_b = add_user(admin, "bob")
+        ak_a, sk_a = aio.add_user("alice")
+        ak_b, sk_b = aio.add_user("bob")
         root = aio.client()
         alice = aio.client(ak=ak_a, sk=sk_a)
         bob = aio.client(ak=ak_b, sk=sk_b)
