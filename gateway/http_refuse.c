@@ -2,10 +2,11 @@
  * http_refuse.c — the HTTP server's own answers, given before or instead
  * of a handler: a malformed head (4xx, an S3 XML body saying what was
  * wrong), a request the per-address rate limit refuses (503 SlowDown, an
- * S3 XML body), and plain HTTP on a TLS port (a plain 400). A refused bodiless keep-alive request keeps its
- * connection, and conn_refusal_done goes on with the next request once
- * the answer is written (http_resp.c's write completion calls it); every
- * other answer here closes the connection after a linger.
+ * S3 XML body), and plain HTTP on a TLS port (a plain 400). A refused
+ * bodiless keep-alive request keeps its connection, and conn_refusal_done
+ * goes on with the next request once the answer is written (http_resp.c's
+ * write completion calls it); every other answer here closes the
+ * connection after a linger.
  *
  * Owns no state of its own: the connection's (http_int.h). Does not
  * decide what is refused: http.c's ev_head (limits) and http_parse (bad
@@ -81,7 +82,7 @@ void conn_reply_error(struct conn *c, int status)
 			 srv->cfg.request_id_header, c->request_id, srv->host_id, blen,
 			 keep ? "" : "Connection: close\r\n",
 			 c->hp.req.method == HTTP_HEAD ? "" : body);
-	if (n < 0 || (size_t)n >= sizeof(c->head)) {   /* a server name past reason */
+	if (n < 0 || (size_t)n >= sizeof(c->head)) {   /* a configured server name too long */
 		conn_close(c, -EOVERFLOW);
 		return;
 	}

@@ -722,16 +722,10 @@ static void copy_begin(struct s3_call *c, bool is_part)
 			return;
 		}
 	}
-	/* A class this store does not have is refused before anything else
-	 * (rclone's settier, a lifecycle tool's copy to GLACIER). */
-	const struct http_request *hr = s3_call_http(c);
-	if (!is_part && (e = s3_put_storage_class(hr->headers, hr->n_headers))) {
-		s3_rq_fail(rq, e, NULL);
-		return;
-	}
 	/* (A version copied onto its own key is S3's way to restore it; a
 	 * copy onto itself that changes the encryption or names the storage
-	 * class is allowed too.) */
+	 * class is allowed too — a class this store does not have is then
+	 * refused with the headers below, as for any copy.) */
 	if (!is_part && !cr->replace && !cr->src_vid && strcmp(cr->src_bucket, rq->bucket) == 0 &&
 	    strcmp(cr->src_key, rq->key) == 0 && !s3u_hdr(c, "x-amz-server-side-encryption") &&
 	    !s3u_hdr(c, "x-amz-server-side-encryption-customer-algorithm") &&
@@ -744,10 +738,11 @@ static void copy_begin(struct s3_call *c, bool is_part)
 	}
 	if (!is_part) {
 		/* The gate read the destination bucket and decided s3:PutObject
-		 * on it; the ACL the copy asks for is checked now. */
+		 * on it; the storage class and ACL the copy asks for are
+		 * checked now. */
 		cr->put.respond = copy_respond;
 		const char *msg = NULL;
-		e = s3_put_check_access(rq);
+		e = s3_put_check_headers(rq);
 		if (!e)
 			e = s3_lock_check_headers(rq, false, &msg);   /* object lock */
 		if (e)

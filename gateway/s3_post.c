@@ -473,7 +473,7 @@ static void open_file(struct post_rq *q)
 	}
 	p->form_hdrs = q->hdrs;
 	p->n_form_hdrs = q->n_fields;
-	enum s3_err e = s3_put_check_access(&p->rq);
+	enum s3_err e = s3_put_check_headers(&p->rq);
 	if (!e)
 		e = s3_quota_check(s3_rq_gate_bucket(&p->rq), p->size, 1);
 	if (e) {

@@ -364,7 +364,7 @@ static void on_put_bucket(struct s3_rq *rq, enum s3_err e, const Iolake__Meta__B
 	if (s3_rq_decide(rq, S3_ACT_PutObject, copy, NULL) == S3_DENY)
 		e = S3E_AccessDenied;
 	if (!e)
-		e = s3_put_check_access(rq);
+		e = s3_put_check_headers(rq);
 	if (!e)
 		e = s3_quota_check(copy, p->size, 1);
 	if (!e)
@@ -717,7 +717,7 @@ void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *
 
 /* The storage class and ACL headers of a write, checked before its body
  * is read (and again at the commit, which stores the ACL). */
-enum s3_err s3_put_check_access(struct s3_rq *rq)
+enum s3_err s3_put_check_headers(struct s3_rq *rq)
 {
 	struct s3_put *p = s3_put_of(rq);
 	const struct http_request *hr = s3_call_http(rq->c);
@@ -738,7 +738,7 @@ static void op_put_object(struct s3_call *c)
 		return;
 	/* The gate read the bucket (it exists; p->rq.bkt). */
 	const char *msg = NULL;
-	enum s3_err e = s3_put_check_access(&p->rq);
+	enum s3_err e = s3_put_check_headers(&p->rq);
 	if (!e)
 		e = s3_quota_check(s3_rq_gate_bucket(&p->rq), p->size, 1);
 	if (!e)

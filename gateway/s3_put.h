@@ -112,7 +112,7 @@ void s3_put_on_checked(struct s3_rq *rq, enum s3_err e, const ProtobufCMessage *
  * write (PutObject, POST, CopyObject) against the bucket the gate read
  * (s3_access_for_object): S3E_OK or the error to answer before any body
  * is read. */
-enum s3_err s3_put_check_access(struct s3_rq *rq);
+enum s3_err s3_put_check_headers(struct s3_rq *rq);
 
 /* Encrypt the body as o says (kind SSE_NONE: nothing to do): a body
  * that is not empty is then never inline. Before the data path starts.
