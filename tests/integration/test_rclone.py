@@ -27,7 +27,7 @@ does.
 - `purge`, and the bucket is gone from `lsd`.
 SKIP (exit 0 with a line) when rclone is not installed.
 """
-import hashlib, os, shutil, subprocess, sys, tempfile, urllib.request
+import hashlib, os, shutil, subprocess, sys, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
@@ -96,14 +96,9 @@ def write_tree(src):
 
 
 def run(aio):
-    tmp = tempfile.mkdtemp(prefix="rclone.", dir="/dev/shm")
-    try:
-        body(aio, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def body(aio, tmp):
+    # Scratch files beside the aio's data: its dir goes when it is closed.
+    tmp = os.path.join(aio.tmp, "rclone")
+    os.mkdir(tmp)
     rclone = make_rclone(rclone_env(aio, AK, SK))
     src = os.path.join(tmp, "src")
     write_tree(src)

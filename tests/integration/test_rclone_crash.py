@@ -16,7 +16,7 @@ copied and a multipart upload is open. After the restart:
   the kill left open, leaving none.
 SKIP (exit 0 with a line) when rclone is not installed.
 """
-import hashlib, os, re, shutil, subprocess, sys, tempfile, time
+import hashlib, os, re, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import AK, SK, Aio, Checks  # noqa: E402
@@ -56,8 +56,9 @@ def stored(aio):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="rclone-crash.", dir="/dev/shm")
     aio = Aio(osd_size="512M")
+    tmp = os.path.join(aio.tmp, "rclone")   # goes with the aio's dir
+    os.mkdir(tmp)
     try:
         src = os.path.join(tmp, "src")
         write_tree(src)
@@ -123,7 +124,6 @@ def main():
         expect(rc, 0, "iolake-aio exits 0 on SIGTERM")
     finally:
         aio.close()
-        shutil.rmtree(tmp, ignore_errors=True)
     checks.finish()
 
 

@@ -14,7 +14,7 @@ AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, as an operator sets them.
 - a wrong secret key: restic fails, and the repository is untouched.
 SKIP (exit 0 with a line) when restic is not installed.
 """
-import filecmp, json, os, shutil, subprocess, sys, tempfile
+import filecmp, json, os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
@@ -52,14 +52,9 @@ def same_tree(a, b):
 
 
 def run(aio):
-    tmp = tempfile.mkdtemp(prefix="restic.", dir="/dev/shm")
-    try:
-        body(aio, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def body(aio, tmp):
+    # Scratch files beside the aio's data: its dir goes when it is closed.
+    tmp = os.path.join(aio.tmp, "restic")
+    os.mkdir(tmp)
     restic = make_restic(aio)
     src = os.path.join(tmp, "src")
     os.makedirs(os.path.join(src, "a"))

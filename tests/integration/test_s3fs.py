@@ -16,7 +16,7 @@ Every file read back after a remount equals what was written locally;
 the objects boto3 lists are the file system's.
 SKIP (exit 0 with a line) without s3fs or /dev/fuse.
 """
-import hashlib, os, shutil, subprocess, sys, tempfile, time
+import hashlib, os, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
@@ -114,12 +114,14 @@ def ops(root):
 
 
 def run(aio):
-    tmp = tempfile.mkdtemp(prefix="s3fs.", dir="/dev/shm")
+    # Scratch files beside the aio's data (its dir goes when it is
+    # closed); the mount is undone first, whatever happened.
+    tmp = os.path.join(aio.tmp, "s3fs")
+    os.mkdir(tmp)
     try:
         body(aio, tmp)
     finally:
         subprocess.run(["fusermount", "-uz", os.path.join(tmp, "mnt")], capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def body(aio, tmp):
