@@ -2,7 +2,7 @@
 start iolake-aio on a temp dir under /dev/shm with fixed root credentials,
 wait for /health/ready, stop it by PID, and make boto3 clients; and what
 S3 tests share: Checks (expectations), error_code, run_with_aio."""
-import json, os, random, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+import json, os, random, shutil, signal, socket, ssl, subprocess, tempfile, time, urllib.request
 
 import boto3
 from botocore import UNSIGNED
@@ -45,7 +45,30 @@ class Aio:
         # with object records in range groups)
         self.args = list(args) + os.environ.get("IOLAKE_AIO_EXTRA_ARGS", "").split()
         self.proc = None
+        self.cafile = None   # set by tls()
         self.log = open(os.path.join(self.tmp, "aio.log"), "ab")
+
+    def tls(self):
+        """Serve S3 over TLS from the next start on: a test CA and a server
+        certificate for 127.0.0.1 and localhost made here with openssl (in
+        the aio's dir), --tls-cert/--tls-key, an https endpoint. The CA's
+        PEM is self.cafile, for clients to verify the server with."""
+        d = os.path.join(self.tmp, "tls")
+        os.mkdir(d)
+        def ssl_cmd(*a):
+            subprocess.run(["openssl"] + list(a), cwd=d, check=True, capture_output=True)
+        ssl_cmd("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=iolake test CA")
+        ssl_cmd("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
+        with open(os.path.join(d, "ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        ssl_cmd("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-set_serial", "0x1001", "-out", "srv.pem", "-days", "2", "-extfile", "ext")
+        self.args += ["--tls-cert", os.path.join(d, "srv.pem"),
+                      "--tls-key", os.path.join(d, "srv.key")]
+        self.cafile = os.path.join(d, "ca.pem")
+        self.ep = "https://127.0.0.1:%d" % self.port
 
     # Ready in ~1-3 s on a quiet machine; 60 s is for a loaded one (at
     # load 20-45 aio took 20-37 s), a wait and not a check of speed.
@@ -55,13 +78,15 @@ class Aio:
             [os.path.join(BUILD, "iolake-aio"), "--data-dir", self.data, "--s3-listen",
              "127.0.0.1:%d" % self.port, "--osd-size", self.osd_size] + self.args,
             stdout=self.log, stderr=self.log, env=env)
+        ctx = ssl.create_default_context(cafile=self.cafile) if self.cafile else None
         end = time.time() + timeout
         while time.time() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError("iolake-aio exited %d; log %s:\n%s" % (
                     self.proc.returncode, self.log.name, self.log_tail()))
             try:
-                if urllib.request.urlopen(self.ep + "/health/ready", timeout=1).status == 200:
+                if urllib.request.urlopen(self.ep + "/health/ready", timeout=1,
+                                          context=ctx).status == 200:
                     return
             except Exception:
                 pass
@@ -98,7 +123,7 @@ class Aio:
     def client(self, ak=AK, sk=SK, **cfg):
         return boto3.client("s3", endpoint_url=self.ep, aws_access_key_id=ak,
                             aws_secret_access_key=sk, region_name="us-east-1",
-                            config=Config(s3={"addressing_style": "path"},
+                            verify=self.cafile, config=Config(s3={"addressing_style": "path"},
                                           retries={"max_attempts": 1}, **cfg))
 
     def anonymous_client(self):
@@ -173,12 +198,15 @@ def run_programs(name, argvs, osd_size="512M"):
         aio.close()
 
 
-def run_with_aio(run, checks, args=()):
-    """A fresh aio (args: its extra flags), run(aio), then SIGTERM, which
-    must end it with 0 (under ASan, a report makes it nonzero); the aio
-    is killed and its dir removed whatever happened; then checks.finish()."""
+def run_with_aio(run, checks, args=(), tls=False):
+    """A fresh aio (args: its extra flags; tls: serving S3 over TLS, see
+    Aio.tls), run(aio), then SIGTERM, which must end it with 0 (under
+    ASan, a report makes it nonzero); the aio is killed and its dir
+    removed whatever happened; then checks.finish()."""
     aio = Aio(args=args)
     try:
+        if tls:
+            aio.tls()
         aio.start()   # in the try: an aio that fails to start leaves no dir behind
         run(aio)
         rc, _ = aio.stop(limit=15)
