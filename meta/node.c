@@ -782,7 +782,12 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 		if (root)
 			group_close(root, false);
 		meta_node_close(n, NULL, NULL);
-		return rc == -ENOMEM ? rc : -EIO;
+		/* What the operator must act on keeps its name (a state of
+		 * another format, a corrupt one); the rest is EIO, as
+		 * libraft's own codes are not errnos. */
+		if (rc == -ENOMEM || rc == IOL_EBAD_FORMAT || rc == IOL_ECORRUPT)
+			return rc;
+		return -EIO;
 	}
 	n->root = root;
 	n->epoch = node_read_epoch(n);

@@ -812,6 +812,18 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 		}
 	} else if (rc == 0) {
 		bool ok = n == 4 && (uint8_t)v[3] == FORMAT_VERSION && !v[0] && !v[1] && !v[2];
+		if (!ok) {
+			/* A newer IOLake's state (a downgrade), or not ours:
+			 * say which, not only that the open failed. */
+			if (n == 4)
+				fprintf(stderr, "meta/state: %s holds state format %u; this build "
+					"reads format %u (written by a newer IOLake?)\n", dir,
+					(unsigned)(uint8_t)v[0] << 24 | (unsigned)(uint8_t)v[1] << 16 |
+					(unsigned)(uint8_t)v[2] << 8 | (uint8_t)v[3], FORMAT_VERSION);
+			else
+				fprintf(stderr, "meta/state: %s: format record of %zu bytes, not 4\n",
+					dir, n);
+		}
 		rocksdb_free(v);
 		if (!ok) {
 			rc = IOL_EBAD_FORMAT;

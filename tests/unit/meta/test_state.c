@@ -1511,6 +1511,46 @@ START_TEST(test_bucket_encryption)
 }
 END_TEST
 
+/* A state whose format record names another format (a newer IOLake's,
+ * opened by this one after a downgrade) is refused with BAD_FORMAT, and
+ * the state is left as it was: put back, it opens again. */
+START_TEST(test_format_version)
+{
+	char dir[64];
+	tmpdir(dir);
+	meta_state_close(open_at(dir));
+	char *err = NULL;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_t *db = rocksdb_open(o, dir, &err);
+	ck_assert_ptr_null(err);
+	size_t n;
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *was = rocksdb_get(db, ro, "F", 1, &n, &err);
+	ck_assert_ptr_nonnull(was);
+	ck_assert_uint_eq(n, 4);
+	rocksdb_put(db, wo, "F", 1, "\0\0\0\2", 4, &err);
+	ck_assert_ptr_null(err);
+	rocksdb_close(db);
+
+	struct meta_state *s = NULL;
+	ck_assert_int_eq(meta_state_open(dir, NULL, &s), IOL_EBAD_FORMAT);
+	ck_assert_ptr_null(s);
+
+	db = rocksdb_open(o, dir, &err);
+	ck_assert_ptr_null(err);
+	rocksdb_put(db, wo, "F", 1, was, 4, &err);
+	ck_assert_ptr_null(err);
+	rocksdb_close(db);
+	rocksdb_free(was);
+	meta_state_close(open_at(dir));
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_options_destroy(o);
+	rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_tags)
 {
 	char dir[64];
@@ -1845,6 +1885,7 @@ int main(void)
 	tcase_add_test(tc, test_install);
 	tcase_add_test(tc, test_malformed_entries);
 	tcase_add_test(tc, test_tags);
+	tcase_add_test(tc, test_format_version);
 	tcase_add_test(tc, test_bucket_cors);
 	tcase_add_test(tc, test_bucket_encryption);
 	tcase_add_test(tc, test_groups);
