@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""make_fixture.py — an upgrade fixture: the data dir of an iolake-aio of
+an older build holding tests/upgrade/dataset.py's objects, with its
+manifest, as one tar.xz (tests/integration/test_upgrade.py opens it with
+the build under test).
+
+    tests/upgrade/make_fixture.py --build OLD_BUILD --commit HASH --out FILE
+
+OLD_BUILD holds that commit's iolake-aio and iolake-admin (`git worktree
+add DIR HASH && make -C DIR build/iolake-aio build/iolake-admin`). The
+aio runs with aio_py's defaults (256 MiB OSD files, /dev/shm) and small
+multipart parts allowed (--debug-min-part-size 1), and it is
+stopped with SIGTERM before its dir is packed; the OSD files stay sparse
+in the archive.
+"""
+import argparse, json, os, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--commit", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.environ["IOLAKE_BUILD"] = os.path.abspath(a.build)
+    sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+    sys.path.insert(0, HERE)
+    import aio_py  # noqa: E402  (reads IOLAKE_BUILD)
+    import dataset  # noqa: E402
+    aio = aio_py.Aio(args=["--debug-min-part-size", "1"])   # dataset.PART
+    try:
+        aio.start()
+        ak, sk = aio.add_user("alice")
+        m = dataset.write(aio.client(), "alice")
+        m.update(made_by=a.commit, osd_size=aio.osd_size, root=[aio_py.AK, aio_py.SK],
+                 alice_keys=[ak, sk])
+        rc, _ = aio.stop(limit=15)
+        if rc:
+            raise SystemExit("iolake-aio exited %d on SIGTERM:\n%s" % (rc, aio.log_tail()))
+        with open(os.path.join(aio.tmp, "manifest.json"), "w") as f:
+            json.dump(m, f, indent=1, sort_keys=True)
+        subprocess.run(["tar", "-C", aio.tmp, "--sparse", "-cJf", os.path.abspath(a.out),
+                        "data", "manifest.json"], check=True)
+        print("%s: %d bytes" % (a.out, os.path.getsize(a.out)))
+    finally:
+        aio.close()
+
+
+if __name__ == "__main__":
+    main()
