@@ -17,7 +17,7 @@ the commit its name gives), unpacked into a fresh dir:
 An operator's upgrade is that: stop, install the new binaries, start on
 the same dirs (docs/operations.md, "Upgrades").
 """
-import glob, json, os, subprocess, sys
+import glob, json, os, subprocess, sys, tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -69,11 +69,11 @@ def check_after(s3, m, doc_v3, what):
 
 def run_fixture(path):
     name = os.path.basename(path)
-    aio = Aio()
+    with tarfile.open(path) as t:   # its flags first: the aio takes them at start
+        m = json.load(t.extractfile("manifest.json"))
+    aio = Aio(args=m.get("aio_args", []))
     try:
         subprocess.run(["tar", "-C", aio.tmp, "-xJf", path], check=True)
-        with open(os.path.join(aio.tmp, "manifest.json")) as f:
-            m = json.load(f)
         expect(m["root"], [AK, SK], "%s: made with the tests' root key" % name)
         aio.osd_size = m["osd_size"]
         aio.start()

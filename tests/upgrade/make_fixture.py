@@ -5,13 +5,15 @@ manifest, as one tar.xz (tests/integration/test_upgrade.py opens it with
 the build under test).
 
     tests/upgrade/make_fixture.py --build OLD_BUILD --commit HASH --out FILE
+                                  [--flags "--range-groups 4"]
 
 OLD_BUILD holds that commit's iolake-aio and iolake-admin (`git worktree
 add DIR HASH && make -C DIR build/iolake-aio build/iolake-admin`). The
 aio runs with aio_py's defaults (256 MiB OSD files, /dev/shm) and small
 multipart parts allowed (--debug-min-part-size 1), and it is
 stopped with SIGTERM before its dir is packed; the OSD files stay sparse
-in the archive.
+in the archive. --flags: more aio flags, kept in the manifest
+(aio_args): the test starts the new build with them too.
 """
 import argparse, json, os, subprocess, sys
 
@@ -23,18 +25,22 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--commit", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--flags", default="")
     a = ap.parse_args()
     os.environ["IOLAKE_BUILD"] = os.path.abspath(a.build)
     sys.path.insert(0, os.path.join(HERE, "..", "integration"))
     sys.path.insert(0, HERE)
     import aio_py  # noqa: E402  (reads IOLAKE_BUILD)
     import dataset  # noqa: E402
-    aio = aio_py.Aio(args=["--debug-min-part-size", "1"])   # dataset.PART
+    os.environ.pop("IOLAKE_AIO_EXTRA_ARGS", None)
+    flags = a.flags.split()
+    aio = aio_py.Aio(args=["--debug-min-part-size", "1"] + flags)   # dataset.PART
     try:
         aio.start()
         ak, sk = aio.add_user("alice")
         m = dataset.write(aio.client(), "alice")
-        m.update(made_by=a.commit, osd_size=aio.osd_size, root=[aio_py.AK, aio_py.SK],
+        m.update(made_by=a.commit, osd_size=aio.osd_size, aio_args=flags,
+                 root=[aio_py.AK, aio_py.SK],
                  alice_keys=[ak, sk])
         rc, _ = aio.stop(limit=15)
         if rc:
