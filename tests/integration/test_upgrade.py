@@ -4,7 +4,10 @@ build and reads back whole: for each tests/upgrade/fixtures/*.tar.xz (an
 aio's data dir and manifest, made by tests/upgrade/make_fixture.py with
 the commit its name gives), unpacked into a fresh dir:
 
-- this build's iolake-aio starts on it with the old root key;
+- this build's iolake-aio starts on it with the old root key (for a
+  fixture whose old aio was killed under writes, it recovers that build's
+  unclean logs: every acknowledged PUT reads back, nothing partial is
+  listed);
 - every part of tests/upgrade/dataset.py's manifest reads back (inline
   and erasure-coded objects with their headers and tags, the multipart
   object whole and by part, versions and a delete marker, SSE-S3 and
@@ -67,6 +70,28 @@ def check_after(s3, m, doc_v3, what):
            "%s: plain/empty deleted" % what)
 
 
+def check_killed(s3, m, name):
+    """A fixture made with --kill: every PUT the old build acknowledged
+    before SIGKILL reads back byte for byte, and each object listed under
+    inflight/ is one that was attempted, whole. Returns m with those
+    listed keys in plain_extra (the data set's listing check)."""
+    if "acked" not in m:
+        return m
+    listed = {o["Key"]: o["Size"] for o in s3.get_paginator("list_objects_v2").paginate(
+        Bucket="plain", Prefix="inflight/").build_full_result().get("Contents", [])}
+    attempted = dict(map(tuple, m["attempted"]))
+    lost = [k for k, size in m["acked"] if k not in listed or
+            s3.get_object(Bucket="plain", Key=k)["Body"].read() != dataset.body(k, size)]
+    expect(lost, [], "%s: all %d PUTs acknowledged before the kill read back" % (
+        name, len(m["acked"])))
+    strays = [k for k in listed if k not in attempted or
+              s3.get_object(Bucket="plain", Key=k)["Body"].read() !=
+              dataset.body(k, attempted[k])]
+    expect(strays, [], "%s: every listed inflight/ object was attempted, and is whole (%d listed)"
+           % (name, len(listed)))
+    return dict(m, plain_extra=m.get("plain_extra", []) + sorted(listed))
+
+
 def run_fixture(path):
     name = os.path.basename(path)
     with tarfile.open(path) as t:   # its flags first: the aio takes them at start
@@ -78,6 +103,7 @@ def run_fixture(path):
         aio.osd_size = m["osd_size"]
         aio.start()
         s3, alice = clients(aio, m)
+        m = check_killed(s3, m, name)
         dataset.check(s3, alice, m, lambda got, want, what: expect(got, want, "%s, upgraded: %s"
                                                                     % (name, what)))
         doc_v3 = write_after(s3)
@@ -88,7 +114,8 @@ def run_fixture(path):
         aio.start()
         s3, alice = clients(aio, m)
         m_now = dict(m, plain=[o for o in m["plain"] if o["key"] not in ("empty", "one")],
-                     plain_extra=["one"] + [k for b, k, _ in NEW if b == "plain"],
+                     plain_extra=m.get("plain_extra", []) + ["one"] +
+                     [k for b, k, _ in NEW if b == "plain"],
                      versions_extra=1, doc_current=("doc-after", 4321))
         dataset.check(s3, alice, m_now, lambda got, want, what: expect(
             got, want, "%s, restarted: %s" % (name, what)))
