@@ -13,7 +13,7 @@ libexpat1-dev check libfuse3-dev fuse3
 clang libclang-rt-14-dev
 awscli python3-boto3 python3-requests s3cmd rclone restic s3fs python3-prometheus-client
 golang-go golang-github-aws-aws-sdk-go-v2-dev golang-github-aws-aws-sdk-go-dev ruby-aws-sdk-s3
-postgresql pgbackrest s3backer
+postgresql pgbackrest s3backer davix
 nodejs chromium
 nginx wrk fio
 iproute2 shellcheck"
