@@ -164,6 +164,18 @@ class Checks:
         print("PASS")
 
 
+def listing(s3, bucket, prefix=""):
+    """Every entry of ListObjectsV2 on bucket under prefix, all pages, in
+    key order (dicts with Key, Size, ETag ...)."""
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return pages.build_full_result().get("Contents", [])
+
+
+def keys_of(s3, bucket, prefix=""):
+    """The keys of listing(s3, bucket, prefix)."""
+    return [o["Key"] for o in listing(s3, bucket, prefix)]
+
+
 def error_code(fn, *a, **kw):
     """The S3 error code fn raised, or "OK"."""
     try:

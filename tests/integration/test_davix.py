@@ -18,7 +18,7 @@ SKIP (exit 0 with a line) when davix is not installed.
 import os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
+from aio_py import AK, SK, Checks, keys_of, run_with_aio  # noqa: E402
 
 checks = Checks()
 expect = checks.expect
@@ -64,17 +64,17 @@ def run(aio):
            "davix-ls -l a/: the object with its size, and the prefix b")
 
     davix(aio, "davix-mkdir", url + "/newdir")
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    keys = keys_of(s3, BUCKET)
     expect("newdir/" in keys, True, "davix-mkdir: the folder object newdir/")
     davix(aio, "davix-rm", url + "/a/b/small")
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    keys = keys_of(s3, BUCKET)
     expect(sorted(keys), ["a/big", "newdir/"], "davix-rm: the object gone")
 
     bad = SK[:-1] + "x"
     r = davix(aio, "davix-get", url + "/a/big", os.path.join(tmp, "bad"), sk=bad, ok=False)
     expect(r.returncode != 0, True, "a wrong secret key: davix-get fails")
     r = davix(aio, "davix-put", os.path.join(tmp, "small"), url + "/bad", sk=bad, ok=False)
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    keys = keys_of(s3, BUCKET)
     expect((r.returncode != 0, "bad" in keys), (True, False),
            "a wrong secret key: davix-put fails and stores nothing")
 

@@ -26,7 +26,7 @@ installed.
 import glob, json, os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Checks, free_port, run_with_aio  # noqa: E402
+from aio_py import AK, SK, Checks, free_port, keys_of, listing, run_with_aio  # noqa: E402
 
 checks = Checks()
 expect = checks.expect
@@ -147,11 +147,6 @@ class Cluster:
         return os.path.exists(os.path.join(self.data, "postmaster.pid"))
 
 
-def bucket_keys(aio, prefix=""):
-    pages = aio.client().get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-    return sorted(o["Key"] for o in pages.build_full_result().get("Contents", []))
-
-
 def backups(pg):
     info = json.loads(pg.pgbackrest("info", "--output=json").stdout)
     return [(b["label"], b["type"]) for b in info[0]["backup"]]
@@ -194,9 +189,7 @@ def run(aio, bindir):
         first_full = got[0][0]
         r = pg.pgbackrest("verify", ok=False)
         expect(r.returncode, 0, "verify: every repository file reads back as its checksum says")
-        files = aio.client().get_paginator("list_objects_v2").paginate(
-            Bucket=BUCKET, Prefix="repo/backup/demo/%s/pg_data/base/" % first_full
-        ).build_full_result().get("Contents", [])
+        files = listing(aio.client(), BUCKET, "repo/backup/demo/%s/pg_data/base/" % first_full)
         expect(len(files) > 100, True, "the full backup's data files are in the bucket")
         expect(any("-" in o["ETag"] and o["Size"] > 5 << 20 for o in files), True,
                "the table's file went up as a multipart upload")
@@ -216,17 +209,17 @@ def run(aio, bindir):
         got = backups(pg)
         expect([t for _, t in got], ["full", "full"], "expire: two full backups left")
         expect(first_full in [label for label, _ in got], False, "the first full is expired")
-        expect(bucket_keys(aio, "repo/backup/demo/%s/" % first_full), [],
+        expect(keys_of(aio.client(), BUCKET, "repo/backup/demo/%s/" % first_full), [],
                "the expired backup's objects are deleted from the bucket")
         r = pg.pgbackrest("verify", ok=False)
         expect(r.returncode, 0, "verify after expire")
 
-        keys_before = bucket_keys(aio)
+        keys_before = keys_of(aio.client(), BUCKET)
         bad = pg.write_conf(aio, SK[:-1] + "x", name="bad.conf")
         r = pg.pgbackrest("repo-ls", ok=False, conf=bad)
         expect((r.returncode != 0, "403" in r.stdout + r.stderr), (True, True),
                "a wrong secret key: repo-ls fails with 403")
-        expect(bucket_keys(aio) == keys_before and len(keys_before) > 10, True,
+        expect(keys_of(aio.client(), BUCKET) == keys_before and len(keys_before) > 10, True,
                "the repository untouched by it")
     except Exception:
         pg.print_logs()

@@ -17,7 +17,7 @@ SKIP (exit 0 with a line) when restic is not installed.
 import filecmp, json, os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
+from aio_py import AK, SK, Checks, keys_of, run_with_aio  # noqa: E402
 
 checks = Checks()
 expect = checks.expect
@@ -89,13 +89,11 @@ def run(aio):
     restic("restore", "latest", "--target", out2)
     expect(same_tree(src, os.path.join(out2, "src")), True, "restore after prune")
 
-    keys_before = sorted(o["Key"] for o in aio.client().get_paginator("list_objects_v2")
-                         .paginate(Bucket="restic-repo").build_full_result().get("Contents", []))
+    keys_before = keys_of(aio.client(), "restic-repo")
     bad = make_restic(aio, sk=SK[:-1] + "x")
     r = bad("backup", "src", ok=False, cwd=tmp)
     expect(r.returncode != 0, True, "a wrong secret key: restic fails")
-    keys_after = sorted(o["Key"] for o in aio.client().get_paginator("list_objects_v2")
-                        .paginate(Bucket="restic-repo").build_full_result().get("Contents", []))
+    keys_after = keys_of(aio.client(), "restic-repo")
     expect(keys_after == keys_before and len(keys_before) > 4, True,
            "the repository untouched by it")
 

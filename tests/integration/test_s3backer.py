@@ -20,7 +20,7 @@ devices are missing.
 import os, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aio_py import AK, SK, Checks, run_with_aio  # noqa: E402
+from aio_py import AK, SK, Checks, keys_of, run_with_aio  # noqa: E402
 
 checks = Checks()
 expect = checks.expect
@@ -115,8 +115,7 @@ def run(aio):
             with open(os.path.join(dev.fs, name), "wb") as f:
                 f.write(data)
         dev.unmount_all()
-        keys = [o["Key"] for o in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
-                .build_full_result().get("Contents", [])]
+        keys = keys_of(s3, BUCKET)
         expect(90 <= len(keys) <= 1024, True, "one object per non-zero 64 KiB block (%d)" % len(keys))
 
         check_mounted(dev, want, "mounted again")

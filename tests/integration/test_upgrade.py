@@ -25,7 +25,7 @@ import glob, json, os, subprocess, sys, tarfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "upgrade"))
-from aio_py import AK, SK, Aio, Checks  # noqa: E402
+from aio_py import AK, SK, Aio, Checks, listing  # noqa: E402
 import dataset  # noqa: E402
 
 checks = Checks()
@@ -77,8 +77,7 @@ def check_killed(s3, m, name):
     listed keys in plain_extra (the data set's listing check)."""
     if "acked" not in m:
         return m
-    listed = {o["Key"]: o["Size"] for o in s3.get_paginator("list_objects_v2").paginate(
-        Bucket="plain", Prefix="inflight/").build_full_result().get("Contents", [])}
+    listed = {o["Key"]: o["Size"] for o in listing(s3, "plain", "inflight/")}
     attempted = dict(map(tuple, m["attempted"]))
     lost = [k for k, size in m["acked"] if k not in listed or
             s3.get_object(Bucket="plain", Key=k)["Body"].read() != dataset.body(k, size)]

@@ -26,6 +26,8 @@ What it covers, the parts of the on-disk format an upgrade must read:
 """
 import hashlib, json
 
+from aio_py import keys_of   # tests/integration, on the importer's path
+
 SSEC_KEY = bytes(range(32))
 PART = 160 << 10   # the fixture's aio runs with --debug-min-part-size 1
 
@@ -145,8 +147,7 @@ def check(s3, alice, m, expect):
                "plain/%s: content type and metadata" % key)
         tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket="plain", Key=key)["TagSet"]}
         expect(tags, {"k": str(size), "name": "fixture"}, "plain/%s: tags" % key)
-    listed = set(o["Key"] for o in s3.get_paginator("list_objects_v2").paginate(
-        Bucket="plain").build_full_result().get("Contents", []))
+    listed = set(keys_of(s3, "plain"))
     want = set([o["key"] for o in m["plain"]] + m.get("plain_extra", []))
     expect((sorted(want - listed), sorted(listed - want)), ([], []),
            "plain: the listing, %d keys: none missing, none more (the deleted one not in it)"
