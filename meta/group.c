@@ -127,9 +127,15 @@ void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, s
 	int rc = meta_state_apply(g->state, index, base, len, n->res, META_BATCH_MAX_OPS);
 	if (rc < 0 && rc != IOL_EPROTOCOL) {
 		/* Consensus invariant: the log is committed, the state must
-		 * follow it. Crash loudly rather than vote on a stale state. */
-		LOG_ERROR("apply failed: stopping", "group=%llu index=%llu err=%s",
-			  (unsigned long long)g->id, (unsigned long long)index, iol_strerror(rc));
+		 * follow it. Crash loudly rather than vote on a stale state.
+		 * BAD_FORMAT: the entry needs a newer build's ops (state.h,
+		 * op levels); this member stops until it is upgraded. */
+		LOG_ERROR(rc == IOL_EBAD_FORMAT ? "apply: the entry needs a newer IOLake; "
+						  "upgrade this member: stopping"
+						: "apply failed: stopping",
+			  "group=%llu index=%llu err=%s op_level=%u", (unsigned long long)g->id,
+			  (unsigned long long)index, iol_strerror(rc),
+			  n->o.debug_op_level ? n->o.debug_op_level : META_OP_LEVEL);
 		abort();
 	}
 	m_observe(g->m.apply_us, (loop_now_ns() - t0) / 1000);
@@ -654,6 +660,9 @@ void group_flush(struct meta_group *g)
 		Iolake__Meta__OpBatch batch = IOLAKE__META__OP_BATCH__INIT;
 		batch.ops = n->batch_ops;
 		batch.n_ops = k;
+		batch.op_level = meta_state_batch_level(&batch);
+		if (n->o.debug_op_level > batch.op_level)
+			batch.op_level = n->o.debug_op_level;   /* a test's newer build */
 
 		struct inflight *f = calloc(1, sizeof(*f));
 		struct meta_op_result *res = calloc(k, sizeof(*res));
@@ -902,7 +911,8 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 	g->snapshot_bytes = n->o.snapshot_bytes;
 	uint64_t wbuf = n->o.write_buffer_bytes ? n->o.write_buffer_bytes
 						: META_STATE_WRITE_BUFFER_BYTES;
-	struct meta_state_opts so = { .cache = n->cache, .write_buffer_bytes = wbuf };
+	struct meta_state_opts so = { .cache = n->cache, .write_buffer_bytes = wbuf,
+				      .op_level = n->o.debug_op_level };
 	if (id != 0) {
 		/* Hundreds of groups per member: each gets an eighth of the
 		 * root's memtable and of its snapshot byte threshold (which

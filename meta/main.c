@@ -98,6 +98,7 @@ int main(int argc, char **argv)
 	bool join = false;
 	struct rpc_tls_files tlsf = { 0 };
 	uint64_t snap_threshold = 1024, snap_trailing = 128, pg_count = 256, expect_osds = 0;
+	uint64_t debug_op_level = 0;
 	uint64_t range_groups = META_RANGE_GROUPS_DEFAULT;
 	uint64_t split_objects = META_RANGE_SPLIT_OBJECTS_DEFAULT, split_bytes = 0, merge_objects = 0;
 	uint64_t split_load = META_RANGE_SPLIT_LOAD_DEFAULT;
@@ -149,6 +150,10 @@ int main(int argc, char **argv)
 		  .max = 1 << 24, .help = "entries kept in the log after a snapshot" },
 		{ .name = "election-timeout", .type = FLAG_DURATION, .dst = &election_ms, .min = 50,
 		  .max = 60000, .help = "Raft election timeout" },
+		{ .name = "debug-op-level", .type = FLAG_UINT64, .dst = &debug_op_level, .min = 1,
+		  .max = 1000, .metavar = "N",
+		  .help = "tests only: act as a build of op level N (apply entries up to N, "
+			  "write every entry at N)" },
 		{ .name = "heartbeat-timeout", .type = FLAG_DURATION, .dst = &heartbeat_ms, .min = 10,
 		  .max = 10000, .help = "Raft heartbeat interval" },
 		{ .name = "osd-down-after", .type = FLAG_DURATION, .dst = &down_after_ms, .min = 100,
@@ -292,6 +297,7 @@ int main(int argc, char **argv)
 		.cache_bytes = cache_bytes,
 		.write_buffer_bytes = wbuf_bytes,
 		.election_timeout_ms = (unsigned)election_ms,
+		.debug_op_level = (uint32_t)debug_op_level,
 		.heartbeat_timeout_ms = (unsigned)heartbeat_ms,
 		.osd_down_after_ms = down_after_ms,
 		.osd_out_after_ms = out_after_ms,

@@ -138,6 +138,10 @@ struct meta_node_opts {
 	uint64_t range_segment_bytes;    /* each range group's (groups >= 1); 0:
 	                                  * META_RANGE_SEGMENT_BYTES */
 	unsigned election_timeout_ms;    /* 0: 500 */
+	uint32_t debug_op_level;         /* tests only (--debug-op-level): act as a build
+	                                  * of this op level, applying entries up to it
+	                                  * and writing every entry at it; 0: the build's
+	                                  * META_OP_LEVEL (meta/state.h) */
 	unsigned heartbeat_timeout_ms;   /* 0: 100 */
 	uint64_t osd_down_after_ms;      /* 0: 10000 */
 	uint64_t osd_out_after_ms;       /* 0: 60000 */

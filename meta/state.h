@@ -121,6 +121,8 @@ struct meta_state_opts {
 	int max_open_files;      /* RocksDB's table files kept open; 0: 256 */
 	uint64_t manifest_preallocation_bytes;  /* 0: RocksDB's (4 MiB, allocated on disk
 	                                         * by each state even when empty) */
+	uint32_t op_level;       /* highest op level applied; 0: META_OP_LEVEL
+	                          * (another: tests, --debug-op-level) */
 };
 
 /* Open or create the state in dir (created if missing, parent must
@@ -148,6 +150,23 @@ bool meta_state_read_same(const struct meta_state *s, uint64_t seq);
  * A Raft entry: u32 magic "IOLM" (LE), u32 payload length, an OpBatch in
  * protobuf, zero padding to a multiple of 8 bytes (canonical/raft misreads
  * segments otherwise). */
+
+/* Op levels, for meta members of different builds in one group (a
+ * rolling upgrade). META_OP_LEVEL is the highest level this build
+ * applies. The proposer records in each entry the highest level its ops
+ * need (OpBatch.op_level = meta_state_batch_level); a member whose build
+ * applies less refuses the entry: meta_state_apply answers
+ * IOL_EBAD_FORMAT without applying it, and the group stops that member
+ * (group_apply_entry), instead of letting it apply the entry otherwise
+ * than the members that understand it (an unknown op refused, an unknown
+ * field ignored: states that part).
+ * Raise META_OP_LEVEL, and return the new level for that op in
+ * meta_op_level, whenever apply starts to do what an older build would
+ * not: a new op type, a new field apply reads, a changed effect. Level 1
+ * is every op as of this build. */
+#define META_OP_LEVEL 1u
+uint32_t meta_op_level(const Iolake__Meta__Op *op);
+uint32_t meta_state_batch_level(const Iolake__Meta__OpBatch *b);
 
 /* Bytes meta_state_entry_encode will write for b. */
 size_t meta_state_entry_size(const Iolake__Meta__OpBatch *b);

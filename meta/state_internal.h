@@ -45,6 +45,7 @@ struct apply_memo {
 };
 
 struct meta_state {
+	uint32_t op_level;                 /* highest op level applied (state.h) */
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_cache_t *cache;            /* the block cache, bounded (opts) */

@@ -1551,6 +1551,45 @@ START_TEST(test_format_version)
 }
 END_TEST
 
+/* Op levels (state.h): an entry whose ops need a level above this
+ * build's is refused with BAD_FORMAT and nothing of it is applied (not
+ * even its index: it is not skipped either); the same ops at this
+ * build's level, or with no level (entries of builds before levels),
+ * apply. A batch's level is the highest of its ops'. */
+START_TEST(test_op_level)
+{
+	char dir[64];
+	tmpdir(dir);
+	struct meta_state *s = open_at(dir);
+	struct meta_op_result r4[4];
+	Iolake__Meta__Bucket *b = NULL;
+
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "newer", "me");
+	ck_assert_uint_eq(meta_state_batch_level(&t->b), META_OP_LEVEL);
+	t->b.op_level = META_OP_LEVEL + 1;
+	ck_assert_int_eq(tb_apply(s, 1, t, r4), IOL_EBAD_FORMAT);
+	ck_assert_uint_eq(meta_state_applied_index(s), 0);
+	ck_assert_int_eq(meta_state_get_bucket(s, "newer", &b), IOL_ENOT_FOUND);
+
+	t = tb_new();
+	tb_create_bucket(t, 0, 0, "newer", "me");
+	t->b.op_level = META_OP_LEVEL;
+	ck_assert_int_eq(tb_apply(s, 1, t, r4), 1);
+	ck_assert_int_eq(r4[0].err, 0);
+	t = tb_new();
+	tb_create_bucket(t, 0, 1, "unleveled", "me");   /* op_level 0 */
+	ck_assert_int_eq(tb_apply(s, 2, t, r4), 1);
+	ck_assert_uint_eq(meta_state_applied_index(s), 2);
+	ck_assert_int_eq(meta_state_get_bucket(s, "newer", &b), 0);
+	meta_state_free_msg(b);
+	ck_assert_int_eq(meta_state_get_bucket(s, "unleveled", &b), 0);
+	meta_state_free_msg(b);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_tags)
 {
 	char dir[64];
@@ -1886,6 +1925,7 @@ int main(void)
 	tcase_add_test(tc, test_malformed_entries);
 	tcase_add_test(tc, test_tags);
 	tcase_add_test(tc, test_format_version);
+	tcase_add_test(tc, test_op_level);
 	tcase_add_test(tc, test_bucket_cors);
 	tcase_add_test(tc, test_bucket_encryption);
 	tcase_add_test(tc, test_groups);

@@ -1,0 +1,71 @@
+#!/bin/bash
+# test_meta_op_level.sh — meta members of different builds in one group (a
+# rolling upgrade), on 127.0.0.1: members 1 and 2 act as a newer build
+# (--debug-op-level 2: they write every entry at op level 2), member 3 as
+# this build (level 1). With 1 and 2 leading:
+#   - member 3, started behind them, stops at the first level-2 entry
+#     (exit by abort, its log naming the entry's level and its own: no
+#     state of its own that parts from the others), having applied none;
+#   - 1 and 2 go on taking writes (user add) as the majority;
+#   - member 3 restarted as the newer build applies every entry: the
+#     three members' applied indexes meet, and the users are listed.
+# meta/state.h, "op levels"; docs/operations.md, "Upgrades".
+set -u
+. "$(dirname "$0")/meta_lib.sh"
+meta_lib_init metalvl 6
+ulimit -c 0   # member 3's abort is expected: no core file
+PEERS="1@$(addr 1),2@$(addr 2),3@$(addr 3)"
+META="$(addr 1),$(addr 2)"
+start() {   # start ID [flags]
+	local id=$1
+	shift
+	"$B/iolake-meta" --id "$id" --data-dir "$DIR/m$id" --listen "$(addr "$id")" --peers "$PEERS" \
+		--election-timeout 500ms "$@" >>"$DIR/log$id" 2>&1 &
+	PID[$id]=$!
+}
+admin() { "$B/iolake-admin" --meta "$META" --timeout 5s "$@"; }
+status_json() { "$B/iolake-admin" --meta "$(addr 1),$(addr 2),$(addr 3)" --timeout 5s --json cluster status; }
+
+start 1 --debug-op-level 2
+start 2 --debug-op-level 2
+for _ in $(seq 100); do
+	admin user add alice >/dev/null 2>&1 && break
+	sleep 0.1
+done
+admin user ls | grep -q '^alice ' || fail "no write through the level-2 members"
+
+start 3
+for _ in $(seq 100); do
+	kill -0 "${PID[3]}" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "${PID[3]}" 2>/dev/null && fail "member 3 (level 1) still runs among level-2 entries"
+wait "${PID[3]}"
+rc=$?
+unset 'PID[3]'
+[ "$rc" -ne 0 ] || fail "member 3 exited 0"
+grep -q 'needs op level 2; this build applies level 1: upgrade this member' "$DIR/log3" ||
+	fail "member 3's log does not name the levels"
+grep -q 'the entry needs a newer IOLake' "$DIR/log3" || fail "member 3's log does not say why it stopped"
+echo "ok: member 3 (level 1) stopped at a level-2 entry (exit $rc)"
+
+admin user add bob >/dev/null || fail "user add with member 3 down"
+admin user ls | grep -q '^bob ' || fail "bob not listed"
+echo "ok: members 1 and 2 take writes without it"
+
+start 3 --debug-op-level 2
+META="$(addr 1),$(addr 2),$(addr 3)"
+for _ in $(seq 100); do
+	same=$(status_json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+idx = [m.get("applied_index") for m in d["members"]]
+print("yes" if len(idx) == 3 and None not in idx and len(set(idx)) == 1 else "no")' 2>/dev/null)
+	[ "$same" = yes ] && break
+	sleep 0.1
+done
+[ "$same" = yes ] || { status_json; fail "member 3, upgraded, did not catch up"; }
+kill -0 "${PID[3]}" 2>/dev/null || fail "member 3, upgraded, exited"
+admin user ls | grep -q '^alice ' && admin user ls | grep -q '^bob ' || fail "users after the upgrade"
+echo "ok: member 3 restarted at level 2 applied every entry"
+echo PASS
