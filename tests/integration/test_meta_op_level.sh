@@ -21,6 +21,7 @@ start() {   # start ID [flags]
 	shift
 	"$B/iolake-meta" --id "$id" --data-dir "$DIR/m$id" --listen "$(addr "$id")" --peers "$PEERS" \
 		--election-timeout 500ms "$@" >>"$DIR/log$id" 2>&1 &
+	# shellcheck disable=SC2004 # PID is associative: the key is the id's value
 	PID[$id]=$!
 }
 admin() { "$B/iolake-admin" --meta "$META" --timeout 5s "$@"; }
@@ -66,6 +67,8 @@ print("yes" if len(idx) == 3 and None not in idx and len(set(idx)) == 1 else "no
 done
 [ "$same" = yes ] || { status_json; fail "member 3, upgraded, did not catch up"; }
 kill -0 "${PID[3]}" 2>/dev/null || fail "member 3, upgraded, exited"
-admin user ls | grep -q '^alice ' && admin user ls | grep -q '^bob ' || fail "users after the upgrade"
+users=$(admin user ls) || fail "user ls after the upgrade"
+grep -q '^alice ' <<<"$users" || fail "alice not listed after the upgrade"
+grep -q '^bob ' <<<"$users" || fail "bob not listed after the upgrade"
 echo "ok: member 3 restarted at level 2 applied every entry"
 echo PASS
