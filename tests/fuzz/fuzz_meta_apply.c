@@ -3,7 +3,9 @@
  * bytes of a Raft entry (meta/state.c meta_state_apply): the decoder of
  * the entry frame and its OpBatch, and every op's validation and apply,
  * on a real RocksDB state under /dev/shm. An entry that does not decode
- * must be recorded as skipped (IOL_EPROTOCOL); ops that do must each be
+ * must be recorded as skipped (IOL_EPROTOCOL); one whose op level is
+ * above this build's is refused (IOL_EBAD_FORMAT) and neither applied nor
+ * skipped; ops that do must each be
  * answered, with an error for bad names, sizes or references; nothing may
  * crash, and RocksDB must never fail (-EIO would stop a member for good).
  *
@@ -84,6 +86,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	static struct meta_op_result res[META_BATCH_MAX_OPS];
 	int n = meta_state_apply(st, ++idx, entry, len, res, META_BATCH_MAX_OPS);
+	if (n == IOL_EBAD_FORMAT) {
+		/* OpBatch.op_level above this build's: neither applied nor
+		 * skipped (the member stops; meta/state.h, op levels) */
+		if (meta_state_applied_index(st) != --idx)
+			__builtin_trap();
+		return 0;
+	}
 	if (n == -EIO || n == -ENOBUFS || (n < 0 && n != IOL_EPROTOCOL))
 		__builtin_trap();
 	if (meta_state_applied_index(st) != idx)
