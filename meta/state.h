@@ -197,6 +197,9 @@ long meta_state_entry_encode_sized(const Iolake__Meta__OpBatch *b, size_t payloa
  *   IOL_EPROTOCOL  the entry does not decode; the index is recorded as
  *            applied (every member skips it alike) and no op runs
  *   -ENOBUFS res_cap too small; nothing applied
+ *   IOL_EBAD_FORMAT  the entry's op level is above this build's (op
+ *            levels, above): nothing applied, the index not recorded; the
+ *            member must stop applying until it runs a newer build
  *   -EIO     RocksDB failed: the member must stop applying (fatal)
  */
 int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *entry,
