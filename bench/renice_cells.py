@@ -13,8 +13,8 @@ single-writer 4 KiB fdatasync on --workdir before and after each round.
 
 Settings: base (as started), bg19gw3 (RocksDB's threads at nice 19, the
 gateway loops at +3), meta-5 (meta's loop at -5; needs CAP_SYS_NICE),
-metafifo (the threads named exactly "meta", its loop and libuv's pool
-threads, in SCHED_FIFO at priority 1).
+metafifo (the threads named "meta", its loop and libuv's pool threads,
+in SCHED_FIFO at priority 1).
 Nothing asserts: one line per cell (PUT/s, p50, p99, max, load), the fio
 rates, and per setting the sorted rates and their median.
 """
@@ -44,11 +44,12 @@ def renice(pid, setting):
         except OSError:
             continue   # the thread ended
         for prefix, nice in setting:
-            if comm == prefix if nice == "fifo" else comm.startswith(prefix):
-                if nice == "fifo":
-                    os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
-                else:
-                    os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+            if not comm.startswith(prefix):
+                continue
+            if nice == "fifo":
+                os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
+            else:
+                os.setpriority(os.PRIO_PROCESS, int(tid), nice)
 
 
 def cell(build, bench, name, d):

@@ -129,7 +129,7 @@ class Aio:
     def anonymous_client(self):
         """A client that signs nothing (botocore UNSIGNED)."""
         return boto3.client("s3", endpoint_url=self.ep, region_name="us-east-1",
-                            config=Config(signature_version=UNSIGNED,
+                            verify=self.cafile, config=Config(signature_version=UNSIGNED,
                                           s3={"addressing_style": "path"},
                                           retries={"max_attempts": 1}))
 

@@ -23,7 +23,7 @@ iolake-aio and restoring it, unchanged, configured as an operator would:
 SKIP (exit 0 with a line) when pgbackrest or PostgreSQL's server is not
 installed.
 """
-import glob, json, os, shutil, subprocess, sys
+import glob, json, os, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import AK, SK, Checks, free_port, keys_of, listing, run_with_aio  # noqa: E402
@@ -117,13 +117,14 @@ class Cluster:
                 % self.conf,
                 ""]))
 
+    def pg_ctl(self, *args, ok=True):
+        return self.as_pg([os.path.join(self.bin, "pg_ctl"), "-D", self.data] + list(args), ok=ok)
+
     def start(self):
-        self.as_pg([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l",
-                    os.path.join(self.dir, "server.log"), "-w", "-t", "120", "start"])
+        self.pg_ctl("-l", os.path.join(self.dir, "server.log"), "-w", "-t", "120", "start")
 
     def stop(self):
-        self.as_pg([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", "fast", "-w",
-                    "stop"])
+        self.pg_ctl("-m", "fast", "-w", "stop")
 
     def sql(self, q):
         return self.as_pg([os.path.join(self.bin, "psql"), "-h", self.sock, "-p",
@@ -159,7 +160,7 @@ def wait_promoted(pg, secs=120):
                 return True
         except RuntimeError:
             pass   # not accepting connections yet
-        subprocess.run(["sleep", "0.1"])
+        time.sleep(0.1)
     return False
 
 
@@ -226,8 +227,7 @@ def run(aio, bindir):
         raise
     finally:
         if pg.running():
-            pg.as_pg([os.path.join(pg.bin, "pg_ctl"), "-D", pg.data, "-m", "immediate",
-                      "stop"], ok=False)
+            pg.pg_ctl("-m", "immediate", "stop", ok=False)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import glob, json, os, subprocess, sys, tarfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "upgrade"))
-from aio_py import AK, SK, Aio, Checks, listing  # noqa: E402
+from aio_py import AK, SK, Aio, Checks, error_code, listing  # noqa: E402
 import dataset  # noqa: E402
 
 checks = Checks()
@@ -66,7 +66,7 @@ def check_after(s3, m, doc_v3, what):
                    "%s: versioned/doc %s still reads" % (what, v["name"]))
     expect(s3.get_object(Bucket="plain", Key="one")["Body"].read(), b"1",
            "%s: plain/one overwritten" % what)
-    expect(dataset.error_code(s3.head_object, Bucket="plain", Key="empty"), "404",
+    expect(error_code(s3.head_object, Bucket="plain", Key="empty"), "404",
            "%s: plain/empty deleted" % what)
 
 

@@ -26,7 +26,7 @@ What it covers, the parts of the on-disk format an upgrade must read:
 """
 import hashlib, json
 
-from aio_py import keys_of   # tests/integration, on the importer's path
+from aio_py import error_code, keys_of   # tests/integration, on the importer's path
 
 SSEC_KEY = bytes(range(32))
 PART = 160 << 10   # the fixture's aio runs with --debug-min-part-size 1
@@ -122,14 +122,6 @@ def write(s3, alice):
                       ObjectLockLegalHoldStatus="ON")
     m["held"] = {"key": "held", "version": r["VersionId"]}
     return m
-
-
-def error_code(fn, **kw):
-    try:
-        fn(**kw)
-    except Exception as e:   # botocore ClientError
-        return getattr(e, "response", {}).get("Error", {}).get("Code", repr(e))
-    return "OK"
 
 
 def check(s3, alice, m, expect):
