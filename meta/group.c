@@ -129,13 +129,13 @@ void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, s
 		/* Consensus invariant: the log is committed, the state must
 		 * follow it. Crash loudly rather than vote on a stale state.
 		 * BAD_FORMAT: the entry needs a newer build's ops (state.h,
-		 * op levels); this member stops until it is upgraded. */
+		 * op levels; the state's line on stderr names both levels);
+		 * this member stops until it is upgraded. */
 		LOG_ERROR(rc == IOL_EBAD_FORMAT ? "apply: the entry needs a newer IOLake; "
 						  "upgrade this member: stopping"
 						: "apply failed: stopping",
-			  "group=%llu index=%llu err=%s op_level=%u", (unsigned long long)g->id,
-			  (unsigned long long)index, iol_strerror(rc),
-			  n->o.debug_op_level ? n->o.debug_op_level : META_OP_LEVEL);
+			  "group=%llu index=%llu err=%s", (unsigned long long)g->id,
+			  (unsigned long long)index, iol_strerror(rc));
 		abort();
 	}
 	m_observe(g->m.apply_us, (loop_now_ns() - t0) / 1000);
