@@ -292,9 +292,9 @@ static void on_data_done(struct gw_data_put *dp, int status, void *ud)
 			 LOG_Q(u->rq.key), LOG_Q(gw_data_put_error(dp)));
 		gw_data_put_free(u->put);
 		u->put = NULL;
-		upload_fail(u, status == IOL_EUNAVAILABLE ? S3E_ServiceUnavailable : S3E_InternalError,
-			    status == IOL_EUNAVAILABLE ? "Not enough storage nodes reachable to store the object"
-						       : NULL);
+		const char *msg;
+		enum s3_err e = s3u_data_put_err(status, &msg);
+		upload_fail(u, e, msg);
 		return;
 	}
 	data_ready(u);
@@ -307,8 +307,12 @@ static void body_end(struct native_upload *u)
 		data_ready(u);
 		return;
 	}
-	if (gw_data_put_finish(u->put))
-		upload_fail(u, S3E_IncompleteBody, NULL);
+	int rc = gw_data_put_finish(u->put);
+	if (rc) {   /* short, or failed while fed (see s3u_data_put_err) */
+		const char *msg;
+		enum s3_err e = s3u_data_put_err(rc, &msg);
+		upload_fail(u, e, msg);
+	}
 	/* else on_data_done follows */
 }
 

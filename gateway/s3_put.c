@@ -483,8 +483,9 @@ static void on_put_done(struct gw_data_put *dp, int status, void *ud)
 	if (status) {
 		LOG_WARN("put failed", "bucket=%s key=%s err=%s", p->rq.bucket, LOG_Q(p->rq.key),
 			 LOG_Q(gw_data_put_error(dp)));
-		s3_rq_fail(&p->rq, status == IOL_EUNAVAILABLE ? S3E_ServiceUnavailable : S3E_InternalError,
-			   status == IOL_EUNAVAILABLE ? "Not enough storage nodes reachable to store the object" : NULL);
+		const char *msg;
+		enum s3_err e = s3u_data_put_err(status, &msg);
+		s3_rq_fail(&p->rq, e, msg);
 		return;
 	}
 	p->data_done = true;
@@ -569,13 +570,21 @@ static size_t on_put_buf(struct s3_call *c, size_t want, char **buf)
 	return n;
 }
 
-/* Every body byte has been fed: finish the PUT. */
+/* Every body byte has been fed: finish the PUT. The data PUT may have
+ * failed while the body came in (its shards short of their quorum): that
+ * is the cluster's failure, not an incomplete body. */
 static void put_body_finish(struct s3_put *p)
 {
-	if (p->put && gw_data_put_finish(p->put)) {
+	int rc = p->put ? gw_data_put_finish(p->put) : 0;
+	if (rc) {
+		if (rc != -EMSGSIZE)
+			LOG_WARN("put failed", "bucket=%s key=%s err=%s", p->rq.bucket,
+				 LOG_Q(p->rq.key), LOG_Q(gw_data_put_error(p->put)));
 		gw_data_put_free(p->put);
 		p->put = NULL;
-		s3_call_error(p->rq.c, S3E_IncompleteBody, NULL);
+		const char *msg;
+		enum s3_err e = s3u_data_put_err(rc, &msg);
+		s3_rq_fail(&p->rq, e, msg);
 		return;
 	}
 	put_maybe_commit(p);

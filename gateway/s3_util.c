@@ -1,14 +1,16 @@
 /*
  * s3_util.c — the S3 handlers' small stateless helpers (s3_util.h). Owns
- * nothing; knows no request, no meta call and no S3 error.
+ * nothing; knows no request and no meta call.
  */
 #include "gateway/s3_util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "gateway/s3_acl.h"
 
 ProtobufCMessage *s3u_copy_msg(const ProtobufCMessage *m)
@@ -128,4 +130,16 @@ enum s3_err s3u_body_size(struct s3_call *c, bool need_length, uint64_t *size)
 		return S3E_MissingContentLength;
 	}
 	return S3E_OK;
+}
+
+enum s3_err s3u_data_put_err(int status, const char **msg)
+{
+	*msg = NULL;
+	if (status == -EMSGSIZE)
+		return S3E_IncompleteBody;
+	if (status == IOL_EUNAVAILABLE) {
+		*msg = "Not enough storage nodes reachable to store the object";
+		return S3E_ServiceUnavailable;
+	}
+	return S3E_InternalError;
 }

@@ -49,6 +49,13 @@ enum s3_err s3u_body_size(struct s3_call *c, bool need_length, uint64_t *size);
 /* The request's uploadId is one of ours (16 lower-case hex digits). */
 bool s3u_upload_id_ok(const struct s3_req *r);
 
+/* The S3 error for a data PUT that failed with STATUS (gw_data_put's
+ * on_done status, or what gw_data_put_finish returned), and its message
+ * (NULL: the code's own): a body that ended short of its length is the
+ * client's (400 IncompleteBody); shards that could not reach their write
+ * quorum are the cluster's (503, which clients retry); anything else 500. */
+enum s3_err s3u_data_put_err(int status, const char **msg);
+
 /* <tag><ID>owner's canonical id</ID><DisplayName>owner</DisplayName></tag>
  * (listings' Owner and Initiator); no owner (written anonymously): S3's
  * anonymous principal. */

@@ -14,13 +14,24 @@ shard read from OSD 5 fails (as a bad shard would). With 4+2 on six OSDs:
     osd_failed > 0;
   - aio logs that faults are injected, and a bad spec is refused at start
     (exit 2, naming the flag).
+
+Then a second aio where shard writes to two OSDs fail (k+1 = 5 of 6
+cannot land) and the cleanup of what landed is slow (DeleteShard held
+4 s), so the body ends while the failed PUT still cleans up: the PUT and
+an UploadPart of several segments are answered 503 ServiceUnavailable,
+which clients retry (they were answered 400 IncompleteBody, as if the
+client had sent too few bytes, before 2026-12-05), and store nothing.
 """
 import hashlib, os, re, subprocess, sys
+
+import botocore.exceptions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aio_py import BUILD, Aio  # noqa: E402
 
 FAULT = "partition,peer=local:osd-2;fail=DATA_LOSS,peer=local:osd-5,method=GetShard"
+NO_QUORUM = ("partition,peer=local:osd-2,method=PutShard;partition,peer=local:osd-3,method=PutShard;"
+             "delay=4000,method=DeleteShard")
 N_OBJECTS = 12
 SIZE = 2 * 1024 * 1024 + 12345   # three segments of 1 MiB, the last partial
 LINE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
@@ -65,7 +76,38 @@ def main():
               (len(failed), len(gets)))
     finally:
         aio.close()
+    no_quorum()
     print("PASS test_rpc_fault_aio")
+
+
+def refused(call):
+    try:
+        call()
+    except botocore.exceptions.ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+    return 200, "acknowledged"
+
+
+def no_quorum():
+    aio = Aio(args=["--debug-fault", NO_QUORUM])
+    try:
+        aio.start()
+        s3 = aio.client()
+        s3.create_bucket(Bucket="noquorum")
+        body = os.urandom(3 * 1024 * 1024)   # three segments
+        got = refused(lambda: s3.put_object(Bucket="noquorum", Key="k", Body=body))
+        check(got == (503, "ServiceUnavailable"),
+              "PUT of 3 MiB, two OSDs refusing shards: %d %s" % got)
+        up = s3.create_multipart_upload(Bucket="noquorum", Key="m")["UploadId"]
+        got = refused(lambda: s3.upload_part(Bucket="noquorum", Key="m", UploadId=up,
+                                             PartNumber=1, Body=body))
+        check(got == (503, "ServiceUnavailable"), "UploadPart of 3 MiB, same: %d %s" % got)
+        check(refused(lambda: s3.head_object(Bucket="noquorum", Key="k"))[0] == 404,
+              "the failed PUT stored nothing")
+        parts = s3.list_parts(Bucket="noquorum", Key="m", UploadId=up).get("Parts", [])
+        check(parts == [], "the failed UploadPart stored no part")
+    finally:
+        aio.close()
 
 
 if __name__ == "__main__":
