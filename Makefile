@@ -15,6 +15,10 @@
 #                   (root; BENCH_FLAGS=--quick for a short run)
 #   make soak-meta-powercut  1,000 power cuts of a meta member on cutfs
 #                   (make test runs 50; META_POWERCUT_SEED, _ROUNDS)
+#   make soak-thrash  random faults (OSDs, drives, meta members, nodes killed,
+#                   partitions, SIGSTOPs) on the netns cluster under a verified
+#                   load for THRASH_SECONDS (default 1800; make test runs 75),
+#                   every acknowledged byte checked after (root; SEED=N)
 #   make soak-liveness  the OSD liveness reproduction (test_metaclient) SOAK_RUNS
 #                   times (default 50); SOAK_NETNS=1 adds as many runs of
 #                   test_meta_isolate_netns.sh (meta leader isolated, root)
@@ -181,7 +185,7 @@ ALL_SRC     := $(COMMON_SRC) $(META_SRC) $(META_CLIENT_SRC) $(OSD_SRC) $(GW_SRC)
 
 .SECONDARY:
 .PHONY: all test unit integration asan clean bench-common bench deps fuzz fuzzers fuzz-replay aio soak-meta-powercut bench-cluster \
-        soak-powercut soak-liveness deb test-deb console
+        soak-powercut soak-liveness soak-thrash deb test-deb console
 all: $(LIBS) $(BINS) $(BENCHES) $(UNITS) $(TOOLS) $(if $(LIBIOLAKE_SRC),$(LIBIOLAKE_A) $(if $(SAN)$(FUZZ),,$(LIBIOLAKE_SO)))
 
 deps:
@@ -386,6 +390,12 @@ soak-meta-powercut: all
 # console/package-lock.json); commit the result. Only for console changes.
 console:
 	$(Q)cd console && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
+# Random faults on the netns cluster under a verified load
+# (tests/integration/test_thrash_netns.sh; make test runs 75 s of it).
+soak-thrash: all
+	THRASH_SECONDS=$${THRASH_SECONDS:-1800} IOLAKE_BUILD=$(abspath $(B)) PATH=/usr/bin:/bin \
+		tests/integration/test_thrash_netns.sh
 
 # The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).
 soak-powercut: $(B)/tests/unit/osd/test_store_powercut
