@@ -134,9 +134,11 @@ spawn() {
 	local node=$1 role=$2 bin=$3
 	shift 3
 	# The environment marks the process as this cluster's (see ours());
-	# env execs the binary, so the PID stays the service's.
-	ip netns exec "$(ns_name "$node")" env "IOLAKE_NETNS_CLUSTER=$DIR" "$BUILD/$bin" "$@" \
-		</dev/null >>"$DIR/n$node/$role.log" 2>&1 &
+	# the subshell and env exec, so the PID stays the service's. Its
+	# working directory is its node's: a core dump (if the caller's ulimit
+	# allows one and core_pattern is a plain name) lands in DIR/nI.
+	(cd "$DIR/n$node" && exec ip netns exec "$(ns_name "$node")" env "IOLAKE_NETNS_CLUSTER=$DIR" \
+		"$BUILD/$bin" "$@") </dev/null >>"$DIR/n$node/$role.log" 2>&1 &
 	echo "n$node $role $!" >>"$DIR/pids"
 }
 
@@ -227,13 +229,31 @@ ours() {
 	[[ $'\n'$e$'\n' == *$'\n'"IOLAKE_NETNS_CLUSTER=$DIR"$'\n'* ]]
 }
 
-# node_pids NODE (or "all"): PIDs recorded for it that are still ours.
+# is_role PID nI ROLE: ours, and the process DIR/pids recorded as nI's
+# ROLE: its command line names that node's meta dir, OSD device or S3
+# address. Over a long run (a soak spawns thousands of processes) a PID
+# recorded for a process long dead can come back as another process of
+# this cluster; ours alone would take it for the dead one.
+is_role() {
+	local c n=${2#n} want
+	ours "$1" || return 1
+	case "$3" in
+	meta) want=" --data-dir $DIR/n$n/meta " ;;
+	gw) want=" --s3-listen $(node_ip "$n"):$S3_PORT " ;;
+	osd*) want=" --device $DIR/n$n/$3.dev " ;;
+	*) return 1 ;;
+	esac
+	c=$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline") || return 1
+	[[ " $c" == *"$want"* ]]
+}
+
+# node_pids NODE (or "all"): PIDs recorded for it that are still its.
 node_pids() {
 	local node role pid
 	[ -f "$DIR/pids" ] || return 0
 	while read -r node role pid; do
 		[ "$1" = all ] || [ "$node" = "n$1" ] || continue
-		if ours "$pid"; then echo "$pid"; fi
+		if is_role "$pid" "$node" "$role"; then echo "$pid"; fi
 	done <"$DIR/pids"
 	return 0
 }
@@ -527,12 +547,14 @@ osd_arg() {
 	echo "$1"
 }
 
-# role_pids NODE ROLE: PIDs recorded for NODE's ROLE that are still ours.
+# role_pids NODE ROLE: PIDs recorded for NODE's ROLE that are still its.
 role_pids() {
 	local node role pid
 	[ -f "$DIR/pids" ] || return 0
 	while read -r node role pid; do
-		if [ "$node" = "n$1" ] && [ "$role" = "$2" ] && ours "$pid"; then echo "$pid"; fi
+		if [ "$node" = "n$1" ] && [ "$role" = "$2" ] && is_role "$pid" "$node" "$role"; then
+			echo "$pid"
+		fi
 	done <"$DIR/pids"
 	return 0
 }
@@ -541,13 +563,15 @@ cmd_kill_osd() {
 	local n j
 	n=$(node_arg "$1")
 	j=$(osd_arg "$2")
-	# shellcheck disable=SC2046
-	stop_pids KILL $(role_pids "$n" "osd$j")
+	local pids
+	pids=$(role_pids "$n" "osd$j" | paste -sd' ')
+	# shellcheck disable=SC2086
+	stop_pids KILL $pids
 	if [ "$DESTROY" = 1 ]; then
 		rm -rf "$DIR/n$n/osd$j.dev" "$DIR/n$n/osd$j.idx"
-		log "killed node $n's osd$j (id $(((n - 1) * OSDS + j))) and destroyed its drive"
+		log "killed node $n's osd$j (id $(((n - 1) * OSDS + j)), pid ${pids:-none running}) and destroyed its drive"
 	else
-		log "killed node $n's osd$j (id $(((n - 1) * OSDS + j)))"
+		log "killed node $n's osd$j (id $(((n - 1) * OSDS + j)), pid ${pids:-none running})"
 	fi
 }
 
@@ -571,7 +595,7 @@ check_started() {
 	local node role pid
 	while read -r node role pid; do
 		[ "$node" = "n$1" ] || continue
-		ours "$pid" || die "node $1: $role (pid $pid) exited: $(tail -3 "$DIR/n$1/$role.log")"
+		is_role "$pid" "$node" "$role" || die "node $1: $role (pid $pid) exited: $(tail -3 "$DIR/n$1/$role.log")"
 	done < <(tail -n "+$2" "$DIR/pids")
 }
 
@@ -585,9 +609,11 @@ meta_node_arg() {
 cmd_kill_meta() {
 	local n
 	n=$(meta_node_arg "$1")
-	# shellcheck disable=SC2046
-	stop_pids KILL $(role_pids "$n" meta)
-	log "killed node $n's meta member"
+	local pids
+	pids=$(role_pids "$n" meta | paste -sd' ')
+	# shellcheck disable=SC2086
+	stop_pids KILL $pids
+	log "killed node $n's meta member (pid ${pids:-none running})"
 }
 
 cmd_start_meta() {

@@ -4,10 +4,11 @@
 # x 2 OSDs, EC 4+2, failure domain = node, six meta voters), driven by
 # thrash_netns.py: OSDs, meta members and whole nodes SIGKILLed and
 # restarted, drives destroyed and rebuilt, nodes partitioned, processes
-# stopped (SIGSTOP) and continued, at most two nodes at a time; then every
-# fault ended, the cluster healthy again, and every acknowledged byte read
-# back and the bucket listed against the writers' model. Fails on any
-# wrong byte, lost or resurrected key, or process that died by itself.
+# stopped (SIGSTOP) and continued, links slowed and lossy, at most two
+# nodes at a time; then every fault ended, the cluster healthy again, and
+# every acknowledged byte read back and the bucket listed against the
+# writers' model. Fails on any wrong byte, lost or resurrected key, or
+# process that died by itself.
 #
 # THRASH_SECONDS (default 75) sizes the run (`make soak-thrash` runs it
 # for 30 minutes); THRASH_FAULTS picks fault kinds (default all);
@@ -19,8 +20,11 @@ NETNS_TEST=test_thrash_netns
 # shellcheck source-path=SCRIPTDIR source=netns_lib.sh
 . "$HERE/netns_lib.sh"
 SECS=${THRASH_SECONDS:-75}
-FAULTS=${THRASH_FAULTS:-osd,drive,meta,node,isolate,pause}
+FAULTS=${THRASH_FAULTS:-osd,drive,meta,node,isolate,pause,slow}
 
+# A process that dies by itself leaves a core in its node's directory
+# (netns-cluster.sh runs each there); thrash_netns.py prints its stack.
+ulimit -c unlimited
 step "up: 6 nodes x 2 OSDs, EC 4+2; thrash for $SECS s, faults $FAULTS, seed $SEED"
 "$CL" up --dir "$DIR" --build "$B" --prefix "$PFX" --subnet "$SUBNET" --nodes 6 --osds-per-node 2 \
 	--ec 4+2 --osd-size 4G --osd-down-after 3s --osd-out-after 15s || fail "up"

@@ -5,15 +5,17 @@ verified S3 load, then every acknowledged byte checked. What Ceph's
 thrashers do to OSDs, here to every process kind and to the network.
 
   thrash_netns.py --dir DIR --cl NETNS_CLUSTER_SH --seconds N --seed S
-                  [--writers 4] [--faults osd,drive,meta,node,isolate,pause]
-                  [--max-faulted 2]
+                  [--writers 4] [--faults osd,drive,meta,node,isolate,pause,slow]
+                  [--max-faulted 2] [--live-mib 200]
 
 The cluster is up already (DIR holds its state and credentials).
 
 The load: WRITERS threads, each owning its keys (no two threads write a
 key, so each key's history is one thread's order): PUTs of new keys
 (0 B, inline up to 4 KiB, EC up to 4 MiB, multipart 6-11 MiB), overwrites,
-DELETEs and GETs, to the gateways of nodes not under a fault (a request
+DELETEs and GETs (a writer whose acknowledged bytes pass --live-mib
+deletes instead of writing, so a long run stays within its drives), to
+the gateways of nodes not under a fault (a request
 already on its way when a fault starts fails like a client's would). The
 model per key: the last acknowledged value (size and SHA-256, or absent),
 and once any write of it failed (timeout, 5xx, reset: the write may or
@@ -36,6 +38,8 @@ two nodes lost is what the cluster must survive):
   isolate  a node's link down (a partition), up again after 4-20 s
   pause    SIGSTOP one process of a node (a stall: swap, a VM hiccup),
            SIGCONT after 2-8 s
+  slow     a node's link delayed 20-100 ms each way and losing 0-3 % of
+           its packets (tc netem), for 4-20 s
 
 At the end: every fault ended, `iolake-admin cluster wait-healthy` (every
 member answering with a leader, every OSD up and in, every PG
@@ -241,8 +245,9 @@ class Faults:
 
 
 class Writer(threading.Thread):
-    def __init__(self, i, cl, faults, stats, seed, stop):
+    def __init__(self, i, cl, faults, stats, seed, stop, live_bytes):
         super().__init__(daemon=True)
+        self.live_max, self.live_bytes = live_bytes, 0
         self.i, self.cl, self.faults, self.stats, self.stop = i, cl, faults, stats, stop
         self.seed = seed
         self.rnd = random.Random("%s/w%d" % (seed, i))
@@ -289,6 +294,7 @@ class Writer(threading.Thread):
         except Exception as e:
             return self.fail_write(k, value, type(e).__name__)
         if st == 200:
+            self.live_bytes += n - (k.acked[0] if k.acked else 0)
             k.acked, k.doubts = value, []
             self.stats.inc("PUT acked")
             self.stats.inc("bytes acked", n)
@@ -331,6 +337,7 @@ class Writer(threading.Thread):
         except Exception as e:
             return self.fail_write(k, None, type(e).__name__)
         if st == 204:
+            self.live_bytes -= k.acked[0] if k.acked else 0
             k.acked, k.doubts = None, []
             self.stats.inc("DELETE acked")
         else:
@@ -365,7 +372,10 @@ class Writer(threading.Thread):
         n = 0
         while not self.stop.is_set():
             r = self.rnd.random()
-            if r < 0.40 or len(self.live) < 4:
+            if self.live_bytes > self.live_max and r < 0.65:
+                held = [k for k in self.live if k.acked]
+                self.delete(self.rnd.choice(held or self.live))
+            elif r < 0.40 or len(self.live) < 4:
                 k = Key("w%d/%06d" % (self.i, n))
                 n += 1
                 self.keys.append(k)
@@ -387,6 +397,8 @@ class Thrasher(threading.Thread):
         self.kinds, self.max = kinds, max_faulted
         self.active = []            # [end_time, node, kind, undo-callable]
         self.rebuilding = None      # node whose destroyed drive is being rebuilt
+        self.dead = set()           # pids found dead without a fault of ours
+        self.last_tail = ""         # what the last netns-cluster.sh call said
         self.timeline = []
 
     def note(self, msg):
@@ -395,6 +407,7 @@ class Thrasher(threading.Thread):
 
     def cmd(self, *args):
         ok, tail = self.cl.run(*args)
+        self.last_tail = tail
         if not ok:
             self.stats.violate("netns-cluster.sh %s failed: %s" % (" ".join(map(str, args)), tail))
         return ok
@@ -413,23 +426,38 @@ class Thrasher(threading.Thread):
         with self.faults.lock:
             self.faults.faulted[n] = kind
         time.sleep(0.5)   # let the writers' requests to it already sent finish
+        roles = []                  # the processes this fault kills
         if kind == "osd":
+            roles = ["osd%d" % j]
             ok = self.cmd("kill-osd", n, j)
             undo = lambda: self.cmd("start-osd", n, j)
             what = "osd%d of node %d killed" % (j, n)
         elif kind == "drive":
+            roles = ["osd%d" % j]
             ok = self.cmd("kill-osd", n, j, "--destroy")
             self.rebuilding = n
             undo = lambda: self.cmd("start-osd", n, j)
             what = "osd%d of node %d killed, its drive destroyed" % (j, n)
         elif kind == "meta":
+            roles = ["meta"]
             ok = self.cmd("kill-meta", n)
             undo = lambda: self.cmd("start-meta", n)
             what = "meta member of node %d killed" % n
         elif kind == "node":
+            roles = ["meta", "gw"] + ["osd%d" % x for x in range(1, self.cl.osds + 1)]
             ok = self.cmd("kill", n)
             undo = lambda: self.cmd("start", n)
             what = "node %d killed" % n
+        elif kind == "slow":
+            delay, loss = self.rnd.randint(20, 100), self.rnd.choice([0, 0.5, 1, 3])
+            ok, tail = self.cl.run("slow", n, "--delay", "%dms" % delay, "--loss", "%g%%" % loss)
+            if not ok and "not available" in tail:
+                self.kinds = [k for k in self.kinds if k != "slow"]
+                self.note("tc netem not available here: no more slow faults")
+            elif not ok:
+                self.stats.violate("netns-cluster.sh slow %d failed: %s" % (n, tail))
+            undo = lambda: self.cmd("unslow", n)
+            what = "node %d slowed (%d ms, %g %% loss)" % (n, delay, loss)
         elif kind == "isolate":
             ok = self.cmd("isolate", n)
             undo = lambda: self.cmd("heal", n)
@@ -444,7 +472,10 @@ class Thrasher(threading.Thread):
                 os.kill(pid, signal.SIGSTOP)
                 ok = True
                 def undo():
-                    os.kill(pid, signal.SIGCONT)
+                    try:
+                        os.kill(pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        pass   # died while stopped: watch() says so
                     return True
                 what = "node %d's %s paused (SIGSTOP)" % (n, role)
         if not ok:
@@ -452,11 +483,21 @@ class Thrasher(threading.Thread):
                 self.faults.faulted.pop(n, None)
             return
         self.stats.inc("fault: " + kind)
-        self.note("%s for %.0f s" % (what, dur))
-        self.active.append([time.time() + dur, n, kind, undo, what])
+        said = self.last_tail.rsplit("netns-cluster.sh: ", 1)[-1] if kind in ("osd", "drive", "meta") else ""
+        self.note("%s for %.0f s%s" % (what, dur, " [%s]" % said if said else ""))
+        self.active.append([time.time() + dur, n, kind, undo, what, roles])
+
+    def watch(self):
+        """A process dead that no fault of ours killed: say so at once."""
+        killed = {(f[1], r) for f in self.active for r in f[5]}
+        for (n, role), (pid, alive) in self.cl.procs().items():
+            if not alive and (n, role) not in killed and pid not in self.dead:
+                self.dead.add(pid)
+                self.stats.violate("node %d's %s (pid %d) died by itself; log tail: %s" % (
+                    n, role, pid, " | ".join(tail_of(self.cl, n, role))))
 
     def end(self, f):
-        _, n, kind, undo, what = f
+        _, n, kind, undo, what, _ = f
         t = time.time()
         ok = undo()
         self.note("%s: ended%s (%.1f s)" % (what, "" if ok else " (FAILED)", time.time() - t))
@@ -494,6 +535,7 @@ class Thrasher(threading.Thread):
                     self.end(f)
             if now - last_settle > 3:
                 self.settle_drive()
+                self.watch()
                 last_settle = now
             if now >= next_at:
                 self.begin()
@@ -506,18 +548,38 @@ class Thrasher(threading.Thread):
         self.settle_drive(wait=True)
 
 
+def tail_of(cl, n, role, lines=3):
+    log = os.path.join(cl.dir, "n%d" % n, "%s.log" % role)
+    return open(log, errors="replace").read().splitlines()[-lines:] if os.path.exists(log) else []
+
+
+def core_stack(cl, n, role):
+    """The stack of the core in node N's directory, if one is there."""
+    core = os.path.join(cl.dir, "n%d" % n, "core")
+    if not os.path.exists(core):
+        return "no core in %s (ulimit -c, /proc/sys/kernel/core_pattern)" % os.path.dirname(core)
+    binary = os.path.join(cl.build, "iolake-" + ("osd" if role.startswith("osd") else role))
+    try:
+        p = subprocess.run(["gdb", "-batch", "-nx", "-ex", "thread apply all bt 12", binary, core],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "core %s, no stack (%s)" % (core, e)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("#", "Thread", "Program terminated"))]
+    return "core %s:\n      " % core + "\n      ".join(lines[:80])
+
+
 def final_check(cl, writers, stats, seed):
-    say("final check: every fault ended; waiting for the cluster to be healthy")
-    t = time.time()
-    ok, out = cl.admin("cluster", "wait-healthy", "300", timeout=330)
-    if not ok:
-        stats.violate("cluster not healthy 300 s after the last fault: %s" % out.strip()[-400:])
-    say("healthy after %.1f s" % (time.time() - t))
     dead = [(n, role, pid) for (n, role), (pid, alive) in cl.procs().items() if not alive]
     for n, role, pid in dead:
-        log = os.path.join(cl.dir, "n%d" % n, "%s.log" % role)
-        tail = open(log, errors="replace").read().splitlines()[-3:] if os.path.exists(log) else []
-        stats.violate("node %d's %s (pid %d) exited by itself: %s" % (n, role, pid, " | ".join(tail)))
+        stats.violate("node %d's %s (pid %d) is not running at the end: %s; %s" % (
+            n, role, pid, " | ".join(tail_of(cl, n, role)), core_stack(cl, n, role)))
+    say("final check: every fault ended; waiting for the cluster to be healthy")
+    t = time.time()
+    ok, out = cl.admin("cluster", "wait-healthy", "60" if dead else "300", timeout=330)
+    if not ok:
+        stats.violate("cluster not healthy after the last fault: %s" % out.strip()[-400:])
+    else:
+        say("healthy after %.1f s" % (time.time() - t))
     keys = [(w, k) for w in writers for k in w.keys]
     say("reading back %d keys" % len(keys))
     for w, k in keys:
@@ -564,11 +626,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--seed", default="1")
     ap.add_argument("--writers", type=int, default=4)
-    ap.add_argument("--faults", default="osd,drive,meta,node,isolate,pause")
+    ap.add_argument("--faults", default="osd,drive,meta,node,isolate,pause,slow")
     ap.add_argument("--max-faulted", type=int, default=2)
+    ap.add_argument("--live-mib", type=int, default=200, help="acknowledged bytes per writer")
     a = ap.parse_args()
     kinds = a.faults.split(",")
-    bad = [k for k in kinds if k not in ("osd", "drive", "meta", "node", "isolate", "pause")]
+    bad = [k for k in kinds if k not in ("osd", "drive", "meta", "node", "isolate", "pause", "slow")]
     if bad:
         sys.exit("thrash_netns.py: unknown fault kinds %s" % bad)
     cl = Cluster(a.dir, a.cl)
@@ -578,7 +641,7 @@ def main():
         sys.exit("thrash_netns.py: create bucket: HTTP %d %s" % (st, data[:200]))
     say("seed %s: %d writers, faults %s, at most %d nodes at a time, %.0f s"
         % (a.seed, a.writers, ",".join(kinds), a.max_faulted, a.seconds))
-    writers = [Writer(i, cl, faults, stats, a.seed, stop) for i in range(a.writers)]
+    writers = [Writer(i, cl, faults, stats, a.seed, stop, a.live_mib << 20) for i in range(a.writers)]
     th = Thrasher(cl, faults, stats, a.seed, kinds, a.max_faulted, stop)
     for w in writers:
         w.start()
