@@ -75,6 +75,7 @@
 #include "aio/aio_osd.h"
 #include "aio/aio_ports.h"
 #include "common/check.h"
+#include "common/crash.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/loop.h"
@@ -541,6 +542,7 @@ int main(int argc, char **argv)
 	if (rpc_fault_flag_apply(PROG, O->debug_fault))
 		return 2;   /* before any service opens a channel */
 	signal(SIGPIPE, SIG_IGN);
+	crash_report_install(PROG);   /* a crash leaves its stack in the log */
 
 	open_data_dir();
 	prepare_services();

@@ -43,6 +43,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/check.h"
+#include "common/crash.h"
 #include "common/memstats.h"
 #include "common/metrics.h"
 #include "common/rpc_fault.h"
@@ -257,6 +258,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	crash_report_install(PROG);   /* a crash leaves its stack in the log */
 
 	uv_loop_t *loop = uv_default_loop();
 	char lc_holder[128];

@@ -36,6 +36,7 @@
 #include <uv.h>
 
 #include "common/check.h"
+#include "common/crash.h"
 #include "common/ec.h"
 #include "common/err.h"
 #include "common/flags.h"
@@ -271,6 +272,7 @@ int main(int argc, char **argv)
 		LOG_WARN("no --secret-key-file: access key secrets are stored in clear",
 			 "data_dir=%s", LOG_Q(data_dir));
 	signal(SIGPIPE, SIG_IGN);
+	crash_report_install("iolake-meta");   /* a crash leaves its stack in the log */
 
 	/* Ours, not the member's, so that it outlives the node for the
 	 * /metrics listener's last scrape. */

@@ -38,6 +38,7 @@
 #include <uv.h>
 
 #include "common/check.h"
+#include "common/crash.h"
 #include "common/err.h"
 #include "common/flags.h"
 #include "common/log.h"
@@ -361,6 +362,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	crash_report_install(PROG);   /* a crash leaves its stack in the log */
 	char tls_err[512];
 	if (rpc_tls_setup(&f_tls, tls_err, sizeof(tls_err))) {
 		fprintf(stderr, "%s: %s\n", PROG, tls_err);
