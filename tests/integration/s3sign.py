@@ -174,18 +174,24 @@ def streaming_put(signer, host, path, data, chunk=65536, signed=True, trailer=No
     return h, body
 
 
+def exchange(c, method, path, headers, body=b""):
+    """One HTTP/1.1 exchange on the http.client connection c, headers as
+    given (host included): (status, headers dict lower-case, body)."""
+    c.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for k, v in headers.items():
+        c.putheader(k, v)
+    c.endheaders()
+    if body:
+        c.send(body)
+    r = c.getresponse()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+
+
 def request(port, method, path, headers, body=b""):
-    """One HTTP/1.1 exchange: (status, headers dict lower-case, body)."""
+    """One HTTP/1.1 exchange on a new connection to 127.0.0.1:port."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        c.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        for k, v in headers.items():
-            c.putheader(k, v)
-        c.endheaders()
-        if body:
-            c.send(body)
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        return exchange(c, method, path, headers, body)
     finally:
         c.close()
 

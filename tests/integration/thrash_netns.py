@@ -91,9 +91,7 @@ def body_of(seed, key, gen, size):
 
 def code_of(st, data):
     """ "HTTP 503 SlowDown": the status and S3's error code, if any."""
-    m = data[:2000].split(b"<Code>", 1)
-    code = m[1].split(b"<", 1)[0].decode(errors="replace") if len(m) == 2 else ""
-    return ("HTTP %d %s" % (st, code)).strip()
+    return ("HTTP %d %s" % (st, s3sign.error_code(data[:2000]))).strip()
 
 
 def digest(b):
@@ -184,17 +182,10 @@ class Conn:
                                   ("=" + urllib.parse.quote(v, safe="-_.~") if v != "" else "")
                                   for k, v in sorted(query.items()))
         try:
-            c.putrequest(method, url, skip_host=True, skip_accept_encoding=True)
-            for k, v in h.items():
-                c.putheader(k, v)
-            c.endheaders()
-            if body:
-                c.send(body)
-            r = c.getresponse()
-            data = r.read()
-            if r.getheader("connection", "").lower() == "close":
+            st, rh, data = s3sign.exchange(c, method, url, h, body)
+            if rh.get("connection", "").lower() == "close":
                 self.drop(node)
-            return r.status, data
+            return st, data
         except Exception:
             self.drop(node)
             raise
