@@ -6,6 +6,9 @@
  *
  *   "A"                                   u64 applied raft index
  *   "F"                                   u32 format version (1)
+ *   "L"                                   u32 the highest op level an
+ *                                         applied entry needed (absent: 0;
+ *                                         written when it rises, with "A")
  *   'B' bucket                            Bucket
  *   'O' bucket 0x00 key                   ObjectRecord (the current version)
  *   'V' bucket 0x00 key 0x00 be64(~order) ObjectRecord: an older version
@@ -711,9 +714,18 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		goto out_batch;
 	}
 	put_applied(t.wb, raft_index);
+	if (b->op_level > s->level_seen) {
+		/* The state now holds what only builds of this level read:
+		 * an older one must refuse it (open, install), not misread it. */
+		char lv[4];
+		put_be32(lv, b->op_level);
+		rocksdb_writebatch_wi_put(t.wb, "L", 1, lv, 4);
+	}
 	rc = write_batch(s, t.wb);
 	if (rc == 0) {
 		s->applied = raft_index;
+		if (b->op_level > s->level_seen)
+			s->level_seen = b->op_level;
 		atomic_fetch_add(&s->gc_entries, t.gc_added - t.gc_removed);
 		rc = (int)b->n_ops;
 	}
@@ -728,6 +740,39 @@ out_wb:
 }
 
 /* ------------------------------------------------------- open / close */
+
+int state_source_ok(const struct meta_state *s, const char *what, const char *f, size_t fn,
+		    const char *l, size_t ln, uint32_t *level)
+{
+	*level = 0;
+	if (f) {
+		if (fn != 4) {
+			fprintf(stderr, "meta/state: %s: format record of %zu bytes, not 4\n", what, fn);
+			return IOL_ECORRUPT;
+		}
+		uint32_t fv = get_be32(f);
+		if (fv != FORMAT_VERSION) {
+			/* A newer IOLake's state (a downgrade), or not ours:
+			 * say which, not only that it failed. */
+			fprintf(stderr, "meta/state: %s holds state format %u; this build reads "
+				"format %u (written by a newer IOLake?)\n", what, fv, FORMAT_VERSION);
+			return IOL_EBAD_FORMAT;
+		}
+	}
+	if (l) {
+		if (ln != 4) {
+			fprintf(stderr, "meta/state: %s: op level record of %zu bytes, not 4\n", what, ln);
+			return IOL_ECORRUPT;
+		}
+		*level = get_be32(l);
+		if (*level > s->op_level) {
+			fprintf(stderr, "meta/state: %s holds entries of op level %u; this build applies "
+				"level %u: upgrade this member\n", what, *level, s->op_level);
+			return IOL_EBAD_FORMAT;
+		}
+	}
+	return 0;
+}
 
 int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n)
 {
@@ -837,24 +882,16 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 			goto out_fail;
 		}
 	} else if (rc == 0) {
-		bool ok = n == 4 && (uint8_t)v[3] == FORMAT_VERSION && !v[0] && !v[1] && !v[2];
-		if (!ok) {
-			/* A newer IOLake's state (a downgrade), or not ours:
-			 * say which, not only that the open failed. */
-			if (n == 4)
-				fprintf(stderr, "meta/state: %s holds state format %u; this build "
-					"reads format %u (written by a newer IOLake?)\n", dir,
-					(unsigned)(uint8_t)v[0] << 24 | (unsigned)(uint8_t)v[1] << 16 |
-					(unsigned)(uint8_t)v[2] << 8 | (uint8_t)v[3], FORMAT_VERSION);
-			else
-				fprintf(stderr, "meta/state: %s: format record of %zu bytes, not 4\n",
-					dir, n);
-		}
+		char *lv = NULL;
+		size_t ln = 0;
+		k_init(&k, 'L');
+		rc = db_get(s, &k, &lv, &ln);
+		if (rc == 0 || rc == IOL_ENOT_FOUND)
+			rc = state_source_ok(s, dir, v, n, lv, ln, &s->level_seen);
+		rocksdb_free(lv);
 		rocksdb_free(v);
-		if (!ok) {
-			rc = IOL_EBAD_FORMAT;
+		if (rc)
 			goto out_fail;
-		}
 	} else {
 		goto out_fail;
 	}

@@ -54,6 +54,7 @@ struct meta_state {
 	rocksdb_readoptions_t *ro;
 	rocksdb_writeoptions_t *wo;
 	uint64_t applied;          /* mirror of "A"; apply thread only */
+	uint32_t level_seen;       /* mirror of "L"; apply thread only */
 	/* Entries under 'G': counted once at open and import, then moved by
 	 * each apply after its write landed; read from any thread. */
 	_Atomic uint64_t gc_entries;
@@ -138,6 +139,8 @@ struct key {
 /* ---- state_tx.c: keys and names */
 void put_be64(char *p, uint64_t v);
 uint64_t get_be64(const char *p);
+void put_be32(char *p, uint32_t v);
+uint32_t get_be32(const char *p);
 void k_init(struct key *k, char table);
 void k_str(struct key *k, const char *s);
 void k_byte(struct key *k, char c);
@@ -370,5 +373,14 @@ int op_free_part_rows(struct tx *t, const Iolake__Meta__FreePartRows *op,
  * shared with state_members.c. */
 void state_key_group(struct key *k, uint64_t id);
 bool state_valid_member_addr(const char *a);
+
+/* Whether this build takes a state (its own at open, a checkpoint to
+ * install, an export to import) whose "F" record is f (fn bytes; NULL:
+ * absent) and "L" record is l (ln bytes; NULL: absent, level 0). 0 and
+ * *level, or IOL_EBAD_FORMAT (a newer format or op level: a newer build's
+ * state) or IOL_ECORRUPT (records of the wrong size), with a line on
+ * stderr naming WHAT. */
+int state_source_ok(const struct meta_state *s, const char *what, const char *f, size_t fn,
+		    const char *l, size_t ln, uint32_t *level);
 
 #endif

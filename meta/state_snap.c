@@ -171,6 +171,8 @@ static int import_body(struct meta_state *s, const uint8_t *buf, size_t len)
 	/* Validate the framing fully before touching the DB. */
 	uint64_t seen = 0, applied = 0, gc = 0;
 	uint64_t refs_at = UINT64_MAX;
+	const char *fv = NULL, *lv = NULL;
+	size_t fn = 0, ln = 0;
 	while (off < end) {
 		if (end - off < 8)
 			return IOL_ECORRUPT;
@@ -179,6 +181,14 @@ static int import_body(struct meta_state *s, const uint8_t *buf, size_t len)
 			return IOL_ECORRUPT;
 		if (kn == 1 && buf[off + 8] == 'A' && vn == 8)
 			applied = get_be64((const char *)buf + off + 9);
+		if (kn == 1 && buf[off + 8] == 'F') {
+			fv = (const char *)buf + off + 9;
+			fn = vn;
+		}
+		if (kn == 1 && buf[off + 8] == 'L') {
+			lv = (const char *)buf + off + 9;
+			ln = vn;
+		}
 		if (kn > 0 && buf[off + 8] == 'G')
 			gc++;
 		if (kn == 1 && buf[off + 8] == 'X' && vn == 8)
@@ -188,6 +198,10 @@ static int import_body(struct meta_state *s, const uint8_t *buf, size_t len)
 	}
 	if (seen != count)
 		return IOL_ECORRUPT;
+	uint32_t level;
+	int rc = state_source_ok(s, "the imported state", fv, fn, lv, ln, &level);
+	if (rc)
+		return rc;
 
 	/* One write: delete every current key, put every pair. */
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
@@ -213,6 +227,7 @@ static int import_body(struct meta_state *s, const uint8_t *buf, size_t len)
 		return -EIO;
 	}
 	s->applied = applied;
+	s->level_seen = level;
 	atomic_store(&s->gc_entries, gc);
 	/* A snapshot of a member without the reference index: build it here,
 	 * as that member's own open will. */
@@ -346,6 +361,20 @@ static int install_body(struct meta_state *s, const char *cp_dir, const char *ta
 		err = NULL;
 		goto out_cp;
 	}
+	/* A newer build's state (its format, or entries of an op level this
+	 * build does not apply): refused before anything is written, so the
+	 * member stops with its own state as it was. */
+	size_t fn = 0, ln = 0;
+	char *fmt = rocksdb_get(cp, s->ro, "F", 1, &fn, &err);
+	char *lvl = err ? NULL : rocksdb_get(cp, s->ro, "L", 1, &ln, &err);
+	uint32_t level = 0;
+	rc = err ? -EIO : state_source_ok(s, cp_dir, fmt, fn, lvl, ln, &level);
+	rocksdb_free(fmt);
+	rocksdb_free(lvl);
+	rocksdb_free(err);
+	err = NULL;
+	if (rc)
+		goto out_cp;
 	rc = put_synced(s, INSTALL_KEY, INSTALL_KEY_LEN, tag, strlen(tag), false);
 	if (rc)
 		goto out_cp;
@@ -432,6 +461,7 @@ static int install_body(struct meta_state *s, const char *cp_dir, const char *ta
 	}
 	if (rc == 0) {
 		s->applied = applied;
+		s->level_seen = level;
 		atomic_store(&s->gc_entries, gc);
 		if (refs_at != applied)
 			rc = ref_build(s);

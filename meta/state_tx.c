@@ -38,6 +38,20 @@ uint64_t get_be64(const char *p)
 	return v;
 }
 
+void put_be32(char *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (char)(v & 0xff);
+}
+
+uint32_t get_be32(const char *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v = (v << 8) | (uint8_t)p[i];
+	return v;
+}
+
 void k_init(struct key *k, char table)
 {
 	k->b[0] = table;

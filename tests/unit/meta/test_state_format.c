@@ -5,7 +5,10 @@
  * and left as it was; an entry whose op level is above this build's is
  * refused in apply with BAD_FORMAT and nothing of it applied, while the
  * same ops at this build's level or with no level apply (meta/state.h,
- * "op levels"). The members' side of op levels, with real processes, is
+ * "op levels"). The highest op level applied is recorded in the state:
+ * a build of a lower level refuses that state at open, and refuses a
+ * checkpoint holding it (or a newer format) at install, leaving its own
+ * state untouched. The members' side of op levels, with real processes, is
  * tests/integration/test_meta_op_level.sh; old data dirs opened whole,
  * tests/integration/test_upgrade.py.
  */
@@ -97,6 +100,117 @@ START_TEST(test_op_level)
 }
 END_TEST
 
+static struct meta_state *open_level(const char *dir, uint32_t level, int *rc)
+{
+	struct meta_state_opts o = { .op_level = level };
+	struct meta_state *s = NULL;
+	*rc = meta_state_open(dir, &o, &s);
+	return s;
+}
+
+/* A state that applied an entry of level 2 (a build of level 2) records
+ * it: a build of level 1 refuses to open it (a downgrade would misread
+ * what level 2 wrote), a build of level 2 opens it. */
+START_TEST(test_level_recorded)
+{
+	char dir[64];
+	tmpdir(dir);
+	int rc;
+	struct meta_state *s = open_level(dir, 2, &rc);
+	ck_assert_int_eq(rc, 0);
+	struct meta_op_result res[4];
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "level1", "me");
+	t->b.op_level = 1;
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 1);
+	meta_state_close(s);
+	s = open_level(dir, 1, &rc);   /* only level 1 so far: fine */
+	ck_assert_int_eq(rc, 0);
+	meta_state_close(s);
+
+	s = open_level(dir, 2, &rc);
+	t = tb_new();
+	tb_create_bucket(t, 0, 1, "level2", "me");
+	t->b.op_level = 2;
+	ck_assert_int_eq(tb_apply(s, 2, t, res), 1);
+	meta_state_close(s);
+	s = open_level(dir, 1, &rc);
+	ck_assert_int_eq(rc, IOL_EBAD_FORMAT);
+	ck_assert_ptr_null(s);
+	s = open_level(dir, 2, &rc);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(meta_state_applied_index(s), 2);
+	meta_state_close(s);
+	rm_rf(dir);
+}
+END_TEST
+
+/* A snapshot install (a member far enough behind gets a checkpoint, not
+ * the entries) refuses a checkpoint of a higher op level, or of another
+ * format, before writing anything: the member's own state stays as it
+ * was, and installs it once its build is of that level. */
+START_TEST(test_install_level)
+{
+	char da[64], db[64], cp[64];
+	tmpdir(da);
+	tmpdir(db);
+	tmpdir(cp);
+	rm_rf(cp);
+	int rc;
+	struct meta_state *a = open_level(da, 2, &rc);
+	struct meta_op_result res[4];
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "newer", "me");
+	t->b.op_level = 2;
+	ck_assert_int_eq(tb_apply(a, 1, t, res), 1);
+	ck_assert_int_eq(meta_state_checkpoint(a, cp), 0);
+	meta_state_close(a);
+
+	struct meta_state *b = open_level(db, 1, &rc);
+	t = tb_new();
+	tb_create_bucket(t, 0, 0, "mine", "me");
+	ck_assert_int_eq(tb_apply(b, 1, t, res), 1);
+	ck_assert_int_eq(meta_state_install(b, cp, "cp-level", 0), IOL_EBAD_FORMAT);
+	char tag[32];
+	ck_assert_int_eq(meta_state_install_pending(b, tag, sizeof(tag)), 0);
+	Iolake__Meta__Bucket *bk = NULL;
+	ck_assert_int_eq(meta_state_get_bucket(b, "mine", &bk), 0);   /* untouched */
+	meta_state_free_msg(bk);
+	ck_assert_int_eq(meta_state_get_bucket(b, "newer", &bk), IOL_ENOT_FOUND);
+	meta_state_close(b);
+
+	b = open_level(db, 2, &rc);   /* upgraded: installs */
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(meta_state_install(b, cp, "cp-level", 0), 0);
+	ck_assert_int_eq(meta_state_get_bucket(b, "newer", &bk), 0);
+	meta_state_free_msg(bk);
+	ck_assert_int_eq(meta_state_get_bucket(b, "mine", &bk), IOL_ENOT_FOUND);
+	meta_state_close(b);
+	b = open_level(db, 1, &rc);   /* and is now a level-2 state */
+	ck_assert_int_eq(rc, IOL_EBAD_FORMAT);
+
+	/* Another format: refused by a build of any level. */
+	char *err = NULL;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_t *raw = rocksdb_open(o, cp, &err);
+	ck_assert_ptr_null(err);
+	rocksdb_put(raw, wo, "F", 1, "\0\0\0\2", 4, &err);
+	ck_assert_ptr_null(err);
+	rocksdb_close(raw);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_options_destroy(o);
+	b = open_level(db, 2, &rc);
+	ck_assert_int_eq(meta_state_install(b, cp, "cp-format", 0), IOL_EBAD_FORMAT);
+	ck_assert_int_eq(meta_state_get_bucket(b, "newer", &bk), 0);   /* as it was */
+	meta_state_free_msg(bk);
+	meta_state_close(b);
+	rm_rf(da);
+	rm_rf(db);
+	rm_rf(cp);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("state_format");
@@ -104,6 +218,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_format_version);
 	tcase_add_test(tc, test_op_level);
+	tcase_add_test(tc, test_level_recorded);
+	tcase_add_test(tc, test_install_level);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
