@@ -394,7 +394,7 @@ console:
 # Random faults on the netns cluster under a verified load
 # (tests/integration/test_thrash_netns.sh; make test runs 75 s of it).
 soak-thrash: all
-	THRASH_SECONDS=$${THRASH_SECONDS:-1800} IOLAKE_BUILD=$(abspath $(B)) PATH=/usr/bin:/bin \
+	THRASH_SECONDS=$${THRASH_SECONDS:-1800} IOLAKE_BUILD=$(abspath $(B)) \
 		tests/integration/test_thrash_netns.sh
 
 # The store under simulated power cuts (tests/unit/osd/test_store_powercut.c).

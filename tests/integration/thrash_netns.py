@@ -442,9 +442,9 @@ class Thrasher(threading.Thread):
         elif kind == "slow":
             delay, loss = self.rnd.randint(20, 100), self.rnd.choice([0, 0.5, 1, 3])
             ok, tail = self.cl.run("slow", n, "--delay", "%dms" % delay, "--loss", "%g%%" % loss)
-            if not ok and "not available" in tail:
+            if not ok and ("not available" in tail or "tc: command not found" in tail):
                 self.kinds = [k for k in self.kinds if k != "slow"]
-                self.note("tc netem not available here: no more slow faults")
+                self.note("tc netem not available here (%s): no more slow faults" % tail[-80:])
             elif not ok:
                 self.stats.violate("netns-cluster.sh slow %d failed: %s" % (n, tail))
             undo = lambda: self.cmd("unslow", n)
