@@ -222,7 +222,14 @@ start_node() {
 # do not do: iolake-gw's names no directory). A PID reused by another
 # process is never signalled.
 ours() {
-	local e
+	local e st
+	# A process, not a thread of one: /proc/TID answers for every thread
+	# too (hidden from listings only), with its process's environment, and
+	# a recorded PID long dead comes back as some thread's id in a long run
+	# (thread ids share the PID space). SIGKILL to such a "PID" kills the
+	# whole process the thread belongs to.
+	st=$(cat "/proc/$1/status" 2>/dev/null) || return 1
+	[[ $st == *$'\n'"Tgid:"$'\t'"$1"$'\n'* ]] || return 1
 	# Read whole, then match ("tr | grep -q" under pipefail can fail with
 	# SIGPIPE after a match). A zombie's environ reads empty: not alive.
 	e=$(tr '\0' '\n' 2>/dev/null <"/proc/$1/environ") || return 1

@@ -154,11 +154,14 @@ class Cluster:
         return {k: (pid, self.ours(pid)) for k, pid in last.items()}
 
     def ours(self, pid):
+        """A process (not a thread: /proc/TID answers too, and thread ids
+        reuse dead PIDs) of this cluster (netns-cluster.sh's marker)."""
         try:
+            st = open("/proc/%d/status" % pid).read()
             env = open("/proc/%d/environ" % pid, "rb").read().split(b"\0")
         except OSError:
             return False
-        return ("IOLAKE_NETNS_CLUSTER=%s" % self.dir).encode() in env
+        return ("\nTgid:\t%d\n" % pid) in st and ("IOLAKE_NETNS_CLUSTER=%s" % self.dir).encode() in env
 
 
 class Conn:
