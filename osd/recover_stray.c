@@ -17,7 +17,14 @@
  * Invariant (safety): a shard is deleted only when this OSD is in none of
  * its PG's slots in its map, and meta derived that PG active+clean from a
  * report of the PG's current slots at that very map epoch, none of them
- * this OSD: every stripe then has its k+m shards on the other OSDs.
+ * this OSD, counting no unfound stripe: every stripe then has its k+m
+ * shards on the other OSDs. "active+clean" alone does not say so: a
+ * stripe with fewer than k shards on the slots is left out of it (an
+ * orphan of a failed PUT, or a live object whose other shards sit on
+ * OSDs out of the set for now, like this one), and this OSD's shard may
+ * be one the object needs once those OSDs are back in: dropping it lost
+ * acknowledged objects (the thrash soak of 2026-12-05). Such a PG keeps
+ * its strays until the orphan sweep or the OSDs' return clears it.
  *
  * Thread: the OSD's loop. Does not: touch the store directly (its own OSD
  * is reached over RPC, as in the scans), or delete anything of a PG whose
@@ -185,7 +192,8 @@ static void on_stats(void *ud, int err, const ProtobufCMessage *resp)
 		bool named = false;
 		for (size_t j = 0; j < st->n_osds; j++)
 			named |= st->osds[j] == r->osd_id;
-		if (!named && st->report_valid && st->state && !strcmp(st->state, "active+clean"))
+		if (!named && st->report_valid && st->state && !strcmp(st->state, "active+clean") &&
+		    st->report && !st->report->unfound)
 			r->stray_clean[st->pg] = 1;
 		else
 			r->stray_skipped = true; /* maybe strays here: look again later */
