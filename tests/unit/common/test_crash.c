@@ -23,6 +23,11 @@
 #define UNDER_ASAN 1
 #endif
 #endif
+#ifdef UNDER_ASAN
+static const int under_asan = 1;   /* crash_report_install does nothing */
+#else
+static const int under_asan = 0;
+#endif
 
 enum how { NULL_WRITE, ABORT, OVERFLOW };
 
@@ -93,26 +98,26 @@ static const char *check_crash(enum how how, const char *signame, int sig)
 
 START_TEST(test_null_write)
 {
-#ifndef UNDER_ASAN
+	if (under_asan)
+		return;
 	const char *out = check_crash(NULL_WRITE, "SIGSEGV", SIGSEGV);
 	ck_assert_msg(strstr(out, " addr=0x0 "), "no faulting address in: %.1500s", out);
-#endif
 }
 END_TEST
 
 START_TEST(test_abort)
 {
-#ifndef UNDER_ASAN
+	if (under_asan)
+		return;
 	check_crash(ABORT, "SIGABRT", SIGABRT);
-#endif
 }
 END_TEST
 
 START_TEST(test_stack_overflow)
 {
-#ifndef UNDER_ASAN
+	if (under_asan)
+		return;
 	check_crash(OVERFLOW, "SIGSEGV", SIGSEGV);   /* reported from the alternate stack */
-#endif
 }
 END_TEST
 
