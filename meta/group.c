@@ -51,6 +51,28 @@
 #include "meta/iodestroy.h"
 #include "meta/segfill.h"
 
+/* ------------------------------------------------------------ sends */
+
+/* raft_uv's own send, wrapped by group_send (the same function for every
+ * group: set once, on the loop). */
+static int (*uv_send)(struct raft_io *io, struct raft_io_send *req,
+		      const struct raft_message *message, raft_io_send_cb cb);
+
+/* libraft 0.15 answers an AppendEntries once its append is on disk, to the
+ * leader it knows then, which may be none any more (id 0, address NULL:
+ * a vote in between reset it); raft_uv then strlen()s the NULL address
+ * and the member dies of SIGSEGV (canonical/raft#350, fixed there after
+ * 0.15; the thrash soak of 2026-12-05 hit it with a partition). Refuse
+ * such a send as raft_uv refuses one it cannot start: the caller frees the
+ * request, and the leader, not hearing back, sends again. */
+static int group_send(struct raft_io *io, struct raft_io_send *req,
+		      const struct raft_message *message, raft_io_send_cb cb)
+{
+	if (!message->server_id || !message->server_address)
+		return RAFT_NOCONNECTION;
+	return uv_send(io, req, message, cb);
+}
+
 /* ------------------------------------------------------------ leaders */
 
 bool group_is_leader(struct meta_group *g)
@@ -966,6 +988,9 @@ int group_open(struct meta_node *n, uint64_t id, const struct raft_configuration
 		rc = -EIO;
 		goto err_transport;
 	}
+	if (!uv_send)
+		uv_send = g->io.send;
+	g->io.send = group_send;
 	raft_uv_set_snapshot_compression(&g->io, false);
 	/* Reach a restarted peer soon (default 1 s, above small election
 	 * timeouts: the peer would start pre-votes first). */

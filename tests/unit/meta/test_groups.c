@@ -700,7 +700,10 @@ START_TEST(snapshot)
 	       "bytes, caught up in %llu ms\n", (unsigned long long)v->info[1].restores,
 	       (unsigned long long)v->info[1].snapshot_fetch_bytes,
 	       (unsigned long long)(loop_now_ms() - t0));
-	ck_assert_uint_eq(v->info[1].restores, 1);
+	/* At least one: the leader may snapshot again while the member
+	 * installs and send it the newer one too (a busy machine does: 1 run
+	 * in ~4 of `make unit` saw 2); the digests above are the check. */
+	ck_assert_uint_ge(v->info[1].restores, 1);
 	ck_assert_uint_gt(v->info[1].snapshot_fetch_bytes, 0);
 	free(v);
 	ck_assert_int_eq(head(&loop, cli, 1, "g1/s02999"), IOLAKE__META__STATUS__STATUS_OK);
