@@ -41,6 +41,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ALONE = re.compile(rb"make-test: alone")
 CHECK_SUMMARY = re.compile(r"^[0-9]+%: Checks.*$", re.M)
 CHECK_VERDICT = re.compile(r"^[^ ]+:[0-9]+:[EF]:.*$", re.M)
+# An integration test's own verdict: a shell test's "FAIL: why", a Python
+# test's exception line ("AssertionError: ...", "RuntimeError: timed out
+# waiting for ...") or a failed expect ("FAIL ...").
+SCRIPT_VERDICT = re.compile(r"^(?:FAIL\b.*|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b(?::.*)?)$",
+                            re.M)
 
 
 class Test:
@@ -97,6 +102,10 @@ def report(kind, t, rc, secs):
             # Check's verdicts first ("file:line:F:case:test:...", ":E:" for
             # a crash or timeout): a long log is cut by whoever shows it.
             s += "".join("    ! %s\n" % v for v in CHECK_VERDICT.findall(out))
+        else:
+            # The same for scripts: their logs end with the services' log
+            # tails, so the reason may lie above what the tail shows.
+            s += "".join("    ! %s\n" % v for v in SCRIPT_VERDICT.findall(out)[-5:])
         return s + indent(out, "|"), False
     if kind == "integration":
         skip = re.search(r"^SKIP test_[^:]*:(.*)$", out, re.M)

@@ -7,7 +7,7 @@ every such test needs. Not a test itself.
     P.run(main)                  # main(); on failure the logs' tails;
                                  # always: every process killed, dir gone
 """
-import json, os, shutil, socket, subprocess, tempfile, time
+import json, os, shutil, socket, subprocess, sys, tempfile, time
 
 from aio_py import BUILD, free_port
 
@@ -43,6 +43,9 @@ class Procs:
             main()
         except BaseException:
             self.dump_logs()
+            # Flushed now, so the traceback (stderr, at exit) comes after
+            # the services' logs: a log cut to its tail keeps the reason.
+            sys.stdout.flush()
             raise
         finally:
             self.cleanup()
