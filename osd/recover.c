@@ -746,7 +746,8 @@ static void on_closed(uv_handle_t *h)
 	ec_free(r->ec);
 	free(r->pgs);
 	free(r->scans);
-	free(r->stray_clean);   /* a round cut short by the stop */
+	free(r->stray_mode);    /* a round cut short by the stop */
+	free(r->stray_push_seen);
 	free(r);
 	if (cb)
 		cb(arg);

@@ -170,20 +170,37 @@ struct osd_recover {
 	uint32_t flags[FLAG_MAX];
 	size_t n_flags;
 
-	/* The stray drop (recover_stray.c): one round at a time, one call in
-	 * flight; stray_clean[pg] = meta called pg active+clean at
-	 * stray_epoch without this OSD. */
-	bool stray_busy, stray_failed, stray_skipped, stray_listed;
-	unsigned stray_calls;         /* 0 or 1: PgStats, ListShards or DeleteShard */
+	/* The strays (recover_stray.c): one round at a time, one call in
+	 * flight; stray_mode[pg] = what the round does with this OSD's
+	 * shards of pg (STRAY_KEEP, STRAY_DROP: meta called pg active+clean
+	 * at stray_epoch without this OSD; STRAY_PUSH: its report counts
+	 * unfound stripes). */
+	bool stray_busy, stray_failed, stray_skipped;
+	unsigned stray_calls;         /* 0 or 1: PgStats, ListShards, CheckShards,
+	                               * StatShards, GetShard, PutShard or DeleteShard */
 	uint64_t stray_epoch, stray_epoch_done, stray_next_ms, stray_deleted_round;
-	uint8_t *stray_clean;
+	uint64_t stray_pushed_round, stray_pushed_pg;
+	uint8_t *stray_mode;
+	/* Per PG (n_pgs): the report (epoch, unfound) of its last push that
+	 * moved nothing: pushed again only once that report changes. */
+	uint64_t *stray_push_seen;
 	uint32_t stray_pg;
 	unsigned stray_n, stray_i;
+	/* A push's page: where the next listing starts, whether the PG has
+	 * more, which phase (recover_stray.c), the StatShards target. */
+	bool stray_have_after, stray_more;
+	int stray_phase;
+	uint32_t stray_target;
 	struct stray_key {
 		uint32_t shard;
 		uint8_t oid_len;
 		uint8_t oid[64];
-	} stray_keys[64];
+		uint32_t crc;
+		uint64_t len;
+		bool live;            /* CheckShards: its object is referenced */
+		bool statted;         /* its slot's OSD answered StatShards for it */
+		bool missing;         /* ... with NOT_FOUND: to push */
+	} stray_keys[64], stray_after;
 
 	bool stopping;
 	unsigned handles;
@@ -223,7 +240,7 @@ void osd_recover_scan_drop_waiters(struct osd_recover *r);
  * the next from a clean stack, or finish stopping. */
 void osd_recover_scan_ended(struct osd_recover *r);
 
-/* recover_stray.c: from the tick: start a stray-drop round when one is
+/* recover_stray.c: from the tick: start a stray round when one is
  * due (the map moved since the last complete one, or a retry is due) and
  * no scan runs. */
 void osd_recover_stray_tick(struct osd_recover *r, uint64_t now);

@@ -16,10 +16,14 @@ PGs:
     that named all three now has its stripes at 3 shards on its set
     (unfound: left alone, the PG clean); the others are rebuilt;
   - OSDs 1-3 run their stray rounds: they drop the shards of the PGs
-    clean without them, and must keep those of PGs with unfound stripes;
+    clean without them, must keep those of PGs with unfound stripes, and
+    push those shards to the PGs' new sets, whose primaries then rebuild
+    the rest: no stripe unfound, and every object reads back byte for
+    byte with OSDs 1-3 still out;
   - they are marked in again: every object reads back byte for byte.
-Before the fix the PGs naming 1, 2 and 3 lost their shards on them: their
-objects answered 503 ("only 3 of 6 shards readable") for good.
+Before the drop's fix the PGs naming 1, 2 and 3 lost their shards on
+them: their objects answered 503 ("only 3 of 6 shards readable") for
+good. Before the push they answered 503 until OSDs 1-3 were back in.
 """
 import hashlib
 import json
@@ -35,6 +39,7 @@ from aio_py import BUILD, Aio, Checks  # noqa: E402
 N = 64
 SIZE = 96 * 1024   # past the inline limit: EC shards on the OSDs
 DROP = re.compile(r'msg="stray shards dropped" osd=([0-9]+) shards=([0-9]+)')
+PUSH = re.compile(r'msg="stray shards pushed" osd=([0-9]+) pg=([0-9]+) shards=([0-9]+)')
 
 
 def admin(aio, *args):
@@ -51,6 +56,19 @@ def pgs(aio):
     except ValueError:
         return [], 0
     return [p.get("state") for p in d.get("pgs", [])], sum(int((p.get("report") or {}).get("unfound") or 0) for p in d.get("pgs", []))
+
+
+def read_back(s3, sums):
+    """The keys that do not read back as written: [(key, what came)]."""
+    bad = []
+    for key, md5 in sorted(sums.items()):
+        try:
+            got = hashlib.md5(s3.get_object(Bucket="unfound", Key=key)["Body"].read()).hexdigest()
+        except Exception as e:   # noqa: BLE001 (reported below)
+            got = str(e)[:100]
+        if got != md5:
+            bad.append((key, got))
+    return bad
 
 
 def log_text(aio):
@@ -93,21 +111,26 @@ def main():
             seen = {o for o, _ in DROP.findall(log_text(aio)) if o in ("1", "2", "3")}
             time.sleep(0.5)
         ck.expect(seen, {"1", "2", "3"}, "OSDs 1-3, out, dropped the shards of PGs clean without them")
-        time.sleep(5)   # a PG clean but with unfound stripes went in the same rounds, or never
+        # The PGs with unfound stripes: OSDs 1-3 push the shards their new
+        # sets lack, the primaries rebuild the rest, and every object
+        # reads back with OSDs 1-3 still out.
+        deadline = time.time() + 150
+        while time.time() < deadline:
+            states, unfound = pgs(aio)
+            if states and unfound == 0 and all(st == "active+clean" for st in states):
+                break
+            time.sleep(1)
+        ck.expect(unfound, 0, "no stripe unfound with OSDs 1-3 still out (their strays pushed)")
+        pushed = PUSH.findall(log_text(aio))
+        print("stray pushes (osd, pg, shards):", pushed)
+        ck.expect(bool(pushed), True, "OSDs out of a PG pushed their shards to its new set")
+        ck.expect(read_back(s3, sums), [], "every object reads back byte for byte with OSDs 1-3 out")
         for osd in ("1", "2", "3"):
             r = admin(aio, "osd", "in", osd)
             ck.expect(r.returncode, 0, "osd in %s" % osd)
         r = admin(aio, "cluster", "wait-healthy", "180")
         ck.expect(r.returncode, 0, "every PG active+clean with OSDs 1-3 back in")
-        bad = []
-        for key, md5 in sorted(sums.items()):
-            try:
-                got = hashlib.md5(s3.get_object(Bucket="unfound", Key=key)["Body"].read()).hexdigest()
-            except Exception as e:   # noqa: BLE001 (reported below)
-                got = str(e)[:100]
-            if got != md5:
-                bad.append((key, got))
-        ck.expect(bad, [], "every object reads back byte for byte")
+        ck.expect(read_back(s3, sums), [], "every object reads back byte for byte")
         print("stray drops:", DROP.findall(log_text(aio)))
     finally:
         aio.close()
