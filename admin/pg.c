@@ -29,9 +29,9 @@ void admin_pg_summary_json(const struct admin_ctx *x, const Iolake__Meta__PgStat
 	if (ps)
 		fprintf(x->out, ",\"recovery\":{\"stripes_missing\":%" PRIu64 ",\"bytes_missing\":%" PRIu64
 			",\"rate_bytes_per_s\":%" PRIu64 ",\"eta_s\":%" PRIu64
-			",\"unfound\":%" PRIu64 "}",
+			",\"unfound\":%" PRIu64 ",\"unfound_live\":%" PRIu64 "}",
 			ps->stripes_missing, ps->bytes_missing, ps->rate_bytes_per_s, ps->eta_s,
-			ps->unfound);
+			ps->unfound, ps->unfound_live);
 	else
 		fprintf(x->out, ",\"recovery\":null");
 }
@@ -57,8 +57,12 @@ void admin_pg_summary_text(const struct admin_ctx *x, const Iolake__Meta__PgStat
 			admin_human_eta(ps->eta_s, e));
 	else
 		fprintf(x->out, "recovery: nothing left to rebuild\n");
-	if (ps->unfound)
-		fprintf(x->out, "unfound: %" PRIu64 " stripes with fewer than k shards\n", ps->unfound);
+	if (ps->unfound_live)
+		fprintf(x->out, "UNFOUND: %" PRIu64 " stripes of live objects have fewer than k shards"
+			" (unreadable now: their other shards are on OSDs down or out; see `pg ls`)\n", ps->unfound_live);
+	if (ps->unfound > ps->unfound_live)
+		fprintf(x->out, "unfound: %" PRIu64 " stripes with fewer than k shards of no live object"
+			" (the orphan sweep removes them)\n", ps->unfound - ps->unfound_live);
 }
 
 /* The map's PG table alone: what `pg ls` shows when the leader cannot
@@ -106,11 +110,12 @@ static void pg_report_json(const struct admin_ctx *x, const Iolake__Meta__PgStat
 		fprintf(x->out, j ? ",%d" : "%d", r->osds[j] == 0xFFFFFFFFu ? -1 : (int)r->osds[j]);
 	fprintf(x->out, "],\"up_mask\":%u,\"stripes\":%" PRIu64 ",\"stripes_missing\":%" PRIu64
 		",\"bytes_missing\":%" PRIu64 ",\"stripes_done\":%" PRIu64 ",\"bytes_done\":%" PRIu64
-		",\"rate_bytes_per_s\":%" PRIu64 ",\"unfound\":%" PRIu64 ",\"min_shards\":%u"
-		",\"bad_shards\":%" PRIu64 ",\"scan_started_ms\":%" PRIu64
+		",\"rate_bytes_per_s\":%" PRIu64 ",\"unfound\":%" PRIu64 ",\"unfound_live\":%" PRIu64
+		",\"min_shards\":%u,\"bad_shards\":%" PRIu64 ",\"scan_started_ms\":%" PRIu64
 		",\"last_clean_ms\":%" PRIu64 "}",
 		r->up_mask, r->stripes, r->stripes_missing, r->bytes_missing, r->stripes_done,
-		r->bytes_done, r->rate_bytes_per_s, r->unfound, r->min_shards, r->bad_shards,
+		r->bytes_done, r->rate_bytes_per_s, r->unfound, r->unfound_live, r->min_shards,
+		r->bad_shards,
 		r->scan_started_ms, r->last_clean_ms);
 }
 

@@ -152,6 +152,7 @@ static void reply(struct admin_call *c, struct cluster_state *s)
 		jsonw_ku64(&w, "rate_bytes_per_s", ps->rate_bytes_per_s);
 		jsonw_ku64(&w, "eta_s", ps->eta_s);
 		jsonw_ku64(&w, "unfound", ps->unfound);
+		jsonw_ku64(&w, "unfound_live", ps->unfound_live);
 		jsonw_obj_end(&w);
 		jsonw_obj_end(&w);
 	} else {

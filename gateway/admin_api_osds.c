@@ -565,6 +565,7 @@ static void on_pgstats(struct admin_call *c, void *ud, int err, const ProtobufCM
 	jsonw_ku64(&w, "rate_bytes_per_s", ps->rate_bytes_per_s);
 	jsonw_ku64(&w, "eta_s", ps->eta_s);
 	jsonw_ku64(&w, "unfound", ps->unfound);
+	jsonw_ku64(&w, "unfound_live", ps->unfound_live);
 	jsonw_obj_end(&w);
 	jsonw_key(&w, "pgs");
 	jsonw_arr_begin(&w);

@@ -414,6 +414,7 @@ void node_pg_metrics(struct meta_node *n, uint64_t now_ms)
 	metrics_gauge_set(n->m_rec_rate, (int64_t)t.rate_bytes_per_s);
 	metrics_gauge_set(n->m_rec_eta, (int64_t)t.eta_s);
 	metrics_gauge_set(n->m_unfound, (int64_t)t.unfound);
+	metrics_gauge_set(n->m_unfound_live, (int64_t)t.unfound_live);
 }
 
 /* ------------------------------------------------------------ timers */
@@ -596,6 +597,9 @@ static int register_metrics(struct meta_node *n)
 					 "bytes missing / rate; 0 when done or no rate.", l);
 	n->m_unfound = metrics_gauge_new(g, "iolake_pg_unfound_stripes",
 					 "Stripes with fewer than k shards (not rebuildable).", l);
+	n->m_unfound_live = metrics_gauge_new(g, "iolake_pg_unfound_live_stripes",
+					      "Of those, stripes of live objects: acknowledged data "
+					      "not readable now.", l);
 	n->m_pg_reports = metrics_counter_new(g, "iolake_pg_reports_total",
 					      "PgReports received by this member as leader.", l);
 	n->m_pg_reports_bad = metrics_counter_new(g, "iolake_pg_reports_rejected_total",
@@ -603,7 +607,7 @@ static int register_metrics(struct meta_node *n)
 	n->m_groups = metrics_gauge_new(g, "iolake_meta_groups",
 					"Raft groups this member hosts, the root included.", l);
 	if (!n->m_rec_bytes || !n->m_rec_stripes || !n->m_rec_rate || !n->m_rec_eta ||
-	    !n->m_unfound || !n->m_pg_reports || !n->m_pg_reports_bad || !n->m_groups)
+	    !n->m_unfound || !n->m_unfound_live || !n->m_pg_reports || !n->m_pg_reports_bad || !n->m_groups)
 		return -errno;
 	n->m_fwd = metrics_counter_new(g, "iolake_meta_forwarded_total",
 				       "Submits and reads this member forwarded to a leader.", l);

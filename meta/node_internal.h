@@ -344,7 +344,8 @@ struct meta_node {
 	bool own_metrics;
 	struct metrics_gauge *m_epoch;
 	struct metrics_gauge *m_pg_state[META_PG__COUNT];
-	struct metrics_gauge *m_rec_bytes, *m_rec_stripes, *m_rec_rate, *m_rec_eta, *m_unfound;
+	struct metrics_gauge *m_rec_bytes, *m_rec_stripes, *m_rec_rate, *m_rec_eta, *m_unfound,
+		*m_unfound_live;
 	struct metrics_counter *m_pg_flags[NODE_FLAG_REASONS];
 	struct metrics_counter *m_pg_reports, *m_pg_reports_bad;
 	struct metrics_gauge *m_groups;

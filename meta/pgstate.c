@@ -76,6 +76,7 @@ static const char *const names[META_PG__COUNT] = {
 	[META_PG_RECOVERING] = "active+recovering",
 	[META_PG_RECOVERING_DEGRADED] = "active+recovering+degraded",
 	[META_PG_REMAPPED] = "active+remapped",
+	[META_PG_UNFOUND] = "active+unfound",
 	[META_PG_INCOMPLETE] = "incomplete",
 	[META_PG_UNKNOWN] = "unknown",
 };
@@ -171,7 +172,9 @@ void meta_pgstate_derive(const struct meta_pg_view *v, const struct meta_pg_repo
 		return;
 	}
 	if (out->report_valid) {
-		if (rep->kind != META_PGR_SCANNING)
+		if (rep->unfound_live)
+			out->state = META_PG_UNFOUND;   /* whatever else: objects unreadable */
+		else if (rep->kind != META_PGR_SCANNING)
 			out->state = state_of_kind(rep->kind, degraded);
 		else if (rep->carried != META_PG_UNKNOWN)
 			out->state = with_degraded(rep->carried, degraded);
@@ -306,6 +309,7 @@ int meta_pgstate_report(struct meta_pgstate *p, const Iolake__Meta__ClusterMap *
 	n.bytes_done = r->bytes_done;
 	n.rate_bytes_per_s = r->rate_bytes_per_s;
 	n.unfound = r->unfound;
+	n.unfound_live = r->unfound_live;
 	n.bad_shards = r->bad_shards;
 	n.min_shards = r->min_shards;
 	n.scan_started_ms = r->scan_started_ms;
@@ -395,6 +399,7 @@ void meta_pgstate_derive_all(const struct meta_pgstate *p, const Iolake__Meta__C
 				tot->bytes_missing += r->bytes_missing;
 				tot->rate_bytes_per_s += r->rate_bytes_per_s;
 				tot->unfound += r->unfound;
+				tot->unfound_live += r->unfound_live;
 				size_t ri = rate_at(p, r->from_osd);
 				if (miss && ri < p->n_rates && p->rates[ri].id == r->from_osd)
 					miss[ri] += r->bytes_missing;

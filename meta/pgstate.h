@@ -15,6 +15,7 @@
  *   fewer than k slots with an up OSD               incomplete
  *   a valid report (its osds and up_mask are the PG's current slots and
  *   up flags, received at most META_PGSTATE_MAX_AGE_MS ago):
+ *     unfound_live > 0, whatever its word           active+unfound
  *     "clean"                                       active+clean
  *     "recovering" / "backfilling"                  active+recovering /
  *                                                   active+backfilling,
@@ -58,6 +59,7 @@ enum meta_pg_state {
 	META_PG_RECOVERING,           /* active+recovering */
 	META_PG_RECOVERING_DEGRADED,  /* active+recovering+degraded */
 	META_PG_REMAPPED,             /* active+remapped */
+	META_PG_UNFOUND,              /* active+unfound: live objects' stripes below k shards */
 	META_PG_INCOMPLETE,           /* incomplete */
 	META_PG_UNKNOWN,              /* unknown */
 	META_PG__COUNT
@@ -89,7 +91,7 @@ struct meta_pg_report {
 	uint32_t up_mask;
 	char state[16];               /* the reporter's word, truncated */
 	uint64_t stripes, stripes_missing, bytes_missing, stripes_done, bytes_done;
-	uint64_t rate_bytes_per_s, unfound, bad_shards;
+	uint64_t rate_bytes_per_s, unfound, unfound_live, bad_shards;
 	uint32_t min_shards;
 	uint64_t scan_started_ms, last_clean_ms;
 };
@@ -123,7 +125,7 @@ int meta_pgstate_view(const Iolake__Meta__ClusterMap *m, uint32_t pg, struct met
 /* Totals over every PG (sums over valid reports). */
 struct meta_pg_totals {
 	uint32_t counts[META_PG__COUNT];
-	uint64_t stripes_missing, bytes_missing, rate_bytes_per_s, unfound;
+	uint64_t stripes_missing, bytes_missing, rate_bytes_per_s, unfound, unfound_live;
 	uint64_t eta_s;               /* bytes_missing / rate; 0 when done or no rate */
 };
 

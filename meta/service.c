@@ -507,6 +507,7 @@ static void h_pg_stats(struct rpc_req *r, void *ud)
 			x->bytes_done = k->bytes_done;
 			x->rate_bytes_per_s = k->rate_bytes_per_s;
 			x->unfound = k->unfound;
+			x->unfound_live = k->unfound_live;
 			x->min_shards = k->min_shards;
 			x->bad_shards = k->bad_shards;
 			x->scan_started_ms = k->scan_started_ms;
@@ -537,6 +538,7 @@ static void h_pg_stats(struct rpc_req *r, void *ud)
 	resp.rate_bytes_per_s = t.rate_bytes_per_s;
 	resp.eta_s = t.eta_s;
 	resp.unfound = t.unfound;
+	resp.unfound_live = t.unfound_live;
 	rpc_respond(r, &resp.base, NULL);
 out:
 	free(rp);

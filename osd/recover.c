@@ -395,11 +395,13 @@ static void send_report(struct osd_recover *r)
 			e->stripes_done = p->stripes_done;
 			e->bytes_done = p->bytes_done;
 			e->unfound = p->unfound;
+			e->unfound_live = p->unfound_live;
 			e->min_shards = p->min_shards;
 			e->bad_shards = p->bad_shards;
 		} else {
 			e->state = (char *)"scanning";
 		}
+		e->unfound_live = p->unfound_live;   /* the last check's, also while scanning */
 		e->rate_bytes_per_s = (uint64_t)p->rate;
 		e->scan_started_ms = p->scan_started_ms;
 		e->last_clean_ms = p->last_clean_ms;

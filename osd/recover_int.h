@@ -29,6 +29,9 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 10000
 #define ERROR_RETRY_MS 60000         /* after inconsistent stripes */
+#define UNFOUND_IDS_MAX 1000         /* unfound ids asked of meta per scan (CheckShards' cap) */
+#define UNFOUND_RETRY_MIN_MS 5000    /* rescan of a PG with live unfound stripes: 5 s .. */
+#define UNFOUND_RETRY_MAX_MS 300000  /* ... doubling to 5 min */
 #define MAX_JOBS 16
 
 
@@ -109,6 +112,12 @@ struct scan {
 	bool count_only;             /* BAD and COUNT only: size the work first */
 	bool skip_count;             /* BAD then REBUILD: a count of this signature stands */
 	bool deep;                   /* DEEP after a COUNT that found nothing to rebuild */
+	/* The unfound stripes' 16-byte gw_data ids (COUNT; at most
+	 * UNFOUND_IDS_MAX, distinct), asked of meta (CheckShards) once the
+	 * COUNT ends: the referenced ones are live objects unreadable now. */
+	uint8_t (*unf_ids)[16];
+	size_t n_unf;
+	bool unf_asked;
 	uint64_t deep_failed;        /* deep jobs that did not complete (retry soon) */
 	uint64_t deep_stripes, deep_repaired, deep_inconsistent; /* this scan's, for its log */
 	struct job job[MAX_JOBS];
@@ -123,6 +132,11 @@ struct pgst {
 	const char *state;
 	uint64_t stripes, stripes_missing, bytes_missing, stripes_done, bytes_done;
 	uint64_t unfound, bad_shards;
+	/* Of the unfound, stripes of objects meta says are live (acknowledged
+	 * data not readable now), as the last check found (kept across scans
+	 * until the next check), and the backoff of the rescans that look again. */
+	uint64_t unfound_live;
+	uint32_t unfound_backoff_ms;
 	uint32_t min_shards;
 	uint64_t scan_started_ms, last_clean_ms, last_scan_end_ms, retry_at_ms;
 	uint32_t backoff_ms;

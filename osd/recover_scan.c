@@ -654,6 +654,8 @@ static void scan_free(struct scan *s)
 	}
 	free(s->bads);
 	s->bads = NULL;
+	free(s->unf_ids);
+	s->unf_ids = NULL;
 	s->used = false;
 }
 
@@ -681,6 +683,20 @@ static void scan_finish(struct scan *s)
 			r->st.scans++;
 			p->backoff_ms = 0;
 			p->last_scan_end_ms = now;
+			if (s->unf_asked && p->unfound_live) {
+				/* Live objects unreadable: look again (a PUT that
+				 * landed between two listings looks so too). */
+				p->unfound_backoff_ms = p->unfound_backoff_ms
+					? p->unfound_backoff_ms * 2 : UNFOUND_RETRY_MIN_MS;
+				if (p->unfound_backoff_ms > UNFOUND_RETRY_MAX_MS)
+					p->unfound_backoff_ms = UNFOUND_RETRY_MAX_MS;
+				LOG_WARN("pg has unfound stripes of live objects", "osd=%u pg=%u"
+					 " unfound=%" PRIu64 " live=%" PRIu64 " rescan_ms=%u",
+					 r->osd_id, s->pg, p->unfound, p->unfound_live,
+					 p->unfound_backoff_ms);
+			} else if (s->unf_asked || !p->unfound) {
+				p->unfound_backoff_ms = 0;
+			}
 			bool full = full_sig(&s->sig);
 			if (s->phase == PH_DEEP) {
 				/* Done: next one an interval on; a stripe whose
@@ -727,6 +743,11 @@ static void scan_finish(struct scan *s)
 				if (full)
 					p->last_clean_ms = unix_ms();
 			}
+			if (p->unfound_live && !p->queued) {
+				p->queued = true;
+				p->retry_at_ms = now + (p->unfound_backoff_ms ? p->unfound_backoff_ms
+									      : UNFOUND_RETRY_MIN_MS);
+			}
 			if (p->stripes_done)
 				LOG_INFO("pg rebuilt", "osd=%u pg=%u stripes=%" PRIu64 " bytes=%" PRIu64
 					 " unfound=%" PRIu64 " state=%s", r->osd_id, s->pg,
@@ -739,11 +760,65 @@ static void scan_finish(struct scan *s)
 	osd_recover_scan_ended(r);
 }
 
+static void on_unfound_checked(void *ud, int err, const ProtobufCMessage *msg)
+{
+	struct scan *s = ud;
+	struct osd_recover *r = s->r;
+	const Iolake__Meta__CheckShardsResponse *c = (const void *)msg;
+	s->pending--;
+	if (r->stopping || s->pg >= r->n_pgs) {
+		scan_step(s);
+		return;
+	}
+	if (err || !c || c->status != IOLAKE__META__STATUS__STATUS_OK ||
+	    c->n_referenced != s->n_unf) {
+		s->failed = true;   /* like any call of the scan: retried later */
+	} else {
+		uint64_t live = 0;
+		for (size_t i = 0; i < c->n_referenced; i++)
+			live += c->referenced[i];
+		r->pgs[s->pg].unfound_live = live;
+	}
+	scan_step(s);
+}
+
+/* The COUNT found unfound stripes: ask meta which of their objects are
+ * live (CheckShards, one call). True when the call is in flight. */
+static bool ask_unfound(struct scan *s)
+{
+	struct osd_recover *r = s->r;
+	s->unf_asked = true;
+	if (!r->mc)
+		return false;
+	ProtobufCBinaryData ids[UNFOUND_IDS_MAX];
+	for (size_t i = 0; i < s->n_unf; i++) {
+		ids[i].data = s->unf_ids[i];
+		ids[i].len = sizeof(s->unf_ids[i]);
+	}
+	Iolake__Meta__CheckShardsRequest q = IOLAKE__META__CHECK_SHARDS_REQUEST__INIT;
+	q.pg = s->pg;
+	q.object_ids = ids;
+	q.n_object_ids = s->n_unf;
+	s->pending++;
+	if (meta_client_call(r->mc, META_M_CHECK_SHARDS, &q.base, on_unfound_checked, s)) {
+		s->pending--;
+		s->failed = true;
+		return false;
+	}
+	return true;
+}
+
 /* Move to the next phase; true when the scan finished (s is free). */
 static bool phase_done(struct scan *s)
 {
 	struct osd_recover *r = s->r;
 	struct pgst *p = &r->pgs[s->pg];
+	if (s->phase == PH_COUNT && !s->unf_asked && !scan_winding(s)) {
+		if (!p->unfound)
+			p->unfound_live = 0;
+		else if (s->n_unf && ask_unfound(s))
+			return false;   /* its answer comes back to scan_step */
+	}
 	if (s->phase == PH_BAD) {
 		s->phase = s->skip_count ? PH_REBUILD : PH_COUNT;
 		if (s->skip_count)
@@ -770,6 +845,22 @@ static bool phase_done(struct scan *s)
 	}
 	scan_finish(s);
 	return true;
+}
+
+/* An unfound stripe of the COUNT: keep its gw_data id (16 bytes of a
+ * 20-byte object id, once per object) for the check with meta. */
+static void note_unfound(struct scan *s, const uint8_t *oid, uint8_t oid_len)
+{
+	if (oid_len != 20 || s->n_unf >= UNFOUND_IDS_MAX)
+		return;
+	if (s->n_unf && !memcmp(s->unf_ids[s->n_unf - 1], oid, 16))
+		return;
+	if (!s->unf_ids) {
+		s->unf_ids = malloc(UNFOUND_IDS_MAX * sizeof(*s->unf_ids));
+		if (!s->unf_ids)
+			return;   /* not asked: the count stands, the live part unknown */
+	}
+	memcpy(s->unf_ids[s->n_unf++], oid, 16);
 }
 
 /* One stripe of the merge. */
@@ -806,6 +897,7 @@ static void stripe(struct scan *s, const struct ent *first)
 			p->min_shards = cl.present;
 		if (cl.unfound) {
 			p->unfound++;
+			note_unfound(s, oid, oid_len);
 		} else if (cl.rebuild) {
 			p->stripes_missing++;
 			p->bytes_missing += len * popcount(cl.missing);

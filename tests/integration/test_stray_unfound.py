@@ -47,15 +47,17 @@ def admin(aio, *args):
                           list(args), capture_output=True, text=True, timeout=200)
 
 
-def pgs(aio):
-    """(states of `pg ls`, stripes reported unfound)."""
+def pgs(aio, live=False):
+    """(states of `pg ls`, stripes reported unfound[, of them live])."""
     r = subprocess.run([os.path.join(BUILD, "iolake-admin"), "--data-dir", aio.data, "--json",
                         "pg", "ls"], capture_output=True, text=True, timeout=60)
     try:
         d = json.loads(r.stdout)
     except ValueError:
-        return [], 0
-    return [p.get("state") for p in d.get("pgs", [])], sum(int((p.get("report") or {}).get("unfound") or 0) for p in d.get("pgs", []))
+        return ([], 0, 0) if live else ([], 0)
+    reps = [p.get("report") or {} for p in d.get("pgs", [])]
+    out = ([p.get("state") for p in d.get("pgs", [])], sum(int(r.get("unfound") or 0) for r in reps))
+    return out + (sum(int(r.get("unfound_live") or 0) for r in reps),) if live else out
 
 
 def read_back(s3, sums):
@@ -80,7 +82,7 @@ def log_text(aio):
 def main():
     ck = Checks()
     aio = Aio(args=["--osds", "9", "--pg-count", "16",
-                    "--debug-fault", "delay=2000,method=ListShards"])
+                    "--debug-fault", "delay=2000,method=ListShards;delay=5000,method=StatShards"])
     try:
         aio.start()
         s3 = aio.client()
@@ -95,12 +97,26 @@ def main():
         for osd in ("1", "2", "3"):
             r = admin(aio, "osd", "out", osd)
             ck.expect(r.returncode, 0, "osd out %s" % osd)
+        # Until OSDs 1-3 push their shards (each push's StatShards held
+        # 5 s), the PGs whose stripes sit at 3 shards on their sets are
+        # active+unfound: live objects unreadable, the cluster not healthy.
         deadline = time.time() + 180
+        seen_live, status, healthy_rc = 0, "", None
         while time.time() < deadline:
-            states, unfound = pgs(aio)
-            if states and all(st == "active+clean" for st in states):
+            states, unfound, live = pgs(aio, live=True)
+            if "active+unfound" in states and not seen_live:
+                seen_live = live
+                status = admin(aio, "cluster", "status").stdout
+                healthy_rc = admin(aio, "cluster", "wait-healthy", "1").returncode
+            if states and unfound == 0 and all(st == "active+clean" for st in states):
                 break
-            time.sleep(1)
+            time.sleep(0.5)
+        print("stripes of live objects seen unfound:", seen_live)
+        print(status)
+        ck.expect(seen_live > 0, True, "PGs with live stripes below k shards shown active+unfound")
+        ck.expect("UNFOUND: %d stripes of live objects" % seen_live in status, True,
+                  "cluster status names the unfound stripes of live objects")
+        ck.expect(healthy_rc, 1, "cluster wait-healthy fails while they are unfound")
         ck.expect(sorted(set(states)), ["active+clean"], "every PG active+clean with OSDs 1-3 out")
         print("stripes reported unfound:", unfound)
         # Their stray rounds: each drops the shards of the PGs rebuilt
@@ -111,15 +127,9 @@ def main():
             seen = {o for o, _ in DROP.findall(log_text(aio)) if o in ("1", "2", "3")}
             time.sleep(0.5)
         ck.expect(seen, {"1", "2", "3"}, "OSDs 1-3, out, dropped the shards of PGs clean without them")
-        # The PGs with unfound stripes: OSDs 1-3 push the shards their new
-        # sets lack, the primaries rebuild the rest, and every object
+        # The PGs with unfound stripes: OSDs 1-3 pushed the shards their
+        # new sets lacked, the primaries rebuilt the rest, and every object
         # reads back with OSDs 1-3 still out.
-        deadline = time.time() + 150
-        while time.time() < deadline:
-            states, unfound = pgs(aio)
-            if states and unfound == 0 and all(st == "active+clean" for st in states):
-                break
-            time.sleep(1)
         ck.expect(unfound, 0, "no stripe unfound with OSDs 1-3 still out (their strays pushed)")
         pushed = PUSH.findall(log_text(aio))
         print("stray pushes (osd, pg, shards):", pushed)

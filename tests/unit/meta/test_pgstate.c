@@ -1,8 +1,8 @@
 /*
  * test_pgstate.c — the leader's PG health table without Raft: every
  * derived state (clean, degraded, recovering/backfilling with and without
- * +degraded, remapped, incomplete, unknown, scanning carrying the previous
- * state), report validity (slots, up set, age, epoch order), rescan flags
+ * +degraded, remapped, unfound, incomplete, unknown, scanning carrying the
+ * previous state), report validity (slots, up set, age, epoch order), rescan flags
  * handed only to the PG's primary, totals and reset.
  */
 #include <check.h>
@@ -94,6 +94,28 @@ START_TEST(test_states)
 	r = rep_of(set, 6, 0x3f, META_PGR_SCANNING);
 	r.carried = META_PG_RECOVERING_DEGRADED;
 	ck_assert_int_eq(derive(set, 0x3f, &r, 1500), META_PG_RECOVERING);
+
+	/* stripes of live objects below k shards: active+unfound over any
+	 * word, scanning included; orphans alone (unfound) change nothing;
+	 * incomplete and invalid reports stay what they were */
+	r = rep_of(set, 6, 0x3f, META_PGR_CLEAN);
+	r.unfound = 5;
+	ck_assert_int_eq(derive(set, 0x3f, &r, 1500), META_PG_CLEAN);
+	r.unfound_live = 2;
+	ck_assert_int_eq(derive(set, 0x3f, &r, 1500), META_PG_UNFOUND);
+	ck_assert_str_eq(meta_pgstate_name(META_PG_UNFOUND), "active+unfound");
+	r.kind = META_PGR_SCANNING;
+	ck_assert_int_eq(derive(set, 0x3f, &r, 1500), META_PG_UNFOUND);
+	r.kind = META_PGR_DEGRADED;
+	r.up_mask = 0x1f;
+	ck_assert_int_eq(derive(set, 0x1f, &r, 1500), META_PG_UNFOUND);
+	ck_assert_int_eq(derive(moved, 0x1f, &r, 1500), META_PG_REMAPPED);
+	r.up_mask = 0x07;
+	ck_assert_int_eq(derive(set, 0x07, &r, 1500), META_PG_INCOMPLETE);
+	/* the names stay sorted: PgStatsResponse.counts is listed in enum order */
+	for (int i = 1; i < META_PG__COUNT; i++)
+		ck_assert_int_lt(strcmp(meta_pgstate_name((enum meta_pg_state)(i - 1)),
+					meta_pgstate_name((enum meta_pg_state)i)), 0);
 }
 END_TEST
 
