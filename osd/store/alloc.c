@@ -23,8 +23,12 @@
  * fragmented front (holes too short for n) would make every reservation
  * walk it. The search from `low` is bounded by STORE_ALLOC_WINDOW blocks,
  * and `low` itself moves forward at most that far per call; past the
- * window the next-fit cursor takes over, as before. So a reservation
- * scans at most a window's bitmap (512 words) plus the next-fit search.
+ * window a next-fit cursor takes over, within the written footprint
+ * (hwm: the end of the highest block ever reserved or marked), which
+ * grows only when a whole pass below it found no run of n since the last
+ * free. So a reservation scans at most a window's bitmap (512 words) plus
+ * the next-fit search, and a failed pass is not repeated for requests as
+ * long until something is freed.
  * Loop thread only. Does not persist anything.
  */
 #include "osd/store/alloc.h"
@@ -44,7 +48,15 @@ struct store_alloc {
 	uint64_t committed;
 	uint64_t reserved;
 	uint64_t low;       /* every block below it is reserved or committed */
-	uint64_t cursor;    /* next-fit's start, past the window */
+	uint64_t cursor;    /* next-fit's start, below hwm */
+	/* The written footprint: no block at or past it was reserved or
+	 * marked since the allocator was made. Next-fit stays below it and
+	 * the footprint grows only when nothing below fits. */
+	uint64_t hwm;
+	/* A whole next-fit pass below hwm found no run of this many blocks
+	 * since the last free (0: none failed): larger or equal requests
+	 * extend the footprint at once instead of scanning again. */
+	uint64_t fail_n;
 };
 
 static inline int test_bit(const struct store_alloc *a, uint64_t b)
@@ -164,13 +176,30 @@ int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start)
 	a->low = next_with_upto(a, a->low, 0, wend);
 	if (find_run(a, a->low, wend, n, &s))
 		goto found;
-	if (!find_run(a, a->cursor, a->total, n, &s) && !find_run(a, 0, a->cursor, n, &s))
+	/* Next-fit over the footprint: from the cursor to hwm, then from
+	 * its start, unless a pass since the last free found nothing this
+	 * long. (Its cursor used to roam the whole device: it sat at the
+	 * frontier after each fallback, so every fallback grew the
+	 * footprint, and a sparse OSD file filled up to its size under
+	 * churn: 3-4 x its live data within minutes in the thrash soak.) */
+	if (!a->fail_n || n < a->fail_n) {
+		if (a->cursor >= a->hwm)
+			a->cursor = 0;
+		if (find_run(a, a->cursor, a->hwm, n, &s) || find_run(a, 0, a->cursor, n, &s)) {
+			a->cursor = s + n;
+			goto found;
+		}
+		a->fail_n = n;
+	}
+	/* Grow the footprint, else anywhere (the memo may be stale). */
+	if (!find_run(a, a->hwm, a->total, n, &s) && !find_run(a, 0, a->total, n, &s))
 		return IOL_ENO_SPACE;
-	a->cursor = s + n < a->total ? s + n : 0;
 found:;
 	uint64_t was = set_range(a, s, n, 1);
 	IOL_ASSERT(was == 0);
 	a->reserved += n;
+	if (s + n > a->hwm)
+		a->hwm = s + n;
 	*start = s;
 	return 0;
 }
@@ -200,6 +229,7 @@ void store_alloc_unreserve(struct store_alloc *a, uint64_t start, uint64_t n)
 	a->reserved -= n;
 	if (start < a->low)
 		a->low = start;
+	a->fail_n = 0;
 }
 
 void store_alloc_release(struct store_alloc *a, uint64_t start, uint64_t n)
@@ -211,6 +241,7 @@ void store_alloc_release(struct store_alloc *a, uint64_t start, uint64_t n)
 	a->committed -= n;
 	if (start < a->low)
 		a->low = start;
+	a->fail_n = 0;
 }
 
 int store_alloc_mark(struct store_alloc *a, uint64_t start, uint64_t n)
@@ -221,6 +252,8 @@ int store_alloc_mark(struct store_alloc *a, uint64_t start, uint64_t n)
 		return IOL_ECORRUPT;
 	set_range(a, start, n, 1);
 	a->committed += n;
+	if (start + n > a->hwm)
+		a->hwm = start + n;
 	return 0;
 }
 

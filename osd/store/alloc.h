@@ -37,7 +37,8 @@ void store_alloc_destroy(struct store_alloc *a);
 
 /* Reserve a run of n (>0) free blocks: the lowest run that starts within
  * STORE_ALLOC_WINDOW blocks of the lowest free block, else next-fit from
- * a rotating cursor over the whole device. Returns 0 with *start set,
+ * a rotating cursor below the written footprint (the highest block ever
+ * reserved or marked), else the first run past it. Returns 0 with *start set,
  * IOL_ENO_SPACE when no run of n is free, or -EINVAL for n == 0. */
 int store_alloc_reserve(struct store_alloc *a, uint64_t n, uint64_t *start);
 

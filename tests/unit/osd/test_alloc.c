@@ -1,7 +1,8 @@
 /*
  * test_alloc.c — the extent allocator against a byte-per-block model:
  * accounting, fragmentation, ENOSPC, lowest-first placement (and next-fit
- * past its window), and rebuild == committed state.
+ * past its window), the written footprint under churn, and rebuild ==
+ * committed state.
  */
 #include <check.h>
 #include <errno.h>
@@ -173,6 +174,52 @@ START_TEST(window_then_next_fit)
 }
 END_TEST
 
+/* Churn of small and large extents with at most 2 windows live on a
+ * 32-window device (an OSD file under deletes and overwrites): the written
+ * footprint (the end of the highest extent ever placed) stays near the
+ * live data instead of walking the device. Before the next-fit cursor was
+ * kept below the footprint, every fallback placed at the frontier: this
+ * churn reached the device's end (32 W). */
+START_TEST(footprint_follows_live)
+{
+	const uint64_t W = STORE_ALLOC_WINDOW, LIVE = 2 * W;
+	struct store_alloc *a;
+	ck_assert_int_eq(store_alloc_new(32 * W, &a), 0);
+	enum { MAXE = 1 << 16 };
+	struct { uint64_t s, n; } *ex = calloc(MAXE, sizeof(*ex));
+	ck_assert_ptr_nonnull(ex);
+	size_t n_ex = 0;
+	uint64_t live = 0, peak_live = 0, footprint = 0;
+	unsigned seed = 7;
+	for (int op = 0; op < 400000; op++) {
+		uint64_t n = rand_r(&seed) % 10 < 7 ? 1 + (uint64_t)rand_r(&seed) % 4 : 256;
+		while (live + n > LIVE || n_ex == MAXE) {
+			size_t i = (size_t)rand_r(&seed) % n_ex;
+			store_alloc_release(a, ex[i].s, ex[i].n);
+			live -= ex[i].n;
+			ex[i] = ex[--n_ex];
+		}
+		uint64_t s;
+		ck_assert_int_eq(store_alloc_reserve(a, n, &s), 0);
+		store_alloc_commit(a, s, n);
+		ex[n_ex].s = s;
+		ex[n_ex++].n = n;
+		live += n;
+		if (live > peak_live)
+			peak_live = live;
+		if (s + n > footprint)
+			footprint = s + n;
+	}
+	printf("footprint_follows_live: peak live %llu blocks, footprint %llu blocks (%.2f x)\n",
+	       (unsigned long long)peak_live, (unsigned long long)footprint,
+	       (double)footprint / (double)peak_live);
+	ck_assert_uint_le(footprint, 2 * peak_live);
+	expect_stats(a, live, 0);
+	free(ex);
+	store_alloc_destroy(a);
+}
+END_TEST
+
 /* Randomized against a model: state per block (0 free, 1 reserved,
  * 2 committed) and the list of live extents. */
 struct ext { uint64_t s, n; int state; };
@@ -286,6 +333,7 @@ int main(void)
 	tcase_add_test(tc, mark_rejects_overlap);
 	tcase_add_test(tc, reuses_lowest_first);
 	tcase_add_test(tc, window_then_next_fit);
+	tcase_add_test(tc, footprint_follows_live);
 	tcase_add_test(tc, random_vs_model);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
