@@ -26,9 +26,9 @@ FAULTS=${THRASH_FAULTS:-osd,drive,meta,node,isolate,pause,slow}
 # (netns-cluster.sh runs each there); thrash_netns.py prints its stack.
 ulimit -c unlimited
 step "up: 6 nodes x 2 OSDs, EC 4+2; thrash for $SECS s, faults $FAULTS, seed $SEED"
-# OSD files are sparse but fill up to --osd-size over a long run (the
-# allocator falls back to next-fit when the front is fragmented; 5-6 GB of
-# a 4G x 12 layout after 7 minutes), so 12 x 1G bounds them within tmpfs.
+# OSD files are sparse, 1G each, so 12 of them fit in tmpfs whatever
+# happens (12 x 4G ran a 24 GiB machine out of memory once, when the
+# allocator's next-fit still grew the files to 3-4 x their live data).
 # Orphans of failed writes are swept after 2 minutes instead of 24 hours:
 # that bounds them too, and puts the sweep's deletes under the same faults
 # and the same byte-for-byte check.
