@@ -425,6 +425,9 @@ void group_status_digest(struct meta_group *g, struct rpc_req *r);
 /* Remember that checkpoint `name` is being fetched from this member: the
  * next snapshots do not prune it for SNAP_PIN_MS. */
 void group_snap_pin(struct meta_group *g, const char *name);
+/* group_snap.c: set g->fsm's snapshot, snapshot_async (when g->io has
+ * async_work), snapshot_finalize and restore. */
+void group_snap_fsm(struct meta_group *g);
 /* Apply one committed entry at index to g's state (fsm apply's body; also
  * the entries kept while a snapshot was installed). */
 void group_apply_entry(struct meta_group *g, uint64_t index, const void *base, size_t len);
