@@ -13,9 +13,17 @@
 
 #include "aio/aio_flags.h"
 
+/* How long a start waits for its kept pair while another socket holds it. */
+#define AIO_PORTS_WAIT_MS 120000
+
 /* DIR/meta/rpc-addr's address into addr, or on first start a free port
- * on 127.0.0.1 whose successor (Raft's) is free too, written there. 0,
- * -EADDRINUSE (no such pair in 50 tries) or -errno. */
+ * on 127.0.0.1 whose successor (Raft's) is free too, drawn below the
+ * kernel's ephemeral range and written there (fsynced). A kept
+ * 127.0.0.1 pair is waited for, up to AIO_PORTS_WAIT_MS, while either
+ * port is in use (the Raft configuration names it, so it cannot move).
+ * 0; -EADDRINUSE with addr set (the kept pair stayed in use) or with
+ * addr "" (no free pair in 50 draws); or -errno. Blocks: aio's main
+ * thread, before the services start. */
 int aio_ports_meta_address(const char *data_dir, char addr[64]);
 
 /* Meta's admin address: a default one (a->is_default) whose port is

@@ -397,8 +397,13 @@ static void open_data_dir(void)
 static void prepare_services(void)
 {
 	int rc;
-	if ((rc = aio_ports_meta_address(O->data_dir, A.meta_addr)))
+	if ((rc = aio_ports_meta_address(O->data_dir, A.meta_addr))) {
+		if (rc == -EADDRINUSE && A.meta_addr[0])
+			die("meta's address %s (kept in %s/meta/rpc-addr) or its Raft port + 1 "
+			    "stayed in use for %d s: another socket holds it (ss -tanp shows which)",
+			    A.meta_addr, O->data_dir, AIO_PORTS_WAIT_MS / 1000);
 		die("no free port pair for meta on 127.0.0.1: %s", strerror(-rc));
+	}
 	aio_ports_check_madm(&O->madm);
 	snprintf(A.meta_target, sizeof(A.meta_target), "%s",
 		 O->loopback ? A.meta_addr : "local:meta");
