@@ -77,12 +77,14 @@ static int ephemeral_low(void)
 }
 
 /* A port on 127.0.0.1 whose successor is free too, drawn at random from
- * 10000 up to the ephemeral range: a pair inside that range may be some
+ * 20000 up to the ephemeral range: a pair inside that range may be some
  * outgoing connection's local port on a later start, and then meta
- * cannot listen (it happened to a test's aio). 0 if 50 draws found none. */
+ * cannot listen (it happened to a test's aio); below 20000 are the ports
+ * operators and the tests pick. 0 if 50 draws found none. */
 static int free_pair(void)
 {
-	int lo = 10000, hi = ephemeral_low() - 2;   /* port + 1 below the range too */
+	int hi = ephemeral_low() - 2;   /* port + 1 below the range too */
+	int lo = hi > 21000 ? 20000 : 10000;
 	if (hi <= lo)
 		return 0;
 	for (int tries = 0; tries < 50; tries++) {

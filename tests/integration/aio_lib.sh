@@ -27,25 +27,10 @@ aio_cleanup() {
 }
 trap aio_cleanup EXIT
 
-# free_port: a port free on 127.0.0.1 now, drawn below the kernel's
-# ephemeral range as aio_py.free_port does (a port of that range may be an
-# outgoing connection's when the aio restarts on it).
+# free_port: a port free on 127.0.0.1 now, below the ephemeral range
+# (free_port.py says why).
 free_port() {
-	python3 -c '
-import random, socket
-for _ in range(1000):
-    p = random.randrange(10000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-        print(p)
-        break
-    except OSError:
-        pass
-    finally:
-        s.close()
-else:
-    raise SystemExit("no free port in 10000-31999")'
+	python3 "$(dirname "${BASH_SOURCE[0]}")/free_port.py"
 }
 
 # aio_start DATA_DIR [flags...]: start, wait until ready (60 s max: ~1-3 s

@@ -2,12 +2,14 @@
 start iolake-aio on a temp dir under /dev/shm with fixed root credentials,
 wait for /health/ready, stop it by PID, and make boto3 clients; and what
 S3 tests share: Checks (expectations), error_code, run_with_aio."""
-import json, os, random, shutil, signal, socket, ssl, subprocess, tempfile, time, urllib.request
+import json, os, shutil, signal, ssl, subprocess, tempfile, time, urllib.request
 
 import boto3
 from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from free_port import free_block
 
 BUILD = os.environ.get("IOLAKE_BUILD") or os.path.join(os.path.dirname(__file__), "../../build")
 AK = "AKIAIOLAKETEST000001"
@@ -15,22 +17,9 @@ SK = "iolake-test-secret-key-0123456789abcdef"
 
 
 def free_port():
-    """A port free on 127.0.0.1 now, drawn at random below the kernel's
-    ephemeral range (32768-60999 here): a port of that range can be taken
-    by any outgoing connection (a client's, a process's own) between this
-    check and the server's bind, or between a server's stop and its restart
-    on the same port."""
-    for _ in range(1000):
-        p = random.randrange(10000, 32000)
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise RuntimeError("no free port in 10000-31999")
+    """A port free on 127.0.0.1 now, below the kernel's ephemeral range
+    (free_port.py says why)."""
+    return free_block(1)
 
 
 class Aio:

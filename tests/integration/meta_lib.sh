@@ -23,19 +23,10 @@ meta_lib_cleanup() {
 meta_lib_init() {
 	DIR=$(mktemp -d "/dev/shm/iolake-$1-XXXXXX")
 	trap meta_lib_cleanup EXIT
-	# Below the kernel's ephemeral range (32768-60999 here): a member's
-	# outgoing connections never take a port of the block (a member started
-	# later once failed "Address already in use").
-	BASE=$(python3 -c 'import socket, random, sys
-n = int(sys.argv[1])
-for _ in range(200):
-    p = random.randrange(10000, 32000, 10); ok = True
-    for q in range(p, p + n):
-        s = socket.socket()
-        try: s.bind(("127.0.0.1", q))
-        except OSError: ok = False
-        s.close()
-    if ok: print(p); break' "$2")
+	# Below the kernel's ephemeral range: a member's outgoing connections
+	# never take a port of the block (free_port.py; a member started later
+	# once failed "Address already in use").
+	BASE=$(python3 "$(dirname "${BASH_SOURCE[0]}")/free_port.py" "$2")
 	[ -n "$BASE" ] || { echo "FAIL: no block of $2 free ports"; exit 1; }
 }
 

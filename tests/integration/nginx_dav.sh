@@ -12,8 +12,22 @@
 # Also served: /corrupt/... accepts PUTs and drops them, and GETs come from
 # DIR/bad/corrupt/..., so a test can serve bodies other than those PUT.
 
+# A free port in 10000-19999, as tests/integration/free_port.py draws
+# (below the ephemeral range; this file is sourced from other directories
+# by POSIX sh, which cannot name it).
 nginx_free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+	python3 -c 'import random, socket
+for _ in range(1000):
+    p = random.randrange(10000, 20000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break'
 }
 
 nginx_dav_start() {

@@ -45,8 +45,8 @@ def main():
         host, port = open(path).read().strip().rsplit(":", 1)
         port = int(port)
         low = ephemeral_low()
-        c.expect((host, 10000 <= port and port + 1 < low), ("127.0.0.1", True),
-                 "meta's pair %d,%d drawn from 10000 up to the ephemeral range (%d)"
+        c.expect((host, 20000 <= port and port + 1 < low), ("127.0.0.1", True),
+                 "meta's pair %d,%d drawn from 20000 up to the ephemeral range (%d)"
                  % (port, port + 1, low))
         s3 = aio.client()
         s3.create_bucket(Bucket="ports")

@@ -36,15 +36,7 @@ fail() {
 }
 
 # Four consecutive free ports: two metas (RPC, Raft = RPC + 1).
-P=$(python3 -c 'import socket,random
-for _ in range(200):
-    p=random.randrange(10000,32000,4); ok=True
-    for q in range(p,p+4):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",q))
-        except OSError: ok=False
-        s.close()
-    if ok: print(p); break')
+P=$(python3 "$(dirname "$0")/free_port.py" 4)
 [ -n "$P" ] || fail "no free ports"
 
 # metrics_port LOG PID: wait for the "metrics listening" line, print its port.
@@ -190,7 +182,7 @@ expect_refusal "meta: --metrics-listen port in use" nonzero \
 
 # A member whose Raft port (--listen's port + 1) is taken: a clear error and
 # exit 1 (it used to crash closing the half-started member).
-HOLD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HOLD=$(python3 "$(dirname "$0")/free_port.py" 2)
 python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$((HOLD + 1))" &
 HOLD_PID=$!
 PIDS="$PIDS $HOLD_PID"

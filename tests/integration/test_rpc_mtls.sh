@@ -102,11 +102,11 @@ for i in 1 2 3; do
 		>>"$DIR/log-osd$i" 2>&1 &
 	PID["osd$i"]=$!
 done
-GWPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+GWPORT=$(python3 "$(dirname "$0")/free_port.py")
 # shellcheck disable=SC2046
 # No root credentials for the gateway: meta makes sure of them (a gateway
 # doing it needs the admin role too: docs/security.md).
-NPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+NPORT=$(python3 "$(dirname "$0")/free_port.py")
 env -u IOLAKE_ROOT_ACCESS_KEY -u IOLAKE_ROOT_SECRET_KEY "$B/iolake-gw" --s3-listen "127.0.0.1:$GWPORT" --meta "$META" --ec 2+1 \
 	--gw-loops 2 --native-listen "127.0.0.1:$NPORT" $(tls gw) >>"$DIR/log-gw" 2>&1 &
 PID["gw"]=$!
