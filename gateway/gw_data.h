@@ -78,11 +78,12 @@
 #include "common/buf.h"
 #include "common/ec.h"
 #include "common/rpc.h"
+#include "common/shard_oid.h"
 #include "common/workpool.h"
 #include "gateway/gw_trace.h"
 
-#define GW_DATA_OID_LEN 16
-#define GW_DATA_KEY_LEN (GW_DATA_OID_LEN + 4) /* object id || be32(segment) */
+#define GW_DATA_OID_LEN SHARD_DATA_ID_LEN
+#define GW_DATA_KEY_LEN SHARD_OID_LEN /* object id || be32(segment) */
 
 /* Why gw_data tells its owner a PG looks degraded (gw_data_opts.on_degraded). */
 enum gw_data_degraded {

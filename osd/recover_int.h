@@ -17,6 +17,7 @@
 #include "common/ec.h"
 #include "common/metrics.h"
 #include "common/proto/osd_methods.h"
+#include "common/shard_oid.h"
 #include "meta/client.h"
 #include "meta/mapwatch.h"
 #include "osd/recover.h"
@@ -115,7 +116,7 @@ struct scan {
 	/* The unfound stripes' 16-byte gw_data ids (COUNT; at most
 	 * UNFOUND_IDS_MAX, distinct), asked of meta (CheckShards) once the
 	 * COUNT ends: the referenced ones are live objects unreadable now. */
-	uint8_t (*unf_ids)[16];
+	uint8_t (*unf_ids)[SHARD_DATA_ID_LEN];
 	size_t n_unf;
 	bool unf_asked;
 	uint64_t deep_failed;        /* deep jobs that did not complete (retry soon) */

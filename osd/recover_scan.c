@@ -39,6 +39,7 @@
 
 #include "common/crc.h"
 #include "common/log.h"
+#include "common/shard_oid.h"
 #include "common/loop.h"
 #include "common/rpc.h"
 #include "osd/recover_int.h"
@@ -847,20 +848,20 @@ static bool phase_done(struct scan *s)
 	return true;
 }
 
-/* An unfound stripe of the COUNT: keep its gw_data id (16 bytes of a
- * 20-byte object id, once per object) for the check with meta. */
+/* An unfound stripe of the COUNT: keep its data id (common/shard_oid.h;
+ * once per object) for the check with meta. */
 static void note_unfound(struct scan *s, const uint8_t *oid, uint8_t oid_len)
 {
-	if (oid_len != 20 || s->n_unf >= UNFOUND_IDS_MAX)
+	if (oid_len != SHARD_OID_LEN || s->n_unf >= UNFOUND_IDS_MAX)
 		return;
-	if (s->n_unf && !memcmp(s->unf_ids[s->n_unf - 1], oid, 16))
+	if (s->n_unf && !memcmp(s->unf_ids[s->n_unf - 1], oid, SHARD_DATA_ID_LEN))
 		return;
 	if (!s->unf_ids) {
 		s->unf_ids = malloc(UNFOUND_IDS_MAX * sizeof(*s->unf_ids));
 		if (!s->unf_ids)
 			return;   /* not asked: the count stands, the live part unknown */
 	}
-	memcpy(s->unf_ids[s->n_unf++], oid, 16);
+	memcpy(s->unf_ids[s->n_unf++], oid, SHARD_DATA_ID_LEN);
 }
 
 /* One stripe of the merge. */

@@ -58,6 +58,7 @@
 
 #include "common/crc.h"
 #include "common/log.h"
+#include "common/shard_oid.h"
 #include "common/loop.h"
 #include "common/rpc.h"
 #include "meta/client.h"
@@ -65,8 +66,6 @@
 
 #define STRAY_PAGE 64
 #define STRAY_RETRY_MS 10000
-#define ID_LEN 16                /* gw_data object id: CheckShards' unit */
-#define OID_LEN (ID_LEN + 4)     /* ... || be32(segment): an OSD object id */
 
 enum { STRAY_KEEP, STRAY_DROP, STRAY_PUSH };
 
@@ -200,12 +199,12 @@ static size_t page_ids(const struct osd_recover *r, ProtobufCBinaryData *ids)
 	const uint8_t *prev = NULL;
 	for (unsigned i = 0; i < r->stray_n; i++) {
 		const struct stray_key *sk = &r->stray_keys[i];
-		if (sk->oid_len != OID_LEN || (prev && !memcmp(prev, sk->oid, ID_LEN)))
+		if (sk->oid_len != SHARD_OID_LEN || (prev && !memcmp(prev, sk->oid, SHARD_DATA_ID_LEN)))
 			continue;
 		prev = sk->oid;
 		if (ids) {
 			ids[n].data = (uint8_t *)sk->oid;
-			ids[n].len = ID_LEN;
+			ids[n].len = SHARD_DATA_ID_LEN;
 		}
 		n++;
 	}
@@ -226,9 +225,9 @@ static void on_stray_checked(void *ud, int err, const ProtobufCMessage *msg)
 	const uint8_t *prev = NULL;
 	for (unsigned i = 0; i < r->stray_n; i++) {
 		struct stray_key *sk = &r->stray_keys[i];
-		if (sk->oid_len != OID_LEN)
+		if (sk->oid_len != SHARD_OID_LEN)
 			continue;
-		if (prev && memcmp(prev, sk->oid, ID_LEN))
+		if (prev && memcmp(prev, sk->oid, SHARD_DATA_ID_LEN))
 			id++;
 		prev = sk->oid;
 		sk->live = c->referenced[id];

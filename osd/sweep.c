@@ -36,10 +36,9 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/shard_oid.h"
 #include "meta/client.h"
 
-#define ID_LEN 16                /* gw_data object id */
-#define OID_LEN (ID_LEN + 4)     /* ... || be32(segment): an OSD object id */
 #define CAND_DEFAULT 100000
 #define PAGE_DEFAULT 1000
 #define DEL_PAGE 64              /* keys listed per deletion step */
@@ -48,7 +47,7 @@
 
 struct cand {
 	uint32_t pg;
-	uint8_t id[ID_LEN];
+	uint8_t id[SHARD_DATA_ID_LEN];
 	uint64_t first_ms;           /* loop time of its first sighting */
 };
 
@@ -85,7 +84,7 @@ struct osd_sweep {
 	struct store_key after;
 	bool pg_done;                /* the page just read ended the PG */
 	struct store_list_ent *page;
-	uint8_t (*ids)[ID_LEN];
+	uint8_t (*ids)[SHARD_DATA_ID_LEN];
 	size_t n_ids;
 	uint64_t pass_keys, pass_ids, pass_deleted;
 	size_t last_logged_cands;    /* candidates the last logged pass left */
@@ -118,7 +117,7 @@ static int cand_cmp(uint32_t pg_a, const uint8_t *a, uint32_t pg_b, const uint8_
 {
 	if (pg_a != pg_b)
 		return pg_a < pg_b ? -1 : 1;
-	return memcmp(a, b, ID_LEN);
+	return memcmp(a, b, SHARD_DATA_ID_LEN);
 }
 
 /* Append to t, which stays sorted because callers add in walk order; an
@@ -142,7 +141,7 @@ static bool table_add(struct table *t, size_t max, uint32_t pg, const uint8_t *i
 	}
 	struct cand *c = &t->v[t->n++];
 	c->pg = pg;
-	memcpy(c->id, id, ID_LEN);
+	memcpy(c->id, id, SHARD_DATA_ID_LEN);
 	c->first_ms = first;
 	return true;
 }
@@ -261,11 +260,11 @@ static void step(struct osd_sweep *sw)
 	sw->n_ids = 0;
 	for (int i = 0; i < n; i++) {
 		const struct store_key *k = &sw->page[i].key;
-		if (k->oid_len != OID_LEN)
+		if (k->oid_len != SHARD_OID_LEN)
 			continue;   /* not a gw_data shard: not ours to judge */
-		if (sw->n_ids && memcmp(sw->ids[sw->n_ids - 1], k->oid, ID_LEN) == 0)
+		if (sw->n_ids && memcmp(sw->ids[sw->n_ids - 1], k->oid, SHARD_DATA_ID_LEN) == 0)
 			continue;
-		memcpy(sw->ids[sw->n_ids++], k->oid, ID_LEN);
+		memcpy(sw->ids[sw->n_ids++], k->oid, SHARD_DATA_ID_LEN);
 	}
 	if (n > 0) {
 		sw->after = sw->page[n - 1].key;
@@ -280,7 +279,7 @@ static void step(struct osd_sweep *sw)
 	ProtobufCBinaryData bins[PAGE_DEFAULT];
 	for (size_t i = 0; i < sw->n_ids; i++) {
 		bins[i].data = sw->ids[i];
-		bins[i].len = ID_LEN;
+		bins[i].len = SHARD_DATA_ID_LEN;
 	}
 	q.pg = sw->pg;
 	q.object_ids = bins;
@@ -338,7 +337,7 @@ static void on_checked(void *ud, int err, const ProtobufCMessage *msg)
 		if (known && now - first >= sw->grace_ms) {
 			struct cand *c = &sw->due[sw->n_due++];
 			c->pg = sw->pg;
-			memcpy(c->id, id, ID_LEN);
+			memcpy(c->id, id, SHARD_DATA_ID_LEN);
 			c->first_ms = first;
 		} else {
 			table_add(&sw->cur, sw->max_cand, sw->pg, id, first);
@@ -360,7 +359,7 @@ static void del_next_id(struct osd_sweep *sw)
 	const struct cand *c = &sw->due[sw->due_next];
 	/* (pg, id, length 16, shard 255) sorts before every (pg, id || seg, *)
 	 * key: the padded bytes tie and the shorter length comes first. */
-	store_key_make(&sw->dafter, c->pg, c->id, ID_LEN, 255);
+	store_key_make(&sw->dafter, c->pg, c->id, SHARD_DATA_ID_LEN, 255);
 	sw->dmore = true;
 	sw->dn = sw->dnext = 0;
 	sw->dfailed = false;
@@ -382,11 +381,11 @@ static int del_list(struct osd_sweep *sw)
 		const struct store_key *k = &ents[i].key;
 		/* Keys sort by the zero-padded id, so those whose first 16
 		 * bytes are c->id are one run. */
-		if (memcmp(k->oid, c->id, ID_LEN) != 0) {
+		if (memcmp(k->oid, c->id, SHARD_DATA_ID_LEN) != 0) {
 			sw->dmore = false;   /* past this id */
 			break;
 		}
-		if (k->oid_len == OID_LEN)
+		if (k->oid_len == SHARD_OID_LEN)
 			sw->dpage[sw->dn++] = ents[i];
 	}
 	if (n > 0)
