@@ -73,7 +73,7 @@ static const struct flag_spec specs[] = {
 	  .help = "erasure code (fixed when the cluster is created)" },
 	{ .name = "meta-cache", .type = FLAG_SIZE, .dst = &O.meta_cache, .min = 8 << 20,
 	  .max = 1ull << 40, .metavar = "BYTES",
-	  .help = "meta's RocksDB block cache (data, index and filter blocks)" },
+	  .help = "meta's RocksDB caches: blocks (data, index, filter) and, an eighth, rows" },
 	{ .name = "osd-cache", .type = FLAG_SIZE, .dst = &O.osd_cache, .min = 1 << 20,
 	  .max = 1ull << 40, .metavar = "BYTES",
 	  .help = "one RocksDB block cache shared by every OSD's index (inline shards, index "

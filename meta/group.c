@@ -636,8 +636,8 @@ static int register_metrics(struct meta_group *g)
 	/* One cache for all the member's groups (node.c): on the root only,
 	 * so a sum over groups counts it once. */
 	m->mem_cache = metrics_gauge_new(r, "iolake_meta_rocksdb_block_cache_bytes",
-					 "Bytes in the member's RocksDB block cache (shared by "
-					 "all its groups).", l);
+					 "Bytes in the member's RocksDB block and row caches "
+					 "(shared by all its groups).", l);
 	static const uint64_t ops_b[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096 };
 	static const uint64_t snap_b[] = { 1000, 5000, 20000, 100000, 500000, 2000000, 10000000,
 					   60000000 };

@@ -133,8 +133,8 @@ int main(int argc, char **argv)
 		  .help = "or command bytes applied between snapshots, whichever comes first" },
 		{ .name = "meta-cache", .type = FLAG_SIZE, .dst = &cache_bytes, .min = 8 << 20,
 		  .max = 1ull << 40, .metavar = "BYTES",
-		  .help = "RocksDB block cache (data, index and filter blocks), shared by every "
-			  "group's state" },
+		  .help = "RocksDB caches, shared by every group's state: blocks (data, index, "
+			  "filter) and, an eighth of it, rows (point reads' results)" },
 		{ .name = "meta-write-buffer", .type = FLAG_SIZE, .dst = &wbuf_bytes, .min = 1 << 20,
 		  .max = 1ull << 34, .metavar = "BYTES",
 		  .help = "RocksDB memtable of the root's state (at most two in memory; "

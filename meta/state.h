@@ -94,18 +94,23 @@ struct meta_op_result {
 	bool replaced_shards;    /* PutObject: queued a replaced version's shards for GC */
 };
 
-#define META_STATE_CACHE_BYTES (256ull << 20)        /* default block cache */
+#define META_STATE_CACHE_BYTES (256ull << 20)        /* default block + row cache */
+/* The share of the cache bytes that caches rows (point reads' results,
+ * RocksDB's row_cache) rather than blocks: a read of a table-resident
+ * record then skips the filter, index and data block lookups. */
+#define META_STATE_ROW_CACHE_DIV 8
 #define META_STATE_WRITE_BUFFER_BYTES (64ull << 20)  /* default memtable */
 #define META_STATE_BYTES_PER_SYNC (256u << 10)       /* tables' writeback step */
 
-/* A RocksDB block cache shared by several states (a member's groups), so
- * that their blocks together stay within one bound. Free it after every
- * state that uses it is closed. */
+/* A RocksDB block cache and row cache shared by several states (a
+ * member's groups), so that together they stay within one bound: bytes /
+ * META_STATE_ROW_CACHE_DIV for rows, the rest for blocks. Free it after
+ * every state that uses it is closed. */
 struct meta_state_cache;
 /* 0 and *out, or -ENOMEM. bytes 0: META_STATE_CACHE_BYTES. */
 int meta_state_cache_new(uint64_t bytes, struct meta_state_cache **out);
 void meta_state_cache_free(struct meta_state_cache *c);   /* NULL ok */
-/* Bytes held in the cache now. Any thread. */
+/* Bytes held in both caches now. Any thread. */
 uint64_t meta_state_cache_usage(const struct meta_state_cache *c);
 
 struct meta_state_opts {
@@ -113,11 +118,12 @@ struct meta_state_opts {
 	                          * the Raft log is the durable copy and replay
 	                          * from it is idempotent (see apply). */
 	uint64_t cache_bytes;    /* RocksDB block cache (data, index and filter
-	                          * blocks); 0: META_STATE_CACHE_BYTES */
+	                          * blocks) and row cache, split as in
+	                          * meta_state_cache_new; 0: META_STATE_CACHE_BYTES */
 	uint64_t write_buffer_bytes;  /* one memtable (at most two exist);
 	                               * 0: META_STATE_WRITE_BUFFER_BYTES */
-	struct meta_state_cache *cache;  /* shared block cache (cache_bytes is then
-	                                  * ignored); NULL: a cache of its own */
+	struct meta_state_cache *cache;  /* shared caches (cache_bytes is then
+	                                  * ignored); NULL: caches of its own */
 	int max_open_files;      /* RocksDB's table files kept open; 0: 256 */
 	uint64_t manifest_preallocation_bytes;  /* 0: RocksDB's (4 MiB, allocated on disk
 	                                         * by each state even when empty) */

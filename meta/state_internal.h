@@ -49,7 +49,9 @@ struct meta_state {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_cache_t *cache;            /* the block cache, bounded (opts) */
-	bool own_cache;                    /* else a meta_state_cache's: not destroyed */
+	rocksdb_cache_t *rows;             /* the row cache: point reads' results */
+	bool own_cache;                    /* else a meta_state_cache's: not destroyed
+	                                    * (both caches) */
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_readoptions_t *ro;
 	rocksdb_writeoptions_t *wo;
