@@ -293,6 +293,7 @@ int main(int argc, char **argv)
 		.join = join,
 		.snapshot_threshold = (unsigned)snap_threshold,
 		.snapshot_trailing = (unsigned)snap_trailing,
+		.snapshot_trailing_given = true,   /* 0 keeps none (libraft allows it) */
 		.raft_segment_bytes = segment_bytes,
 		.range_segment_bytes = range_segment_bytes,
 		.snapshot_bytes = snap_bytes,

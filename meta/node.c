@@ -648,7 +648,7 @@ int meta_node_start(uv_loop_t *loop, const struct meta_node_opts *opts, struct m
 	n->o.peers = NULL;   /* the caller's; only read here */
 	if (!n->o.snapshot_threshold)
 		n->o.snapshot_threshold = 1024;
-	if (!n->o.snapshot_trailing)
+	if (!n->o.snapshot_trailing && !n->o.snapshot_trailing_given)
 		n->o.snapshot_trailing = 128;
 	if (!n->o.snapshot_bytes)
 		n->o.snapshot_bytes = 64ull << 20;

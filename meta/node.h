@@ -132,7 +132,10 @@ struct meta_node_opts {
 	uint32_t snapshot_fetch_chunk_bytes; /* per FetchSnapshot; 0: 4 MiB */
 	uint64_t cache_bytes;            /* RocksDB block cache; 0: 256 MiB */
 	uint64_t write_buffer_bytes;     /* RocksDB memtable; 0: 64 MiB */
-	unsigned snapshot_trailing;      /* entries kept after one; 0: 128 */
+	unsigned snapshot_trailing;      /* entries kept after one; 0: 128, unless
+	                                  * snapshot_trailing_given */
+	bool snapshot_trailing_given;    /* snapshot_trailing as it is, 0 included
+	                                  * (iolake-meta's --snapshot-trailing) */
 	uint64_t raft_segment_bytes;     /* the root group's Raft log segment; 0:
 	                                  * META_NODE_SEGMENT_BYTES */
 	uint64_t range_segment_bytes;    /* each range group's (groups >= 1); 0:
