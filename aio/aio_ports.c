@@ -76,17 +76,41 @@ static int ephemeral_low(void)
 	return lo;
 }
 
+/* A free port on 127.0.0.1 whose successor is free too, as the kernel
+ * picks one (inside its ephemeral range); 0 if none. */
+static int kernel_pair(void)
+{
+	int s1 = socket(AF_INET, SOCK_STREAM, 0), s2 = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int ok = s1 >= 0 && s2 >= 0 && bind(s1, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		 getsockname(s1, (struct sockaddr *)&sa, &sl) == 0;
+	int port = ntohs(sa.sin_port);
+	if (ok && port < 65535) {
+		sa.sin_port = htons((uint16_t)(port + 1));
+		ok = bind(s2, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	} else {
+		ok = 0;
+	}
+	if (s1 >= 0)
+		close(s1);
+	if (s2 >= 0)
+		close(s2);
+	return ok ? port : 0;
+}
+
 /* A port on 127.0.0.1 whose successor is free too, drawn at random from
  * 20000 up to the ephemeral range: a pair inside that range may be some
  * outgoing connection's local port on a later start, and then meta
  * cannot listen (it happened to a test's aio); below 20000 are the ports
- * operators and the tests pick. 0 if 50 draws found none. */
+ * operators and the tests pick. When the range leaves no room below it,
+ * the kernel's pick (kernel_pair). 0 if nothing was found. */
 static int free_pair(void)
 {
 	int hi = ephemeral_low() - 2;   /* port + 1 below the range too */
 	int lo = hi > 21000 ? 20000 : 10000;
 	if (hi <= lo)
-		return 0;
+		return kernel_pair();   /* a range that starts low (1024-65535): no way out of it */
 	for (int tries = 0; tries < 50; tries++) {
 		unsigned r;   /* early at boot the pool may not be ready: any spread will do */
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
@@ -95,7 +119,7 @@ static int free_pair(void)
 		if (port_free(port) && port_free(port + 1))
 			return port;
 	}
-	return 0;
+	return kernel_pair();   /* crowded below the range: better a pair than none */
 }
 
 /* The kept pair at port, waited for while another socket holds either

@@ -27,6 +27,8 @@ def free_block(n=1):
     """The first of n consecutive ports free on 127.0.0.1 now, all in
     10000-19999 (and below the ephemeral range)."""
     hi = min(20000, ephemeral_low()) - n
+    if hi <= 10000:   # a range starting low (1024-65535): no way out of it
+        hi = 20000 - n
     for _ in range(1000):
         p = random.randrange(10000, hi)
         ok = True
