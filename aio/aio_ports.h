@@ -21,8 +21,9 @@
  * kernel's ephemeral range and written there (fsynced). A kept
  * 127.0.0.1 pair is waited for, up to AIO_PORTS_WAIT_MS, while either
  * port is in use (the Raft configuration names it, so it cannot move).
- * 0; -EADDRINUSE with addr set (the kept pair stayed in use) or with
- * addr "" (no free pair in 50 draws); or -errno. Blocks: aio's main
+ * When the range leaves no room below it, or no draw there is free, the
+ * kernel's pick. 0; -EADDRINUSE with addr set (the kept pair stayed in
+ * use) or with addr "" (no free pair at all); or -errno. Blocks: aio's main
  * thread, before the services start. */
 int aio_ports_meta_address(const char *data_dir, char addr[64]);
 
