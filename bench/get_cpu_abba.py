@@ -4,7 +4,7 @@ URLs (issue 19, must-show 1), base against head, in ABBA order.
 
     bench/get_cpu_abba.py --base DIR --head DIR [--workdir TMPFS]
                           [--sizes 4KiB,64KiB] [--secs 6] [--rounds 1]
-                          [--port 26100] [--record DIR]
+                          [--port 26100] [--record DIR [--call-graph dwarf]]
                           [--base-flags "..."] [--head-flags "..."]
 
 DIR are build directories (iolake-aio, iolake-s3-bench; nothing is built).
@@ -26,7 +26,9 @@ With --head only (no --base) it runs the head once per round.
 --base-flags / --head-flags: extra iolake-aio flags for that side's runs
 (base and head may be one build, compared with and without a flag). With
 --record DIR it runs `perf record -g -F 1999 -p <aio>` across each wrk run
-into DIR/TAG-SIZE.perf instead of counting.
+into DIR/TAG-SIZE.perf instead of counting; --call-graph dwarf records
+whole stacks instead (the build has no frame pointers, so -g's stacks stop
+at the first libc or protobuf-c frame), at -F 499 to keep the files small.
 
 Exit 0, or 1 when a run failed.
 """
@@ -67,7 +69,7 @@ def thread_ticks(pid, comm):
     return n
 
 
-def wrk_run(aio, paths, secs, work, perf_out):
+def wrk_run(aio, paths, secs, work, perf_out, call_graph="fp"):
     pf = os.path.join(work, "paths.txt")
     with open(pf, "w") as f:
         f.write("\n".join(paths) + "\n")
@@ -77,6 +79,8 @@ def wrk_run(aio, paths, secs, work, perf_out):
     stat_out = os.path.join(work, "stat.csv")
     if perf_out:
         cmd = ["perf", "record", "-g", "-F", "1999", "-o", perf_out]
+        if call_graph == "dwarf":
+            cmd = ["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o", perf_out]
     else:
         cmd = ["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter,context-switches",
                "-o", stat_out]
@@ -121,7 +125,7 @@ def one_run(tag, build, a, results):
     for aio, work, size, paths in e2e.presigned_cells(build, a.workdir, a.port, a.sizes,
                                                       a.objects, flags, "getcpu."):
         perf_out = os.path.join(a.record, "%s-%s.perf" % (tag, size)) if a.record else None
-        w = wrk_run(aio, paths, a.secs, work, perf_out)
+        w = wrk_run(aio, paths, a.secs, work, perf_out, a.call_graph)
         results.setdefault((tag[:4], size), []).append(w)
         print("%-6s %-6s %8.0f GET/s p99 %7.1f ms %8d reqs  CPU %6.1f us/GET "
               "(meta thread %5.1f)  syscalls %5.1f/GET  cs %5.2f/GET | load %s" % (
@@ -146,6 +150,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--port", type=int, default=26100)
     ap.add_argument("--record", help="directory for perf record files")
+    ap.add_argument("--call-graph", choices=["fp", "dwarf"], default="fp",
+                    help="stacks of --record: frame pointers (-g) or DWARF")
     ap.add_argument("--base-flags", default="", help="extra iolake-aio flags of the base runs")
     ap.add_argument("--head-flags", default="", help="extra iolake-aio flags of the head runs")
     a = ap.parse_args()

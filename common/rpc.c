@@ -205,6 +205,41 @@ void rpc_chan_deliver_ex(struct rpc_channel *ch, const ProtobufCMessageDescripto
 		protobuf_c_message_free_unpacked(resp, alloc);
 }
 
+/* The answer rpc_answer_take may hand over: set by rpc_chan_deliver_given
+ * for the length of its callback, on that callback's thread. */
+static _Thread_local ProtobufCMessage *given_answer;
+
+void rpc_chan_deliver_given(struct rpc_channel *ch, const ProtobufCMessageDescriptor *out,
+			    rpc_call_cb cb, void *ud, ProtobufCMessage *msg,
+			    const struct buf_slice *payload)
+{
+	if (msg->descriptor != out) {
+		protobuf_c_message_free_unpacked(msg, NULL);
+		struct rpc_result bad = { .status = RPC_INTERNAL,
+					  .message = "answer of another message type" };
+		rpc_chan_complete(ch, cb, ud, &bad);
+		return;
+	}
+	struct rpc_result res = { .status = RPC_OK, .message = "", .resp = msg,
+				  .in_memory = true };
+	if (payload && payload->buf)
+		res.payload = *payload;
+	ProtobufCMessage *outer = given_answer;  /* a callback's nested delivery */
+	given_answer = msg;
+	rpc_chan_complete(ch, cb, ud, &res);
+	if (given_answer == msg)
+		protobuf_c_message_free_unpacked(msg, NULL);
+	given_answer = outer;
+}
+
+ProtobufCMessage *rpc_answer_take(const ProtobufCMessage *resp)
+{
+	if (!resp || resp != given_answer)
+		return NULL;
+	given_answer = NULL;
+	return (ProtobufCMessage *)resp;
+}
+
 int rpc_chan_init(struct rpc_channel *ch, const struct rpc_chan_ops *ops, uv_loop_t *loop,
 		  const char *target, const struct rpc_target *t,
 		  const struct rpc_channel_opts *opts)
@@ -765,6 +800,18 @@ void rpc_respond(struct rpc_req *r, const ProtobufCMessage *resp, const struct b
 		return;
 	}
 	r->ops->answer(r, RPC_OK, "", b, payload && payload->buf ? payload : NULL);
+}
+
+void rpc_respond_give(struct rpc_req *r, ProtobufCMessage *resp, const struct buf_slice *payload)
+{
+	if (!r->ops->answer_give || r->ops->gone(r)) {
+		rpc_respond(r, resp, payload);
+		protobuf_c_message_free_unpacked(resp, NULL);
+		return;
+	}
+	if (r->srv->opts.log_calls)
+		log_call(r, RPC_OK, "");
+	r->ops->answer_give(r, resp, payload && payload->buf ? payload : NULL);
 }
 
 void rpc_fail(struct rpc_req *r, int status, const char *fmt, ...)

@@ -366,6 +366,23 @@ void rpc_req_long_poll(struct rpc_req *r);
 void rpc_respond(struct rpc_req *r, const ProtobufCMessage *resp,
 		 const struct buf_slice *payload);
 
+/* Answer with resp given to the transport: resp and everything it points
+ * to are heap memory of protobuf-c's default allocator (what
+ * protobuf_c_message_free_unpacked(resp, NULL) frees), and from here on
+ * the transport's. In process (the local transport) the caller's callback
+ * gets resp itself, never packed, and may take it (rpc_answer_take);
+ * otherwise it is packed as by rpc_respond, and freed. Frees r. */
+void rpc_respond_give(struct rpc_req *r, ProtobufCMessage *resp,
+		      const struct buf_slice *payload);
+
+/* In a call's callback (or in what the callback calls on its thread
+ * before it returns): when resp is an answer a server gave in process
+ * (rpc_respond_give), the caller takes it: resp, now the caller's, to be
+ * freed with protobuf_c_message_free_unpacked(m, NULL) (its sub-messages
+ * may be detached and kept first). NULL for any other message, which
+ * stays the transport's: copy what is kept. */
+ProtobufCMessage *rpc_answer_take(const ProtobufCMessage *resp);
+
 /* Answer with a non-OK status and a message (printf format). Frees r. */
 void rpc_fail(struct rpc_req *r, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

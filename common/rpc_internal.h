@@ -185,6 +185,15 @@ void rpc_chan_deliver_ex(struct rpc_channel *ch, const ProtobufCMessageDescripto
 			 const uint8_t *msg, size_t msg_len, const struct buf_slice *payload,
 			 ProtobufCAllocator *alloc, bool in_memory);
 
+/* Deliver an answer given in process (rpc_respond_give): cb gets msg
+ * itself as an OK answer and may take it (rpc_answer_take); what it does
+ * not take is freed after cb returns. A msg that is not of type out is
+ * freed and delivered as RPC_INTERNAL. No max_message_bytes bound:
+ * nothing is copied or allocated for it. */
+void rpc_chan_deliver_given(struct rpc_channel *ch, const ProtobufCMessageDescriptor *out,
+			    rpc_call_cb cb, void *ud, ProtobufCMessage *msg,
+			    const struct buf_slice *payload);
+
 /* Deadline heap of the channel. */
 int rpc_dl_add(struct rpc_channel *ch, struct rpc_dl *d, uint32_t timeout_ms,
 	       void (*fire)(struct rpc_dl *d));
@@ -288,6 +297,12 @@ struct rpc_req_ops {
 	 * as answer. NULL: rpc_respond packs and calls answer. */
 	void (*answer_msg)(struct rpc_req *r, const ProtobufCMessage *resp,
 			   const struct buf_slice *payload);
+	/* Optional: answer OK with resp given (rpc_respond_give: heap
+	 * memory of the default allocator, the transport's from now on)
+	 * when the caller has not gone. NULL: rpc_respond_give answers as
+	 * rpc_respond does, then frees resp. */
+	void (*answer_give)(struct rpc_req *r, ProtobufCMessage *resp,
+			    const struct buf_slice *payload);
 };
 
 struct rpc_req {

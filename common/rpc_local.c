@@ -27,8 +27,12 @@
  *  - answer: packed into lcall's rinline (when it fits LC_INLINE_BYTES),
  *    then unpacked on the client's loop into lcall's arena (malloc only
  *    past LC_ARENA_BYTES); a callback may not keep or free any of it
- *    (rpc.h: valid only during the callback). Not by reference: handlers
- *    build answers on their stacks and return.
+ *    (rpc.h: valid only during the callback). Most handlers build answers
+ *    on their stacks and return, so those cross packed.
+ *  - answer given (rpc_respond_give; meta's direct HeadObject): the
+ *    handler's heap message crosses by reference in lcall's rmsg, and the
+ *    callback gets it as it is, and may take it (rpc_answer_take); what
+ *    nobody took is freed with the lcall.
  *  - lcall itself comes from a process-wide free list (one mutex; its last
  *    reference may drop on either loop), at most LC_POOL_MAX idle.
  *
@@ -127,6 +131,7 @@ struct lcall {
 	int status;
 	struct buf *resp;          /* a packed answer too big for rinline */
 	size_t rlen;               /* packed answer bytes in rinline (resp NULL) */
+	ProtobufCMessage *rmsg;    /* a given answer (rpc_respond_give), or NULL */
 	struct buf_slice rpayload;
 	struct lcall *next_free;   /* the pool */
 	/* Not cleared on reuse (lc_new sets what it must): */
@@ -218,6 +223,8 @@ static void lcall_unref(struct lcall *lc)
 	buf_unref(lc->payload.buf);
 	buf_unref(lc->resp);
 	buf_unref(lc->rpayload.buf);
+	if (lc->rmsg)
+		protobuf_c_message_free_unpacked(lc->rmsg, NULL);
 	rq_unref(lc->rq);
 	lc_free(lc);
 }
@@ -288,6 +295,17 @@ static void cli_answer(struct loop_work *w)
 		struct local_chan *ch = lc->ch;
 		call_unlink(lc);
 		const ProtobufCMessageDescriptor *out = lc->svc->methods[lc->method].output;
+		ProtobufCMessage *given = lc->rmsg;
+		lc->rmsg = NULL;
+		if (given && lc->status == RPC_OK) {
+			rpc_chan_deliver_given(&ch->base, out, lc->cb, lc->ud, given,
+					       &lc->rpayload);
+			lcall_unref(lc); /* the client's */
+			lcall_unref(lc);
+			return;
+		}
+		if (given)
+			protobuf_c_message_free_unpacked(given, NULL);
 		const uint8_t *m = lc->resp ? lc->resp->data + GRPC_PREFIX_BYTES : lc->rinline;
 		size_t mlen = lc->resp ? lc->resp->len - GRPC_PREFIX_BYTES : lc->rlen;
 		lc->arena.used = 0;
@@ -472,6 +490,21 @@ static void lreq_answer_msg(struct rpc_req *r, const ProtobufCMessage *resp,
 		r->ops->answer(r, RPC_OK, "", b, payload);
 }
 
+/* Answer OK with resp itself (given: lcall frees it unless the caller
+ * takes it). */
+static void lreq_answer_give(struct rpc_req *r, ProtobufCMessage *resp,
+			     const struct buf_slice *payload)
+{
+	struct lcall *lc = container_of(r, struct lcall, req);
+	if (lc->early) {
+		protobuf_c_message_free_unpacked(resp, NULL);
+		r->ops->answer(r, RPC_OK, "", NULL, NULL);
+		return;
+	}
+	lc->rmsg = resp;
+	r->ops->answer(r, RPC_OK, "", NULL, payload);
+}
+
 static void lreq_answer(struct rpc_req *r, int status, const char *message, struct buf *resp,
 			const struct buf_slice *payload)
 {
@@ -512,6 +545,7 @@ static const struct rpc_req_ops local_req_ops = {
 	.answer = lreq_answer,
 	.gone = lreq_gone,
 	.answer_msg = lreq_answer_msg,
+	.answer_give = lreq_answer_give,
 };
 
 /* Server loop: a call arrives. Carries the server's reference on lc. */
@@ -597,6 +631,7 @@ static const struct rpc_req_ops direct_req_ops = {
 	.answer = dreq_answer,
 	.gone = dreq_gone,
 	.answer_msg = lreq_answer_msg,
+	.answer_give = lreq_answer_give,
 };
 
 /* Caller's thread, reg_lk read-locked, lc->ls found: true when the method's

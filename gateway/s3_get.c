@@ -639,7 +639,13 @@ static void on_get_version(struct s3_rq *rq, enum s3_err e, const ProtobufCMessa
 		s3_rq_fail(rq, S3E_MethodNotAllowed, NULL);
 		return;
 	}
-	g->rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&r->record->base);
+	/* The record itself when meta gave its answer in process, else a copy. */
+	Iolake__Meta__GetVersionResponse *own = (void *)rpc_answer_take(resp);
+	g->rec = s3u_keep_sub(own, &r->record->base);
+	if (own) {
+		own->record = NULL;
+		s3u_free_msg(own);
+	}
 	if (!g->rec)
 		s3_rq_fail(rq, S3E_InternalError, NULL);
 	else if (!s3_cond_ops_get(rq, g->rec))

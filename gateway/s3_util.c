@@ -31,6 +31,13 @@ void s3u_free_msg(void *m)
 		protobuf_c_message_free_unpacked(m, NULL);
 }
 
+void *s3u_keep_sub(bool own, const ProtobufCMessage *sub)
+{
+	if (!sub || own)
+		return (void *)sub;
+	return s3u_copy_msg(sub);
+}
+
 uint64_t s3u_wall_ms(void)
 {
 	struct timespec ts;

@@ -21,6 +21,11 @@
 ProtobufCMessage *s3u_copy_msg(const ProtobufCMessage *m);
 /* Free an unpacked message (a copy); NULL is fine. */
 void s3u_free_msg(void *m);
+/* A sub-message of a call's answer, to keep past the callback: sub
+ * itself when the caller took the answer (own: rpc_answer_take gave it;
+ * the caller then clears the answer's field), else a copy. Free it with
+ * s3u_free_msg. NULL when sub is NULL or memory ran out. */
+void *s3u_keep_sub(bool own, const ProtobufCMessage *sub);
 
 /* Unix milliseconds now. */
 uint64_t s3u_wall_ms(void);

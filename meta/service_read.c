@@ -648,23 +648,32 @@ void node_serve_read(struct meta_group *g, struct rpc_req *r, unsigned method)
  * storage error. */
 typedef int (*direct_read_fn)(struct meta_group *g, struct rpc_req *r, ProtobufCMessage *resp);
 
-/* Answers r with what read puts in resp when the root is published and
- * the rows came from one state; false (nothing answered) otherwise. The
- * caller frees what resp holds either way. */
+/* Answers r with what read puts in a new resp of type desc when the root
+ * is published and the rows came from one state: resp is given
+ * (rpc_respond_give), so in process the caller gets the very records the
+ * state unpacked, with no pack and unpack between. False (nothing
+ * answered) otherwise. */
 static bool direct_answer(struct meta_node *n, struct rpc_req *r, direct_read_fn read,
-			  ProtobufCMessage *resp)
+			  const ProtobufCMessageDescriptor *desc)
 {
-	struct meta_group *g = node_direct_acquire(n, node_req_group_id(r));
-	if (!g)
+	ProtobufCMessage *resp = malloc(desc->sizeof_message);
+	if (!resp)
 		return false;
-	uint64_t seq = meta_state_read_seq(g->state);
-	bool ok = !(seq & 1) && read(g, r, resp) == 0 && meta_state_read_same(g->state, seq);
-	node_direct_release(n);
-	if (ok) {
-		metrics_counter_inc(n->m_direct_reads);
-		rpc_respond(r, resp, NULL);
+	desc->message_init(resp);
+	struct meta_group *g = node_direct_acquire(n, node_req_group_id(r));
+	bool ok = false;
+	if (g) {
+		uint64_t seq = meta_state_read_seq(g->state);
+		ok = !(seq & 1) && read(g, r, resp) == 0 && meta_state_read_same(g->state, seq);
+		node_direct_release(n);
 	}
-	return ok;
+	if (!ok) {
+		protobuf_c_message_free_unpacked(resp, NULL);
+		return false;
+	}
+	metrics_counter_inc(n->m_direct_reads);
+	rpc_respond_give(r, resp, NULL);
+	return true;
 }
 
 static int head_direct(struct meta_group *g, struct rpc_req *r, ProtobufCMessage *resp)
@@ -681,18 +690,11 @@ static int version_direct(struct meta_group *g, struct rpc_req *r, ProtobufCMess
 
 bool node_serve_direct_head_object(struct rpc_req *r, void *ud)
 {
-	Iolake__Meta__HeadObjectResponse resp = IOLAKE__META__HEAD_OBJECT_RESPONSE__INIT;
-	bool ok = direct_answer(ud, r, head_direct, &resp.base);
-	meta_state_free_msg(resp.record);
-	meta_state_free_msg(resp.bucket);
-	return ok;
+	return direct_answer(ud, r, head_direct, &iolake__meta__head_object_response__descriptor);
 }
 
 bool node_serve_direct_get_version(struct rpc_req *r, void *ud)
 {
-	Iolake__Meta__GetVersionResponse resp = IOLAKE__META__GET_VERSION_RESPONSE__INIT;
-	bool ok = direct_answer(ud, r, version_direct, &resp.base);
-	meta_state_free_msg(resp.record);
-	return ok;
+	return direct_answer(ud, r, version_direct, &iolake__meta__get_version_response__descriptor);
 }
 

@@ -98,6 +98,25 @@ struct delayed {
 static _Atomic(const void *) seen_msg;
 static atomic_bool seen_in_memory;
 
+/* The last answer given (text "give...": rpc_respond_give), and how many. */
+static _Atomic(const void *) given_msg;
+static atomic_int given_count;
+
+/* Echo's answer built on the heap and given to the transport. */
+static void answer_given(struct rpc_req *r, const Iolake__Test__EchoRequest *q)
+{
+	Iolake__Test__EchoResponse *resp = malloc(sizeof(*resp));
+	ck_assert_ptr_nonnull(resp);
+	iolake__test__echo_response__init(resp);
+	resp->text = strdup(q->text);
+	resp->request_id = strdup(rpc_req_id(r));
+	resp->seq = q->seq;
+	resp->deadline_left_ms = -1;
+	atomic_store(&given_msg, (const void *)resp);
+	atomic_fetch_add(&given_count, 1);
+	rpc_respond_give(r, &resp->base, NULL);
+}
+
 static void answer_echo(struct rpc_req *r)
 {
 	const Iolake__Test__EchoRequest *q = (const void *)rpc_req_msg(r);
@@ -105,6 +124,10 @@ static void answer_echo(struct rpc_req *r)
 	atomic_store(&seen_in_memory, rpc_req_payload_in_memory(r));
 	if (q->fail_status) {
 		rpc_fail(r, q->fail_status, "%s", q->fail_message);
+		return;
+	}
+	if (q->text && strncmp(q->text, "give", 4) == 0) {
+		answer_given(r, q);
 		return;
 	}
 	Iolake__Test__EchoResponse resp = IOLAKE__TEST__ECHO_RESPONSE__INIT;
@@ -306,6 +329,10 @@ struct res {
 	struct buf_slice payload;  /* a reference, or .buf NULL */
 	bool in_memory;            /* rpc_result.in_memory */
 	uint64_t t_start, t_done;
+	bool take;                 /* rpc_answer_take the answer (test_give) */
+	bool was_given;            /* resp was the server's given message itself */
+	bool took;                 /* rpc_answer_take gave it (then freed) */
+	bool took_twice;           /* ... and gave it again: a bug */
 	const uint8_t *expect;     /* concurrent test: expected payload */
 	size_t expect_len;
 	int *counter;
@@ -327,6 +354,14 @@ static void on_res(void *ud, const struct rpc_result *r)
 		snprintf(x->request_id, sizeof(x->request_id), "%s", e->request_id);
 		x->payload_len = e->payload_len;
 		x->deadline_left_ms = e->deadline_left_ms;
+		x->was_given = r->resp == atomic_load(&given_msg);
+		if (x->take) {
+			ProtobufCMessage *m = rpc_answer_take(r->resp);
+			x->took = m != NULL;
+			x->took_twice = rpc_answer_take(r->resp) != NULL;
+			if (m)   /* the caller's now: ASan sees a double free or leak */
+				protobuf_c_message_free_unpacked(m, NULL);
+		}
 	}
 	if (r->payload.buf) {
 		x->payload = r->payload;
@@ -1035,6 +1070,69 @@ START_TEST(test_direct)
 }
 END_TEST
 
+/* rpc_respond_give: in process the callback gets the server's message
+ * itself, from a posted handler and from a direct one, and may take it;
+ * over HTTP/2 a copy that cannot be taken. An answer not taken, and one
+ * whose caller had gone, are freed by the transport (make asan checks
+ * there is no leak and no double free). */
+START_TEST(test_give)
+{
+	for (int direct = 0; direct < 2; direct++) {
+		srv_direct = direct;
+		struct fx f;
+		fx_setup(&f, _i, NULL);
+		atomic_store(&direct_answers, 0);
+		atomic_store(&given_count, 0);
+		Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
+		q.text = "give";
+		q.seq = 9;
+		struct rpc_call_opts o = { .timeout_ms = 5000, .request_id = "rid-g" };
+
+		/* Taken by the callback. */
+		struct ref_res x = { .h = held_new("give", 0) };
+		x.r.take = true;
+		rpc_call_ref(f.ch, SVC_ECHO, M_ECHO, &x.h->q.base, &x.h->hold, NULL, &o,
+			     on_ref_res, &x);
+		wait_call(&f, &x.r);
+		ck_assert_msg(x.r.status == RPC_OK, "%s: %s", tname[_i], x.r.message);
+		ck_assert_str_eq(x.r.text, "give");
+		ck_assert_str_eq(x.r.request_id, "rid-g");
+		ck_assert_int_eq(atomic_load(&given_count), 1);
+		ck_assert_int_eq(x.r.was_given, _i == T_LOCAL);
+		ck_assert_int_eq(x.r.took, _i == T_LOCAL);
+		ck_assert(!x.r.took_twice);
+		ck_assert_int_eq(atomic_load(&direct_answers), _i == T_LOCAL && direct);
+		res_clear(&x.r);
+
+		/* Not taken: the transport frees it. Packed request too. */
+		struct res y = { 0 };
+		do_call(&f, M_ECHO, &q, NULL, 5000, &y);
+		ck_assert_int_eq(y.status, RPC_OK);
+		ck_assert_uint_eq(y.seq, 9);
+		ck_assert_int_eq(y.was_given, _i == T_LOCAL);
+		ck_assert_int_eq(atomic_load(&given_count), 2);
+		res_clear(&y);
+
+		/* The caller gave up before the answer: freed unread. */
+		if (!direct) {
+			q.delay_ms = 300;
+			struct res z = { .take = true };
+			do_call(&f, M_ECHO, &q, NULL, 50, &z);
+			ck_assert_int_eq(z.status, RPC_DEADLINE_EXCEEDED);
+			ck_assert(!z.took);
+			run_for(&f, 500);
+			ck_assert_int_eq(atomic_load(&given_count), 3);
+			res_clear(&z);
+			q.delay_ms = 0;
+		}
+		fx_teardown(&f);
+	}
+	srv_direct = false;
+	/* Outside a callback nothing can be taken. */
+	ck_assert_ptr_null(rpc_answer_take(atomic_load(&given_msg)));
+}
+END_TEST
+
 /* ------------------------------------------------------------ wire codec */
 
 START_TEST(test_wire_parser)
@@ -1153,6 +1251,7 @@ static Suite *rpc_suite(void)
 	tcase_set_timeout(c, 60);
 	tcase_add_loop_test(c, test_echo, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_direct, 0, TRANSPORTS);
+	tcase_add_loop_test(c, test_give, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_unimplemented, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_fail_message, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_call_log, 0, TRANSPORTS);
