@@ -1,9 +1,12 @@
 /*
  * sigv4.c — SigV4 canonical requests and signatures (see sigv4.h).
  *
- * The canonical request is assembled into one heap buffer sized from the
- * request (so no input can overflow a fixed array), hashed, and freed; the
- * only other allocation is the table of query parameters to sort. Parsing
+ * The canonical request is assembled into a growable buffer sized from
+ * the request (so no input can overflow a fixed array), hashed, and
+ * dropped. Signing starts it, the query's scratch and its table of
+ * parameters to sort in stack arrays, and moves to the heap only past
+ * them (a long query or many headers): a presigned GET allocates nothing
+ * here (issue 19). Parsing
  * of the Authorization header is a hand-written scan: a regex compiled per
  * request once cost a gateway a quarter of its CPU.
  */
@@ -23,7 +26,23 @@ struct text {
 	char *p;
 	size_t len, cap;
 	bool oom;
+	bool heap;       /* p is malloc'd (text_done frees it); else a caller's array */
 };
+
+/* A text over the caller's array buf[cap] (NULL, 0: none, heap from the
+ * first byte). */
+static void text_init(struct text *t, char *buf, size_t cap)
+{
+	*t = (struct text){ .p = buf, .cap = cap };
+	if (buf && cap)
+		buf[0] = 0;
+}
+
+static void text_done(struct text *t)
+{
+	if (t->heap)
+		free(t->p);
+}
 
 static void text_reserve(struct text *t, size_t more)
 {
@@ -32,13 +51,16 @@ static void text_reserve(struct text *t, size_t more)
 	size_t cap = t->cap ? t->cap : 1024;
 	while (cap < t->len + more + 1)
 		cap *= 2;
-	char *p = realloc(t->p, cap);
+	char *p = t->heap ? realloc(t->p, cap) : malloc(cap);
 	if (!p) {
 		t->oom = true;
 		return;
 	}
+	if (!t->heap && t->len)
+		memcpy(p, t->p, t->len + 1);
 	t->p = p;
 	t->cap = cap;
+	t->heap = true;
 }
 
 static void text_put(struct text *t, const char *s, size_t n)
@@ -154,8 +176,11 @@ static int canon_query(struct text *t, const char *q, size_t n, bool skip_signat
 	size_t count = 1;
 	for (size_t i = 0; i < n; i++)
 		count += q[i] == '&';
-	struct qparam *ps = calloc(count, sizeof(*ps));
-	struct text scratch = { 0 };
+	struct qparam ps_mem[16];
+	struct qparam *ps = count <= 16 ? ps_mem : calloc(count, sizeof(*ps));
+	char scratch_mem[2048];
+	struct text scratch;
+	text_init(&scratch, scratch_mem, sizeof(scratch_mem));
 	int rc = 0;
 	if (!ps)
 		return -ENOMEM;
@@ -196,8 +221,9 @@ static int canon_query(struct text *t, const char *q, size_t n, bool skip_signat
 	if (t->oom)
 		rc = -ENOMEM;
 out:
-	free(scratch.p);
-	free(ps);
+	text_done(&scratch);
+	if (ps != ps_mem)
+		free(ps);
 	return rc;
 }
 
@@ -282,7 +308,8 @@ static int build_canonical(struct text *t, const struct sigv4_request *req,
 char *sigv4_canonical_request(const struct sigv4_request *req, const struct sigv4_auth *a,
 			      size_t *out_len)
 {
-	struct text t = { 0 };
+	struct text t;
+	text_init(&t, NULL, 0);   /* returned: heap */
 	if (build_canonical(&t, req, a) != 0) {
 		free(t.p);
 		return NULL;
@@ -306,15 +333,17 @@ static void sign_string(const uint8_t key[32], const char *sts, size_t n, char s
 int sigv4_sign(const uint8_t key[32], const struct sigv4_request *req,
 	       const struct sigv4_auth *a, char sig_hex[65])
 {
-	struct text t = { 0 };
+	char mem[4096];
+	struct text t;
+	text_init(&t, mem, sizeof(mem));
 	int rc = build_canonical(&t, req, a);
 	if (rc) {
-		free(t.p);
+		text_done(&t);
 		return rc;
 	}
 	uint8_t creq_hash[SHA256_LEN];
 	hash_sha256(t.p, t.len, creq_hash);
-	free(t.p);
+	text_done(&t);
 
 	char sc[256], hex[65], sts[512];
 	scope(a, sc, sizeof(sc));

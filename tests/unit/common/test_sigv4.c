@@ -238,6 +238,44 @@ START_TEST(test_canonical_edges)
 }
 END_TEST
 
+/* A request past signing's stack arrays (sigv4.c): 40 query parameters,
+ * an 8 KiB query, a 308-byte path, so the canonical request (8.9 KiB),
+ * the query's scratch and its table all move to the heap. The signature
+ * is botocore's (S3SigV4Auth) for the same request; the canonical request
+ * built on the heap from the start signs the same. */
+START_TEST(test_long_request)
+{
+	char q[9000] = "", path[400] = "/bucket/";
+	for (int i = 0; i < 40; i++) {
+		char p[16];
+		snprintf(p, sizeof(p), "%sp%02d=v%02d-", i ? "&" : "", 39 - i, i);
+		strcat(q, p);
+		for (int k = 0; k < 20; k++)
+			strcat(q, "x%20y%2Fz~");
+	}
+	ck_assert_uint_eq(strlen(q), 8359);
+	memset(path + 8, 'k', 300);
+	struct sigv4_header hs[] = {
+		H("Host", "examplebucket.s3.amazonaws.com"),
+		H("x-amz-date", "20130524T000000Z"),
+		H("x-amz-content-sha256", SIGV4_EMPTY_SHA256),
+	};
+	struct sigv4_auth a;
+	auth_for(&a, "host;x-amz-content-sha256;x-amz-date");
+	struct sigv4_request req = { "GET", path, strlen(path), q, strlen(q), hs, 3,
+				     SIGV4_EMPTY_SHA256 };
+	check_sig(&req, &a, "76e3bd85ea48b7249247872de4c494396e6b1bf703b05368430907c777634a20");
+	size_t n;
+	char *c = sigv4_canonical_request(&req, &a, &n);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(n, 8925);
+	ck_assert_uint_eq(strlen(c), n);
+	ck_assert(strncmp(c, "GET\n/bucket/kkk", 15) == 0);
+	ck_assert(strstr(c, "\np00=v39-x%20y%2Fz~x%20y") != NULL);   /* sorted first */
+	free(c);
+}
+END_TEST
+
 START_TEST(test_dates_and_equal)
 {
 	time_t t;
@@ -267,6 +305,7 @@ int main(void)
 	tcase_add_test(tc, test_chunked);
 	tcase_add_test(tc, test_parse_rejects);
 	tcase_add_test(tc, test_canonical_edges);
+	tcase_add_test(tc, test_long_request);
 	tcase_add_test(tc, test_dates_and_equal);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
