@@ -86,9 +86,9 @@ void *s3_rq_new(struct s3_call *c, size_t size)
 	rq->o = o;
 	rq->c = c;
 	if (r->bucket)
-		snprintf(rq->bucket, sizeof(rq->bucket), "%s", r->bucket);
+		s3u_copy_str(rq->bucket, sizeof(rq->bucket), r->bucket);
 	const struct s3_auth_result *who = s3_call_auth(c);
-	snprintf(rq->user, sizeof(rq->user), "%s", who->anonymous ? "" : who->user);
+	s3u_copy_str(rq->user, sizeof(rq->user), who->anonymous ? "" : who->user);
 	s3_principal_init(&rq->who, rq->user, who->admin);
 	if ((r->key && !(rq->key = strdup(r->key))) ||
 	    !s3_rq_set_grants(rq, who->grants, who->n_grants)) {

@@ -38,6 +38,13 @@ void *s3u_keep_sub(bool own, const ProtobufCMessage *sub)
 	return s3u_copy_msg(sub);
 }
 
+void s3u_copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
 uint64_t s3u_wall_ms(void)
 {
 	struct timespec ts;

@@ -27,6 +27,10 @@ void s3u_free_msg(void *m);
  * s3u_free_msg. NULL when sub is NULL or memory ran out. */
 void *s3u_keep_sub(bool own, const ProtobufCMessage *sub);
 
+/* src into dst[cap] (cap > 0), cut to cap - 1 bytes and terminated:
+ * snprintf's "%s" without printf's cost on the request path. */
+void s3u_copy_str(char *dst, size_t cap, const char *src);
+
 /* Unix milliseconds now. */
 uint64_t s3u_wall_ms(void);
 /* RFC 7231 date (Last-Modified) and ISO 8601 with milliseconds (XML). */
