@@ -619,11 +619,13 @@ bool meta_state_read_same(const struct meta_state *s, uint64_t seq)
 	return !(seq & 1) && atomic_load(&s->wseq) == seq;
 }
 
-int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb)
+int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb, bool buckets)
 {
 	char *err = NULL;
 	wseq_enter(s);
 	rocksdb_write_writebatch_wi(s->db, s->wo, wb, &err);
+	if (buckets)
+		bucket_gen_move(s);
 	wseq_leave(s);
 	if (err) {
 		fprintf(stderr, "meta/state: write: %s\n", err);
@@ -678,7 +680,7 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		/* Every member decodes the same bytes the same way: record the
 		 * index so all skip it, and tell the caller. */
 		put_applied(t.wb, raft_index);
-		rc = write_batch(s, t.wb);
+		rc = write_batch(s, t.wb, false);
 		if (rc == 0) {
 			s->applied = raft_index;
 			rc = IOL_EPROTOCOL;
@@ -722,7 +724,7 @@ int meta_state_apply(struct meta_state *s, uint64_t raft_index, const uint8_t *e
 		put_be32(lv, b->op_level);
 		rocksdb_writebatch_wi_put(t.wb, "L", 1, lv, 4);
 	}
-	rc = write_batch(s, t.wb);
+	rc = write_batch(s, t.wb, t.bucket_written);
 	if (rc == 0) {
 		s->applied = raft_index;
 		if (b->op_level > s->level_seen)
@@ -794,6 +796,7 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	struct meta_state *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	bucket_slots_init(s);
 	s->op_level = opts && opts->op_level ? opts->op_level : META_OP_LEVEL;
 	s->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(s->opts, 1);
@@ -958,6 +961,7 @@ void meta_state_close(struct meta_state *s)
 		if (s->rows)
 			rocksdb_cache_destroy(s->rows);
 	}
+	bucket_slots_fini(s);
 	free(s);
 }
 

@@ -7,6 +7,7 @@
 #ifndef META_STATE_INTERNAL_H
 #define META_STATE_INTERNAL_H
 
+#include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -44,6 +45,29 @@ struct apply_memo {
 	uint64_t digest_ok;
 };
 
+/*
+ * Bucket rows kept for meta_state_get_bucket (state_read.c): every GET's
+ * HeadObject reads its bucket, and the row's skip-list search in a full
+ * memtable was 9 % of aio's CPU per GET 4 KiB (issue 19). A slot holds one
+ * row's bytes as read at bucket generation `gen`; it answers while
+ * meta_state.bgen has not moved since, that is, while no write that may
+ * have changed a 'B' row has landed. Such a write moves bgen inside its
+ * write bracket (wseq odd), so a direct read overlapping it is declined by
+ * meta_state_read_same, and one after it misses. Direct-mapped by name;
+ * rows above BUCKET_SLOT_VAL_MAX (a large policy or lifecycle) are not
+ * kept. Any thread: a mutex per slot.
+ */
+#define BUCKET_SLOTS 64
+#define BUCKET_SLOT_VAL_MAX 8192
+
+struct bucket_slot {
+	pthread_mutex_t mu;
+	uint64_t gen;
+	char name[BUCKET_MAX + 1];
+	uint8_t *val;              /* malloc'd; NULL: empty */
+	size_t n;
+};
+
 struct meta_state {
 	uint32_t op_level;                 /* highest op level applied (state.h) */
 	rocksdb_t *db;
@@ -71,6 +95,11 @@ struct meta_state {
 	 * wseq_leave, around every write to the DB after open. Written by
 	 * the writing thread, read from any. */
 	_Atomic uint64_t wseq;
+	/* The bucket generation (struct bucket_slot): moved, inside the
+	 * write bracket, by apply's batches that put or delete a 'B' row
+	 * (tx.bucket_written) and by import and install. */
+	_Atomic uint64_t bgen;
+	struct bucket_slot bslots[BUCKET_SLOTS];
 	/* Apply's batch, cleared and used again by the next entry (state.c,
 	 * apply_batch): its buffer keeps its capacity, so an entry's writes
 	 * do not regrow it (a reallocation and copy per doubling, on fresh
@@ -98,6 +127,7 @@ struct tx {
 	uint16_t gc_seq;           /* GC entries written by this op */
 	uint64_t gc_added, gc_removed;   /* GC entries this entry put / deleted */
 	int io_err;                /* sticky storage error: abort the batch */
+	bool bucket_written;       /* a 'B' row put or deleted (bgen moves) */
 	/* Per-entry memo, to spare the ops of one entry repeated reads and
 	 * writes: the session of the last client seen (written once, by
 	 * session_flush, when another client comes or the entry ends) and
@@ -179,7 +209,15 @@ void ref_part(struct tx *t, const Iolake__Meta__Part *p, bool add);
 
 /* ---- state.c: reads of the committed state, and one write of a batch
  * (0 or -EIO) */
-int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb);
+/* One write of wb to the DB, in the write bracket; buckets: it may change
+ * a 'B' row (the bucket generation moves). */
+int write_batch(struct meta_state *s, rocksdb_writebatch_wi_t *wb, bool buckets);
+/* Move the bucket generation: inside the write bracket, with or before
+ * the write that may change a 'B' row. */
+void bucket_gen_move(struct meta_state *s);
+/* The bucket slots: set up at open, emptied and torn down at close. */
+void bucket_slots_init(struct meta_state *s);
+void bucket_slots_fini(struct meta_state *s);
 int db_get(struct meta_state *s, const struct key *k, char **v, size_t *n);
 int read_msg(struct meta_state *s, const struct key *k, const ProtobufCMessageDescriptor *d,
 	     void **out);

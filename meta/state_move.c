@@ -351,6 +351,7 @@ int move_put_pairs(struct tx *t, const Iolake__Meta__IngestRange *op, Iolake__Me
 		if (rc)
 			return rc;
 		rocksdb_writebatch_wi_put(t->wb, kb, kn, vb, vn);
+		t->bucket_written |= kn && kb[0] == 'B';
 	}
 	t->rng_dirty = true;
 	return 0;

@@ -36,14 +36,97 @@ int read_msg(struct meta_state *s, const struct key *k, const ProtobufCMessageDe
 	return *out ? 0 : IOL_ECORRUPT;
 }
 
+/* ---- bucket rows kept (struct bucket_slot, state_internal.h) */
+
+void bucket_gen_move(struct meta_state *s)
+{
+	atomic_fetch_add(&s->bgen, 1);
+}
+
+void bucket_slots_init(struct meta_state *s)
+{
+	for (size_t i = 0; i < BUCKET_SLOTS; i++)
+		pthread_mutex_init(&s->bslots[i].mu, NULL);
+}
+
+void bucket_slots_fini(struct meta_state *s)
+{
+	for (size_t i = 0; i < BUCKET_SLOTS; i++) {
+		free(s->bslots[i].val);
+		pthread_mutex_destroy(&s->bslots[i].mu);
+	}
+}
+
+static struct bucket_slot *bucket_slot_of(struct meta_state *s, const char *name)
+{
+	uint32_t h = 2166136261u;   /* FNV-1a */
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return &s->bslots[h % BUCKET_SLOTS];
+}
+
+/* The row unpacked from slot sl when it holds name at generation gen:
+ * 1 (*out set), 0 (not there), or -ENOMEM. */
+static int bucket_slot_get(struct bucket_slot *sl, const char *name, uint64_t gen,
+			   Iolake__Meta__Bucket **out)
+{
+	int rc = 0;
+	pthread_mutex_lock(&sl->mu);
+	if (sl->val && sl->gen == gen && strcmp(sl->name, name) == 0) {
+		*out = iolake__meta__bucket__unpack(NULL, sl->n, sl->val);
+		rc = *out ? 1 : -ENOMEM;   /* the bytes unpacked when kept */
+	}
+	pthread_mutex_unlock(&sl->mu);
+	return rc;
+}
+
+/* Keep the row v[0..n) read at generation gen (a copy); when it does not
+ * fit or memory runs out, the slot just stays as it was. */
+static void bucket_slot_put(struct bucket_slot *sl, const char *name, uint64_t gen,
+			    const char *v, size_t n)
+{
+	if (n > BUCKET_SLOT_VAL_MAX)
+		return;
+	uint8_t *copy = malloc(n ? n : 1);
+	if (!copy)
+		return;
+	memcpy(copy, v, n);
+	pthread_mutex_lock(&sl->mu);
+	uint8_t *old = sl->val;
+	sl->val = copy;
+	sl->n = n;
+	sl->gen = gen;
+	snprintf(sl->name, sizeof(sl->name), "%s", name);
+	pthread_mutex_unlock(&sl->mu);
+	free(old);
+}
+
 int meta_state_get_bucket(struct meta_state *s, const char *name, Iolake__Meta__Bucket **out)
 {
 	if (!valid_bucket(name))
 		return -EINVAL;
+	/* The generation before the read: a write landing after this load
+	 * moves it, so what the read returns is never kept as newer than it
+	 * is (state_internal.h, struct bucket_slot). */
+	uint64_t gen = atomic_load(&s->bgen);
+	struct bucket_slot *sl = bucket_slot_of(s, name);
+	int hit = bucket_slot_get(sl, name, gen, out);
+	if (hit)
+		return hit < 0 ? hit : 0;
 	struct key k;
 	k_init(&k, 'B');
 	k_str(&k, name);
-	return read_msg(s, &k, &iolake__meta__bucket__descriptor, (void **)out);
+	char *v;
+	size_t n;
+	int rc = db_get(s, &k, &v, &n);
+	if (rc)
+		return rc;
+	*out = (void *)protobuf_c_message_unpack(&iolake__meta__bucket__descriptor, NULL, n,
+						 (const uint8_t *)v);
+	if (*out)
+		bucket_slot_put(sl, name, gen, v, n);
+	rocksdb_free(v);
+	return *out ? 0 : IOL_ECORRUPT;
 }
 
 /* Every record of one table (keys starting with `table`), unpacked with

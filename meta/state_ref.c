@@ -158,7 +158,7 @@ int ref_build(struct meta_state *s)
 		char v[8];
 		put_be64(v, s->applied);
 		rocksdb_writebatch_wi_put(t.wb, "X", 1, v, 8);
-		rc = write_batch(s, t.wb);
+		rc = write_batch(s, t.wb, false);   /* 'X' rows only */
 	}
 	rocksdb_writebatch_wi_destroy(t.wb);
 	if (rc == 0 && records)

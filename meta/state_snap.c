@@ -486,7 +486,9 @@ out_opts:
 int meta_state_import(struct meta_state *s, const uint8_t *buf, size_t len)
 {
 	wseq_enter(s);
+	bucket_gen_move(s);   /* before: a slot filled before misses from here */
 	int rc = import_body(s, buf, len);
+	bucket_gen_move(s);   /* and after: a slot filled between two steps */
 	wseq_leave(s);
 	return rc;
 }
@@ -495,7 +497,9 @@ int meta_state_install(struct meta_state *s, const char *cp_dir, const char *tag
 		       size_t batch_bytes)
 {
 	wseq_enter(s);
+	bucket_gen_move(s);
 	int rc = install_body(s, cp_dir, tag, batch_bytes);
+	bucket_gen_move(s);   /* and after: a slot filled between two steps */
 	wseq_leave(s);
 	return rc;
 }

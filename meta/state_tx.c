@@ -251,6 +251,7 @@ int tx_put_msg(struct tx *t, const struct key *k, const ProtobufCMessage *m)
 	}
 	protobuf_c_message_pack(m, buf);
 	rocksdb_writebatch_wi_put(t->wb, k->b, k->n, (const char *)buf, n);
+	t->bucket_written |= k->n && k->b[0] == 'B';
 	if (buf != stackbuf)
 		free(buf);
 	return 0;
@@ -259,6 +260,7 @@ int tx_put_msg(struct tx *t, const struct key *k, const ProtobufCMessage *m)
 void tx_del(struct tx *t, const struct key *k)
 {
 	rocksdb_writebatch_wi_delete(t->wb, k->b, k->n);
+	t->bucket_written |= k->n && k->b[0] == 'B';
 }
 
 /* An iterator over the batch and the DB from lo; the caller checks the

@@ -1172,13 +1172,15 @@ START_TEST(test_install)
 	struct tb *t = tb_new();
 	tb_create_bucket(t, 0, 0, "stale", "x");
 	ck_assert_int_eq(tb_apply(b, 500, t, res), 1);
+	Iolake__Meta__Bucket *bk;
+	ck_assert_int_eq(meta_state_get_bucket(b, "stale", &bk), 0);   /* kept */
+	meta_state_free_msg(bk);
 	ck_assert_int_eq(meta_state_install(b, d3, "cp-test", 256), 0);
 	char tag[32];
 	ck_assert_int_eq(meta_state_install_pending(b, tag, sizeof(tag)), 0);
 	digest(b, dbuf);
 	ck_assert_mem_eq(da, dbuf, 32);
 	ck_assert_uint_eq(meta_state_applied_index(b), lg.n);
-	Iolake__Meta__Bucket *bk;
 	ck_assert_int_eq(meta_state_get_bucket(b, "stale", &bk), IOL_ENOT_FOUND);
 	/* Installing it again changes nothing (an interrupted install redone). */
 	ck_assert_int_eq(meta_state_install(b, d3, "cp-test", 0), 0);
@@ -1237,6 +1239,9 @@ START_TEST(test_snapshot)
 	struct tb *t = tb_new();
 	tb_create_bucket(t, 0, 0, "stale", "x");
 	ck_assert_int_eq(tb_apply(b, 500, t, res), 1);
+	Iolake__Meta__Bucket *bk;
+	ck_assert_int_eq(meta_state_get_bucket(b, "stale", &bk), 0);   /* kept */
+	meta_state_free_msg(bk);
 	/* Corrupt copies are refused and change nothing. */
 	uint8_t dpre[32];
 	digest(b, dpre);
@@ -1250,7 +1255,6 @@ START_TEST(test_snapshot)
 	digest(b, dbuf);
 	ck_assert_mem_eq(da, dbuf, 32);
 	ck_assert_uint_eq(meta_state_applied_index(b), lg.n);
-	Iolake__Meta__Bucket *bk;
 	ck_assert_int_eq(meta_state_get_bucket(b, "stale", &bk), IOL_ENOT_FOUND);
 	/* It survives a restart, and later entries apply on top alike. */
 	meta_state_close(b);
@@ -1821,6 +1825,94 @@ START_TEST(test_memo_across_entries)
 }
 END_TEST
 
+/* meta_state_get_bucket keeps rows (state_internal.h, struct
+ * bucket_slot): each read here follows one that filled the slot, so a
+ * write that did not move the bucket generation would read stale. Apply's
+ * change and delete, and a snapshot import, must each be seen at once. */
+static char *policy_of(struct meta_state *s, const char *bucket, int *rc)
+{
+	Iolake__Meta__Bucket *b = NULL;
+	*rc = meta_state_get_bucket(s, bucket, &b);
+	char *p = b ? strdup(b->policy) : NULL;
+	meta_state_free_msg(b);
+	return p;
+}
+
+static void set_policy(struct meta_state *s, uint64_t index, const char *bucket,
+		       const char *policy)
+{
+	struct tb *t = tb_new();
+	Iolake__Meta__SetBucketAccess *sa = tb_bucket_access(t, bucket);
+	sa->set_policy = true;
+	sa->policy = tb_str(t, policy);
+	ck_assert_int_eq(tb_apply(s, index, t, res), 1);
+	ck_assert_int_eq(res[0].err, 0);
+}
+
+START_TEST(test_bucket_rows_kept)
+{
+	char dir[64], dir2[64];
+	tmpdir(dir);
+	tmpdir(dir2);
+	struct meta_state *s = open_at(dir);
+	struct tb *t = tb_new();
+	tb_create_bucket(t, 0, 0, "kbk", "alice");
+	ck_assert_int_eq(tb_apply(s, 1, t, res), 1);
+	int rc;
+	for (int i = 0; i < 2; i++) {   /* the second from the slot */
+		char *p = policy_of(s, "kbk", &rc);
+		ck_assert_int_eq(rc, 0);
+		ck_assert_str_eq(p, "");
+		free(p);
+	}
+	set_policy(s, 2, "kbk", "{\"Statement\":[1]}");
+	char *p = policy_of(s, "kbk", &rc);
+	ck_assert_str_eq(p, "{\"Statement\":[1]}");
+	free(p);
+	/* A PUT leaves the row (and the slot) as it was. */
+	t = tb_new();
+	tb_put(t, 0, 0, "kbk", "obj", 1);
+	ck_assert_int_eq(tb_apply(s, 3, t, res), 1);
+	p = policy_of(s, "kbk", &rc);
+	ck_assert_str_eq(p, "{\"Statement\":[1]}");
+	free(p);
+	t = tb_new();
+	tb_delete(t, 0, 0, "kbk", "obj");
+	tb_delete_bucket(t, 0, 0, "kbk");
+	ck_assert_int_eq(tb_apply(s, 4, t, res), 2);
+	ck_assert_int_eq(res[1].err, 0);
+	p = policy_of(s, "kbk", &rc);
+	ck_assert_int_eq(rc, IOL_ENOT_FOUND);
+	ck_assert_ptr_null(p);
+	t = tb_new();
+	tb_create_bucket(t, 0, 0, "kbk", "alice");
+	ck_assert_int_eq(tb_apply(s, 5, t, res), 1);
+	set_policy(s, 6, "kbk", "{\"Statement\":[2]}");
+	p = policy_of(s, "kbk", &rc);
+	ck_assert_str_eq(p, "{\"Statement\":[2]}");
+	free(p);
+
+	/* Import: the row of the snapshot, not the slot's. */
+	struct meta_state *b = open_at(dir2);
+	t = tb_new();
+	tb_create_bucket(t, 0, 0, "kbk", "alice");
+	ck_assert_int_eq(tb_apply(b, 1, t, res), 1);
+	set_policy(b, 2, "kbk", "{\"Statement\":[3]}");
+	uint8_t *snap;
+	size_t len;
+	ck_assert_int_eq(meta_state_export(b, xmalloc, free, &snap, &len), 0);
+	ck_assert_int_eq(meta_state_import(s, snap, len), 0);
+	free(snap);
+	p = policy_of(s, "kbk", &rc);
+	ck_assert_str_eq(p, "{\"Statement\":[3]}");
+	free(p);
+	meta_state_close(b);
+	meta_state_close(s);
+	rm_rf(dir);
+	rm_rf(dir2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("state");
@@ -1832,6 +1924,7 @@ int main(void)
 	tcase_add_test(tc, test_prune_bounded);
 	tcase_add_test(tc, test_access);
 	tcase_add_test(tc, test_bucket_policy);
+	tcase_add_test(tc, test_bucket_rows_kept);
 	tcase_add_test(tc, test_replay_and_members);
 	tcase_add_test(tc, test_conditional_put);
 	tcase_add_test(tc, test_dedupe);
