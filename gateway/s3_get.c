@@ -102,31 +102,39 @@ static void get_pump(struct get_rq *g);
 /* GetObject's and HeadObject's response-* query parameters (AWS
  * "Overriding response header values"): each replaces one stored header in
  * the answer. Signed requests only (checked in op_get_object). */
+enum { OV_TYPE, OV_LANGUAGE, OV_EXPIRES, OV_CACHE, OV_DISPOSITION, OV_ENCODING };
 static const struct {
 	const char *param, *header;
 } overrides[] = {
-	{ "response-content-type", "Content-Type" },
-	{ "response-content-language", "Content-Language" },
-	{ "response-expires", "Expires" },
-	{ "response-cache-control", "Cache-Control" },
-	{ "response-content-disposition", "Content-Disposition" },
-	{ "response-content-encoding", "Content-Encoding" },
+	[OV_TYPE] = { "response-content-type", "Content-Type" },
+	[OV_LANGUAGE] = { "response-content-language", "Content-Language" },
+	[OV_EXPIRES] = { "response-expires", "Expires" },
+	[OV_CACHE] = { "response-cache-control", "Cache-Control" },
+	[OV_DISPOSITION] = { "response-content-disposition", "Content-Disposition" },
+	[OV_ENCODING] = { "response-content-encoding", "Content-Encoding" },
 };
 #define N_OVERRIDES (sizeof(overrides) / sizeof(overrides[0]))
 
-/* The header `name` with the stored value, or the request's override. */
-static void add_overridable(struct s3_call *c, const char *name, const char *stored)
+/* Whether the query names any override ("response-..."): when not, as
+ * for a presigned GET's X-Amz-* parameters, the six headers below look
+ * nothing up. */
+static bool any_override(const struct s3_req *r)
 {
-	for (size_t i = 0; i < N_OVERRIDES; i++) {
-		const char *v;
-		if (!strcmp(overrides[i].header, name) &&
-		    (v = s3u_qval(s3_call_req(c), overrides[i].param))) {
-			stored = v;
-			break;
-		}
-	}
+	for (uint32_t i = 0; i < r->n_q; i++)
+		if (r->q[i].name_len > 9 && memcmp(r->q[i].name, "response-", 9) == 0)
+			return true;
+	return false;
+}
+
+/* Header overrides[ov] with the stored value, or the request's override
+ * (look: any_override). */
+static void add_overridable(struct s3_call *c, bool look, unsigned ov, const char *stored)
+{
+	const char *v = look ? s3u_qval(s3_call_req(c), overrides[ov].param) : NULL;
+	if (v)
+		stored = v;
 	if (stored && *stored)
-		http_add_header(s3_call_stream(c), name, stored);
+		http_add_header(s3_call_stream(c), overrides[ov].header, stored);
 }
 
 /* Overrides on an anonymous request, or a value that is not a header
@@ -166,13 +174,14 @@ static void add_object_headers(struct get_rq *g)
 	if (!s3u_qval(s3_call_req(c), "versionId"))
 		s3_lc_expiration_header(&g->rq, r);
 	s3_lock_record_headers(&g->rq, r);
-	add_overridable(c, "Content-Type",
+	bool ov = any_override(s3_call_req(c));
+	add_overridable(c, ov, OV_TYPE,
 			r->content_type && *r->content_type ? r->content_type : "binary/octet-stream");
-	add_overridable(c, "Content-Encoding", r->content_encoding);
-	add_overridable(c, "Content-Disposition", r->content_disposition);
-	add_overridable(c, "Content-Language", r->content_language);
-	add_overridable(c, "Cache-Control", r->cache_control);
-	add_overridable(c, "Expires", r->expires);
+	add_overridable(c, ov, OV_ENCODING, r->content_encoding);
+	add_overridable(c, ov, OV_DISPOSITION, r->content_disposition);
+	add_overridable(c, ov, OV_LANGUAGE, r->content_language);
+	add_overridable(c, ov, OV_CACHE, r->cache_control);
+	add_overridable(c, ov, OV_EXPIRES, r->expires);
 	for (size_t i = 0; i < r->n_user_meta; i++) {
 		char name[300];
 		snprintf(name, sizeof(name), "x-amz-meta-%s", r->user_meta[i]->key);

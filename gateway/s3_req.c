@@ -184,36 +184,40 @@ enum {
 
 struct qname {
 	const char *name;
+	uint8_t len;               /* strlen(name): classify compares lengths first */
 	uint32_t bit;
 };
+
+#define Q(lit, bit) { lit, sizeof(lit) - 1, bit }
 
 /* The subresource names S3 defines; SR_UNSUPPORTED: ones we do not
  * serve at all (NotImplemented). */
 static const struct qname qnames[] = {
-	{ "location", SR_LOCATION },       { "uploads", SR_UPLOADS },
-	{ "uploadId", SR_UPLOAD_ID },      { "partNumber", SR_PART_NUMBER },
-	{ "delete", SR_DELETE },           { "tagging", SR_TAGGING },
-	{ "versioning", SR_VERSIONING },   { "versions", SR_VERSIONS },
-	{ "acl", SR_ACL },                 { "attributes", SR_ATTRIBUTES },
-	{ "list-type", SR_LIST_TYPE },
-	{ "accelerate", SR_ACCELERATE },   { "analytics", SR_UNSUPPORTED },
-	{ "cors", SR_CORS },        { "encryption", SR_ENCRYPTION },
-	{ "intelligent-tiering", SR_UNSUPPORTED }, { "inventory", SR_UNSUPPORTED },
-	{ "legal-hold", SR_LEGAL_HOLD },  { "lifecycle", SR_LIFECYCLE },
-	{ "logging", SR_LOGGING },         { "metrics", SR_UNSUPPORTED },
-	{ "notification", SR_NOTIFICATION }, { "object-lock", SR_OBJECT_LOCK },
-	{ "ownershipControls", SR_OWNERSHIP }, { "policy", SR_POLICY },
-	{ "policyStatus", SR_POLICY_STATUS }, { "publicAccessBlock", SR_PAB },
-	{ "replication", SR_REPLICATION }, { "requestPayment", SR_REQUEST_PAYMENT },
-	{ "restore", SR_UNSUPPORTED },     { "retention", SR_RETENTION },
-	{ "select", SR_UNSUPPORTED },      { "session", SR_UNSUPPORTED },
-	{ "torrent", SR_UNSUPPORTED },     { "website", SR_WEBSITE },
+	Q("location", SR_LOCATION),       Q("uploads", SR_UPLOADS),
+	Q("uploadId", SR_UPLOAD_ID),      Q("partNumber", SR_PART_NUMBER),
+	Q("delete", SR_DELETE),           Q("tagging", SR_TAGGING),
+	Q("versioning", SR_VERSIONING),   Q("versions", SR_VERSIONS),
+	Q("acl", SR_ACL),                 Q("attributes", SR_ATTRIBUTES),
+	Q("list-type", SR_LIST_TYPE),
+	Q("accelerate", SR_ACCELERATE),   Q("analytics", SR_UNSUPPORTED),
+	Q("cors", SR_CORS),        Q("encryption", SR_ENCRYPTION),
+	Q("intelligent-tiering", SR_UNSUPPORTED), Q("inventory", SR_UNSUPPORTED),
+	Q("legal-hold", SR_LEGAL_HOLD),  Q("lifecycle", SR_LIFECYCLE),
+	Q("logging", SR_LOGGING),         Q("metrics", SR_UNSUPPORTED),
+	Q("notification", SR_NOTIFICATION), Q("object-lock", SR_OBJECT_LOCK),
+	Q("ownershipControls", SR_OWNERSHIP), Q("policy", SR_POLICY),
+	Q("policyStatus", SR_POLICY_STATUS), Q("publicAccessBlock", SR_PAB),
+	Q("replication", SR_REPLICATION), Q("requestPayment", SR_REQUEST_PAYMENT),
+	Q("restore", SR_UNSUPPORTED),     Q("retention", SR_RETENTION),
+	Q("select", SR_UNSUPPORTED),      Q("session", SR_UNSUPPORTED),
+	Q("torrent", SR_UNSUPPORTED),     Q("website", SR_WEBSITE),
 };
+#undef Q
 
 static uint32_t classify(const struct s3_qparam *p)
 {
 	for (size_t i = 0; i < sizeof(qnames) / sizeof(qnames[0]); i++)
-		if (span_is(p->name, p->name_len, qnames[i].name))
+		if (p->name_len == qnames[i].len && memcmp(p->name, qnames[i].name, p->name_len) == 0)
 			return qnames[i].bit;
 	/* An unknown bare name is an unknown subresource. */
 	return p->has_value ? 0 : SR_UNSUPPORTED;

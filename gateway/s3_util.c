@@ -52,12 +52,57 @@ uint64_t s3u_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Two decimal digits of v (< 100) at p. */
+static char *put2(char *p, unsigned v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+	return p + 2;
+}
+
+/* gmtime_r and strftime, which every GET's Last-Modified paid (0.9 % of a
+ * GET 4 KiB's CPU, issue 19), by hand: the civil date of a day count
+ * (Hinnant's days_from_civil inverted), for any year a uint64 of ms
+ * reaches up to 9999; later ones answer as strftime would not matter. */
 void s3u_http_date(uint64_t ms, char out[40])
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	static const char wd[7][4] = { "Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed" };
+	static const char mn[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	uint64_t secs = ms / 1000, days = secs / 86400;
+	unsigned sod = (unsigned)(secs % 86400);
+	if (days > 2932896) {   /* past 9999-12-31: what libc would print is no date S3 has */
+		time_t t = (time_t)secs;
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		return;
+	}
+	uint64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
+	uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+	unsigned d = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
+	unsigned m = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+	unsigned y = (unsigned)(yoe + era * 400 + (m <= 2));
+	char *p = out;
+	memcpy(p, wd[days % 7], 3);
+	p += 3;
+	*p++ = ',';
+	*p++ = ' ';
+	p = put2(p, d);
+	*p++ = ' ';
+	memcpy(p, mn[m - 1], 3);
+	p += 3;
+	*p++ = ' ';
+	p = put2(p, y / 100);
+	p = put2(p, y % 100);
+	*p++ = ' ';
+	p = put2(p, sod / 3600);
+	*p++ = ':';
+	p = put2(p, sod / 60 % 60);
+	*p++ = ':';
+	p = put2(p, sod % 60);
+	memcpy(p, " GMT", 5);
 }
 
 void s3u_iso_date(uint64_t ms, char out[40])

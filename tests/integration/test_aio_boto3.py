@@ -126,6 +126,34 @@ def main():
             assert h["ContentLength"] == len(b)
         print("ok: bodies, ETags and headers round-trip")
 
+        # The six response-* overrides (signed requests), through boto3
+        # and through a presigned URL; Last-Modified as RFC 1123 says.
+        over = dict(ResponseContentType="text/x-over", ResponseContentLanguage="fr",
+                    ResponseExpires=datetime.datetime(2031, 2, 3, 4, 5, 6),
+                    ResponseCacheControl="max-age=7", ResponseContentDisposition="inline",
+                    ResponseContentEncoding="gzip")
+        for k in ("obj-4096", "obj-65536"):
+            g = s3.get_object(Bucket="bkt", Key=k, **over)
+            assert g["Body"].read() == bodies[k], k
+            assert (g["ContentType"], g["ContentLanguage"], g["CacheControl"],
+                    g["ContentDisposition"], g["ContentEncoding"]) == \
+                ("text/x-over", "fr", "max-age=7", "inline", "gzip"), g
+            assert g["Expires"].year == 2031, g.get("Expires")
+            lm = g["ResponseMetadata"]["HTTPHeaders"]["last-modified"]
+            assert re.fullmatch(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d "
+                                r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+                                r"\d{4} \d\d:\d\d:\d\d GMT", lm), lm
+            when = datetime.datetime.strptime(lm, "%a, %d %b %Y %H:%M:%S GMT")
+            now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+            assert abs((now - when).total_seconds()) < 600, (lm, now)
+        url = s3.generate_presigned_url("get_object", Params=dict(
+            Bucket="bkt", Key="obj-4096", ResponseContentType="text/x-url"))
+        with urllib.request.urlopen(url) as r:
+            assert r.headers["Content-Type"] == "text/x-url", r.headers
+            assert r.headers["Content-Language"] == "en", r.headers   # stored, not overridden
+            assert r.read() == bodies["obj-4096"]
+        print("ok: response-* overrides and Last-Modified")
+
         # Ranges.
         big = bodies["obj-%d" % (3 * (1 << 20) + 17)]
         n = len(big)
