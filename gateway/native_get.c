@@ -211,8 +211,10 @@ static void pump(struct nget *g)
 
 /* rec is borrowed (the HeadObject answer, valid during its callback):
  * an inline or empty range is answered from it at once; a GET of shards
- * keeps a copy (g->rec). */
-static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *rec)
+ * keeps it (g->rec): taken from *take (the answer's field, when the
+ * caller owns the answer: rpc_answer_take), else a copy. */
+static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *rec,
+		      Iolake__Meta__ObjectRecord **take)
 {
 	const Iolake__Native__GetRequest *m = (const void *)nc->msg;
 	struct nget *g = calloc(1, sizeof(*g));
@@ -255,7 +257,13 @@ static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *
 		get_respond(g, rec);
 		return;
 	}
-	if (!(g->rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&rec->base))) {
+	if (take) {
+		g->rec = *take;
+		*take = NULL;
+	} else {
+		g->rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&rec->base);
+	}
+	if (!g->rec) {
 		get_fail(g, S3E_InternalError, NULL);
 		return;
 	}
@@ -299,8 +307,9 @@ static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *
 /* The HeadObject answer (record and bucket), used in place: it is valid
  * while this callback runs (the local RPC's arena), which is as long as a
  * Head, an inline Get or a refusal needs it; no copy of the bucket is
- * made, and of the record only for a Get of shards (s3_head_start copies
- * both for callers that keep them). The errors are s3_head_start's. */
+ * made, and of the record only for a Get of shards, and not even then
+ * when meta gave its answer in process (rpc_answer_take). The errors are
+ * s3_head_start's. */
 static void on_get_meta(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct native_call *nc = ud;
@@ -330,7 +339,9 @@ static void on_get_meta(void *ud, int err, const ProtobufCMessage *resp)
 		native_ok(nc, &a.base, NULL);
 		return;
 	}
-	get_start(nc, rec);
+	Iolake__Meta__HeadObjectResponse *own = (void *)rpc_answer_take(resp);
+	get_start(nc, rec, own ? &own->record : NULL);
+	s3u_free_msg(own);
 }
 
 void native_get_step(struct native_call *nc)
