@@ -163,7 +163,7 @@ static void repo_path(const char *rel, char *out, size_t cap)
 
 static bool service_known(const char *pkg, const char *name)
 {
-	char full[160];
+	char full[260];   /* two names of up to 127 bytes (the callers' buffers), a dot */
 	snprintf(full, sizeof(full), "%s.%s", pkg, name);
 	for (size_t i = 0; i < N_SERVICES; i++)
 		if (!strcmp(all_services[i]->name, full))

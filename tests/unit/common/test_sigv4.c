@@ -247,7 +247,7 @@ START_TEST(test_long_request)
 {
 	char q[9000] = "", path[400] = "/bucket/";
 	for (int i = 0; i < 40; i++) {
-		char p[16];
+		char p[40];
 		snprintf(p, sizeof(p), "%sp%02d=v%02d-", i ? "&" : "", 39 - i, i);
 		strcat(q, p);
 		for (int k = 0; k < 20; k++)

@@ -51,7 +51,7 @@ static int set_lc(struct meta_state *s, const char *b, size_t n_rules)
 		for (size_t i = 0; i < n_rules; i++) {
 			Iolake__Meta__LifecycleRule *r = tb_alloc(t, sizeof(*r));
 			iolake__meta__lifecycle_rule__init(r);
-			char id[16];
+			char id[24];
 			snprintf(id, sizeof(id), "r%zu", i);
 			r->id = tb_str(t, id);
 			r->enabled = true;
