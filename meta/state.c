@@ -831,14 +831,15 @@ int meta_state_open(const char *dir, const struct meta_state_opts *opts, struct 
 	uint64_t cache_bytes = opts && opts->cache_bytes ? opts->cache_bytes : META_STATE_CACHE_BYTES;
 	uint64_t wbuf_bytes = opts && opts->write_buffer_bytes ? opts->write_buffer_bytes
 							    : META_STATE_WRITE_BUFFER_BYTES;
-	if (opts && opts->cache) {
-		s->cache = opts->cache->cache;
-		s->rows = opts->cache->rows;
-	} else {
-		s->cache = rocksdb_cache_create_lru(cache_bytes - cache_bytes / META_STATE_ROW_CACHE_DIV);
-		s->rows = rocksdb_cache_create_lru(cache_bytes / META_STATE_ROW_CACHE_DIV);
-		s->own_cache = true;
+	const struct meta_state_cache *caches = opts ? opts->cache : NULL;
+	if (!caches) {
+		rc = meta_state_cache_new(cache_bytes, &s->own_cache);
+		if (rc)
+			goto out_fail;
+		caches = s->own_cache;
 	}
+	s->cache = caches->cache;
+	s->rows = caches->rows;
 	/* Point reads (the gateway's HeadObject, GetBucket, apply's reads)
 	 * of records in tables: a hit answers from here without the filter,
 	 * index and data block lookups of the block cache (each an LRU
@@ -955,12 +956,7 @@ void meta_state_close(struct meta_state *s)
 	rocksdb_options_destroy(s->opts);
 	if (s->bbto)
 		rocksdb_block_based_options_destroy(s->bbto);
-	if (s->own_cache) {
-		if (s->cache)
-			rocksdb_cache_destroy(s->cache);
-		if (s->rows)
-			rocksdb_cache_destroy(s->rows);
-	}
+	meta_state_cache_free(s->own_cache);
 	bucket_slots_fini(s);
 	free(s);
 }

@@ -74,8 +74,9 @@ struct meta_state {
 	rocksdb_options_t *opts;
 	rocksdb_cache_t *cache;            /* the block cache, bounded (opts) */
 	rocksdb_cache_t *rows;             /* the row cache: point reads' results */
-	bool own_cache;                    /* else a meta_state_cache's: not destroyed
-	                                    * (both caches) */
+	struct meta_state_cache *own_cache; /* made at open when opts gave none
+	                                     * (cache and rows are its); NULL: the
+	                                     * caller's, not freed here */
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_readoptions_t *ro;
 	rocksdb_writeoptions_t *wo;
