@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/sigv2.h"
+#include "tests/fuzz/fuzz_pieces.h"
 
 static void check_parsed(int rc, const struct sigv2_auth *a)
 {
@@ -34,16 +35,6 @@ static void check_parsed(int rc, const struct sigv2_auth *a)
 	}
 }
 
-/* Next NUL-separated piece of [*p, end). */
-static const char *piece(const char **p, const char *end, size_t *n)
-{
-	const char *s = *p;
-	const char *z = memchr(s, 0, (size_t)(end - s));
-	*n = z ? (size_t)(z - s) : (size_t)(end - s);
-	*p = z ? z + 1 : end;
-	return s;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -51,23 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *p = (const char *)data + 1, *end = (const char *)data + size;
 	struct sigv2_auth a;
 	size_t hn, qn, pn;
-	const char *hv = piece(&p, end, &hn);
+	const char *hv = fuzz_piece(&p, end, &hn);
 	check_parsed(sigv2_parse_header(hv, hn, &a), &a);
-	const char *q = piece(&p, end, &qn);
+	const char *q = fuzz_piece(&p, end, &qn);
 	check_parsed(sigv2_parse_query(q, qn, &a), &a);
 
-	const char *path = piece(&p, end, &pn);
+	const char *path = fuzz_piece(&p, end, &pn);
 	struct sigv4_header hs[8];
-	size_t nh = 0;
-	while (p < end && nh < 8) {
-		size_t ln;
-		const char *l = piece(&p, end, &ln);
-		const char *colon = memchr(l, ':', ln);
-		if (!colon)
-			continue;
-		hs[nh++] = (struct sigv4_header){ l, (size_t)(colon - l), colon + 1,
-						  ln - (size_t)(colon - l) - 1 };
-	}
+	size_t nh = fuzz_headers(&p, end, hs, 8);
 	struct sigv2_auth claim = { .presigned = data[0] & 1, .blank_date = data[0] & 2,
 				    .expires = (int64_t)data[0] * 1000003 };
 	struct sigv2_request rq = { .method = (data[0] & 4) ? "PUT" : "GET", .path = path,

@@ -24,6 +24,7 @@
 
 #include "common/hash.h"
 #include "common/sigv4.h"
+#include "tests/fuzz/fuzz_pieces.h"
 
 static void check_parsed(int rc, const struct sigv4_auth *a)
 {
@@ -42,16 +43,6 @@ static void check_parsed(int rc, const struct sigv4_auth *a)
 	}
 }
 
-/* Next NUL-separated piece of [*p, end). */
-static const char *piece(const char **p, const char *end, size_t *n)
-{
-	const char *s = *p;
-	const char *z = memchr(s, 0, (size_t)(end - s));
-	*n = z ? (size_t)(z - s) : (size_t)(end - s);
-	*p = z ? z + 1 : end;
-	return s;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -59,24 +50,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *p = (const char *)data + 1, *end = (const char *)data + size;
 	struct sigv4_auth a;
 	size_t hn, qn, pn, sn;
-	const char *hv = piece(&p, end, &hn);
+	const char *hv = fuzz_piece(&p, end, &hn);
 	check_parsed(sigv4_parse_header(hv, hn, &a), &a);
-	const char *q = piece(&p, end, &qn);
+	const char *q = fuzz_piece(&p, end, &qn);
 	check_parsed(sigv4_parse_query(q, qn, &a), &a);
 
-	const char *path = piece(&p, end, &pn);
-	const char *sh = piece(&p, end, &sn);
+	const char *path = fuzz_piece(&p, end, &pn);
+	const char *sh = fuzz_piece(&p, end, &sn);
 	struct sigv4_header hs[16];
-	size_t nh = 0;
-	while (p < end && nh < 16) {
-		size_t ln;
-		const char *l = piece(&p, end, &ln);
-		const char *colon = memchr(l, ':', ln);
-		if (!colon)
-			continue;
-		hs[nh++] = (struct sigv4_header){ l, (size_t)(colon - l), colon + 1,
-						  ln - (size_t)(colon - l) - 1 };
-	}
+	size_t nh = fuzz_headers(&p, end, hs, 16);
 	struct sigv4_auth claim = { .presigned = data[0] & 1 };
 	strcpy(claim.access_key, "AK");
 	strcpy(claim.date, "20130524");
