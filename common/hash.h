@@ -1,6 +1,6 @@
 /*
  * hash.h — SHA-256, HMAC-SHA256 and MD5 over OpenSSL 3, for SigV4 and
- * ETags, plus hex encoding.
+ * ETags, plus hex encoding and FNV-1a (the slots of small tables).
  *
  * The EVP_MD objects are fetched once per process (EVP_MD_fetch) and each
  * thread reuses one EVP_MD_CTX, so a hash costs no allocation and no
@@ -42,5 +42,26 @@ void hash_hex(const uint8_t *in, size_t n, char *out);
 
 /* Decode 2n hex digits (either case) into n bytes; 0 or -EINVAL. */
 int hash_unhex(const char *in, size_t n, uint8_t *out);
+
+/* FNV-1a (32 bits) of n bytes, and of a NUL-ended string: the slot of a
+ * name in the small direct-mapped tables (bucket routes, bucket rows,
+ * credentials, methods). Not a defence against chosen collisions: each
+ * table bounds what a collision costs. */
+static inline uint32_t hash_fnv1a(const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+static inline uint32_t hash_fnv1a_str(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
 
 #endif

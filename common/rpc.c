@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/rpc_internal.h"
@@ -503,14 +504,6 @@ void rpc_dl_del(struct rpc_channel *ch, struct rpc_dl *d)
 
 /* ------------------------------------------------------------ servers */
 
-static uint32_t hash_bytes(const uint8_t *p, size_t n)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
-
 struct rpc_server *rpc_server_new(uv_loop_t *loop, const struct rpc_server_opts *opts)
 {
 	struct rpc_server *srv = calloc(1, sizeof(*srv));
@@ -532,7 +525,7 @@ const struct rpc_method *rpc_server_find_path(const struct rpc_server *srv, cons
 {
 	if (!srv->slots)
 		return NULL;
-	uint32_t h = hash_bytes(path, len);
+	uint32_t h = hash_fnv1a(path, len);
 	for (uint32_t i = h & srv->slot_mask;; i = (i + 1) & srv->slot_mask) {
 		uint32_t s = srv->slots[i];
 		if (!s)
@@ -598,7 +591,7 @@ int rpc_server_add_service(struct rpc_server *srv, const ProtobufCServiceDescrip
 			return -ENOMEM;
 		}
 		m->path_len = (uint32_t)len;
-		m->hash = hash_bytes((const uint8_t *)m->path, (size_t)len);
+		m->hash = hash_fnv1a(m->path, (size_t)len);
 		m->svc = svc;
 		m->index = i;
 		m->fn = handlers ? handlers[i] : NULL;

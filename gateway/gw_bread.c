@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/hash.h"
 #include "common/proto/meta_methods.h"
 #include "proto/meta.pb-c.h"
 
@@ -94,10 +95,7 @@ void gw_bread_free(struct gw_bread *b)
 
 static struct slot *slot_of(struct gw_bread *b, const char *name)
 {
-	uint32_t h = 2166136261u;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
-	return &b->slots[h & b->mask];
+	return &b->slots[hash_fnv1a_str(name) & b->mask];
 }
 
 static void on_answer(void *ud, int err, const ProtobufCMessage *resp);

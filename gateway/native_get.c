@@ -209,13 +209,13 @@ static void pump(struct nget *g)
 	}
 }
 
-/* rec is borrowed (the HeadObject answer, valid during its callback):
- * an inline or empty range is answered from it at once; a GET of shards
- * keeps it (g->rec): taken from *take (the answer's field, when the
- * caller owns the answer: rpc_answer_take), else a copy. */
-static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *rec,
-		      Iolake__Meta__ObjectRecord **take)
+/* The record of a (the HeadObject answer, valid during its callback): an
+ * inline or empty range is answered from it at once; a GET of shards keeps
+ * it (g->rec): taken out of a when the caller owns the answer (own:
+ * rpc_answer_take), else a copy. */
+static void get_start(struct native_call *nc, Iolake__Meta__HeadObjectResponse *a, bool own)
 {
+	const Iolake__Meta__ObjectRecord *rec = a->record;
 	const Iolake__Native__GetRequest *m = (const void *)nc->msg;
 	struct nget *g = calloc(1, sizeof(*g));
 	if (!g) {
@@ -257,13 +257,7 @@ static void get_start(struct native_call *nc, const Iolake__Meta__ObjectRecord *
 		get_respond(g, rec);
 		return;
 	}
-	if (take) {
-		g->rec = *take;
-		*take = NULL;
-	} else {
-		g->rec = (Iolake__Meta__ObjectRecord *)s3u_copy_msg(&rec->base);
-	}
-	if (!g->rec) {
+	if (!(g->rec = s3u_keep_sub(own, &a->record))) {
 		get_fail(g, S3E_InternalError, NULL);
 		return;
 	}
@@ -339,9 +333,10 @@ static void on_get_meta(void *ud, int err, const ProtobufCMessage *resp)
 		native_ok(nc, &a.base, NULL);
 		return;
 	}
-	Iolake__Meta__HeadObjectResponse *own = (void *)rpc_answer_take(resp);
-	get_start(nc, rec, own ? &own->record : NULL);
-	s3u_free_msg(own);
+	bool own = rpc_answer_take(resp);
+	get_start(nc, (Iolake__Meta__HeadObjectResponse *)r, own);   /* written only when own */
+	if (own)
+		s3u_free_msg((void *)r);
 }
 
 void native_get_step(struct native_call *nc)

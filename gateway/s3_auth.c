@@ -52,14 +52,6 @@ struct s3_auth {
 	struct s3_auth_stats stats;
 };
 
-static uint32_t fnv1a(const char *s)
-{
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 struct s3_auth *s3_auth_new(const struct s3_auth_cfg *cfg)
 {
 	struct s3_auth *a = calloc(1, sizeof(*a));
@@ -99,7 +91,7 @@ void s3_auth_free(struct s3_auth *a)
 
 static struct cache_slot *set_of(struct s3_auth *a, const char *ak)
 {
-	return &a->slots[(size_t)(fnv1a(ak) % a->n_sets) * WAYS];
+	return &a->slots[(size_t)(hash_fnv1a_str(ak) % a->n_sets) * WAYS];
 }
 
 static struct cache_slot *cache_find(struct s3_auth *a, const char *ak, uint64_t now_ms)

@@ -650,11 +650,8 @@ static void on_get_version(struct s3_rq *rq, enum s3_err e, const ProtobufCMessa
 	}
 	/* The record itself when meta gave its answer in process, else a copy. */
 	Iolake__Meta__GetVersionResponse *own = (void *)rpc_answer_take(resp);
-	g->rec = s3u_keep_sub(own, &r->record->base);
-	if (own) {
-		own->record = NULL;
-		s3u_free_msg(own);
-	}
+	g->rec = s3u_keep_sub(own, &((Iolake__Meta__GetVersionResponse *)r)->record);
+	s3u_free_msg(own);
 	if (!g->rec)
 		s3_rq_fail(rq, S3E_InternalError, NULL);
 	else if (!s3_cond_ops_get(rq, g->rec))

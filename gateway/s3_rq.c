@@ -325,30 +325,24 @@ bool s3_rq_in_doubt(const struct s3_rq *rq)
 static void on_head(void *ud, int err, const ProtobufCMessage *resp)
 {
 	struct s3_head *h = ud;
-	Iolake__Meta__HeadObjectResponse *r = (void *)rpc_answer_take(resp);
-	bool own = r;
-	if (!own)
-		r = (Iolake__Meta__HeadObjectResponse *)resp;  /* read only */
+	Iolake__Meta__HeadObjectResponse *r = (void *)resp;   /* written only when own */
+	bool own = rpc_answer_take(resp);
 	enum s3_err e = s3_status_err(S3_SUBJ_OBJECT_READ, err, err ? 0 : (int)r->status);
 	Iolake__Meta__ObjectRecord *rec = NULL;
 	h->bkt = NULL;
 	if (h->with_bucket && !err) {
 		if (!r->bucket)
 			e = S3E_NoSuchBucket;
-		else if (!(h->bkt = s3u_keep_sub(own, &r->bucket->base)))
+		else if (!(h->bkt = s3u_keep_sub(own, &r->bucket)))
 			e = S3E_InternalError;
-		else if (own)
-			r->bucket = NULL;
 	}
 	if (e == S3E_OK && !r->record)
 		e = S3E_NoSuchKey;
 	h->marker = e == S3E_NoSuchKey && !err && r->record && r->record->is_delete_marker;
 	snprintf(h->marker_vid, sizeof(h->marker_vid), "%s",
 		 h->marker && r->record->version_id ? r->record->version_id : "");
-	if (e == S3E_OK && !(rec = s3u_keep_sub(own, &r->record->base)))
+	if (e == S3E_OK && !(rec = s3u_keep_sub(own, &r->record)))
 		e = S3E_InternalError;
-	else if (rec && own)
-		r->record = NULL;
 	if (own)
 		s3u_free_msg(r);
 	h->cb(h, e, rec);

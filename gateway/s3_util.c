@@ -31,11 +31,14 @@ void s3u_free_msg(void *m)
 		protobuf_c_message_free_unpacked(m, NULL);
 }
 
-void *s3u_keep_sub(bool own, const ProtobufCMessage *sub)
+void *s3u_keep_sub(bool own, void *field)
 {
-	if (!sub || own)
-		return (void *)sub;
-	return s3u_copy_msg(sub);
+	ProtobufCMessage *m, *none = NULL;
+	memcpy(&m, field, sizeof(m));   /* any message pointer field */
+	if (!m || !own)
+		return m ? s3u_copy_msg(m) : NULL;
+	memcpy(field, &none, sizeof(none));
+	return m;
 }
 
 void s3u_copy_str(char *dst, size_t cap, const char *src)

@@ -21,11 +21,12 @@
 ProtobufCMessage *s3u_copy_msg(const ProtobufCMessage *m);
 /* Free an unpacked message (a copy); NULL is fine. */
 void s3u_free_msg(void *m);
-/* A sub-message of a call's answer, to keep past the callback: sub
- * itself when the caller took the answer (own: rpc_answer_take gave it;
- * the caller then clears the answer's field), else a copy. Free it with
- * s3u_free_msg. NULL when sub is NULL or memory ran out. */
-void *s3u_keep_sub(bool own, const ProtobufCMessage *sub);
+/* The sub-message in *field (a message pointer field of a call's answer),
+ * to keep past the callback: detached from the answer (*field cleared)
+ * when the caller took the answer (own: rpc_answer_take gave it), else a
+ * copy. Free it with s3u_free_msg. NULL when *field is NULL or memory ran
+ * out. */
+void *s3u_keep_sub(bool own, void *field);
 
 /* src into dst[cap] (cap > 0), cut to cap - 1 bytes and terminated:
  * snprintf's "%s" without printf's cost on the request path. */

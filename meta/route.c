@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/pb_block.h"
@@ -110,10 +111,7 @@ struct rcall {
 
 static size_t slot_of(const char *bucket)
 {
-	uint32_t h = 2166136261u;
-	for (const char *p = bucket; *p; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
-	return h % ROUTE_SLOTS;
+	return hash_fnv1a_str(bucket) % ROUTE_SLOTS;
 }
 
 static const struct meta_range_table *table_get(struct meta_route *r, const char *bucket)

@@ -59,10 +59,7 @@ void bucket_slots_fini(struct meta_state *s)
 
 static struct bucket_slot *bucket_slot_of(struct meta_state *s, const char *name)
 {
-	uint32_t h = 2166136261u;   /* FNV-1a */
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
-	return &s->bslots[h % BUCKET_SLOTS];
+	return &s->bslots[hash_fnv1a_str(name) % BUCKET_SLOTS];
 }
 
 /* The row unpacked from slot sl when it holds name at generation gen:
