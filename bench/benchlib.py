@@ -229,7 +229,10 @@ def s3bench(bench, endpoint, size, objects, concurrency, gets, json_path, ak=AK,
                 "mib_per_s": p["mib_per_s"], "p50_ms": p["latency_us"]["p50"] / 1e3,
                 "p99_ms": p["latency_us"]["p99"] / 1e3,
                 "max_ms": p["latency_us"].get("max", 0) / 1e3, "elapsed_s": p["elapsed_s"]}
-    for name in ("put", "get") if gets else ("put",):
+    want = ("put", "get") if gets else ("put",)
+    if "--skip-put" in extra:
+        want = ("get",)   # a GET-only load: no PUT phase
+    for name in want:
         if name not in out or out[name]["errors"]:
             raise BenchError("iolake-s3-bench %s: %s phase %s" % (
                 size, name, "missing" if name not in out else

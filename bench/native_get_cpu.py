@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""native_get_cpu.py — GET 4 KiB over S3 and over the native protocol
+(issue 19, must-show 5) on one fresh iolake-aio, measured as CPU: the
+aio's and the client's (iolake-s3-bench) per GET, beside GET/s and p50,
+p99 and max.
+
+    bench/native_get_cpu.py --workdir TMPFS [--build DIR] [--objects 2000]
+                            [--gets 60] [--rounds 2] [--record DIR]
+
+Each protocol first PUTs --objects objects (no warm-up), then each round
+runs a GET-only load over them (iolake-s3-bench --skip-put, 32 in flight,
+--gets GETs of each object; native calls on 4 HTTP/2 connections, as
+bench/e2e.py makes them), S3 and native alternating. The aio's CPU is
+utime+stime from /proc/PID/stat across the GET-only run, the client's is
+the run's rusage; both divided by the GETs made. With --record DIR,
+`perf record --call-graph dwarf` of the aio across each run into
+DIR/PROTO-ROUND.perf.
+
+Exit 0, or 2 when a run failed.
+"""
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+import e2e  # noqa: E402  (native_endpoint, NATIVE_CONNS)
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def aio_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        x = f.read().rsplit(")", 1)[1].split()
+    return int(x[11]) + int(x[12])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    ap.add_argument("--workdir", required=True, help="a tmpfs outside /dev")
+    ap.add_argument("--objects", type=int, default=2000)
+    ap.add_argument("--gets", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--record", help="directory for perf record files")
+    a = ap.parse_args()
+    try:
+        workdir = bl.check_workdir(a.workdir)
+        bench = bl.build_bin(a.build, "iolake-s3-bench")
+        with bl.Aio(a.build, workdir) as aio:
+            nep = e2e.native_endpoint(aio)
+            if not nep:
+                raise bl.BenchError("iolake-aio wrote no native_endpoint in aio.json")
+            j = os.path.join(aio.dir, "cell.json")
+            native = ("--protocol", "native", "--no-create-bucket",
+                      "--native-conns", str(e2e.NATIVE_CONNS))
+            sides = {"s3": (aio.ep, ()), "native": (nep, native)}
+            for proto, (ep, extra) in sides.items():
+                bl.s3bench(bench, ep, "4KiB", a.objects, 32, 0, j, prefix=proto + "/",
+                           extra=extra + ("--warmup", "0s"))
+            print("| run | GET/s | p50 ms | p99 ms | max ms | aio CPU us/GET | client CPU us/GET |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            for rnd in range(a.rounds):
+                for proto in (("s3", "native") if rnd % 2 == 0 else ("native", "s3")):
+                    ep, extra = sides[proto]
+                    perf = None
+                    if a.record:
+                        perf = subprocess.Popen(
+                            ["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
+                             os.path.join(a.record, "%s-%d.perf" % (proto, rnd)),
+                             "-p", str(aio.proc.pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        time.sleep(0.5)
+                    t0 = aio_ticks(aio.proc.pid)
+                    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    r = bl.s3bench(bench, ep, "4KiB", a.objects, 32, a.gets, j,
+                                   prefix=proto + "/", extra=extra + ("--skip-put",))
+                    t1 = aio_ticks(aio.proc.pid)
+                    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    if perf:
+                        perf.send_signal(2)
+                        perf.wait()
+                    g = r["get"]
+                    n = max(g["ops"], 1)
+                    client = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+                    print("| %s %d | %s | %.2f | %.2f | %.1f | %.1f | %.1f |" % (
+                        proto, rnd + 1, bl.fmt_int(g["ops_per_s"]), g["p50_ms"], g["p99_ms"],
+                        g["max_ms"], (t1 - t0) * 1e6 / TICK / n, client * 1e6 / n), flush=True)
+    except bl.BenchError as e:
+        print("native_get_cpu.py: %s" % e, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
