@@ -706,6 +706,11 @@ uint32_t rpc_req_admit_slot(const struct rpc_req *r)
 	return r->admit_slot;
 }
 
+void **rpc_req_conn_data(struct rpc_req *r)
+{
+	return r->ops->conn_data ? r->ops->conn_data(r) : NULL;
+}
+
 uint64_t rpc_req_deadline_ms(const struct rpc_req *r)
 {
 	return r->deadline_ms;

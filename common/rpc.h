@@ -256,6 +256,9 @@ struct rpc_server_opts {
 	/* Admission before TLS and any handler (issue 16: the native port's
 	 * per-address limits, gateway/native_srv.c); NULL: none. */
 	const struct rpc_admit *admit;
+	/* Frees what a handler left in a connection's data slot
+	 * (rpc_req_conn_data) when the connection closes; NULL: free(). */
+	void (*conn_data_free)(void *data);
 };
 
 /* A TCP server's admission hooks, run on its loop. */
@@ -351,6 +354,14 @@ const char *rpc_req_id(const struct rpc_req *r);
 /* The admission slot of r's connection (rpc_admit.conn_open's), or
  * UINT32_MAX when the server has no admission hooks or r came in process. */
 uint32_t rpc_req_admit_slot(const struct rpc_req *r);
+/* The data slot of r's connection: state a service keeps per connection
+ * (the native protocol's login, gateway/native_srv.c), NULL until a
+ * handler stores something there, freed with the server's
+ * opts.conn_data_free when the connection closes. The slot itself is
+ * NULL for a call that came in process or whose connection has gone
+ * (test it again after any wait: a connection may close meanwhile).
+ * srv's loop only. */
+void **rpc_req_conn_data(struct rpc_req *r);
 /* Absolute deadline on loop_now_ms()'s clock, or 0 for none. */
 uint64_t rpc_req_deadline_ms(const struct rpc_req *r);
 /* True once the caller has gone (cancelled, deadline passed, connection

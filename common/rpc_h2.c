@@ -252,8 +252,15 @@ static void conn_free(struct h2_conn *c)
 	tls_conn_free(c->tls);
 	if (c->ch)
 		rpc_chan_unref(&c->ch->base);
-	if (c->srv)
+	if (c->srv) {
+		if (c->data) {
+			if (c->srv->opts.conn_data_free)
+				c->srv->opts.conn_data_free(c->data);
+			else
+				free(c->data);
+		}
 		rpc_server_unref(c->srv);
+	}
 	free(c);
 }
 
@@ -275,9 +282,20 @@ struct h2_conn *h2_conn_new(uv_loop_t *loop)
 		return NULL;
 	}
 	uv_timer_init(loop, &c->timer);
+	uv_check_init(loop, &c->kick);
+	uv_idle_init(loop, &c->kick_idle);
 	c->tcp.data = c->timer.data = c->wreq.data = c->connect_req.data = c;
-	c->handles = 2;
+	c->kick.data = c->kick_idle.data = c;
+	c->handles = H2_CONN_HANDLES;
 	return c;
+}
+
+void h2_conn_close_handles(struct h2_conn *c)
+{
+	uv_close((uv_handle_t *)&c->tcp, h2_on_conn_handle_closed);
+	uv_close((uv_handle_t *)&c->timer, h2_on_conn_handle_closed);
+	uv_close((uv_handle_t *)&c->kick, h2_on_conn_handle_closed);
+	uv_close((uv_handle_t *)&c->kick_idle, h2_on_conn_handle_closed);
 }
 
 #define H2_DIRECT_MIN 4096 /* fewer bytes left: read them with the rest */
@@ -677,6 +695,27 @@ void h2_conn_pump(struct h2_conn *c)
 	}
 	c->pumping = false;
 }
+static void on_kick_idle(uv_idle_t *h)
+{
+	(void)h;   /* its being active is its job */
+}
+
+static void on_kick(uv_check_t *h)
+{
+	struct h2_conn *c = h->data;
+	uv_check_stop(&c->kick);
+	uv_idle_stop(&c->kick_idle);
+	h2_conn_pump(c);
+}
+
+void h2_conn_kick(struct h2_conn *c)
+{
+	if (c->dead || c->in_session || c->pumping || uv_is_active((uv_handle_t *)&c->kick))
+		return;
+	uv_check_start(&c->kick, on_kick);
+	uv_idle_start(&c->kick_idle, on_kick_idle);
+}
+
 void h2_conn_fail(struct h2_conn *c, const char *why)
 {
 	if (c->dead)
@@ -692,8 +731,7 @@ void h2_conn_fail(struct h2_conn *c, const char *why)
 		nghttp2_session_del(c->sess);
 		c->sess = NULL;
 	}
-	uv_close((uv_handle_t *)&c->tcp, h2_on_conn_handle_closed);
-	uv_close((uv_handle_t *)&c->timer, h2_on_conn_handle_closed);
+	h2_conn_close_handles(c);
 }
 
 /* New session callbacks with the output side set (both halves add theirs).

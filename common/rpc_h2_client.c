@@ -489,8 +489,7 @@ static struct h2_conn *chan_connect(struct h2_chan *ch)
 	int rc = uv_tcp_connect(&c->connect_req, &c->tcp, (struct sockaddr *)&ch->addr, on_connect);
 	if (rc) {
 		c->dead = true; /* nothing to fail yet: callers see the NULL */
-		uv_close((uv_handle_t *)&c->tcp, h2_on_conn_handle_closed);
-		uv_close((uv_handle_t *)&c->timer, h2_on_conn_handle_closed);
+		h2_conn_close_handles(c);
 		return NULL;
 	}
 	uv_timer_start(&c->timer, on_connect_timeout, ch->base.opts.connect_timeout_ms, 0);
@@ -582,6 +581,10 @@ static void h2_call(struct rpc_channel *base, struct rpc_call_args *a)
 		goto fail_call;
 	}
 	DLIST_ADD(ch->calls, call, prev, next);
+	/* Sent now, not kicked to the turn's end: a caller's calls leave in
+	 * the order it made them (the OSD's scheduler sees a burst of client
+	 * PutShards before the background reads made after them); answers
+	 * are the server's to batch. */
 	if (c->sess)
 		h2_conn_pump(c);
 	return;

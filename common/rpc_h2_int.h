@@ -46,6 +46,11 @@ struct h2_sreq;
 struct h2_conn {
 	uv_tcp_t tcp;
 	uv_timer_t timer;              /* client: connect timeout, then health tick */
+	/* h2_conn_kick's deferred pump: the check runs after the turn's I/O,
+	 * the idle keeps that turn's poll from blocking; both active exactly
+	 * while a pump is owed. */
+	uv_check_t kick;
+	uv_idle_t kick_idle;
 	uv_connect_t connect_req;
 	uv_write_t wreq;
 	nghttp2_session *sess;         /* NULL until connected */
@@ -71,6 +76,7 @@ struct h2_conn {
 	size_t tls_wcap;
 	char peer[64];                 /* server: the peer's address, for logs */
 	uint32_t admit_slot;           /* server: rpc_admit's slot (UINT32_MAX: none) */
+	void *data;                    /* server: rpc_req_conn_data's slot */
 	bool admitted;                 /* server: conn_close is owed */
 	/* Server with TLS: who the peer's certificate says it is (roles, node
 	 * id: common/rpc_authz.h); every call is checked against it. */
@@ -173,9 +179,13 @@ void h2_body_free(struct h2_body *b);
 /* nghttp2's data source for an h2_body (source.ptr). */
 ssize_t h2_on_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
 			uint32_t *flags, nghttp2_data_source *src, void *ud);
-/* A connection on loop (tcp and timer initialised, 2 handles), or NULL. */
+/* A connection on loop (tcp, timer and the kick's two handles
+ * initialised: H2_CONN_HANDLES), or NULL. */
 struct h2_conn *h2_conn_new(uv_loop_t *loop);
 void h2_on_conn_handle_closed(uv_handle_t *h);
+#define H2_CONN_HANDLES 4
+/* Close c's handles (h2_on_conn_handle_closed frees c after the last). */
+void h2_conn_close_handles(struct h2_conn *c);
 /* Start the session (client or server by c->server), read, send SETTINGS. */
 int h2_session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, uint32_t streams);
 /* Start TLS on a connected socket with identity t: reading starts, a
@@ -184,6 +194,11 @@ int h2_session_start(struct h2_conn *c, const nghttp2_session_callbacks *cbs, ui
 int h2_tls_start(struct h2_conn *c, struct rpc_tls *t);
 /* Run queued completions / requests, let nghttp2 write; never inside nghttp2. */
 void h2_conn_pump(struct h2_conn *c);
+/* A pump owed for work queued outside c's own I/O (a server's answer
+ * ready): run once at the end of this loop turn, after its I/O callbacks,
+ * so what the turn queued on c leaves in one write (Redis's beforeSleep
+ * write). Inside a pump, nothing: the outer pump sends it. */
+void h2_conn_kick(struct h2_conn *c);
 /* The connection is dead: its calls or requests end, handles close. */
 void h2_conn_fail(struct h2_conn *c, const char *why);
 /* DATA payload bytes of the frame being read were consumed (the halves'

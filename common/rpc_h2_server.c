@@ -76,7 +76,7 @@ static void sreq_answer(struct rpc_req *base, int status, const char *message, s
 		nghttp2_submit_rst_stream(c->sess, NGHTTP2_FLAG_NONE, r->stream_id,
 					  NGHTTP2_INTERNAL_ERROR);
 	}
-	h2_conn_pump(c); /* no-op inside nghttp2: the outer pump sends it */
+	h2_conn_kick(c); /* the turn's answers leave in one write */
 }
 
 static bool sreq_gone(const struct rpc_req *base)
@@ -84,9 +84,16 @@ static bool sreq_gone(const struct rpc_req *base)
 	return !((const struct h2_sreq *)base)->stream_open;
 }
 
+static void **sreq_conn_data(struct rpc_req *base)
+{
+	struct h2_sreq *r = (struct h2_sreq *)base;
+	return r->stream_open && r->conn && !r->conn->dead ? &r->conn->data : NULL;
+}
+
 static const struct rpc_req_ops h2_req_ops = {
 	.answer = sreq_answer,
 	.gone = sreq_gone,
+	.conn_data = sreq_conn_data,
 };
 
 void h2_run_ready(struct h2_conn *c)

@@ -303,6 +303,9 @@ struct rpc_req_ops {
 	 * rpc_respond does, then frees resp. */
 	void (*answer_give)(struct rpc_req *r, ProtobufCMessage *resp,
 			    const struct buf_slice *payload);
+	/* Optional: r's connection's data slot (rpc_req_conn_data), NULL
+	 * once the connection is gone. NULL: the transport has none. */
+	void **(*conn_data)(struct rpc_req *r);
 };
 
 struct rpc_req {

@@ -138,6 +138,14 @@ static void answer_echo(struct rpc_req *r)
 	resp.payload_len = pl->buf ? pl->len : 0;
 	resp.request_id = (char *)rpc_req_id(r);
 	resp.deadline_left_ms = dl ? (int64_t)dl - (int64_t)loop_now_ms() : -1;
+	if (q->text && strcmp(q->text, "conn") == 0) {
+		/* test_conn_data: this connection's calls so far (0: it has no
+		 * data slot: in process). */
+		void **slot = rpc_req_conn_data(r);
+		resp.seq = 0;
+		if (slot && (*slot || (*slot = calloc(1, sizeof(uint64_t)))))
+			resp.seq = ++*(uint64_t *)*slot;
+	}
 	if (q->echo_payload) {
 		rpc_respond(r, &resp.base, pl);
 	} else if (q->payload_bytes) {
@@ -454,6 +462,55 @@ START_TEST(test_echo)
 	ck_assert_int_eq(x.deadline_left_ms, -1);
 	res_clear(&x);
 	fx_teardown(&f);
+}
+END_TEST
+
+static atomic_int conn_data_freed;
+
+static void count_free(void *p)
+{
+	atomic_fetch_add(&conn_data_freed, 1);
+	free(p);
+}
+
+/* rpc_req_conn_data: one slot per HTTP/2 connection, the same for all its
+ * calls, another for another connection, freed with the server's
+ * conn_data_free when the connection closes; none in process. */
+START_TEST(test_conn_data)
+{
+	struct rpc_server_opts so = { .conn_data_free = count_free };
+	srv_opts = &so;
+	atomic_store(&conn_data_freed, 0);
+	struct fx f;
+	fx_setup(&f, _i, NULL);
+	Iolake__Test__EchoRequest q = IOLAKE__TEST__ECHO_REQUEST__INIT;
+	q.text = "conn";
+	uint64_t want = _i == T_H2 ? 1 : 0;
+	for (int i = 0; i < 3; i++) {
+		struct res x = { 0 };
+		do_call(&f, M_ECHO, &q, NULL, 5000, &x);
+		ck_assert_int_eq(x.status, RPC_OK);
+		ck_assert_uint_eq(x.seq, want);
+		want += _i == T_H2;
+		res_clear(&x);
+	}
+	struct rpc_channel *main_ch = f.ch;
+	f.ch = rpc_channel_open(&f.loop, f.target, NULL);
+	struct res x = { 0 };
+	do_call(&f, M_ECHO, &q, NULL, 5000, &x);
+	ck_assert_int_eq(x.status, RPC_OK);
+	ck_assert_uint_eq(x.seq, _i == T_H2 ? 1 : 0);   /* a connection of its own */
+	res_clear(&x);
+	rpc_channel_close(f.ch);
+	f.ch = main_ch;
+	for (int i = 0; i < 500 && atomic_load(&conn_data_freed) < (_i == T_H2); i++) {
+		uv_run(&f.loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	ck_assert_int_eq(atomic_load(&conn_data_freed), _i == T_H2);
+	fx_teardown(&f);
+	ck_assert_int_eq(atomic_load(&conn_data_freed), _i == T_H2 ? 2 : 0);
+	srv_opts = NULL;
 }
 END_TEST
 
@@ -1250,6 +1307,7 @@ static Suite *rpc_suite(void)
 	TCase *c = tcase_create("calls"); /* each test runs for h2, then local */
 	tcase_set_timeout(c, 60);
 	tcase_add_loop_test(c, test_echo, 0, TRANSPORTS);
+	tcase_add_loop_test(c, test_conn_data, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_direct, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_give, 0, TRANSPORTS);
 	tcase_add_loop_test(c, test_unimplemented, 0, TRANSPORTS);
