@@ -316,6 +316,11 @@ $(B)/tests/tools/raft-entries: $(B)/obj/tests/tools/raft_entries.o
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lraft -luv
 
+$(B)/tests/tools/native-session: $(B)/obj/tests/tools/native_session.o $(LIBS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(B)/tests/tools/meta-ledger: $(B)/obj/tests/tools/meta_ledger.o $(LIBS)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)

@@ -57,6 +57,7 @@ static void usage(FILE *f)
 		"  --start-after K           ls: from after K\n"
 		"  --max-keys N              ls: at most N names\n"
 		"  --unsigned-payload        send UNSIGNED-PAYLOAD instead of body hashes\n"
+		"  --sign-each-call          sign every call (default: log the connection in once)\n"
 		"  --timeout MS              per call (default 60000)\n"
 		"  --tls-ca/--tls-cert/--tls-key FILE  mutual TLS, when the gateway has --rpc-tls-*\n"
 		"  --debug-clock-offset S    tests only: sign as if the clock were S seconds off\n"
@@ -131,12 +132,12 @@ int main(int argc, char **argv)
 	const char *sk = env2("IOLAKE_SECRET_KEY", "AWS_SECRET_ACCESS_KEY");
 	const char *region = NULL, *ctype = NULL, *range = NULL, *delim = NULL, *start = NULL;
 	uint64_t max_keys = 0;
-	int skip_md5 = 0, unsigned_payload = 0;
+	int skip_md5 = 0, unsigned_payload = 0, sign_each_call = 0;
 	uint32_t timeout_ms = 0;
 	int64_t skew_s = 0;
 	const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
 	enum { O_EP = 256, O_AK, O_SK, O_REGION, O_SKIP, O_CT, O_RANGE, O_DELIM, O_START, O_MAX,
-	       O_UNSIGNED, O_TIMEOUT, O_SKEW, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
+	       O_UNSIGNED, O_SIGN_EACH, O_TIMEOUT, O_SKEW, O_TLS_CA, O_TLS_CERT, O_TLS_KEY };
 	static const struct option opts[] = {
 		{ "endpoint", required_argument, NULL, O_EP },
 		{ "access-key", required_argument, NULL, O_AK },
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
 		{ "start-after", required_argument, NULL, O_START },
 		{ "max-keys", required_argument, NULL, O_MAX },
 		{ "unsigned-payload", no_argument, NULL, O_UNSIGNED },
+		{ "sign-each-call", no_argument, NULL, O_SIGN_EACH },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "debug-clock-offset", required_argument, NULL, O_SKEW },
 		{ "tls-ca", required_argument, NULL, O_TLS_CA },
@@ -172,6 +174,7 @@ int main(int argc, char **argv)
 		case O_START: start = optarg; break;
 		case O_MAX: max_keys = strtoull(optarg, NULL, 10); break;
 		case O_UNSIGNED: unsigned_payload = 1; break;
+		case O_SIGN_EACH: sign_each_call = 1; break;
 		case O_TIMEOUT: timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case O_SKEW: skew_s = strtoll(optarg, NULL, 10); break;
 		case O_TLS_CA: tls_ca = optarg; break;
@@ -214,6 +217,7 @@ int main(int argc, char **argv)
 	}
 	struct iolake_opts io = { .region = region, .timeout_ms = timeout_ms,
 				  .unsigned_payload = unsigned_payload,
+				  .sign_each_call = sign_each_call,
 				  .debug_clock_offset_s = skew_s, .tls_ca = tls_ca,
 				  .tls_cert = tls_cert, .tls_key = tls_key };
 	iolake_t *c = iolake_open(endpoint, ak, sk, &io);

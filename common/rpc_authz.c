@@ -186,6 +186,8 @@ static const struct method_row {
 	{ "iolake.native.Native", "Head", U | ANY },
 	{ "iolake.native.Native", "Delete", U | ANY },
 	{ "iolake.native.Native", "List", U | ANY },
+	{ "iolake.native.Native", "Hello", U | ANY },
+	{ "iolake.native.Native", "Login", U | ANY },
 	/* The RPC layer's test service (common/proto/echo.proto): served by
 	 * tests and bench_rpctls only, never by a binary. */
 	{ "iolake.test.Echo", "Echo", ANY },

@@ -6,8 +6,9 @@
  * native.h.
  *
  * A call (struct native_call) is made per RPC: authenticated first
- * (native_call_auth: SigV4 over common/native_sig's canonical request,
- * through s3_auth with the S3 front end's credential source), then its
+ * (SigV4 over common/native_sig's canonical request, through s3_auth with
+ * the S3 front end's credential source; or, unsigned, as its connection's
+ * login: struct native_conn, native_srv.c), then its
  * method's step runs with the signer in call->rq (a request base that
  * never has an S3 exchange: rq.c stays NULL; it only carries the principal
  * and the records to s3_rq_decide and s3_access). A call is freed when
@@ -72,6 +73,8 @@ struct native_call {
 	s3_head_cb head_cb;             /* native_head's caller */
 	native_step_fn step;            /* after authentication */
 	void *op;                       /* the step's own state (freed by the step) */
+	bool signed_call;               /* its own Auth (not its connection's login) */
+	uint8_t session_secret[32];     /* unsigned: the login's, while verified */
 	struct native_call *next_spare; /* in s->spare once answered */
 };
 

@@ -13,6 +13,15 @@
  * payload hash is checked here against the payload; streaming modes are
  * refused. Anonymous calls are refused: the native protocol has none.
  *
+ * Sessions: a connection may log in once (Hello: a random challenge kept
+ * on the connection, rpc_req_conn_data; Login: a signed call whose
+ * arguments hold that challenge, which it consumes). An unsigned call on
+ * it then acts as the key that logged in: s3_auth_verify_session finds
+ * the key on every call as a signature's key is found (cache, creds_epoch,
+ * meta), so a revoked key stops the session's next call, and the user's
+ * grants are read as they are now. A Login replayed on another connection
+ * meets another challenge; on its own, none.
+ *
  * Owns the rpc_server, the verifier and its cache, the calls in flight and
  * (through native_put.c) the uploads. Thread: the gateway loop.
  */
@@ -22,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "common/hash.h"
@@ -135,6 +145,92 @@ int native_head(struct native_call *nc, const char *bucket, const char *key, s3_
 	return rc;
 }
 
+/* ------------------------------------------------------------ sessions */
+
+/* A connection's login state, in its rpc_req_conn_data slot. */
+struct native_conn {
+	char challenge[NATIVE_CHALLENGE_LEN + 1];   /* Hello's, until a Login; "": none */
+	bool logged_in;
+	char access_key[sizeof(((struct sigv4_auth *)0)->access_key)];
+	uint8_t secret_sha256[32];                  /* of the secret the login proved */
+};
+
+static void conn_free(void *p)
+{
+	explicit_bzero(p, sizeof(struct native_conn));
+	free(p);
+}
+
+/* r's connection's state, made on first use. NULL: no connection (gone,
+ * or the call came in process) or no memory. */
+static struct native_conn *conn_of(struct rpc_req *r, bool make)
+{
+	void **slot = rpc_req_conn_data(r);
+	if (!slot)
+		return NULL;
+	if (!*slot && make)
+		*slot = calloc(1, sizeof(struct native_conn));
+	return *slot;
+}
+
+static void h_hello(struct rpc_req *r, void *ud)
+{
+	(void)ud;
+	struct native_conn *cn = conn_of(r, true);
+	uint8_t b[NATIVE_CHALLENGE_LEN / 2];
+	if (!cn || getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		rpc_fail(r, RPC_UNAVAILABLE, "ServiceUnavailable: %s",
+			 cn ? "no randomness" : "no connection state");
+		return;
+	}
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < sizeof(b); i++) {
+		cn->challenge[2 * i] = hex[b[i] >> 4];
+		cn->challenge[2 * i + 1] = hex[b[i] & 15];
+	}
+	cn->challenge[NATIVE_CHALLENGE_LEN] = 0;
+	Iolake__Native__HelloResponse resp = IOLAKE__NATIVE__HELLO_RESPONSE__INIT;
+	resp.challenge = cn->challenge;
+	rpc_respond(r, &resp.base, NULL);
+}
+
+static bool same_challenge(const char *a, const char *b)
+{
+	if (strlen(b) != NATIVE_CHALLENGE_LEN || strlen(a) != NATIVE_CHALLENGE_LEN)
+		return false;
+	unsigned char d = 0;
+	for (size_t i = 0; i < NATIVE_CHALLENGE_LEN; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/* After a signed Login verified: take the connection's challenge. */
+static void login_step(struct native_call *nc)
+{
+	const Iolake__Native__LoginRequest *m = (const void *)nc->msg;
+	struct native_conn *cn = conn_of(nc->r, false);
+	if (!nc->signed_call) {
+		native_fail(nc, S3E_AccessDenied, "Login must be signed");
+		return;
+	}
+	if (!cn || !cn->challenge[0] || !m->challenge || !same_challenge(cn->challenge, m->challenge)) {
+		if (cn)
+			cn->challenge[0] = 0;   /* one try per Hello */
+		rpc_fail(nc->r, RPC_UNAUTHENTICATED,
+			 "LoginRequired: the challenge is not this connection's (Hello first)");
+		call_free(nc);
+		return;
+	}
+	const struct s3_auth_result *res = &nc->areq.res;
+	cn->challenge[0] = 0;
+	cn->logged_in = true;
+	memcpy(cn->access_key, res->claim.access_key, sizeof(cn->access_key));
+	memcpy(cn->secret_sha256, res->secret_sha256, 32);
+	Iolake__Native__LoginResponse resp = IOLAKE__NATIVE__LOGIN_RESPONSE__INIT;
+	resp.user = nc->rq.user;
+	native_ok(nc, &resp.base, NULL);
+}
+
 /* ------------------------------------------------------------ auth */
 
 static void on_auth(struct s3_auth_req *ar)
@@ -187,15 +283,21 @@ static void call_auth(struct native_call *nc)
 	if (f)
 		slot = (ProtobufCMessage *const *)((const char *)nc->msg + f->offset);
 	const Iolake__Native__Auth *a = slot ? (const void *)*slot : NULL;
+	struct native_conn *cn = NULL;
 	if (!a || !a->authorization || !a->authorization[0]) {
-		native_fail(nc, S3E_AccessDenied, "the native protocol needs a signed request");
-		return;
-	}
-	if (native_sig_build(&nc->sig, NATIVE_SVC, nc->method, nc->msg, a->amz_date,
+		cn = conn_of(nc->r, false);
+		if (!cn || !cn->logged_in) {
+			rpc_fail(nc->r, RPC_UNAUTHENTICATED, "LoginRequired: %s",
+				 "the native protocol needs a signed call, or a Login on the connection");
+			call_free(nc);
+			return;
+		}
+	} else if (native_sig_build(&nc->sig, NATIVE_SVC, nc->method, nc->msg, a->amz_date,
 			     a->content_sha256, a->authorization)) {
 		native_fail(nc, S3E_InvalidRequest, "malformed Auth");
 		return;
 	}
+	nc->signed_call = !cn;
 	/* Revocation: a removed key stops working at once, as for S3 (the
 	 * map's creds_epoch, s3_ops' creds_generation hook). */
 	uint64_t g = gw_map_creds_epoch(s->o->map);
@@ -204,6 +306,17 @@ static void call_auth(struct native_call *nc)
 		s3_auth_invalidate_all(s->auth);
 	}
 	struct s3_auth_req *ar = &nc->areq;
+	ar->now = time(NULL);
+	ar->now_ms = loop_now_ms();
+	if (cn) {
+		/* nc holds the login: the connection may close before the
+		 * key's lookup answers. */
+		memcpy(nc->session_secret, cn->secret_sha256, 32);
+		if (s3_auth_verify_session(s->auth, ar, cn->access_key, nc->session_secret,
+					   on_auth) == 0)
+			on_auth(ar);
+		return;
+	}
 	ar->method = nc->sig.req.method;
 	ar->path = nc->sig.req.path;
 	ar->path_len = nc->sig.req.path_len;
@@ -211,8 +324,6 @@ static void call_auth(struct native_call *nc)
 	ar->query_len = 0;
 	ar->headers = nc->sig.hdrs;
 	ar->n_headers = nc->sig.n_hdrs;
-	ar->now = time(NULL);
-	ar->now_ms = loop_now_ms();
 	if (s3_auth_verify(s->auth, ar, on_auth) == 0)
 		on_auth(ar);
 }
@@ -282,6 +393,7 @@ H(h_head, NATIVE_M_HEAD, native_get_step, Iolake__Native__HeadRequest, m->bucket
 H(h_delete, NATIVE_M_DELETE, native_delete_step, Iolake__Native__DeleteRequest, m->bucket,
   m->key)
 H(h_list, NATIVE_M_LIST, native_list_step, Iolake__Native__ListRequest, m->bucket, NULL)
+H(h_login, NATIVE_M_LOGIN, login_step, Iolake__Native__LoginRequest, NULL, NULL)
 #undef H
 
 /* ------------------------------------------------------------ server */
@@ -341,11 +453,13 @@ int native_srv_start(uv_loop_t *loop, struct s3_ops *ops, const struct native_cf
 		[NATIVE_M_PUT_APPEND] = h_put_append, [NATIVE_M_PUT_COMMIT] = h_put_commit,
 		[NATIVE_M_PUT_ABORT] = h_put_abort, [NATIVE_M_GET] = h_get,
 		[NATIVE_M_HEAD] = h_head,        [NATIVE_M_DELETE] = h_delete,
-		[NATIVE_M_LIST] = h_list,
+		[NATIVE_M_LIST] = h_list,        [NATIVE_M_HELLO] = h_hello,
+		[NATIVE_M_LOGIN] = h_login,
 	};
-	_Static_assert(NATIVE_M_COUNT == 9, "handlers must match native.proto's methods");
+	_Static_assert(NATIVE_M_COUNT == 11, "handlers must match native.proto's methods");
 	/* A PutAppend carries NATIVE_CHUNK_MAX bytes and its message. */
-	struct rpc_server_opts so = { .max_message_bytes = NATIVE_CHUNK_MAX + (1u << 20) };
+	struct rpc_server_opts so = { .max_message_bytes = NATIVE_CHUNK_MAX + (1u << 20),
+				      .conn_data_free = conn_free };
 	int rc = -ENOMEM;
 	if (NATIVE_SVC->n_methods != NATIVE_M_COUNT) {
 		rc = -EINVAL;

@@ -34,6 +34,7 @@ struct cache_slot {
 	bool admin;
 	struct s3_user_grant *grants;           /* malloc'd, n_grants of them; NULL: none */
 	uint32_t n_grants;
+	uint8_t secret_sha256[32];         /* res.secret_sha256 */
 	uint64_t expires_ms;
 	bool used;
 	bool negative;
@@ -141,6 +142,7 @@ static void cache_put(struct s3_auth *a, const char *ak, const struct s3_cred *c
 	snprintf(victim->access_key, sizeof(victim->access_key), "%s", ak);
 	if (cred) {
 		snprintf(victim->secret, sizeof(victim->secret), "%s", cred->secret);
+		hash_sha256(cred->secret, strlen(cred->secret), victim->secret_sha256);
 		snprintf(victim->user, sizeof(victim->user), "%s", cred->user ? cred->user : "");
 		victim->admin = cred->admin;
 		size_t ng = cred->n_grants < S3_GRANTS_MAX ? cred->n_grants : S3_GRANTS_MAX;
@@ -634,10 +636,12 @@ static void check_signature(struct s3_auth_req *r, const char *secret,
 
 /* The signer, once the signature verified. */
 static void set_signer(struct s3_auth_req *r, const char *user, bool admin,
-		       const struct s3_user_grant *grants, size_t n_grants)
+		       const struct s3_user_grant *grants, size_t n_grants,
+		       const uint8_t secret_sha256[32])
 {
 	if (r->res.err)
 		return;
+	memcpy(r->res.secret_sha256, secret_sha256, 32);
 	snprintf(r->res.user, sizeof(r->res.user), "%s", user);
 	r->res.admin = admin;
 	if (n_grants > S3_GRANTS_MAX)
@@ -645,6 +649,21 @@ static void set_signer(struct s3_auth_req *r, const char *user, bool admin,
 	if (n_grants)
 		memcpy(r->res.grants, grants, n_grants * sizeof(*grants));
 	r->res.n_grants = (uint32_t)n_grants;
+}
+
+/* A logged-in connection's call: the key must still have the secret the
+ * login proved. */
+static void check_session(struct s3_auth_req *r, const uint8_t secret_sha256[32])
+{
+	uint8_t d = 0;
+	for (int i = 0; i < 32; i++)
+		d |= (uint8_t)(secret_sha256[i] ^ r->session_[i]);
+	if (d) {
+		fail(r, S3E_InvalidAccessKeyId, "the key changed since this connection's login");
+	} else {
+		r->res.err = S3E_OK;
+		r->res.msg = NULL;
+	}
 }
 
 static void finish(struct s3_auth_req *r)
@@ -668,8 +687,16 @@ static void on_lookup(struct s3_cred_lookup *l, int rc, const struct s3_cred *cr
 			cache_put(a, r->res.claim.access_key, cred, r->now_ms);
 			slot = cache_find(a, r->res.claim.access_key, r->now_ms);
 		}
-		check_signature(r, cred->secret, slot);
-		set_signer(r, cred->user, cred->admin, cred->grants, cred->n_grants);
+		uint8_t digest[32];
+		if (slot)
+			memcpy(digest, slot->secret_sha256, 32);
+		else
+			hash_sha256(cred->secret, strlen(cred->secret), digest);
+		if (r->session_)
+			check_session(r, digest);
+		else
+			check_signature(r, cred->secret, slot);
+		set_signer(r, cred->user, cred->admin, cred->grants, cred->n_grants, digest);
 	} else if (rc == -ENOENT) {
 		if (cacheable)
 			cache_put(a, r->res.claim.access_key, NULL, r->now_ms);
@@ -681,15 +708,39 @@ static void on_lookup(struct s3_cred_lookup *l, int rc, const struct s3_cred *cr
 	finish(r);
 }
 
+static int find_key(struct s3_auth *a, struct s3_auth_req *r);
+
 int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct s3_auth_req *r))
 {
 	memset(&r->res, 0, sizeof(r->res));
 	r->auth_ = a;
 	r->done_ = done;
 	r->finished_ = false;
+	r->session_ = NULL;
 	if (check_claim(a, r))
 		return 0;
+	return find_key(a, r);
+}
 
+int s3_auth_verify_session(struct s3_auth *a, struct s3_auth_req *r, const char *access_key,
+			   const uint8_t secret_sha256[32], void (*done)(struct s3_auth_req *r))
+{
+	memset(&r->res, 0, sizeof(r->res));
+	r->auth_ = a;
+	r->done_ = done;
+	r->finished_ = false;
+	r->is_v2_ = false;
+	r->session_ = secret_sha256;
+	r->res.payload = S3_PAYLOAD_UNSIGNED;
+	if (!*access_key || strlen(access_key) >= sizeof(r->res.claim.access_key))
+		return fail(r, S3E_InvalidAccessKeyId, NULL);
+	memcpy(r->res.claim.access_key, access_key, strlen(access_key) + 1);
+	return find_key(a, r);
+}
+
+/* The claimed key's credential: from the cache, else from the source. */
+static int find_key(struct s3_auth *a, struct s3_auth_req *r)
+{
 	const char *ak = r->res.claim.access_key;
 	struct cache_slot *slot = cache_find(a, ak, r->now_ms);
 	if (slot) {
@@ -698,8 +749,12 @@ int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct
 			return fail(r, S3E_InvalidAccessKeyId, NULL);
 		}
 		a->stats.hits++;
-		check_signature(r, slot->secret, slot);
-		set_signer(r, slot->user, slot->admin, slot->grants, slot->n_grants);
+		if (r->session_)
+			check_session(r, slot->secret_sha256);
+		else
+			check_signature(r, slot->secret, slot);
+		set_signer(r, slot->user, slot->admin, slot->grants, slot->n_grants,
+			   slot->secret_sha256);
 		return 0;
 	}
 	a->stats.misses++;

@@ -142,6 +142,10 @@ struct s3_auth_result {
 	uint8_t payload_sha256[32];  /* S3_PAYLOAD_SHA256: the digest claimed */
 	struct sigv4_auth claim;     /* access key, scope; signature = chunk seed */
 	uint8_t signing_key[32];     /* valid when err == S3E_OK (for chunks) */
+	/* The key's secret's SHA-256, when err == S3E_OK and not anonymous:
+	 * what a login keeps to know later that the key is unchanged
+	 * (s3_auth_verify_session). */
+	uint8_t secret_sha256[32];
 };
 
 /* A request to verify; caller-owned until the result is delivered. The
@@ -171,12 +175,24 @@ struct s3_auth_req {
 	bool is_v2_;
 	uint64_t gen_;
 	bool in_verify_, finished_;
+	const uint8_t *session_;     /* s3_auth_verify_session's secret_sha256 */
 };
 
 /* Verify r. Returns 0 when the result is already in r->res (done is then
  * NOT called), or S3_AUTH_PENDING when a credential lookup is in flight and
  * done(r) will be called, on this loop, with r->res filled in. */
 int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct s3_auth_req *r));
+
+/* A call on a connection that logged in earlier with access_key (the
+ * native protocol's session, gateway/native_srv.c): no signature. The key
+ * is found as for a signature (the cache, else the source): unknown or
+ * revoked is InvalidAccessKeyId, and so is a key whose secret is no longer
+ * the one whose SHA-256 the login kept (res.secret_sha256 then). Else
+ * res holds the signer as the store has it now (user, admin, grants),
+ * res.payload is S3_PAYLOAD_UNSIGNED and res.claim only the access key.
+ * secret_sha256 must outlive the verification. Returns as s3_auth_verify. */
+int s3_auth_verify_session(struct s3_auth *a, struct s3_auth_req *r, const char *access_key,
+			   const uint8_t secret_sha256[32], void (*done)(struct s3_auth_req *r));
 
 /* Classify an x-amz-content-sha256 value. 0, or -EINVAL when it is none of
  * the modes (S3: InvalidArgument). digest filled for S3_PAYLOAD_SHA256. */

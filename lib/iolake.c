@@ -2,9 +2,13 @@
  * iolake.c — libiolake (contract in lib/include/iolake.h): synchronous
  * native-protocol calls over common/rpc on a private libuv loop.
  *
- * Each call signs its request (common/native_sig: SigV4 with the signing
- * key derived once per UTC day), sends it with its body as the RPC
- * payload, and runs the loop until the answer; the answer's message is
+ * The first call logs the connection in (common/native_login: Hello, then
+ * a Login signed with common/native_sig, SigV4 with the signing key
+ * derived once per UTC day); later calls go unsigned on it, and log in
+ * again when the gateway answers LoginRequired (a new connection). With
+ * opts.sign_each_call, or against a gateway without logins, each call is
+ * signed instead. A call is sent with its body as the RPC payload, and
+ * the loop runs until the answer; the answer's message is
  * kept (a deep copy) with its payload until the next call. Bodies over
  * NATIVE_CHUNK_MAX go as PutBegin / PutAppend... / PutCommit; reads over it
  * as ranged Gets pinned to the first answer's ETag.
@@ -23,6 +27,7 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/native_login.h"
 #include "common/native_sig.h"
 #include "common/proto/native_methods.h"
 #include "common/rpc.h"
@@ -35,9 +40,13 @@ struct iolake {
 	char ak[129], sk[129], region[64];
 	uint32_t timeout_ms;
 	bool unsigned_payload;
+	bool sign_each_call;            /* opts', or the gateway has no Login */
+	bool logged_in;                 /* this connection (as far as we know) */
 	int64_t clock_offset_s;
 	char key_date[9];
 	uint8_t key[32];
+	/* the signed call's strings, which its Auth points at */
+	char amz_date[17], sha[65], authz[NATIVE_SIG_AUTHZ_MAX];
 	char err[512];
 	/* the last answer */
 	ProtobufCMessage *resp;
@@ -134,6 +143,7 @@ iolake_t *iolake_open(const char *endpoint, const char *access_key, const char *
 		 opts && opts->region && *opts->region ? opts->region : "us-east-1");
 	c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 60000;
 	c->unsigned_payload = opts && opts->unsigned_payload;
+	c->sign_each_call = opts && opts->sign_each_call;
 	c->clock_offset_s = opts ? opts->debug_clock_offset_s : 0;
 	if (uv_loop_init(&c->loop)) {
 		free(c);
@@ -220,32 +230,80 @@ static void on_answer(void *ud, const struct rpc_result *res)
 	}
 }
 
-/* Sign req (whose Auth is *auth) and call method with payload; on success
- * the answer is in c->resp / c->payload. */
-static int call(struct iolake *c, unsigned method, ProtobufCMessage *req,
-		Iolake__Native__Auth *auth, const void *payload, size_t plen)
+/* The day's signing key for now, and now as amz_date. */
+static void day_key(struct iolake *c, char amz_date[17])
 {
-	drop_answer(c);
-	c->err[0] = 0;
 	time_t now = time(NULL) + (time_t)c->clock_offset_s;
-	char amz_date[17], sha[65], authz[NATIVE_SIG_AUTHZ_MAX];
 	sigv4_format_amz_date(now, amz_date);
 	if (memcmp(c->key_date, amz_date, 8)) {
 		memcpy(c->key_date, amz_date, 8);
 		c->key_date[8] = 0;
 		sigv4_signing_key(c->sk, c->key_date, c->region, "s3", c->key);
 	}
+}
+
+static void on_login(void *ud, int status, const char *message, const char *user)
+{
+	(void)user;
+	struct wait *w = ud;
+	w->done = true;
+	w->status = status;
+	snprintf(w->msg, sizeof(w->msg), "%s", message);
+}
+
+/* Log the connection in (c->logged_in), or learn that the gateway has no
+ * Login (c->sign_each_call). IOLAKE_OK, or the failed login's code. */
+static int login(struct iolake *c)
+{
+	char amz_date[17];
+	day_key(c, amz_date);
+	struct wait w = { .c = c };
+	if (native_login_start(c->ch, c->key, c->ak, c->region, amz_date, c->timeout_ms, on_login,
+			       &w))
+		return fail(c, IOLAKE_ENOMEM, "out of memory");
+	while (!w.done)
+		uv_run(&c->loop, UV_RUN_ONCE);
+	if (w.status == RPC_UNIMPLEMENTED) {
+		c->sign_each_call = true;
+		return IOLAKE_OK;
+	}
+	if (w.status != RPC_OK)
+		return fail(c, map_status(w.status, w.msg), "%s", w.msg);
+	c->logged_in = true;
+	return IOLAKE_OK;
+}
+
+/* Sign req into *auth (its strings in c->amz_date, c->sha, c->authz). */
+static int sign(struct iolake *c, unsigned method, ProtobufCMessage *req,
+		Iolake__Native__Auth *auth, const void *payload, size_t plen)
+{
+	day_key(c, c->amz_date);
 	if (c->unsigned_payload)
-		snprintf(sha, sizeof(sha), "%s", SIGV4_UNSIGNED_PAYLOAD);
+		snprintf(c->sha, sizeof(c->sha), "%s", SIGV4_UNSIGNED_PAYLOAD);
 	else
-		native_sig_payload_sha256(payload, plen, sha);
-	int rc = native_sig_sign(c->key, c->ak, c->region, amz_date, NATIVE_SVC, method, req, sha,
-				 authz);
+		native_sig_payload_sha256(payload, plen, c->sha);
+	int rc = native_sig_sign(c->key, c->ak, c->region, c->amz_date, NATIVE_SVC, method, req,
+				 c->sha, c->authz);
 	if (rc)
 		return fail(c, IOLAKE_EINVAL, "cannot sign the request (%s)", strerror(-rc));
-	auth->authorization = authz;
-	auth->amz_date = amz_date;
-	auth->content_sha256 = sha;
+	auth->authorization = c->authz;
+	auth->amz_date = c->amz_date;
+	auth->content_sha256 = c->sha;
+	return IOLAKE_OK;
+}
+
+/* One try of call(): 0 with the call's status and message, or a library
+ * code when it could not be sent. */
+static int call_once(struct iolake *c, unsigned method, ProtobufCMessage *req,
+		     Iolake__Native__Auth *auth, const void *payload, size_t plen, int *status,
+		     char msg[400])
+{
+	auth->authorization = auth->amz_date = auth->content_sha256 = NULL;
+	if (c->sign_each_call) {
+		int rc = sign(c, method, req, auth, payload, plen);
+		if (rc)
+			return rc;
+	}
 	struct buf_slice ps = { 0 };
 	if (plen) {
 		/* A copy: the transport may hold it past a timed-out call. */
@@ -259,10 +317,40 @@ static int call(struct iolake *c, unsigned method, ProtobufCMessage *req,
 	buf_unref(ps.buf);
 	while (!w.done)
 		uv_run(&c->loop, UV_RUN_ONCE);
-	if (w.status != RPC_OK)
-		return fail(c, map_status(w.status, w.msg), "%s", w.msg);
-	return IOLAKE_OK;
+	*status = w.status;
+	memcpy(msg, w.msg, sizeof(w.msg));
+	return 0;
 }
+
+/* Call method with req (whose Auth is *auth: signed, or left empty on a
+ * logged-in connection) and payload; on success the answer is in c->resp
+ * / c->payload. */
+static int call(struct iolake *c, unsigned method, ProtobufCMessage *req,
+		Iolake__Native__Auth *auth, const void *payload, size_t plen)
+{
+	drop_answer(c);
+	c->err[0] = 0;
+	for (int attempt = 0;; attempt++) {
+		if (!c->sign_each_call && !c->logged_in) {
+			int rc = login(c);
+			if (rc)
+				return rc;
+		}
+		int status = RPC_INTERNAL;
+		char msg[400] = "";
+		int rc = call_once(c, method, req, auth, payload, plen, &status, msg);
+		if (rc)
+			return rc;
+		if (status == RPC_OK)
+			return IOLAKE_OK;
+		if (native_login_required(status, msg) && c->logged_in && attempt == 0) {
+			c->logged_in = false;   /* a new connection: log it in, send again */
+			continue;
+		}
+		return fail(c, map_status(status, msg), "%s", msg);
+	}
+}
+
 
 static void set_info(struct iolake_info *info, const Iolake__Native__GetResponse *r)
 {

@@ -9,7 +9,7 @@
 
 #include "common/flags.h"
 
-#define N_SPECS 31 /* the table below, terminator included */
+#define N_SPECS 32 /* the table below, terminator included */
 
 static void defaults(struct s3b_config *c)
 {
@@ -44,6 +44,9 @@ static void make_specs(struct s3b_config *c, struct flag_spec *s)
 		{ .name = "native-conns", .type = FLAG_INT64, .dst = &c->native_conns, .min = 1,
 		  .max = 64, .metavar = "N", .help = "native: HTTP/2 connections the calls are "
 		  "spread over (S3's engine: one per request in flight)" },
+		{ .name = "native-sign-each-call", .type = FLAG_BOOL, .dst = &c->native_sign_each,
+		  .help = "native: sign every call (SigV4, as S3) instead of logging each "
+		  "connection in once" },
 		{ .name = "access-key", .type = FLAG_STRING, .dst = &c->access_key, .required = true,
 		  .metavar = "KEY", .help = "access key id" },
 		{ .name = "secret-key", .type = FLAG_STRING, .dst = &c->secret_key, .required = true,
@@ -154,6 +157,8 @@ int s3b_config_parse(struct s3b_config *c, int argc, char **argv, char *err, siz
 		return fail(err, errlen, "flag --protocol: '%s' is not s3 or native", c->protocol);
 	if (c->native && c->do_list)
 		return fail(err, errlen, "flag --list: the native engine has no LIST phase");
+	if (c->native_sign_each && !c->native)
+		return fail(err, errlen, "flag --native-sign-each-call: only with --protocol native");
 	if (c->skip_md5 && !c->native)
 		return fail(err, errlen, "flag --skip-md5: only with --protocol native");
 	if (c->timeout_ms == 0)

@@ -49,6 +49,7 @@ struct s3b_config {
 	bool native;              /* derived from protocol */
 	bool skip_md5;            /* native PUTs store no MD5 */
 	int64_t native_conns;     /* native: HTTP/2 connections */
+	bool native_sign_each;    /* native: every call signed, no login */
 	uint64_t seed;            /* bodies and GET order */
 	bool seed_given;
 };

@@ -1,7 +1,8 @@
 /*
  * s3b_native.c — the native protocol's bench engine (s3b_native.h): ops
- * pulled from the phase, each a signed RPC on one multiplexed channel,
- * completions fed back to the phase, which is asked for more after each.
+ * pulled from the phase, each an RPC on one of the multiplexed channels
+ * (logged in at the start, or signed per call), completions fed back to
+ * the phase, which is asked for more after each.
  */
 #include "bench/s3bench/s3b_native.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/native_login.h"
 #include "common/native_sig.h"
 #include "common/proto/native_methods.h"
 #include "common/rpc.h"
@@ -30,6 +32,8 @@ struct s3b_native {
 	bool over;                     /* next() said no with nothing out: the phase ended */
 	uv_timer_t tick;
 	uint64_t tick_n;
+	unsigned logins_out;           /* at the start: logins not yet answered */
+	char login_err[400];           /* the first that failed */
 };
 
 struct nop {
@@ -160,13 +164,15 @@ static int send_op(struct s3b_native *e, struct nop *n)
 	default:
 		return -ENOTSUP;
 	}
-	int rc = native_sig_sign(sg->key, sg->access_key, sg->region, sg->amz_date, NATIVE_SVC,
-				 method, &m.base, sha, authz);
-	if (rc)
-		return rc;
-	auth.authorization = authz;
-	auth.amz_date = sg->amz_date;
-	auth.content_sha256 = sha;
+	if (e->cfg.sign_each_call) {
+		int rc = native_sig_sign(sg->key, sg->access_key, sg->region, sg->amz_date,
+					 NATIVE_SVC, method, &m.base, sha, authz);
+		if (rc)
+			return rc;
+		auth.authorization = authz;
+		auth.amz_date = sg->amz_date;
+		auth.content_sha256 = sha;
+	}
 	struct rpc_call_opts co = { .timeout_ms = (uint32_t)(e->cfg.timeout_ns / 1000000) };
 	n->t0 = uv_hrtime();
 	struct rpc_channel *ch = e->ch[e->next_ch++ % e->n_ch];
@@ -213,6 +219,33 @@ static void on_tick(uv_timer_t *t)
 	 * completion; a phase that ran dry with nothing out ends). */
 }
 
+static void on_login(void *ud, int status, const char *message, const char *user)
+{
+	(void)user;
+	struct s3b_native *e = ud;
+	if (status != RPC_OK && !e->login_err[0])
+		snprintf(e->login_err, sizeof(e->login_err), "%s", message);
+	e->logins_out--;
+}
+
+/* Log every channel's connection in; 0, or -1 with e->login_err. */
+static int login_all(struct s3b_native *e)
+{
+	struct s3b_signer *sg = e->cfg.signer;
+	uint32_t ms = (uint32_t)(e->cfg.timeout_ns / 1000000);
+	for (unsigned i = 0; i < e->n_ch; i++) {
+		if (native_login_start(e->ch[i], sg->key, sg->access_key, sg->region, sg->amz_date,
+				       ms, on_login, e)) {
+			snprintf(e->login_err, sizeof(e->login_err), "out of memory");
+			break;
+		}
+		e->logins_out++;
+	}
+	while (e->logins_out)
+		uv_run(e->loop, UV_RUN_ONCE);
+	return e->login_err[0] ? -1 : 0;
+}
+
 int s3b_native_new(uv_loop_t *loop, const struct s3b_native_config *cfg, struct s3b_native **out,
 		   char *err, size_t errlen)
 {
@@ -252,6 +285,12 @@ int s3b_native_new(uv_loop_t *loop, const struct s3b_native_config *cfg, struct 
 	e->tick.data = e;
 	s3b_signer_tick(cfg->signer, time(NULL));
 	*out = e;
+	if (!cfg->sign_each_call && login_all(e)) {
+		snprintf(err, errlen, "native login: %s", e->login_err);
+		s3b_native_free(e);
+		*out = NULL;
+		return -EACCES;
+	}
 	return 0;
 }
 

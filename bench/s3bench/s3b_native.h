@@ -3,9 +3,11 @@
  * 19, docs/native-protocol.md), beside the S3 one (s3b_engine.h) and
  * driven by the same phases: one HTTP/2 connection (common/rpc's client on
  * the bench's loop; --native-conns N spreads the calls over N) carrying
- * up to max_inflight calls at once, each signed
- * with common/native_sig (the signer's daily key, its amz_date), bodies
- * sent from the pre-generated buffer without a copy.
+ * up to max_inflight calls at once. Each connection is logged in once
+ * when the engine starts (common/native_login), and its calls go
+ * unsigned; with sign_each_call (--native-sign-each-call) every call is
+ * signed with common/native_sig (the signer's daily key, its amz_date)
+ * instead. Bodies are sent from the pre-generated buffer without a copy.
  *
  * Ops: MKBUCKET is a List of one key (the protocol makes no buckets: it
  * fails when the bucket is missing), PUT a Put (Begin/Append/Commit is not
@@ -37,13 +39,15 @@ struct s3b_native_config {
 	bool sign_payload;             /* body SHA-256s (body must hold them) */
 	bool skip_md5;
 	unsigned channels;             /* HTTP/2 connections, ops spread over them; 0: 1 */
+	bool sign_each_call;           /* no login: every call signed */
 };
 
 #define S3B_NATIVE_MAX_CHANNELS 64
 
 struct s3b_native;
 
-/* 0 and *out; -EINVAL (endpoint), -ENOMEM (err says which). */
+/* 0 and *out; -EINVAL (endpoint), -ENOMEM, -EACCES (a connection's
+ * login failed), err says which. */
 int s3b_native_new(uv_loop_t *loop, const struct s3b_native_config *cfg, struct s3b_native **out,
 		   char *err, size_t errlen);
 /* As s3b_engine_run. */

@@ -540,6 +540,7 @@ int s3b_run_init(struct s3b_run *r, const struct s3b_config *cfg, char *err, siz
 			.timeout_ns = cfg->timeout_ms * 1000000ull, .verify = cfg->verify,
 			.sign_payload = cfg->sign_payload, .skip_md5 = cfg->skip_md5,
 			.channels = (unsigned)cfg->native_conns,
+			.sign_each_call = cfg->native_sign_each,
 		};
 		if ((rc = s3b_native_new(&r->loop, &nc, &r->native, err, errlen)) < 0)
 			goto close_loop;

@@ -20,6 +20,8 @@
 /* The largest object (as S3's single PUT). */
 #define NATIVE_OBJECT_MAX (5ull << 30)
 #define NATIVE_LIST_MAX 1000
+/* Hello's challenge: 16 random bytes as hex. */
+#define NATIVE_CHALLENGE_LEN 32
 
 enum native_method {
 	NATIVE_M_PUT,          /* Put */
@@ -31,6 +33,8 @@ enum native_method {
 	NATIVE_M_HEAD,         /* Head */
 	NATIVE_M_DELETE,       /* Delete */
 	NATIVE_M_LIST,         /* List */
+	NATIVE_M_HELLO,        /* Hello */
+	NATIVE_M_LOGIN,        /* Login */
 	NATIVE_M_COUNT
 };
 

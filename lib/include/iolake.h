@@ -44,12 +44,18 @@ typedef struct iolake iolake_t;
 struct iolake_opts {
 	const char *region;     /* of the signature's scope; NULL: "us-east-1" */
 	uint32_t timeout_ms;    /* per call; 0: 60000 */
-	int unsigned_payload;   /* 1: send UNSIGNED-PAYLOAD instead of each body's SHA-256 */
+	int unsigned_payload;   /* 1: send UNSIGNED-PAYLOAD instead of each body's SHA-256
+				 * (signed calls only: after a login bodies are never hashed) */
 	int64_t debug_clock_offset_s; /* tests only: sign as if the clock were this far off */
 	/* Mutual TLS (the gateway's --rpc-tls-* make its native listener
 	 * TLS): the cluster CA and a certificate and key it signed (PEM
 	 * files: `iolake-admin ca issue`). All NULL: plaintext HTTP/2. */
 	const char *tls_ca, *tls_cert, *tls_key;
+	/* 1: sign every call (SigV4, as S3). 0: log the connection in once
+	 * (Hello, then a signed Login) and send later calls unsigned; again
+	 * after a reconnect; every call signed against a gateway without
+	 * logins. */
+	int sign_each_call;
 };
 
 /* What the gateway knows of an object. */

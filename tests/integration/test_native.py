@@ -19,7 +19,14 @@ one side and Debian's aws-cli / boto3 on the other:
     an inline Put over an erasure-coded object;
   - --skip-md5: an opaque "<32 hex>-0" ETag, the same in S3's HEAD, and
     the bytes readable over S3;
-  - iolake-s3-bench --protocol native: a small PUT/GET run with --verify.
+  - iolake-s3-bench --protocol native: a small PUT/GET run with --verify,
+    its connections logged in, and one with --native-sign-each-call;
+  - sessions (tests/tools/native-session): an unsigned call with no login,
+    a Login replayed on another connection or twice, unsigned or with a
+    wrong secret, are refused; a logged-in connection's unsigned calls
+    work, and stop at once when the key is removed, and stay stopped when
+    the same key id comes back with another secret;
+  - the CLI with --sign-each-call (no login) still works.
 """
 import hashlib, json, os, re, subprocess, sys, tempfile, time
 
@@ -97,6 +104,8 @@ def main():
     aio.start()
     try:
         run(aio)
+        rc, took = aio.stop(limit=30)
+        expect(rc, 0, "SIGTERM: aio exits 0 in %.1f s (an ASan build: no report)" % took)
     finally:
         aio.close()
     if FAILS:
@@ -249,6 +258,57 @@ def run(aio):
                             "--verify", "--delete"], capture_output=True, text=True, timeout=120)
         expect(r.returncode, 0, "iolake-s3-bench --protocol %s --verify --delete (%s)"
                % (proto, (r.stdout + r.stderr).strip().splitlines()[-1:] if r.returncode else ""))
+    r = subprocess.run([os.path.join(BUILD, "iolake-s3-bench"), "--protocol", "native",
+                        "--native-sign-each-call", "--endpoint", ep, "--access-key", AK,
+                        "--secret-key", SK, "--bucket", b, "--prefix", "bench-signed/",
+                        "--size", "4KiB", "--objects", "60", "--concurrency", "8", "--warmup", "0",
+                        "--verify", "--delete"], capture_output=True, text=True, timeout=120)
+    expect(r.returncode, 0, "iolake-s3-bench --protocol native --native-sign-each-call")
+    r = cli(ep, "--sign-each-call", "get", "%s/small.n" % b, "-")
+    expect(r.returncode, 0, "the CLI with --sign-each-call (every call signed, no login)")
+
+    sessions(ep, admin, b, bak, bsk)
+
+
+def sessions(ep, admin, b, bak, bsk):
+    """Logins (docs/native-protocol.md, "Sessions"), with raw calls."""
+    tool = os.path.join(BUILD, "tests", "tools", "native-session")
+    r = subprocess.run([tool, "check", ep, AK, SK, b, "small.n"], capture_output=True,
+                       text=True, timeout=60)
+    print(r.stdout, end="")
+    expect((r.returncode, "FAIL" in r.stdout), (0, False),
+           "native-session check: every refusal held (%s)" % r.stderr.strip())
+    # bob's connection, logged in, held open across his key's removal and
+    # its return with another secret (bob may GET p/x: the policy above)
+    p = subprocess.Popen([tool, "hold", ep, bak, bsk, b, "p/x"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        expect(p.stdout.readline().strip(), "ready 0", "bob's session: an unsigned GET's Head")
+
+        def again():
+            p.stdin.write("\n")
+            p.stdin.flush()
+            return p.stdout.readline().strip()
+        expect(again(), "0", "... and again on the same connection (status 0: OK)")
+        subprocess.run(admin + ["user", "rm", "bob"], check=True, capture_output=True)
+        t0 = time.time()
+        got = again()
+        while got == "0" and time.time() - t0 < 5:
+            got = again()
+        expect(got.split(":")[0], "16 InvalidAccessKeyId",
+               "bob removed: his session's next calls are refused (%.2f s)" % (time.time() - t0))
+        subprocess.run(admin + ["user", "add", "bob", "--access-key", bak, "--secret-key",
+                                bsk[::-1]], check=True, capture_output=True)
+        t0 = time.time()   # until the gateway's credential cache sees the new key
+        got = again()
+        while "changed" not in got and got.startswith("16 ") and time.time() - t0 < 10:
+            time.sleep(0.2)
+            got = again()
+        expect(got, "16 InvalidAccessKeyId: the key changed since this connection's login",
+               "his key id back with another secret: the old login does not hold")
+    finally:
+        p.stdin.close()
+        p.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@ START_TEST(native_methods_match_descriptor)
 		{ NATIVE_M_PUT_ABORT, "PutAbort" }, { NATIVE_M_GET, "Get" },
 		{ NATIVE_M_HEAD, "Head" },         { NATIVE_M_DELETE, "Delete" },
 		{ NATIVE_M_LIST, "List" },
+		{ NATIVE_M_HELLO, "Hello" },
+		{ NATIVE_M_LOGIN, "Login" },
 	};
 	ck_assert_uint_eq(NATIVE_SVC->n_methods, NATIVE_M_COUNT);
 	ck_assert_uint_eq(sizeof(want) / sizeof(want[0]), NATIVE_M_COUNT);

@@ -206,6 +206,64 @@ START_TEST(test_get_example)
 }
 END_TEST
 
+/* A login's later calls (s3_auth_verify_session): the secret's digest
+ * from a verified signature holds while the key keeps that secret, read
+ * from the cache or, after an invalidation, the source (later, too); a
+ * removed key, a key given another secret, an unknown key are refused. */
+START_TEST(test_session)
+{
+	struct s3_auth *a = mk("us-east-1");
+	struct s3_auth_req r;
+	get_request(&r, GET_SIG, T0 + 60, 1000);
+	ck_assert_int_eq(verify_sync(a, &r), S3E_OK);
+	uint8_t want[32], login[32];
+	hash_sha256(SK, strlen(SK), want);
+	ck_assert_mem_eq(r.res.secret_sha256, want, 32);
+	memcpy(login, r.res.secret_sha256, 32);
+
+	int lookups = fk.lookups;
+	memset(&r, 0, sizeof(r));
+	r.now_ms = 2000;
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, AK, login, on_done), 0);
+	ck_assert_int_eq(r.res.err, S3E_OK);
+	ck_assert_str_eq(r.res.user, "alice");
+	ck_assert_int_eq(r.res.payload, S3_PAYLOAD_UNSIGNED);
+	ck_assert_str_eq(r.res.claim.access_key, AK);
+	ck_assert_int_eq(fk.lookups, lookups);   /* from the cache */
+
+	/* After an invalidation: the source, answering later. */
+	s3_auth_invalidate(a, AK);
+	fk.async = true;
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, AK, login, on_done), S3_AUTH_PENDING);
+	fake_answer(fk.pending);
+	ck_assert_int_eq(done_calls, 1);
+	ck_assert_int_eq(r.res.err, S3E_OK);
+	fk.async = false;
+
+	/* The same key id with another secret. */
+	fk.sk = "another-secret-for-the-same-key-id";
+	s3_auth_invalidate(a, AK);
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, AK, login, on_done), 0);
+	ck_assert_int_eq(r.res.err, S3E_InvalidAccessKeyId);
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, AK, login, on_done), 0);   /* cached */
+	ck_assert_int_eq(r.res.err, S3E_InvalidAccessKeyId);
+
+	/* Removed; unknown; too long. */
+	fk.sk = NULL;
+	s3_auth_invalidate(a, AK);
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, AK, login, on_done), 0);
+	ck_assert_int_eq(r.res.err, S3E_InvalidAccessKeyId);
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, "AKIANOSUCHKEY", login, on_done), 0);
+	ck_assert_int_eq(r.res.err, S3E_InvalidAccessKeyId);
+	char longk[200];
+	memset(longk, 'K', sizeof(longk) - 1);
+	longk[sizeof(longk) - 1] = 0;
+	ck_assert_int_eq(s3_auth_verify_session(a, &r, longk, login, on_done), 0);
+	ck_assert_int_eq(r.res.err, S3E_InvalidAccessKeyId);
+	s3_auth_free(a);
+}
+END_TEST
+
 START_TEST(test_wrong_secret_and_unknown_key)
 {
 	struct s3_auth *a = mk("us-east-1");
@@ -715,6 +773,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_get_example);
 	tcase_add_test(tc, test_wrong_secret_and_unknown_key);
+	tcase_add_test(tc, test_session);
 	tcase_add_test(tc, test_revocation);
 	tcase_add_test(tc, test_clock);
 	tcase_add_test(tc, test_presigned);
