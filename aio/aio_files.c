@@ -83,6 +83,7 @@ void aio_write_json(const struct aio_json *a)
 		snprintf(url, sizeof(url), "%s:%d", a->native_host, a->native_port);
 		jsonw_kstr(&w, "native_endpoint", url);
 	}
+	jsonw_ki64(&w, "gw_loops", (int64_t)a->gw_loops);
 	jsonw_kstr(&w, "root_credentials", getenv("IOLAKE_ROOT_ACCESS_KEY") ? "environment"
 		   : "root-credentials");
 	jsonw_obj_end(&w);

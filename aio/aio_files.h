@@ -33,6 +33,7 @@ struct aio_json {
 	int s3_port, madm_port, api_port;
 	const char *native_host;   /* NULL: no native listener */
 	int native_port;
+	unsigned gw_loops;         /* the gateway's loops (a native client's connections) */
 };
 
 /* DIR/aio.json, written whole (write + rename); a failure is logged. */

@@ -252,7 +252,8 @@ static void announce(void)
 			      .madm_host = O->madm.host, .api_host = O->api.host,
 			      .s3_port = O->s3.port, .madm_port = O->madm.port, .api_port = O->api.port,
 			      .native_host = O->native_off ? NULL : O->native.host,
-			      .native_port = O->native.port };
+			      .native_port = O->native.port,
+			      .gw_loops = O->gw_loops ? (unsigned)O->gw_loops : gw_loops_default() };
 	aio_write_json(&j);
 	aio_banner_print(O, A.n_osds, A.ak, A.sk);
 }

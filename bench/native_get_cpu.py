@@ -7,10 +7,13 @@ p99 and max.
     bench/native_get_cpu.py --workdir TMPFS [--build DIR] [--objects 2000]
                             [--gets 60] [--rounds 2] [--record DIR]
 
-Each protocol first PUTs --objects objects (no warm-up), then each round
+Three sides: S3, native (each connection logged in once, calls unsigned)
+and native-signed (every call signed, --native-sign-each-call). Each
+first PUTs --objects objects (no warm-up), then each round
 runs a GET-only load over them (iolake-s3-bench --skip-put, 32 in flight,
---gets GETs of each object; native calls on 4 HTTP/2 connections, as
-bench/e2e.py makes them), S3 and native alternating. The aio's CPU is
+--gets GETs of each object; native calls on HTTP/2 connections, one per
+gateway loop, as bench/e2e.py makes them), in turn, the order reversed
+every other round. The aio's CPU is
 utime+stime from /proc/PID/stat across the GET-only run, the client's is
 the run's rusage; both divided by the GETs made. With --record DIR,
 `perf record --call-graph dwarf` of the aio across each run into
@@ -27,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
-import e2e  # noqa: E402  (native_endpoint, NATIVE_CONNS)
+import e2e  # noqa: E402  (native_endpoint, native_conns)
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -56,15 +59,17 @@ def main():
                 raise bl.BenchError("iolake-aio wrote no native_endpoint in aio.json")
             j = os.path.join(aio.dir, "cell.json")
             native = ("--protocol", "native", "--no-create-bucket",
-                      "--native-conns", str(e2e.NATIVE_CONNS))
-            sides = {"s3": (aio.ep, ()), "native": (nep, native)}
+                      "--native-conns", str(e2e.native_conns(aio)))
+            sides = {"s3": (aio.ep, ()), "native": (nep, native),
+                     "native-signed": (nep, native + ("--native-sign-each-call",))}
             for proto, (ep, extra) in sides.items():
                 bl.s3bench(bench, ep, "4KiB", a.objects, 32, 0, j, prefix=proto + "/",
                            extra=extra + ("--warmup", "0s"))
             print("| run | GET/s | p50 ms | p99 ms | max ms | aio CPU us/GET | client CPU us/GET |")
             print("|---|---:|---:|---:|---:|---:|---:|")
             for rnd in range(a.rounds):
-                for proto in (("s3", "native") if rnd % 2 == 0 else ("native", "s3")):
+                order = list(sides)
+                for proto in (order if rnd % 2 == 0 else order[::-1]):
                     ep, extra = sides[proto]
                     perf = None
                     if a.record:
