@@ -77,6 +77,16 @@ static bool says(const struct answer *a, int status, const char *code)
 	return a->status == status && !strncmp(a->msg, code, strlen(code));
 }
 
+/* Now as amz_date, and secret's signing key for its day. */
+static void day_key(const char *secret, char amz_date[17], uint8_t k[32])
+{
+	sigv4_format_amz_date(time(NULL), amz_date);
+	char date[9];
+	memcpy(date, amz_date, 8);
+	date[8] = 0;
+	sigv4_signing_key(secret, date, "us-east-1", "s3", k);
+}
+
 /* A Login over challenge, signed with secret (its strings in s). */
 struct signed_login {
 	Iolake__Native__LoginRequest req;
@@ -91,12 +101,8 @@ static void sign_login(struct signed_login *s, const char *challenge, const char
 	snprintf(s->challenge, sizeof(s->challenge), "%s", challenge);
 	s->req.challenge = s->challenge;
 	s->req.auth = &s->auth;
-	sigv4_format_amz_date(time(NULL), s->amz_date);
-	char date[9];
-	memcpy(date, s->amz_date, 8);
-	date[8] = 0;
 	uint8_t k[32];
-	sigv4_signing_key(secret, date, "us-east-1", "s3", k);
+	day_key(secret, s->amz_date, k);
 	snprintf(s->sha, sizeof(s->sha), "%s", SIGV4_UNSIGNED_PAYLOAD);
 	if (native_sig_sign(k, AK, "us-east-1", s->amz_date, NATIVE_SVC, NATIVE_M_LOGIN,
 			    &s->req.base, s->sha, s->authz)) {
@@ -175,12 +181,9 @@ static void on_login(void *ud, int status, const char *message, const char *user
 
 static int run_hold(struct rpc_channel *ch)
 {
-	char amz_date[17], date[9];
-	sigv4_format_amz_date(time(NULL), amz_date);
-	memcpy(date, amz_date, 8);
-	date[8] = 0;
+	char amz_date[17];
 	uint8_t k[32];
-	sigv4_signing_key(SK, date, "us-east-1", "s3", k);
+	day_key(SK, amz_date, k);
 	struct answer l = { 0 };
 	if (native_login_start(ch, k, AK, "us-east-1", amz_date, 10000, on_login, &l))
 		return 2;
