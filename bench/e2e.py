@@ -11,8 +11,12 @@ the same run on the same machine. Prints markdown tables.
    flight and of 4 MiB objects at 8 in flight, by iolake-s3-bench. Each
    size runs twice on the same aio, over S3 and then over the native
    protocol (issue 19: iolake-s3-bench --protocol native on aio's
-   --native-listen, HTTP/2 + protobuf, the calls multiplexed on 4
-   connections), printed side by side.
+   --native-listen, HTTP/2 + protobuf, the calls multiplexed on one
+   connection per gateway loop), printed side by side. A cell that runs
+   second meets a fuller store (its GETs of 64 KiB read 30-40 % slower,
+   whichever the protocol), so after the GET ceiling both protocols also
+   GET the same objects (S3's), alternating S3, native, native, S3:
+   that table is the protocols' comparison.
 2. GET ceiling: nginx (Debian's, sendfile on, 2 workers) serving files of
    4 KiB, 64 KiB and 4 MiB from --disk-dir, and iolake-aio serving the
    cells' objects through presigned GET URLs, both driven by the same wrk
@@ -123,6 +127,37 @@ def cells(bench, aio, quick, native, out, fresh_dir=None):
             out["native"][size] = dict(r, objects=n, concurrency=conc, gets=gets,
                                        load=benchlib.uptime())
         print("  cell %s done (load %s)" % (size, benchlib.uptime()), file=sys.stderr, flush=True)
+
+
+# GET-only over the same objects, per size: GETs of each object per run.
+SAME_GETS = {"4KiB": 6, "64KiB": 4, "4MiB": 3}
+
+
+def native_same_objects(bench, aio, quick, out):
+    """Both protocols GET S3's cell objects (c<size>/), GET-only, in the
+    order S3, native, native, S3; the medians go to out["native_same"]."""
+    nep = native_endpoint(aio)
+    for size in SIZES:
+        c = out["cells"].get(size)
+        if not c or not nep:
+            continue
+        n, conc = c["objects"], c["concurrency"]
+        runs = {"s3": [], "native": []}
+        for who in ("s3", "native", "native", "s3"):
+            extra = ("--no-create-bucket", "--skip-put")
+            if who == "native":
+                extra += ("--protocol", "native", "--native-conns", str(min(native_conns(aio), conc)))
+            r = benchlib.s3bench(bench, nep if who == "native" else aio.ep, size, n, conc,
+                                 1 if quick else SAME_GETS[size],
+                                 os.path.join(aio.dir, "same.json"), prefix="c%s/" % size,
+                                 extra=extra)
+            runs[who].append(r["get"])
+        out["native_same"][size] = {
+            who: {k: statistics.median(r[k] for r in rs) for k in ("ops_per_s", "p50_ms", "p99_ms")}
+            for who, rs in runs.items()}
+        out["native_same"][size]["concurrency"] = conc
+    print("  native GET-only comparison done (load %s)" % benchlib.uptime(), file=sys.stderr,
+          flush=True)
 
 
 WRK_LUA = """-- GET the paths listed in $WRK_PATHS, in turn
@@ -475,7 +510,7 @@ def print_native(out):
     if not out.get("native"):
         return
     print("\nNative protocol (HTTP/2 + protobuf, iolake-s3-bench --protocol native) beside S3, "
-          "same aio, same run:\n")
+          "same aio, same run (each native cell after S3's of its size, on a fuller store):\n")
     print("| cell | in flight | S3 ops/s | native ops/s | native ÷ S3 | S3 p50 ms | native p50 ms "
           "| S3 p99 ms | native p99 ms | S3 max ms | native max ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -489,6 +524,18 @@ def print_native(out):
                 op.upper(), size, n["concurrency"], fmt_int(s["ops_per_s"]),
                 fmt_int(v["ops_per_s"]), v["ops_per_s"] / s["ops_per_s"], s["p50_ms"],
                 v["p50_ms"], s["p99_ms"], v["p99_ms"], s["max_ms"], v["max_ms"]))
+    if not out.get("native_same"):
+        return
+    print("\nGET-only over the same objects (S3's cell objects), alternating S3, native, "
+          "native, S3; medians of 2:\n")
+    print("| GET size | in flight | S3 ops/s | native ops/s | native ÷ S3 | S3 p50 ms "
+          "| native p50 ms | S3 p99 ms | native p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, g in out["native_same"].items():
+        s, v = g["s3"], g["native"]
+        print("| %s | %d | %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f |" % (
+            size, g["concurrency"], fmt_int(s["ops_per_s"]), fmt_int(v["ops_per_s"]),
+            v["ops_per_s"] / s["ops_per_s"], s["p50_ms"], v["p50_ms"], s["p99_ms"], v["p99_ms"]))
 
 
 def print_tables(out):
@@ -590,7 +637,7 @@ def main(argv):
     skip = set(filter(None, a.skip.split(",")))
     out = {"tool": "bench/e2e.py", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": benchlib.machine(), "load_before": benchlib.uptime(), "cells": {},
-           "native": {}, "get_ceiling": {}}
+           "native": {}, "native_same": {}, "get_ceiling": {}}
     try:
         bench = benchlib.build_bin(a.build, "iolake-s3-bench")
         if a.workdir:
@@ -619,6 +666,8 @@ def run(a, bench, skip, out):
                 cells(bench, aio, a.quick, "native" not in skip, out, fresh_dir)
                 if "ceiling" not in skip:
                     get_ceiling(aio, a.disk_dir, a.quick, out)
+                if "native" not in skip:
+                    native_same_objects(bench, aio, a.quick, out)
         finally:
             shutil.rmtree(fresh_dir, ignore_errors=True)
     if "md5" not in skip:
