@@ -120,6 +120,9 @@ def run(aio):
     info = json.load(open(os.path.join(aio.data, "aio.json")))
     ep = info["native_endpoint"]
     print("native endpoint %s" % ep)
+    expect(info.get("gw_loops", 0) >= 1, True,
+           "aio.json names the gateway's loops (gw_loops %s): a client's connections" %
+           info.get("gw_loops"))
     s3 = aio.client()
     b = "nat"
     s3.create_bucket(Bucket=b)
