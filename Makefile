@@ -316,7 +316,7 @@ $(B)/tests/tools/raft-entries: $(B)/obj/tests/tools/raft_entries.o
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lraft -luv
 
-$(B)/tests/tools/native-session: $(B)/obj/tests/tools/native_session.o $(LIBS)
+$(B)/tests/tools/native-session: $(B)/obj/tests/tools/native_session.o $(LIBIOLAKE_A)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -25,7 +25,8 @@ one side and Debian's aws-cli / boto3 on the other:
     a Login replayed on another connection or twice, unsigned or with a
     wrong secret, are refused; a logged-in connection's unsigned calls
     work, and stop at once when the key is removed, and stay stopped when
-    the same key id comes back with another secret;
+    the same key id comes back with another secret; a libiolake handle
+    logs in again after the gateway restarts under it;
   - the CLI with --sign-each-call (no login) still works.
 """
 import hashlib, json, os, re, subprocess, sys, tempfile, time
@@ -271,6 +272,32 @@ def run(aio):
     expect(r.returncode, 0, "the CLI with --sign-each-call (every call signed, no login)")
 
     sessions(ep, admin, b, bak, bsk)
+    relogin(aio, ep, b)
+
+
+def relogin(aio, ep, b):
+    """A libiolake handle across a gateway restart: its channel reconnects,
+    its unsigned call meets LoginRequired, it logs in again and resends."""
+    tool = os.path.join(BUILD, "tests", "tools", "native-session")
+    p = subprocess.Popen([tool, "relogin", ep, AK, SK, b, "small.n"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        expect(p.stdout.readline().strip(), "ready 0", "libiolake: a Head, the handle logged in")
+        rc, _ = aio.stop(limit=30)
+        aio.start()
+        t0 = time.time()
+        got = None
+        while got != "0" and time.time() - t0 < 20:
+            p.stdin.write("\n")
+            p.stdin.flush()
+            got = p.stdout.readline().strip()
+            if got != "0":
+                time.sleep(0.2)   # the peer's circuit may still be open
+        expect(got, "0", "after aio restarted, the same handle logs in again (%.1f s)"
+               % (time.time() - t0))
+    finally:
+        p.stdin.close()
+        p.wait(timeout=10)
 
 
 def sessions(ep, admin, b, bak, bsk):

@@ -14,6 +14,12 @@
  *       logs in, Heads BUCKET/KEY unsigned and prints "ready STATUS", then
  *       for every line read on stdin Heads it again on the same connection
  *       and prints "STATUS MESSAGE"; exit 0 at end of input.
+ *   native-session relogin EP AK SK BUCKET KEY
+ *       the same through one libiolake handle (iolake_head; the handle
+ *       logs in on its first call): prints "ready RC", then per line read
+ *       "RC MESSAGE". Across a gateway restart between two lines the
+ *       handle's channel reconnects, its unsigned call meets
+ *       LoginRequired, and the handle logs in again and resends it.
  *
  * Two connections are two rpc_channels to EP. Exit 2: bad arguments.
  */
@@ -28,6 +34,7 @@
 #include "common/native_sig.h"
 #include "common/proto/native_methods.h"
 #include "common/rpc.h"
+#include "lib/include/iolake.h"
 
 static uv_loop_t loop;
 static const char *AK, *SK, *BUCKET, *KEY;
@@ -205,16 +212,39 @@ static int run_hold(struct rpc_channel *ch)
 	return 0;
 }
 
+static int run_relogin(const char *ep)
+{
+	struct iolake_opts o = { .timeout_ms = 10000 };
+	iolake_t *c = iolake_open(ep, AK, SK, &o);
+	if (!c)
+		return 2;
+	struct iolake_info info;
+	int rc = iolake_head(c, BUCKET, KEY, &info);
+	printf("ready %d\n", rc);
+	fflush(stdout);
+	char line[64];
+	while (fgets(line, sizeof(line), stdin)) {
+		rc = iolake_head(c, BUCKET, KEY, &info);
+		printf("%d %s\n", rc, rc ? iolake_errmsg(c) : "");
+		fflush(stdout);
+	}
+	iolake_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 7 || (strcmp(argv[1], "check") && strcmp(argv[1], "hold"))) {
-		fprintf(stderr, "usage: native-session check|hold EP AK SK BUCKET KEY\n");
+	if (argc != 7 || (strcmp(argv[1], "check") && strcmp(argv[1], "hold") &&
+			  strcmp(argv[1], "relogin"))) {
+		fprintf(stderr, "usage: native-session check|hold|relogin EP AK SK BUCKET KEY\n");
 		return 2;
 	}
 	AK = argv[3];
 	SK = argv[4];
 	BUCKET = argv[5];
 	KEY = argv[6];
+	if (!strcmp(argv[1], "relogin"))
+		return run_relogin(argv[2]);
 	uv_loop_init(&loop);
 	struct rpc_channel_opts co = { 0 };
 	struct rpc_channel *a = rpc_channel_open(&loop, argv[2], &co);
