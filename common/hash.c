@@ -1,106 +1,92 @@
 /*
- * hash.c — SHA-256, HMAC-SHA256 and MD5 with fetched EVP_MDs and a
- * per-thread digest context.
+ * hash.c — SHA-256, HMAC-SHA256 and MD5.
+ *
+ * One-shot digests (the SigV4 chain, a canonical request, small bodies)
+ * use OpenSSL's direct SHA256_* and MD5_* functions: the same assembly
+ * (SHA-NI where the CPU has it) without EVP's provider dispatch and the
+ * context allocation EVP_DigestInit_ex2 makes on every init in OpenSSL
+ * 3.0. Measured on this machine's kind (OpenSSL 3.0.19): SHA-256 of 64
+ * bytes 200 -> 93 ns, of 400 bytes 353 -> 337 ns; a presigned GET makes
+ * three of them. Those functions are deprecated in OpenSSL 3 (kept,
+ * not removed): OPENSSL_API_COMPAT below asks for the 1.1.1 API.
+ * Streams (hash_stream) keep EVP: one init per body, not per call.
  *
  * HMAC is built from two SHA-256 passes here rather than OpenSSL's HMAC():
  * in OpenSSL 3, HMAC() looks the MAC up by name on every call, which costs
  * more than hashing a SigV4 string-to-sign.
  */
+#define OPENSSL_API_COMPAT 0x10101000L
+
 #include "common/hash.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <openssl/md5.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 static EVP_MD *md_sha256, *md_md5;
 static pthread_once_t md_once = PTHREAD_ONCE_INIT;
-static _Thread_local EVP_MD_CTX *tl_ctx;
-static pthread_key_t ctx_key;   /* frees a thread's context when it exits */
-
-static void free_ctx(void *ctx)
-{
-	EVP_MD_CTX_free(ctx);
-}
 
 static void fetch_mds(void)
 {
-	if (pthread_key_create(&ctx_key, free_ctx) != 0)
-		abort();
 	md_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	md_md5 = EVP_MD_fetch(NULL, "MD5", NULL);
 	if (!md_sha256 || !md_md5)
 		abort(); /* OpenSSL without its default provider: nothing works */
 }
 
-static EVP_MD_CTX *ctx_for(const EVP_MD **sha, const EVP_MD **md5)
+static void sha256_2(const void *a, size_t alen, const void *b, size_t blen, uint8_t *out)
 {
-	pthread_once(&md_once, fetch_mds);
-	if (sha)
-		*sha = md_sha256;
-	if (md5)
-		*md5 = md_md5;
-	if (!tl_ctx) {
-		tl_ctx = EVP_MD_CTX_new();
-		if (!tl_ctx)
-			abort();
-		pthread_setspecific(ctx_key, tl_ctx);
-	}
-	return tl_ctx;
-}
-
-static void digest(const EVP_MD *md, EVP_MD_CTX *ctx, const void *a, size_t alen,
-		   const void *b, size_t blen, uint8_t *out)
-{
-	EVP_DigestInit_ex2(ctx, md, NULL);
-	EVP_DigestUpdate(ctx, a, alen);
+	SHA256_CTX c;
+	SHA256_Init(&c);
+	SHA256_Update(&c, a, alen);
 	if (blen)
-		EVP_DigestUpdate(ctx, b, blen);
-	EVP_DigestFinal_ex(ctx, out, NULL);
+		SHA256_Update(&c, b, blen);
+	SHA256_Final(out, &c);
+	explicit_bzero(&c, sizeof(c));   /* an HMAC's state is key material */
 }
 
 void hash_sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 {
-	const EVP_MD *md;
-	EVP_MD_CTX *ctx = ctx_for(&md, NULL);
-	digest(md, ctx, data, len, NULL, 0, out);
+	sha256_2(data, len, NULL, 0, out);
 }
 
 void hash_sha256_2(const void *a, size_t alen, const void *b, size_t blen,
 		   uint8_t out[SHA256_LEN])
 {
-	const EVP_MD *md;
-	EVP_MD_CTX *ctx = ctx_for(&md, NULL);
-	digest(md, ctx, a, alen, b, blen, out);
+	sha256_2(a, alen, b, blen, out);
 }
 
 void hash_md5(const void *data, size_t len, uint8_t out[MD5_LEN])
 {
-	const EVP_MD *md;
-	EVP_MD_CTX *ctx = ctx_for(NULL, &md);
-	digest(md, ctx, data, len, NULL, 0, out);
+	MD5_CTX c;
+	MD5_Init(&c);
+	MD5_Update(&c, data, len);
+	MD5_Final(out, &c);
 }
 
 void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
 		      uint8_t out[SHA256_LEN])
 {
 	enum { BLOCK = 64 };
-	const EVP_MD *md;
-	EVP_MD_CTX *ctx = ctx_for(&md, NULL);
 	uint8_t k[BLOCK] = { 0 };
 	if (key_len > BLOCK)
-		digest(md, ctx, key, key_len, NULL, 0, k);
+		sha256_2(key, key_len, NULL, 0, k);
 	else
 		memcpy(k, key, key_len);
 
 	uint8_t pad[BLOCK], inner[SHA256_LEN];
 	for (int i = 0; i < BLOCK; i++)
 		pad[i] = k[i] ^ 0x36;
-	digest(md, ctx, pad, BLOCK, data, len, inner);
+	sha256_2(pad, BLOCK, data, len, inner);
 	for (int i = 0; i < BLOCK; i++)
 		pad[i] = k[i] ^ 0x5c;
-	digest(md, ctx, pad, BLOCK, inner, SHA256_LEN, out);
+	sha256_2(pad, BLOCK, inner, SHA256_LEN, out);
+	explicit_bzero(k, sizeof(k));
+	explicit_bzero(pad, sizeof(pad));
 }
 
 struct hash_stream {
@@ -110,12 +96,11 @@ struct hash_stream {
 
 struct hash_stream *hash_stream_new(enum hash_alg alg)
 {
-	const EVP_MD *sha, *md5;
-	ctx_for(&sha, &md5);
+	pthread_once(&md_once, fetch_mds);
 	struct hash_stream *h = malloc(sizeof(*h));
 	if (!h)
 		return NULL;
-	h->md = alg == HASH_MD5 ? md5 : sha;
+	h->md = alg == HASH_MD5 ? md_md5 : md_sha256;
 	h->ctx = EVP_MD_CTX_new();
 	if (!h->ctx) {
 		free(h);
