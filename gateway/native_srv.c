@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -183,12 +184,7 @@ static void h_hello(struct rpc_req *r, void *ud)
 			 cn ? "no randomness" : "no connection state");
 		return;
 	}
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < sizeof(b); i++) {
-		cn->challenge[2 * i] = hex[b[i] >> 4];
-		cn->challenge[2 * i + 1] = hex[b[i] & 15];
-	}
-	cn->challenge[NATIVE_CHALLENGE_LEN] = 0;
+	hash_hex(b, sizeof(b), cn->challenge);
 	Iolake__Native__HelloResponse resp = IOLAKE__NATIVE__HELLO_RESPONSE__INIT;
 	resp.challenge = cn->challenge;
 	rpc_respond(r, &resp.base, NULL);
@@ -196,12 +192,15 @@ static void h_hello(struct rpc_req *r, void *ud)
 
 static bool same_challenge(const char *a, const char *b)
 {
-	if (strlen(b) != NATIVE_CHALLENGE_LEN || strlen(a) != NATIVE_CHALLENGE_LEN)
-		return false;
-	unsigned char d = 0;
-	for (size_t i = 0; i < NATIVE_CHALLENGE_LEN; i++)
-		d |= (unsigned char)(a[i] ^ b[i]);
-	return d == 0;
+	return strlen(a) == NATIVE_CHALLENGE_LEN && strlen(b) == NATIVE_CHALLENGE_LEN &&
+	       CRYPTO_memcmp(a, b, NATIVE_CHALLENGE_LEN) == 0;
+}
+
+/* UNAUTHENTICATED "LoginRequired: why" (a client logs in and sends again). */
+static void login_required(struct native_call *nc, const char *why)
+{
+	rpc_fail(nc->r, RPC_UNAUTHENTICATED, "LoginRequired: %s", why);
+	call_free(nc);
 }
 
 /* After a signed Login verified: take the connection's challenge. */
@@ -216,9 +215,7 @@ static void login_step(struct native_call *nc)
 	if (!cn || !cn->challenge[0] || !m->challenge || !same_challenge(cn->challenge, m->challenge)) {
 		if (cn)
 			cn->challenge[0] = 0;   /* one try per Hello */
-		rpc_fail(nc->r, RPC_UNAUTHENTICATED,
-			 "LoginRequired: the challenge is not this connection's (Hello first)");
-		call_free(nc);
+		login_required(nc, "the challenge is not this connection's (Hello first)");
 		return;
 	}
 	const struct s3_auth_result *res = &nc->areq.res;
@@ -287,9 +284,8 @@ static void call_auth(struct native_call *nc)
 	if (!a || !a->authorization || !a->authorization[0]) {
 		cn = conn_of(nc->r, false);
 		if (!cn || !cn->logged_in) {
-			rpc_fail(nc->r, RPC_UNAUTHENTICATED, "LoginRequired: %s",
-				 "the native protocol needs a signed call, or a Login on the connection");
-			call_free(nc);
+			login_required(nc, "the native protocol needs a signed call, "
+				       "or a Login on the connection");
 			return;
 		}
 	} else if (native_sig_build(&nc->sig, NATIVE_SVC, nc->method, nc->msg, a->amz_date,

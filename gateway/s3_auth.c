@@ -13,6 +13,7 @@
 #include "gateway/s3_auth.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -655,15 +656,26 @@ static void set_signer(struct s3_auth_req *r, const char *user, bool admin,
  * login proved. */
 static void check_session(struct s3_auth_req *r, const uint8_t secret_sha256[32])
 {
-	uint8_t d = 0;
-	for (int i = 0; i < 32; i++)
-		d |= (uint8_t)(secret_sha256[i] ^ r->session_[i]);
-	if (d) {
+	if (CRYPTO_memcmp(secret_sha256, r->session_, 32) != 0) {
 		fail(r, S3E_InvalidAccessKeyId, "the key changed since this connection's login");
 	} else {
 		r->res.err = S3E_OK;
 		r->res.msg = NULL;
 	}
+}
+
+/* With the key's credential in hand: the signature (or the session's
+ * secret) checked, then the signer set. slot: the key's cache slot, or
+ * NULL when it was not cached. */
+static void judge(struct s3_auth_req *r, const char *secret, const uint8_t secret_sha256[32],
+		  struct cache_slot *slot, const char *user, bool admin,
+		  const struct s3_user_grant *grants, size_t n_grants)
+{
+	if (r->session_)
+		check_session(r, secret_sha256);
+	else
+		check_signature(r, secret, slot);
+	set_signer(r, user, admin, grants, n_grants, secret_sha256);
 }
 
 static void finish(struct s3_auth_req *r)
@@ -692,11 +704,8 @@ static void on_lookup(struct s3_cred_lookup *l, int rc, const struct s3_cred *cr
 			memcpy(digest, slot->secret_sha256, 32);
 		else
 			hash_sha256(cred->secret, strlen(cred->secret), digest);
-		if (r->session_)
-			check_session(r, digest);
-		else
-			check_signature(r, cred->secret, slot);
-		set_signer(r, cred->user, cred->admin, cred->grants, cred->n_grants, digest);
+		judge(r, cred->secret, digest, slot, cred->user, cred->admin, cred->grants,
+		      cred->n_grants);
 	} else if (rc == -ENOENT) {
 		if (cacheable)
 			cache_put(a, r->res.claim.access_key, NULL, r->now_ms);
@@ -708,7 +717,30 @@ static void on_lookup(struct s3_cred_lookup *l, int rc, const struct s3_cred *cr
 	finish(r);
 }
 
-static int find_key(struct s3_auth *a, struct s3_auth_req *r);
+/* The claimed key's credential: from the cache, else from the source. */
+static int find_key(struct s3_auth *a, struct s3_auth_req *r)
+{
+	const char *ak = r->res.claim.access_key;
+	struct cache_slot *slot = cache_find(a, ak, r->now_ms);
+	if (slot) {
+		if (slot->negative) {
+			a->stats.neg_hits++;
+			return fail(r, S3E_InvalidAccessKeyId, NULL);
+		}
+		a->stats.hits++;
+		judge(r, slot->secret, slot->secret_sha256, slot, slot->user, slot->admin,
+		      slot->grants, slot->n_grants);
+		return 0;
+	}
+	a->stats.misses++;
+	r->gen_ = a->gen;
+	r->lookup_.access_key = ak;
+	r->lookup_.done = on_lookup;
+	r->in_verify_ = true;
+	a->cfg.source.lookup(a->cfg.source.ctx, &r->lookup_);
+	r->in_verify_ = false;
+	return r->finished_ ? 0 : S3_AUTH_PENDING;
+}
 
 int s3_auth_verify(struct s3_auth *a, struct s3_auth_req *r, void (*done)(struct s3_auth_req *r))
 {
@@ -738,31 +770,3 @@ int s3_auth_verify_session(struct s3_auth *a, struct s3_auth_req *r, const char 
 	return find_key(a, r);
 }
 
-/* The claimed key's credential: from the cache, else from the source. */
-static int find_key(struct s3_auth *a, struct s3_auth_req *r)
-{
-	const char *ak = r->res.claim.access_key;
-	struct cache_slot *slot = cache_find(a, ak, r->now_ms);
-	if (slot) {
-		if (slot->negative) {
-			a->stats.neg_hits++;
-			return fail(r, S3E_InvalidAccessKeyId, NULL);
-		}
-		a->stats.hits++;
-		if (r->session_)
-			check_session(r, slot->secret_sha256);
-		else
-			check_signature(r, slot->secret, slot);
-		set_signer(r, slot->user, slot->admin, slot->grants, slot->n_grants,
-			   slot->secret_sha256);
-		return 0;
-	}
-	a->stats.misses++;
-	r->gen_ = a->gen;
-	r->lookup_.access_key = ak;
-	r->lookup_.done = on_lookup;
-	r->in_verify_ = true;
-	a->cfg.source.lookup(a->cfg.source.ctx, &r->lookup_);
-	r->in_verify_ = false;
-	return r->finished_ ? 0 : S3_AUTH_PENDING;
-}

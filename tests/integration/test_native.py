@@ -284,6 +284,7 @@ def relogin(aio, ep, b):
     try:
         expect(p.stdout.readline().strip(), "ready 0", "libiolake: a Head, the handle logged in")
         rc, _ = aio.stop(limit=30)
+        expect(rc, 0, "aio stopped (SIGTERM) under a logged-in handle")
         aio.start()
         t0 = time.time()
         got = None
