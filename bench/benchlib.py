@@ -35,6 +35,13 @@ def uptime():
         return " ".join(f.read().split()[:3])
 
 
+def cpu_ticks(pid):
+    """utime + stime of process pid, in clock ticks (os.sysconf SC_CLK_TCK)."""
+    with open("/proc/%d/stat" % pid) as f:
+        x = f.read().rsplit(")", 1)[1].split()
+    return int(x[11]) + int(x[12])
+
+
 def machine():
     cpu = ""
     with open("/proc/cpuinfo") as f:

@@ -48,12 +48,6 @@ import e2e  # noqa: E402  (wrk's Lua script and presigned_paths)
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_ticks(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        x = f.read().rsplit(")", 1)[1].split()
-    return int(x[11]) + int(x[12])   # utime, stime
-
-
 def thread_ticks(pid, comm):
     """utime+stime of pid's threads named comm (meta's loop: "meta")."""
     n = 0
@@ -87,11 +81,11 @@ def wrk_run(aio, paths, secs, work, perf_out, call_graph="fp"):
     perf = subprocess.Popen(cmd + ["-p", str(aio.proc.pid)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     time.sleep(0.5)
-    t0 = cpu_ticks(aio.proc.pid)
+    t0 = bl.cpu_ticks(aio.proc.pid)
     m0 = thread_ticks(aio.proc.pid, "meta")
     r = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % secs, "--latency", "-s", lua, aio.ep],
                        capture_output=True, text=True, env=dict(os.environ, WRK_PATHS=pf))
-    t1 = cpu_ticks(aio.proc.pid)
+    t1 = bl.cpu_ticks(aio.proc.pid)
     m1 = thread_ticks(aio.proc.pid, "meta")
     perf.send_signal(2)
     perf.wait()

@@ -6,6 +6,7 @@ p99 and max.
 
     bench/native_get_cpu.py --workdir TMPFS [--build DIR] [--objects 2000]
                             [--gets 60] [--rounds 2] [--record DIR]
+                            [--conns 1,2,4] [--syscalls]
 
 Three sides: S3, native (each connection logged in once, calls unsigned)
 and native-signed (every call signed, --native-sign-each-call). Each
@@ -17,7 +18,9 @@ every other round. The aio's CPU is
 utime+stime from /proc/PID/stat across the GET-only run, the client's is
 the run's rusage; both divided by the GETs made. With --record DIR,
 `perf record --call-graph dwarf` of the aio across each run into
-DIR/PROTO-ROUND.perf.
+DIR/PROTO-ROUND.perf. --conns runs both native sides at each connection
+count (docs/performance.md's sweep); --syscalls counts the aio's writev
+calls per GET with `perf stat` instead.
 
 Exit 0, or 2 when a run failed.
 """
@@ -35,12 +38,6 @@ import e2e  # noqa: E402  (native_endpoint, native_conns)
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def aio_ticks(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        x = f.read().rsplit(")", 1)[1].split()
-    return int(x[11]) + int(x[12])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
@@ -49,6 +46,10 @@ def main():
     ap.add_argument("--gets", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--record", help="directory for perf record files")
+    ap.add_argument("--conns", help="native HTTP/2 connections, a comma list (default: one "
+                    "per gateway loop); each count is a side of its own")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="perf stat the aio's writev calls per GET (not with --record)")
     a = ap.parse_args()
     try:
         workdir = bl.check_workdir(a.workdir)
@@ -58,32 +59,47 @@ def main():
             if not nep:
                 raise bl.BenchError("iolake-aio wrote no native_endpoint in aio.json")
             j = os.path.join(aio.dir, "cell.json")
-            native = ("--protocol", "native", "--no-create-bucket",
-                      "--native-conns", str(e2e.native_conns(aio)))
-            sides = {"s3": (aio.ep, ()), "native": (nep, native),
-                     "native-signed": (nep, native + ("--native-sign-each-call",))}
+            conns = a.conns.split(",") if a.conns else [str(e2e.native_conns(aio))]
+            sides = {"s3": (aio.ep, ())}
+            for c in conns:
+                native = ("--protocol", "native", "--no-create-bucket", "--native-conns", c)
+                tag = "" if not a.conns else " %sc" % c
+                sides["native" + tag] = (nep, native)
+                sides["native-signed" + tag] = (nep, native + ("--native-sign-each-call",))
+            put = set()
             for proto, (ep, extra) in sides.items():
-                bl.s3bench(bench, ep, "4KiB", a.objects, 32, 0, j, prefix=proto + "/",
-                           extra=extra + ("--warmup", "0s"))
-            print("| run | GET/s | p50 ms | p99 ms | max ms | aio CPU us/GET | client CPU us/GET |")
-            print("|---|---:|---:|---:|---:|---:|---:|")
+                prefix = proto.split()[0] + "/"   # one set of objects per protocol
+                if prefix not in put:
+                    put.add(prefix)
+                    bl.s3bench(bench, ep, "4KiB", a.objects, 32, 0, j, prefix=prefix,
+                               extra=extra + ("--warmup", "0s"))
+            wv = " aio writev/GET |" if a.syscalls else ""
+            print("| run | GET/s | p50 ms | p99 ms | max ms | aio CPU us/GET | client CPU us/GET |"
+                  + wv)
+            print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if wv else ""))
             for rnd in range(a.rounds):
                 order = list(sides)
                 for proto in (order if rnd % 2 == 0 else order[::-1]):
                     ep, extra = sides[proto]
                     perf = None
-                    if a.record:
+                    stat = os.path.join(aio.dir, "writev.stat")
+                    if a.syscalls:
+                        perf = subprocess.Popen(
+                            ["perf", "stat", "-x,", "-e", "syscalls:sys_enter_writev", "-o", stat,
+                             "-p", str(aio.proc.pid)])
+                        time.sleep(0.5)
+                    elif a.record:
                         perf = subprocess.Popen(
                             ["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o",
                              os.path.join(a.record, "%s-%d.perf" % (proto, rnd)),
                              "-p", str(aio.proc.pid)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                         time.sleep(0.5)
-                    t0 = aio_ticks(aio.proc.pid)
+                    t0 = bl.cpu_ticks(aio.proc.pid)
                     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     r = bl.s3bench(bench, ep, "4KiB", a.objects, 32, a.gets, j,
-                                   prefix=proto + "/", extra=extra + ("--skip-put",))
-                    t1 = aio_ticks(aio.proc.pid)
+                                   prefix=proto.split()[0] + "/", extra=extra + ("--skip-put",))
+                    t1 = bl.cpu_ticks(aio.proc.pid)
                     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     if perf:
                         perf.send_signal(2)
@@ -91,9 +107,15 @@ def main():
                     g = r["get"]
                     n = max(g["ops"], 1)
                     client = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
-                    print("| %s %d | %s | %.2f | %.2f | %.1f | %.1f | %.1f |" % (
+                    extra_col = ""
+                    if a.syscalls:
+                        with open(stat) as f:
+                            w = [ln.split(",")[0] for ln in f if "sys_enter_writev" in ln]
+                        extra_col = " %.2f |" % (int(w[0]) / n) if w and w[0].isdigit() else " ? |"
+                    print("| %s %d | %s | %.2f | %.2f | %.1f | %.1f | %.1f |%s" % (
                         proto, rnd + 1, bl.fmt_int(g["ops_per_s"]), g["p50_ms"], g["p99_ms"],
-                        g["max_ms"], (t1 - t0) * 1e6 / TICK / n, client * 1e6 / n), flush=True)
+                        g["max_ms"], (t1 - t0) * 1e6 / TICK / n, client * 1e6 / n, extra_col),
+                        flush=True)
     except bl.BenchError as e:
         print("native_get_cpu.py: %s" % e, file=sys.stderr)
         return 2
